@@ -1,0 +1,22 @@
+#!/usr/bin/env node
+import { Command } from '@commander-js/extra-typings';
+import { VERSION, ISTIO_COMPAT } from '../lib/version.js';
+import { ztunnelCommand } from './ztunnel.js';
+import { echoCommand } from './echo.js';
+import { xCommand } from './x.js';
+import { demoCommand } from './demo.js';
+
+const program = new Command('amesh')
+  .description("amesh: Istio's ambient mode in TypeScript")
+  .version(VERSION, '--version');
+program
+  .command('version')
+  .description('print the amesh version')
+  .action(() => {
+    process.stdout.write(`amesh ${VERSION} (Istio ${ISTIO_COMPAT} wire protocols, node ${process.version})\n`);
+  });
+program.addCommand(ztunnelCommand());
+program.addCommand(echoCommand());
+program.addCommand(demoCommand());
+program.addCommand(xCommand());
+await program.parseAsync(process.argv);

@@ -1,0 +1,33 @@
+import { Command } from '@commander-js/extra-typings';
+import { LogControl } from '../lib/log.js';
+import { loadZtunnelConfig } from '../ztunnel/config.js';
+import { Ztunnel } from '../ztunnel/ztunnel.js';
+import { fatal } from './fatal.js';
+
+export function ztunnelCommand(): Command {
+  return new Command('ztunnel')
+    .description('run the node L4 proxy (HBONE). Config comes from Istio env names (LOCAL_XDS_PATH, NODE_NAME, TRUST_DOMAIN, ...) and these flags')
+    .option('--local-config <file>', 'local config YAML (same as LOCAL_XDS_PATH)')
+    .option('--local-ca <dir>', "issue certificates from Istio plug-in CA files in DIR (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem)")
+    .option('--admin-address <host:port>', 'admin server (config_dump, logging, quitquitquit)', '127.0.0.1:15000')
+    .option('--metrics-address <host:port>', 'Prometheus metrics', '0.0.0.0:15020')
+    .option('--readiness-address <host:port>', 'readiness probe', '0.0.0.0:15021')
+    .option('--log-level <level>', 'log level, or scope=level list (default RUST_LOG or info)')
+    .action(async (o) => {
+      let logs: LogControl | undefined;
+      try {
+        const cfg = loadZtunnelConfig(o);
+        logs = new LogControl({ format: cfg.logFormat, level: cfg.logLevel, component: 'ztunnel' });
+        logs.apply(cfg.logLevel);
+        const zt = await Ztunnel.start(cfg, logs);
+        const stop = (sig: string): void => {
+          logs?.scope('ztunnel').info({ signal: sig }, 'received signal');
+          void zt.shutdown().then(() => process.exit(0));
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      } catch (e) {
+        fatal(e, logs);
+      }
+    });
+}

@@ -1,0 +1,82 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+
+/** The `amesh` entry point: compiled `dist/` when present, else the TypeScript source through tsx. */
+export function ameshCommand(): { cmd: string; args: string[] } {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const js = path.resolve(here, '../cli/main.js');
+  if (existsSync(js)) return { cmd: process.execPath, args: [js] };
+  return { cmd: process.execPath, args: ['--import', 'tsx', path.resolve(here, '../cli/main.ts')] };
+}
+
+export interface ZtunnelProcess {
+  readonly child: ChildProcess;
+  readonly admin: string;
+  readonly metrics: string;
+  readonly readiness: string;
+  /** Everything the process printed, for assertions and post-mortems. */
+  output(): string;
+  waitReady(timeoutMs?: number): Promise<void>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export interface ZtunnelProcessOptions {
+  readonly localConfig: string;
+  readonly nodeName: string;
+  readonly localCa?: string;
+  /** Loopback IP for admin/metrics/readiness, each on Istio's port (distinct IPs keep two ztunnels apart). */
+  readonly controlIp: string;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly quiet?: boolean;
+}
+
+/** Starts `amesh ztunnel` as its own process, as a node would run it. */
+export function spawnZtunnel(o: ZtunnelProcessOptions): ZtunnelProcess {
+  const { cmd, args } = ameshCommand();
+  const admin = `${o.controlIp}:15000`;
+  const metrics = `${o.controlIp}:15020`;
+  const readiness = `${o.controlIp}:15021`;
+  const argv = [...args, 'ztunnel', '--admin-address', admin, '--metrics-address', metrics, '--readiness-address', readiness];
+  if (o.localCa !== undefined) argv.push('--local-ca', o.localCa);
+  const child = spawn(cmd, argv, {
+    env: { ...process.env, LOCAL_XDS_PATH: o.localConfig, NODE_NAME: o.nodeName, ...o.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const onData = (d: Buffer): void => {
+    out += d.toString();
+    if (o.quiet === false) process.stdout.write(d);
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    admin,
+    metrics,
+    readiness,
+    output: () => out,
+    async waitReady(timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      let last = '';
+      while (Date.now() < deadline) {
+        if (child.exitCode !== null) throw new Error(`ztunnel ${o.nodeName} exited with ${child.exitCode}:\n${out}`);
+        try {
+          const r = await fetch(`http://${readiness}/healthz/ready`);
+          last = await r.text();
+          if (r.status === 200) return;
+        } catch (e) {
+          last = (e as Error).message;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      throw new Error(`ztunnel ${o.nodeName} not ready after ${timeoutMs}ms (${last.trim()}):\n${out}`);
+    },
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * The one error catalogue. Every error amesh raises on purpose carries a stable `code` from this list;
+ * `docs/errors.md` documents each code with what to do about it. Tests assert on codes, never on prose.
+ */
+export const ERROR_CODES = [
+  'AMESH_ERR_CONFIG',
+  'ZT_ERR_LOCAL_CONFIG_INVALID',
+  'ZT_ERR_CA_FILES',
+  'ZT_ERR_CERT_UNAVAILABLE',
+  'ZT_ERR_BIND',
+  'ZT_ERR_POLICY_DENIED',
+  'ZT_ERR_IDENTITY_MISMATCH',
+  'ZT_ERR_TRUST_DOMAIN_MISMATCH',
+  'ZT_ERR_NO_CLIENT_CERT',
+  'ZT_ERR_UNKNOWN_SOURCE_WORKLOAD',
+  'ZT_ERR_UNKNOWN_WORKLOAD',
+  'ZT_ERR_NO_HEALTHY_UPSTREAM',
+  'ZT_ERR_SERVICE_PORT',
+  'ZT_ERR_SELF_CALL',
+  'ZT_ERR_HBONE_BAD_REQUEST',
+  'ZT_ERR_HBONE_IP_MISMATCH',
+  'ZT_ERR_HBONE_STATUS',
+  'ZT_ERR_HBONE_CONNECT_TIMEOUT',
+  'ZT_ERR_HBONE_HANDSHAKE',
+  'ZT_ERR_HBONE_STREAM',
+  'ZT_ERR_UPSTREAM_CONNECT',
+  'ZT_ERR_SOCKS5_PROTOCOL',
+  'ZT_ERR_SHUTTING_DOWN',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export class MeshError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = 'MeshError';
+  }
+}
+
+export function isMeshError(e: unknown, code?: ErrorCode): e is MeshError {
+  return e instanceof MeshError && (code === undefined || e.code === code);
+}
+
+/** Best-effort one-line description of anything thrown, for logs and error replies. */
+export function describeError(e: unknown): string {
+  if (e instanceof MeshError) return `${e.code}: ${e.message}`;
+  if (e instanceof Error) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code !== undefined && !e.message.includes(code) ? `${code}: ${e.message}` : e.message;
+  }
+  return String(e);
+}

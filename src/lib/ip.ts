@@ -1,0 +1,102 @@
+import net from 'node:net';
+
+/** Raw bytes of an IPv4 (4) or IPv6 (16) address, or undefined when `s` is not an IP literal. */
+export function ipBytes(s: string): Buffer | undefined {
+  const fam = net.isIP(s);
+  if (fam === 4) return Buffer.from(s.split('.').map((x) => Number(x)));
+  if (fam === 6) {
+    const b = Buffer.alloc(16);
+    let str = s.toLowerCase();
+    // expand "::" and embedded IPv4
+    const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(str);
+    let tail: number[] = [];
+    if (v4 !== null) {
+      tail = v4[1]!.split('.').map(Number);
+      str = str.slice(0, str.length - v4[1]!.length) + '0:0';
+    }
+    const [head = '', rest] = str.split('::');
+    const h = head === '' ? [] : head.split(':');
+    const r = rest === undefined || rest === '' ? [] : rest.split(':');
+    const groups = rest === undefined ? h : [...h, ...Array<string>(8 - h.length - r.length).fill('0'), ...r];
+    groups.forEach((g, i) => b.writeUInt16BE(parseInt(g, 16), i * 2));
+    if (tail.length === 4) Buffer.from(tail).copy(b, 12);
+    return b;
+  }
+  return undefined;
+}
+
+export function isLoopback(ip: string): boolean {
+  const b = ipBytes(ip);
+  if (b === undefined) return false;
+  if (b.length === 4) return b[0] === 127;
+  return b.subarray(0, 15).every((x) => x === 0) && b[15] === 1;
+}
+
+/** An IP network (CIDR). A bare address is a /32 or /128. */
+export interface Cidr {
+  readonly bytes: Buffer;
+  readonly prefix: number;
+  readonly text: string;
+}
+
+export function parseCidr(s: string): Cidr | undefined {
+  const slash = s.indexOf('/');
+  const addr = slash < 0 ? s : s.slice(0, slash);
+  const bytes = ipBytes(addr);
+  if (bytes === undefined) return undefined;
+  const max = bytes.length * 8;
+  let prefix = max;
+  if (slash >= 0) {
+    const p = s.slice(slash + 1);
+    if (!/^\d{1,3}$/.test(p)) return undefined;
+    prefix = Number(p);
+    if (prefix > max) return undefined;
+  }
+  return { bytes, prefix, text: `${addr}/${prefix}` };
+}
+
+export function cidrContains(c: Cidr, ip: Buffer): boolean {
+  if (ip.length !== c.bytes.length) return false;
+  let bits = c.prefix;
+  for (let i = 0; bits > 0; i++, bits -= 8) {
+    const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
+    if ((ip[i]! & mask) !== (c.bytes[i]! & mask)) return false;
+  }
+  return true;
+}
+
+/** `ip:port`, with brackets for IPv6 (the HBONE `:authority` form, spec §4.4). */
+export function formatHostPort(ip: string, port: number): string {
+  return net.isIPv6(ip) ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
+/** Parses `ip:port` / `[v6]:port`; returns undefined for anything else. */
+export function parseIpPort(s: string): { ip: string; port: number } | undefined {
+  const hp = parseHostPort(s);
+  if (hp === undefined || net.isIP(hp.host) === 0) return undefined;
+  return { ip: hp.host, port: hp.port };
+}
+
+/** Parses `host:port` / `[v6]:port` with a port in 1..65535. */
+export function parseHostPort(s: string): { host: string; port: number } | undefined {
+  let host: string;
+  let portStr: string;
+  if (s.startsWith('[')) {
+    const end = s.indexOf(']:');
+    if (end < 0) return undefined;
+    host = s.slice(1, end);
+    if (!net.isIPv6(host)) return undefined;
+    portStr = s.slice(end + 2);
+  } else {
+    const i = s.lastIndexOf(':');
+    if (i <= 0) return undefined;
+    host = s.slice(0, i);
+    if (host.includes(':')) return undefined;
+    portStr = s.slice(i + 1);
+  }
+  if (!/^\d{1,5}$/.test(portStr)) return undefined;
+  const port = Number(portStr);
+  if (port < 1 || port > 65535) return undefined;
+  if (!/^[A-Za-z0-9.\-:_]+$/.test(host)) return undefined;
+  return { host, port };
+}

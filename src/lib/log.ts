@@ -1,0 +1,112 @@
+import { pino, type Logger, type LevelWithSilent, type DestinationStream } from 'pino';
+import { MeshError } from './errors.js';
+
+export type LogFormat = 'text' | 'json';
+export type { Logger };
+
+const LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+/**
+ * Text lines in ztunnel's layout: `<time>\t<level>\t<scope>\t<message>\tk=v k=v`. Access logs are per
+ * connection, not per chunk, so formatting from pino's JSON line is affordable.
+ */
+const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v));
+
+function textDestination(out: NodeJS.WritableStream): DestinationStream {
+  return {
+    write(line: string): void {
+      let o: Record<string, unknown>;
+      try {
+        o = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        out.write(line);
+        return;
+      }
+      const { time, level, scope, message, ...rest } = o;
+      let s = `${str(time)}\t${str(level)}\t${str(scope)}\t${str(message)}`;
+      const kv: string[] = [];
+      for (const [k, v] of Object.entries(rest)) {
+        const str = typeof v === 'string' ? (/[\s"=]/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v);
+        kv.push(`${k}=${str}`);
+      }
+      if (kv.length > 0) s += `\t${kv.join(' ')}`;
+      out.write(s + '\n');
+    },
+  };
+}
+
+/**
+ * A component's logging: one pino root, child loggers per `scope`, and runtime level changes in
+ * ztunnel's `/logging?level=` syntax (`info`, or `access=debug,proxy=warn`).
+ */
+export class LogControl {
+  readonly root: Logger;
+  private readonly scopes = new Map<string, Logger>();
+  private readonly overrides = new Map<string, LevelWithSilent>();
+  private defaultLevel: LevelWithSilent;
+
+  constructor(opts: { format: LogFormat; level: string; component: string; out?: NodeJS.WritableStream }) {
+    this.defaultLevel = LogControl.checkLevel(opts.level);
+    const out = opts.out ?? process.stdout;
+    const dest = opts.format === 'json' ? (out as unknown as DestinationStream) : textDestination(out);
+    this.root = pino(
+      {
+        level: 'trace',
+        base: { component: opts.component },
+        messageKey: 'message',
+        timestamp: pino.stdTimeFunctions.isoTime,
+        formatters: { level: (label) => ({ level: label }) },
+      },
+      dest,
+    );
+    if (opts.format === 'text') this.root.setBindings({ component: undefined });
+  }
+
+  static checkLevel(l: string): LevelWithSilent {
+    const v = l.toLowerCase() as LevelWithSilent;
+    if (!LEVELS.includes(v)) {
+      throw new MeshError('AMESH_ERR_CONFIG', `unknown log level "${l}" (use one of ${LEVELS.join(', ')})`);
+    }
+    return v;
+  }
+
+  /** The logger for one module; its level follows the default unless overridden for this scope. */
+  scope(name: string): Logger {
+    let l = this.scopes.get(name);
+    if (l === undefined) {
+      l = this.root.child({ scope: name });
+      l.level = this.overrides.get(name) ?? this.defaultLevel;
+      this.scopes.set(name, l);
+    }
+    return l;
+  }
+
+  /** Applies `info` or `scope=level,scope=level` (ztunnel `/logging?level=`). Throws on bad input, changing nothing. */
+  apply(spec: string): void {
+    let def: LevelWithSilent | undefined;
+    const per: [string, LevelWithSilent][] = [];
+    for (const part of spec.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+      const eq = part.indexOf('=');
+      if (eq < 0) def = LogControl.checkLevel(part);
+      else per.push([part.slice(0, eq), LogControl.checkLevel(part.slice(eq + 1))]);
+    }
+    if (def !== undefined) {
+      this.defaultLevel = def;
+      this.overrides.clear();
+    }
+    for (const [k, v] of per) this.overrides.set(k, v);
+    for (const [name, l] of this.scopes) l.level = this.overrides.get(name) ?? this.defaultLevel;
+  }
+
+  reset(initial: string): void {
+    this.overrides.clear();
+    this.apply(initial);
+  }
+
+  /** Current levels, in the form `/logging` prints. */
+  describe(): string {
+    const lines = [`current log level is ${this.defaultLevel}`];
+    for (const [k, v] of [...this.overrides].sort()) lines.push(`${k}=${v}`);
+    return lines.join('\n') + '\n';
+  }
+}

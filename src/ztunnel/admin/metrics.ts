@@ -1,0 +1,83 @@
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { identityToString, type Identity } from '../../lib/spiffe.js';
+import type { Service } from '../state/service.js';
+import { workloadIdentity, type Workload } from '../state/workload.js';
+
+/** Istio's traffic labels (spec §10.1), every one defaulting to "unknown". */
+export const TRAFFIC_LABELS = [
+  'reporter', 'source_workload', 'source_canonical_service', 'source_canonical_revision', 'source_workload_namespace',
+  'source_principal', 'source_app', 'source_version', 'source_cluster', 'destination_service',
+  'destination_service_namespace', 'destination_service_name', 'destination_workload', 'destination_canonical_service',
+  'destination_canonical_revision', 'destination_workload_namespace', 'destination_principal', 'destination_app',
+  'destination_version', 'destination_cluster', 'request_protocol', 'response_flags', 'connection_security_policy',
+] as const;
+export type TrafficLabels = Record<(typeof TRAFFIC_LABELS)[number], string>;
+
+export type ResponseFlags = '-' | 'DENY' | 'CONNECT' | 'TLS_FAILURE' | 'H2_HANDSHAKE_FAILURE' | 'NETWORK_POLICY' | 'IDENTITY_ERROR';
+
+const UNKNOWN = 'unknown';
+const or = (s: string | undefined): string => (s === undefined || s === '' ? UNKNOWN : s);
+
+export interface TrafficParties {
+  readonly reporter: 'source' | 'destination';
+  readonly source: Workload | undefined;
+  readonly sourceIdentity: Identity | undefined;
+  readonly destination: Workload | undefined;
+  readonly destinationService: Service | undefined;
+  readonly mtls: boolean;
+}
+
+export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficLabels {
+  const s = p.source;
+  const d = p.destination;
+  const sid = p.sourceIdentity ?? (s === undefined ? undefined : workloadIdentity(s));
+  return {
+    reporter: p.reporter,
+    source_workload: or(s?.workloadName || s?.name),
+    source_canonical_service: or(s?.canonicalName),
+    source_canonical_revision: or(s?.canonicalRevision),
+    source_workload_namespace: or(s?.namespace ?? sid?.namespace),
+    source_principal: sid === undefined || (!p.mtls && p.reporter === 'destination') ? UNKNOWN : identityToString(sid),
+    source_app: or(s?.canonicalName),
+    source_version: or(s?.canonicalRevision),
+    source_cluster: or(s?.clusterId),
+    destination_service: or(p.destinationService?.hostname),
+    destination_service_namespace: or(p.destinationService?.namespace),
+    destination_service_name: or(p.destinationService?.name),
+    destination_workload: or(d?.workloadName || d?.name),
+    destination_canonical_service: or(d?.canonicalName),
+    destination_canonical_revision: or(d?.canonicalRevision),
+    destination_workload_namespace: or(d?.namespace),
+    destination_principal: d === undefined || !p.mtls ? UNKNOWN : identityToString(workloadIdentity(d)),
+    destination_app: or(d?.canonicalName),
+    destination_version: or(d?.canonicalRevision),
+    destination_cluster: or(d?.clusterId),
+    request_protocol: 'tcp',
+    response_flags: flags,
+    connection_security_policy: p.mtls ? 'mutual_tls' : UNKNOWN,
+  };
+}
+
+/** ztunnel's metrics in one private registry (spec §10.1). */
+export class ZtunnelMetrics {
+  readonly registry = new Registry();
+  readonly opened: Counter<(typeof TRAFFIC_LABELS)[number]>;
+  readonly closed: Counter<(typeof TRAFFIC_LABELS)[number]>;
+  readonly sent: Counter<(typeof TRAFFIC_LABELS)[number]>;
+  readonly received: Counter<(typeof TRAFFIC_LABELS)[number]>;
+  readonly failed: Counter<(typeof TRAFFIC_LABELS)[number]>;
+  readonly socketsOpen: Gauge<'reporter'>;
+
+  constructor(version: string) {
+    const registers = [this.registry];
+    const c = (name: string, help: string): Counter<(typeof TRAFFIC_LABELS)[number]> => new Counter({ name, help, labelNames: TRAFFIC_LABELS, registers });
+    this.opened = c('istio_tcp_connections_opened_total', 'The total number of TCP connections opened');
+    this.closed = c('istio_tcp_connections_closed_total', 'The total number of TCP connections closed');
+    this.sent = c('istio_tcp_sent_bytes_total', 'The size of total bytes sent during response in case of a TCP connection');
+    this.received = c('istio_tcp_received_bytes_total', 'The size of total bytes received during request in case of a TCP connection');
+    this.failed = c('istio_tcp_connections_failed_total', 'The total number of TCP connections that failed to establish');
+    this.socketsOpen = new Gauge({ name: 'istio_tcp_sockets_open', help: 'The current number of open sockets', labelNames: ['reporter'], registers });
+    new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers }).set({ component: 'ztunnel', tag: version }, 1);
+    collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,144 @@
+import { MeshError } from '../lib/errors.js';
+import { parseDuration } from '../lib/duration.js';
+import { parseListenAddress, type ListenAddress } from '../lib/address.js';
+import { LogControl, type LogFormat } from '../lib/log.js';
+import { DEFAULT_TRUST_DOMAIN } from '../lib/spiffe.js';
+import { DEFAULT_CLUSTER_ID } from './state/workload.js';
+
+/** Istio's default ztunnel ports (spec §1.2). */
+export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:15000';
+export const DEFAULT_METRICS_ADDRESS = '0.0.0.0:15020';
+export const DEFAULT_READINESS_ADDRESS = '0.0.0.0:15021';
+export const HBONE_PORT = 15008;
+export const SOCKS5_PORT = 15080;
+export const OUTBOUND_CAPTURE_PORT = 15001;
+export const INBOUND_PLAINTEXT_PORT = 15006;
+/** Ports ztunnel itself owns: a connection targeting one of them would loop (spec §1.2 `illegal_ports`). */
+export const ILLEGAL_PORTS: ReadonlySet<number> = new Set([OUTBOUND_CAPTURE_PORT, INBOUND_PLAINTEXT_PORT, HBONE_PORT, SOCKS5_PORT]);
+
+/** ztunnel defaults (ztunnel src/config.rs), each the value Istio ships. */
+export const DEFAULTS = Object.freeze({
+  /** One HBONE connection carries at most this many streams. */
+  poolMaxStreamsPerConnection: 100,
+  /** An HBONE connection with no checkout for this long is closed. */
+  poolUnusedReleaseTimeout: '5m',
+  /** SIGTERM drains connections for at most this long, then closes them. */
+  connectionTerminationDeadline: '5s',
+  /** Workload certificate lifetime requested from the CA. */
+  secretTtl: '24h',
+  /** HTTP/2 windows and frame size: large, so one stream can fill a fast link (spec §4.3). */
+  http2StreamWindowSize: 4 * 1024 * 1024,
+  http2ConnectionWindowSize: 16 * 1024 * 1024,
+  http2FrameSize: 1024 * 1024,
+});
+
+/** Time to connect to an upstream app or to a peer's HBONE port before giving up (ztunnel: 10s). */
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** How long inbound/outbound wait for a workload to appear in config before failing (spec §4.5, §5 step 2). */
+export const WORKLOAD_WAIT_MS = 5_000;
+
+export interface ZtunnelConfig {
+  readonly localXdsPath: string | undefined;
+  readonly nodeName: string;
+  readonly clusterId: string;
+  readonly trustDomain: string;
+  readonly network: string;
+  readonly localCaDir: string | undefined;
+  readonly secretTtlMs: number;
+  readonly poolMaxStreamsPerConnection: number;
+  readonly poolUnusedReleaseTimeoutMs: number;
+  readonly connectionTerminationDeadlineMs: number;
+  readonly http2StreamWindowSize: number;
+  readonly http2ConnectionWindowSize: number;
+  readonly http2FrameSize: number;
+  readonly enableSocks5: boolean;
+  readonly enableResponseBaggage: boolean;
+  readonly authzPolicyInfoLogging: boolean;
+  readonly logFormat: LogFormat;
+  readonly logLevel: string;
+  readonly adminAddress: ListenAddress;
+  readonly metricsAddress: ListenAddress;
+  readonly readinessAddress: ListenAddress;
+}
+
+export interface ZtunnelFlags {
+  localConfig?: string | undefined;
+  localCa?: string | undefined;
+  adminAddress?: string | undefined;
+  metricsAddress?: string | undefined;
+  readinessAddress?: string | undefined;
+  logLevel?: string | undefined;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function envBool(env: Env, name: string, def: boolean): boolean {
+  const v = env[name];
+  if (v === undefined || v === '') return def;
+  if (/^(true|1|yes)$/i.test(v)) return true;
+  if (/^(false|0|no)$/i.test(v)) return false;
+  throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${v}" is not a boolean (use true or false)`);
+}
+
+function envInt(env: Env, name: string, def: number, min: number, max: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${v}" must be an integer in ${min}..${max}`);
+  return n;
+}
+
+/**
+ * CONNECTION_TERMINATION_DEADLINE, else derived from TERMINATION_GRACE_PERIOD_SECONDS as ztunnel does:
+ * grace-5s when the grace period is over 10s, else grace-1s, at least 1s.
+ */
+function terminationDeadline(env: Env): number {
+  const explicit = env['CONNECTION_TERMINATION_DEADLINE'];
+  if (explicit !== undefined && explicit !== '') return parseDuration(explicit, 'CONNECTION_TERMINATION_DEADLINE');
+  const grace = env['TERMINATION_GRACE_PERIOD_SECONDS'];
+  if (grace !== undefined && grace !== '') {
+    const g = envInt(env, 'TERMINATION_GRACE_PERIOD_SECONDS', 0, 0, 86400);
+    return Math.max(1, g > 10 ? g - 5 : g - 1) * 1000;
+  }
+  return parseDuration(DEFAULTS.connectionTerminationDeadline, 'default');
+}
+
+/** Builds the frozen ztunnel config from Istio's env names and the CLI flags (flags win). */
+export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): ZtunnelConfig {
+  const localXdsPath = flags.localConfig ?? env['LOCAL_XDS_PATH'];
+  if (localXdsPath === undefined || localXdsPath === '') {
+    throw new MeshError('AMESH_ERR_CONFIG', 'no configuration source: set LOCAL_XDS_PATH or pass --local-config FILE (a control plane client, XDS_ADDRESS, comes with istiod support)');
+  }
+  const nodeName = env['NODE_NAME'] ?? '';
+  if (nodeName === '') throw new MeshError('AMESH_ERR_CONFIG', 'NODE_NAME is not set: ztunnel proxies the workloads whose "node" equals it');
+  const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
+  if (logFormat !== 'text' && logFormat !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  const logLevel = flags.logLevel ?? env['RUST_LOG'] ?? env['LOG_LEVEL'] ?? 'info';
+  // Validate now, so a bad level fails at start and not at the first /logging call.
+  new LogControl({ format: 'json', level: 'silent', component: 'check', out: { write: () => true } as unknown as NodeJS.WritableStream }).apply(logLevel);
+  const cfg: ZtunnelConfig = {
+    localXdsPath,
+    nodeName,
+    clusterId: env['ISTIO_META_CLUSTER_ID'] ?? env['CLUSTER_ID'] ?? DEFAULT_CLUSTER_ID,
+    trustDomain: env['TRUST_DOMAIN'] ?? DEFAULT_TRUST_DOMAIN,
+    network: env['NETWORK'] ?? '',
+    localCaDir: flags.localCa,
+    secretTtlMs: parseDuration(env['SECRET_TTL'] ?? DEFAULTS.secretTtl, 'SECRET_TTL'),
+    poolMaxStreamsPerConnection: envInt(env, 'POOL_MAX_STREAMS_PER_CONNECTION', DEFAULTS.poolMaxStreamsPerConnection, 1, 10_000),
+    poolUnusedReleaseTimeoutMs: parseDuration(env['POOL_UNUSED_RELEASE_TIMEOUT'] ?? DEFAULTS.poolUnusedReleaseTimeout, 'POOL_UNUSED_RELEASE_TIMEOUT'),
+    connectionTerminationDeadlineMs: terminationDeadline(env),
+    http2StreamWindowSize: envInt(env, 'HTTP2_STREAM_WINDOW_SIZE', DEFAULTS.http2StreamWindowSize, 65_535, 2 ** 31 - 1),
+    http2ConnectionWindowSize: envInt(env, 'HTTP2_CONNECTION_WINDOW_SIZE', DEFAULTS.http2ConnectionWindowSize, 65_535, 2 ** 31 - 1),
+    http2FrameSize: envInt(env, 'HTTP2_FRAME_SIZE', DEFAULTS.http2FrameSize, 16_384, 16_777_215),
+    enableSocks5: envBool(env, 'UNSTABLE_ENABLE_SOCKS5', true),
+    enableResponseBaggage: envBool(env, 'ENABLE_RESPONSE_BAGGAGE', true),
+    authzPolicyInfoLogging: envBool(env, 'AUTHZ_POLICY_INFO_LOGGING', false),
+    logFormat,
+    logLevel,
+    adminAddress: parseListenAddress(flags.adminAddress ?? DEFAULT_ADMIN_ADDRESS, '--admin-address'),
+    metricsAddress: parseListenAddress(flags.metricsAddress ?? DEFAULT_METRICS_ADDRESS, '--metrics-address'),
+    readinessAddress: parseListenAddress(flags.readinessAddress ?? DEFAULT_READINESS_ADDRESS, '--readiness-address'),
+  };
+  if (cfg.secretTtlMs < 1000) throw new MeshError('AMESH_ERR_CONFIG', 'SECRET_TTL must be at least 1s');
+  return Object.freeze(cfg);
+}

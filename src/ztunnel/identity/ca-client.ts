@@ -1,0 +1,9 @@
+import type { Identity } from '../../lib/spiffe.js';
+
+/**
+ * Issues certificates: the CreateCertificate contract (spec §2.3). `csrPem` is for `identity`; the reply is
+ * `[leaf, ...intermediates, rootBundle]`.
+ */
+export interface CaClient {
+  fetchCertificate(identity: Identity, csrPem: string, ttlSeconds: number): Promise<string[]>;
+}

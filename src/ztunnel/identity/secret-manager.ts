@@ -1,0 +1,142 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import { Backoff } from '../../lib/backoff.js';
+import { describeError, MeshError } from '../../lib/errors.js';
+import { createKeyAndCsr } from '../../lib/pki/csr.js';
+import { identityToString, type Identity } from '../../lib/spiffe.js';
+import type { CaClient } from './ca-client.js';
+import { refreshAt, workloadCertificateFromChain, type WorkloadCertificate } from './workload-certificate.js';
+
+/** Retry after a failed fetch: 500ms doubling up to 150s (spec §2.5). */
+const BACKOFF_INITIAL_MS = 500;
+const BACKOFF_MAX_MS = 150_000;
+/** Timers cannot exceed 2^31-1 ms; longer waits are re-armed. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+type CertState =
+  | { t: 'initializing'; waiters: ((c: WorkloadCertificate | Error) => void)[] }
+  | { t: 'available'; cert: WorkloadCertificate }
+  | { t: 'unavailable'; error: string; cert: WorkloadCertificate | undefined; waiters: ((c: WorkloadCertificate | Error) => void)[] };
+
+interface Entry {
+  readonly identity: Identity;
+  state: CertState;
+  timer: NodeJS.Timeout | undefined;
+  backoff: Backoff;
+  fetching: boolean;
+}
+
+/**
+ * Per-identity certificates: fetched on first use (or prefetched), refreshed at half-life, kept while still valid
+ * when a refresh fails. Emits `updated` with the identity string after every new certificate, so listeners swap
+ * their TLS contexts without touching open connections.
+ */
+export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCertificate] }> {
+  private readonly entries = new Map<string, Entry>();
+  private stopped = false;
+
+  constructor(
+    private readonly ca: CaClient,
+    private readonly ttlMs: number,
+    private readonly log: Logger,
+  ) {
+    super();
+  }
+
+  /** The current certificate for `id`, waiting for the first fetch if needed. */
+  async fetch(id: Identity): Promise<WorkloadCertificate> {
+    const key = identityToString(id);
+    const e = this.ensure(key, id);
+    const s = e.state;
+    if (s.t === 'available') return s.cert;
+    if (s.t === 'unavailable' && s.cert !== undefined && s.cert.notAfter.getTime() > Date.now()) return s.cert;
+    return new Promise((resolve, reject) => {
+      s.waiters.push((c) => (c instanceof Error ? reject(c) : resolve(c)));
+    });
+  }
+
+  /** Starts fetching without waiting. */
+  prefetch(id: Identity): void {
+    this.ensure(identityToString(id), id);
+  }
+
+  /** Stops refreshing identities not in `keep`. */
+  retain(keep: ReadonlySet<string>): void {
+    for (const [k, e] of this.entries) {
+      if (!keep.has(k)) {
+        clearTimeout(e.timer);
+        this.entries.delete(k);
+      }
+    }
+  }
+
+  /** For `/config_dump`: identity, state and the certificate if any. */
+  snapshot(): { identity: string; state: string; cert: WorkloadCertificate | undefined }[] {
+    return [...this.entries.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, e]) => ({
+      identity: k,
+      state: e.state.t === 'initializing' ? 'Initializing' : e.state.t === 'available' ? 'Available' : `Unavailable: ${e.state.error}`,
+      cert: e.state.t === 'available' ? e.state.cert : e.state.t === 'unavailable' ? e.state.cert : undefined,
+    }));
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const e of this.entries.values()) clearTimeout(e.timer);
+  }
+
+  private ensure(key: string, id: Identity): Entry {
+    let e = this.entries.get(key);
+    if (e === undefined) {
+      e = { identity: id, state: { t: 'initializing', waiters: [] }, timer: undefined, backoff: new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS), fetching: false };
+      this.entries.set(key, e);
+      void this.refresh(key, e);
+    }
+    return e;
+  }
+
+  private schedule(key: string, e: Entry, at: number): void {
+    clearTimeout(e.timer);
+    const delay = Math.max(0, at - Date.now());
+    e.timer = setTimeout(() => {
+      if (Date.now() + 5 < at) this.schedule(key, e, at);
+      else void this.refresh(key, e);
+    }, Math.min(delay, MAX_TIMER_MS));
+    e.timer.unref();
+  }
+
+  private async refresh(key: string, e: Entry): Promise<void> {
+    if (e.fetching || this.stopped) return;
+    e.fetching = true;
+    try {
+      const { keyPem, csrPem } = await createKeyAndCsr(key);
+      const chain = await this.ca.fetchCertificate(e.identity, csrPem, Math.round(this.ttlMs / 1000));
+      const cert = workloadCertificateFromChain(e.identity, keyPem, chain);
+      if (this.entries.get(key) !== e) return;
+      const waiters = e.state.t === 'available' ? [] : e.state.waiters;
+      e.state = { t: 'available', cert };
+      e.backoff.reset();
+      this.log.debug({ identity: key, expiration: cert.notAfter.toISOString() }, 'certificate issued');
+      this.emit('updated', key, cert);
+      for (const w of waiters) w(cert);
+      this.schedule(key, e, refreshAt(cert));
+    } catch (err) {
+      if (this.entries.get(key) !== e) return;
+      const msg = describeError(err);
+      const prev = e.state.t === 'available' ? e.state.cert : e.state.t === 'unavailable' ? e.state.cert : undefined;
+      const waiters = e.state.t === 'available' ? [] : e.state.waiters;
+      const retry = e.backoff.next();
+      const valid = prev !== undefined && prev.notAfter.getTime() > Date.now();
+      e.state = { t: 'unavailable', error: msg, cert: valid ? prev : undefined, waiters: valid ? [] : waiters };
+      this.log.warn({ identity: key, error: msg, retryInMs: retry }, valid ? 'certificate refresh failed; keeping the still-valid certificate' : 'certificate fetch failed');
+      if (valid) for (const w of waiters) w(prev);
+      else {
+        const failure = new MeshError('ZT_ERR_CERT_UNAVAILABLE', `no certificate for ${key}: ${msg}`);
+        for (const w of waiters) w(failure);
+        if (e.state.t === 'unavailable') e.state.waiters = [];
+      }
+      this.schedule(key, e, Math.min(Date.now() + retry, valid ? prev.notAfter.getTime() : Infinity));
+    } finally {
+      e.fetching = false;
+    }
+  }
+}

@@ -1,0 +1,164 @@
+import type { Logger } from 'pino';
+import { describeError } from '../../lib/errors.js';
+import { identityToString } from '../../lib/spiffe.js';
+import { evaluate, type RbacConnection } from '../rbac.js';
+import type { ProxyState } from '../state/proxy-state.js';
+import { workloadIdentity } from '../state/workload.js';
+import { trafficLabels, type ResponseFlags, type TrafficParties, type ZtunnelMetrics } from '../admin/metrics.js';
+
+export interface ConnectionInfo {
+  readonly direction: 'inbound' | 'outbound';
+  /** The local workload this connection belongs to. */
+  readonly workloadUid: string;
+  readonly src: string;
+  readonly originalDst: string;
+  readonly actualDst: string;
+  /** The HBONE CONNECT target, for HBONE connections. */
+  readonly hboneAddr: string | undefined;
+  readonly protocol: 'HBONE' | 'TCP';
+  readonly parties: TrafficParties;
+  /** Inbound connections keep their RBAC attributes, to be re-checked when policies change (spec §9.1). */
+  readonly rbac: RbacConnection | undefined;
+}
+
+export interface TrackedConnection {
+  readonly info: ConnectionInfo;
+  /** Records the end: bytes from client to server and back, and the error if any. Idempotent. */
+  finish(bytesToServer: number, bytesToClient: number, error: Error | undefined): void;
+}
+
+interface Entry extends TrackedConnection {
+  readonly started: number;
+  readonly abort: (why: string) => void;
+}
+
+/**
+ * Every live proxied connection: metrics, access logs (spec §10.1–10.2), `/config_dump` `workloadState`
+ * connections, policy re-evaluation on config change, and the drain on shutdown.
+ */
+export class ConnectionManager {
+  private readonly live = new Set<Entry>();
+  private readonly idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly metrics: ZtunnelMetrics,
+    private readonly access: Logger,
+    private readonly log: Logger,
+  ) {}
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  open(info: ConnectionInfo, abort: (why: string) => void): TrackedConnection {
+    const labels = trafficLabels(info.parties, '-');
+    this.metrics.opened.inc(labels);
+    this.metrics.socketsOpen.inc({ reporter: info.parties.reporter });
+    let done = false;
+    const entry: Entry = {
+      info,
+      started: performance.now(),
+      abort,
+      finish: (toServer, toClient, error) => {
+        if (done) return;
+        done = true;
+        this.live.delete(entry);
+        this.metrics.socketsOpen.dec({ reporter: info.parties.reporter });
+        this.metrics.closed.inc(labels);
+        this.metrics.received.inc(labels, toServer);
+        this.metrics.sent.inc(labels, toClient);
+        const fields = {
+          ...this.fields(info),
+          bytes_sent: info.direction === 'inbound' ? toClient : toServer,
+          bytes_recv: info.direction === 'inbound' ? toServer : toClient,
+          duration: `${Math.round(performance.now() - entry.started)}ms`,
+        };
+        if (error !== undefined) this.access.error({ ...fields, error: describeError(error) }, 'connection complete');
+        else this.access.info(fields, 'connection complete');
+        if (this.live.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+      },
+    };
+    this.live.add(entry);
+    if (this.access.isLevelEnabled('debug')) this.access.debug(this.fields(info), 'connection opened');
+    return entry;
+  }
+
+  /** A connection that never got established: metric with response flags, WARN access log line. */
+  failed(info: Omit<ConnectionInfo, 'rbac'>, flags: ResponseFlags, error: unknown): void {
+    if (flags !== '-') this.metrics.failed.inc(trafficLabels(info.parties, flags));
+    this.access.warn({ ...this.fields(info), error: describeError(error) }, 'connection failed');
+  }
+
+  /** Re-checks every live inbound connection against the current policies and closes the newly denied ones. */
+  reevaluate(state: ProxyState): void {
+    for (const c of this.live) {
+      if (c.info.rbac === undefined) continue;
+      const w = state.workloadByUid(c.info.workloadUid);
+      if (w === undefined) {
+        c.abort('destination workload removed');
+        continue;
+      }
+      const d = evaluate(state.policiesFor(w), c.info.rbac);
+      if (!d.allowed) {
+        this.log.info({ src: c.info.src, dst: c.info.actualDst, reason: d.reason }, 'closing connection: no longer allowed by policy');
+        c.abort(`policy changed: ${d.reason}`);
+      }
+    }
+  }
+
+  /** Connections of one workload, for `/config_dump` `workloadState`. */
+  connectionsOf(uid: string): { inbound: object[]; outbound: object[] } {
+    const inbound: object[] = [];
+    const outbound: object[] = [];
+    for (const c of this.live) {
+      if (c.info.workloadUid !== uid) continue;
+      const o = { src: c.info.src, originalDst: c.info.originalDst, actualDst: c.info.actualDst, protocol: c.info.protocol };
+      (c.info.direction === 'inbound' ? inbound : outbound).push(o);
+    }
+    return { inbound, outbound };
+  }
+
+  /** Closes the connections of one workload (it left this node). */
+  closeWorkload(uid: string, why: string): void {
+    for (const c of this.live) if (c.info.workloadUid === uid) c.abort(why);
+  }
+
+  /** Waits until no connection is left or `deadlineMs` passes, then closes whatever remains. */
+  async drain(deadlineMs: number): Promise<void> {
+    if (this.live.size > 0) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, deadlineMs);
+        t.unref();
+        this.idleWaiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    for (const c of [...this.live]) c.abort('termination deadline reached');
+  }
+
+  private fields(info: Omit<ConnectionInfo, 'rbac'>): Record<string, string | number> {
+    const p = info.parties;
+    const f: Record<string, string | number> = { 'src.addr': info.src };
+    if (p.source !== undefined) {
+      f['src.workload'] = p.source.name;
+      f['src.namespace'] = p.source.namespace;
+      f['src.cluster'] = p.source.clusterId;
+    }
+    if (p.mtls && (p.sourceIdentity !== undefined || p.source !== undefined)) {
+      f['src.identity'] = identityToString(p.sourceIdentity ?? workloadIdentity(p.source!));
+    }
+    f['dst.addr'] = info.actualDst;
+    if (info.hboneAddr !== undefined) f['dst.hbone_addr'] = info.hboneAddr;
+    if (p.destinationService !== undefined) f['dst.service'] = p.destinationService.hostname;
+    if (p.destination !== undefined) {
+      f['dst.workload'] = p.destination.name;
+      f['dst.namespace'] = p.destination.namespace;
+      f['dst.cluster'] = p.destination.clusterId;
+      if (p.mtls) f['dst.identity'] = identityToString(workloadIdentity(p.destination));
+    }
+    f['direction'] = info.direction;
+    return f;
+  }
+}

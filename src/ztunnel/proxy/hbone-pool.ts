@@ -1,0 +1,235 @@
+import http2, { type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
+import tls from 'node:tls';
+import { once } from 'node:events';
+import type { Logger } from 'pino';
+import { describeError, MeshError } from '../../lib/errors.js';
+import { CONNECT_TIMEOUT_MS } from '../config.js';
+import { clientTlsOptions } from '../tls/workload-tls.js';
+import type { WorkloadCertificate } from '../identity/workload-certificate.js';
+import type { SocketFactory } from './socket-factory.js';
+import { startKeepalive } from './h2-keepalive.js';
+
+/** ztunnel's pool key (spec §4.7): equality on all four parts. */
+export interface WorkloadKey {
+  readonly srcId: string;
+  readonly dstIds: readonly string[];
+  readonly srcIp: string;
+  readonly dstIp: string;
+  readonly dstPort: number;
+}
+
+export interface PoolSettings {
+  readonly maxStreamsPerConnection: number;
+  readonly unusedReleaseTimeoutMs: number;
+  readonly streamWindowSize: number;
+  readonly connectionWindowSize: number;
+  readonly frameSize: number;
+}
+
+/** Node counts queued outbound bytes against this (MB); 4 MiB windows × 100 streams need headroom. */
+const MAX_SESSION_MEMORY_MB = 256;
+
+type ConnState = { t: 'ready' } | { t: 'draining'; why: string } | { t: 'closed' };
+
+class PooledConnection {
+  state: ConnState = { t: 'ready' };
+  active = 0;
+  idleTimer: NodeJS.Timeout | undefined;
+  constructor(
+    readonly session: ClientHttp2Session,
+    readonly limit: number,
+  ) {}
+
+  hasCapacity(): boolean {
+    return this.state.t === 'ready' && this.active < this.limit && !this.session.destroyed && !this.session.closed;
+  }
+}
+
+interface KeyEntry {
+  readonly conns: PooledConnection[];
+  dialing: Promise<PooledConnection> | undefined;
+}
+
+/**
+ * Pooled HBONE connections (spec §4.7). Streams go to a connection of the same key with spare capacity;
+ * concurrent requesters share one dial; a connection that gets GOAWAY drains while new streams use a fresh one;
+ * connections unused for `unusedReleaseTimeoutMs` are closed.
+ */
+export class HbonePool {
+  private readonly entries = new Map<string, KeyEntry>();
+  private closing = false;
+
+  constructor(
+    private readonly settings: PoolSettings,
+    private readonly sockets: SocketFactory,
+    private readonly log: Logger,
+  ) {}
+
+  /** Number of open HBONE connections (all keys), for tests and `/config_dump`. */
+  connectionCount(): number {
+    let n = 0;
+    for (const e of this.entries.values()) n += e.conns.length;
+    return n;
+  }
+
+  /**
+   * Opens a CONNECT stream to `key.dstIp:key.dstPort` with `headers`, dialing if needed with `cert`.
+   * Resolves with the stream and its response status.
+   */
+  async connect(key: WorkloadKey, cert: () => Promise<WorkloadCertificate>, headers: OutgoingHttpHeaders): Promise<{ stream: ClientHttp2Stream; status: number }> {
+    if (this.closing) throw new MeshError('ZT_ERR_SHUTTING_DOWN', 'ztunnel is shutting down');
+    const conn = await this.checkout(key, cert);
+    let stream: ClientHttp2Stream;
+    try {
+      stream = conn.session.request(headers, { endStream: false });
+    } catch (e) {
+      this.release(conn, key);
+      throw new MeshError('ZT_ERR_HBONE_STREAM', `cannot open HBONE stream to ${key.dstIp}:${key.dstPort}: ${describeError(e)}`);
+    }
+    stream.once('close', () => this.release(conn, key));
+    const status = await new Promise<number>((resolve, reject) => {
+      const onError = (e: Error): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${key.dstIp}:${key.dstPort} failed: ${describeError(e)}`));
+      const onClose = (): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${key.dstIp}:${key.dstPort} closed before a response (code ${stream.rstCode ?? '?'})`));
+      stream.once('error', onError);
+      stream.once('close', onClose);
+      stream.once('response', (h) => {
+        stream.off('error', onError);
+        stream.off('close', onClose);
+        resolve(Number(h[':status']));
+      });
+    });
+    return { stream, status };
+  }
+
+  /** Stops pooling; open connections finish their streams and close. */
+  close(): void {
+    this.closing = true;
+    for (const e of this.entries.values()) for (const c of e.conns) this.retire(c, 'shutdown');
+  }
+
+  /** Closes every connection immediately. */
+  destroy(): void {
+    this.closing = true;
+    for (const e of this.entries.values()) for (const c of e.conns) c.session.destroy();
+  }
+
+  private keyString(k: WorkloadKey): string {
+    return `${k.srcId}|${[...k.dstIds].sort().join(',')}|${k.srcIp}|${k.dstIp}:${k.dstPort}`;
+  }
+
+  private async checkout(key: WorkloadKey, cert: () => Promise<WorkloadCertificate>): Promise<PooledConnection> {
+    const ks = this.keyString(key);
+    let entry = this.entries.get(ks);
+    if (entry === undefined) {
+      entry = { conns: [], dialing: undefined };
+      this.entries.set(ks, entry);
+    }
+    for (;;) {
+      const c = entry.conns.find((x) => x.hasCapacity());
+      if (c !== undefined) {
+        c.active++;
+        clearTimeout(c.idleTimer);
+        return c;
+      }
+      if (entry.dialing !== undefined) {
+        await entry.dialing;
+        continue;
+      }
+      const e = entry;
+      const dial = this.dial(key, cert).then((nc) => {
+        e.conns.push(nc);
+        this.watch(nc, e, ks);
+        return nc;
+      });
+      e.dialing = dial;
+      void dial.finally(() => {
+        if (e.dialing === dial) e.dialing = undefined;
+      }).catch(() => undefined);
+      try {
+        await dial;
+      } catch (err) {
+        if (e.conns.length === 0 && this.entries.get(ks) === e) this.entries.delete(ks);
+        throw err;
+      }
+    }
+  }
+
+  private release(c: PooledConnection, key: WorkloadKey): void {
+    c.active--;
+    if (c.active > 0 || c.state.t !== 'ready') {
+      if (c.active === 0 && c.state.t === 'draining') c.session.close();
+      return;
+    }
+    clearTimeout(c.idleTimer);
+    c.idleTimer = setTimeout(() => {
+      if (c.active === 0) {
+        this.log.debug({ dst: `${key.dstIp}:${key.dstPort}` }, 'closing unused HBONE connection');
+        this.retire(c, 'unused');
+      }
+    }, this.settings.unusedReleaseTimeoutMs);
+    c.idleTimer.unref();
+  }
+
+  private retire(c: PooledConnection, why: string): void {
+    if (c.state.t !== 'ready') return;
+    c.state = { t: 'draining', why };
+    clearTimeout(c.idleTimer);
+    if (c.active === 0) c.session.close();
+  }
+
+  private watch(c: PooledConnection, entry: KeyEntry, ks: string): void {
+    const remove = (): void => {
+      const i = entry.conns.indexOf(c);
+      if (i >= 0) entry.conns.splice(i, 1);
+      if (entry.conns.length === 0 && entry.dialing === undefined && this.entries.get(ks) === entry) this.entries.delete(ks);
+    };
+    c.session.on('goaway', () => {
+      // In-flight streams finish; new ones go to a fresh connection.
+      if (c.state.t === 'ready') c.state = { t: 'draining', why: 'GOAWAY' };
+      remove();
+    });
+    c.session.once('close', () => {
+      c.state = { t: 'closed' };
+      clearTimeout(c.idleTimer);
+      remove();
+    });
+  }
+
+  private async dial(key: WorkloadKey, certFn: () => Promise<WorkloadCertificate>): Promise<PooledConnection> {
+    const cert = await certFn();
+    const tcp = await this.sockets.connect(key.dstIp, key.dstPort, key.srcIp, 'maybe a NetworkPolicy is blocking HBONE port 15008');
+    const socket = tls.connect({ ...clientTlsOptions(cert, key.dstIds), socket: tcp });
+    const timer = setTimeout(() => socket.destroy(new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${key.dstIp}:${key.dstPort} timed out`)), CONNECT_TIMEOUT_MS);
+    timer.unref();
+    try {
+      await once(socket, 'secureConnect');
+      if (socket.alpnProtocol !== 'h2') throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${key.dstIp}:${key.dstPort} did not negotiate ALPN h2`);
+      const session = http2.connect(`https://${key.dstIp}:${key.dstPort}`, {
+        createConnection: () => socket,
+        settings: {
+          initialWindowSize: this.settings.streamWindowSize,
+          maxFrameSize: this.settings.frameSize,
+          maxHeaderListSize: 16 * 1024,
+          enablePush: false,
+        },
+        peerMaxConcurrentStreams: this.settings.maxStreamsPerConnection,
+        maxSessionMemory: MAX_SESSION_MEMORY_MB,
+      });
+      session.on('error', (e) => this.log.debug({ dst: `${key.dstIp}:${key.dstPort}`, error: describeError(e) }, 'HBONE connection error'));
+      const [settings] = (await once(session, 'remoteSettings')) as [http2.Settings];
+      session.setLocalWindowSize(this.settings.connectionWindowSize);
+      startKeepalive(session, (why) => {
+        this.log.warn({ dst: `${key.dstIp}:${key.dstPort}`, reason: why }, 'HBONE connection is dead; closing it');
+        session.destroy();
+      });
+      const limit = Math.min(this.settings.maxStreamsPerConnection, settings.maxConcurrentStreams ?? Infinity);
+      return new PooledConnection(session, limit);
+    } catch (e) {
+      socket.destroy();
+      if (e instanceof MeshError) throw e;
+      throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${key.dstIp}:${key.dstPort} failed: ${describeError(e)}`, { cause: e });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

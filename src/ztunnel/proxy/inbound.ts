@@ -1,0 +1,200 @@
+import net from 'node:net';
+import http2, { constants as h2c, type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+import { describeError, MeshError } from '../../lib/errors.js';
+import { formatHostPort, isLoopback, parseHostPort } from '../../lib/ip.js';
+import type { Identity } from '../../lib/spiffe.js';
+import { HBONE_PORT, ILLEGAL_PORTS } from '../config.js';
+import type { WorkloadCertificate } from '../identity/workload-certificate.js';
+import { evaluate, type RbacConnection } from '../rbac.js';
+import type { Workload } from '../state/workload.js';
+import type { Service } from '../state/service.js';
+import { serverTlsOptions, verifyClientIdentity } from '../tls/workload-tls.js';
+import type { ResponseFlags } from '../admin/metrics.js';
+import { baggageFor } from './baggage.js';
+import { startKeepalive } from './h2-keepalive.js';
+import type { ProxyContext } from './proxy-context.js';
+import { relay } from './relay.js';
+
+/** Server-side HTTP/2 limits (spec §4.3). */
+const SERVER_MAX_CONCURRENT_STREAMS = 200;
+const SERVER_MAX_HEADER_LIST_SIZE = 64 * 1024;
+const MAX_SESSION_MEMORY_MB = 256;
+
+/** HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<workload IP>:15008` (spec §4.5–4.6). */
+export class InboundHbone {
+  private server: Http2SecureServer | undefined;
+  private readonly peers = new WeakMap<Http2Session, { identity: Identity; addr: string; ip: string }>();
+  private readonly sessions = new Set<Http2Session>();
+
+  constructor(
+    private readonly ctx: ProxyContext,
+    private readonly uid: string,
+    private readonly ip: string,
+    private readonly trustDomain: string,
+  ) {}
+
+  get address(): string {
+    return formatHostPort(this.ip, HBONE_PORT);
+  }
+
+  async start(cert: WorkloadCertificate): Promise<void> {
+    const c = this.ctx.config;
+    const server = http2.createSecureServer({
+      ...serverTlsOptions(cert),
+      allowHTTP1: false,
+      settings: {
+        initialWindowSize: c.http2StreamWindowSize,
+        maxFrameSize: c.http2FrameSize,
+        maxHeaderListSize: SERVER_MAX_HEADER_LIST_SIZE,
+        maxConcurrentStreams: SERVER_MAX_CONCURRENT_STREAMS,
+        enablePush: false,
+      },
+      maxSessionMemory: MAX_SESSION_MEMORY_MB,
+    });
+    server.on('tlsClientError', (e: Error, s: TLSSocket) => this.ctx.log.debug({ src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) }, 'HBONE TLS handshake failed'));
+    server.on('sessionError', (e) => this.ctx.log.debug({ error: describeError(e) }, 'HBONE session error'));
+    server.on('session', (session) => this.onSession(session));
+    server.on('stream', (stream, headers) => this.onStream(stream, headers));
+    // Allow half-open TLS sockets: a FIN from the peer must not end our side early.
+    await this.ctx.sockets.listen(server, this.ip, HBONE_PORT);
+    this.server = server;
+  }
+
+  /** New connections get the refreshed certificate; open ones keep theirs. */
+  updateCertificate(cert: WorkloadCertificate): void {
+    this.server?.setSecureContext(serverTlsOptions(cert));
+  }
+
+  /** Stops accepting. With `immediate`, also tears down open HBONE connections. */
+  close(immediate: boolean): void {
+    this.server?.close();
+    for (const s of this.sessions) {
+      if (immediate) s.destroy();
+      else s.close();
+    }
+  }
+
+  private onSession(session: Http2Session): void {
+    const socket = session.socket as TLSSocket;
+    const addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+    session.on('error', (e) => this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error'));
+    const id = verifyClientIdentity(socket, this.trustDomain);
+    if (id instanceof MeshError) {
+      this.ctx.log.warn({ src: addr, error: describeError(id) }, 'rejected HBONE client');
+      session.destroy();
+      return;
+    }
+    this.peers.set(session, { identity: id, addr, ip: socket.remoteAddress ?? '' });
+    this.sessions.add(session);
+    session.once('close', () => this.sessions.delete(session));
+    session.setLocalWindowSize(this.ctx.config.http2ConnectionWindowSize);
+    startKeepalive(session, (why) => {
+      this.ctx.log.warn({ src: addr, reason: why }, 'HBONE client connection is dead; closing it');
+      session.destroy();
+    });
+  }
+
+  private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    stream.on('error', () => undefined); // reported through relay / close; never crash on a peer's reset
+    const peer = this.peers.get(stream.session!);
+    if (peer === undefined) {
+      stream.close(h2c.NGHTTP2_REFUSED_STREAM);
+      return;
+    }
+    void this.handle(stream, headers, peer).catch((e: unknown) => {
+      this.ctx.log.error({ error: describeError(e) }, 'unexpected inbound failure');
+      if (!stream.destroyed) stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
+    });
+  }
+
+  private async handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, peer: { identity: Identity; addr: string; ip: string }): Promise<void> {
+    const { state, connections, config } = this.ctx;
+    const authority = headers[':authority'] ?? '';
+    const local = state.workloadByUid(this.uid);
+    const source = state.workloadByAddr(local?.network ?? config.network, peer.ip);
+    const base = {
+      direction: 'inbound' as const,
+      workloadUid: this.uid,
+      src: peer.addr,
+      originalDst: authority,
+      actualDst: authority,
+      hboneAddr: authority,
+      protocol: 'HBONE' as const,
+    };
+    const parties = (dst: Workload | undefined, svc: Service | undefined) => ({ reporter: 'destination' as const, source, sourceIdentity: peer.identity, destination: dst, destinationService: svc, mtls: true });
+    const reject = (status: number, flags: ResponseFlags, err: MeshError): void => {
+      connections.failed({ ...base, parties: parties(local, undefined) }, flags, err);
+      if (!stream.destroyed) stream.respond({ ':status': status }, { endStream: true });
+    };
+
+    if (headers[':method'] !== 'CONNECT') {
+      reject(400, '-', new MeshError('ZT_ERR_HBONE_BAD_REQUEST', `method ${String(headers[':method'])} is not CONNECT`));
+      return;
+    }
+    const target = parseHostPort(authority);
+    if (target === undefined) {
+      reject(400, '-', new MeshError('ZT_ERR_HBONE_BAD_REQUEST', `":authority" "${authority}" is not host:port`));
+      return;
+    }
+    if (local === undefined) {
+      reject(503, 'CONNECT', new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.uid} is no longer known to this ztunnel`));
+      return;
+    }
+    let targetPort = target.port;
+    let svc: Service | undefined;
+    if (local.workloadIps.includes(target.host)) {
+      // a direct pod-IP target
+    } else if (net.isIP(target.host) !== 0) {
+      reject(400, '-', new MeshError('ZT_ERR_HBONE_IP_MISMATCH', `CONNECT target ${target.host} is not this workload's IP (${local.workloadIps.join(', ')})`));
+      return;
+    } else {
+      svc = state.serviceByHostname(target.host, local.namespace);
+      const mapped = svc === undefined ? undefined : (svc.endpoints[local.uid]?.port[String(target.port)] ?? svc.ports[String(target.port)]);
+      if (svc === undefined || mapped === undefined || mapped === 0) {
+        reject(503, 'CONNECT', new MeshError('ZT_ERR_SERVICE_PORT', `no service port for ${authority} on workload ${local.uid}`));
+        return;
+      }
+      targetPort = mapped;
+    }
+    const podIp = this.ip;
+    if (ILLEGAL_PORTS.has(targetPort)) {
+      reject(503, 'CONNECT', new MeshError('ZT_ERR_SELF_CALL', `target port ${targetPort} belongs to ztunnel itself`));
+      return;
+    }
+    const rbac: RbacConnection = { srcIp: peer.ip, dstIp: podIp, dstPort: targetPort, srcIdentity: peer.identity };
+    const decision = evaluate(state.policiesFor(local), rbac);
+    for (const n of decision.dryRunNotes) this.ctx.log.info({ src: peer.addr, dst: authority }, n);
+    const policyLog = config.authzPolicyInfoLogging ? this.ctx.log.info.bind(this.ctx.log) : this.ctx.log.debug.bind(this.ctx.log);
+    if (!decision.allowed) {
+      policyLog({ src: peer.addr, dst: authority, reason: decision.reason }, 'connection denied by policy');
+      reject(401, 'DENY', new MeshError('ZT_ERR_POLICY_DENIED', decision.reason));
+      return;
+    }
+    policyLog({ src: peer.addr, dst: authority }, 'connection allowed by policy');
+
+    // Connect to the app from the client's own IP where the host allows it (loopback, local mode), as ztunnel
+    // spoofs the source with IP_TRANSPARENT; otherwise from the workload's IP.
+    const from = isLoopback(peer.ip) && isLoopback(podIp) ? peer.ip : podIp;
+    let upstream;
+    try {
+      upstream = await this.ctx.sockets.connect(podIp, targetPort, from);
+    } catch (e) {
+      reject(503, 'CONNECT', e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)));
+      return;
+    }
+    if (stream.destroyed || stream.closed) {
+      upstream.destroy();
+      return;
+    }
+    const actualDst = formatHostPort(podIp, targetPort);
+    const tracked = connections.open({ ...base, actualDst, parties: parties(local, svc), rbac }, () => {
+      upstream.destroy();
+      if (!stream.destroyed) stream.close(h2c.NGHTTP2_CANCEL);
+    });
+    const respHeaders: Record<string, string | number> = { ':status': 200 };
+    if (config.enableResponseBaggage) respHeaders['baggage'] = baggageFor(local);
+    stream.respond(respHeaders);
+    relay(stream, upstream, (err) => tracked.finish(upstream.bytesWritten, upstream.bytesRead, err));
+  }
+}

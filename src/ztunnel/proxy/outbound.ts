@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import type net from 'node:net';
+import { describeError, MeshError } from '../../lib/errors.js';
+import { formatHostPort, isLoopback } from '../../lib/ip.js';
+import { identityToString } from '../../lib/spiffe.js';
+import { HBONE_PORT, ILLEGAL_PORTS } from '../config.js';
+import { resolveUpstream, type Upstream } from '../state/upstream.js';
+import { workloadIdentity, type Workload } from '../state/workload.js';
+import type { ResponseFlags } from '../admin/metrics.js';
+import type { ConnectionInfo } from './connection-manager.js';
+import { baggageFor } from './baggage.js';
+import type { ProxyContext } from './proxy-context.js';
+import { relay } from './relay.js';
+
+/** Why an outbound connection could not be set up, for the capture path's own reply (e.g. a SOCKS5 code). */
+export type OutboundFailure = 'denied' | 'unreachable' | 'refused' | 'error';
+
+export interface OutboundSetup {
+  readonly upstream: Duplex;
+  readonly info: Omit<ConnectionInfo, 'src'>;
+}
+
+/** Maps an HBONE status to what the capture path should tell the app. */
+export function failureKind(e: unknown): OutboundFailure {
+  if (e instanceof MeshError) {
+    if (e.code === 'ZT_ERR_POLICY_DENIED') return 'denied';
+    if (e.code === 'ZT_ERR_NO_HEALTHY_UPSTREAM' || e.code === 'ZT_ERR_HBONE_CONNECT_TIMEOUT' || e.code === 'ZT_ERR_SERVICE_PORT') return 'unreachable';
+    if (e.code === 'ZT_ERR_UPSTREAM_CONNECT' || e.code === 'ZT_ERR_HBONE_STATUS') return 'refused';
+  }
+  return 'error';
+}
+
+/**
+ * Outbound for one local workload: decides the upstream (spec §5), connects to it (HBONE through the pool, or
+ * plain TCP), and hands back a duplex to relay to. The caller reports success to the app, then calls `relay`.
+ */
+export class Outbound {
+  constructor(
+    private readonly ctx: ProxyContext,
+    private readonly uid: string,
+  ) {}
+
+  /** Sets up the upstream for a connection from `src` (app address) to `dstIp:dstPort`. */
+  async connect(src: string, srcIp: string, dstIp: string, dstPort: number): Promise<OutboundSetup> {
+    const { state, connections } = this.ctx;
+    const source = state.workloadByUid(this.uid);
+    const originalDst = formatHostPort(dstIp, dstPort);
+    const fail = (err: MeshError, flags: ResponseFlags, up?: Upstream): never => {
+      connections.failed(
+        {
+          direction: 'outbound', workloadUid: this.uid, src, originalDst, actualDst: originalDst, hboneAddr: undefined,
+          protocol: up?.kind === 'workload' ? up.protocol : 'TCP',
+          parties: { reporter: 'source', source, sourceIdentity: undefined, destination: up?.kind === 'workload' ? up.workload : undefined, destinationService: up?.service, mtls: up?.kind === 'workload' && up.protocol === 'HBONE' },
+        },
+        flags,
+        err,
+      );
+      throw err;
+    };
+    if (source === undefined) fail(new MeshError('ZT_ERR_UNKNOWN_SOURCE_WORKLOAD', `workload ${this.uid} is not known to this ztunnel`), 'CONNECT');
+    if (isLoopback(dstIp) && ILLEGAL_PORTS.has(dstPort)) fail(new MeshError('ZT_ERR_SELF_CALL', `refusing to proxy to ztunnel's own port ${dstPort}`), '-');
+    let up: Upstream;
+    try {
+      up = resolveUpstream(state, source!, dstIp, dstPort);
+    } catch (e) {
+      return fail(e as MeshError, 'CONNECT');
+    }
+    const base = { direction: 'outbound' as const, workloadUid: this.uid, originalDst, rbac: undefined };
+    if (up.kind === 'passthrough' || up.protocol === 'TCP') {
+      const ip = up.ip;
+      const port = up.kind === 'passthrough' ? up.port : up.targetPort;
+      const info = {
+        ...base, actualDst: formatHostPort(ip, port), hboneAddr: undefined, protocol: 'TCP' as const,
+        parties: { reporter: 'source' as const, source, sourceIdentity: undefined, destination: up.kind === 'workload' ? up.workload : undefined, destinationService: up.service, mtls: false },
+      };
+      try {
+        const sock = await this.ctx.sockets.connect(ip, port, srcIp);
+        return { upstream: sock, info };
+      } catch (e) {
+        return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)), 'CONNECT', up);
+      }
+    }
+    return this.connectHbone(source!, src, srcIp, up, base, fail);
+  }
+
+  private async connectHbone(
+    source: Workload,
+    src: string,
+    srcIp: string,
+    up: Extract<Upstream, { kind: 'workload' }>,
+    base: { direction: 'outbound'; workloadUid: string; originalDst: string; rbac: undefined },
+    fail: (err: MeshError, flags: ResponseFlags, up?: Upstream) => never,
+  ): Promise<OutboundSetup> {
+    const srcId = workloadIdentity(source);
+    const authority = formatHostPort(up.ip, up.targetPort);
+    const headers: Record<string, string> = {
+      ':method': 'CONNECT',
+      ':authority': authority,
+      baggage: baggageFor(source),
+      // A fresh trace per outbound connection (W3C trace context, sampled flag off).
+      traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`,
+      forwarded: `for="${src}"${up.service !== undefined ? `;host=${up.service.hostname}` : ''}`,
+    };
+    const key = { srcId: identityToString(srcId), dstIds: up.expectedIdentities, srcIp, dstIp: up.ip, dstPort: HBONE_PORT };
+    const info = {
+      ...base, actualDst: authority, hboneAddr: formatHostPort(up.ip, HBONE_PORT), protocol: 'HBONE' as const,
+      parties: { reporter: 'source' as const, source, sourceIdentity: srcId, destination: up.workload, destinationService: up.service, mtls: true },
+    };
+    let res;
+    try {
+      res = await this.ctx.pool.connect(key, () => this.ctx.secrets.fetch(srcId), headers);
+    } catch (e) {
+      const err = e instanceof MeshError ? e : new MeshError('ZT_ERR_HBONE_STREAM', describeError(e));
+      const flags: ResponseFlags = err.code === 'ZT_ERR_IDENTITY_MISMATCH' ? 'IDENTITY_ERROR' : err.code === 'ZT_ERR_HBONE_HANDSHAKE' ? 'TLS_FAILURE' : 'CONNECT';
+      return fail(err, flags, up);
+    }
+    if (res.status !== 200) {
+      res.stream.close();
+      const err = res.status === 401
+        ? new MeshError('ZT_ERR_POLICY_DENIED', `destination ${authority} denied the connection (HTTP 401: authorization policy)`)
+        : new MeshError('ZT_ERR_HBONE_STATUS', `destination ztunnel answered HTTP ${res.status} for ${authority}${res.status === 503 ? ' (app not reachable or port not served)' : res.status === 400 ? ' (bad request)' : ''}`);
+      return fail(err, res.status === 401 ? 'DENY' : 'CONNECT', up);
+    }
+    return { upstream: res.stream, info };
+  }
+
+  /**
+   * Tracks and relays an established connection until both sides close. `handshake` is what the capture path
+   * itself read and wrote (SOCKS5), left out of the byte counts.
+   */
+  run(client: net.Socket, setup: OutboundSetup, handshake = { read: 0, written: 0 }): void {
+    const src = `${client.remoteAddress ?? '?'}:${client.remotePort ?? '?'}`;
+    const tracked = this.ctx.connections.open({ ...setup.info, src }, () => {
+      client.destroy();
+      setup.upstream.destroy();
+    });
+    relay(client, setup.upstream, (err) => tracked.finish(client.bytesRead - handshake.read, client.bytesWritten - handshake.written, err));
+  }
+}

@@ -1,0 +1,50 @@
+import net from 'node:net';
+import { MeshError } from '../../lib/errors.js';
+import { CONNECT_TIMEOUT_MS } from '../config.js';
+
+/**
+ * The one seam through which ztunnel creates sockets. Local mode binds on the host (workload IPs are local
+ * addresses); in-pod mode will create the same sockets inside a pod's network namespace and hand Node the fd.
+ */
+export interface SocketFactory {
+  /** Starts `server` listening on `host:port`. */
+  listen(server: net.Server, host: string, port: number): Promise<void>;
+  /** Connects to `host:port` from `localAddress` (port 0). Resolves once connected. */
+  connect(host: string, port: number, localAddress: string | undefined, hint?: string): Promise<net.Socket>;
+}
+
+/** Local mode: plain host sockets. TCP_NODELAY everywhere, as ztunnel sets it on every socket. */
+export class LocalSocketFactory implements SocketFactory {
+  async listen(server: net.Server, host: string, port: number): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (e: NodeJS.ErrnoException): void => {
+        reject(new MeshError('ZT_ERR_BIND', `cannot listen on ${host}:${port}: ${e.code ?? e.message}${e.code === 'EADDRNOTAVAIL' ? ' (the workload IP is not an address of this host; in local mode use addresses such as 127.0.10.1)' : e.code === 'EADDRINUSE' ? ' (another process, maybe another ztunnel, owns it)' : ''}`, { cause: e }));
+      };
+      server.once('error', onError);
+      server.listen({ host, port, backlog: 1024, exclusive: true }, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+  }
+
+  connect(host: string, port: number, localAddress: string | undefined, hint?: string): Promise<net.Socket> {
+    return new Promise((resolve, reject) => {
+      const s = net.connect({ host, port, localAddress, allowHalfOpen: true, noDelay: true, keepAlive: true, keepAliveInitialDelay: 180_000 });
+      const timer = setTimeout(() => {
+        s.destroy();
+        reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `connection to ${host}:${port} timed out after ${CONNECT_TIMEOUT_MS / 1000}s${hint === undefined ? '' : `; ${hint}`}`));
+      }, CONNECT_TIMEOUT_MS);
+      timer.unref();
+      s.once('connect', () => {
+        clearTimeout(timer);
+        s.removeAllListeners('error');
+        resolve(s);
+      });
+      s.once('error', (e: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(new MeshError('ZT_ERR_UPSTREAM_CONNECT', `connect to ${host}:${port} failed: ${e.code ?? e.message}`, { cause: e }));
+      });
+    });
+  }
+}

@@ -1,0 +1,174 @@
+import net from 'node:net';
+import { lookup } from 'node:dns/promises';
+import { describeError, MeshError } from '../../lib/errors.js';
+import { formatHostPort } from '../../lib/ip.js';
+import { SOCKS5_PORT } from '../config.js';
+import type { ProxyContext } from './proxy-context.js';
+import { failureKind, type Outbound, type OutboundFailure } from './outbound.js';
+
+/** A client that has not finished the SOCKS5 handshake in this long is dropped. */
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** Longest possible request: 4 + 1 + 255 (domain) + 2; greeting at most 2 + 255. */
+const MAX_HANDSHAKE_BYTES = 1024;
+
+/** RFC 1928 reply codes. */
+const REP: Record<OutboundFailure | 'ok' | 'command' | 'atyp', number> = {
+  ok: 0x00, error: 0x01, denied: 0x02, unreachable: 0x04, refused: 0x05, command: 0x07, atyp: 0x08,
+};
+
+type Parse<T> = { t: 'more' } | { t: 'bad'; why: string; rep?: number } | { t: 'ok'; value: T; used: number };
+
+function parseGreeting(b: Buffer): Parse<number[]> {
+  if (b.length < 2) return { t: 'more' };
+  if (b[0] !== 0x05) return { t: 'bad', why: `not SOCKS5 (version byte ${b[0]})` };
+  const n = b[1]!;
+  if (b.length < 2 + n) return { t: 'more' };
+  return { t: 'ok', value: [...b.subarray(2, 2 + n)], used: 2 + n };
+}
+
+type Target = { host: string; port: number; domain: boolean };
+
+function parseRequest(b: Buffer): Parse<Target> {
+  if (b.length < 5) return { t: 'more' };
+  if (b[0] !== 0x05) return { t: 'bad', why: `bad request version ${b[0]}` };
+  if (b[1] !== 0x01) return { t: 'bad', why: `command ${b[1]} is not CONNECT`, rep: REP.command };
+  const atyp = b[3];
+  let addrLen: number;
+  let start = 4;
+  if (atyp === 0x01) addrLen = 4;
+  else if (atyp === 0x04) addrLen = 16;
+  else if (atyp === 0x03) {
+    addrLen = b[4]!;
+    start = 5;
+  } else return { t: 'bad', why: `address type ${atyp} is not supported`, rep: REP.atyp };
+  const end = start + addrLen + 2;
+  if (b.length < end) return { t: 'more' };
+  const raw = b.subarray(start, start + addrLen);
+  let host: string;
+  if (atyp === 0x01) host = [...raw].join('.');
+  else if (atyp === 0x04) host = Array.from({ length: 8 }, (_, i) => raw.readUInt16BE(i * 2).toString(16)).join(':');
+  else host = raw.toString('latin1');
+  return { t: 'ok', value: { host, port: b.readUInt16BE(start + addrLen), domain: atyp === 0x03 }, used: end };
+}
+
+function reply(rep: number): Buffer {
+  return Buffer.from([0x05, rep, 0x00, 0x01, 0, 0, 0, 0, 0, 0]);
+}
+
+/**
+ * SOCKS5 outbound capture on `<workload IP>:15080` (ztunnel's `UNSTABLE_ENABLE_SOCKS5`): CONNECT only, no
+ * authentication, IPv4/IPv6/domain targets. A domain that names a mesh service resolves to its VIP.
+ */
+export class Socks5Listener {
+  private server: net.Server | undefined;
+  private readonly clients = new Set<net.Socket>();
+
+  constructor(
+    private readonly ctx: ProxyContext,
+    private readonly uid: string,
+    private readonly ip: string,
+    private readonly outbound: Outbound,
+  ) {}
+
+  get address(): string {
+    return formatHostPort(this.ip, SOCKS5_PORT);
+  }
+
+  async start(): Promise<void> {
+    const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (s) => this.onClient(s));
+    server.on('error', (e) => this.ctx.log.error({ error: describeError(e), addr: this.address }, 'SOCKS5 listener error'));
+    await this.ctx.sockets.listen(server, this.ip, SOCKS5_PORT);
+    this.server = server;
+  }
+
+  close(immediate: boolean): void {
+    this.server?.close();
+    if (immediate) for (const c of this.clients) c.destroy();
+  }
+
+  private onClient(s: net.Socket): void {
+    this.clients.add(s);
+    s.once('close', () => this.clients.delete(s));
+    s.on('error', () => undefined);
+    void this.handshake(s).catch((e: unknown) => {
+      this.ctx.log.debug({ src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) }, 'SOCKS5 handshake failed');
+      s.destroy();
+    });
+  }
+
+  private async handshake(s: net.Socket): Promise<void> {
+    let buf = Buffer.alloc(0);
+    let waiter: (() => void) | undefined;
+    const onData = (d: Buffer): void => {
+      buf = Buffer.concat([buf, d]);
+      waiter?.();
+    };
+    s.on('data', onData);
+    const timer = setTimeout(() => s.destroy(), HANDSHAKE_TIMEOUT_MS);
+    timer.unref();
+    const read = async <T>(parse: (b: Buffer) => Parse<T>): Promise<T> => {
+      for (;;) {
+        const r = parse(buf);
+        if (r.t === 'ok') {
+          buf = buf.subarray(r.used);
+          return r.value;
+        }
+        if (r.t === 'bad') {
+          if (r.rep !== undefined) s.end(reply(r.rep));
+          throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', r.why);
+        }
+        if (buf.length > MAX_HANDSHAKE_BYTES) throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', 'handshake too long');
+        if (s.destroyed || s.readableEnded) throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', 'client went away during the handshake');
+        await new Promise<void>((resolve) => {
+          waiter = resolve;
+          s.once('close', resolve);
+        });
+        waiter = undefined;
+      }
+    };
+    try {
+      const methods = await read(parseGreeting);
+      if (!methods.includes(0x00)) {
+        s.end(Buffer.from([0x05, 0xff]));
+        throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', 'client offers no "no authentication" method');
+      }
+      s.write(Buffer.from([0x05, 0x00]));
+      const target = await read(parseRequest);
+      s.off('data', onData);
+      s.pause();
+      clearTimeout(timer);
+      const consumed = s.bytesRead - buf.length;
+      const dstIp = target.domain ? await this.resolve(target.host) : target.host;
+      const src = `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`;
+      let setup;
+      try {
+        setup = await this.outbound.connect(src, this.ip, dstIp, target.port);
+      } catch (e) {
+        if (!s.destroyed) s.end(reply(REP[failureKind(e)]));
+        return;
+      }
+      if (s.destroyed) {
+        setup.upstream.destroy();
+        return;
+      }
+      s.write(reply(REP.ok));
+      if (buf.length > 0) s.unshift(buf);
+      this.outbound.run(s, setup, { read: consumed, written: 2 + 10 });
+      s.resume();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async resolve(host: string): Promise<string> {
+    const local = this.ctx.state.workloadByUid(this.uid);
+    const svc = this.ctx.state.serviceByHostname(host, local?.namespace ?? '');
+    const vip = svc?.vips[0];
+    if (vip !== undefined) return vip.slice(vip.indexOf('/') + 1);
+    try {
+      return (await lookup(host)).address;
+    } catch (e) {
+      throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', `cannot resolve ${host}: ${describeError(e)}`);
+    }
+  }
+}

@@ -1,0 +1,155 @@
+import type http from 'node:http';
+import { CertificateAuthority } from '../lib/pki/certificate-authority.js';
+import { describeError } from '../lib/errors.js';
+import { startHttpServer, boundPort } from '../lib/http-server.js';
+import type { LogControl } from '../lib/log.js';
+import { VERSION } from '../lib/version.js';
+import type { ZtunnelConfig } from './config.js';
+import { SecretManager } from './identity/secret-manager.js';
+import { LocalCaClient } from './identity/local-ca-client.js';
+import { ProxyState } from './state/proxy-state.js';
+import { LocalConfigWatcher } from './state/local-config-watcher.js';
+import { ZtunnelMetrics } from './admin/metrics.js';
+import { configDump } from './admin/config-dump.js';
+import { ConnectionManager } from './proxy/connection-manager.js';
+import { HbonePool } from './proxy/hbone-pool.js';
+import { LocalSocketFactory } from './proxy/socket-factory.js';
+import { WorkloadProxyManager } from './proxy/workload-proxies.js';
+import type { ProxyContext } from './proxy/proxy-context.js';
+
+type Lifecycle = { t: 'starting' } | { t: 'running' } | { t: 'draining' } | { t: 'stopped' };
+
+/** A running ztunnel: state, identities, per-workload listeners and the admin/metrics/readiness servers. */
+export class Ztunnel {
+  private lifecycle: Lifecycle = { t: 'starting' };
+  private servers: http.Server[] = [];
+  private shutdownPromise: Promise<void> | undefined;
+  readonly ports = { admin: 0, metrics: 0, readiness: 0 };
+
+  private constructor(
+    readonly config: ZtunnelConfig,
+    private readonly logs: LogControl,
+    readonly ctx: ProxyContext,
+    private readonly proxies: WorkloadProxyManager,
+    private readonly metrics: ZtunnelMetrics,
+    private readonly watcher: LocalConfigWatcher,
+  ) {}
+
+  static async start(config: ZtunnelConfig, logs: LogControl): Promise<Ztunnel> {
+    const log = logs.scope('ztunnel');
+    let ca: CertificateAuthority;
+    if (config.localCaDir !== undefined) {
+      ca = await CertificateAuthority.fromPluginDir(config.localCaDir);
+    } else {
+      ca = await CertificateAuthority.selfSigned(config.trustDomain);
+      log.warn('no --local-ca: generated a self-signed root; only this ztunnel trusts it, so HBONE to other ztunnels will fail verification');
+    }
+    const metrics = new ZtunnelMetrics(VERSION);
+    const state = new ProxyState();
+    const secrets = new SecretManager(new LocalCaClient(ca), config.secretTtlMs, logs.scope('identity'));
+    const sockets = new LocalSocketFactory();
+    const ctx: ProxyContext = {
+      config,
+      state,
+      secrets,
+      sockets,
+      connections: new ConnectionManager(metrics, logs.scope('access'), logs.scope('proxy')),
+      pool: new HbonePool(
+        {
+          maxStreamsPerConnection: config.poolMaxStreamsPerConnection,
+          unusedReleaseTimeoutMs: config.poolUnusedReleaseTimeoutMs,
+          streamWindowSize: config.http2StreamWindowSize,
+          connectionWindowSize: config.http2ConnectionWindowSize,
+          frameSize: config.http2FrameSize,
+        },
+        sockets,
+        logs.scope('pool'),
+      ),
+      log: logs.scope('proxy'),
+    };
+    const proxies = new WorkloadProxyManager(ctx);
+    state.on('change', () => {
+      proxies.reconcile();
+      ctx.connections.reevaluate(state);
+    });
+    const watcher = new LocalConfigWatcher(config.localXdsPath!, (c) => state.apply(c), logs.scope('xds'));
+    await watcher.start();
+    const zt = new Ztunnel(config, logs, ctx, proxies, metrics, watcher);
+    await zt.startServers();
+    zt.lifecycle = { t: 'running' };
+    log.info({ version: VERSION, node: config.nodeName, admin: zt.ports.admin, metrics: zt.ports.metrics, readiness: zt.ports.readiness }, 'ztunnel started');
+    return zt;
+  }
+
+  /** Readiness: config loaded and every local workload's listeners up (spec §10.4). */
+  pending(): string[] {
+    if (this.lifecycle.t !== 'running') return [`ztunnel is ${this.lifecycle.t}`];
+    return this.proxies.pending();
+  }
+
+  dump(): object {
+    return configDump(this.config, this.ctx.state, this.ctx.secrets, this.proxies.dump());
+  }
+
+  /**
+   * Graceful shutdown (SIGTERM, /quitquitquit): stop accepting, let connections finish until
+   * CONNECTION_TERMINATION_DEADLINE, then close what is left.
+   */
+  shutdown(): Promise<void> {
+    this.shutdownPromise ??= this.doShutdown();
+    return this.shutdownPromise;
+  }
+
+  private async doShutdown(): Promise<void> {
+    const log = this.logs.scope('ztunnel');
+    this.lifecycle = { t: 'draining' };
+    log.info({ open: this.ctx.connections.size, deadlineMs: this.config.connectionTerminationDeadlineMs }, 'shutting down: draining connections');
+    this.watcher.stop();
+    this.proxies.close(false);
+    this.ctx.pool.close();
+    await this.ctx.connections.drain(this.config.connectionTerminationDeadlineMs);
+    this.proxies.close(true);
+    this.ctx.pool.destroy();
+    this.ctx.secrets.stop();
+    for (const s of this.servers) s.close();
+    this.lifecycle = { t: 'stopped' };
+    log.info('ztunnel stopped');
+  }
+
+  private async startServers(): Promise<void> {
+    const c = this.config;
+    const admin = await startHttpServer(c.adminAddress, {
+      '/': () => ({ status: 200, body: ['/config_dump', '/logging', '/quitquitquit', '/healthz/ready'].join('\n') + '\n' }),
+      '/config_dump': () => ({ status: 200, body: JSON.stringify(this.dump(), null, 2), type: 'application/json' }),
+      '/logging': (req, url) => {
+        if (req.method !== 'POST') return { status: 405, body: 'use POST /logging[?level=<level>|<scope>=<level>,...][&reset]\n' };
+        try {
+          if (url.searchParams.has('reset')) this.logs.reset(c.logLevel);
+          const level = url.searchParams.get('level');
+          if (level !== null) this.logs.apply(level);
+          return { status: 200, body: this.logs.describe() };
+        } catch (e) {
+          return { status: 400, body: `${describeError(e)}\n` };
+        }
+      },
+      '/quitquitquit': (req) => {
+        if (req.method !== 'POST') return { status: 405, body: 'use POST /quitquitquit\n' };
+        setImmediate(() => void this.shutdown().then(() => process.exit(0)));
+        return { status: 200, body: 'shutting down\n' };
+      },
+    }, 'admin');
+    const metricsHandler = async (): Promise<{ status: number; body: string; type: string }> => ({ status: 200, body: await this.metrics.registry.metrics(), type: this.metrics.registry.contentType });
+    const metrics = await startHttpServer(c.metricsAddress, { '/metrics': metricsHandler, '/stats/prometheus': metricsHandler }, 'metrics');
+    const readiness = await startHttpServer(c.readinessAddress, {
+      '/healthz/ready': () => {
+        const p = this.pending();
+        return p.length === 0 ? { status: 200, body: 'ready\n' } : { status: 500, body: `not ready, pending: ${JSON.stringify(p)}\n` };
+      },
+    }, 'readiness');
+    this.servers = [admin, metrics, readiness];
+    this.ports.admin = boundPort(admin);
+    this.ports.metrics = boundPort(metrics);
+    this.ports.readiness = boundPort(readiness);
+  }
+}
+
