@@ -1,0 +1,193 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import tls from 'node:tls';
+import { once } from 'node:events';
+import { spawnZtunnel, type ZtunnelProcess } from '../src/demo/ztunnel-process.js';
+import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
+import { socks5Connect, Socks5Error } from '../src/echo/socks5-client.js';
+import { HBONE_TLS, clientTlsOptions } from '../src/ztunnel/tls/workload-tls.js';
+import { isMeshError } from '../src/lib/errors.js';
+import { meshFixture, hboneSession, requestStatus, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
+
+const CLIENT_IP = '127.0.20.1';
+const SERVER_IP = '127.0.20.2';
+const CLIENT_ID = 'spiffe://cluster.local/ns/frontend/sa/web';
+const SERVER_ID = 'spiffe://cluster.local/ns/backend/sa/echo';
+
+function mesh(policies = '[]', serverSa = 'echo'): string {
+  return `
+workloads:
+- {uid: Kubernetes//Pod/frontend/web-0, name: web-0, namespace: frontend, serviceAccount: web, workloadName: web, workloadIps: [${CLIENT_IP}], protocol: HBONE, node: node1}
+- {uid: Kubernetes//Pod/frontend/web-x, name: web-x, namespace: frontend, serviceAccount: web, workloadIps: [127.0.20.5], protocol: HBONE, node: node1b}
+- uid: Kubernetes//Pod/backend/echo-0
+  name: echo-0
+  namespace: backend
+  serviceAccount: ${serverSa}
+  workloadName: echo
+  workloadIps: [${SERVER_IP}]
+  protocol: HBONE
+  node: node2
+  services: {backend/echo.backend.svc.cluster.local: {80: 8080}}
+services:
+- {name: echo, namespace: backend, hostname: echo.backend.svc.cluster.local, vips: [/10.96.0.10], ports: {80: 8080, 81: 8081}}
+policies: ${policies}
+`;
+}
+
+const DENY_WEB = `
+- {name: deny-web, namespace: backend, scope: Namespace, action: Deny, dryRun: false, rules: [[[{principals: [{Exact: cluster.local/ns/frontend/sa/web}]}]]]}`;
+
+function roundTrip(s: net.Socket, data: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    s.on('data', (d: Buffer) => chunks.push(d));
+    s.once('error', reject);
+    s.once('end', () => resolve(Buffer.concat(chunks)));
+    s.resume();
+    s.end(data);
+  });
+}
+
+describe('two ztunnel processes', () => {
+  let fx: MeshFixture;
+  let z1: ZtunnelProcess;
+  let z2: ZtunnelProcess;
+  let echo: EchoServer;
+
+  before(async () => {
+    fx = await meshFixture();
+    await fx.write('mesh.yaml', mesh());
+    echo = await startEchoServer(SERVER_IP, 8080);
+    z1 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node1', localCa: fx.ca, controlIp: '127.0.21.1', env: { LOG_FORMAT: 'json' } });
+    z2 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node2', localCa: fx.ca, controlIp: '127.0.21.2', env: { LOG_FORMAT: 'json' } });
+    await Promise.all([z1.waitReady(), z2.waitReady()]);
+  });
+
+  after(async () => {
+    await Promise.all([z1.stop(), z2.stop()]);
+    await echo.close();
+    await fx.cleanup();
+  });
+
+  test('SOCKS5 -> HBONE -> app across two processes, both directions, with half-close', async () => {
+    const s = await socks5Connect(CLIENT_IP, 15080, '10.96.0.10', 80);
+    const payload = Buffer.alloc(300_000, 7);
+    const back = await roundTrip(s, payload);
+    assert.equal(back.length, payload.length);
+    assert.ok(back.equals(payload));
+  });
+
+  test('the app sees the source workload IP (spoofed like IP_TRANSPARENT on loopback)', async () => {
+    const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080);
+    const res = (await roundTrip(s, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))).toString();
+    const body = JSON.parse(res.slice(res.indexOf('\r\n\r\n') + 4)) as { peer: string };
+    assert.match(body.peer, new RegExp(`^${CLIENT_IP.replace(/\./g, '\\.')}:`));
+  });
+
+  test("the destination's metrics carry the client's source_principal and mutual_tls", async () => {
+    const s = await socks5Connect(CLIENT_IP, 15080, '10.96.0.10', 80);
+    await roundTrip(s, Buffer.from('x'));
+    const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
+    assert.ok(line !== undefined, text);
+    assert.match(line, new RegExp(`source_principal="${CLIENT_ID}"`));
+    assert.match(line, /connection_security_policy="mutual_tls"/);
+    assert.match(line, new RegExp(`destination_principal="${SERVER_ID}"`));
+    const prom = await (await fetch(`http://${z2.metrics}/stats/prometheus`)).text();
+    assert.match(prom, /istio_tcp_received_bytes_total\{reporter="destination"/);
+    const src = await (await fetch(`http://${z1.metrics}/metrics`)).text();
+    assert.match(src, /istio_tcp_connections_opened_total\{reporter="source"[^}]*destination_service="echo\.backend\.svc\.cluster\.local"/);
+  });
+
+  test('HBONE answers 400 for a non-CONNECT method and a bad :authority, 503 for a closed app port, 401 on deny', async () => {
+    const cert = await fx.cert(CLIENT_ID);
+    const s = await hboneSession(SERVER_IP, cert, [SERVER_ID], CLIENT_IP);
+    try {
+      assert.equal(await requestStatus(s, { ':method': 'GET', ':path': '/', ':scheme': 'https', ':authority': `${SERVER_IP}:8080` }), 400);
+      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': 'not-an-authority' }), 400);
+      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `127.0.20.99:8080` }), 400, 'IP mismatch');
+      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8089` }), 503, 'nothing listens');
+      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:15008` }), 503, 'ztunnel port');
+      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8080` }), 200);
+    } finally {
+      s.close();
+    }
+    await fx.write('mesh.yaml', mesh(DENY_WEB));
+    try {
+      const s2 = await hboneSession(SERVER_IP, cert, [SERVER_ID], CLIENT_IP);
+      await waitFor('deny policy', async () => (await requestStatus(s2, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8080` })) === 401);
+      s2.close();
+    } finally {
+      await fx.write('mesh.yaml', mesh());
+      await waitFor('policy removed', async () => {
+        try {
+          const sock = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080);
+          sock.destroy();
+          return true;
+        } catch {
+          return false;
+        }
+      });
+    }
+  });
+
+  test('TLS 1.2 and clients without a certificate are refused', async () => {
+    const cert = await fx.cert(CLIENT_ID);
+    const opts = clientTlsOptions(cert, [SERVER_ID]);
+    const v12 = tls.connect({ ...opts, host: SERVER_IP, port: 15008, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2' });
+    const [err] = (await once(v12, 'error')) as [Error];
+    assert.match(err.message, /version|protocol/i);
+    const noCert = tls.connect({ ...HBONE_TLS, host: SERVER_IP, port: 15008, ca: cert.rootsPem.join(''), checkServerIdentity: () => undefined });
+    const outcome = await new Promise<string>((resolve) => {
+      noCert.once('error', (e) => resolve(`error: ${e.message}`));
+      noCert.once('secureConnect', () => {
+        // TLS 1.3: the server checks the client's (absent) certificate after the client's Finished.
+        noCert.once('data', () => resolve('got data'));
+        noCert.once('close', () => resolve('closed'));
+        noCert.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+      });
+    });
+    assert.notEqual(outcome, 'got data');
+    assert.match(outcome, /certificate|closed/i);
+  });
+
+  test('a server with the wrong SPIFFE identity is refused by the client', async () => {
+    const cert = await fx.cert(CLIENT_ID);
+    const sock = tls.connect({ ...clientTlsOptions(cert, ['spiffe://cluster.local/ns/backend/sa/someone-else']), host: SERVER_IP, port: 15008 });
+    const [err] = (await once(sock, 'error')) as [Error];
+    assert.ok(isMeshError(err, 'ZT_ERR_IDENTITY_MISMATCH'), String(err));
+    // Through a ztunnel whose view says the destination runs as another service account:
+    await fx.write('alt.yaml', mesh('[]', 'expected-sa'));
+    const z3 = spawnZtunnel({ localConfig: fx.file('alt.yaml'), nodeName: 'node1b', localCa: fx.ca, controlIp: '127.0.21.3' });
+    try {
+      await z3.waitReady();
+      await assert.rejects(socks5Connect('127.0.20.5', 15080, SERVER_IP, 8080), (e) => e instanceof Socks5Error);
+      await waitFor('IDENTITY_ERROR in the log', () => z3.output().includes('ZT_ERR_IDENTITY_MISMATCH'));
+    } finally {
+      await z3.stop();
+    }
+  });
+
+  test('a policy change closes a live, newly denied connection within a second', async () => {
+    const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080);
+    s.resume();
+    s.write('ping');
+    await once(s, 'data');
+    // The app socket is half-open capable: the mesh closing it shows up as EOF first.
+    const closed = new Promise<number>((resolve) => {
+      s.once('end', () => resolve(Date.now()));
+      s.once('close', () => resolve(Date.now()));
+    });
+    s.on('error', () => undefined);
+    const changed = Date.now();
+    await fx.write('mesh.yaml', mesh(DENY_WEB));
+    try {
+      const at = await Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(-1), 3000))]);
+      assert.notEqual(at, -1, 'connection was not closed');
+      assert.ok(at - changed < 1000, `closed after ${at - changed}ms`);
+    } finally {
+      await fx.write('mesh.yaml', mesh());
+    }
+  });
+});

@@ -1,0 +1,72 @@
+import { mkdtemp, rm, writeFile, rename } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import http2, { type ClientHttp2Session } from 'node:http2';
+import tls from 'node:tls';
+import { once } from 'node:events';
+import { CertificateAuthority, writePluginCaDir } from '../../src/lib/pki/certificate-authority.js';
+import { createKeyAndCsr } from '../../src/lib/pki/csr.js';
+import { parseIdentity } from '../../src/lib/spiffe.js';
+import { workloadCertificateFromChain, type WorkloadCertificate } from '../../src/ztunnel/identity/workload-certificate.js';
+import { clientTlsOptions } from '../../src/ztunnel/tls/workload-tls.js';
+
+export interface MeshFixture {
+  readonly dir: string;
+  readonly ca: string;
+  file(name: string): string;
+  /** Writes a file atomically (rename), as an editor or a config-map update would. */
+  write(name: string, text: string): Promise<void>;
+  /** A workload certificate for `uri` from the fixture's CA. */
+  cert(uri: string, ttlSeconds?: number): Promise<WorkloadCertificate>;
+  cleanup(): Promise<void>;
+}
+
+export async function meshFixture(): Promise<MeshFixture> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-test-'));
+  const ca = path.join(dir, 'ca');
+  await writePluginCaDir(ca);
+  const authority = await CertificateAuthority.fromPluginDir(ca);
+  return {
+    dir,
+    ca,
+    file: (n) => path.join(dir, n),
+    write: async (n, text) => {
+      const tmp = path.join(dir, `.${n}.tmp`);
+      await writeFile(tmp, text);
+      await rename(tmp, path.join(dir, n));
+    },
+    cert: async (uri, ttl = 3600) => {
+      const { keyPem, csrPem } = await createKeyAndCsr(uri);
+      return workloadCertificateFromChain(parseIdentity(uri), keyPem, await authority.sign(csrPem, uri, ttl));
+    },
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+/** An HBONE client session built by hand (for status-code and handshake tests). */
+export async function hboneSession(host: string, cert: WorkloadCertificate, expected: string[], localAddress?: string): Promise<ClientHttp2Session> {
+  const socket = tls.connect({ ...clientTlsOptions(cert, expected), host, port: 15008, localAddress });
+  await once(socket, 'secureConnect');
+  const s = http2.connect(`https://${host}:15008`, { createConnection: () => socket });
+  s.on('error', () => undefined);
+  await once(s, 'remoteSettings');
+  return s;
+}
+
+/** Sends a CONNECT (or any method) and returns the response status. */
+export async function requestStatus(s: ClientHttp2Session, headers: http2.OutgoingHttpHeaders): Promise<number> {
+  const st = s.request(headers, { endStream: false });
+  st.on('error', () => undefined);
+  const [h] = (await once(st, 'response')) as [http2.IncomingHttpHeaders];
+  st.close();
+  return Number(h[':status']);
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 5000): Promise<number> {
+  const start = Date.now();
+  while (Date.now() - start < timeoutMs) {
+    if (await check()) return Date.now() - start;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
+}
