@@ -140,7 +140,7 @@ describe('two ztunnel processes', () => {
     assert.match(err.message, /version|protocol/i);
     const noCert = tls.connect({ ...HBONE_TLS, host: SERVER_IP, port: 15008, ca: cert.rootsPem.join(''), checkServerIdentity: () => undefined });
     const outcome = await new Promise<string>((resolve) => {
-      noCert.once('error', (e) => resolve(`error: ${e.message}`));
+      noCert.once('error', (e: Error) => resolve(`error: ${e.message}`));
       noCert.once('secureConnect', () => {
         // TLS 1.3: the server checks the client's (absent) certificate after the client's Finished.
         noCert.once('data', () => resolve('got data'));

@@ -1,0 +1,71 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import type net from 'node:net';
+import { startEchoServer } from '../src/echo/echo-server.js';
+import { socks5Connect } from '../src/echo/socks5-client.js';
+import { meshFixture } from './helpers/mesh-fixture.js';
+import { startZtunnel } from './helpers/in-process.js';
+
+const MESH = `
+workloads:
+- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.0.30.1], protocol: HBONE, node: n1}
+- {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.0.30.2], protocol: HBONE, node: n2, services: {b/svc.b: {80: 8080}}}
+services:
+- {name: svc, namespace: b, hostname: svc.b, vips: [/10.96.30.1], ports: {80: 8080}}
+`;
+
+const CONNECTIONS = 1000;
+const BYTES_EACH = 16 * 1024;
+
+function exchange(s: net.Socket, data: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const h = createHash('sha256');
+    s.on('data', (d: Buffer) => h.update(d));
+    s.once('error', reject);
+    s.once('end', () => resolve(h.digest('hex')));
+    s.resume();
+    s.end(data);
+  });
+}
+
+test('1000 concurrent connections between one pair of workloads share at most 10 HBONE connections, and every byte arrives', async () => {
+  const fx = await meshFixture();
+  await fx.write('mesh.yaml', MESH);
+  const echo = await startEchoServer('127.0.30.2', 8080);
+  const z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
+  const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
+  try {
+    // Open them all first, so all 1000 streams are live at once.
+    const socks = await Promise.all(Array.from({ length: CONNECTIONS }, () => socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80)));
+    const peak = z1.ctx.pool.connectionCount();
+    const payloads = socks.map(() => randomBytes(BYTES_EACH));
+    const hashes = await Promise.all(socks.map((s, i) => exchange(s, payloads[i]!)));
+    hashes.forEach((h, i) => assert.equal(h, createHash('sha256').update(payloads[i]!).digest('hex'), `connection ${i} corrupted`));
+    assert.ok(peak >= 1 && peak <= 10, `${peak} HBONE connections for ${CONNECTIONS} streams`);
+    assert.equal(peak, CONNECTIONS / 100, 'streams are packed 100 per connection');
+  } finally {
+    await Promise.all([z1.shutdown(), z2.shutdown()]);
+    await echo.close();
+    await fx.cleanup();
+  }
+});
+
+test('an idle pooled connection is released after POOL_UNUSED_RELEASE_TIMEOUT and a new one is dialed on demand', async () => {
+  const fx = await meshFixture();
+  await fx.write('mesh.yaml', MESH);
+  const echo = await startEchoServer('127.0.30.2', 8080);
+  const z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { POOL_UNUSED_RELEASE_TIMEOUT: '200ms' });
+  const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
+  try {
+    await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80), Buffer.from('a'));
+    assert.equal(z1.ctx.pool.connectionCount(), 1);
+    await new Promise((r) => setTimeout(r, 600));
+    assert.equal(z1.ctx.pool.connectionCount(), 0, 'idle connection evicted');
+    assert.equal(await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80), Buffer.from('b')), createHash('sha256').update('b').digest('hex'));
+  } finally {
+    await Promise.all([z1.shutdown(), z2.shutdown()]);
+    await echo.close();
+    await fx.cleanup();
+  }
+});

@@ -1,0 +1,21 @@
+import { Writable } from 'node:stream';
+import { LogControl } from '../../src/lib/log.js';
+import { loadZtunnelConfig } from '../../src/ztunnel/config.js';
+import { Ztunnel } from '../../src/ztunnel/ztunnel.js';
+
+/** A ztunnel in this process (real sockets), with control servers on ephemeral ports and logs discarded. */
+export async function startZtunnel(localConfig: string, nodeName: string, localCa: string, env: Record<string, string> = {}): Promise<Ztunnel> {
+  const cfg = loadZtunnelConfig(
+    { localConfig, localCa, adminAddress: '127.0.0.1:0', metricsAddress: '127.0.0.1:0', readinessAddress: '127.0.0.1:0' },
+    { NODE_NAME: nodeName, ...env },
+  );
+  const sink = new Writable({ write: (_c, _e, cb) => cb() });
+  const logs = new LogControl({ format: 'json', level: 'silent', component: 'ztunnel', out: sink });
+  const zt = await Ztunnel.start(cfg, logs);
+  const deadline = Date.now() + 10_000;
+  while (zt.pending().length > 0) {
+    if (Date.now() > deadline) throw new Error(`ztunnel ${nodeName} not ready: ${zt.pending().join('; ')}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return zt;
+}
