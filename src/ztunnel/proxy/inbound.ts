@@ -4,7 +4,7 @@ import type { TLSSocket } from 'node:tls';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort, isLoopback, parseHostPort } from '../../lib/ip.js';
 import type { Identity } from '../../lib/spiffe.js';
-import { HBONE_PORT, ILLEGAL_PORTS } from '../config.js';
+import { CONNECT_TIMEOUT_MS, HBONE_PORT, ILLEGAL_PORTS } from '../config.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import { evaluate, type RbacConnection } from '../rbac.js';
 import type { Workload } from '../state/workload.js';
@@ -51,6 +51,8 @@ export class InboundHbone {
         enablePush: false,
       },
       maxSessionMemory: MAX_SESSION_MEMORY_MB,
+      // A peer that stalls mid-handshake is dropped (Node's default would hold the socket for 120s).
+      handshakeTimeout: CONNECT_TIMEOUT_MS,
     });
     server.on('tlsClientError', (e: Error, s: TLSSocket) => this.ctx.log.debug({ src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) }, 'HBONE TLS handshake failed'));
     server.on('sessionError', (e) => this.ctx.log.debug({ error: describeError(e) }, 'HBONE session error'));
