@@ -4,7 +4,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { startEchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
-import { meshFixture, hboneSession, requestStatus, waitFor } from './helpers/mesh-fixture.js';
+import { meshFixture, hboneSession, waitFor } from './helpers/mesh-fixture.js';
 import { startZtunnel } from './helpers/in-process.js';
 
 const MESH = `

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import http2, { type ClientHttp2Session } from 'node:http2';
 import tls from 'node:tls';
+import net from 'node:net';
 import { once } from 'node:events';
 import { CertificateAuthority, writePluginCaDir } from '../../src/lib/pki/certificate-authority.js';
 import { createKeyAndCsr } from '../../src/lib/pki/csr.js';
@@ -45,7 +46,9 @@ export async function meshFixture(): Promise<MeshFixture> {
 
 /** An HBONE client session built by hand (for status-code and handshake tests). */
 export async function hboneSession(host: string, cert: WorkloadCertificate, expected: string[], localAddress?: string): Promise<ClientHttp2Session> {
-  const socket = tls.connect({ ...clientTlsOptions(cert, expected), host, port: 15008, localAddress });
+  const tcp = net.connect({ host, port: 15008, localAddress });
+  await once(tcp, 'connect');
+  const socket = tls.connect({ ...clientTlsOptions(cert, expected), socket: tcp });
   await once(socket, 'secureConnect');
   const s = http2.connect(`https://${host}:15008`, { createConnection: () => socket });
   s.on('error', () => undefined);

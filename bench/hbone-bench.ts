@@ -1,0 +1,322 @@
+/**
+ * `npm run bench`: direct TCP vs amesh (SOCKS5 -> ztunnel -> HBONE -> ztunnel -> app, two processes) vs a stunnel4
+ * mTLS pair, side by side in one run on loopback. Prints a table with ratios and writes JSON to bench/results/.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtemp, mkdir, rm, writeFile, readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { writePluginCaDir, CertificateAuthority } from '../src/lib/pki/certificate-authority.js';
+import { createKeyAndCsr } from '../src/lib/pki/csr.js';
+import { socks5Connect } from '../src/echo/socks5-client.js';
+import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { render } from '../src/lib/table.js';
+
+const APP_IP = '127.0.40.2';
+const CLIENT_IP = '127.0.40.1';
+const ECHO_PORT = 9000;
+const SINK_PORT = 9001;
+const THROUGHPUT_MS = 2500;
+const LATENCY_ROUNDS = 5000;
+const CONN_MS = 2500;
+const CONN_CONCURRENCY = 8;
+const CHUNK = Buffer.alloc(64 * 1024, 0x61);
+
+type Dial = (port: number) => Promise<net.Socket>;
+interface Target {
+  name: string;
+  dial: Dial;
+  pids: number[];
+}
+
+function tcp(host: string, port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ host, port, noDelay: true, allowHalfOpen: true });
+    s.once('connect', () => {
+      s.removeAllListeners('error');
+      resolve(s);
+    });
+    s.once('error', reject);
+  });
+}
+
+/** The app: echo on 9000, a sink on 9001 that counts bytes and answers with one byte when the client is done. */
+async function startApp(): Promise<net.Server[]> {
+  const echo = net.createServer({ noDelay: true }, (s) => {
+    s.on('error', () => s.destroy());
+    s.pipe(s);
+  });
+  const sink = net.createServer({ noDelay: true, allowHalfOpen: true }, (s) => {
+    s.on('error', () => s.destroy());
+    s.on('data', () => undefined);
+    s.on('end', () => s.end('k'));
+  });
+  await Promise.all([
+    new Promise<void>((r) => echo.listen(ECHO_PORT, APP_IP, r)),
+    new Promise<void>((r) => sink.listen(SINK_PORT, APP_IP, r)),
+  ]);
+  return [echo, sink];
+}
+
+function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' }).stdout;
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      /* process gone */
+    }
+  }
+  return ticks / 100;
+}
+
+async function rssMiB(pids: number[]): Promise<number> {
+  let kb = 0;
+  for (const pid of pids) {
+    const st = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    kb += Number(/VmHWM:\s+(\d+)/.exec(st)?.[1] ?? 0);
+  }
+  return kb / 1024;
+}
+
+/** Writes as fast as the path allows for `ms` on each of `streams` connections; returns bytes/s. */
+async function throughput(t: Target, streams: number): Promise<{ bps: number; bytes: number; cpu: number }> {
+  const cpu0 = cpuSeconds(t.pids);
+  const start = performance.now();
+  const counts = await Promise.all(
+    Array.from({ length: streams }, async () => {
+      const s = await t.dial(SINK_PORT);
+      let sent = 0;
+      await new Promise<void>((resolve, reject) => {
+        s.on('error', reject);
+        const pump = (): void => {
+          while (performance.now() - start < THROUGHPUT_MS) {
+            sent += CHUNK.length;
+            if (!s.write(CHUNK)) {
+              s.once('drain', pump);
+              return;
+            }
+          }
+          s.end();
+          s.once('data', () => resolve());
+          s.resume();
+        };
+        pump();
+      });
+      s.destroy();
+      return sent;
+    }),
+  );
+  const secs = (performance.now() - start) / 1000;
+  const bytes = counts.reduce((a, b) => a + b, 0);
+  return { bps: bytes / secs, bytes, cpu: cpuSeconds(t.pids) - cpu0 };
+}
+
+/** 64-byte ping-pong on one open connection. */
+async function latency(t: Target): Promise<{ p50: number; p99: number; p999: number }> {
+  const s = await t.dial(ECHO_PORT);
+  const msg = Buffer.alloc(64, 0x62);
+  const samples: number[] = [];
+  s.resume();
+  for (let i = 0; i < LATENCY_ROUNDS + 500; i++) {
+    const t0 = process.hrtime.bigint();
+    await new Promise<void>((resolve) => {
+      let got = 0;
+      const onData = (d: Buffer): void => {
+        got += d.length;
+        if (got >= msg.length) {
+          s.off('data', onData);
+          resolve();
+        }
+      };
+      s.on('data', onData);
+      s.write(msg);
+    });
+    if (i >= 500) samples.push(Number(process.hrtime.bigint() - t0) / 1000);
+  }
+  s.destroy();
+  samples.sort((a, b) => a - b);
+  const q = (p: number): number => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))]!;
+  return { p50: q(0.5), p99: q(0.99), p999: q(0.999) };
+}
+
+/** New connections per second: connect, 1-byte exchange, close, with 8 in parallel. */
+async function connRate(t: Target): Promise<number> {
+  const start = performance.now();
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: CONN_CONCURRENCY }, async () => {
+      while (performance.now() - start < CONN_MS) {
+        const s = await t.dial(ECHO_PORT);
+        await new Promise<void>((resolve, reject) => {
+          s.once('data', () => resolve());
+          s.once('error', reject);
+          s.resume(); // a SOCKS5 socket comes back paused
+          s.write('x');
+        });
+        s.destroy();
+        n++;
+      }
+    }),
+  );
+  return n / ((performance.now() - start) / 1000);
+}
+
+async function startZtunnels(dir: string, ca: string): Promise<ChildProcess[]> {
+  const mesh = path.join(dir, 'mesh.yaml');
+  await writeFile(mesh, `workloads:
+- {uid: bench-client, name: client, namespace: bench, serviceAccount: client, workloadIps: [${CLIENT_IP}], protocol: HBONE, node: bench1}
+- {uid: bench-app, name: app, namespace: bench, serviceAccount: app, workloadIps: [${APP_IP}], protocol: HBONE, node: bench2}
+`);
+  const { cmd, args } = ameshCommand();
+  const procs = ['1', '2'].map((n) =>
+    spawn(cmd, [...args, 'ztunnel', '--local-ca', ca, '--admin-address', `127.0.42.${n}:15000`, '--metrics-address', `127.0.42.${n}:15020`, '--readiness-address', `127.0.42.${n}:15021`], {
+      env: { ...process.env, LOCAL_XDS_PATH: mesh, NODE_NAME: `bench${n}`, RUST_LOG: 'info', LOG_FORMAT: 'json' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    }),
+  );
+  for (const n of ['1', '2']) {
+    for (let i = 0; ; i++) {
+      const ok = await fetch(`http://127.0.42.${n}:15021/healthz/ready`).then((r) => r.status === 200, () => false);
+      if (ok) break;
+      if (i > 200) throw new Error('ztunnel did not become ready');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  return procs;
+}
+
+async function startStunnel(dir: string, ca: string): Promise<ChildProcess[] | undefined> {
+  const bin = ['/usr/bin/stunnel4', '/usr/bin/stunnel'].find((b) => existsSync(b));
+  if (bin === undefined) return undefined;
+  const authority = await CertificateAuthority.fromPluginDir(ca);
+  const issue = async (name: string, uri: string): Promise<void> => {
+    const { keyPem, csrPem } = await createKeyAndCsr(uri);
+    const chain = await authority.sign(csrPem, uri, 3600);
+    await writeFile(path.join(dir, `${name}.crt`), chain.slice(0, -1).join(''));
+    await writeFile(path.join(dir, `${name}.key`), keyPem);
+    await writeFile(path.join(dir, 'root.pem'), chain[chain.length - 1]!);
+  };
+  await issue('sclient', 'spiffe://cluster.local/ns/bench/sa/client');
+  await issue('sserver', 'spiffe://cluster.local/ns/bench/sa/app');
+  const common = `foreground = yes\npid =\nsocket = l:TCP_NODELAY=1\nsocket = r:TCP_NODELAY=1\nCAfile = ${dir}/root.pem\nverifyChain = yes\nsslVersionMin = TLSv1.3\n`;
+  const clientConf = `${common}cert = ${dir}/sclient.crt\nkey = ${dir}/sclient.key\n` +
+    [ECHO_PORT, SINK_PORT].map((p, i) => `[c${p}]\nclient = yes\naccept = 127.0.41.1:${7000 + i}\nconnect = 127.0.41.2:${7443 + i}\n`).join('');
+  const serverConf = `${common}cert = ${dir}/sserver.crt\nkey = ${dir}/sserver.key\n` +
+    [ECHO_PORT, SINK_PORT].map((p, i) => `[s${p}]\naccept = 127.0.41.2:${7443 + i}\nconnect = ${APP_IP}:${p}\n`).join('');
+  await writeFile(path.join(dir, 'client.conf'), clientConf);
+  await writeFile(path.join(dir, 'server.conf'), serverConf);
+  const procs = ['server.conf', 'client.conf'].map((c) => spawn(bin, [path.join(dir, c)], { stdio: ['ignore', 'ignore', 'ignore'] }));
+  for (let i = 0; ; i++) {
+    const ok = await tcp('127.0.41.1', 7000).then((s) => (s.destroy(), true), () => false);
+    if (ok) break;
+    if (i > 100) throw new Error('stunnel did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return procs;
+}
+
+interface Row {
+  name: string;
+  throughput1: number;
+  throughput8: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  connPerSec: number;
+  cpuSecPerGB: number | null;
+  rssMiB: number | null;
+}
+
+async function measure(t: Target): Promise<Row> {
+  process.stderr.write(`  ${t.name}: throughput...`);
+  const one = await throughput(t, 1);
+  const eight = await throughput(t, 8);
+  process.stderr.write(' latency...');
+  const lat = await latency(t);
+  process.stderr.write(' connections...\n');
+  const cps = await connRate(t);
+  const gb = (one.bytes + eight.bytes) / 1e9;
+  return {
+    name: t.name,
+    throughput1: one.bps,
+    throughput8: eight.bps,
+    p50: lat.p50,
+    p99: lat.p99,
+    p999: lat.p999,
+    connPerSec: cps,
+    cpuSecPerGB: t.pids.length === 0 ? null : (one.cpu + eight.cpu) / gb,
+    rssMiB: t.pids.length === 0 ? null : await rssMiB(t.pids),
+  };
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-bench-'));
+  const ca = path.join(dir, 'ca');
+  await writePluginCaDir(ca);
+  const app = await startApp();
+  const zts = await startZtunnels(dir, ca);
+  const stunnel = await startStunnel(dir, ca);
+  const targets: Target[] = [
+    { name: 'direct', dial: (p) => tcp(APP_IP, p), pids: [] },
+    { name: 'amesh', dial: (p) => socks5Connect(CLIENT_IP, 15080, APP_IP, p), pids: zts.map((z) => z.pid!) },
+  ];
+  if (stunnel !== undefined) targets.push({ name: 'stunnel', dial: (p) => tcp('127.0.41.1', p === ECHO_PORT ? 7000 : 7001), pids: stunnel.map((s) => s.pid!) });
+  else process.stderr.write('stunnel4 not found (apt-get install stunnel4): comparing with direct TCP only\n');
+  const rows: Row[] = [];
+  try {
+    process.stderr.write('measuring (loopback, one run, side by side):\n');
+    for (const t of targets) rows.push(await measure(t));
+  } finally {
+    for (const p of [...zts, ...(stunnel ?? [])]) p.kill('SIGTERM');
+    for (const s of app) s.close();
+  }
+  const byName = (n: string): Row | undefined => rows.find((r) => r.name === n);
+  const fmt = (v: number | null, d = 1): string => (v === null ? '-' : v.toFixed(d));
+  const mbps = (b: number): string => (b / 1e6).toFixed(0);
+  const table = render('table',
+    ['PATH', 'MB/s 1 STREAM', 'MB/s 8 STREAMS', 'P50 µs', 'P99 µs', 'P999 µs', 'CONN/s', 'PROXY CPU s/GB', 'PROXY RSS MiB'],
+    rows.map((r) => [r.name, mbps(r.throughput1), mbps(r.throughput8), fmt(r.p50), fmt(r.p99), fmt(r.p999), fmt(r.connPerSec, 0), fmt(r.cpuSecPerGB, 2), fmt(r.rssMiB, 0)]),
+    rows);
+  process.stdout.write('\n' + table);
+  const a = byName('amesh')!;
+  const ratios: Record<string, Record<string, number>> = {};
+  for (const base of ['direct', 'stunnel']) {
+    const b = byName(base);
+    if (b === undefined) continue;
+    ratios[`amesh/${base}`] = {
+      throughput1: a.throughput1 / b.throughput1,
+      throughput8: a.throughput8 / b.throughput8,
+      p50: a.p50 / b.p50,
+      p99: a.p99 / b.p99,
+      p999: a.p999 / b.p999,
+      connPerSec: a.connPerSec / b.connPerSec,
+    };
+  }
+  process.stdout.write('\nratios (amesh ÷ baseline; throughput and conn/s: higher is better; latency: lower is better)\n');
+  process.stdout.write(render('table', ['RATIO', 'THRU 1', 'THRU 8', 'P50', 'P99', 'P999', 'CONN/s'],
+    Object.entries(ratios).map(([k, r]) => [k, ...['throughput1', 'throughput8', 'p50', 'p99', 'p999', 'connPerSec'].map((f) => (r[f]!).toFixed(2) + '×')]), ratios));
+  const st = ratios['amesh/stunnel'];
+  if (st !== undefined) {
+    process.stdout.write('\ntargets vs stunnel: ' + [
+      `throughput ≥1.3× (${st['throughput1']!.toFixed(2)}× / ${st['throughput8']!.toFixed(2)}×)`,
+      `conn/s ≥4× (${st['connPerSec']!.toFixed(2)}×)`,
+      `p50 ≤1.1× (${st['p50']!.toFixed(2)}×)`,
+      `p99 ≤2× (${st['p99']!.toFixed(2)}×)`,
+    ].join(', ') + '\n');
+  }
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const outDir = path.resolve(here, here.includes(`${path.sep}dist${path.sep}`) ? '../../bench/results' : 'results');
+  await mkdir(outDir, { recursive: true });
+  const file = path.join(outDir, `hbone-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  await writeFile(file, JSON.stringify({ date: new Date().toISOString(), node: process.version, rows, ratios }, null, 2));
+  process.stdout.write(`\nresults written to ${file}\n`);
+  await rm(dir, { recursive: true, force: true });
+}
+
+await main();
