@@ -94,6 +94,7 @@ describe('two ztunnel processes', () => {
     assert.match(line, new RegExp(`source_principal="${CLIENT_ID}"`));
     assert.match(line, /connection_security_policy="mutual_tls"/);
     assert.match(line, new RegExp(`destination_principal="${SERVER_ID}"`));
+    assert.match(line, /destination_service="echo\.backend\.svc\.cluster\.local"/, 'service attributed from Forwarded: host=');
     const prom = await (await fetch(`http://${z2.metrics}/stats/prometheus`)).text();
     assert.match(prom, /istio_tcp_received_bytes_total\{reporter="destination"/);
     const src = await (await fetch(`http://${z1.metrics}/metrics`)).text();

@@ -159,6 +159,11 @@ export class InboundHbone {
       }
       targetPort = mapped;
     }
+    // `Forwarded: host=` names the service the client resolved; it only attributes telemetry (spec §4.6).
+    if (svc === undefined) {
+      const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(String(headers['forwarded'] ?? ''))?.[2];
+      if (fwdHost !== undefined) svc = state.serviceByHostname(fwdHost, local.namespace);
+    }
     const podIp = this.ip;
     if (ILLEGAL_PORTS.has(targetPort)) {
       reject(503, 'CONNECT', new MeshError('ZT_ERR_SELF_CALL', `target port ${targetPort} belongs to ztunnel itself`));
