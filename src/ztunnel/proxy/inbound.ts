@@ -161,7 +161,7 @@ export class InboundHbone {
     }
     // `Forwarded: host=` names the service the client resolved; it only attributes telemetry (spec §4.6).
     if (svc === undefined) {
-      const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(String(headers['forwarded'] ?? ''))?.[2];
+      const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(headers['forwarded'] ?? '')?.[2];
       if (fwdHost !== undefined) svc = state.serviceByHostname(fwdHost, local.namespace);
     }
     const podIp = this.ip;
