@@ -138,7 +138,15 @@ export class Socks5Listener {
       s.pause();
       clearTimeout(timer);
       const consumed = s.bytesRead - buf.length;
-      const dstIp = target.domain ? await this.resolve(target.host) : target.host;
+      let dstIp = target.host;
+      if (target.domain) {
+        try {
+          dstIp = await this.resolve(target.host);
+        } catch (e) {
+          if (!s.destroyed) s.end(reply(REP.unreachable));
+          throw e;
+        }
+      }
       const src = `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`;
       let setup;
       try {
