@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { writePluginCaDir, CertificateAuthority } from '../src/lib/pki/certificate-authority.js';
 import { createKeyAndCsr } from '../src/lib/pki/csr.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
+import { tcpConnect } from '../src/echo/tcp-connect.js';
 import { ameshCommand } from '../src/demo/ztunnel-process.js';
 import { render } from '../src/lib/table.js';
 
@@ -30,17 +31,6 @@ interface Target {
   name: string;
   dial: Dial;
   pids: number[];
-}
-
-function tcp(host: string, port: number): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect({ host, port, noDelay: true, allowHalfOpen: true });
-    s.once('connect', () => {
-      s.removeAllListeners('error');
-      resolve(s);
-    });
-    s.once('error', reject);
-  });
 }
 
 /** The app: echo on 9000, a sink on 9001 that counts bytes and answers with one byte when the client is done. */
@@ -213,7 +203,7 @@ async function startStunnel(dir: string, ca: string): Promise<ChildProcess[] | u
   await writeFile(path.join(dir, 'server.conf'), serverConf);
   const procs = ['server.conf', 'client.conf'].map((c) => spawn(bin, [path.join(dir, c)], { stdio: ['ignore', 'ignore', 'ignore'] }));
   for (let i = 0; ; i++) {
-    const ok = await tcp('127.0.41.1', 7000).then((s) => (s.destroy(), true), () => false);
+    const ok = await tcpConnect('127.0.41.1', 7000).then((s) => (s.destroy(), true), () => false);
     if (ok) break;
     if (i > 100) throw new Error('stunnel did not start');
     await new Promise((r) => setTimeout(r, 50));
@@ -263,10 +253,10 @@ async function main(): Promise<void> {
   const zts = await startZtunnels(dir, ca);
   const stunnel = await startStunnel(dir, ca);
   const targets: Target[] = [
-    { name: 'direct', dial: (p) => tcp(APP_IP, p), pids: [] },
+    { name: 'direct', dial: (p) => tcpConnect(APP_IP, p), pids: [] },
     { name: 'amesh', dial: (p) => socks5Connect(CLIENT_IP, 15080, APP_IP, p), pids: zts.map((z) => z.pid!) },
   ];
-  if (stunnel !== undefined) targets.push({ name: 'stunnel', dial: (p) => tcp('127.0.41.1', p === ECHO_PORT ? 7000 : 7001), pids: stunnel.map((s) => s.pid!) });
+  if (stunnel !== undefined) targets.push({ name: 'stunnel', dial: (p) => tcpConnect('127.0.41.1', p === ECHO_PORT ? 7000 : 7001), pids: stunnel.map((s) => s.pid!) });
   else process.stderr.write('stunnel4 not found (apt-get install stunnel4): comparing with direct TCP only\n');
   const rows: Row[] = [];
   try {

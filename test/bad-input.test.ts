@@ -4,7 +4,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { startEchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
-import { meshFixture, hboneSession, waitFor } from './helpers/mesh-fixture.js';
+import { meshFixture, hboneSession, sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
 import { startZtunnel } from './helpers/in-process.js';
 
 const MESH = `
@@ -15,12 +15,7 @@ workloads:
 
 async function works(): Promise<void> {
   const s = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
-  s.resume();
-  const chunks: Buffer[] = [];
-  s.on('data', (d: Buffer) => chunks.push(d));
-  s.end('still alive');
-  await once(s, 'end');
-  assert.equal(Buffer.concat(chunks).toString(), 'still alive');
+  assert.equal((await sendAndCollect(s, 'still alive')).toString(), 'still alive');
 }
 
 test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config edit neither crash nor disturb other connections', async () => {

@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type net from 'node:net';
 import { startEchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
-import { meshFixture } from './helpers/mesh-fixture.js';
+import { meshFixture, sendAndCollect } from './helpers/mesh-fixture.js';
 import { startZtunnel } from './helpers/in-process.js';
 
 const MESH = `
@@ -18,15 +18,8 @@ services:
 const CONNECTIONS = 1000;
 const BYTES_EACH = 16 * 1024;
 
-function exchange(s: net.Socket, data: Buffer): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const h = createHash('sha256');
-    s.on('data', (d: Buffer) => h.update(d));
-    s.once('error', reject);
-    s.once('end', () => resolve(h.digest('hex')));
-    s.resume();
-    s.end(data);
-  });
+async function exchange(s: net.Socket, data: Buffer): Promise<string> {
+  return createHash('sha256').update(await sendAndCollect(s, data)).digest('hex');
 }
 
 test('1000 concurrent connections between one pair of workloads share at most 10 HBONE connections, and every byte arrives', async () => {

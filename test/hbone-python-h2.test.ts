@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import type { Ztunnel } from '../src/ztunnel/ztunnel.js';
-import { meshFixture, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
+import { meshFixture, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
 import { startZtunnel } from './helpers/in-process.js';
 
 const PYTHON = '/usr/bin/python3';
@@ -80,12 +80,7 @@ describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
     try {
       await waitFor('python server', () => out.includes('listening'));
       const s = await socks5Connect('127.0.32.1', 15080, '127.0.32.9', 9000);
-      s.resume();
-      const chunks: Buffer[] = [];
-      s.on('data', (d: Buffer) => chunks.push(d));
-      s.end('bytes through a foreign server');
-      await once(s, 'end');
-      assert.equal(Buffer.concat(chunks).toString(), 'bytes through a foreign server');
+      assert.equal((await sendAndCollect(s, 'bytes through a foreign server')).toString(), 'bytes through a foreign server');
       const req = JSON.parse(out.split('\n').find((l) => l.startsWith('{')) ?? '{}') as { method?: string; authority?: string; peer?: string[] };
       assert.equal(req.method, 'CONNECT');
       assert.equal(req.authority, '127.0.32.9:9000');

@@ -1,6 +1,5 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import tls from 'node:tls';
 import { once } from 'node:events';
 import { spawnZtunnel, type ZtunnelProcess } from '../src/demo/ztunnel-process.js';
@@ -8,7 +7,7 @@ import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect, Socks5Error } from '../src/echo/socks5-client.js';
 import { HBONE_TLS, clientTlsOptions } from '../src/ztunnel/tls/workload-tls.js';
 import { isMeshError } from '../src/lib/errors.js';
-import { meshFixture, hboneSession, requestStatus, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
+import { meshFixture, hboneSession, requestStatus, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
 
 const CLIENT_IP = '127.0.20.1';
 const SERVER_IP = '127.0.20.2';
@@ -38,17 +37,6 @@ policies: ${policies}
 const DENY_WEB = `
 - {name: deny-web, namespace: backend, scope: Namespace, action: Deny, dryRun: false, rules: [[[{principals: [{Exact: cluster.local/ns/frontend/sa/web}]}]]]}`;
 
-function roundTrip(s: net.Socket, data: Buffer): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    s.on('data', (d: Buffer) => chunks.push(d));
-    s.once('error', reject);
-    s.once('end', () => resolve(Buffer.concat(chunks)));
-    s.resume();
-    s.end(data);
-  });
-}
-
 describe('two ztunnel processes', () => {
   let fx: MeshFixture;
   let z1: ZtunnelProcess;
@@ -73,21 +61,21 @@ describe('two ztunnel processes', () => {
   test('SOCKS5 -> HBONE -> app across two processes, both directions, with half-close', async () => {
     const s = await socks5Connect(CLIENT_IP, 15080, '10.96.0.10', 80);
     const payload = Buffer.alloc(300_000, 7);
-    const back = await roundTrip(s, payload);
+    const back = await sendAndCollect(s, payload);
     assert.equal(back.length, payload.length);
     assert.ok(back.equals(payload));
   });
 
   test('the app sees the source workload IP (spoofed like IP_TRANSPARENT on loopback)', async () => {
     const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080);
-    const res = (await roundTrip(s, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))).toString();
+    const res = (await sendAndCollect(s, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))).toString();
     const body = JSON.parse(res.slice(res.indexOf('\r\n\r\n') + 4)) as { peer: string };
     assert.match(body.peer, new RegExp(`^${CLIENT_IP.replace(/\./g, '\\.')}:`));
   });
 
   test("the destination's metrics carry the client's source_principal and mutual_tls", async () => {
     const s = await socks5Connect(CLIENT_IP, 15080, '10.96.0.10', 80);
-    await roundTrip(s, Buffer.from('x'));
+    await sendAndCollect(s, Buffer.from('x'));
     const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
     assert.ok(line !== undefined, text);

@@ -1,7 +1,8 @@
-import net from 'node:net';
+import type net from 'node:net';
 import { parseHostPort } from '../lib/ip.js';
 import { MeshError } from '../lib/errors.js';
 import { socks5Connect } from './socks5-client.js';
+import { tcpConnect } from './tcp-connect.js';
 
 export interface EchoClientOptions {
   readonly target: string;
@@ -34,7 +35,7 @@ export async function runEchoClient(o: EchoClientOptions): Promise<EchoResult[]>
   for (let i = 0; i < o.count; i++) {
     const start = performance.now();
     try {
-      const sock = proxy === undefined ? await directConnect(t.host, t.port) : await socks5Connect(proxy.host, proxy.port, t.host, t.port);
+      const sock = proxy === undefined ? await tcpConnect(t.host, t.port) : await socks5Connect(proxy.host, proxy.port, t.host, t.port);
       const payload = o.http ? `GET / HTTP/1.1\r\nHost: ${o.target}\r\nConnection: close\r\n\r\n` : o.message;
       const response = await exchange(sock, payload, o.timeoutMs);
       const body = o.http ? response.slice(response.indexOf('\r\n\r\n') + 4) : response;
@@ -45,17 +46,6 @@ export async function runEchoClient(o: EchoClientOptions): Promise<EchoResult[]>
     }
   }
   return out;
-}
-
-function directConnect(host: string, port: number): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect({ host, port, allowHalfOpen: true, noDelay: true });
-    s.once('connect', () => {
-      s.removeAllListeners('error');
-      resolve(s);
-    });
-    s.once('error', reject);
-  });
 }
 
 /** Writes `payload`, half-closes, and reads until the server closes. */

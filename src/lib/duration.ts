@@ -18,9 +18,3 @@ export function parseDuration(s: string, what: string): number {
   return Math.round(total);
 }
 
-export function formatDuration(ms: number): string {
-  if (ms % 3_600_000 === 0 && ms > 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0 && ms > 0) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
-}

@@ -70,13 +70,6 @@ export function formatHostPort(ip: string, port: number): string {
   return net.isIPv6(ip) ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 
-/** Parses `ip:port` / `[v6]:port`; returns undefined for anything else. */
-export function parseIpPort(s: string): { ip: string; port: number } | undefined {
-  const hp = parseHostPort(s);
-  if (hp === undefined || net.isIP(hp.host) === 0) return undefined;
-  return { ip: hp.host, port: hp.port };
-}
-
 /** Parses `host:port` / `[v6]:port` with a port in 1..65535. */
 export function parseHostPort(s: string): { host: string; port: number } | undefined {
   let host: string;

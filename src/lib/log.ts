@@ -81,8 +81,8 @@ export class LogControl {
     return l;
   }
 
-  /** Applies `info` or `scope=level,scope=level` (ztunnel `/logging?level=`). Throws on bad input, changing nothing. */
-  apply(spec: string): void {
+  /** Parses `info` or `scope=level,scope=level` (ztunnel `/logging?level=`); throws on an unknown level. */
+  static parseSpec(spec: string): { def: LevelWithSilent | undefined; per: [string, LevelWithSilent][] } {
     let def: LevelWithSilent | undefined;
     const per: [string, LevelWithSilent][] = [];
     for (const part of spec.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
@@ -90,6 +90,12 @@ export class LogControl {
       if (eq < 0) def = LogControl.checkLevel(part);
       else per.push([part.slice(0, eq), LogControl.checkLevel(part.slice(eq + 1))]);
     }
+    return { def, per };
+  }
+
+  /** Applies a level spec (see `parseSpec`). Throws on bad input, changing nothing. */
+  apply(spec: string): void {
+    const { def, per } = LogControl.parseSpec(spec);
     if (def !== undefined) {
       this.defaultLevel = def;
       this.overrides.clear();

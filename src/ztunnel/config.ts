@@ -115,7 +115,7 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
   if (logFormat !== 'text' && logFormat !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
   const logLevel = flags.logLevel ?? env['RUST_LOG'] ?? env['LOG_LEVEL'] ?? 'info';
   // Validate now, so a bad level fails at start and not at the first /logging call.
-  new LogControl({ format: 'json', level: 'silent', component: 'check', out: { write: () => true } as unknown as NodeJS.WritableStream }).apply(logLevel);
+  LogControl.parseSpec(logLevel);
   const cfg: ZtunnelConfig = {
     localXdsPath,
     nodeName,

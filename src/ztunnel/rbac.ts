@@ -32,8 +32,8 @@ function saMatches(m: ServiceAccountMatch, id: Identity | undefined): boolean {
   return id !== undefined && id.namespace === m.namespace && id.serviceAccount === m.serviceAccount;
 }
 
-function cidrsMatch(cs: readonly Cidr[], ip: Buffer | undefined): boolean {
-  return ip !== undefined && cs.some((c) => cidrContains(c, ip));
+function cidrMatches(c: Cidr, ip: Buffer | undefined): boolean {
+  return ip !== undefined && cidrContains(c, ip);
 }
 
 /** A field group matches when its positive list (if any) has a hit and its negative list (if any) has none. */
@@ -58,8 +58,8 @@ function matchMatches(m: RbacMatch, c: RbacConnection, src: Buffer | undefined, 
     group(m.namespaces, m.notNamespaces, (x) => stringMatches(x, ns)) &&
     group(m.serviceAccounts, m.notServiceAccounts, (x) => saMatches(x, c.srcIdentity)) &&
     group(m.principals, m.notPrincipals, (x) => principalMatches(x, c.srcIdentity)) &&
-    group(m.sourceIps, m.notSourceIps, (x) => cidrsMatch([x], src)) &&
-    group(m.destinationIps, m.notDestinationIps, (x) => cidrsMatch([x], dst)) &&
+    group(m.sourceIps, m.notSourceIps, (x) => cidrMatches(x, src)) &&
+    group(m.destinationIps, m.notDestinationIps, (x) => cidrMatches(x, dst)) &&
     group(m.destinationPorts, m.notDestinationPorts, (p) => p === c.dstPort)
   );
 }

@@ -73,3 +73,15 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   }
   throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
 }
+
+/** Writes `data`, half-closes, and collects everything the peer sends until it closes its side. */
+export function sendAndCollect(s: net.Socket, data: Buffer | string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    s.on('data', (d: Buffer) => chunks.push(d));
+    s.once('error', reject);
+    s.once('end', () => resolve(Buffer.concat(chunks)));
+    s.resume();
+    s.end(data);
+  });
+}

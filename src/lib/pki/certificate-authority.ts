@@ -4,7 +4,6 @@ import path from 'node:path';
 import { x509, subtle, EC_P256 } from './x509.js';
 import { splitPemCertificates } from './pem.js';
 import { MeshError } from '../errors.js';
-import { uriSans } from '../spiffe.js';
 
 /** Istio's plug-in CA file names (`cacerts` secret). */
 export const PLUGIN_CA_FILES = {
@@ -117,11 +116,6 @@ export function csrUriSans(csrPem: string): string[] {
   const csr = new x509.Pkcs10CertificateRequest(csrPem);
   const ext = csr.extensions.find((e): e is x509.SubjectAlternativeNameExtension => e instanceof x509.SubjectAlternativeNameExtension);
   return ext === undefined ? [] : ext.names.items.filter((n) => n.type === 'url').map((n) => n.value);
-}
-
-/** URI SANs of a PEM certificate. */
-export function certUriSans(pem: string): string[] {
-  return uriSans(new X509Certificate(pem).subjectAltName);
 }
 
 function randomSerial(): string {

@@ -104,6 +104,9 @@ export class Socks5Listener {
       waiter?.();
     };
     s.on('data', onData);
+    // One close listener for the whole handshake (a client dribbling bytes must not pile up listeners).
+    const onClose = (): void => waiter?.();
+    s.once('close', onClose);
     const timer = setTimeout(() => s.destroy(), HANDSHAKE_TIMEOUT_MS);
     timer.unref();
     const read = async <T>(parse: (b: Buffer) => Parse<T>): Promise<T> => {
@@ -121,7 +124,6 @@ export class Socks5Listener {
         if (s.destroyed || s.readableEnded) throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', 'client went away during the handshake');
         await new Promise<void>((resolve) => {
           waiter = resolve;
-          s.once('close', resolve);
         });
         waiter = undefined;
       }
@@ -135,6 +137,7 @@ export class Socks5Listener {
       s.write(Buffer.from([0x05, 0x00]));
       const target = await read(parseRequest);
       s.off('data', onData);
+      s.off('close', onClose);
       s.pause();
       clearTimeout(timer);
       const consumed = s.bytesRead - buf.length;
