@@ -121,7 +121,7 @@ export class InboundHbone {
       src: peer.addr,
       originalDst: authority,
       actualDst: authority,
-      hboneAddr: authority,
+      hboneAddr: formatHostPort(this.ip, HBONE_PORT),
       protocol: 'HBONE' as const,
     };
     const parties = (dst: Workload | undefined, svc: Service | undefined) => ({ reporter: 'destination' as const, source, sourceIdentity: peer.identity, destination: dst, destinationService: svc, mtls: true });
