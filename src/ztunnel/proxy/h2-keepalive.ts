@@ -4,11 +4,16 @@ import type { Http2Session } from 'node:http2';
 export const PING_INTERVAL_MS = 10_000;
 export const PING_TIMEOUT_MS = 20_000;
 
-export function startKeepalive(session: Http2Session, onDead: (why: string) => void): void {
+export function startKeepalive(
+  session: Pick<Http2Session, 'ping' | 'destroyed' | 'once'>,
+  onDead: (why: string) => void,
+  intervalMs = PING_INTERVAL_MS,
+  timeoutMs = PING_TIMEOUT_MS,
+): void {
   let waiting: NodeJS.Timeout | undefined;
   const interval = setInterval(() => {
     if (session.destroyed || waiting !== undefined) return;
-    waiting = setTimeout(() => onDead('no PING acknowledgement within 20s'), PING_TIMEOUT_MS);
+    waiting = setTimeout(() => onDead(`no PING acknowledgement within ${timeoutMs / 1000}s`), timeoutMs);
     waiting.unref();
     const sent = session.ping((err) => {
       clearTimeout(waiting);
@@ -19,7 +24,7 @@ export function startKeepalive(session: Http2Session, onDead: (why: string) => v
       clearTimeout(waiting);
       waiting = undefined;
     }
-  }, PING_INTERVAL_MS);
+  }, intervalMs);
   interval.unref();
   session.once('close', () => {
     clearInterval(interval);
