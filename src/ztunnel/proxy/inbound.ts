@@ -43,6 +43,8 @@ export class InboundHbone {
     const server = http2.createSecureServer({
       ...serverTlsOptions(cert),
       allowHTTP1: false,
+      // HBONE carries interactive traffic: no Nagle on accepted sockets either (ztunnel sets TCP_NODELAY everywhere).
+      noDelay: true,
       settings: {
         initialWindowSize: c.http2StreamWindowSize,
         maxFrameSize: c.http2FrameSize,
