@@ -5,6 +5,7 @@ import { ztunnelCommand } from './ztunnel.js';
 import { echoCommand } from './echo.js';
 import { xCommand } from './x.js';
 import { demoCommand } from './demo.js';
+import { istiodCommand } from './istiod.js';
 
 const program = new Command('amesh')
   .description("amesh: Istio's ambient mode in TypeScript")
@@ -16,6 +17,7 @@ program
     process.stdout.write(`amesh ${VERSION} (Istio ${ISTIO_COMPAT} wire protocols, node ${process.version})\n`);
   });
 program.addCommand(ztunnelCommand());
+program.addCommand(istiodCommand());
 program.addCommand(echoCommand());
 program.addCommand(demoCommand());
 program.addCommand(xCommand());

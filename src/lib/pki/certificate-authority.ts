@@ -81,13 +81,18 @@ export class CertificateAuthority {
    * certificate carries only `uri`). Returns [leaf, ...intermediates, rootBundle].
    */
   async sign(csrPem: string, uri: string, ttlSeconds: number): Promise<string[]> {
+    return this.signWith(csrPem, [{ type: 'url', value: uri }], ttlSeconds);
+  }
+
+  /** Signs `csrPem` with exactly `sans` (URI or DNS) as a critical SAN extension. */
+  async signWith(csrPem: string, sans: readonly { type: 'url' | 'dns'; value: string }[], ttlSeconds: number): Promise<string[]> {
     let csr: x509.Pkcs10CertificateRequest;
     try {
       csr = new x509.Pkcs10CertificateRequest(csrPem);
     } catch (e) {
-      throw new MeshError('ZT_ERR_CA_FILES', `cannot parse CSR: ${(e as Error).message}`);
+      throw new MeshError('ISTIOD_ERR_CSR', `cannot parse CSR: ${(e as Error).message}`);
     }
-    if (!(await csr.verify())) throw new MeshError('ZT_ERR_CA_FILES', 'CSR signature does not verify');
+    if (!(await csr.verify())) throw new MeshError('ISTIOD_ERR_CSR', 'CSR signature does not verify');
     const now = Date.now();
     const notAfter = new Date(Math.min(now + ttlSeconds * 1000, this.caCert.notAfter.getTime()));
     const leaf = await x509.X509CertificateGenerator.create({
@@ -104,11 +109,23 @@ export class CertificateAuthority {
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
         new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
         await x509.AuthorityKeyIdentifierExtension.create(this.caCert, false),
-        new x509.SubjectAlternativeNameExtension([{ type: 'url', value: uri }], true),
+        new x509.SubjectAlternativeNameExtension(sans.map((n) => ({ type: n.type, value: n.value })), true),
       ],
     });
     return [leaf.toString('pem') + '\n', ...this.intermediatesPem, this.rootBundlePem];
   }
+}
+
+/**
+ * A serving certificate (for istiod's gRPC port) with DNS SANs, from a fresh P-256 key. Returns the key and the
+ * chain as `sign` does.
+ */
+export async function issueServingCertificate(ca: CertificateAuthority, dnsNames: readonly string[], ttlSeconds: number): Promise<{ keyPem: string; chain: string[] }> {
+  const keys = await subtle.generateKey(EC_P256, true, ['sign', 'verify']);
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ keys, signingAlgorithm: EC_P256 });
+  const pkcs8 = await subtle.exportKey('pkcs8', keys.privateKey);
+  const chain = await ca.signWith(csr.toString('pem'), dnsNames.map((value) => ({ type: 'dns' as const, value })), ttlSeconds);
+  return { keyPem: x509.PemConverter.encode(pkcs8, 'PRIVATE KEY'), chain };
 }
 
 /** The URI SANs a CSR asks for. */

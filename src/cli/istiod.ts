@@ -1,0 +1,54 @@
+import { Command } from '@commander-js/extra-typings';
+import path from 'node:path';
+import { LogControl } from '../lib/log.js';
+import { ISTIOD_DEFAULTS, loadIstiodConfig } from '../istiod/config.js';
+import { Istiod } from '../istiod/istiod.js';
+import { LocalIssuer, DEFAULT_TOKEN_TTL_SECONDS } from '../istiod/ca/local-issuer.js';
+import { MeshError } from '../lib/errors.js';
+import { fatal } from './fatal.js';
+
+export function istiodCommand(): Command {
+  const cmd = new Command('istiod')
+    .description('run the control plane: certificate authority (and workload discovery) on 15012, monitoring on 15014')
+    .option('--config-dir <dir>', 'directory of Kubernetes-style manifests (Namespace, Pod, Service, AuthorizationPolicy, ...)')
+    .option('--ca-dir <dir>', 'Istio plug-in CA files (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem); default: a self-signed root kept in the state dir')
+    .option('--state-dir <dir>', 'where the generated root, the token issuer key and root-cert.pem live', ISTIOD_DEFAULTS.stateDir)
+    .option('--grpc-address <host:port>', 'xDS and CA (gRPC over TLS)', ISTIOD_DEFAULTS.grpcAddress)
+    .option('--monitoring-address <host:port>', 'metrics, debug and readiness', ISTIOD_DEFAULTS.monitoringAddress)
+    .option('--log-level <level>', 'log level, or scope=level list')
+    .action(async (o) => {
+      let logs: LogControl | undefined;
+      try {
+        const cfg = loadIstiodConfig(o);
+        logs = new LogControl({ format: cfg.logFormat, level: cfg.logLevel, component: 'istiod' });
+        logs.apply(cfg.logLevel);
+        const ist = await Istiod.start(cfg, logs);
+        const stop = (): void => void ist.stop().then(() => process.exit(0));
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+      } catch (e) {
+        fatal(e, logs);
+      }
+    });
+  cmd
+    .command('token')
+    .description("print a JWT this istiod trusts (Kubernetes projected service-account token shape), for local components")
+    .requiredOption('--namespace <ns>', 'service account namespace')
+    .requiredOption('--service-account <sa>', 'service account name')
+    .option('--node <node>', 'node claim (what the CA checks impersonation against)')
+    .option('--pod <pod>', 'pod claim')
+    .option('--audience <aud>', 'audience', 'istio-ca')
+    .option('--ttl <seconds>', 'lifetime in seconds', String(DEFAULT_TOKEN_TTL_SECONDS))
+    .option('--state-dir <dir>', "istiod's state dir (holds the issuer key)", ISTIOD_DEFAULTS.stateDir)
+    .action(async (o) => {
+      try {
+        const ttl = Number(o.ttl);
+        if (!Number.isInteger(ttl) || ttl < 1) throw new MeshError('AMESH_ERR_CONFIG', '--ttl must be a positive number of seconds');
+        const issuer = await LocalIssuer.loadOrCreate(path.resolve(o.stateDir));
+        process.stdout.write((await issuer.issue({ namespace: o.namespace, serviceAccount: o.serviceAccount, node: o.node, pod: o.pod, audience: o.audience, ttlSeconds: ttl })) + '\n');
+      } catch (e) {
+        fatal(e);
+      }
+    });
+  return cmd;
+}

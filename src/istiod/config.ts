@@ -1,0 +1,79 @@
+import path from 'node:path';
+import { MeshError } from '../lib/errors.js';
+import { parseDuration } from '../lib/duration.js';
+import { parseListenAddress, type ListenAddress } from '../lib/address.js';
+import { LogControl, type LogFormat } from '../lib/log.js';
+import { DEFAULT_TRUST_DOMAIN } from '../lib/spiffe.js';
+import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
+
+/** istiod's defaults, each Istio's own (spec §1.2, §2.4). */
+export const ISTIOD_DEFAULTS = Object.freeze({
+  grpcAddress: '0.0.0.0:15012',
+  monitoringAddress: '0.0.0.0:15014',
+  /** Where the generated root, the token issuer key and the published root live. */
+  stateDir: '.amesh/istiod',
+  tokenAudiences: 'istio-ca',
+  trustedNodeAccounts: 'istio-system/ztunnel',
+  workloadCertTtl: '24h',
+  maxWorkloadCertTtl: '2160h',
+  rootNamespace: 'istio-system',
+});
+
+/** DNS names on istiod's serving certificate: the in-cluster service name ztunnel verifies, and localhost. */
+export const ISTIOD_SERVING_NAMES = ['istiod.istio-system.svc', 'istiod.istio-system.svc.cluster.local', 'istiod', 'localhost'] as const;
+
+export interface IstiodConfig {
+  readonly configDir: string | undefined;
+  readonly caDir: string | undefined;
+  readonly stateDir: string;
+  readonly trustDomain: string;
+  readonly clusterId: string;
+  readonly rootNamespace: string;
+  readonly grpcAddress: ListenAddress;
+  readonly monitoringAddress: ListenAddress;
+  readonly tokenAudiences: readonly string[];
+  readonly trustedNodeAccounts: readonly string[];
+  readonly jwtRules: readonly JwtRule[];
+  readonly defaultCertTtlMs: number;
+  readonly maxCertTtlMs: number;
+  readonly logFormat: LogFormat;
+  readonly logLevel: string;
+}
+
+export interface IstiodFlags {
+  configDir?: string | undefined;
+  caDir?: string | undefined;
+  stateDir?: string | undefined;
+  grpcAddress?: string | undefined;
+  monitoringAddress?: string | undefined;
+  logLevel?: string | undefined;
+}
+
+const list = (s: string): string[] => s.split(',').map((x) => x.trim()).filter((x) => x !== '');
+
+export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string, string | undefined>> = process.env): IstiodConfig {
+  const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
+  if (logFormat !== 'text' && logFormat !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  const logLevel = flags.logLevel ?? env['LOG_LEVEL'] ?? 'info';
+  LogControl.parseSpec(logLevel);
+  const trusted = list(env['CA_TRUSTED_NODE_ACCOUNTS'] ?? ISTIOD_DEFAULTS.trustedNodeAccounts);
+  for (const t of trusted) if (!/^[^/]+\/[^/]+$/.test(t)) throw new MeshError('AMESH_ERR_CONFIG', `CA_TRUSTED_NODE_ACCOUNTS: "${t}" is not <namespace>/<serviceaccount>`);
+  const cfg: IstiodConfig = {
+    configDir: flags.configDir === undefined ? undefined : path.resolve(flags.configDir),
+    caDir: flags.caDir,
+    stateDir: path.resolve(flags.stateDir ?? ISTIOD_DEFAULTS.stateDir),
+    trustDomain: env['TRUST_DOMAIN'] ?? DEFAULT_TRUST_DOMAIN,
+    clusterId: env['CLUSTER_ID'] ?? 'Kubernetes',
+    rootNamespace: env['ROOT_NAMESPACE'] ?? ISTIOD_DEFAULTS.rootNamespace,
+    grpcAddress: parseListenAddress(flags.grpcAddress ?? ISTIOD_DEFAULTS.grpcAddress, '--grpc-address'),
+    monitoringAddress: parseListenAddress(flags.monitoringAddress ?? ISTIOD_DEFAULTS.monitoringAddress, '--monitoring-address'),
+    tokenAudiences: list(env['TOKEN_AUDIENCES'] ?? ISTIOD_DEFAULTS.tokenAudiences),
+    trustedNodeAccounts: trusted,
+    jwtRules: parseJwtRules(env['JWT_RULE']),
+    defaultCertTtlMs: parseDuration(env['DEFAULT_WORKLOAD_CERT_TTL'] ?? ISTIOD_DEFAULTS.workloadCertTtl, 'DEFAULT_WORKLOAD_CERT_TTL'),
+    maxCertTtlMs: parseDuration(env['MAX_WORKLOAD_CERT_TTL'] ?? ISTIOD_DEFAULTS.maxWorkloadCertTtl, 'MAX_WORKLOAD_CERT_TTL'),
+    logFormat,
+    logLevel,
+  };
+  return Object.freeze(cfg);
+}

@@ -1,0 +1,92 @@
+import { access, mkdir, writeFile } from 'node:fs/promises';
+import type http from 'node:http';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { Registry as MetricsRegistry, collectDefaultMetrics, Gauge } from 'prom-client';
+import { IstioCertificateService } from '../api/istio/v1/auth/ca_pb.js';
+import { grpcServiceDefinition } from '../lib/grpc-service.js';
+import { CertificateAuthority, issueServingCertificate, writePluginCaDir } from '../lib/pki/certificate-authority.js';
+import { MeshError } from '../lib/errors.js';
+import { startHttpServer, boundPort } from '../lib/http-server.js';
+import type { LogControl } from '../lib/log.js';
+import { VERSION } from '../lib/version.js';
+import { ISTIOD_SERVING_NAMES, type IstiodConfig } from './config.js';
+import { Authenticator } from './ca/authenticate.js';
+import { CaServer } from './ca/ca-server.js';
+import { LocalIssuer } from './ca/local-issuer.js';
+import { Registry } from './registry/registry.js';
+
+/** istiod's serving certificate lifetime; it is reissued at every start. */
+const SERVING_CERT_TTL_SECONDS = 365 * 24 * 3600;
+/** The published trust anchor, for clients' XDS_ROOT_CA / CA_ROOT_CA. */
+export const ROOT_CERT_FILE = 'root-cert.pem';
+
+/** Loads the plug-in CA from `--ca-dir`, or a self-signed one created once in the state directory. */
+async function loadSigningCa(cfg: IstiodConfig): Promise<CertificateAuthority> {
+  if (cfg.caDir !== undefined) return CertificateAuthority.fromPluginDir(cfg.caDir);
+  const dir = path.join(cfg.stateDir, 'ca');
+  const exists = await access(path.join(dir, 'ca-key.pem')).then(() => true, () => false);
+  if (!exists) {
+    try {
+      await mkdir(cfg.stateDir, { recursive: true, mode: 0o700 });
+      await writePluginCaDir(dir, cfg.trustDomain);
+    } catch (e) {
+      throw new MeshError('ISTIOD_ERR_STATE', `cannot create the self-signed CA in ${dir}: ${(e as Error).message}`);
+    }
+  }
+  return CertificateAuthority.fromPluginDir(dir);
+}
+
+/** A running istiod: CA (and, next, xDS) on the gRPC port, debug/metrics/ready on the monitoring port. */
+export class Istiod {
+  readonly ports = { grpc: 0, monitoring: 0 };
+  private monitoring: http.Server | undefined;
+
+  private constructor(
+    readonly config: IstiodConfig,
+    private readonly grpcServer: grpc.Server,
+    readonly issuer: LocalIssuer,
+    readonly registry: Registry,
+    readonly rootCertPath: string,
+  ) {}
+
+  static async start(cfg: IstiodConfig, logs: LogControl): Promise<Istiod> {
+    const log = logs.scope('istiod');
+    const ca = await loadSigningCa(cfg);
+    await mkdir(cfg.stateDir, { recursive: true, mode: 0o700 });
+    const rootCertPath = path.join(cfg.stateDir, ROOT_CERT_FILE);
+    await writeFile(rootCertPath, ca.rootBundlePem, { mode: 0o644 });
+    const issuer = await LocalIssuer.loadOrCreate(cfg.stateDir);
+    const auth = new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
+    const registry = new Registry(cfg.configDir, logs.scope('registry'));
+    await registry.reload();
+    const metrics = new MetricsRegistry();
+    collectDefaultMetrics({ register: metrics });
+    new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers: [metrics] }).set({ component: 'pilot', tag: VERSION }, 1);
+    const caServer = new CaServer(cfg, ca, auth, registry, metrics, logs.scope('ca'));
+    const serving = await issueServingCertificate(ca, ISTIOD_SERVING_NAMES, SERVING_CERT_TTL_SECONDS);
+    const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+    server.addService(grpcServiceDefinition(IstioCertificateService), caServer.handlers);
+    const creds = grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(serving.keyPem), cert_chain: Buffer.from(serving.chain.slice(0, -1).join('')) }], false);
+    const grpcPort = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(`${cfg.grpcAddress.host}:${cfg.grpcAddress.port}`, creds, (err, port) => {
+        if (err !== null) reject(new MeshError('AMESH_ERR_CONFIG', `cannot listen for gRPC on ${cfg.grpcAddress.host}:${cfg.grpcAddress.port}: ${err.message}`));
+        else resolve(port);
+      });
+    });
+    const ist = new Istiod(cfg, server, issuer, registry, rootCertPath);
+    ist.ports.grpc = grpcPort;
+    ist.monitoring = await startHttpServer(cfg.monitoringAddress, {
+      '/ready': () => ({ status: 200, body: 'ready\n' }),
+      '/metrics': async () => ({ status: 200, body: await metrics.metrics(), type: metrics.contentType }),
+    }, 'monitoring');
+    ist.ports.monitoring = boundPort(ist.monitoring);
+    log.info({ version: VERSION, grpc: grpcPort, monitoring: ist.ports.monitoring, root: rootCertPath, configDir: cfg.configDir }, 'istiod started');
+    return ist;
+  }
+
+  async stop(): Promise<void> {
+    this.monitoring?.close();
+    await new Promise<void>((resolve) => this.grpcServer.tryShutdown(() => resolve()));
+  }
+}

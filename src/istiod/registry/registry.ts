@@ -1,0 +1,56 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import { loadManifestDir, type Manifest } from './manifest-dir.js';
+
+/** The pod facts the CA's impersonation check needs (spec §2.4 step 2). */
+export interface PodFacts {
+  readonly name: string;
+  readonly namespace: string;
+  readonly serviceAccount: string;
+  readonly nodeName: string;
+  readonly phase: string;
+}
+
+/**
+ * istiod's service registry over a manifest directory. This slice holds the objects and answers pod questions;
+ * the Workload/Service/Authorization model and the watcher build on it.
+ */
+export class Registry extends EventEmitter<{ change: [] }> {
+  private objects: readonly Manifest[] = [];
+
+  constructor(
+    private readonly dir: string | undefined,
+    private readonly log: Logger,
+  ) {
+    super();
+  }
+
+  async reload(): Promise<void> {
+    if (this.dir === undefined) return;
+    const { objects, errors } = await loadManifestDir(this.dir);
+    for (const e of errors) this.log.error({ error: e.message }, 'skipped an invalid manifest; the rest of the directory is in use');
+    this.objects = objects;
+    this.emit('change');
+  }
+
+  pods(): PodFacts[] {
+    return this.objects
+      .filter((o) => o.kind === 'Pod')
+      .map((o) => ({
+        name: o.metadata.name,
+        namespace: o.metadata.namespace,
+        serviceAccount: typeof o.spec['serviceAccountName'] === 'string' ? o.spec['serviceAccountName'] : 'default',
+        nodeName: typeof o.spec['nodeName'] === 'string' ? o.spec['nodeName'] : '',
+        phase: typeof o.status['phase'] === 'string' ? o.status['phase'] : 'Running',
+      }));
+  }
+
+  /** True when `namespace/serviceAccount` has a pod on `node` that has not failed (impersonation rule). */
+  hasPodOnNode(namespace: string, serviceAccount: string, node: string): boolean {
+    return this.pods().some((p) => p.namespace === namespace && p.serviceAccount === serviceAccount && p.nodeName === node && p.phase !== 'Failed');
+  }
+
+  nodeOfPod(namespace: string, name: string): string | undefined {
+    return this.pods().find((p) => p.namespace === namespace && p.name === name)?.nodeName;
+  }
+}

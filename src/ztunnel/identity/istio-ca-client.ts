@@ -1,0 +1,58 @@
+import { readFile } from 'node:fs/promises';
+import * as grpc from '@grpc/grpc-js';
+import type { IstioCertificateRequest, IstioCertificateResponse } from '../../api/istio/v1/auth/ca_pb.js';
+import { IstioCertificateService } from '../../api/istio/v1/auth/ca_pb.js';
+import { grpcClient } from '../../lib/grpc-channel.js';
+import { MeshError } from '../../lib/errors.js';
+import { identityToString, type Identity } from '../../lib/spiffe.js';
+import type { CaClient } from './ca-client.js';
+
+type UnaryCall = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, value?: unknown) => void) => void;
+
+/** A CSR that has not been answered in this long fails (and is retried with backoff by the SecretManager). */
+const CALL_TIMEOUT_MS = 10_000;
+
+export interface IstioCaClientOptions {
+  readonly address: string;
+  readonly rootPem: string;
+  /** The token file, re-read on every call (projected tokens rotate); an empty file is an error. */
+  readonly tokenFile: string;
+  readonly clusterId: string;
+  /** Shared (node proxy) mode: ask for each workload's identity through `ImpersonatedIdentity`. */
+  readonly impersonate: boolean;
+  readonly altHostname?: string | undefined;
+}
+
+/** ztunnel's CA client: `CreateCertificate` with Bearer token and `clusterid` metadata (spec §2.3). */
+export class IstioCaClient implements CaClient {
+  private readonly client: grpc.Client;
+
+  constructor(private readonly o: IstioCaClientOptions) {
+    this.client = grpcClient(IstioCertificateService, o.address, o.rootPem, o.altHostname);
+  }
+
+  async fetchCertificate(identity: Identity, csrPem: string, ttlSeconds: number): Promise<string[]> {
+    const token = (await readFile(this.o.tokenFile, 'utf8').catch((e: unknown) => {
+      throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `cannot read the CA token ${this.o.tokenFile}: ${(e as Error).message} (set AUTH_TOKEN or mount the istio-ca token)`);
+    })).trim();
+    if (token === '') throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `the CA token file ${this.o.tokenFile} is empty`);
+    const md = new grpc.Metadata();
+    md.set('authorization', `Bearer ${token}`);
+    md.set('clusterid', this.o.clusterId);
+    const uri = identityToString(identity);
+    const req: Partial<IstioCertificateRequest> = { csr: csrPem, validityDuration: BigInt(ttlSeconds), ...(this.o.impersonate ? { metadata: { ImpersonatedIdentity: uri } } : {}) };
+    const res = await new Promise<IstioCertificateResponse>((resolve, reject) => {
+      const call = (this.client as unknown as Record<string, UnaryCall>)['createCertificate']!;
+      call.call(this.client, req, md, { deadline: Date.now() + CALL_TIMEOUT_MS }, (err, value) => {
+        if (err !== null) reject(new MeshError('ZT_ERR_CERT_UNAVAILABLE', `CreateCertificate for ${uri} failed: ${grpc.status[err.code]}: ${err.details}`));
+        else resolve(value as IstioCertificateResponse);
+      });
+    });
+    if (res.certChain.length === 0) throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `CA returned an empty chain for ${uri}`);
+    return res.certChain;
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
