@@ -36,20 +36,29 @@ export async function loadManifestDir(dir: string): Promise<ManifestLoad> {
       errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}: cannot read: ${(e as Error).message}`));
       return '';
     });
-    const lines = new LineCounter();
-    for (const doc of parseAllDocuments(text, { lineCounter: lines })) {
-      const line = lines.linePos(doc.range[0]).line;
-      const where = `${file}:${line}`;
-      if (doc.errors.length > 0) {
-        errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
-        continue;
-      }
-      const o = doc.toJS() as unknown;
-      if (o === null || o === undefined) continue;
-      const m = toManifest(o, where);
-      if (m instanceof MeshError) errors.push(m);
-      else objects.push(m);
+    const r = parseManifests(file, text);
+    objects.push(...r.objects);
+    errors.push(...r.errors);
+  }
+  return { objects, errors };
+}
+
+/** Parses one multi-document YAML text; bad documents are reported with `file:line` and skipped. */
+export function parseManifests(file: string, text: string): ManifestLoad {
+  const objects: Manifest[] = [];
+  const errors: MeshError[] = [];
+  const lines = new LineCounter();
+  for (const doc of parseAllDocuments(text, { lineCounter: lines })) {
+    const where = `${file}:${lines.linePos(doc.range[0]).line}`;
+    if (doc.errors.length > 0) {
+      errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
+      continue;
     }
+    const o = doc.toJS() as unknown;
+    if (o === null || o === undefined) continue;
+    const m = toManifest(o, where);
+    if (m instanceof MeshError) errors.push(m);
+    else objects.push(m);
   }
   return { objects, errors };
 }

@@ -1,0 +1,106 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseManifests } from '../registry/manifest-dir.js';
+import { buildMeshModel } from './mesh-model.js';
+import { TunnelProtocol, WorkloadStatus, type ServiceModel, type WorkloadModel } from './types.js';
+
+const CFG = { clusterId: 'Kubernetes', trustDomain: 'cluster.local', rootNamespace: 'istio-system', domainSuffix: 'cluster.local' };
+
+function model(yaml: string): ReturnType<typeof buildMeshModel> {
+  const { objects, errors } = parseManifests('m.yaml', yaml);
+  assert.deepEqual(errors, []);
+  return buildMeshModel(objects, CFG);
+}
+const wl = (m: ReturnType<typeof buildMeshModel>, uid: string): WorkloadModel => {
+  const a = m.addresses.get(uid);
+  assert.ok(a !== undefined && 'workload' in a, `no workload ${uid}`);
+  return a.workload;
+};
+
+const MESH = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web-0, namespace: shop, labels: {app: web, version: v2}, annotations: {ambient.istio.io/redirection: enabled}}
+spec: {serviceAccountName: web, nodeName: node1, containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
+status: {phase: Running, podIP: 10.1.0.5}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: legacy-0, namespace: shop, labels: {app: legacy}}
+spec: {nodeName: node2}
+status: {phase: Running, podIP: 10.1.0.6, conditions: [{type: Ready, status: "False"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: done-0, namespace: shop}
+status: {phase: Succeeded, podIP: 10.1.0.7}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {clusterIP: 10.96.0.20, selector: {app: web}, ports: [{port: 80, targetPort: http}, {port: 81, targetPort: missing}, {port: 9000}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext, namespace: shop}
+spec: {type: ExternalName, externalName: example.com}
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: web-only, namespace: shop}
+spec: {selector: {matchLabels: {app: web}}, rules: [{}]}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: default, namespace: shop}
+spec: {mtls: {mode: STRICT}}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: legacy, namespace: shop}
+spec: {selector: {matchLabels: {app: legacy}}, mtls: {mode: PERMISSIVE}}
+`;
+
+test('Pod -> Workload: uid, HBONE only when redirection is enabled, defaults, canonical labels, readiness', () => {
+  const m = model(MESH);
+  const w = wl(m, 'Kubernetes//Pod/shop/web-0');
+  assert.equal(w.tunnelProtocol, TunnelProtocol.HBONE);
+  assert.deepEqual([...w.addresses[0]!], [10, 1, 0, 5]);
+  assert.equal(w.trustDomain, '', 'cluster.local is omitted');
+  assert.equal(w.serviceAccount, 'web');
+  assert.equal(w.node, 'node1');
+  assert.equal(w.canonicalName, 'web');
+  assert.equal(w.canonicalRevision, 'v2');
+  assert.equal(w.status, WorkloadStatus.HEALTHY);
+  const legacy = wl(m, 'Kubernetes//Pod/shop/legacy-0');
+  assert.equal(legacy.tunnelProtocol, TunnelProtocol.NONE);
+  assert.equal(legacy.serviceAccount, 'default');
+  assert.equal(legacy.status, WorkloadStatus.UNHEALTHY);
+  assert.equal(m.addresses.get('Kubernetes//Pod/shop/done-0'), undefined, 'terminal pods are skipped');
+});
+
+test('Service -> Service with port mapping; named target ports resolve per pod, unknown names are left out', () => {
+  const m = model(MESH);
+  const s = m.addresses.get('shop/web.shop.svc.cluster.local');
+  assert.ok(s !== undefined && 'service' in s);
+  const svc: ServiceModel = s.service;
+  assert.deepEqual(svc.ports, [{ servicePort: 80, targetPort: 0 }, { servicePort: 81, targetPort: 0 }, { servicePort: 9000, targetPort: 9000 }]);
+  assert.deepEqual([...svc.addresses[0]!.address], [10, 96, 0, 20]);
+  assert.equal(svc.canonical, true);
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/web-0').services, { 'shop/web.shop.svc.cluster.local': [{ servicePort: 80, targetPort: 8080 }, { servicePort: 9000, targetPort: 9000 }] });
+  assert.equal(m.addresses.get('shop/ext.shop.svc.cluster.local'), undefined, 'ExternalName is skipped');
+});
+
+test('selector policies and STRICT PeerAuthentication are listed on the workloads they apply to', () => {
+  const m = model(MESH);
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/web-0').authorizationPolicies, ['istio-system/istio_converted_static_strict', 'shop/web-only']);
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/legacy-0').authorizationPolicies, [], 'a workload-level PERMISSIVE overrides the namespace STRICT');
+  const strict = m.authorizations.get('istio-system/istio_converted_static_strict');
+  assert.ok(strict !== undefined);
+  assert.deepEqual(strict.rules[0]!.clauses[0]!.matches[0]!.notPrincipals, [{ presence: true }]);
+});
+
+test('the static STRICT policy is sent only when some PeerAuthentication exists', () => {
+  const m = model(MESH.split('---').filter((d) => !d.includes('PeerAuthentication')).join('---'));
+  assert.equal(m.authorizations.get('istio-system/istio_converted_static_strict'), undefined);
+});

@@ -1,0 +1,47 @@
+import type { Manifest } from '../registry/manifest-dir.js';
+import { AuthzAction, AuthzScope, emptyMatch, type AuthorizationModel } from './types.js';
+
+/** The static DENY ztunnel gets for STRICT mTLS (spec §9.3): deny any connection without a peer identity. */
+export const STATIC_STRICT_POLICY = 'istio_converted_static_strict';
+
+export function staticStrictPolicy(rootNamespace: string): AuthorizationModel {
+  return {
+    name: STATIC_STRICT_POLICY,
+    namespace: rootNamespace,
+    scope: AuthzScope.WORKLOAD_SELECTOR,
+    action: AuthzAction.DENY,
+    rules: [{ clauses: [{ matches: [{ ...emptyMatch(), notPrincipals: [{ presence: true }] }] }] }],
+    dryRun: false,
+  };
+}
+
+type Mode = 'UNSET' | 'PERMISSIVE' | 'STRICT' | 'DISABLE';
+
+function mode(pa: Manifest): Mode {
+  const m = (pa.spec['mtls'] as { mode?: unknown } | undefined)?.mode;
+  return m === 'STRICT' || m === 'PERMISSIVE' || m === 'DISABLE' ? m : 'UNSET';
+}
+
+function selectorOf(pa: Manifest): Record<string, string> {
+  return ((pa.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels) ?? {};
+}
+
+/** Oldest wins per level; manifests carry no creation time, so the first by name stands in for it. */
+function first(pas: Manifest[]): Manifest | undefined {
+  return [...pas].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))[0];
+}
+
+/**
+ * The effective mTLS mode of a workload: workload-selector PA, then namespace PA, then the mesh-wide PA in the root
+ * namespace; UNSET inherits; nothing set means PERMISSIVE (spec §9.3).
+ */
+export function effectiveMtlsMode(pas: readonly Manifest[], rootNamespace: string, namespace: string, labels: Readonly<Record<string, string>>): Mode {
+  const noSel = (p: Manifest): boolean => Object.keys(selectorOf(p)).length === 0;
+  const workload = first(pas.filter((p) => p.metadata.namespace === namespace && !noSel(p) && Object.entries(selectorOf(p)).every(([k, v]) => labels[k] === v)));
+  const ns = first(pas.filter((p) => p.metadata.namespace === namespace && noSel(p) && namespace !== rootNamespace));
+  const mesh = first(pas.filter((p) => p.metadata.namespace === rootNamespace && noSel(p)));
+  for (const p of [workload, ns, mesh]) {
+    if (p !== undefined && mode(p) !== 'UNSET') return mode(p);
+  }
+  return 'PERMISSIVE';
+}
