@@ -9,6 +9,8 @@ import { fatal } from './fatal.js';
 
 export function istiodCommand(): Command {
   const cmd = new Command('istiod')
+    // `istiod token --state-dir X`: options after the subcommand belong to it, not to `istiod`.
+    .enablePositionalOptions()
     .description('run the control plane: certificate authority (and workload discovery) on 15012, monitoring on 15014')
     .option('--config-dir <dir>', 'directory of Kubernetes-style manifests (Namespace, Pod, Service, AuthorizationPolicy, ...)')
     .option('--ca-dir <dir>', 'Istio plug-in CA files (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem); default: a self-signed root kept in the state dir')

@@ -9,7 +9,8 @@ import { istiodCommand } from './istiod.js';
 
 const program = new Command('amesh')
   .description("amesh: Istio's ambient mode in TypeScript")
-  .version(VERSION, '--version');
+  .version(VERSION, '--version')
+  .enablePositionalOptions();
 program
   .command('version')
   .description('print the amesh version')

@@ -29,6 +29,7 @@ export interface IstiodConfig {
   readonly trustDomain: string;
   readonly clusterId: string;
   readonly rootNamespace: string;
+  readonly domainSuffix: string;
   readonly grpcAddress: ListenAddress;
   readonly monitoringAddress: ListenAddress;
   readonly tokenAudiences: readonly string[];
@@ -65,6 +66,7 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
     trustDomain: env['TRUST_DOMAIN'] ?? DEFAULT_TRUST_DOMAIN,
     clusterId: env['CLUSTER_ID'] ?? 'Kubernetes',
     rootNamespace: env['ROOT_NAMESPACE'] ?? ISTIOD_DEFAULTS.rootNamespace,
+    domainSuffix: env['CLUSTER_DOMAIN'] ?? 'cluster.local',
     grpcAddress: parseListenAddress(flags.grpcAddress ?? ISTIOD_DEFAULTS.grpcAddress, '--grpc-address'),
     monitoringAddress: parseListenAddress(flags.monitoringAddress ?? ISTIOD_DEFAULTS.monitoringAddress, '--monitoring-address'),
     tokenAudiences: list(env['TOKEN_AUDIENCES'] ?? ISTIOD_DEFAULTS.tokenAudiences),

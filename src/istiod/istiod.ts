@@ -4,6 +4,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { Registry as MetricsRegistry, collectDefaultMetrics, Gauge } from 'prom-client';
 import { IstioCertificateService } from '../api/istio/v1/auth/ca_pb.js';
+import { AggregatedDiscoveryService } from '../api/envoy/service/discovery/v3/discovery_pb.js';
 import { grpcServiceDefinition } from '../lib/grpc-service.js';
 import { CertificateAuthority, issueServingCertificate, writePluginCaDir } from '../lib/pki/certificate-authority.js';
 import { MeshError } from '../lib/errors.js';
@@ -15,6 +16,9 @@ import { Authenticator } from './ca/authenticate.js';
 import { CaServer } from './ca/ca-server.js';
 import { LocalIssuer } from './ca/local-issuer.js';
 import { Registry } from './registry/registry.js';
+import { buildMeshModel } from './model/mesh-model.js';
+import { AdsServer, type Snapshot } from './xds/ads-server.js';
+import { ADDRESS_TYPE, AUTHORIZATION_TYPE, addressResource, authorizationResource, type XdsResource } from './xds/convert.js';
 
 /** istiod's serving certificate lifetime; it is reissued at every start. */
 const SERVING_CERT_TTL_SECONDS = 365 * 24 * 3600;
@@ -59,14 +63,27 @@ export class Istiod {
     const issuer = await LocalIssuer.loadOrCreate(cfg.stateDir);
     const auth = new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
     const registry = new Registry(cfg.configDir, logs.scope('registry'));
-    await registry.reload();
     const metrics = new MetricsRegistry();
+    const ads = new AdsServer(auth, metrics, logs.scope('ads'));
+    const modelLog = logs.scope('model');
+    registry.on('change', () => {
+      const model = buildMeshModel(registry.all(), { clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, rootNamespace: cfg.rootNamespace, domainSuffix: cfg.domainSuffix });
+      for (const w of model.warnings) modelLog.warn(w);
+      const addresses = new Map<string, XdsResource>([...model.addresses].map(([k, v]) => [k, addressResource(k, v)]));
+      const authz = new Map<string, XdsResource>([...model.authorizations].map(([k, v]) => [k, authorizationResource(k, v)]));
+      const snapshot: Snapshot = new Map([[ADDRESS_TYPE, addresses], [AUTHORIZATION_TYPE, authz]]);
+      ads.update(snapshot);
+      modelLog.info({ addresses: addresses.size, authorizations: authz.size }, 'model rebuilt');
+    });
+    await registry.reload();
+    registry.watch();
     collectDefaultMetrics({ register: metrics });
     new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers: [metrics] }).set({ component: 'pilot', tag: VERSION }, 1);
     const caServer = new CaServer(cfg, ca, auth, registry, metrics, logs.scope('ca'));
     const serving = await issueServingCertificate(ca, ISTIOD_SERVING_NAMES, SERVING_CERT_TTL_SECONDS);
     const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
     server.addService(grpcServiceDefinition(IstioCertificateService), caServer.handlers);
+    server.addService(grpcServiceDefinition(AggregatedDiscoveryService), ads.handlers);
     const creds = grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(serving.keyPem), cert_chain: Buffer.from(serving.chain.slice(0, -1).join('')) }], false);
     const grpcPort = await new Promise<number>((resolve, reject) => {
       server.bindAsync(`${cfg.grpcAddress.host}:${cfg.grpcAddress.port}`, creds, (err, port) => {
@@ -78,6 +95,8 @@ export class Istiod {
     ist.ports.grpc = grpcPort;
     ist.monitoring = await startHttpServer(cfg.monitoringAddress, {
       '/ready': () => ({ status: 200, body: 'ready\n' }),
+      '/debug/': () => ({ status: 200, body: '/debug/connections\n' }),
+      '/debug/connections': () => ({ status: 200, body: JSON.stringify(ads.debug(), null, 2), type: 'application/json' }),
       '/metrics': async () => ({ status: 200, body: await metrics.metrics(), type: metrics.contentType }),
     }, 'monitoring');
     ist.ports.monitoring = boundPort(ist.monitoring);
@@ -86,7 +105,19 @@ export class Istiod {
   }
 
   async stop(): Promise<void> {
+    this.registry.stop();
     this.monitoring?.close();
-    await new Promise<void>((resolve) => this.grpcServer.tryShutdown(() => resolve()));
+    // Open xDS streams would hold a graceful shutdown forever; clients reconnect by themselves.
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        this.grpcServer.forceShutdown();
+        resolve();
+      }, 1000);
+      t.unref();
+      this.grpcServer.tryShutdown(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
   }
 }

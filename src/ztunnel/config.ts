@@ -37,8 +37,24 @@ export const CONNECT_TIMEOUT_MS = 10_000;
 /** How long inbound/outbound wait for a workload to appear in config before failing (spec §4.5, §5 step 2). */
 export const WORKLOAD_WAIT_MS = 5_000;
 
+/** Istio's default file locations for the control plane trust anchor and the istio-ca token (relative, as ztunnel). */
+export const DEFAULT_ROOT_CA_FILE = './var/run/secrets/istio/root-cert.pem';
+export const DEFAULT_TOKEN_FILE = './var/run/secrets/tokens/istio-token';
+
 export interface ZtunnelConfig {
   readonly localXdsPath: string | undefined;
+  /** The control plane for workloads and policies (delta ADS); set instead of local config. */
+  readonly xdsAddress: string | undefined;
+  /** The certificate authority; defaults to the xDS address when one is set. */
+  readonly caAddress: string | undefined;
+  readonly xdsRootCa: string;
+  readonly caRootCa: string;
+  readonly authToken: string;
+  readonly altXdsHostname: string | undefined;
+  readonly altCaHostname: string | undefined;
+  readonly podName: string;
+  readonly podNamespace: string;
+  readonly instanceIp: string;
   readonly nodeName: string;
   readonly clusterId: string;
   readonly trustDomain: string;
@@ -106,9 +122,14 @@ function terminationDeadline(env: Env): number {
 /** Builds the frozen ztunnel config from Istio's env names and the CLI flags (flags win). */
 export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): ZtunnelConfig {
   const localXdsPath = flags.localConfig ?? env['LOCAL_XDS_PATH'];
-  if (localXdsPath === undefined || localXdsPath === '') {
-    throw new MeshError('AMESH_ERR_CONFIG', 'no configuration source: set LOCAL_XDS_PATH or pass --local-config FILE (a control plane client, XDS_ADDRESS, comes with istiod support)');
+  const xdsAddress = env['XDS_ADDRESS'] === '' ? undefined : env['XDS_ADDRESS'];
+  const hasLocal = localXdsPath !== undefined && localXdsPath !== '';
+  if (!hasLocal && xdsAddress === undefined) {
+    throw new MeshError('AMESH_ERR_CONFIG', 'no configuration source: set XDS_ADDRESS (istiod, e.g. https://localhost:15012) or LOCAL_XDS_PATH / --local-config FILE');
   }
+  if (hasLocal && xdsAddress !== undefined) throw new MeshError('AMESH_ERR_CONFIG', 'set either XDS_ADDRESS or LOCAL_XDS_PATH, not both');
+  const caAddress = env['CA_ADDRESS'] === undefined || env['CA_ADDRESS'] === '' ? (flags.localCa === undefined ? xdsAddress : undefined) : env['CA_ADDRESS'];
+  const withScheme = (a: string | undefined): string | undefined => (a === undefined || a.includes('://') ? a : `https://${a}`);
   const nodeName = env['NODE_NAME'] ?? '';
   if (nodeName === '') throw new MeshError('AMESH_ERR_CONFIG', 'NODE_NAME is not set: ztunnel proxies the workloads whose "node" equals it');
   const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
@@ -117,7 +138,17 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
   // Validate now, so a bad level fails at start and not at the first /logging call.
   LogControl.parseSpec(logLevel);
   const cfg: ZtunnelConfig = {
-    localXdsPath,
+    localXdsPath: hasLocal ? localXdsPath : undefined,
+    xdsAddress: withScheme(xdsAddress),
+    caAddress: withScheme(caAddress),
+    xdsRootCa: env['XDS_ROOT_CA'] ?? DEFAULT_ROOT_CA_FILE,
+    caRootCa: env['CA_ROOT_CA'] ?? env['XDS_ROOT_CA'] ?? DEFAULT_ROOT_CA_FILE,
+    authToken: env['AUTH_TOKEN'] ?? DEFAULT_TOKEN_FILE,
+    altXdsHostname: env['ALT_XDS_HOSTNAME'],
+    altCaHostname: env['ALT_CA_HOSTNAME'],
+    podName: env['POD_NAME'] ?? '',
+    podNamespace: env['POD_NAMESPACE'] ?? '',
+    instanceIp: env['INSTANCE_IP'] ?? '',
     nodeName,
     clusterId: env['ISTIO_META_CLUSTER_ID'] ?? env['CLUSTER_ID'] ?? DEFAULT_CLUSTER_ID,
     trustDomain: env['TRUST_DOMAIN'] ?? DEFAULT_TRUST_DOMAIN,

@@ -9,6 +9,9 @@ import { SecretManager } from './identity/secret-manager.js';
 import { LocalCaClient } from './identity/local-ca-client.js';
 import { ProxyState } from './state/proxy-state.js';
 import { LocalConfigWatcher } from './state/local-config-watcher.js';
+import { AdsClient, readPemOrFile } from './xds/ads-client.js';
+import { IstioCaClient } from './identity/istio-ca-client.js';
+import type { CaClient } from './identity/ca-client.js';
 import { ZtunnelMetrics } from './admin/metrics.js';
 import { configDump } from './admin/config-dump.js';
 import { ConnectionManager } from './proxy/connection-manager.js';
@@ -32,21 +35,24 @@ export class Ztunnel {
     readonly ctx: ProxyContext,
     private readonly proxies: WorkloadProxyManager,
     private readonly metrics: ZtunnelMetrics,
-    private readonly watcher: LocalConfigWatcher,
+    private readonly source: { stop(): void; pending(): string[] },
   ) {}
 
   static async start(config: ZtunnelConfig, logs: LogControl): Promise<Ztunnel> {
     const log = logs.scope('ztunnel');
-    let ca: CertificateAuthority;
-    if (config.localCaDir !== undefined) {
-      ca = await CertificateAuthority.fromPluginDir(config.localCaDir);
+    let caClient: CaClient;
+    if (config.caAddress !== undefined) {
+      // Shared (node proxy) mode: every workload's certificate is requested by impersonation (spec §2.3).
+      caClient = new IstioCaClient({ address: config.caAddress, rootPem: await readPemOrFile(config.caRootCa, 'CA_ROOT_CA'), tokenFile: config.authToken, clusterId: config.clusterId, impersonate: true, altHostname: config.altCaHostname });
+    } else if (config.localCaDir !== undefined) {
+      caClient = new LocalCaClient(await CertificateAuthority.fromPluginDir(config.localCaDir));
     } else {
-      ca = await CertificateAuthority.selfSigned(config.trustDomain);
-      log.warn('no --local-ca: generated a self-signed root; only this ztunnel trusts it, so HBONE to other ztunnels will fail verification');
+      caClient = new LocalCaClient(await CertificateAuthority.selfSigned(config.trustDomain));
+      log.warn('no --local-ca and no CA_ADDRESS: generated a self-signed root; only this ztunnel trusts it, so HBONE to other ztunnels will fail verification');
     }
     const metrics = new ZtunnelMetrics(VERSION);
     const state = new ProxyState();
-    const secrets = new SecretManager(new LocalCaClient(ca), config.secretTtlMs, logs.scope('identity'));
+    const secrets = new SecretManager(caClient, config.secretTtlMs, logs.scope('identity'));
     const sockets = new LocalSocketFactory();
     const ctx: ProxyContext = {
       config,
@@ -72,9 +78,31 @@ export class Ztunnel {
       proxies.reconcile();
       ctx.connections.reevaluate(state);
     });
-    const watcher = new LocalConfigWatcher(config.localXdsPath!, (c) => state.apply(c), logs.scope('xds'));
-    await watcher.start();
-    const zt = new Ztunnel(config, logs, ctx, proxies, metrics, watcher);
+    let source: { stop(): void; pending(): string[] };
+    if (config.xdsAddress !== undefined) {
+      const ns = config.podNamespace;
+      const ads = new AdsClient(
+        {
+          address: config.xdsAddress,
+          rootCa: config.xdsRootCa,
+          tokenFile: config.authToken,
+          clusterId: config.clusterId,
+          altHostname: config.altXdsHostname,
+          // The node ID istiod recognises as a ztunnel (spec §3.1).
+          node: { id: `ztunnel~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`, metadata: { NAME: config.podName, NAMESPACE: ns, INSTANCE_IPS: config.instanceIp, NODE_NAME: config.nodeName, CLUSTER_ID: config.clusterId } },
+        },
+        (c) => state.apply(c),
+        metrics.registry,
+        logs.scope('xds'),
+      );
+      await ads.start();
+      source = ads;
+    } else {
+      const watcher = new LocalConfigWatcher(config.localXdsPath!, (c) => state.apply(c), logs.scope('xds'));
+      await watcher.start();
+      source = { stop: () => watcher.stop(), pending: () => [] };
+    }
+    const zt = new Ztunnel(config, logs, ctx, proxies, metrics, source);
     await zt.startServers();
     zt.lifecycle = { t: 'running' };
     log.info({ version: VERSION, node: config.nodeName, admin: zt.ports.admin, metrics: zt.ports.metrics, readiness: zt.ports.readiness }, 'ztunnel started');
@@ -84,7 +112,7 @@ export class Ztunnel {
   /** Readiness: config loaded and every local workload's listeners up (spec §10.4). */
   pending(): string[] {
     if (this.lifecycle.t !== 'running') return [`ztunnel is ${this.lifecycle.t}`];
-    return this.proxies.pending();
+    return [...this.source.pending(), ...this.proxies.pending()];
   }
 
   dump(): object {
@@ -104,7 +132,7 @@ export class Ztunnel {
     const log = this.logs.scope('ztunnel');
     this.lifecycle = { t: 'draining' };
     log.info({ open: this.ctx.connections.size, deadlineMs: this.config.connectionTerminationDeadlineMs }, 'shutting down: draining connections');
-    this.watcher.stop();
+    this.source.stop();
     this.proxies.close(false);
     this.ctx.pool.close();
     await this.ctx.connections.drain(this.config.connectionTerminationDeadlineMs);

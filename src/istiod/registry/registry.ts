@@ -1,6 +1,10 @@
 import { EventEmitter } from 'node:events';
+import { watch, type FSWatcher } from 'node:fs';
 import type { Logger } from 'pino';
 import { loadManifestDir, type Manifest } from './manifest-dir.js';
+
+/** Wait this long after the last file event before reloading. */
+const RELOAD_DEBOUNCE_MS = 50;
 
 /** The pod facts the CA's impersonation check needs (spec §2.4 step 2). */
 export interface PodFacts {
@@ -17,6 +21,9 @@ export interface PodFacts {
  */
 export class Registry extends EventEmitter<{ change: [] }> {
   private objects: readonly Manifest[] = [];
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private reloading = Promise.resolve();
 
   constructor(
     private readonly dir: string | undefined,
@@ -31,6 +38,28 @@ export class Registry extends EventEmitter<{ change: [] }> {
     for (const e of errors) this.log.error({ error: e.message }, 'skipped an invalid manifest; the rest of the directory is in use');
     this.objects = objects;
     this.emit('change');
+  }
+
+  /** Every object currently in the registry. */
+  all(): readonly Manifest[] {
+    return this.objects;
+  }
+
+  /** Reloads on any change in the directory (debounced: editors write in bursts). */
+  watch(): void {
+    if (this.dir === undefined) return;
+    this.watcher = watch(this.dir, () => {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => {
+        this.reloading = this.reloading.then(() => this.reload()).catch((e: unknown) => this.log.error({ error: String(e) }, 'manifest reload failed'));
+      }, RELOAD_DEBOUNCE_MS);
+    });
+    this.watcher.unref();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.watcher?.close();
   }
 
   pods(): PodFacts[] {

@@ -6,4 +6,6 @@ import type { Identity } from '../../lib/spiffe.js';
  */
 export interface CaClient {
   fetchCertificate(identity: Identity, csrPem: string, ttlSeconds: number): Promise<string[]>;
+  /** Releases connections, if any. */
+  close?(): void;
 }

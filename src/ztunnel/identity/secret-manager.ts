@@ -82,6 +82,7 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
   stop(): void {
     this.stopped = true;
     for (const e of this.entries.values()) clearTimeout(e.timer);
+    this.ca.close?.();
   }
 
   private ensure(key: string, id: Identity): Entry {

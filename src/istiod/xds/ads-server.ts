@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { Counter, Gauge, type Registry as MetricsRegistry } from 'prom-client';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { DeltaDiscoveryRequest, DeltaDiscoveryResponseSchema } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
+import { describeError, MeshError } from '../../lib/errors.js';
+import type { Authenticator, Caller } from '../ca/authenticate.js';
+import { ADDRESS_TYPE, AUTHORIZATION_TYPE, type XdsResource } from './convert.js';
+
+export const SUPPORTED_TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE] as const;
+export type Snapshot = ReadonlyMap<string, ReadonlyMap<string, XdsResource>>;
+
+type Stream = grpc.ServerDuplexStream<DeltaDiscoveryRequest, MessageInitShape<typeof DeltaDiscoveryResponseSchema>>;
+
+interface TypeState {
+  /** What the client holds, as far as we know: name → version. */
+  readonly sent: Map<string, string>;
+  lastNonce: string;
+  acked: boolean;
+  lastNack: string | undefined;
+}
+
+interface Connection {
+  readonly id: string;
+  readonly caller: Caller;
+  readonly stream: Stream;
+  readonly connectedAt: string;
+  nodeId: string;
+  readonly types: Map<string, TypeState>;
+}
+
+/**
+ * Delta ADS (spec §3.1–3.2): wildcard subscriptions to Address and Authorization, the Bearer token on the stream,
+ * nonces with ACK/NACK, `initial_resource_versions` so a reconnecting client is not re-sent what it holds, and
+ * per-connection pushes of only what changed (upserts by version, removals by name).
+ */
+export class AdsServer {
+  private snapshot: Snapshot = new Map();
+  private readonly conns = new Set<Connection>();
+  private nextId = 1;
+  private readonly metrics: { connected: Gauge; pushes: Counter<'type'>; rejects: Counter<'type_url'> };
+
+  constructor(
+    private readonly auth: Authenticator,
+    metrics: MetricsRegistry,
+    private readonly log: Logger,
+  ) {
+    const registers = [metrics];
+    this.metrics = {
+      connected: new Gauge({ name: 'pilot_xds', help: 'Number of endpoints connected to this pilot using XDS.', registers }),
+      pushes: new Counter({ name: 'pilot_xds_pushes', help: 'Pilot build and send errors for lds, rds, cds and eds.', labelNames: ['type'], registers }),
+      rejects: new Counter({ name: 'pilot_total_xds_rejects', help: 'Total number of XDS responses from pilot rejected by proxy.', labelNames: ['type_url'], registers }),
+    };
+  }
+
+  readonly handlers = {
+    deltaAggregatedResources: (stream: Stream): void => {
+      void this.accept(stream);
+    },
+  };
+
+  /** Installs a new snapshot and pushes the differences to every connection. */
+  update(snapshot: Snapshot): void {
+    this.snapshot = snapshot;
+    for (const c of this.conns) for (const [typeUrl, st] of c.types) this.push(c, typeUrl, st, false);
+  }
+
+  /** `/debug/connections`: who is connected and what each was last sent. */
+  debug(): object[] {
+    return [...this.conns].map((c) => ({
+      connectionId: c.id,
+      node: c.nodeId,
+      caller: `${c.caller.namespace}/${c.caller.serviceAccount}`,
+      connectedAt: c.connectedAt,
+      types: Object.fromEntries([...c.types].map(([t, s]) => [t, { acked: s.acked, lastNonce: s.lastNonce, lastNack: s.lastNack, resources: Object.fromEntries([...s.sent].sort()) }])),
+    }));
+  }
+
+  private async accept(stream: Stream): Promise<void> {
+    const authz = stream.metadata.get('authorization')[0];
+    let caller: Caller;
+    try {
+      caller = await this.auth.authenticate(typeof authz === 'string' ? authz : undefined);
+    } catch (e) {
+      this.log.warn({ error: describeError(e) }, 'xDS connection refused');
+      stream.emit('error', { code: grpc.status.UNAUTHENTICATED, details: e instanceof MeshError ? e.message : describeError(e) });
+      return;
+    }
+    const c: Connection = { id: `ztunnel-${this.nextId++}`, caller, stream, connectedAt: new Date().toISOString(), nodeId: '', types: new Map() };
+    this.conns.add(c);
+    this.metrics.connected.set(this.conns.size);
+    this.log.info({ connection: c.id, caller: `${caller.namespace}/${caller.serviceAccount}` }, 'xDS client connected');
+    const done = (): void => {
+      if (!this.conns.delete(c)) return;
+      this.metrics.connected.set(this.conns.size);
+      this.log.info({ connection: c.id, node: c.nodeId }, 'xDS client disconnected');
+    };
+    stream.on('data', (req: DeltaDiscoveryRequest) => this.onRequest(c, req));
+    stream.on('end', () => {
+      done();
+      stream.end();
+    });
+    stream.on('error', done);
+    stream.on('cancelled', done);
+  }
+
+  private onRequest(c: Connection, req: DeltaDiscoveryRequest): void {
+    if (req.node !== undefined && req.node.id !== '') c.nodeId = req.node.id;
+    const typeUrl = req.typeUrl;
+    if (!(SUPPORTED_TYPES as readonly string[]).includes(typeUrl)) {
+      this.log.warn({ connection: c.id, typeUrl }, 'ignoring a request for a type istiod does not serve to ztunnel');
+      return;
+    }
+    const st = c.types.get(typeUrl);
+    if (st !== undefined && req.responseNonce !== '') {
+      // ACK or NACK of an earlier response.
+      if (req.responseNonce !== st.lastNonce) return; // stale: a newer response is in flight
+      if (req.errorDetail !== undefined && req.errorDetail.message !== '') {
+        st.lastNack = req.errorDetail.message;
+        this.metrics.rejects.inc({ type_url: typeUrl });
+        this.log.warn({ connection: c.id, node: c.nodeId, typeUrl, error: req.errorDetail.message }, 'ztunnel rejected (NACKed) resources');
+      } else {
+        st.acked = true;
+      }
+      return;
+    }
+    // A (re)subscription: trust what the client says it holds, then send everything else.
+    const fresh: TypeState = { sent: new Map(Object.entries(req.initialResourceVersions)), lastNonce: '', acked: false, lastNack: undefined };
+    c.types.set(typeUrl, fresh);
+    this.push(c, typeUrl, fresh, true);
+  }
+
+  private push(c: Connection, typeUrl: string, st: TypeState, always: boolean): void {
+    const current = this.snapshot.get(typeUrl) ?? new Map<string, XdsResource>();
+    const changed: XdsResource[] = [];
+    for (const r of current.values()) if (st.sent.get(r.name) !== r.version) changed.push(r);
+    const removed = [...st.sent.keys()].filter((n) => !current.has(n));
+    if (!always && changed.length === 0 && removed.length === 0) return;
+    const nonce = randomBytes(8).toString('hex');
+    for (const r of changed) st.sent.set(r.name, r.version);
+    for (const n of removed) st.sent.delete(n);
+    st.lastNonce = nonce;
+    this.metrics.pushes.inc({ type: typeUrl.slice(typeUrl.lastIndexOf('.') + 1) });
+    c.stream.write({
+      typeUrl,
+      nonce,
+      systemVersionInfo: new Date().toISOString(),
+      resources: changed.map((r) => ({ name: r.name, version: r.version, resource: r.resource })),
+      removedResources: removed,
+    });
+    this.log.debug({ connection: c.id, typeUrl, upserts: changed.length, removals: removed.length, nonce }, 'xDS push');
+  }
+}
