@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""Subscribes to istiod's delta ADS with Debian's python3-grpcio, encoding the request and decoding the response by
+hand from field numbers (spec §3.1, §3.3), without amesh's .proto files. Prints what it decoded as JSON.
+
+usage: ads_grpcio.py ADDRESS ROOT_PEM TOKEN
+"""
+import json
+import sys
+
+import grpc
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def ld(num, payload):
+    return varint((num << 3) | 2) + varint(len(payload)) + payload
+
+
+def read_varint(b, i):
+    n = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        n |= (c & 0x7F) << shift
+        shift += 7
+        if not c & 0x80:
+            return n, i
+
+
+def fields(b):
+    """field number -> list of values (ints for varints, bytes for length-delimited)."""
+    out, i = {}, 0
+    while i < len(b):
+        key, i = read_varint(b, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = read_varint(b, i)
+        elif wt == 2:
+            ln, i = read_varint(b, i)
+            v, i = b[i:i + ln], i + ln
+        elif wt == 5:
+            v, i = b[i:i + 4], i + 4
+        elif wt == 1:
+            v, i = b[i:i + 8], i + 8
+        else:
+            raise ValueError("wire type %d" % wt)
+        out.setdefault(num, []).append(v)
+    return out
+
+
+def s(v):
+    return v.decode()
+
+
+def main():
+    address, root, token = sys.argv[1:4]
+    creds = grpc.ssl_channel_credentials(root_certificates=open(root, "rb").read())
+    ch = grpc.secure_channel(address, creds, options=[("grpc.ssl_target_name_override", "istiod.istio-system.svc")])
+    call = ch.stream_stream("/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources",
+                            request_serializer=lambda x: x, response_deserializer=lambda x: x)
+    node = ld(1, b"ztunnel~1.1.1.1~py.istio-system~istio-system.svc.cluster.local")
+    req = ld(1, node) + ld(2, b"type.googleapis.com/istio.workload.Address")  # node = 1, type_url = 2
+    responses = call(iter([req]), metadata=[("authorization", "Bearer " + token)], timeout=10)
+    resp = fields(next(responses))
+    out = {"type_url": s(resp[4][0]), "nonce_set": len(resp.get(5, [b""])[0]) > 0, "workloads": [], "services": []}
+    for raw in resp.get(2, []):  # resources = 2
+        r = fields(raw)
+        anyf = fields(r[2][0])  # Resource.resource = 2 (Any: type_url = 1, value = 2)
+        item = {"name": s(r[3][0]), "version": s(r[1][0]), "any_type": s(anyf[1][0])}
+        addr = fields(anyf[2][0])
+        if 1 in addr:  # Address.workload = 1
+            w = fields(addr[1][0])
+            item.update(uid=s(w[20][0]), name_field=s(w[1][0]), namespace=s(w[2][0]),
+                        addresses=[list(a) for a in w.get(3, [])], tunnel_protocol=w.get(5, [0])[0],
+                        service_account=s(w[7][0]), node=s(w[9][0]),
+                        services={s(fields(e)[1][0]): [[fields(p).get(1, [0])[0], fields(p).get(2, [0])[0]] for p in fields(fields(e)[2][0]).get(1, [])] for e in w.get(22, [])})
+            out["workloads"].append(item)
+        else:  # Address.service = 2
+            sv = fields(addr[2][0])
+            item.update(svc_name=s(sv[1][0]), namespace=s(sv[2][0]), hostname=s(sv[3][0]),
+                        vips=[list(fields(a)[2][0]) for a in sv.get(4, [])],
+                        ports=[[fields(p).get(1, [0])[0], fields(p).get(2, [0])[0]] for p in sv.get(5, [])])
+            out["services"].append(item)
+    print(json.dumps(out))
+    responses.cancel()
+
+
+main()
