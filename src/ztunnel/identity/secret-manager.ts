@@ -10,6 +10,11 @@ import { refreshAt, workloadCertificateFromChain, type WorkloadCertificate } fro
 /** Retry after a failed fetch: 500ms doubling up to 150s (spec §2.5). */
 const BACKOFF_INITIAL_MS = 500;
 const BACKOFF_MAX_MS = 150_000;
+/** At most this many CSRs in flight (ztunnel's limit, spec §2.5). */
+export const MAX_CONCURRENT_CSRS = 8;
+/** Who is waiting, most urgent first: a connection now, a new local workload, a rotation. */
+export const Priority = { RealTime: 0, Warmup: 1, Background: 2 } as const;
+type Priority = (typeof Priority)[keyof typeof Priority];
 /** Timers cannot exceed 2^31-1 ms; longer waits are re-armed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -24,6 +29,8 @@ interface Entry {
   timer: NodeJS.Timeout | undefined;
   backoff: Backoff;
   fetching: boolean;
+  /** Set while waiting for a CSR slot. */
+  queued: Priority | undefined;
 }
 
 /**
@@ -34,6 +41,8 @@ interface Entry {
 export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCertificate] }> {
   private readonly entries = new Map<string, Entry>();
   private stopped = false;
+  private inFlight = 0;
+  private readonly queue: { key: string; e: Entry }[] = [];
 
   constructor(
     private readonly ca: CaClient,
@@ -46,7 +55,7 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
   /** The current certificate for `id`, waiting for the first fetch if needed. */
   async fetch(id: Identity): Promise<WorkloadCertificate> {
     const key = identityToString(id);
-    const e = this.ensure(key, id);
+    const e = this.ensure(key, id, Priority.RealTime);
     const s = e.state;
     if (s.t === 'available') return s.cert;
     if (s.t === 'unavailable' && s.cert !== undefined && s.cert.notAfter.getTime() > Date.now()) return s.cert;
@@ -57,7 +66,12 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
 
   /** Starts fetching without waiting. */
   prefetch(id: Identity): void {
-    this.ensure(identityToString(id), id);
+    this.ensure(identityToString(id), id, Priority.Warmup);
+  }
+
+  /** CSRs currently in flight (for tests and debugging). */
+  get csrsInFlight(): number {
+    return this.inFlight;
   }
 
   /** Stops refreshing identities not in `keep`. */
@@ -85,14 +99,39 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
     this.ca.close?.();
   }
 
-  private ensure(key: string, id: Identity): Entry {
+  private ensure(key: string, id: Identity, prio: Priority): Entry {
     let e = this.entries.get(key);
     if (e === undefined) {
-      e = { identity: id, state: { t: 'initializing', waiters: [] }, timer: undefined, backoff: new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS), fetching: false };
+      e = { identity: id, state: { t: 'initializing', waiters: [] }, timer: undefined, backoff: new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS), fetching: false, queued: undefined };
       this.entries.set(key, e);
-      void this.refresh(key, e);
+      this.enqueue(key, e, prio);
+    } else if (e.queued !== undefined && prio < e.queued) {
+      e.queued = prio; // a connection now waits for a certificate that was only being warmed up
     }
     return e;
+  }
+
+  private enqueue(key: string, e: Entry, prio: Priority): void {
+    if (e.fetching || this.stopped) return;
+    if (e.queued === undefined) this.queue.push({ key, e });
+    e.queued = Math.min(prio, e.queued ?? prio) as Priority;
+    this.pump();
+  }
+
+  /** Starts queued CSRs, most urgent first, while fewer than MAX_CONCURRENT_CSRS are in flight. */
+  private pump(): void {
+    while (this.inFlight < MAX_CONCURRENT_CSRS && this.queue.length > 0 && !this.stopped) {
+      let best = 0;
+      for (let i = 1; i < this.queue.length; i++) if (this.queue[i]!.e.queued! < this.queue[best]!.e.queued!) best = i;
+      const [{ key, e }] = this.queue.splice(best, 1) as [{ key: string; e: Entry }];
+      e.queued = undefined;
+      if (this.entries.get(key) !== e) continue;
+      this.inFlight++;
+      void this.refresh(key, e).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
   }
 
   private schedule(key: string, e: Entry, at: number): void {
@@ -100,7 +139,7 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
     const delay = Math.max(0, at - Date.now());
     e.timer = setTimeout(() => {
       if (Date.now() + 5 < at) this.schedule(key, e, at);
-      else void this.refresh(key, e);
+      else this.enqueue(key, e, Priority.Background);
     }, Math.min(delay, MAX_TIMER_MS));
     e.timer.unref();
   }
