@@ -4,7 +4,7 @@ import { fatal } from './fatal.js';
 
 export function demoCommand(): Command {
   return new Command('demo')
-    .description('a local mesh tour: two ztunnels (two nodes), echo workloads, mTLS, a policy deny and metrics')
+    .description('a local mesh tour: istiod serving examples/mesh, two ztunnels (two nodes), echo workloads, mTLS, a live policy edit and metrics')
     .option('--keep', 'leave the mesh running until Ctrl-C')
     .action(async (o) => {
       try {
