@@ -56,6 +56,9 @@ export class Istiod {
 
   static async start(cfg: IstiodConfig, logs: LogControl): Promise<Istiod> {
     const log = logs.scope('istiod');
+    if (cfg.configDir !== undefined && !(await access(cfg.configDir).then(() => true, () => false))) {
+      throw new MeshError('AMESH_ERR_CONFIG', `--config-dir ${cfg.configDir} does not exist (create it, or point at a directory of manifests such as examples/mesh)`);
+    }
     const ca = await loadSigningCa(cfg);
     await mkdir(cfg.stateDir, { recursive: true, mode: 0o700 });
     const rootCertPath = path.join(cfg.stateDir, ROOT_CERT_FILE);
