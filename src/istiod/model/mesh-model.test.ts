@@ -104,3 +104,54 @@ test('the static STRICT policy is sent only when some PeerAuthentication exists'
   const m = model(MESH.split('---').filter((d) => !d.includes('PeerAuthentication')).join('---'));
   assert.equal(m.authorizations.get('istio-system/istio_converted_static_strict'), undefined);
 });
+
+const EXTERNAL = `
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: db, namespace: data}
+spec:
+  hosts: [db.example.internal]
+  addresses: [10.200.0.0/24]
+  ports: [{number: 5432, name: pg, protocol: TCP}]
+  resolution: STATIC
+  endpoints:
+  - {address: 10.20.0.1, ports: {pg: 6432}, weight: 3, serviceAccount: db}
+  - {address: db-2.example.internal}
+  workloadSelector: {labels: {app: vm-db}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: vm-1, namespace: data}
+spec: {address: 10.30.0.7, labels: {app: vm-db, networking.istio.io/tunnel: http}, serviceAccount: vm, weight: 2, ports: {pg: 15432}}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: any, namespace: data}
+spec: {hosts: [api.example.com], ports: [{number: 443, name: tls}], resolution: NONE}
+`;
+
+test('ServiceEntry -> one Service per host (CIDR VIPs, NONE = PASSTHROUGH); inline endpoints and WorkloadEntries -> Workloads', () => {
+  const m = model(EXTERNAL);
+  const db = m.addresses.get('data/db.example.internal');
+  assert.ok(db !== undefined && 'service' in db);
+  assert.deepEqual(db.service.addresses.map((a) => [[...a.address].join('.'), a.length]), [['10.200.0.0', 24]]);
+  assert.deepEqual(db.service.ports, [{ servicePort: 5432, targetPort: 5432 }]);
+  const any = m.addresses.get('data/api.example.com');
+  assert.ok(any !== undefined && 'service' in any);
+  assert.equal(any.service.loadBalancing?.mode, 3, 'PASSTHROUGH');
+
+  const ep = wl(m, 'Kubernetes/networking.istio.io/ServiceEntry/data/db/10.20.0.1');
+  assert.deepEqual([...ep.addresses[0]!], [10, 20, 0, 1]);
+  assert.equal(ep.capacity, 3);
+  assert.equal(ep.serviceAccount, 'db');
+  assert.deepEqual(ep.services, { 'data/db.example.internal': [{ servicePort: 5432, targetPort: 6432 }] }, 'endpoint port by name');
+  const dns = wl(m, 'Kubernetes/networking.istio.io/ServiceEntry/data/db/db-2.example.internal');
+  assert.equal(dns.hostname, 'db-2.example.internal');
+  assert.deepEqual(dns.addresses, []);
+
+  const vm = wl(m, 'Kubernetes/networking.istio.io/WorkloadEntry/data/vm-1');
+  assert.equal(vm.capacity, 2);
+  assert.equal(vm.tunnelProtocol, TunnelProtocol.HBONE);
+  assert.equal(vm.nativeTunnel, true);
+  assert.deepEqual(vm.services, { 'data/db.example.internal': [{ servicePort: 5432, targetPort: 15432 }] }, 'selected by workloadSelector, port by name');
+});

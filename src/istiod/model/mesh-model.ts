@@ -1,9 +1,9 @@
 import type { Manifest } from '../registry/manifest-dir.js';
 import { convertAuthorizationPolicy } from './authorization.js';
 import { effectiveMtlsMode, staticStrictPolicy, STATIC_STRICT_POLICY } from './peer-authentication.js';
-import { convertService } from './services.js';
+import { convertService, convertServiceEntry, serviceBackends } from './services.js';
 import type { AuthorizationModel, ServiceModel, WorkloadModel } from './types.js';
-import { convertPod } from './workloads.js';
+import { convertPod, convertServiceEntryEndpoints, convertWorkloadEntry } from './workloads.js';
 
 export interface ModelConfig {
   readonly clusterId: string;
@@ -30,6 +30,7 @@ export function buildMeshModel(objects: readonly Manifest[], cfg: ModelConfig): 
   const warnings: string[] = [];
   const byKind = (k: string): Manifest[] => objects.filter((o) => o.kind === k);
   const services = byKind('Service');
+  const backends = serviceBackends(objects, cfg.domainSuffix);
   const authorizations = new Map<string, AuthorizationModel>();
   const selectorPolicies: { key: string; ap: Manifest }[] = [];
   for (const ap of byKind('AuthorizationPolicy')) {
@@ -44,14 +45,27 @@ export function buildMeshModel(objects: readonly Manifest[], cfg: ModelConfig): 
   if (pas.length > 0) authorizations.set(`${cfg.rootNamespace}/${STATIC_STRICT_POLICY}`, staticStrictPolicy(cfg.rootNamespace));
 
   const addresses = new Map<string, { workload: WorkloadModel } | { service: ServiceModel }>();
-  for (const pod of byKind('Pod')) {
-    const labels = pod.metadata.labels;
+  /** Policy keys for a workload: selector policies from its namespace or the root namespace, and STRICT mTLS. */
+  const policyKeys = (namespace: string, labels: Readonly<Record<string, string>>): string[] => {
     const keys = selectorPolicies
-      .filter(({ ap }) => (ap.metadata.namespace === pod.metadata.namespace || ap.metadata.namespace === cfg.rootNamespace) && Object.entries(matchLabels(ap)).every(([k, v]) => labels[k] === v))
+      .filter(({ ap }) => (ap.metadata.namespace === namespace || ap.metadata.namespace === cfg.rootNamespace) && Object.entries(matchLabels(ap)).every(([k, v]) => labels[k] === v))
       .map(({ key }) => key);
-    if (pas.length > 0 && effectiveMtlsMode(pas, cfg.rootNamespace, pod.metadata.namespace, labels) === 'STRICT') keys.push(`${cfg.rootNamespace}/${STATIC_STRICT_POLICY}`);
-    const w = convertPod(pod, { clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, domainSuffix: cfg.domainSuffix, services, authorizationPolicies: [...new Set(keys)].sort() });
+    if (pas.length > 0 && effectiveMtlsMode(pas, cfg.rootNamespace, namespace, labels) === 'STRICT') keys.push(`${cfg.rootNamespace}/${STATIC_STRICT_POLICY}`);
+    return [...new Set(keys)].sort();
+  };
+  const ctx = (namespace: string, labels: Readonly<Record<string, string>>) => ({ clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, backends, authorizationPolicies: policyKeys(namespace, labels) });
+  for (const pod of byKind('Pod')) {
+    const w = convertPod(pod, ctx(pod.metadata.namespace, pod.metadata.labels));
     if (w !== undefined) addresses.set(w.uid, { workload: w });
+  }
+  for (const we of byKind('WorkloadEntry')) {
+    const labels = { ...we.metadata.labels, ...((we.spec['labels'] as Record<string, string> | undefined) ?? {}) };
+    const w = convertWorkloadEntry(we, ctx(we.metadata.namespace, labels));
+    if (w !== undefined) addresses.set(w.uid, { workload: w });
+  }
+  for (const se of byKind('ServiceEntry')) {
+    for (const w of convertServiceEntryEndpoints(se, ctx(se.metadata.namespace, {}))) addresses.set(w.uid, { workload: w });
+    for (const s of convertServiceEntry(se)) addresses.set(`${s.namespace}/${s.hostname}`, { service: s });
   }
   for (const svc of services) {
     const s = convertService(svc, cfg.domainSuffix);

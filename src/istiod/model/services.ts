@@ -45,9 +45,96 @@ export function convertService(svc: Manifest, domain: string): ServiceModel | un
   return { name: svc.metadata.name, namespace: svc.metadata.namespace, hostname: serviceHostname(svc, domain), addresses, ports, subjectAltNames: [], loadBalancing, canonical: true };
 }
 
-/** True when the Service's selector (non-empty) matches `labels`. */
-export function selects(svc: Manifest, labels: Readonly<Record<string, string>>): boolean {
-  const sel = obj(svc.spec['selector']);
-  const keys = Object.keys(sel);
-  return keys.length > 0 && keys.every((k) => labels[k] === String(sel[k]));
+
+/**
+ * Something workloads can back: a Kubernetes Service (by selector) or one host of a ServiceEntry (by
+ * workloadSelector). Workloads list the backends that select them, with target ports resolved for that workload.
+ */
+export interface ServiceBackend {
+  /** `namespace/hostname` */
+  readonly key: string;
+  readonly namespace: string;
+  readonly selector: Readonly<Record<string, string>>;
+  readonly ports: readonly (ServicePortSpec & { readonly name: string | undefined })[];
+  /** ServiceEntry ports resolve per endpoint by port name first; Service target ports default to the port. */
+  readonly byPortName: boolean;
+}
+
+export function serviceBackends(objects: readonly Manifest[], domain: string): ServiceBackend[] {
+  const out: ServiceBackend[] = [];
+  for (const o of objects) {
+    if (o.kind === 'Service' && o.spec['type'] !== 'ExternalName') {
+      const sel = obj(o.spec['selector']);
+      if (Object.keys(sel).length === 0) continue;
+      const names = (Array.isArray(o.spec['ports']) ? o.spec['ports'] : []).map((p) => obj(p)['name']);
+      out.push({
+        key: `${o.metadata.namespace}/${serviceHostname(o, domain)}`,
+        namespace: o.metadata.namespace,
+        selector: Object.fromEntries(Object.entries(sel).map(([k, v]) => [k, String(v)])),
+        ports: servicePorts(o).map((p, i) => ({ ...p, name: typeof names[i] === 'string' ? names[i] : undefined })),
+        byPortName: false,
+      });
+    } else if (o.kind === 'ServiceEntry') {
+      const sel = obj(obj(o.spec['workloadSelector'])['labels']);
+      if (Object.keys(sel).length === 0) continue;
+      for (const host of serviceEntryHosts(o)) {
+        out.push({ key: `${o.metadata.namespace}/${host}`, namespace: o.metadata.namespace, selector: Object.fromEntries(Object.entries(sel).map(([k, v]) => [k, String(v)])), ports: serviceEntryPorts(o), byPortName: true });
+      }
+    }
+  }
+  return out;
+}
+
+/** The service ports a workload serves for each backend that selects it, target ports resolved with `namedPorts`. */
+export function backendsFor(backends: readonly ServiceBackend[], namespace: string, labels: Readonly<Record<string, string>>, namedPorts: Readonly<Record<string, number>>): Record<string, PortModel[]> {
+  const out: Record<string, PortModel[]> = {};
+  for (const b of backends) {
+    if (b.namespace !== namespace || !Object.entries(b.selector).every(([k, v]) => labels[k] === v)) continue;
+    out[b.key] = b.ports.flatMap((p) => {
+      const target = b.byPortName
+        ? (p.name !== undefined ? namedPorts[p.name] : undefined) ?? (typeof p.targetPort === 'number' ? p.targetPort : p.port)
+        : p.targetPort === undefined ? p.port : typeof p.targetPort === 'number' ? p.targetPort : namedPorts[p.targetPort];
+      return target === undefined ? [] : [{ servicePort: p.port, targetPort: target }];
+    });
+  }
+  return out;
+}
+
+export function serviceEntryHosts(se: Manifest): string[] {
+  return Array.isArray(se.spec['hosts']) ? se.spec['hosts'].filter((h): h is string => typeof h === 'string' && h !== '') : [];
+}
+
+export function serviceEntryPorts(se: Manifest): (ServicePortSpec & { name: string | undefined })[] {
+  return (Array.isArray(se.spec['ports']) ? se.spec['ports'] : []).map(obj).flatMap((p) => {
+    const port = Number(p['number']);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) return [];
+    const t = Number(p['targetPort']);
+    return [{ port, targetPort: Number.isInteger(t) && t > 0 ? t : undefined, name: typeof p['name'] === 'string' ? p['name'] : undefined }];
+  });
+}
+
+/**
+ * A ServiceEntry → one Service per host (spec §3.4). Addresses may be CIDRs; `resolution: NONE` keeps the
+ * original destination (PASSTHROUGH), as there is nothing to load-balance over.
+ */
+export function convertServiceEntry(se: Manifest): ServiceModel[] {
+  const addresses = (Array.isArray(se.spec['addresses']) ? se.spec['addresses'].map(String) : []).flatMap((a) => {
+    const [ip = '', len] = a.split('/');
+    const b = ipBytes(ip);
+    if (b === undefined) return [];
+    return [{ network: '', address: new Uint8Array(b), ...(len === undefined ? {} : { length: Number(len) }) }];
+  });
+  const ports: PortModel[] = serviceEntryPorts(se).map((p) => ({ servicePort: p.port, targetPort: typeof p.targetPort === 'number' ? p.targetPort : p.port }));
+  const passthrough = se.spec['resolution'] === 'NONE';
+  const sans = Array.isArray(se.spec['subjectAltNames']) ? se.spec['subjectAltNames'].map(String) : [];
+  return serviceEntryHosts(se).map((hostname) => ({
+    name: se.metadata.name,
+    namespace: se.metadata.namespace,
+    hostname,
+    addresses,
+    ports,
+    subjectAltNames: sans,
+    loadBalancing: passthrough ? { routingPreference: [], mode: LbMode.PASSTHROUGH, healthPolicy: LbHealthPolicy.ONLY_HEALTHY } : undefined,
+    canonical: true,
+  }));
 }

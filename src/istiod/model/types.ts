@@ -25,8 +25,13 @@ export interface WorkloadModel {
   readonly namespace: string;
   /** Raw 4- or 16-byte addresses. */
   readonly addresses: readonly Uint8Array[];
+  /** For workloads known by DNS name only (ServiceEntry endpoints, WorkloadEntries). */
+  readonly hostname: string;
   readonly network: string;
   readonly tunnelProtocol: number;
+  readonly nativeTunnel: boolean;
+  /** Load-balancing weight; undefined means 1. */
+  readonly capacity: number | undefined;
   /** Empty when it is the default `cluster.local` (istiod `pickTrustDomain`). */
   readonly trustDomain: string;
   readonly serviceAccount: string;
@@ -46,6 +51,8 @@ export interface WorkloadModel {
 export interface NetworkAddressModel {
   readonly network: string;
   readonly address: Uint8Array;
+  /** Set for CIDR VIPs. */
+  readonly length?: number;
 }
 
 export interface ServiceModel {

@@ -1,8 +1,8 @@
 import { ipBytes } from '../../lib/ip.js';
 import { DEFAULT_TRUST_DOMAIN } from '../../lib/spiffe.js';
 import type { Manifest } from '../registry/manifest-dir.js';
-import { serviceHostname, servicePorts, selects } from './services.js';
-import { TunnelProtocol, WorkloadStatus, WorkloadType, type PortModel, type WorkloadModel } from './types.js';
+import { backendsFor, serviceEntryHosts, serviceEntryPorts, type ServiceBackend } from './services.js';
+import { TunnelProtocol, WorkloadStatus, WorkloadType, type WorkloadModel } from './types.js';
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
@@ -13,8 +13,7 @@ export const REDIRECTION_ANNOTATION = 'ambient.istio.io/redirection';
 export interface WorkloadContext {
   readonly clusterId: string;
   readonly trustDomain: string;
-  readonly domainSuffix: string;
-  readonly services: readonly Manifest[];
+  readonly backends: readonly ServiceBackend[];
   /** Sorted policy keys that apply to this pod (selector policies, PeerAuthentication keys). */
   readonly authorizationPolicies: readonly string[];
 }
@@ -33,13 +32,100 @@ function workloadName(pod: Manifest): string {
   return pod.metadata.labels['app.kubernetes.io/name'] ?? pod.metadata.labels['app'] ?? pod.metadata.name;
 }
 
-function containerPort(pod: Manifest, name: string): number | undefined {
+/** Named container ports, for named service target ports. */
+function containerPorts(pod: Manifest): Record<string, number> {
+  const out: Record<string, number> = {};
   for (const c of Array.isArray(pod.spec['containers']) ? pod.spec['containers'].map(obj) : []) {
     for (const p of Array.isArray(c['ports']) ? c['ports'].map(obj) : []) {
-      if (p['name'] === name && typeof p['containerPort'] === 'number') return p['containerPort'];
+      if (typeof p['name'] === 'string' && typeof p['containerPort'] === 'number') out[p['name']] = p['containerPort'];
     }
   }
-  return undefined;
+  return out;
+}
+
+const trustDomainField = (td: string): string => (td === DEFAULT_TRUST_DOMAIN ? '' : td);
+
+/** HBONE when istio-cni captured the workload, or (VMs) when it declares a native HBONE tunnel. */
+function tunnel(labels: Readonly<Record<string, string>>, annotations: Readonly<Record<string, string>>): { tunnelProtocol: number; nativeTunnel: boolean } {
+  if (labels['networking.istio.io/tunnel'] === 'http') return { tunnelProtocol: TunnelProtocol.HBONE, nativeTunnel: true };
+  return { tunnelProtocol: annotations[REDIRECTION_ANNOTATION] === 'enabled' ? TunnelProtocol.HBONE : TunnelProtocol.NONE, nativeTunnel: false };
+}
+
+function canonical(labels: Readonly<Record<string, string>>, fallback: string): { canonicalName: string; canonicalRevision: string } {
+  return {
+    canonicalName: labels['service.istio.io/canonical-name'] ?? labels['app.kubernetes.io/name'] ?? labels['app'] ?? fallback,
+    canonicalRevision: labels['service.istio.io/canonical-revision'] ?? labels['app.kubernetes.io/version'] ?? labels['version'] ?? 'latest',
+  };
+}
+
+/** An address that is an IP goes to `addresses`; anything else is a DNS name ztunnel resolves. */
+function addressOrHostname(a: string): { addresses: Uint8Array[]; hostname: string } {
+  const b = ipBytes(a);
+  return b === undefined ? { addresses: [], hostname: a } : { addresses: [new Uint8Array(b)], hostname: '' };
+}
+
+const numberMap = (v: unknown): Record<string, number> => Object.fromEntries(Object.entries(obj(v)).filter(([, x]) => typeof x === 'number') as [string, number][]);
+
+/** A WorkloadEntry → Workload (spec §3.4): address or hostname, weight as capacity, its ports for named targets. */
+export function convertWorkloadEntry(we: Manifest, ctx: WorkloadContext): WorkloadModel | undefined {
+  const address = typeof we.spec['address'] === 'string' ? we.spec['address'] : '';
+  if (address === '') return undefined;
+  const labels = { ...we.metadata.labels, ...Object.fromEntries(Object.entries(obj(we.spec['labels'])).map(([k, v]) => [k, String(v)])) };
+  const weight = Number(we.spec['weight']);
+  return {
+    uid: `${ctx.clusterId}/networking.istio.io/WorkloadEntry/${we.metadata.namespace}/${we.metadata.name}`,
+    name: we.metadata.name,
+    namespace: we.metadata.namespace,
+    ...addressOrHostname(address),
+    network: typeof we.spec['network'] === 'string' ? we.spec['network'] : '',
+    ...tunnel(labels, we.metadata.annotations),
+    trustDomain: trustDomainField(ctx.trustDomain),
+    serviceAccount: typeof we.spec['serviceAccount'] === 'string' ? we.spec['serviceAccount'] : 'default',
+    node: '',
+    ...canonical(labels, we.metadata.name),
+    workloadType: WorkloadType.POD,
+    workloadName: labels['app.kubernetes.io/name'] ?? labels['app'] ?? we.metadata.name,
+    services: backendsFor(ctx.backends, we.metadata.namespace, labels, numberMap(we.spec['ports'])),
+    authorizationPolicies: ctx.authorizationPolicies,
+    status: WorkloadStatus.HEALTHY,
+    clusterId: ctx.clusterId,
+    networkMode: 0,
+    capacity: Number.isInteger(weight) && weight > 0 ? weight : undefined,
+  };
+}
+
+/** Inline ServiceEntry endpoints → Workloads that back each of its hosts. */
+export function convertServiceEntryEndpoints(se: Manifest, ctx: WorkloadContext): WorkloadModel[] {
+  const ports = serviceEntryPorts(se);
+  const hosts = serviceEntryHosts(se);
+  return (Array.isArray(se.spec['endpoints']) ? se.spec['endpoints'].map(obj) : []).flatMap((ep) => {
+    const address = typeof ep['address'] === 'string' ? ep['address'] : '';
+    if (address === '') return [];
+    const named = numberMap(ep['ports']);
+    const labels = Object.fromEntries(Object.entries(obj(ep['labels'])).map(([k, v]) => [k, String(v)]));
+    const svcPorts = ports.map((p) => ({ servicePort: p.port, targetPort: (p.name !== undefined ? named[p.name] : undefined) ?? (typeof p.targetPort === 'number' ? p.targetPort : p.port) }));
+    const weight = Number(ep['weight']);
+    return [{
+      uid: `${ctx.clusterId}/networking.istio.io/ServiceEntry/${se.metadata.namespace}/${se.metadata.name}/${address}`,
+      name: se.metadata.name,
+      namespace: se.metadata.namespace,
+      ...addressOrHostname(address),
+      network: typeof ep['network'] === 'string' ? ep['network'] : '',
+      ...tunnel(labels, {}),
+      trustDomain: trustDomainField(ctx.trustDomain),
+      serviceAccount: typeof ep['serviceAccount'] === 'string' ? ep['serviceAccount'] : 'default',
+      node: '',
+      ...canonical(labels, se.metadata.name),
+      workloadType: WorkloadType.POD,
+      workloadName: se.metadata.name,
+      services: Object.fromEntries(hosts.map((h) => [`${se.metadata.namespace}/${h}`, svcPorts])),
+      authorizationPolicies: ctx.authorizationPolicies,
+      status: WorkloadStatus.HEALTHY,
+      clusterId: ctx.clusterId,
+      networkMode: 0,
+      capacity: Number.isInteger(weight) && weight > 0 ? weight : undefined,
+    }];
+  });
 }
 
 function isReady(pod: Manifest): boolean {
@@ -58,28 +144,20 @@ export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel |
   const ips = podIps(pod);
   if (ips.length === 0) return undefined;
   const labels = pod.metadata.labels;
-  const services: Record<string, PortModel[]> = {};
-  for (const svc of ctx.services) {
-    if (svc.metadata.namespace !== pod.metadata.namespace || !selects(svc, labels)) continue;
-    const ports = servicePorts(svc).flatMap((p) => {
-      const target = p.targetPort === undefined ? p.port : typeof p.targetPort === 'number' ? p.targetPort : containerPort(pod, p.targetPort);
-      return target === undefined ? [] : [{ servicePort: p.port, targetPort: target }];
-    });
-    services[`${svc.metadata.namespace}/${serviceHostname(svc, ctx.domainSuffix)}`] = ports;
-  }
+  const services = backendsFor(ctx.backends, pod.metadata.namespace, labels, containerPorts(pod));
   const wname = workloadName(pod);
   return {
     uid: `${ctx.clusterId}//Pod/${pod.metadata.namespace}/${pod.metadata.name}`,
     name: pod.metadata.name,
     namespace: pod.metadata.namespace,
     addresses: ips.map((ip) => new Uint8Array(ipBytes(ip)!)),
+    hostname: '',
     network: '',
-    tunnelProtocol: pod.metadata.annotations[REDIRECTION_ANNOTATION] === 'enabled' ? TunnelProtocol.HBONE : TunnelProtocol.NONE,
-    trustDomain: ctx.trustDomain === DEFAULT_TRUST_DOMAIN ? '' : ctx.trustDomain,
+    ...tunnel(labels, pod.metadata.annotations),
+    trustDomain: trustDomainField(ctx.trustDomain),
     serviceAccount: typeof pod.spec['serviceAccountName'] === 'string' ? pod.spec['serviceAccountName'] : 'default',
     node: typeof pod.spec['nodeName'] === 'string' ? pod.spec['nodeName'] : '',
-    canonicalName: labels['service.istio.io/canonical-name'] ?? labels['app.kubernetes.io/name'] ?? labels['app'] ?? wname,
-    canonicalRevision: labels['service.istio.io/canonical-revision'] ?? labels['app.kubernetes.io/version'] ?? labels['version'] ?? 'latest',
+    ...canonical(labels, wname),
     workloadType: WorkloadType.POD,
     workloadName: wname,
     services,
@@ -87,5 +165,6 @@ export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel |
     status: isReady(pod) ? WorkloadStatus.HEALTHY : WorkloadStatus.UNHEALTHY,
     clusterId: ctx.clusterId,
     networkMode: pod.spec['hostNetwork'] === true ? 1 : 0,
+    capacity: undefined,
   };
 }

@@ -43,7 +43,7 @@ function serviceAddress(s: ServiceModel): Address {
         name: s.name,
         namespace: s.namespace,
         hostname: s.hostname,
-        addresses: s.addresses.map((a) => ({ network: a.network, address: a.address })),
+        addresses: s.addresses.map((a) => ({ network: a.network, address: a.address, ...(a.length === undefined ? {} : { length: a.length }) })),
         ports: s.ports.map((p) => ({ ...p })),
         subjectAltNames: [...s.subjectAltNames],
         ...(s.loadBalancing === undefined ? {} : { loadBalancing: { routingPreference: [...s.loadBalancing.routingPreference], mode: s.loadBalancing.mode, healthPolicy: s.loadBalancing.healthPolicy } }),
