@@ -155,3 +155,42 @@ test('ServiceEntry -> one Service per host (CIDR VIPs, NONE = PASSTHROUGH); inli
   assert.equal(vm.nativeTunnel, true);
   assert.deepEqual(vm.services, { 'data/db.example.internal': [{ servicePort: 5432, targetPort: 15432 }] }, 'selected by workloadSelector, port by name');
 });
+
+test('PeerAuthentication portLevelMtls becomes converted_peer_authentication_<name> in place of the static policy', () => {
+  const m = model(`
+apiVersion: v1
+kind: Pod
+metadata: {name: a-0, namespace: ns, labels: {app: a}}
+status: {podIP: 10.1.0.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b-0, namespace: ns, labels: {app: b}}
+status: {podIP: 10.1.0.2}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: strict, namespace: istio-system}
+spec: {mtls: {mode: STRICT}}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: a-metrics, namespace: ns}
+spec: {selector: {matchLabels: {app: a}}, portLevelMtls: {"9090": {mode: PERMISSIVE}, "8080": {mode: STRICT}}}
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: b-admin, namespace: ns}
+spec: {selector: {matchLabels: {app: b}}, mtls: {mode: PERMISSIVE}, portLevelMtls: {"8443": {mode: STRICT}}}
+`);
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/ns/a-0').authorizationPolicies, ['ns/converted_peer_authentication_a-metrics']);
+  const a = m.authorizations.get('ns/converted_peer_authentication_a-metrics');
+  assert.ok(a !== undefined);
+  assert.equal(a.rules.length, 1, 'under STRICT: one rule AND-ing the open ports and "no identity"');
+  assert.deepEqual(a.rules[0]!.clauses.map((c) => c.matches[0]!.notDestinationPorts), [[9090], []]);
+  assert.deepEqual(a.rules[0]!.clauses[1]!.matches[0]!.notPrincipals, [{ presence: true }]);
+  const b = m.authorizations.get('ns/converted_peer_authentication_b-admin');
+  assert.ok(b !== undefined);
+  assert.deepEqual(b.rules.map((r) => [r.clauses[0]!.matches[0]!.destinationPorts, r.clauses[0]!.matches[0]!.notPrincipals]), [[[8443], [{ presence: true }]]], 'under PERMISSIVE: a rule per STRICT port');
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/ns/b-0').authorizationPolicies, ['ns/converted_peer_authentication_b-admin']);
+});

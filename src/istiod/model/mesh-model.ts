@@ -1,6 +1,6 @@
 import type { Manifest } from '../registry/manifest-dir.js';
 import { convertAuthorizationPolicy } from './authorization.js';
-import { effectiveMtlsMode, staticStrictPolicy, STATIC_STRICT_POLICY } from './peer-authentication.js';
+import { convertPortLevelMtls, effectiveMtlsMode, staticStrictPolicy, STATIC_STRICT_POLICY, workloadPeerAuthentication } from './peer-authentication.js';
 import { convertService, convertServiceEntry, serviceBackends } from './services.js';
 import type { AuthorizationModel, ServiceModel, WorkloadModel } from './types.js';
 import { convertPod, convertServiceEntryEndpoints, convertWorkloadEntry } from './workloads.js';
@@ -50,7 +50,17 @@ export function buildMeshModel(objects: readonly Manifest[], cfg: ModelConfig): 
     const keys = selectorPolicies
       .filter(({ ap }) => (ap.metadata.namespace === namespace || ap.metadata.namespace === cfg.rootNamespace) && Object.entries(matchLabels(ap)).every(([k, v]) => labels[k] === v))
       .map(({ key }) => key);
-    if (pas.length > 0 && effectiveMtlsMode(pas, cfg.rootNamespace, namespace, labels) === 'STRICT') keys.push(`${cfg.rootNamespace}/${STATIC_STRICT_POLICY}`);
+    if (pas.length > 0) {
+      const mode = effectiveMtlsMode(pas, cfg.rootNamespace, namespace, labels);
+      // Port-level mTLS on the workload's own PeerAuthentication replaces the static policy with a converted one.
+      const wpa = workloadPeerAuthentication(pas, cfg.rootNamespace, namespace, labels);
+      const converted = wpa === undefined ? undefined : convertPortLevelMtls(wpa, mode);
+      if (converted !== undefined) {
+        const key = `${converted.namespace}/${converted.name}`;
+        authorizations.set(key, converted);
+        keys.push(key);
+      } else if (mode === 'STRICT') keys.push(`${cfg.rootNamespace}/${STATIC_STRICT_POLICY}`);
+    }
     return [...new Set(keys)].sort();
   };
   const ctx = (namespace: string, labels: Readonly<Record<string, string>>) => ({ clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, backends, authorizationPolicies: policyKeys(namespace, labels) });

@@ -45,3 +45,38 @@ export function effectiveMtlsMode(pas: readonly Manifest[], rootNamespace: strin
   }
   return 'PERMISSIVE';
 }
+
+/** The workload-level PeerAuthentication that applies to a workload (oldest by name), if any. */
+export function workloadPeerAuthentication(pas: readonly Manifest[], rootNamespace: string, namespace: string, labels: Readonly<Record<string, string>>): Manifest | undefined {
+  if (namespace === rootNamespace) return undefined;
+  return first(pas.filter((p) => p.metadata.namespace === namespace && Object.keys(selectorOf(p)).length > 0 && Object.entries(selectorOf(p)).every(([k, v]) => labels[k] === v)));
+}
+
+export const convertedPeerAuthenticationName = (pa: Manifest): string => `converted_peer_authentication_${pa.metadata.name}`;
+
+/**
+ * A workload-selector PeerAuthentication with `portLevelMtls` → a DENY policy (spec §9.3), given the workload's
+ * effective mode without port overrides. Under STRICT, PERMISSIVE/DISABLE ports become one rule that denies
+ * plaintext on every other port; otherwise each STRICT port is a rule that denies plaintext on that port.
+ * Undefined when the port settings change nothing.
+ */
+export function convertPortLevelMtls(pa: Manifest, effective: Mode): AuthorizationModel | undefined {
+  const levels = (pa.spec['portLevelMtls'] ?? {}) as Record<string, { mode?: unknown } | undefined>;
+  const ports = Object.entries(levels).flatMap(([p, v]) => {
+    const n = Number(p);
+    const m = v?.mode;
+    return Number.isInteger(n) && n > 0 && n <= 65535 && (m === 'STRICT' || m === 'PERMISSIVE' || m === 'DISABLE') ? [{ port: n, mode: m }] : [];
+  });
+  const noPrincipal = { ...emptyMatch(), notPrincipals: [{ presence: true as const }] };
+  let rules: AuthorizationModel['rules'];
+  if (effective === 'STRICT') {
+    const open = ports.filter((p) => p.mode !== 'STRICT').map((p) => p.port);
+    if (open.length === 0) return undefined;
+    rules = [{ clauses: [...open.map((p) => ({ matches: [{ ...emptyMatch(), notDestinationPorts: [p] }] })), { matches: [noPrincipal] }] }];
+  } else {
+    const strict = ports.filter((p) => p.mode === 'STRICT').map((p) => p.port);
+    if (strict.length === 0) return undefined;
+    rules = strict.map((p) => ({ clauses: [{ matches: [{ ...noPrincipal, destinationPorts: [p] }] }] }));
+  }
+  return { name: convertedPeerAuthenticationName(pa), namespace: pa.metadata.namespace, scope: AuthzScope.WORKLOAD_SELECTOR, action: AuthzAction.DENY, rules, dryRun: false };
+}
