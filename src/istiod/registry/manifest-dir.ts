@@ -49,7 +49,8 @@ export function parseManifests(file: string, text: string): ManifestLoad {
   const errors: MeshError[] = [];
   const lines = new LineCounter();
   for (const doc of parseAllDocuments(text, { lineCounter: lines })) {
-    const where = `${file}:${lines.linePos(doc.range[0]).line}`;
+    // The line of the document's content, not of its `---` marker.
+    const where = `${file}:${lines.linePos(doc.contents?.range?.[0] ?? doc.range[0]).line}`;
     if (doc.errors.length > 0) {
       errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
       continue;
