@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
-import type net from 'node:net';
+import net from 'node:net';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort, isLoopback } from '../../lib/ip.js';
 import { identityToString } from '../../lib/spiffe.js';
 import { HBONE_PORT, ILLEGAL_PORTS } from '../config.js';
 import { resolveUpstream, type Upstream } from '../state/upstream.js';
+import { resolveWorkloadHostname } from '../state/resolve-hostname.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
 import type { ResponseFlags } from '../admin/metrics.js';
 import type { ConnectionInfo } from './connection-manager.js';
@@ -63,8 +64,9 @@ export class Outbound {
     let up: Upstream;
     try {
       up = resolveUpstream(state, source!, dstIp, dstPort);
+      if (up.kind === 'workload' && up.ip === '') up = { ...up, ip: await resolveWorkloadHostname(up.workload.hostname, net.isIP(dstIp)) };
     } catch (e) {
-      return fail(e as MeshError, 'CONNECT');
+      return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', describeError(e)), 'CONNECT');
     }
     const base = { direction: 'outbound' as const, workloadUid: this.uid, originalDst, rbac: undefined };
     if (up.kind === 'passthrough' || up.protocol === 'TCP') {

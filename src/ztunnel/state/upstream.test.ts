@@ -79,3 +79,18 @@ test('a service port the service does not define fails', () => {
   const s = state(MESH);
   assert.throws(() => resolveUpstream(s, s.workloadByUid('c')!, '10.96.0.1', 81), (e) => isMeshError(e, 'ZT_ERR_SERVICE_PORT'));
 });
+
+test('a hostname-only endpoint is chosen with ip "" for the caller to resolve by DNS', () => {
+  const s = state(`
+workloads:
+- {uid: c, name: c, namespace: a, workloadIps: [127.0.1.1], node: n1}
+- {uid: h, name: h, namespace: b, hostname: db.example.internal, services: {b/db.b: {5432: 6432}}}
+services:
+- {name: db, namespace: b, hostname: db.b, vips: [/10.96.9.9], ports: {5432: 5432}}
+`);
+  const u = resolveUpstream(s, s.workloadByUid('c')!, '10.96.9.9', 5432);
+  assert.ok(u.kind === 'workload');
+  assert.equal(u.ip, '');
+  assert.equal(u.workload.hostname, 'db.example.internal');
+  assert.equal(u.targetPort, 6432);
+});

@@ -13,6 +13,7 @@ export type Upstream =
       readonly protocol: 'HBONE' | 'TCP';
       readonly workload: Workload;
       readonly service: Service | undefined;
+      /** '' when the workload has only a hostname, to be resolved by DNS. */
       readonly ip: string;
       readonly targetPort: number;
       /** SANs the server must present: service SANs ∪ the workload's identity (spec §4.2). */
@@ -53,8 +54,9 @@ export function resolveUpstream(state: ProxyState, source: Workload, dstIp: stri
 }
 
 function toWorkload(w: Workload, svc: Service | undefined, port: number, originalIp: string): Upstream {
-  const ip = chooseIp(w, svc, originalIp);
-  if (ip === undefined) throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `workload ${w.uid} has no IP address (hostname-only workloads are not supported yet)`);
+  // A workload known only by DNS name gets ip '' here; the caller resolves `workload.hostname` (spec §5 step 7).
+  const ip = chooseIp(w, svc, originalIp) ?? (w.hostname !== '' ? '' : undefined);
+  if (ip === undefined) throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `workload ${w.uid} has neither an IP address nor a hostname`);
   const ids = new Set<string>(svc?.subjectAltNames ?? []);
   ids.add(identityToString(workloadIdentity(w)));
   return { kind: 'workload', protocol: w.protocol, workload: w, service: svc, ip, targetPort: port, expectedIdentities: [...ids] };
