@@ -1,20 +1,18 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import type { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { meshFixture, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
+import { PYTHON, pythonSkip, runPython } from './helpers/python.js';
 import { startZtunnel } from './helpers/in-process.js';
 
-const PYTHON = '/usr/bin/python3';
 const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'interop', 'h2_hbone.py');
-const probe = spawnSync(PYTHON, ['-c', 'import h2'], { encoding: 'utf8' });
-const skip = probe.status === 0 ? false : `Debian's python3-h2 is not installed (apt-get install python3-h2; .ci/run does this): ${probe.stderr || probe.error?.message || ''}`.trim();
+const skip = pythonSkip('h2', 'python3-h2');
 
 const MESH = `
 workloads:
@@ -22,19 +20,6 @@ workloads:
 - {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.0.32.2], protocol: HBONE, node: n2}
 - {uid: py, name: py, namespace: py, serviceAccount: py, workloadIps: [127.0.32.9], protocol: HBONE, node: python}
 `;
-
-/** Runs the Python peer without blocking this process's event loop (the ztunnels live here). */
-async function runPython(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const p = spawn(PYTHON, [SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const timer = setTimeout(() => p.kill(), 15_000);
-  const [status] = (await once(p, 'exit')) as [number | null];
-  clearTimeout(timer);
-  return { status, stdout, stderr };
-}
 
 describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
   let fx: MeshFixture;
@@ -64,10 +49,10 @@ describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
 
   test('a Python h2 client gets 200 from our HBONE server and its bytes echo back through the app', async () => {
     const files = await pem('spiffe://cluster.local/ns/py/sa/py', 'pyclient');
-    const r = await runPython(['client', '127.0.32.2', '15008', '127.0.32.2:8080', 'hello from python h2', ...files, '127.0.32.9']);
+    const r = await runPython('h2_hbone.py', ['client', '127.0.32.2', '15008', '127.0.32.2:8080', 'hello from python h2', ...files, '127.0.32.9']);
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout) as unknown, { status: '200', echoed: 'hello from python h2' });
-    const bad = await runPython(['client', '127.0.32.2', '15008', '127.0.32.2:15008', 'x', ...files, '127.0.32.9']);
+    const bad = await runPython('h2_hbone.py', ['client', '127.0.32.2', '15008', '127.0.32.2:15008', 'x', ...files, '127.0.32.9']);
     assert.deepEqual(JSON.parse(bad.stdout) as unknown, { status: '503', echoed: '' });
   });
 

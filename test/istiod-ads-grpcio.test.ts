@@ -1,20 +1,13 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Writable } from 'node:stream';
-import { LogControl } from '../src/lib/log.js';
-import { loadIstiodConfig } from '../src/istiod/config.js';
-import { Istiod } from '../src/istiod/istiod.js';
+import type { Istiod } from '../src/istiod/istiod.js';
+import { startIstiod } from './helpers/in-process.js';
+import { pythonSkip, runPython } from './helpers/python.js';
 
-const PYTHON = '/usr/bin/python3';
-const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'interop', 'ads_grpcio.py');
-const probe = spawnSync(PYTHON, ['-c', 'import grpc'], { encoding: 'utf8' });
-const skip = probe.status === 0 ? false : `Debian's python3-grpcio is not installed (apt-get install python3-grpcio; .ci/run does this)`;
+const skip = pythonSkip('grpc', 'python3-grpcio');
 
 let dir: string;
 let ist: Istiod;
@@ -33,7 +26,7 @@ kind: Service
 metadata: {name: echo, namespace: backend}
 spec: {clusterIP: 10.96.0.10, selector: {app: echo}, ports: [{port: 80, targetPort: 8080}]}
 `);
-  ist = await Istiod.start(loadIstiodConfig({ configDir: path.join(dir, 'config'), stateDir: path.join(dir, 'state'), grpcAddress: '127.0.0.1:0', monitoringAddress: '127.0.0.1:0' }, {}), new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) }));
+  ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'));
 });
 after(async () => {
   await ist.stop();
@@ -42,14 +35,9 @@ after(async () => {
 
 test('delta ADS from python3-grpcio with hand-decoded protobuf: Workload and Service field numbers of spec §3.3 on the wire', { skip }, async () => {
   const token = await ist.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca' });
-  const p = spawn(PYTHON, [SCRIPT, `127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  p.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const [code] = (await once(p, 'exit')) as [number];
-  assert.equal(code, 0, err);
-  const r = JSON.parse(out) as { type_url: string; nonce_set: boolean; workloads: Record<string, unknown>[]; services: Record<string, unknown>[] };
+  const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
+  assert.equal(py.status, 0, py.stderr);
+  const r = JSON.parse(py.stdout) as { type_url: string; nonce_set: boolean; workloads: Record<string, unknown>[]; services: Record<string, unknown>[] };
   assert.equal(r.type_url, 'type.googleapis.com/istio.workload.Address');
   assert.ok(r.nonce_set);
   assert.deepEqual(r.workloads, [{

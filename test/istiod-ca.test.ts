@@ -4,14 +4,12 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { SignJWT, generateKeyPair } from 'jose';
-import { LogControl } from '../src/lib/log.js';
 import { createKeyAndCsr } from '../src/lib/pki/csr.js';
 import { isMeshError } from '../src/lib/errors.js';
 import { parseIdentity } from '../src/lib/spiffe.js';
-import { loadIstiodConfig } from '../src/istiod/config.js';
-import { Istiod } from '../src/istiod/istiod.js';
+import type { Istiod } from '../src/istiod/istiod.js';
+import { startIstiod } from './helpers/in-process.js';
 import { IstioCaClient } from '../src/ztunnel/identity/istio-ca-client.js';
 
 const MANIFESTS = `
@@ -36,9 +34,7 @@ describe('istiod CA: CreateCertificate over gRPC/TLS', () => {
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-istiod-'));
     await writeFile(path.join(dir, 'pods.yaml'), MANIFESTS);
-    const cfg = loadIstiodConfig({ configDir: dir, stateDir: path.join(dir, 'state'), grpcAddress: '127.0.0.1:0', monitoringAddress: '127.0.0.1:0' }, {});
-    const sink = new Writable({ write: (_c, _e, cb) => cb() });
-    ist = await Istiod.start(cfg, new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: sink }));
+    ist = await startIstiod(dir, path.join(dir, 'state'));
     root = await readFile(ist.rootCertPath, 'utf8');
   });
   after(async () => {

@@ -1,22 +1,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Writable } from 'node:stream';
-import { LogControl } from '../src/lib/log.js';
 import { createKeyAndCsr } from '../src/lib/pki/csr.js';
-import { loadIstiodConfig } from '../src/istiod/config.js';
-import { Istiod } from '../src/istiod/istiod.js';
+import type { Istiod } from '../src/istiod/istiod.js';
+import { startIstiod } from './helpers/in-process.js';
+import { pythonSkip, runPython } from './helpers/python.js';
 
-const PYTHON = '/usr/bin/python3';
-const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'interop', 'ca_grpcio.py');
-const probe = spawnSync(PYTHON, ['-c', 'import grpc'], { encoding: 'utf8' });
-const skip = probe.status === 0 ? false : `Debian's python3-grpcio is not installed (apt-get install python3-grpcio; .ci/run does this): ${probe.stderr || probe.error?.message || ''}`.trim();
+const skip = pythonSkip('grpc', 'python3-grpcio');
 
 interface Reply {
   code: string;
@@ -31,8 +24,7 @@ describe('istiod CA from python3-grpcio with hand-encoded protobuf (spec §2.3 f
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-grpcio-'));
     await writeFile(path.join(dir, 'pods.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: echo-0, namespace: backend}\nspec: {serviceAccountName: echo, nodeName: node1}\n');
-    const cfg = loadIstiodConfig({ configDir: dir, stateDir: path.join(dir, 'state'), grpcAddress: '127.0.0.1:0', monitoringAddress: '127.0.0.1:0' }, {});
-    ist = await Istiod.start(cfg, new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) }));
+    ist = await startIstiod(dir, path.join(dir, 'state'));
   });
   after(async () => {
     await ist.stop();
@@ -42,14 +34,9 @@ describe('istiod CA from python3-grpcio with hand-encoded protobuf (spec §2.3 f
   async function call(token: string, csrUri: string, impersonate?: string): Promise<Reply> {
     const csr = path.join(dir, `csr-${Math.random()}.pem`);
     await writeFile(csr, (await createKeyAndCsr(csrUri)).csrPem);
-    const p = spawn(PYTHON, [SCRIPT, `127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token, csr, ...(impersonate === undefined ? [] : [impersonate])], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const [code] = (await once(p, 'exit')) as [number];
-    assert.equal(code, 0, err);
-    return JSON.parse(out) as Reply;
+    const r = await runPython('ca_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token, csr, ...(impersonate === undefined ? [] : [impersonate])]);
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout) as Reply;
   }
 
   test('csr (1), validity_duration (3) and cert_chain (1) round-trip; the chain ends with the root bundle', async () => {

@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile, rename, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { anyPack } from '@bufbuild/protobuf/wkt';
@@ -11,15 +10,12 @@ import { AggregatedDiscoveryService, type DeltaDiscoveryResponse, type DeltaDisc
 import { AddressSchema, TunnelProtocol } from '../src/api/istio/workload/workload_pb.js';
 import { grpcClient } from '../src/lib/grpc-channel.js';
 import { grpcServiceDefinition } from '../src/lib/grpc-service.js';
-import { LogControl } from '../src/lib/log.js';
-import { loadIstiodConfig } from '../src/istiod/config.js';
-import { Istiod } from '../src/istiod/istiod.js';
-import { startZtunnel } from './helpers/in-process.js';
+import type { Istiod } from '../src/istiod/istiod.js';
+import { startIstiod, startZtunnel } from './helpers/in-process.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 
 const ADDRESS = 'type.googleapis.com/istio.workload.Address';
 const AUTHZ = 'type.googleapis.com/istio.security.Authorization';
-const silent = (): LogControl => new LogControl({ format: 'json', level: 'silent', component: 'test', out: new Writable({ write: (_c, _e, cb) => cb() }) });
 
 const PODS = (n: number): string =>
   Array.from({ length: n }, (_, i) => `apiVersion: v1\nkind: Pod\nmetadata: {name: p${i}, namespace: ns}\nspec: {nodeName: n1}\nstatus: {podIP: 127.0.74.${i + 1}}\n`).join('---\n');
@@ -54,7 +50,7 @@ describe('istiod delta ADS', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-xds-'));
     await mkdir(path.join(dir, 'config'));
     await writeFile(path.join(dir, 'config', 'pods.yaml'), PODS(3));
-    ist = await Istiod.start(loadIstiodConfig({ configDir: path.join(dir, 'config'), stateDir: path.join(dir, 'state'), grpcAddress: '127.0.0.1:0', monitoringAddress: '127.0.0.1:0' }, {}), silent());
+    ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'));
     root = await readFile(ist.rootCertPath, 'utf8');
     token = await ist.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca', node: 'n1' });
   });

@@ -2,6 +2,8 @@ import { Writable } from 'node:stream';
 import { LogControl } from '../../src/lib/log.js';
 import { loadZtunnelConfig } from '../../src/ztunnel/config.js';
 import { Ztunnel } from '../../src/ztunnel/ztunnel.js';
+import { loadIstiodConfig } from '../../src/istiod/config.js';
+import { Istiod } from '../../src/istiod/istiod.js';
 
 /** A ztunnel in this process (real sockets), with control servers on ephemeral ports and logs discarded. */
 export async function startZtunnel(localConfig: string, nodeName: string, localCa: string, env: Record<string, string> = {}): Promise<Ztunnel> {
@@ -18,4 +20,10 @@ export async function startZtunnel(localConfig: string, nodeName: string, localC
     await new Promise((r) => setTimeout(r, 20));
   }
   return zt;
+}
+
+/** An istiod in this process on ephemeral ports, serving `configDir`, with its state under `stateDir`. */
+export async function startIstiod(configDir: string, stateDir: string): Promise<Istiod> {
+  const cfg = loadIstiodConfig({ configDir, stateDir, grpcAddress: '127.0.0.1:0', monitoringAddress: '127.0.0.1:0' }, {});
+  return Istiod.start(cfg, new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) }));
 }

@@ -11,24 +11,7 @@ import sys
 
 import grpc
 
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def field(num, wire_type, payload):
-    key = varint((num << 3) | wire_type)
-    if wire_type == 2:
-        return key + varint(len(payload)) + payload
-    return key + payload
+from pbwire import field, fields, varint
 
 
 def request(csr, ttl, impersonate):
@@ -40,32 +23,8 @@ def request(csr, ttl, impersonate):
     return body
 
 
-def read_varint(b, i):
-    n = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        n |= (c & 0x7F) << shift
-        shift += 7
-        if not c & 0x80:
-            return n, i
-
-
 def decode_chain(b):
-    chain, i = [], 0
-    while i < len(b):
-        key, i = read_varint(b, i)
-        num, wt = key >> 3, key & 7
-        if wt == 2:
-            ln, i = read_varint(b, i)
-            if num == 1:
-                chain.append(b[i:i + ln].decode())
-            i += ln
-        elif wt == 0:
-            _, i = read_varint(b, i)
-        else:
-            raise ValueError("unexpected wire type %d" % wt)
-    return chain
+    return [v.decode() for v in fields(b).get(1, [])]  # cert_chain = 1
 
 
 def main():
