@@ -89,6 +89,22 @@ describe('two ztunnel processes', () => {
     assert.match(src, /istio_tcp_connections_opened_total\{reporter="source"[^}]*destination_service="echo\.backend\.svc\.cluster\.local"/);
   });
 
+  test('byte counters include a long-lived connection while it is still open', async () => {
+    const received = async (): Promise<number> => {
+      const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
+      return text.split('\n').filter((l) => l.startsWith('istio_tcp_received_bytes_total{reporter="destination"')).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    };
+    const before = await received();
+    const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080);
+    s.resume();
+    let got = 0;
+    s.on('data', (d: Buffer) => (got += d.length));
+    s.write(Buffer.alloc(12_345, 1));
+    await waitFor('echo', () => got === 12_345);
+    assert.ok((await received()) - before >= 12_345, 'counted before the close');
+    s.destroy();
+  });
+
   test('HBONE answers 400 for a non-CONNECT method and a bad :authority, 503 for a closed app port, 401 on deny', async () => {
     const cert = await fx.cert(CLIENT_ID);
     const s = await hboneSession(SERVER_IP, cert, [SERVER_ID], CLIENT_IP);

@@ -166,7 +166,10 @@ export class Ztunnel {
         return { status: 200, body: 'shutting down\n' };
       },
     }, 'admin');
-    const metricsHandler = async (): Promise<{ status: number; body: string; type: string }> => ({ status: 200, body: await this.metrics.registry.metrics(), type: this.metrics.registry.contentType });
+    const metricsHandler = async (): Promise<{ status: number; body: string; type: string }> => {
+      this.ctx.connections.flushBytes();
+      return { status: 200, body: await this.metrics.registry.metrics(), type: this.metrics.registry.contentType };
+    };
     const metrics = await startHttpServer(c.metricsAddress, { '/metrics': metricsHandler, '/stats/prometheus': metricsHandler }, 'metrics');
     const readiness = await startHttpServer(c.readinessAddress, {
       '/healthz/ready': () => {

@@ -4,7 +4,7 @@ import { identityToString } from '../../lib/spiffe.js';
 import { evaluate, type RbacConnection } from '../rbac.js';
 import type { ProxyState } from '../state/proxy-state.js';
 import { workloadIdentity } from '../state/workload.js';
-import { trafficLabels, type ResponseFlags, type TrafficParties, type ZtunnelMetrics } from '../admin/metrics.js';
+import { trafficLabels, type ResponseFlags, type TrafficLabels, type TrafficParties, type ZtunnelMetrics } from '../admin/metrics.js';
 
 export interface ConnectionInfo {
   readonly direction: 'inbound' | 'outbound';
@@ -21,15 +21,22 @@ export interface ConnectionInfo {
   readonly rbac: RbacConnection | undefined;
 }
 
+/** Bytes moved so far: client → server, server → client. Read from the sockets' own counters, never per chunk. */
+export type ByteCounts = () => readonly [toServer: number, toClient: number];
+
 export interface TrackedConnection {
   readonly info: ConnectionInfo;
-  /** Records the end: bytes from client to server and back, and the error if any. Idempotent. */
-  finish(bytesToServer: number, bytesToClient: number, error: Error | undefined): void;
+  /** Records the end and the error if any. Idempotent. */
+  finish(error: Error | undefined): void;
 }
 
 interface Entry extends TrackedConnection {
   readonly started: number;
   readonly abort: (why: string) => void;
+  readonly bytes: ByteCounts;
+  readonly labels: TrafficLabels;
+  /** What the byte counters already include, so scrapes and the close add only the difference. */
+  reported: [number, number];
 }
 
 /**
@@ -50,7 +57,7 @@ export class ConnectionManager {
     return this.live.size;
   }
 
-  open(info: ConnectionInfo, abort: (why: string) => void): TrackedConnection {
+  open(info: ConnectionInfo, abort: (why: string) => void, bytes: ByteCounts): TrackedConnection {
     const labels = trafficLabels(info.parties, '-');
     this.metrics.opened.inc(labels);
     this.metrics.socketsOpen.inc({ reporter: info.parties.reporter });
@@ -59,14 +66,16 @@ export class ConnectionManager {
       info,
       started: performance.now(),
       abort,
-      finish: (toServer, toClient, error) => {
+      bytes,
+      labels,
+      reported: [0, 0],
+      finish: (error) => {
         if (done) return;
         done = true;
         this.live.delete(entry);
         this.metrics.socketsOpen.dec({ reporter: info.parties.reporter });
         this.metrics.closed.inc(labels);
-        this.metrics.received.inc(labels, toServer);
-        this.metrics.sent.inc(labels, toClient);
+        const [toServer, toClient] = this.report(entry);
         const fields = {
           ...this.fields(info),
           bytes_sent: info.direction === 'inbound' ? toClient : toServer,
@@ -81,6 +90,22 @@ export class ConnectionManager {
     this.live.add(entry);
     if (this.access.isLevelEnabled('debug')) this.access.debug(this.fields(info), 'connection opened');
     return entry;
+  }
+
+  /**
+   * Brings the byte counters up to date for live connections; called before each metrics scrape, so long-lived
+   * connections show their traffic while open (as ztunnel's do) without any per-chunk work.
+   */
+  flushBytes(): void {
+    for (const c of this.live) this.report(c);
+  }
+
+  private report(c: Entry): readonly [number, number] {
+    const [toServer, toClient] = c.bytes();
+    if (toServer > c.reported[0]) this.metrics.received.inc(c.labels, toServer - c.reported[0]);
+    if (toClient > c.reported[1]) this.metrics.sent.inc(c.labels, toClient - c.reported[1]);
+    c.reported = [Math.max(toServer, c.reported[0]), Math.max(toClient, c.reported[1])];
+    return [toServer, toClient];
   }
 
   /** A connection that never got established: metric with response flags, WARN access log line. */

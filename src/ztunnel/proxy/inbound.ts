@@ -197,13 +197,17 @@ export class InboundHbone {
       return;
     }
     const actualDst = formatHostPort(podIp, targetPort);
-    const tracked = connections.open({ ...base, actualDst, parties: parties(local, svc), rbac }, () => {
-      upstream.destroy();
-      if (!stream.destroyed) stream.close(h2c.NGHTTP2_CANCEL);
-    });
+    const tracked = connections.open(
+      { ...base, actualDst, parties: parties(local, svc), rbac },
+      () => {
+        upstream.destroy();
+        if (!stream.destroyed) stream.close(h2c.NGHTTP2_CANCEL);
+      },
+      () => [upstream.bytesWritten, upstream.bytesRead],
+    );
     const respHeaders: Record<string, string | number> = { ':status': 200 };
     if (config.enableResponseBaggage) respHeaders['baggage'] = baggageFor(local);
     stream.respond(respHeaders);
-    relay(stream, upstream, (err) => tracked.finish(upstream.bytesWritten, upstream.bytesRead, err));
+    relay(stream, upstream, (err) => tracked.finish(err));
   }
 }

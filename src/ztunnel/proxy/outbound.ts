@@ -133,10 +133,14 @@ export class Outbound {
    */
   run(client: net.Socket, setup: OutboundSetup, handshake = { read: 0, written: 0 }): void {
     const src = `${client.remoteAddress ?? '?'}:${client.remotePort ?? '?'}`;
-    const tracked = this.ctx.connections.open({ ...setup.info, src }, () => {
-      client.destroy();
-      setup.upstream.destroy();
-    });
-    relay(client, setup.upstream, (err) => tracked.finish(client.bytesRead - handshake.read, client.bytesWritten - handshake.written, err));
+    const tracked = this.ctx.connections.open(
+      { ...setup.info, src },
+      () => {
+        client.destroy();
+        setup.upstream.destroy();
+      },
+      () => [client.bytesRead - handshake.read, client.bytesWritten - handshake.written],
+    );
+    relay(client, setup.upstream, (err) => tracked.finish(err));
   }
 }
