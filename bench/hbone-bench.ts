@@ -181,9 +181,8 @@ async function startZtunnels(dir: string, ca: string): Promise<ChildProcess[]> {
   return procs;
 }
 
-async function startStunnel(dir: string, ca: string): Promise<ChildProcess[] | undefined> {
-  const bin = ['/usr/bin/stunnel4', '/usr/bin/stunnel'].find((b) => existsSync(b));
-  if (bin === undefined) return undefined;
+/** Client and server certificates for the comparison tunnels, from the same CA as the ztunnels. */
+async function issueTunnelCerts(dir: string, ca: string): Promise<void> {
   const authority = await CertificateAuthority.fromPluginDir(ca);
   const issue = async (name: string, uri: string): Promise<void> => {
     const { keyPem, csrPem } = await createKeyAndCsr(uri);
@@ -194,6 +193,31 @@ async function startStunnel(dir: string, ca: string): Promise<ChildProcess[] | u
   };
   await issue('sclient', 'spiffe://cluster.local/ns/bench/sa/client');
   await issue('sserver', 'spiffe://cluster.local/ns/bench/sa/app');
+}
+
+async function waitListening(host: string, port: number, what: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    const ok = await tcpConnect(host, port).then((s) => (s.destroy(), true), () => false);
+    if (ok) return;
+    if (i > 100) throw new Error(`${what} did not start`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The Node floor: the same two-process mTLS tunnel as stunnel, written with Node's tls and pipe. */
+async function startNodeTunnel(dir: string): Promise<ChildProcess[]> {
+  const script = fileURLToPath(new URL('./node-tls-tunnel.js', import.meta.url));
+  const files = (n: string): string[] => [path.join(dir, `${n}.crt`), path.join(dir, `${n}.key`), path.join(dir, 'root.pem')];
+  const server = spawn(process.execPath, [script, 'server', ...files('sserver'), ...[ECHO_PORT, SINK_PORT].map((p, i) => `127.0.43.2:${7443 + i}=${APP_IP}:${p}`)], { stdio: 'inherit' });
+  const client = spawn(process.execPath, [script, 'client', ...files('sclient'), ...[0, 1].map((i) => `127.0.43.1:${7000 + i}=127.0.43.2:${7443 + i}`)], { stdio: 'inherit' });
+  await waitListening('127.0.43.2', 7443, 'node TLS tunnel server');
+  await waitListening('127.0.43.1', 7000, 'node TLS tunnel client');
+  return [server, client];
+}
+
+async function startStunnel(dir: string): Promise<ChildProcess[] | undefined> {
+  const bin = ['/usr/bin/stunnel4', '/usr/bin/stunnel'].find((b) => existsSync(b));
+  if (bin === undefined) return undefined;
   const common = `foreground = yes\npid =\nsocket = l:TCP_NODELAY=1\nsocket = r:TCP_NODELAY=1\nCAfile = ${dir}/root.pem\nverifyChain = yes\nsslVersionMin = TLSv1.3\n`;
   const clientConf = `${common}cert = ${dir}/sclient.crt\nkey = ${dir}/sclient.key\n` +
     [ECHO_PORT, SINK_PORT].map((p, i) => `[c${p}]\nclient = yes\naccept = 127.0.41.1:${7000 + i}\nconnect = 127.0.41.2:${7443 + i}\n`).join('');
@@ -202,12 +226,7 @@ async function startStunnel(dir: string, ca: string): Promise<ChildProcess[] | u
   await writeFile(path.join(dir, 'client.conf'), clientConf);
   await writeFile(path.join(dir, 'server.conf'), serverConf);
   const procs = ['server.conf', 'client.conf'].map((c) => spawn(bin, [path.join(dir, c)], { stdio: ['ignore', 'ignore', 'ignore'] }));
-  for (let i = 0; ; i++) {
-    const ok = await tcpConnect('127.0.41.1', 7000).then((s) => (s.destroy(), true), () => false);
-    if (ok) break;
-    if (i > 100) throw new Error('stunnel did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitListening('127.0.41.1', 7000, 'stunnel');
   return procs;
 }
 
@@ -251,11 +270,14 @@ async function main(): Promise<void> {
   await writePluginCaDir(ca);
   const app = await startApp();
   const zts = await startZtunnels(dir, ca);
-  const stunnel = await startStunnel(dir, ca);
+  await issueTunnelCerts(dir, ca);
+  const stunnel = await startStunnel(dir);
+  const nodeTunnel = await startNodeTunnel(dir);
   const targets: Target[] = [
     { name: 'direct', dial: (p) => tcpConnect(APP_IP, p), pids: [] },
     { name: 'amesh', dial: (p) => socks5Connect(CLIENT_IP, 15080, APP_IP, p), pids: zts.map((z) => z.pid!) },
   ];
+  targets.push({ name: 'node-tls', dial: (p) => tcpConnect('127.0.43.1', p === ECHO_PORT ? 7000 : 7001), pids: nodeTunnel.map((s) => s.pid!) });
   if (stunnel !== undefined) targets.push({ name: 'stunnel', dial: (p) => tcpConnect('127.0.41.1', p === ECHO_PORT ? 7000 : 7001), pids: stunnel.map((s) => s.pid!) });
   else process.stderr.write('stunnel4 not found (apt-get install stunnel4): comparing with direct TCP only\n');
   const rows: Row[] = [];
@@ -263,7 +285,7 @@ async function main(): Promise<void> {
     process.stderr.write('measuring (loopback, one run, side by side):\n');
     for (const t of targets) rows.push(await measure(t));
   } finally {
-    for (const p of [...zts, ...(stunnel ?? [])]) p.kill('SIGTERM');
+    for (const p of [...zts, ...nodeTunnel, ...(stunnel ?? [])]) p.kill('SIGTERM');
     for (const s of app) s.close();
   }
   const byName = (n: string): Row | undefined => rows.find((r) => r.name === n);
@@ -276,7 +298,7 @@ async function main(): Promise<void> {
   process.stdout.write('\n' + table);
   const a = byName('amesh')!;
   const ratios: Record<string, Record<string, number>> = {};
-  for (const base of ['direct', 'stunnel']) {
+  for (const base of ['direct', 'node-tls', 'stunnel']) {
     const b = byName(base);
     if (b === undefined) continue;
     ratios[`amesh/${base}`] = {
