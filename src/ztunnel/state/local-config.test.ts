@@ -84,3 +84,8 @@ test('duplicate workload uids are rejected', () => {
 test('ports out of range are rejected', () => {
   rejects('services:\n- name: s\n  namespace: n\n  hostname: h\n  vips: []\n  ports:\n    80: 70000\n', 7, /0\.\.65535/);
 });
+
+test('a missing local config file is an actionable error, not a bare ENOENT', async () => {
+  const { loadLocalConfig } = await import('./local-config.js');
+  await assert.rejects(loadLocalConfig('/nonexistent/mesh.yaml'), (e: unknown) => isMeshError(e, 'ZT_ERR_LOCAL_CONFIG_INVALID') && /cannot read local config \/nonexistent\/mesh\.yaml: ENOENT .*LOCAL_XDS_PATH/.test(e.message));
+});

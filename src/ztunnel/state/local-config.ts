@@ -2,6 +2,7 @@ import net from 'node:net';
 import { readFile } from 'node:fs/promises';
 import type { Node } from 'yaml';
 import { YamlReader } from '../../lib/yaml-reader.js';
+import { MeshError } from '../../lib/errors.js';
 import { parseCidr, type Cidr } from '../../lib/ip.js';
 import { DEFAULT_CLUSTER_ID, type GatewayAddress, type Workload } from './workload.js';
 import type { Endpoint, LoadBalancerScope, Service } from './service.js';
@@ -37,7 +38,13 @@ const MATCH_FIELDS = [
 const SCOPES: readonly LoadBalancerScope[] = ['Region', 'Zone', 'Subzone', 'Node', 'Cluster', 'Network'];
 
 export async function loadLocalConfig(file: string): Promise<LocalConfig> {
-  return parseLocalConfig(file, await readFile(file, 'utf8'));
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new MeshError('ZT_ERR_LOCAL_CONFIG_INVALID', `cannot read local config ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (LOCAL_XDS_PATH / --local-config must name a ztunnel local-config YAML file)`);
+  }
+  return parseLocalConfig(file, text);
 }
 
 /** Parses and validates local config; throws ZT_ERR_LOCAL_CONFIG_INVALID naming `file:line` and the reason. */

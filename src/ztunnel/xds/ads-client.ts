@@ -40,7 +40,7 @@ export async function readPemOrFile(v: string, what: string): Promise<string> {
   try {
     return await readFile(v, 'utf8');
   } catch (e) {
-    throw new MeshError('AMESH_ERR_CONFIG', `${what}: cannot read ${v}: ${(e as Error).message}`);
+    throw new MeshError('AMESH_ERR_CONFIG', `${what}: cannot read ${v}: ${(e as Error).message} (point XDS_ROOT_CA / CA_ROOT_CA at istiod's root-cert.pem, or give the PEM itself)`);
   }
 }
 
