@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { create, toBinary } from '@bufbuild/protobuf';
+import { create, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { anyPack, EmptySchema } from '@bufbuild/protobuf/wkt';
 import type { Any } from '@bufbuild/protobuf/wkt';
 import { AddressSchema, PortListSchema, type Address } from '../../api/istio/workload/workload_pb.js';
-import { AuthorizationSchema, type Authorization, type StringMatch } from '../../api/istio/security/authorization_pb.js';
+import { AuthorizationSchema, type MatchSchema, type StringMatchSchema, type Authorization } from '../../api/istio/security/authorization_pb.js';
 import type { AuthorizationModel, MatchModel, ServiceModel, StringMatchModel, WorkloadModel } from '../model/types.js';
 
 /** xDS type URLs ztunnel subscribes to (spec §3.1). */
@@ -53,16 +53,15 @@ function serviceAddress(s: ServiceModel): Address {
   });
 }
 
-function stringMatch(m: StringMatchModel): Partial<StringMatch> {
+function stringMatch(m: StringMatchModel): MessageInitShape<typeof StringMatchSchema> {
   if ('exact' in m) return { matchType: { case: 'exact', value: m.exact } };
   if ('prefix' in m) return { matchType: { case: 'prefix', value: m.prefix } };
   if ('suffix' in m) return { matchType: { case: 'suffix', value: m.suffix } };
   return { matchType: { case: 'presence', value: create(EmptySchema) } };
 }
 
-function match(m: MatchModel): object {
+function match(m: MatchModel): MessageInitShape<typeof MatchSchema> {
   return {
-    ...m,
     namespaces: m.namespaces.map(stringMatch),
     notNamespaces: m.notNamespaces.map(stringMatch),
     principals: m.principals.map(stringMatch),
