@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: direct TCP vs amesh (SOCKS5 -> ztunnel -> HBONE -> ztunnel -> app, two processes) vs a stunnel4
- * mTLS pair, side by side in one run on loopback. Prints a table with ratios and writes JSON to bench/results/.
+ * mTLS pair, side by side in one run on loopback (interleaved rounds, medians). Prints a table with ratios and writes JSON to bench/results/.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile, readFile } from 'node:fs/promises';
@@ -24,6 +24,12 @@ const THROUGHPUT_MS = 2500;
 const LATENCY_ROUNDS = 5000;
 const CONN_MS = 2500;
 const CONN_CONCURRENCY = 8;
+/**
+ * Rounds of the whole suite, interleaved across paths; each figure is the median over rounds. On a shared 2-core
+ * machine one round's numbers swing by ±30% with the host's load; the median of interleaved rounds compares the
+ * paths under the same conditions. `BENCH_ROUNDS=1` gives a quick single pass.
+ */
+const ROUNDS = Math.max(1, Number(process.env['BENCH_ROUNDS'] ?? 3) || 3);
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 
 type Dial = (port: number) => Promise<net.Socket>;
@@ -242,8 +248,32 @@ interface Row {
   rssMiB: number | null;
 }
 
-async function measure(t: Target): Promise<Row> {
-  process.stderr.write(`  ${t.name}: throughput...`);
+function median(values: number[]): number {
+  const v = [...values].sort((a, b) => a - b);
+  const mid = v.length >> 1;
+  return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
+}
+
+/** One path's rows from several rounds, folded into a row of per-figure medians. */
+function medianRow(rs: Row[]): Row {
+  const med = (f: (r: Row) => number): number => median(rs.map(f));
+  const first = rs[0]!;
+  return {
+    name: first.name,
+    throughput1: med((r) => r.throughput1),
+    throughput8: med((r) => r.throughput8),
+    p50: med((r) => r.p50),
+    p99: med((r) => r.p99),
+    p999: med((r) => r.p999),
+    connPerSec: med((r) => r.connPerSec),
+    cpuSecPerGB: first.cpuSecPerGB === null ? null : med((r) => r.cpuSecPerGB ?? 0),
+    // VmHWM is a high-water mark: the last round's is the peak of the run.
+    rssMiB: rs[rs.length - 1]!.rssMiB,
+  };
+}
+
+async function measure(t: Target, round: number): Promise<Row> {
+  process.stderr.write(`  round ${round}/${ROUNDS} ${t.name}: throughput...`);
   const one = await throughput(t, 1);
   const eight = await throughput(t, 8);
   process.stderr.write(' latency...');
@@ -280,14 +310,19 @@ async function main(): Promise<void> {
   targets.push({ name: 'node-tls', dial: (p) => tcpConnect('127.0.43.1', p === ECHO_PORT ? 7000 : 7001), pids: nodeTunnel.map((s) => s.pid!) });
   if (stunnel !== undefined) targets.push({ name: 'stunnel', dial: (p) => tcpConnect('127.0.41.1', p === ECHO_PORT ? 7000 : 7001), pids: stunnel.map((s) => s.pid!) });
   else process.stderr.write('stunnel4 not found (apt-get install stunnel4): comparing with direct TCP only\n');
-  const rows: Row[] = [];
+  const rounds: Row[][] = [];
   try {
-    process.stderr.write('measuring (loopback, one run, side by side):\n');
-    for (const t of targets) rows.push(await measure(t));
+    process.stderr.write(`measuring (loopback, one run, side by side, ${ROUNDS} interleaved rounds, medians):\n`);
+    for (let r = 1; r <= ROUNDS; r++) {
+      const round: Row[] = [];
+      for (const t of targets) round.push(await measure(t, r));
+      rounds.push(round);
+    }
   } finally {
     for (const p of [...zts, ...nodeTunnel, ...(stunnel ?? [])]) p.kill('SIGTERM');
     for (const s of app) s.close();
   }
+  const rows = targets.map((t, i) => medianRow(rounds.map((round) => round[i]!)));
   const byName = (n: string): Row | undefined => rows.find((r) => r.name === n);
   const fmt = (v: number | null, d = 1): string => (v === null ? '-' : v.toFixed(d));
   const mbps = (b: number): string => (b / 1e6).toFixed(0);
@@ -326,7 +361,7 @@ async function main(): Promise<void> {
   const outDir = path.resolve(here, here.includes(`${path.sep}dist${path.sep}`) ? '../../bench/results' : 'results');
   await mkdir(outDir, { recursive: true });
   const file = path.join(outDir, `hbone-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  await writeFile(file, JSON.stringify({ date: new Date().toISOString(), node: process.version, rows, ratios }, null, 2));
+  await writeFile(file, JSON.stringify({ date: new Date().toISOString(), node: process.version, rounds: ROUNDS, rows, ratios, allRounds: rounds }, null, 2));
   process.stdout.write(`\nresults written to ${file}\n`);
   await rm(dir, { recursive: true, force: true });
 }
