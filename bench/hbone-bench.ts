@@ -2,11 +2,11 @@
  * `npm run bench`: direct TCP vs amesh (SOCKS5 -> ztunnel -> HBONE -> ztunnel -> app, two processes) vs a stunnel4
  * mTLS pair, side by side in one run on loopback (interleaved rounds, medians). Prints a table with ratios and writes JSON to bench/results/.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile, readFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writePluginCaDir, CertificateAuthority } from '../src/lib/pki/certificate-authority.js';
@@ -61,7 +61,7 @@ function cpuSeconds(pids: number[]): number {
   let ticks = 0;
   for (const pid of pids) {
     try {
-      const stat = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' }).stdout;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       ticks += Number(f[11]) + Number(f[12]);
     } catch {
@@ -81,8 +81,9 @@ async function rssMiB(pids: number[]): Promise<number> {
 }
 
 /** Writes as fast as the path allows for `ms` on each of `streams` connections; returns bytes/s. */
-async function throughput(t: Target, streams: number): Promise<{ bps: number; bytes: number; cpu: number }> {
+async function throughput(t: Target, streams: number): Promise<{ bps: number; bytes: number; cpu: number; loadCpu: number }> {
   const cpu0 = cpuSeconds(t.pids);
+  const load0 = process.cpuUsage();
   const start = performance.now();
   const counts = await Promise.all(
     Array.from({ length: streams }, async () => {
@@ -110,7 +111,8 @@ async function throughput(t: Target, streams: number): Promise<{ bps: number; by
   );
   const secs = (performance.now() - start) / 1000;
   const bytes = counts.reduce((a, b) => a + b, 0);
-  return { bps: bytes / secs, bytes, cpu: cpuSeconds(t.pids) - cpu0 };
+  const load = process.cpuUsage(load0);
+  return { bps: bytes / secs, bytes, cpu: cpuSeconds(t.pids) - cpu0, loadCpu: (load.user + load.system) / 1e6 };
 }
 
 /** 64-byte ping-pong on one open connection. */
@@ -245,6 +247,8 @@ interface Row {
   p999: number;
   connPerSec: number;
   cpuSecPerGB: number | null;
+  /** The bench process itself (load generator and app sink), which shares the machine's cores with the proxies. */
+  loadCpuSecPerGB: number;
   rssMiB: number | null;
 }
 
@@ -267,6 +271,7 @@ function medianRow(rs: Row[]): Row {
     p999: med((r) => r.p999),
     connPerSec: med((r) => r.connPerSec),
     cpuSecPerGB: first.cpuSecPerGB === null ? null : med((r) => r.cpuSecPerGB ?? 0),
+    loadCpuSecPerGB: med((r) => r.loadCpuSecPerGB),
     // VmHWM is a high-water mark: the last round's is the peak of the run.
     rssMiB: rs[rs.length - 1]!.rssMiB,
   };
@@ -290,6 +295,7 @@ async function measure(t: Target, round: number): Promise<Row> {
     p999: lat.p999,
     connPerSec: cps,
     cpuSecPerGB: t.pids.length === 0 ? null : (one.cpu + eight.cpu) / gb,
+    loadCpuSecPerGB: (one.loadCpu + eight.loadCpu) / gb,
     rssMiB: t.pids.length === 0 ? null : await rssMiB(t.pids),
   };
 }
@@ -327,8 +333,8 @@ async function main(): Promise<void> {
   const fmt = (v: number | null, d = 1): string => (v === null ? '-' : v.toFixed(d));
   const mbps = (b: number): string => (b / 1e6).toFixed(0);
   const table = render('table',
-    ['PATH', 'MB/s 1 STREAM', 'MB/s 8 STREAMS', 'P50 µs', 'P99 µs', 'P999 µs', 'CONN/s', 'PROXY CPU s/GB', 'PROXY RSS MiB'],
-    rows.map((r) => [r.name, mbps(r.throughput1), mbps(r.throughput8), fmt(r.p50), fmt(r.p99), fmt(r.p999), fmt(r.connPerSec, 0), fmt(r.cpuSecPerGB, 2), fmt(r.rssMiB, 0)]),
+    ['PATH', 'MB/s 1 STREAM', 'MB/s 8 STREAMS', 'P50 µs', 'P99 µs', 'P999 µs', 'CONN/s', 'PROXY CPU s/GB', 'LOAD CPU s/GB', 'PROXY RSS MiB'],
+    rows.map((r) => [r.name, mbps(r.throughput1), mbps(r.throughput8), fmt(r.p50), fmt(r.p99), fmt(r.p999), fmt(r.connPerSec, 0), fmt(r.cpuSecPerGB, 2), fmt(r.loadCpuSecPerGB, 2), fmt(r.rssMiB, 0)]),
     rows);
   process.stdout.write('\n' + table);
   const a = byName('amesh')!;
@@ -356,6 +362,13 @@ async function main(): Promise<void> {
       `p50 ≤1.1× (${st['p50']!.toFixed(2)}×)`,
       `p99 ≤2× (${st['p99']!.toFixed(2)}×)`,
     ].join(', ') + '\n');
+    // Throughput here is CPU-bound: proxies and load generator share the cores. This prints what that allows.
+    const s = byName('stunnel')!;
+    const cores = availableParallelism();
+    const ceiling = (r: Row): number => (cores / ((r.cpuSecPerGB ?? 0) + r.loadCpuSecPerGB)) * 1000;
+    const needed = cores / ((1.3 * s.throughput8) / 1e9) - a.loadCpuSecPerGB;
+    process.stdout.write(`CPU ceiling on ${cores} cores (cores ÷ CPU s/GB of proxies + load): amesh ${ceiling(a).toFixed(0)} MB/s, stunnel ${ceiling(s).toFixed(0)} MB/s; ` +
+      `1.3× stunnel's 8-stream rate needs amesh's two proxies at ≤${needed.toFixed(2)} CPU s/GB (now ${fmt(a.cpuSecPerGB, 2)}, stunnel ${fmt(s.cpuSecPerGB, 2)})\n`);
   }
   const here = path.dirname(fileURLToPath(import.meta.url));
   const outDir = path.resolve(here, here.includes(`${path.sep}dist${path.sep}`) ? '../../bench/results' : 'results');
