@@ -1,17 +1,32 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import tls from 'node:tls';
 import { once } from 'node:events';
 import { startEchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { meshFixture, hboneSession, sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
+import { clientTlsOptions, serverTlsOptions } from '../src/ztunnel/tls/workload-tls.js';
 import { startZtunnel } from './helpers/in-process.js';
 
 const MESH = `
 workloads:
 - {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.0.33.1], protocol: HBONE, node: n1}
 - {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.0.33.2], protocol: HBONE, node: n1}
+- {uid: r, name: rogue, namespace: b, serviceAccount: rogue, workloadIps: [127.0.33.3], protocol: HBONE, node: n2}
 `;
+
+const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+/** An HTTP/2 frame header plus payload. */
+const frame = (type: number, flags: number, streamId: number, payload: Buffer): Buffer => {
+  const h = Buffer.alloc(9);
+  h.writeUIntBE(payload.length, 0, 3);
+  h[3] = type;
+  h[4] = flags;
+  h.writeUInt32BE(streamId, 5);
+  return Buffer.concat([h, payload]);
+};
+const SETTINGS = frame(0x4, 0, 0, Buffer.alloc(0));
 
 async function works(): Promise<void> {
   const s = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
@@ -70,6 +85,71 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
     live.end();
   } finally {
     await zt.shutdown();
+    await echo.close();
+    await fx.cleanup();
+  }
+});
+
+test('malformed HTTP/2 from an authenticated HBONE peer, either side, fails only that connection', async () => {
+  const fx = await meshFixture();
+  await fx.write('mesh.yaml', MESH);
+  const echo = await startEchoServer('127.0.33.2', 8080);
+  // A peer ztunnel on "n2" with a valid certificate for its workload that answers every connection with junk frames.
+  const rogueCert = await fx.cert('spiffe://cluster.local/ns/b/sa/rogue');
+  const rogue = tls.createServer(serverTlsOptions(rogueCert), (s) => {
+    s.on('error', () => undefined);
+    s.end(Buffer.concat([SETTINGS, frame(0x0, 0, 0, Buffer.from('DATA on stream 0')), Buffer.alloc(64, 0xff)]));
+  });
+  rogue.listen(15008, '127.0.33.3');
+  await once(rogue, 'listening');
+  const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { POOL_UNUSED_RELEASE_TIMEOUT: '1h' });
+  try {
+    const live = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
+    live.resume();
+    let got = '';
+    live.on('data', (d: Buffer) => (got += d.toString()));
+    const cert = await fx.cert('spiffe://cluster.local/ns/a/sa/client');
+    const mtls = async (): Promise<tls.TLSSocket> => {
+      const tcp = net.connect({ host: '127.0.33.2', port: 15008, localAddress: '127.0.33.1' });
+      await once(tcp, 'connect');
+      const t = tls.connect({ ...clientTlsOptions(cert, ['spiffe://cluster.local/ns/b/sa/server']), socket: tcp });
+      t.on('error', () => undefined);
+      await once(t, 'secureConnect');
+      return t;
+    };
+    // Server side, after a good mTLS handshake: no preface at all; a preface then a frame that breaks the protocol
+    // (DATA on stream 0); an oversized frame; HEADERS that are not HPACK. Each connection is closed, nothing else.
+    for (const junk of [
+      Buffer.from('GET / HTTP/1.1\r\n\r\n'),
+      Buffer.concat([PREFACE, SETTINGS, frame(0x0, 0, 0, Buffer.from('x'))]),
+      Buffer.concat([PREFACE, SETTINGS, frame(0x0, 0, 1, Buffer.alloc(70_000))]),
+      Buffer.concat([PREFACE, SETTINGS, frame(0x1, 0x4, 1, Buffer.alloc(32, 0xff))]),
+    ]) {
+      const t = await mtls();
+      t.write(junk);
+      t.resume();
+      await once(t, 'close');
+    }
+    // Client side: the SOCKS5 connection bound for the rogue peer fails; nothing else does.
+    const toRogue = await socks5Connect('127.0.33.1', 15080, '127.0.33.3', 8080).then(
+      (s) => new Promise<string>((resolve) => {
+        s.on('error', () => undefined);
+        s.once('close', () => resolve('closed'));
+        s.resume();
+        s.write('hello?');
+      }),
+      (e: unknown) => `refused: ${e instanceof Error ? e.message : String(e)}`,
+    );
+    // The CONNECT never gets a response, so the SOCKS5 client is refused before any byte is relayed.
+    assert.match(toRogue, /^refused: .*general failure/);
+
+    live.write('survived');
+    await waitFor('live connection still echoes', () => got === 'survived');
+    await works();
+    live.end();
+  } finally {
+    await zt.shutdown();
+    rogue.close();
     await echo.close();
     await fx.cleanup();
   }
