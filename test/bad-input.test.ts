@@ -28,6 +28,21 @@ const frame = (type: number, flags: number, streamId: number, payload: Buffer): 
 };
 const SETTINGS = frame(0x4, 0, 0, Buffer.alloc(0));
 
+/** A SOCKS5 -> HBONE -> echo connection opened before the abuse, to show it is not disturbed. */
+async function liveConnection(): Promise<{ socket: net.Socket; stillEchoes: () => Promise<void> }> {
+  const socket = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
+  socket.resume();
+  let got = '';
+  socket.on('data', (d: Buffer) => (got += d.toString()));
+  return {
+    socket,
+    stillEchoes: async () => {
+      socket.write('survived');
+      await waitFor('live connection still echoes', () => got === 'survived');
+    },
+  };
+}
+
 async function works(): Promise<void> {
   const s = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
   assert.equal((await sendAndCollect(s, 'still alive')).toString(), 'still alive');
@@ -40,10 +55,7 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { POOL_UNUSED_RELEASE_TIMEOUT: '1h' });
   try {
     // A live connection that must survive everything below.
-    const live = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
-    live.resume();
-    let got = '';
-    live.on('data', (d: Buffer) => (got += d.toString()));
+    const live = await liveConnection();
 
     // Garbage instead of a TLS ClientHello.
     const g = net.connect({ host: '127.0.33.2', port: 15008 });
@@ -77,12 +89,11 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(zt.ctx.state.workloadByUid('s')?.name, 'server');
 
-    live.write('survived');
-    await waitFor('live connection still echoes', () => got === 'survived');
+    await live.stillEchoes();
     await works();
     const closed = await Promise.race([once(silent, 'close').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 12_000))]);
     assert.ok(closed, 'silent SOCKS5 client dropped');
-    live.end();
+    live.socket.end();
   } finally {
     await zt.shutdown();
     await echo.close();
@@ -104,10 +115,7 @@ test('malformed HTTP/2 from an authenticated HBONE peer, either side, fails only
   await once(rogue, 'listening');
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { POOL_UNUSED_RELEASE_TIMEOUT: '1h' });
   try {
-    const live = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
-    live.resume();
-    let got = '';
-    live.on('data', (d: Buffer) => (got += d.toString()));
+    const live = await liveConnection();
     const cert = await fx.cert('spiffe://cluster.local/ns/a/sa/client');
     const mtls = async (): Promise<tls.TLSSocket> => {
       const tcp = net.connect({ host: '127.0.33.2', port: 15008, localAddress: '127.0.33.1' });
@@ -143,10 +151,9 @@ test('malformed HTTP/2 from an authenticated HBONE peer, either side, fails only
     // The CONNECT never gets a response, so the SOCKS5 client is refused before any byte is relayed.
     assert.match(toRogue, /^refused: .*general failure/);
 
-    live.write('survived');
-    await waitFor('live connection still echoes', () => got === 'survived');
+    await live.stillEchoes();
     await works();
-    live.end();
+    live.socket.end();
   } finally {
     await zt.shutdown();
     rogue.close();
