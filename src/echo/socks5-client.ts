@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { formatHostPort } from '../lib/ip.js';
 
 /** SOCKS5 CONNECT reply codes (RFC 1928 §6), for messages. */
 const REPLIES: Record<number, string> = {
@@ -53,7 +54,7 @@ export function socks5Connect(proxyHost: string, proxyPort: number, host: string
       if (stage === 'reply') {
         if (buf.length < 10) return;
         if (buf[1] !== 0x00) {
-          return fail(new Socks5Error(buf[1]!, `SOCKS5 connect to ${host}:${port} failed: ${REPLIES[buf[1]!] ?? `reply ${buf[1]}`}`));
+          return fail(new Socks5Error(buf[1]!, `SOCKS5 connect to ${formatHostPort(host, port)} failed: ${REPLIES[buf[1]!] ?? `reply ${buf[1]}`}`));
         }
         s.off('data', onData);
         s.removeAllListeners('error');

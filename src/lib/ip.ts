@@ -25,6 +25,27 @@ export function ipBytes(s: string): Buffer | undefined {
   return undefined;
 }
 
+/**
+ * An IP literal in its one canonical text form, the form Node prints socket addresses in (RFC 5952 for IPv6,
+ * `::ffff:a.b.c.d` for mapped IPv4), or undefined when `s` is not one. Addresses are map keys and are compared as
+ * text, so every edge (config, xDS, SOCKS5, `:authority`) canonicalizes: `FD00:0::1` is `fd00::1`.
+ */
+export function canonicalIp(s: string): string | undefined {
+  const family = net.isIP(s);
+  if (family === 0) return undefined;
+  if (family === 4) return s;
+  return new net.SocketAddress({ address: s, family: 'ipv6' }).address;
+}
+
+/** The canonical text of a 4- or 16-byte address (see `canonicalIp`), or undefined for any other length. */
+export function formatIp(b: Uint8Array): string | undefined {
+  if (b.length === 4) return b.join('.');
+  if (b.length !== 16) return undefined;
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((b[i]! << 8) | b[i + 1]!).toString(16));
+  return canonicalIp(groups.join(':'));
+}
+
 export function isLoopback(ip: string): boolean {
   const b = ipBytes(ip);
   if (b === undefined) return false;
@@ -70,15 +91,16 @@ export function formatHostPort(ip: string, port: number): string {
   return net.isIPv6(ip) ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 
-/** Parses `host:port` / `[v6]:port` with a port in 1..65535. */
+/** Parses `host:port` / `[v6]:port` with a port in 1..65535; an IPv6 host comes back in canonical form. */
 export function parseHostPort(s: string): { host: string; port: number } | undefined {
   let host: string;
   let portStr: string;
   if (s.startsWith('[')) {
     const end = s.indexOf(']:');
     if (end < 0) return undefined;
-    host = s.slice(1, end);
-    if (!net.isIPv6(host)) return undefined;
+    const v6 = canonicalIp(s.slice(1, end));
+    if (v6 === undefined || !v6.includes(':')) return undefined;
+    host = v6;
     portStr = s.slice(end + 2);
   } else {
     const i = s.lastIndexOf(':');

@@ -3,6 +3,7 @@ import tls from 'node:tls';
 import { once } from 'node:events';
 import type { Logger } from 'pino';
 import { describeError, MeshError } from '../../lib/errors.js';
+import { formatHostPort } from '../../lib/ip.js';
 import { CONNECT_TIMEOUT_MS } from '../config.js';
 import { clientTlsOptions } from '../tls/workload-tls.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
@@ -13,7 +14,8 @@ import { startKeepalive } from './h2-keepalive.js';
 export interface WorkloadKey {
   readonly srcId: string;
   readonly dstIds: readonly string[];
-  readonly srcIp: string;
+  /** The address dialed from; undefined lets the kernel choose (no workload address of the destination's family). */
+  readonly srcIp: string | undefined;
   readonly dstIp: string;
   readonly dstPort: number;
 }
@@ -84,12 +86,12 @@ export class HbonePool {
       stream = conn.session.request(headers, { endStream: false });
     } catch (e) {
       this.release(conn, key);
-      throw new MeshError('ZT_ERR_HBONE_STREAM', `cannot open HBONE stream to ${key.dstIp}:${key.dstPort}: ${describeError(e)}`);
+      throw new MeshError('ZT_ERR_HBONE_STREAM', `cannot open HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)}: ${describeError(e)}`);
     }
     stream.once('close', () => this.release(conn, key));
     const status = await new Promise<number>((resolve, reject) => {
-      const onError = (e: Error): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${key.dstIp}:${key.dstPort} failed: ${describeError(e)}`));
-      const onClose = (): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${key.dstIp}:${key.dstPort} closed before a response (code ${stream.rstCode ?? '?'})`));
+      const onError = (e: Error): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} failed: ${describeError(e)}`));
+      const onClose = (): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} closed before a response (code ${stream.rstCode ?? '?'})`));
       stream.once('error', onError);
       stream.once('close', onClose);
       stream.once('response', (h) => {
@@ -114,7 +116,7 @@ export class HbonePool {
   }
 
   private keyString(k: WorkloadKey): string {
-    return `${k.srcId}|${[...k.dstIds].sort().join(',')}|${k.srcIp}|${k.dstIp}:${k.dstPort}`;
+    return `${k.srcId}|${[...k.dstIds].sort().join(',')}|${k.srcIp ?? '*'}|${formatHostPort(k.dstIp, k.dstPort)}`;
   }
 
   private async checkout(key: WorkloadKey, cert: () => Promise<WorkloadCertificate>): Promise<PooledConnection> {
@@ -163,7 +165,7 @@ export class HbonePool {
     clearTimeout(c.idleTimer);
     c.idleTimer = setTimeout(() => {
       if (c.active === 0) {
-        this.log.debug({ dst: `${key.dstIp}:${key.dstPort}` }, 'closing unused HBONE connection');
+        this.log.debug({ dst: formatHostPort(key.dstIp, key.dstPort) }, 'closing unused HBONE connection');
         this.retire(c, 'unused');
       }
     }, this.settings.unusedReleaseTimeoutMs);
@@ -199,12 +201,12 @@ export class HbonePool {
     const cert = await certFn();
     const tcp = await this.sockets.connect(key.dstIp, key.dstPort, key.srcIp, 'maybe a NetworkPolicy is blocking HBONE port 15008');
     const socket = tls.connect({ ...clientTlsOptions(cert, key.dstIds), socket: tcp });
-    const timer = setTimeout(() => socket.destroy(new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${key.dstIp}:${key.dstPort} timed out`)), CONNECT_TIMEOUT_MS);
+    const timer = setTimeout(() => socket.destroy(new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${formatHostPort(key.dstIp, key.dstPort)} timed out`)), CONNECT_TIMEOUT_MS);
     timer.unref();
     try {
       await once(socket, 'secureConnect');
-      if (socket.alpnProtocol !== 'h2') throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${key.dstIp}:${key.dstPort} did not negotiate ALPN h2`);
-      const session = http2.connect(`https://${key.dstIp}:${key.dstPort}`, {
+      if (socket.alpnProtocol !== 'h2') throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${formatHostPort(key.dstIp, key.dstPort)} did not negotiate ALPN h2`);
+      const session = http2.connect(`https://${formatHostPort(key.dstIp, key.dstPort)}`, {
         createConnection: () => socket,
         settings: {
           initialWindowSize: this.settings.streamWindowSize,
@@ -215,11 +217,11 @@ export class HbonePool {
         peerMaxConcurrentStreams: this.settings.maxStreamsPerConnection,
         maxSessionMemory: MAX_SESSION_MEMORY_MB,
       });
-      session.on('error', (e) => this.log.debug({ dst: `${key.dstIp}:${key.dstPort}`, error: describeError(e) }, 'HBONE connection error'));
+      session.on('error', (e) => this.log.debug({ dst: formatHostPort(key.dstIp, key.dstPort), error: describeError(e) }, 'HBONE connection error'));
       const [settings] = (await once(session, 'remoteSettings')) as [http2.Settings];
       session.setLocalWindowSize(this.settings.connectionWindowSize);
       startKeepalive(session, (why) => {
-        this.log.warn({ dst: `${key.dstIp}:${key.dstPort}`, reason: why }, 'HBONE connection is dead; closing it');
+        this.log.warn({ dst: formatHostPort(key.dstIp, key.dstPort), reason: why }, 'HBONE connection is dead; closing it');
         session.destroy();
       });
       const limit = Math.min(this.settings.maxStreamsPerConnection, settings.maxConcurrentStreams ?? Infinity);
@@ -227,7 +229,7 @@ export class HbonePool {
     } catch (e) {
       socket.destroy();
       if (e instanceof MeshError) throw e;
-      throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${key.dstIp}:${key.dstPort} failed: ${describeError(e)}`, { cause: e });
+      throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${formatHostPort(key.dstIp, key.dstPort)} failed: ${describeError(e)}`, { cause: e });
     } finally {
       clearTimeout(timer);
     }

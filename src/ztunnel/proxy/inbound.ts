@@ -183,8 +183,8 @@ export class InboundHbone {
     policyLog({ src: peer.addr, dst: authority }, 'connection allowed by policy');
 
     // Connect to the app from the client's own IP where the host allows it (loopback, local mode), as ztunnel
-    // spoofs the source with IP_TRANSPARENT; otherwise from the workload's IP.
-    const from = isLoopback(peer.ip) && isLoopback(podIp) ? peer.ip : podIp;
+    // spoofs the source with IP_TRANSPARENT; otherwise (or across address families) from the workload's IP.
+    const from = isLoopback(peer.ip) && isLoopback(podIp) && net.isIP(peer.ip) === net.isIP(podIp) ? peer.ip : podIp;
     let upstream;
     try {
       upstream = await this.ctx.sockets.connect(podIp, targetPort, from);

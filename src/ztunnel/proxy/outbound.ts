@@ -33,6 +33,17 @@ export function failureKind(e: unknown): OutboundFailure {
 }
 
 /**
+ * The address to dial from: the one the app's connection was captured on, unless the destination is of the other
+ * address family (a SOCKS5 client on an IPv4 listener may ask for an IPv6 target). Then the workload's own address
+ * of that family, as its app would have used; with none, the kernel chooses.
+ */
+export function sourceIpFor(source: Workload, captured: string, dstIp: string): string | undefined {
+  const family = net.isIP(dstIp);
+  if (net.isIP(captured) === family) return captured;
+  return source.workloadIps.find((ip) => net.isIP(ip) === family);
+}
+
+/**
  * Outbound for one local workload: decides the upstream (spec §5), connects to it (HBONE through the pool, or
  * plain TCP), and hands back a duplex to relay to. The caller reports success to the app, then calls `relay`.
  */
@@ -69,6 +80,7 @@ export class Outbound {
       return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', describeError(e)), 'CONNECT');
     }
     const base = { direction: 'outbound' as const, workloadUid: this.uid, originalDst, rbac: undefined };
+    const fromIp = sourceIpFor(source!, srcIp, up.ip);
     if (up.kind === 'passthrough' || up.protocol === 'TCP') {
       const ip = up.ip;
       const port = up.kind === 'passthrough' ? up.port : up.targetPort;
@@ -77,19 +89,19 @@ export class Outbound {
         parties: { reporter: 'source' as const, source, sourceIdentity: undefined, destination: up.kind === 'workload' ? up.workload : undefined, destinationService: up.service, mtls: false },
       };
       try {
-        const sock = await this.ctx.sockets.connect(ip, port, srcIp);
+        const sock = await this.ctx.sockets.connect(ip, port, fromIp);
         return { upstream: sock, info };
       } catch (e) {
         return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)), 'CONNECT', up);
       }
     }
-    return this.connectHbone(source!, src, srcIp, up, base, fail);
+    return this.connectHbone(source!, src, fromIp, up, base, fail);
   }
 
   private async connectHbone(
     source: Workload,
     src: string,
-    srcIp: string,
+    srcIp: string | undefined,
     up: Extract<Upstream, { kind: 'workload' }>,
     base: { direction: 'outbound'; workloadUid: string; originalDst: string; rbac: undefined },
     fail: (err: MeshError, flags: ResponseFlags, up?: Upstream) => never,

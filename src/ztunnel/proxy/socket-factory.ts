@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { MeshError } from '../../lib/errors.js';
+import { formatHostPort } from '../../lib/ip.js';
 import { CONNECT_TIMEOUT_MS } from '../config.js';
 
 /**
@@ -18,7 +19,7 @@ export class LocalSocketFactory implements SocketFactory {
   async listen(server: net.Server, host: string, port: number): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException): void => {
-        reject(new MeshError('ZT_ERR_BIND', `cannot listen on ${host}:${port}: ${e.code ?? e.message}${e.code === 'EADDRNOTAVAIL' ? ' (the workload IP is not an address of this host; in local mode use addresses such as 127.0.10.1)' : e.code === 'EADDRINUSE' ? ' (another process, maybe another ztunnel, owns it)' : ''}`, { cause: e }));
+        reject(new MeshError('ZT_ERR_BIND', `cannot listen on ${formatHostPort(host, port)}: ${e.code ?? e.message}${e.code === 'EADDRNOTAVAIL' ? ' (the workload IP is not an address of this host; in local mode use addresses such as 127.0.10.1)' : e.code === 'EADDRINUSE' ? ' (another process, maybe another ztunnel, owns it)' : ''}`, { cause: e }));
       };
       server.once('error', onError);
       server.listen({ host, port, backlog: 1024, exclusive: true }, () => {
@@ -33,7 +34,7 @@ export class LocalSocketFactory implements SocketFactory {
       const s = net.connect({ host, port, localAddress, allowHalfOpen: true, noDelay: true, keepAlive: true, keepAliveInitialDelay: 180_000 });
       const timer = setTimeout(() => {
         s.destroy();
-        reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `connection to ${host}:${port} timed out after ${CONNECT_TIMEOUT_MS / 1000}s${hint === undefined ? '' : `; ${hint}`}`));
+        reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `connection to ${formatHostPort(host, port)} timed out after ${CONNECT_TIMEOUT_MS / 1000}s${hint === undefined ? '' : `; ${hint}`}`));
       }, CONNECT_TIMEOUT_MS);
       timer.unref();
       s.once('connect', () => {
@@ -43,7 +44,7 @@ export class LocalSocketFactory implements SocketFactory {
       });
       s.once('error', (e: NodeJS.ErrnoException) => {
         clearTimeout(timer);
-        reject(new MeshError('ZT_ERR_UPSTREAM_CONNECT', `connect to ${host}:${port} failed: ${e.code ?? e.message}`, { cause: e }));
+        reject(new MeshError('ZT_ERR_UPSTREAM_CONNECT', `connect to ${formatHostPort(host, port)} failed: ${e.code ?? e.message}`, { cause: e }));
       });
     });
   }

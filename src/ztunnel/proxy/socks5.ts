@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { describeError, MeshError } from '../../lib/errors.js';
-import { formatHostPort } from '../../lib/ip.js';
+import { formatHostPort, formatIp } from '../../lib/ip.js';
 import { SOCKS5_PORT } from '../config.js';
 import type { ProxyContext } from './proxy-context.js';
 import { failureKind, type Outbound, type OutboundFailure } from './outbound.js';
@@ -45,9 +45,8 @@ function parseRequest(b: Buffer): Parse<Target> {
   if (b.length < end) return { t: 'more' };
   const raw = b.subarray(start, start + addrLen);
   let host: string;
-  if (atyp === 0x01) host = [...raw].join('.');
-  else if (atyp === 0x04) host = Array.from({ length: 8 }, (_, i) => raw.readUInt16BE(i * 2).toString(16)).join(':');
-  else host = raw.toString('latin1');
+  if (atyp === 0x03) host = raw.toString('latin1');
+  else host = formatIp(raw)!; // 4 or 16 bytes: always an address
   return { t: 'ok', value: { host, port: b.readUInt16BE(start + addrLen), domain: atyp === 0x03 }, used: end };
 }
 

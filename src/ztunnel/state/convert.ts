@@ -1,7 +1,7 @@
 import { anyUnpack, type Any } from '@bufbuild/protobuf/wkt';
 import { AddressSchema, LoadBalancing_HealthPolicy, LoadBalancing_Mode, LoadBalancing_Scope, TunnelProtocol, WorkloadStatus, WorkloadType, type GatewayAddress as PbGateway, type Service as PbService, type Workload as PbWorkload } from '../../api/istio/workload/workload_pb.js';
 import { Action, AuthorizationSchema, Scope, type Match, type StringMatch as PbStringMatch } from '../../api/istio/security/authorization_pb.js';
-import { parseCidr, type Cidr } from '../../lib/ip.js';
+import { formatIp, parseCidr, type Cidr } from '../../lib/ip.js';
 import type { LocalWorkload } from './local-config.js';
 import type { Authorization, RbacMatch, StringMatch } from './policy.js';
 import type { LoadBalancerScope, Service } from './service.js';
@@ -14,35 +14,11 @@ export interface Rejected {
 
 export type ConvertedAddress = { readonly workload: LocalWorkload } | { readonly service: Service } | Rejected;
 
-function ipString(b: Uint8Array): string | undefined {
-  if (b.length === 4) return [...b].join('.');
-  if (b.length === 16) {
-    const v = Buffer.from(b);
-    const g = Array.from({ length: 8 }, (_, i) => v.readUInt16BE(i * 2));
-    // RFC 5952: compress the longest run (≥2) of zero groups, as Node prints addresses.
-    let best = -1;
-    let bestLen = 1;
-    for (let i = 0; i < 8; ) {
-      let j = i;
-      while (j < 8 && g[j] === 0) j++;
-      if (j - i > bestLen) {
-        best = i;
-        bestLen = j - i;
-      }
-      i = j === i ? i + 1 : j;
-    }
-    const hex = g.map((x) => x.toString(16));
-    if (best < 0) return hex.join(':');
-    return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
-  }
-  return undefined;
-}
-
 function gateway(g: PbGateway | undefined): GatewayAddress | undefined {
   if (g === undefined) return undefined;
   const d = g.destination;
   if (d.case === 'hostname') return { destination: { namespace: d.value.namespace, hostname: d.value.hostname }, hboneMtlsPort: g.hboneMtlsPort };
-  if (d.case === 'address') return { destination: { address: `${d.value.network}/${ipString(d.value.address) ?? ''}` }, hboneMtlsPort: g.hboneMtlsPort };
+  if (d.case === 'address') return { destination: { address: `${d.value.network}/${formatIp(d.value.address) ?? ''}` }, hboneMtlsPort: g.hboneMtlsPort };
   return undefined;
 }
 
@@ -56,7 +32,7 @@ function workloadFromXds(w: PbWorkload): { workload: LocalWorkload } | Rejected 
   if (w.tunnelProtocol === TunnelProtocol.LEGACY_ISTIO_MTLS) return { rejected: `workload ${w.uid}: unsupported tunnel protocol: legacy istio mtls` };
   const ips: string[] = [];
   for (const a of w.addresses) {
-    const ip = ipString(a);
+    const ip = formatIp(a);
     if (ip === undefined) return { rejected: `workload ${w.uid}: address of ${a.length} bytes is not IPv4 or IPv6` };
     ips.push(ip);
   }
@@ -96,7 +72,7 @@ function serviceFromXds(s: PbService): { service: Service } | Rejected {
   const vips: string[] = [];
   const cidrVips: string[] = [];
   for (const a of s.addresses) {
-    const ip = ipString(a.address);
+    const ip = formatIp(a.address);
     if (ip === undefined) return { rejected: `service ${s.namespace}/${s.hostname}: VIP of ${a.address.length} bytes` };
     if (a.length !== undefined && a.length !== a.address.length * 8) cidrVips.push(`${a.network}/${ip}/${a.length}`);
     else vips.push(`${a.network}/${ip}`);
@@ -162,7 +138,7 @@ function matchFromXds(m: Match): RbacMatch | string {
   const cidr = (xs: { address: Uint8Array; length: number }[]): Cidr[] | string => {
     const out: Cidr[] = [];
     for (const x of xs) {
-      const c = parseCidr(`${ipString(x.address) ?? 'x'}/${x.length}`);
+      const c = parseCidr(`${formatIp(x.address) ?? 'x'}/${x.length}`);
       if (c === undefined) return `invalid IP match of ${x.address.length} bytes /${x.length}`;
       out.push(c);
     }

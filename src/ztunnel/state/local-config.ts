@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import type { Node } from 'yaml';
 import { YamlReader } from '../../lib/yaml-reader.js';
 import { MeshError } from '../../lib/errors.js';
-import { parseCidr, type Cidr } from '../../lib/ip.js';
+import { canonicalIp, parseCidr, type Cidr } from '../../lib/ip.js';
 import { DEFAULT_CLUSTER_ID, type GatewayAddress, type Workload } from './workload.js';
 import type { Endpoint, LoadBalancerScope, Service } from './service.js';
 import type { Authorization, RbacMatch, ServiceAccountMatch, StringMatch } from './policy.js';
@@ -68,17 +68,18 @@ export function parseLocalConfig(file: string, text: string): LocalConfig {
 
 function ip(r: YamlReader, n: Node | null | undefined, path: string): string {
   const s = r.str(n, path);
-  if (net.isIP(s) === 0) r.fail(n, path, `"${s}" is not an IP address`);
-  return s;
+  const ip = canonicalIp(s);
+  if (ip === undefined) r.fail(n, path, `"${s}" is not an IP address`);
+  return ip;
 }
 
 /** `network/ip`, where the network may be empty ("/10.0.0.1"); a bare IP means the default network. */
 function networkAddress(r: YamlReader, n: Node | null | undefined, path: string): string {
   const s = r.str(n, path);
   const slash = s.indexOf('/');
-  const addr = slash < 0 ? s : s.slice(slash + 1);
-  if (net.isIP(addr) === 0) r.fail(n, path, `"${s}" is not "<network>/<ip>"`);
-  return slash < 0 ? `/${s}` : s;
+  const ip = canonicalIp(slash < 0 ? s : s.slice(slash + 1));
+  if (ip === undefined) r.fail(n, path, `"${s}" is not "<network>/<ip>"`);
+  return `${slash < 0 ? '' : s.slice(0, slash)}/${ip}`;
 }
 
 function portMap(r: YamlReader, n: Node | null | undefined, path: string): Record<string, number> {

@@ -1,0 +1,31 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { canonicalIp, formatIp, ipBytes, parseHostPort } from './ip.js';
+
+test('canonicalIp: every spelling of an IPv6 address becomes the one Node prints (RFC 5952)', () => {
+  for (const [given, canonical] of [
+    ['FD00:0:0::1', 'fd00::1'],
+    ['0:0:0:0:0:0:0:1', '::1'],
+    ['2001:db8:0:0:1:0:0:1', '2001:db8::1:0:0:1'], // the first of two equal zero runs is compressed
+    ['1:0:3:4:5:6:7:8', '1:0:3:4:5:6:7:8'], // a single zero group is not
+    ['0:0:0:0:0:ffff:0a00:0001', '::ffff:10.0.0.1'], // mapped IPv4 keeps the dotted tail
+    ['10.0.0.1', '10.0.0.1'],
+  ]) assert.equal(canonicalIp(given!), canonical, given);
+  assert.equal(canonicalIp('fd00::1::2'), undefined);
+  assert.equal(canonicalIp('example.com'), undefined);
+});
+
+test('formatIp: raw 4- and 16-byte addresses (xDS, SOCKS5) round-trip through ipBytes in canonical form', () => {
+  for (const ip of ['10.1.2.3', '::1', 'fd00::a:0:0:1', '2001:db8::1:0:0:1', '::ffff:10.0.0.1', '::']) {
+    assert.equal(formatIp(ipBytes(ip)!), ip);
+  }
+  assert.equal(formatIp(new Uint8Array(5)), undefined);
+});
+
+test('parseHostPort: a bracketed IPv6 :authority comes back canonical; bad forms are refused', () => {
+  assert.deepEqual(parseHostPort('[FD00:0::1]:8080'), { host: 'fd00::1', port: 8080 });
+  assert.deepEqual(parseHostPort('10.0.0.1:80'), { host: '10.0.0.1', port: 80 });
+  for (const bad of ['[10.0.0.1]:80', 'fd00::1:80', '[fd00::1]', '10.0.0.1:0', '10.0.0.1:65536', '[zz::1]:80']) {
+    assert.equal(parseHostPort(bad), undefined, bad);
+  }
+});

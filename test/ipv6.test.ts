@@ -1,0 +1,34 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startEchoServer } from '../src/echo/echo-server.js';
+import { socks5Connect } from '../src/echo/socks5-client.js';
+import { meshFixture, sendAndCollect } from './helpers/mesh-fixture.js';
+import { startZtunnel } from './helpers/in-process.js';
+
+// The server workload's IP is written the long way on purpose: addresses are compared as text, so the config, the
+// SOCKS5 request (16 raw bytes) and the HBONE `:authority` must all arrive at the same canonical form (`::1`).
+const MESH = `
+workloads:
+- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.0.39.1], protocol: HBONE, node: n1}
+- {uid: s6, name: server6, namespace: b, serviceAccount: server, workloadIps: ['0:0:0:0:0:0:0:1'], protocol: HBONE, node: n1}
+`;
+
+test('an IPv6 workload written in long form is reached over HBONE from an IPv4 client via a SOCKS5 IPv6 request', async () => {
+  const fx = await meshFixture();
+  await fx.write('mesh.yaml', MESH);
+  const echo = await startEchoServer('::1', 0);
+  const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
+  try {
+    assert.equal(zt.ctx.state.workloadByAddr('', '::1')?.uid, 's6', 'the config stores the canonical form');
+    const s = await socks5Connect('127.0.39.1', 15080, '::1', echo.port);
+    assert.equal((await sendAndCollect(s, 'over v6')).toString(), 'over v6');
+    const metrics = await (await fetch(`http://127.0.0.1:${zt.ports.metrics}/metrics`)).text();
+    const opened = metrics.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
+    assert.ok(opened?.includes('destination_workload="server6"'), `HBONE reached the IPv6 workload: ${opened ?? 'no destination metric'}`);
+    assert.ok(opened?.includes('connection_security_policy="mutual_tls"'));
+  } finally {
+    await zt.shutdown();
+    await echo.close();
+    await fx.cleanup();
+  }
+});
