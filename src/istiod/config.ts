@@ -3,7 +3,7 @@ import { MeshError } from '../lib/errors.js';
 import { parseDuration } from '../lib/duration.js';
 import { parseListenAddress, type ListenAddress } from '../lib/address.js';
 import { LogControl, type LogFormat } from '../lib/log.js';
-import { DEFAULT_TRUST_DOMAIN } from '../lib/spiffe.js';
+import { parseTrustDomain } from '../lib/spiffe.js';
 import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
 
 /** istiod's defaults, each Istio's own (spec §1.2, §2.4). */
@@ -63,7 +63,7 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
     configDir: flags.configDir === undefined ? undefined : path.resolve(flags.configDir),
     caDir: flags.caDir,
     stateDir: path.resolve(flags.stateDir ?? ISTIOD_DEFAULTS.stateDir),
-    trustDomain: env['TRUST_DOMAIN'] ?? DEFAULT_TRUST_DOMAIN,
+    trustDomain: parseTrustDomain(env['TRUST_DOMAIN']),
     clusterId: env['CLUSTER_ID'] ?? 'Kubernetes',
     rootNamespace: env['ROOT_NAMESPACE'] ?? ISTIOD_DEFAULTS.rootNamespace,
     domainSuffix: env['CLUSTER_DOMAIN'] ?? 'cluster.local',

@@ -12,6 +12,18 @@ export const SPIFFE_PREFIX = 'spiffe://';
 export const DEFAULT_TRUST_DOMAIN = 'cluster.local';
 export const DEFAULT_SERVICE_ACCOUNT = 'default';
 
+/**
+ * A trust domain from config (TRUST_DOMAIN), checked against the SPIFFE ID spec: lowercase letters, digits, ".", "-"
+ * and "_". Unset or empty is the default; anything else that does not fit is a config error, never an identity.
+ */
+export function parseTrustDomain(value: string | undefined, name = 'TRUST_DOMAIN'): string {
+  if (value === undefined || value === '') return DEFAULT_TRUST_DOMAIN;
+  if (!/^[a-z0-9._-]+$/.test(value)) {
+    throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${value}" is not a SPIFFE trust domain (use lowercase letters, digits, ".", "-" and "_", e.g. cluster.local)`);
+  }
+  return value;
+}
+
 export function identityToString(id: Identity): string {
   return `${SPIFFE_PREFIX}${id.trustDomain}/ns/${id.namespace}/sa/${id.serviceAccount}`;
 }

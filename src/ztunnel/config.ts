@@ -2,7 +2,7 @@ import { MeshError } from '../lib/errors.js';
 import { parseDuration } from '../lib/duration.js';
 import { parseListenAddress, type ListenAddress } from '../lib/address.js';
 import { LogControl, type LogFormat } from '../lib/log.js';
-import { DEFAULT_TRUST_DOMAIN } from '../lib/spiffe.js';
+import { parseTrustDomain } from '../lib/spiffe.js';
 import { DEFAULT_CLUSTER_ID } from './state/workload.js';
 
 /** Istio's default ztunnel ports (spec §1.2). */
@@ -119,6 +119,17 @@ function terminationDeadline(env: Env): number {
   return parseDuration(DEFAULTS.connectionTerminationDeadline, 'default');
 }
 
+/**
+ * PROXY_MODE, as ztunnel reads it: "shared" (the default, one ztunnel per node) or "dedicated" (a ztunnel for one
+ * workload, named by PROXY_WORKLOAD_INFO). amesh runs shared only, so "dedicated" is refused rather than ignored.
+ */
+function proxyMode(env: Env): 'shared' {
+  const mode = env['PROXY_MODE'];
+  if (mode === undefined || mode === '' || mode === 'shared') return 'shared';
+  if (mode === 'dedicated') throw new MeshError('AMESH_ERR_CONFIG', 'PROXY_MODE=dedicated is not supported yet: run ztunnel in shared mode (unset PROXY_MODE)');
+  throw new MeshError('AMESH_ERR_CONFIG', `PROXY_MODE: "${mode}" must be one of dedicated, shared`);
+}
+
 /** Builds the frozen ztunnel config from Istio's env names and the CLI flags (flags win). */
 export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): ZtunnelConfig {
   const localXdsPath = flags.localConfig ?? env['LOCAL_XDS_PATH'];
@@ -132,6 +143,7 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
   const withScheme = (a: string | undefined): string | undefined => (a === undefined || a.includes('://') ? a : `https://${a}`);
   const nodeName = env['NODE_NAME'] ?? '';
   if (nodeName === '') throw new MeshError('AMESH_ERR_CONFIG', 'NODE_NAME is not set: ztunnel proxies the workloads whose "node" equals it');
+  proxyMode(env);
   const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
   if (logFormat !== 'text' && logFormat !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
   const logLevel = flags.logLevel ?? env['RUST_LOG'] ?? env['LOG_LEVEL'] ?? 'info';
@@ -151,7 +163,7 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
     instanceIp: env['INSTANCE_IP'] ?? '',
     nodeName,
     clusterId: env['ISTIO_META_CLUSTER_ID'] ?? env['CLUSTER_ID'] ?? DEFAULT_CLUSTER_ID,
-    trustDomain: env['TRUST_DOMAIN'] ?? DEFAULT_TRUST_DOMAIN,
+    trustDomain: parseTrustDomain(env['TRUST_DOMAIN']),
     network: env['NETWORK'] ?? '',
     localCaDir: flags.localCa,
     secretTtlMs: parseDuration(env['SECRET_TTL'] ?? DEFAULTS.secretTtl, 'SECRET_TTL'),
