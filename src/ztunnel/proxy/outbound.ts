@@ -37,7 +37,7 @@ export function failureKind(e: unknown): OutboundFailure {
  * address family (a SOCKS5 client on an IPv4 listener may ask for an IPv6 target). Then the workload's own address
  * of that family, as its app would have used; with none, the kernel chooses.
  */
-export function sourceIpFor(source: Workload, captured: string, dstIp: string): string | undefined {
+function sourceIpFor(source: Workload, captured: string, dstIp: string): string | undefined {
   const family = net.isIP(dstIp);
   if (net.isIP(captured) === family) return captured;
   return source.workloadIps.find((ip) => net.isIP(ip) === family);
