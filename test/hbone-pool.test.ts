@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import type net from 'node:net';
+import net from 'node:net';
+import { once } from 'node:events';
 import { startEchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { meshFixture, sendAndCollect } from './helpers/mesh-fixture.js';
@@ -57,6 +58,51 @@ test('an idle pooled connection is released after POOL_UNUSED_RELEASE_TIMEOUT an
     assert.equal(z1.ctx.pool.connectionCount(), 0, 'idle connection evicted');
     assert.equal(await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80), Buffer.from('b')), createHash('sha256').update('b').digest('hex'));
   } finally {
+    await Promise.all([z1.shutdown(), z2.shutdown()]);
+    await echo.close();
+    await fx.cleanup();
+  }
+});
+
+test('an app that stops reading stalls only its own stream: other streams on the same HBONE connection keep flowing', async () => {
+  const fx = await meshFixture();
+  await fx.write('mesh.yaml', MESH);
+  const echo = await startEchoServer('127.0.30.2', 8080);
+  // An app that accepts and never reads: its stream's flow-control window fills and stays full.
+  const stuck: net.Socket[] = [];
+  const stalled = net.createServer((s) => {
+    s.pause();
+    stuck.push(s);
+  });
+  await new Promise<void>((r) => stalled.listen(8081, '127.0.30.2', r));
+  const z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
+  const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
+  try {
+    const writer = await socks5Connect('127.0.30.1', 15080, '127.0.30.2', 8081);
+    writer.on('error', () => undefined);
+    // Write far more than the stream window (4 MiB) plus socket buffers, until the path pushes back for good.
+    const chunk = Buffer.alloc(256 * 1024, 0x7a);
+    let written = 0;
+    for (let idle = 0; idle < 3 && written < 64 * 1024 * 1024; ) {
+      if (writer.write(chunk)) written += chunk.length;
+      else {
+        written += chunk.length;
+        const drained = await Promise.race([once(writer, 'drain').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 300))]);
+        if (!drained) idle++;
+      }
+    }
+    assert.ok(written < 64 * 1024 * 1024, 'the stalled stream pushed back');
+    assert.equal(z1.ctx.pool.connectionCount(), 1);
+    // A second stream to the same workload rides the same HBONE connection and is not held up.
+    const t0 = Date.now();
+    const s = await socks5Connect('127.0.30.1', 15080, '127.0.30.2', 8080);
+    assert.equal((await sendAndCollect(s, 'not blocked')).toString(), 'not blocked');
+    assert.ok(Date.now() - t0 < 2000, `second stream took ${Date.now() - t0} ms`);
+    assert.equal(z1.ctx.pool.connectionCount(), 1, 'both streams share one HBONE connection');
+    writer.destroy();
+  } finally {
+    for (const s of stuck) s.destroy();
+    stalled.close();
     await Promise.all([z1.shutdown(), z2.shutdown()]);
     await echo.close();
     await fx.cleanup();
