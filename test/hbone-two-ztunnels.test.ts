@@ -7,6 +7,10 @@ import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect, Socks5Error } from '../src/echo/socks5-client.js';
 import { HBONE_TLS, clientTlsOptions } from '../src/ztunnel/tls/workload-tls.js';
 import { isMeshError } from '../src/lib/errors.js';
+import { CertificateAuthority } from '../src/lib/pki/certificate-authority.js';
+import { createKeyAndCsr } from '../src/lib/pki/csr.js';
+import { parseIdentity } from '../src/lib/spiffe.js';
+import { workloadCertificateFromChain, type WorkloadCertificate } from '../src/ztunnel/identity/workload-certificate.js';
 import { meshFixture, hboneSession, requestStatus, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
 
 const CLIENT_IP = '127.0.20.1';
@@ -36,6 +40,21 @@ policies: ${policies}
 
 const DENY_WEB = `
 - {name: deny-web, namespace: backend, scope: Namespace, action: Deny, dryRun: false, rules: [[[{principals: [{Exact: cluster.local/ns/frontend/sa/web}]}]]]}`;
+
+/**
+ * What the HBONE server does with a client after the handshake. In TLS 1.3 it checks the client's certificate after
+ * the client's Finished, so a refusal shows as an error or a close instead of its SETTINGS ("got data").
+ */
+function serverVerdict(c: tls.TLSSocket): Promise<string> {
+  return new Promise<string>((resolve) => {
+    c.once('error', (e: Error) => resolve(`error: ${e.message}`));
+    c.once('secureConnect', () => {
+      c.once('data', () => resolve('got data'));
+      c.once('close', () => resolve('closed'));
+      c.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+    });
+  });
+}
 
 describe('two ztunnel processes', () => {
   let fx: MeshFixture;
@@ -144,17 +163,38 @@ describe('two ztunnel processes', () => {
     const [err] = (await once(v12, 'error')) as [Error];
     assert.match(err.message, /version|protocol/i);
     const noCert = tls.connect({ ...HBONE_TLS, host: SERVER_IP, port: 15008, ca: cert.rootsPem.join(''), checkServerIdentity: () => undefined });
-    const outcome = await new Promise<string>((resolve) => {
-      noCert.once('error', (e: Error) => resolve(`error: ${e.message}`));
-      noCert.once('secureConnect', () => {
-        // TLS 1.3: the server checks the client's (absent) certificate after the client's Finished.
-        noCert.once('data', () => resolve('got data'));
-        noCert.once('close', () => resolve('closed'));
-        noCert.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-      });
-    });
+    const outcome = await serverVerdict(noCert);
     assert.notEqual(outcome, 'got data');
     assert.match(outcome, /certificate|closed/i);
+  });
+
+  test('a certificate from another CA is refused on both sides, even with the right SPIFFE identity', async () => {
+    const mine = await fx.cert(CLIENT_ID);
+    const foreignCa = await CertificateAuthority.selfSigned('cluster.local');
+    const foreign = async (uri: string): Promise<WorkloadCertificate> => {
+      const { keyPem, csrPem } = await createKeyAndCsr(uri);
+      return workloadCertificateFromChain(parseIdentity(uri), keyPem, await foreignCa.sign(csrPem, uri, 3600));
+    };
+    // Client side of the server's check: our roots to verify the server, a foreign certificate to present.
+    const impostor = await foreign(CLIENT_ID);
+    const c = tls.connect({ ...clientTlsOptions(mine, [SERVER_ID]), key: impostor.keyPem, cert: impostor.leafPem, host: SERVER_IP, port: 15008 });
+    const outcome = await serverVerdict(c);
+    // With a mesh certificate the server would answer with its SETTINGS; here it hangs up (unknown CA alert).
+    assert.notEqual(outcome, 'got data');
+    assert.match(outcome, /certificate|unknown ca|closed/i);
+    // Server side of the client's check: a server with the expected identity, signed by someone else.
+    const fake = await foreign(SERVER_ID);
+    const server = tls.createServer({ ...HBONE_TLS, key: fake.keyPem, cert: fake.leafPem });
+    server.on('tlsClientError', () => undefined);
+    server.listen(15008, '127.0.20.9');
+    await once(server, 'listening');
+    try {
+      const s = tls.connect({ ...clientTlsOptions(mine, [SERVER_ID]), host: '127.0.20.9', port: 15008 });
+      const [err] = (await once(s, 'error')) as [Error];
+      assert.match(err.message, /self[- ]signed|unable to (get|verify)|certificate/i);
+    } finally {
+      server.close();
+    }
   });
 
   test('a server with the wrong SPIFFE identity is refused by the client', async () => {
