@@ -3,6 +3,7 @@
  * mTLS pair, side by side in one run on loopback (interleaved rounds, medians). Prints a table with ratios and writes JSON to bench/results/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, mkdir, rm, writeFile, readFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
@@ -14,6 +15,7 @@ import { createKeyAndCsr } from '../src/lib/pki/csr.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { tcpConnect } from '../src/echo/tcp-connect.js';
 import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { DATA_PATH_NODE_FLAGS } from '../src/lib/node-flags.js';
 import { render } from '../src/lib/table.js';
 
 const APP_IP = '127.0.40.2';
@@ -216,8 +218,8 @@ async function waitListening(host: string, port: number, what: string): Promise<
 async function startNodeTunnel(dir: string): Promise<ChildProcess[]> {
   const script = fileURLToPath(new URL('./node-tls-tunnel.js', import.meta.url));
   const files = (n: string): string[] => [path.join(dir, `${n}.crt`), path.join(dir, `${n}.key`), path.join(dir, 'root.pem')];
-  const server = spawn(process.execPath, [script, 'server', ...files('sserver'), ...[ECHO_PORT, SINK_PORT].map((p, i) => `127.0.43.2:${7443 + i}=${APP_IP}:${p}`)], { stdio: 'inherit' });
-  const client = spawn(process.execPath, [script, 'client', ...files('sclient'), ...[0, 1].map((i) => `127.0.43.1:${7000 + i}=127.0.43.2:${7443 + i}`)], { stdio: 'inherit' });
+  const server = spawn(process.execPath, [...DATA_PATH_NODE_FLAGS, script, 'server', ...files('sserver'), ...[ECHO_PORT, SINK_PORT].map((p, i) => `127.0.43.2:${7443 + i}=${APP_IP}:${p}`)], { stdio: 'inherit' });
+  const client = spawn(process.execPath, [...DATA_PATH_NODE_FLAGS, script, 'client', ...files('sclient'), ...[0, 1].map((i) => `127.0.43.1:${7000 + i}=127.0.43.2:${7443 + i}`)], { stdio: 'inherit' });
   await waitListening('127.0.43.2', 7443, 'node TLS tunnel server');
   await waitListening('127.0.43.1', 7000, 'node TLS tunnel client');
   return [server, client];
@@ -304,31 +306,28 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-bench-'));
   const ca = path.join(dir, 'ca');
   await writePluginCaDir(ca);
-  const app = await startApp();
   const zts = await startZtunnels(dir, ca);
   await issueTunnelCerts(dir, ca);
   const stunnel = await startStunnel(dir);
   const nodeTunnel = await startNodeTunnel(dir);
-  const targets: Target[] = [
-    { name: 'direct', dial: (p) => tcpConnect(APP_IP, p), pids: [] },
-    { name: 'amesh', dial: (p) => socks5Connect(CLIENT_IP, 15080, APP_IP, p), pids: zts.map((z) => z.pid!) },
-  ];
-  targets.push({ name: 'node-tls', dial: (p) => tcpConnect('127.0.43.1', p === ECHO_PORT ? 7000 : 7001), pids: nodeTunnel.map((s) => s.pid!) });
-  if (stunnel !== undefined) targets.push({ name: 'stunnel', dial: (p) => tcpConnect('127.0.41.1', p === ECHO_PORT ? 7000 : 7001), pids: stunnel.map((s) => s.pid!) });
+  const paths: Record<string, number[]> = { direct: [], amesh: zts.map((z) => z.pid!), 'node-tls': nodeTunnel.map((n) => n.pid!) };
+  if (stunnel !== undefined) paths['stunnel'] = stunnel.map((n) => n.pid!);
   else process.stderr.write('stunnel4 not found (apt-get install stunnel4): comparing with direct TCP only\n');
+  // BENCH_PATHS=amesh,stunnel measures a subset (amesh is always kept: the ratios are about it).
+  const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim());
+  const targets = Object.keys(paths).filter((n) => only === undefined || n === 'amesh' || only.includes(n));
   const rounds: Row[][] = [];
   try {
     process.stderr.write(`measuring (loopback, one run, side by side, ${ROUNDS} interleaved rounds, medians):\n`);
     for (let r = 1; r <= ROUNDS; r++) {
       const round: Row[] = [];
-      for (const t of targets) round.push(await measure(t, r));
+      for (const t of targets) round.push(await measureInChild(t, paths[t]!, r));
       rounds.push(round);
     }
   } finally {
     for (const p of [...zts, ...nodeTunnel, ...(stunnel ?? [])]) p.kill('SIGTERM');
-    for (const s of app) s.close();
   }
-  const rows = targets.map((t, i) => medianRow(rounds.map((round) => round[i]!)));
+  const rows = targets.map((_, i) => medianRow(rounds.map((round) => round[i]!)));
   const byName = (n: string): Row | undefined => rows.find((r) => r.name === n);
   const fmt = (v: number | null, d = 1): string => (v === null ? '-' : v.toFixed(d));
   const mbps = (b: number): string => (b / 1e6).toFixed(0);
@@ -379,4 +378,37 @@ async function main(): Promise<void> {
   await rm(dir, { recursive: true, force: true });
 }
 
-await main();
+/** How the load generator reaches the app through each path. */
+function dialFor(name: string): Dial {
+  if (name === 'direct') return (p) => tcpConnect(APP_IP, p);
+  if (name === 'amesh') return (p) => socks5Connect(CLIENT_IP, 15080, APP_IP, p);
+  const host = name === 'node-tls' ? '127.0.43.1' : '127.0.41.1';
+  return (p) => tcpConnect(host, p === ECHO_PORT ? 7000 : 7001);
+}
+
+/**
+ * Each path is measured by a fresh child process that runs the app (echo and sink) and the load generator. In one
+ * long-lived process, what the previous path did (GBs through the sink, 15k connections) measurably changed how the
+ * next one was fed: amesh's proxies went from ~3.5 to ~8 CPU s/GB after the direct path ran in the same process.
+ */
+async function measureInChild(name: string, pids: number[], round: number): Promise<Row> {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--measure', name, String(round), ...pids.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`measuring ${name} failed (exit ${code})`);
+  return JSON.parse(out) as Row;
+}
+
+/** The child side of `measureInChild`: app up, one path measured, the row printed as JSON. */
+async function measureChild(name: string, round: number, pids: number[]): Promise<void> {
+  const app = await startApp();
+  try {
+    process.stdout.write(JSON.stringify(await measure({ name, dial: dialFor(name), pids }, round)));
+  } finally {
+    for (const s of app) s.close();
+  }
+}
+
+if (process.argv[2] === '--measure') await measureChild(process.argv[3]!, Number(process.argv[4]), process.argv.slice(5).map(Number));
+else await main();

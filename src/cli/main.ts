@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --min-semi-space-size=16
+// The flag is DATA_PATH_NODE_FLAGS (src/lib/node-flags.ts); a shebang cannot import it.
 import { Command } from '@commander-js/extra-typings';
 import { VERSION, ISTIO_COMPAT } from '../lib/version.js';
 import { ztunnelCommand } from './ztunnel.js';

@@ -3,6 +3,7 @@ import { LogControl } from '../lib/log.js';
 import { loadZtunnelConfig } from '../ztunnel/config.js';
 import { Ztunnel } from '../ztunnel/ztunnel.js';
 import { fatal } from './fatal.js';
+import { dataPathFlagsMissing } from '../lib/node-flags.js';
 
 export function ztunnelCommand(): Command {
   return new Command('ztunnel')
@@ -19,6 +20,8 @@ export function ztunnelCommand(): Command {
         const cfg = loadZtunnelConfig(o);
         logs = new LogControl({ format: cfg.logFormat, level: cfg.logLevel, component: 'ztunnel' });
         logs.apply(cfg.logLevel);
+        const missing = dataPathFlagsMissing();
+        if (missing !== undefined) logs.scope('ztunnel').warn(missing);
         const zt = await Ztunnel.start(cfg, logs);
         const stop = (sig: string): void => {
           logs?.scope('ztunnel').info({ signal: sig }, 'received signal');

@@ -2,13 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
+import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
 
-/** The `amesh` entry point: compiled `dist/` when present, else the TypeScript source through tsx. */
+/** The `amesh` entry point with the data-path Node flags: compiled `dist/` when present, else the source through tsx. */
 export function ameshCommand(): { cmd: string; args: string[] } {
   const here = path.dirname(fileURLToPath(import.meta.url));
   const js = path.resolve(here, '../cli/main.js');
-  if (existsSync(js)) return { cmd: process.execPath, args: [js] };
-  return { cmd: process.execPath, args: ['--import', 'tsx', path.resolve(here, '../cli/main.ts')] };
+  if (existsSync(js)) return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, js] };
+  return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, '--import', 'tsx', path.resolve(here, '../cli/main.ts')] };
 }
 
 export interface ZtunnelProcess {
