@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: direct TCP vs amesh (SOCKS5 -> ztunnel -> HBONE -> ztunnel -> app, two processes) vs a stunnel4
- * mTLS pair, side by side in one run on loopback (interleaved rounds, medians). Prints a table with ratios and writes JSON to bench/results/.
+ * mTLS pair, side by side in one run on loopback (interleaved rounds, medians). Prints a table with ratios and
+ * writes JSON to bench/results/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -249,7 +250,7 @@ interface Row {
   p999: number;
   connPerSec: number;
   cpuSecPerGB: number | null;
-  /** The bench process itself (load generator and app sink), which shares the machine's cores with the proxies. */
+  /** The load-generator process (load generator and app sink), which shares the machine's cores with the proxies. */
   loadCpuSecPerGB: number;
   rssMiB: number | null;
 }
@@ -387,9 +388,10 @@ function dialFor(name: string): Dial {
 }
 
 /**
- * Each path is measured by a fresh child process that runs the app (echo and sink) and the load generator. In one
- * long-lived process, what the previous path did (GBs through the sink, 15k connections) measurably changed how the
- * next one was fed: amesh's proxies went from ~3.5 to ~8 CPU s/GB after the direct path ran in the same process.
+ * Each path is measured by a fresh child process that runs the app (echo and sink) and the load generator, so no
+ * path inherits the load generator's heap and sockets from the one before (its CPU per GB fell from ~1.4 to ~0.9
+ * and is now alike across paths). Some slowdown of amesh after the direct path has run remains; it is not in this
+ * process (see `BENCH_PATHS` to measure without it).
  */
 async function measureInChild(name: string, pids: number[], round: number): Promise<Row> {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--measure', name, String(round), ...pids.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });

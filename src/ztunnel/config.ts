@@ -123,9 +123,9 @@ function terminationDeadline(env: Env): number {
  * PROXY_MODE, as ztunnel reads it: "shared" (the default, one ztunnel per node) or "dedicated" (a ztunnel for one
  * workload, named by PROXY_WORKLOAD_INFO). amesh runs shared only, so "dedicated" is refused rather than ignored.
  */
-function proxyMode(env: Env): 'shared' {
+function checkProxyMode(env: Env): void {
   const mode = env['PROXY_MODE'];
-  if (mode === undefined || mode === '' || mode === 'shared') return 'shared';
+  if (mode === undefined || mode === '' || mode === 'shared') return;
   if (mode === 'dedicated') throw new MeshError('AMESH_ERR_CONFIG', 'PROXY_MODE=dedicated is not supported yet: run ztunnel in shared mode (unset PROXY_MODE)');
   throw new MeshError('AMESH_ERR_CONFIG', `PROXY_MODE: "${mode}" must be one of dedicated, shared`);
 }
@@ -143,7 +143,7 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
   const withScheme = (a: string | undefined): string | undefined => (a === undefined || a.includes('://') ? a : `https://${a}`);
   const nodeName = env['NODE_NAME'] ?? '';
   if (nodeName === '') throw new MeshError('AMESH_ERR_CONFIG', 'NODE_NAME is not set: ztunnel proxies the workloads whose "node" equals it');
-  proxyMode(env);
+  checkProxyMode(env);
   const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
   if (logFormat !== 'text' && logFormat !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
   const logLevel = flags.logLevel ?? env['RUST_LOG'] ?? env['LOG_LEVEL'] ?? 'info';
