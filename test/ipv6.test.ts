@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startEchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
-import { meshFixture, sendAndCollect } from './helpers/mesh-fixture.js';
+import { hboneSession, meshFixture, requestStatus, sendAndCollect } from './helpers/mesh-fixture.js';
 import { startZtunnel } from './helpers/in-process.js';
 
 // The server workload's IP is written the long way on purpose: addresses are compared as text, so the config, the
@@ -36,6 +36,29 @@ test('an IPv6 workload written in long form is reached over HBONE from an IPv4 c
     const opened = metrics.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
     assert.ok(opened?.includes('destination_workload="server6"'), `HBONE reached the IPv6 workload: ${opened ?? 'no destination metric'}`);
     assert.ok(opened?.includes('connection_security_policy="mutual_tls"'));
+  } finally {
+    await zt.shutdown();
+    await echo.close();
+    await fx.cleanup();
+  }
+});
+
+test('a dual-stack workload: a CONNECT on its IPv4 listener naming its IPv6 address reaches the app over IPv6', { skip: await ipv6Skip() }, async () => {
+  const fx = await meshFixture();
+  await fx.write('mesh.yaml', `
+workloads:
+- {uid: ds, name: dual, namespace: b, serviceAccount: server, workloadIps: [127.0.39.2, '::1'], protocol: HBONE, node: n1}
+`);
+  const echo = await startEchoServer('::1', 0); // listens on IPv6 only
+  const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
+  try {
+    const cert = await fx.cert('spiffe://cluster.local/ns/a/sa/client');
+    const s = await hboneSession('127.0.39.2', cert, ['spiffe://cluster.local/ns/b/sa/server']);
+    try {
+      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `[::1]:${echo.port}` }), 200);
+    } finally {
+      s.destroy();
+    }
   } finally {
     await zt.shutdown();
     await echo.close();

@@ -147,8 +147,10 @@ export class InboundHbone {
     }
     let targetPort = target.port;
     let svc: Service | undefined;
+    // The app is reached on the IP the client named (a dual-stack workload has one per family), else on ours.
+    let podIp = this.ip;
     if (local.workloadIps.includes(target.host)) {
-      // a direct pod-IP target
+      podIp = target.host;
     } else if (net.isIP(target.host) !== 0) {
       reject(400, '-', new MeshError('ZT_ERR_HBONE_IP_MISMATCH', `CONNECT target ${target.host} is not this workload's IP (${local.workloadIps.join(', ')})`));
       return;
@@ -166,7 +168,6 @@ export class InboundHbone {
       const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(headers['forwarded'] ?? '')?.[2];
       if (fwdHost !== undefined) svc = state.serviceByHostname(fwdHost, local.namespace);
     }
-    const podIp = this.ip;
     if (ILLEGAL_PORTS.has(targetPort)) {
       reject(503, 'CONNECT', new MeshError('ZT_ERR_SELF_CALL', `target port ${targetPort} belongs to ztunnel itself`));
       return;
@@ -174,13 +175,13 @@ export class InboundHbone {
     const rbac: RbacConnection = { srcIp: peer.ip, dstIp: podIp, dstPort: targetPort, srcIdentity: peer.identity };
     const decision = evaluate(state.policiesFor(local), rbac);
     for (const n of decision.dryRunNotes) this.ctx.log.info({ src: peer.addr, dst: authority }, n);
-    const policyLog = config.authzPolicyInfoLogging ? this.ctx.log.info.bind(this.ctx.log) : this.ctx.log.debug.bind(this.ctx.log);
+    const policyLevel = config.authzPolicyInfoLogging ? 'info' : 'debug';
     if (!decision.allowed) {
-      policyLog({ src: peer.addr, dst: authority, reason: decision.reason }, 'connection denied by policy');
+      this.ctx.log[policyLevel]({ src: peer.addr, dst: authority, reason: decision.reason }, 'connection denied by policy');
       reject(401, 'DENY', new MeshError('ZT_ERR_POLICY_DENIED', decision.reason));
       return;
     }
-    policyLog({ src: peer.addr, dst: authority }, 'connection allowed by policy');
+    this.ctx.log[policyLevel]({ src: peer.addr, dst: authority }, 'connection allowed by policy');
 
     // Connect to the app from the client's own IP where the host allows it (loopback, local mode), as ztunnel
     // spoofs the source with IP_TRANSPARENT; otherwise (or across address families) from the workload's IP.
