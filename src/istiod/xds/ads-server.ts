@@ -19,6 +19,10 @@ interface TypeState {
   lastNonce: string;
   acked: boolean;
   lastNack: string | undefined;
+  /** Names the client asked for by name since the last response: re-sent (or reported removed) even if unchanged. */
+  readonly requested: Set<string>;
+  /** A (re)subscription is answered even when there is nothing to send. */
+  answerDue: boolean;
 }
 
 interface Connection {
@@ -28,12 +32,20 @@ interface Connection {
   readonly connectedAt: string;
   nodeId: string;
   readonly types: Map<string, TypeState>;
+  /** The stream's write buffer is full: pushes wait for 'drain' and then go out as one diff per type. */
+  blocked: boolean;
 }
 
 /**
- * Delta ADS (spec §3.1–3.2): wildcard subscriptions to Address and Authorization, the Bearer token on the stream,
- * nonces with ACK/NACK, `initial_resource_versions` so a reconnecting client is not re-sent what it holds, and
- * per-connection pushes of only what changed (upserts by version, removals by name).
+ * Delta ADS (ztunnel `src/xds/client.rs`, istio `pilot/pkg/xds/delta.go`): wildcard subscriptions to Address and
+ * Authorization, the Bearer token on the stream, nonces with ACK/NACK, `initial_resource_versions` so a
+ * reconnecting client is not re-sent what it holds, and per-connection pushes of only what changed (upserts by
+ * version, removals by name).
+ *
+ * Bounded per connection: a client that stops reading is not written to until its stream drains, and the
+ * changes meanwhile go out as one diff; a spontaneous request on a type already subscribed is answered only
+ * for the names it subscribes, as istiod's shouldRespondDelta does, so a client looping on subscriptions
+ * cannot make istiod build and queue full pushes.
  */
 export class AdsServer {
   private snapshot: Snapshot = new Map();
@@ -63,7 +75,7 @@ export class AdsServer {
   /** Installs a new snapshot and pushes the differences to every connection. */
   update(snapshot: Snapshot): void {
     this.snapshot = snapshot;
-    for (const c of this.conns) for (const [typeUrl, st] of c.types) this.push(c, typeUrl, st, false);
+    for (const c of this.conns) for (const [typeUrl, st] of c.types) this.push(c, typeUrl, st);
   }
 
   /** `/debug/connections`: who is connected and what each was last sent. */
@@ -73,6 +85,7 @@ export class AdsServer {
       node: c.nodeId,
       caller: `${c.caller.namespace}/${c.caller.serviceAccount}`,
       connectedAt: c.connectedAt,
+      blocked: c.blocked,
       types: Object.fromEntries([...c.types].map(([t, s]) => [t, { acked: s.acked, lastNonce: s.lastNonce, lastNack: s.lastNack, resources: Object.fromEntries([...s.sent].sort()) }])),
     }));
   }
@@ -87,7 +100,7 @@ export class AdsServer {
       stream.emit('error', { code: grpc.status.UNAUTHENTICATED, details: e instanceof MeshError ? e.message : describeError(e) });
       return;
     }
-    const c: Connection = { id: `ztunnel-${this.nextId++}`, caller, stream, connectedAt: new Date().toISOString(), nodeId: '', types: new Map() };
+    const c: Connection = { id: `ztunnel-${this.nextId++}`, caller, stream, connectedAt: new Date().toISOString(), nodeId: '', types: new Map(), blocked: false };
     this.conns.add(c);
     this.metrics.connected.set(this.conns.size);
     this.log.info({ connection: c.id, caller: `${caller.namespace}/${caller.serviceAccount}` }, 'xDS client connected');
@@ -97,6 +110,10 @@ export class AdsServer {
       this.log.info({ connection: c.id, node: c.nodeId }, 'xDS client disconnected');
     };
     stream.on('data', (req: DeltaDiscoveryRequest) => this.onRequest(c, req));
+    stream.on('drain', () => {
+      c.blocked = false;
+      for (const [typeUrl, st] of c.types) this.push(c, typeUrl, st);
+    });
     stream.on('end', () => {
       done();
       stream.end();
@@ -125,30 +142,45 @@ export class AdsServer {
       }
       return;
     }
-    // A (re)subscription: trust what the client says it holds, then send everything else.
-    const fresh: TypeState = { sent: new Map(Object.entries(req.initialResourceVersions)), lastNonce: '', acked: false, lastNack: undefined };
+    if (st !== undefined) {
+      // Spontaneous request on a subscribed type: only names subscribed by name are answered (on-demand lookups).
+      if (req.resourceNamesSubscribe.length === 0) {
+        this.log.debug({ connection: c.id, typeUrl }, 'spontaneous request without new names: nothing to answer');
+        return;
+      }
+      for (const n of req.resourceNamesSubscribe) st.requested.add(n);
+      this.push(c, typeUrl, st);
+      return;
+    }
+    // The first subscription on this stream: trust what the client says it holds, then send everything else.
+    const fresh: TypeState = { sent: new Map(Object.entries(req.initialResourceVersions)), lastNonce: '', acked: false, lastNack: undefined, requested: new Set(), answerDue: true };
     c.types.set(typeUrl, fresh);
-    this.push(c, typeUrl, fresh, true);
+    this.push(c, typeUrl, fresh);
   }
 
-  private push(c: Connection, typeUrl: string, st: TypeState, always: boolean): void {
+  private push(c: Connection, typeUrl: string, st: TypeState): void {
+    if (c.blocked) return;
     const current = this.snapshot.get(typeUrl) ?? new Map<string, XdsResource>();
     const changed: XdsResource[] = [];
-    for (const r of current.values()) if (st.sent.get(r.name) !== r.version) changed.push(r);
+    for (const r of current.values()) if (st.sent.get(r.name) !== r.version || st.requested.has(r.name)) changed.push(r);
     const removed = [...st.sent.keys()].filter((n) => !current.has(n));
-    if (!always && changed.length === 0 && removed.length === 0) return;
+    for (const n of st.requested) if (!current.has(n) && !st.sent.has(n)) removed.push(n);
+    if (!st.answerDue && changed.length === 0 && removed.length === 0) return;
     const nonce = randomBytes(8).toString('hex');
     for (const r of changed) st.sent.set(r.name, r.version);
     for (const n of removed) st.sent.delete(n);
+    st.requested.clear();
+    st.answerDue = false;
     st.lastNonce = nonce;
     this.metrics.pushes.inc({ type: typeUrl.slice(typeUrl.lastIndexOf('.') + 1) });
-    c.stream.write({
+    const more = c.stream.write({
       typeUrl,
       nonce,
       systemVersionInfo: new Date().toISOString(),
       resources: changed.map((r) => ({ name: r.name, version: r.version, resource: r.resource })),
       removedResources: removed,
     });
-    this.log.debug({ connection: c.id, typeUrl, upserts: changed.length, removals: removed.length, nonce }, 'xDS push');
+    if (!more) c.blocked = true;
+    this.log.debug({ connection: c.id, typeUrl, upserts: changed.length, removals: removed.length, nonce, blocked: c.blocked }, 'xDS push');
   }
 }

@@ -1,0 +1,122 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { once } from 'node:events';
+import * as grpc from '@grpc/grpc-js';
+import { create } from '@bufbuild/protobuf';
+import { anyPack } from '@bufbuild/protobuf/wkt';
+import { Registry as MetricsRegistry } from 'prom-client';
+import { AggregatedDiscoveryService, type DeltaDiscoveryResponse } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
+import { AddressSchema } from '../../api/istio/workload/workload_pb.js';
+import { grpcServiceDefinition } from '../../lib/grpc-service.js';
+import { LogControl } from '../../lib/log.js';
+import { Authenticator } from '../ca/authenticate.js';
+import { LocalIssuer } from '../ca/local-issuer.js';
+import { AdsServer, type Snapshot } from './ads-server.js';
+import { ADDRESS_TYPE, type XdsResource } from './convert.js';
+
+type ClientStream = grpc.ClientDuplexStream<object, DeltaDiscoveryResponse>;
+
+/** An Address resource of about `size` bytes; `version` tells the client which update it came from. */
+function resource(name: string, version: string, size = 64): XdsResource {
+  const wl = create(AddressSchema, { type: { case: 'workload', value: { uid: name, name, namespace: 'ns', workloadName: 'x'.repeat(size) } } });
+  return { name, version, resource: anyPack(AddressSchema, wl) };
+}
+
+function snapshot(resources: XdsResource[]): Snapshot {
+  return new Map([[ADDRESS_TYPE, new Map(resources.map((r) => [r.name, r]))]]);
+}
+
+describe('istiod delta ADS server, per connection', () => {
+  let dir: string;
+  let server: grpc.Server;
+  let ads: AdsServer;
+  let metrics: MetricsRegistry;
+  let client: grpc.Client;
+  let token: string;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-ads-'));
+    const issuer = await LocalIssuer.loadOrCreate(dir);
+    token = await issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca', node: 'n1' });
+    metrics = new MetricsRegistry();
+    const logs = new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) });
+    ads = new AdsServer(new Authenticator([], issuer.publicJwk, ['istio-ca']), metrics, logs.scope('ads'));
+    server = new grpc.Server();
+    server.addService(grpcServiceDefinition(AggregatedDiscoveryService), ads.handlers);
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e === null ? resolve(p) : reject(e))));
+    const Ctor = grpc.makeGenericClientConstructor(grpcServiceDefinition(AggregatedDiscoveryService), 'ads');
+    client = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  });
+  after(async () => {
+    client.close();
+    server.forceShutdown();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  function open(): ClientStream {
+    const md = new grpc.Metadata();
+    md.set('authorization', `Bearer ${token}`);
+    const s = (client as unknown as Record<string, (m: grpc.Metadata) => ClientStream>)['deltaAggregatedResources']!.call(client, md);
+    s.on('error', () => undefined);
+    return s;
+  }
+
+  async function pushes(): Promise<number> {
+    const m = await metrics.getSingleMetric('pilot_xds_pushes')?.get();
+    return m?.values.reduce((n, v) => n + v.value, 0) ?? 0;
+  }
+
+  test('a client that stops reading is not queued a push per change: what changed meanwhile arrives as one diff', async () => {
+    ads.update(snapshot([resource('a', '0'), resource('b', '0')]));
+    const s = open();
+    s.write({ typeUrl: ADDRESS_TYPE });
+    const [first] = (await once(s, 'data')) as [DeltaDiscoveryResponse];
+    assert.equal(first.resources.length, 2);
+    s.write({ typeUrl: ADDRESS_TYPE, responseNonce: first.nonce });
+    s.pause();
+    const before = await pushes();
+    const UPDATES = 400;
+    for (let i = 1; i <= UPDATES; i++) ads.update(snapshot([resource('a', String(i), 4096), resource('b', '0')]));
+    const written = (await pushes()) - before;
+    assert.ok(written < UPDATES / 4, `${written} pushes were written to a stream nobody reads (of ${UPDATES} changes)`);
+
+    // Once the client reads again it gets the latest version of `a`, and nothing about `b`, which never changed.
+    const seen: DeltaDiscoveryResponse[] = [];
+    await new Promise<void>((resolve) => {
+      s.on('data', (r: DeltaDiscoveryResponse) => {
+        seen.push(r);
+        if (r.resources.some((x) => x.version === String(UPDATES))) resolve();
+      });
+      s.resume();
+    });
+    s.removeAllListeners('data');
+    s.cancel();
+    assert.ok(seen.every((r) => r.resources.every((x) => x.name === 'a')));
+    assert.equal(seen.length, written + 1, 'what was written, then one diff with the latest version once the stream drained');
+  });
+
+  test('a client re-subscribing in a loop on one stream is answered once (istiod delta.go shouldRespondDelta)', { timeout: 10_000 }, async () => {
+    ads.update(snapshot([resource('a', '1'), resource('b', '1')]));
+    const s = open();
+    const got: DeltaDiscoveryResponse[] = [];
+    s.on('data', (r: DeltaDiscoveryResponse) => got.push(r));
+    for (let i = 0; i < 50; i++) s.write({ typeUrl: ADDRESS_TYPE });
+    // A named subscription on the same stream is answered with just that name; it also orders the stream:
+    // its answer comes after any answer to the loop above.
+    s.write({ typeUrl: ADDRESS_TYPE, resourceNamesSubscribe: ['b', 'missing'] });
+    await new Promise<void>((resolve) => {
+      s.on('data', (r: DeltaDiscoveryResponse) => {
+        if (r.removedResources.includes('missing')) resolve();
+      });
+    });
+    assert.equal(got.length, 2, got.map((r) => JSON.stringify({ n: r.resources.map((x) => x.name), rm: r.removedResources })).join(' '));
+    assert.deepEqual(got[0]!.resources.map((r) => r.name).sort(), ['a', 'b']);
+    assert.deepEqual(got[1]!.resources.map((r) => r.name), ['b']);
+    assert.deepEqual(got[1]!.removedResources, ['missing']);
+    s.cancel();
+  });
+});
