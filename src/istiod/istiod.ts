@@ -1,4 +1,4 @@
-import { access, mkdir, writeFile } from 'node:fs/promises';
+import { access, writeFile } from 'node:fs/promises';
 import type http from 'node:http';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -6,8 +6,9 @@ import { Registry as MetricsRegistry, collectDefaultMetrics, Gauge } from 'prom-
 import { IstioCertificateService } from '../api/istio/v1/auth/ca_pb.js';
 import { AggregatedDiscoveryService } from '../api/envoy/service/discovery/v3/discovery_pb.js';
 import { grpcServiceDefinition } from '../lib/grpc-service.js';
-import { CertificateAuthority, issueServingCertificate, writePluginCaDir } from '../lib/pki/certificate-authority.js';
-import { MeshError } from '../lib/errors.js';
+import { CertificateAuthority, issueServingCertificate, PLUGIN_CA_FILES, writePluginCaDir } from '../lib/pki/certificate-authority.js';
+import { ensurePrivateDir } from '../lib/pki/private-files.js';
+import { isMeshError, MeshError } from '../lib/errors.js';
 import { startHttpServer, boundPort } from '../lib/http-server.js';
 import type { LogControl } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
@@ -29,12 +30,12 @@ export const ROOT_CERT_FILE = 'root-cert.pem';
 async function loadSigningCa(cfg: IstiodConfig): Promise<CertificateAuthority> {
   if (cfg.caDir !== undefined) return CertificateAuthority.fromPluginDir(cfg.caDir);
   const dir = path.join(cfg.stateDir, 'ca');
-  const exists = await access(path.join(dir, 'ca-key.pem')).then(() => true, () => false);
+  const exists = await access(path.join(dir, PLUGIN_CA_FILES.caKey)).then(() => true, () => false);
   if (!exists) {
     try {
-      await mkdir(cfg.stateDir, { recursive: true, mode: 0o700 });
       await writePluginCaDir(dir, cfg.trustDomain);
     } catch (e) {
+      if (isMeshError(e)) throw e;
       throw new MeshError('ISTIOD_ERR_STATE', `cannot create the self-signed CA in ${dir}: ${(e as Error).message}`);
     }
   }
@@ -59,8 +60,8 @@ export class Istiod {
     if (cfg.configDir !== undefined && !(await access(cfg.configDir).then(() => true, () => false))) {
       throw new MeshError('AMESH_ERR_CONFIG', `--config-dir ${cfg.configDir} does not exist (create it, or point at a directory of manifests such as examples/mesh)`);
     }
+    await ensurePrivateDir(cfg.stateDir, 'ISTIOD_ERR_STATE', 'istiod state directory');
     const ca = await loadSigningCa(cfg);
-    await mkdir(cfg.stateDir, { recursive: true, mode: 0o700 });
     const rootCertPath = path.join(cfg.stateDir, ROOT_CERT_FILE);
     await writeFile(rootCertPath, ca.rootBundlePem, { mode: 0o644 });
     const issuer = await LocalIssuer.loadOrCreate(cfg.stateDir);
