@@ -41,7 +41,7 @@ export function exactSubjectName(cert: x509.X509Certificate, file: string): x509
   return new x509.Name(der);
 }
 
-const CA_KEY_USAGE = x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature;
+const caKeyUsages = (): x509.KeyUsagesExtension => new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true);
 
 /** A new self-signed ECDSA P-256 root named `name`. */
 export async function createSelfSignedRoot(name: string): Promise<{ cert: x509.X509Certificate; keys: CryptoKeyPair }> {
@@ -56,7 +56,7 @@ export async function createSelfSignedRoot(name: string): Promise<{ cert: x509.X
     signingAlgorithm: EC_P256,
     extensions: [
       new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(CA_KEY_USAGE, true),
+      caKeyUsages(),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
@@ -78,7 +78,7 @@ export async function createIntermediate(root: { cert: x509.X509Certificate; key
     signingAlgorithm: EC_P256,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(CA_KEY_USAGE, true),
+      caKeyUsages(),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(root.cert, false),
     ],
