@@ -22,8 +22,19 @@ export async function startZtunnel(localConfig: string, nodeName: string, localC
   return zt;
 }
 
-/** An istiod in this process on ephemeral ports, serving `configDir`, with its state under `stateDir`. */
-export async function startIstiod(configDir: string, stateDir: string): Promise<Istiod> {
-  const cfg = loadIstiodConfig({ configDir, stateDir, grpcAddress: '127.0.0.1:0', monitoringAddress: '127.0.0.1:0' }, {});
-  return Istiod.start(cfg, new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) }));
+/**
+ * An istiod in this process on ephemeral ports, serving `configDir`, with its state under `stateDir`; optionally
+ * with a plug-in CA (`caDir`), on another loopback `host`, and its JSON log lines (info and up) sent to `log`.
+ */
+export async function startIstiod(configDir: string, stateDir: string, o: { caDir?: string; host?: string; log?: (line: string) => void } = {}): Promise<Istiod> {
+  const host = o.host ?? '127.0.0.1';
+  const cfg = loadIstiodConfig({ configDir, stateDir, caDir: o.caDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0` }, {});
+  const log = o.log;
+  const out = new Writable({
+    write: (c: Buffer, _e, cb) => {
+      log?.(c.toString());
+      cb();
+    },
+  });
+  return Istiod.start(cfg, new LogControl({ format: 'json', level: log === undefined ? 'silent' : 'info', component: 'istiod', out }));
 }
