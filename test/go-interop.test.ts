@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
@@ -136,7 +136,7 @@ describe('certificates and HBONE against Go (crypto/x509, crypto/tls, net/http h
     before(async () => {
       await writeFile(path.join(dir, 'istiod-mesh.yaml'), mesh(net));
       const configDir = path.join(dir, 'istiod-config');
-      await import('node:fs/promises').then((fs) => fs.mkdir(configDir));
+      await mkdir(configDir);
       await writeFile(path.join(configDir, 'pods.yaml'), manifests(net));
       ist = await startIstiod(configDir, path.join(dir, 'istiod-state'), { caDir, host: `${net}.100`, log: (l) => (istiodLog += l) });
       root = ist.rootCertPath;
