@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createKeyAndCsr } from '../src/lib/pki/csr.js';
 import type { Istiod } from '../src/istiod/istiod.js';
+import { CLOCK_SKEW_GRACE_MS } from '../src/lib/pki/ca-certificates.js';
 import { startIstiod } from './helpers/in-process.js';
 import { pythonSkip, runPython } from './helpers/python.js';
 
@@ -45,7 +46,8 @@ describe('istiod CA from python3-grpcio with hand-encoded protobuf (spec §2.3 f
     assert.equal(r.chain.length, 3);
     const leaf = new X509Certificate(r.chain[0]!);
     assert.equal(leaf.subjectAltName, 'URI:spiffe://cluster.local/ns/frontend/sa/web');
-    const lifetime = (Date.parse(leaf.validTo) - Date.parse(leaf.validFrom)) / 1000;
+    // notBefore is backdated by Istio's clock-skew grace; notAfter is the requested hour from now.
+    const lifetime = (Date.parse(leaf.validTo) - Date.parse(leaf.validFrom) - CLOCK_SKEW_GRACE_MS) / 1000;
     assert.ok(lifetime > 3500 && lifetime < 3700, `validity_duration honoured (${lifetime}s)`);
   });
 

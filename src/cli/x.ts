@@ -6,7 +6,7 @@ import { fatal } from './fatal.js';
 export function xCommand(): Command {
   const x = new Command('x').description('helper and experimental commands');
   x.command('create-ca')
-    .description("write an Istio plug-in CA directory (root + intermediate): root-cert.pem, ca-cert.pem, ca-key.pem, cert-chain.pem")
+    .description('write a new Istio plug-in CA directory (root + intermediate): root-cert.pem, ca-cert.pem, ca-key.pem (0600), cert-chain.pem; refuses a directory that already holds any of them')
     .argument('<dir>', 'directory to create')
     .option('--trust-domain <td>', 'trust domain', 'cluster.local')
     .action(async (dir, o) => {

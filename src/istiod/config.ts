@@ -5,6 +5,25 @@ import { parseListenAddress, type ListenAddress } from '../lib/address.js';
 import { LogControl, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
+import type { GrpcLimits } from './grpc-server.js';
+
+/** Limits on istiod's gRPC port, where callers are not yet authenticated. */
+export const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
+  /** Room for two connections (xDS, CA) from each of 1000 ztunnels; more are closed at accept. */
+  maxConnections: 2048,
+  /** A ClientHello and the client's Finished take a round trip or two; Node's default would hold a silent socket 120 s. */
+  handshakeTimeoutMs: 10_000,
+  /** Nothing legitimate holds a connection with no call: ztunnel keeps its xDS stream open and reconnects for CSRs. */
+  idleTimeoutMs: 30_000,
+  /**
+   * A CSR is about 1 KiB; ztunnel's largest xDS request, a reconnect listing the resources it holds, is about 100 bytes
+   * per resource. 1 MiB covers ten thousand; Istio's ISTIO_GPRC_MAXRECVMSGSIZE raises it.
+   */
+  maxReceiveMessageBytes: 1024 * 1024,
+  /** Istio's GRPC_KEEPALIVE_INTERVAL and GRPC_KEEPALIVE_TIMEOUT defaults (pkg/keepalive/options.go). */
+  keepaliveTimeMs: 30_000,
+  keepaliveTimeoutMs: 10_000,
+});
 
 /** istiod's defaults, each Istio's own (spec §1.2, §2.4). */
 export const ISTIOD_DEFAULTS = Object.freeze({
@@ -37,6 +56,7 @@ export interface IstiodConfig {
   readonly jwtRules: readonly JwtRule[];
   readonly defaultCertTtlMs: number;
   readonly maxCertTtlMs: number;
+  readonly grpcLimits: GrpcLimits;
   readonly logFormat: LogFormat;
   readonly logLevel: string;
 }
@@ -48,6 +68,14 @@ export interface IstiodFlags {
   grpcAddress?: string | undefined;
   monitoringAddress?: string | undefined;
   logLevel?: string | undefined;
+}
+
+function positiveInt(env: Readonly<Record<string, string | undefined>>, name: string, dflt: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return dflt;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 1) throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${v}" is not a positive whole number of bytes`);
+  return n;
 }
 
 const list = (s: string): string[] => s.split(',').map((x) => x.trim()).filter((x) => x !== '');
@@ -74,6 +102,12 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
     jwtRules: parseJwtRules(env['JWT_RULE']),
     defaultCertTtlMs: parseDuration(env['DEFAULT_WORKLOAD_CERT_TTL'] ?? ISTIOD_DEFAULTS.workloadCertTtl, 'DEFAULT_WORKLOAD_CERT_TTL'),
     maxCertTtlMs: parseDuration(env['MAX_WORKLOAD_CERT_TTL'] ?? ISTIOD_DEFAULTS.maxWorkloadCertTtl, 'MAX_WORKLOAD_CERT_TTL'),
+    grpcLimits: Object.freeze({
+      ...GRPC_LIMIT_DEFAULTS,
+      maxReceiveMessageBytes: positiveInt(env, 'ISTIO_GPRC_MAXRECVMSGSIZE', GRPC_LIMIT_DEFAULTS.maxReceiveMessageBytes),
+      keepaliveTimeMs: env['GRPC_KEEPALIVE_INTERVAL'] === undefined ? GRPC_LIMIT_DEFAULTS.keepaliveTimeMs : parseDuration(env['GRPC_KEEPALIVE_INTERVAL'], 'GRPC_KEEPALIVE_INTERVAL'),
+      keepaliveTimeoutMs: env['GRPC_KEEPALIVE_TIMEOUT'] === undefined ? GRPC_LIMIT_DEFAULTS.keepaliveTimeoutMs : parseDuration(env['GRPC_KEEPALIVE_TIMEOUT'], 'GRPC_KEEPALIVE_TIMEOUT'),
+    }),
     logFormat,
     logLevel,
   };

@@ -1,19 +1,21 @@
-import { access, mkdir, writeFile } from 'node:fs/promises';
+import { access, writeFile } from 'node:fs/promises';
 import type http from 'node:http';
 import path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
 import { Registry as MetricsRegistry, collectDefaultMetrics, Gauge } from 'prom-client';
 import { IstioCertificateService } from '../api/istio/v1/auth/ca_pb.js';
 import { AggregatedDiscoveryService } from '../api/envoy/service/discovery/v3/discovery_pb.js';
 import { grpcServiceDefinition } from '../lib/grpc-service.js';
-import { CertificateAuthority, issueServingCertificate, writePluginCaDir } from '../lib/pki/certificate-authority.js';
-import { MeshError } from '../lib/errors.js';
+import { CertificateAuthority, issueServingCertificate, PLUGIN_CA_FILES, writePluginCaDir } from '../lib/pki/certificate-authority.js';
+import { ensurePrivateDir } from '../lib/pki/private-files.js';
+import { isMeshError, MeshError } from '../lib/errors.js';
 import { startHttpServer, boundPort } from '../lib/http-server.js';
 import type { LogControl } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
 import { ISTIOD_SERVING_NAMES, type IstiodConfig } from './config.js';
 import { Authenticator } from './ca/authenticate.js';
 import { CaServer } from './ca/ca-server.js';
+import { authenticationInterceptor } from './ca/authentication-interceptor.js';
+import { startGrpcServer, type RunningGrpcServer } from './grpc-server.js';
 import { LocalIssuer } from './ca/local-issuer.js';
 import { Registry } from './registry/registry.js';
 import { buildMeshModel } from './model/mesh-model.js';
@@ -29,12 +31,12 @@ export const ROOT_CERT_FILE = 'root-cert.pem';
 async function loadSigningCa(cfg: IstiodConfig): Promise<CertificateAuthority> {
   if (cfg.caDir !== undefined) return CertificateAuthority.fromPluginDir(cfg.caDir);
   const dir = path.join(cfg.stateDir, 'ca');
-  const exists = await access(path.join(dir, 'ca-key.pem')).then(() => true, () => false);
+  const exists = await access(path.join(dir, PLUGIN_CA_FILES.caKey)).then(() => true, () => false);
   if (!exists) {
     try {
-      await mkdir(cfg.stateDir, { recursive: true, mode: 0o700 });
       await writePluginCaDir(dir, cfg.trustDomain);
     } catch (e) {
+      if (isMeshError(e)) throw e;
       throw new MeshError('ISTIOD_ERR_STATE', `cannot create the self-signed CA in ${dir}: ${(e as Error).message}`);
     }
   }
@@ -48,7 +50,7 @@ export class Istiod {
 
   private constructor(
     readonly config: IstiodConfig,
-    private readonly grpcServer: grpc.Server,
+    private readonly grpcServer: RunningGrpcServer,
     readonly issuer: LocalIssuer,
     readonly registry: Registry,
     readonly rootCertPath: string,
@@ -59,8 +61,8 @@ export class Istiod {
     if (cfg.configDir !== undefined && !(await access(cfg.configDir).then(() => true, () => false))) {
       throw new MeshError('AMESH_ERR_CONFIG', `--config-dir ${cfg.configDir} does not exist (create it, or point at a directory of manifests such as examples/mesh)`);
     }
+    await ensurePrivateDir(cfg.stateDir, 'ISTIOD_ERR_STATE', 'istiod state directory');
     const ca = await loadSigningCa(cfg);
-    await mkdir(cfg.stateDir, { recursive: true, mode: 0o700 });
     const rootCertPath = path.join(cfg.stateDir, ROOT_CERT_FILE);
     await writeFile(rootCertPath, ca.rootBundlePem, { mode: 0o644 });
     const issuer = await LocalIssuer.loadOrCreate(cfg.stateDir);
@@ -84,17 +86,22 @@ export class Istiod {
     new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers: [metrics] }).set({ component: 'pilot', tag: VERSION }, 1);
     const caServer = new CaServer(cfg, ca, auth, registry, metrics, logs.scope('ca'));
     const serving = await issueServingCertificate(ca, ISTIOD_SERVING_NAMES, SERVING_CERT_TTL_SECONDS);
-    const server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
-    server.addService(grpcServiceDefinition(IstioCertificateService), caServer.handlers);
-    server.addService(grpcServiceDefinition(AggregatedDiscoveryService), ads.handlers);
-    const creds = grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(serving.keyPem), cert_chain: Buffer.from(serving.chain.slice(0, -1).join('')) }], false);
-    const grpcPort = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(`${cfg.grpcAddress.host}:${cfg.grpcAddress.port}`, creds, (err, port) => {
-        if (err !== null) reject(new MeshError('AMESH_ERR_CONFIG', `cannot listen for gRPC on ${cfg.grpcAddress.host}:${cfg.grpcAddress.port}: ${err.message}`));
-        else resolve(port);
-      });
-    });
-    const ist = new Istiod(cfg, server, issuer, registry, rootCertPath);
+    const grpcServer = await startGrpcServer(
+      {
+        address: cfg.grpcAddress,
+        keyPem: serving.keyPem,
+        certChainPem: serving.chain.slice(0, -1).join(''),
+        limits: cfg.grpcLimits,
+        interceptors: [authenticationInterceptor(auth, logs.scope('ca'), (method) => caServer.countRejected(method))],
+        addServices: (server) => {
+          server.addService(grpcServiceDefinition(IstioCertificateService), caServer.handlers);
+          server.addService(grpcServiceDefinition(AggregatedDiscoveryService), ads.handlers);
+        },
+      },
+      log,
+    );
+    const grpcPort = grpcServer.port;
+    const ist = new Istiod(cfg, grpcServer, issuer, registry, rootCertPath);
     ist.ports.grpc = grpcPort;
     ist.monitoring = await startHttpServer(cfg.monitoringAddress, {
       '/ready': () => ({ status: 200, body: 'ready\n' }),
@@ -107,20 +114,10 @@ export class Istiod {
     return ist;
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.registry.stop();
     this.monitoring?.close();
-    // Open xDS streams would hold a graceful shutdown forever; clients reconnect by themselves.
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(() => {
-        this.grpcServer.forceShutdown();
-        resolve();
-      }, 1000);
-      t.unref();
-      this.grpcServer.tryShutdown(() => {
-        clearTimeout(t);
-        resolve();
-      });
-    });
+    this.grpcServer.stop();
+    return Promise.resolve();
   }
 }

@@ -4,6 +4,7 @@ import { loadZtunnelConfig } from '../../src/ztunnel/config.js';
 import { Ztunnel } from '../../src/ztunnel/ztunnel.js';
 import { loadIstiodConfig } from '../../src/istiod/config.js';
 import { Istiod } from '../../src/istiod/istiod.js';
+import type { GrpcLimits } from '../../src/istiod/grpc-server.js';
 
 /** A ztunnel in this process (real sockets), with control servers on ephemeral ports and logs discarded. */
 export async function startZtunnel(localConfig: string, nodeName: string, localCa: string, env: Record<string, string> = {}): Promise<Ztunnel> {
@@ -22,8 +23,21 @@ export async function startZtunnel(localConfig: string, nodeName: string, localC
   return zt;
 }
 
-/** An istiod in this process on ephemeral ports, serving `configDir`, with its state under `stateDir`. */
-export async function startIstiod(configDir: string, stateDir: string): Promise<Istiod> {
-  const cfg = loadIstiodConfig({ configDir, stateDir, grpcAddress: '127.0.0.1:0', monitoringAddress: '127.0.0.1:0' }, {});
-  return Istiod.start(cfg, new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) }));
+/**
+ * An istiod in this process on ephemeral ports, serving `configDir`, with its state under `stateDir`; optionally
+ * with a plug-in CA (`caDir`), on another loopback `host`, other limits on its gRPC port, and its JSON log lines
+ * (info and up) sent to `log`.
+ */
+export async function startIstiod(configDir: string, stateDir: string, o: { caDir?: string; host?: string; log?: (line: string) => void; grpcLimits?: Partial<GrpcLimits> } = {}): Promise<Istiod> {
+  const host = o.host ?? '127.0.0.1';
+  const loaded = loadIstiodConfig({ configDir, stateDir, caDir: o.caDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0` }, {});
+  const cfg = { ...loaded, grpcLimits: { ...loaded.grpcLimits, ...o.grpcLimits } };
+  const log = o.log;
+  const out = new Writable({
+    write: (c: Buffer, _e, cb) => {
+      log?.(c.toString());
+      cb();
+    },
+  });
+  return Istiod.start(cfg, new LogControl({ format: 'json', level: log === undefined ? 'silent' : 'info', component: 'istiod', out }));
 }

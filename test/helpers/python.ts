@@ -1,7 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runToExit } from './run-to-exit.js';
 
 /** Debian's interpreter: the python3-* packages the interop tests use install for it, not for other Pythons. */
 export const PYTHON = '/usr/bin/python3';
@@ -15,13 +15,5 @@ export function pythonSkip(module: string, debianPackage: string): false | strin
 /** Runs `test/interop/<script>` without blocking this process's event loop (servers under test may live here). */
 export async function runPython(script: string, args: string[], timeoutMs = 15_000): Promise<{ status: number | null; stdout: string; stderr: string }> {
   const file = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'interop', script);
-  const p = spawn(PYTHON, [file, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const timer = setTimeout(() => p.kill(), timeoutMs);
-  const [status] = (await once(p, 'exit')) as [number | null];
-  clearTimeout(timer);
-  return { status, stdout, stderr };
+  return runToExit(PYTHON, [file, ...args], timeoutMs);
 }

@@ -1,16 +1,19 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { Counter, type Registry as MetricsRegistry } from 'prom-client';
-import type { IstioCertificateRequest, IstioCertificateResponse } from '../../api/istio/v1/auth/ca_pb.js';
+import { IstioCertificateService, type IstioCertificateRequest, type IstioCertificateResponse } from '../../api/istio/v1/auth/ca_pb.js';
 import { csrUriSans, type CertificateAuthority } from '../../lib/pki/certificate-authority.js';
-import { describeError, MeshError } from '../../lib/errors.js';
+import { describeError, isMeshError, MeshError } from '../../lib/errors.js';
 import { identityToString, parseIdentity, type Identity } from '../../lib/spiffe.js';
 import type { IstiodConfig } from '../config.js';
 import type { Registry } from '../registry/registry.js';
 import type { Authenticator, Caller } from './authenticate.js';
+import { AUTHENTICATION_FAILURE } from './authentication-interceptor.js';
 
 /** The request metadata key a node proxy uses to ask for another workload's certificate (spec §2.3). */
 export const IMPERSONATED_IDENTITY = 'ImpersonatedIdentity';
+
+const CREATE_CERTIFICATE_PATH = `/${IstioCertificateService.typeName}/${IstioCertificateService.method.createCertificate.name}`;
 
 /** Istio's citadel metric names. */
 function caMetrics(registry: MetricsRegistry): Record<'csr' | 'issued' | 'authnFailure' | 'signError', Counter> {
@@ -23,15 +26,18 @@ function caMetrics(registry: MetricsRegistry): Record<'csr' | 'issued' | 'authnF
   };
 }
 
+/** As Istio answers impersonation failures (security/pkg/server/ca/server.go): opaque, the reason is logged. */
+export const IMPERSONATION_FAILURE = 'request impersonation authentication failure';
+
+/**
+ * The status a caller sees. Authentication and impersonation failures are opaque, as Istio's are; what was wrong
+ * with an authenticated caller's CSR is told to it.
+ */
 function grpcError(e: unknown): Partial<grpc.StatusObject> {
-  if (e instanceof MeshError) {
-    const code =
-      e.code === 'ISTIOD_ERR_AUTHENTICATION' || e.code === 'ISTIOD_ERR_IMPERSONATION' ? grpc.status.UNAUTHENTICATED
-      : e.code === 'ISTIOD_ERR_CSR' ? grpc.status.INVALID_ARGUMENT
-      : grpc.status.INTERNAL;
-    return { code, details: e.message };
-  }
-  return { code: grpc.status.INTERNAL, details: describeError(e) };
+  if (isMeshError(e, 'ISTIOD_ERR_AUTHENTICATION')) return { code: grpc.status.UNAUTHENTICATED, details: AUTHENTICATION_FAILURE };
+  if (isMeshError(e, 'ISTIOD_ERR_IMPERSONATION')) return { code: grpc.status.UNAUTHENTICATED, details: IMPERSONATION_FAILURE };
+  if (isMeshError(e, 'ISTIOD_ERR_CSR')) return { code: grpc.status.INVALID_ARGUMENT, details: e.message };
+  return { code: grpc.status.INTERNAL, details: 'CSR signing error' };
 }
 
 /**
@@ -53,6 +59,13 @@ export class CaServer {
     this.metrics = caMetrics(metricsRegistry);
   }
 
+  /** Counts a call the authentication interceptor rejected before it reached `handlers`. */
+  countRejected(method: string): void {
+    if (method !== CREATE_CERTIFICATE_PATH) return;
+    this.metrics.csr.inc();
+    this.metrics.authnFailure.inc();
+  }
+
   readonly handlers = {
     createCertificate: (call: grpc.ServerUnaryCall<IstioCertificateRequest, IstioCertificateResponse>, cb: grpc.sendUnaryData<Partial<IstioCertificateResponse>>): void => {
       this.metrics.csr.inc();
@@ -62,7 +75,7 @@ export class CaServer {
           cb(null, { certChain });
         },
         (e: unknown) => {
-          if (e instanceof MeshError && (e.code === 'ISTIOD_ERR_AUTHENTICATION' || e.code === 'ISTIOD_ERR_IMPERSONATION')) this.metrics.authnFailure.inc();
+          if (isMeshError(e, 'ISTIOD_ERR_AUTHENTICATION') || isMeshError(e, 'ISTIOD_ERR_IMPERSONATION')) this.metrics.authnFailure.inc();
           else this.metrics.signError.inc();
           this.log.warn({ error: describeError(e) }, 'CSR rejected');
           cb(grpcError(e));

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SignJWT, exportPKCS8, generateKeyPair, importPKCS8, exportJWK, type JWK, type CryptoKey as JoseKey } from 'jose';
 import { MeshError } from '../../lib/errors.js';
+import { ensurePrivateDir, writeNewPrivateFile } from '../../lib/pki/private-files.js';
 
 /** The `iss` of tokens minted by `amesh istiod token`. */
 export const LOCAL_ISSUER = 'amesh-istiod-local';
@@ -31,7 +32,9 @@ export class LocalIssuer {
     readonly publicJwk: JWK,
   ) {}
 
+  /** Loads the key from `stateDir` (which must be private to istiod, see `ensurePrivateDir`), or creates it. */
   static async loadOrCreate(stateDir: string): Promise<LocalIssuer> {
+    await ensurePrivateDir(stateDir, 'ISTIOD_ERR_STATE', 'istiod state directory');
     const file = path.join(stateDir, KEY_FILE);
     let pem: string;
     try {
@@ -41,8 +44,7 @@ export class LocalIssuer {
       const { privateKey } = await generateKeyPair(ALG, { extractable: true });
       pem = await exportPKCS8(privateKey);
       try {
-        await mkdir(stateDir, { recursive: true, mode: 0o700 });
-        await writeFile(file, pem, { mode: 0o600, flag: 'wx' });
+        await writeNewPrivateFile(file, pem);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'EEXIST') pem = await readFile(file, 'utf8');
         else throw new MeshError('ISTIOD_ERR_STATE', `cannot write ${file}: ${(err as Error).message}`);

@@ -1,0 +1,49 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runToExit } from './run-to-exit.js';
+
+/** The Go peer's sources (stdlib only). */
+const PEER_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'interop', 'hbone_go');
+/** Offline, with the installed toolchain: the peer needs nothing but the standard library. */
+const GO_ENV = { GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', GOPROXY: 'off' };
+
+/** `false` when `go` runs, else the reason to skip. */
+export function goSkip(): false | string {
+  const probe = spawnSync('go', ['version'], { encoding: 'utf8' });
+  return probe.status === 0 ? false : `Go is not installed (apt-get install golang-go; .ci/run does this): ${(probe.stderr || probe.error?.message || '').trim()}`;
+}
+
+/** Builds test/interop/hbone_go into a temp dir and returns the binary. */
+export async function buildGoPeer(): Promise<string> {
+  const out = path.join(await mkdtemp(path.join(tmpdir(), 'amesh-go-')), 'hbone_go');
+  const p = spawn('go', ['build', '-o', out, '.'], { cwd: PEER_DIR, env: { ...process.env, ...GO_ENV }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const [status] = (await once(p, 'exit')) as [number | null];
+  if (status !== 0) throw new Error(`go build ${PEER_DIR} failed: ${err}`);
+  return out;
+}
+
+/** Runs the Go peer to completion. */
+export function runGo(binary: string, args: string[], timeoutMs = 15_000): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return runToExit(binary, args, timeoutMs);
+}
+
+/** Starts the Go HBONE server; `output` returns what it printed, `ready` resolves once it listens. */
+export function startGoServer(binary: string, args: string[]): { proc: ChildProcess; output: () => string; ready: Promise<void> } {
+  const proc = spawn(binary, ['server', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    proc.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('listening')) resolve();
+    });
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    proc.once('exit', (code) => reject(new Error(`Go server exited (${String(code)}): ${out}`)));
+  });
+  return { proc, output: () => out, ready };
+}

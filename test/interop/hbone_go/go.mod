@@ -1,0 +1,3 @@
+module amesh.test/hbone_go
+
+go 1.19
