@@ -243,7 +243,7 @@ function readMatch(r: YamlReader, n: Node, path: string): RbacMatch {
 }
 
 function readPolicy(r: YamlReader, n: Node, path: string): Authorization {
-  const o = r.object(n, path, POLICY_FIELDS);
+  const o = r.object(n, path, POLICY_FIELDS, ['name', 'namespace', 'scope', 'action']);
   const rules = r.list(o.get('rules'), `${path}.rules`).map((rule, i) =>
     r.list(rule, `${path}.rules[${i}]`).map((clause, j) =>
       r.list(clause, `${path}.rules[${i}][${j}]`).map((m, k) => readMatch(r, m, `${path}.rules[${i}][${j}][${k}]`)),
