@@ -1,17 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EventEmitter, once } from 'node:events';
-import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { EventEmitter } from 'node:events';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { Registry } from './registry.js';
 import { objectKey } from './manifest-dir.js';
+import { atomicWriterUpdate, eventAfter, WATCH_DEADLINE_MS } from '../../../test/helpers/fs-events.js';
 
-/** Every test waits on the registry's `change` event; a watcher that never fires fails the test by timeout. */
-const WATCH_TIMEOUT_MS = 10_000;
-const TEST_TIMEOUT_MS = 4 * WATCH_TIMEOUT_MS;
+/** Every test waits on the registry's `change` event or a log line; a watcher that never fires fails the test. */
+const TEST_TIMEOUT_MS = 4 * WATCH_DEADLINE_MS;
 
 const pod = (name: string, ip: string, extra = ''): string =>
   `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: shop, labels: {app: web}}\nspec: {nodeName: n1}\nstatus: {phase: Running, podIP: ${ip}}${extra}\n`;
@@ -38,7 +38,7 @@ const logLines = new EventEmitter<{ line: [string] }>();
 /** Resolves on the first log line containing `text` after the call (deadline as in `change`). */
 async function logged(text: string, act: () => Promise<void>): Promise<void> {
   const seen = new Promise<void>((resolve, reject) => {
-    const deadline = setTimeout(() => reject(new Error(`never logged: ${text}`)), WATCH_TIMEOUT_MS);
+    const deadline = setTimeout(() => reject(new Error(`never logged: ${text}`)), WATCH_DEADLINE_MS);
     const on = (l: string): void => {
       if (!l.includes(text)) return;
       clearTimeout(deadline);
@@ -53,20 +53,9 @@ async function logged(text: string, act: () => Promise<void>): Promise<void> {
 
 const keys = (r: Registry): string[] => r.all().map(objectKey).sort();
 
-/**
- * Writes, then waits for the reload that the watcher must trigger. The deadline is a ref'd timer: the watchers are
- * unref'd, so without it a watcher that never fires would end the event loop instead of failing the test.
- */
+/** Writes, then waits for the reload that the watcher must trigger. */
 async function change(r: Registry, write: () => Promise<void>): Promise<void> {
-  const ac = new AbortController();
-  const deadline = setTimeout(() => ac.abort(new Error('the watcher never fired')), WATCH_TIMEOUT_MS);
-  try {
-    const seen = once(r, 'change', { signal: ac.signal });
-    await write();
-    await seen;
-  } finally {
-    clearTimeout(deadline);
-  }
+  await eventAfter(r, 'change', write);
 }
 
 test('a document that gains a typo keeps serving its last good version, with file:line in the error', { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -115,20 +104,12 @@ test('a deleted and re-created config directory is watched again; while it is go
 });
 
 test('a ConfigMap-style ..data symlink swap is seen', { timeout: TEST_TIMEOUT_MS }, async () => {
-  // Kubernetes' atomic writer: files live in `..<timestamp>/`, `..data` links to it, each file links through
-  // `..data`; an update writes a new timestamp directory and renames a fresh `..data_tmp` link over `..data`.
   await withRegistry(async (r, dir) => {
     assert.deepEqual(keys(r), ['Pod/shop/web-0']);
-    await mkdir(path.join(dir, '..2026_01_02_00_00_00.2'));
-    await writeFile(path.join(dir, '..2026_01_02_00_00_00.2', 'mesh.yaml'), `${pod('web-0', '10.1.0.5')}---\n${SERVICE}`);
-    await symlink('..2026_01_02_00_00_00.2', path.join(dir, '..data_tmp'));
-    await change(r, () => rename(path.join(dir, '..data_tmp'), path.join(dir, '..data')));
+    await change(r, () => atomicWriterUpdate(dir, { 'mesh.yaml': `${pod('web-0', '10.1.0.5')}---\n${SERVICE}` }));
     assert.deepEqual(keys(r), ['Pod/shop/web-0', 'Service/shop/web']);
   }, async (root) => {
-    await mkdir(path.join(root, '..2026_01_01_00_00_00.1'));
-    await writeFile(path.join(root, '..2026_01_01_00_00_00.1', 'mesh.yaml'), pod('web-0', '10.1.0.5'));
-    await symlink('..2026_01_01_00_00_00.1', path.join(root, '..data'));
-    await symlink('..data/mesh.yaml', path.join(root, 'mesh.yaml'));
+    await atomicWriterUpdate(root, { 'mesh.yaml': pod('web-0', '10.1.0.5') });
     return root;
   });
 });
