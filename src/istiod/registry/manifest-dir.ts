@@ -4,11 +4,26 @@ import { LineCounter, isScalar, parseAllDocuments, type Node } from 'yaml';
 import { denyListsWithNothingValid, documentSchema, KINDS, SchemaWalker } from './manifest-schema.js';
 import { MeshError } from '../../lib/errors.js';
 
+export interface OwnerReference {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly controller?: boolean;
+}
+
 /** One Kubernetes-style object from a manifest file, with where it came from. */
 export interface Manifest {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace: string; readonly uid?: string; readonly labels: Readonly<Record<string, string>>; readonly annotations: Readonly<Record<string, string>> };
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly uid?: string;
+    readonly generateName?: string;
+    readonly ownerReferences?: readonly OwnerReference[];
+    readonly labels: Readonly<Record<string, string>>;
+    readonly annotations: Readonly<Record<string, string>>;
+  };
   readonly spec: Record<string, unknown>;
   readonly status: Record<string, unknown>;
   /** `file:line` of the document. */
@@ -120,6 +135,8 @@ export function parseManifests(file: string, text: string): ManifestLoad {
         name: name!,
         namespace,
         ...(typeof meta['uid'] === 'string' ? { uid: meta['uid'] } : {}),
+        ...(typeof meta['generateName'] === 'string' ? { generateName: meta['generateName'] } : {}),
+        ...(Array.isArray(meta['ownerReferences']) ? { ownerReferences: meta['ownerReferences'] as OwnerReference[] } : {}),
         labels: (meta['labels'] ?? {}) as Record<string, string>,
         annotations: (meta['annotations'] ?? {}) as Record<string, string>,
       },
