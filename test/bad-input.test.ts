@@ -8,6 +8,7 @@ import { socks5Connect } from '../src/echo/socks5-client.js';
 import { meshFixture, hboneSession, sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
 import { clientTlsOptions, serverTlsOptions } from '../src/ztunnel/tls/workload-tls.js';
 import { startZtunnel } from './helpers/in-process.js';
+import { eventAfter } from './helpers/fs-events.js';
 
 const MESH = `
 workloads:
@@ -104,9 +105,13 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
     silent.on('error', () => undefined);
     await once(silent, 'connect');
 
-    // An invalid config edit is rejected; the last good config stays in force.
+    // An invalid config edit is rejected and the last good config stays in force (the rejection itself, awaited
+    // on the watcher's event, is pinned in local-config-watcher.test.ts); the valid edit after it must be applied,
+    // so a watcher that never fires fails here instead of passing on an unchanged state.
     await fx.write('mesh.yaml', MESH + '\n  bogus: [\n');
-    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(zt.ctx.state.workloadByUid('s')?.name, 'server');
+    await eventAfter(zt.ctx.state, 'change', () => fx.write('mesh.yaml', MESH.replace('name: rogue,', 'name: rogue-2,')));
+    assert.equal(zt.ctx.state.workloadByUid('r')?.name, 'rogue-2');
     assert.equal(zt.ctx.state.workloadByUid('s')?.name, 'server');
 
     await live.stillEchoes();

@@ -37,8 +37,11 @@ export class YamlReader {
     throw new MeshError(this.code, `${this.file}:${this.line(node)}: ${path === '' ? '' : path + ': '}${reason}`);
   }
 
-  /** A mapping with string keys; keys outside `allowed` are rejected. */
-  object(node: Node | null | undefined, path: string, allowed: readonly string[]): Map<string, Node | null> {
+  /**
+   * A mapping with string keys; keys outside `allowed` are rejected, and a missing `required` key is reported at
+   * the mapping's line.
+   */
+  object(node: Node | null | undefined, path: string, allowed: readonly string[], required: readonly string[] = []): Map<string, Node | null> {
     if (!isMap(node)) this.fail(node, path, 'expected a mapping');
     const out = new Map<string, Node | null>();
     for (const pair of node.items) {
@@ -49,6 +52,10 @@ export class YamlReader {
         this.fail(k, path, `unknown field "${key}" (expected one of: ${allowed.join(', ')})`);
       }
       out.set(key, pair.value as Node | null);
+    }
+    for (const k of required) {
+      const v = out.get(k);
+      if (v === undefined || v === null || (isScalar(v) && v.value === null)) this.fail(node, path === '' ? k : `${path}.${k}`, 'is required');
     }
     return out;
   }

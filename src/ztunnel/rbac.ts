@@ -78,10 +78,15 @@ export function policyMatches(p: Authorization, c: RbacConnection): boolean {
 
 /**
  * ztunnel's evaluation order (spec §9.1): dry-run DENY (log), enforced DENY, dry-run ALLOW (log), no enforced
- * ALLOW → allow, any ALLOW matches → allow, else deny.
+ * ALLOW → allow, any ALLOW matches → allow, else deny. Before all of it, a policy that could not be accepted
+ * denies (fail closed; see `failClosedPolicy`).
  */
 export function evaluate(policies: readonly Authorization[], c: RbacConnection): RbacDecision {
   const notes: string[] = [];
+  const broken = policies.find((p) => p.rejected !== undefined);
+  if (broken !== undefined) {
+    return { allowed: false, reason: `policy ${policyKey(broken)} could not be accepted (${broken.rejected ?? ''}); denying what it covers`, policy: policyKey(broken), dryRunNotes: notes };
+  }
   for (const p of policies) {
     if (p.action === 'Deny' && p.dryRun && policyMatches(p, c)) notes.push(`dry-run: would be denied by ${policyKey(p)}`);
   }

@@ -1,4 +1,5 @@
 import { ipBytes } from '../../lib/ip.js';
+import { isPolicyIp, isPolicyPort } from '../registry/manifest-schema.js';
 import type { Manifest } from '../registry/manifest-dir.js';
 import { AuthzAction, AuthzScope, emptyMatch, type AuthorizationModel, type IpMatchModel, type MatchModel, type StringMatchModel } from './types.js';
 
@@ -33,15 +34,18 @@ export function ipMatch(s: string): IpMatchModel | undefined {
   return { address: new Uint8Array(b), length };
 }
 
-function ports(v: unknown): number[] | undefined {
-  const out: number[] = [];
-  for (const p of strs(v)) {
-    const n = Number(p);
-    if (!/^\d+$/.test(p) || n > 65535) return undefined;
-    out.push(n);
-  }
-  return out;
+/**
+ * The values of a port or IP list that Istio keeps (`stringToPort`, `stringToIP`: invalid ones are skipped).
+ * `never` is set when the list had values and none survived: as written it matched nothing, so the Match
+ * holding it can never match (sending the emptied list would instead mean "any").
+ */
+function valid<T>(v: unknown, ok: (s: string) => boolean, parse: (s: string) => T): { values: T[]; never: boolean } {
+  const all = strs(v);
+  const values = all.filter(ok).map(parse);
+  return { values, never: all.length > 0 && values.length === 0 };
 }
+const portValues = (v: unknown): { values: number[]; never: boolean } => valid(v, isPolicyPort, Number);
+const ipValues = (v: unknown): { values: IpMatchModel[]; never: boolean } => valid(v, (s) => isPolicyIp(s) && ipMatch(s) !== undefined, (s) => ipMatch(s)!);
 
 const L7_OPERATION = ['hosts', 'notHosts', 'methods', 'notMethods', 'paths', 'notPaths'];
 const L7_SOURCE = ['remoteIpBlocks', 'notRemoteIpBlocks', 'requestPrincipals', 'notRequestPrincipals'];
@@ -68,55 +72,64 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
     const rule = obj(raw);
     const where = `${name} rule ${i}`;
     let l7 = false;
+    /** A clause whose every Match can never match makes the whole rule unable to match. */
+    let never = false;
     const clauses: { matches: MatchModel[] }[] = [];
-    let invalid = false;
+    const clause = (matches: { match: MatchModel; never: boolean }[]): void => {
+      const live = matches.filter((m) => !m.never).map((m) => m.match);
+      if (live.length === 0) never = true;
+      clauses.push({ matches: live });
+    };
     const to = Array.isArray(rule['to']) ? rule['to'].map((t) => obj(obj(t)['operation'])) : [];
     if (to.length > 0) {
-      const matches = to.map((op) => {
+      clause(to.map((op) => {
         if (L7_OPERATION.some((k) => has(op, k))) l7 = true;
-        const p = ports(op['ports']);
-        const np = ports(op['notPorts']);
-        if (p === undefined || np === undefined) invalid = true;
-        return { ...emptyMatch(), destinationPorts: p ?? [], notDestinationPorts: np ?? [] };
-      });
-      clauses.push({ matches });
+        const p = portValues(op['ports']);
+        return { match: { ...emptyMatch(), destinationPorts: p.values, notDestinationPorts: portValues(op['notPorts']).values }, never: p.never };
+      }));
     }
     const from = Array.isArray(rule['from']) ? rule['from'].map((f) => obj(obj(f)['source'])) : [];
     if (from.length > 0) {
-      const matches = from.map((src) => {
+      clause(from.map((src) => {
         if (L7_SOURCE.some((k) => has(src, k))) l7 = true;
-        const ips = (k: string): IpMatchModel[] => strs(src[k]).map((s) => ipMatch(s) ?? ((invalid = true), { address: new Uint8Array(), length: 0 }));
         const sas = (k: string): { namespace: string; serviceAccount: string }[] =>
           strs(src[k]).map((s) => (s.includes('/') ? { namespace: s.split('/')[0]!, serviceAccount: s.split('/')[1]! } : { namespace: ap.metadata.namespace, serviceAccount: s }));
+        const ips = ipValues(src['ipBlocks']);
         return {
-          ...emptyMatch(),
-          sourceIps: ips('ipBlocks'),
-          notSourceIps: ips('notIpBlocks'),
-          namespaces: strs(src['namespaces']).map(stringMatch),
-          notNamespaces: strs(src['notNamespaces']).map(stringMatch),
-          principals: strs(src['principals']).map(stringMatch),
-          notPrincipals: strs(src['notPrincipals']).map(stringMatch),
-          serviceAccounts: sas('serviceAccounts'),
-          notServiceAccounts: sas('notServiceAccounts'),
+          match: {
+            ...emptyMatch(),
+            sourceIps: ips.values,
+            notSourceIps: ipValues(src['notIpBlocks']).values,
+            namespaces: strs(src['namespaces']).map(stringMatch),
+            notNamespaces: strs(src['notNamespaces']).map(stringMatch),
+            principals: strs(src['principals']).map(stringMatch),
+            notPrincipals: strs(src['notPrincipals']).map(stringMatch),
+            serviceAccounts: sas('serviceAccounts'),
+            notServiceAccounts: sas('notServiceAccounts'),
+          },
+          never: ips.never,
         };
-      });
-      clauses.push({ matches });
+      }));
     }
     for (const c of Array.isArray(rule['when']) ? rule['when'].map(obj) : []) {
       const key = typeof c['key'] === 'string' ? c['key'] : '';
       const values = strs(c['values']);
       const notValues = strs(c['notValues']);
       const m: Record<string, unknown> = { ...emptyMatch() };
-      const ip = (xs: string[]): IpMatchModel[] => xs.map((s) => ipMatch(s) ?? ((invalid = true), { address: new Uint8Array(), length: 0 }));
-      if (key === 'source.ip') Object.assign(m, { sourceIps: ip(values), notSourceIps: ip(notValues) });
+      let none = false;
+      const ips = (pos: string, neg: string): void => {
+        const v = ipValues(values);
+        none = v.never;
+        Object.assign(m, { [pos]: v.values, [neg]: ipValues(notValues).values });
+      };
+      if (key === 'source.ip') ips('sourceIps', 'notSourceIps');
+      else if (key === 'destination.ip') ips('destinationIps', 'notDestinationIps');
       else if (key === 'source.namespace') Object.assign(m, { namespaces: values.map(stringMatch), notNamespaces: notValues.map(stringMatch) });
       else if (key === 'source.principal') Object.assign(m, { principals: values.map(stringMatch), notPrincipals: notValues.map(stringMatch) });
-      else if (key === 'destination.ip') Object.assign(m, { destinationIps: ip(values), notDestinationIps: ip(notValues) });
       else if (key === 'destination.port') {
-        const p = ports(values);
-        const np = ports(notValues);
-        if (p === undefined || np === undefined) invalid = true;
-        Object.assign(m, { destinationPorts: p ?? [], notDestinationPorts: np ?? [] });
+        const p = portValues(values);
+        none = p.never;
+        Object.assign(m, { destinationPorts: p.values, notDestinationPorts: portValues(notValues).values });
       } else {
         // An attribute ztunnel cannot see: in DENY the condition becomes an empty Match, which never matches, so
         // the rule cannot deny more than the author wrote.
@@ -124,10 +137,10 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
         clauses.push({ matches: [emptyMatch()] });
         continue;
       }
-      clauses.push({ matches: [m as unknown as MatchModel] });
+      clause([{ match: m as unknown as MatchModel, never: none }]);
     }
-    if (invalid) {
-      warnings.push(`${where}: invalid port or IP; rule dropped`);
+    if (never) {
+      warnings.push(`${where}: every value of one of its port or IP lists is invalid, so it can never match; rule dropped`);
       return;
     }
     if (l7) {

@@ -24,12 +24,32 @@ function podIps(pod: Manifest): string[] {
   return [...new Set([...list, ...one])].filter((ip) => ipBytes(ip) !== undefined);
 }
 
+/** Istio's label that overrides the derived workload name (`label.ServiceWorkloadName`). */
+export const WORKLOAD_NAME_LABEL = 'service.istio.io/workload-name';
+/** A Job created by a CronJob is named `<cronjob>-<scheduled time in minutes>` (istio `pkg/kube/util.go`). */
+const CRONJOB_JOB_NAME = /^(.+)-\d{8,10}$/;
+
 /**
- * The workload a pod belongs to. Istio derives it from the owner (Deployment …); a manifest pod has no owner, so
- * its app label stands in, else its own name.
+ * The workload a pod belongs to, as istio `pkg/kube/util.go` `GetWorkloadMetaFromPod` derives it: for a pod whose
+ * name was generated, its controller owner, with a ReplicaSet named `<deployment>-<pod-template-hash>` read as its
+ * Deployment and a Job named `<cronjob>-<digits>` as its CronJob; otherwise the pod's own name. The
+ * `service.istio.io/workload-name` label overrides it.
  */
-function workloadName(pod: Manifest): string {
-  return pod.metadata.labels['app.kubernetes.io/name'] ?? pod.metadata.labels['app'] ?? pod.metadata.name;
+export function podWorkloadName(pod: Manifest): string {
+  const override = pod.metadata.labels[WORKLOAD_NAME_LABEL];
+  if (override !== undefined) return override;
+  const owner = pod.metadata.generateName === undefined || pod.metadata.generateName === '' ? undefined : pod.metadata.ownerReferences?.find((r) => r.controller === true);
+  if (owner === undefined || owner.name === '') return pod.metadata.name;
+  const hash = pod.metadata.labels['pod-template-hash'] ?? pod.metadata.labels['rollouts-pod-template-hash'];
+  if (owner.kind === 'ReplicaSet' && hash !== undefined && hash !== '' && owner.name.endsWith(`-${hash}`)) return owner.name.slice(0, -hash.length - 1);
+  if (owner.kind === 'ReplicationController' && (pod.metadata.labels['deploymentconfig'] ?? '') !== '') return pod.metadata.labels['deploymentconfig']!;
+  if (owner.kind === 'Job') return CRONJOB_JOB_NAME.exec(owner.name)?.[1] ?? owner.name;
+  return owner.name;
+}
+
+/** istio `pkg/kube/labels` `WorkloadNameFromWorkloadEntry`: the auto-registration group, the label, else its name. */
+function workloadEntryName(we: Manifest, labels: Readonly<Record<string, string>>): string {
+  return we.metadata.annotations['istio.io/autoRegistrationGroup'] ?? labels[WORKLOAD_NAME_LABEL] ?? we.metadata.name;
 }
 
 /** Named container ports, for named service target ports. */
@@ -82,9 +102,9 @@ export function convertWorkloadEntry(we: Manifest, ctx: WorkloadContext): Worklo
     trustDomain: trustDomainField(ctx.trustDomain),
     serviceAccount: typeof we.spec['serviceAccount'] === 'string' ? we.spec['serviceAccount'] : 'default',
     node: '',
-    ...canonical(labels, we.metadata.name),
+    ...canonical(labels, workloadEntryName(we, labels)),
     workloadType: WorkloadType.POD,
-    workloadName: labels['app.kubernetes.io/name'] ?? labels['app'] ?? we.metadata.name,
+    workloadName: workloadEntryName(we, labels),
     services: backendsFor(ctx.backends, we.metadata.namespace, labels, numberMap(we.spec['ports'])),
     authorizationPolicies: ctx.authorizationPolicies,
     status: WorkloadStatus.HEALTHY,
@@ -145,7 +165,7 @@ export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel |
   if (ips.length === 0) return undefined;
   const labels = pod.metadata.labels;
   const services = backendsFor(ctx.backends, pod.metadata.namespace, labels, containerPorts(pod));
-  const wname = workloadName(pod);
+  const wname = podWorkloadName(pod);
   return {
     uid: `${ctx.clusterId}//Pod/${pod.metadata.namespace}/${pod.metadata.name}`,
     name: pod.metadata.name,

@@ -17,7 +17,7 @@ test('a bad manifest is reported with file:line and the other documents and file
     assert.equal(objects[1]!.source, `${path.join(dir, 'a.yaml')}:9`);
     assert.equal(errors.length, 2);
     assert.ok(errors.every((e) => e.code === 'ISTIOD_ERR_MANIFEST'));
-    assert.match(errors[0]!.message, new RegExp(`^${path.join(dir, 'a.yaml').replace(/[.]/g, '\\.')}:5: Pod: metadata.name is required`));
+    assert.match(errors[0]!.message, new RegExp(`^${path.join(dir, 'a.yaml').replace(/[.]/g, '\\.')}:7: Pod: metadata.name: is required`));
     assert.match(errors[1]!.message, new RegExp(`^${path.join(dir, 'b.yaml').replace(/[.]/g, '\\.')}:\\d+: invalid YAML`));
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -1,16 +1,47 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { LineCounter, parseAllDocuments } from 'yaml';
+import { LineCounter, isScalar, parseAllDocuments, type Node } from 'yaml';
+import { denyListsWithNothingValid, documentSchema, KINDS, SchemaWalker } from './manifest-schema.js';
 import { MeshError } from '../../lib/errors.js';
+
+export interface OwnerReference {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly controller?: boolean;
+}
 
 /** One Kubernetes-style object from a manifest file, with where it came from. */
 export interface Manifest {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: { readonly name: string; readonly namespace: string; readonly uid?: string; readonly labels: Readonly<Record<string, string>>; readonly annotations: Readonly<Record<string, string>> };
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly uid?: string;
+    readonly generateName?: string;
+    readonly ownerReferences?: readonly OwnerReference[];
+    readonly labels: Readonly<Record<string, string>>;
+    readonly annotations: Readonly<Record<string, string>>;
+  };
   readonly spec: Record<string, unknown>;
   readonly status: Record<string, unknown>;
   /** `file:line` of the document. */
+  readonly source: string;
+  readonly file: string;
+}
+
+/** Which object a document is: `Kind/namespace/name` (namespace empty for cluster-scoped kinds). */
+export function objectKey(o: { kind: string; metadata: { namespace: string; name: string } }): string {
+  return `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
+}
+
+/** A document that names an object but was refused: the registry keeps that object's last good version. */
+export interface RejectedObject {
+  readonly key: string;
+  readonly kind: string;
+  readonly namespace: string;
+  readonly name: string;
   readonly source: string;
 }
 
@@ -18,75 +49,103 @@ export interface ManifestLoad {
   readonly objects: readonly Manifest[];
   /** Problems as `file:line: reason`; the rest of the directory still loads. */
   readonly errors: readonly MeshError[];
+  /** Values amesh ignores, as `file:line: reason`; their objects are in use. */
+  readonly warnings: readonly string[];
+  /** Documents refused whose object could still be named. */
+  readonly rejected: readonly RejectedObject[];
+  /**
+   * Files with any problem (unreadable, invalid YAML, a refused document): every object they held keeps its last
+   * good version unless the file now holds a good one. A half-written file is one of these.
+   */
+  readonly damaged: readonly string[];
 }
 
 const CLUSTER_SCOPED = new Set(['Namespace']);
 
 /**
  * Reads every `*.yaml` / `*.yml` file in `dir` (multi-document YAML), keeping each object's `file:line`. A bad
- * document is reported and skipped; it never takes the other documents down with it.
+ * document is reported and skipped; it never takes the other documents down with it. Hidden entries (a
+ * ConfigMap mount's `..data` and `..2026_…` directories) are not read; the files linked to them are.
  */
 export async function loadManifestDir(dir: string): Promise<ManifestLoad> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f) && !f.startsWith('.')).sort();
-  const objects: Manifest[] = [];
-  const errors: MeshError[] = [];
+  const all = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[], damaged: [] as string[] };
   for (const f of files) {
     const file = path.join(dir, f);
-    const text = await readFile(file, 'utf8').catch((e: unknown) => {
-      errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}: cannot read: ${(e as Error).message}`));
-      return '';
-    });
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (e) {
+      // A file that vanished between readdir and read was removed; anything else keeps its objects.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      all.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}: cannot read: ${(e as Error).message}`));
+      all.damaged.push(file);
+      continue;
+    }
     const r = parseManifests(file, text);
-    objects.push(...r.objects);
-    errors.push(...r.errors);
+    all.objects.push(...r.objects);
+    all.errors.push(...r.errors);
+    all.warnings.push(...r.warnings);
+    all.rejected.push(...r.rejected);
+    all.damaged.push(...r.damaged);
   }
-  return { objects, errors };
+  return all;
 }
 
 /** Parses one multi-document YAML text; bad documents are reported with `file:line` and skipped. */
 export function parseManifests(file: string, text: string): ManifestLoad {
-  const objects: Manifest[] = [];
-  const errors: MeshError[] = [];
+  const out = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[], damaged: [] as string[] };
   const lines = new LineCounter();
-  for (const doc of parseAllDocuments(text, { lineCounter: lines })) {
-    // The line of the document's content, not of its `---` marker.
-    const where = `${file}:${lines.linePos(doc.contents?.range?.[0] ?? doc.range[0]).line}`;
+  for (const doc of parseAllDocuments(text, { lineCounter: lines, uniqueKeys: true })) {
     if (doc.errors.length > 0) {
-      errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
+      out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
       continue;
     }
+    const contents = doc.contents as Node | null;
+    if (contents === null || (isScalar(contents) && contents.value === null)) continue;
+    const walker = new SchemaWalker(lines);
+    // The line of the document's content, not of its `---` marker.
+    const where = `${file}:${walker.line(contents)}`;
     const o = doc.toJS() as unknown;
-    if (o === null || o === undefined) continue;
-    const m = toManifest(o, where);
-    if (m instanceof MeshError) errors.push(m);
-    else objects.push(m);
+    const r = (typeof o === 'object' && o !== null && !Array.isArray(o) ? o : {}) as Record<string, unknown>;
+    const meta = (typeof r['metadata'] === 'object' && r['metadata'] !== null ? r['metadata'] : {}) as Record<string, unknown>;
+    const kind = typeof r['kind'] === 'string' ? r['kind'] : undefined;
+    const name = typeof meta['name'] === 'string' ? meta['name'] : undefined;
+    const namespace = kind !== undefined && CLUSTER_SCOPED.has(kind) ? '' : typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
+    const what = `${kind ?? 'document'}${name === undefined ? '' : ` ${namespace === '' ? '' : namespace + '/'}${name}`}`;
+    const schema = kind === undefined ? undefined : KINDS[kind];
+    if (kind !== undefined && schema === undefined) out.warnings.push(`${where}: ${what}: kind ${kind} is not used by amesh istiod; ignored`);
+    walker.walk(contents, documentSchema(schema), '');
+    const spec = (typeof r['spec'] === 'object' && r['spec'] !== null ? r['spec'] : {}) as Record<string, unknown>;
+    if (kind === 'AuthorizationPolicy' && walker.errors.length === 0) {
+      for (const p of denyListsWithNothingValid(spec)) {
+        walker.errors.push({ line: walker.line(doc.getIn(p, true) as Node | undefined), path: p.join('.').replace(/\.(\d+)/g, '[$1]'), reason: 'no valid value left once invalid ones are skipped; this DENY rule would deny nothing' });
+      }
+    }
+    for (const w of walker.warnings) out.warnings.push(`${file}:${w.line}: ${what}: ${w.path}: ${w.reason}`);
+    if (walker.errors.length > 0) {
+      for (const e of walker.errors) out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${e.line}: ${what}: ${e.path === '' ? '' : e.path + ': '}${e.reason}`));
+      if (kind !== undefined && name !== undefined) out.rejected.push({ key: `${kind}/${namespace}/${name}`, kind, namespace, name, source: where });
+      continue;
+    }
+    out.objects.push({
+      apiVersion: r['apiVersion'] as string,
+      kind: kind!,
+      metadata: {
+        name: name!,
+        namespace,
+        ...(typeof meta['uid'] === 'string' ? { uid: meta['uid'] } : {}),
+        ...(typeof meta['generateName'] === 'string' ? { generateName: meta['generateName'] } : {}),
+        ...(Array.isArray(meta['ownerReferences']) ? { ownerReferences: meta['ownerReferences'] as OwnerReference[] } : {}),
+        labels: (meta['labels'] ?? {}) as Record<string, string>,
+        annotations: (meta['annotations'] ?? {}) as Record<string, string>,
+      },
+      spec,
+      status: (r['status'] ?? {}) as Record<string, unknown>,
+      source: where,
+      file,
+    });
   }
-  return { objects, errors };
-}
-
-function toManifest(o: unknown, where: string): Manifest | MeshError {
-  const bad = (why: string): MeshError => new MeshError('ISTIOD_ERR_MANIFEST', `${where}: ${why}`);
-  if (typeof o !== 'object' || Array.isArray(o) || o === null) return bad('a manifest must be a mapping with apiVersion, kind and metadata');
-  const r = o as Record<string, unknown>;
-  if (typeof r['kind'] !== 'string' || typeof r['apiVersion'] !== 'string') return bad('apiVersion and kind are required');
-  const meta = (r['metadata'] ?? {}) as Record<string, unknown>;
-  if (typeof meta['name'] !== 'string' || meta['name'] === '') return bad(`${r['kind']}: metadata.name is required`);
-  const strMap = (v: unknown, what: string): Record<string, string> | MeshError => {
-    if (v === undefined || v === null) return {};
-    if (typeof v !== 'object' || Array.isArray(v)) return bad(`${what} must be a mapping of strings`);
-    return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, String(x)]));
-  };
-  const labels = strMap(meta['labels'], 'metadata.labels');
-  if (labels instanceof MeshError) return labels;
-  const annotations = strMap(meta['annotations'], 'metadata.annotations');
-  if (annotations instanceof MeshError) return annotations;
-  const ns = CLUSTER_SCOPED.has(r['kind']) ? '' : typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
-  return {
-    apiVersion: r['apiVersion'],
-    kind: r['kind'],
-    metadata: { name: meta['name'], namespace: ns, ...(typeof meta['uid'] === 'string' ? { uid: meta['uid'] } : {}), labels, annotations },
-    spec: (r['spec'] ?? {}) as Record<string, unknown>,
-    status: (r['status'] ?? {}) as Record<string, unknown>,
-    source: where,
-  };
+  if (out.errors.length > 0) out.damaged.push(file);
+  return out;
 }

@@ -3,7 +3,7 @@ import { AddressSchema, LoadBalancing_HealthPolicy, LoadBalancing_Mode, LoadBala
 import { Action, AuthorizationSchema, Scope, type Match, type StringMatch as PbStringMatch } from '../../api/istio/security/authorization_pb.js';
 import { formatIp, parseCidr, type Cidr } from '../../lib/ip.js';
 import type { LocalWorkload } from './local-config.js';
-import type { Authorization, RbacMatch, StringMatch } from './policy.js';
+import { failClosedPolicy, type Authorization, type RbacAction, type RbacMatch, type RbacScope, type StringMatch } from './policy.js';
 import type { LoadBalancerScope, Service } from './service.js';
 import { DEFAULT_CLUSTER_ID, type GatewayAddress, type Workload } from './workload.js';
 
@@ -158,15 +158,30 @@ function matchFromXds(m: Match): RbacMatch | string {
   };
 }
 
-/** An `istio.security.Authorization` Any → a policy. Never throws. */
-export function authorizationFromXds(name: string, any: Any | undefined): { policy: Authorization } | Rejected {
+const RBAC_SCOPES: Partial<Record<number, RbacScope>> = { [Scope.GLOBAL]: 'Global', [Scope.NAMESPACE]: 'Namespace', [Scope.WORKLOAD_SELECTOR]: 'WorkloadSelector' };
+const RBAC_ACTIONS: Partial<Record<number, RbacAction>> = { [Action.ALLOW]: 'Allow', [Action.DENY]: 'Deny' };
+
+/**
+ * An `istio.security.Authorization` Any → a policy. Never throws. As ztunnel (`src/rbac.rs`
+ * `TryFrom<XdsRbac>`), an unknown `scope` or `action` enum value is rejected by name, never mapped to a default.
+ * A rejected resource still yields a policy: the fail-closed stand-in (`failClosedPolicy`) that denies whatever the
+ * policy could cover, held until istiod sends a version ztunnel accepts or removes it. Its scope is the one the
+ * resource claims when that much could be read; otherwise Global, because a policy whose reach is unknown may
+ * reach any workload.
+ */
+export function authorizationFromXds(name: string, any: Any | undefined): { policy: Authorization; rejected?: string } {
+  const reject = (why: string, scope: RbacScope = 'Global'): { policy: Authorization; rejected: string } => ({ policy: failClosedPolicy(name, scope, why), rejected: why });
   let a;
   try {
     a = any === undefined ? undefined : anyUnpack(any, AuthorizationSchema);
   } catch (e) {
-    return { rejected: `${name}: cannot decode Authorization: ${(e as Error).message}` };
+    return reject(`cannot decode Authorization: ${(e as Error).message}`);
   }
-  if (a === undefined) return { rejected: `${name}: not an istio.security.Authorization` };
+  if (a === undefined) return reject('not an istio.security.Authorization');
+  const scope = RBAC_SCOPES[a.scope];
+  if (scope === undefined) return reject(`unknown scope ${a.scope}`);
+  const action = RBAC_ACTIONS[a.action];
+  if (action === undefined) return reject(`unknown action ${a.action}`, scope);
   const rules: RbacMatch[][][] = [];
   for (const r of a.rules) {
     const clauses: RbacMatch[][] = [];
@@ -174,21 +189,12 @@ export function authorizationFromXds(name: string, any: Any | undefined): { poli
       const matches: RbacMatch[] = [];
       for (const m of c.matches) {
         const x = matchFromXds(m);
-        if (typeof x === 'string') return { rejected: `${name}: ${x}` };
+        if (typeof x === 'string') return reject(x, scope);
         matches.push(x);
       }
       clauses.push(matches);
     }
     rules.push(clauses);
   }
-  return {
-    policy: {
-      name: a.name,
-      namespace: a.namespace,
-      scope: a.scope === Scope.GLOBAL ? 'Global' : a.scope === Scope.NAMESPACE ? 'Namespace' : 'WorkloadSelector',
-      action: a.action === Action.DENY ? 'Deny' : 'Allow',
-      rules,
-      dryRun: a.dryRun,
-    },
-  };
+  return { policy: { name: a.name, namespace: a.namespace, scope, action, rules, dryRun: a.dryRun } };
 }

@@ -73,6 +73,15 @@ test('a bad enum value names the accepted values', () => {
   rejects('policies:\n- name: p\n  namespace: n\n  scope: Namespace\n  action: Audit\n', 5, /Allow, Deny/);
 });
 
+test('an unknown policy scope is rejected at its line, never read as WorkloadSelector', () => {
+  rejects('policies:\n- name: p\n  namespace: n\n  scope: Selector\n  action: Allow\n', 4, /Global, Namespace, WorkloadSelector, got "Selector"/);
+});
+
+test('a policy without an action or scope is rejected, never defaulted to Allow', () => {
+  rejects('policies:\n- name: p\n  namespace: n\n  scope: Namespace\n', 2, /action: is required/);
+  rejects('policies:\n- name: p\n  namespace: n\n  action: Deny\n', 2, /scope: is required/);
+});
+
 test('YAML syntax errors carry the line', () => {
   rejects('workloads:\n- uid: a\n  namespace: x: y\n  node: n\n', 3, /invalid YAML/);
 });

@@ -37,14 +37,17 @@ const MATCH_FIELDS = [
 ] as const;
 const SCOPES: readonly LoadBalancerScope[] = ['Region', 'Zone', 'Subzone', 'Node', 'Cluster', 'Network'];
 
-export async function loadLocalConfig(file: string): Promise<LocalConfig> {
-  let text: string;
+/** The text of the local config file; a file that cannot be read is an actionable ZT_ERR_LOCAL_CONFIG_INVALID. */
+export async function readLocalConfigText(file: string): Promise<string> {
   try {
-    text = await readFile(file, 'utf8');
+    return await readFile(file, 'utf8');
   } catch (e) {
     throw new MeshError('ZT_ERR_LOCAL_CONFIG_INVALID', `cannot read local config ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (LOCAL_XDS_PATH / --local-config must name a ztunnel local-config YAML file)`);
   }
-  return parseLocalConfig(file, text);
+}
+
+export async function loadLocalConfig(file: string): Promise<LocalConfig> {
+  return parseLocalConfig(file, await readLocalConfigText(file));
 }
 
 /** Parses and validates local config; throws ZT_ERR_LOCAL_CONFIG_INVALID naming `file:line` and the reason. */
@@ -243,7 +246,7 @@ function readMatch(r: YamlReader, n: Node, path: string): RbacMatch {
 }
 
 function readPolicy(r: YamlReader, n: Node, path: string): Authorization {
-  const o = r.object(n, path, POLICY_FIELDS);
+  const o = r.object(n, path, POLICY_FIELDS, ['name', 'namespace', 'scope', 'action']);
   const rules = r.list(o.get('rules'), `${path}.rules`).map((rule, i) =>
     r.list(rule, `${path}.rules[${i}]`).map((clause, j) =>
       r.list(clause, `${path}.rules[${i}][${j}]`).map((m, k) => readMatch(r, m, `${path}.rules[${i}][${j}][${k}]`)),

@@ -39,8 +39,31 @@ export interface Authorization {
   readonly action: RbacAction;
   readonly rules: readonly (readonly (readonly RbacMatch[])[])[];
   readonly dryRun: boolean;
+  /**
+   * Set on a stand-in for a policy ztunnel could not accept (or that a workload names but ztunnel does not have):
+   * why. Such a policy denies every connection it could cover, so a rejected ALLOW never leaves its workloads
+   * open and a rejected DENY never lets through what it was written to stop.
+   */
+  readonly rejected?: string;
 }
 
 export function policyKey(p: { namespace: string; name: string }): string {
   return `${p.namespace}/${p.name}`;
+}
+
+/**
+ * The stand-in for a policy that could not be accepted: a DENY of everything, in the scope the policy claimed.
+ * `key` is `namespace/name` (the xDS resource name).
+ */
+export function failClosedPolicy(key: string, scope: RbacScope, reason: string): Authorization {
+  const slash = key.indexOf('/');
+  return {
+    name: slash < 0 ? key : key.slice(slash + 1),
+    namespace: slash < 0 ? '' : key.slice(0, slash),
+    scope,
+    action: 'Deny',
+    rules: [[]],
+    dryRun: false,
+    rejected: reason,
+  };
 }

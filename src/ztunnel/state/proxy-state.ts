@@ -2,11 +2,11 @@ import { EventEmitter } from 'node:events';
 import type { LocalConfig } from './local-config.js';
 import { serviceKey, type Endpoint, type Service } from './service.js';
 import type { Workload } from './workload.js';
-import { policyKey, type Authorization } from './policy.js';
+import { failClosedPolicy, policyKey, type Authorization } from './policy.js';
 
 /**
  * Everything ztunnel knows about the mesh: workloads, services and policies, with the indexes the proxy
- * needs (spec §13.5): workload by uid and by `network/ip`, service by `namespace/hostname` and by VIP,
+ * needs (as ztunnel's `src/state.rs` `ProxyState`): workload by uid and by `network/ip`, service by `namespace/hostname` and by VIP,
  * policies by key and by namespace (`""` holds the Global ones). A new config replaces the whole state in one
  * step and emits `change`.
  */
@@ -105,8 +105,10 @@ export class ProxyState extends EventEmitter<{ change: [] }> {
   }
 
   /**
-   * Policies that apply to `w` (spec §9.1): its namespace's, the Global ones, and those it lists by key.
-   * Unknown keys are skipped.
+   * Policies that apply to `w` (ztunnel `src/state.rs` `assert_rbac`): its namespace's, the Global ones, and those
+   * it lists by key. ztunnel skips a listed key it does not have; amesh fails closed instead: istiod lists only
+   * policies it sends (istio `pilot/pkg/serviceregistry/ambient/workloads.go` `buildWorkloadPolicies`), so a
+   * missing one was rejected or has not arrived yet, and the workload denies until it is there.
    */
   policiesFor(w: Workload): Authorization[] {
     const keys = [...(this.policiesByNs.get(w.namespace) ?? []), ...(this.policiesByNs.get('') ?? []), ...w.authorizationPolicies];
@@ -115,8 +117,7 @@ export class ProxyState extends EventEmitter<{ change: [] }> {
     for (const k of keys) {
       if (seen.has(k)) continue;
       seen.add(k);
-      const p = this.policies.get(k);
-      if (p !== undefined) out.push(p);
+      out.push(this.policies.get(k) ?? failClosedPolicy(k, 'WorkloadSelector', 'named by the workload but not received'));
     }
     return out;
   }

@@ -164,9 +164,10 @@ export class AdsClient {
         if ('rejected' in c) rejects.push(`${r.name}: ${c.rejected}`);
         else held.set(r.name, { version: r.version, ...c });
       } else {
+        // A rejected policy is held as its fail-closed stand-in (see authorizationFromXds).
         const c = authorizationFromXds(r.name, r.resource);
-        if ('rejected' in c) rejects.push(`${r.name}: ${c.rejected}`);
-        else held.set(r.name, { version: r.version, ...c });
+        if (c.rejected !== undefined) rejects.push(`${r.name}: ${c.rejected}`);
+        held.set(r.name, { version: r.version, policy: c.policy });
       }
     }
     for (const name of res.removedResources) held.delete(name);
