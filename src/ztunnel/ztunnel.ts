@@ -14,6 +14,7 @@ import { readRootCa } from '../lib/grpc-channel.js';
 import { IstioCaClient } from './identity/istio-ca-client.js';
 import type { CaClient } from './identity/ca-client.js';
 import { ZtunnelMetrics } from './admin/metrics.js';
+import { registerCertificateMetrics } from './admin/certificate-metrics.js';
 import { configDump } from './admin/config-dump.js';
 import { ConnectionManager } from './proxy/connection-manager.js';
 import { HbonePool } from './proxy/hbone-pool.js';
@@ -54,6 +55,7 @@ export class Ztunnel {
     const metrics = new ZtunnelMetrics(VERSION);
     const state = new ProxyState();
     const secrets = new SecretManager(caClient, config.secretTtlMs, logs.scope('identity'));
+    registerCertificateMetrics(metrics.registry, secrets);
     const sockets = new LocalSocketFactory();
     const ctx: ProxyContext = {
       config,
@@ -97,6 +99,8 @@ export class Ztunnel {
         metrics.registry,
         logs.scope('xds'),
       );
+      // istiod answers again: certificates whose fetch failed during the outage are retried now, not after their backoff.
+      ads.on('connected', () => secrets.retryFailed());
       await ads.start();
       source = ads;
     } else {
