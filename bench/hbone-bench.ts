@@ -177,7 +177,7 @@ async function startZtunnels(dir: string, ca: string): Promise<ChildProcess[]> {
   const { cmd, args } = ameshCommand();
   const procs = ['1', '2'].map((n) =>
     spawn(cmd, [...args, 'ztunnel', '--local-ca', ca, '--admin-address', `127.0.42.${n}:15000`, '--metrics-address', `127.0.42.${n}:15020`, '--readiness-address', `127.0.42.${n}:15021`], {
-      env: { ...process.env, LOCAL_XDS_PATH: mesh, NODE_NAME: `bench${n}`, RUST_LOG: 'info', LOG_FORMAT: 'json' },
+      env: { ...process.env, LOCAL_XDS_PATH: mesh, NODE_NAME: `bench${n}`, RUST_LOG: 'info', LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
   );
@@ -382,7 +382,7 @@ async function main(): Promise<void> {
 /** How the load generator reaches the app through each path. */
 function dialFor(name: string): Dial {
   if (name === 'direct') return (p) => tcpConnect(APP_IP, p);
-  if (name === 'amesh') return (p) => socks5Connect(CLIENT_IP, 15080, APP_IP, p);
+  if (name === 'amesh') return (p) => socks5Connect(CLIENT_IP, 15080, APP_IP, p, CLIENT_IP);
   const host = name === 'node-tls' ? '127.0.43.1' : '127.0.41.1';
   return (p) => tcpConnect(host, p === ECHO_PORT ? 7000 : 7001);
 }

@@ -51,7 +51,7 @@ function serverAnswer(t: net.Socket, ms: number): Promise<'goaway' | 'closed' | 
 
 /** A SOCKS5 -> HBONE -> echo connection opened before the abuse, to show it is not disturbed. */
 async function liveConnection(): Promise<{ socket: net.Socket; stillEchoes: () => Promise<void> }> {
-  const socket = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
+  const socket = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080, '127.0.33.1');
   socket.resume();
   let got = '';
   socket.on('data', (d: Buffer) => (got += d.toString()));
@@ -65,7 +65,7 @@ async function liveConnection(): Promise<{ socket: net.Socket; stillEchoes: () =
 }
 
 async function works(): Promise<void> {
-  const s = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
+  const s = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080, '127.0.33.1');
   assert.equal((await sendAndCollect(s, 'still alive')).toString(), 'still alive');
 }
 
@@ -101,7 +101,7 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
     sess.destroy();
 
     // A SOCKS5 client that connects and sends nothing is dropped after the handshake timeout, not held forever.
-    const silent = net.connect({ host: '127.0.33.1', port: 15080 });
+    const silent = net.connect({ host: '127.0.33.1', port: 15080, localAddress: '127.0.33.1' });
     silent.on('error', () => undefined);
     await once(silent, 'connect');
 
@@ -165,7 +165,7 @@ test('malformed HTTP/2 from an authenticated HBONE peer, either side, fails only
       t.destroy();
     }
     // Client side: the SOCKS5 connection bound for the rogue peer fails; nothing else does.
-    const toRogue = await socks5Connect('127.0.33.1', 15080, '127.0.33.3', 8080).then(
+    const toRogue = await socks5Connect('127.0.33.1', 15080, '127.0.33.3', 8080, '127.0.33.1').then(
       (s) => new Promise<string>((resolve) => {
         s.on('error', () => undefined);
         s.once('close', () => resolve('closed'));
@@ -194,7 +194,7 @@ test('SIGTERM-style shutdown drains a live connection until CONNECTION_TERMINATI
   const echo = await startEchoServer('127.0.33.2', 8080);
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { CONNECTION_TERMINATION_DEADLINE: '700ms' });
   try {
-    const live = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080);
+    const live = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080, '127.0.33.1');
     live.resume();
     live.on('error', () => undefined);
     const start = Date.now();
@@ -204,7 +204,7 @@ test('SIGTERM-style shutdown drains a live connection until CONNECTION_TERMINATI
     });
     const done = zt.shutdown();
     // New connections are refused at once.
-    await assert.rejects(socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080));
+    await assert.rejects(socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080, '127.0.33.1'));
     const at = await closed;
     assert.ok(at - start >= 600, `closed after ${at - start}ms, before the deadline`);
     await done;

@@ -29,7 +29,7 @@ test('certificate rotation at half-life under an open connection drops nothing, 
     const serverId = 'spiffe://cluster.local/ns/b/sa/server';
     const first = { c: serial(z1, clientId), s: serial(z2, serverId) };
     assert.ok(first.c !== undefined && first.s !== undefined);
-    const s = await socks5Connect('127.0.31.1', 15080, '127.0.31.2', 8080);
+    const s = await socks5Connect('127.0.31.1', 15080, '127.0.31.2', 8080, '127.0.31.1');
     s.resume();
     let echoed = '';
     s.on('data', (d: Buffer) => (echoed += d.toString()));
@@ -47,7 +47,7 @@ test('certificate rotation at half-life under an open connection drops nothing, 
     assert.equal((z1.dump() as Dump).certificates[0]!.state, 'Available');
     // Once the old HBONE connection is released, a new one handshakes with the rotated certificates.
     await waitFor('old HBONE connection released', () => z1.ctx.pool.connectionCount() === 0);
-    const s2 = await socks5Connect('127.0.31.1', 15080, '127.0.31.2', 8080);
+    const s2 = await socks5Connect('127.0.31.1', 15080, '127.0.31.2', 8080, '127.0.31.1');
     assert.equal((await sendAndCollect(s2, 'after')).toString(), 'after');
   } finally {
     await Promise.all([z1.shutdown(), z2.shutdown()]);

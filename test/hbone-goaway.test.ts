@@ -37,7 +37,7 @@ test('a pooled HBONE connection that receives GOAWAY drains its open streams whi
   await new Promise<void>((r) => peer.listen(15008, '127.0.35.2', r));
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
   try {
-    const a = await socks5Connect('127.0.35.1', 15080, '127.0.35.2', 8080);
+    const a = await socks5Connect('127.0.35.1', 15080, '127.0.35.2', 8080, '127.0.35.1');
     a.resume();
     let gotA = '';
     a.on('data', (d: Buffer) => (gotA += d.toString()));
@@ -47,7 +47,7 @@ test('a pooled HBONE connection that receives GOAWAY drains its open streams whi
     (sessions[0] as Http2Session).goaway(http2.constants.NGHTTP2_NO_ERROR);
     await waitFor('pool saw GOAWAY', () => zt.ctx.pool.connectionCount() === 0);
     // New connections dial a fresh HBONE connection...
-    const b = await socks5Connect('127.0.35.1', 15080, '127.0.35.2', 8080);
+    const b = await socks5Connect('127.0.35.1', 15080, '127.0.35.2', 8080, '127.0.35.1');
     assert.equal((await sendAndCollect(b, 'fresh')).toString(), 'fresh');
     assert.equal(sessions.length, 2, 'a second HBONE connection was dialed');
     // ...while the stream on the draining one keeps working.

@@ -31,7 +31,7 @@ test('1000 concurrent connections between one pair of workloads share at most 10
   const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
   try {
     // Open them all first, so all 1000 streams are live at once.
-    const socks = await Promise.all(Array.from({ length: CONNECTIONS }, () => socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80)));
+    const socks = await Promise.all(Array.from({ length: CONNECTIONS }, () => socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1')));
     const peak = z1.ctx.pool.connectionCount();
     const payloads = socks.map(() => randomBytes(BYTES_EACH));
     const hashes = await Promise.all(socks.map((s, i) => exchange(s, payloads[i]!)));
@@ -52,11 +52,11 @@ test('an idle pooled connection is released after POOL_UNUSED_RELEASE_TIMEOUT an
   const z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { POOL_UNUSED_RELEASE_TIMEOUT: '200ms' });
   const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
   try {
-    await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80), Buffer.from('a'));
+    await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1'), Buffer.from('a'));
     assert.equal(z1.ctx.pool.connectionCount(), 1);
     await new Promise((r) => setTimeout(r, 600));
     assert.equal(z1.ctx.pool.connectionCount(), 0, 'idle connection evicted');
-    assert.equal(await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80), Buffer.from('b')), createHash('sha256').update('b').digest('hex'));
+    assert.equal(await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1'), Buffer.from('b')), createHash('sha256').update('b').digest('hex'));
   } finally {
     await Promise.all([z1.shutdown(), z2.shutdown()]);
     await echo.close();
@@ -78,7 +78,7 @@ test('an app that stops reading stalls only its own stream: other streams on the
   const z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
   const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
   try {
-    const writer = await socks5Connect('127.0.30.1', 15080, '127.0.30.2', 8081);
+    const writer = await socks5Connect('127.0.30.1', 15080, '127.0.30.2', 8081, '127.0.30.1');
     writer.on('error', () => undefined);
     // Write far more than the stream window (4 MiB) plus socket buffers, until the path pushes back for good.
     const chunk = Buffer.alloc(256 * 1024, 0x7a);
@@ -95,7 +95,7 @@ test('an app that stops reading stalls only its own stream: other streams on the
     assert.equal(z1.ctx.pool.connectionCount(), 1);
     // A second stream to the same workload rides the same HBONE connection and is not held up.
     const t0 = Date.now();
-    const s = await socks5Connect('127.0.30.1', 15080, '127.0.30.2', 8080);
+    const s = await socks5Connect('127.0.30.1', 15080, '127.0.30.2', 8080, '127.0.30.1');
     assert.equal((await sendAndCollect(s, 'not blocked')).toString(), 'not blocked');
     assert.ok(Date.now() - t0 < 2000, `second stream took ${Date.now() - t0} ms`);
     assert.equal(z1.ctx.pool.connectionCount(), 1, 'both streams share one HBONE connection');

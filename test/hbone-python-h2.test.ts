@@ -64,7 +64,7 @@ describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
     py.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     try {
       await waitFor('python server', () => out.includes('listening'));
-      const s = await socks5Connect('127.0.32.1', 15080, '127.0.32.9', 9000);
+      const s = await socks5Connect('127.0.32.1', 15080, '127.0.32.9', 9000, '127.0.32.1');
       assert.equal((await sendAndCollect(s, 'bytes through a foreign server')).toString(), 'bytes through a foreign server');
       const req = JSON.parse(out.split('\n').find((l) => l.startsWith('{')) ?? '{}') as { method?: string; authority?: string; peer?: string[] };
       assert.equal(req.method, 'CONNECT');

@@ -66,8 +66,8 @@ describe('two ztunnel processes', () => {
     fx = await meshFixture();
     await fx.write('mesh.yaml', mesh());
     echo = await startEchoServer(SERVER_IP, 8080);
-    z1 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node1', localCa: fx.ca, controlIp: '127.0.21.1', env: { LOG_FORMAT: 'json' } });
-    z2 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node2', localCa: fx.ca, controlIp: '127.0.21.2', env: { LOG_FORMAT: 'json' } });
+    z1 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node1', localCa: fx.ca, controlIp: '127.0.21.1', env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
+    z2 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node2', localCa: fx.ca, controlIp: '127.0.21.2', env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
     await Promise.all([z1.waitReady(), z2.waitReady()]);
   });
 
@@ -78,7 +78,7 @@ describe('two ztunnel processes', () => {
   });
 
   test('SOCKS5 -> HBONE -> app across two processes, both directions, with half-close', async () => {
-    const s = await socks5Connect(CLIENT_IP, 15080, '10.96.0.10', 80);
+    const s = await socks5Connect(CLIENT_IP, 15080, '10.96.0.10', 80, CLIENT_IP);
     const payload = Buffer.alloc(300_000, 7);
     const back = await sendAndCollect(s, payload);
     assert.equal(back.length, payload.length);
@@ -86,14 +86,14 @@ describe('two ztunnel processes', () => {
   });
 
   test('the app sees the source workload IP (spoofed like IP_TRANSPARENT on loopback)', async () => {
-    const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080);
+    const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, CLIENT_IP);
     const res = (await sendAndCollect(s, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))).toString();
     const body = JSON.parse(res.slice(res.indexOf('\r\n\r\n') + 4)) as { peer: string };
     assert.match(body.peer, new RegExp(`^${CLIENT_IP.replace(/\./g, '\\.')}:`));
   });
 
   test("the destination's metrics carry the client's source_principal and mutual_tls", async () => {
-    const s = await socks5Connect(CLIENT_IP, 15080, '10.96.0.10', 80);
+    const s = await socks5Connect(CLIENT_IP, 15080, '10.96.0.10', 80, CLIENT_IP);
     await sendAndCollect(s, Buffer.from('x'));
     const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
@@ -114,7 +114,7 @@ describe('two ztunnel processes', () => {
       return text.split('\n').filter((l) => l.startsWith('istio_tcp_received_bytes_total{reporter="destination"')).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
     };
     const before = await received();
-    const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080);
+    const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, CLIENT_IP);
     s.resume();
     let got = 0;
     s.on('data', (d: Buffer) => (got += d.length));
@@ -146,7 +146,7 @@ describe('two ztunnel processes', () => {
       await fx.write('mesh.yaml', mesh());
       await waitFor('policy removed', async () => {
         try {
-          const sock = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080);
+          const sock = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, CLIENT_IP);
           sock.destroy();
           return true;
         } catch {
@@ -204,10 +204,10 @@ describe('two ztunnel processes', () => {
     assert.ok(isMeshError(err, 'ZT_ERR_IDENTITY_MISMATCH'), String(err));
     // Through a ztunnel whose view says the destination runs as another service account:
     await fx.write('alt.yaml', mesh('[]', 'expected-sa'));
-    const z3 = spawnZtunnel({ localConfig: fx.file('alt.yaml'), nodeName: 'node1b', localCa: fx.ca, controlIp: '127.0.21.3' });
+    const z3 = spawnZtunnel({ localConfig: fx.file('alt.yaml'), nodeName: 'node1b', localCa: fx.ca, controlIp: '127.0.21.3', env: { UNSTABLE_ENABLE_SOCKS5: 'true' } });
     try {
       await z3.waitReady();
-      await assert.rejects(socks5Connect('127.0.20.5', 15080, SERVER_IP, 8080), (e) => e instanceof Socks5Error);
+      await assert.rejects(socks5Connect('127.0.20.5', 15080, SERVER_IP, 8080, '127.0.20.5'), (e) => e instanceof Socks5Error);
       await waitFor('IDENTITY_ERROR in the log', () => z3.output().includes('ZT_ERR_IDENTITY_MISMATCH'));
     } finally {
       await z3.stop();
@@ -215,7 +215,7 @@ describe('two ztunnel processes', () => {
   });
 
   test('a policy change closes a live, newly denied connection within a second', async () => {
-    const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080);
+    const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, CLIENT_IP);
     s.resume();
     s.write('ping');
     await once(s, 'data');

@@ -30,7 +30,7 @@ test('an IPv6 workload written in long form is reached over HBONE from an IPv4 c
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
   try {
     assert.equal(zt.ctx.state.workloadByAddr('', '::1')?.uid, 's6', 'the config stores the canonical form');
-    const s = await socks5Connect('127.0.39.1', 15080, '::1', echo.port);
+    const s = await socks5Connect('127.0.39.1', 15080, '::1', echo.port, '127.0.39.1');
     assert.equal((await sendAndCollect(s, 'over v6')).toString(), 'over v6');
     const metrics = await (await fetch(`http://127.0.0.1:${zt.ports.metrics}/metrics`)).text();
     const opened = metrics.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));

@@ -75,7 +75,7 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
       localConfig: '',
       nodeName: node,
       controlIp: ip,
-      env: { LOCAL_XDS_PATH: '', XDS_ADDRESS: `https://${GRPC}`, ALT_XDS_HOSTNAME: 'istiod.istio-system.svc', ALT_CA_HOSTNAME: 'istiod.istio-system.svc', XDS_ROOT_CA: path.join(dir, 'state', 'root-cert.pem'), AUTH_TOKEN: await token(node), LOG_FORMAT: 'json', POD_NAME: `ztunnel-${node}`, POD_NAMESPACE: 'istio-system' },
+      env: { LOCAL_XDS_PATH: '', XDS_ADDRESS: `https://${GRPC}`, CA_ADDRESS: `https://${GRPC}`, UNSTABLE_ENABLE_SOCKS5: 'true', ALT_XDS_HOSTNAME: 'istiod.istio-system.svc', ALT_CA_HOSTNAME: 'istiod.istio-system.svc', XDS_ROOT_CA: path.join(dir, 'state', 'root-cert.pem'), CA_ROOT_CA: path.join(dir, 'state', 'root-cert.pem'), AUTH_TOKEN: await token(node), LOG_FORMAT: 'json', POD_NAME: `ztunnel-${node}`, POD_NAMESPACE: 'istio-system' },
     });
   const dump = async (z: ZtunnelProcess): Promise<{ workloads: { uid: string }[]; policies: { name: string }[]; certificates: { identity: string; state: string }[] }> =>
     (await (await fetch(`http://${z.admin}/config_dump`)).json()) as never;
@@ -102,7 +102,7 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
     const d = await dump(z2);
     assert.deepEqual(d.workloads.map((w) => w.uid).sort(), ['Kubernetes//Pod/backend/echo-0', 'Kubernetes//Pod/frontend/web-0']);
     assert.equal(d.certificates.find((c) => c.identity === 'spiffe://cluster.local/ns/backend/sa/echo')?.state, 'Available');
-    const s = await socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80);
+    const s = await socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80, '127.0.70.1');
     assert.equal((await sendAndCollect(s, 'via istiod')).toString(), 'via istiod');
   });
 
@@ -112,7 +112,7 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
     await waitFor('policy in both config dumps', async () => (await dump(z1)).policies.some((p) => p.name === 'deny-web') && (await dump(z2)).policies.some((p) => p.name === 'deny-web'), 3000);
     const took = Date.now() - start;
     assert.ok(took < 1000, `took ${took}ms`);
-    await assert.rejects(socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80));
+    await assert.rejects(socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80, '127.0.70.1'));
     await writeManifests(manifests());
     await waitFor('policy removed', async () => !(await dump(z2)).policies.some((p) => p.name === 'deny-web'), 3000);
   });
@@ -120,7 +120,7 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
   test('traffic keeps flowing while istiod is stopped, and state converges after it returns', async () => {
     istiod.kill('SIGTERM');
     await new Promise((r) => istiod.once('exit', r));
-    const s = await socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80);
+    const s = await socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80, '127.0.70.1');
     assert.equal((await sendAndCollect(s, 'istiod is down')).toString(), 'istiod is down');
     await writeManifests(manifests(DENY_WEB));
     istiod = startIstiod();

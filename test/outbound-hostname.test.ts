@@ -17,7 +17,7 @@ services:
 `);
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
   try {
-    const s = await socks5Connect('127.0.38.1', 15080, '10.96.38.1', 80);
+    const s = await socks5Connect('127.0.38.1', 15080, '10.96.38.1', 80, '127.0.38.1');
     assert.equal((await sendAndCollect(s, 'resolved')).toString(), 'resolved');
   } finally {
     await zt.shutdown();

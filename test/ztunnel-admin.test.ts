@@ -32,7 +32,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
       });
     });
     await new Promise<void>((r) => app.listen(8080, '127.0.36.2', r));
-    zt = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.0.37.1', env: { LOG_FORMAT: 'json' } });
+    zt = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.0.37.1', env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
     await zt.waitReady();
   });
 
@@ -43,7 +43,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
   });
 
   test('half-close from the app side: the client sees EOF and can still send', async () => {
-    const s = await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080);
+    const s = await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080, '127.0.36.1');
     s.resume();
     let got = '';
     s.on('data', (d: Buffer) => (got += d.toString()));
@@ -55,7 +55,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
   });
 
   test('access logs are JSON with the fields of spec §10.2', async () => {
-    await sendAndCollect(await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080), 'x');
+    await sendAndCollect(await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080, '127.0.36.1'), 'x');
     let entry: Record<string, unknown> | undefined;
     await waitFor('an inbound access log line', () => {
       entry = zt.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
@@ -95,7 +95,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
     const set = await fetch(`http://${zt.admin}/logging?level=access=debug`, { method: 'POST' });
     assert.equal(set.status, 200);
     assert.match(await set.text(), /access=debug/);
-    await sendAndCollect(await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080), 'y');
+    await sendAndCollect(await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080, '127.0.36.1'), 'y');
     await waitFor('debug "connection opened" access log', () => zt.output().includes('"message":"connection opened"'));
     const reset = await fetch(`http://${zt.admin}/logging?reset`, { method: 'POST' });
     assert.doesNotMatch(await reset.text(), /access=debug/);

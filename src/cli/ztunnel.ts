@@ -19,7 +19,6 @@ export function ztunnelCommand(): Command {
       try {
         const cfg = loadZtunnelConfig(o);
         logs = new LogControl({ format: cfg.logFormat, level: cfg.logLevel, component: 'ztunnel' });
-        logs.apply(cfg.logLevel);
         const missing = dataPathFlagsMissing();
         if (missing !== undefined) logs.scope('ztunnel').warn(missing);
         const zt = await Ztunnel.start(cfg, logs);

@@ -62,9 +62,13 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
         env: {
           LOCAL_XDS_PATH: '',
           XDS_ADDRESS: 'https://127.0.0.1:15012',
+          CA_ADDRESS: 'https://127.0.0.1:15012',
+          // The demo's client is a process on this host, sending as web-0 from web-0's IP.
+          UNSTABLE_ENABLE_SOCKS5: 'true',
           ALT_XDS_HOSTNAME: 'istiod.istio-system.svc',
           ALT_CA_HOSTNAME: 'istiod.istio-system.svc',
           XDS_ROOT_CA: path.join(state, 'root-cert.pem'),
+          CA_ROOT_CA: path.join(state, 'root-cert.pem'),
           AUTH_TOKEN: tokenFile,
           POD_NAME: `ztunnel-${node}`,
           POD_NAMESPACE: 'istio-system',
@@ -75,7 +79,7 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
     say('==> two ztunnels (node1: admin 127.0.0.1:15000, node2: admin 127.0.0.2:15000) get workloads, policies and certificates from istiod');
     await Promise.all(zts.map((z) => z.waitReady()));
     say('==> frontend/web-0 (127.0.10.1) calls echo.backend (VIP 10.96.0.10:80) through SOCKS5 127.0.10.1:15080, over HBONE');
-    const results = await runEchoClient({ target: '10.96.0.10:80', socks5: '127.0.10.1:15080', count: 4, http: true, message: '', timeoutMs: 5000 });
+    const results = await runEchoClient({ target: '10.96.0.10:80', socks5: '127.0.10.1:15080', source: '127.0.10.1', count: 4, http: true, message: '', timeoutMs: 5000 });
     for (const r of results) {
       if (!r.ok) throw new Error(`request through the mesh failed: ${r.error ?? ''}`);
       const seen = JSON.parse(r.response ?? '{}') as { hostname?: string; peer?: string; local?: string };
@@ -93,7 +97,7 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
     let denied = '';
     for (let i = 0; i < 50 && denied === ''; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      const [r] = await runEchoClient({ target: '10.96.0.10:80', socks5: '127.0.10.1:15080', count: 1, http: true, message: '', timeoutMs: 5000 });
+      const [r] = await runEchoClient({ target: '10.96.0.10:80', socks5: '127.0.10.1:15080', source: '127.0.10.1', count: 1, http: true, message: '', timeoutMs: 5000 });
       if (r !== undefined && !r.ok) denied = r.error ?? 'denied';
     }
     if (denied === '') throw new Error('the policy edit did not take effect within 5s');

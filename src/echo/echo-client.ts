@@ -7,6 +7,11 @@ import { tcpConnect } from './tcp-connect.js';
 export interface EchoClientOptions {
   readonly target: string;
   readonly socks5?: string | undefined;
+  /**
+   * Local address to connect from. Through a ztunnel's SOCKS5 port the client must be the workload itself, so it
+   * defaults to the SOCKS5 proxy's IP (the ztunnel listens on `<workload IP>:15080`).
+   */
+  readonly source?: string | undefined;
   readonly count: number;
   readonly http: boolean;
   readonly message: string;
@@ -31,11 +36,12 @@ function addr(s: string, what: string): { host: string; port: number } {
 export async function runEchoClient(o: EchoClientOptions): Promise<EchoResult[]> {
   const t = addr(o.target, '--target');
   const proxy = o.socks5 === undefined ? undefined : addr(o.socks5, '--socks5');
+  const source = o.source ?? proxy?.host;
   const out: EchoResult[] = [];
   for (let i = 0; i < o.count; i++) {
     const start = performance.now();
     try {
-      const sock = proxy === undefined ? await tcpConnect(t.host, t.port) : await socks5Connect(proxy.host, proxy.port, t.host, t.port);
+      const sock = proxy === undefined ? await tcpConnect(t.host, t.port, source) : await socks5Connect(proxy.host, proxy.port, t.host, t.port, source);
       const payload = o.http ? `GET / HTTP/1.1\r\nHost: ${o.target}\r\nConnection: close\r\n\r\n` : o.message;
       const response = await exchange(sock, payload, o.timeoutMs);
       const body = o.http ? response.slice(response.indexOf('\r\n\r\n') + 4) : response;

@@ -24,7 +24,10 @@ export function socks5Connect(proxyHost: string, proxyPort: number, host: string
       reject(e);
     };
     s.once('error', fail);
-    s.once('close', () => reject(new Error('SOCKS5 proxy closed the connection during the handshake')));
+    const closed = (): void => fail(new Error('SOCKS5 proxy closed the connection during the handshake'));
+    // The socket is half-open capable, so a proxy's FIN alone does not close it: watch for the end too.
+    s.once('end', closed);
+    s.once('close', closed);
     s.once('connect', () => s.write(Buffer.from([0x05, 0x01, 0x00])));
     const onData = (d: Buffer): void => {
       buf = Buffer.concat([buf, d]);
@@ -59,6 +62,7 @@ export function socks5Connect(proxyHost: string, proxyPort: number, host: string
         s.off('data', onData);
         s.removeAllListeners('error');
         s.removeAllListeners('close');
+        s.removeAllListeners('end');
         s.pause();
         const rest = buf.subarray(10);
         if (rest.length > 0) s.unshift(rest);

@@ -32,6 +32,7 @@ export const ERROR_CODES = [
   'ISTIOD_ERR_CSR',
   'ISTIOD_ERR_MANIFEST',
   'AMESH_ERR_CA_EXISTS',
+  'ZT_ERR_SOCKS5_FOREIGN_CLIENT',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -45,8 +45,11 @@ export class LogControl {
   private readonly overrides = new Map<string, LevelWithSilent>();
   private defaultLevel: LevelWithSilent;
 
+  /** `level` is a spec as `apply` takes it: `info`, or `info,xds=debug` (RUST_LOG, --log-level). */
   constructor(opts: { format: LogFormat; level: string; component: string; out?: NodeJS.WritableStream }) {
-    this.defaultLevel = LogControl.checkLevel(opts.level);
+    const { def, per } = LogControl.parseSpec(opts.level);
+    this.defaultLevel = def ?? 'info';
+    for (const [k, v] of per) this.overrides.set(k, v);
     const out = opts.out ?? process.stdout;
     const dest = opts.format === 'json' ? (out as unknown as DestinationStream) : textDestination(out);
     this.root = pino(
@@ -63,7 +66,8 @@ export class LogControl {
   }
 
   static checkLevel(l: string): LevelWithSilent {
-    const v = l.toLowerCase() as LevelWithSilent;
+    // `off` is how RUST_LOG says silent.
+    const v = (l.toLowerCase() === 'off' ? 'silent' : l.toLowerCase()) as LevelWithSilent;
     if (!LEVELS.includes(v)) {
       throw new MeshError('AMESH_ERR_CONFIG', `unknown log level "${l}" (use one of ${LEVELS.join(', ')})`);
     }
@@ -75,20 +79,38 @@ export class LogControl {
     let l = this.scopes.get(name);
     if (l === undefined) {
       l = this.root.child({ scope: name });
-      l.level = this.overrides.get(name) ?? this.defaultLevel;
+      l.level = this.levelOf(name);
       this.scopes.set(name, l);
     }
     return l;
   }
 
-  /** Parses `info` or `scope=level,scope=level` (ztunnel `/logging?level=`); throws on an unknown level. */
+  /** The most specific override whose target is the scope or a `::` parent of it, else the default. */
+  private levelOf(scope: string): LevelWithSilent {
+    let best: [string, LevelWithSilent] | undefined;
+    for (const [target, level] of this.overrides) {
+      if ((scope === target || scope.startsWith(`${target}::`)) && (best === undefined || target.length > best[0].length)) best = [target, level];
+    }
+    return best?.[1] ?? this.defaultLevel;
+  }
+
+  /**
+   * Parses `info`, `scope=level,scope=level` or both (`info,xds=debug`), as RUST_LOG and ztunnel's
+   * `/logging?level=` take them. A target may be written as ztunnel's module path (`ztunnel::xds=debug` is scope
+   * `xds`). Throws on an unknown level or an empty target.
+   */
   static parseSpec(spec: string): { def: LevelWithSilent | undefined; per: [string, LevelWithSilent][] } {
     let def: LevelWithSilent | undefined;
     const per: [string, LevelWithSilent][] = [];
     for (const part of spec.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
       const eq = part.indexOf('=');
-      if (eq < 0) def = LogControl.checkLevel(part);
-      else per.push([part.slice(0, eq), LogControl.checkLevel(part.slice(eq + 1))]);
+      if (eq < 0) {
+        def = LogControl.checkLevel(part);
+        continue;
+      }
+      const target = part.slice(0, eq).trim().replace(/^ztunnel::/, '');
+      if (target === '') throw new MeshError('AMESH_ERR_CONFIG', `log level "${part}" names no scope (use scope=level, e.g. xds=debug)`);
+      per.push([target, LogControl.checkLevel(part.slice(eq + 1).trim())]);
     }
     return { def, per };
   }
@@ -101,7 +123,7 @@ export class LogControl {
       this.overrides.clear();
     }
     for (const [k, v] of per) this.overrides.set(k, v);
-    for (const [name, l] of this.scopes) l.level = this.overrides.get(name) ?? this.defaultLevel;
+    for (const [name, l] of this.scopes) l.level = this.levelOf(name);
   }
 
   reset(initial: string): void {

@@ -30,6 +30,11 @@ export const DEFAULTS = Object.freeze({
   http2StreamWindowSize: 4 * 1024 * 1024,
   http2ConnectionWindowSize: 16 * 1024 * 1024,
   http2FrameSize: 1024 * 1024,
+  /**
+   * SOCKS5 capture is off unless UNSTABLE_ENABLE_SOCKS5=true: with it on, a local process can send traffic under
+   * the workload's identity, so ztunnel keeps it opt-in (ztunnel src/config.rs).
+   */
+  enableSocks5: false,
 });
 
 /** Time to connect to an upstream app or to a peer's HBONE port before giving up (ztunnel: 10s). */
@@ -40,15 +45,39 @@ export const WORKLOAD_WAIT_MS = 5_000;
 /** Istio's default file locations for the control plane trust anchor and the istio-ca token (relative, as ztunnel). */
 export const DEFAULT_ROOT_CA_FILE = './var/run/secrets/istio/root-cert.pem';
 export const DEFAULT_TOKEN_FILE = './var/run/secrets/tokens/istio-token';
+/**
+ * Where istiod is when XDS_ADDRESS / CA_ADDRESS are unset (ztunnel src/config.rs): its Service name inside a
+ * Kubernetes cluster (KUBERNETES_SERVICE_HOST is set in every pod), else localhost.
+ */
+export const ISTIOD_IN_CLUSTER_ADDRESS = 'https://istiod.istio-system.svc:15012';
+export const ISTIOD_LOCAL_ADDRESS = 'https://localhost:15012';
+/** Env prefixes ztunnel forwards: gRPC metadata on the xDS stream / CA calls, and xDS node metadata (ztunnel src/config.rs). */
+const XDS_HEADER_PREFIX = 'XDS_HEADER_';
+const CA_HEADER_PREFIX = 'CA_HEADER_';
+const ISTIO_META_PREFIX = 'ISTIO_META_';
+const ISTIO_METAJSON_PREFIX = 'ISTIO_METAJSON_';
+
+/** Extra gRPC metadata, `[lowercased key, value]` pairs. */
+export type GrpcHeaders = readonly (readonly [string, string])[];
+/** A JSON value of xDS node metadata (a google.protobuf.Struct field). */
+export type NodeMetadataValue = string | number | boolean | null | NodeMetadataValue[] | { [k: string]: NodeMetadataValue };
+
+/** Where certificates come from: istiod's CA, Istio plug-in CA files (`--local-ca`), or a generated root (`FAKE_CA`). */
+export type CaSource = { readonly t: 'istiod'; readonly address: string } | { readonly t: 'local'; readonly dir: string } | { readonly t: 'fake' };
 
 export interface ZtunnelConfig {
   readonly localXdsPath: string | undefined;
-  /** The control plane for workloads and policies (delta ADS); set instead of local config. */
+  /** The control plane for workloads and policies (delta ADS); undefined in local mode. */
   readonly xdsAddress: string | undefined;
-  /** The certificate authority; defaults to the xDS address when one is set. */
-  readonly caAddress: string | undefined;
+  readonly ca: CaSource;
+  /** A PEM file, `SYSTEM` (the OS trust store) or the PEM itself, as ztunnel reads XDS_ROOT_CA / CA_ROOT_CA. */
   readonly xdsRootCa: string;
   readonly caRootCa: string;
+  /** XDS_HEADER_* / CA_HEADER_*: extra gRPC metadata on every xDS stream / CA call. */
+  readonly xdsHeaders: GrpcHeaders;
+  readonly caHeaders: GrpcHeaders;
+  /** ISTIO_META_* (strings) and ISTIO_METAJSON_* (parsed JSON): extra xDS node metadata. */
+  readonly nodeMetadata: Readonly<Record<string, NodeMetadataValue>>;
   readonly authToken: string;
   readonly altXdsHostname: string | undefined;
   readonly altCaHostname: string | undefined;
@@ -59,7 +88,6 @@ export interface ZtunnelConfig {
   readonly clusterId: string;
   readonly trustDomain: string;
   readonly network: string;
-  readonly localCaDir: string | undefined;
   readonly secretTtlMs: number;
   readonly poolMaxStreamsPerConnection: number;
   readonly poolUnusedReleaseTimeoutMs: number;
@@ -130,31 +158,84 @@ function checkProxyMode(env: Env): void {
   throw new MeshError('AMESH_ERR_CONFIG', `PROXY_MODE: "${mode}" must be one of dedicated, shared`);
 }
 
+const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
+const withScheme = (a: string): string => (a.includes('://') ? a : `https://${a}`);
+
+/** XDS_HEADER_* / CA_HEADER_*: the rest of the name is the metadata key (lowercased, as gRPC sends it). */
+function grpcHeaders(env: Env, prefix: string): GrpcHeaders {
+  const out: [string, string][] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith(prefix) || value === undefined) continue;
+    const key = name.slice(prefix.length).toLowerCase();
+    if (!/^[0-9a-z_.-]+$/.test(key) || key.endsWith('-bin')) throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${key}" is not an ASCII gRPC metadata key (letters, digits, "_", "-", "."; no "-bin" suffix)`);
+    if (!/^[\x20-\x7e]*$/.test(value)) throw new MeshError('AMESH_ERR_CONFIG', `${name}: the value must be printable ASCII`);
+    out.push([key, value]);
+  }
+  return out.sort(([a], [b]) => a.localeCompare(b));
+}
+
+/** ISTIO_META_<K>=v gives node metadata K="v"; ISTIO_METAJSON_<K>=json gives K=<parsed json> (ztunnel src/xds/client.rs). */
+function nodeMetadata(env: Env): Record<string, NodeMetadataValue> {
+  const out: Record<string, NodeMetadataValue> = {};
+  for (const [name, value] of Object.entries(env).sort(([a], [b]) => a.localeCompare(b))) {
+    if (value === undefined) continue;
+    if (name.startsWith(ISTIO_METAJSON_PREFIX)) {
+      try {
+        out[name.slice(ISTIO_METAJSON_PREFIX.length)] = JSON.parse(value) as NodeMetadataValue;
+      } catch (e) {
+        throw new MeshError('AMESH_ERR_CONFIG', `${name}: not JSON (${(e as Error).message})`);
+      }
+    } else if (name.startsWith(ISTIO_META_PREFIX)) out[name.slice(ISTIO_META_PREFIX.length)] = value;
+  }
+  return out;
+}
+
+/**
+ * The config sources, as ztunnel combines them: XDS_ADDRESS and CA_ADDRESS each default to istiod
+ * (ISTIOD_IN_CLUSTER_ADDRESS or ISTIOD_LOCAL_ADDRESS), independently. Two differences keep local mode one step:
+ * LOCAL_XDS_PATH (or --local-config) without XDS_ADDRESS means no xDS client, as ztunnel's `XDS_ADDRESS=""` does (amesh
+ * applies one source, not a merge of both); and `--local-ca DIR` takes the CA's place as `FAKE_CA=true` does.
+ */
+function sources(flags: ZtunnelFlags, env: Env): { localXdsPath: string | undefined; xdsAddress: string | undefined; ca: CaSource } {
+  const localXdsPath = nonEmpty(flags.localConfig ?? env['LOCAL_XDS_PATH']);
+  const istiod = env['KUBERNETES_SERVICE_HOST'] === undefined ? ISTIOD_LOCAL_ADDRESS : ISTIOD_IN_CLUSTER_ADDRESS;
+  const xdsEnv = env['XDS_ADDRESS'];
+  if (localXdsPath !== undefined && nonEmpty(xdsEnv) !== undefined) throw new MeshError('AMESH_ERR_CONFIG', 'set either XDS_ADDRESS or LOCAL_XDS_PATH, not both');
+  const xdsAddress = localXdsPath !== undefined ? undefined : xdsEnv === undefined ? istiod : nonEmpty(xdsEnv);
+  if (localXdsPath === undefined && xdsAddress === undefined) {
+    throw new MeshError('AMESH_ERR_CONFIG', 'no configuration source: XDS_ADDRESS is empty; set it (istiod, e.g. https://localhost:15012) or LOCAL_XDS_PATH / --local-config FILE');
+  }
+  const caEnv = env['CA_ADDRESS'];
+  const fakeCa = envBool(env, 'FAKE_CA', false);
+  if (flags.localCa !== undefined && (fakeCa || nonEmpty(caEnv) !== undefined)) throw new MeshError('AMESH_ERR_CONFIG', '--local-ca replaces the CA: unset CA_ADDRESS and FAKE_CA, or drop --local-ca');
+  let ca: CaSource;
+  if (flags.localCa !== undefined) ca = { t: 'local', dir: flags.localCa };
+  else if (fakeCa) ca = { t: 'fake' };
+  else if (caEnv === '') throw new MeshError('AMESH_ERR_CONFIG', 'CA_ADDRESS is empty: set it to istiod (e.g. https://localhost:15012), or use --local-ca DIR or FAKE_CA=true');
+  else ca = { t: 'istiod', address: withScheme(caEnv ?? istiod) };
+  return { localXdsPath, xdsAddress: xdsAddress === undefined ? undefined : withScheme(xdsAddress), ca };
+}
+
 /** Builds the frozen ztunnel config from Istio's env names and the CLI flags (flags win). */
 export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): ZtunnelConfig {
-  const localXdsPath = flags.localConfig ?? env['LOCAL_XDS_PATH'];
-  const xdsAddress = env['XDS_ADDRESS'] === '' ? undefined : env['XDS_ADDRESS'];
-  const hasLocal = localXdsPath !== undefined && localXdsPath !== '';
-  if (!hasLocal && xdsAddress === undefined) {
-    throw new MeshError('AMESH_ERR_CONFIG', 'no configuration source: set XDS_ADDRESS (istiod, e.g. https://localhost:15012) or LOCAL_XDS_PATH / --local-config FILE');
-  }
-  if (hasLocal && xdsAddress !== undefined) throw new MeshError('AMESH_ERR_CONFIG', 'set either XDS_ADDRESS or LOCAL_XDS_PATH, not both');
-  const caAddress = env['CA_ADDRESS'] === undefined || env['CA_ADDRESS'] === '' ? (flags.localCa === undefined ? xdsAddress : undefined) : env['CA_ADDRESS'];
-  const withScheme = (a: string | undefined): string | undefined => (a === undefined || a.includes('://') ? a : `https://${a}`);
+  const { localXdsPath, xdsAddress, ca } = sources(flags, env);
   const nodeName = env['NODE_NAME'] ?? '';
   if (nodeName === '') throw new MeshError('AMESH_ERR_CONFIG', 'NODE_NAME is not set: ztunnel proxies the workloads whose "node" equals it');
   checkProxyMode(env);
   const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
   if (logFormat !== 'text' && logFormat !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
-  const logLevel = flags.logLevel ?? env['RUST_LOG'] ?? env['LOG_LEVEL'] ?? 'info';
+  const logLevel = flags.logLevel ?? nonEmpty(env['RUST_LOG']) ?? nonEmpty(env['LOG_LEVEL']) ?? 'info';
   // Validate now, so a bad level fails at start and not at the first /logging call.
   LogControl.parseSpec(logLevel);
   const cfg: ZtunnelConfig = {
-    localXdsPath: hasLocal ? localXdsPath : undefined,
-    xdsAddress: withScheme(xdsAddress),
-    caAddress: withScheme(caAddress),
-    xdsRootCa: env['XDS_ROOT_CA'] ?? DEFAULT_ROOT_CA_FILE,
-    caRootCa: env['CA_ROOT_CA'] ?? env['XDS_ROOT_CA'] ?? DEFAULT_ROOT_CA_FILE,
+    localXdsPath,
+    xdsAddress,
+    ca,
+    xdsRootCa: nonEmpty(env['XDS_ROOT_CA']) ?? DEFAULT_ROOT_CA_FILE,
+    caRootCa: nonEmpty(env['CA_ROOT_CA']) ?? DEFAULT_ROOT_CA_FILE,
+    xdsHeaders: grpcHeaders(env, XDS_HEADER_PREFIX),
+    caHeaders: grpcHeaders(env, CA_HEADER_PREFIX),
+    nodeMetadata: nodeMetadata(env),
     authToken: env['AUTH_TOKEN'] ?? DEFAULT_TOKEN_FILE,
     altXdsHostname: env['ALT_XDS_HOSTNAME'],
     altCaHostname: env['ALT_CA_HOSTNAME'],
@@ -165,7 +246,6 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
     clusterId: env['ISTIO_META_CLUSTER_ID'] ?? env['CLUSTER_ID'] ?? DEFAULT_CLUSTER_ID,
     trustDomain: parseTrustDomain(env['TRUST_DOMAIN']),
     network: env['NETWORK'] ?? '',
-    localCaDir: flags.localCa,
     secretTtlMs: parseDuration(env['SECRET_TTL'] ?? DEFAULTS.secretTtl, 'SECRET_TTL'),
     poolMaxStreamsPerConnection: envInt(env, 'POOL_MAX_STREAMS_PER_CONNECTION', DEFAULTS.poolMaxStreamsPerConnection, 1, 10_000),
     poolUnusedReleaseTimeoutMs: parseDuration(env['POOL_UNUSED_RELEASE_TIMEOUT'] ?? DEFAULTS.poolUnusedReleaseTimeout, 'POOL_UNUSED_RELEASE_TIMEOUT'),
@@ -173,7 +253,7 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
     http2StreamWindowSize: envInt(env, 'HTTP2_STREAM_WINDOW_SIZE', DEFAULTS.http2StreamWindowSize, 65_535, 2 ** 31 - 1),
     http2ConnectionWindowSize: envInt(env, 'HTTP2_CONNECTION_WINDOW_SIZE', DEFAULTS.http2ConnectionWindowSize, 65_535, 2 ** 31 - 1),
     http2FrameSize: envInt(env, 'HTTP2_FRAME_SIZE', DEFAULTS.http2FrameSize, 16_384, 16_777_215),
-    enableSocks5: envBool(env, 'UNSTABLE_ENABLE_SOCKS5', true),
+    enableSocks5: envBool(env, 'UNSTABLE_ENABLE_SOCKS5', DEFAULTS.enableSocks5),
     enableResponseBaggage: envBool(env, 'ENABLE_RESPONSE_BAGGAGE', true),
     authzPolicyInfoLogging: envBool(env, 'AUTHZ_POLICY_INFO_LOGGING', false),
     logFormat,

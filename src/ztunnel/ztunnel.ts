@@ -9,10 +9,12 @@ import { SecretManager } from './identity/secret-manager.js';
 import { LocalCaClient } from './identity/local-ca-client.js';
 import { ProxyState } from './state/proxy-state.js';
 import { LocalConfigWatcher } from './state/local-config-watcher.js';
-import { AdsClient, readPemOrFile } from './xds/ads-client.js';
+import { AdsClient } from './xds/ads-client.js';
+import { readRootCa } from '../lib/grpc-channel.js';
 import { IstioCaClient } from './identity/istio-ca-client.js';
 import type { CaClient } from './identity/ca-client.js';
 import { ZtunnelMetrics } from './admin/metrics.js';
+import { registerCertificateMetrics } from './admin/certificate-metrics.js';
 import { configDump } from './admin/config-dump.js';
 import { ConnectionManager } from './proxy/connection-manager.js';
 import { HbonePool } from './proxy/hbone-pool.js';
@@ -41,18 +43,19 @@ export class Ztunnel {
   static async start(config: ZtunnelConfig, logs: LogControl): Promise<Ztunnel> {
     const log = logs.scope('ztunnel');
     let caClient: CaClient;
-    if (config.caAddress !== undefined) {
-      // Shared (node proxy) mode: every workload's certificate is requested by impersonation (spec §2.3).
-      caClient = new IstioCaClient({ address: config.caAddress, rootPem: await readPemOrFile(config.caRootCa, 'CA_ROOT_CA'), tokenFile: config.authToken, clusterId: config.clusterId, impersonate: true, altHostname: config.altCaHostname });
-    } else if (config.localCaDir !== undefined) {
-      caClient = new LocalCaClient(await CertificateAuthority.fromPluginDir(config.localCaDir));
+    if (config.ca.t === 'istiod') {
+      // Shared (node proxy) mode: every workload's certificate is requested by impersonation (ztunnel src/identity/caclient.rs).
+      caClient = new IstioCaClient({ address: config.ca.address, rootPem: await readRootCa(config.caRootCa, 'CA_ROOT_CA'), tokenFile: config.authToken, clusterId: config.clusterId, impersonate: true, altHostname: config.altCaHostname, headers: config.caHeaders });
+    } else if (config.ca.t === 'local') {
+      caClient = new LocalCaClient(await CertificateAuthority.fromPluginDir(config.ca.dir));
     } else {
       caClient = new LocalCaClient(await CertificateAuthority.selfSigned(config.trustDomain));
-      log.warn('no --local-ca and no CA_ADDRESS: generated a self-signed root; only this ztunnel trusts it, so HBONE to other ztunnels will fail verification');
+      log.warn('FAKE_CA=true: generated a self-signed root; only this ztunnel trusts it, so HBONE to other ztunnels will fail verification');
     }
     const metrics = new ZtunnelMetrics(VERSION);
     const state = new ProxyState();
     const secrets = new SecretManager(caClient, config.secretTtlMs, logs.scope('identity'));
+    registerCertificateMetrics(metrics.registry, secrets);
     const sockets = new LocalSocketFactory();
     const ctx: ProxyContext = {
       config,
@@ -88,13 +91,16 @@ export class Ztunnel {
           tokenFile: config.authToken,
           clusterId: config.clusterId,
           altHostname: config.altXdsHostname,
-          // The node ID istiod recognises as a ztunnel (spec §3.1).
-          node: { id: `ztunnel~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`, metadata: { NAME: config.podName, NAMESPACE: ns, INSTANCE_IPS: config.instanceIp, NODE_NAME: config.nodeName, CLUSTER_ID: config.clusterId } },
+          headers: config.xdsHeaders,
+          // The node ID istiod recognises as a ztunnel; ISTIO_META_* / ISTIO_METAJSON_* added (ztunnel src/xds/client.rs).
+          node: { id: `ztunnel~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`, metadata: { NAME: config.podName, NAMESPACE: ns, INSTANCE_IPS: config.instanceIp, NODE_NAME: config.nodeName, CLUSTER_ID: config.clusterId, ...config.nodeMetadata } },
         },
         (c) => state.apply(c),
         metrics.registry,
         logs.scope('xds'),
       );
+      // istiod answers again: certificates whose fetch failed during the outage are retried now, not after their backoff.
+      ads.on('connected', () => secrets.retryFailed());
       await ads.start();
       source = ads;
     } else {

@@ -40,7 +40,8 @@ export function configDump(cfg: ZtunnelConfig, state: ProxyState, secrets: Secre
     stagedServices: s.stagedServices,
     staticConfig: { workloads: [], policies: [], services: [] },
     version: { version: VERSION, istioVersion: ISTIO_COMPAT, rustVersion: '', gitRevision: '', buildProfile: 'release', buildStatus: 'Clean', gitTag: VERSION, runtime: `node ${process.version}` },
-    config: cfg,
+    // Header values may be credentials: keys only.
+    config: { ...cfg, xdsHeaders: cfg.xdsHeaders.map(([k]) => [k, '<redacted>']), caHeaders: cfg.caHeaders.map(([k]) => [k, '<redacted>']) },
     certificates: secrets.snapshot().map(({ identity, state: st, cert }) => ({
       identity,
       state: st,

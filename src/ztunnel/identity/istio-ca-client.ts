@@ -1,9 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { IstioCertificateRequest, IstioCertificateResponse } from '../../api/istio/v1/auth/ca_pb.js';
 import { IstioCertificateService } from '../../api/istio/v1/auth/ca_pb.js';
-import { grpcClient } from '../../lib/grpc-channel.js';
-import { MeshError } from '../../lib/errors.js';
+import { controlPlaneMetadata, grpcClient } from '../../lib/grpc-channel.js';
+import { describeError, MeshError } from '../../lib/errors.js';
 import { identityToString, type Identity } from '../../lib/spiffe.js';
 import type { CaClient } from './ca-client.js';
 
@@ -14,13 +13,16 @@ const CALL_TIMEOUT_MS = 10_000;
 
 export interface IstioCaClientOptions {
   readonly address: string;
-  readonly rootPem: string;
+  /** undefined: the OS trust store (CA_ROOT_CA=SYSTEM). */
+  readonly rootPem: string | undefined;
   /** The token file, re-read on every call (projected tokens rotate); an empty file is an error. */
   readonly tokenFile: string;
   readonly clusterId: string;
   /** Shared (node proxy) mode: ask for each workload's identity through `ImpersonatedIdentity`. */
   readonly impersonate: boolean;
   readonly altHostname?: string | undefined;
+  /** CA_HEADER_* metadata. */
+  readonly headers?: readonly (readonly [string, string])[];
 }
 
 /** ztunnel's CA client: `CreateCertificate` with Bearer token and `clusterid` metadata (spec §2.3). */
@@ -32,13 +34,9 @@ export class IstioCaClient implements CaClient {
   }
 
   async fetchCertificate(identity: Identity, csrPem: string, ttlSeconds: number): Promise<string[]> {
-    const token = (await readFile(this.o.tokenFile, 'utf8').catch((e: unknown) => {
-      throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `cannot read the CA token ${this.o.tokenFile}: ${(e as Error).message} (set AUTH_TOKEN or mount the istio-ca token)`);
-    })).trim();
-    if (token === '') throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `the CA token file ${this.o.tokenFile} is empty`);
-    const md = new grpc.Metadata();
-    md.set('authorization', `Bearer ${token}`);
-    md.set('clusterid', this.o.clusterId);
+    const md = await controlPlaneMetadata(this.o.tokenFile, this.o.clusterId, this.o.headers ?? []).catch((e: unknown) => {
+      throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', describeError(e));
+    });
     const uri = identityToString(identity);
     const req: Partial<IstioCertificateRequest> = { csr: csrPem, validityDuration: BigInt(ttlSeconds), ...(this.o.impersonate ? { metadata: { ImpersonatedIdentity: uri } } : {}) };
     const res = await new Promise<IstioCertificateResponse>((resolve, reject) => {

@@ -7,7 +7,7 @@ import { identityToString, type Identity } from '../../lib/spiffe.js';
 import type { CaClient } from './ca-client.js';
 import { refreshAt, workloadCertificateFromChain, type WorkloadCertificate } from './workload-certificate.js';
 
-/** Retry after a failed fetch: 500ms doubling up to 150s (spec §2.5). */
+/** Retry after a failed fetch: 500ms doubling up to 150s (ztunnel src/identity/manager.rs). */
 const BACKOFF_INITIAL_MS = 500;
 const BACKOFF_MAX_MS = 150_000;
 /** At most this many CSRs in flight (ztunnel's limit, spec §2.5). */
@@ -26,6 +26,8 @@ type CertState =
 interface Entry {
   readonly identity: Identity;
   state: CertState;
+  /** The last failed fetch, kept after a later success (for metrics). */
+  lastError: { readonly message: string; readonly at: Date } | undefined;
   timer: NodeJS.Timeout | undefined;
   backoff: Backoff;
   fetching: boolean;
@@ -33,12 +35,24 @@ interface Entry {
   queued: Priority | undefined;
 }
 
+/** One identity's state, for `/config_dump` and metrics. */
+export interface CertificateSnapshot {
+  readonly identity: string;
+  readonly state: string;
+  readonly cert: WorkloadCertificate | undefined;
+  readonly lastError: { readonly message: string; readonly at: Date } | undefined;
+}
+
 /**
  * Per-identity certificates: fetched on first use (or prefetched), refreshed at half-life, kept while still valid
  * when a refresh fails. Emits `updated` with the identity string after every new certificate, so listeners swap
- * their TLS contexts without touching open connections.
+ * their TLS contexts without touching open connections, and `failed` after every failed CSR.
+ *
+ * A caller never waits out a retry: while an identity has no usable certificate and the last fetch failed, `fetch`
+ * fails at once with ZT_ERR_CERT_UNAVAILABLE. Only the first fetch of an identity is waited for, and that wait is
+ * settled when the fetch fails, when the identity is dropped (`retain`) or when the manager stops.
  */
-export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCertificate] }> {
+export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCertificate]; failed: [string, string] }> {
   private readonly entries = new Map<string, Entry>();
   private stopped = false;
   private inFlight = 0;
@@ -58,7 +72,10 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
     const e = this.ensure(key, id, Priority.RealTime);
     const s = e.state;
     if (s.t === 'available') return s.cert;
-    if (s.t === 'unavailable' && s.cert !== undefined && s.cert.notAfter.getTime() > Date.now()) return s.cert;
+    if (s.t === 'unavailable') {
+      if (s.cert !== undefined && s.cert.notAfter.getTime() > Date.now()) return s.cert;
+      throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `no certificate for ${key}: the last fetch failed (${s.error}); retrying in the background`);
+    }
     return new Promise((resolve, reject) => {
       s.waiters.push((c) => (c instanceof Error ? reject(c) : resolve(c)));
     });
@@ -74,35 +91,59 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
     return this.inFlight;
   }
 
-  /** Stops refreshing identities not in `keep`. */
+  /** Stops refreshing identities not in `keep` (their workloads left this node); whoever waits for one gets an error. */
   retain(keep: ReadonlySet<string>): void {
     for (const [k, e] of this.entries) {
       if (!keep.has(k)) {
         clearTimeout(e.timer);
         this.entries.delete(k);
+        this.settleWaiters(e, new MeshError('ZT_ERR_CERT_UNAVAILABLE', `no certificate for ${k}: no workload on this node uses the identity any more`));
       }
     }
   }
 
-  /** For `/config_dump`: identity, state and the certificate if any. */
-  snapshot(): { identity: string; state: string; cert: WorkloadCertificate | undefined }[] {
+  /**
+   * Retries at once, with the backoff reset, every identity whose last fetch failed: the control plane is back
+   * (the xDS stream is up again), so waiting out a backoff of up to 150s would only keep workloads without
+   * certificates.
+   */
+  retryFailed(): void {
+    for (const [k, e] of this.entries) {
+      if (e.state.t !== 'unavailable') continue;
+      e.backoff.reset();
+      clearTimeout(e.timer);
+      this.enqueue(k, e, Priority.Warmup);
+    }
+  }
+
+  /** For `/config_dump` and metrics: identity, state, the certificate if any and the last failure. */
+  snapshot(): CertificateSnapshot[] {
     return [...this.entries.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, e]) => ({
       identity: k,
       state: e.state.t === 'initializing' ? 'Initializing' : e.state.t === 'available' ? 'Available' : `Unavailable: ${e.state.error}`,
       cert: e.state.t === 'available' ? e.state.cert : e.state.t === 'unavailable' ? e.state.cert : undefined,
+      lastError: e.lastError,
     }));
   }
 
   stop(): void {
     this.stopped = true;
-    for (const e of this.entries.values()) clearTimeout(e.timer);
+    for (const [k, e] of this.entries) {
+      clearTimeout(e.timer);
+      this.settleWaiters(e, new MeshError('ZT_ERR_CERT_UNAVAILABLE', `no certificate for ${k}: ztunnel is stopping`));
+    }
     this.ca.close?.();
+  }
+
+  private settleWaiters(e: Entry, error: MeshError): void {
+    if (e.state.t === 'available') return;
+    for (const w of e.state.waiters.splice(0)) w(error);
   }
 
   private ensure(key: string, id: Identity, prio: Priority): Entry {
     let e = this.entries.get(key);
     if (e === undefined) {
-      e = { identity: id, state: { t: 'initializing', waiters: [] }, timer: undefined, backoff: new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS), fetching: false, queued: undefined };
+      e = { identity: id, state: { t: 'initializing', waiters: [] }, lastError: undefined, timer: undefined, backoff: new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS), fetching: false, queued: undefined };
       this.entries.set(key, e);
       this.enqueue(key, e, prio);
     } else if (e.queued !== undefined && prio < e.queued) {
@@ -165,6 +206,8 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
       const prev = e.state.t === 'available' ? e.state.cert : e.state.t === 'unavailable' ? e.state.cert : undefined;
       const waiters = e.state.t === 'available' ? [] : e.state.waiters;
       const retry = e.backoff.next();
+      e.lastError = { message: msg, at: new Date() };
+      this.emit('failed', key, msg);
       const valid = prev !== undefined && prev.notAfter.getTime() > Date.now();
       e.state = { t: 'unavailable', error: msg, cert: valid ? prev : undefined, waiters: valid ? [] : waiters };
       this.log.warn({ identity: key, error: msg, retryInMs: retry }, valid ? 'certificate refresh failed; keeping the still-valid certificate' : 'certificate fetch failed');

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { describeError, MeshError } from '../../lib/errors.js';
-import { formatHostPort, formatIp } from '../../lib/ip.js';
+import { canonicalIp, formatHostPort, formatIp } from '../../lib/ip.js';
 import { SOCKS5_PORT } from '../config.js';
 import type { ProxyContext } from './proxy-context.js';
 import { failureKind, type Outbound, type OutboundFailure } from './outbound.js';
@@ -16,9 +16,14 @@ const REP: Record<OutboundFailure | 'ok' | 'command' | 'atyp', number> = {
   ok: 0x00, error: 0x01, denied: 0x02, unreachable: 0x04, refused: 0x05, command: 0x07, atyp: 0x08,
 };
 
-type Parse<T> = { t: 'more' } | { t: 'bad'; why: string; rep?: number } | { t: 'ok'; value: T; used: number };
+/** A parse step: need more bytes, a protocol error (with the reply to send, if RFC 1928 has one), or a value. */
+export type Parse<T> = { t: 'more' } | { t: 'bad'; why: string; rep?: number } | { t: 'ok'; value: T; used: number };
 
-function parseGreeting(b: Buffer): Parse<number[]> {
+/** A domain name as a SOCKS5 client may send it: letters, digits, `-`, `_` and dots. */
+const DOMAIN = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?$/;
+
+/** The greeting: version 5, then the offered authentication methods. */
+export function parseGreeting(b: Buffer): Parse<number[]> {
   if (b.length < 2) return { t: 'more' };
   if (b[0] !== 0x05) return { t: 'bad', why: `not SOCKS5 (version byte ${b[0]})` };
   const n = b[1]!;
@@ -26,12 +31,14 @@ function parseGreeting(b: Buffer): Parse<number[]> {
   return { t: 'ok', value: [...b.subarray(2, 2 + n)], used: 2 + n };
 }
 
-type Target = { host: string; port: number; domain: boolean };
+export type Target = { host: string; port: number; domain: boolean };
 
-function parseRequest(b: Buffer): Parse<Target> {
+/** The request: CONNECT only, to an IPv4 or IPv6 address or a domain name. */
+export function parseRequest(b: Buffer): Parse<Target> {
   if (b.length < 5) return { t: 'more' };
   if (b[0] !== 0x05) return { t: 'bad', why: `bad request version ${b[0]}` };
   if (b[1] !== 0x01) return { t: 'bad', why: `command ${b[1]} is not CONNECT`, rep: REP.command };
+  if (b[2] !== 0x00) return { t: 'bad', why: `reserved byte is ${b[2]}, not 0`, rep: REP.error };
   const atyp = b[3];
   let addrLen: number;
   let start = 4;
@@ -45,9 +52,13 @@ function parseRequest(b: Buffer): Parse<Target> {
   if (b.length < end) return { t: 'more' };
   const raw = b.subarray(start, start + addrLen);
   let host: string;
-  if (atyp === 0x03) host = raw.toString('latin1');
-  else host = formatIp(raw)!; // 4 or 16 bytes: always an address
-  return { t: 'ok', value: { host, port: b.readUInt16BE(start + addrLen), domain: atyp === 0x03 }, used: end };
+  if (atyp === 0x03) {
+    host = raw.toString('latin1');
+    if (!DOMAIN.test(host)) return { t: 'bad', why: `domain name ${JSON.stringify(host)} is not a hostname`, rep: REP.unreachable };
+  } else host = formatIp(raw)!; // 4 or 16 bytes: always an address
+  const port = b.readUInt16BE(start + addrLen);
+  if (port === 0) return { t: 'bad', why: 'port 0', rep: REP.unreachable };
+  return { t: 'ok', value: { host, port, domain: atyp === 0x03 }, used: end };
 }
 
 function reply(rep: number): Buffer {
@@ -55,8 +66,11 @@ function reply(rep: number): Buffer {
 }
 
 /**
- * SOCKS5 outbound capture on `<workload IP>:15080` (ztunnel's `UNSTABLE_ENABLE_SOCKS5`): CONNECT only, no
- * authentication, IPv4/IPv6/domain targets. A domain that names a mesh service resolves to its VIP.
+ * SOCKS5 outbound capture on `<workload IP>:15080`, only with `UNSTABLE_ENABLE_SOCKS5=true` (ztunnel src/config.rs):
+ * CONNECT only, no authentication, IPv4/IPv6/domain targets. A domain that names a mesh service resolves to its VIP.
+ * Whatever comes through leaves with the workload's identity, so only that workload may use it: ztunnel binds SOCKS5
+ * to 127.0.0.1 inside the pod's network namespace; amesh has no namespace per pod, so a client whose source address
+ * is not the workload's IP is closed before any SOCKS5 byte is exchanged, and logged.
  */
 export class Socks5Listener {
   private server: net.Server | undefined;
@@ -86,6 +100,14 @@ export class Socks5Listener {
   }
 
   private onClient(s: net.Socket): void {
+    const src = canonicalIp(s.remoteAddress ?? '');
+    if (src !== this.ip) {
+      const e = new MeshError('ZT_ERR_SOCKS5_FOREIGN_CLIENT', `SOCKS5 client ${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'} is not workload ${this.uid} (${this.ip}); only the workload itself may send through its SOCKS5 port`);
+      this.ctx.log.warn({ workload: this.uid, src: s.remoteAddress, error: describeError(e) }, 'SOCKS5 client refused');
+      s.on('error', () => undefined);
+      s.destroy();
+      return;
+    }
     this.clients.add(s);
     s.once('close', () => this.clients.delete(s));
     s.on('error', () => undefined);

@@ -37,7 +37,16 @@ export class WorkloadProxyManager {
 
   constructor(private readonly ctx: ProxyContext) {
     ctx.secrets.on('updated', (id, cert) => {
-      for (const p of this.proxies.values()) if (p.identity === id) for (const l of p.inbound) l.updateCertificate(cert);
+      for (const p of this.proxies.values()) {
+        if (p.identity !== id) continue;
+        for (const l of p.inbound) l.updateCertificate(cert);
+        // A proxy that failed for want of this certificate starts now rather than at its next retry.
+        if (p.state.t === 'failed') {
+          clearTimeout(p.retry);
+          p.state = { t: 'starting' };
+          void this.bring(p);
+        }
+      }
     });
   }
 

@@ -1,12 +1,13 @@
-import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import { EventEmitter } from 'node:events';
 import { Counter, type Registry as MetricsRegistry } from 'prom-client';
 import type { DeltaDiscoveryResponse } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { AggregatedDiscoveryService } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { Backoff } from '../../lib/backoff.js';
-import { describeError, MeshError } from '../../lib/errors.js';
-import { grpcClient } from '../../lib/grpc-channel.js';
+import { describeError } from '../../lib/errors.js';
+import { controlPlaneMetadata, grpcClient, readRootCa } from '../../lib/grpc-channel.js';
+import type { GrpcHeaders, NodeMetadataValue } from '../config.js';
 import type { LocalConfig, LocalWorkload } from '../state/local-config.js';
 import type { Authorization } from '../state/policy.js';
 import type { Service } from '../state/service.js';
@@ -17,7 +18,7 @@ export const AUTHORIZATION_TYPE = 'type.googleapis.com/istio.security.Authorizat
 /** Subscription order on every (re)connect (spec §3.1). */
 const TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE] as const;
 
-/** Reconnect backoff: 10ms doubling to 15s; streams istiod ends on purpose reconnect at once (spec §3.1). */
+/** Reconnect backoff: 10ms doubling to 15s; streams istiod ends on purpose reconnect at once (ztunnel src/xds/client.rs). */
 const BACKOFF_INITIAL_MS = 10;
 const BACKOFF_MAX_MS = 15_000;
 
@@ -25,32 +26,26 @@ type Held = { readonly version: string } & ({ readonly workload: LocalWorkload }
 
 export interface AdsClientOptions {
   readonly address: string;
-  /** A PEM file path, or the PEM itself. */
+  /** A PEM file path, the PEM itself, or SYSTEM. */
   readonly rootCa: string;
   readonly tokenFile: string;
   readonly clusterId: string;
   readonly altHostname: string | undefined;
-  readonly node: { readonly id: string; readonly metadata: Readonly<Record<string, string>> };
+  /** XDS_HEADER_* metadata. */
+  readonly headers: GrpcHeaders;
+  readonly node: { readonly id: string; readonly metadata: Readonly<Record<string, NodeMetadataValue>> };
 }
 
-type ClientState = { t: 'connecting' } | { t: 'streaming'; call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse> } | { t: 'backoff'; timer: NodeJS.Timeout } | { t: 'stopped' };
-
-export async function readPemOrFile(v: string, what: string): Promise<string> {
-  if (v.includes('-----BEGIN')) return v;
-  try {
-    return await readFile(v, 'utf8');
-  } catch (e) {
-    throw new MeshError('AMESH_ERR_CONFIG', `${what}: cannot read ${v}: ${(e as Error).message} (point XDS_ROOT_CA / CA_ROOT_CA at istiod's root-cert.pem, or give the PEM itself)`);
-  }
-}
+type ClientState = { t: 'connecting' } | { t: 'streaming'; call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>; answered: boolean } | { t: 'backoff'; timer: NodeJS.Timeout } | { t: 'stopped' };
 
 /**
  * ztunnel's delta ADS client (spec §3.1): wildcard subscriptions for Address then Authorization, the node sent on
  * the initial requests, `initial_resource_versions` of everything still held on reconnect, per-resource rejects in
  * a NACK (good resources in the same response still apply), removals, and reconnect with backoff. The state it
- * holds survives istiod outages: ztunnel keeps serving with what it has.
+ * holds survives istiod outages: ztunnel keeps serving with what it has. Emits `connected` when istiod answers the
+ * first request of a new stream: the control plane is reachable again.
  */
-export class AdsClient {
+export class AdsClient extends EventEmitter<{ connected: [] }> {
   private state: ClientState = { t: 'connecting' };
   private readonly held = new Map<string, Map<string, Held>>(TYPES.map((t) => [t, new Map()]));
   private readonly acked = new Set<string>();
@@ -64,6 +59,7 @@ export class AdsClient {
     metrics: MetricsRegistry,
     private readonly log: Logger,
   ) {
+    super();
     const registers = [metrics];
     this.metrics = {
       terminations: new Counter({ name: 'istio_xds_connection_terminations_total', help: 'The total number of completed connections to xds server (unstable)', labelNames: ['reason'], registers }),
@@ -77,7 +73,7 @@ export class AdsClient {
   }
 
   async start(): Promise<void> {
-    const root = await readPemOrFile(this.o.rootCa, 'XDS_ROOT_CA');
+    const root = await readRootCa(this.o.rootCa, 'XDS_ROOT_CA');
     this.client = grpcClient(AggregatedDiscoveryService, this.o.address, root, this.o.altHostname);
     void this.connect();
   }
@@ -104,24 +100,20 @@ export class AdsClient {
   private async connect(): Promise<void> {
     if (this.state.t === 'stopped' || this.client === undefined) return;
     this.transition({ t: 'connecting' });
-    let token: string;
+    let md: grpc.Metadata;
     try {
-      token = (await readFile(this.o.tokenFile, 'utf8')).trim();
-      if (token === '') throw new Error('the file is empty');
+      md = await controlPlaneMetadata(this.o.tokenFile, this.o.clusterId, this.o.headers);
     } catch (e) {
-      this.retry(`cannot read AUTH_TOKEN ${this.o.tokenFile}: ${describeError(e)}`, true);
+      this.retry(describeError(e), true);
       return;
     }
-    const md = new grpc.Metadata();
-    md.set('authorization', `Bearer ${token}`);
-    md.set('clusterid', this.o.clusterId);
     const method = (this.client as unknown as Record<string, (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>>)['deltaAggregatedResources']!;
     const call = method.call(this.client, md);
     if (this.stopped()) {
       call.cancel();
       return;
     }
-    this.transition({ t: 'streaming', call });
+    this.transition({ t: 'streaming', call, answered: false });
     let ended = false;
     const end = (reason: string, error?: grpc.ServiceError): void => {
       if (ended) return;
@@ -152,6 +144,11 @@ export class AdsClient {
 
   private onResponse(call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>, res: DeltaDiscoveryResponse): void {
     this.metrics.messages.inc({ url: res.typeUrl });
+    if (this.state.t === 'streaming' && this.state.call === call && !this.state.answered) {
+      this.state.answered = true;
+      this.log.info({ address: this.o.address }, 'xDS stream established');
+      this.emit('connected');
+    }
     const held = this.held.get(res.typeUrl);
     if (held === undefined) {
       call.write({ typeUrl: res.typeUrl, responseNonce: res.nonce, errorDetail: { code: grpc.status.UNIMPLEMENTED, message: `ztunnel does not handle ${res.typeUrl}` } });
