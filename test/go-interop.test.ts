@@ -111,7 +111,7 @@ describe('certificates and HBONE against Go (crypto/x509, crypto/tls, net/http h
       await writeFile(path.join(dir, 'local.yaml'), mesh(net));
       zt = await startZtunnel(path.join(dir, 'local.yaml'), 'n', caDir, { UNSTABLE_ENABLE_SOCKS5: 'true' });
     });
-    after(() => zt.shutdown());
+    after(() => (zt as Ztunnel | undefined)?.shutdown());
 
     test('a workload certificate signed by the --local-ca path verifies in Go: issuer bytes equal the UTF8String CA subject', async () => {
       await goVerifies(await issue(new LocalCaClient(await CertificateAuthority.fromPluginDir(caDir)), GO_URI, 'local-go'), GO_URI);
@@ -142,7 +142,7 @@ describe('certificates and HBONE against Go (crypto/x509, crypto/tls, net/http h
       root = ist.rootCertPath;
       const ztToken = path.join(dir, 'token-ztunnel');
       await writeFile(ztToken, await ist.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca', node: 'n' }));
-      zt = await startZtunnel(path.join(dir, 'istiod-mesh.yaml'), 'n', caDir, {
+      zt = await startZtunnel(path.join(dir, 'istiod-mesh.yaml'), 'n', undefined, {
         UNSTABLE_ENABLE_SOCKS5: 'true',
         CA_ADDRESS: `https://${net}.100:${ist.ports.grpc}`,
         CA_ROOT_CA: root,
@@ -151,8 +151,9 @@ describe('certificates and HBONE against Go (crypto/x509, crypto/tls, net/http h
       });
     });
     after(async () => {
-      await zt.shutdown();
-      await ist.stop();
+      // A failed `before` leaves them unset; what did start must still stop, or the test process never exits.
+      await (zt as Ztunnel | undefined)?.shutdown();
+      await (ist as Istiod | undefined)?.stop();
     });
 
     test("istiod's serving certificate verifies in Go for istiod.istio-system.svc", async () => {

@@ -10,7 +10,7 @@ import type { GrpcLimits } from '../../src/istiod/grpc-server.js';
  * A ztunnel in this process (real sockets), with control servers on ephemeral ports and logs discarded. SOCKS5 is
  * on (UNSTABLE_ENABLE_SOCKS5=true; `env` may turn it off): the suite drives traffic through it.
  */
-export async function startZtunnel(localConfig: string, nodeName: string, localCa: string, env: Record<string, string> = {}): Promise<Ztunnel> {
+export async function startZtunnel(localConfig: string, nodeName: string, localCa: string | undefined, env: Record<string, string> = {}): Promise<Ztunnel> {
   const cfg = loadZtunnelConfig(
     { localConfig, localCa, adminAddress: '127.0.0.1:0', metricsAddress: '127.0.0.1:0', readinessAddress: '127.0.0.1:0' },
     { NODE_NAME: nodeName, UNSTABLE_ENABLE_SOCKS5: 'true', ...env },
