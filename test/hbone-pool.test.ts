@@ -5,7 +5,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { startEchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
-import { meshFixture, sendAndCollect } from './helpers/mesh-fixture.js';
+import { meshFixture, sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
 import { startZtunnel } from './helpers/in-process.js';
 
 const MESH = `
@@ -54,8 +54,7 @@ test('an idle pooled connection is released after POOL_UNUSED_RELEASE_TIMEOUT an
   try {
     await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1'), Buffer.from('a'));
     assert.equal(z1.ctx.pool.connectionCount(), 1);
-    await new Promise((r) => setTimeout(r, 600));
-    assert.equal(z1.ctx.pool.connectionCount(), 0, 'idle connection evicted');
+    await waitFor('idle connection evicted', () => z1.ctx.pool.connectionCount() === 0);
     assert.equal(await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1'), Buffer.from('b')), createHash('sha256').update('b').digest('hex'));
   } finally {
     await Promise.all([z1.shutdown(), z2.shutdown()]);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { isMeshError } from '../../lib/errors.js';
 import { CertificateAuthority } from '../../lib/pki/certificate-authority.js';
 import { csrUriSans } from '../../lib/pki/certificate-authority.js';
@@ -17,11 +17,13 @@ const id = (sa: string): Identity => ({ trustDomain: 'cluster.local', namespace:
 class GatedCa implements CaClient {
   readonly order: string[] = [];
   private readonly held: (() => void)[] = [];
+  private readonly arrivals = new EventEmitter();
   maxInFlight = 0;
   private inFlight = 0;
   constructor(private readonly ca: CertificateAuthority) {}
   async fetchCertificate(identity: Identity, csrPem: string, ttl: number): Promise<string[]> {
     this.order.push(identity.serviceAccount);
+    this.arrivals.emit('csr');
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     await new Promise<void>((r) => this.held.push(r));
@@ -31,24 +33,26 @@ class GatedCa implements CaClient {
   releaseAll(): void {
     for (const r of this.held.splice(0)) r();
   }
+  /** Resolves once `n` CSRs have arrived in all. */
+  async arrived(n: number): Promise<void> {
+    while (this.order.length < n) await once(this.arrivals, 'csr');
+  }
 }
-
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 200));
 
 test('at most 8 CSRs are in flight, and a certificate a connection waits for jumps the warm-up queue', async () => {
   const gate = new GatedCa(await CertificateAuthority.selfSigned('cluster.local'));
   const sm = new SecretManager(gate, 3600_000, log);
   for (let i = 0; i < 20; i++) sm.prefetch(id(`warm${i}`));
-  await settle();
-  assert.equal(gate.order.length, MAX_CONCURRENT_CSRS);
+  await gate.arrived(MAX_CONCURRENT_CSRS);
   const urgent = sm.fetch(id('urgent'));
   gate.releaseAll();
-  await settle();
+  await gate.arrived(MAX_CONCURRENT_CSRS + 1);
   assert.equal(gate.order[MAX_CONCURRENT_CSRS], 'urgent', `order: ${gate.order.join(',')}`);
-  for (let i = 0; i < 5; i++) {
+  while (gate.order.length < 21) {
     gate.releaseAll();
-    await settle();
+    await gate.arrived(gate.order.length + 1);
   }
+  gate.releaseAll();
   assert.equal((await urgent).identity.serviceAccount, 'urgent');
   assert.equal(gate.maxInFlight, MAX_CONCURRENT_CSRS);
   assert.equal(gate.order.length, 21);

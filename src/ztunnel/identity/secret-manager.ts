@@ -199,7 +199,7 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
       this.log.debug({ identity: key, expiration: cert.notAfter.toISOString() }, 'certificate issued');
       this.emit('updated', key, cert);
       for (const w of waiters) w(cert);
-      this.schedule(key, e, refreshAt(cert));
+      this.schedule(key, e, refreshAt(cert, Date.now()));
     } catch (err) {
       if (this.entries.get(key) !== e) return;
       const msg = describeError(err);

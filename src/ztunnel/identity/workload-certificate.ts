@@ -41,8 +41,14 @@ export function workloadCertificateFromChain(identity: Identity, keyPem: string,
   });
 }
 
-/** When to refresh: at 50% of the lifetime (spec §2.5). */
-export function refreshAt(c: WorkloadCertificate): number {
+/**
+ * When to refresh: at 50% of the lifetime, as ztunnel `src/tls/certificate.rs` `refresh_at` does. Istio's CA backdates
+ * notBefore by 2 minutes, so a lifetime under about 4 minutes (a short SECRET_TTL) would be past its half-life on
+ * arrival and refresh in a tight loop; such a certificate is refreshed halfway through what is left of it instead.
+ */
+export function refreshAt(c: WorkloadCertificate, receivedAt: number): number {
   const nb = c.notBefore.getTime();
-  return nb + (c.notAfter.getTime() - nb) / 2;
+  const na = c.notAfter.getTime();
+  const halfLife = nb + (na - nb) / 2;
+  return halfLife > receivedAt ? halfLife : receivedAt + (na - receivedAt) / 2;
 }
