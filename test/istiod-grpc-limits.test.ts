@@ -13,7 +13,7 @@ import { startIstiod } from './helpers/in-process.js';
 /** istiod's gRPC port (15012) under unauthenticated and idle peers, with small limits so the test sees them act. */
 const HOST = '127.71.3.1';
 const SERVER_NAME = 'istiod.istio-system.svc';
-/** Larger than the 1 MiB receive limit: without authentication first, istiod would read it (or a MiB of it). */
+/** Within the 4 MiB receive limit: without authentication first, istiod would read all of it before answering. */
 const BODY_BYTES = 3 * 1024 * 1024;
 
 describe("limits on istiod's gRPC port for unauthenticated and idle peers", () => {

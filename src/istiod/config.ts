@@ -16,10 +16,11 @@ export const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
   /** Nothing legitimate holds a connection with no call: ztunnel keeps its xDS stream open and reconnects for CSRs. */
   idleTimeoutMs: 30_000,
   /**
-   * A CSR is about 1 KiB; ztunnel's largest xDS request, a reconnect listing the resources it holds, is about 100 bytes
-   * per resource. 1 MiB covers ten thousand; Istio's ISTIO_GPRC_MAXRECVMSGSIZE raises it.
+   * Istio's ISTIO_GPRC_MAXRECVMSGSIZE default (pilot/pkg/features/tuning.go). ztunnel's largest request, a reconnect
+   * listing the resources it holds, is about 100 bytes a resource, so this covers some forty thousand; requests are
+   * authenticated on their metadata before any of it is read.
    */
-  maxReceiveMessageBytes: 1024 * 1024,
+  maxReceiveMessageBytes: 4 * 1024 * 1024,
   /** Istio's GRPC_KEEPALIVE_INTERVAL and GRPC_KEEPALIVE_TIMEOUT defaults (pkg/keepalive/options.go). */
   keepaliveTimeMs: 30_000,
   keepaliveTimeoutMs: 10_000,

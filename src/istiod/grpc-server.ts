@@ -47,7 +47,8 @@ export async function startGrpcServer(
   });
   o.addServices(server);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const tlsServer = tls.createServer({ key: o.keyPem, cert: o.certChainPem, ALPNProtocols: ['h2'], handshakeTimeout: o.limits.handshakeTimeoutMs });
+  // TLS 1.3 only: ztunnel's control-plane client offers nothing older unless TLS12_ENABLED (ztunnel src/tls/lib.rs).
+  const tlsServer = tls.createServer({ key: o.keyPem, cert: o.certChainPem, ALPNProtocols: ['h2'], minVersion: 'TLSv1.3', handshakeTimeout: o.limits.handshakeTimeoutMs });
   tlsServer.on('tlsClientError', (_e: Error, s: tls.TLSSocket) => s.destroy());
   tlsServer.on('secureConnection', (secure: tls.TLSSocket) => {
     secure.on('error', () => secure.destroy());

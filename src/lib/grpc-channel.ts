@@ -8,7 +8,7 @@ import { grpcServiceDefinition } from './grpc-service.js';
 export const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
 
 /** XDS_ROOT_CA / CA_ROOT_CA value that means the OS trust store (ztunnel src/config.rs). */
-export const SYSTEM_ROOTS = 'SYSTEM';
+const SYSTEM_ROOTS = 'SYSTEM';
 
 /**
  * grpc-js keeps its own reconnect backoff under ours (default 1s doubling to 120s): while it runs, every call fails
@@ -16,8 +16,8 @@ export const SYSTEM_ROOTS = 'SYSTEM';
  * (ztunnel src/tls/control.rs) dials afresh for each call and leaves pacing to the xDS and certificate backoffs, so
  * ours stays short and those backoffs govern.
  */
-export const CHANNEL_INITIAL_RECONNECT_BACKOFF_MS = 100;
-export const CHANNEL_MAX_RECONNECT_BACKOFF_MS = 1_000;
+const CHANNEL_INITIAL_RECONNECT_BACKOFF_MS = 100;
+const CHANNEL_MAX_RECONNECT_BACKOFF_MS = 1_000;
 
 /**
  * A root CA as ztunnel reads XDS_ROOT_CA / CA_ROOT_CA: `SYSTEM` (the OS trust store, returned as undefined), a PEM
@@ -72,9 +72,9 @@ export async function controlPlaneMetadata(tokenFile: string, clusterId: string,
   try {
     token = (await readFile(tokenFile, 'utf8')).trim();
   } catch (e) {
-    throw new Error(`cannot read the token ${tokenFile}: ${(e as Error).message} (set AUTH_TOKEN or mount the istio-ca token)`);
+    throw new MeshError('AMESH_ERR_CONFIG', `cannot read the token ${tokenFile}: ${(e as Error).message} (set AUTH_TOKEN or mount the istio-ca token)`);
   }
-  if (token === '') throw new Error(`the token file ${tokenFile} is empty`);
+  if (token === '') throw new MeshError('AMESH_ERR_CONFIG', `the token file ${tokenFile} is empty (AUTH_TOKEN)`);
   const md = new grpc.Metadata();
   for (const [k, v] of headers) md.set(k, v);
   md.set('authorization', `Bearer ${token}`);

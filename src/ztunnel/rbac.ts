@@ -83,7 +83,8 @@ export function policyMatches(p: Authorization, c: RbacConnection): boolean {
  */
 export function evaluate(policies: readonly Authorization[], c: RbacConnection): RbacDecision {
   const notes: string[] = [];
-  const broken = policies.find((p) => p.rejected !== undefined);
+  for (const p of policies) if (p.rejected !== undefined && p.dryRun) notes.push(`dry-run: policy ${policyKey(p)} could not be accepted (${p.rejected})`);
+  const broken = policies.find((p) => p.rejected !== undefined && !p.dryRun);
   if (broken !== undefined) {
     return { allowed: false, reason: `policy ${policyKey(broken)} could not be accepted (${broken.rejected ?? ''}); denying what it covers`, policy: policyKey(broken), dryRunNotes: notes };
   }

@@ -30,7 +30,10 @@ export function authenticationInterceptor(auth: Authenticator, log: Logger, onRe
                 onReject(method.path);
                 call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: AUTHENTICATION_FAILURE, metadata: new grpc.Metadata() });
               },
-            );
+            ).catch((e: unknown) => {
+              // The call may be gone by now (the peer hung up): nothing to answer, and never an unhandled rejection.
+              log.debug({ method: method.path, error: describeError(e) }, 'authentication outcome could not be delivered');
+            });
           },
         });
       },

@@ -27,7 +27,7 @@ function caMetrics(registry: MetricsRegistry): Record<'csr' | 'issued' | 'authnF
 }
 
 /** As Istio answers impersonation failures (security/pkg/server/ca/server.go): opaque, the reason is logged. */
-export const IMPERSONATION_FAILURE = 'request impersonation authentication failure';
+const IMPERSONATION_FAILURE = 'request impersonation authentication failure';
 
 /**
  * The status a caller sees. Authentication and impersonation failures are opaque, as Istio's are; what was wrong

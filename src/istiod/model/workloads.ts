@@ -25,7 +25,7 @@ function podIps(pod: Manifest): string[] {
 }
 
 /** Istio's label that overrides the derived workload name (`label.ServiceWorkloadName`). */
-export const WORKLOAD_NAME_LABEL = 'service.istio.io/workload-name';
+const WORKLOAD_NAME_LABEL = 'service.istio.io/workload-name';
 /** A Job created by a CronJob is named `<cronjob>-<scheduled time in minutes>` (istio `pkg/kube/util.go`). */
 const CRONJOB_JOB_NAME = /^(.+)-\d{8,10}$/;
 

@@ -29,9 +29,9 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 
-export const dns1123Label: Check = (v) =>
+const dns1123Label: Check = (v) =>
   typeof v === 'string' && v.length <= 63 && DNS1123_LABEL.test(v) ? undefined : `"${String(v)}" is not a DNS-1123 label (lower case alphanumerics and '-', at most 63)`;
-export const dns1123Subdomain: Check = (v) =>
+const dns1123Subdomain: Check = (v) =>
   typeof v === 'string' && v.length <= 253 && DNS1123_SUBDOMAIN.test(v) ? undefined : `"${String(v)}" is not a DNS-1123 subdomain (lower case alphanumerics, '-' and '.', at most 253)`;
 
 /** A label key: `[prefix/]name`, prefix a DNS-1123 subdomain, name at most 63 characters. */
@@ -204,7 +204,10 @@ export class SchemaWalker {
           if (s.t === 'map') {
             const bad = s.key?.(key);
             if (bad !== undefined) this.err(k, p, bad);
-            this.walk(pair.value as Node | null, s.of, p);
+            // A map's values are never null (a label `app:` with no value would be a selector matching nothing).
+            const v = pair.value as Node | null;
+            if (v === null || (isScalar(v) && v.value === null)) this.err(v ?? k, p, 'has no value (write "" for an empty string)');
+            else this.walk(v, s.of, p);
           } else if (key in s.fields) this.walk(pair.value as Node | null, s.fields[key]!, p);
           else if (s.open !== true) this.err(k, p, `unknown field "${key}" (expected one of: ${Object.keys(s.fields).join(', ')})`);
         }
@@ -229,8 +232,9 @@ export function documentSchema(kind: KindSchema | undefined): Schema {
 }
 
 /**
- * The lists of a DENY AuthorizationPolicy whose every value Istio would skip (`ports: ["80a"]`): skipping them
- * leaves a rule that denies nothing, which is never what its author meant, so such a policy is refused instead.
+ * The lists of a DENY AuthorizationPolicy whose every value Istio would skip (`ports: ["80a"]`, `notPorts: ["22a"]`):
+ * skipping them leaves a rule (or a Match, which ztunnel then skips) that denies nothing, which is never what its
+ * author meant, so such a policy is refused instead, as Istio's validation refuses any invalid port or IP.
  * Paths are into the document, e.g. `["spec", "rules", 0, "to", 0, "operation", "ports"]`.
  */
 export function denyListsWithNothingValid(spec: Record<string, unknown>): (string | number)[][] {
@@ -244,15 +248,15 @@ export function denyListsWithNothingValid(spec: Record<string, unknown>): (strin
     };
     each('to', (t, j) => {
       const op = (t['operation'] ?? {}) as Record<string, unknown>;
-      if (empty(op['ports'], isPolicyPort)) out.push(['spec', 'rules', i, 'to', j, 'operation', 'ports']);
+      for (const k of ['ports', 'notPorts']) if (empty(op[k], isPolicyPort)) out.push(['spec', 'rules', i, 'to', j, 'operation', k]);
     });
     each('from', (f, j) => {
       const src = (f['source'] ?? {}) as Record<string, unknown>;
-      if (empty(src['ipBlocks'], isPolicyIp)) out.push(['spec', 'rules', i, 'from', j, 'source', 'ipBlocks']);
+      for (const k of ['ipBlocks', 'notIpBlocks']) if (empty(src[k], isPolicyIp)) out.push(['spec', 'rules', i, 'from', j, 'source', k]);
     });
     each('when', (w, j) => {
       const ok = w['key'] === 'destination.port' ? isPolicyPort : w['key'] === 'source.ip' || w['key'] === 'destination.ip' ? isPolicyIp : undefined;
-      if (ok !== undefined && empty(w['values'], ok)) out.push(['spec', 'rules', i, 'when', j, 'values']);
+      if (ok !== undefined) for (const k of ['values', 'notValues']) if (empty(w[k], ok)) out.push(['spec', 'rules', i, 'when', j, k]);
     });
   });
   return out;

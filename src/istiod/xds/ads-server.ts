@@ -4,8 +4,9 @@ import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry as MetricsRegistry } from 'prom-client';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { DeltaDiscoveryRequest, DeltaDiscoveryResponseSchema } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
-import { describeError, MeshError } from '../../lib/errors.js';
+import { describeError } from '../../lib/errors.js';
 import type { Authenticator, Caller } from '../ca/authenticate.js';
+import { AUTHENTICATION_FAILURE } from '../ca/authentication-interceptor.js';
 import { ADDRESS_TYPE, AUTHORIZATION_TYPE, type XdsResource } from './convert.js';
 
 export const SUPPORTED_TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE] as const;
@@ -97,7 +98,7 @@ export class AdsServer {
       caller = await this.auth.authenticate(typeof authz === 'string' ? authz : undefined);
     } catch (e) {
       this.log.warn({ error: describeError(e) }, 'xDS connection refused');
-      stream.emit('error', { code: grpc.status.UNAUTHENTICATED, details: e instanceof MeshError ? e.message : describeError(e) });
+      stream.emit('error', { code: grpc.status.UNAUTHENTICATED, details: AUTHENTICATION_FAILURE });
       return;
     }
     const c: Connection = { id: `ztunnel-${this.nextId++}`, caller, stream, connectedAt: new Date().toISOString(), nodeId: '', types: new Map(), blocked: false };

@@ -2,7 +2,7 @@ import { chmod, mkdir, stat, writeFile } from 'node:fs/promises';
 import { MeshError, type ErrorCode } from '../errors.js';
 
 /** Private keys: readable by their owner only. */
-export const PRIVATE_KEY_MODE = 0o600;
+const PRIVATE_KEY_MODE = 0o600;
 /** Directories holding private keys: usable by their owner only. */
 export const PRIVATE_DIR_MODE = 0o700;
 

@@ -113,3 +113,11 @@ test('a rejected Global policy, or one whose scope is unknown, denies every work
     assert.equal(decide([bad.policy], workload('w', 'b')).allowed, false);
   }
 });
+
+test('a rejected dry-run policy stays dry-run: it is noted, never enforced', () => {
+  const bad = authorizationFromXds('a/trial', authz({ name: 'trial', namespace: 'a', scope: Scope.NAMESPACE, action: unknown<Action>(5), dryRun: true }));
+  assert.equal(bad.rejected, 'unknown action 5');
+  const d = decide([bad.policy], workload('w', 'a'));
+  assert.equal(d.allowed, true);
+  assert.match(d.dryRunNotes.join(' '), /a\/trial could not be accepted \(unknown action 5\)/);
+});

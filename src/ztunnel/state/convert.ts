@@ -170,7 +170,8 @@ const RBAC_ACTIONS: Partial<Record<number, RbacAction>> = { [Action.ALLOW]: 'All
  * reach any workload.
  */
 export function authorizationFromXds(name: string, any: Any | undefined): { policy: Authorization; rejected?: string } {
-  const reject = (why: string, scope: RbacScope = 'Global'): { policy: Authorization; rejected: string } => ({ policy: failClosedPolicy(name, scope, why), rejected: why });
+  // The stand-in of a dry-run policy is dry-run too: a policy that never changes traffic cannot start to.
+  const reject = (why: string, scope: RbacScope = 'Global', dryRun = false): { policy: Authorization; rejected: string } => ({ policy: { ...failClosedPolicy(name, scope, why), dryRun }, rejected: why });
   let a;
   try {
     a = any === undefined ? undefined : anyUnpack(any, AuthorizationSchema);
@@ -179,9 +180,9 @@ export function authorizationFromXds(name: string, any: Any | undefined): { poli
   }
   if (a === undefined) return reject('not an istio.security.Authorization');
   const scope = RBAC_SCOPES[a.scope];
-  if (scope === undefined) return reject(`unknown scope ${a.scope}`);
+  if (scope === undefined) return reject(`unknown scope ${a.scope}`, 'Global', a.dryRun);
   const action = RBAC_ACTIONS[a.action];
-  if (action === undefined) return reject(`unknown action ${a.action}`, scope);
+  if (action === undefined) return reject(`unknown action ${a.action}`, scope, a.dryRun);
   const rules: RbacMatch[][][] = [];
   for (const r of a.rules) {
     const clauses: RbacMatch[][] = [];
@@ -189,7 +190,7 @@ export function authorizationFromXds(name: string, any: Any | undefined): { poli
       const matches: RbacMatch[] = [];
       for (const m of c.matches) {
         const x = matchFromXds(m);
-        if (typeof x === 'string') return reject(x, scope);
+        if (typeof x === 'string') return reject(x, scope, a.dryRun);
         matches.push(x);
       }
       clauses.push(matches);
