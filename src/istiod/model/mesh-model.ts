@@ -1,8 +1,10 @@
 import type { Manifest } from '../registry/manifest-dir.js';
 import { convertAuthorizationPolicy } from './authorization.js';
 import { convertPortLevelMtls, effectiveMtlsMode, staticStrictPolicy, STATIC_STRICT_POLICY, workloadPeerAuthentication } from './peer-authentication.js';
-import { convertService, convertServiceEntry, serviceBackends } from './services.js';
-import type { AuthorizationModel, ServiceModel, WorkloadModel } from './types.js';
+import { nodeLocality } from './locality.js';
+import { selectWorkloadServices } from './select-workload-services.js';
+import { convertService, convertServiceEntry, serviceBackends, serviceEntryHosts } from './services.js';
+import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
 import { convertPod, convertServiceEntryEndpoints, convertWorkloadEntry } from './workloads.js';
 
 export interface ModelConfig {
@@ -30,7 +32,16 @@ export function buildMeshModel(objects: readonly Manifest[], cfg: ModelConfig): 
   const warnings: string[] = [];
   const byKind = (k: string): Manifest[] => objects.filter((o) => o.kind === k);
   const services = byKind('Service');
-  const backends = serviceBackends(objects, cfg.domainSuffix);
+  const selection = selectWorkloadServices(objects, cfg.domainSuffix);
+  for (const { owner, hostname, by } of selection.shadowed) {
+    warnings.push(`${owner.source}: ServiceEntry ${owner.metadata.namespace}/${owner.metadata.name}: host ${hostname} is served by ${by.kind} ${by.metadata.namespace}/${by.metadata.name} (${by.source}); ignored for that host`);
+  }
+  const backends = serviceBackends(objects, cfg.domainSuffix, selection);
+  const nodeLocalities = new Map<string, LocalityModel>();
+  for (const node of byKind('Node')) {
+    const l = nodeLocality(node);
+    if (l !== undefined) nodeLocalities.set(node.metadata.name, l);
+  }
   const authorizations = new Map<string, AuthorizationModel>();
   const selectorPolicies: { key: string; ap: Manifest }[] = [];
   for (const ap of byKind('AuthorizationPolicy')) {
@@ -63,7 +74,7 @@ export function buildMeshModel(objects: readonly Manifest[], cfg: ModelConfig): 
     }
     return [...new Set(keys)].sort();
   };
-  const ctx = (namespace: string, labels: Readonly<Record<string, string>>) => ({ clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, backends, authorizationPolicies: policyKeys(namespace, labels) });
+  const ctx = (namespace: string, labels: Readonly<Record<string, string>>) => ({ clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, backends, authorizationPolicies: policyKeys(namespace, labels), nodeLocalities });
   for (const pod of byKind('Pod')) {
     const w = convertPod(pod, ctx(pod.metadata.namespace, pod.metadata.labels));
     if (w !== undefined) addresses.set(w.uid, { workload: w });
@@ -74,8 +85,9 @@ export function buildMeshModel(objects: readonly Manifest[], cfg: ModelConfig): 
     if (w !== undefined) addresses.set(w.uid, { workload: w });
   }
   for (const se of byKind('ServiceEntry')) {
-    for (const w of convertServiceEntryEndpoints(se, ctx(se.metadata.namespace, {}))) addresses.set(w.uid, { workload: w });
-    for (const s of convertServiceEntry(se)) addresses.set(`${s.namespace}/${s.hostname}`, { service: s });
+    const hosts = serviceEntryHosts(se).filter((h) => selection.serves(se, h));
+    for (const w of convertServiceEntryEndpoints(se, hosts, ctx(se.metadata.namespace, se.metadata.labels))) addresses.set(w.uid, { workload: w });
+    for (const s of convertServiceEntry(se, selection)) addresses.set(`${s.namespace}/${s.hostname}`, { service: s });
   }
   for (const svc of services) {
     const s = convertService(svc, cfg.domainSuffix);

@@ -1,5 +1,6 @@
 import { ipBytes } from '../../lib/ip.js';
 import type { Manifest } from '../registry/manifest-dir.js';
+import type { ServiceSelection } from './select-workload-services.js';
 import { LbHealthPolicy, LbMode, LbScope, type PortModel, type ServiceModel } from './types.js';
 
 type Obj = Record<string, unknown>;
@@ -60,7 +61,8 @@ export interface ServiceBackend {
   readonly byPortName: boolean;
 }
 
-export function serviceBackends(objects: readonly Manifest[], domain: string): ServiceBackend[] {
+/** Backends of every Service, and of every ServiceEntry host its ServiceEntry won (`selection`). */
+export function serviceBackends(objects: readonly Manifest[], domain: string, selection: ServiceSelection): ServiceBackend[] {
   const out: ServiceBackend[] = [];
   for (const o of objects) {
     if (o.kind === 'Service' && o.spec['type'] !== 'ExternalName') {
@@ -77,7 +79,7 @@ export function serviceBackends(objects: readonly Manifest[], domain: string): S
     } else if (o.kind === 'ServiceEntry') {
       const sel = obj(obj(o.spec['workloadSelector'])['labels']);
       if (Object.keys(sel).length === 0) continue;
-      for (const host of serviceEntryHosts(o)) {
+      for (const host of serviceEntryHosts(o).filter((h) => selection.serves(o, h))) {
         out.push({ key: `${o.metadata.namespace}/${host}`, namespace: o.metadata.namespace, selector: Object.fromEntries(Object.entries(sel).map(([k, v]) => [k, String(v)])), ports: serviceEntryPorts(o), byPortName: true });
       }
     }
@@ -114,10 +116,11 @@ export function serviceEntryPorts(se: Manifest): (ServicePortSpec & { name: stri
 }
 
 /**
- * A ServiceEntry → one Service per host (spec §3.4). Addresses may be CIDRs; `resolution: NONE` keeps the
+ * A ServiceEntry → one Service per host it won (`selection`), canonical when it is the hostname's canonical one
+ * (istio `pilot/pkg/serviceregistry/ambient/services.go`). Addresses may be CIDRs; `resolution: NONE` keeps the
  * original destination (PASSTHROUGH), as there is nothing to load-balance over.
  */
-export function convertServiceEntry(se: Manifest): ServiceModel[] {
+export function convertServiceEntry(se: Manifest, selection: ServiceSelection): ServiceModel[] {
   const addresses = (Array.isArray(se.spec['addresses']) ? se.spec['addresses'].map(String) : []).flatMap((a) => {
     const [ip = '', len] = a.split('/');
     const b = ipBytes(ip);
@@ -127,7 +130,7 @@ export function convertServiceEntry(se: Manifest): ServiceModel[] {
   const ports: PortModel[] = serviceEntryPorts(se).map((p) => ({ servicePort: p.port, targetPort: typeof p.targetPort === 'number' ? p.targetPort : p.port }));
   const passthrough = se.spec['resolution'] === 'NONE';
   const sans = Array.isArray(se.spec['subjectAltNames']) ? se.spec['subjectAltNames'].map(String) : [];
-  return serviceEntryHosts(se).map((hostname) => ({
+  return serviceEntryHosts(se).filter((h) => selection.serves(se, h)).map((hostname) => ({
     name: se.metadata.name,
     namespace: se.metadata.namespace,
     hostname,
@@ -135,6 +138,6 @@ export function convertServiceEntry(se: Manifest): ServiceModel[] {
     ports,
     subjectAltNames: sans,
     loadBalancing: passthrough ? { routingPreference: [], mode: LbMode.PASSTHROUGH, healthPolicy: LbHealthPolicy.ONLY_HEALTHY } : undefined,
-    canonical: true,
+    canonical: selection.isCanonical(se, hostname),
   }));
 }

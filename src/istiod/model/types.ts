@@ -19,6 +19,13 @@ export interface PortModel {
   readonly targetPort: number;
 }
 
+/** `istio.workload.Locality`. */
+export interface LocalityModel {
+  readonly region: string;
+  readonly zone: string;
+  readonly subzone: string;
+}
+
 export interface WorkloadModel {
   readonly uid: string;
   readonly name: string;
@@ -46,6 +53,8 @@ export interface WorkloadModel {
   readonly status: number;
   readonly clusterId: string;
   readonly networkMode: number;
+  /** Unset when nothing about it is known. */
+  readonly locality: LocalityModel | undefined;
 }
 
 export interface NetworkAddressModel {

@@ -1,8 +1,9 @@
 import { ipBytes } from '../../lib/ip.js';
 import { DEFAULT_TRUST_DOMAIN } from '../../lib/spiffe.js';
 import type { Manifest } from '../registry/manifest-dir.js';
-import { backendsFor, serviceEntryHosts, serviceEntryPorts, type ServiceBackend } from './services.js';
-import { TunnelProtocol, WorkloadStatus, WorkloadType, type WorkloadModel } from './types.js';
+import { parseLocality } from './locality.js';
+import { backendsFor, serviceEntryPorts, type ServiceBackend } from './services.js';
+import { TunnelProtocol, WorkloadStatus, WorkloadType, type LocalityModel, type WorkloadModel } from './types.js';
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
@@ -16,6 +17,8 @@ export interface WorkloadContext {
   readonly backends: readonly ServiceBackend[];
   /** Sorted policy keys that apply to this pod (selector policies, PeerAuthentication keys). */
   readonly authorizationPolicies: readonly string[];
+  /** Node name → the locality its topology labels give (nodes without any are absent). */
+  readonly nodeLocalities: ReadonlyMap<string, LocalityModel>;
 }
 
 function podIps(pod: Manifest): string[] {
@@ -86,7 +89,7 @@ function addressOrHostname(a: string): { addresses: Uint8Array[]; hostname: stri
 
 const numberMap = (v: unknown): Record<string, number> => Object.fromEntries(Object.entries(obj(v)).filter(([, x]) => typeof x === 'number') as [string, number][]);
 
-/** A WorkloadEntry → Workload (spec §3.4): address or hostname, weight as capacity, its ports for named targets. */
+/** A WorkloadEntry → Workload (istio `pilot/pkg/serviceregistry/ambient/workloads.go` `workloadEntryWorkloadBuilder`): address or hostname, weight as capacity, its ports for named targets. */
 export function convertWorkloadEntry(we: Manifest, ctx: WorkloadContext): WorkloadModel | undefined {
   const address = typeof we.spec['address'] === 'string' ? we.spec['address'] : '';
   if (address === '') return undefined;
@@ -111,18 +114,30 @@ export function convertWorkloadEntry(we: Manifest, ctx: WorkloadContext): Worklo
     clusterId: ctx.clusterId,
     networkMode: 0,
     capacity: Number.isInteger(weight) && weight > 0 ? weight : undefined,
+    locality: typeof we.spec['locality'] === 'string' ? parseLocality(we.spec['locality']) : undefined,
   };
 }
 
-/** Inline ServiceEntry endpoints → Workloads that back each of its hosts. */
-export function convertServiceEntryEndpoints(se: Manifest, ctx: WorkloadContext): WorkloadModel[] {
+/** The resolutions whose ServiceEntry, without endpoints, is reached at its hosts' own DNS names. */
+const DNS_RESOLUTIONS: ReadonlySet<unknown> = new Set(['DNS', 'DNS_ROUND_ROBIN', 'DYNAMIC_DNS']);
+
+/**
+ * A ServiceEntry's endpoints → Workloads that back each host in `hosts` (the hosts it won), as istio
+ * `pilot/pkg/serviceregistry/ambient/workloads.go` `serviceEntryWorkloadBuilder` builds them. A DNS ServiceEntry
+ * with no endpoints and no workloadSelector gets one implicit workload per host, addressed by that hostname and
+ * backing only that host. Labels, canonical names and policies come from the ServiceEntry itself.
+ */
+export function convertServiceEntryEndpoints(se: Manifest, hosts: readonly string[], ctx: WorkloadContext): WorkloadModel[] {
+  const listed = Array.isArray(se.spec['endpoints']) ? se.spec['endpoints'].map(obj) : [];
+  const implicit = listed.length === 0 && DNS_RESOLUTIONS.has(se.spec['resolution']) && se.spec['workloadSelector'] === undefined;
   const ports = serviceEntryPorts(se);
-  const hosts = serviceEntryHosts(se);
-  return (Array.isArray(se.spec['endpoints']) ? se.spec['endpoints'].map(obj) : []).flatMap((ep) => {
+  const key = (h: string): string => `${se.metadata.namespace}/${h}`;
+  // Istio builds each implicit endpoint as a WorkloadEntry whose address is the host.
+  const endpoints: { ep: Obj; backs: readonly string[] }[] = implicit ? hosts.map((h) => ({ ep: { address: h }, backs: [h] })) : listed.map((ep) => ({ ep, backs: hosts }));
+  return endpoints.flatMap(({ ep, backs }) => {
     const address = typeof ep['address'] === 'string' ? ep['address'] : '';
-    if (address === '') return [];
+    if (address === '' || backs.length === 0) return [];
     const named = numberMap(ep['ports']);
-    const labels = Object.fromEntries(Object.entries(obj(ep['labels'])).map(([k, v]) => [k, String(v)]));
     const svcPorts = ports.map((p) => ({ servicePort: p.port, targetPort: (p.name !== undefined ? named[p.name] : undefined) ?? (typeof p.targetPort === 'number' ? p.targetPort : p.port) }));
     const weight = Number(ep['weight']);
     return [{
@@ -131,19 +146,20 @@ export function convertServiceEntryEndpoints(se: Manifest, ctx: WorkloadContext)
       namespace: se.metadata.namespace,
       ...addressOrHostname(address),
       network: typeof ep['network'] === 'string' ? ep['network'] : '',
-      ...tunnel(labels, {}),
+      ...tunnel(se.metadata.labels, se.metadata.annotations),
       trustDomain: trustDomainField(ctx.trustDomain),
       serviceAccount: typeof ep['serviceAccount'] === 'string' ? ep['serviceAccount'] : 'default',
       node: '',
-      ...canonical(labels, se.metadata.name),
+      ...canonical(se.metadata.labels, se.metadata.name),
       workloadType: WorkloadType.POD,
       workloadName: se.metadata.name,
-      services: Object.fromEntries(hosts.map((h) => [`${se.metadata.namespace}/${h}`, svcPorts])),
+      services: Object.fromEntries(backs.map((h) => [key(h), svcPorts])),
       authorizationPolicies: ctx.authorizationPolicies,
       status: WorkloadStatus.HEALTHY,
       clusterId: ctx.clusterId,
       networkMode: 0,
       capacity: Number.isInteger(weight) && weight > 0 ? weight : undefined,
+      locality: typeof ep['locality'] === 'string' ? parseLocality(ep['locality']) : undefined,
     }];
   });
 }
@@ -156,7 +172,7 @@ function isReady(pod: Manifest): boolean {
 }
 
 /**
- * A Pod → Workload (spec §3.4 `podWorkloadBuilder`). Terminal pods and pods without an IP are skipped.
+ * A Pod → Workload (istio `pilot/pkg/serviceregistry/ambient/workloads.go` `podWorkloadBuilder`), in its node's locality. Terminal pods and pods without an IP are skipped.
  */
 export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel | undefined {
   const phase = pod.status['phase'];
@@ -166,6 +182,7 @@ export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel |
   const labels = pod.metadata.labels;
   const services = backendsFor(ctx.backends, pod.metadata.namespace, labels, containerPorts(pod));
   const wname = podWorkloadName(pod);
+  const node = typeof pod.spec['nodeName'] === 'string' ? pod.spec['nodeName'] : '';
   return {
     uid: `${ctx.clusterId}//Pod/${pod.metadata.namespace}/${pod.metadata.name}`,
     name: pod.metadata.name,
@@ -176,7 +193,7 @@ export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel |
     ...tunnel(labels, pod.metadata.annotations),
     trustDomain: trustDomainField(ctx.trustDomain),
     serviceAccount: typeof pod.spec['serviceAccountName'] === 'string' ? pod.spec['serviceAccountName'] : 'default',
-    node: typeof pod.spec['nodeName'] === 'string' ? pod.spec['nodeName'] : '',
+    node,
     ...canonical(labels, wname),
     workloadType: WorkloadType.POD,
     workloadName: wname,
@@ -186,5 +203,6 @@ export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel |
     clusterId: ctx.clusterId,
     networkMode: pod.spec['hostNetwork'] === true ? 1 : 0,
     capacity: undefined,
+    locality: node === '' ? undefined : ctx.nodeLocalities.get(node),
   };
 }

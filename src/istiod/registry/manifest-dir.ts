@@ -20,6 +20,8 @@ export interface Manifest {
     readonly namespace: string;
     readonly uid?: string;
     readonly generateName?: string;
+    /** RFC 3339, as the API server sets it; absent in hand-written manifests. */
+    readonly creationTimestamp?: string;
     readonly ownerReferences?: readonly OwnerReference[];
     readonly labels: Readonly<Record<string, string>>;
     readonly annotations: Readonly<Record<string, string>>;
@@ -59,8 +61,6 @@ export interface ManifestLoad {
    */
   readonly damaged: readonly string[];
 }
-
-const CLUSTER_SCOPED = new Set(['Namespace']);
 
 /**
  * Reads every `*.yaml` / `*.yml` file in `dir` (multi-document YAML), keeping each object's `file:line`. A bad
@@ -111,7 +111,7 @@ export function parseManifests(file: string, text: string): ManifestLoad {
     const meta = (typeof r['metadata'] === 'object' && r['metadata'] !== null ? r['metadata'] : {}) as Record<string, unknown>;
     const kind = typeof r['kind'] === 'string' ? r['kind'] : undefined;
     const name = typeof meta['name'] === 'string' ? meta['name'] : undefined;
-    const namespace = kind !== undefined && CLUSTER_SCOPED.has(kind) ? '' : typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
+    const namespace = kind !== undefined && KINDS[kind]?.clusterScoped === true ? '' : typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
     const what = `${kind ?? 'document'}${name === undefined ? '' : ` ${namespace === '' ? '' : namespace + '/'}${name}`}`;
     const schema = kind === undefined ? undefined : KINDS[kind];
     if (kind !== undefined && schema === undefined) out.warnings.push(`${where}: ${what}: kind ${kind} is not used by amesh istiod; ignored`);
@@ -136,6 +136,7 @@ export function parseManifests(file: string, text: string): ManifestLoad {
         namespace,
         ...(typeof meta['uid'] === 'string' ? { uid: meta['uid'] } : {}),
         ...(typeof meta['generateName'] === 'string' ? { generateName: meta['generateName'] } : {}),
+        ...(typeof meta['creationTimestamp'] === 'string' ? { creationTimestamp: meta['creationTimestamp'] } : {}),
         ...(Array.isArray(meta['ownerReferences']) ? { ownerReferences: meta['ownerReferences'] as OwnerReference[] } : {}),
         labels: (meta['labels'] ?? {}) as Record<string, string>,
         annotations: (meta['annotations'] ?? {}) as Record<string, string>,

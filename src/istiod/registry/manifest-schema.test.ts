@@ -23,6 +23,8 @@ const refused: { name: string; yaml: string; line: number; why: RegExp }[] = [
   { name: 'a Service name that is not a DNS-1123 label', yaml: 'apiVersion: v1\nkind: Service\nmetadata: {name: web.v1, namespace: shop}\n', line: 3, why: /"web\.v1" is not a DNS-1123 label/ },
   { name: 'a namespace that is not DNS-1123', yaml: 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: Shop}\n', line: 3, why: /metadata\.namespace: "Shop" is not a DNS-1123 label/ },
   { name: 'a label value that is not a valid label value', yaml: `${POD}  labels: {app: "web app"}\n`, line: 6, why: /label value "web app" is not valid/ },
+  { name: 'a creationTimestamp that is not an RFC 3339 time', yaml: 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop, creationTimestamp: yesterday}\n', line: 3, why: /metadata\.creationTimestamp: "yesterday" is not an RFC 3339 time/ },
+  { name: 'a Node label value that YAML reads as a number', yaml: 'apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels: {topology.istio.io/subzone: 7}\n', line: 5, why: /metadata\.labels\.topology\.istio\.io\/subzone: expected a string, got 7/ },
   { name: 'a containerPort given as a string', yaml: `${POD}spec:\n  containers: [{name: c, ports: [{containerPort: "8080"}]}]\n`, line: 7, why: /containerPort: expected an integer/ },
 ];
 
@@ -56,3 +58,9 @@ for (const c of warned) {
     assert.match(r.warnings[0] ?? '', c.why);
   });
 }
+
+test('a creationTimestamp as the API server writes it (unquoted RFC 3339) is kept on the object', () => {
+  const r = parseManifests('m.yaml', 'apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: db, namespace: shop, creationTimestamp: 2024-05-01T10:00:00Z}\nspec: {hosts: [db.example.com]}\n');
+  assert.deepEqual(r.errors, []);
+  assert.equal(r.objects[0]?.metadata.creationTimestamp, '2024-05-01T10:00:00Z');
+});

@@ -48,6 +48,9 @@ const portNumber: Check = (v) => (typeof v === 'number' && Number.isInteger(v) &
 const anyPort: Check = (v) => (typeof v === 'string' ? undefined : portNumber(v));
 const ipAddress: Check = (v) => (typeof v === 'string' && ipBytes(v) !== undefined ? undefined : `"${String(v)}" is not an IP address; ignored`);
 const clusterIp: Check = (v) => (v === 'None' || v === '' ? undefined : ipAddress(v));
+/** `metav1.Time`: RFC 3339 in UTC or with an offset, to the second (`2024-05-01T10:00:00Z`). */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const timestamp: Check = (v) => (typeof v === 'string' && RFC3339.test(v) && !Number.isNaN(Date.parse(v)) ? undefined : `"${String(v)}" is not an RFC 3339 time (quote it, e.g. "2024-05-01T10:00:00Z")`);
 
 /** `stringToPort` in Istio's ambient controller: a base-10 number up to 65535; anything else is skipped. */
 export function isPolicyPort(s: string): boolean {
@@ -75,7 +78,7 @@ const any: Schema = { t: 'any' };
 const METADATA: Record<string, Schema> = {
   name: str, namespace: { t: 'string', check: dns1123Label }, labels, annotations, uid: str, generateName: str,
   ownerReferences: { t: 'list', of: open({ apiVersion: str, kind: str, name: str, uid: str, controller: { t: 'bool' }, blockOwnerDeletion: { t: 'bool' } }) },
-  creationTimestamp: any, resourceVersion: str, generation: { t: 'int' }, finalizers: strs, managedFields: any, deletionTimestamp: any,
+  creationTimestamp: { t: 'string', check: timestamp }, resourceVersion: str, generation: { t: 'int' }, finalizers: strs, managedFields: any, deletionTimestamp: any,
   deletionGracePeriodSeconds: { t: 'int' },
 };
 
@@ -128,16 +131,20 @@ const SERVICE_ENTRY = obj({
   workloadSelector: obj({ labels }),
 });
 
-/** What amesh validates per kind: `spec`/`status` schemas and whether the name must be a DNS-1123 label. */
+/** What amesh validates per kind: `spec`/`status` schemas, whether the name must be a DNS-1123 label, and scope. */
 interface KindSchema {
   readonly spec?: Schema;
   readonly status?: Schema;
   readonly nameIsLabel?: boolean;
+  /** Cluster-scoped objects have no namespace (their key's namespace is empty). */
+  readonly clusterScoped?: boolean;
 }
 
 /** Kinds amesh reads, or (workload owners) accepts for their metadata. Anything else gets a warning. */
 export const KINDS: Readonly<Record<string, KindSchema>> = {
-  Namespace: { nameIsLabel: true },
+  Namespace: { nameIsLabel: true, clusterScoped: true },
+  /** Read for its `topology.*` labels, the locality of the pods scheduled on it. */
+  Node: { clusterScoped: true },
   ServiceAccount: {},
   Pod: { spec: POD_SPEC, status: POD_STATUS },
   Service: { spec: SERVICE_SPEC, nameIsLabel: true },

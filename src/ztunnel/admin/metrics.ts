@@ -3,7 +3,7 @@ import { identityToString, type Identity } from '../../lib/spiffe.js';
 import type { Service } from '../state/service.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
 
-/** Istio's traffic labels (spec §10.1), every one defaulting to "unknown". */
+/** Istio's traffic labels (ztunnel `src/proxy/metrics.rs` `CommonTrafficLabels`), every one defaulting to "unknown". */
 export const TRAFFIC_LABELS = [
   'reporter', 'source_workload', 'source_canonical_service', 'source_canonical_revision', 'source_workload_namespace',
   'source_principal', 'source_app', 'source_version', 'source_cluster', 'destination_service',
@@ -11,7 +11,13 @@ export const TRAFFIC_LABELS = [
   'destination_canonical_revision', 'destination_workload_namespace', 'destination_principal', 'destination_app',
   'destination_version', 'destination_cluster', 'request_protocol', 'response_flags', 'connection_security_policy',
 ] as const;
-export type TrafficLabels = Record<(typeof TRAFFIC_LABELS)[number], string>;
+/**
+ * ztunnel's `LocalityLabels`: region and zone of the source and destination workloads, "unknown" where a known
+ * workload has none. ztunnel leaves all four out (`OptionallyEncode`) when it knows neither party.
+ */
+export const LOCALITY_LABELS = ['source_region', 'source_zone', 'destination_region', 'destination_zone'] as const;
+type LabelName = (typeof TRAFFIC_LABELS)[number] | (typeof LOCALITY_LABELS)[number];
+export type TrafficLabels = Record<(typeof TRAFFIC_LABELS)[number], string> & Partial<Record<(typeof LOCALITY_LABELS)[number], string>>;
 
 export type ResponseFlags = '-' | 'DENY' | 'CONNECT' | 'TLS_FAILURE' | 'H2_HANDSHAKE_FAILURE' | 'NETWORK_POLICY' | 'IDENTITY_ERROR';
 
@@ -31,6 +37,13 @@ export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficL
   const s = p.source;
   const d = p.destination;
   const sid = p.sourceIdentity ?? (s === undefined ? undefined : workloadIdentity(s));
+  // ztunnel fills them once it knows either party: the peer's mTLS identity counts as a (derived) source.
+  const locality = s === undefined && d === undefined && p.sourceIdentity === undefined ? {} : {
+    source_region: or(s?.locality?.region),
+    source_zone: or(s?.locality?.zone),
+    destination_region: or(d?.locality?.region),
+    destination_zone: or(d?.locality?.zone),
+  };
   return {
     reporter: p.reporter,
     source_workload: or(s?.workloadName || s?.name),
@@ -55,22 +68,24 @@ export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficL
     request_protocol: 'tcp',
     response_flags: flags,
     connection_security_policy: p.mtls ? 'mutual_tls' : UNKNOWN,
+    ...locality,
   };
 }
 
-/** ztunnel's metrics in one private registry (spec §10.1). */
+/** ztunnel's metrics in one private registry (ztunnel `src/proxy/metrics.rs`). */
 export class ZtunnelMetrics {
   readonly registry = new Registry();
-  readonly opened: Counter<(typeof TRAFFIC_LABELS)[number]>;
-  readonly closed: Counter<(typeof TRAFFIC_LABELS)[number]>;
-  readonly sent: Counter<(typeof TRAFFIC_LABELS)[number]>;
-  readonly received: Counter<(typeof TRAFFIC_LABELS)[number]>;
-  readonly failed: Counter<(typeof TRAFFIC_LABELS)[number]>;
+  readonly opened: Counter<LabelName>;
+  readonly closed: Counter<LabelName>;
+  readonly sent: Counter<LabelName>;
+  readonly received: Counter<LabelName>;
+  readonly failed: Counter<LabelName>;
   readonly socketsOpen: Gauge<'reporter'>;
 
   constructor(version: string) {
     const registers = [this.registry];
-    const c = (name: string, help: string): Counter<(typeof TRAFFIC_LABELS)[number]> => new Counter({ name, help, labelNames: TRAFFIC_LABELS, registers });
+    const labelNames = [...TRAFFIC_LABELS, ...LOCALITY_LABELS];
+    const c = (name: string, help: string): Counter<LabelName> => new Counter({ name, help, labelNames, registers });
     this.opened = c('istio_tcp_connections_opened_total', 'The total number of TCP connections opened');
     this.closed = c('istio_tcp_connections_closed_total', 'The total number of TCP connections closed');
     this.sent = c('istio_tcp_sent_bytes_total', 'The size of total bytes sent during response in case of a TCP connection');
