@@ -124,6 +124,16 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
     call.write({ typeUrl: ADDRESS_TYPE, nonce: 'n3', resources: [], removedResources: ['other'] });
     await istiod.next(call, (r) => r.responseNonce === 'n3');
     assert.deepEqual(uids(), ['good']);
+    // A service is removed by its resource name, which is not a workload uid.
+    const svcName = 'backend/echo.backend.svc.cluster.local';
+    const service = anyPack(AddressSchema, create(AddressSchema, { type: { case: 'service', value: { name: 'echo', namespace: 'backend', hostname: 'echo.backend.svc.cluster.local', addresses: [{ address: new Uint8Array([10, 96, 73, 1]) }] } } }));
+    call.write({ typeUrl: ADDRESS_TYPE, nonce: 's1', resources: [{ name: svcName, version: '1', resource: service }] });
+    await istiod.next(call, (r) => r.responseNonce === 's1');
+    assert.equal(state.serviceByVip('', '10.96.73.1', 'backend')?.name, 'echo');
+    call.write({ typeUrl: ADDRESS_TYPE, nonce: 's2', resources: [], removedResources: [svcName] });
+    await istiod.next(call, (r) => r.responseNonce === 's2');
+    assert.equal(state.serviceByVip('', '10.96.73.1', 'backend'), undefined);
+    assert.equal(state.serviceByKey(svcName), undefined);
     call.write({ typeUrl: 'type.googleapis.com/istio.workload.Workload', nonce: 'w1', resources: [] });
     assert.match((await istiod.next(call, (r) => r.responseNonce === 'w1')).errorDetail?.message ?? '', /does not handle/);
 
