@@ -8,6 +8,7 @@ import type { ZtunnelConfig } from './config.js';
 import { SecretManager } from './identity/secret-manager.js';
 import { LocalCaClient } from './identity/local-ca-client.js';
 import { ProxyState } from './state/proxy-state.js';
+import { changesWorkloadsOn, mayAlterPolicyDecision } from './state/state-change.js';
 import { LocalConfigWatcher } from './state/local-config-watcher.js';
 import { AdsClient } from './xds/ads-client.js';
 import { readRootCa } from '../lib/grpc-channel.js';
@@ -77,9 +78,13 @@ export class Ztunnel {
       log: logs.scope('proxy'),
     };
     const proxies = new WorkloadProxyManager(ctx);
-    state.on('change', () => {
-      proxies.reconcile();
-      ctx.connections.reevaluate(state);
+    // Listeners follow this node's workloads; live connections are re-checked only when a decision may differ.
+    state.on('change', (c) => {
+      if (changesWorkloadsOn(c, config.nodeName)) proxies.reconcile();
+      if (mayAlterPolicyDecision(c, config.nodeName)) {
+        log.debug({ policies: c.policies.length, workloads: c.workloads.length, connections: ctx.connections.size }, 're-evaluating live connections against policy');
+        ctx.connections.reevaluate(state);
+      }
     });
     let source: { stop(): void; pending(): string[] };
     if (config.xdsAddress !== undefined) {
@@ -95,7 +100,7 @@ export class Ztunnel {
           // The node ID istiod recognises as a ztunnel; ISTIO_META_* / ISTIO_METAJSON_* added (ztunnel src/xds/client.rs).
           node: { id: `ztunnel~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`, metadata: { NAME: config.podName, NAMESPACE: ns, INSTANCE_IPS: config.instanceIp, NODE_NAME: config.nodeName, CLUSTER_ID: config.clusterId, ...config.nodeMetadata } },
         },
-        (c) => state.apply(c),
+        (delta) => state.update(delta),
         metrics.registry,
         logs.scope('xds'),
       );

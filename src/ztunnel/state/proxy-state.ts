@@ -1,78 +1,100 @@
 import { EventEmitter } from 'node:events';
-import type { LocalConfig } from './local-config.js';
+import { isDeepStrictEqual } from 'node:util';
+import type { LocalConfig, LocalWorkload } from './local-config.js';
 import { serviceKey, type Endpoint, type Service } from './service.js';
 import type { Workload } from './workload.js';
 import { failClosedPolicy, policyKey, type Authorization } from './policy.js';
+import { WorkloadStore } from './workload-store.js';
+import { ServiceStore } from './service-store.js';
+import { PolicyStore } from './policy-store.js';
+import type { StateChange, WorkloadChange } from './state-change.js';
 
 /**
- * Everything ztunnel knows about the mesh: workloads, services and policies, with the indexes the proxy
- * needs (as ztunnel's `src/state.rs` `ProxyState`): workload by uid and by `network/ip`, service by `namespace/hostname` and by VIP,
- * policies by key and by namespace (`""` holds the Global ones). A new config replaces the whole state in one
- * step and emits `change`.
+ * Upserts and removals of individual resources, as one xDS response (or one diff of the local config file) brings
+ * them. Workloads are keyed by uid, services by `namespace/hostname`, policies by `namespace/name`.
  */
-export class ProxyState extends EventEmitter<{ change: [] }> {
-  private workloads = new Map<string, Workload>();
-  private workloadsByAddr = new Map<string, Workload>();
-  private services = new Map<string, Service>();
-  private servicesByVip = new Map<string, Service[]>();
-  private policies = new Map<string, Authorization>();
-  private policiesByNs = new Map<string, string[]>();
-  /** Endpoints of services not (yet) defined, kept so they attach when the service arrives. */
-  private stagedServices = new Map<string, Record<string, Endpoint>>();
-  /** Bumped on every applied config. */
-  generation = 0;
+export interface StateDelta {
+  readonly workloads?: readonly LocalWorkload[];
+  readonly services?: readonly Service[];
+  readonly policies?: readonly Authorization[];
+  readonly removedWorkloads?: readonly string[];
+  readonly removedServices?: readonly string[];
+  readonly removedPolicies?: readonly string[];
+}
 
-  apply(cfg: LocalConfig): void {
-    const workloads = new Map<string, Workload>();
-    const byAddr = new Map<string, Workload>();
-    for (const { workload } of cfg.workloads) {
-      workloads.set(workload.uid, workload);
-      for (const ip of workload.workloadIps) byAddr.set(`${workload.network}/${ip}`, workload);
-    }
-    const endpoints = new Map<string, Record<string, Endpoint>>();
-    for (const { workload, services } of cfg.workloads) {
-      for (const [key, port] of Object.entries(services)) {
-        const m = endpoints.get(key) ?? {};
-        m[workload.uid] = { workloadUid: workload.uid, port, status: workload.status };
-        endpoints.set(key, m);
-      }
-    }
-    const services = new Map<string, Service>();
-    const byVip = new Map<string, Service[]>();
-    for (const s of cfg.services) {
-      const key = serviceKey(s);
-      const merged: Service = { ...s, endpoints: { ...s.endpoints, ...(endpoints.get(key) ?? {}) } };
-      endpoints.delete(key);
-      services.set(key, merged);
-      for (const vip of s.vips) byVip.set(vip, [...(byVip.get(vip) ?? []), merged]);
-    }
-    const policies = new Map<string, Authorization>();
-    const byNs = new Map<string, string[]>();
-    for (const p of cfg.policies) {
+/**
+ * Everything ztunnel knows about the mesh: workloads, services and policies, with the indexes the proxy needs
+ * (ztunnel `src/state.rs` `ProxyState`, updated resource by resource as `src/xds.rs` `ProxyStateUpdater` does):
+ * workloads by uid, `network/ip` and node; services by `namespace/hostname`, VIP and hostname, with endpoints staged
+ * for services not yet known; policies by key and by namespace (`""` holds the Global ones). Each update touches only
+ * the resources it names; a resource identical to the one held is not a change. An update that changed something
+ * emits `change` with what it changed.
+ */
+export class ProxyState extends EventEmitter<{ change: [StateChange] }> {
+  private readonly workloads = new WorkloadStore();
+  private readonly services = new ServiceStore();
+  private readonly policies = new PolicyStore();
+
+  /** Applies one batch of upserts and removals; returns what changed (undefined: nothing did). */
+  update(d: StateDelta): StateChange | undefined {
+    const policies: string[] = [];
+    for (const key of d.removedPolicies ?? []) if (this.policies.remove(key)) policies.push(key);
+    for (const p of d.policies ?? []) {
       const key = policyKey(p);
-      policies.set(key, p);
-      if (p.scope === 'Global' || p.scope === 'Namespace') {
-        const ns = p.scope === 'Global' ? '' : p.namespace;
-        byNs.set(ns, [...(byNs.get(ns) ?? []), key]);
-      }
+      if (isDeepStrictEqual(this.policies.get(key), p)) continue;
+      this.policies.insert(key, p);
+      policies.push(key);
     }
-    this.workloads = workloads;
-    this.workloadsByAddr = byAddr;
-    this.services = services;
-    this.servicesByVip = byVip;
-    this.policies = policies;
-    this.policiesByNs = byNs;
-    this.stagedServices = endpoints;
-    this.generation++;
-    this.emit('change');
+    const workloads: WorkloadChange[] = [];
+    for (const uid of d.removedWorkloads ?? []) {
+      const prev = this.workloads.remove(uid);
+      if (prev !== undefined) workloads.push(this.endpointsFollow(uid, prev, undefined));
+    }
+    for (const lw of d.workloads ?? []) {
+      const uid = lw.workload.uid;
+      if (isDeepStrictEqual(this.workloads.get(uid), lw)) continue;
+      workloads.push(this.endpointsFollow(uid, this.workloads.insert(lw), lw));
+    }
+    for (const key of d.removedServices ?? []) this.services.remove(key);
+    for (const s of d.services ?? []) if (!isDeepStrictEqual(this.services.definition(serviceKey(s)), s)) this.services.insert(s);
+    const services = this.services.flush();
+    if (policies.length === 0 && workloads.length === 0 && services.length === 0) return undefined;
+    const change: StateChange = { workloads, services, policies };
+    this.emit('change', change);
+    return change;
+  }
+
+  /**
+   * Makes the state hold exactly `cfg` (a whole local config file): an update of what differs from what is held,
+   * through the same path as xDS deltas.
+   */
+  apply(cfg: LocalConfig): StateChange | undefined {
+    const uids = new Set(cfg.workloads.map((w) => w.workload.uid));
+    const services = new Set(cfg.services.map(serviceKey));
+    const policies = new Set(cfg.policies.map(policyKey));
+    return this.update({
+      workloads: cfg.workloads,
+      services: cfg.services,
+      policies: cfg.policies,
+      removedWorkloads: [...this.workloads.values()].map((w) => w.workload.uid).filter((uid) => !uids.has(uid)),
+      removedServices: this.services.definedKeys().filter((k) => !services.has(k)),
+      removedPolicies: [...this.policies.values()].map(policyKey).filter((k) => !policies.has(k)),
+    });
+  }
+
+  /** Moves workload `uid`'s endpoints from the services `prev` backed to those `next` backs. */
+  private endpointsFollow(uid: string, prev: LocalWorkload | undefined, next: LocalWorkload | undefined): WorkloadChange {
+    for (const key of Object.keys(prev?.services ?? {})) if (next === undefined || !Object.hasOwn(next.services, key)) this.services.removeEndpoint(key, uid);
+    for (const [key, port] of Object.entries(next?.services ?? {})) this.services.upsertEndpoint(key, { workloadUid: uid, port, status: next!.workload.status });
+    return { uid, before: prev?.workload, after: next?.workload };
   }
 
   workloadByUid(uid: string): Workload | undefined {
-    return this.workloads.get(uid);
+    return this.workloads.get(uid)?.workload;
   }
 
   workloadByAddr(network: string, ip: string): Workload | undefined {
-    return this.workloadsByAddr.get(`${network}/${ip}`);
+    return this.workloads.byAddress(network, ip);
   }
 
   serviceByKey(key: string): Service | undefined {
@@ -84,24 +106,19 @@ export class ProxyState extends EventEmitter<{ change: [] }> {
    * canonical one, then any (ztunnel `get_best_by_vip`).
    */
   serviceByVip(network: string, ip: string, clientNs: string): Service | undefined {
-    const all = (this.servicesByVip.get(`${network}/${ip}`) ?? []).filter((s) => s.visibility === 'Public' || s.namespace === clientNs);
+    const all = this.services.atVip(`${network}/${ip}`).filter((s) => s.visibility === 'Public' || s.namespace === clientNs);
     return all.find((s) => s.namespace === clientNs) ?? all.find((s) => s.canonical) ?? all[0];
   }
 
-  /** A service by hostname, preferring `preferNs` (inbound double-HBONE authority form, spec §4.6). */
+  /** A service by hostname, preferring `preferNs` (the inbound double-HBONE authority form). */
   serviceByHostname(hostname: string, preferNs: string): Service | undefined {
-    let found: Service | undefined;
-    for (const s of this.services.values()) {
-      if (s.hostname !== hostname) continue;
-      if (s.namespace === preferNs) return s;
-      found ??= s;
-    }
-    return found;
+    const all = this.services.withHostname(hostname);
+    return all.find((s) => s.namespace === preferNs) ?? all[0];
   }
 
   /** The workloads that run on `node`. */
   workloadsOnNode(node: string): Workload[] {
-    return [...this.workloads.values()].filter((w) => w.node === node);
+    return this.workloads.onNode(node);
   }
 
   /**
@@ -111,24 +128,17 @@ export class ProxyState extends EventEmitter<{ change: [] }> {
    * missing one was rejected or has not arrived yet, and the workload denies until it is there.
    */
   policiesFor(w: Workload): Authorization[] {
-    const keys = [...(this.policiesByNs.get(w.namespace) ?? []), ...(this.policiesByNs.get('') ?? []), ...w.authorizationPolicies];
-    const out: Authorization[] = [];
-    const seen = new Set<string>();
-    for (const k of keys) {
-      if (seen.has(k)) continue;
-      seen.add(k);
-      out.push(this.policies.get(k) ?? failClosedPolicy(k, 'WorkloadSelector', 'named by the workload but not received'));
-    }
-    return out;
+    const keys = new Set([...this.policies.keysFor(w.namespace), ...this.policies.keysFor(''), ...w.authorizationPolicies]);
+    return [...keys].map((k) => this.policies.get(k) ?? failClosedPolicy(k, 'WorkloadSelector', 'named by the workload but not received'));
   }
 
   /** The state in ztunnel's `/config_dump` shape (top-level `workloads`, `services`, `policies`, `stagedServices`). */
   dump(): { workloads: Workload[]; services: Service[]; policies: Authorization[]; stagedServices: Record<string, Record<string, Endpoint>> } {
     return {
-      workloads: [...this.workloads.values()].sort((a, b) => a.uid.localeCompare(b.uid)),
+      workloads: [...this.workloads.values()].map((w) => w.workload).sort((a, b) => a.uid.localeCompare(b.uid)),
       services: [...this.services.values()].sort((a, b) => serviceKey(a).localeCompare(serviceKey(b))),
       policies: [...this.policies.values()].sort((a, b) => policyKey(a).localeCompare(policyKey(b))),
-      stagedServices: Object.fromEntries(this.stagedServices),
+      stagedServices: this.services.staged(),
     };
   }
 }

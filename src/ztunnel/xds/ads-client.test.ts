@@ -14,7 +14,7 @@ import { AddressSchema, TunnelProtocol } from '../../api/istio/workload/workload
 import { grpcServiceDefinition } from '../../lib/grpc-service.js';
 import { CertificateAuthority, issueServingCertificate } from '../../lib/pki/certificate-authority.js';
 import { LogControl } from '../../lib/log.js';
-import type { LocalConfig } from '../state/local-config.js';
+import { ProxyState } from '../state/proxy-state.js';
 import { ADDRESS_TYPE, AUTHORIZATION_TYPE, AdsClient } from './ads-client.js';
 
 type Stream = grpc.ServerDuplexStream<DeltaDiscoveryRequest, object>;
@@ -71,7 +71,8 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
   const istiod = new FakeIstiod();
   await istiod.start(serving.keyPem, serving.chain);
   await writeFile(path.join(dir, 'token'), 'a-token\n');
-  const applied: LocalConfig[] = [];
+  const state = new ProxyState();
+  const uids = (): string[] => state.dump().workloads.map((w) => w.uid);
   const ads = new AdsClient(
     {
       address: `https://127.73.5.1:${istiod.port}`,
@@ -82,7 +83,7 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
       headers: [['x-tenant', 't1']],
       node: { id: 'ztunnel~10.0.0.1~zt.istio-system~istio-system.svc.cluster.local', metadata: { NODE_NAME: 'n1', LABELS: { a: 'b' } } },
     },
-    (c) => applied.push(c),
+    (delta) => state.update(delta),
     new Registry(),
     silent,
   );
@@ -107,13 +108,14 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
     const nack = await istiod.next(call, (r) => r.responseNonce === 'n1');
     assert.equal(nack.typeUrl, ADDRESS_TYPE);
     assert.match(nack.errorDetail?.message ?? '', /^legacy: /);
-    assert.deepEqual(applied.at(-1)!.workloads.map((w) => w.workload.uid), ['good']);
+    assert.deepEqual(uids(), ['good']);
     assert.deepEqual(ads.pending(), [`xds ${AUTHORIZATION_TYPE.slice(AUTHORIZATION_TYPE.lastIndexOf('/') + 1)}`], 'readiness waits for every type');
 
     // A clean response is ACKed: its nonce, no error.
     call.write({ typeUrl: ADDRESS_TYPE, nonce: 'n2', resources: [workload('other', [127, 73, 5, 4], TunnelProtocol.HBONE, '7')] });
     const ack = await istiod.next(call, (r) => r.responseNonce === 'n2');
     assert.deepEqual([ack.typeUrl, ack.errorDetail], [ADDRESS_TYPE, undefined]);
+    assert.deepEqual(uids(), ['good', 'other'], 'a delta adds to what is held');
     call.write({ typeUrl: AUTHORIZATION_TYPE, nonce: 'a1', resources: [] });
     await istiod.next(call, (r) => r.responseNonce === 'a1');
     assert.deepEqual(ads.pending(), []);
@@ -121,7 +123,17 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
     // A removal, then a type ztunnel does not handle (NACKed, nothing applied).
     call.write({ typeUrl: ADDRESS_TYPE, nonce: 'n3', resources: [], removedResources: ['other'] });
     await istiod.next(call, (r) => r.responseNonce === 'n3');
-    assert.deepEqual(applied.at(-1)!.workloads.map((w) => w.workload.uid), ['good']);
+    assert.deepEqual(uids(), ['good']);
+    // A service is removed by its resource name, which is not a workload uid.
+    const svcName = 'backend/echo.backend.svc.cluster.local';
+    const service = anyPack(AddressSchema, create(AddressSchema, { type: { case: 'service', value: { name: 'echo', namespace: 'backend', hostname: 'echo.backend.svc.cluster.local', addresses: [{ address: new Uint8Array([10, 96, 73, 1]) }] } } }));
+    call.write({ typeUrl: ADDRESS_TYPE, nonce: 's1', resources: [{ name: svcName, version: '1', resource: service }] });
+    await istiod.next(call, (r) => r.responseNonce === 's1');
+    assert.equal(state.serviceByVip('', '10.96.73.1', 'backend')?.name, 'echo');
+    call.write({ typeUrl: ADDRESS_TYPE, nonce: 's2', resources: [], removedResources: [svcName] });
+    await istiod.next(call, (r) => r.responseNonce === 's2');
+    assert.equal(state.serviceByVip('', '10.96.73.1', 'backend'), undefined);
+    assert.equal(state.serviceByKey(svcName), undefined);
     call.write({ typeUrl: 'type.googleapis.com/istio.workload.Workload', nonce: 'w1', resources: [] });
     assert.match((await istiod.next(call, (r) => r.responseNonce === 'w1')).errorDetail?.message ?? '', /does not handle/);
 

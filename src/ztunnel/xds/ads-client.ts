@@ -8,9 +8,10 @@ import { Backoff } from '../../lib/backoff.js';
 import { describeError } from '../../lib/errors.js';
 import { controlPlaneMetadata, grpcClient, readRootCa } from '../../lib/grpc-channel.js';
 import type { GrpcHeaders, NodeMetadataValue } from '../config.js';
-import type { LocalConfig, LocalWorkload } from '../state/local-config.js';
-import type { Authorization } from '../state/policy.js';
-import type { Service } from '../state/service.js';
+import type { LocalWorkload } from '../state/local-config.js';
+import { policyKey, type Authorization } from '../state/policy.js';
+import { serviceKey, type Service } from '../state/service.js';
+import type { StateDelta } from '../state/proxy-state.js';
 import { addressFromXds, authorizationFromXds } from '../state/convert.js';
 
 export const ADDRESS_TYPE = 'type.googleapis.com/istio.workload.Address';
@@ -22,7 +23,24 @@ const TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE] as const;
 const BACKOFF_INITIAL_MS = 10;
 const BACKOFF_MAX_MS = 15_000;
 
-type Held = { readonly version: string } & ({ readonly workload: LocalWorkload } | { readonly service: Service } | { readonly policy: Authorization });
+/** What a resource name stands for in the state: its version, and the kind and key it was applied under. */
+interface Held {
+  readonly version: string;
+  readonly kind: 'workload' | 'service' | 'policy';
+  readonly key: string;
+}
+
+/** One response's upserts and removals, gathered into the delta ProxyState applies. */
+interface DeltaBuilder {
+  readonly workloads: LocalWorkload[];
+  readonly services: Service[];
+  readonly policies: Authorization[];
+  readonly removedWorkloads: string[];
+  readonly removedServices: string[];
+  readonly removedPolicies: string[];
+}
+
+const REMOVALS = { workload: 'removedWorkloads', service: 'removedServices', policy: 'removedPolicies' } as const;
 
 export interface AdsClientOptions {
   readonly address: string;
@@ -42,7 +60,8 @@ type ClientState = { t: 'connecting' } | { t: 'streaming'; call: grpc.ClientDupl
  * ztunnel's delta ADS client (spec §3.1): wildcard subscriptions for Address then Authorization, the node sent on
  * the initial requests, `initial_resource_versions` of everything still held on reconnect, per-resource rejects in
  * a NACK (good resources in the same response still apply), removals, and reconnect with backoff. The state it
- * holds survives istiod outages: ztunnel keeps serving with what it has. Emits `connected` when istiod answers the
+ * holds survives istiod outages: ztunnel keeps serving with what it has. Each response is applied as a delta: only the
+ * resources it upserts or removes change in the state (ztunnel `src/xds.rs` `ProxyStateUpdater`). Emits `connected` when istiod answers the
  * first request of a new stream: the control plane is reachable again.
  */
 export class AdsClient extends EventEmitter<{ connected: [] }> {
@@ -55,7 +74,7 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
 
   constructor(
     private readonly o: AdsClientOptions,
-    private readonly apply: (cfg: LocalConfig) => void,
+    private readonly update: (delta: StateDelta) => void,
     metrics: MetricsRegistry,
     private readonly log: Logger,
   ) {
@@ -155,20 +174,41 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
       return;
     }
     const rejects: string[] = [];
+    const delta: DeltaBuilder = { workloads: [], services: [], policies: [], removedWorkloads: [], removedServices: [], removedPolicies: [] };
+    // A name that now stands for another key (or kind) first gives up the old one.
+    const hold = (name: string, h: Held): void => {
+      const prev = held.get(name);
+      if (prev !== undefined && (prev.kind !== h.kind || prev.key !== h.key)) delta[REMOVALS[prev.kind]].push(prev.key);
+      held.set(name, h);
+    };
     for (const r of res.resources) {
       if (res.typeUrl === ADDRESS_TYPE) {
+        // A rejected Address leaves what was held under its name in force, as ztunnel does.
         const c = addressFromXds(r.name, r.resource);
-        if ('rejected' in c) rejects.push(`${r.name}: ${c.rejected}`);
-        else held.set(r.name, { version: r.version, ...c });
+        if ('rejected' in c) {
+          rejects.push(`${r.name}: ${c.rejected}`);
+        } else if ('workload' in c) {
+          hold(r.name, { version: r.version, kind: 'workload', key: c.workload.workload.uid });
+          delta.workloads.push(c.workload);
+        } else {
+          hold(r.name, { version: r.version, kind: 'service', key: serviceKey(c.service) });
+          delta.services.push(c.service);
+        }
       } else {
         // A rejected policy is held as its fail-closed stand-in (see authorizationFromXds).
         const c = authorizationFromXds(r.name, r.resource);
         if (c.rejected !== undefined) rejects.push(`${r.name}: ${c.rejected}`);
-        held.set(r.name, { version: r.version, policy: c.policy });
+        hold(r.name, { version: r.version, kind: 'policy', key: policyKey(c.policy) });
+        delta.policies.push(c.policy);
       }
     }
-    for (const name of res.removedResources) held.delete(name);
-    this.apply(this.snapshot());
+    for (const name of res.removedResources) {
+      const prev = held.get(name);
+      if (prev === undefined) continue;
+      held.delete(name);
+      delta[REMOVALS[prev.kind]].push(prev.key);
+    }
+    this.update(delta);
     this.backoff.reset();
     if (rejects.length > 0) {
       this.log.warn({ typeUrl: res.typeUrl, rejects }, 'rejected resources (NACK); the rest of the response is applied');
@@ -177,18 +217,5 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
       call.write({ typeUrl: res.typeUrl, responseNonce: res.nonce });
     }
     this.acked.add(res.typeUrl);
-  }
-
-  /** Everything held, in the local-config shape ProxyState applies. */
-  private snapshot(): LocalConfig {
-    const workloads: LocalWorkload[] = [];
-    const services: Service[] = [];
-    for (const h of this.held.get(ADDRESS_TYPE)!.values()) {
-      if ('workload' in h) workloads.push(h.workload);
-      else if ('service' in h) services.push(h.service);
-    }
-    const policies: Authorization[] = [];
-    for (const h of this.held.get(AUTHORIZATION_TYPE)!.values()) if ('policy' in h) policies.push(h.policy);
-    return { workloads, services, policies };
   }
 }
