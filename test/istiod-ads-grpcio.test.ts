@@ -33,7 +33,7 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-test('delta ADS from python3-grpcio with hand-decoded protobuf: Workload and Service field numbers of spec §3.3 on the wire', { skip }, async () => {
+test('delta ADS from python3-grpcio with hand-decoded protobuf: Workload and Service field numbers of ztunnel `proto/workload.proto` on the wire', { skip }, async () => {
   const token = await ist.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca' });
   const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
   assert.equal(py.status, 0, py.stderr);

@@ -18,7 +18,7 @@ interface Reply {
   chain: string[];
 }
 
-describe('istiod CA from python3-grpcio with hand-encoded protobuf (spec §2.3 field numbers on the wire)', { skip }, () => {
+describe('istiod CA from python3-grpcio with hand-encoded protobuf (ztunnel `src/identity/caclient.rs` field numbers on the wire)', { skip }, () => {
   let dir: string;
   let ist: Istiod;
 

@@ -5,7 +5,7 @@ import { socks5Connect } from '../src/echo/socks5-client.js';
 import { meshFixture, sendAndCollect } from './helpers/mesh-fixture.js';
 import { startZtunnel } from './helpers/in-process.js';
 
-test('a service backed by a hostname-only workload is reached through DNS (spec §5 step 7)', async () => {
+test('a service backed by a hostname-only workload is reached through DNS (ztunnel `src/proxy/outbound.rs`)', async () => {
   const fx = await meshFixture();
   const echo = await startEchoServer('127.0.0.1', 0);
   await fx.write('mesh.yaml', `

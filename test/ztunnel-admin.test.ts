@@ -54,7 +54,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
     assert.deepEqual(await received, ['client-after-eof']);
   });
 
-  test('access logs are JSON with the fields of spec §10.2', async () => {
+  test('access logs are JSON with the fields of ztunnel `src/proxy/metrics.rs`', async () => {
     await sendAndCollect(await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080, '127.0.36.1'), 'x');
     let entry: Record<string, unknown> | undefined;
     await waitFor('an inbound access log line', () => {

@@ -26,7 +26,7 @@ export const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
   keepaliveTimeoutMs: 10_000,
 });
 
-/** istiod's defaults, each Istio's own (spec §1.2, §2.4). */
+/** istiod's defaults, each Istio's own (istio `pilot/pkg/features/`, `security/pkg/server/ca/server.go`). */
 export const ISTIOD_DEFAULTS = Object.freeze({
   grpcAddress: '0.0.0.0:15012',
   monitoringAddress: '0.0.0.0:15014',

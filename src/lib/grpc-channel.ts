@@ -4,7 +4,7 @@ import type { DescService } from '@bufbuild/protobuf';
 import { MeshError } from './errors.js';
 import { grpcServiceDefinition } from './grpc-service.js';
 
-/** The hostname on istiod's certificate that clients verify when they dial an address without one (spec §2.3). */
+/** The hostname on istiod's certificate that clients verify when they dial an address without one (ztunnel `src/identity/caclient.rs`). */
 export const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
 
 /** XDS_ROOT_CA / CA_ROOT_CA value that means the OS trust store (ztunnel src/config.rs). */

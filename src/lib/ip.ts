@@ -86,7 +86,7 @@ export function cidrContains(c: Cidr, ip: Buffer): boolean {
   return true;
 }
 
-/** `ip:port`, with brackets for IPv6 (the HBONE `:authority` form, spec §4.4). */
+/** `ip:port`, with brackets for IPv6 (the HBONE `:authority` form, ztunnel `src/proxy/outbound.rs`). */
 export function formatHostPort(ip: string, port: number): string {
   return net.isIPv6(ip) ? `[${ip}]:${port}` : `${ip}:${port}`;
 }

@@ -1,6 +1,6 @@
 import { MeshError } from './errors.js';
 
-/** A SPIFFE workload identity, `spiffe://<trustDomain>/ns/<namespace>/sa/<serviceAccount>` (spec §2.1). */
+/** A SPIFFE workload identity, `spiffe://<trustDomain>/ns/<namespace>/sa/<serviceAccount>` (ztunnel `src/identity/manager.rs`). */
 export interface Identity {
   readonly trustDomain: string;
   readonly namespace: string;
@@ -61,7 +61,7 @@ export function uriSans(subjectAltName: string | undefined): string[] {
   return out;
 }
 
-/** The peer identity for policy: the first parseable SPIFFE URI SAN (spec §4.2). */
+/** The peer identity for policy: the first parseable SPIFFE URI SAN (ztunnel `src/tls/workload.rs`). */
 export function identityFromSans(subjectAltName: string | undefined): Identity | undefined {
   for (const uri of uriSans(subjectAltName)) {
     const id = tryParseIdentity(uri);

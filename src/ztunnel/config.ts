@@ -5,7 +5,7 @@ import { LogControl, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { DEFAULT_CLUSTER_ID } from './state/workload.js';
 
-/** Istio's default ztunnel ports (spec §1.2). */
+/** Istio's default ztunnel ports (ztunnel `src/config.rs`). */
 export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:15000';
 export const DEFAULT_METRICS_ADDRESS = '0.0.0.0:15020';
 export const DEFAULT_READINESS_ADDRESS = '0.0.0.0:15021';
@@ -13,7 +13,7 @@ export const HBONE_PORT = 15008;
 export const SOCKS5_PORT = 15080;
 export const OUTBOUND_CAPTURE_PORT = 15001;
 export const INBOUND_PLAINTEXT_PORT = 15006;
-/** Ports ztunnel itself owns: a connection targeting one of them would loop (spec §1.2 `illegal_ports`). */
+/** Ports ztunnel itself owns: a connection targeting one of them would loop (ztunnel `src/config.rs` `illegal_ports`). */
 export const ILLEGAL_PORTS: ReadonlySet<number> = new Set([OUTBOUND_CAPTURE_PORT, INBOUND_PLAINTEXT_PORT, HBONE_PORT, SOCKS5_PORT]);
 
 /** ztunnel defaults (ztunnel src/config.rs), each the value Istio ships. */
@@ -26,7 +26,7 @@ export const DEFAULTS = Object.freeze({
   connectionTerminationDeadline: '5s',
   /** Workload certificate lifetime requested from the CA. */
   secretTtl: '24h',
-  /** HTTP/2 windows and frame size: large, so one stream can fill a fast link (spec §4.3). */
+  /** HTTP/2 windows and frame size: large, so one stream can fill a fast link (ztunnel `src/proxy/h2/client.rs`). */
   http2StreamWindowSize: 4 * 1024 * 1024,
   http2ConnectionWindowSize: 16 * 1024 * 1024,
   http2FrameSize: 1024 * 1024,
@@ -39,7 +39,7 @@ export const DEFAULTS = Object.freeze({
 
 /** Time to connect to an upstream app or to a peer's HBONE port before giving up (ztunnel: 10s). */
 export const CONNECT_TIMEOUT_MS = 10_000;
-/** How long inbound/outbound wait for a workload to appear in config before failing (spec §4.5, §5 step 2). */
+/** How long inbound/outbound wait for a workload to appear in config before failing (ztunnel `src/proxy/inbound.rs`, `src/proxy/outbound.rs`). */
 export const WORKLOAD_WAIT_MS = 5_000;
 
 /** Istio's default file locations for the control plane trust anchor and the istio-ca token (relative, as ztunnel). */

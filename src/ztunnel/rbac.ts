@@ -2,7 +2,7 @@ import { ipBytes, cidrContains, type Cidr } from '../lib/ip.js';
 import { identityToString, type Identity } from '../lib/spiffe.js';
 import { policyKey, type Authorization, type RbacMatch, type StringMatch, type ServiceAccountMatch } from './state/policy.js';
 
-/** The attributes L4 authorization sees (spec §9.1). `dstPort` is the application port, after port mapping. */
+/** The attributes L4 authorization sees (ztunnel `src/rbac.rs`). `dstPort` is the application port, after port mapping. */
 export interface RbacConnection {
   readonly srcIp: string;
   readonly dstIp: string;
@@ -77,7 +77,7 @@ export function policyMatches(p: Authorization, c: RbacConnection): boolean {
 }
 
 /**
- * ztunnel's evaluation order (spec §9.1): dry-run DENY (log), enforced DENY, dry-run ALLOW (log), no enforced
+ * ztunnel's evaluation order (ztunnel `src/rbac.rs`): dry-run DENY (log), enforced DENY, dry-run ALLOW (log), no enforced
  * ALLOW → allow, any ALLOW matches → allow, else deny. Before all of it, a policy that could not be accepted
  * denies (fail closed; see `failClosedPolicy`).
  */

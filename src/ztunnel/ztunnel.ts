@@ -120,7 +120,7 @@ export class Ztunnel {
     return zt;
   }
 
-  /** Readiness: config loaded and every local workload's listeners up (spec §10.4). */
+  /** Readiness: config loaded and every local workload's listeners up (ztunnel `src/readiness/server.rs`). */
   pending(): string[] {
     if (this.lifecycle.t !== 'running') return [`ztunnel is ${this.lifecycle.t}`];
     return [...this.source.pending(), ...this.proxies.pending()];

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Subscribes to istiod's delta ADS with Debian's python3-grpcio, encoding the request and decoding the response by
-hand from field numbers (spec §3.1, §3.3), without amesh's .proto files. Prints what it decoded as JSON.
+hand from field numbers (ztunnel `proto/xds.proto`, `proto/workload.proto`), without amesh's .proto files. Prints what it decoded as JSON.
 
 usage: ads_grpcio.py ADDRESS ROOT_PEM TOKEN
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Calls istiod's CreateCertificate with Debian's python3-grpcio. The request is encoded and the response decoded
-by hand from the field numbers in spec §2.3 (csr=1, validity_duration=3, metadata=4; cert_chain=1), so this does
+by hand from the field numbers in ztunnel `src/identity/caclient.rs` (csr=1, validity_duration=3, metadata=4; cert_chain=1), so this does
 not share amesh's .proto files: it checks the wire format itself.
 
 usage: ca_grpcio.py ADDRESS ROOT_PEM TOKEN CSR_FILE [IMPERSONATE_URI]

@@ -46,7 +46,7 @@ export function parseJwtRules(env: string | undefined): JwtRule[] {
 }
 
 /**
- * Authenticates CA and xDS callers by `authorization: Bearer <JWT>` (spec §2.4): the issuer must be trusted
+ * Authenticates CA and xDS callers by `authorization: Bearer <JWT>` (istio `security/pkg/server/ca/server.go`): the issuer must be trusted
  * (istiod's local issuer or a JWT_RULE), the signature valid, the token current, the audience one of ours, and the
  * subject a Kubernetes service account.
  */

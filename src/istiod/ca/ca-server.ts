@@ -10,7 +10,7 @@ import type { Registry } from '../registry/registry.js';
 import type { Authenticator, Caller } from './authenticate.js';
 import { AUTHENTICATION_FAILURE } from './authentication-interceptor.js';
 
-/** The request metadata key a node proxy uses to ask for another workload's certificate (spec §2.3). */
+/** The request metadata key a node proxy uses to ask for another workload's certificate (ztunnel `src/identity/caclient.rs`). */
 export const IMPERSONATED_IDENTITY = 'ImpersonatedIdentity';
 
 const CREATE_CERTIFICATE_PATH = `/${IstioCertificateService.typeName}/${IstioCertificateService.method.createCertificate.name}`;
@@ -41,7 +41,7 @@ function grpcError(e: unknown): Partial<grpc.StatusObject> {
 }
 
 /**
- * `istio.v1.auth.IstioCertificateService/CreateCertificate` (spec §2.4): authenticate the Bearer token, allow
+ * `istio.v1.auth.IstioCertificateService/CreateCertificate` (istio `security/pkg/server/ca/server.go`): authenticate the Bearer token, allow
  * `ImpersonatedIdentity` only for trusted node accounts and only for service accounts with a pod on the caller's
  * node, require the CSR's SAN to be exactly the identity being signed, and answer leaf, intermediates, root bundle.
  */

@@ -51,7 +51,7 @@ const L7_OPERATION = ['hosts', 'notHosts', 'methods', 'notMethods', 'paths', 'no
 const L7_SOURCE = ['remoteIpBlocks', 'notRemoteIpBlocks', 'requestPrincipals', 'notRequestPrincipals'];
 
 /**
- * One AuthorizationPolicy (security.istio.io/v1) → the L4 Authorization ztunnel enforces (spec §9.2).
+ * One AuthorizationPolicy (security.istio.io/v1) → the L4 Authorization ztunnel enforces (istio `pilot/pkg/serviceregistry/ambient/authorization.go`).
  * L7-only attributes make an ALLOW rule disappear (more restrictive) and are left out of a DENY rule.
  */
 export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string): ConvertResult {

@@ -14,7 +14,7 @@ export interface ModelConfig {
   readonly domainSuffix: string;
 }
 
-/** What istiod serves, keyed by xDS resource name (spec §3.2). */
+/** What istiod serves, keyed by xDS resource name (istio `pilot/pkg/model/service.go`). */
 export interface MeshModel {
   /** Address resources: workload uid, or `namespace/hostname` for services. */
   readonly addresses: ReadonlyMap<string, { readonly workload: WorkloadModel } | { readonly service: ServiceModel }>;
@@ -27,7 +27,7 @@ function matchLabels(m: Manifest): Record<string, string> {
   return ((m.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels) ?? {};
 }
 
-/** Builds the whole model from the registry's objects (spec §3.4, §9.2, §9.3). Pure: same objects, same model. */
+/** Builds the whole model from the registry's objects (istio `pilot/pkg/serviceregistry/ambient/`). Pure: same objects, same model. */
 export function buildMeshModel(objects: readonly Manifest[], cfg: ModelConfig): MeshModel {
   const warnings: string[] = [];
   const byKind = (k: string): Manifest[] => objects.filter((o) => o.kind === k);

@@ -1,7 +1,7 @@
 import type { Manifest } from '../registry/manifest-dir.js';
 import { AuthzAction, AuthzScope, emptyMatch, type AuthorizationModel } from './types.js';
 
-/** The static DENY ztunnel gets for STRICT mTLS (spec §9.3): deny any connection without a peer identity. */
+/** The static DENY ztunnel gets for STRICT mTLS (istio `pilot/pkg/serviceregistry/ambient/authorization.go`): deny any connection without a peer identity. */
 export const STATIC_STRICT_POLICY = 'istio_converted_static_strict';
 
 export function staticStrictPolicy(rootNamespace: string): AuthorizationModel {
@@ -33,7 +33,7 @@ function first(pas: Manifest[]): Manifest | undefined {
 
 /**
  * The effective mTLS mode of a workload: workload-selector PA, then namespace PA, then the mesh-wide PA in the root
- * namespace; UNSET inherits; nothing set means PERMISSIVE (spec §9.3).
+ * namespace; UNSET inherits; nothing set means PERMISSIVE (istio `pilot/pkg/serviceregistry/ambient/authorization.go`).
  */
 export function effectiveMtlsMode(pas: readonly Manifest[], rootNamespace: string, namespace: string, labels: Readonly<Record<string, string>>): Mode {
   const noSel = (p: Manifest): boolean => Object.keys(selectorOf(p)).length === 0;
@@ -55,7 +55,7 @@ export function workloadPeerAuthentication(pas: readonly Manifest[], rootNamespa
 export const convertedPeerAuthenticationName = (pa: Manifest): string => `converted_peer_authentication_${pa.metadata.name}`;
 
 /**
- * A workload-selector PeerAuthentication with `portLevelMtls` → a DENY policy (spec §9.3), given the workload's
+ * A workload-selector PeerAuthentication with `portLevelMtls` → a DENY policy (istio `pilot/pkg/serviceregistry/ambient/authorization.go`), given the workload's
  * effective mode without port overrides. Under STRICT, PERMISSIVE/DISABLE ports become one rule that denies
  * plaintext on every other port; otherwise each STRICT port is a rule that denies plaintext on that port.
  * Undefined when the port settings change nothing.

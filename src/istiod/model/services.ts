@@ -25,7 +25,7 @@ export function serviceHostname(svc: Manifest, domain: string): string {
   return `${svc.metadata.name}.${svc.metadata.namespace}.svc.${domain}`;
 }
 
-/** A Kubernetes Service → Service (spec §3.4 `constructService`). ExternalName services are not sent. */
+/** A Kubernetes Service → Service (istio `pilot/pkg/serviceregistry/ambient/` `constructService`). ExternalName services are not sent. */
 export function convertService(svc: Manifest, domain: string): ServiceModel | undefined {
   const spec = svc.spec;
   if (spec['type'] === 'ExternalName') return undefined;

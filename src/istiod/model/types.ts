@@ -1,5 +1,5 @@
 /**
- * istiod's model of what it serves ztunnel (spec §3.3, §9): plain data with the field names and enum numbers of
+ * istiod's model of what it serves ztunnel (ztunnel `proto/workload.proto`): plain data with the field names and enum numbers of
  * the WDS protos, so `xds/convert.ts` maps it onto generated messages one to one. Nothing here imports generated
  * code.
  */

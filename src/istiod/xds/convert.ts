@@ -6,7 +6,7 @@ import { AddressSchema, PortListSchema, type Address } from '../../api/istio/wor
 import { AuthorizationSchema, type MatchSchema, type StringMatchSchema, type Authorization } from '../../api/istio/security/authorization_pb.js';
 import type { AuthorizationModel, MatchModel, ServiceModel, StringMatchModel, WorkloadModel } from '../model/types.js';
 
-/** xDS type URLs ztunnel subscribes to (spec §3.1). */
+/** xDS type URLs ztunnel subscribes to (ztunnel `src/xds/client.rs`). */
 export const ADDRESS_TYPE = 'type.googleapis.com/istio.workload.Address';
 export const AUTHORIZATION_TYPE = 'type.googleapis.com/istio.security.Authorization';
 

@@ -8,7 +8,7 @@ export interface KeyAndCsr {
 
 /**
  * A fresh ECDSA P-256 key and a CSR for `uri` with an empty subject and one critical URI SAN, as ztunnel
- * builds them (spec §2.2).
+ * builds them (ztunnel `src/tls/csr.rs`).
  */
 export async function createKeyAndCsr(uri: string): Promise<KeyAndCsr> {
   const keys = await subtle.generateKey(EC_P256, true, ['sign', 'verify']);

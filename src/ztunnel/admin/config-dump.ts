@@ -30,7 +30,7 @@ export function policyDump(p: Authorization): object {
   return { ...p, rules: p.rules.map((r) => r.map((c) => c.map(matchDump))) };
 }
 
-/** `/config_dump` in ztunnel's schema (spec §10.3), which `istioctl ztunnel-config` parses. */
+/** `/config_dump` in ztunnel's schema (ztunnel `src/admin.rs`), which `istioctl ztunnel-config` parses. */
 export function configDump(cfg: ZtunnelConfig, state: ProxyState, secrets: SecretManager, workloadState: Record<string, object>): object {
   const s = state.dump();
   return {

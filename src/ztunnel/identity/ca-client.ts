@@ -1,7 +1,7 @@
 import type { Identity } from '../../lib/spiffe.js';
 
 /**
- * Issues certificates: the CreateCertificate contract (spec §2.3). `csrPem` is for `identity`; the reply is
+ * Issues certificates: the CreateCertificate contract (ztunnel `src/identity/caclient.rs`). `csrPem` is for `identity`; the reply is
  * `[leaf, ...intermediates, rootBundle]`.
  */
 export interface CaClient {

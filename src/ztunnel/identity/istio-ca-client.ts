@@ -25,7 +25,7 @@ export interface IstioCaClientOptions {
   readonly headers?: readonly (readonly [string, string])[];
 }
 
-/** ztunnel's CA client: `CreateCertificate` with Bearer token and `clusterid` metadata (spec §2.3). */
+/** ztunnel's CA client: `CreateCertificate` with Bearer token and `clusterid` metadata (ztunnel `src/identity/caclient.rs`). */
 export class IstioCaClient implements CaClient {
   private readonly client: grpc.Client;
 

@@ -10,7 +10,7 @@ import { refreshAt, workloadCertificateFromChain, type WorkloadCertificate } fro
 /** Retry after a failed fetch: 500ms doubling up to 150s (ztunnel src/identity/manager.rs). */
 const BACKOFF_INITIAL_MS = 500;
 const BACKOFF_MAX_MS = 150_000;
-/** At most this many CSRs in flight (ztunnel's limit, spec §2.5). */
+/** At most this many CSRs in flight (ztunnel's limit, ztunnel `src/identity/manager.rs`). */
 export const MAX_CONCURRENT_CSRS = 8;
 /** Who is waiting, most urgent first: a connection now, a new local workload, a rotation. */
 export const Priority = { RealTime: 0, Warmup: 1, Background: 2 } as const;

@@ -4,7 +4,7 @@ import { splitPemCertificates } from '../../lib/pki/pem.js';
 import { identityToString, uriSans, type Identity } from '../../lib/spiffe.js';
 
 /**
- * A workload's key and certificate chain, built from a CreateCertificate-shaped chain (spec §2.3): `[0]` the leaf,
+ * A workload's key and certificate chain, built from a CreateCertificate-shaped chain (ztunnel `src/identity/caclient.rs`): `[0]` the leaf,
  * `[1..n-1]` intermediates, the last element the root bundle (the HBONE trust anchors).
  */
 export interface WorkloadCertificate {

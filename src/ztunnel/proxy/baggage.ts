@@ -1,7 +1,7 @@
 import type { Workload } from '../state/workload.js';
 
 /**
- * The `baggage` header ztunnel sends (spec §4.4): cluster, namespace, workload (keyed by lowercased type),
+ * The `baggage` header ztunnel sends (ztunnel `src/proxy/outbound.rs`): cluster, namespace, workload (keyed by lowercased type),
  * canonical service and revision, region and zone; empty values are left out; no spaces.
  */
 export function baggageFor(w: Workload): string {

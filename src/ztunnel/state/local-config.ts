@@ -14,7 +14,7 @@ export interface LocalWorkload {
   readonly services: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
 
-/** ztunnel's local config (`LOCAL_XDS_PATH`): top-level `workloads`, `services`, `policies` (spec §10.3). */
+/** ztunnel's local config (`LOCAL_XDS_PATH`): top-level `workloads`, `services`, `policies` (ztunnel `src/admin.rs`). */
 export interface LocalConfig {
   readonly workloads: readonly LocalWorkload[];
   readonly services: readonly Service[];

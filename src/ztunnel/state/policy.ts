@@ -12,7 +12,7 @@ export interface ServiceAccountMatch {
   readonly serviceAccount: string;
 }
 
-/** One `Match` of a clause (spec §9.1). Every field list may be empty. */
+/** One `Match` of a clause (ztunnel `src/rbac.rs`). Every field list may be empty. */
 export interface RbacMatch {
   readonly namespaces: readonly StringMatch[];
   readonly notNamespaces: readonly StringMatch[];

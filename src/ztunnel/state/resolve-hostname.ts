@@ -3,7 +3,7 @@ import { MeshError, describeError } from '../../lib/errors.js';
 
 /**
  * Resolves a hostname-only workload (ServiceEntry endpoint, WorkloadEntry by name): a random address among the
- * records, preferring the family of the original destination (spec §5 step 7).
+ * records, preferring the family of the original destination (ztunnel `src/proxy/outbound.rs`).
  */
 export async function resolveWorkloadHostname(hostname: string, preferFamily: number, random: () => number = Math.random): Promise<string> {
   let records: { address: string; family: number }[];

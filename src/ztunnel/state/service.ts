@@ -16,7 +16,7 @@ export interface Endpoint {
   readonly status: HealthStatus;
 }
 
-/** A service as ztunnel holds it (spec §3.3), keyed by `namespace/hostname`. */
+/** A service as ztunnel holds it (ztunnel `proto/workload.proto`), keyed by `namespace/hostname`. */
 export interface Service {
   readonly name: string;
   readonly namespace: string;

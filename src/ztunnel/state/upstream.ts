@@ -5,7 +5,7 @@ import type { ProxyState } from './proxy-state.js';
 import type { Endpoint, LoadBalancerScope, Service } from './service.js';
 import { workloadIdentity, type Workload } from './workload.js';
 
-/** Where an outbound connection goes (spec §5). */
+/** Where an outbound connection goes (ztunnel `src/proxy/outbound.rs`). */
 export type Upstream =
   | { readonly kind: 'passthrough'; readonly ip: string; readonly port: number; readonly service: Service | undefined }
   | {
@@ -16,12 +16,12 @@ export type Upstream =
       /** '' when the workload has only a hostname, to be resolved by DNS. */
       readonly ip: string;
       readonly targetPort: number;
-      /** SANs the server must present: service SANs ∪ the workload's identity (spec §4.2). */
+      /** SANs the server must present: service SANs ∪ the workload's identity (ztunnel `src/tls/workload.rs`). */
       readonly expectedIdentities: readonly string[];
     };
 
 /**
- * The outbound decision, steps 3–7 and 10 of spec §5: workload IP first, then service VIP; a service is
+ * The outbound decision, ztunnel `src/proxy/outbound.rs`: workload IP first, then service VIP; a service is
  * load-balanced over healthy endpoints that have the port; unknown destinations pass through; a known
  * service with no usable endpoint fails.
  */
@@ -54,7 +54,7 @@ export function resolveUpstream(state: ProxyState, source: Workload, dstIp: stri
 }
 
 function toWorkload(w: Workload, svc: Service | undefined, port: number, originalIp: string): Upstream {
-  // A workload known only by DNS name gets ip '' here; the caller resolves `workload.hostname` (spec §5 step 7).
+  // A workload known only by DNS name gets ip '' here; the caller resolves `workload.hostname` (ztunnel `src/proxy/outbound.rs`).
   const ip = chooseIp(w, svc, originalIp) ?? (w.hostname !== '' ? '' : undefined);
   if (ip === undefined) throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `workload ${w.uid} has neither an IP address nor a hostname`);
   const ids = new Set<string>(svc?.subjectAltNames ?? []);

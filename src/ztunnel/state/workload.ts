@@ -16,7 +16,7 @@ export type GatewayAddress =
   | { readonly destination: { readonly namespace: string; readonly hostname: string }; readonly hboneMtlsPort: number };
 
 /**
- * A workload as ztunnel holds it (spec §3.3), with the field names of its `/config_dump`. Defaults are
+ * A workload as ztunnel holds it (ztunnel `proto/workload.proto`), with the field names of its `/config_dump`. Defaults are
  * filled in at conversion time: trust domain `cluster.local`, service account `default`, cluster
  * `Kubernetes`, capacity 1.
  */

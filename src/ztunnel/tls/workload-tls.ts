@@ -5,7 +5,7 @@ import { MeshError } from '../../lib/errors.js';
 import { identityFromSans, uriSans, type Identity } from '../../lib/spiffe.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 
-/** HBONE TLS (spec §4.2): TLS 1.3 only, the two AES-GCM suites, ALPN h2. No ChaCha20. */
+/** HBONE TLS (ztunnel `src/tls/workload.rs`): TLS 1.3 only, the two AES-GCM suites, ALPN h2. No ChaCha20. */
 export const HBONE_TLS = Object.freeze({
   minVersion: 'TLSv1.3' as const,
   maxVersion: 'TLSv1.3' as const,
@@ -32,7 +32,7 @@ export function serverTlsOptions(c: WorkloadCertificate): tls.TlsOptions {
 
 /**
  * Client side: no SNI (we dial an IP), chain verified against our roots, then the server's SPIFFE SAN must be
- * one of `expected` (spec §4.2). No hostname check.
+ * one of `expected` (ztunnel `src/tls/workload.rs`). No hostname check.
  */
 export function clientTlsOptions(c: WorkloadCertificate, expected: readonly string[]): tls.ConnectionOptions {
   return {

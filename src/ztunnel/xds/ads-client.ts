@@ -16,7 +16,7 @@ import { addressFromXds, authorizationFromXds } from '../state/convert.js';
 
 export const ADDRESS_TYPE = 'type.googleapis.com/istio.workload.Address';
 export const AUTHORIZATION_TYPE = 'type.googleapis.com/istio.security.Authorization';
-/** Subscription order on every (re)connect (spec §3.1). */
+/** Subscription order on every (re)connect (ztunnel `src/xds/client.rs`). */
 const TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE] as const;
 
 /** Reconnect backoff: 10ms doubling to 15s; streams istiod ends on purpose reconnect at once (ztunnel src/xds/client.rs). */
@@ -57,7 +57,7 @@ export interface AdsClientOptions {
 type ClientState = { t: 'connecting' } | { t: 'streaming'; call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>; answered: boolean } | { t: 'backoff'; timer: NodeJS.Timeout } | { t: 'stopped' };
 
 /**
- * ztunnel's delta ADS client (spec §3.1): wildcard subscriptions for Address then Authorization, the node sent on
+ * ztunnel's delta ADS client (ztunnel `src/xds/client.rs`): wildcard subscriptions for Address then Authorization, the node sent on
  * the initial requests, `initial_resource_versions` of everything still held on reconnect, per-resource rejects in
  * a NACK (good resources in the same response still apply), removals, and reconnect with backoff. The state it
  * holds survives istiod outages: ztunnel keeps serving with what it has. Each response is applied as a delta: only the
@@ -86,7 +86,7 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
     };
   }
 
-  /** Types not yet ACKed once; readiness waits for both (spec §3.1). */
+  /** Types not yet ACKed once; readiness waits for both (ztunnel `src/xds/client.rs`). */
   pending(): string[] {
     return TYPES.filter((t) => !this.acked.has(t)).map((t) => `xds ${t.slice(t.lastIndexOf('/') + 1)}`);
   }
