@@ -9,11 +9,12 @@ import { loadIstiodConfig } from '../src/istiod/config.js';
 import { Istiod } from '../src/istiod/istiod.js';
 import { loadZtunnelConfig } from '../src/ztunnel/config.js';
 import { Ztunnel } from '../src/ztunnel/ztunnel.js';
+import { freePorts } from './helpers/free-port.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 
 /** istiod comes back on the same address: ztunnel has only this one to dial. */
-const ISTIOD = '127.73.0.2:15012';
+const ISTIOD_IP = '127.73.0.2';
 /** "A few seconds": reconnect and certificates must follow istiod's return this closely. */
 const PROMPT_MS = 5_000;
 
@@ -35,8 +36,11 @@ test('after an istiod outage, ztunnel reconnects and gets certificates within se
     await rename(path.join(dir, '.m.tmp'), path.join(config, 'mesh.yaml'));
   };
   await writeConfig(pod('web-0', 'web', '127.73.2.1'));
+  // A kernel-chosen port, kept across the restart.
+  const [port] = await freePorts(ISTIOD_IP, 1);
+  const ISTIOD = `${ISTIOD_IP}:${port ?? 0}`;
   const istiodLogs = new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) });
-  const startIstiod = (): Promise<Istiod> => Istiod.start(loadIstiodConfig({ configDir: config, stateDir: state, grpcAddress: ISTIOD, monitoringAddress: '127.73.0.2:0' }, {}), istiodLogs);
+  const startIstiod = (): Promise<Istiod> => Istiod.start(loadIstiodConfig({ configDir: config, stateDir: state, grpcAddress: ISTIOD, monitoringAddress: `${ISTIOD_IP}:0` }, {}), istiodLogs);
   let istiod = await startIstiod();
   const token = path.join(dir, 'token');
   await writeFile(token, await istiod.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', node: 'n1', audience: 'istio-ca' }));

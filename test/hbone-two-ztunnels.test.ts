@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import tls from 'node:tls';
 import { once } from 'node:events';
 import { spawnZtunnel, type ZtunnelProcess } from '../src/demo/ztunnel-process.js';
+import { freeControlPorts } from './helpers/free-port.js';
 import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect, Socks5Error } from '../src/echo/socks5-client.js';
 import { HBONE_TLS, clientTlsOptions } from '../src/ztunnel/tls/workload-tls.js';
@@ -66,8 +67,8 @@ describe('two ztunnel processes', () => {
     fx = await meshFixture();
     await fx.write('mesh.yaml', mesh());
     echo = await startEchoServer(SERVER_IP, 8080);
-    z1 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node1', localCa: fx.ca, controlIp: '127.0.21.1', env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
-    z2 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node2', localCa: fx.ca, controlIp: '127.0.21.2', env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
+    z1 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node1', localCa: fx.ca, controlIp: '127.0.21.1', controlPorts: await freeControlPorts('127.0.21.1'), env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
+    z2 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node2', localCa: fx.ca, controlIp: '127.0.21.2', controlPorts: await freeControlPorts('127.0.21.2'), env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
     await Promise.all([z1.waitReady(), z2.waitReady()]);
   });
 
@@ -204,7 +205,7 @@ describe('two ztunnel processes', () => {
     assert.ok(isMeshError(err, 'ZT_ERR_IDENTITY_MISMATCH'), String(err));
     // Through a ztunnel whose view says the destination runs as another service account:
     await fx.write('alt.yaml', mesh('[]', 'expected-sa'));
-    const z3 = spawnZtunnel({ localConfig: fx.file('alt.yaml'), nodeName: 'node1b', localCa: fx.ca, controlIp: '127.0.21.3', env: { UNSTABLE_ENABLE_SOCKS5: 'true' } });
+    const z3 = spawnZtunnel({ localConfig: fx.file('alt.yaml'), nodeName: 'node1b', localCa: fx.ca, controlIp: '127.0.21.3', controlPorts: await freeControlPorts('127.0.21.3'), env: { UNSTABLE_ENABLE_SOCKS5: 'true' } });
     try {
       await z3.waitReady();
       await assert.rejects(socks5Connect('127.0.20.5', 15080, SERVER_IP, 8080, '127.0.20.5'), (e) => e instanceof Socks5Error);

@@ -8,9 +8,12 @@ import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { ameshCommand, spawnZtunnel, type ZtunnelProcess } from '../src/demo/ztunnel-process.js';
 import { sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
+import { freeControlPorts, freePorts } from './helpers/free-port.js';
 
-const GRPC = '127.0.71.1:15012';
-const MON = '127.0.71.1:15014';
+const ISTIOD_IP = '127.0.71.1';
+/** istiod's gRPC and monitoring addresses, on kernel-chosen ports (set in `before`). */
+let GRPC = '';
+let MON = '';
 
 function manifests(extra = ''): string {
   return `
@@ -75,12 +78,16 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
       localConfig: '',
       nodeName: node,
       controlIp: ip,
+      controlPorts: await freeControlPorts(ip),
       env: { LOCAL_XDS_PATH: '', XDS_ADDRESS: `https://${GRPC}`, CA_ADDRESS: `https://${GRPC}`, UNSTABLE_ENABLE_SOCKS5: 'true', ALT_XDS_HOSTNAME: 'istiod.istio-system.svc', ALT_CA_HOSTNAME: 'istiod.istio-system.svc', XDS_ROOT_CA: path.join(dir, 'state', 'root-cert.pem'), CA_ROOT_CA: path.join(dir, 'state', 'root-cert.pem'), AUTH_TOKEN: await token(node), LOG_FORMAT: 'json', POD_NAME: `ztunnel-${node}`, POD_NAMESPACE: 'istio-system' },
     });
   const dump = async (z: ZtunnelProcess): Promise<{ workloads: { uid: string }[]; policies: { name: string }[]; certificates: { identity: string; state: string }[] }> =>
     (await (await fetch(`http://${z.admin}/config_dump`)).json()) as never;
 
   before(async () => {
+    const [grpcPort, monPort] = await freePorts(ISTIOD_IP, 2);
+    GRPC = `${ISTIOD_IP}:${grpcPort ?? 0}`;
+    MON = `${ISTIOD_IP}:${monPort ?? 0}`;
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-e2e-'));
     await import('node:fs/promises').then((fs) => fs.mkdir(path.join(dir, 'config')));
     await writeManifests(manifests());

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
 import { spawnZtunnel, type ZtunnelProcess } from '../src/demo/ztunnel-process.js';
+import { freeControlPorts } from './helpers/free-port.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { meshFixture, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
 
@@ -32,7 +33,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
       });
     });
     await new Promise<void>((r) => app.listen(8080, '127.0.36.2', r));
-    zt = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.0.37.1', env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
+    zt = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.0.37.1', controlPorts: await freeControlPorts('127.0.37.1'), env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
     await zt.waitReady();
   });
 

@@ -12,6 +12,9 @@ export function ameshCommand(): { cmd: string; args: string[] } {
   return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, '--import', 'tsx', path.resolve(here, '../cli/main.ts')] };
 }
 
+/** ztunnel's admin, metrics and readiness ports (ztunnel `src/config.rs`). */
+const ISTIO_CONTROL_PORTS = { admin: 15000, metrics: 15020, readiness: 15021 } as const;
+
 export interface ZtunnelProcess {
   readonly child: ChildProcess;
   readonly admin: string;
@@ -27,8 +30,10 @@ export interface ZtunnelProcessOptions {
   readonly localConfig: string;
   readonly nodeName: string;
   readonly localCa?: string;
-  /** Loopback IP for admin/metrics/readiness, each on Istio's port (distinct IPs keep two ztunnels apart). */
+  /** Loopback IP for admin/metrics/readiness (distinct IPs keep two ztunnels apart). */
   readonly controlIp: string;
+  /** Their ports; Istio's (15000, 15020, 15021) unless given. */
+  readonly controlPorts?: { readonly admin: number; readonly metrics: number; readonly readiness: number };
   readonly env?: Readonly<Record<string, string>>;
   readonly quiet?: boolean;
 }
@@ -36,9 +41,10 @@ export interface ZtunnelProcessOptions {
 /** Starts `amesh ztunnel` as its own process, as a node would run it. */
 export function spawnZtunnel(o: ZtunnelProcessOptions): ZtunnelProcess {
   const { cmd, args } = ameshCommand();
-  const admin = `${o.controlIp}:15000`;
-  const metrics = `${o.controlIp}:15020`;
-  const readiness = `${o.controlIp}:15021`;
+  const ports = o.controlPorts ?? ISTIO_CONTROL_PORTS;
+  const admin = `${o.controlIp}:${ports.admin}`;
+  const metrics = `${o.controlIp}:${ports.metrics}`;
+  const readiness = `${o.controlIp}:${ports.readiness}`;
   const argv = [...args, 'ztunnel', '--admin-address', admin, '--metrics-address', metrics, '--readiness-address', readiness];
   if (o.localCa !== undefined) argv.push('--local-ca', o.localCa);
   const child = spawn(cmd, argv, {
