@@ -9,6 +9,7 @@ import { clientTlsOptions } from '../tls/workload-tls.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import type { SocketFactory } from './socket-factory.js';
 import { startKeepalive } from './h2-keepalive.js';
+import { DecoupledTransport, maxSessionMemoryMb, transportBounds, type TransportBounds } from './decoupled-transport.js';
 
 /** ztunnel's pool key (spec §4.7): equality on all four parts. */
 export interface WorkloadKey {
@@ -27,9 +28,6 @@ export interface PoolSettings {
   readonly connectionWindowSize: number;
   readonly frameSize: number;
 }
-
-/** Node counts queued outbound bytes against this (MB); 4 MiB windows × 100 streams need headroom. */
-const MAX_SESSION_MEMORY_MB = 256;
 
 type ConnState = { t: 'ready' } | { t: 'draining'; why: string } | { t: 'closed' };
 
@@ -60,12 +58,15 @@ interface KeyEntry {
 export class HbonePool {
   private readonly entries = new Map<string, KeyEntry>();
   private closing = false;
+  private readonly bounds: TransportBounds;
 
   constructor(
     private readonly settings: PoolSettings,
     private readonly sockets: SocketFactory,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.bounds = transportBounds(settings.connectionWindowSize);
+  }
 
   /** Number of open HBONE connections (all keys), for tests and `/config_dump`. */
   connectionCount(): number {
@@ -207,7 +208,7 @@ export class HbonePool {
       await once(socket, 'secureConnect');
       if (socket.alpnProtocol !== 'h2') throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${formatHostPort(key.dstIp, key.dstPort)} did not negotiate ALPN h2`);
       const session = http2.connect(`https://${formatHostPort(key.dstIp, key.dstPort)}`, {
-        createConnection: () => socket,
+        createConnection: () => new DecoupledTransport(socket, this.bounds),
         settings: {
           initialWindowSize: this.settings.streamWindowSize,
           maxFrameSize: this.settings.frameSize,
@@ -215,7 +216,7 @@ export class HbonePool {
           enablePush: false,
         },
         peerMaxConcurrentStreams: this.settings.maxStreamsPerConnection,
-        maxSessionMemory: MAX_SESSION_MEMORY_MB,
+        maxSessionMemory: maxSessionMemoryMb(this.bounds),
       });
       session.on('error', (e) => this.log.debug({ dst: formatHostPort(key.dstIp, key.dstPort), error: describeError(e) }, 'HBONE connection error'));
       const [settings] = (await once(session, 'remoteSettings')) as [http2.Settings];
