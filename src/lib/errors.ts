@@ -31,6 +31,7 @@ export const ERROR_CODES = [
   'ISTIOD_ERR_IMPERSONATION',
   'ISTIOD_ERR_CSR',
   'ISTIOD_ERR_MANIFEST',
+  'ZT_ERR_HBONE_CONNECTION_LOST',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

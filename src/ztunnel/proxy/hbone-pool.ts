@@ -1,4 +1,4 @@
-import http2, { type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
+import http2, { constants as h2c, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
 import tls from 'node:tls';
 import { once } from 'node:events';
 import type { Logger } from 'pino';
@@ -91,11 +91,23 @@ export class HbonePool {
     }
     stream.once('close', () => this.release(conn, key));
     const status = await new Promise<number>((resolve, reject) => {
-      const onError = (e: Error): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} failed: ${describeError(e)}`));
-      const onClose = (): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} closed before a response (code ${stream.rstCode ?? '?'})`));
+      const fail = (e: MeshError): void => {
+        clearTimeout(timer);
+        reject(e);
+      };
+      const onError = (e: Error): void => fail(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} failed: ${describeError(e)}`));
+      const onClose = (): void => fail(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} closed before a response (code ${stream.rstCode ?? '?'})`));
+      // A peer that never answers must not hold the app: the same bound as the TCP connect (ztunnel's 10s).
+      const timer = setTimeout(() => {
+        stream.off('close', onClose);
+        stream.close(h2c.NGHTTP2_CANCEL);
+        reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `no response to the HBONE CONNECT from ${formatHostPort(key.dstIp, key.dstPort)} within ${CONNECT_TIMEOUT_MS / 1000}s`));
+      }, CONNECT_TIMEOUT_MS);
+      timer.unref();
       stream.once('error', onError);
       stream.once('close', onClose);
       stream.once('response', (h) => {
+        clearTimeout(timer);
         stream.off('error', onError);
         stream.off('close', onClose);
         resolve(Number(h[':status']));
@@ -223,7 +235,7 @@ export class HbonePool {
       session.setLocalWindowSize(this.settings.connectionWindowSize);
       startKeepalive(session, (why) => {
         this.log.warn({ dst: formatHostPort(key.dstIp, key.dstPort), reason: why }, 'HBONE connection is dead; closing it');
-        session.destroy();
+        session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection to ${formatHostPort(key.dstIp, key.dstPort)} lost: ${why}`));
       });
       const limit = Math.min(this.settings.maxStreamsPerConnection, settings.maxConcurrentStreams ?? Infinity);
       return new PooledConnection(session, limit);

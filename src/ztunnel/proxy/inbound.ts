@@ -129,7 +129,7 @@ export class InboundHbone {
     session.setLocalWindowSize(this.ctx.config.http2ConnectionWindowSize);
     startKeepalive(session, (why) => {
       this.ctx.log.warn({ src: peer.addr, reason: why }, 'HBONE client connection is dead; closing it');
-      session.destroy();
+      session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection from ${peer.addr} lost: ${why}`));
     });
   }
 
