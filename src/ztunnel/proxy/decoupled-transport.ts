@@ -60,11 +60,13 @@ export class DecoupledTransport extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    if (this.closedForWriting(callback)) return;
     this.tls.write(chunk);
     this.completeOrWait(callback);
   }
 
   override _writev(chunks: { chunk: Buffer }[], callback: (error?: Error | null) => void): void {
+    if (this.closedForWriting(callback)) return;
     this.tls.cork();
     for (const c of chunks) this.tls.write(c.chunk);
     this.tls.uncork();
@@ -83,6 +85,16 @@ export class DecoupledTransport extends Duplex {
     callback(error);
   }
 
+  /**
+   * A write after the TLS socket closed fails as a native socket's would (EPIPE): HTTP/2 then ends the session,
+   * instead of waiting for the peer after a GOAWAY that never left.
+   */
+  private closedForWriting(callback: (error?: Error | null) => void): boolean {
+    if (!this.tls.destroyed && !this.tls.writableEnded) return false;
+    callback(Object.assign(new Error('write after the HBONE TLS connection closed'), { code: 'EPIPE' }));
+    return true;
+  }
+
   private completeOrWait(callback: (error?: Error | null) => void): void {
     if (this.tls.writableLength <= this.bounds.write) callback();
     else this.writeWaiting = callback;
@@ -98,8 +110,19 @@ export class DecoupledTransport extends Duplex {
     if (!this.push(chunk)) this.tls.pause();
   };
 
+  /**
+   * The peer ended the connection. Node's HTTP/2 session learns of it only when its socket closes, and it may have
+   * stopped reading (after a protocol error it never reads again): once it has what was buffered, or at once if
+   * nothing is, the transport closes, so the session and its streams end instead of waiting forever.
+   */
   private readonly onEnd = (): void => {
     this.push(null);
+    if (this.readableLength === 0) this.destroy();
+    else this.once('end', this.onDrainedEnd);
+  };
+
+  private readonly onDrainedEnd = (): void => {
+    this.destroy();
   };
 
   private readonly onDrain = (): void => {
