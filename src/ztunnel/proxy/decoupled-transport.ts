@@ -42,6 +42,7 @@ export function transportBounds(connectionWindowSize: number): TransportBounds {
  */
 export class DecoupledTransport extends Duplex {
   private writeWaiting: ((error?: Error | null) => void) | undefined;
+  private failed = false;
 
   constructor(
     readonly tls: TLSSocket,
@@ -111,18 +112,26 @@ export class DecoupledTransport extends Duplex {
   };
 
   /**
-   * The peer ended the connection. Node's HTTP/2 session learns of it only when its socket closes, and it may have
-   * stopped reading (after a protocol error it never reads again): once it has what was buffered, or at once if
-   * nothing is, the transport closes, so the session and its streams end instead of waiting forever.
+   * The peer ended the connection: no HTTP/2 frame can follow, so once the session has what was buffered the
+   * connection fails through the session (see `fail`), and its open streams with it. A session that has stopped
+   * reading for good (after a protocol error it never reads again) would never take the rest: if it is not reading
+   * a loop turn later, the connection fails at once.
    */
   private readonly onEnd = (): void => {
     this.push(null);
-    if (this.readableLength === 0) this.destroy();
-    else this.once('end', this.onDrainedEnd);
+    if (this.readableLength === 0) this.onPeerClosed();
+    else {
+      this.once('end', this.onPeerClosed);
+      setImmediate(this.checkEndDelivered);
+    }
   };
 
-  private readonly onDrainedEnd = (): void => {
-    this.destroy();
+  private readonly checkEndDelivered = (): void => {
+    if (!this.readableEnded && !this.readableFlowing) this.onPeerClosed();
+  };
+
+  private readonly onPeerClosed = (): void => {
+    this.fail(Object.assign(new Error('the peer closed the HBONE connection'), { code: 'ECONNRESET' }));
   };
 
   private readonly onDrain = (): void => {
@@ -130,13 +139,25 @@ export class DecoupledTransport extends Duplex {
   };
 
   private readonly onError = (e: Error): void => {
-    this.destroy(e);
+    this.fail(e);
   };
 
-  /** After a clean end the session still reads what is buffered here; any other close ends the transport. */
+  /** After a clean end the session still reads what is buffered here; any other close fails the transport. */
   private readonly onClose = (): void => {
-    if (!this.destroyed && !this.tls.readableEnded) this.destroy();
+    if (!this.destroyed && !this.tls.readableEnded) this.fail(Object.assign(new Error('the HBONE TLS connection closed'), { code: 'ECONNRESET' }));
   };
+
+  /**
+   * Fails the connection through the HTTP/2 session, which then closes this transport: destroying the transport
+   * first would leave Node's stream wrapper without a handle, and it drops (never completes) the session's last
+   * writes, which keeps a process from exiting.
+   */
+  private fail(error: Error): void {
+    if (this.failed || this.destroyed) return;
+    this.failed = true;
+    if (this.listenerCount('error') > 0) this.emit('error', error);
+    else this.destroy(error);
+  }
 }
 
 /** Node's own default for `maxSessionMemory` (MB); a floor, so small windows never get less than Node would give. */
