@@ -33,6 +33,7 @@ export const ERROR_CODES = [
   'ISTIOD_ERR_MANIFEST',
   'AMESH_ERR_CA_EXISTS',
   'ZT_ERR_SOCKS5_FOREIGN_CLIENT',
+  'ZT_ERR_HBONE_CONNECTION_LOST',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

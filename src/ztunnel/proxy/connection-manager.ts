@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { describeError } from '../../lib/errors.js';
+import { describeError, isMeshError } from '../../lib/errors.js';
 import { identityToString } from '../../lib/spiffe.js';
 import { evaluate, type RbacConnection } from '../rbac.js';
 import type { ProxyState } from '../state/proxy-state.js';
@@ -19,6 +19,11 @@ export interface ConnectionInfo {
   readonly parties: TrafficParties;
   /** Inbound connections keep their RBAC attributes, to be re-checked when policies change (spec §9.1). */
   readonly rbac: RbacConnection | undefined;
+}
+
+/** The response flag of a connection that failed after it was established: policy, else ztunnel's default. */
+function failureFlags(error: Error): ResponseFlags {
+  return isMeshError(error, 'ZT_ERR_POLICY_DENIED') ? 'DENY' : 'CONNECT';
 }
 
 /** Bytes moved so far: client → server, server → client. Read from the sockets' own counters, never per chunk. */
@@ -74,7 +79,14 @@ export class ConnectionManager {
         done = true;
         this.live.delete(entry);
         this.metrics.socketsOpen.dec({ reporter: info.parties.reporter });
-        this.metrics.closed.inc(labels);
+        // As ztunnel records a result (src/proxy/metrics.rs, `ConnectionResult::record`): a connection that ends in
+        // an error is closed and failed, labelled with the flag of its failure (ConnectionFailure by default).
+        if (error === undefined) this.metrics.closed.inc(labels);
+        else {
+          const failedLabels = trafficLabels(info.parties, failureFlags(error));
+          this.metrics.closed.inc(failedLabels);
+          this.metrics.failed.inc(failedLabels);
+        }
         const [toServer, toClient] = this.report(entry);
         const fields = {
           ...this.fields(info),

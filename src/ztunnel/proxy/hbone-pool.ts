@@ -1,4 +1,4 @@
-import http2, { type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
+import http2, { constants as h2c, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
 import tls from 'node:tls';
 import { once } from 'node:events';
 import type { Logger } from 'pino';
@@ -9,6 +9,7 @@ import { clientTlsOptions } from '../tls/workload-tls.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import type { SocketFactory } from './socket-factory.js';
 import { startKeepalive } from './h2-keepalive.js';
+import { DecoupledTransport, maxSessionMemoryMb, transportBounds, type TransportBounds } from './decoupled-transport.js';
 
 /** ztunnel's pool key (spec §4.7): equality on all four parts. */
 export interface WorkloadKey {
@@ -27,9 +28,6 @@ export interface PoolSettings {
   readonly connectionWindowSize: number;
   readonly frameSize: number;
 }
-
-/** Node counts queued outbound bytes against this (MB); 4 MiB windows × 100 streams need headroom. */
-const MAX_SESSION_MEMORY_MB = 256;
 
 type ConnState = { t: 'ready' } | { t: 'draining'; why: string } | { t: 'closed' };
 
@@ -60,12 +58,15 @@ interface KeyEntry {
 export class HbonePool {
   private readonly entries = new Map<string, KeyEntry>();
   private closing = false;
+  private readonly bounds: TransportBounds;
 
   constructor(
     private readonly settings: PoolSettings,
     private readonly sockets: SocketFactory,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.bounds = transportBounds(settings.connectionWindowSize);
+  }
 
   /** Number of open HBONE connections (all keys), for tests and `/config_dump`. */
   connectionCount(): number {
@@ -90,11 +91,23 @@ export class HbonePool {
     }
     stream.once('close', () => this.release(conn, key));
     const status = await new Promise<number>((resolve, reject) => {
-      const onError = (e: Error): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} failed: ${describeError(e)}`));
-      const onClose = (): void => reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} closed before a response (code ${stream.rstCode ?? '?'})`));
+      const fail = (e: MeshError): void => {
+        clearTimeout(timer);
+        reject(e);
+      };
+      const onError = (e: Error): void => fail(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} failed: ${describeError(e)}`));
+      const onClose = (): void => fail(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} closed before a response (code ${stream.rstCode ?? '?'})`));
+      // A peer that never answers must not hold the app: the same bound as the TCP connect (ztunnel's 10s).
+      const timer = setTimeout(() => {
+        stream.off('close', onClose);
+        stream.close(h2c.NGHTTP2_CANCEL);
+        reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `no response to the HBONE CONNECT from ${formatHostPort(key.dstIp, key.dstPort)} within ${CONNECT_TIMEOUT_MS / 1000}s`));
+      }, CONNECT_TIMEOUT_MS);
+      timer.unref();
       stream.once('error', onError);
       stream.once('close', onClose);
       stream.once('response', (h) => {
+        clearTimeout(timer);
         stream.off('error', onError);
         stream.off('close', onClose);
         resolve(Number(h[':status']));
@@ -207,7 +220,7 @@ export class HbonePool {
       await once(socket, 'secureConnect');
       if (socket.alpnProtocol !== 'h2') throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${formatHostPort(key.dstIp, key.dstPort)} did not negotiate ALPN h2`);
       const session = http2.connect(`https://${formatHostPort(key.dstIp, key.dstPort)}`, {
-        createConnection: () => socket,
+        createConnection: () => new DecoupledTransport(socket, this.bounds),
         settings: {
           initialWindowSize: this.settings.streamWindowSize,
           maxFrameSize: this.settings.frameSize,
@@ -215,14 +228,14 @@ export class HbonePool {
           enablePush: false,
         },
         peerMaxConcurrentStreams: this.settings.maxStreamsPerConnection,
-        maxSessionMemory: MAX_SESSION_MEMORY_MB,
+        maxSessionMemory: maxSessionMemoryMb(this.bounds),
       });
       session.on('error', (e) => this.log.debug({ dst: formatHostPort(key.dstIp, key.dstPort), error: describeError(e) }, 'HBONE connection error'));
       const [settings] = (await once(session, 'remoteSettings')) as [http2.Settings];
       session.setLocalWindowSize(this.settings.connectionWindowSize);
       startKeepalive(session, (why) => {
         this.log.warn({ dst: formatHostPort(key.dstIp, key.dstPort), reason: why }, 'HBONE connection is dead; closing it');
-        session.destroy();
+        session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection to ${formatHostPort(key.dstIp, key.dstPort)} lost: ${why}`));
       });
       const limit = Math.min(this.settings.maxStreamsPerConnection, settings.maxConcurrentStreams ?? Infinity);
       return new PooledConnection(session, limit);

@@ -1,6 +1,6 @@
 import net from 'node:net';
-import http2, { constants as h2c, type Http2SecureServer, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
-import type { TLSSocket } from 'node:tls';
+import http2, { constants as h2c, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import tls, { type TLSSocket } from 'node:tls';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort, isLoopback, parseHostPort } from '../../lib/ip.js';
 import type { Identity } from '../../lib/spiffe.js';
@@ -13,18 +13,28 @@ import { serverTlsOptions, verifyClientIdentity } from '../tls/workload-tls.js';
 import type { ResponseFlags } from '../admin/metrics.js';
 import { baggageFor } from './baggage.js';
 import { startKeepalive } from './h2-keepalive.js';
+import { DecoupledTransport, maxSessionMemoryMb, transportBounds, type TransportBounds } from './decoupled-transport.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
 
 /** Server-side HTTP/2 limits (spec §4.3). */
 const SERVER_MAX_CONCURRENT_STREAMS = 200;
 const SERVER_MAX_HEADER_LIST_SIZE = 64 * 1024;
-const MAX_SESSION_MEMORY_MB = 256;
+
+/** An authenticated HBONE client connection. */
+interface Peer {
+  readonly identity: Identity;
+  readonly addr: string;
+  readonly ip: string;
+}
 
 /** HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<workload IP>:15008` (spec §4.5–4.6). */
 export class InboundHbone {
-  private server: Http2SecureServer | undefined;
-  private readonly peers = new WeakMap<Http2Session, { identity: Identity; addr: string; ip: string }>();
+  private server: tls.Server | undefined;
+  private h2: Http2Server | undefined;
+  private readonly peers = new WeakMap<Http2Session, Peer>();
+  /** The client whose session Node's HTTP/2 server is creating: it emits 'session' synchronously from 'connection'. */
+  private accepting: Peer | undefined;
   private readonly sessions = new Set<Http2Session>();
 
   constructor(
@@ -38,13 +48,14 @@ export class InboundHbone {
     return formatHostPort(this.ip, HBONE_PORT);
   }
 
+  /**
+   * TLS and HTTP/2 are set up separately so the session runs on a DecoupledTransport over the TLS socket (see
+   * there: Node's HTTP/2 server would otherwise stop reading while it writes, and deadlock under load).
+   */
   async start(cert: WorkloadCertificate): Promise<void> {
     const c = this.ctx.config;
-    const server = http2.createSecureServer({
-      ...serverTlsOptions(cert),
-      allowHTTP1: false,
-      // HBONE carries interactive traffic: no Nagle on accepted sockets either (ztunnel sets TCP_NODELAY everywhere).
-      noDelay: true,
+    const bounds = transportBounds(c.http2ConnectionWindowSize);
+    const h2 = http2.createServer({
       settings: {
         initialWindowSize: c.http2StreamWindowSize,
         maxFrameSize: c.http2FrameSize,
@@ -52,17 +63,23 @@ export class InboundHbone {
         maxConcurrentStreams: SERVER_MAX_CONCURRENT_STREAMS,
         enablePush: false,
       },
-      maxSessionMemory: MAX_SESSION_MEMORY_MB,
+      maxSessionMemory: maxSessionMemoryMb(bounds),
+    });
+    const server = tls.createServer({
+      ...serverTlsOptions(cert),
+      // HBONE carries interactive traffic: no Nagle on accepted sockets either (ztunnel sets TCP_NODELAY everywhere).
+      noDelay: true,
       // A peer that stalls mid-handshake is dropped (Node's default would hold the socket for 120s).
       handshakeTimeout: CONNECT_TIMEOUT_MS,
     });
     server.on('tlsClientError', (e: Error, s: TLSSocket) => this.ctx.log.debug({ src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) }, 'HBONE TLS handshake failed'));
-    server.on('sessionError', (e) => this.ctx.log.debug({ error: describeError(e) }, 'HBONE session error'));
-    server.on('session', (session) => this.onSession(session));
-    server.on('stream', (stream, headers) => this.onStream(stream, headers));
-    // Allow half-open TLS sockets: a FIN from the peer must not end our side early.
+    server.on('secureConnection', (socket: TLSSocket) => this.onSecureConnection(socket, h2, bounds));
+    h2.on('sessionError', (e) => this.ctx.log.debug({ error: describeError(e) }, 'HBONE session error'));
+    h2.on('session', (session) => this.onSession(session));
+    h2.on('stream', (stream, headers) => this.onStream(stream, headers));
     await this.ctx.sockets.listen(server, this.ip, HBONE_PORT);
     this.server = server;
+    this.h2 = h2;
   }
 
   /** New connections get the refreshed certificate; open ones keep theirs. */
@@ -73,35 +90,52 @@ export class InboundHbone {
   /** Stops accepting. With `immediate`, also tears down open HBONE connections. */
   close(immediate: boolean): void {
     this.server?.close();
+    this.h2?.close();
     for (const s of this.sessions) {
       if (immediate) s.destroy();
       else s.close();
     }
   }
 
-  private onSession(session: Http2Session): void {
-    const socket = session.socket as TLSSocket;
+  /** Authenticates the client before any HTTP/2, then runs the session on a DecoupledTransport. */
+  private onSecureConnection(socket: TLSSocket, h2: Http2Server, bounds: TransportBounds): void {
     const addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
-    session.on('error', (e) => this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error'));
-    const id = verifyClientIdentity(socket, this.trustDomain);
+    socket.on('error', (e) => this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error'));
+    const id = socket.alpnProtocol === 'h2' ? verifyClientIdentity(socket, this.trustDomain) : new MeshError('ZT_ERR_HBONE_HANDSHAKE', 'client did not negotiate ALPN h2');
     if (id instanceof MeshError) {
       this.ctx.log.warn({ src: addr, error: describeError(id) }, 'rejected HBONE client');
+      socket.destroy();
+      return;
+    }
+    this.accepting = { identity: id, addr, ip: socket.remoteAddress ?? '' };
+    try {
+      h2.emit('connection', new DecoupledTransport(socket, bounds));
+    } finally {
+      this.accepting = undefined;
+    }
+  }
+
+  private onSession(session: Http2Session): void {
+    const peer = this.accepting;
+    if (peer === undefined) {
+      this.ctx.log.error('HBONE session without an authenticated TLS connection; closing it');
       session.destroy();
       return;
     }
-    this.peers.set(session, { identity: id, addr, ip: socket.remoteAddress ?? '' });
+    this.peers.set(session, peer);
+    session.on('error', (e) => this.ctx.log.debug({ src: peer.addr, error: describeError(e) }, 'HBONE connection error'));
     this.sessions.add(session);
     session.once('close', () => this.sessions.delete(session));
     session.setLocalWindowSize(this.ctx.config.http2ConnectionWindowSize);
     startKeepalive(session, (why) => {
-      this.ctx.log.warn({ src: addr, reason: why }, 'HBONE client connection is dead; closing it');
-      session.destroy();
+      this.ctx.log.warn({ src: peer.addr, reason: why }, 'HBONE client connection is dead; closing it');
+      session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection from ${peer.addr} lost: ${why}`));
     });
   }
 
   private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
     stream.on('error', () => undefined); // reported through relay / close; never crash on a peer's reset
-    const peer = this.peers.get(stream.session!);
+    const peer = stream.session === undefined ? undefined : this.peers.get(stream.session);
     if (peer === undefined) {
       stream.close(h2c.NGHTTP2_REFUSED_STREAM);
       return;
@@ -112,7 +146,7 @@ export class InboundHbone {
     });
   }
 
-  private async handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, peer: { identity: Identity; addr: string; ip: string }): Promise<void> {
+  private async handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, peer: Peer): Promise<void> {
     const { state, connections, config } = this.ctx;
     const authority = headers[':authority'] ?? '';
     const local = state.workloadByUid(this.uid);

@@ -1,5 +1,7 @@
+import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { constants as h2c, type Http2Stream } from 'node:http2';
+import { MeshError } from '../../lib/errors.js';
 
 function isH2Stream(s: Duplex): s is Http2Stream {
   return 'rstCode' in s;
@@ -31,9 +33,34 @@ function coalesceWrites(from: Http2Stream, to: Duplex): void {
 }
 
 /**
+ * How an app socket may end without it being the connection's failure: the app reset or went away. ztunnel does
+ * not report these either (ztunnel src/copy.rs, `ignore_io_errors`).
+ */
+const APP_HANGUP_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'ENOTCONN']);
+
+/** Resets a TCP peer (RST), so an app never mistakes a failed connection for a complete one (FIN). */
+function abort(s: Duplex): void {
+  if (isH2Stream(s)) s.close(h2c.NGHTTP2_CANCEL);
+  else if (s instanceof Socket) s.resetAndDestroy();
+  else s.destroy();
+}
+
+/**
+ * Why an HBONE stream closed before it ended, when Node reported no error for it: the HBONE connection under it
+ * closed (peer gone, GOAWAY), or the peer cancelled the stream (its app reset: not a failure of ours).
+ */
+function unendedStreamError(s: Http2Stream): Error | undefined {
+  if (s.rstCode === h2c.NGHTTP2_CANCEL && s.session?.destroyed !== true) return undefined;
+  return new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', s.session?.destroyed === true
+    ? 'the HBONE connection closed while the stream was open'
+    : `the HBONE stream was reset (HTTP/2 error code ${s.rstCode ?? '?'})`);
+}
+
+/**
  * Copies bytes both ways between an app socket and an upstream (TCP socket or HBONE stream), with half-close
  * in both directions: EOF on one side becomes FIN / END_STREAM on the other (spec §4.3). An error or reset on
- * one side tears down the other. `done` runs once, when both sides have closed.
+ * one side resets the other: an app socket gets an RST, never a FIN, when its HBONE stream or connection failed.
+ * `done` runs once, when both sides have closed, with the error that ended the connection if it failed.
  *
  * The hot path is Node's own `pipe`, plus one allocation-free check per chunk from an HBONE stream (see
  * `coalesceWrites`); no logging here.
@@ -42,19 +69,19 @@ export function relay(a: Duplex, b: Duplex, done: (error: Error | undefined) => 
   let closed = 0;
   let firstError: Error | undefined;
   const onError = (e: Error): void => {
+    if (APP_HANGUP_CODES.has((e as NodeJS.ErrnoException).code ?? '')) return;
     firstError ??= e;
   };
-  a.on('error', onError);
-  b.on('error', onError);
+  const onStreamError = (e: Error): void => {
+    firstError ??= e;
+  };
+  a.on('error', isH2Stream(a) ? onStreamError : onError);
+  b.on('error', isH2Stream(b) ? onStreamError : onError);
   const onClose = (self: Duplex, other: Duplex) => (): void => {
-    if (!other.destroyed) {
-      // A clean HBONE stream end (NO_ERROR) lets the app socket finish writing; anything else is a reset.
-      const clean = isH2Stream(self) ? self.rstCode === h2c.NGHTTP2_NO_ERROR && self.readableEnded : !self.errored && self.readableEnded && self.writableFinished;
-      if (!clean) {
-        if (isH2Stream(other)) other.close(h2c.NGHTTP2_CANCEL);
-        else other.destroy();
-      }
-    }
+    // A clean HBONE stream end (NO_ERROR) lets the app socket finish writing; anything else is a reset.
+    const clean = isH2Stream(self) ? self.rstCode === h2c.NGHTTP2_NO_ERROR && self.readableEnded : !self.errored && self.readableEnded && self.writableFinished;
+    if (!clean && closed === 0 && isH2Stream(self)) firstError ??= unendedStreamError(self);
+    if (!clean && !other.destroyed) abort(other);
     if (++closed === 2) done(firstError);
   };
   a.once('close', onClose(a, b));
