@@ -38,10 +38,14 @@ function coalesceWrites(from: Http2Stream, to: Duplex): void {
  */
 const APP_HANGUP_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'ENOTCONN']);
 
-/** Resets a TCP peer (RST), so an app never mistakes a failed connection for a complete one (FIN). */
+/**
+ * Resets a TCP peer (RST), so an app never mistakes a failed connection for a complete one (FIN). A socket whose
+ * writing side already ended (its FIN is out: that direction was complete) is closed: libuv cannot reset a socket
+ * after shutdown, and Node's `resetAndDestroy` would then leave it open for good.
+ */
 function abort(s: Duplex): void {
   if (isH2Stream(s)) s.close(h2c.NGHTTP2_CANCEL);
-  else if (s instanceof Socket) s.resetAndDestroy();
+  else if (s instanceof Socket && !s.writableEnded) s.resetAndDestroy();
   else s.destroy();
 }
 
