@@ -43,7 +43,7 @@ test('an IPv6 workload written in long form is reached over HBONE from an IPv4 c
   }
 });
 
-test('a dual-stack workload: a CONNECT on its IPv4 listener naming its IPv6 address reaches the app over IPv6', { skip: await ipv6Skip() }, async () => {
+test('a dual-stack workload: a CONNECT names the IP its connection arrived on (400 across families, as ztunnel validate_destination); its IPv6 listener reaches the app over IPv6', { skip: await ipv6Skip() }, async () => {
   const fx = await meshFixture();
   await fx.write('mesh.yaml', `
 workloads:
@@ -53,11 +53,17 @@ workloads:
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
   try {
     const cert = await fx.cert('spiffe://cluster.local/ns/a/sa/client');
-    const s = await hboneSession('127.0.39.2', cert, ['spiffe://cluster.local/ns/b/sa/server']);
+    const v4 = await hboneSession('127.0.39.2', cert, ['spiffe://cluster.local/ns/b/sa/server']);
     try {
-      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `[::1]:${echo.port}` }), 200);
+      assert.equal(await requestStatus(v4, { ':method': 'CONNECT', ':authority': `[::1]:${echo.port}` }), 400);
     } finally {
-      s.destroy();
+      v4.destroy();
+    }
+    const v6 = await hboneSession('::1', cert, ['spiffe://cluster.local/ns/b/sa/server']);
+    try {
+      assert.equal(await requestStatus(v6, { ':method': 'CONNECT', ':authority': `[::1]:${echo.port}` }), 200);
+    } finally {
+      v6.destroy();
     }
   } finally {
     await zt.shutdown();

@@ -67,8 +67,9 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
       assert.ok(entry !== undefined && k in entry, `missing ${k} in ${JSON.stringify(entry)}`);
     }
     assert.equal(entry!['src.identity'], 'spiffe://cluster.local/ns/a/sa/client');
-    assert.equal(entry!['dst.hbone_addr'], '127.0.36.2:15008');
-    assert.equal(entry!['dst.addr'], '127.0.36.2:8080');
+    // As ztunnel logs them (src/proxy/metrics.rs, src/proxy/inbound.rs): the HBONE address, then the CONNECT target.
+    assert.equal(entry!['dst.addr'], '127.0.36.2:15008');
+    assert.equal(entry!['dst.hbone_addr'], '127.0.36.2:8080');
     assert.match(String(entry!['duration']), /^\d+ms$/);
   });
 

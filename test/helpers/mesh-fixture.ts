@@ -50,7 +50,7 @@ export async function hboneSession(host: string, cert: WorkloadCertificate, expe
   await once(tcp, 'connect');
   const socket = tls.connect({ ...clientTlsOptions(cert, expected), socket: tcp });
   await once(socket, 'secureConnect');
-  const s = http2.connect(`https://${host}:15008`, { createConnection: () => socket });
+  const s = http2.connect(`https://${net.isIPv6(host) ? `[${host}]` : host}:15008`, { createConnection: () => socket });
   s.on('error', () => undefined);
   await once(s, 'remoteSettings');
   return s;

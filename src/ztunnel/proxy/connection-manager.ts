@@ -12,8 +12,9 @@ export interface ConnectionInfo {
   readonly workloadUid: string;
   readonly src: string;
   readonly originalDst: string;
+  /** Where the bytes go: the peer's `ip:15008` for HBONE (ztunnel's `dst.addr`), else the app's `ip:port`. */
   readonly actualDst: string;
-  /** The HBONE CONNECT target, for HBONE connections. */
+  /** The HBONE CONNECT target `ip:port` (ztunnel's `dst.hbone_addr`), for HBONE connections. */
   readonly hboneAddr: string | undefined;
   readonly protocol: 'HBONE' | 'TCP';
   readonly parties: TrafficParties;

@@ -156,8 +156,8 @@ export class InboundHbone {
       workloadUid: this.uid,
       src: peer.addr,
       originalDst: authority,
-      actualDst: authority,
-      hboneAddr: formatHostPort(this.ip, HBONE_PORT),
+      actualDst: formatHostPort(this.ip, HBONE_PORT),
+      hboneAddr: authority,
       protocol: 'HBONE' as const,
     };
     const parties = (dst: Workload | undefined, svc: Service | undefined) => ({ reporter: 'destination' as const, source, sourceIdentity: peer.identity, destination: dst, destinationService: svc, mtls: true });
@@ -181,14 +181,13 @@ export class InboundHbone {
     }
     let targetPort = target.port;
     let svc: Service | undefined;
-    // The app is reached on the IP the client named (a dual-stack workload has one per family), else on ours.
-    let podIp = this.ip;
-    if (local.workloadIps.includes(target.host)) {
-      podIp = target.host;
-    } else if (net.isIP(target.host) !== 0) {
-      reject(400, '-', new MeshError('ZT_ERR_HBONE_IP_MISMATCH', `CONNECT target ${target.host} is not this workload's IP (${local.workloadIps.join(', ')})`));
+    // A CONNECT names the IP the connection arrived on (ztunnel src/proxy/inbound.rs `validate_destination`): a
+    // dual-stack workload is reached on each family's own listener, never across them.
+    if (net.isIP(target.host) !== 0 && target.host !== this.ip) {
+      reject(400, '-', new MeshError('ZT_ERR_HBONE_IP_MISMATCH', `CONNECT target ${target.host} is not the IP this connection arrived on (${this.ip})`));
       return;
-    } else {
+    }
+    if (target.host !== this.ip) {
       svc = state.serviceByHostname(target.host, local.namespace);
       const mapped = svc === undefined ? undefined : (svc.endpoints[local.uid]?.port[String(target.port)] ?? svc.ports[String(target.port)]);
       if (svc === undefined || mapped === undefined || mapped === 0) {
@@ -206,7 +205,7 @@ export class InboundHbone {
       reject(503, 'CONNECT', new MeshError('ZT_ERR_SELF_CALL', `target port ${targetPort} belongs to ztunnel itself`));
       return;
     }
-    const rbac: RbacConnection = { srcIp: peer.ip, dstIp: podIp, dstPort: targetPort, srcIdentity: peer.identity };
+    const rbac: RbacConnection = { srcIp: peer.ip, dstIp: this.ip, dstPort: targetPort, srcIdentity: peer.identity };
     const decision = evaluate(state.policiesFor(local), rbac);
     for (const n of decision.dryRunNotes) this.ctx.log.info({ src: peer.addr, dst: authority }, n);
     const policyLevel = config.authzPolicyInfoLogging ? 'info' : 'debug';
@@ -219,10 +218,10 @@ export class InboundHbone {
 
     // Connect to the app from the client's own IP where the host allows it (loopback, local mode), as ztunnel
     // spoofs the source with IP_TRANSPARENT; otherwise (or across address families) from the workload's IP.
-    const from = isLoopback(peer.ip) && isLoopback(podIp) && net.isIP(peer.ip) === net.isIP(podIp) ? peer.ip : podIp;
+    const from = isLoopback(peer.ip) && isLoopback(this.ip) && net.isIP(peer.ip) === net.isIP(this.ip) ? peer.ip : this.ip;
     let upstream;
     try {
-      upstream = await this.ctx.sockets.connect(podIp, targetPort, from);
+      upstream = await this.ctx.sockets.connect(this.ip, targetPort, from);
     } catch (e) {
       reject(503, 'CONNECT', e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)));
       return;
@@ -231,9 +230,8 @@ export class InboundHbone {
       upstream.destroy();
       return;
     }
-    const actualDst = formatHostPort(podIp, targetPort);
     const tracked = connections.open(
-      { ...base, actualDst, parties: parties(local, svc), rbac },
+      { ...base, parties: parties(local, svc), rbac },
       () => {
         upstream.destroy();
         if (!stream.destroyed) stream.close(h2c.NGHTTP2_CANCEL);

@@ -118,7 +118,7 @@ export class Outbound {
     };
     const key = { srcId: identityToString(srcId), dstIds: up.expectedIdentities, srcIp, dstIp: up.ip, dstPort: HBONE_PORT };
     const info = {
-      ...base, actualDst: authority, hboneAddr: formatHostPort(up.ip, HBONE_PORT), protocol: 'HBONE' as const,
+      ...base, actualDst: formatHostPort(up.ip, HBONE_PORT), hboneAddr: authority, protocol: 'HBONE' as const,
       parties: { reporter: 'source' as const, source, sourceIdentity: srcId, destination: up.workload, destinationService: up.service, mtls: true },
     };
     let res;
