@@ -18,7 +18,7 @@ export interface ConnectionInfo {
   readonly hboneAddr: string | undefined;
   readonly protocol: 'HBONE' | 'TCP';
   readonly parties: TrafficParties;
-  /** Inbound connections keep their RBAC attributes, to be re-checked when policies change (spec §9.1). */
+  /** Inbound connections keep their RBAC attributes, to be re-checked when policies change (ztunnel `src/rbac.rs`). */
   readonly rbac: RbacConnection | undefined;
 }
 
@@ -46,7 +46,7 @@ interface Entry extends TrackedConnection {
 }
 
 /**
- * Every live proxied connection: metrics, access logs (spec §10.1–10.2), `/config_dump` `workloadState`
+ * Every live proxied connection: metrics, access logs (ztunnel `src/proxy/metrics.rs`), `/config_dump` `workloadState`
  * connections, policy re-evaluation on config change, and the drain on shutdown.
  */
 export class ConnectionManager {

@@ -1,6 +1,6 @@
 import type { Http2Session } from 'node:http2';
 
-/** HTTP/2 PING every 10s after a 10s delay; no PONG within 20s tears the connection down (spec §4.3). */
+/** HTTP/2 PING every 10s after a 10s delay; no PONG within 20s tears the connection down (ztunnel `src/proxy/h2/client.rs`). */
 export const PING_INTERVAL_MS = 10_000;
 export const PING_TIMEOUT_MS = 20_000;
 

@@ -11,7 +11,7 @@ import type { SocketFactory } from './socket-factory.js';
 import { startKeepalive } from './h2-keepalive.js';
 import { DecoupledTransport, maxSessionMemoryMb, transportBounds, type TransportBounds } from './decoupled-transport.js';
 
-/** ztunnel's pool key (spec §4.7): equality on all four parts. */
+/** ztunnel's pool key (ztunnel `src/proxy/pool.rs`): equality on all four parts. */
 export interface WorkloadKey {
   readonly srcId: string;
   readonly dstIds: readonly string[];
@@ -51,7 +51,7 @@ interface KeyEntry {
 }
 
 /**
- * Pooled HBONE connections (spec §4.7). Streams go to a connection of the same key with spare capacity;
+ * Pooled HBONE connections (ztunnel `src/proxy/pool.rs`). Streams go to a connection of the same key with spare capacity;
  * concurrent requesters share one dial; a connection that gets GOAWAY drains while new streams use a fresh one;
  * connections unused for `unusedReleaseTimeoutMs` are closed.
  */

@@ -17,7 +17,7 @@ import { DecoupledTransport, maxSessionMemoryMb, transportBounds, type Transport
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
 
-/** Server-side HTTP/2 limits (spec §4.3). */
+/** Server-side HTTP/2 limits (ztunnel `src/proxy/h2/server.rs`). */
 const SERVER_MAX_CONCURRENT_STREAMS = 200;
 const SERVER_MAX_HEADER_LIST_SIZE = 64 * 1024;
 
@@ -28,7 +28,7 @@ interface Peer {
   readonly ip: string;
 }
 
-/** HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<workload IP>:15008` (spec §4.5–4.6). */
+/** HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<workload IP>:15008` (ztunnel `src/proxy/inbound.rs`). */
 export class InboundHbone {
   private server: tls.Server | undefined;
   private h2: Http2Server | undefined;
@@ -196,7 +196,7 @@ export class InboundHbone {
       }
       targetPort = mapped;
     }
-    // `Forwarded: host=` names the service the client resolved; it only attributes telemetry (spec §4.6).
+    // `Forwarded: host=` names the service the client resolved; it only attributes telemetry (ztunnel `src/proxy/inbound.rs`).
     if (svc === undefined) {
       const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(headers['forwarded'] ?? '')?.[2];
       if (fwdHost !== undefined) svc = state.serviceByHostname(fwdHost, local.namespace);

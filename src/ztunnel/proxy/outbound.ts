@@ -44,7 +44,7 @@ function sourceIpFor(source: Workload, captured: string, dstIp: string): string 
 }
 
 /**
- * Outbound for one local workload: decides the upstream (spec §5), connects to it (HBONE through the pool, or
+ * Outbound for one local workload: decides the upstream (ztunnel `src/proxy/outbound.rs`), connects to it (HBONE through the pool, or
  * plain TCP), and hands back a duplex to relay to. The caller reports success to the app, then calls `relay`.
  */
 export class Outbound {

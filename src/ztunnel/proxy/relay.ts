@@ -62,7 +62,7 @@ function unendedStreamError(s: Http2Stream): Error | undefined {
 
 /**
  * Copies bytes both ways between an app socket and an upstream (TCP socket or HBONE stream), with half-close
- * in both directions: EOF on one side becomes FIN / END_STREAM on the other (spec §4.3). An error or reset on
+ * in both directions: EOF on one side becomes FIN / END_STREAM on the other (ztunnel `src/proxy/h2/client.rs`). An error or reset on
  * one side resets the other: an app socket gets an RST, never a FIN, when its HBONE stream or connection failed.
  * `done` runs once, when both sides have closed, with the error that ended the connection if it failed.
  *
