@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import http2, { type ServerHttp2Session } from 'node:http2';
 import type net from 'node:net';
 import { spawnZtunnel, type ZtunnelProcess } from '../src/demo/ztunnel-process.js';
+import { freeControlPorts } from './helpers/free-port.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { serverTlsOptions } from '../src/ztunnel/tls/workload-tls.js';
 import { meshFixture, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
@@ -39,7 +40,7 @@ before(async () => {
     stream.on('data', (d: Buffer) => stream.write(d));
   });
   await new Promise<void>((r) => peer.listen(15008, PEER_IP, r));
-  zt = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.70.2.1', env: { UNSTABLE_ENABLE_SOCKS5: 'true', LOG_FORMAT: 'json' } });
+  zt = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.70.2.1', controlPorts: await freeControlPorts('127.70.2.1'), env: { UNSTABLE_ENABLE_SOCKS5: 'true', LOG_FORMAT: 'json' } });
   await zt.waitReady();
 });
 

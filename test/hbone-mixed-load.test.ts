@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import type net from 'node:net';
 import { spawnZtunnel, type ZtunnelProcess } from '../src/demo/ztunnel-process.js';
+import { freeControlPorts } from './helpers/free-port.js';
 import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { meshFixture, type MeshFixture } from './helpers/mesh-fixture.js';
@@ -18,6 +19,7 @@ workloads:
 const PACED_STREAMS = 50;
 const PACED_CHUNK = 8 * 1024;
 const PACED_INTERVAL_MS = 50;
+/** The load's shape (the reproduction): bulk echoes start this long after the paced streams. */
 const BULK_DELAY_MS = 500;
 const BULK_STREAMS = 100;
 const BULK_BYTES = 1024 * 1024;
@@ -100,8 +102,8 @@ before(async () => {
   echo = await startEchoServer(SERVER_IP, 8080);
   // Istio's windows (4 MiB a stream, 16 MiB a connection, 1 MiB frames) are the defaults; nothing is overridden.
   const env = { UNSTABLE_ENABLE_SOCKS5: 'true' };
-  z1 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.70.1.1', env });
-  z2 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n2', localCa: fx.ca, controlIp: '127.70.1.2', env });
+  z1 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.70.1.1', controlPorts: await freeControlPorts('127.70.1.1'), env });
+  z2 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n2', localCa: fx.ca, controlIp: '127.70.1.2', controlPorts: await freeControlPorts('127.70.1.2'), env });
   await Promise.all([z1.waitReady(), z2.waitReady()]);
 });
 
