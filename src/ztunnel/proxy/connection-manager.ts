@@ -121,10 +121,23 @@ export class ConnectionManager {
     return [toServer, toClient];
   }
 
-  /** A connection that never got established: metric with response flags, WARN access log line. */
+  /** A connection refused before it was built (a bad request, an unknown workload): metric with response flags, WARN line. */
   failed(info: Omit<ConnectionInfo, 'rbac'>, flags: ResponseFlags, error: unknown): void {
     if (flags !== '-') this.metrics.failed.inc(trafficLabels(info.parties, flags));
     this.access.warn({ ...this.fields(info), error: describeError(error) }, 'connection failed');
+  }
+
+  /**
+   * A connection built and then refused or failed before any byte moved (an RBAC deny, a failed dial, a non-200
+   * CONNECT): as ztunnel's `ConnectionResult` (src/proxy/metrics.rs) it was opened, and is closed and failed with the
+   * flag of its failure, and logged `connection complete` with `error=`.
+   */
+  builtThenFailed(info: Omit<ConnectionInfo, 'rbac'>, flags: ResponseFlags, error: unknown): void {
+    this.metrics.opened.inc(trafficLabels(info.parties, '-'));
+    const labels = trafficLabels(info.parties, flags);
+    this.metrics.closed.inc(labels);
+    if (flags !== '-') this.metrics.failed.inc(labels);
+    this.access.error({ ...this.fields(info), bytes_sent: 0, bytes_recv: 0, error: describeError(error) }, 'connection complete');
   }
 
   /** Re-checks every live inbound connection against the current policies and closes the newly denied ones. */

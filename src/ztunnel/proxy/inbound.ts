@@ -161,8 +161,10 @@ export class InboundHbone {
       protocol: 'HBONE' as const,
     };
     const parties = (dst: Workload | undefined, svc: Service | undefined) => ({ reporter: 'destination' as const, source, sourceIdentity: peer.identity, destination: dst, destinationService: svc, mtls: true });
-    const reject = (status: number, flags: ResponseFlags, err: MeshError): void => {
-      connections.failed({ ...base, parties: parties(local, undefined) }, flags, err);
+    const reject = (status: number, flags: ResponseFlags, err: MeshError, built = false): void => {
+      const info = { ...base, parties: parties(local, undefined) };
+      if (built) connections.builtThenFailed(info, flags, err);
+      else connections.failed(info, flags, err);
       if (!stream.destroyed) stream.respond({ ':status': status }, { endStream: true });
     };
 
@@ -211,7 +213,7 @@ export class InboundHbone {
     const policyLevel = config.authzPolicyInfoLogging ? 'info' : 'debug';
     if (!decision.allowed) {
       this.ctx.log[policyLevel]({ src: peer.addr, dst: authority, reason: decision.reason }, 'connection denied by policy');
-      reject(401, 'DENY', new MeshError('ZT_ERR_POLICY_DENIED', decision.reason));
+      reject(401, 'DENY', new MeshError('ZT_ERR_POLICY_DENIED', decision.reason), true);
       return;
     }
     this.ctx.log[policyLevel]({ src: peer.addr, dst: authority }, 'connection allowed by policy');
@@ -223,7 +225,7 @@ export class InboundHbone {
     try {
       upstream = await this.ctx.sockets.connect(this.ip, targetPort, from);
     } catch (e) {
-      reject(503, 'CONNECT', e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)));
+      reject(503, 'CONNECT', e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)), true);
       return;
     }
     if (stream.destroyed || stream.closed) {

@@ -22,6 +22,9 @@ export interface OutboundSetup {
   readonly info: Omit<ConnectionInfo, 'src'>;
 }
 
+/** Records a failed outbound connection and throws; `built` is the connection when it failed after it was built. */
+type Fail = (err: MeshError, flags: ResponseFlags, up?: Upstream, built?: OutboundSetup['info']) => never;
+
 /** Maps an HBONE status to what the capture path should tell the app. */
 export function failureKind(e: unknown): OutboundFailure {
   if (e instanceof MeshError) {
@@ -58,29 +61,32 @@ export class Outbound {
     const { state, connections } = this.ctx;
     const source = state.workloadByUid(this.uid);
     const originalDst = formatHostPort(dstIp, dstPort);
-    const fail = (err: MeshError, flags: ResponseFlags, up?: Upstream): never => {
-      connections.failed(
-        {
-          direction: 'outbound', workloadUid: this.uid, src, originalDst, actualDst: originalDst, hboneAddr: undefined,
-          protocol: up?.kind === 'workload' ? up.protocol : 'TCP',
-          parties: { reporter: 'source', source, sourceIdentity: undefined, destination: up?.kind === 'workload' ? up.workload : undefined, destinationService: up?.service, mtls: up?.kind === 'workload' && up.protocol === 'HBONE' },
-        },
-        flags,
-        err,
-      );
+    const fail: Fail = (err, flags, up, built) => {
+      if (built !== undefined) connections.builtThenFailed({ ...built, src }, flags, err);
+      else {
+        connections.failed(
+          {
+            direction: 'outbound', workloadUid: this.uid, src, originalDst, actualDst: originalDst, hboneAddr: undefined,
+            protocol: up?.kind === 'workload' ? up.protocol : 'TCP',
+            parties: { reporter: 'source', source, sourceIdentity: undefined, destination: up?.kind === 'workload' ? up.workload : undefined, destinationService: up?.service, mtls: up?.kind === 'workload' && up.protocol === 'HBONE' },
+          },
+          flags,
+          err,
+        );
+      }
       throw err;
     };
     if (source === undefined) fail(new MeshError('ZT_ERR_UNKNOWN_SOURCE_WORKLOAD', `workload ${this.uid} is not known to this ztunnel`), 'CONNECT');
     if (isLoopback(dstIp) && ILLEGAL_PORTS.has(dstPort)) fail(new MeshError('ZT_ERR_SELF_CALL', `refusing to proxy to ztunnel's own port ${dstPort}`), '-');
     let up: Upstream;
     try {
-      up = resolveUpstream(state, source!, dstIp, dstPort);
+      up = resolveUpstream(state, source, dstIp, dstPort);
       if (up.kind === 'workload' && up.ip === '') up = { ...up, ip: await resolveWorkloadHostname(up.workload.hostname, net.isIP(dstIp)) };
     } catch (e) {
       return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', describeError(e)), 'CONNECT');
     }
     const base = { direction: 'outbound' as const, workloadUid: this.uid, originalDst, rbac: undefined };
-    const fromIp = sourceIpFor(source!, srcIp, up.ip);
+    const fromIp = sourceIpFor(source, srcIp, up.ip);
     if (up.kind === 'passthrough' || up.protocol === 'TCP') {
       const ip = up.ip;
       const port = up.kind === 'passthrough' ? up.port : up.targetPort;
@@ -92,10 +98,10 @@ export class Outbound {
         const sock = await this.ctx.sockets.connect(ip, port, fromIp);
         return { upstream: sock, info };
       } catch (e) {
-        return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)), 'CONNECT', up);
+        return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)), 'CONNECT', up, info);
       }
     }
-    return this.connectHbone(source!, src, fromIp, up, base, fail);
+    return this.connectHbone(source, src, fromIp, up, base, fail);
   }
 
   private async connectHbone(
@@ -104,7 +110,7 @@ export class Outbound {
     srcIp: string | undefined,
     up: Extract<Upstream, { kind: 'workload' }>,
     base: { direction: 'outbound'; workloadUid: string; originalDst: string; rbac: undefined },
-    fail: (err: MeshError, flags: ResponseFlags, up?: Upstream) => never,
+    fail: Fail,
   ): Promise<OutboundSetup> {
     const srcId = workloadIdentity(source);
     const authority = formatHostPort(up.ip, up.targetPort);
@@ -127,14 +133,14 @@ export class Outbound {
     } catch (e) {
       const err = e instanceof MeshError ? e : new MeshError('ZT_ERR_HBONE_STREAM', describeError(e));
       const flags: ResponseFlags = err.code === 'ZT_ERR_IDENTITY_MISMATCH' ? 'IDENTITY_ERROR' : err.code === 'ZT_ERR_HBONE_HANDSHAKE' ? 'TLS_FAILURE' : 'CONNECT';
-      return fail(err, flags, up);
+      return fail(err, flags, up, info);
     }
     if (res.status !== 200) {
       res.stream.close();
       const err = res.status === 401
         ? new MeshError('ZT_ERR_POLICY_DENIED', `destination ${authority} denied the connection (HTTP 401: authorization policy)`)
         : new MeshError('ZT_ERR_HBONE_STATUS', `destination ztunnel answered HTTP ${res.status} for ${authority}${res.status === 503 ? ' (app not reachable or port not served)' : res.status === 400 ? ' (bad request)' : ''}`);
-      return fail(err, res.status === 401 ? 'DENY' : 'CONNECT', up);
+      return fail(err, res.status === 401 ? 'DENY' : 'CONNECT', up, info);
     }
     return { upstream: res.stream, info };
   }
