@@ -240,6 +240,8 @@ describe('two ztunnel processes', () => {
       const at = await Promise.race([closed, new Promise<number>((r) => setTimeout(() => r(-1), 3000))]);
       assert.notEqual(at, -1, 'connection was not closed');
       assert.ok(at - changed < 1000, `closed after ${at - changed}ms`);
+      // Logged as the denial it is (ztunnel: a late authorization rejection), not as a completed connection.
+      await waitFor('connection complete with the late denial', () => z2.output().split('\n').some((l) => l.includes('"connection complete"') && l.includes('ZT_ERR_POLICY_DENIED') && l.includes('policy changed')));
     } finally {
       await fx.write('mesh.yaml', mesh());
     }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { describeError, isMeshError } from '../../lib/errors.js';
+import { describeError, isMeshError, MeshError } from '../../lib/errors.js';
 import { identityToString } from '../../lib/spiffe.js';
 import { evaluate, type RbacConnection } from '../rbac.js';
 import type { ProxyState } from '../state/proxy-state.js';
@@ -43,6 +43,8 @@ interface Entry extends TrackedConnection {
   readonly labels: TrafficLabels;
   /** What the byte counters already include, so scrapes and the close add only the difference. */
   reported: [number, number];
+  /** Set when a policy change closes the connection: it ends as that denial, whatever the relay saw. */
+  closedBy: Error | undefined;
 }
 
 /**
@@ -75,9 +77,11 @@ export class ConnectionManager {
       bytes,
       labels,
       reported: [0, 0],
-      finish: (error) => {
+      closedBy: undefined,
+      finish: (relayError) => {
         if (done) return;
         done = true;
+        const error = entry.closedBy ?? relayError;
         this.live.delete(entry);
         this.metrics.socketsOpen.dec({ reporter: info.parties.reporter });
         // As ztunnel records a result (src/proxy/metrics.rs, `ConnectionResult::record`): a connection that ends in
@@ -152,6 +156,8 @@ export class ConnectionManager {
       const d = evaluate(state.policiesFor(w), c.info.rbac);
       if (!d.allowed) {
         this.log.info({ src: c.info.src, dst: c.info.actualDst, reason: d.reason }, 'closing connection: no longer allowed by policy');
+        // ztunnel records such a connection as a late authorization rejection (DENY), not a completion.
+        c.closedBy = new MeshError('ZT_ERR_POLICY_DENIED', `policy changed: ${d.reason}`);
         c.abort(`policy changed: ${d.reason}`);
       }
     }
