@@ -8,7 +8,7 @@ import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
 import type { GrpcLimits } from './grpc-server.js';
 
 /** Limits on istiod's gRPC port, where callers are not yet authenticated. */
-export const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
+const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
   /** Room for two connections (xDS, CA) from each of 1000 ztunnels; more are closed at accept. */
   maxConnections: 2048,
   /** A ClientHello and the client's Finished take a round trip or two; Node's default would hold a silent socket 120 s. */

@@ -2,9 +2,9 @@ import type { Manifest } from '../registry/manifest-dir.js';
 import type { LocalityModel } from './types.js';
 
 /** Kubernetes' well-known node labels (`v1.LabelTopologyRegion`, `v1.LabelTopologyZone`) and Istio's subzone label. */
-export const REGION_LABEL = 'topology.kubernetes.io/region';
-export const ZONE_LABEL = 'topology.kubernetes.io/zone';
-export const SUBZONE_LABEL = 'topology.istio.io/subzone';
+const REGION_LABEL = 'topology.kubernetes.io/region';
+const ZONE_LABEL = 'topology.kubernetes.io/zone';
+const SUBZONE_LABEL = 'topology.istio.io/subzone';
 
 const locality = (region: string, zone: string, subzone: string): LocalityModel | undefined =>
   region === '' && zone === '' && subzone === '' ? undefined : { region, zone, subzone };
