@@ -1,0 +1,128 @@
+import type { StatusCause } from './api-error.js';
+import type { KubeObject } from './kube-object.js';
+
+/**
+ * What a kind does beyond generic metadata handling, after k8s.io/apiserver's RESTCreateStrategy and
+ * RESTUpdateStrategy: defaults and system fields on create, what an update of the main resource (or of the
+ * `status` subresource) may change, and the kind's own validation. Every hook is optional. Validation returns
+ * field causes; the HTTP layer turns a non-empty list into `422 Invalid`.
+ */
+export interface Strategy {
+  prepareForCreate?(obj: KubeObject): void;
+  /** An update of the main resource: status is carried over from `old` for kinds with a status subresource. */
+  prepareForUpdate?(obj: KubeObject, old: KubeObject): void;
+  validate?(obj: KubeObject): StatusCause[];
+  validateUpdate?(obj: KubeObject, old: KubeObject): StatusCause[];
+}
+
+export type Subresource = 'status' | 'token';
+
+/** One served kind. Adding a kind to the API server is adding one entry to {@link KINDS}. */
+export interface KindInfo {
+  /** API group; '' is the core group (`/api/v1`). */
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  /** Resource name in URLs: `pods`, `authorizationpolicies`. */
+  readonly plural: string;
+  readonly singular: string;
+  readonly namespaced: boolean;
+  readonly shortNames: readonly string[];
+  /** Discovery categories (`kubectl get all` lists the `all` category). */
+  readonly categories: readonly string[];
+  readonly subresources: readonly Subresource[];
+  /** Create-only review kinds (TokenReview, SubjectAccessReview): answered, never stored. */
+  readonly review: boolean;
+  readonly strategy: Strategy | undefined;
+}
+
+interface KindEntry {
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  categories?: string[];
+  subresources?: Subresource[];
+  review?: boolean;
+  strategy?: Strategy;
+}
+
+const ISTIO = ['istio-io'];
+
+const ENTRIES: KindEntry[] = [
+  { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false, shortNames: ['ns'], subresources: ['status'] },
+  { group: '', version: 'v1', kind: 'Pod', plural: 'pods', namespaced: true, shortNames: ['po'], categories: ['all'], subresources: ['status'] },
+  { group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true, shortNames: ['svc'], categories: ['all'], subresources: ['status'] },
+  { group: '', version: 'v1', kind: 'Node', plural: 'nodes', namespaced: false, shortNames: ['no'], subresources: ['status'] },
+  { group: '', version: 'v1', kind: 'ServiceAccount', plural: 'serviceaccounts', namespaced: true, shortNames: ['sa'], subresources: ['token'] },
+  { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true },
+  { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true, shortNames: ['cm'] },
+  { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'] },
+  { group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', namespaced: true, shortNames: ['deploy'], categories: ['all'], subresources: ['status'] },
+  { group: 'apps', version: 'v1', kind: 'ReplicaSet', plural: 'replicasets', namespaced: true, shortNames: ['rs'], categories: ['all'], subresources: ['status'] },
+  { group: 'batch', version: 'v1', kind: 'Job', plural: 'jobs', namespaced: true, categories: ['all'], subresources: ['status'] },
+  { group: 'batch', version: 'v1', kind: 'CronJob', plural: 'cronjobs', namespaced: true, shortNames: ['cj'], categories: ['all'], subresources: ['status'] },
+  { group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', plural: 'endpointslices', namespaced: true },
+  { group: 'security.istio.io', version: 'v1', kind: 'AuthorizationPolicy', plural: 'authorizationpolicies', namespaced: true, shortNames: ['ap'], categories: [...ISTIO, 'security-istio-io'], subresources: ['status'] },
+  { group: 'security.istio.io', version: 'v1', kind: 'PeerAuthentication', plural: 'peerauthentications', namespaced: true, shortNames: ['pa'], categories: [...ISTIO, 'security-istio-io'], subresources: ['status'] },
+  { group: 'security.istio.io', version: 'v1', kind: 'RequestAuthentication', plural: 'requestauthentications', namespaced: true, shortNames: ['ra'], categories: [...ISTIO, 'security-istio-io'], subresources: ['status'] },
+  { group: 'networking.istio.io', version: 'v1', kind: 'ServiceEntry', plural: 'serviceentries', namespaced: true, shortNames: ['se'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
+  { group: 'networking.istio.io', version: 'v1', kind: 'WorkloadEntry', plural: 'workloadentries', namespaced: true, shortNames: ['we'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
+  { group: 'networking.istio.io', version: 'v1', kind: 'Gateway', plural: 'gateways', namespaced: true, shortNames: ['gw'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
+  { group: 'networking.istio.io', version: 'v1', kind: 'VirtualService', plural: 'virtualservices', namespaced: true, shortNames: ['vs'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
+  { group: 'networking.istio.io', version: 'v1', kind: 'DestinationRule', plural: 'destinationrules', namespaced: true, shortNames: ['dr'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
+  { group: 'gateway.networking.k8s.io', version: 'v1', kind: 'Gateway', plural: 'gateways', namespaced: true, shortNames: ['gtw'], categories: ['gateway-api'], subresources: ['status'] },
+  { group: 'gateway.networking.k8s.io', version: 'v1', kind: 'HTTPRoute', plural: 'httproutes', namespaced: true, categories: ['gateway-api'], subresources: ['status'] },
+  { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenReview', plural: 'tokenreviews', namespaced: false, review: true },
+  { group: 'authorization.k8s.io', version: 'v1', kind: 'SubjectAccessReview', plural: 'subjectaccessreviews', namespaced: false, review: true },
+];
+
+/** Every kind the embedded API server serves, in discovery order. */
+export const KINDS: readonly KindInfo[] = Object.freeze(
+  ENTRIES.map((e) =>
+    Object.freeze({
+      group: e.group,
+      version: e.version,
+      kind: e.kind,
+      plural: e.plural,
+      singular: e.kind.toLowerCase(),
+      namespaced: e.namespaced,
+      shortNames: Object.freeze(e.shortNames ?? []),
+      categories: Object.freeze(e.categories ?? []),
+      subresources: Object.freeze(e.subresources ?? []),
+      review: e.review ?? false,
+      strategy: e.strategy,
+    }),
+  ),
+);
+
+/** `apiVersion` as objects of this kind carry it: `v1`, `apps/v1`. */
+export function apiVersionOf(k: KindInfo): string {
+  return k.group === '' ? k.version : `${k.group}/${k.version}`;
+}
+
+/** The kind serving `plural` in `group`/`version`, if any. */
+export function findKind(group: string, version: string, plural: string): KindInfo | undefined {
+  return KINDS.find((k) => k.group === group && k.version === version && k.plural === plural);
+}
+
+/** The kind an object names with its `apiVersion` and `kind`, if served. */
+export function kindOfObject(apiVersion: string, kind: string): KindInfo | undefined {
+  return KINDS.find((k) => apiVersionOf(k) === apiVersion && k.kind === kind);
+}
+
+/**
+ * The store key of one object, after the API server's etcd layout (`/registry/<resource>/<namespace>/<name>`):
+ * `/registry/<group or core>/<plural>/<namespace>/<name>`, or without the namespace for cluster-scoped kinds.
+ */
+export function storageKey(k: KindInfo, namespace: string | undefined, name: string): string {
+  return `${storagePrefix(k, namespace)}${name}`;
+}
+
+/** The key prefix listing every object of a kind, or of a kind in one namespace. */
+export function storagePrefix(k: KindInfo, namespace?: string): string {
+  const base = `/registry/${k.group === '' ? 'core' : k.group}/${k.plural}/`;
+  return k.namespaced && namespace !== undefined ? `${base}${namespace}/` : base;
+}
