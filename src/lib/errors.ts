@@ -34,6 +34,8 @@ export const ERROR_CODES = [
   'AMESH_ERR_CA_EXISTS',
   'ZT_ERR_SOCKS5_FOREIGN_CLIENT',
   'ZT_ERR_HBONE_CONNECTION_LOST',
+  'APISERVER_ERR_DATA_DIR',
+  'APISERVER_ERR_AUTHENTICATION',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
