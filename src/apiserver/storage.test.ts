@@ -237,6 +237,27 @@ test('watch from before a restart replays from the persisted history, with types
   }, dir);
 });
 
+test('a watch older than the in-memory ring is replayed from lmdb history, then the ring, then live events, without a gap while writers run', async () => {
+  // The ring holds 1,024 events; with 1,500 kept in history, a watch from 600 revisions back starts on disk.
+  await withStore(async (s) => {
+    const N = 2000;
+    let next = 0;
+    const writers = Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (next < N) {
+          const i = next++;
+          await s.create(podKey(`p${i}`), pod(`p${i}`));
+        }
+      }),
+    );
+    while (s.revision() < 1700) await new Promise((r) => setImmediate(r));
+    const from = s.revision() - 1200;
+    const events = await collect(s, PODS, from, N).done;
+    await writers;
+    assert.deepEqual(events.map((e) => e.revision), Array.from({ length: N - from }, (_, i) => from + i + 1));
+  }, tempDir(), { historyLimit: 1500 });
+});
+
 test('history is bounded: a watch from a compacted revision gets 410 Expired, before and after a restart', async () => {
   const dir = tempDir();
   // Revisions 8..12 are kept: 7 is compacted, so a watch from 7 is complete and one from 6 is not.
