@@ -35,6 +35,24 @@ function pod(name: string, extra: Record<string, unknown> = {}): KubeObject {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default', uid: `uid-${name}` }, spec: { nodeName: 'node-1' }, ...extra };
 }
 
+/** Creates pods p0..p<n-1> from ten concurrent writers; resolves when all are acknowledged. */
+async function createBurst(s: Storage, n: number): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      while (next < n) {
+        const i = next++;
+        await s.create(podKey(`p${i}`), pod(`p${i}`));
+      }
+    }),
+  );
+}
+
+/** Resolves once the store's revision has reached `revision` (checked after every I/O turn). */
+async function revisionReached(s: Storage, revision: number): Promise<void> {
+  while (s.revision() < revision) await new Promise((r) => setImmediate(r));
+}
+
 /** Resolves with the ApiError `p` rejects with (or that `fn` throws). */
 async function apiError(p: Promise<unknown> | (() => unknown)): Promise<ApiError> {
   try {
@@ -186,17 +204,9 @@ test('watch: many concurrent writers; every watcher sees each write once, in rev
 test('list then watch in the same turn, while writers run: every later event exactly once, nothing before the list', async () => {
   await withStore(async (s) => {
     const N = 400;
-    let next = 0;
-    const writers = Promise.all(
-      Array.from({ length: 10 }, async () => {
-        while (next < N) {
-          const i = next++;
-          await s.create(podKey(`p${i}`), pod(`p${i}`));
-        }
-      }),
-    );
+    const writers = createBurst(s, N);
     // Let part of the burst commit, then list and watch in one synchronous turn mid-burst.
-    while (s.revision() < N / 4) await new Promise((r) => setImmediate(r));
+    await revisionReached(s, N / 4);
     const snapshot = s.list(PODS);
     const seen = collect(s, PODS, snapshot.revision, N);
     await writers;
@@ -241,16 +251,8 @@ test('a watch older than the in-memory ring is replayed from lmdb history, then 
   // The ring holds 1,024 events; with 1,500 kept in history, a watch from 600 revisions back starts on disk.
   await withStore(async (s) => {
     const N = 2000;
-    let next = 0;
-    const writers = Promise.all(
-      Array.from({ length: 10 }, async () => {
-        while (next < N) {
-          const i = next++;
-          await s.create(podKey(`p${i}`), pod(`p${i}`));
-        }
-      }),
-    );
-    while (s.revision() < 1700) await new Promise((r) => setImmediate(r));
+    const writers = createBurst(s, N);
+    await revisionReached(s, 1700);
     const from = s.revision() - 1200;
     const events = await collect(s, PODS, from, N).done;
     await writers;
