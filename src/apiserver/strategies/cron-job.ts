@@ -5,7 +5,7 @@ import { invalid, required } from '../validation/field-errors.js';
 import { asObject, asString, objectField, setDefault } from '../validation/json-fields.js';
 import { defaultPodTemplate, oneOf, validatePodTemplateSpec } from '../validation/pod-spec.js';
 import { validateJobSpecCommon } from './job.js';
-import { nextGeneration, startGeneration } from './generation.js';
+import { generationHooks } from './generation.js';
 
 /**
  * batch/v1 CronJobs, after k8s.io/kubernetes `pkg/registry/batch/cronjob/strategy.go` (generation 1 on create,
@@ -57,14 +57,7 @@ function validateCronJob(obj: KubeObject): StatusCause[] {
 }
 
 export const cronJobStrategy: Strategy = {
-  prepareForCreate(obj) {
-    defaultCronJob(obj);
-    startGeneration(obj, {});
-  },
-  prepareForUpdate(obj, old) {
-    defaultCronJob(obj);
-    nextGeneration(obj, old);
-  },
+  ...generationHooks(defaultCronJob, {}),
   validate: validateCronJob,
   validateUpdate: validateCronJob,
 };

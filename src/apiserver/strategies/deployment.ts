@@ -8,7 +8,7 @@ import { goLabelSelector } from '../validation/label-selector.js';
 import { immutable } from '../validation/object-meta.js';
 import { defaultPodTemplate, oneOf } from '../validation/pod-spec.js';
 import { nonNegative, validateReplicatedTemplate, validateSelectorAndTemplate } from '../validation/replicated-spec.js';
-import { nextGeneration, startGeneration } from './generation.js';
+import { generationHooks } from './generation.js';
 
 /**
  * apps/v1 Deployments, after k8s.io/kubernetes `pkg/registry/apps/deployment/strategy.go` (generation 1 on
@@ -64,14 +64,7 @@ export function validateSelectorUnchanged(obj: KubeObject, old: KubeObject): Sta
 }
 
 export const deploymentStrategy: Strategy = {
-  prepareForCreate(obj) {
-    defaultDeployment(obj);
-    startGeneration(obj, {});
-  },
-  prepareForUpdate(obj, old) {
-    defaultDeployment(obj);
-    nextGeneration(obj, old, (o) => [o.spec, o.metadata.annotations]);
-  },
+  ...generationHooks(defaultDeployment, {}, (o) => [o.spec, o.metadata.annotations]),
   validate: validateDeployment,
   validateUpdate(obj, old) {
     return [...validateDeployment(obj), ...validateSelectorUnchanged(obj, old)];

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import type { Strategy } from '../kinds.js';
 import type { KubeObject } from '../kube-object.js';
 
 /**
@@ -34,4 +35,22 @@ export function keepStatus(obj: KubeObject, old: KubeObject): void {
 function setStatus(obj: KubeObject, status: unknown): void {
   if (status === undefined) delete obj.status;
   else obj.status = structuredClone(status);
+}
+
+/** The create and update hooks of a kind whose decode-time defaults apply to both and whose generation is tracked. */
+export function generationHooks(
+  applyDefaults: (obj: KubeObject) => void,
+  initialStatus: unknown,
+  tracked: Tracked = SPEC,
+): Required<Pick<Strategy, 'prepareForCreate' | 'prepareForUpdate'>> {
+  return {
+    prepareForCreate(obj) {
+      applyDefaults(obj);
+      startGeneration(obj, structuredClone(initialStatus));
+    },
+    prepareForUpdate(obj, old) {
+      applyDefaults(obj);
+      nextGeneration(obj, old, tracked);
+    },
+  };
 }

@@ -9,7 +9,7 @@ import { goLabelSelector } from '../validation/label-selector.js';
 import { immutable } from '../validation/object-meta.js';
 import { defaultPodTemplate, oneOf } from '../validation/pod-spec.js';
 import { nonNegative, validateSelectorAndTemplate } from '../validation/replicated-spec.js';
-import { nextGeneration, startGeneration } from './generation.js';
+import { generationHooks } from './generation.js';
 
 /**
  * batch/v1 Jobs, after k8s.io/kubernetes `pkg/registry/batch/job/strategy.go` (generation 1 on create, bumped
@@ -98,14 +98,7 @@ function validateJob(obj: KubeObject): StatusCause[] {
 }
 
 export const jobStrategy: Strategy = {
-  prepareForCreate(obj) {
-    defaultJob(obj);
-    startGeneration(obj, {});
-  },
-  prepareForUpdate(obj, old) {
-    defaultJob(obj);
-    nextGeneration(obj, old);
-  },
+  ...generationHooks(defaultJob, {}),
   validate(obj) {
     if (!manualSelector(specOf(obj)) && (asString(obj.metadata.uid) ?? '') !== '') generateSelector(obj);
     return validateJob(obj);

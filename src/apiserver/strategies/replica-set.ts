@@ -4,7 +4,7 @@ import { asObject, objectField, setDefault } from '../validation/json-fields.js'
 import { defaultPodTemplate } from '../validation/pod-spec.js';
 import { nonNegative, validateReplicatedTemplate, validateSelectorAndTemplate } from '../validation/replicated-spec.js';
 import { validateSelectorUnchanged } from './deployment.js';
-import { nextGeneration, startGeneration } from './generation.js';
+import { generationHooks } from './generation.js';
 
 /**
  * apps/v1 ReplicaSets, after k8s.io/kubernetes `pkg/registry/apps/replicaset/strategy.go` (generation 1 on
@@ -29,14 +29,7 @@ function validateReplicaSet(obj: KubeObject) {
 }
 
 export const replicaSetStrategy: Strategy = {
-  prepareForCreate(obj) {
-    defaultReplicaSet(obj);
-    startGeneration(obj, { replicas: 0 });
-  },
-  prepareForUpdate(obj, old) {
-    defaultReplicaSet(obj);
-    nextGeneration(obj, old);
-  },
+  ...generationHooks(defaultReplicaSet, { replicas: 0 }),
   validate: validateReplicaSet,
   validateUpdate(obj, old) {
     return [...validateReplicaSet(obj), ...validateSelectorUnchanged(obj, old)];

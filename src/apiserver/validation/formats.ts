@@ -62,33 +62,39 @@ export function isDns1123Label(value: string): string[] {
   return errs;
 }
 
-export function isDns1123Subdomain(value: string): string[] {
+/** The length and pattern checks most formats are: one message for each that fails. */
+function lengthAndPattern(value: string, max: number, pattern: RegExp, patternError: string): string[] {
   const errs: string[] = [];
-  if (byteLength(value) > DNS1123_SUBDOMAIN_MAX_LENGTH) errs.push(maxLenError(DNS1123_SUBDOMAIN_MAX_LENGTH));
-  if (!DNS1123_SUBDOMAIN.test(value))
-    errs.push(
-      regexError(
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-        DNS1123_SUBDOMAIN_FMT,
-        'example.com',
-      ),
-    );
+  if (byteLength(value) > max) errs.push(maxLenError(max));
+  if (!pattern.test(value)) errs.push(patternError);
   return errs;
 }
 
+export function isDns1123Subdomain(value: string): string[] {
+  return lengthAndPattern(
+    value,
+    DNS1123_SUBDOMAIN_MAX_LENGTH,
+    DNS1123_SUBDOMAIN,
+    regexError(
+      "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+      DNS1123_SUBDOMAIN_FMT,
+      'example.com',
+    ),
+  );
+}
+
 export function isDns1035Label(value: string): string[] {
-  const errs: string[] = [];
-  if (byteLength(value) > DNS1123_LABEL_MAX_LENGTH) errs.push(maxLenError(DNS1123_LABEL_MAX_LENGTH));
-  if (!DNS1035_LABEL.test(value))
-    errs.push(
-      regexError(
-        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
-        DNS1035_LABEL_FMT,
-        'my-name',
-        'abc-123',
-      ),
-    );
-  return errs;
+  return lengthAndPattern(
+    value,
+    DNS1123_LABEL_MAX_LENGTH,
+    DNS1035_LABEL,
+    regexError(
+      "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+      DNS1035_LABEL_FMT,
+      'my-name',
+      'abc-123',
+    ),
+  );
 }
 
 const LABEL_KEY_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -117,29 +123,28 @@ export function isQualifiedName(value: string): string[] {
 }
 
 export function isLabelValue(value: string): string[] {
-  const errs: string[] = [];
-  if (byteLength(value) > LABEL_VALUE_MAX_LENGTH) errs.push(maxLenError(LABEL_VALUE_MAX_LENGTH));
-  if (!LABEL_VALUE.test(value))
-    errs.push(
-      regexError(
-        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-        LABEL_VALUE_FMT,
-        'MyValue',
-        'my_value',
-        '12345',
-      ),
-    );
-  return errs;
+  return lengthAndPattern(
+    value,
+    LABEL_VALUE_MAX_LENGTH,
+    LABEL_VALUE,
+    regexError(
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+      LABEL_VALUE_FMT,
+      'MyValue',
+      'my_value',
+      '12345',
+    ),
+  );
 }
 
 /** A key of a ConfigMap's or Secret's data. */
 export function isConfigMapKey(value: string): string[] {
-  const errs: string[] = [];
-  if (byteLength(value) > DNS1123_SUBDOMAIN_MAX_LENGTH) errs.push(maxLenError(DNS1123_SUBDOMAIN_MAX_LENGTH));
-  if (!CONFIG_MAP_KEY.test(value))
-    errs.push(
-      regexError("a valid config key must consist of alphanumeric characters, '-', '_' or '.'", CONFIG_MAP_KEY_FMT, 'key.name', 'KEY_NAME', 'key-name'),
-    );
+  const errs = lengthAndPattern(
+    value,
+    DNS1123_SUBDOMAIN_MAX_LENGTH,
+    CONFIG_MAP_KEY,
+    regexError("a valid config key must consist of alphanumeric characters, '-', '_' or '.'", CONFIG_MAP_KEY_FMT, 'key.name', 'KEY_NAME', 'key-name'),
+  );
   if (value === '.') errs.push("must not be '.'");
   else if (value === '..') errs.push("must not be '..'");
   else if (value.startsWith('..')) errs.push("must not start with '..'");

@@ -34,6 +34,11 @@ export function validateLabelSelector(selector: JsonObject, path: string): Statu
   return errs;
 }
 
+/** Whether `LabelSelectorAsSelector` accepts the selector: known operators with the values each needs. */
+export function selectorParses(selector: JsonObject): boolean {
+  return validateLabelSelector(selector, '').length === 0;
+}
+
 /** True when the selector has neither match labels nor expressions (it selects everything). */
 export function selectorIsEmpty(selector: JsonObject): boolean {
   return Object.keys(asObject(selector.matchLabels) ?? {}).length === 0 && (asArray(selector.matchExpressions) ?? []).length === 0;

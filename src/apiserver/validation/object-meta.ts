@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { StatusCause } from '../api-error.js';
 import { ApiError } from '../api-error.js';
 import type { KindInfo } from '../kinds.js';
@@ -115,7 +116,7 @@ export function validateObjectMetaUpdate(kind: KindInfo, obj: KubeObject, old: K
 
 /** `field is immutable` when `now` and `before` differ (apimachinery `ValidateImmutableField`). */
 export function immutable(field: string, now: unknown, before: unknown, shown?: BadValue): StatusCause[] {
-  if (JSON.stringify(now) === JSON.stringify(before)) return [];
+  if (isDeepStrictEqual(now, before)) return [];
   return [invalid(field, shown ?? toBadValue(now), FIELD_IMMUTABLE)];
 }
 

@@ -2,7 +2,7 @@ import type { StatusCause } from '../api-error.js';
 import { child, forbidden, goStringMap, invalid, notSupported, required } from './field-errors.js';
 import { asNumber, asObject } from './json-fields.js';
 import type { JsonObject } from './json-fields.js';
-import { goLabelSelector, selectorIsEmpty, selectorMatches, validateLabelSelector } from './label-selector.js';
+import { goLabelSelector, selectorIsEmpty, selectorMatches, selectorParses, validateLabelSelector } from './label-selector.js';
 import { validatePodTemplateSpec } from './pod-spec.js';
 
 /**
@@ -20,7 +20,7 @@ export function nonNegative(v: unknown, path: string): StatusCause[] {
 
 /**
  * A selector (required) and the template it must select, at `spec.selector` and `spec.template`. Replicated
- * workloads refuse an empty selector; Jobs take one (`ValidateJobSpec`).
+ * workloads refuse an empty selector, and stop at one that does not parse; Jobs take both (`ValidateJobSpec`).
  */
 export function validateSelectorAndTemplate(spec: JsonObject, path: string, allowEmpty = false): StatusCause[] {
   const errs: StatusCause[] = [];
@@ -31,11 +31,13 @@ export function validateSelectorAndTemplate(spec: JsonObject, path: string, allo
     errs.push(...validateLabelSelector(selector, selectorPath));
     if (!allowEmpty && selectorIsEmpty(selector)) errs.push(invalid(selectorPath, goLabelSelector(selector), 'empty selector is invalid for deployment'));
   }
+  const parses = selector === undefined || selectorParses(selector);
+  if (!parses && !allowEmpty) return [...errs, invalid(selectorPath, goLabelSelector(selector), 'invalid label selector')];
   const templatePath = child(path, 'template');
   const template = asObject(spec.template);
   if (template === undefined) return [...errs, required(templatePath)];
   const labels = asObject(asObject(template.metadata)?.labels);
-  if (selector !== undefined && !selectorIsEmpty(selector) && !selectorMatches(selector, labels ?? {}))
+  if (selector !== undefined && parses && !selectorIsEmpty(selector) && !selectorMatches(selector, labels ?? {}))
     errs.push(invalid(child(templatePath, 'metadata.labels'), goStringMap(labels), '`selector` does not match template `labels`'));
   errs.push(...validatePodTemplateSpec(template, templatePath));
   return errs;
