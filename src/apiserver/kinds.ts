@@ -1,5 +1,18 @@
 import type { StatusCause } from './api-error.js';
 import type { KubeObject } from './kube-object.js';
+import { configMapStrategy } from './strategies/config-map.js';
+import { cronJobStrategy } from './strategies/cron-job.js';
+import { customResourceStrategy } from './strategies/custom-resource.js';
+import { deploymentStrategy } from './strategies/deployment.js';
+import { endpointSliceStrategy } from './strategies/endpoint-slice.js';
+import { eventStrategy } from './strategies/event.js';
+import { jobStrategy } from './strategies/job.js';
+import { namespaceStrategy } from './strategies/namespace.js';
+import { nodeStrategy } from './strategies/node.js';
+import { podStrategy } from './strategies/pod.js';
+import { replicaSetStrategy } from './strategies/replica-set.js';
+import { secretStrategy } from './strategies/secret.js';
+import { serviceStrategy } from './strategies/service.js';
 
 /**
  * What a kind does beyond generic metadata handling, after k8s.io/apiserver's RESTCreateStrategy and
@@ -52,29 +65,29 @@ interface KindEntry {
 const ISTIO = ['istio-io'];
 
 const ENTRIES: KindEntry[] = [
-  { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false, shortNames: ['ns'], subresources: ['status'] },
-  { group: '', version: 'v1', kind: 'Pod', plural: 'pods', namespaced: true, shortNames: ['po'], categories: ['all'], subresources: ['status'] },
-  { group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true, shortNames: ['svc'], categories: ['all'], subresources: ['status'] },
-  { group: '', version: 'v1', kind: 'Node', plural: 'nodes', namespaced: false, shortNames: ['no'], subresources: ['status'] },
+  { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false, shortNames: ['ns'], subresources: ['status'], strategy: namespaceStrategy },
+  { group: '', version: 'v1', kind: 'Pod', plural: 'pods', namespaced: true, shortNames: ['po'], categories: ['all'], subresources: ['status'], strategy: podStrategy },
+  { group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true, shortNames: ['svc'], categories: ['all'], subresources: ['status'], strategy: serviceStrategy },
+  { group: '', version: 'v1', kind: 'Node', plural: 'nodes', namespaced: false, shortNames: ['no'], subresources: ['status'], strategy: nodeStrategy },
   { group: '', version: 'v1', kind: 'ServiceAccount', plural: 'serviceaccounts', namespaced: true, shortNames: ['sa'], subresources: ['token'] },
-  { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true },
-  { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true, shortNames: ['cm'] },
-  { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'] },
-  { group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', namespaced: true, shortNames: ['deploy'], categories: ['all'], subresources: ['status'] },
-  { group: 'apps', version: 'v1', kind: 'ReplicaSet', plural: 'replicasets', namespaced: true, shortNames: ['rs'], categories: ['all'], subresources: ['status'] },
-  { group: 'batch', version: 'v1', kind: 'Job', plural: 'jobs', namespaced: true, categories: ['all'], subresources: ['status'] },
-  { group: 'batch', version: 'v1', kind: 'CronJob', plural: 'cronjobs', namespaced: true, shortNames: ['cj'], categories: ['all'], subresources: ['status'] },
-  { group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', plural: 'endpointslices', namespaced: true },
-  { group: 'security.istio.io', version: 'v1', kind: 'AuthorizationPolicy', plural: 'authorizationpolicies', namespaced: true, shortNames: ['ap'], categories: [...ISTIO, 'security-istio-io'], subresources: ['status'] },
-  { group: 'security.istio.io', version: 'v1', kind: 'PeerAuthentication', plural: 'peerauthentications', namespaced: true, shortNames: ['pa'], categories: [...ISTIO, 'security-istio-io'], subresources: ['status'] },
-  { group: 'security.istio.io', version: 'v1', kind: 'RequestAuthentication', plural: 'requestauthentications', namespaced: true, shortNames: ['ra'], categories: [...ISTIO, 'security-istio-io'], subresources: ['status'] },
-  { group: 'networking.istio.io', version: 'v1', kind: 'ServiceEntry', plural: 'serviceentries', namespaced: true, shortNames: ['se'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
-  { group: 'networking.istio.io', version: 'v1', kind: 'WorkloadEntry', plural: 'workloadentries', namespaced: true, shortNames: ['we'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
-  { group: 'networking.istio.io', version: 'v1', kind: 'Gateway', plural: 'gateways', namespaced: true, shortNames: ['gw'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
-  { group: 'networking.istio.io', version: 'v1', kind: 'VirtualService', plural: 'virtualservices', namespaced: true, shortNames: ['vs'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
-  { group: 'networking.istio.io', version: 'v1', kind: 'DestinationRule', plural: 'destinationrules', namespaced: true, shortNames: ['dr'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'] },
-  { group: 'gateway.networking.k8s.io', version: 'v1', kind: 'Gateway', plural: 'gateways', namespaced: true, shortNames: ['gtw'], categories: ['gateway-api'], subresources: ['status'] },
-  { group: 'gateway.networking.k8s.io', version: 'v1', kind: 'HTTPRoute', plural: 'httproutes', namespaced: true, categories: ['gateway-api'], subresources: ['status'] },
+  { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true, strategy: secretStrategy },
+  { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true, shortNames: ['cm'], strategy: configMapStrategy },
+  { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true, shortNames: ['ev'], strategy: eventStrategy },
+  { group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', namespaced: true, shortNames: ['deploy'], categories: ['all'], subresources: ['status'], strategy: deploymentStrategy },
+  { group: 'apps', version: 'v1', kind: 'ReplicaSet', plural: 'replicasets', namespaced: true, shortNames: ['rs'], categories: ['all'], subresources: ['status'], strategy: replicaSetStrategy },
+  { group: 'batch', version: 'v1', kind: 'Job', plural: 'jobs', namespaced: true, categories: ['all'], subresources: ['status'], strategy: jobStrategy },
+  { group: 'batch', version: 'v1', kind: 'CronJob', plural: 'cronjobs', namespaced: true, shortNames: ['cj'], categories: ['all'], subresources: ['status'], strategy: cronJobStrategy },
+  { group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice', plural: 'endpointslices', namespaced: true, strategy: endpointSliceStrategy },
+  { group: 'security.istio.io', version: 'v1', kind: 'AuthorizationPolicy', plural: 'authorizationpolicies', namespaced: true, shortNames: ['ap'], categories: [...ISTIO, 'security-istio-io'], subresources: ['status'], strategy: customResourceStrategy },
+  { group: 'security.istio.io', version: 'v1', kind: 'PeerAuthentication', plural: 'peerauthentications', namespaced: true, shortNames: ['pa'], categories: [...ISTIO, 'security-istio-io'], subresources: ['status'], strategy: customResourceStrategy },
+  { group: 'security.istio.io', version: 'v1', kind: 'RequestAuthentication', plural: 'requestauthentications', namespaced: true, shortNames: ['ra'], categories: [...ISTIO, 'security-istio-io'], subresources: ['status'], strategy: customResourceStrategy },
+  { group: 'networking.istio.io', version: 'v1', kind: 'ServiceEntry', plural: 'serviceentries', namespaced: true, shortNames: ['se'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'], strategy: customResourceStrategy },
+  { group: 'networking.istio.io', version: 'v1', kind: 'WorkloadEntry', plural: 'workloadentries', namespaced: true, shortNames: ['we'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'], strategy: customResourceStrategy },
+  { group: 'networking.istio.io', version: 'v1', kind: 'Gateway', plural: 'gateways', namespaced: true, shortNames: ['gw'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'], strategy: customResourceStrategy },
+  { group: 'networking.istio.io', version: 'v1', kind: 'VirtualService', plural: 'virtualservices', namespaced: true, shortNames: ['vs'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'], strategy: customResourceStrategy },
+  { group: 'networking.istio.io', version: 'v1', kind: 'DestinationRule', plural: 'destinationrules', namespaced: true, shortNames: ['dr'], categories: [...ISTIO, 'networking-istio-io'], subresources: ['status'], strategy: customResourceStrategy },
+  { group: 'gateway.networking.k8s.io', version: 'v1', kind: 'Gateway', plural: 'gateways', namespaced: true, shortNames: ['gtw'], categories: ['gateway-api'], subresources: ['status'], strategy: customResourceStrategy },
+  { group: 'gateway.networking.k8s.io', version: 'v1', kind: 'HTTPRoute', plural: 'httproutes', namespaced: true, categories: ['gateway-api'], subresources: ['status'], strategy: customResourceStrategy },
   { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenReview', plural: 'tokenreviews', namespaced: false, review: true },
   { group: 'authorization.k8s.io', version: 'v1', kind: 'SubjectAccessReview', plural: 'subjectaccessreviews', namespaced: false, review: true },
 ];
