@@ -159,3 +159,13 @@ test('immutable fields compare by value: a selector with its keys in another ord
   assert.deepEqual(immutable('spec.selector', { matchLabels: { a: '1', b: '2' } }, { matchLabels: { b: '2', a: '1' } }), []);
   assert.equal(immutable('spec.selector', { matchLabels: { a: '1' } }, { matchLabels: { a: '2' } }).length, 1);
 });
+
+test('a body without metadata is reported, not a crash', () => {
+  const bare = { apiVersion: 'v1', kind: 'Pod' } as unknown as KubeObject;
+  assert.deepEqual(
+    validateObjectMeta(POD, bare).map((c) => c.field),
+    ['metadata.name', 'metadata.namespace'],
+  );
+  ensureRequestNamespace(POD, bare, 'default');
+  assert.equal(bare.metadata.namespace, 'default');
+});
