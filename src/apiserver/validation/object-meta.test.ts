@@ -4,7 +4,7 @@ import { ApiError, invalid as invalidObject } from '../api-error.js';
 import { findKind } from '../kinds.js';
 import type { KindInfo } from '../kinds.js';
 import type { KubeObject, ObjectMeta } from '../kube-object.js';
-import { ensureRequestNamespace, immutable, validateObjectMeta, validateObjectMetaUpdate } from './object-meta.js';
+import { ensureRequestNamespace, generatedName, immutable, validateObjectMeta, validateObjectMetaUpdate } from './object-meta.js';
 
 function kind(group: string, plural: string): KindInfo {
   return findKind(group, 'v1', plural)!;
@@ -168,4 +168,9 @@ test('a body without metadata is reported, not a crash', () => {
   );
   ensureRequestNamespace(POD, bare, 'default');
   assert.equal(bare.metadata.namespace, 'default');
+});
+
+test('generateName: the base cut to 58 characters and 5 characters of the suffix alphabet', () => {
+  assert.match(generatedName('web-'), /^web-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+  assert.equal(generatedName('a'.repeat(80)).length, 63);
 });

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { StatusCause } from '../api-error.js';
 import { ApiError } from '../api-error.js';
@@ -66,6 +67,19 @@ export function ensureRequestNamespace(kind: KindInfo, obj: KubeObject, urlNames
     return;
   }
   throw new ApiError('BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+}
+
+/** Generated names end in 5 random characters and stay within a 63-character label (`names.SimpleNameGenerator`). */
+const GENERATED_SUFFIX_LENGTH = 5;
+const MAX_GENERATED_BASE_LENGTH = 63 - GENERATED_SUFFIX_LENGTH;
+/** The alphabet of generated suffixes: no vowels nor look-alike digits, so no words (apimachinery `util/rand`). */
+const SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+
+/** A name for `generateName`: the base, cut to 58 characters, and a random 5-character suffix. */
+export function generatedName(base: string): string {
+  let suffix = '';
+  for (let i = 0; i < GENERATED_SUFFIX_LENGTH; i++) suffix += SUFFIX_ALPHABET.charAt(randomInt(SUFFIX_ALPHABET.length));
+  return `${base.slice(0, MAX_GENERATED_BASE_LENGTH)}${suffix}`;
 }
 
 /** Metadata checks on create. Expects `generateName` to have been turned into `name` already. */
