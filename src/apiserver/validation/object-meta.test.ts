@@ -4,7 +4,7 @@ import { ApiError, invalid as invalidObject } from '../api-error.js';
 import { findKind } from '../kinds.js';
 import type { KindInfo } from '../kinds.js';
 import type { KubeObject, ObjectMeta } from '../kube-object.js';
-import { ensureRequestNamespace, immutable, validateObjectMeta, validateObjectMetaUpdate } from './object-meta.js';
+import { ensureRequestNamespace, generatedName, immutable, validateObjectMeta, validateObjectMetaUpdate } from './object-meta.js';
 
 function kind(group: string, plural: string): KindInfo {
   return findKind(group, 'v1', plural)!;
@@ -158,4 +158,19 @@ test('request namespace: fills an empty one, clears it on cluster-scoped kinds, 
 test('immutable fields compare by value: a selector with its keys in another order is the same selector', () => {
   assert.deepEqual(immutable('spec.selector', { matchLabels: { a: '1', b: '2' } }, { matchLabels: { b: '2', a: '1' } }), []);
   assert.equal(immutable('spec.selector', { matchLabels: { a: '1' } }, { matchLabels: { a: '2' } }).length, 1);
+});
+
+test('a body without metadata is reported, not a crash', () => {
+  const bare = { apiVersion: 'v1', kind: 'Pod' } as unknown as KubeObject;
+  assert.deepEqual(
+    validateObjectMeta(POD, bare).map((c) => c.field),
+    ['metadata.name', 'metadata.namespace'],
+  );
+  ensureRequestNamespace(POD, bare, 'default');
+  assert.equal(bare.metadata.namespace, 'default');
+});
+
+test('generateName: the base cut to 58 characters and 5 characters of the suffix alphabet', () => {
+  assert.match(generatedName('web-'), /^web-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+  assert.equal(generatedName('a'.repeat(80)).length, 63);
 });

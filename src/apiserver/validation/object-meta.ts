@@ -1,8 +1,9 @@
+import { randomInt } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { StatusCause } from '../api-error.js';
 import { ApiError } from '../api-error.js';
 import type { KindInfo } from '../kinds.js';
-import type { KubeObject } from '../kube-object.js';
+import type { KubeObject, ObjectMeta } from '../kube-object.js';
 import { FIELD_IMMUTABLE, child, forbidden, goStringSlice, index, invalid, jsonValue, required, tooLong } from './field-errors.js';
 import type { BadValue } from './field-errors.js';
 import { NameRule, isDns1123Subdomain, isLabelValue, isQualifiedName, nameIsDns1035Label, nameIsDnsLabel, nameIsDnsSubdomain } from './formats.js';
@@ -14,9 +15,12 @@ import { asArray, asNumber, asObject, asString } from './json-fields.js';
  * `pkg/apis/core/validation/validation.go` and `pkg/api/validation/generic.go`, and the request-namespace rule of
  * k8s.io/apiserver `pkg/registry/rest/create.go` (`EnsureObjectNamespaceMatchesRequestNamespace`).
  *
- * The HTTP layer calls {@link ensureRequestNamespace} and {@link validateObjectMeta} on create, and
- * {@link ensureRequestNamespace} and {@link validateObjectMetaUpdate} on update, next to the kind's strategy.
- * Values that would not decode into Go types (a label value `true`) are reported before this, by `decode.ts`.
+ * Order of a write, as k8s.io/apiserver's `rest.BeforeCreate`/`BeforeUpdate` run it: `decodeError` (values that
+ * would not decode into Go types, such as a label value `true`, are a 400), {@link ensureRequestNamespace}
+ * (which also gives a body without `metadata` an empty one), the strategy's `prepareForCreate` or
+ * `prepareForUpdate`, name generation, then {@link validateObjectMeta} with `validate` on create, or
+ * {@link validateObjectMetaUpdate} with `validateUpdate` on update (which includes the create checks of the new
+ * object); a non-empty list is `invalid(...)`, a 422.
  */
 
 /** Annotations may total 256 KiB, keys and values together (`TotalAnnotationSizeLimitB`). */
@@ -51,7 +55,8 @@ export function nameRuleOf(kind: KindInfo): NameRule | undefined {
  */
 export function ensureRequestNamespace(kind: KindInfo, obj: KubeObject, urlNamespace: string | undefined): void {
   const expected = kind.namespaced ? (urlNamespace ?? '') : '';
-  const actual = obj.metadata.namespace ?? '';
+  obj.metadata = metaOf(obj);
+  const actual = asString(obj.metadata.namespace) ?? '';
   if (actual === expected) return;
   if (actual === '') {
     obj.metadata.namespace = expected;
@@ -64,10 +69,23 @@ export function ensureRequestNamespace(kind: KindInfo, obj: KubeObject, urlNames
   throw new ApiError('BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
 }
 
+/** Generated names end in 5 random characters and stay within a 63-character label (`names.SimpleNameGenerator`). */
+const GENERATED_SUFFIX_LENGTH = 5;
+const MAX_GENERATED_BASE_LENGTH = 63 - GENERATED_SUFFIX_LENGTH;
+/** The alphabet of generated suffixes: no vowels nor look-alike digits, so no words (apimachinery `util/rand`). */
+const SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+
+/** A name for `generateName`: the base, cut to 58 characters, and a random 5-character suffix. */
+export function generatedName(base: string): string {
+  let suffix = '';
+  for (let i = 0; i < GENERATED_SUFFIX_LENGTH; i++) suffix += SUFFIX_ALPHABET.charAt(randomInt(SUFFIX_ALPHABET.length));
+  return `${base.slice(0, MAX_GENERATED_BASE_LENGTH)}${suffix}`;
+}
+
 /** Metadata checks on create. Expects `generateName` to have been turned into `name` already. */
 export function validateObjectMeta(kind: KindInfo, obj: KubeObject): StatusCause[] {
   if (kind.review) return [];
-  const meta = obj.metadata;
+  const meta = metaOf(obj);
   const rule = nameRuleOf(kind);
   const errs: StatusCause[] = [];
   const generateName = asString(meta.generateName) ?? '';
@@ -94,8 +112,8 @@ export function validateObjectMeta(kind: KindInfo, obj: KubeObject): StatusCause
 /** Metadata checks on update: identity fields are immutable, and the new labels and so on are checked again. */
 export function validateObjectMetaUpdate(kind: KindInfo, obj: KubeObject, old: KubeObject): StatusCause[] {
   if (kind.review) return [];
-  const now = obj.metadata;
-  const before = old.metadata;
+  const now = metaOf(obj);
+  const before = metaOf(old);
   const errs: StatusCause[] = [];
   if (before.deletionTimestamp !== undefined) {
     const oldFinalizers = new Set(stringsOf(before.finalizers));
@@ -135,12 +153,17 @@ function goTime(v: unknown, absent: BadValue = { go: '0001-01-01 00:00:00 +0000 
   return { go: `${d.toISOString().slice(0, 19).replace('T', ' ')} +0000 UTC` };
 }
 
+/** The object's metadata, or none for a body that has no `metadata` object (its fields are then missing). */
+function metaOf(obj: KubeObject): ObjectMeta {
+  return (asObject(obj.metadata) ?? {});
+}
+
 function stringsOf(v: unknown): string[] {
   return (asArray(v) ?? []).filter((x): x is string => typeof x === 'string');
 }
 
 function validateMetaCommon(kind: KindInfo, obj: KubeObject): StatusCause[] {
-  const meta = obj.metadata;
+  const meta = metaOf(obj);
   return [
     ...validateLabels(asObject(meta.labels), 'metadata.labels'),
     ...validateAnnotations(asObject(meta.annotations), 'metadata.annotations'),
