@@ -1,7 +1,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http2, { type ServerHttp2Session } from 'node:http2';
-import type net from 'node:net';
+import net from 'node:net';
+import { once } from 'node:events';
 import { spawnZtunnel, type ZtunnelProcess } from '../src/demo/ztunnel-process.js';
 import { freeControlPorts } from './helpers/free-port.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
@@ -10,10 +11,13 @@ import { meshFixture, waitFor, type MeshFixture } from './helpers/mesh-fixture.j
 
 const CLIENT_IP = '127.70.2.10';
 const PEER_IP = '127.70.2.20';
+/** A second address of the peer, reached through a TCP relay the test can freeze. */
+const FROZEN_IP = '127.70.0.20';
 const MESH = `
 workloads:
 - {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [${CLIENT_IP}], protocol: HBONE, node: n1}
 - {uid: p, name: peer, namespace: b, serviceAccount: peer, workloadIps: [${PEER_IP}], protocol: HBONE, node: elsewhere}
+- {uid: f, name: frozen, namespace: b, serviceAccount: peer, workloadIps: [${FROZEN_IP}], protocol: HBONE, node: elsewhere}
 `;
 
 let fx: MeshFixture;
@@ -22,6 +26,23 @@ let peer: http2.Http2SecureServer;
 /** The HBONE peer's live connections: its HTTP/2 sessions and their TCP sockets, newest last. */
 const sessions: ServerHttp2Session[] = [];
 const sockets: net.Socket[] = [];
+/**
+ * Relays FROZEN_IP:15008 to the peer. Frozen, it stops moving bytes either way and keeps both TCP connections open:
+ * the peer is still there as far as TCP can tell, but answers nothing, PINGs included (a partition, a hung node).
+ */
+let frozen = false;
+const relayed: net.Socket[] = [];
+const relay = net.createServer((a) => {
+  const b = net.connect(15008, PEER_IP);
+  for (const [from, to] of [[a, b], [b, a]] as const) {
+    relayed.push(from);
+    from.on('error', () => to.destroy());
+    from.on('data', (d: Buffer) => {
+      if (!frozen) to.write(d);
+    });
+    from.on('end', () => to.end());
+  }
+});
 
 before(async () => {
   fx = await meshFixture();
@@ -40,6 +61,8 @@ before(async () => {
     stream.on('data', (d: Buffer) => stream.write(d));
   });
   await new Promise<void>((r) => peer.listen(15008, PEER_IP, r));
+  relay.listen(15008, FROZEN_IP);
+  await once(relay, 'listening');
   zt = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.70.2.1', controlPorts: await freeControlPorts('127.70.2.1'), env: { UNSTABLE_ENABLE_SOCKS5: 'true', LOG_FORMAT: 'json' } });
   await zt.waitReady();
 });
@@ -47,12 +70,14 @@ before(async () => {
 after(async () => {
   await zt.stop();
   peer.close();
+  relay.close();
+  for (const s of relayed) s.destroy();
   await fx.cleanup();
 });
 
 /** An app connection through ztunnel to the peer, with one round trip done so its HBONE stream is live. */
-async function liveAppConnection(): Promise<net.Socket> {
-  const s = await socks5Connect(CLIENT_IP, 15080, PEER_IP, 8080, CLIENT_IP);
+async function liveAppConnection(dst = PEER_IP): Promise<net.Socket> {
+  const s = await socks5Connect(CLIENT_IP, 15080, dst, 8080, CLIENT_IP);
   s.resume();
   let got = '';
   s.on('data', (d: Buffer) => (got += d.toString()));
@@ -69,10 +94,10 @@ function ending(s: net.Socket): Promise<string> {
   });
 }
 
-async function failedCount(): Promise<number> {
+async function failedCount(dst = PEER_IP): Promise<number> {
   const text = await (await fetch(`http://${zt.metrics}/metrics`)).text();
   return text.split('\n')
-    .filter((l) => l.startsWith('istio_tcp_connections_failed_total{') && l.includes('reporter="source"') && l.includes('response_flags="CONNECT"'))
+    .filter((l) => l.startsWith('istio_tcp_connections_failed_total{') && l.includes('reporter="source"') && l.includes('response_flags="CONNECT"') && l.includes(`destination_workload="${dst === PEER_IP ? 'peer' : 'frozen'}"`))
     .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
 
@@ -109,4 +134,23 @@ test('a peer that never answers the HBONE CONNECT does not hold the app: the SOC
   // The peer answers every CONNECT except those for port 8081.
   await assert.rejects(socks5Connect(CLIENT_IP, 15080, PEER_IP, 8081, CLIENT_IP), /SOCKS5 connect to .* failed/);
   assert.match(zt.output(), /ZT_ERR_HBONE_CONNECT_TIMEOUT: no response to the HBONE CONNECT/);
+});
+
+test('an HBONE connection whose peer stops answering PINGs is torn down by the keepalive: its app connections are reset and logged failed with the reason', async () => {
+  const before = await failedCount(FROZEN_IP);
+  // Two app connections pooled on one HBONE connection to the peer.
+  const apps = [await liveAppConnection(FROZEN_IP), await liveAppConnection(FROZEN_IP)];
+  const srcs = apps.map((app) => `${app.localAddress ?? ''}:${app.localPort ?? ''}`);
+  const endings = apps.map(ending);
+  frozen = true;
+  // ztunnel PINGs every 10s and gives up 20s after an unanswered PING (ztunnel src/proxy/h2.rs): 30s at most.
+  const deadline = new Promise<never>((_r, reject) => setTimeout(() => reject(new Error('no keepalive teardown within 45s')), 45_000).unref());
+  assert.deepEqual(await Promise.race([Promise.all(endings), deadline]), ['reset', 'reset']);
+  for (const src of srcs) {
+    const entry = await completion(src);
+    assert.equal(entry['level'], 'error');
+    assert.match(String(entry['error']), /ZT_ERR_HBONE_CONNECTION_LOST.*no PING acknowledgement within 20s/);
+  }
+  await waitFor('failed metric', async () => (await failedCount(FROZEN_IP)) === before + 2);
+  assert.match(zt.output(), /HBONE connection is dead; closing it/);
 });

@@ -11,6 +11,15 @@ import type { GrpcLimits } from './grpc-server.js';
 const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
   /** Room for two connections (xDS, CA) from each of 1000 ztunnels; more are closed at accept. */
   maxConnections: 2048,
+  /**
+   * One node's ztunnel holds an xDS connection and a CA connection (each of its gRPC clients pools one HTTP/2
+   * connection, ztunnel src/tls/control.rs), briefly one per concurrent CSR (MAX_CONCURRENT_CSRS, 8) while the
+   * first is set up, and twice that while it restarts; 64 leaves room for that several times over (agents sharing
+   * the node's IP), while no single source can hold more than 1/32 of maxConnections.
+   */
+  maxConnectionsPerSource: 64,
+  /** A flood of refused connections costs one log line per 10 s (with how many, from whom), not one per connection. */
+  refusedLogIntervalMs: 10_000,
   /** A ClientHello and the client's Finished take a round trip or two; Node's default would hold a silent socket 120 s. */
   handshakeTimeoutMs: 10_000,
   /** Nothing legitimate holds a connection with no call: ztunnel keeps its xDS stream open and reconnects for CSRs. */

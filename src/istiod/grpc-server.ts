@@ -4,7 +4,9 @@
  * closes only half-closes the socket (Node's http2 waits for the peer's FIN, which a hostile peer never sends). So
  * the port is a `net.Server` of ours with `maxConnections`; each socket gets its TLS here, with a handshake
  * deadline and a bounded wait for the peer's FIN once the session is over, and the decrypted stream is handed to
- * grpc-js through its connection injector (HTTP/2 over an already-secure stream).
+ * grpc-js through its connection injector (HTTP/2 over an already-secure stream). Connections are also capped per
+ * source IP, so one peer cannot starve the others of the global cap; refusals are logged at most once an interval
+ * (ConnectionDropLog), so a flood cannot flood the log.
  */
 import net from 'node:net';
 import tls from 'node:tls';
@@ -12,10 +14,15 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { MeshError } from '../lib/errors.js';
 import type { ListenAddress } from '../lib/address.js';
+import { ConnectionDropLog } from './connection-drop-log.js';
 
 export interface GrpcLimits {
   /** Concurrent TCP connections; more are closed at accept. */
   readonly maxConnections: number;
+  /** Concurrent TCP connections from one source IP; more from it are closed at accept, so one peer cannot take them all. */
+  readonly maxConnectionsPerSource: number;
+  /** Refused connections are logged together, one line per this interval at most. */
+  readonly refusedLogIntervalMs: number;
   /** A connection must finish its TLS handshake within this. */
   readonly handshakeTimeoutMs: number;
   /** A connection with no open call for this long is closed (GOAWAY). */
@@ -55,13 +62,28 @@ export async function startGrpcServer(
     injector.injectConnection(secure);
   });
   const sockets = new Set<net.Socket>();
+  const perSource = new Map<string, number>();
+  const drops = new ConnectionDropLog(log, { maxConnections: o.limits.maxConnections, maxConnectionsPerSource: o.limits.maxConnectionsPerSource }, o.limits.refusedLogIntervalMs);
   const listener = net.createServer((socket) => {
+    const source = socket.remoteAddress ?? '?';
+    const n = perSource.get(source) ?? 0;
+    if (n >= o.limits.maxConnectionsPerSource) {
+      drops.record(source, 'per source');
+      socket.destroy();
+      return;
+    }
+    perSource.set(source, n + 1);
     sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    socket.once('close', () => {
+      sockets.delete(socket);
+      const left = (perSource.get(source) ?? 1) - 1;
+      if (left === 0) perSource.delete(source);
+      else perSource.set(source, left);
+    });
     tlsServer.emit('connection', socket);
   });
   listener.maxConnections = o.limits.maxConnections;
-  listener.on('drop', (d?: { remoteAddress?: string }) => log.warn({ peer: d?.remoteAddress, maxConnections: o.limits.maxConnections }, 'connection refused: too many connections'));
+  listener.on('drop', (d?: { remoteAddress?: string }) => drops.record(d?.remoteAddress ?? '?', 'global'));
   await new Promise<void>((resolve, reject) => {
     listener.once('error', (e) => reject(new MeshError('AMESH_ERR_CONFIG', `cannot listen for gRPC on ${o.address.host}:${o.address.port}: ${e.message}`)));
     listener.listen(o.address.port, o.address.host, resolve);
@@ -70,6 +92,7 @@ export async function startGrpcServer(
   return {
     port: addr.port,
     stop: () => {
+      drops.stop();
       listener.close();
       server.forceShutdown();
       injector.destroy();
