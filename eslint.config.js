@@ -16,6 +16,9 @@ export default tseslint.config(
       '@typescript-eslint/no-confusing-void-expression': 'off',
       '@typescript-eslint/no-unnecessary-type-parameters': 'off',
       '@typescript-eslint/no-extraneous-class': 'off',
+      // @kubernetes/client-node's models (V1Pod, V1ObjectMeta, ...) are classes with no behaviour; its API takes
+      // and documents plain object literals, and its own deserializer returns plain objects too.
+      '@typescript-eslint/no-unsafe-class-instance-assignment': 'off',
     },
   },
   {

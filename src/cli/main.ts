@@ -7,6 +7,7 @@ import { echoCommand } from './echo.js';
 import { xCommand } from './x.js';
 import { demoCommand } from './demo.js';
 import { istiodCommand } from './istiod.js';
+import { apiserverCommand } from './apiserver.js';
 
 const program = new Command('amesh')
   .description("amesh: Istio's ambient mode in TypeScript")
@@ -20,6 +21,7 @@ program
   });
 program.addCommand(ztunnelCommand());
 program.addCommand(istiodCommand());
+program.addCommand(apiserverCommand());
 program.addCommand(echoCommand());
 program.addCommand(demoCommand());
 program.addCommand(xCommand());

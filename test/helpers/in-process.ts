@@ -5,6 +5,8 @@ import { Ztunnel } from '../../src/ztunnel/ztunnel.js';
 import { loadIstiodConfig } from '../../src/istiod/config.js';
 import { Istiod } from '../../src/istiod/istiod.js';
 import type { GrpcLimits } from '../../src/istiod/grpc-server.js';
+import { loadApiServerConfig } from '../../src/apiserver/config.js';
+import { ApiServer } from '../../src/apiserver/api-server.js';
 
 /**
  * A ztunnel in this process (real sockets), with control servers on ephemeral ports and logs discarded. SOCKS5 is
@@ -35,12 +37,25 @@ export async function startIstiod(configDir: string, stateDir: string, o: { caDi
   const host = o.host ?? '127.0.0.1';
   const loaded = loadIstiodConfig({ configDir, stateDir, caDir: o.caDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0` }, {});
   const cfg = { ...loaded, grpcLimits: { ...loaded.grpcLimits, ...o.grpcLimits } };
-  const log = o.log;
+  return Istiod.start(cfg, jsonLogsTo(o.log, 'istiod'));
+}
+
+/** JSON log lines (info and up) of `component` sent to `log`, or nothing logged when there is no `log`. */
+function jsonLogsTo(log: ((line: string) => void) | undefined, component: string): LogControl {
   const out = new Writable({
     write: (c: Buffer, _e, cb) => {
       log?.(c.toString());
       cb();
     },
   });
-  return Istiod.start(cfg, new LogControl({ format: 'json', level: log === undefined ? 'silent' : 'info', component: 'istiod', out }));
+  return new LogControl({ format: 'json', level: log === undefined ? 'silent' : 'info', component, out });
+}
+
+/**
+ * An embedded API server in this process (on a kernel-chosen loopback port unless `listen` names one), its data
+ * (store, credentials, the admin kubeconfig) in `dataDir`, logs discarded unless `log` takes them.
+ */
+export async function startApiServer(dataDir: string, o: { log?: (line: string) => void; listen?: string; eventHistory?: number } = {}): Promise<ApiServer> {
+  const cfg = loadApiServerConfig({ dataDir, listen: o.listen ?? '127.0.0.1:0', eventHistory: o.eventHistory === undefined ? undefined : String(o.eventHistory) }, {});
+  return ApiServer.start(cfg, jsonLogsTo(o.log, 'apiserver'));
 }

@@ -1,0 +1,170 @@
+/**
+ * The two controllers Kubernetes runs beside its API server that this one must have to keep its semantics:
+ * the garbage collector (k8s.io/kubernetes pkg/controller/garbagecollector), which deletes objects whose
+ * `ownerReferences` all point at deleted owners, and the namespace controller (pkg/controller/namespace), which
+ * empties a Namespace being deleted and then removes it. Both follow the store's own event stream, so they see
+ * every delete, however it was made, and resume correctly after a restart from a full scan.
+ */
+import type { Logger } from '../lib/log.js';
+import { ApiError } from './api-error.js';
+import { KINDS, findKind, kindOfObject, type KindInfo } from './kinds.js';
+import type { KubeObject } from './kube-object.js';
+import type { Registry } from './registry.js';
+import type { Storage, StorageEvent } from './storage.js';
+
+const NAMESPACES = findKind('', 'v1', 'namespaces') as KindInfo;
+const NAMESPACE_FINALIZER = 'kubernetes';
+
+interface Ref {
+  readonly kind: KindInfo;
+  readonly namespace: string | undefined;
+  readonly name: string;
+}
+
+export class GarbageCollector {
+  /** owner uid → dependents that name it. */
+  private readonly dependents = new Map<string, Map<string, Ref>>();
+  /** uids of objects that exist. */
+  private readonly live = new Set<string>();
+  private readonly work: (() => Promise<void>)[] = [];
+  private running = false;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly registry: Registry,
+    private readonly log: Logger,
+  ) {}
+
+  /** Indexes the store, collects what a crash left behind, then follows every change. */
+  start(): void {
+    const { items, revision } = this.storage.list('/registry/');
+    for (const o of items) this.index(o);
+    for (const o of items) {
+      if (this.orphaned(o)) this.enqueueDelete(o);
+      if (kindOfObject(o.apiVersion, o.kind) === NAMESPACES && o.metadata.deletionTimestamp !== undefined) this.enqueueNamespace(o.metadata.name ?? '');
+    }
+    this.unsubscribe = this.storage.watch('/registry/', revision, (e) => this.onEvent(e));
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+    this.work.length = 0;
+  }
+
+  /** Strips the owner reference to `ownerUid` from each dependent (propagationPolicy Orphan). */
+  async orphan(ownerUid: string): Promise<void> {
+    const deps = [...(this.dependents.get(ownerUid)?.values() ?? [])];
+    for (const d of deps) {
+      await this.registry
+        .mutate(d.kind, d.namespace, d.name, (o) => {
+          o.metadata.ownerReferences = (o.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
+          if (o.metadata.ownerReferences.length === 0) delete o.metadata.ownerReferences;
+        })
+        .catch((e: unknown) => this.ignoreGone(e));
+    }
+  }
+
+  private onEvent(e: StorageEvent): void {
+    if (e.prevObject !== undefined) this.unindex(e.prevObject);
+    if (e.type === 'DELETED') {
+      const uid = e.object.metadata.uid;
+      this.unindex(e.object);
+      if (uid !== undefined) for (const d of this.dependents.get(uid)?.values() ?? []) this.enqueueCheck(d);
+      return;
+    }
+    this.index(e.object);
+    if (this.orphaned(e.object)) this.enqueueDelete(e.object);
+    if (kindOfObject(e.object.apiVersion, e.object.kind) === NAMESPACES && e.object.metadata.deletionTimestamp !== undefined) this.enqueueNamespace(e.object.metadata.name ?? '');
+  }
+
+  private index(o: KubeObject): void {
+    const uid = o.metadata.uid;
+    if (uid !== undefined) this.live.add(uid);
+    const ref = this.refOf(o);
+    if (ref === undefined) return;
+    for (const r of o.metadata.ownerReferences ?? []) {
+      const m = this.dependents.get(r.uid) ?? new Map<string, Ref>();
+      m.set(uid ?? '', ref);
+      this.dependents.set(r.uid, m);
+    }
+  }
+
+  private unindex(o: KubeObject): void {
+    const uid = o.metadata.uid ?? '';
+    this.live.delete(uid);
+    for (const r of o.metadata.ownerReferences ?? []) {
+      const m = this.dependents.get(r.uid);
+      m?.delete(uid);
+      if (m?.size === 0) this.dependents.delete(r.uid);
+    }
+  }
+
+  private refOf(o: KubeObject): Ref | undefined {
+    const kind = kindOfObject(o.apiVersion, o.kind);
+    return kind === undefined ? undefined : { kind, namespace: kind.namespaced ? o.metadata.namespace : undefined, name: o.metadata.name ?? '' };
+  }
+
+  /** An object is garbage when it has owners and none of them exists any more. */
+  private orphaned(o: KubeObject): boolean {
+    const owners = o.metadata.ownerReferences ?? [];
+    return owners.length > 0 && owners.every((r) => !this.live.has(r.uid));
+  }
+
+  private enqueueCheck(d: Ref): void {
+    this.enqueue(async () => {
+      const o = this.registry.find(d.kind, d.namespace, d.name);
+      if (o !== undefined && this.orphaned(o)) await this.deleteQuietly(d.kind, o);
+    });
+  }
+
+  private enqueueDelete(o: KubeObject): void {
+    const ref = this.refOf(o);
+    if (ref === undefined) return;
+    this.enqueueCheck(ref);
+  }
+
+  /** Deletes everything in the namespace, then lifts its `kubernetes` finalizer so the delete completes. */
+  private enqueueNamespace(name: string): void {
+    this.enqueue(async () => {
+      for (const k of KINDS) {
+        if (!k.namespaced || k.review) continue;
+        for (const o of this.registry.list(k, name).items) await this.deleteQuietly(k, o);
+      }
+      const ns = this.registry.find(NAMESPACES, undefined, name);
+      if (ns === undefined) return;
+      await this.registry
+        .mutate(
+          NAMESPACES,
+          undefined,
+          name,
+          (o) => {
+            const spec = (o.spec ?? {}) as { finalizers?: string[] };
+            spec.finalizers = (spec.finalizers ?? []).filter((f) => f !== NAMESPACE_FINALIZER);
+            o.spec = spec;
+          },
+          'finalize',
+        )
+        .catch((e: unknown) => this.ignoreGone(e));
+    });
+  }
+
+  private async deleteQuietly(k: KindInfo, o: KubeObject): Promise<void> {
+    await this.registry.delete(k, o.metadata.namespace, o.metadata.name ?? '', { preconditions: { uid: o.metadata.uid } }).catch((e: unknown) => this.ignoreGone(e));
+  }
+
+  private ignoreGone(e: unknown): void {
+    if (e instanceof ApiError && (e.reason === 'NotFound' || e.reason === 'Conflict')) return;
+    this.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'garbage collection step failed');
+  }
+
+  private enqueue(step: () => Promise<void>): void {
+    this.work.push(step);
+    if (this.running) return;
+    this.running = true;
+    void (async () => {
+      for (let s = this.work.shift(); s !== undefined; s = this.work.shift()) await s().catch((e: unknown) => this.ignoreGone(e));
+      this.running = false;
+    })();
+  }
+}

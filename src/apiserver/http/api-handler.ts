@@ -1,0 +1,83 @@
+/**
+ * The request pipeline of k8s.io/apiserver pkg/server/config.go's DefaultBuildHandlerChain, reduced to what
+ * this server needs: authenticate (bearer tokens only: no token or a bad one is 401), authorize (403 with
+ * Kubernetes' wording), then route to discovery, OpenAPI, health and version endpoints or to a resource. Any
+ * failure becomes a `Status`; nothing a client sends can throw past this function.
+ */
+import type http from 'node:http';
+import type { Logger } from '../../lib/log.js';
+import { ApiError } from '../api-error.js';
+import type { Registry } from '../registry.js';
+import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
+import type { OpenApiDocuments } from './openapi.js';
+import { requestInfo, type RequestInfo } from './request-info.js';
+import { handleResource, resolveKind, type ComputedResources } from './resource-handler.js';
+import type { UserInfo } from '../auth/user-info.js';
+import { sendError, sendJson, sendText } from './respond.js';
+
+export interface ApiHandlerDeps {
+  readonly registry: Registry;
+  readonly computed: ComputedResources;
+  readonly openapi: OpenApiDocuments;
+  readonly version: unknown;
+  readonly serverAddress: () => string;
+  readonly ready: () => boolean;
+  readonly authenticate: (authorization: string | undefined) => Promise<UserInfo | undefined>;
+  /** Throws the 403 ApiError when `user` may not make the request. */
+  readonly authorize: (user: UserInfo, info: RequestInfo) => void;
+  readonly log: Logger;
+}
+
+export function apiHandler(d: ApiHandlerDeps): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+  return (req, res) => {
+    const started = process.hrtime.bigint();
+    serve(d, req, res)
+      .catch((e: unknown) => {
+        if (e instanceof ApiError) {
+          sendError(res, e);
+          return;
+        }
+        d.log.error({ method: req.method, path: req.url, err: e instanceof Error ? e.stack : String(e) }, 'request failed');
+        sendError(res, new ApiError('InternalError', 'an error on the server has prevented the request from succeeding'));
+      })
+      .finally(() => {
+        d.log.debug({ method: req.method, path: req.url, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'request');
+      });
+  };
+}
+
+async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'https://apiserver');
+  const user = await d.authenticate(req.headers.authorization);
+  if (user === undefined) throw new ApiError('Unauthorized', 'Unauthorized');
+  const info = requestInfo(req.method ?? 'GET', url);
+  if (info.resource) resolveKind(info);
+  d.authorize(user, info);
+  if (info.resource) {
+    await handleResource(req, res, url, info, d.registry, d.computed);
+    return;
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
+  const p = url.pathname.replace(/\/+$/, '') || '/';
+  if (p === '/livez' || p === '/healthz') return sendText(res, 200, 'ok');
+  if (p === '/readyz') return d.ready() ? sendText(res, 200, 'ok') : sendText(res, 500, 'readyz check failed');
+  if (p === '/version') return sendJson(res, 200, d.version);
+  if (p === '/api') return sendJson(res, 200, apiVersions(d.serverAddress()));
+  if (p === '/apis') return sendJson(res, 200, apiGroupList());
+  if (p === '/openapi/v3') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(d.openapi.index);
+    return;
+  }
+  if (p.startsWith('/openapi/v3/')) {
+    const doc = d.openapi.document(p.slice('/openapi/v3/'.length));
+    if (doc === undefined) throw new ApiError('NotFound', 'the server could not find the requested resource');
+    res.writeHead(200, { 'content-type': 'application/json', etag: `"${url.searchParams.get('hash') ?? ''}"` });
+    res.end(doc);
+    return;
+  }
+  const parts = p.split('/').filter((s) => s !== '');
+  const doc = parts[0] === 'api' && parts.length === 2 ? apiResourceList('', parts[1] ?? '') : parts[0] === 'apis' && parts.length === 2 ? apiGroupDocument(parts[1] ?? '') : parts[0] === 'apis' && parts.length === 3 ? apiResourceList(parts[1] ?? '', parts[2] ?? '') : undefined;
+  if (doc === undefined) throw new ApiError('NotFound', 'the server could not find the requested resource');
+  sendJson(res, 200, doc);
+}

@@ -1,0 +1,70 @@
+/**
+ * Discovery documents, as k8s.io/apiserver pkg/endpoints/discovery serves them: `/api` (APIVersions), `/apis`
+ * (APIGroupList), and one APIResourceList per group version, all derived from the kinds table. kubectl and
+ * client libraries resolve kinds, plurals, short names and verbs from these.
+ */
+import { KINDS, type KindInfo } from '../kinds.js';
+
+const READ_WRITE_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+function groupVersion(k: KindInfo): string {
+  return k.group === '' ? k.version : `${k.group}/${k.version}`;
+}
+
+export function apiVersions(serverAddress: string): unknown {
+  return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
+}
+
+/** Every named group with its versions, in the order the kinds table lists them. */
+export function apiGroupList(): unknown {
+  const groups = new Map<string, Set<string>>();
+  for (const k of KINDS) {
+    if (k.group === '') continue;
+    const vs = groups.get(k.group) ?? new Set<string>();
+    vs.add(k.version);
+    groups.set(k.group, vs);
+  }
+  return {
+    kind: 'APIGroupList',
+    apiVersion: 'v1',
+    groups: [...groups].map(([name, versions]) => apiGroup(name, [...versions])),
+  };
+}
+
+function apiGroup(name: string, versions: string[]): unknown {
+  const vs = versions.map((v) => ({ groupVersion: `${name}/${v}`, version: v }));
+  return { name, versions: vs, preferredVersion: vs[0] };
+}
+
+/** `/apis/<group>`: one group, or undefined when not served. */
+export function apiGroupDocument(group: string): unknown {
+  const versions = [...new Set(KINDS.filter((k) => k.group === group).map((k) => k.version))];
+  if (versions.length === 0) return undefined;
+  return { kind: 'APIGroup', apiVersion: 'v1', ...(apiGroup(group, versions) as object) };
+}
+
+/** `/api/v1`, `/apis/<group>/<version>`: the resources of one group version, or undefined when not served. */
+export function apiResourceList(group: string, version: string): unknown {
+  const kinds = KINDS.filter((k) => k.group === group && k.version === version);
+  if (kinds.length === 0) return undefined;
+  const resources: unknown[] = [];
+  for (const k of kinds) {
+    resources.push({
+      name: k.plural,
+      singularName: k.singular,
+      namespaced: k.namespaced,
+      kind: k.kind,
+      verbs: k.review ? ['create'] : READ_WRITE_VERBS,
+      ...(k.shortNames.length > 0 ? { shortNames: k.shortNames } : {}),
+      ...(k.categories.length > 0 ? { categories: k.categories } : {}),
+    });
+    for (const sub of k.subresources) {
+      resources.push(
+        sub === 'status'
+          ? { name: `${k.plural}/status`, singularName: '', namespaced: k.namespaced, kind: k.kind, verbs: ['get', 'patch', 'update'] }
+          : { name: `${k.plural}/token`, singularName: '', namespaced: k.namespaced, group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] },
+      );
+    }
+  }
+  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion(kinds[0] as KindInfo), resources };
+}

@@ -1,0 +1,84 @@
+/**
+ * OpenAPI v3 documents (`/openapi/v3` and one per group version), as kube-openapi serves them, enough for
+ * kubectl: each kind's paths carry `x-kubernetes-group-version-kind` and the `fieldValidation` parameter, from
+ * which kubectl learns that the server validates fields itself (kubectl's QueryParamVerifierV3), and each kind
+ * has a component schema. Schemas are open objects: kubectl takes strategic-merge metadata for built-in kinds
+ * from its own compiled types when a schema names none.
+ */
+import { createHash } from 'node:crypto';
+import { KINDS, apiVersionOf, type KindInfo } from '../kinds.js';
+
+function gvPath(group: string, version: string): string {
+  return group === '' ? `api/${version}` : `apis/${group}/${version}`;
+}
+
+/** The component name kube-openapi uses: `io.k8s.api.core.v1.Pod`, `io.istio.security.v1.AuthorizationPolicy`. */
+function schemaName(k: KindInfo): string {
+  if (k.group === '') return `io.k8s.api.core.${k.version}.${k.kind}`;
+  if (k.group.endsWith('.k8s.io') && !k.group.startsWith('gateway.')) return `io.k8s.api.${k.group.split('.')[0] ?? ''}.${k.version}.${k.kind}`;
+  if (!k.group.includes('.')) return `io.k8s.api.${k.group}.${k.version}.${k.kind}`;
+  return `${k.group.split('.').reverse().join('.')}.${k.version}.${k.kind}`;
+}
+
+const QUERY = (name: string): unknown => ({ name, in: 'query', schema: { type: 'string', uniqueItems: true } });
+const PATH = (name: string): unknown => ({ name, in: 'path', required: true, schema: { type: 'string', uniqueItems: true } });
+
+function documentFor(group: string, version: string): unknown {
+  const kinds = KINDS.filter((k) => k.group === group && k.version === version);
+  const paths: Record<string, unknown> = {};
+  const schemas: Record<string, unknown> = {};
+  for (const k of kinds) {
+    const gvk = [{ group: k.group, version: k.version, kind: k.kind }];
+    const ref = { $ref: `#/components/schemas/${schemaName(k)}` };
+    const body = { content: { 'application/json': { schema: ref } } };
+    const ok = { responses: { '200': { description: 'OK', content: { 'application/json': { schema: ref } } } } };
+    const op = (action: string, extra: object = {}): unknown => ({ 'x-kubernetes-action': action, 'x-kubernetes-group-version-kind': gvk[0], ...ok, ...extra });
+    const writeParams = [QUERY('dryRun'), QUERY('fieldManager'), QUERY('fieldValidation')];
+    const base = `/${gvPath(group, version)}${k.namespaced ? '/namespaces/{namespace}' : ''}/${k.plural}`;
+    const scope = k.namespaced ? [PATH('namespace')] : [];
+    paths[base] = k.review
+      ? { parameters: scope, post: op('post', { requestBody: body, parameters: writeParams }) }
+      : { parameters: scope, get: op('list'), post: op('post', { requestBody: body, parameters: writeParams }) };
+    if (!k.review) {
+      paths[`${base}/{name}`] = {
+        parameters: [PATH('name'), ...scope],
+        get: op('get'),
+        put: op('put', { requestBody: body, parameters: writeParams }),
+        patch: op('patch', { requestBody: { content: { 'application/json-patch+json': { schema: { type: 'object' } }, 'application/merge-patch+json': { schema: { type: 'object' } }, 'application/strategic-merge-patch+json': { schema: { type: 'object' } } } }, parameters: [...writeParams, QUERY('force')] }),
+        delete: op('delete'),
+      };
+      for (const sub of k.subresources) if (sub === 'status') paths[`${base}/{name}/status`] = { parameters: [PATH('name'), ...scope], get: op('get'), put: op('put', { requestBody: body, parameters: writeParams }), patch: op('patch', { parameters: writeParams }) };
+    }
+    schemas[schemaName(k)] = {
+      type: 'object',
+      description: `${k.kind} (${apiVersionOf(k)})`,
+      properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' } },
+      'x-kubernetes-group-version-kind': gvk,
+    };
+  }
+  return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'unversioned' }, paths, components: { schemas } };
+}
+
+/** The `/openapi/v3` index and the documents it points at, built once: they only change with the kinds table. */
+export class OpenApiDocuments {
+  private readonly docs = new Map<string, string>();
+  readonly index: string;
+
+  constructor() {
+    const paths: Record<string, { serverRelativeURL: string }> = {};
+    for (const k of KINDS) {
+      const p = gvPath(k.group, k.version);
+      if (this.docs.has(p)) continue;
+      const text = JSON.stringify(documentFor(k.group, k.version));
+      this.docs.set(p, text);
+      const hash = createHash('sha512').update(text).digest('hex').toUpperCase();
+      paths[p] = { serverRelativeURL: `/openapi/v3/${p}?hash=${hash}` };
+    }
+    this.index = JSON.stringify({ paths });
+  }
+
+  /** The document for `api/v1` or `apis/<group>/<version>`, if served. */
+  document(path: string): string | undefined {
+    return this.docs.get(path);
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * Serves one resource request (k8s.io/apiserver pkg/endpoints/handlers: get.go, create.go, update.go, patch.go,
+ * delete.go, watch.go): decodes the body and query, calls the registry, and encodes the answer as JSON, a
+ * Table for `kubectl get`, a watch stream, or a Status. Review kinds (TokenReview, SubjectAccessReview) and the
+ * serviceaccounts/token subresource are answered by the handlers passed in, never stored.
+ */
+import type http from 'node:http';
+import { ApiError } from '../api-error.js';
+import { findKind, type KindInfo } from '../kinds.js';
+import type { KubeObject } from '../kube-object.js';
+import { PATCH_TYPES, type DeleteOptions, type PatchType, type Registry } from '../registry.js';
+import { queryBool, type ResourceRequest } from './request-info.js';
+import { parseJsonBody, readBody, sendJson } from './respond.js';
+import { toTable, wantsTable, type IncludeObject } from './table.js';
+import { serveWatch } from './watch-stream.js';
+
+/** Requests answered by computation rather than storage. */
+export interface ComputedResources {
+  /** POST serviceaccounts/<name>/token: a TokenRequest with `status.token`. */
+  tokenRequest(namespace: string, serviceAccount: string, body: KubeObject): Promise<KubeObject>;
+  /** POST of a review kind (TokenReview, SubjectAccessReview): the review with its `status`. */
+  review(k: KindInfo, body: KubeObject): Promise<KubeObject>;
+}
+
+const INCLUDE_OBJECT: readonly IncludeObject[] = ['None', 'Metadata', 'Object'];
+
+export function resolveKind(r: ResourceRequest): KindInfo {
+  const k = findKind(r.group, r.version, r.plural);
+  if (k === undefined) throw new ApiError('NotFound', 'the server could not find the requested resource');
+  if (r.subresource !== undefined && !(k.subresources as readonly string[]).includes(r.subresource) && !(k.kind === 'Namespace' && r.subresource === 'finalize')) {
+    throw new ApiError('NotFound', 'the server could not find the requested resource');
+  }
+  if (k.namespaced && r.namespace === undefined && r.verb !== 'list' && r.verb !== 'watch') {
+    throw new ApiError('NotFound', 'the server could not find the requested resource');
+  }
+  if (!k.namespaced && r.namespace !== undefined) throw new ApiError('NotFound', 'the server could not find the requested resource');
+  if (k.review && r.verb !== 'create') throw new ApiError('MethodNotAllowed', `the server does not allow this method on the requested resource`);
+  return k;
+}
+
+function patchTypeOf(contentType: string | undefined): PatchType {
+  const t = (contentType ?? '').split(';')[0]?.trim();
+  for (const [name, media] of Object.entries(PATCH_TYPES)) if (media === t) return name as PatchType;
+  throw new ApiError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`);
+}
+
+function deleteOptions(body: Buffer, url: URL): DeleteOptions {
+  const parsed = body.length > 0 ? parseJsonBody(body, 'application/json') : {};
+  const o = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { preconditions?: { resourceVersion?: string; uid?: string }; propagationPolicy?: string; orphanDependents?: boolean };
+  const policy = url.searchParams.get('propagationPolicy') ?? o.propagationPolicy ?? (o.orphanDependents === true ? 'Orphan' : undefined);
+  return { preconditions: o.preconditions, propagationPolicy: policy };
+}
+
+function selectors(url: URL): { labelSelector: string | undefined; fieldSelector: string | undefined } {
+  return { labelSelector: url.searchParams.get('labelSelector') ?? undefined, fieldSelector: url.searchParams.get('fieldSelector') ?? undefined };
+}
+
+function isDryRun(url: URL): boolean {
+  const d = url.searchParams.getAll('dryRun');
+  for (const v of d) if (v !== 'All') throw new ApiError('BadRequest', `dryRun: Unsupported value: "${v}": supported values: "All"`);
+  return d.length > 0;
+}
+
+export async function handleResource(req: http.IncomingMessage, res: http.ServerResponse, url: URL, r: ResourceRequest, registry: Registry, computed: ComputedResources): Promise<void> {
+  const k = resolveKind(r);
+  const ns = k.namespaced ? r.namespace : undefined;
+  const name = r.name ?? '';
+  const reply = (status: number, o: KubeObject): void => sendJson(res, status, o);
+  switch (r.verb) {
+    case 'get': {
+      const o = registry.get(k, ns, name);
+      if (wantsTable(req.headers.accept)) sendJson(res, 200, toTable(k, [o], o.metadata.resourceVersion ?? '', includeObject(url)), 'application/json;as=Table;v=v1;g=meta.k8s.io');
+      else reply(200, o);
+      return;
+    }
+    case 'list': {
+      const list = registry.list(k, ns, selectors(url));
+      if (wantsTable(req.headers.accept)) sendJson(res, 200, toTable(k, list.items, list.metadata.resourceVersion, includeObject(url)), 'application/json;as=Table;v=v1;g=meta.k8s.io');
+      else sendJson(res, 200, list);
+      return;
+    }
+    case 'watch': {
+      const timeout = url.searchParams.get('timeoutSeconds');
+      const timeoutSeconds = timeout === null ? undefined : Number(timeout);
+      if (timeoutSeconds !== undefined && !(Number.isInteger(timeoutSeconds) && timeoutSeconds >= 0)) throw new ApiError('BadRequest', `timeoutSeconds: Invalid value: "${timeout ?? ''}"`);
+      serveWatch(res, registry, k, ns, {
+        resourceVersion: url.searchParams.get('resourceVersion') ?? undefined,
+        timeoutSeconds,
+        allowWatchBookmarks: queryBool(url, 'allowWatchBookmarks'),
+        selectors: selectors(url),
+      });
+      return;
+    }
+    case 'create': {
+      const body = parseJsonBody(await readBody(req), req.headers['content-type']) as KubeObject;
+      if (r.subresource === 'token') {
+        reply(201, await computed.tokenRequest(ns ?? '', name, body));
+        return;
+      }
+      if (k.review) {
+        reply(201, await computed.review(k, body));
+        return;
+      }
+      if (r.name !== undefined) throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
+      reply(201, await registry.create(k, ns, body, isDryRun(url)));
+      return;
+    }
+    case 'update': {
+      const body = parseJsonBody(await readBody(req), req.headers['content-type']) as KubeObject;
+      reply(200, await registry.update(k, ns, name, body, r.subresource));
+      return;
+    }
+    case 'patch': {
+      const type = patchTypeOf(req.headers['content-type']);
+      const patch = parseJsonBody(await readBody(req), 'application/json');
+      reply(200, await registry.patch(k, ns, name, type, patch, r.subresource));
+      return;
+    }
+    case 'delete': {
+      const opts = deleteOptions(await readBody(req), url);
+      reply(200, await registry.delete(k, ns, name, opts));
+      return;
+    }
+    case 'deletecollection': {
+      const opts = deleteOptions(await readBody(req), url);
+      sendJson(res, 200, await registry.deleteCollection(k, ns, selectors(url), opts));
+      return;
+    }
+  }
+}
+
+function includeObject(url: URL): IncludeObject {
+  const v = url.searchParams.get('includeObject') ?? 'Metadata';
+  if (!(INCLUDE_OBJECT as readonly string[]).includes(v)) throw new ApiError('BadRequest', `includeObject: Unsupported value: "${v}"`);
+  return v as IncludeObject;
+}

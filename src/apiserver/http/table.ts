@@ -1,0 +1,125 @@
+/**
+ * Server-side printing (`Accept: application/json;as=Table;g=meta.k8s.io;v=v1`), which `kubectl get` asks for:
+ * the columns of k8s.io/kubernetes pkg/printers/internalversion/printers.go for built-in kinds, the
+ * additionalPrinterColumns of Istio's CRDs, and Name/Age for everything else.
+ */
+import type { KindInfo } from '../kinds.js';
+import type { KubeObject } from '../kube-object.js';
+
+interface Column {
+  readonly name: string;
+  readonly type?: 'string' | 'integer' | 'date';
+  readonly priority?: number;
+  readonly cell: (o: KubeObject) => string | number;
+}
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const str = (v: unknown, dflt = '<none>'): string => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : dflt);
+
+/** kubectl's human durations (k8s.io/apimachinery pkg/util/duration HumanDuration). */
+export function humanDuration(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 120) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 10) return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
+  if (m < 180) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 8) return m % 60 === 0 ? `${h}h` : `${h}h${m % 60}m`;
+  if (h < 48) return `${h}h`;
+  const d = Math.floor(h / 24);
+  if (h < 192) return h % 24 === 0 ? `${d}d` : `${d}d${h % 24}h`;
+  if (d < 365 * 2) return `${d}d`;
+  return `${Math.floor(d / 365)}y`;
+}
+
+const NAME: Column = { name: 'Name', cell: (o) => o.metadata.name ?? '' };
+const AGE: Column = { name: 'Age', cell: (o) => (o.metadata.creationTimestamp === undefined ? '<unknown>' : humanDuration(Date.now() - Date.parse(o.metadata.creationTimestamp))) };
+const spec = (o: KubeObject): Obj => obj(o.spec);
+const status = (o: KubeObject): Obj => obj(o.status);
+
+function podReady(o: KubeObject): string {
+  const containers = arr(spec(o).containers).length;
+  const ready = arr(status(o).containerStatuses).filter((c) => obj(c).ready === true).length;
+  return `${ready}/${containers}`;
+}
+
+function servicePorts(o: KubeObject): string {
+  const ports = arr(spec(o).ports).map((p) => {
+    const q = obj(p);
+    const node = typeof q.nodePort === 'number' ? `:${q.nodePort}` : '';
+    return `${str(q.port, '')}${node}/${str(q.protocol, 'TCP')}`;
+  });
+  return ports.length > 0 ? ports.join(',') : '<none>';
+}
+
+const COLUMNS: Record<string, Column[]> = {
+  '/Pod': [
+    NAME,
+    { name: 'Ready', cell: podReady },
+    { name: 'Status', cell: (o) => str(status(o).reason, str(status(o).phase, 'Unknown')) },
+    { name: 'Restarts', type: 'integer', cell: (o) => arr(status(o).containerStatuses).reduce<number>((n, c) => n + (typeof obj(c).restartCount === 'number' ? (obj(c).restartCount as number) : 0), 0) },
+    AGE,
+    { name: 'IP', priority: 1, cell: (o) => str(status(o).podIP) },
+    { name: 'Node', priority: 1, cell: (o) => str(spec(o).nodeName) },
+  ],
+  '/Service': [
+    NAME,
+    { name: 'Type', cell: (o) => str(spec(o).type, 'ClusterIP') },
+    { name: 'Cluster-IP', cell: (o) => str(spec(o).clusterIP) },
+    { name: 'External-IP', cell: (o) => (arr(spec(o).externalIPs).length > 0 ? arr(spec(o).externalIPs).join(',') : '<none>') },
+    { name: 'Port(s)', cell: servicePorts },
+    AGE,
+    { name: 'Selector', priority: 1, cell: (o) => Object.entries(obj(spec(o).selector)).map(([k, v]) => `${k}=${str(v, '')}`).join(',') || '<none>' },
+  ],
+  '/Namespace': [NAME, { name: 'Status', cell: (o) => str(status(o).phase, 'Active') }, AGE],
+  '/Node': [
+    NAME,
+    { name: 'Status', cell: (o) => (arr(status(o).conditions).some((c) => obj(c).type === 'Ready' && obj(c).status === 'True') ? 'Ready' : 'NotReady') },
+    { name: 'Roles', cell: (o) => Object.keys(o.metadata.labels ?? {}).filter((l) => l.startsWith('node-role.kubernetes.io/')).map((l) => l.slice('node-role.kubernetes.io/'.length)).join(',') || '<none>' },
+    AGE,
+    { name: 'Version', cell: (o) => str(obj(status(o).nodeInfo).kubeletVersion, '') },
+  ],
+  '/ConfigMap': [NAME, { name: 'Data', type: 'integer', cell: (o) => Object.keys(obj(o.data)).length + Object.keys(obj(o.binaryData)).length }, AGE],
+  '/Secret': [NAME, { name: 'Type', cell: (o) => str(o.type, 'Opaque') }, { name: 'Data', type: 'integer', cell: (o) => Object.keys(obj(o.data)).length }, AGE],
+  'apps/Deployment': [
+    NAME,
+    { name: 'Ready', cell: (o) => `${str(status(o).readyReplicas, '0')}/${str(spec(o).replicas, '1')}` },
+    { name: 'Up-to-date', type: 'integer', cell: (o) => (typeof status(o).updatedReplicas === 'number' ? (status(o).updatedReplicas as number) : 0) },
+    { name: 'Available', type: 'integer', cell: (o) => (typeof status(o).availableReplicas === 'number' ? (status(o).availableReplicas as number) : 0) },
+    AGE,
+  ],
+  'security.istio.io/AuthorizationPolicy': [NAME, { name: 'Action', cell: (o) => str(spec(o).action, '') }, AGE],
+  'security.istio.io/PeerAuthentication': [NAME, { name: 'Mode', cell: (o) => str(obj(spec(o).mtls).mode, '') }, AGE],
+  'networking.istio.io/ServiceEntry': [
+    NAME,
+    { name: 'Hosts', cell: (o) => JSON.stringify(arr(spec(o).hosts)) },
+    { name: 'Location', cell: (o) => str(spec(o).location, '') },
+    { name: 'Resolution', cell: (o) => str(spec(o).resolution, '') },
+    AGE,
+  ],
+};
+
+export type IncludeObject = 'None' | 'Metadata' | 'Object';
+
+/** Whether an Accept header asks for a meta.k8s.io Table (kubectl get's first choice). */
+export function wantsTable(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  const first = accept.split(',')[0] ?? '';
+  return /;\s*as=Table/.test(first) && /;\s*g=meta\.k8s\.io/.test(first);
+}
+
+export function toTable(k: KindInfo, items: readonly KubeObject[], resourceVersion: string, include: IncludeObject): unknown {
+  const cols = COLUMNS[`${k.group}/${k.kind}`] ?? [NAME, AGE];
+  return {
+    kind: 'Table',
+    apiVersion: 'meta.k8s.io/v1',
+    metadata: { resourceVersion },
+    columnDefinitions: cols.map((c) => ({ name: c.name, type: c.type ?? 'string', format: c === NAME ? 'name' : '', description: '', priority: c.priority ?? 0 })),
+    rows: items.map((o) => ({
+      cells: cols.map((c) => c.cell(o)),
+      ...(include === 'None' ? {} : { object: include === 'Object' ? o : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata } }),
+    })),
+  };
+}

@@ -1,0 +1,392 @@
+/**
+ * The generic resource registry, after k8s.io/apiserver pkg/registry/generic/registry/store.go: what every
+ * verb does to an object between the HTTP layer and the store. Create fills the system fields (name from
+ * generateName, uid, creationTimestamp), runs the kind's strategy and validation, and checks the namespace.
+ * Update and patch keep the system fields, honour resourceVersion preconditions (409 Conflict), carry status
+ * over (or only status for the status subresource) and validate the change. Delete honours finalizers and
+ * preconditions. Lists and watches filter by label and field selectors.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../lib/log.js';
+import { ApiError, invalid, type StatusCause } from './api-error.js';
+import { apiVersionOf, findKind, storageKey, storagePrefix, type KindInfo } from './kinds.js';
+import type { KubeList, KubeObject } from './kube-object.js';
+import type { Storage, StorageEvent } from './storage.js';
+import { parseLabelSelector } from './label-selector.js';
+import { parseFieldSelector } from './field-selector.js';
+import { applyJsonPatch } from './json-patch.js';
+import { applyMergePatch } from './merge-patch.js';
+import { applyStrategicMergePatch, supportsStrategicMergePatch } from './strategic-merge-patch.js';
+import { ensureRequestNamespace, validateObjectMeta, validateObjectMetaUpdate } from './validation/object-meta.js';
+import { decodeError } from './validation/decode.js';
+import type { ClusterIpAllocator } from './cluster-ip-allocator.js';
+
+export const PATCH_TYPES = {
+  json: 'application/json-patch+json',
+  merge: 'application/merge-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+} as const;
+
+export type PatchType = keyof typeof PATCH_TYPES;
+
+export interface ListOptions {
+  readonly labelSelector?: string | undefined;
+  readonly fieldSelector?: string | undefined;
+}
+
+export interface DeleteOptions {
+  readonly preconditions?: { resourceVersion?: string; uid?: string } | undefined;
+  /** `Orphan` leaves dependents and strips their owner reference; anything else deletes them in the background. */
+  readonly propagationPolicy?: string | undefined;
+}
+
+/** A filtered event as a watch sends it. */
+export interface RegistryEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly object: KubeObject;
+}
+
+type Matcher = (obj: KubeObject) => boolean;
+
+/** Characters generateName suffixes use (k8s.io/apimachinery pkg/util/rand: no vowels, no look-alikes). */
+const NAME_SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+const NAME_SUFFIX_LENGTH = 5;
+/** Kubernetes truncates generateName so that name plus suffix stays within 63 characters. */
+const MAX_GENERATED_NAME_PREFIX = 63 - NAME_SUFFIX_LENGTH;
+
+const NAMESPACES = mustKind('', 'v1', 'namespaces');
+const PODS = mustKind('', 'v1', 'pods');
+const SERVICES = mustKind('', 'v1', 'services');
+
+function mustKind(group: string, version: string, plural: string): KindInfo {
+  const k = findKind(group, version, plural);
+  if (k === undefined) throw new Error(`kinds table lacks ${plural}`);
+  return k;
+}
+
+/** `pods`, `deployments.apps`: how Kubernetes names a resource in messages. */
+export function qualifiedResource(k: KindInfo): string {
+  return k.group === '' ? k.plural : `${k.plural}.${k.group}`;
+}
+
+function rfc3339Now(): string {
+  return new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function clone<T>(v: T): T {
+  return structuredClone(v);
+}
+
+export class Registry {
+  /** Strips owner references to a deleted owner from its dependents (the garbage collector's, for Orphan deletes). */
+  orphanDependents: ((ownerUid: string) => Promise<void>) | undefined;
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly clusterIps: ClusterIpAllocator,
+    private readonly log: Logger,
+  ) {}
+
+  /** The current store revision: the resourceVersion a list made now would carry. */
+  revision(): number {
+    return this.storage.revision();
+  }
+
+  get(k: KindInfo, namespace: string | undefined, name: string): KubeObject {
+    const o = this.storage.get(storageKey(k, namespace, name));
+    if (o === undefined) throw this.notFound(k, name);
+    return o;
+  }
+
+  find(k: KindInfo, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.storage.get(storageKey(k, namespace, name));
+  }
+
+  list(k: KindInfo, namespace: string | undefined, opts: ListOptions = {}): KubeList {
+    const match = this.matcher(k, opts);
+    const { items, revision } = this.storage.list(storagePrefix(k, namespace));
+    return {
+      apiVersion: apiVersionOf(k),
+      kind: `${k.kind}List`,
+      metadata: { resourceVersion: String(revision) },
+      items: match === undefined ? items : items.filter(match),
+    };
+  }
+
+  async create(k: KindInfo, namespace: string | undefined, body: KubeObject, dryRun = false): Promise<KubeObject> {
+    const obj = this.checkBody(k, body);
+    const meta = obj.metadata;
+    ensureRequestNamespace(k, obj, namespace);
+    if (meta.resourceVersion !== undefined && meta.resourceVersion !== '') throw new ApiError('BadRequest', 'resourceVersion should not be set on objects to be created');
+    if ((meta.name === undefined || meta.name === '') && meta.generateName !== undefined && meta.generateName !== '') {
+      meta.name = meta.generateName.slice(0, MAX_GENERATED_NAME_PREFIX) + randomSuffix();
+    }
+    meta.uid = randomUUID();
+    meta.creationTimestamp = rfc3339Now();
+    delete meta.deletionTimestamp;
+    delete meta.resourceVersion;
+    k.strategy?.prepareForCreate?.(obj);
+    const causes = [...validateObjectMeta(k, obj), ...(k.strategy?.validate?.(obj) ?? [])];
+    if (causes.length > 0) throw this.invalid(k, meta.name ?? '', causes);
+    const name = meta.name ?? '';
+    if (k.namespaced) this.checkNamespaceAcceptsContent(namespace ?? '');
+    if (k === SERVICES) this.clusterIps.allocate(obj);
+    if (dryRun) return obj;
+    try {
+      return await this.storage.create(storageKey(k, namespace, name), obj);
+    } catch (e) {
+      if (k === SERVICES) this.clusterIps.release(obj);
+      throw this.renamed(k, name, e);
+    } finally {
+      this.log.debug({ resource: qualifiedResource(k), namespace, name }, 'create');
+    }
+  }
+
+  /** Update of the main resource or of a subresource (`status`), with `body` as the whole new object. */
+  async update(k: KindInfo, namespace: string | undefined, name: string, body: KubeObject, subresource?: string): Promise<KubeObject> {
+    const obj = this.checkBody(k, body);
+    if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
+      throw new ApiError('BadRequest', `the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`);
+    }
+    const key = storageKey(k, namespace, name);
+    const rv = obj.metadata.resourceVersion;
+    if ((rv === undefined || rv === '') && !allowsUnconditionalUpdate(k)) {
+      throw this.invalid(k, name, [{ reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' }]);
+    }
+    if (this.storage.get(key) === undefined) throw this.notFound(k, name);
+    return this.writeUpdate(k, namespace, name, (current) => {
+      if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);
+      return clone(obj);
+    }, subresource);
+  }
+
+  async patch(k: KindInfo, namespace: string | undefined, name: string, type: PatchType, patch: unknown, subresource?: string): Promise<KubeObject> {
+    if (type === 'strategic' && !supportsStrategicMergePatch(k)) {
+      throw new ApiError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.json}, ${PATCH_TYPES.merge}, application/apply-patch+yaml`);
+    }
+    if (this.storage.get(storageKey(k, namespace, name)) === undefined) throw this.notFound(k, name);
+    return this.writeUpdate(k, namespace, name, (current) => {
+      const patched = type === 'json' ? applyJsonPatch(current, patch) : type === 'merge' ? applyMergePatch(current, patch) : applyStrategicMergePatch(current, patch, k);
+      const obj = this.checkBody(k, patched);
+      const rv = obj.metadata.resourceVersion;
+      if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);
+      return obj;
+    }, subresource);
+  }
+
+  /** Applies `change` to the current object and writes it as an update (of `subresource`, if given). */
+  async mutate(k: KindInfo, namespace: string | undefined, name: string, change: (o: KubeObject) => void, subresource?: string): Promise<KubeObject> {
+    return this.writeUpdate(k, namespace, name, (current) => {
+      const o = clone(current);
+      change(o);
+      return o;
+    }, subresource);
+  }
+
+  /**
+   * Read-modify-write of one object: `next` builds the new object from the current one (and may throw a
+   * precondition failure); system fields are kept, the strategy and validation run, and a concurrent write
+   * retries the whole step, as GuaranteedUpdate does.
+   */
+  private async writeUpdate(k: KindInfo, namespace: string | undefined, name: string, next: (current: KubeObject) => KubeObject, subresource?: string): Promise<KubeObject> {
+    const key = storageKey(k, namespace, name);
+    let removed = false;
+    const result = await this.storage
+      .guaranteedUpdate(key, (current) => {
+        removed = false;
+        const obj = next(current);
+        const meta = obj.metadata;
+        const old = current.metadata;
+        meta.uid ??= old.uid;
+        meta.creationTimestamp ??= old.creationTimestamp;
+        meta.namespace ??= old.namespace;
+        meta.name ??= old.name;
+        if (old.deletionTimestamp !== undefined) meta.deletionTimestamp = old.deletionTimestamp;
+        else delete meta.deletionTimestamp;
+        if (meta.generation === undefined && old.generation !== undefined) meta.generation = old.generation;
+        // An unconditional update writes over whatever is current (store.go sets the existing version).
+        if (meta.resourceVersion === undefined || meta.resourceVersion === '') meta.resourceVersion = old.resourceVersion;
+        if (subresource === 'status') {
+          const merged = clone(current);
+          if ('status' in obj) merged.status = obj.status;
+          else delete merged.status;
+          // pods/status may also change labels and annotations (the pod status strategy keeps only spec and
+          // owner references); Istio's node agent annotates pods this way (cni/pkg/util/podutil.go).
+          if (k === PODS) {
+            if (meta.labels !== undefined) merged.metadata.labels = meta.labels;
+            else delete merged.metadata.labels;
+            if (meta.annotations !== undefined) merged.metadata.annotations = meta.annotations;
+            else delete merged.metadata.annotations;
+          }
+          return merged;
+        }
+        if (subresource === 'finalize' && k === NAMESPACES) {
+          const merged = clone(current);
+          merged.spec = { ...(merged.spec as object | undefined), finalizers: (obj.spec as { finalizers?: unknown } | undefined)?.finalizers ?? [] };
+          if (merged.metadata.deletionTimestamp !== undefined && namespaceFinalizers(merged).length === 0 && (merged.metadata.finalizers ?? []).length === 0) removed = true;
+          return merged;
+        }
+        if (subresource !== undefined) throw new ApiError('NotFound', `the server could not find the requested resource (${qualifiedResource(k)}/${subresource})`);
+        if (k.subresources.includes('status')) {
+          if ('status' in current) obj.status = clone(current.status);
+          else delete obj.status;
+        }
+        k.strategy?.prepareForUpdate?.(obj, current);
+        const causes = [...validateObjectMetaUpdate(k, obj, current), ...(k.strategy?.validateUpdate?.(obj, current) ?? [])];
+        if (causes.length > 0) throw this.invalid(k, name, causes);
+        if (k === SERVICES) this.clusterIps.update(obj, current);
+        // A delete waiting on finalizers completes when an update clears the last one.
+        if (meta.deletionTimestamp !== undefined && (meta.finalizers ?? []).length === 0 && (k !== NAMESPACES || namespaceFinalizers(obj).length === 0)) removed = true;
+        return obj;
+      })
+      .catch((e: unknown) => {
+        throw this.renamed(k, name, e);
+      });
+    if (removed) return this.storage.delete(key, { uid: result.metadata.uid });
+    return result;
+  }
+
+  /**
+   * Deletes one object. One with finalizers gets a deletionTimestamp and stays until they are cleared; a
+   * Namespace is emptied first (its `kubernetes` finalizer is the namespace controller's).
+   */
+  async delete(k: KindInfo, namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<KubeObject> {
+    const key = storageKey(k, namespace, name);
+    const current = this.storage.get(key);
+    if (current === undefined) throw this.notFound(k, name);
+    const pre = opts.preconditions;
+    if (pre?.uid !== undefined && pre.uid !== current.metadata.uid) {
+      throw new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid ?? ''}`, { name, group: k.group, kind: k.plural });
+    }
+    if (pre?.resourceVersion !== undefined && pre.resourceVersion !== current.metadata.resourceVersion) {
+      throw new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in meta: ${current.metadata.resourceVersion ?? ''}`, { name, group: k.group, kind: k.plural });
+    }
+    const finalizers = current.metadata.finalizers ?? [];
+    if (finalizers.length > 0 || (k === NAMESPACES && namespaceFinalizers(current).length > 0)) {
+      if (current.metadata.deletionTimestamp !== undefined) return current;
+      return this.storage
+        .guaranteedUpdate(key, (cur) => {
+          const o = clone(cur);
+          o.metadata.deletionTimestamp = rfc3339Now();
+          if (k === NAMESPACES) o.status = { ...(o.status as object | undefined), phase: 'Terminating' };
+          return o;
+        })
+        .catch((e: unknown) => {
+          throw this.renamed(k, name, e);
+        });
+    }
+    if (opts.propagationPolicy === 'Orphan' && current.metadata.uid !== undefined) await this.orphanDependents?.(current.metadata.uid);
+    const deleted = await this.storage.delete(key, { uid: current.metadata.uid }).catch((e: unknown) => {
+      throw this.renamed(k, name, e);
+    });
+    if (k === SERVICES) this.clusterIps.release(deleted);
+    return deleted;
+  }
+
+  async deleteCollection(k: KindInfo, namespace: string | undefined, listOpts: ListOptions, opts: DeleteOptions): Promise<KubeList> {
+    const list = this.list(k, namespace, listOpts);
+    const deleted: KubeObject[] = [];
+    for (const o of list.items) {
+      try {
+        deleted.push(await this.delete(k, o.metadata.namespace, o.metadata.name ?? '', opts));
+      } catch (e) {
+        if (!(e instanceof ApiError && e.reason === 'NotFound')) throw e;
+      }
+    }
+    return { ...list, items: deleted };
+  }
+
+  /**
+   * Watches `k` (in `namespace`, or everywhere) from `fromRevision`: events after it, filtered as the watch cache
+   * filters them (an object that stops matching arrives as DELETED, one that starts matching as ADDED).
+   * Throws 410 Expired when `fromRevision` is older than the retained history.
+   */
+  watch(k: KindInfo, namespace: string | undefined, fromRevision: number, opts: ListOptions, send: (e: RegistryEvent) => void, onError: (e: unknown) => void): () => void {
+    const match = this.matcher(k, opts);
+    return this.storage.watch(storagePrefix(k, namespace), fromRevision, (e: StorageEvent) => {
+      if (match === undefined) {
+        send({ type: e.type, object: e.object });
+        return;
+      }
+      const now = e.type !== 'DELETED' && match(e.object);
+      const before = e.prevObject !== undefined && match(e.prevObject);
+      if (e.type === 'DELETED') {
+        if (match(e.object)) send({ type: 'DELETED', object: e.object });
+      } else if (now && before) send({ type: 'MODIFIED', object: e.object });
+      else if (now) send({ type: 'ADDED', object: e.object });
+      else if (before) send({ type: 'DELETED', object: e.object });
+    }, onError);
+  }
+
+  private matcher(k: KindInfo, opts: ListOptions): Matcher | undefined {
+    const labels = opts.labelSelector !== undefined && opts.labelSelector !== '' ? parseLabelSelector(opts.labelSelector) : undefined;
+    const fields = opts.fieldSelector !== undefined && opts.fieldSelector !== '' ? parseFieldSelector(opts.fieldSelector, k) : undefined;
+    if (labels === undefined && fields === undefined) return undefined;
+    return (o) => (labels === undefined || labels.matches(o.metadata.labels ?? {})) && (fields === undefined || fields.matches(o));
+  }
+
+  /** The body must be an object of this kind; apiVersion and kind may be left out, as the API allows. */
+  private checkBody(k: KindInfo, body: KubeObject): KubeObject {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError('BadRequest', `the body of the request is not a ${k.kind} object`);
+    const obj = clone(body);
+    const apiVersion = apiVersionOf(k);
+    if ((obj.apiVersion !== undefined && obj.apiVersion !== apiVersion) || (obj.kind !== undefined && obj.kind !== k.kind)) {
+      throw new ApiError('BadRequest', `the API version in the data (${obj.apiVersion}) does not match the expected API version (${apiVersion})`);
+    }
+    obj.apiVersion = apiVersion;
+    obj.kind = k.kind;
+    if (typeof obj.metadata !== 'object' || obj.metadata === null || Array.isArray(obj.metadata)) obj.metadata = {};
+    const undecodable = decodeError(k, obj);
+    if (undecodable !== undefined) throw undecodable;
+    return obj;
+  }
+
+  private checkNamespaceAcceptsContent(namespace: string): void {
+    const ns = this.storage.get(storageKey(NAMESPACES, undefined, namespace));
+    if (ns === undefined) throw new ApiError('NotFound', `namespaces "${namespace}" not found`, { name: namespace, kind: 'namespaces' });
+    if (ns.metadata.deletionTimestamp !== undefined) {
+      throw new ApiError('Forbidden', `unable to create new content in namespace ${namespace} because it is being terminated`, { name: namespace, kind: 'namespaces', causes: [{ reason: 'NamespaceTerminating', message: `namespace ${namespace} is being terminated`, field: 'metadata.namespace' }] });
+    }
+  }
+
+  private notFound(k: KindInfo, name: string): ApiError {
+    return new ApiError('NotFound', `${qualifiedResource(k)} "${name}" not found`, { name, group: k.group, kind: k.plural });
+  }
+
+  private conflict(k: KindInfo, name: string): ApiError {
+    return new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, group: k.group, kind: k.plural });
+  }
+
+  private invalid(k: KindInfo, name: string, causes: StatusCause[]): ApiError {
+    return invalid(k.kind, k.group, name, causes);
+  }
+
+  /** The store's errors name keys; the API names the resource. */
+  private renamed(k: KindInfo, name: string, e: unknown): unknown {
+    if (!(e instanceof ApiError)) return e;
+    if (e.reason === 'NotFound') return this.notFound(k, name);
+    if (e.reason === 'AlreadyExists') return new ApiError('AlreadyExists', `${qualifiedResource(k)} "${name}" already exists`, { name, group: k.group, kind: k.plural });
+    if (e.reason === 'Conflict' && e.details?.name === undefined) return this.conflict(k, name);
+    return e;
+  }
+}
+
+/**
+ * Built-in kinds accept an update without resourceVersion (their strategies' AllowUnconditionalUpdate);
+ * custom resources (Istio's, Gateway API's) do not.
+ */
+function allowsUnconditionalUpdate(k: KindInfo): boolean {
+  return !k.group.includes('.') || k.group.endsWith('.k8s.io') && k.group !== 'gateway.networking.k8s.io';
+}
+
+/** A Namespace's `spec.finalizers`: `kubernetes` until the namespace controller has emptied it. */
+function namespaceFinalizers(ns: KubeObject): unknown[] {
+  const f = (ns.spec as { finalizers?: unknown } | undefined)?.finalizers;
+  return Array.isArray(f) ? f : [];
+}
+
+function randomSuffix(): string {
+  let s = '';
+  for (let i = 0; i < NAME_SUFFIX_LENGTH; i++) s += NAME_SUFFIX_ALPHABET.charAt(Math.floor(Math.random() * NAME_SUFFIX_ALPHABET.length));
+  return s;
+}

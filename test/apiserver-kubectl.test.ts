@@ -1,0 +1,161 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { runToExit } from './helpers/run-to-exit.js';
+import { startApiServer } from './helpers/in-process.js';
+import type { ApiServer } from '../src/apiserver/api-server.js';
+
+const kubectlSkip = ((): false | string => {
+  const probe = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
+  return probe.status === 0 ? false : `kubectl is not installed (apt-get install kubernetes-client; .ci/run does this): ${(probe.error?.message ?? probe.stderr).trim()}`;
+})();
+
+const MANIFESTS = `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  labels:
+    istio.io/dataplane-mode: ambient
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: shop
+data:
+  color: blue
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+spec:
+  replicas: 2
+  selector:
+    matchLabels: { app: web }
+  template:
+    metadata:
+      labels: { app: web }
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        ports:
+        - containerPort: 80
+        env:
+        - { name: A, value: "1" }
+        - { name: B, value: "2" }
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: shop
+spec:
+  selector: { app: web }
+  ports:
+  - port: 80
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata:
+  name: allow-frontend
+  namespace: shop
+spec:
+  action: ALLOW
+  rules:
+  - from:
+    - source:
+        principals: ["cluster.local/ns/shop/sa/frontend"]
+`;
+
+describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
+  let dir: string;
+  let api: ApiServer;
+  const kubectl = async (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> => runToExit('kubectl', ['--kubeconfig', api.kubeconfigPath, ...args], 30_000);
+  const ok = async (...args: string[]): Promise<string> => {
+    const r = await kubectl(...args);
+    assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-kubectl-'));
+    api = await startApiServer(path.join(dir, 'data'));
+    await writeFile(path.join(dir, 'shop.yaml'), MANIFESTS);
+  });
+  after(async () => {
+    await api.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('apply with default validation creates every kind, and applying again is unchanged', async () => {
+    const first = await ok('apply', '-f', path.join(dir, 'shop.yaml'));
+    assert.match(first, /namespace\/shop created/);
+    assert.match(first, /deployment\.apps\/web created/);
+    assert.match(first, /authorizationpolicy\.security\.istio\.io\/allow-frontend created/);
+    const again = await ok('apply', '-f', path.join(dir, 'shop.yaml'));
+    assert.match(again, /deployment\.apps\/web unchanged/);
+    assert.match(again, /service\/web unchanged/);
+  });
+
+  test('get -o json returns the stored object with system fields, and the Service got a ClusterIP', async () => {
+    const svc = JSON.parse(await ok('get', 'service', 'web', '-n', 'shop', '-o', 'json')) as { metadata: { uid: string; resourceVersion: string; creationTimestamp: string }; spec: { clusterIP: string; ports: { protocol: string; targetPort: number }[] } };
+    assert.match(svc.metadata.uid, /^[0-9a-f-]{36}$/);
+    assert.match(svc.metadata.resourceVersion, /^\d+$/);
+    assert.match(svc.spec.clusterIP, /^10\.96\.\d+\.\d+$/);
+    assert.equal(svc.spec.ports[0]?.protocol, 'TCP');
+  });
+
+  test('get prints tables, across namespaces and by short name', async () => {
+    const out = await ok('get', 'svc', '-A');
+    assert.match(out.split('\n')[0] ?? '', /^NAMESPACE\s+NAME\s+TYPE\s+CLUSTER-IP/);
+    assert.match(out, /shop\s+web\s+ClusterIP\s+10\.96\./);
+    assert.match(await ok('get', 'ap', '-n', 'shop'), /allow-frontend\s+ALLOW/);
+  });
+
+  test('label, annotate and the three patch types change what they name', async () => {
+    await ok('label', 'deployment', 'web', '-n', 'shop', 'tier=front');
+    await ok('annotate', 'deployment', 'web', '-n', 'shop', 'note=hello');
+    await ok('patch', 'deployment', 'web', '-n', 'shop', '-p', '{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"C","value":"3"}]}]}}}}');
+    await ok('patch', 'configmap', 'settings', '-n', 'shop', '--type', 'merge', '-p', '{"data":{"size":"L"}}');
+    await ok('patch', 'authorizationpolicy', 'allow-frontend', '-n', 'shop', '--type', 'json', '-p', '[{"op":"replace","path":"/spec/action","value":"DENY"}]');
+    const d = JSON.parse(await ok('get', 'deployment', 'web', '-n', 'shop', '-o', 'json')) as { metadata: { labels: Record<string, string>; annotations: Record<string, string> }; spec: { template: { spec: { containers: { env: { name: string }[] }[] } } } };
+    assert.equal(d.metadata.labels.tier, 'front');
+    assert.equal(d.metadata.annotations.note, 'hello');
+    assert.deepEqual(d.spec.template.spec.containers[0]?.env.map((e) => e.name).sort(), ['A', 'B', 'C']);
+    assert.equal((JSON.parse(await ok('get', 'cm', 'settings', '-n', 'shop', '-o', 'json')) as { data: Record<string, string> }).data.size, 'L');
+    assert.equal((JSON.parse(await ok('get', 'ap', 'allow-frontend', '-n', 'shop', '-o', 'json')) as { spec: { action: string } }).spec.action, 'DENY');
+  });
+
+  test('a strategic merge patch is refused for a custom resource, as the API server refuses it', async () => {
+    const r = await kubectl('patch', 'authorizationpolicy', 'allow-frontend', '-n', 'shop', '-p', '{"spec":{"action":"ALLOW"}}');
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /application\/strategic-merge-patch\+json is not supported|unknown format|UnsupportedMediaType|415/i);
+  });
+
+  test('invalid objects are refused with 422 and the field path', async () => {
+    await writeFile(path.join(dir, 'bad.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n  namespace: shop\n');
+    const r = await kubectl('apply', '-f', path.join(dir, 'bad.yaml'));
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /metadata\.name: Invalid value: "Bad_Name"/);
+  });
+
+  test('delete removes the object and get then says NotFound', async () => {
+    await ok('delete', 'configmap', 'settings', '-n', 'shop');
+    const r = await kubectl('get', 'configmap', 'settings', '-n', 'shop');
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /configmaps "settings" not found/);
+  });
+
+  test('deleting the namespace removes its contents', async () => {
+    await ok('delete', 'namespace', 'shop', '--wait=true', '--timeout=20s');
+    const r = await kubectl('get', 'deployments', '-A', '-o', 'json');
+    assert.equal((JSON.parse(r.stdout) as { items: unknown[] }).items.length, 0);
+  });
+});
