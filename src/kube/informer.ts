@@ -1,0 +1,84 @@
+/**
+ * A client-node informer that keeps itself running. client-node's ListWatch relists after 410 Gone but stops
+ * for good after any other error (a refused connection while the API server restarts, a 5xx); this restarts it
+ * with backoff, resuming from its last resourceVersion, and reports when the first list has been applied, which
+ * is what readiness waits on (client-go's HasSynced).
+ */
+import { makeInformer, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObjectCache } from '@kubernetes/client-node';
+import { Backoff } from '../lib/backoff.js';
+import type { Logger } from '../lib/log.js';
+
+/** Restart delays: quick enough to follow an API server restart, capped as client-go's reflector backoff is. */
+const RESTART_INITIAL_MS = 200;
+const RESTART_MAX_MS = 30_000;
+
+export interface InformerHandlers<T extends KubernetesObject> {
+  add?: (o: T) => void;
+  update?: (o: T) => void;
+  delete?: (o: T) => void;
+}
+
+export class RestartingInformer<T extends KubernetesObject> {
+  private readonly inf: Informer<T> & ObjectCache<T>;
+  private readonly backoff = new Backoff(RESTART_INITIAL_MS, RESTART_MAX_MS);
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private resolveSynced: () => void = () => undefined;
+  private hasSynced = false;
+  /** Resolves once the first list has been delivered to the handlers. */
+  readonly synced: Promise<void>;
+
+  constructor(
+    kc: KubeConfig,
+    path: string,
+    list: () => Promise<KubernetesListObject<T>>,
+    handlers: InformerHandlers<T>,
+    private readonly log: Logger,
+  ) {
+    this.synced = new Promise((r) => (this.resolveSynced = r));
+    this.inf = makeInformer<T>(kc, path, list);
+    if (handlers.add !== undefined) this.inf.on('add', handlers.add);
+    if (handlers.update !== undefined) this.inf.on('update', handlers.update);
+    if (handlers.delete !== undefined) this.inf.on('delete', handlers.delete);
+    this.inf.on('error', (e: unknown) => {
+      if (this.stopped) return;
+      const delay = this.backoff.next();
+      this.log.warn({ path, err: e instanceof Error ? e.message : String(e), retryMs: delay }, 'watch failed; restarting');
+      this.timer = setTimeout(() => void this.run(), delay);
+      this.timer.unref();
+    });
+  }
+
+  start(): void {
+    void this.run();
+  }
+
+  private async run(): Promise<void> {
+    if (this.stopped) return;
+    let failed = false;
+    const onError = (): void => void (failed = true);
+    this.inf.on('error', onError);
+    await this.inf.start();
+    this.inf.off('error', onError);
+    if (failed || this.stopped) return;
+    this.backoff.reset();
+    if (!this.hasSynced) {
+      this.hasSynced = true;
+      this.resolveSynced();
+    }
+  }
+
+  list(namespace?: string): readonly T[] {
+    return this.inf.list(namespace);
+  }
+
+  get(name: string, namespace?: string): T | undefined {
+    return this.inf.get(name, namespace);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.inf.stop();
+  }
+}
