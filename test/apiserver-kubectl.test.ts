@@ -146,6 +146,15 @@ describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
     assert.match(r.stderr, /metadata\.name: Invalid value: "Bad_Name"/);
   });
 
+  test('--dry-run=server validates patches and deletes but changes nothing', async () => {
+    const before = await ok('get', 'configmap', 'settings', '-n', 'shop', '-o', 'json');
+    await ok('patch', 'configmap', 'settings', '-n', 'shop', '--type', 'merge', '-p', '{"data":{"size":"XL"}}', '--dry-run=server');
+    await ok('delete', 'configmap', 'settings', '-n', 'shop', '--dry-run=server');
+    const bad = await kubectl('label', 'configmap', 'settings', '-n', 'shop', 'bad key=x', '--dry-run=server');
+    assert.notEqual(bad.status, 0);
+    assert.equal(await ok('get', 'configmap', 'settings', '-n', 'shop', '-o', 'json'), before);
+  });
+
   test('delete removes the object and get then says NotFound', async () => {
     await ok('delete', 'configmap', 'settings', '-n', 'shop');
     const r = await kubectl('get', 'configmap', 'settings', '-n', 'shop');

@@ -71,8 +71,12 @@ export class ApiError extends Error {
   }
 }
 
-/** `422 Invalid` for `kind` `name` with one cause per field error, worded as the real API server words it. */
+/**
+ * `422 Invalid` for `kind` `name` with one cause per field error, worded as apimachinery's NewInvalid words it:
+ * one error as it is, several (duplicates dropped) as `[a, b]`, the way an aggregate error prints.
+ */
 export function invalid(kind: string, group: string, name: string, causes: StatusCause[]): ApiError {
-  const list = causes.map((c) => (c.field !== undefined ? `${c.field}: ${c.message}` : c.message)).join(', ');
+  const messages = [...new Set(causes.map((c) => (c.field !== undefined ? `${c.field}: ${c.message}` : c.message)))];
+  const list = messages.length === 1 ? (messages[0] ?? '') : `[${messages.join(', ')}]`;
   return new ApiError('Invalid', `${kind}${group === '' ? '' : '.' + group} "${name}" is invalid: ${list}`, { name, group, kind, causes });
 }

@@ -34,7 +34,15 @@ export interface ListOptions {
   readonly fieldSelector?: string | undefined;
 }
 
+export interface WriteOptions {
+  /** `status`, or `finalize` for a Namespace; the main resource when absent. */
+  readonly subresource?: string | undefined;
+  /** `dryRun=All`: everything a write does, validation included, except storing it. */
+  readonly dryRun?: boolean | undefined;
+}
+
 export interface DeleteOptions {
+  readonly dryRun?: boolean | undefined;
   readonly preconditions?: { resourceVersion?: string; uid?: string } | undefined;
   /** `Orphan` leaves dependents and strips their owner reference; anything else deletes them in the background. */
   readonly propagationPolicy?: string | undefined;
@@ -143,7 +151,7 @@ export class Registry {
   }
 
   /** Update of the main resource or of a subresource (`status`), with `body` as the whole new object. */
-  async update(k: KindInfo, namespace: string | undefined, name: string, body: KubeObject, subresource?: string): Promise<KubeObject> {
+  async update(k: KindInfo, namespace: string | undefined, name: string, body: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
     const obj = this.checkBody(k, body);
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
       throw new ApiError('BadRequest', `the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`);
@@ -157,10 +165,10 @@ export class Registry {
     return this.writeUpdate(k, namespace, name, (current) => {
       if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);
       return clone(obj);
-    }, subresource);
+    }, opts);
   }
 
-  async patch(k: KindInfo, namespace: string | undefined, name: string, type: PatchType, patch: unknown, subresource?: string): Promise<KubeObject> {
+  async patch(k: KindInfo, namespace: string | undefined, name: string, type: PatchType, patch: unknown, opts: WriteOptions = {}): Promise<KubeObject> {
     if (type === 'strategic' && !supportsStrategicMergePatch(k)) {
       throw new ApiError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.json}, ${PATCH_TYPES.merge}, application/apply-patch+yaml`);
     }
@@ -171,7 +179,7 @@ export class Registry {
       const rv = obj.metadata.resourceVersion;
       if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);
       return obj;
-    }, subresource);
+    }, opts);
   }
 
   /** Applies `change` to the current object and writes it as an update (of `subresource`, if given). */
@@ -180,70 +188,80 @@ export class Registry {
       const o = clone(current);
       change(o);
       return o;
-    }, subresource);
+    }, { subresource });
   }
 
   /**
    * Read-modify-write of one object: `next` builds the new object from the current one (and may throw a
    * precondition failure); system fields are kept, the strategy and validation run, and a concurrent write
-   * retries the whole step, as GuaranteedUpdate does.
+   * retries the whole step, as GuaranteedUpdate does. A dry run does all of that and writes nothing.
    */
-  private async writeUpdate(k: KindInfo, namespace: string | undefined, name: string, next: (current: KubeObject) => KubeObject, subresource?: string): Promise<KubeObject> {
+  private async writeUpdate(k: KindInfo, namespace: string | undefined, name: string, next: (current: KubeObject) => KubeObject, opts: WriteOptions): Promise<KubeObject> {
     const key = storageKey(k, namespace, name);
+    if (opts.dryRun === true) {
+      const current = this.storage.get(key);
+      if (current === undefined) throw this.notFound(k, name);
+      return this.nextVersion(k, name, current, next, opts).obj;
+    }
     let removed = false;
     const result = await this.storage
       .guaranteedUpdate(key, (current) => {
-        removed = false;
-        const obj = next(current);
-        const meta = obj.metadata;
-        const old = current.metadata;
-        meta.uid ??= old.uid;
-        meta.creationTimestamp ??= old.creationTimestamp;
-        meta.namespace ??= old.namespace;
-        meta.name ??= old.name;
-        if (old.deletionTimestamp !== undefined) meta.deletionTimestamp = old.deletionTimestamp;
-        else delete meta.deletionTimestamp;
-        if (meta.generation === undefined && old.generation !== undefined) meta.generation = old.generation;
-        // An unconditional update writes over whatever is current (store.go sets the existing version).
-        if (meta.resourceVersion === undefined || meta.resourceVersion === '') meta.resourceVersion = old.resourceVersion;
-        if (subresource === 'status') {
-          const merged = clone(current);
-          if ('status' in obj) merged.status = obj.status;
-          else delete merged.status;
-          // pods/status may also change labels and annotations (the pod status strategy keeps only spec and
-          // owner references); Istio's node agent annotates pods this way (cni/pkg/util/podutil.go).
-          if (k === PODS) {
-            if (meta.labels !== undefined) merged.metadata.labels = meta.labels;
-            else delete merged.metadata.labels;
-            if (meta.annotations !== undefined) merged.metadata.annotations = meta.annotations;
-            else delete merged.metadata.annotations;
-          }
-          return merged;
-        }
-        if (subresource === 'finalize' && k === NAMESPACES) {
-          const merged = clone(current);
-          merged.spec = { ...(merged.spec as object | undefined), finalizers: (obj.spec as { finalizers?: unknown } | undefined)?.finalizers ?? [] };
-          if (merged.metadata.deletionTimestamp !== undefined && namespaceFinalizers(merged).length === 0 && (merged.metadata.finalizers ?? []).length === 0) removed = true;
-          return merged;
-        }
-        if (subresource !== undefined) throw new ApiError('NotFound', `the server could not find the requested resource (${qualifiedResource(k)}/${subresource})`);
-        if (k.subresources.includes('status')) {
-          if ('status' in current) obj.status = clone(current.status);
-          else delete obj.status;
-        }
-        k.strategy?.prepareForUpdate?.(obj, current);
-        const causes = [...validateObjectMetaUpdate(k, obj, current), ...(k.strategy?.validateUpdate?.(obj, current) ?? [])];
-        if (causes.length > 0) throw this.invalid(k, name, causes);
-        if (k === SERVICES) this.clusterIps.update(obj, current);
-        // A delete waiting on finalizers completes when an update clears the last one.
-        if (meta.deletionTimestamp !== undefined && (meta.finalizers ?? []).length === 0 && (k !== NAMESPACES || namespaceFinalizers(obj).length === 0)) removed = true;
-        return obj;
+        const step = this.nextVersion(k, name, current, next, opts);
+        removed = step.removed;
+        return step.obj;
       })
       .catch((e: unknown) => {
         throw this.renamed(k, name, e);
       });
     if (removed) return this.storage.delete(key, { uid: result.metadata.uid });
     return result;
+  }
+
+  /** The object an update of `current` writes, and whether that update completes a pending deletion. */
+  private nextVersion(k: KindInfo, name: string, current: KubeObject, next: (current: KubeObject) => KubeObject, opts: WriteOptions): { obj: KubeObject; removed: boolean } {
+    const subresource = opts.subresource;
+    const obj = next(current);
+    const meta = obj.metadata;
+    const old = current.metadata;
+    meta.uid ??= old.uid;
+    meta.creationTimestamp ??= old.creationTimestamp;
+    meta.namespace ??= old.namespace;
+    meta.name ??= old.name;
+    if (old.deletionTimestamp !== undefined) meta.deletionTimestamp = old.deletionTimestamp;
+    else delete meta.deletionTimestamp;
+    if (meta.generation === undefined && old.generation !== undefined) meta.generation = old.generation;
+    // An unconditional update writes over whatever is current (store.go sets the existing version).
+    if (meta.resourceVersion === undefined || meta.resourceVersion === '') meta.resourceVersion = old.resourceVersion;
+    if (subresource === 'status') {
+      const merged = clone(current);
+      if ('status' in obj) merged.status = obj.status;
+      else delete merged.status;
+      // pods/status may also change labels and annotations (the pod status strategy keeps only spec and
+      // owner references); Istio's node agent annotates pods this way (cni/pkg/util/podutil.go).
+      if (k === PODS) {
+        if (meta.labels !== undefined) merged.metadata.labels = meta.labels;
+        else delete merged.metadata.labels;
+        if (meta.annotations !== undefined) merged.metadata.annotations = meta.annotations;
+        else delete merged.metadata.annotations;
+      }
+      return { obj: merged, removed: false };
+    }
+    if (subresource === 'finalize' && k === NAMESPACES) {
+      const merged = clone(current);
+      merged.spec = { ...(merged.spec as object | undefined), finalizers: (obj.spec as { finalizers?: unknown } | undefined)?.finalizers ?? [] };
+      return { obj: merged, removed: merged.metadata.deletionTimestamp !== undefined && namespaceFinalizers(merged).length === 0 && (merged.metadata.finalizers ?? []).length === 0 };
+    }
+    if (subresource !== undefined) throw new ApiError('NotFound', `the server could not find the requested resource (${qualifiedResource(k)}/${subresource})`);
+    if (k.subresources.includes('status')) {
+      if ('status' in current) obj.status = clone(current.status);
+      else delete obj.status;
+    }
+    k.strategy?.prepareForUpdate?.(obj, current);
+    const causes = [...validateObjectMetaUpdate(k, obj, current), ...(k.strategy?.validateUpdate?.(obj, current) ?? [])];
+    if (causes.length > 0) throw this.invalid(k, name, causes);
+    if (k === SERVICES && opts.dryRun !== true) this.clusterIps.update(obj, current);
+    // A delete waiting on finalizers completes when an update clears the last one.
+    return { obj, removed: meta.deletionTimestamp !== undefined && (meta.finalizers ?? []).length === 0 && (k !== NAMESPACES || namespaceFinalizers(obj).length === 0) };
   }
 
   /**
@@ -261,6 +279,7 @@ export class Registry {
     if (pre?.resourceVersion !== undefined && pre.resourceVersion !== current.metadata.resourceVersion) {
       throw new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in meta: ${current.metadata.resourceVersion ?? ''}`, { name, group: k.group, kind: k.plural });
     }
+    if (opts.dryRun === true) return current;
     const finalizers = current.metadata.finalizers ?? [];
     if (finalizers.length > 0 || (k === NAMESPACES && namespaceFinalizers(current).length > 0)) {
       if (current.metadata.deletionTimestamp !== undefined) return current;

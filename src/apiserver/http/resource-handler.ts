@@ -48,7 +48,8 @@ function deleteOptions(body: Buffer, url: URL): DeleteOptions {
   const parsed = body.length > 0 ? parseJsonBody(body, 'application/json') : {};
   const o = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { preconditions?: { resourceVersion?: string; uid?: string }; propagationPolicy?: string; orphanDependents?: boolean };
   const policy = url.searchParams.get('propagationPolicy') ?? o.propagationPolicy ?? (o.orphanDependents === true ? 'Orphan' : undefined);
-  return { preconditions: o.preconditions, propagationPolicy: policy };
+  const dryRun = isDryRun(url) || (Array.isArray((o as { dryRun?: unknown }).dryRun) && ((o as { dryRun: unknown[] }).dryRun).includes('All'));
+  return { preconditions: o.preconditions, propagationPolicy: policy, dryRun };
 }
 
 function selectors(url: URL): { labelSelector: string | undefined; fieldSelector: string | undefined } {
@@ -107,13 +108,13 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
     }
     case 'update': {
       const body = parseJsonBody(await readBody(req), req.headers['content-type']) as KubeObject;
-      reply(200, await registry.update(k, ns, name, body, r.subresource));
+      reply(200, await registry.update(k, ns, name, body, { subresource: r.subresource, dryRun: isDryRun(url) }));
       return;
     }
     case 'patch': {
       const type = patchTypeOf(req.headers['content-type']);
       const patch = parseJsonBody(await readBody(req), 'application/json');
-      reply(200, await registry.patch(k, ns, name, type, patch, r.subresource));
+      reply(200, await registry.patch(k, ns, name, type, patch, { subresource: r.subresource, dryRun: isDryRun(url) }));
       return;
     }
     case 'delete': {

@@ -3,9 +3,10 @@
  * with one JSON event per line. Without a resourceVersion (or with "0") the stream starts with the current
  * state as ADDED events; from a resourceVersion it replays what came after it, or sends one ERROR event with a
  * 410 Expired Status when that version is older than the retained history, which makes clients relist.
- * Bookmarks carry progress when asked for; the stream ends after timeoutSeconds (or a random 30–60 minutes, as
- * the API server's default request timeout spreads reconnects); a watcher that cannot keep up is closed so it
- * never holds the server's memory, and resumes from its last resourceVersion.
+ * Bookmarks carry progress when asked for (every minute, and just before the stream ends); the stream ends
+ * after timeoutSeconds (or a random 30–60 minutes, as the API server's default request timeout spreads
+ * reconnects); a watcher that cannot keep up is closed so it never holds the server's memory, and resumes from
+ * its last resourceVersion.
  */
 import type http from 'node:http';
 import { ApiError } from '../api-error.js';
@@ -17,7 +18,7 @@ import { apiVersionOf } from '../kinds.js';
 /** The API server's minRequestTimeout: watches without timeoutSeconds last between this and twice this. */
 const MIN_REQUEST_TIMEOUT_S = 1800;
 /** How often a bookmark is sent to watchers that allow them (the watch cache's bookmark frequency). */
-export const BOOKMARK_INTERVAL_MS = 60_000;
+const BOOKMARK_INTERVAL_MS = 60_000;
 /** A watcher whose unsent events exceed this is closed instead of buffering without bound. */
 const MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
 
@@ -42,12 +43,13 @@ export function serveWatch(res: http.ServerResponse, registry: Registry, k: Kind
     if (res.writableLength > MAX_BUFFERED_BYTES) close();
   };
   let unsubscribe: (() => void) | undefined;
-  const timers: NodeJS.Timeout[] = [];
+  const timers: { timeout?: NodeJS.Timeout; bookmarks?: NodeJS.Timeout } = {};
   const close = (): void => {
     if (closed) return;
     closed = true;
     unsubscribe?.();
-    for (const t of timers) clearTimeout(t);
+    clearTimeout(timers.timeout);
+    clearInterval(timers.bookmarks);
     res.end();
   };
   res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private', 'transfer-encoding': 'chunked' });
@@ -70,13 +72,12 @@ export function serveWatch(res: http.ServerResponse, registry: Registry, k: Kind
   }
   for (const o of initial?.items ?? []) write('ADDED', o);
   const timeoutMs = (p.timeoutSeconds ?? MIN_REQUEST_TIMEOUT_S * (1 + Math.random())) * 1000;
-  timers.push(setTimeout(close, timeoutMs));
-  if (p.allowWatchBookmarks) {
-    const bookmark = (): void => {
-      write('BOOKMARK', { apiVersion: apiVersionOf(k), kind: k.kind, metadata: { resourceVersion: String(progress) } });
-      timers.push(setTimeout(bookmark, BOOKMARK_INTERVAL_MS).unref());
-    };
-    timers.push(setTimeout(bookmark, BOOKMARK_INTERVAL_MS).unref());
-  }
-  for (const t of timers) t.unref();
+  const bookmark = (): void => write('BOOKMARK', { apiVersion: apiVersionOf(k), kind: k.kind, metadata: { resourceVersion: String(progress) } });
+  // As the watch cache does, a watcher that allows bookmarks gets one before its timeout ends the stream, so it
+  // resumes from the newest version it has seen rather than relisting.
+  timers.timeout = setTimeout(() => {
+    if (p.allowWatchBookmarks) bookmark();
+    close();
+  }, timeoutMs).unref();
+  if (p.allowWatchBookmarks) timers.bookmarks = setInterval(bookmark, BOOKMARK_INTERVAL_MS).unref();
 }

@@ -5,14 +5,13 @@ import { isQualifiedName } from './formats.js';
 import { asArray, asObject, asString } from './json-fields.js';
 import type { JsonObject } from './json-fields.js';
 import { validateLabels } from './object-meta.js';
+import { labelSelectorFromObject } from '../label-selector.js';
 
 /**
  * `metav1.LabelSelector` in workload specs: its validation after k8s.io/apimachinery
  * `pkg/apis/meta/v1/validation/validation.go` (`ValidateLabelSelector`), whether it matches a label set after
  * `LabelSelectorAsSelector`, and its Go rendering in error values.
  */
-
-const OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist']);
 
 export function validateLabelSelector(selector: JsonObject, path: string): StatusCause[] {
   const errs = validateLabels(asObject(selector.matchLabels), child(path, 'matchLabels'));
@@ -44,22 +43,11 @@ export function selectorIsEmpty(selector: JsonObject): boolean {
   return Object.keys(asObject(selector.matchLabels) ?? {}).length === 0 && (asArray(selector.matchExpressions) ?? []).length === 0;
 }
 
-/** Whether `labels` satisfy every match label and expression of `selector`. */
+/** Whether `labels` satisfy every match label and expression of `selector` (one that does not parse matches nothing). */
 export function selectorMatches(selector: JsonObject, labels: Record<string, unknown>): boolean {
-  for (const [k, v] of Object.entries(asObject(selector.matchLabels) ?? {})) if (labels[k] !== v) return false;
-  for (const entry of asArray(selector.matchExpressions) ?? []) {
-    const expr = asObject(entry) ?? {};
-    const k = asString(expr.key) ?? '';
-    const has = Object.hasOwn(labels, k);
-    const values = (asArray(expr.values) ?? []).map(String);
-    const operator = asString(expr.operator) ?? '';
-    if (!OPERATORS.has(operator)) return false;
-    if (operator === 'In' && !(has && values.includes(String(labels[k])))) return false;
-    if (operator === 'NotIn' && has && values.includes(String(labels[k]))) return false;
-    if (operator === 'Exists' && !has) return false;
-    if (operator === 'DoesNotExist' && has) return false;
-  }
-  return true;
+  if (!selectorParses(selector)) return false;
+  const strings = Object.fromEntries(Object.entries(labels).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  return labelSelectorFromObject(selector).matches(strings);
 }
 
 /**

@@ -1,0 +1,88 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import https from 'node:https';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startApiServer } from './helpers/in-process.js';
+import type { ApiServer } from '../src/apiserver/api-server.js';
+
+interface Event {
+  type: string;
+  object: { metadata: { name?: string; resourceVersion?: string }; code?: number; reason?: string };
+}
+
+describe('amesh apiserver watch streams', () => {
+  let dir: string;
+  let api: ApiServer;
+  let token: string;
+
+  const request = (method: string, p: string, body?: unknown): Promise<{ status: number; text: string }> =>
+    new Promise((resolve, reject) => {
+      const data = body === undefined ? undefined : JSON.stringify(body);
+      const req = https.request({ host: '127.0.0.1', port: api.port, method, path: p, ca: api.caCertPem, servername: 'localhost', headers: { authorization: `Bearer ${token}`, ...(data === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }) } }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      req.on('error', reject);
+      req.end(data);
+    });
+  const rvOf = (text: string): string => (JSON.parse(text) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  /** A whole watch stream, read until the server ends it. */
+  const watchAll = async (query: string): Promise<{ status: number; events: Event[] }> => {
+    const r = await request('GET', `/api/v1/namespaces/w/configmaps?watch=true&${query}`);
+    return { status: r.status, events: r.text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Event) };
+  };
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-watch-'));
+    api = await startApiServer(path.join(dir, 'data'), { eventHistory: 20 });
+    token = /token: (\S+)/.exec(await readFile(api.kubeconfigPath, 'utf8'))?.[1] ?? '';
+    assert.equal((await request('POST', '/api/v1/namespaces', { metadata: { name: 'w' } })).status, 201);
+  });
+  after(async () => {
+    await api.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('without a resourceVersion the stream starts with the current objects as ADDED, then ends at timeoutSeconds', async () => {
+    await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'first' } });
+    const { status, events } = await watchAll('timeoutSeconds=1');
+    assert.equal(status, 200);
+    assert.deepEqual(events.map((e) => [e.type, e.object.metadata.name]), [['ADDED', 'first']]);
+  });
+
+  test('a watcher allowing bookmarks gets one with its newest version before the timeout ends the stream', async () => {
+    const created = await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'second' } });
+    const { events } = await watchAll(`resourceVersion=${rvOf(created.text)}&allowWatchBookmarks=true&timeoutSeconds=1`);
+    assert.equal(events.at(-1)?.type, 'BOOKMARK');
+    assert.equal(events.at(-1)?.object.metadata.resourceVersion, rvOf(created.text));
+  });
+
+  test('a label-selected watch sees an object that starts matching as ADDED and one that stops matching as DELETED', async () => {
+    const created = await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'sel' } });
+    await request('PATCH', '/api/v1/namespaces/w/configmaps/sel', { metadata: { labels: { app: 'x' } } });
+    await request('PATCH', '/api/v1/namespaces/w/configmaps/sel', { data: { k: 'v' } });
+    await request('PATCH', '/api/v1/namespaces/w/configmaps/sel', { metadata: { labels: { app: 'y' } } });
+    const { events } = await watchAll(`resourceVersion=${rvOf(created.text)}&labelSelector=app%3Dx&timeoutSeconds=1`);
+    assert.deepEqual(events.map((e) => e.type), ['ADDED', 'MODIFIED', 'DELETED']);
+  });
+
+  test('a resourceVersion older than the kept history gets one ERROR event with a 410 Expired Status', async () => {
+    const first = await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'old' } });
+    for (let i = 0; i < 25; i++) await request('PATCH', '/api/v1/namespaces/w/configmaps/old', { data: { i: String(i) } });
+    const { status, events } = await watchAll(`resourceVersion=${rvOf(first.text)}`);
+    assert.equal(status, 200);
+    assert.equal(events.length, 1);
+    assert.equal(events[0]?.type, 'ERROR');
+    assert.equal(events[0]?.object.code, 410);
+    assert.equal(events[0]?.object.reason, 'Expired');
+  });
+
+  test('a bad resourceVersion or selector is a 400 before the stream starts', async () => {
+    assert.equal((await watchAll('resourceVersion=abc')).status, 400);
+    assert.equal((await watchAll('labelSelector=%3D%3D%3D')).status, 400);
+    assert.equal((await watchAll('fieldSelector=spec.bogus%3Dx')).status, 400);
+  });
+});
