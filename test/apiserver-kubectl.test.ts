@@ -94,6 +94,17 @@ describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  test('a new cluster has the system namespaces and the kubernetes Service on the first address of the range', async () => {
+    const ns = await ok('get', 'namespaces', '-o', 'name');
+    for (const n of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) assert.match(ns, new RegExp(`^namespace/${n}$`, 'm'));
+    const svc = JSON.parse(await ok('get', 'service', 'kubernetes', '-o', 'json')) as { spec: { clusterIP: string; ports: { port: number }[] } };
+    assert.equal(svc.spec.clusterIP, '10.96.0.1');
+    assert.equal(svc.spec.ports[0]?.port, 443);
+    const slice = JSON.parse(await ok('get', 'endpointslice', 'kubernetes', '-o', 'json')) as { endpoints: { addresses: string[] }[]; ports: { port: number }[] };
+    assert.deepEqual(slice.endpoints[0]?.addresses, ['127.0.0.1']);
+    assert.equal(slice.ports[0]?.port, api.port);
+  });
+
   test('apply with default validation creates every kind, and applying again is unchanged', async () => {
     const first = await ok('apply', '-f', path.join(dir, 'shop.yaml'));
     assert.match(first, /namespace\/shop created/);

@@ -5,7 +5,7 @@
  * and python's kubernetes client talk to it as to a real cluster.
  */
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { LogControl, Logger } from '../lib/log.js';
 import { MeshError } from '../lib/errors.js';
@@ -15,6 +15,7 @@ import type { ApiServerConfig } from './config.js';
 import { Storage } from './storage.js';
 import { Registry } from './registry.js';
 import { GarbageCollector } from './garbage-collector.js';
+import { bootstrapCluster } from './bootstrap.js';
 import { ClusterIpAllocator } from './cluster-ip-allocator.js';
 import { KINDS, findKind, type KindInfo } from './kinds.js';
 import { ApiError } from './api-error.js';
@@ -143,6 +144,9 @@ export class ApiServer {
     server.on('request', handler);
     server.on('tlsClientError', (e: Error) => log.debug({ err: e.message }, 'TLS handshake failed'));
     gc.start();
+    // The EndpointSlice needs an address: a wildcard or a name listens on loopback too.
+    const host = isIP(cfg.listen.host) !== 0 && cfg.listen.host !== '0.0.0.0' && cfg.listen.host !== '::' ? cfg.listen.host : cfg.listen.host === '::' ? '::1' : '127.0.0.1';
+    await bootstrapCluster(registry, { serviceIp: clusterIps.kubernetesServiceIp, host, port }, log);
     log.info({ url: credentials.serverUrl, kubeconfig: credentials.kubeconfigPath, kinds: KINDS.length, revision: storage.revision() }, 'API server ready');
     return new ApiServer(server, storage, gc, credentials, log);
   }
