@@ -31,6 +31,8 @@ export interface Manifest {
   /** `file:line` of the document. */
   readonly source: string;
   readonly file: string;
+  /** The whole document as written, for applying it to an API server (absent for fail-closed stand-ins). */
+  readonly document?: Readonly<Record<string, unknown>>;
 }
 
 /** Which object a document is: `Kind/namespace/name` (namespace empty for cluster-scoped kinds). */
@@ -145,6 +147,7 @@ export function parseManifests(file: string, text: string): ManifestLoad {
       status: (r['status'] ?? {}) as Record<string, unknown>,
       source: where,
       file,
+      document: r,
     });
   }
   if (out.errors.length > 0) out.damaged.push(file);

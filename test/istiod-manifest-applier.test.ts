@@ -1,0 +1,120 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cp, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import * as k8s from '@kubernetes/client-node';
+import { LogControl } from '../src/lib/log.js';
+import { Registry } from '../src/istiod/registry/registry.js';
+import { APPLYSET, ManifestApplier } from '../src/istiod/registry/manifest-applier.js';
+import { startApiServer } from './helpers/in-process.js';
+import type { ApiServer } from '../src/apiserver/api-server.js';
+
+const EXTRA = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: backend}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: amesh-echo}]}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: api-5d9c
+  namespace: backend
+  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: api, controller: true}]
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: amesh-echo}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: backend}
+spec:
+  selector: {app: api}
+  ports: [{port: 8080}]
+`;
+
+describe('applying a manifest directory to the API as kubectl apply --prune with an ApplySet', () => {
+  let dir: string;
+  let api: ApiServer;
+  let registry: Registry;
+  let applier: ManifestApplier;
+  let core: k8s.CoreV1Api;
+  let custom: k8s.CustomObjectsApi;
+  let apps: k8s.AppsV1Api;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-applier-'));
+    await cp('examples/mesh', path.join(dir, 'config'), { recursive: true });
+    await writeFile(path.join(dir, 'config', 'extra.yaml'), EXTRA);
+    api = await startApiServer(path.join(dir, 'data'));
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(api.kubeconfigPath);
+    core = kc.makeApiClient(k8s.CoreV1Api);
+    custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    apps = kc.makeApiClient(k8s.AppsV1Api);
+    const logs = new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) });
+    registry = new Registry(path.join(dir, 'config'), logs.scope('registry'));
+    applier = new ManifestApplier(registry, kc, logs.scope('applier'));
+    await registry.reload();
+  });
+  after(async () => {
+    registry.stop();
+    await api.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('every object is created as an ApplySet member, pod status is reported through pods/status, owners get their uid', async () => {
+    const r = await applier.apply();
+    assert.deepEqual(r.errors, []);
+    const pod = await core.readNamespacedPod({ name: 'echo-0', namespace: 'backend' });
+    assert.equal(pod.status?.podIP, '127.0.10.2');
+    assert.equal(pod.status?.phase, 'Running');
+    assert.equal(pod.metadata?.labels?.['applyset.kubernetes.io/part-of'], APPLYSET);
+    const rs = await apps.readNamespacedReplicaSet({ name: 'api-5d9c', namespace: 'backend' });
+    const deploy = await apps.readNamespacedDeployment({ name: 'api', namespace: 'backend' });
+    assert.equal(rs.metadata?.ownerReferences?.[0]?.uid, deploy.metadata?.uid);
+    const parent = await core.readNamespacedConfigMap({ name: 'amesh-config-dir', namespace: 'kube-system' });
+    assert.equal(parent.metadata?.labels?.['applyset.kubernetes.io/id'], APPLYSET);
+    assert.match(parent.metadata?.annotations?.['applyset.kubernetes.io/contains-group-kinds'] ?? '', /AuthorizationPolicy\.security\.istio\.io/);
+  });
+
+  test('applying again changes nothing, and keeps what the server filled in (an allocated ClusterIP)', async () => {
+    const ip = (await core.readNamespacedService({ name: 'api', namespace: 'backend' })).spec?.clusterIP;
+    const r = await applier.apply();
+    assert.equal(r.applied, 0);
+    assert.equal((await core.readNamespacedService({ name: 'api', namespace: 'backend' })).spec?.clusterIP, ip);
+  });
+
+  test('an edited file is patched, and a document the API refuses is reported with file:line while the rest applies', async () => {
+    const file = path.join(dir, 'config', 'policies.yaml');
+    await writeFile(file, (await readFile(file, 'utf8')).replace('action: ALLOW', 'action: DENY'));
+    await writeFile(path.join(dir, 'config', 'bad.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: no-containers, namespace: backend}\nspec: {nodeName: node1}\n');
+    await registry.reload();
+    const r = await applier.apply();
+    assert.equal(r.errors.length, 1);
+    assert.match(r.errors[0] ?? '', /bad\.yaml:1: Pod backend\/no-containers: the API refused it: .*spec\.containers: Required value/);
+    const ap = (await custom.getNamespacedCustomObject({ group: 'security.istio.io', version: 'v1', namespace: 'backend', plural: 'authorizationpolicies', name: 'allow-web' })) as { spec: { action: string } };
+    assert.equal(ap.spec.action, 'DENY');
+  });
+
+  test('objects whose file is removed are pruned; objects others created are not touched', async () => {
+    await core.createNamespacedConfigMap({ namespace: 'backend', body: { metadata: { name: 'not-ours' } } });
+    await unlink(path.join(dir, 'config', 'extra.yaml'));
+    await unlink(path.join(dir, 'config', 'bad.yaml'));
+    await registry.reload();
+    const r = await applier.apply();
+    assert.equal(r.pruned, 3);
+    await assert.rejects(apps.readNamespacedDeployment({ name: 'api', namespace: 'backend' }), (e: unknown) => (e as { code?: number }).code === 404);
+    await assert.rejects(core.readNamespacedService({ name: 'api', namespace: 'backend' }), (e: unknown) => (e as { code?: number }).code === 404);
+    assert.equal((await core.readNamespacedConfigMap({ name: 'not-ours', namespace: 'backend' })).metadata?.name, 'not-ours');
+    assert.equal((await core.readNamespacedPod({ name: 'echo-0', namespace: 'backend' })).metadata?.name, 'echo-0');
+  });
+});
