@@ -1,6 +1,5 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import https from 'node:https';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,14 +7,9 @@ import path from 'node:path';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { NamespaceSchema } from '../src/api/k8s/io/api/core/v1/generated_pb.js';
 import { UnknownSchema } from '../src/api/k8s/io/apimachinery/pkg/runtime/generated_pb.js';
-import { runToExit } from './helpers/run-to-exit.js';
+import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { startApiServer } from './helpers/in-process.js';
 import type { ApiServer } from '../src/apiserver/api-server.js';
-
-const kubectlSkip = ((): false | string => {
-  const probe = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
-  return probe.status === 0 ? false : `kubectl is not installed (apt-get install kubernetes-client; .ci/run does this): ${(probe.error?.message ?? probe.stderr).trim()}`;
-})();
 
 const PROTOBUF = 'application/vnd.kubernetes.protobuf';
 
@@ -52,12 +46,7 @@ describe('kubectl 1.32 typed generators and run (protobuf bodies) against amesh 
   let dir: string;
   let api: ApiServer;
   let admin: string;
-  const kubectl = async (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> => runToExit('kubectl', ['--kubeconfig', api.kubeconfigPath, ...args], 30_000);
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await kubectl(...args);
-    assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
-    return r.stdout;
-  };
+  const { kubectl, ok } = kubectlWith(() => api.kubeconfigPath);
   const getJson = async (ns: string, resource: string, name: string): Promise<Record<string, unknown>> => JSON.parse(await ok('get', resource, name, '-n', ns, '-o', 'json')) as Record<string, unknown>;
   const send = (method: string, p: string, contentType: string, body: Buffer): Promise<Reply> =>
     new Promise((resolve, reject) => {
