@@ -1,17 +1,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { runToExit } from './helpers/run-to-exit.js';
+import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { startApiServer } from './helpers/in-process.js';
 import type { ApiServer } from '../src/apiserver/api-server.js';
-
-const kubectlSkip = ((): false | string => {
-  const probe = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
-  return probe.status === 0 ? false : `kubectl is not installed (apt-get install kubernetes-client; .ci/run does this): ${(probe.error?.message ?? probe.stderr).trim()}`;
-})();
 
 const MANIFESTS = `
 apiVersion: v1
@@ -77,12 +71,7 @@ spec:
 describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
   let dir: string;
   let api: ApiServer;
-  const kubectl = async (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> => runToExit('kubectl', ['--kubeconfig', api.kubeconfigPath, ...args], 30_000);
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await kubectl(...args);
-    assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
-    return r.stdout;
-  };
+  const { kubectl, ok } = kubectlWith(() => api.kubeconfigPath);
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-kubectl-'));

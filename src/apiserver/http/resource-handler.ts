@@ -10,7 +10,7 @@ import { findKind, type KindInfo } from '../kinds.js';
 import type { KubeObject } from '../kube-object.js';
 import { PATCH_TYPES, type DeleteOptions, type PatchType, type Registry } from '../registry.js';
 import { queryBool, type ResourceRequest } from './request-info.js';
-import { parseJsonBody, readBody, sendJson } from './respond.js';
+import { parseJsonBody, parseObjectBody, readBody, sendJson } from './respond.js';
 import { toTable, wantsTable, type IncludeObject } from './table.js';
 import { serveWatch } from './watch-stream.js';
 
@@ -93,7 +93,7 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
       return;
     }
     case 'create': {
-      const body = parseJsonBody(await readBody(req), req.headers['content-type']) as KubeObject;
+      const body = parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject;
       if (r.subresource === 'token') {
         reply(201, await computed.tokenRequest(ns ?? '', name, body));
         return;
@@ -107,7 +107,7 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
       return;
     }
     case 'update': {
-      const body = parseJsonBody(await readBody(req), req.headers['content-type']) as KubeObject;
+      const body = parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject;
       reply(200, await registry.update(k, ns, name, body, { subresource: r.subresource, dryRun: isDryRun(url) }));
       return;
     }

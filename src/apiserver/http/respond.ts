@@ -1,6 +1,10 @@
-/** Writing API responses: JSON bodies, `Status` errors, and reading request bodies within a size limit. */
+/**
+ * Writing API responses: JSON bodies, `Status` errors, and reading request bodies within a size limit. Request
+ * objects come as JSON or, from kubectl's typed generators, as Kubernetes protobuf (decoded into the same JSON).
+ */
 import type http from 'node:http';
 import { ApiError } from '../api-error.js';
+import { decodeProtobufBody, PROTOBUF_MEDIA_TYPE } from '../protobuf/convert.js';
 
 /** The API server refuses request bodies over 3 MiB (k8s.io/apiserver's default MaxRequestBodyBytes). */
 export const MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024;
@@ -36,15 +40,24 @@ export async function readBody(req: http.IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/** The object of a create or update: JSON, or Kubernetes protobuf; 400 or 415 naming what could not be decoded. */
+export function parseObjectBody(body: Buffer, contentType: string | undefined): unknown {
+  return mediaTypeOf(contentType) === PROTOBUF_MEDIA_TYPE ? decodeProtobufBody(body) : parseJsonBody(body, contentType);
+}
+
 /** A JSON body, or 400 BadRequest naming what could not be decoded. */
 export function parseJsonBody(body: Buffer, contentType: string | undefined): unknown {
-  const type = (contentType ?? 'application/json').split(';')[0]?.trim() ?? '';
+  const type = mediaTypeOf(contentType);
   if (type !== '' && !type.endsWith('json') && type !== '*/*') {
-    throw new ApiError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json`);
+    throw new ApiError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, ${PROTOBUF_MEDIA_TYPE}`);
   }
   try {
     return JSON.parse(body.toString('utf8')) as unknown;
   } catch (e) {
     throw new ApiError('BadRequest', `the body of the request could not be decoded as JSON: ${(e as Error).message}`);
   }
+}
+
+function mediaTypeOf(contentType: string | undefined): string {
+  return (contentType ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
 }
