@@ -100,6 +100,45 @@ describe('amesh apiserver authentication and authorization', () => {
     assert.equal((r.body.status as { authenticated?: boolean }).authenticated ?? false, false);
   });
 
+  test('a subresource serves only its own verbs: DELETE on pods/status is 405 and the pod stays', async () => {
+    const r = await call('DELETE', '/api/v1/namespaces/app/pods/web-1/status', admin);
+    assert.equal(r.status, 405);
+    assert.equal((await call('GET', '/api/v1/namespaces/app/serviceaccounts/web/token', admin)).status, 405);
+    assert.equal((await call('GET', '/api/v1/namespaces/app/pods/web-1', admin)).status, 200);
+  });
+
+  test('impersonation: the admin acting as ztunnel gets ztunnel\'s rights, and ztunnel may not impersonate anyone', async () => {
+    const asZtunnel = await new Promise<number>((resolve, reject) => {
+      const req = https.request({ host: '127.0.0.1', port: api.port, method: 'GET', path: '/api/v1/namespaces/app/secrets', ca: api.caCertPem, servername: 'localhost', headers: { authorization: `Bearer ${admin}`, 'impersonate-user': 'system:serviceaccount:istio-system:ztunnel' } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(asZtunnel, 403);
+    const zt = await tokenFor('istio-system', 'ztunnel', {});
+    const escalate = await new Promise<{ status: number; message: string }>((resolve, reject) => {
+      const req = https.request({ host: '127.0.0.1', port: api.port, method: 'GET', path: '/api/v1/namespaces/app/secrets', ca: api.caCertPem, servername: 'localhost', headers: { authorization: `Bearer ${zt}`, 'impersonate-user': 'kubernetes-admin', 'impersonate-group': 'system:masters' } }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, message: (JSON.parse(text) as { message: string }).message }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(escalate.status, 403);
+    assert.match(escalate.message, /cannot impersonate resource "users"/);
+  });
+
+  test('the default, kube-system and kube-public namespaces may not be deleted', async () => {
+    for (const ns of ['default', 'kube-system', 'kube-public']) {
+      const r = await call('DELETE', `/api/v1/namespaces/${ns}`, admin);
+      assert.equal(r.status, 403, ns);
+      assert.equal(r.body.message, `namespaces "${ns}" is forbidden: this namespace may not be deleted`);
+    }
+  });
+
   test('TokenReview refuses wrong-audience, expired, foreign-key and deleted-pod tokens', async () => {
     const pod = await must('GET', '/api/v1/namespaces/app/pods/web-1');
     const bound = await tokenFor('app', 'web', { audiences: ['istio-ca'], boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'web-1', uid: (pod.metadata as { uid: string }).uid } });

@@ -9,7 +9,7 @@ import type { ApiServer } from '../src/apiserver/api-server.js';
 
 interface Event {
   type: string;
-  object: { metadata: { name?: string; resourceVersion?: string }; code?: number; reason?: string };
+  object: { metadata: { name?: string; resourceVersion?: string; annotations?: Record<string, string> }; code?: number; reason?: string };
 }
 
 describe('amesh apiserver watch streams', () => {
@@ -78,6 +78,36 @@ describe('amesh apiserver watch streams', () => {
     assert.equal(events[0]?.type, 'ERROR');
     assert.equal(events[0]?.object.code, 410);
     assert.equal(events[0]?.object.reason, 'Expired');
+  });
+
+  test('a watch on one named object sees only that object', async () => {
+    const a = await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'named-a' } });
+    await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'named-b' } });
+    await request('PATCH', '/api/v1/namespaces/w/configmaps/named-b', { data: { k: 'b' } });
+    await request('PATCH', '/api/v1/namespaces/w/configmaps/named-a', { data: { k: 'a' } });
+    const r = await request('GET', `/api/v1/namespaces/w/configmaps/named-a?watch=true&resourceVersion=${rvOf(a.text)}&timeoutSeconds=1`);
+    const events = r.text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Event);
+    assert.deepEqual(events.map((e) => [e.type, e.object.metadata.name]), [['MODIFIED', 'named-a']]);
+  });
+
+  test("a selected watch's bookmark carries the store's progress, not only its own events' versions", async () => {
+    const start = await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'progress' } });
+    const later = await request('PATCH', '/api/v1/namespaces/w/configmaps/progress', { data: { k: 'v' } });
+    const { events } = await watchAll(`resourceVersion=${rvOf(start.text)}&labelSelector=nothing%3Dmatches&allowWatchBookmarks=true&timeoutSeconds=1`);
+    assert.deepEqual(events.map((e) => e.type), ['BOOKMARK']);
+    assert.ok(Number(events[0]?.object.metadata.resourceVersion) >= Number(rvOf(later.text)));
+  });
+
+  test('sendInitialEvents streams the current state and ends it with the initial-events-end bookmark', async () => {
+    const { status, events } = await watchAll('sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dfirst');
+    assert.equal(status, 200);
+    assert.deepEqual(events.slice(0, 2).map((e) => e.type), ['ADDED', 'BOOKMARK']);
+    assert.equal(events[1]?.object.metadata.annotations?.['k8s.io/initial-events-end'], 'true');
+    assert.equal((await watchAll('sendInitialEvents=true&allowWatchBookmarks=true')).status, 422);
+  });
+
+  test('a resourceVersion from the future is a 504 before the stream starts, as the watch cache answers after its wait', async () => {
+    assert.equal((await watchAll('resourceVersion=999999999')).status, 504);
   });
 
   test('a bad resourceVersion or selector is a 400 before the stream starts', async () => {

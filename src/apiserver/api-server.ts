@@ -26,6 +26,7 @@ import { DEFAULT_ISSUER, ServiceAccountTokenIssuer, type ObjectLookups } from '.
 import { reviewToken } from './auth/token-review.js';
 import { authorize, forbidden, type Attributes } from './auth/authorizer.js';
 import { reviewSubjectAccess } from './auth/subject-access-review.js';
+import { impersonatedUser } from './auth/impersonation.js';
 import type { RequestInfo } from './http/request-info.js';
 import { apiHandler } from './http/api-handler.js';
 import { OpenApiDocuments } from './http/openapi.js';
@@ -120,13 +121,15 @@ export class ApiServer {
     const tokens = new ServiceAccountTokenIssuer({ key: credentials.serviceAccountKey, issuer: DEFAULT_ISSUER, apiAudiences: [DEFAULT_ISSUER], lookups });
     const openapi = new OpenApiDocuments();
 
+    let ready = false;
     const handler = apiHandler({
       registry,
       openapi,
       version: { ...KUBE_VERSION, platform: `${process.platform}/${process.arch}` },
       serverAddress: () => `${cfg.listen.host}:${port}`,
-      ready: () => true,
+      ready: () => ready,
       authenticate: (h) => authenticator.authenticate(h),
+      impersonate: impersonatedUser,
       authorize: (user, info) => {
         const a = attributes(user, info);
         if (!authorize(a).allowed) throw forbidden(a);
@@ -147,6 +150,7 @@ export class ApiServer {
     // The EndpointSlice needs an address: a wildcard or a name listens on loopback too.
     const host = isIP(cfg.listen.host) !== 0 && cfg.listen.host !== '0.0.0.0' && cfg.listen.host !== '::' ? cfg.listen.host : cfg.listen.host === '::' ? '::1' : '127.0.0.1';
     await bootstrapCluster(registry, { serviceIp: clusterIps.kubernetesServiceIp, host, port }, log);
+    ready = true;
     log.info({ url: credentials.serverUrl, kubeconfig: credentials.kubeconfigPath, kinds: KINDS.length, revision: storage.revision() }, 'API server ready');
     return new ApiServer(server, storage, gc, credentials, log);
   }

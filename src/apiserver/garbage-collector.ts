@@ -14,6 +14,8 @@ import type { Storage, StorageEvent } from './storage.js';
 
 const NAMESPACES = findKind('', 'v1', 'namespaces') as KindInfo;
 const NAMESPACE_FINALIZER = 'kubernetes';
+/** How soon a namespace whose content is still being finalized is looked at again. */
+const NAMESPACE_RECHECK_MS = 1000;
 
 interface Ref {
   readonly kind: KindInfo;
@@ -28,6 +30,7 @@ export class GarbageCollector {
   private readonly live = new Set<string>();
   private readonly work: (() => Promise<void>)[] = [];
   private running = false;
+  private readonly timers = new Set<NodeJS.Timeout>();
   private unsubscribe: (() => void) | undefined;
 
   constructor(
@@ -50,6 +53,7 @@ export class GarbageCollector {
   stop(): void {
     this.unsubscribe?.();
     this.work.length = 0;
+    for (const t of this.timers) clearTimeout(t);
   }
 
   /** Strips the owner reference to `ownerUid` from each dependent (propagationPolicy Orphan). */
@@ -105,10 +109,14 @@ export class GarbageCollector {
     return kind === undefined ? undefined : { kind, namespace: kind.namespaced ? o.metadata.namespace : undefined, name: o.metadata.name ?? '' };
   }
 
-  /** An object is garbage when it has owners and none of them exists any more. */
+  /**
+   * An object is garbage when it has owners and none of them exists any more. An owner of a kind this server
+   * does not serve (a DaemonSet) cannot be looked up, so it is never taken as gone, as the garbage collector
+   * treats an owner whose kind it cannot resolve.
+   */
   private orphaned(o: KubeObject): boolean {
     const owners = o.metadata.ownerReferences ?? [];
-    return owners.length > 0 && owners.every((r) => !this.live.has(r.uid));
+    return owners.length > 0 && owners.every((r) => kindOfObject(r.apiVersion, r.kind) !== undefined && !this.live.has(r.uid));
   }
 
   private enqueueCheck(d: Ref): void {
@@ -124,15 +132,31 @@ export class GarbageCollector {
     this.enqueueCheck(ref);
   }
 
-  /** Deletes everything in the namespace, then lifts its `kubernetes` finalizer so the delete completes. */
+  /**
+   * Deletes everything in the namespace, and lifts its `kubernetes` finalizer only once a fresh look finds it
+   * empty; content that is still there (held by its own finalizers) is looked at again later.
+   */
   private enqueueNamespace(name: string): void {
     this.enqueue(async () => {
+      let remaining = 0;
       for (const k of KINDS) {
         if (!k.namespaced || k.review) continue;
-        for (const o of this.registry.list(k, name).items) await this.deleteQuietly(k, o);
+        for (const o of this.registry.list(k, name).items) {
+          if (o.metadata.deletionTimestamp === undefined) await this.deleteQuietly(k, o);
+        }
+        remaining += this.registry.list(k, name).items.length;
       }
-      const ns = this.registry.find(NAMESPACES, undefined, name);
-      if (ns === undefined) return;
+      if (this.registry.find(NAMESPACES, undefined, name) === undefined) return;
+      if (remaining > 0) {
+        this.log.info({ namespace: name, remaining }, 'namespace still has content; looking again');
+        const t = setTimeout(() => {
+          this.timers.delete(t);
+          this.enqueueNamespace(name);
+        }, NAMESPACE_RECHECK_MS);
+        t.unref();
+        this.timers.add(t);
+        return;
+      }
       await this.registry
         .mutate(
           NAMESPACES,

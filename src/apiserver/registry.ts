@@ -56,6 +56,9 @@ export interface RegistryEvent {
 
 type Matcher = (obj: KubeObject) => boolean;
 
+/** Namespaces the API server keeps (namespace strategy's immortal namespaces). */
+const IMMORTAL_NAMESPACES = new Set(['default', 'kube-system', 'kube-public']);
+
 /** Characters generateName suffixes use (k8s.io/apimachinery pkg/util/rand: no vowels, no look-alikes). */
 const NAME_SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 const NAME_SUFFIX_LENGTH = 5;
@@ -139,7 +142,10 @@ export class Registry {
     const name = meta.name ?? '';
     if (k.namespaced) this.checkNamespaceAcceptsContent(namespace ?? '');
     if (k === SERVICES) this.clusterIps.allocate(obj);
-    if (dryRun) return obj;
+    if (dryRun) {
+      if (k === SERVICES) this.clusterIps.release(obj);
+      return obj;
+    }
     try {
       return await this.storage.create(storageKey(k, namespace, name), obj);
     } catch (e) {
@@ -213,7 +219,10 @@ export class Registry {
       .catch((e: unknown) => {
         throw this.renamed(k, name, e);
       });
-    if (removed) return this.storage.delete(key, { uid: result.metadata.uid });
+    if (!removed) return result;
+    const deleted = await this.storage.delete(key, { uid: result.metadata.uid });
+    if (k === SERVICES) this.clusterIps.release(deleted);
+    return deleted;
     return result;
   }
 
@@ -269,37 +278,42 @@ export class Registry {
    * Namespace is emptied first (its `kubernetes` finalizer is the namespace controller's).
    */
   async delete(k: KindInfo, namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<KubeObject> {
+    if (k === NAMESPACES && IMMORTAL_NAMESPACES.has(name)) {
+      throw new ApiError('Forbidden', `namespaces "${name}" is forbidden: this namespace may not be deleted`, { name, kind: 'namespaces' });
+    }
     const key = storageKey(k, namespace, name);
-    const current = this.storage.get(key);
-    if (current === undefined) throw this.notFound(k, name);
-    const pre = opts.preconditions;
-    if (pre?.uid !== undefined && pre.uid !== current.metadata.uid) {
-      throw new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid ?? ''}`, { name, group: k.group, kind: k.plural });
+    // The checks below hold for the version they read: the write is conditional on it, and a concurrent change
+    // (a finalizer added, say) makes the whole decision again, as the store's conditional delete does.
+    for (;;) {
+      const current = this.storage.get(key);
+      if (current === undefined) throw this.notFound(k, name);
+      const pre = opts.preconditions;
+      if (pre?.uid !== undefined && pre.uid !== current.metadata.uid) {
+        throw new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid ?? ''}`, { name, group: k.group, kind: k.plural });
+      }
+      if (pre?.resourceVersion !== undefined && pre.resourceVersion !== current.metadata.resourceVersion) {
+        throw new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in meta: ${current.metadata.resourceVersion ?? ''}`, { name, group: k.group, kind: k.plural });
+      }
+      if (opts.dryRun === true) return current;
+      const rv = current.metadata.resourceVersion;
+      try {
+        // A Namespace is always emptied first: the namespace controller removes it once nothing is left in it.
+        if ((current.metadata.finalizers ?? []).length > 0 || k === NAMESPACES) {
+          if (current.metadata.deletionTimestamp !== undefined) return current;
+          const marked = clone(current);
+          marked.metadata.deletionTimestamp = rfc3339Now();
+          if (k === NAMESPACES) marked.status = { ...(marked.status as object | undefined), phase: 'Terminating' };
+          return await this.storage.update(key, marked, rv);
+        }
+        if (opts.propagationPolicy === 'Orphan' && current.metadata.uid !== undefined) await this.orphanDependents?.(current.metadata.uid);
+        const deleted = await this.storage.delete(key, { uid: current.metadata.uid, resourceVersion: rv });
+        if (k === SERVICES) this.clusterIps.release(deleted);
+        return deleted;
+      } catch (e) {
+        if (e instanceof ApiError && e.reason === 'Conflict') continue;
+        throw this.renamed(k, name, e);
+      }
     }
-    if (pre?.resourceVersion !== undefined && pre.resourceVersion !== current.metadata.resourceVersion) {
-      throw new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in meta: ${current.metadata.resourceVersion ?? ''}`, { name, group: k.group, kind: k.plural });
-    }
-    if (opts.dryRun === true) return current;
-    const finalizers = current.metadata.finalizers ?? [];
-    if (finalizers.length > 0 || (k === NAMESPACES && namespaceFinalizers(current).length > 0)) {
-      if (current.metadata.deletionTimestamp !== undefined) return current;
-      return this.storage
-        .guaranteedUpdate(key, (cur) => {
-          const o = clone(cur);
-          o.metadata.deletionTimestamp = rfc3339Now();
-          if (k === NAMESPACES) o.status = { ...(o.status as object | undefined), phase: 'Terminating' };
-          return o;
-        })
-        .catch((e: unknown) => {
-          throw this.renamed(k, name, e);
-        });
-    }
-    if (opts.propagationPolicy === 'Orphan' && current.metadata.uid !== undefined) await this.orphanDependents?.(current.metadata.uid);
-    const deleted = await this.storage.delete(key, { uid: current.metadata.uid }).catch((e: unknown) => {
-      throw this.renamed(k, name, e);
-    });
-    if (k === SERVICES) this.clusterIps.release(deleted);
-    return deleted;
   }
 
   async deleteCollection(k: KindInfo, namespace: string | undefined, listOpts: ListOptions, opts: DeleteOptions): Promise<KubeList> {

@@ -23,6 +23,8 @@ export interface ApiHandlerDeps {
   readonly serverAddress: () => string;
   readonly ready: () => boolean;
   readonly authenticate: (authorization: string | undefined) => Promise<UserInfo | undefined>;
+  /** The user the request acts as (impersonation headers), or a 403 when the caller may not impersonate it. */
+  readonly impersonate: (user: UserInfo, headers: http.IncomingHttpHeaders) => UserInfo;
   /** Throws the 403 ApiError when `user` may not make the request. */
   readonly authorize: (user: UserInfo, info: RequestInfo) => void;
   readonly log: Logger;
@@ -48,8 +50,9 @@ export function apiHandler(d: ApiHandlerDeps): (req: http.IncomingMessage, res: 
 
 async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'https://apiserver');
-  const user = await d.authenticate(req.headers.authorization);
-  if (user === undefined) throw new ApiError('Unauthorized', 'Unauthorized');
+  const authenticated = await d.authenticate(req.headers.authorization);
+  if (authenticated === undefined) throw new ApiError('Unauthorized', 'Unauthorized');
+  const user = d.impersonate(authenticated, req.headers);
   const info = requestInfo(req.method ?? 'GET', url);
   if (info.resource) resolveKind(info);
   d.authorize(user, info);

@@ -24,12 +24,18 @@ export interface ComputedResources {
 
 const INCLUDE_OBJECT: readonly IncludeObject[] = ['None', 'Metadata', 'Object'];
 
+/** The verbs each subresource serves (status: get, update, patch; token: create; a Namespace's finalize: update). */
+const SUBRESOURCE_VERBS: Readonly<Record<string, readonly string[]>> = { status: ['get', 'update', 'patch'], token: ['create'], finalize: ['update'] };
+
 export function resolveKind(r: ResourceRequest): KindInfo {
   const k = findKind(r.group, r.version, r.plural);
   if (k === undefined) throw new ApiError('NotFound', 'the server could not find the requested resource');
-  if (r.subresource !== undefined && !(k.subresources as readonly string[]).includes(r.subresource) && !(k.kind === 'Namespace' && r.subresource === 'finalize')) {
-    throw new ApiError('NotFound', 'the server could not find the requested resource');
+  if (r.subresource !== undefined) {
+    const served = (k.subresources as readonly string[]).includes(r.subresource) || (k.kind === 'Namespace' && r.subresource === 'finalize');
+    if (!served) throw new ApiError('NotFound', 'the server could not find the requested resource');
+    if (!(SUBRESOURCE_VERBS[r.subresource] ?? []).includes(r.verb)) throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
   }
+  if (k.kind === 'Namespace' && k.group === '' && r.verb === 'deletecollection') throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
   if (k.namespaced && r.namespace === undefined && r.verb !== 'list' && r.verb !== 'watch') {
     throw new ApiError('NotFound', 'the server could not find the requested resource');
   }
@@ -54,6 +60,17 @@ function deleteOptions(body: Buffer, url: URL): DeleteOptions {
 
 function selectors(url: URL): { labelSelector: string | undefined; fieldSelector: string | undefined } {
   return { labelSelector: url.searchParams.get('labelSelector') ?? undefined, fieldSelector: url.searchParams.get('fieldSelector') ?? undefined };
+}
+
+/** A watch on one named object is a watch with `metadata.name=<name>` (k8s.io/apiserver handlers/get.go). */
+function watchSelectors(url: URL, name: string | undefined): { labelSelector: string | undefined; fieldSelector: string | undefined } {
+  const s = selectors(url);
+  if (name === undefined) return s;
+  const byName = `metadata.name=${name}`;
+  if (s.fieldSelector !== undefined && s.fieldSelector !== '' && s.fieldSelector !== byName) {
+    throw new ApiError('BadRequest', `fieldSelector ${s.fieldSelector} does not match the name of the watched object (${byName})`);
+  }
+  return { ...s, fieldSelector: byName };
 }
 
 function isDryRun(url: URL): boolean {
@@ -84,11 +101,14 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
       const timeout = url.searchParams.get('timeoutSeconds');
       const timeoutSeconds = timeout === null ? undefined : Number(timeout);
       if (timeoutSeconds !== undefined && !(Number.isInteger(timeoutSeconds) && timeoutSeconds >= 0)) throw new ApiError('BadRequest', `timeoutSeconds: Invalid value: "${timeout ?? ''}"`);
-      serveWatch(res, registry, k, ns, {
+      const sendInitialEvents = url.searchParams.get('sendInitialEvents');
+      serveWatch(req, res, registry, k, ns, {
         resourceVersion: url.searchParams.get('resourceVersion') ?? undefined,
         timeoutSeconds,
         allowWatchBookmarks: queryBool(url, 'allowWatchBookmarks'),
-        selectors: selectors(url),
+        sendInitialEvents: sendInitialEvents === null ? undefined : queryBool(url, 'sendInitialEvents'),
+        resourceVersionMatch: url.searchParams.get('resourceVersionMatch') ?? undefined,
+        selectors: watchSelectors(url, r.name),
       });
       return;
     }

@@ -1,0 +1,76 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { startApiServer } from './helpers/in-process.js';
+import { waitFor } from './helpers/mesh-fixture.js';
+import type { ApiServer } from '../src/apiserver/api-server.js';
+
+const gone = async (read: () => Promise<unknown>): Promise<boolean> =>
+  read().then(
+    () => false,
+    (e: unknown) => (e as { code?: number }).code === 404,
+  );
+
+describe('amesh apiserver garbage collection and namespace deletion', () => {
+  let dir: string;
+  let api: ApiServer;
+  let core: k8s.CoreV1Api;
+  let apps: k8s.AppsV1Api;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-gc-'));
+    api = await startApiServer(path.join(dir, 'data'));
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(api.kubeconfigPath);
+    core = kc.makeApiClient(k8s.CoreV1Api);
+    apps = kc.makeApiClient(k8s.AppsV1Api);
+  });
+  after(async () => {
+    await api.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('a namespace stays Terminating while content held by a finalizer remains, and goes once it is released', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'held' } } });
+    await core.createNamespacedConfigMap({ namespace: 'held', body: { metadata: { name: 'keep', finalizers: ['example.com/hold'] } } });
+    await core.createNamespacedConfigMap({ namespace: 'held', body: { metadata: { name: 'plain' } } });
+    await core.deleteNamespace({ name: 'held' });
+    await waitFor('plain content deleted', () => gone(() => core.readNamespacedConfigMap({ name: 'plain', namespace: 'held' })), 10_000);
+    assert.equal((await core.readNamespace({ name: 'held' })).status?.phase, 'Terminating');
+    await core.patchNamespacedConfigMap({ name: 'keep', namespace: 'held', body: [{ op: 'remove', path: '/metadata/finalizers' }] });
+    await waitFor('namespace removed', () => gone(() => core.readNamespace({ name: 'held' })), 10_000);
+    assert.ok(await gone(() => core.readNamespacedConfigMap({ name: 'keep', namespace: 'held' })));
+  });
+
+  test('dependents of a deleted owner are collected, orphaned ones lose the reference, and an owner of a kind not served is never taken as gone', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'owned' } } });
+    const template = { metadata: { labels: { app: 'a' } }, spec: { containers: [{ name: 'c', image: 'i' }] } };
+    const owner = async (name: string): Promise<k8s.V1OwnerReference> => {
+      const d = await apps.createNamespacedDeployment({ namespace: 'owned', body: { metadata: { name }, spec: { selector: { matchLabels: { app: 'a' } }, template } } });
+      return { apiVersion: 'apps/v1', kind: 'Deployment', name, uid: d.metadata?.uid ?? '', controller: true };
+    };
+    const collected = await owner('collected');
+    const orphaning = await owner('orphaning');
+    const rs = (name: string, ref: k8s.V1OwnerReference): Promise<k8s.V1ReplicaSet> => apps.createNamespacedReplicaSet({ namespace: 'owned', body: { metadata: { name, ownerReferences: [ref] }, spec: { selector: { matchLabels: { app: 'a' } }, template } } });
+    await rs('rs-collected', collected);
+    await rs('rs-orphaned', orphaning);
+    await core.createNamespacedPod({ namespace: 'owned', body: { metadata: { name: 'ds-pod', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ztunnel', uid: '4b1e0c1e-0000-4000-8000-000000000001', controller: true }] }, spec: { containers: [{ name: 'c', image: 'i' }] } } });
+    await apps.deleteNamespacedDeployment({ name: 'collected', namespace: 'owned' });
+    await apps.deleteNamespacedDeployment({ name: 'orphaning', namespace: 'owned', propagationPolicy: 'Orphan' });
+    await waitFor('dependent collected', () => gone(() => apps.readNamespacedReplicaSet({ name: 'rs-collected', namespace: 'owned' })), 10_000);
+    const orphan = await apps.readNamespacedReplicaSet({ name: 'rs-orphaned', namespace: 'owned' });
+    assert.equal(orphan.metadata?.ownerReferences, undefined);
+    assert.equal((await core.readNamespacedPod({ name: 'ds-pod', namespace: 'owned' })).metadata?.name, 'ds-pod');
+  });
+
+  test('a server-side dry run of a Service does not keep the ClusterIP it showed', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'ips' } } });
+    const body = { metadata: { name: 'fixed' }, spec: { clusterIP: '10.96.50.50', ports: [{ port: 80 }] } };
+    const dry = await core.createNamespacedService({ namespace: 'ips', body, dryRun: 'All' });
+    assert.equal(dry.spec?.clusterIP, '10.96.50.50');
+    assert.equal((await core.createNamespacedService({ namespace: 'ips', body })).spec?.clusterIP, '10.96.50.50');
+  });
+});
