@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ameshCommand } from '../src/demo/ztunnel-process.js';
@@ -31,7 +31,11 @@ interface PeakMemory {
 }
 const PEAK_AFTER: Record<ApiPhase, keyof PeakMemory> = { create: 'peakRssAfterCreateMiB', list: 'peakRssAfterListMiB', watch: 'peakRssAfterWatchMiB' };
 
-type ApiRow = CreateFigures & ListFigures & WatchFigures & PeakMemory;
+/**
+ * The host's 1-minute load average at the end of the round: on a shared machine the write-to-event tail follows
+ * it (other processes' fsyncs and CPU), so each round's figures carry it.
+ */
+type ApiRow = CreateFigures & ListFigures & WatchFigures & PeakMemory & { hostLoad1m: number };
 
 /** Issue 8's aims: a 10,000-pod list under 1 s, 1,000 creates/s, p99 write-to-event under 50 ms. */
 const AIMS = { listMs: 1000, createsPerSec: 1000, sendToEventP99Ms: 50 } as const;
@@ -80,7 +84,7 @@ async function measureRound(round: number, rounds: number): Promise<ApiRow> {
       row = { ...row, ...(await runPhase(phase, path.join(dataDir, 'kubeconfig'), pid)), [PEAK_AFTER[phase]]: await rssMiB([pid]) };
     }
     process.stderr.write('\n');
-    return row as ApiRow;
+    return { ...(row as Omit<ApiRow, 'hostLoad1m'>), hostLoad1m: loadavg()[0] ?? 0 };
   } finally {
     server.kill('SIGTERM');
     if (server.exitCode === null) await once(server, 'exit');
@@ -119,6 +123,7 @@ export async function benchApi(rounds: number): Promise<void> {
     [`watch p50 ms, create sent → event (${String(m.writes)} creates at ${String(m.writesPerSec)}/s)`, fmt(m.sendToEventP50Ms), ...none],
     ['watch p50 / p99 ms, create acknowledged → event', `${fmt(m.ackToEventP50Ms)} / ${fmt(m.ackToEventP99Ms)}`, ...none],
     ['watch phase: create p99 ms / server CPU s', `${fmt(m.writeP99Ms)} / ${fmt(m.serverCpuSec, 2)}`, ...none],
+    [`host load average (1 min, ${String(availableParallelism())} cores)`, fmt(m.hostLoad1m), ...none],
     ['apiserver peak RSS MiB after create / list / watch', [m.peakRssAfterCreateMiB, m.peakRssAfterListMiB, m.peakRssAfterWatchMiB].map((v) => fmt(v, 0)).join(' / '), ...none],
   ];
   process.stdout.write('\n' + render('table', ['API SERVER', 'VALUE', 'AIM', 'RATIO', ''], rows, m));
