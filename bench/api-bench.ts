@@ -123,6 +123,7 @@ export async function benchApi(rounds: number): Promise<void> {
     [`watch p50 ms, create sent → event (${String(m.writes)} creates at ${String(m.writesPerSec)}/s)`, fmt(m.sendToEventP50Ms), ...none],
     ['watch p50 / p99 ms, create acknowledged → event', `${fmt(m.ackToEventP50Ms)} / ${fmt(m.ackToEventP99Ms)}`, ...none],
     ['watch phase: create p99 ms / server CPU s', `${fmt(m.writeP99Ms)} / ${fmt(m.serverCpuSec, 2)}`, ...none],
+    ['watch phase: s waiting for a core, server / load generator', `${fmt(m.serverRunQueueSec, 2)} / ${fmt(m.loadRunQueueSec, 2)}`, ...none],
     [`host load average (1 min, ${String(availableParallelism())} cores)`, fmt(m.hostLoad1m), ...none],
     ['apiserver peak RSS MiB after create / list / watch', [m.peakRssAfterCreateMiB, m.peakRssAfterListMiB, m.peakRssAfterWatchMiB].map((v) => fmt(v, 0)).join(' / '), ...none],
   ];

@@ -11,7 +11,7 @@
 import https from 'node:https';
 import type http from 'node:http';
 import { loadKubeConfig } from '../src/kube/kube-config.js';
-import { cpuSeconds, median, quantile } from './proc-stats.js';
+import { cpuSeconds, median, quantile, runQueueSeconds } from './proc-stats.js';
 
 /** The pods the list phase lists: the scale for one machine. */
 const LIST_PODS = 10_000;
@@ -68,6 +68,10 @@ export interface WatchFigures {
   ackToEventP99Ms: number;
   writeP99Ms: number;
   serverCpuSec: number;
+  /** Time the API server's main thread waited for a core during the phase (host contention, not its own work). */
+  serverRunQueueSec: number;
+  /** The same for this process, where the writes are sent and the events parsed. */
+  loadRunQueueSec: number;
 }
 
 const nowMs = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -261,6 +265,7 @@ async function watchPhase(api: ApiClient, pid: number): Promise<WatchFigures> {
     }
   })));
   const cpu0 = cpuSeconds([pid]);
+  const wait0 = [runQueueSeconds(pid), runQueueSeconds(process.pid)];
   const start = nowMs();
   const writes: Promise<void>[] = [];
   for (let i = 0; i < WATCH_WRITES; i++) {
@@ -279,6 +284,7 @@ async function watchPhase(api: ApiClient, pid: number): Promise<WatchFigures> {
   await done;
   clearTimeout(deadline);
   const serverCpuSec = cpuSeconds([pid]) - cpu0;
+  const [serverRunQueueSec, loadRunQueueSec] = [runQueueSeconds(pid) - wait0[0]!, runQueueSeconds(process.pid) - wait0[1]!];
   for (const s of streams) s.destroy();
   const fromSend: number[] = [];
   const fromAck: number[] = [];
@@ -299,6 +305,8 @@ async function watchPhase(api: ApiClient, pid: number): Promise<WatchFigures> {
     ackToEventP99Ms: quantile(fromAck, 0.99),
     writeP99Ms: quantile(writeLatencies, 0.99),
     serverCpuSec,
+    serverRunQueueSec,
+    loadRunQueueSec,
   };
 }
 

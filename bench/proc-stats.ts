@@ -17,6 +17,18 @@ export function cpuSeconds(pids: readonly number[]): number {
   return ticks / 100;
 }
 
+/**
+ * Seconds the process's main thread has spent runnable but waiting for a core (the second field of
+ * /proc/PID/schedstat): on a shared host, the delay the scheduler adds to whatever that thread serves.
+ */
+export function runQueueSeconds(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+  } catch {
+    return 0;
+  }
+}
+
 /** The processes' peak resident memory (VmHWM), summed, in MiB. */
 export async function rssMiB(pids: readonly number[]): Promise<number> {
   let kb = 0;
