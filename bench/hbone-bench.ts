@@ -1,12 +1,12 @@
 /**
  * `npm run bench`: direct TCP vs amesh (SOCKS5 -> ztunnel -> HBONE -> ztunnel -> app, two processes) vs a stunnel4
- * mTLS pair, side by side in one run on loopback (interleaved rounds, medians). Prints a table with ratios and
- * writes JSON to bench/results/.
+ * mTLS pair, side by side in one run on loopback (interleaved rounds, medians); then the API server section
+ * (bench/api-bench.ts). Prints tables with ratios and writes JSON to bench/results/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, mkdir, rm, writeFile, readFile } from 'node:fs/promises';
-import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,9 @@ import { tcpConnect } from '../src/echo/tcp-connect.js';
 import { ameshCommand } from '../src/demo/ztunnel-process.js';
 import { DATA_PATH_NODE_FLAGS } from '../src/lib/node-flags.js';
 import { render } from '../src/lib/table.js';
+import { writeResults } from './write-results.js';
+import { benchApi } from './api-bench.js';
+import { cpuSeconds, median, quantile, rssMiB } from './proc-stats.js';
 
 const APP_IP = '127.0.40.2';
 const CLIENT_IP = '127.0.40.1';
@@ -58,29 +61,6 @@ async function startApp(): Promise<net.Server[]> {
     new Promise<void>((r) => sink.listen(SINK_PORT, APP_IP, r)),
   ]);
   return [echo, sink];
-}
-
-function cpuSeconds(pids: number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      /* process gone */
-    }
-  }
-  return ticks / 100;
-}
-
-async function rssMiB(pids: number[]): Promise<number> {
-  let kb = 0;
-  for (const pid of pids) {
-    const st = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    kb += Number(/VmHWM:\s+(\d+)/.exec(st)?.[1] ?? 0);
-  }
-  return kb / 1024;
 }
 
 /** Writes as fast as the path allows for `ms` on each of `streams` connections; returns bytes/s. */
@@ -141,9 +121,7 @@ async function latency(t: Target): Promise<{ p50: number; p99: number; p999: num
     if (i >= 500) samples.push(Number(process.hrtime.bigint() - t0) / 1000);
   }
   s.destroy();
-  samples.sort((a, b) => a - b);
-  const q = (p: number): number => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))]!;
-  return { p50: q(0.5), p99: q(0.99), p999: q(0.999) };
+  return { p50: quantile(samples, 0.5), p99: quantile(samples, 0.99), p999: quantile(samples, 0.999) };
 }
 
 /** New connections per second: connect, 1-byte exchange, close, with 8 in parallel. */
@@ -255,12 +233,6 @@ interface Row {
   rssMiB: number | null;
 }
 
-function median(values: number[]): number {
-  const v = [...values].sort((a, b) => a - b);
-  const mid = v.length >> 1;
-  return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
-}
-
 /** One path's rows from several rounds, folded into a row of per-figure medians. */
 function medianRow(rs: Row[]): Row {
   const med = (f: (r: Row) => number): number => median(rs.map(f));
@@ -303,7 +275,8 @@ async function measure(t: Target, round: number): Promise<Row> {
   };
 }
 
-async function main(): Promise<void> {
+/** The data-path section: the paths in `only` (amesh always, as the ratios are about it), or all of them. */
+async function benchDataPaths(only: readonly string[] | undefined): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-bench-'));
   const ca = path.join(dir, 'ca');
   await writePluginCaDir(ca);
@@ -314,8 +287,6 @@ async function main(): Promise<void> {
   const paths: Record<string, number[]> = { direct: [], amesh: zts.map((z) => z.pid!), 'node-tls': nodeTunnel.map((n) => n.pid!) };
   if (stunnel !== undefined) paths['stunnel'] = stunnel.map((n) => n.pid!);
   else process.stderr.write('stunnel4 not found (apt-get install stunnel4): comparing with direct TCP only\n');
-  // BENCH_PATHS=amesh,stunnel measures a subset (amesh is always kept: the ratios are about it).
-  const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim());
   const targets = Object.keys(paths).filter((n) => only === undefined || n === 'amesh' || only.includes(n));
   const rounds: Row[][] = [];
   try {
@@ -370,11 +341,7 @@ async function main(): Promise<void> {
     process.stdout.write(`CPU ceiling on ${cores} cores (cores ÷ CPU s/GB of proxies + load): amesh ${ceiling(a).toFixed(0)} MB/s, stunnel ${ceiling(s).toFixed(0)} MB/s; ` +
       `1.3× stunnel's 8-stream rate needs amesh's two proxies at ≤${needed.toFixed(2)} CPU s/GB (now ${fmt(a.cpuSecPerGB, 2)}, stunnel ${fmt(s.cpuSecPerGB, 2)})\n`);
   }
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const outDir = path.resolve(here, here.includes(`${path.sep}dist${path.sep}`) ? '../../bench/results' : 'results');
-  await mkdir(outDir, { recursive: true });
-  const file = path.join(outDir, `hbone-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  await writeFile(file, JSON.stringify({ date: new Date().toISOString(), node: process.version, rounds: ROUNDS, rows, ratios, allRounds: rounds }, null, 2));
+  const file = await writeResults('hbone', { rounds: ROUNDS, rows, ratios, allRounds: rounds });
   process.stdout.write(`\nresults written to ${file}\n`);
   await rm(dir, { recursive: true, force: true });
 }
@@ -410,6 +377,21 @@ async function measureChild(name: string, round: number, pids: number[]): Promis
   } finally {
     for (const s of app) s.close();
   }
+}
+
+/** The data paths `BENCH_PATHS` can name; `api` names the API server section. */
+const DATA_PATHS = ['direct', 'amesh', 'node-tls', 'stunnel'];
+
+/**
+ * Every section by default. `BENCH_PATHS=amesh,stunnel` measures a subset of the data paths (amesh is always
+ * kept), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections.
+ */
+async function main(): Promise<void> {
+  const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const unknown = only?.filter((p) => p !== 'api' && !DATA_PATHS.includes(p)) ?? [];
+  if (unknown.length > 0) throw new Error(`BENCH_PATHS: unknown ${unknown.join(', ')} (known: ${[...DATA_PATHS, 'api'].join(', ')})`);
+  if (only === undefined || only.some((p) => DATA_PATHS.includes(p))) await benchDataPaths(only);
+  if (only === undefined || only.includes('api')) await benchApi(ROUNDS);
 }
 
 if (process.argv[2] === '--measure') await measureChild(process.argv[3]!, Number(process.argv[4]), process.argv.slice(5).map(Number));
