@@ -31,7 +31,7 @@ const refused = async (auth: Authenticator, token: string, why: RegExp): Promise
 test('a valid service-account token from a JWT_RULE issuer authenticates as its namespace and service account', async () => {
   const { auth, sign } = await setup();
   const caller = await auth.authenticate(`Bearer ${await sign({ 'kubernetes.io': { node: { name: 'node1' } } })}`);
-  assert.deepEqual(caller, { namespace: 'frontend', serviceAccount: 'web', node: 'node1', pod: undefined, issuer: ISSUER });
+  assert.deepEqual(caller, { namespace: 'frontend', serviceAccount: 'web', node: 'node1', pod: undefined, podUid: undefined, issuer: ISSUER });
 });
 
 test('an unsigned token (alg: none) is refused', async () => {
