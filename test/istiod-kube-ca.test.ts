@@ -91,6 +91,11 @@ describe('istiod on the Kubernetes API: TokenReview authentication, node authori
     await refused(certificate(await ztunnelToken('ztunnel-a'), 'spiffe://cluster.local/ns/other/sa/db'), 'request impersonation authentication failure', /no instances of "other\/db" found on node "node-a"/);
   });
 
+  test('a ztunnel token bound to no pod may not impersonate: the node comes only from the bound pod', async () => {
+    const unbound = await requestToken(kc, { namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca', ttlSeconds: 3600 });
+    await refused(certificate(unbound, 'spiffe://cluster.local/ns/app/sa/web'), 'request impersonation authentication failure', /istio-system\/ztunnel is bound to no pod/);
+  });
+
   test('a workload token without a pod binding gets its own identity, and may not impersonate', async () => {
     const token = await requestToken(kc, { namespace: 'app', serviceAccount: 'web', audience: 'istio-ca', ttlSeconds: 3600 });
     assert.equal(leafSan(await certificate(token, 'spiffe://cluster.local/ns/app/sa/web', { own: true })), 'URI:spiffe://cluster.local/ns/app/sa/web');

@@ -16,8 +16,9 @@ export interface Caller {
   readonly namespace: string;
   readonly serviceAccount: string;
   readonly node: string | undefined;
-  /** The pod the token is bound to, with its UID: what node authorization checks the caller against. */
+  /** The pod the token names: a claim of a JWT verified here, or the pod the API's TokenReview bound it to. */
   readonly pod: string | undefined;
+  /** The bound pod's UID, only from a TokenReview: what node authorization against the API requires. */
   readonly podUid: string | undefined;
   /** The token's `iss` when verified here; the API server's URL when the API reviewed it. */
   readonly issuer: string;
@@ -112,7 +113,7 @@ export class Authenticator implements CallerAuthenticator {
     }
     const sub = SUB_RE.exec(payload.sub ?? '');
     if (sub === null) return fail(`subject "${payload.sub ?? ''}" is not system:serviceaccount:<namespace>:<name>`);
-    const k8s = (payload['kubernetes.io'] ?? {}) as { node?: { name?: string }; pod?: { name?: string; uid?: string } };
-    return { namespace: sub[1]!, serviceAccount: sub[2]!, node: k8s.node?.name, pod: k8s.pod?.name, podUid: k8s.pod?.uid, issuer: iss };
+    const k8s = (payload['kubernetes.io'] ?? {}) as { node?: { name?: string }; pod?: { name?: string } };
+    return { namespace: sub[1]!, serviceAccount: sub[2]!, node: k8s.node?.name, pod: k8s.pod?.name, podUid: undefined, issuer: iss };
   }
 }

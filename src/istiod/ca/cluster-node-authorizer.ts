@@ -59,11 +59,12 @@ export class ClusterNodeAuthorizer implements NodeAuthorizer {
   }
 
   denial(caller: Caller, requested: Identity): string | undefined {
-    if (caller.pod === undefined) return `the token of ${caller.namespace}/${caller.serviceAccount} is bound to no pod (no ${POD_NAME_EXTRA} in its TokenReview); node proxies need pod-bound tokens`;
+    // As Istio, only a TokenReview's pod counts: a JWT_RULE token's claims name none here.
+    if (caller.pod === undefined || caller.podUid === undefined) return `the token of ${caller.namespace}/${caller.serviceAccount} is bound to no pod (no ${POD_NAME_EXTRA} in its TokenReview); node proxies need pod-bound tokens`;
     const pod = this.pods.get(caller.pod, caller.namespace);
     if (pod === undefined) return `pod ${caller.namespace}/${caller.pod} not found`;
     // A pod recreated under the same name: the token belongs to the old one.
-    if (pod.metadata?.uid !== caller.podUid) return `pod found, but UID does not match: ${pod.metadata?.uid ?? ''} vs ${caller.podUid ?? ''}`;
+    if (pod.metadata?.uid !== caller.podUid) return `pod found, but UID does not match: ${pod.metadata?.uid ?? ''} vs ${caller.podUid}`;
     if (pod.spec?.serviceAccountName !== caller.serviceAccount) return `pod found, but ServiceAccount does not match: ${pod.spec?.serviceAccountName ?? ''} vs ${caller.serviceAccount}`;
     const node = pod.spec?.nodeName ?? '';
     const found = this.index.get(indexKey(requested.namespace, requested.serviceAccount, node));
