@@ -5,6 +5,8 @@ import { ISTIOD_DEFAULTS, loadIstiodConfig } from '../istiod/config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { LocalIssuer, DEFAULT_TOKEN_TTL_SECONDS } from '../istiod/ca/local-issuer.js';
 import { MeshError } from '../lib/errors.js';
+import { loadKubeConfig } from '../kube/kube-config.js';
+import { requestToken } from '../kube/request-token.js';
 import { fatal } from './fatal.js';
 
 export function istiodCommand(): Command {
@@ -13,6 +15,7 @@ export function istiodCommand(): Command {
     .enablePositionalOptions()
     .description('run the control plane: certificate authority (and workload discovery) on 15012, monitoring on 15014')
     .option('--config-dir <dir>', 'directory of Kubernetes-style manifests (Namespace, Pod, Service, AuthorizationPolicy, ...)')
+    .option('--kubeconfig <file>', 'Kubernetes API the CA reviews tokens with (TokenReview), checks node proxies against and publishes istio-ca-root-cert to')
     .option('--ca-dir <dir>', 'Istio plug-in CA files (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem); default: a self-signed root kept in the state dir')
     .option('--state-dir <dir>', 'where the generated root, the token issuer key and root-cert.pem live', ISTIOD_DEFAULTS.stateDir)
     .option('--grpc-address <host:port>', 'xDS and CA (gRPC over TLS)', ISTIOD_DEFAULTS.grpcAddress)
@@ -34,20 +37,28 @@ export function istiodCommand(): Command {
     });
   cmd
     .command('token')
-    .description("print a JWT this istiod trusts (Kubernetes projected service-account token shape), for local components")
+    .description('print a service-account token istiod trusts: from the API\'s TokenRequest with --kubeconfig, else from the local issuer in --state-dir')
     .requiredOption('--namespace <ns>', 'service account namespace')
     .requiredOption('--service-account <sa>', 'service account name')
-    .option('--node <node>', 'node claim (what the CA checks impersonation against)')
-    .option('--pod <pod>', 'pod claim')
+    .option('--kubeconfig <file>', 'ask this Kubernetes API for the token (TokenRequest)')
+    .option('--node <node>', 'node claim, local issuer only (what the CA checks impersonation against)')
+    .option('--pod <pod>', 'pod claim; with --kubeconfig the token is bound to this pod (and its node)')
     .option('--audience <aud>', 'audience', 'istio-ca')
     .option('--ttl <seconds>', 'lifetime in seconds', String(DEFAULT_TOKEN_TTL_SECONDS))
-    .option('--state-dir <dir>', "istiod's state dir (holds the issuer key)", ISTIOD_DEFAULTS.stateDir)
+    .option('--state-dir <dir>', "istiod's state dir (holds the local issuer's key)", ISTIOD_DEFAULTS.stateDir)
     .action(async (o) => {
       try {
         const ttl = Number(o.ttl);
         if (!Number.isInteger(ttl) || ttl < 1) throw new MeshError('AMESH_ERR_CONFIG', '--ttl must be a positive number of seconds');
-        const issuer = await LocalIssuer.loadOrCreate(path.resolve(o.stateDir));
-        process.stdout.write((await issuer.issue({ namespace: o.namespace, serviceAccount: o.serviceAccount, node: o.node, pod: o.pod, audience: o.audience, ttlSeconds: ttl })) + '\n');
+        let token: string;
+        if (o.kubeconfig !== undefined) {
+          if (o.node !== undefined) throw new MeshError('AMESH_ERR_CONFIG', '--node is for the local issuer; with --kubeconfig, name the pod (--pod) and the API adds its node');
+          token = await requestToken(loadKubeConfig(o.kubeconfig), { namespace: o.namespace, serviceAccount: o.serviceAccount, pod: o.pod, audience: o.audience, ttlSeconds: ttl });
+        } else {
+          const issuer = await LocalIssuer.loadOrCreate(path.resolve(o.stateDir));
+          token = await issuer.issue({ namespace: o.namespace, serviceAccount: o.serviceAccount, node: o.node, pod: o.pod, audience: o.audience, ttlSeconds: ttl });
+        }
+        process.stdout.write(token + '\n');
       } catch (e) {
         fatal(e);
       }

@@ -53,6 +53,8 @@ export const ISTIOD_SERVING_NAMES = ['istiod.istio-system.svc', 'istiod.istio-sy
 
 export interface IstiodConfig {
   readonly configDir: string | undefined;
+  /** The Kubernetes API the CA reviews tokens with, checks node proxies against and publishes its root to. */
+  readonly kubeconfig: string | undefined;
   readonly caDir: string | undefined;
   readonly stateDir: string;
   readonly trustDomain: string;
@@ -73,6 +75,7 @@ export interface IstiodConfig {
 
 export interface IstiodFlags {
   configDir?: string | undefined;
+  kubeconfig?: string | undefined;
   caDir?: string | undefined;
   stateDir?: string | undefined;
   grpcAddress?: string | undefined;
@@ -99,6 +102,7 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
   for (const t of trusted) if (!/^[^/]+\/[^/]+$/.test(t)) throw new MeshError('AMESH_ERR_CONFIG', `CA_TRUSTED_NODE_ACCOUNTS: "${t}" is not <namespace>/<serviceaccount>`);
   const cfg: IstiodConfig = {
     configDir: flags.configDir === undefined ? undefined : path.resolve(flags.configDir),
+    kubeconfig: flags.kubeconfig === undefined ? undefined : path.resolve(flags.kubeconfig),
     caDir: flags.caDir,
     stateDir: path.resolve(flags.stateDir ?? ISTIOD_DEFAULTS.stateDir),
     trustDomain: parseTrustDomain(env['TRUST_DOMAIN']),

@@ -13,6 +13,8 @@ import type { LogControl } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
 import { ISTIOD_SERVING_NAMES, type IstiodConfig } from './config.js';
 import { Authenticator } from './ca/authenticate.js';
+import { ManifestNodeAuthorizer } from './ca/manifest-node-authorizer.js';
+import { KubeCaSecurity } from './kube-ca-security.js';
 import { CaServer } from './ca/ca-server.js';
 import { authenticationInterceptor } from './ca/authentication-interceptor.js';
 import { startGrpcServer, type RunningGrpcServer } from './grpc-server.js';
@@ -54,6 +56,7 @@ export class Istiod {
     readonly issuer: LocalIssuer,
     readonly registry: Registry,
     readonly rootCertPath: string,
+    private readonly kube: KubeCaSecurity | undefined,
   ) {}
 
   static async start(cfg: IstiodConfig, logs: LogControl): Promise<Istiod> {
@@ -66,7 +69,8 @@ export class Istiod {
     const rootCertPath = path.join(cfg.stateDir, ROOT_CERT_FILE);
     await writeFile(rootCertPath, ca.rootBundlePem, { mode: 0o644 });
     const issuer = await LocalIssuer.loadOrCreate(cfg.stateDir);
-    const auth = new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
+    const kube = cfg.kubeconfig === undefined ? undefined : await KubeCaSecurity.start(cfg, cfg.kubeconfig, ca.rootBundlePem, logs);
+    const auth = kube?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
     const registry = new Registry(cfg.configDir, logs.scope('registry'));
     const metrics = new MetricsRegistry();
     const ads = new AdsServer(auth, metrics, logs.scope('ads'));
@@ -84,7 +88,7 @@ export class Istiod {
     registry.watch();
     collectDefaultMetrics({ register: metrics });
     new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers: [metrics] }).set({ component: 'pilot', tag: VERSION }, 1);
-    const caServer = new CaServer(cfg, ca, auth, registry, metrics, logs.scope('ca'));
+    const caServer = new CaServer(cfg, ca, auth, kube?.nodeAuthorizer ?? new ManifestNodeAuthorizer(registry), metrics, logs.scope('ca'));
     const serving = await issueServingCertificate(ca, ISTIOD_SERVING_NAMES, SERVING_CERT_TTL_SECONDS);
     const grpcServer = await startGrpcServer(
       {
@@ -101,7 +105,7 @@ export class Istiod {
       log,
     );
     const grpcPort = grpcServer.port;
-    const ist = new Istiod(cfg, grpcServer, issuer, registry, rootCertPath);
+    const ist = new Istiod(cfg, grpcServer, issuer, registry, rootCertPath, kube);
     ist.ports.grpc = grpcPort;
     ist.monitoring = await startHttpServer(cfg.monitoringAddress, {
       '/ready': () => ({ status: 200, body: 'ready\n' }),
@@ -114,10 +118,10 @@ export class Istiod {
     return ist;
   }
 
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.registry.stop();
     this.monitoring?.close();
     this.grpcServer.stop();
-    return Promise.resolve();
+    await this.kube?.stop();
   }
 }

@@ -4,7 +4,7 @@
  * with backoff, resuming from its last resourceVersion, and reports when the first list has been applied, which
  * is what readiness waits on (client-go's HasSynced).
  */
-import { makeInformer, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObjectCache } from '@kubernetes/client-node';
+import { ListWatch, Watch, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObjectCache } from '@kubernetes/client-node';
 import { Backoff } from '../lib/backoff.js';
 import type { Logger } from '../lib/log.js';
 
@@ -34,9 +34,11 @@ export class RestartingInformer<T extends KubernetesObject> {
     list: () => Promise<KubernetesListObject<T>>,
     handlers: InformerHandlers<T>,
     private readonly log: Logger,
+    /** Watch only objects matching it (the `list` must apply the same selector); client-node's makeInformer takes none. */
+    fieldSelector?: string,
   ) {
     this.synced = new Promise((r) => (this.resolveSynced = r));
-    this.inf = makeInformer<T>(kc, path, list);
+    this.inf = new ListWatch<T>(path, new Watch(kc), list, false, undefined, fieldSelector);
     if (handlers.add !== undefined) this.inf.on('add', handlers.add);
     if (handlers.update !== undefined) this.inf.on('update', handlers.update);
     if (handlers.delete !== undefined) this.inf.on('delete', handlers.delete);

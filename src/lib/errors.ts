@@ -36,6 +36,7 @@ export const ERROR_CODES = [
   'ZT_ERR_HBONE_CONNECTION_LOST',
   'APISERVER_ERR_DATA_DIR',
   'APISERVER_ERR_AUTHENTICATION',
+  'ISTIOD_ERR_KUBE_API',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

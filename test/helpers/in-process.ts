@@ -40,6 +40,11 @@ export async function startIstiod(configDir: string, stateDir: string, o: { caDi
   return Istiod.start(cfg, jsonLogsTo(o.log, 'istiod'));
 }
 
+/** An istiod in this process against the Kubernetes API `kubeconfig` names, on ephemeral ports of `host`, logging to `logs`. */
+export async function startIstiodOnApi(kubeconfig: string, stateDir: string, host: string, logs: LogControl): Promise<Istiod> {
+  return Istiod.start(loadIstiodConfig({ kubeconfig, stateDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0` }, {}), logs);
+}
+
 /** JSON log lines (info and up) of `component` sent to `log`, or nothing logged when there is no `log`. */
 function jsonLogsTo(log: ((line: string) => void) | undefined, component: string): LogControl {
   const out = new Writable({

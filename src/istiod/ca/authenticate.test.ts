@@ -28,10 +28,10 @@ const refused = async (auth: Authenticator, token: string, why: RegExp): Promise
   });
 };
 
-test('a valid service-account token from a JWT_RULE issuer authenticates as its namespace and service account', async () => {
+test('a valid service-account token from a JWT_RULE issuer authenticates as its namespace and service account; its pod UID claim vouches for nothing', async () => {
   const { auth, sign } = await setup();
-  const caller = await auth.authenticate(`Bearer ${await sign({ 'kubernetes.io': { node: { name: 'node1' } } })}`);
-  assert.deepEqual(caller, { namespace: 'frontend', serviceAccount: 'web', node: 'node1', pod: undefined, issuer: ISSUER });
+  const caller = await auth.authenticate(`Bearer ${await sign({ 'kubernetes.io': { node: { name: 'node1' }, pod: { name: 'web-0', uid: 'u-1' } } })}`);
+  assert.deepEqual(caller, { namespace: 'frontend', serviceAccount: 'web', node: 'node1', pod: 'web-0', podUid: undefined, issuer: ISSUER });
 });
 
 test('an unsigned token (alg: none) is refused', async () => {

@@ -1,5 +1,5 @@
 import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, errors as joseErrors, type JWK, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { MeshError, describeError } from '../../lib/errors.js';
+import { MeshError, describeError, isMeshError } from '../../lib/errors.js';
 import { LOCAL_ISSUER } from './local-issuer.js';
 
 /** Istio's JwtRule (the `JWT_RULE` env): an issuer and where its keys are. */
@@ -11,13 +11,42 @@ export interface JwtRule {
   readonly jwksUri?: string;
 }
 
-/** Who called the CA, from the token's Kubernetes service-account claims. */
+/** Who called the CA, from the token's Kubernetes service-account claims or the API's TokenReview of it. */
 export interface Caller {
   readonly namespace: string;
   readonly serviceAccount: string;
   readonly node: string | undefined;
+  /** The pod the token names: a claim of a JWT verified here, or the pod the API's TokenReview bound it to. */
   readonly pod: string | undefined;
+  /** The bound pod's UID, only from a TokenReview: what node authorization against the API requires. */
+  readonly podUid: string | undefined;
+  /** The token's `iss` when verified here; the API server's URL when the API reviewed it. */
   readonly issuer: string;
+}
+
+/** Authenticates a gRPC caller from its `authorization` and `clusterid` metadata (istio `pkg/security` Authenticator). */
+export interface CallerAuthenticator {
+  authenticate(authorization: string | undefined, clusterId?: string): Promise<Caller>;
+}
+
+const FAILURE_PREFIX = 'request authenticate failure: ';
+
+/** Throws the opaque-to-the-caller authentication failure, with `why` for istiod's log. */
+export function authenticationFailure(why: string): never {
+  throw new MeshError('ISTIOD_ERR_AUTHENTICATION', `${FAILURE_PREFIX}${why}`);
+}
+
+/** Why an authenticator refused: the `why` of an authentication failure, else the error itself. */
+export function authenticationReason(e: unknown): string {
+  return isMeshError(e, 'ISTIOD_ERR_AUTHENTICATION') && e.message.startsWith(FAILURE_PREFIX) ? e.message.slice(FAILURE_PREFIX.length) : describeError(e);
+}
+
+/** The token of `authorization: Bearer <token>` metadata (istio `pkg/security/security.go` ExtractBearerToken). */
+export function bearerTokenOf(authorization: string | undefined): string {
+  if (authorization === undefined || authorization === '') return authenticationFailure('no "authorization: Bearer <token>" metadata');
+  const m = /^Bearer\s+(\S+)$/i.exec(authorization);
+  if (m === null) return authenticationFailure('authorization metadata is not "Bearer <token>"');
+  return m[1]!;
 }
 
 interface Issuer {
@@ -46,15 +75,15 @@ export function parseJwtRules(env: string | undefined): JwtRule[] {
 }
 
 /**
- * Authenticates CA and xDS callers by `authorization: Bearer <JWT>` (istio `security/pkg/server/ca/server.go`): the issuer must be trusted
- * (istiod's local issuer or a JWT_RULE), the signature valid, the token current, the audience one of ours, and the
- * subject a Kubernetes service account.
+ * Authenticates CA and xDS callers by `authorization: Bearer <JWT>` (istio `security/pkg/server/ca/authenticate/oidc.go`): the issuer must be trusted
+ * (istiod's local issuer, when there is one, or a JWT_RULE), the signature valid, the token current, the audience
+ * one of ours, and the subject a Kubernetes service account.
  */
-export class Authenticator {
+export class Authenticator implements CallerAuthenticator {
   private readonly issuers = new Map<string, Issuer>();
 
-  constructor(rules: readonly JwtRule[], localJwk: JWK, private readonly audiences: readonly string[]) {
-    this.issuers.set(LOCAL_ISSUER, { keys: createLocalJWKSet({ keys: [localJwk] }), audiences: [] });
+  constructor(rules: readonly JwtRule[], localJwk: JWK | undefined, private readonly audiences: readonly string[]) {
+    if (localJwk !== undefined) this.issuers.set(LOCAL_ISSUER, { keys: createLocalJWKSet({ keys: [localJwk] }), audiences: [] });
     for (const r of rules) {
       const keys = r.jwks !== undefined ? createLocalJWKSet(JSON.parse(r.jwks) as { keys: JWK[] }) : createRemoteJWKSet(new URL(r.jwksUri!));
       this.issuers.set(r.issuer, { keys, audiences: r.audiences ?? [] });
@@ -62,13 +91,8 @@ export class Authenticator {
   }
 
   async authenticate(authorization: string | undefined): Promise<Caller> {
-    const fail = (why: string): never => {
-      throw new MeshError('ISTIOD_ERR_AUTHENTICATION', `request authenticate failure: ${why}`);
-    };
-    if (authorization === undefined || authorization === '') return fail('no "authorization: Bearer <token>" metadata');
-    const m = /^Bearer\s+(\S+)$/i.exec(authorization);
-    if (m === null) return fail('authorization metadata is not "Bearer <token>"');
-    const token = m[1]!;
+    const fail = authenticationFailure;
+    const token = bearerTokenOf(authorization);
     let unverified: JWTPayload;
     try {
       unverified = decodeJwt(token);
@@ -90,6 +114,6 @@ export class Authenticator {
     const sub = SUB_RE.exec(payload.sub ?? '');
     if (sub === null) return fail(`subject "${payload.sub ?? ''}" is not system:serviceaccount:<namespace>:<name>`);
     const k8s = (payload['kubernetes.io'] ?? {}) as { node?: { name?: string }; pod?: { name?: string } };
-    return { namespace: sub[1]!, serviceAccount: sub[2]!, node: k8s.node?.name, pod: k8s.pod?.name, issuer: iss };
+    return { namespace: sub[1]!, serviceAccount: sub[2]!, node: k8s.node?.name, pod: k8s.pod?.name, podUid: undefined, issuer: iss };
   }
 }

@@ -6,9 +6,9 @@ import { csrUriSans, type CertificateAuthority } from '../../lib/pki/certificate
 import { describeError, isMeshError, MeshError } from '../../lib/errors.js';
 import { identityToString, parseIdentity, type Identity } from '../../lib/spiffe.js';
 import type { IstiodConfig } from '../config.js';
-import type { Registry } from '../registry/registry.js';
-import type { Authenticator, Caller } from './authenticate.js';
-import { AUTHENTICATION_FAILURE } from './authentication-interceptor.js';
+import type { Caller, CallerAuthenticator } from './authenticate.js';
+import { AUTHENTICATION_FAILURE, authenticatedCaller } from './authentication-interceptor.js';
+import type { NodeAuthorizer } from './node-authorizer.js';
 
 /** The request metadata key a node proxy uses to ask for another workload's certificate (ztunnel `src/identity/caclient.rs`). */
 export const IMPERSONATED_IDENTITY = 'ImpersonatedIdentity';
@@ -51,8 +51,8 @@ export class CaServer {
   constructor(
     private readonly config: IstiodConfig,
     private readonly ca: CertificateAuthority,
-    private readonly auth: Authenticator,
-    private readonly registry: Registry,
+    private readonly auth: CallerAuthenticator,
+    private readonly nodes: NodeAuthorizer,
     metricsRegistry: MetricsRegistry,
     private readonly log: Logger,
   ) {
@@ -85,8 +85,7 @@ export class CaServer {
   };
 
   async create(req: IstioCertificateRequest, md: grpc.Metadata): Promise<string[]> {
-    const authz = md.get('authorization')[0];
-    const caller = await this.auth.authenticate(typeof authz === 'string' ? authz : undefined);
+    const caller = await authenticatedCaller(this.auth, md);
     const target = this.targetIdentity(caller, req);
     const uri = identityToString(target);
     let sans: string[];
@@ -122,9 +121,8 @@ export class CaServer {
       return deny(describeError(e));
     }
     if (id.trustDomain !== this.config.trustDomain) return deny(`trust domain "${id.trustDomain}" is not ours ("${this.config.trustDomain}")`);
-    const node = caller.node ?? (caller.pod === undefined ? undefined : this.registry.nodeOfPod(caller.namespace, caller.pod));
-    if (node === undefined || node === '') return deny('the token names no node (kubernetes.io node or pod claim) to check the impersonated pod against');
-    if (!this.registry.hasPodOnNode(id.namespace, id.serviceAccount, node)) return deny(`no pod of ${id.namespace}/${id.serviceAccount} runs on node ${node}`);
+    const denied = this.nodes.denial(caller, id);
+    if (denied !== undefined) return deny(denied);
     return id;
   }
 }

@@ -5,8 +5,8 @@ import { Counter, Gauge, type Registry as MetricsRegistry } from 'prom-client';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { DeltaDiscoveryRequest, DeltaDiscoveryResponseSchema } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { describeError } from '../../lib/errors.js';
-import type { Authenticator, Caller } from '../ca/authenticate.js';
-import { AUTHENTICATION_FAILURE } from '../ca/authentication-interceptor.js';
+import type { Caller, CallerAuthenticator } from '../ca/authenticate.js';
+import { AUTHENTICATION_FAILURE, authenticatedCaller } from '../ca/authentication-interceptor.js';
 import { ADDRESS_TYPE, AUTHORIZATION_TYPE, type XdsResource } from './convert.js';
 
 export const SUPPORTED_TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE] as const;
@@ -55,7 +55,7 @@ export class AdsServer {
   private readonly metrics: { connected: Gauge; pushes: Counter<'type'>; rejects: Counter<'type_url'> };
 
   constructor(
-    private readonly auth: Authenticator,
+    private readonly auth: CallerAuthenticator,
     metrics: MetricsRegistry,
     private readonly log: Logger,
   ) {
@@ -92,10 +92,9 @@ export class AdsServer {
   }
 
   private async accept(stream: Stream): Promise<void> {
-    const authz = stream.metadata.get('authorization')[0];
     let caller: Caller;
     try {
-      caller = await this.auth.authenticate(typeof authz === 'string' ? authz : undefined);
+      caller = await authenticatedCaller(this.auth, stream.metadata);
     } catch (e) {
       this.log.warn({ error: describeError(e) }, 'xDS connection refused');
       stream.emit('error', { code: grpc.status.UNAUTHENTICATED, details: AUTHENTICATION_FAILURE });

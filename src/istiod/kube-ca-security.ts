@@ -1,0 +1,45 @@
+/**
+ * What istiod's CA does differently when it runs against a Kubernetes API (`--kubeconfig`), as Istio's istiod
+ * assembles it (istio `pilot/pkg/bootstrap/server.go`): callers are authenticated by JWT_RULE issuers first, when
+ * there are any, then by a TokenReview (istiod's own local issuer is not trusted: tokens come from the API's
+ * TokenRequest); node proxies' impersonation is checked against pods from the API, when CA_TRUSTED_NODE_ACCOUNTS
+ * names any; and the root is published as a ConfigMap in every namespace.
+ */
+import type { LogControl } from '../lib/log.js';
+import { loadKubeConfig } from '../kube/kube-config.js';
+import { Authenticator, type CallerAuthenticator } from './ca/authenticate.js';
+import { AuthenticatorChain } from './ca/authenticator-chain.js';
+import { ClusterNodeAuthorizer } from './ca/cluster-node-authorizer.js';
+import { KubeJwtAuthenticator } from './ca/kube-jwt-authenticator.js';
+import type { NodeAuthorizer } from './ca/node-authorizer.js';
+import type { IstiodConfig } from './config.js';
+import { NamespaceController } from './namespace-controller.js';
+
+/** server.go's answer when no node authorizer runs. */
+const NO_NODE_AUTHORIZER: NodeAuthorizer = { denial: () => 'impersonation not allowed, as node authorizer (CA_TRUSTED_NODE_ACCOUNTS) is not configured' };
+
+export class KubeCaSecurity {
+  private constructor(
+    readonly authenticator: CallerAuthenticator,
+    readonly nodeAuthorizer: NodeAuthorizer,
+    private readonly pods: ClusterNodeAuthorizer | undefined,
+    private readonly namespaces: NamespaceController,
+  ) {}
+
+  /** Starts the informers and resolves once they have listed what they watch. */
+  static async start(cfg: IstiodConfig, kubeconfig: string, rootPem: string, logs: LogControl): Promise<KubeCaSecurity> {
+    const kc = loadKubeConfig(kubeconfig);
+    const kubeJwt = new KubeJwtAuthenticator(kc, cfg.clusterId, cfg.tokenAudiences);
+    const authenticator = cfg.jwtRules.length === 0 ? kubeJwt : new AuthenticatorChain([new Authenticator(cfg.jwtRules, undefined, cfg.tokenAudiences), kubeJwt]);
+    const pods = cfg.trustedNodeAccounts.length === 0 ? undefined : new ClusterNodeAuthorizer(kc, logs.scope('ca'));
+    const namespaces = new NamespaceController(kc, rootPem, logs.scope('namespace-controller'));
+    pods?.start();
+    namespaces.start();
+    await Promise.all([pods?.synced, namespaces.synced]);
+    return new KubeCaSecurity(authenticator, pods ?? NO_NODE_AUTHORIZER, pods, namespaces);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.pods?.stop(), this.namespaces.stop()]);
+  }
+}
