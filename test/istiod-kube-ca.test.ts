@@ -41,7 +41,7 @@ describe('istiod on the Kubernetes API: TokenReview authentication, node authori
     api = await startApiServer(path.join(dir, 'api'), { listen: `${API_HOST}:0` });
     kc = loadKubeConfig(api.kubeconfigPath, {});
     core = kc.makeApiClient(k8s.CoreV1Api);
-    for (const ns of ['istio-system', 'app', 'other', 'kube-system']) await core.createNamespace({ body: { metadata: { name: ns } } });
+    for (const ns of ['istio-system', 'app', 'other']) await core.createNamespace({ body: { metadata: { name: ns } } });
     for (const [ns, sa] of [['istio-system', 'ztunnel'], ['app', 'web'], ['other', 'db']] as const) await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: sa } } });
     for (const node of ['node-a', 'node-b']) await core.createNode({ body: { metadata: { name: node } } });
     await pod('istio-system', 'ztunnel-a', 'ztunnel', 'node-a');
@@ -124,7 +124,7 @@ describe('istiod on the Kubernetes API: TokenReview authentication, node authori
   });
 
   test('istio-ca-root-cert holds the root in every namespace, labelled istio.io/config, and is skipped in kube-public', async () => {
-    await core.createNamespace({ body: { metadata: { name: 'kube-public' } } });
+    // kube-public and kube-system exist from the API server's bootstrap.
     await core.createNamespace({ body: { metadata: { name: 'team-a' } } });
     await logs.waitFor('team-a published', (l) => l['message'] === 'root certificate published' && l['namespace'] === 'team-a');
     for (const ns of ['istio-system', 'app', 'other', 'kube-system', 'team-a']) {
@@ -132,7 +132,7 @@ describe('istiod on the Kubernetes API: TokenReview authentication, node authori
       assert.equal(cm.data?.[CA_ROOT_CONFIGMAP_KEY], root, ns);
       assert.deepEqual(cm.metadata?.labels, { 'istio.io/config': 'true' });
     }
-    // Namespaces are reconciled in the order their events arrive: kube-public came before team-a.
+    // Namespaces are reconciled in the order their events arrive: kube-public was listed before team-a came.
     await assert.rejects(core.readNamespacedConfigMap({ namespace: 'kube-public', name: CA_ROOT_CONFIGMAP }), (e: unknown) => (e as { code?: number }).code === 404);
   });
 
