@@ -5,6 +5,8 @@ import { parseListenAddress, type ListenAddress } from '../lib/address.js';
 import { LogControl, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../kube/kube-config.js';
 import type { GrpcLimits } from './grpc-server.js';
 
 /** Limits on istiod's gRPC port, where callers are not yet authenticated. */
@@ -69,6 +71,8 @@ export interface IstiodConfig {
   readonly grpcLimits: GrpcLimits;
   readonly logFormat: LogFormat;
   readonly logLevel: string;
+  /** The Kubernetes API the registry watches: set unless `--config-dir` is given. */
+  readonly kube: KubeConfig | undefined;
 }
 
 export interface IstiodFlags {
@@ -78,6 +82,7 @@ export interface IstiodFlags {
   grpcAddress?: string | undefined;
   monitoringAddress?: string | undefined;
   logLevel?: string | undefined;
+  kubeconfig?: string | undefined;
 }
 
 function positiveInt(env: Readonly<Record<string, string | undefined>>, name: string, dflt: number): number {
@@ -97,6 +102,9 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
   LogControl.parseSpec(logLevel);
   const trusted = list(env['CA_TRUSTED_NODE_ACCOUNTS'] ?? ISTIOD_DEFAULTS.trustedNodeAccounts);
   for (const t of trusted) if (!/^[^/]+\/[^/]+$/.test(t)) throw new MeshError('AMESH_ERR_CONFIG', `CA_TRUSTED_NODE_ACCOUNTS: "${t}" is not <namespace>/<serviceaccount>`);
+  if (flags.kubeconfig !== undefined && flags.configDir !== undefined) {
+    throw new MeshError('AMESH_ERR_CONFIG', '--kubeconfig and --config-dir both name where the mesh is described; give one (--config-dir for a manifest directory, --kubeconfig for a Kubernetes API)');
+  }
   const cfg: IstiodConfig = {
     configDir: flags.configDir === undefined ? undefined : path.resolve(flags.configDir),
     caDir: flags.caDir,
@@ -120,6 +128,7 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
     }),
     logFormat,
     logLevel,
+    kube: flags.configDir === undefined ? loadKubeConfig(flags.kubeconfig, env) : undefined,
   };
   return Object.freeze(cfg);
 }

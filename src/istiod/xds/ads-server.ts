@@ -49,7 +49,8 @@ interface Connection {
  * cannot make istiod build and queue full pushes.
  */
 export class AdsServer {
-  private snapshot: Snapshot = new Map();
+  /** Undefined until the first `update`: subscriptions before it are answered then, never with a partial mesh. */
+  private snapshot: Snapshot | undefined;
   private readonly conns = new Set<Connection>();
   private nextId = 1;
   private readonly metrics: { connected: Gauge; pushes: Counter<'type'>; rejects: Counter<'type_url'> };
@@ -160,7 +161,7 @@ export class AdsServer {
   }
 
   private push(c: Connection, typeUrl: string, st: TypeState): void {
-    if (c.blocked) return;
+    if (c.blocked || this.snapshot === undefined) return;
     const current = this.snapshot.get(typeUrl) ?? new Map<string, XdsResource>();
     const changed: XdsResource[] = [];
     for (const r of current.values()) if (st.sent.get(r.name) !== r.version || st.requested.has(r.name)) changed.push(r);
