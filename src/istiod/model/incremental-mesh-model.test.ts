@@ -61,17 +61,10 @@ metadata: {name: db-ports, namespace: shop}
 spec: {selector: {matchLabels: {app: db}}, portLevelMtls: {"5432": {mode: PERMISSIVE}}}
 `);
 
-const [POD_EDIT, NODE_EDIT] = objects(`
-apiVersion: v1
-kind: Pod
-metadata: {name: web-0, namespace: shop, labels: {app: web}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {serviceAccountName: web, nodeName: n1, containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
-status: {phase: Running, podIP: 10.1.0.9}
----
-apiVersion: v1
-kind: Node
-metadata: {name: n1, labels: {topology.kubernetes.io/region: r2}}
-`) as [Manifest, Manifest];
+const find = (key: string): Manifest => MESH.find((o) => objectKey(o) === key)!;
+const POD_EDIT: Manifest = { ...find('Pod/shop/web-0'), status: { phase: 'Running', podIP: '10.1.0.9' } };
+const NODE: Manifest = find('Node//n1');
+const NODE_EDIT: Manifest = { ...NODE, metadata: { ...NODE.metadata, labels: { 'topology.kubernetes.io/region': 'r2' } } };
 
 const plain = (m: { addresses: ReadonlyMap<string, unknown>; authorizations: ReadonlyMap<string, unknown> }): unknown => ({
   addresses: Object.fromEntries([...m.addresses].sort(([a], [b]) => (a < b ? -1 : 1))),
