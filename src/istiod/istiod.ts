@@ -80,9 +80,10 @@ export class Istiod {
     registry.on('change', (changes) => {
       const c = changes === undefined ? model.replaceAll(registry.all()) : model.update(changes);
       for (const w of c.warnings) modelLog.warn(w);
-      xds.apply(c);
-      if (ready) ads.update(xds.snapshot);
-      modelLog.info({ ...xds.size, changed: c.addresses.size + c.authorizations.size }, 'model rebuilt');
+      const touched = xds.apply(c);
+      if (ready) ads.update(xds.snapshot, changes === undefined ? undefined : touched);
+      // One line per directory reload; per batch of API events only at debug level, as they may come many a second.
+      modelLog[changes === undefined ? 'info' : 'debug']({ ...xds.size, changed: c.addresses.size + c.authorizations.size }, 'model rebuilt');
     });
     const markReady = (): void => {
       ready = true;

@@ -14,7 +14,8 @@ export class XdsSnapshot {
 
   constructor(private readonly model: IncrementalMeshModel) {}
 
-  apply(changes: ModelChanges): void {
+  /** Encodes what `changes` names; returns those names per type (what `AdsServer.update` needs to compare). */
+  apply(changes: ModelChanges): ReadonlyMap<string, ReadonlySet<string>> {
     for (const name of changes.addresses) {
       const a = this.model.address(name);
       if (a === undefined) this.addresses.delete(name);
@@ -25,6 +26,7 @@ export class XdsSnapshot {
       if (a === undefined) this.authorizations.delete(name);
       else this.authorizations.set(name, authorizationResource(name, a));
     }
+    return new Map([[ADDRESS_TYPE, changes.addresses], [AUTHORIZATION_TYPE, changes.authorizations]]);
   }
 
   get size(): { addresses: number; authorizations: number } {
