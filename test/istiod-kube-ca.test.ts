@@ -51,8 +51,8 @@ describe('istiod on the Kubernetes API: TokenReview authentication, node authori
     root = await readFile(ist.rootCertPath, 'utf8');
   });
   after(async () => {
-    await ist.stop();
-    await api.stop();
+    await ist?.stop();
+    await api?.stop();
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -6,12 +6,12 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { anyPack } from '@bufbuild/protobuf/wkt';
-import { AggregatedDiscoveryService, type DeltaDiscoveryResponse, type DeltaDiscoveryRequest } from '../src/api/envoy/service/discovery/v3/discovery_pb.js';
+import { AggregatedDiscoveryService, type DeltaDiscoveryRequest } from '../src/api/envoy/service/discovery/v3/discovery_pb.js';
 import { AddressSchema, TunnelProtocol } from '../src/api/istio/workload/workload_pb.js';
-import { grpcClient } from '../src/lib/grpc-channel.js';
 import { grpcServiceDefinition } from '../src/lib/grpc-service.js';
 import type { Istiod } from '../src/istiod/istiod.js';
 import { startIstiod, startZtunnel } from './helpers/in-process.js';
+import { openStream } from './helpers/ads-stream.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 
 const ADDRESS = 'type.googleapis.com/istio.workload.Address';
@@ -19,26 +19,6 @@ const AUTHZ = 'type.googleapis.com/istio.security.Authorization';
 
 const PODS = (n: number): string =>
   Array.from({ length: n }, (_, i) => `apiVersion: v1\nkind: Pod\nmetadata: {name: p${i}, namespace: ns}\nspec: {nodeName: n1}\nstatus: {podIP: 127.0.74.${i + 1}}\n`).join('---\n');
-
-type Stream = grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>;
-
-/** A raw delta-ADS client: collects responses, lets the test ACK/NACK by hand. */
-function openStream(ist: Istiod, root: string, token: string): { stream: Stream; next: () => Promise<DeltaDiscoveryResponse> } {
-  const client = grpcClient(AggregatedDiscoveryService, `https://localhost:${ist.ports.grpc}`, root);
-  const md = new grpc.Metadata();
-  md.set('authorization', `Bearer ${token}`);
-  const stream = (client as unknown as Record<string, (m: grpc.Metadata) => Stream>)['deltaAggregatedResources']!.call(client, md);
-  const queue: DeltaDiscoveryResponse[] = [];
-  const waiters: ((r: DeltaDiscoveryResponse) => void)[] = [];
-  stream.on('data', (r: DeltaDiscoveryResponse) => {
-    const w = waiters.shift();
-    if (w !== undefined) w(r);
-    else queue.push(r);
-  });
-  stream.on('error', () => undefined);
-  stream.on('close', () => client.close());
-  return { stream, next: () => (queue.length > 0 ? Promise.resolve(queue.shift()!) : new Promise((r) => waiters.push(r))) };
-}
 
 describe('istiod delta ADS', () => {
   let dir: string;

@@ -15,7 +15,7 @@ export function istiodCommand(): Command {
     .enablePositionalOptions()
     .description('run the control plane: certificate authority (and workload discovery) on 15012, monitoring on 15014')
     .option('--config-dir <dir>', 'directory of Kubernetes-style manifests (Namespace, Pod, Service, AuthorizationPolicy, ...)')
-    .option('--kubeconfig <file>', 'Kubernetes API the CA reviews tokens with (TokenReview), checks node proxies against and publishes istio-ca-root-cert to')
+    .option('--kubeconfig <file>', 'the Kubernetes API to watch, review tokens with and publish istio-ca-root-cert to (default without --config-dir: KUBECONFIG, else the in-cluster service account)')
     .option('--ca-dir <dir>', 'Istio plug-in CA files (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem); default: a self-signed root kept in the state dir')
     .option('--state-dir <dir>', 'where the generated root, the token issuer key and root-cert.pem live', ISTIOD_DEFAULTS.stateDir)
     .option('--grpc-address <host:port>', 'xDS and CA (gRPC over TLS)', ISTIOD_DEFAULTS.grpcAddress)

@@ -5,6 +5,8 @@ import { parseListenAddress, type ListenAddress } from '../lib/address.js';
 import { LogControl, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../kube/kube-config.js';
 import type { GrpcLimits } from './grpc-server.js';
 
 /** Limits on istiod's gRPC port, where callers are not yet authenticated. */
@@ -53,8 +55,6 @@ export const ISTIOD_SERVING_NAMES = ['istiod.istio-system.svc', 'istiod.istio-sy
 
 export interface IstiodConfig {
   readonly configDir: string | undefined;
-  /** The Kubernetes API the CA reviews tokens with, checks node proxies against and publishes its root to. */
-  readonly kubeconfig: string | undefined;
   readonly caDir: string | undefined;
   readonly stateDir: string;
   readonly trustDomain: string;
@@ -71,6 +71,8 @@ export interface IstiodConfig {
   readonly grpcLimits: GrpcLimits;
   readonly logFormat: LogFormat;
   readonly logLevel: string;
+  /** The Kubernetes API the registry watches: set unless `--config-dir` is given. */
+  readonly kube: KubeConfig | undefined;
 }
 
 export interface IstiodFlags {
@@ -100,9 +102,11 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
   LogControl.parseSpec(logLevel);
   const trusted = list(env['CA_TRUSTED_NODE_ACCOUNTS'] ?? ISTIOD_DEFAULTS.trustedNodeAccounts);
   for (const t of trusted) if (!/^[^/]+\/[^/]+$/.test(t)) throw new MeshError('AMESH_ERR_CONFIG', `CA_TRUSTED_NODE_ACCOUNTS: "${t}" is not <namespace>/<serviceaccount>`);
+  if (flags.kubeconfig !== undefined && flags.configDir !== undefined) {
+    throw new MeshError('AMESH_ERR_CONFIG', '--kubeconfig and --config-dir both name where the mesh is described; give one (--config-dir for a manifest directory, --kubeconfig for a Kubernetes API)');
+  }
   const cfg: IstiodConfig = {
     configDir: flags.configDir === undefined ? undefined : path.resolve(flags.configDir),
-    kubeconfig: flags.kubeconfig === undefined ? undefined : path.resolve(flags.kubeconfig),
     caDir: flags.caDir,
     stateDir: path.resolve(flags.stateDir ?? ISTIOD_DEFAULTS.stateDir),
     trustDomain: parseTrustDomain(env['TRUST_DOMAIN']),
@@ -124,6 +128,7 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
     }),
     logFormat,
     logLevel,
+    kube: flags.configDir === undefined ? loadKubeConfig(flags.kubeconfig, env) : undefined,
   };
   return Object.freeze(cfg);
 }

@@ -20,9 +20,10 @@ import { authenticationInterceptor } from './ca/authentication-interceptor.js';
 import { startGrpcServer, type RunningGrpcServer } from './grpc-server.js';
 import { LocalIssuer } from './ca/local-issuer.js';
 import { Registry } from './registry/registry.js';
-import { buildMeshModel } from './model/mesh-model.js';
-import { AdsServer, type Snapshot } from './xds/ads-server.js';
-import { ADDRESS_TYPE, AUTHORIZATION_TYPE, addressResource, authorizationResource, type XdsResource } from './xds/convert.js';
+import { KubeSource } from './registry/kube-source.js';
+import { IncrementalMeshModel } from './model/incremental-mesh-model.js';
+import { AdsServer } from './xds/ads-server.js';
+import { XdsSnapshot } from './xds/xds-snapshot.js';
 
 /** istiod's serving certificate lifetime; it is reissued at every start. */
 const SERVING_CERT_TTL_SECONDS = 365 * 24 * 3600;
@@ -53,10 +54,11 @@ export class Istiod {
   private constructor(
     readonly config: IstiodConfig,
     private readonly grpcServer: RunningGrpcServer,
+    private readonly kube: KubeSource | undefined,
+    private readonly kubeCa: KubeCaSecurity | undefined,
     readonly issuer: LocalIssuer,
     readonly registry: Registry,
     readonly rootCertPath: string,
-    private readonly kube: KubeCaSecurity | undefined,
   ) {}
 
   static async start(cfg: IstiodConfig, logs: LogControl): Promise<Istiod> {
@@ -69,26 +71,43 @@ export class Istiod {
     const rootCertPath = path.join(cfg.stateDir, ROOT_CERT_FILE);
     await writeFile(rootCertPath, ca.rootBundlePem, { mode: 0o644 });
     const issuer = await LocalIssuer.loadOrCreate(cfg.stateDir);
-    const kube = cfg.kubeconfig === undefined ? undefined : await KubeCaSecurity.start(cfg, cfg.kubeconfig, ca.rootBundlePem, logs);
-    const auth = kube?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
+    const kubeCa = cfg.kube === undefined ? undefined : KubeCaSecurity.start(cfg, cfg.kube, ca.rootBundlePem, logs);
+    const auth = kubeCa?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
     const registry = new Registry(cfg.configDir, logs.scope('registry'));
     const metrics = new MetricsRegistry();
     const ads = new AdsServer(auth, metrics, logs.scope('ads'));
     const modelLog = logs.scope('model');
-    registry.on('change', () => {
-      const model = buildMeshModel(registry.all(), { clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, rootNamespace: cfg.rootNamespace, domainSuffix: cfg.domainSuffix });
-      for (const w of model.warnings) modelLog.warn(w);
-      const addresses = new Map<string, XdsResource>([...model.addresses].map(([k, v]) => [k, addressResource(k, v)]));
-      const authz = new Map<string, XdsResource>([...model.authorizations].map(([k, v]) => [k, authorizationResource(k, v)]));
-      const snapshot: Snapshot = new Map([[ADDRESS_TYPE, addresses], [AUTHORIZATION_TYPE, authz]]);
-      ads.update(snapshot);
-      modelLog.info({ addresses: addresses.size, authorizations: authz.size }, 'model rebuilt');
+    const model = new IncrementalMeshModel({ clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, rootNamespace: cfg.rootNamespace, domainSuffix: cfg.domainSuffix });
+    const xds = new XdsSnapshot(model);
+    /** Until the registry holds every object (the directory read, every informer synced), nothing is served. */
+    let ready = false;
+    registry.on('change', (changes) => {
+      const c = changes === undefined ? model.replaceAll(registry.all()) : model.update(changes);
+      for (const w of c.warnings) modelLog.warn(w);
+      const touched = xds.apply(c);
+      if (ready) ads.update(xds.snapshot, changes === undefined ? undefined : touched);
+      // One line per directory reload; per batch of API events only at debug level, as they may come many a second.
+      modelLog[changes === undefined ? 'info' : 'debug']({ ...xds.size, changed: c.addresses.size + c.authorizations.size }, 'model rebuilt');
     });
-    await registry.reload();
-    registry.watch();
+    const markReady = (): void => {
+      ready = true;
+      ads.update(xds.snapshot);
+    };
+    const kube = cfg.kube === undefined ? undefined : new KubeSource(cfg.kube, registry, logs.scope('kube'));
+    if (kube === undefined) {
+      await registry.reload();
+      registry.watch();
+      markReady();
+    } else {
+      kube.start();
+      void Promise.all([kube.synced, kubeCa?.synced]).then(() => {
+        markReady();
+        log.info({ server: cfg.kube?.getCurrentCluster()?.server }, 'every informer synced; serving xDS');
+      });
+    }
     collectDefaultMetrics({ register: metrics });
     new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers: [metrics] }).set({ component: 'pilot', tag: VERSION }, 1);
-    const caServer = new CaServer(cfg, ca, auth, kube?.nodeAuthorizer ?? new ManifestNodeAuthorizer(registry), metrics, logs.scope('ca'));
+    const caServer = new CaServer(cfg, ca, auth, kubeCa?.nodeAuthorizer ?? new ManifestNodeAuthorizer(registry), metrics, logs.scope('ca'));
     const serving = await issueServingCertificate(ca, ISTIOD_SERVING_NAMES, SERVING_CERT_TTL_SECONDS);
     const grpcServer = await startGrpcServer(
       {
@@ -105,16 +124,16 @@ export class Istiod {
       log,
     );
     const grpcPort = grpcServer.port;
-    const ist = new Istiod(cfg, grpcServer, issuer, registry, rootCertPath, kube);
+    const ist = new Istiod(cfg, grpcServer, kube, kubeCa, issuer, registry, rootCertPath);
     ist.ports.grpc = grpcPort;
     ist.monitoring = await startHttpServer(cfg.monitoringAddress, {
-      '/ready': () => ({ status: 200, body: 'ready\n' }),
+      '/ready': () => (ready ? { status: 200, body: 'ready\n' } : { status: 503, body: 'not ready: waiting for the Kubernetes informers to sync\n' }),
       '/debug/': () => ({ status: 200, body: '/debug/connections\n' }),
       '/debug/connections': () => ({ status: 200, body: JSON.stringify(ads.debug(), null, 2), type: 'application/json' }),
       '/metrics': async () => ({ status: 200, body: await metrics.metrics(), type: metrics.contentType }),
     }, 'monitoring');
     ist.ports.monitoring = boundPort(ist.monitoring);
-    log.info({ version: VERSION, grpc: grpcPort, monitoring: ist.ports.monitoring, root: rootCertPath, configDir: cfg.configDir }, 'istiod started');
+    log.info({ version: VERSION, grpc: grpcPort, monitoring: ist.ports.monitoring, root: rootCertPath, configDir: cfg.configDir, kube: cfg.kube?.getCurrentCluster()?.server }, 'istiod started');
     return ist;
   }
 
@@ -122,6 +141,6 @@ export class Istiod {
     this.registry.stop();
     this.monitoring?.close();
     this.grpcServer.stop();
-    await this.kube?.stop();
+    await Promise.all([this.kube?.stop(), this.kubeCa?.stop()]);
   }
 }

@@ -1,3 +1,4 @@
+import type { KubeConfig } from '@kubernetes/client-node';
 /**
  * What istiod's CA does differently when it runs against a Kubernetes API (`--kubeconfig`), as Istio's istiod
  * assembles it (istio `pilot/pkg/bootstrap/server.go`): callers are authenticated by JWT_RULE issuers first, when
@@ -6,7 +7,6 @@
  * names any; and the root is published as a ConfigMap in every namespace.
  */
 import type { LogControl } from '../lib/log.js';
-import { loadKubeConfig } from '../kube/kube-config.js';
 import { Authenticator, type CallerAuthenticator } from './ca/authenticate.js';
 import { AuthenticatorChain } from './ca/authenticator-chain.js';
 import { ClusterNodeAuthorizer } from './ca/cluster-node-authorizer.js';
@@ -19,23 +19,29 @@ import { NamespaceController } from './namespace-controller.js';
 const NO_NODE_AUTHORIZER: NodeAuthorizer = { denial: () => 'impersonation not allowed, as node authorizer (CA_TRUSTED_NODE_ACCOUNTS) is not configured' };
 
 export class KubeCaSecurity {
+  /** Resolves once the informers have listed what they watch; istiod is not ready before. */
+  readonly synced: Promise<void>;
+
   private constructor(
     readonly authenticator: CallerAuthenticator,
     readonly nodeAuthorizer: NodeAuthorizer,
     private readonly pods: ClusterNodeAuthorizer | undefined,
     private readonly namespaces: NamespaceController,
-  ) {}
+  ) {
+    this.synced = Promise.all([pods?.synced, namespaces.synced]).then(() => undefined);
+  }
 
-  /** Starts the informers and resolves once they have listed what they watch. */
-  static async start(cfg: IstiodConfig, kubeconfig: string, rootPem: string, logs: LogControl): Promise<KubeCaSecurity> {
-    const kc = loadKubeConfig(kubeconfig);
+  /**
+   * Starts the informers without waiting for them: an API that is down must not hold istiod's start, which then
+   * reports not ready until `synced`. Until the pods are listed, impersonation finds no pod and is refused.
+   */
+  static start(cfg: IstiodConfig, kc: KubeConfig, rootPem: string, logs: LogControl): KubeCaSecurity {
     const kubeJwt = new KubeJwtAuthenticator(kc, cfg.clusterId, cfg.tokenAudiences);
     const authenticator = cfg.jwtRules.length === 0 ? kubeJwt : new AuthenticatorChain([new Authenticator(cfg.jwtRules, undefined, cfg.tokenAudiences), kubeJwt]);
     const pods = cfg.trustedNodeAccounts.length === 0 ? undefined : new ClusterNodeAuthorizer(kc, logs.scope('ca'));
     const namespaces = new NamespaceController(kc, rootPem, logs.scope('namespace-controller'));
     pods?.start();
     namespaces.start();
-    await Promise.all([pods?.synced, namespaces.synced]);
     return new KubeCaSecurity(authenticator, pods ?? NO_NODE_AUTHORIZER, pods, namespaces);
   }
 

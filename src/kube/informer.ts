@@ -3,6 +3,13 @@
  * for good after any other error (a refused connection while the API server restarts, a 5xx); this restarts it
  * with backoff, resuming from its last resourceVersion, and reports when the first list has been applied, which
  * is what readiness waits on (client-go's HasSynced).
+ *
+ * client-node's ListWatch does not look at its stop flag between a list and the watch that follows it, so an
+ * informer stopped while it lists would open a watch afterwards and keep delivering events: stop waits for the
+ * run in flight and stops it again, and no handler is called once stop was.
+ *
+ * The list function should return the API's JSON as it is (`listJson`): client-node's typed list calls turn
+ * timestamps into Date objects, which its watch does not.
  */
 import { ListWatch, Watch, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObjectCache } from '@kubernetes/client-node';
 import { Backoff } from '../lib/backoff.js';
@@ -24,6 +31,8 @@ export class RestartingInformer<T extends KubernetesObject> {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private resolveSynced: () => void = () => undefined;
+  /** The start or restart in flight: its list, then the watch it opens. */
+  private running: Promise<void> = Promise.resolve();
   private hasSynced = false;
   /** Resolves once the first list has been delivered to the handlers. */
   readonly synced: Promise<void>;
@@ -39,20 +48,24 @@ export class RestartingInformer<T extends KubernetesObject> {
   ) {
     this.synced = new Promise((r) => (this.resolveSynced = r));
     this.inf = new ListWatch<T>(path, new Watch(kc), list, false, undefined, fieldSelector);
-    if (handlers.add !== undefined) this.inf.on('add', handlers.add);
-    if (handlers.update !== undefined) this.inf.on('update', handlers.update);
-    if (handlers.delete !== undefined) this.inf.on('delete', handlers.delete);
+    for (const verb of ['add', 'update', 'delete'] as const) {
+      const h = handlers[verb];
+      if (h === undefined) continue;
+      this.inf.on(verb, (o: T) => {
+        if (!this.stopped) h(o);
+      });
+    }
     this.inf.on('error', (e: unknown) => {
       if (this.stopped) return;
       const delay = this.backoff.next();
       this.log.warn({ path, err: e instanceof Error ? e.message : String(e), retryMs: delay }, 'watch failed; restarting');
-      this.timer = setTimeout(() => void this.run(), delay);
+      this.timer = setTimeout(() => void (this.running = this.run()), delay);
       this.timer.unref();
     });
   }
 
   start(): void {
-    void this.run();
+    this.running = this.run();
   }
 
   private async run(): Promise<void> {
@@ -81,6 +94,8 @@ export class RestartingInformer<T extends KubernetesObject> {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    await this.inf.stop();
+    await this.running;
     await this.inf.stop();
   }
 }

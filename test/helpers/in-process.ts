@@ -29,13 +29,13 @@ export async function startZtunnel(localConfig: string, nodeName: string, localC
 }
 
 /**
- * An istiod in this process on ephemeral ports, serving `configDir`, with its state under `stateDir`; optionally
- * with a plug-in CA (`caDir`), on another loopback `host`, other limits on its gRPC port, and its JSON log lines
- * (info and up) sent to `log`.
+ * An istiod in this process on ephemeral ports, serving `configDir` (or, when it is undefined, the API of
+ * `o.kubeconfig`), with its state under `stateDir`; optionally with a plug-in CA (`caDir`), on another loopback
+ * `host`, other limits on its gRPC port, and its JSON log lines (info and up) sent to `log`.
  */
-export async function startIstiod(configDir: string, stateDir: string, o: { caDir?: string; host?: string; log?: (line: string) => void; grpcLimits?: Partial<GrpcLimits> } = {}): Promise<Istiod> {
+export async function startIstiod(configDir: string | undefined, stateDir: string, o: { caDir?: string; host?: string; log?: (line: string) => void; grpcLimits?: Partial<GrpcLimits>; kubeconfig?: string } = {}): Promise<Istiod> {
   const host = o.host ?? '127.0.0.1';
-  const loaded = loadIstiodConfig({ configDir, stateDir, caDir: o.caDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0` }, {});
+  const loaded = loadIstiodConfig({ configDir, stateDir, caDir: o.caDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0`, kubeconfig: o.kubeconfig }, {});
   const cfg = { ...loaded, grpcLimits: { ...loaded.grpcLimits, ...o.grpcLimits } };
   return Istiod.start(cfg, jsonLogsTo(o.log, 'istiod'));
 }

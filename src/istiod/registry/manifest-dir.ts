@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { LineCounter, isScalar, parseAllDocuments, type Node } from 'yaml';
+import { LineCounter, isScalar, parseAllDocuments, type Document, type Node } from 'yaml';
 import { denyListsWithNothingValid, documentSchema, KINDS, SchemaWalker } from './manifest-schema.js';
 import { MeshError } from '../../lib/errors.js';
 
@@ -108,48 +108,67 @@ export function parseManifests(file: string, text: string): ManifestLoad {
     const walker = new SchemaWalker(lines);
     // The line of the document's content, not of its `---` marker.
     const where = `${file}:${walker.line(contents)}`;
-    const o = doc.toJS() as unknown;
-    const r = (typeof o === 'object' && o !== null && !Array.isArray(o) ? o : {}) as Record<string, unknown>;
-    const meta = (typeof r['metadata'] === 'object' && r['metadata'] !== null ? r['metadata'] : {}) as Record<string, unknown>;
-    const kind = typeof r['kind'] === 'string' ? r['kind'] : undefined;
-    const name = typeof meta['name'] === 'string' ? meta['name'] : undefined;
-    const namespace = kind !== undefined && KINDS[kind]?.clusterScoped === true ? '' : typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
-    const what = `${kind ?? 'document'}${name === undefined ? '' : ` ${namespace === '' ? '' : namespace + '/'}${name}`}`;
-    const schema = kind === undefined ? undefined : KINDS[kind];
-    if (kind !== undefined && schema === undefined) out.warnings.push(`${where}: ${what}: kind ${kind} is not used by amesh istiod; ignored`);
-    walker.walk(contents, documentSchema(schema), '');
-    const spec = (typeof r['spec'] === 'object' && r['spec'] !== null ? r['spec'] : {}) as Record<string, unknown>;
-    if (kind === 'AuthorizationPolicy' && walker.errors.length === 0) {
-      for (const p of denyListsWithNothingValid(spec)) {
-        walker.errors.push({ line: walker.line(doc.getIn(p, true) as Node | undefined), path: p.join('.').replace(/\.(\d+)/g, '[$1]'), reason: 'no valid value left once invalid ones are skipped; this DENY rule would deny nothing' });
-      }
-    }
-    for (const w of walker.warnings) out.warnings.push(`${file}:${w.line}: ${what}: ${w.path}: ${w.reason}`);
-    if (walker.errors.length > 0) {
-      for (const e of walker.errors) out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${e.line}: ${what}: ${e.path === '' ? '' : e.path + ': '}${e.reason}`));
-      if (kind !== undefined && name !== undefined) out.rejected.push({ key: `${kind}/${namespace}/${name}`, kind, namespace, name, source: where });
-      continue;
-    }
-    out.objects.push({
-      apiVersion: r['apiVersion'] as string,
-      kind: kind!,
-      metadata: {
-        name: name!,
-        namespace,
-        ...(typeof meta['uid'] === 'string' ? { uid: meta['uid'] } : {}),
-        ...(typeof meta['generateName'] === 'string' ? { generateName: meta['generateName'] } : {}),
-        ...(typeof meta['creationTimestamp'] === 'string' ? { creationTimestamp: meta['creationTimestamp'] } : {}),
-        ...(Array.isArray(meta['ownerReferences']) ? { ownerReferences: meta['ownerReferences'] as OwnerReference[] } : {}),
-        labels: (meta['labels'] ?? {}) as Record<string, string>,
-        annotations: (meta['annotations'] ?? {}) as Record<string, string>,
-      },
-      spec,
-      status: (r['status'] ?? {}) as Record<string, unknown>,
-      source: where,
-      file,
-      document: r,
-    });
+    checkDocument(doc.toJS() as unknown, doc, walker, { where, file, at: (line) => `${file}:${line}: ` }, out);
   }
   if (out.errors.length > 0) out.damaged.push(file);
   return out;
+}
+
+/** Where a document came from: its `source` and `file` in the registry, and the prefix of its messages. */
+export interface DocumentOrigin {
+  readonly where: string;
+  readonly file: string;
+  /** `file:line: ` for a line of a file; nothing for an object of the Kubernetes API (messages name it). */
+  readonly at: (line: number) => string;
+}
+
+type Collected = { objects: Manifest[]; errors: MeshError[]; warnings: string[]; rejected: RejectedObject[] };
+
+/**
+ * Checks one document, its value `o` and its YAML node tree `doc` (for lines and paths), against its kind's
+ * schema, and adds the object, or its problems, to `out`.
+ */
+export function checkDocument(o: unknown, doc: Document.Parsed | Document, walker: SchemaWalker, origin: DocumentOrigin, out: Collected): void {
+  const { where, file, at } = origin;
+  const contents = doc.contents as Node;
+  const r = (typeof o === 'object' && o !== null && !Array.isArray(o) ? o : {}) as Record<string, unknown>;
+  const meta = (typeof r['metadata'] === 'object' && r['metadata'] !== null ? r['metadata'] : {}) as Record<string, unknown>;
+  const kind = typeof r['kind'] === 'string' ? r['kind'] : undefined;
+  const name = typeof meta['name'] === 'string' ? meta['name'] : undefined;
+  const namespace = kind !== undefined && KINDS[kind]?.clusterScoped === true ? '' : typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
+  const what = `${kind ?? 'document'}${name === undefined ? '' : ` ${namespace === '' ? '' : namespace + '/'}${name}`}`;
+  const schema = kind === undefined ? undefined : KINDS[kind];
+  if (kind !== undefined && schema === undefined) out.warnings.push(`${at(walker.line(contents))}${what}: kind ${kind} is not used by amesh istiod; ignored`);
+  walker.walk(contents, documentSchema(schema), '');
+  const spec = (typeof r['spec'] === 'object' && r['spec'] !== null ? r['spec'] : {}) as Record<string, unknown>;
+  if (kind === 'AuthorizationPolicy' && walker.errors.length === 0) {
+    for (const p of denyListsWithNothingValid(spec)) {
+      walker.errors.push({ line: walker.line(doc.getIn(p, true) as Node | undefined), path: p.join('.').replace(/\.(\d+)/g, '[$1]'), reason: 'no valid value left once invalid ones are skipped; this DENY rule would deny nothing' });
+    }
+  }
+  for (const w of walker.warnings) out.warnings.push(`${at(w.line)}${what}: ${w.path}: ${w.reason}`);
+  if (walker.errors.length > 0) {
+    for (const e of walker.errors) out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${at(e.line)}${what}: ${e.path === '' ? '' : e.path + ': '}${e.reason}`));
+    if (kind !== undefined && name !== undefined) out.rejected.push({ key: `${kind}/${namespace}/${name}`, kind, namespace, name, source: where });
+    return;
+  }
+  out.objects.push({
+    apiVersion: r['apiVersion'] as string,
+    kind: kind!,
+    metadata: {
+      name: name!,
+      namespace,
+      ...(typeof meta['uid'] === 'string' ? { uid: meta['uid'] } : {}),
+      ...(typeof meta['generateName'] === 'string' ? { generateName: meta['generateName'] } : {}),
+      ...(typeof meta['creationTimestamp'] === 'string' ? { creationTimestamp: meta['creationTimestamp'] } : {}),
+      ...(Array.isArray(meta['ownerReferences']) ? { ownerReferences: meta['ownerReferences'] as OwnerReference[] } : {}),
+      labels: (meta['labels'] ?? {}) as Record<string, string>,
+      annotations: (meta['annotations'] ?? {}) as Record<string, string>,
+    },
+    spec,
+    status: (r['status'] ?? {}) as Record<string, unknown>,
+    source: where,
+    file,
+    document: r,
+  });
 }

@@ -3,19 +3,11 @@ import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { describeError } from '../../lib/errors.js';
+import { PodIndex, type PodFacts } from './pod-index.js';
 import { loadManifestDir, objectKey, type Manifest, type ManifestLoad, type RejectedObject } from './manifest-dir.js';
 
 /** Wait this long after the last file event before reloading: editors and atomic writers change files in bursts. */
 const RELOAD_DEBOUNCE_MS = 50;
-
-/** The pod facts the CA's impersonation check needs (istio `security/pkg/server/ca/authenticate` node authorizer). */
-export interface PodFacts {
-  readonly name: string;
-  readonly namespace: string;
-  readonly serviceAccount: string;
-  readonly nodeName: string;
-  readonly phase: string;
-}
 
 /**
  * What stands in for a policy whose document was refused and that has no last good version: it cannot be
@@ -23,10 +15,9 @@ export interface PodFacts {
  * the root namespace: an AuthorizationPolicy without a selector there is GLOBAL). A refused PeerAuthentication
  * stands in as STRICT for its namespace. Fail closed: a policy we cannot read never opens anything.
  */
-function failClosedStandIn(r: RejectedObject): Manifest | undefined {
+function failClosedStandIn(r: RejectedObject, file: string): Manifest | undefined {
   const spec = r.kind === 'AuthorizationPolicy' ? { action: 'DENY', rules: [{}] } : r.kind === 'PeerAuthentication' ? { mtls: { mode: 'STRICT' } } : undefined;
   if (spec === undefined) return undefined;
-  const file = r.source.slice(0, r.source.lastIndexOf(':'));
   return { apiVersion: 'security.istio.io/v1', kind: r.kind, metadata: { name: r.name, namespace: r.namespace, labels: {}, annotations: {} }, spec, status: {}, source: r.source, file };
 }
 
@@ -40,14 +31,29 @@ function claimedIps(o: Manifest): string[] {
   return [];
 }
 
+/** What changed in one batch: each object's key with its new version, or undefined when it left. */
+export type RegistryChanges = ReadonlyMap<string, Manifest | undefined>;
+
 /**
- * istiod's service registry over a manifest directory. It keeps the last good version of every object: a
- * document that turns invalid, a half-written file or a directory that briefly disappears never removes what
- * was served; the problem is logged with `file:line` instead. Objects leave only when their file holds no
- * problem and no longer defines them (or the file is deleted).
+ * istiod's service registry, fed either by a manifest directory (`reload`, `watch`) or by a watched source that
+ * sets objects one at a time (`upsert`, `remove`, `refuse`: the Kubernetes API informers). It keeps the last good
+ * version of every object: a document that turns invalid, a half-written file or a directory that briefly
+ * disappears never removes what was served; the problem is logged instead. From a directory, objects leave only
+ * when their file holds no problem and no longer defines them (or the file is deleted); from the API, when the
+ * API deletes them.
+ *
+ * `change` carries the objects that changed (batched per turn of the event loop), or nothing after a directory
+ * reload, which replaces everything.
  */
-export class Registry extends EventEmitter<{ change: [] }> {
-  private objects: readonly Manifest[] = [];
+export class Registry extends EventEmitter<{ change: [changes: RegistryChanges | undefined] }> {
+  private objects = new Map<string, Manifest>();
+  private list: readonly Manifest[] | undefined;
+  private readonly podIndex = new PodIndex();
+  /** Keys of stand-ins set by `refuse`: a later refusal still has no good version to keep. */
+  private readonly standIns = new Set<string>();
+  /** Changes from a watched source not yet emitted. */
+  private pending = new Map<string, Manifest | undefined>();
+  private flushing: NodeJS.Immediate | undefined;
   /** The last good objects of each file. */
   private byFile = new Map<string, readonly Manifest[]>();
   private dirWatcher: FSWatcher | undefined;
@@ -65,6 +71,57 @@ export class Registry extends EventEmitter<{ change: [] }> {
     super();
   }
 
+  /** Adds or replaces one object from a watched source. */
+  upsert(o: Manifest): void {
+    this.set(objectKey(o), o);
+  }
+
+  /** An object the watched source deleted. */
+  remove(key: string): void {
+    if (this.objects.has(key)) this.set(key, undefined);
+  }
+
+  /**
+   * A watched object whose new version was refused: it keeps its last good version, or stands in fail-closed
+   * (an AuthorizationPolicy denies its namespace, a PeerAuthentication is STRICT) when it has none.
+   */
+  refuse(r: RejectedObject): void {
+    if (this.objects.has(r.key) && !this.standIns.has(r.key)) {
+      this.log.warn({ object: r.key, source: r.source }, 'serving the last good version');
+      return;
+    }
+    const standIn = failClosedStandIn(r, '');
+    if (standIn === undefined) return;
+    this.warnStandIn(r);
+    this.set(r.key, standIn);
+    this.standIns.add(r.key);
+  }
+
+  private warnStandIn(r: RejectedObject): void {
+    this.log.warn(`${r.source}: ${r.key} has no good version; it stands in as ${r.kind === 'PeerAuthentication' ? 'STRICT' : 'deny-all'} for its namespace until fixed`);
+  }
+
+  private set(key: string, o: Manifest | undefined): void {
+    this.standIns.delete(key);
+    this.podIndex.remove(this.objects.get(key));
+    if (o === undefined) this.objects.delete(key);
+    else this.objects.set(key, o);
+    this.podIndex.add(o);
+    this.list = undefined;
+    this.pending.set(key, o);
+    this.flushing ??= setImmediate(() => this.flush());
+  }
+
+  /** Emits the changes set so far now, rather than at the end of this turn of the event loop. */
+  flush(): void {
+    clearImmediate(this.flushing);
+    this.flushing = undefined;
+    if (this.pending.size === 0) return;
+    const changes = this.pending;
+    this.pending = new Map();
+    this.emit('change', changes);
+  }
+
   async reload(): Promise<void> {
     if (this.dir === undefined) return;
     let load: ManifestLoad;
@@ -76,9 +133,12 @@ export class Registry extends EventEmitter<{ change: [] }> {
     }
     for (const e of load.errors) this.log.error({ error: e.message }, 'refused an invalid manifest; its object keeps its last good version');
     for (const w of load.warnings) this.log.warn(w);
-    this.objects = this.merge(load);
-    this.log.info({ objects: this.objects.length }, 'manifests loaded');
-    this.emit('change');
+    const merged = this.merge(load);
+    this.objects = new Map(merged.map((o) => [objectKey(o), o]));
+    this.list = merged;
+    this.podIndex.replace(merged);
+    this.log.info({ objects: merged.length }, 'manifests loaded');
+    this.emit('change', undefined);
   }
 
   private merge(load: ManifestLoad): Manifest[] {
@@ -121,9 +181,9 @@ export class Registry extends EventEmitter<{ change: [] }> {
     }
     for (const r of load.rejected) {
       if (first.has(r.key)) continue;
-      const standIn = failClosedStandIn(r);
+      const standIn = failClosedStandIn(r, r.source.slice(0, r.source.lastIndexOf(':')));
       if (standIn === undefined) continue;
-      this.log.warn(`${r.source}: ${r.key} has no good version; it stands in as ${r.kind === 'PeerAuthentication' ? 'STRICT' : 'deny-all'} for its namespace until fixed`);
+      this.warnStandIn(r);
       first.set(r.key, standIn);
       out.push(standIn);
     }
@@ -132,7 +192,8 @@ export class Registry extends EventEmitter<{ change: [] }> {
 
   /** Every object currently in the registry. */
   all(): readonly Manifest[] {
-    return this.objects;
+    this.list ??= [...this.objects.values()];
+    return this.list;
   }
 
   /**
@@ -185,28 +246,21 @@ export class Registry extends EventEmitter<{ change: [] }> {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearImmediate(this.flushing);
     this.dirWatcher?.close();
     this.parentWatcher?.close();
   }
 
   pods(): PodFacts[] {
-    return this.objects
-      .filter((o) => o.kind === 'Pod')
-      .map((o) => ({
-        name: o.metadata.name,
-        namespace: o.metadata.namespace,
-        serviceAccount: typeof o.spec['serviceAccountName'] === 'string' ? o.spec['serviceAccountName'] : 'default',
-        nodeName: typeof o.spec['nodeName'] === 'string' ? o.spec['nodeName'] : '',
-        phase: typeof o.status['phase'] === 'string' ? o.status['phase'] : 'Running',
-      }));
+    return this.podIndex.all();
   }
 
   /** True when `namespace/serviceAccount` has a pod on `node` that has not failed (impersonation rule). */
   hasPodOnNode(namespace: string, serviceAccount: string, node: string): boolean {
-    return this.pods().some((p) => p.namespace === namespace && p.serviceAccount === serviceAccount && p.nodeName === node && p.phase !== 'Failed');
+    return this.podIndex.hasPodOnNode(namespace, serviceAccount, node);
   }
 
   nodeOfPod(namespace: string, name: string): string | undefined {
-    return this.pods().find((p) => p.namespace === namespace && p.name === name)?.nodeName;
+    return this.podIndex.nodeOfPod(namespace, name);
   }
 }

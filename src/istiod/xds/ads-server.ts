@@ -49,7 +49,8 @@ interface Connection {
  * cannot make istiod build and queue full pushes.
  */
 export class AdsServer {
-  private snapshot: Snapshot = new Map();
+  /** Undefined until the first `update`: subscriptions before it are answered then, never with a partial mesh. */
+  private snapshot: Snapshot | undefined;
   private readonly conns = new Set<Connection>();
   private nextId = 1;
   private readonly metrics: { connected: Gauge; pushes: Counter<'type'>; rejects: Counter<'type_url'> };
@@ -73,10 +74,16 @@ export class AdsServer {
     },
   };
 
-  /** Installs a new snapshot and pushes the differences to every connection. */
-  update(snapshot: Snapshot): void {
+  /**
+   * Installs a new snapshot and pushes the differences to every connection. `touched`, when given, names per type
+   * every resource that may differ from the previous snapshot: only those are compared, so a change to one object
+   * costs that object rather than the mesh. A connection that missed a push (its stream was full, or its
+   * subscription is not answered yet) is compared in full.
+   */
+  update(snapshot: Snapshot, touched?: ReadonlyMap<string, ReadonlySet<string>>): void {
+    const first = this.snapshot === undefined;
     this.snapshot = snapshot;
-    for (const c of this.conns) for (const [typeUrl, st] of c.types) this.push(c, typeUrl, st);
+    for (const c of this.conns) for (const [typeUrl, st] of c.types) this.push(c, typeUrl, st, first || touched === undefined ? undefined : (touched.get(typeUrl) ?? new Set()));
   }
 
   /** `/debug/connections`: who is connected and what each was last sent. */
@@ -158,14 +165,28 @@ export class AdsServer {
     this.push(c, typeUrl, fresh);
   }
 
-  private push(c: Connection, typeUrl: string, st: TypeState): void {
-    if (c.blocked) return;
+  /** Sends what `st` lacks of the snapshot; `only`: the names that may have changed since the last push. */
+  private push(c: Connection, typeUrl: string, st: TypeState, only?: ReadonlySet<string>): void {
+    if (c.blocked || this.snapshot === undefined) return;
     const current = this.snapshot.get(typeUrl) ?? new Map<string, XdsResource>();
-    const changed: XdsResource[] = [];
-    for (const r of current.values()) if (st.sent.get(r.name) !== r.version || st.requested.has(r.name)) changed.push(r);
-    const removed = [...st.sent.keys()].filter((n) => !current.has(n));
-    for (const n of st.requested) if (!current.has(n) && !st.sent.has(n)) removed.push(n);
-    if (!st.answerDue && changed.length === 0 && removed.length === 0) return;
+    const changed = new Set<XdsResource>();
+    const removed: string[] = [];
+    const compare = (name: string, r: XdsResource | undefined): void => {
+      if (r !== undefined && st.sent.get(name) !== r.version) changed.add(r);
+      else if (r === undefined && st.sent.has(name)) removed.push(name);
+    };
+    if (only === undefined || st.answerDue) {
+      for (const r of current.values()) compare(r.name, r);
+      for (const n of st.sent.keys()) if (!current.has(n)) removed.push(n);
+    } else {
+      for (const n of only) compare(n, current.get(n));
+    }
+    for (const n of st.requested) {
+      const r = current.get(n);
+      if (r !== undefined) changed.add(r);
+      else if (!st.sent.has(n) && !removed.includes(n)) removed.push(n);
+    }
+    if (!st.answerDue && changed.size === 0 && removed.length === 0) return;
     const nonce = randomBytes(8).toString('hex');
     for (const r of changed) st.sent.set(r.name, r.version);
     for (const n of removed) st.sent.delete(n);
@@ -177,10 +198,10 @@ export class AdsServer {
       typeUrl,
       nonce,
       systemVersionInfo: new Date().toISOString(),
-      resources: changed.map((r) => ({ name: r.name, version: r.version, resource: r.resource })),
+      resources: [...changed].map((r) => ({ name: r.name, version: r.version, resource: r.resource })),
       removedResources: removed,
     });
     if (!more) c.blocked = true;
-    this.log.debug({ connection: c.id, typeUrl, upserts: changed.length, removals: removed.length, nonce, blocked: c.blocked }, 'xDS push');
+    this.log.debug({ connection: c.id, typeUrl, upserts: changed.size, removals: removed.length, nonce, blocked: c.blocked }, 'xDS push');
   }
 }

@@ -1,0 +1,265 @@
+import { isDeepStrictEqual } from 'node:util';
+import { objectKey, type Manifest } from '../registry/manifest-dir.js';
+import { convertAuthorizationPolicy, type ConvertResult } from './authorization.js';
+import { convertPortLevelMtls, effectiveMtlsMode, staticStrictPolicy, STATIC_STRICT_POLICY, workloadPeerAuthentication } from './peer-authentication.js';
+import { nodeLocality } from './locality.js';
+import { selectWorkloadServices, type ServiceSelection } from './select-workload-services.js';
+import { convertService, convertServiceEntry, serviceBackends, serviceEntryHosts, type ServiceBackend } from './services.js';
+import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
+import { convertPod, convertServiceEntryEndpoints, convertWorkloadEntry, type WorkloadContext } from './workloads.js';
+
+export interface ModelConfig {
+  readonly clusterId: string;
+  readonly trustDomain: string;
+  readonly rootNamespace: string;
+  readonly domainSuffix: string;
+}
+
+export type AddressModel = { readonly workload: WorkloadModel } | { readonly service: ServiceModel };
+
+/** Resource names whose model changed (set or removed) in one update, and what the conversions had to say. */
+export interface ModelChanges {
+  readonly addresses: ReadonlySet<string>;
+  readonly authorizations: ReadonlySet<string>;
+  readonly warnings: readonly string[];
+}
+
+/**
+ * Kinds every workload's conversion reads: a change to one of them re-derives every workload (Services and
+ * ServiceEntries select backends, Nodes give localities, policies give policy keys).
+ */
+const SHARED_KINDS: ReadonlySet<string> = new Set(['Service', 'ServiceEntry', 'Node', 'AuthorizationPolicy', 'PeerAuthentication']);
+/** Kinds whose objects produce resources of their own. */
+const PRODUCER_KINDS: ReadonlySet<string> = new Set(['Pod', 'WorkloadEntry', 'ServiceEntry', 'Service']);
+/** The producer of the resources that come from the shared kinds as a whole (policies, the static STRICT policy). */
+const SHARED = '';
+
+const kindOfKey = (key: string): string => key.slice(0, key.indexOf('/'));
+
+interface Produced {
+  readonly addresses: ReadonlyMap<string, AddressModel>;
+  readonly authorizations: ReadonlyMap<string, AuthorizationModel>;
+}
+const NOTHING: Produced = { addresses: new Map(), authorizations: new Map() };
+
+/** What every workload's conversion reads, derived from the objects of the shared kinds. */
+interface Shared {
+  readonly selection: ServiceSelection;
+  readonly backends: readonly ServiceBackend[];
+  readonly nodeLocalities: ReadonlyMap<string, LocalityModel>;
+  readonly selectorPolicies: readonly { readonly key: string; readonly matchLabels: Readonly<Record<string, string>>; readonly namespace: string }[];
+  readonly peerAuthentications: readonly Manifest[];
+  readonly authorizations: ReadonlyMap<string, AuthorizationModel>;
+}
+
+function matchLabels(m: Manifest): Record<string, string> {
+  return ((m.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels) ?? {};
+}
+
+/** A resource name's value and how many producers hold it (a converted PeerAuthentication is shared by the workloads it selects). */
+interface Held<T> {
+  value: T;
+  holders: number;
+}
+
+/**
+ * istiod's model of what it serves (istio `pilot/pkg/serviceregistry/ambient/`), kept up to date one change at a
+ * time. Each object's resources are cached; a change re-derives only the objects it touches: a Pod or
+ * WorkloadEntry, just itself; a Service, ServiceEntry, Node, AuthorizationPolicy or PeerAuthentication, the shared
+ * inputs (service selection, backends, localities, policy keys) and then every workload, since any of them may
+ * select it. A re-derived resource that came out the same is not reported as changed. Pure in the sense that
+ * the same objects always give the same model, whatever order the changes came in.
+ */
+export class IncrementalMeshModel {
+  private readonly byKind = new Map<string, Map<string, Manifest>>();
+  private readonly produced = new Map<string, Produced>();
+  private readonly addressMap = new Map<string, Held<AddressModel>>();
+  private readonly authorizationMap = new Map<string, Held<AuthorizationModel>>();
+  private shared: Shared | undefined;
+  /** AuthorizationPolicy conversions by object version: an unchanged policy is not converted (nor warned about) again. */
+  private converted = new WeakMap<Manifest, ConvertResult>();
+  private shadowWarnings = new Set<string>();
+
+  constructor(private readonly cfg: ModelConfig) {}
+
+  get addresses(): ReadonlyMap<string, AddressModel> {
+    return new Map([...this.addressMap].map(([k, v]) => [k, v.value]));
+  }
+
+  get authorizations(): ReadonlyMap<string, AuthorizationModel> {
+    return new Map([...this.authorizationMap].map(([k, v]) => [k, v.value]));
+  }
+
+  address(name: string): AddressModel | undefined {
+    return this.addressMap.get(name)?.value;
+  }
+
+  authorization(name: string): AuthorizationModel | undefined {
+    return this.authorizationMap.get(name)?.value;
+  }
+
+  /** Replaces the whole object set (a directory reload): every object is treated as changed. */
+  replaceAll(objects: readonly Manifest[]): ModelChanges {
+    const changes = new Map<string, Manifest | undefined>();
+    for (const m of this.byKind.values()) for (const key of m.keys()) changes.set(key, undefined);
+    for (const o of objects) changes.set(objectKey(o), o);
+    return this.update(changes);
+  }
+
+  /** Applies changed objects (undefined: deleted), keyed by `objectKey`. */
+  update(changes: ReadonlyMap<string, Manifest | undefined>): ModelChanges {
+    const out = { addresses: new Set<string>(), authorizations: new Set<string>(), warnings: [] as string[] };
+    let sharedChanged = this.shared === undefined;
+    for (const [key, o] of changes) {
+      const kind = kindOfKey(key);
+      let m = this.byKind.get(kind);
+      if (m === undefined) this.byKind.set(kind, (m = new Map<string, Manifest>()));
+      if (o === undefined) m.delete(key);
+      else m.set(key, o);
+      if (SHARED_KINDS.has(kind)) sharedChanged = true;
+    }
+    if (sharedChanged) {
+      this.shared = this.deriveShared(out.warnings);
+      this.settle(SHARED, { addresses: new Map(), authorizations: this.shared.authorizations }, out);
+      for (const kind of PRODUCER_KINDS) for (const [key, o] of this.byKind.get(kind) ?? []) this.settle(key, this.produce(o), out);
+    }
+    for (const [key, o] of changes) {
+      if (!PRODUCER_KINDS.has(kindOfKey(key))) continue;
+      if (o === undefined) this.settle(key, NOTHING, out);
+      else if (!sharedChanged) this.settle(key, this.produce(o), out);
+    }
+    return out;
+  }
+
+  private objectsOf(kind: string): Manifest[] {
+    return [...(this.byKind.get(kind)?.values() ?? [])];
+  }
+
+  private deriveShared(warnings: string[]): Shared {
+    const { domainSuffix, rootNamespace } = this.cfg;
+    const shared = [...SHARED_KINDS].flatMap((k) => this.objectsOf(k)).sort((a, b) => (objectKey(a) < objectKey(b) ? -1 : 1));
+    const selection = selectWorkloadServices(shared, domainSuffix);
+    const shadowWarnings = new Set<string>();
+    for (const { owner, hostname, by } of selection.shadowed) {
+      const w = `${owner.source}: ServiceEntry ${owner.metadata.namespace}/${owner.metadata.name}: host ${hostname} is served by ${by.kind} ${by.metadata.namespace}/${by.metadata.name} (${by.source}); ignored for that host`;
+      if (!this.shadowWarnings.has(w)) warnings.push(w);
+      shadowWarnings.add(w);
+    }
+    this.shadowWarnings = shadowWarnings;
+    const nodeLocalities = new Map<string, LocalityModel>();
+    for (const node of this.objectsOf('Node')) {
+      const l = nodeLocality(node);
+      if (l !== undefined) nodeLocalities.set(node.metadata.name, l);
+    }
+    const authorizations = new Map<string, AuthorizationModel>();
+    const selectorPolicies: Shared['selectorPolicies'][number][] = [];
+    const converted = new WeakMap<Manifest, ConvertResult>();
+    for (const ap of shared.filter((o) => o.kind === 'AuthorizationPolicy')) {
+      let r = this.converted.get(ap);
+      if (r === undefined) {
+        r = convertAuthorizationPolicy(ap, rootNamespace);
+        warnings.push(...r.warnings);
+      }
+      converted.set(ap, r);
+      if (r.policy === undefined) continue;
+      const key = `${r.policy.namespace}/${r.policy.name}`;
+      authorizations.set(key, r.policy);
+      if (Object.keys(matchLabels(ap)).length > 0) selectorPolicies.push({ key, matchLabels: matchLabels(ap), namespace: ap.metadata.namespace });
+    }
+    this.converted = converted;
+    const peerAuthentications = shared.filter((o) => o.kind === 'PeerAuthentication');
+    if (peerAuthentications.length > 0) authorizations.set(`${rootNamespace}/${STATIC_STRICT_POLICY}`, staticStrictPolicy(rootNamespace));
+    return { selection, backends: serviceBackends(shared, domainSuffix, selection), nodeLocalities, selectorPolicies, peerAuthentications, authorizations };
+  }
+
+  /**
+   * Policy keys for a workload: selector policies from its namespace or the root namespace, and STRICT mTLS; a
+   * workload PeerAuthentication with port-level mTLS replaces the static policy with a converted one.
+   */
+  private policies(namespace: string, labels: Readonly<Record<string, string>>): { keys: string[]; converted: AuthorizationModel | undefined } {
+    const { rootNamespace } = this.cfg;
+    const s = this.shared!;
+    const keys = s.selectorPolicies
+      .filter((p) => (p.namespace === namespace || p.namespace === rootNamespace) && Object.entries(p.matchLabels).every(([k, v]) => labels[k] === v))
+      .map((p) => p.key);
+    let converted: AuthorizationModel | undefined;
+    if (s.peerAuthentications.length > 0) {
+      const mode = effectiveMtlsMode(s.peerAuthentications, rootNamespace, namespace, labels);
+      const wpa = workloadPeerAuthentication(s.peerAuthentications, rootNamespace, namespace, labels);
+      converted = wpa === undefined ? undefined : convertPortLevelMtls(wpa, mode);
+      if (converted !== undefined) keys.push(`${converted.namespace}/${converted.name}`);
+      else if (mode === 'STRICT') keys.push(`${rootNamespace}/${STATIC_STRICT_POLICY}`);
+    }
+    return { keys: [...new Set(keys)].sort(), converted };
+  }
+
+  /** The resources one object produces with the current shared inputs. */
+  private produce(o: Manifest): Produced {
+    const s = this.shared!;
+    const addresses = new Map<string, AddressModel>();
+    const authorizations = new Map<string, AuthorizationModel>();
+    const ctx = (namespace: string, labels: Readonly<Record<string, string>>): WorkloadContext => {
+      const p = this.policies(namespace, labels);
+      if (p.converted !== undefined) authorizations.set(`${p.converted.namespace}/${p.converted.name}`, p.converted);
+      return { clusterId: this.cfg.clusterId, trustDomain: this.cfg.trustDomain, backends: s.backends, authorizationPolicies: p.keys, nodeLocalities: s.nodeLocalities };
+    };
+    const workload = (w: WorkloadModel | undefined): void => {
+      if (w !== undefined) addresses.set(w.uid, { workload: w });
+    };
+    const service = (v: ServiceModel | undefined): void => {
+      if (v !== undefined) addresses.set(`${v.namespace}/${v.hostname}`, { service: v });
+    };
+    switch (o.kind) {
+      case 'Pod':
+        workload(convertPod(o, ctx(o.metadata.namespace, o.metadata.labels)));
+        break;
+      case 'WorkloadEntry':
+        workload(convertWorkloadEntry(o, ctx(o.metadata.namespace, { ...o.metadata.labels, ...((o.spec['labels'] as Record<string, string> | undefined) ?? {}) })));
+        break;
+      case 'ServiceEntry': {
+        const hosts = serviceEntryHosts(o).filter((h) => s.selection.serves(o, h));
+        for (const w of convertServiceEntryEndpoints(o, hosts, ctx(o.metadata.namespace, o.metadata.labels))) workload(w);
+        for (const v of convertServiceEntry(o, s.selection)) service(v);
+        break;
+      }
+      case 'Service':
+        service(convertService(o, this.cfg.domainSuffix));
+        break;
+    }
+    return { addresses, authorizations };
+  }
+
+  /** Installs what `key` produces now in place of what it produced before, noting the names that changed. */
+  private settle(key: string, next: Produced, out: { addresses: Set<string>; authorizations: Set<string> }): void {
+    const prev = this.produced.get(key) ?? NOTHING;
+    if (next === NOTHING || (next.addresses.size === 0 && next.authorizations.size === 0)) this.produced.delete(key);
+    else this.produced.set(key, next);
+    reconcile(this.addressMap, prev.addresses, next.addresses, out.addresses);
+    reconcile(this.authorizationMap, prev.authorizations, next.authorizations, out.authorizations);
+  }
+}
+
+/** Moves one producer's contribution to `held` from `prev` to `next`, adding the names whose value changed to `changed`. */
+function reconcile<T>(held: Map<string, Held<T>>, prev: ReadonlyMap<string, T>, next: ReadonlyMap<string, T>, changed: Set<string>): void {
+  for (const name of prev.keys()) {
+    if (next.has(name)) continue;
+    const h = held.get(name);
+    if (h === undefined) continue;
+    if (--h.holders > 0) continue;
+    held.delete(name);
+    changed.add(name);
+  }
+  for (const [name, value] of next) {
+    const h = held.get(name);
+    if (h === undefined) {
+      held.set(name, { value, holders: 1 });
+      changed.add(name);
+      continue;
+    }
+    if (!prev.has(name)) h.holders++;
+    if (!isDeepStrictEqual(h.value, value)) {
+      h.value = value;
+      changed.add(name);
+    }
+  }
+}
