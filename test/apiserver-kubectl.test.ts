@@ -162,6 +162,15 @@ describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
     assert.match(r.stderr, /configmaps "settings" not found/);
   });
 
+  test('auth can-i and whoami answer for the caller, and for whom it impersonates', async () => {
+    assert.equal((await ok('auth', 'can-i', 'list', 'secrets', '-n', 'shop')).trim(), 'yes');
+    const zt = await kubectl('auth', 'can-i', 'list', 'secrets', '-n', 'shop', '--as', 'system:serviceaccount:istio-system:ztunnel');
+    assert.equal(zt.stdout.trim(), 'no');
+    const who = JSON.parse(await ok('auth', 'whoami', '-o', 'json')) as { status: { userInfo: { username: string; groups: string[] } } };
+    assert.equal(who.status.userInfo.username, 'kubernetes-admin');
+    assert.ok(who.status.userInfo.groups.includes('system:masters'));
+  });
+
   test('deleting the namespace removes its contents', async () => {
     await ok('delete', 'namespace', 'shop', '--wait=true', '--timeout=20s');
     const r = await kubectl('get', 'deployments', '-A', '-o', 'json');

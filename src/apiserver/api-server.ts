@@ -27,6 +27,7 @@ import { reviewToken } from './auth/token-review.js';
 import { authorize, forbidden, type Attributes } from './auth/authorizer.js';
 import { reviewSubjectAccess } from './auth/subject-access-review.js';
 import { impersonatedUser } from './auth/impersonation.js';
+import { reviewSelf, reviewSelfSubjectAccess } from './auth/self-reviews.js';
 import type { RequestInfo } from './http/request-info.js';
 import { apiHandler } from './http/api-handler.js';
 import { OpenApiDocuments } from './http/openapi.js';
@@ -136,9 +137,11 @@ export class ApiServer {
       },
       computed: {
         tokenRequest: (ns, name, body) => tokens.createToken(ns, name, body),
-        review: (k: KindInfo, body: KubeObject) => {
+        review: (k: KindInfo, body: KubeObject, user: UserInfo) => {
           if (k.kind === 'TokenReview') return reviewToken(authenticator, body);
           if (k.kind === 'SubjectAccessReview') return Promise.resolve(reviewSubjectAccess(body));
+          if (k.kind === 'SelfSubjectAccessReview') return Promise.resolve(reviewSelfSubjectAccess(body, user));
+          if (k.kind === 'SelfSubjectReview') return Promise.resolve(reviewSelf(user));
           throw new ApiError('NotFound', 'the server could not find the requested resource');
         },
       },

@@ -90,6 +90,8 @@ const ENTRIES: KindEntry[] = [
   { group: 'gateway.networking.k8s.io', version: 'v1', kind: 'HTTPRoute', plural: 'httproutes', namespaced: true, categories: ['gateway-api'], subresources: ['status'], strategy: customResourceStrategy },
   { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenReview', plural: 'tokenreviews', namespaced: false, review: true },
   { group: 'authorization.k8s.io', version: 'v1', kind: 'SubjectAccessReview', plural: 'subjectaccessreviews', namespaced: false, review: true },
+  { group: 'authorization.k8s.io', version: 'v1', kind: 'SelfSubjectAccessReview', plural: 'selfsubjectaccessreviews', namespaced: false, review: true },
+  { group: 'authentication.k8s.io', version: 'v1', kind: 'SelfSubjectReview', plural: 'selfsubjectreviews', namespaced: false, review: true },
 ];
 
 /** Every kind the embedded API server serves, in discovery order. */

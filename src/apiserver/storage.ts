@@ -153,6 +153,15 @@ function serialize(obj: KubeObject, revision: string): string {
   return JSON.stringify(obj);
 }
 
+/** Where an event's key starts in its stored JSON (`{"type":"…","key":"…`, as the write builds it). */
+const KEY_FIELD = ',"key":"';
+
+/** Whether a stored event's key starts with `prefix`; keys are plain path segments, never escaped in JSON. */
+function eventKeyHasPrefix(json: string, prefix: string): boolean {
+  const at = json.indexOf(KEY_FIELD);
+  return at >= 0 && json.startsWith(prefix, at + KEY_FIELD.length);
+}
+
 function parseEvent(json: string): StorageEvent {
   return deepFreeze(JSON.parse(json) as StorageEvent);
 }
@@ -323,7 +332,7 @@ export class Storage {
       if (fromRevision > this.cache.lastRevision) this.checkNotTooLarge(fromRevision);
       return this.cache.watch(prefix, fromRevision, cached, listener, onError);
     }
-    const replay = this.readHistory(fromRevision, this.cache.oldestRevision);
+    const replay = this.readHistory(prefix, fromRevision, this.cache.oldestRevision);
     replay.push(...this.cache.since(this.cache.oldestRevision - 1)!);
     return this.cache.watch(prefix, fromRevision, replay, listener, onError);
   }
@@ -352,8 +361,12 @@ export class Storage {
     }
   }
 
-  /** The persisted events with revisions in (from, to), oldest first; `410 Expired` if any is compacted. */
-  private readHistory(from: number, to: number): StorageEvent[] {
+  /**
+   * The persisted events under `prefix` with revisions in (from, to), oldest first; `410 Expired` if any is
+   * compacted. Events of other keys are skipped on their key alone, without parsing them: a watch on one kind
+   * resuming far back must not parse the whole store's history.
+   */
+  private readHistory(prefix: string, from: number, to: number): StorageEvent[] {
     const txn = this.env.useReadTransaction();
     try {
       const compacted = this.meta.get('compacted', { transaction: txn }) ?? 0;
@@ -362,7 +375,7 @@ export class Storage {
       let expect = from + 1;
       for (const { key, value } of this.history.getRange({ start: expect, end: to, transaction: txn })) {
         if (key !== expect) break;
-        events.push(parseEvent(value));
+        if (eventKeyHasPrefix(value, prefix)) events.push(parseEvent(value));
         expect++;
       }
       if (expect !== to) throw expired(from, Math.max(compacted, expect));

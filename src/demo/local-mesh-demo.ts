@@ -7,6 +7,9 @@ import { startEchoServer } from '../echo/echo-server.js';
 import { runEchoClient } from '../echo/echo-client.js';
 import { ameshCommand, spawnZtunnel } from './ztunnel-process.js';
 
+/** Batches of four calls to make until the answers include the other node's pod (1 in 16 batches miss it). */
+const DEMO_MAX_BATCHES = 8;
+
 const say = (s: string): void => {
   process.stdout.write(s + '\n');
 };
@@ -79,11 +82,17 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
     say('==> two ztunnels (node1: admin 127.0.0.1:15000, node2: admin 127.0.0.2:15000) get workloads, policies and certificates from istiod');
     await Promise.all(zts.map((z) => z.waitReady()));
     say('==> frontend/web-0 (127.0.10.1) calls echo.backend (VIP 10.96.0.10:80) through SOCKS5 127.0.10.1:15080, over HBONE');
-    const results = await runEchoClient({ target: '10.96.0.10:80', socks5: '127.0.10.1:15080', source: '127.0.10.1', count: 4, http: true, message: '', timeoutMs: 5000 });
-    for (const r of results) {
-      if (!r.ok) throw new Error(`request through the mesh failed: ${r.error ?? ''}`);
-      const seen = JSON.parse(r.response ?? '{}') as { hostname?: string; peer?: string; local?: string };
-      say(`    ${seen.hostname ?? '?'} on ${seen.local ?? '?'} answered; it saw the client at ${seen.peer ?? '?'}`);
+    // ztunnel picks a service endpoint at random: call until echo-0 on node2 has answered too, so the tour can
+    // show what the other node's ztunnel saw.
+    let crossedNodes = false;
+    for (let batch = 0; batch < DEMO_MAX_BATCHES && !crossedNodes; batch++) {
+      const results = await runEchoClient({ target: '10.96.0.10:80', socks5: '127.0.10.1:15080', source: '127.0.10.1', count: 4, http: true, message: '', timeoutMs: 5000 });
+      for (const r of results) {
+        if (!r.ok) throw new Error(`request through the mesh failed: ${r.error ?? ''}`);
+        const seen = JSON.parse(r.response ?? '{}') as { hostname?: string; peer?: string; local?: string };
+        if (seen.hostname === 'echo-0') crossedNodes = true;
+        say(`    ${seen.hostname ?? '?'} on ${seen.local ?? '?'} answered; it saw the client at ${seen.peer ?? '?'}`);
+      }
     }
     const m2 = await (await fetch('http://127.0.0.2:15020/metrics')).text();
     const line = m2.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));

@@ -57,7 +57,7 @@ async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.Ser
   if (info.resource) resolveKind(info);
   d.authorize(user, info);
   if (info.resource) {
-    await handleResource(req, res, url, info, d.registry, d.computed);
+    await handleResource(req, res, url, info, d.registry, d.computed, user);
     return;
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');

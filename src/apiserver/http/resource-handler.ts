@@ -10,6 +10,7 @@ import { findKind, type KindInfo } from '../kinds.js';
 import type { KubeObject } from '../kube-object.js';
 import { PATCH_TYPES, type DeleteOptions, type PatchType, type Registry } from '../registry.js';
 import { queryBool, type ResourceRequest } from './request-info.js';
+import type { UserInfo } from '../auth/user-info.js';
 import { parseJsonBody, parseObjectBody, readBody, sendJson } from './respond.js';
 import { toTable, wantsTable, type IncludeObject } from './table.js';
 import { serveWatch } from './watch-stream.js';
@@ -19,7 +20,7 @@ export interface ComputedResources {
   /** POST serviceaccounts/<name>/token: a TokenRequest with `status.token`. */
   tokenRequest(namespace: string, serviceAccount: string, body: KubeObject): Promise<KubeObject>;
   /** POST of a review kind (TokenReview, SubjectAccessReview): the review with its `status`. */
-  review(k: KindInfo, body: KubeObject): Promise<KubeObject>;
+  review(k: KindInfo, body: KubeObject, user: UserInfo): Promise<KubeObject>;
 }
 
 const INCLUDE_OBJECT: readonly IncludeObject[] = ['None', 'Metadata', 'Object'];
@@ -79,7 +80,7 @@ function isDryRun(url: URL): boolean {
   return d.length > 0;
 }
 
-export async function handleResource(req: http.IncomingMessage, res: http.ServerResponse, url: URL, r: ResourceRequest, registry: Registry, computed: ComputedResources): Promise<void> {
+export async function handleResource(req: http.IncomingMessage, res: http.ServerResponse, url: URL, r: ResourceRequest, registry: Registry, computed: ComputedResources, user: UserInfo): Promise<void> {
   const k = resolveKind(r);
   const ns = k.namespaced ? r.namespace : undefined;
   const name = r.name ?? '';
@@ -119,7 +120,7 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
         return;
       }
       if (k.review) {
-        reply(201, await computed.review(k, body));
+        reply(201, await computed.review(k, body, user));
         return;
       }
       if (r.name !== undefined) throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');

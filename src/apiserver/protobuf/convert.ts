@@ -16,7 +16,8 @@
 import { fromBinary, ScalarType, type DescField, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { reflect, type ReflectMessage } from '@bufbuild/protobuf/reflect';
 import { DeploymentSchema } from '../../api/k8s/io/api/apps/v1/generated_pb.js';
-import { TokenRequestSchema } from '../../api/k8s/io/api/authentication/v1/generated_pb.js';
+import { SelfSubjectReviewSchema, TokenRequestSchema } from '../../api/k8s/io/api/authentication/v1/generated_pb.js';
+import { SelfSubjectAccessReviewSchema } from '../../api/k8s/io/api/authorization/v1/generated_pb.js';
 import { CronJobSchema, JobSchema } from '../../api/k8s/io/api/batch/v1/generated_pb.js';
 import { ConfigMapSchema, NamespaceSchema, PodSchema, SecretSchema, ServiceAccountSchema, ServiceSchema } from '../../api/k8s/io/api/core/v1/generated_pb.js';
 import { TypeMetaSchema, UnknownSchema } from '../../api/k8s/io/apimachinery/pkg/runtime/generated_pb.js';
@@ -43,6 +44,8 @@ const MESSAGES: ReadonlyMap<string, DescMessage> = new Map<string, DescMessage>(
   ['batch/v1/Job', JobSchema],
   ['batch/v1/CronJob', CronJobSchema],
   ['authentication.k8s.io/v1/TokenRequest', TokenRequestSchema],
+  ['authentication.k8s.io/v1/SelfSubjectReview', SelfSubjectReviewSchema],
+  ['authorization.k8s.io/v1/SelfSubjectAccessReview', SelfSubjectAccessReviewSchema],
 ]);
 
 const TIME = 'k8s.io.apimachinery.pkg.apis.meta.v1.Time';

@@ -1,6 +1,6 @@
 /**
  * How the Go types behind Kubernetes' protobuf messages show each field in JSON (the `json:"..."` tags of
- * k8s.io/api core/v1, apps/v1, batch/v1, authentication/v1 types.go and k8s.io/apimachinery meta/v1 types.go).
+ * k8s.io/api core/v1, apps/v1, batch/v1, authentication/v1, authorization/v1 types.go and k8s.io/apimachinery meta/v1 types.go).
  * Protobuf alone cannot say this: a proto2 `optional int32` may be a Go `*int32` (shown whenever set, even as 0)
  * or an `int32` with `omitempty` (hidden when 0); a few fields have no `omitempty` and always show; embedded
  * structs are `json:",inline"` and flatten into their parent. The decoder needs these facts to produce the JSON
@@ -69,6 +69,7 @@ const FORMS: Readonly<Record<GoJsonForm, Readonly<Record<string, readonly string
     [`${CORE}.HTTPHeader`]: ['name', 'value'],
     'k8s.io.api.batch.v1.CronJobSpec': ['schedule'],
     'k8s.io.api.authentication.v1.TokenRequestStatus': ['token'],
+    'k8s.io.api.authorization.v1.SubjectAccessReviewStatus': ['allowed'],
   },
   inline: {
     [`${CORE}.Volume`]: ['volumeSource'],
@@ -84,6 +85,7 @@ const FORMS: Readonly<Record<GoJsonForm, Readonly<Record<string, readonly string
 /** JSON names that differ from the proto field name. */
 const JSON_NAMES: Readonly<Record<string, string>> = {
   'k8s.io.api.authentication.v1.BoundObjectReference.uID': 'uid',
+  'k8s.io.api.authentication.v1.UserInfo.uID': 'uid',
 };
 
 const BY_FIELD: ReadonlyMap<string, GoJsonForm> = new Map(

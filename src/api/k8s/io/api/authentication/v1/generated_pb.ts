@@ -1,4 +1,5 @@
-// amesh's own definition of authentication/v1 TokenRequest as `kubectl create token` sends it.
+// amesh's own definition of authentication/v1 TokenRequest (`kubectl create token`) and SelfSubjectReview
+// (`kubectl auth whoami`) as kubectl sends them.
 // Package, message names, field numbers and types follow k8s.io/api authentication/v1/generated.proto; only the
 // fields the API server reads are defined, and a body carrying any other field is refused.
 
@@ -16,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file k8s/io/api/authentication/v1/generated.proto.
  */
 export const file_k8s_io_api_authentication_v1_generated: GenFile = /*@__PURE__*/
-  fileDesc("CixrOHMvaW8vYXBpL2F1dGhlbnRpY2F0aW9uL3YxL2dlbmVyYXRlZC5wcm90bxIcazhzLmlvLmFwaS5hdXRoZW50aWNhdGlvbi52MSLSAQoMVG9rZW5SZXF1ZXN0EkIKCG1ldGFkYXRhGAEgASgLMjAuazhzLmlvLmFwaW1hY2hpbmVyeS5wa2cuYXBpcy5tZXRhLnYxLk9iamVjdE1ldGESPAoEc3BlYxgCIAEoCzIuLms4cy5pby5hcGkuYXV0aGVudGljYXRpb24udjEuVG9rZW5SZXF1ZXN0U3BlYxJACgZzdGF0dXMYAyABKAsyMC5rOHMuaW8uYXBpLmF1dGhlbnRpY2F0aW9uLnYxLlRva2VuUmVxdWVzdFN0YXR1cyKMAQoQVG9rZW5SZXF1ZXN0U3BlYxIRCglhdWRpZW5jZXMYASADKAkSSgoOYm91bmRPYmplY3RSZWYYAyABKAsyMi5rOHMuaW8uYXBpLmF1dGhlbnRpY2F0aW9uLnYxLkJvdW5kT2JqZWN0UmVmZXJlbmNlEhkKEWV4cGlyYXRpb25TZWNvbmRzGAQgASgDIlMKFEJvdW5kT2JqZWN0UmVmZXJlbmNlEgwKBGtpbmQYASABKAkSEgoKYXBpVmVyc2lvbhgCIAEoCRIMCgRuYW1lGAMgASgJEgsKA3VJRBgEIAEoCSJsChJUb2tlblJlcXVlc3RTdGF0dXMSDQoFdG9rZW4YASABKAkSRwoTZXhwaXJhdGlvblRpbWVzdGFtcBgCIAEoCzIqLms4cy5pby5hcGltYWNoaW5lcnkucGtnLmFwaXMubWV0YS52MS5UaW1l", [file_k8s_io_apimachinery_pkg_apis_meta_v1_generated]);
+  fileDesc("CixrOHMvaW8vYXBpL2F1dGhlbnRpY2F0aW9uL3YxL2dlbmVyYXRlZC5wcm90bxIcazhzLmlvLmFwaS5hdXRoZW50aWNhdGlvbi52MSLSAQoMVG9rZW5SZXF1ZXN0EkIKCG1ldGFkYXRhGAEgASgLMjAuazhzLmlvLmFwaW1hY2hpbmVyeS5wa2cuYXBpcy5tZXRhLnYxLk9iamVjdE1ldGESPAoEc3BlYxgCIAEoCzIuLms4cy5pby5hcGkuYXV0aGVudGljYXRpb24udjEuVG9rZW5SZXF1ZXN0U3BlYxJACgZzdGF0dXMYAyABKAsyMC5rOHMuaW8uYXBpLmF1dGhlbnRpY2F0aW9uLnYxLlRva2VuUmVxdWVzdFN0YXR1cyKMAQoQVG9rZW5SZXF1ZXN0U3BlYxIRCglhdWRpZW5jZXMYASADKAkSSgoOYm91bmRPYmplY3RSZWYYAyABKAsyMi5rOHMuaW8uYXBpLmF1dGhlbnRpY2F0aW9uLnYxLkJvdW5kT2JqZWN0UmVmZXJlbmNlEhkKEWV4cGlyYXRpb25TZWNvbmRzGAQgASgDIlMKFEJvdW5kT2JqZWN0UmVmZXJlbmNlEgwKBGtpbmQYASABKAkSEgoKYXBpVmVyc2lvbhgCIAEoCRIMCgRuYW1lGAMgASgJEgsKA3VJRBgEIAEoCSJsChJUb2tlblJlcXVlc3RTdGF0dXMSDQoFdG9rZW4YASABKAkSRwoTZXhwaXJhdGlvblRpbWVzdGFtcBgCIAEoCzIqLms4cy5pby5hcGltYWNoaW5lcnkucGtnLmFwaXMubWV0YS52MS5UaW1lIp4BChFTZWxmU3ViamVjdFJldmlldxJCCghtZXRhZGF0YRgBIAEoCzIwLms4cy5pby5hcGltYWNoaW5lcnkucGtnLmFwaXMubWV0YS52MS5PYmplY3RNZXRhEkUKBnN0YXR1cxgCIAEoCzI1Lms4cy5pby5hcGkuYXV0aGVudGljYXRpb24udjEuU2VsZlN1YmplY3RSZXZpZXdTdGF0dXMiUwoXU2VsZlN1YmplY3RSZXZpZXdTdGF0dXMSOAoIdXNlckluZm8YASABKAsyJi5rOHMuaW8uYXBpLmF1dGhlbnRpY2F0aW9uLnYxLlVzZXJJbmZvIjkKCFVzZXJJbmZvEhAKCHVzZXJuYW1lGAEgASgJEgsKA3VJRBgCIAEoCRIOCgZncm91cHMYAyADKAk", [file_k8s_io_apimachinery_pkg_apis_meta_v1_generated]);
 
 /**
  * @generated from message k8s.io.api.authentication.v1.TokenRequest
@@ -127,4 +128,72 @@ export type TokenRequestStatus = Message<"k8s.io.api.authentication.v1.TokenRequ
  */
 export const TokenRequestStatusSchema: GenMessage<TokenRequestStatus> = /*@__PURE__*/
   messageDesc(file_k8s_io_api_authentication_v1_generated, 3);
+
+/**
+ * @generated from message k8s.io.api.authentication.v1.SelfSubjectReview
+ */
+export type SelfSubjectReview = Message<"k8s.io.api.authentication.v1.SelfSubjectReview"> & {
+  /**
+   * @generated from field: optional k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta metadata = 1;
+   */
+  metadata?: ObjectMeta | undefined;
+
+  /**
+   * @generated from field: optional k8s.io.api.authentication.v1.SelfSubjectReviewStatus status = 2;
+   */
+  status?: SelfSubjectReviewStatus | undefined;
+};
+
+/**
+ * Describes the message k8s.io.api.authentication.v1.SelfSubjectReview.
+ * Use `create(SelfSubjectReviewSchema)` to create a new message.
+ */
+export const SelfSubjectReviewSchema: GenMessage<SelfSubjectReview> = /*@__PURE__*/
+  messageDesc(file_k8s_io_api_authentication_v1_generated, 4);
+
+/**
+ * @generated from message k8s.io.api.authentication.v1.SelfSubjectReviewStatus
+ */
+export type SelfSubjectReviewStatus = Message<"k8s.io.api.authentication.v1.SelfSubjectReviewStatus"> & {
+  /**
+   * @generated from field: optional k8s.io.api.authentication.v1.UserInfo userInfo = 1;
+   */
+  userInfo?: UserInfo | undefined;
+};
+
+/**
+ * Describes the message k8s.io.api.authentication.v1.SelfSubjectReviewStatus.
+ * Use `create(SelfSubjectReviewStatusSchema)` to create a new message.
+ */
+export const SelfSubjectReviewStatusSchema: GenMessage<SelfSubjectReviewStatus> = /*@__PURE__*/
+  messageDesc(file_k8s_io_api_authentication_v1_generated, 5);
+
+/**
+ * JSON names the uID field "uid".
+ *
+ * @generated from message k8s.io.api.authentication.v1.UserInfo
+ */
+export type UserInfo = Message<"k8s.io.api.authentication.v1.UserInfo"> & {
+  /**
+   * @generated from field: optional string username = 1;
+   */
+  username: string;
+
+  /**
+   * @generated from field: optional string uID = 2;
+   */
+  uID: string;
+
+  /**
+   * @generated from field: repeated string groups = 3;
+   */
+  groups: string[];
+};
+
+/**
+ * Describes the message k8s.io.api.authentication.v1.UserInfo.
+ * Use `create(UserInfoSchema)` to create a new message.
+ */
+export const UserInfoSchema: GenMessage<UserInfo> = /*@__PURE__*/
+  messageDesc(file_k8s_io_api_authentication_v1_generated, 6);
 
