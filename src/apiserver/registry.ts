@@ -56,6 +56,9 @@ export interface RegistryEvent {
 
 type Matcher = (obj: KubeObject) => boolean;
 
+/** A delete that keeps losing to concurrent writes gives up with 409 after this many tries, as GuaranteedUpdate would. */
+const DELETE_ATTEMPTS = 16;
+
 /** Namespaces the API server keeps (namespace strategy's immortal namespaces). */
 const IMMORTAL_NAMESPACES = new Set(['default', 'kube-system', 'kube-public']);
 
@@ -284,7 +287,7 @@ export class Registry {
     const key = storageKey(k, namespace, name);
     // The checks below hold for the version they read: the write is conditional on it, and a concurrent change
     // (a finalizer added, say) makes the whole decision again, as the store's conditional delete does.
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       const current = this.storage.get(key);
       if (current === undefined) throw this.notFound(k, name);
       const pre = opts.preconditions;
@@ -310,7 +313,7 @@ export class Registry {
         if (k === SERVICES) this.clusterIps.release(deleted);
         return deleted;
       } catch (e) {
-        if (e instanceof ApiError && e.reason === 'Conflict') continue;
+        if (e instanceof ApiError && e.reason === 'Conflict' && attempt < DELETE_ATTEMPTS) continue;
         throw this.renamed(k, name, e);
       }
     }
