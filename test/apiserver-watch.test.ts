@@ -110,6 +110,34 @@ describe('amesh apiserver watch streams', () => {
     assert.equal((await watchAll('resourceVersion=999999999')).status, 504);
   });
 
+  test('kubectl get -w asks for Tables: each event is a Table row, and only the first carries the columns', async () => {
+    const first = await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'tabled' } });
+    await request('PATCH', '/api/v1/namespaces/w/configmaps/tabled', { data: { k: 'v' } });
+    await request('PATCH', '/api/v1/namespaces/w/configmaps/tabled', { data: { k: 'w' } });
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = https.request({ host: '127.0.0.1', port: api.port, path: `/api/v1/namespaces/w/configmaps?watch=true&resourceVersion=${rvOf(first.text)}&timeoutSeconds=1`, ca: api.caCertPem, servername: 'localhost', headers: { authorization: `Bearer ${token}`, accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' } }, (res) => {
+        let t = '';
+        res.on('data', (c: Buffer) => (t += c.toString()));
+        res.on('end', () => resolve(t));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    const tables = text.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { object: { kind: string; columnDefinitions?: { name: string }[]; rows: { cells: unknown[] }[] } }).object);
+    assert.deepEqual(tables.map((t) => t.kind), ['Table', 'Table']);
+    assert.deepEqual(tables[0]?.columnDefinitions?.map((c) => c.name), ['Name', 'Data', 'Age']);
+    assert.equal(tables[1]?.columnDefinitions, undefined);
+    assert.equal(tables[1]?.rows[0]?.cells[1], 1);
+  });
+
+  test('an unknown propagationPolicy is refused with 422, and the object stays', async () => {
+    await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'kept' } });
+    const r = await request('DELETE', '/api/v1/namespaces/w/configmaps/kept?propagationPolicy=Sideways');
+    assert.equal(r.status, 422);
+    assert.match(r.text, /propagationPolicy: Unsupported value: \\"Sideways\\"/);
+    assert.equal((await request('GET', '/api/v1/namespaces/w/configmaps/kept')).status, 200);
+  });
+
   test('a bad resourceVersion or selector is a 400 before the stream starts', async () => {
     assert.equal((await watchAll('resourceVersion=abc')).status, 400);
     assert.equal((await watchAll('labelSelector=%3D%3D%3D')).status, 400);

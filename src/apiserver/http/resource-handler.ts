@@ -5,7 +5,7 @@
  * serviceaccounts/token subresource are answered by the handlers passed in, never stored.
  */
 import type http from 'node:http';
-import { ApiError } from '../api-error.js';
+import { ApiError, invalid } from '../api-error.js';
 import { findKind, type KindInfo } from '../kinds.js';
 import type { KubeObject } from '../kube-object.js';
 import { PATCH_TYPES, type DeleteOptions, type PatchType, type Registry } from '../registry.js';
@@ -24,6 +24,8 @@ export interface ComputedResources {
 }
 
 const INCLUDE_OBJECT: readonly IncludeObject[] = ['None', 'Metadata', 'Object'];
+/** DeleteOptions.propagationPolicy values (Foreground is accepted and carried out as Background). */
+const PROPAGATION_POLICIES: readonly string[] = ['Foreground', 'Background', 'Orphan'];
 
 /** The verbs each subresource serves (status: get, update, patch; token: create; a Namespace's finalize: update). */
 const SUBRESOURCE_VERBS: Readonly<Record<string, readonly string[]>> = { status: ['get', 'update', 'patch'], token: ['create'], finalize: ['update'] };
@@ -55,6 +57,9 @@ function deleteOptions(body: Buffer, url: URL): DeleteOptions {
   const parsed = body.length > 0 ? parseJsonBody(body, 'application/json') : {};
   const o = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { preconditions?: { resourceVersion?: string; uid?: string }; propagationPolicy?: string; orphanDependents?: boolean };
   const policy = url.searchParams.get('propagationPolicy') ?? o.propagationPolicy ?? (o.orphanDependents === true ? 'Orphan' : undefined);
+  if (policy !== undefined && !PROPAGATION_POLICIES.includes(policy)) {
+    throw invalid('DeleteOptions', 'meta.k8s.io', '', [{ reason: 'FieldValueNotSupported', field: 'propagationPolicy', message: `Unsupported value: "${policy}": supported values: ${PROPAGATION_POLICIES.map((p) => `"${p}"`).join(', ')}` }]);
+  }
   const dryRun = isDryRun(url) || (Array.isArray((o as { dryRun?: unknown }).dryRun) && ((o as { dryRun: unknown[] }).dryRun).includes('All'));
   return { preconditions: o.preconditions, propagationPolicy: policy, dryRun };
 }
@@ -110,6 +115,7 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
         sendInitialEvents: sendInitialEvents === null ? undefined : queryBool(url, 'sendInitialEvents'),
         resourceVersionMatch: url.searchParams.get('resourceVersionMatch') ?? undefined,
         selectors: watchSelectors(url, r.name),
+        table: wantsTable(req.headers.accept) ? includeObject(url) : undefined,
       });
       return;
     }

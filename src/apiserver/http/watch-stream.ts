@@ -18,6 +18,7 @@ import type { KindInfo } from '../kinds.js';
 import type { KubeObject } from '../kube-object.js';
 import type { ListOptions, Registry, RegistryEvent } from '../registry.js';
 import { apiVersionOf } from '../kinds.js';
+import { toTable, type IncludeObject } from './table.js';
 
 /** The API server's minRequestTimeout: watches without timeoutSeconds last between this and twice this. */
 const MIN_REQUEST_TIMEOUT_S = 1800;
@@ -37,6 +38,8 @@ export interface WatchParams {
   readonly sendInitialEvents: boolean | undefined;
   readonly resourceVersionMatch: string | undefined;
   readonly selectors: ListOptions;
+  /** Events as meta.k8s.io Tables (`kubectl get -w`), with what each row carries of its object. */
+  readonly table: IncludeObject | undefined;
 }
 
 /** Checks the parameters as ListOptions validation does, before anything is sent. */
@@ -72,7 +75,16 @@ export function serveWatch(req: http.IncomingMessage, res: http.ServerResponse, 
     clearInterval(timers.bookmarks);
     res.end();
   };
-  const write = (type: string, object: KubeObject): boolean => (closed ? false : res.write(JSON.stringify({ type, object }) + '\n'));
+  let columns = true;
+  const asTable = (type: string, object: KubeObject): unknown => {
+    if (p.table === undefined || type === 'ERROR' || type === 'BOOKMARK') return object;
+    // As the API server's watch handler does, only the first event carries the column definitions.
+    const t = toTable(k, [object], object.metadata.resourceVersion ?? '', p.table) as { columnDefinitions?: unknown };
+    if (!columns) delete t.columnDefinitions;
+    columns = false;
+    return t;
+  };
+  const write = (type: string, object: KubeObject): boolean => (closed ? false : res.write(JSON.stringify({ type, object: asTable(type, object) }) + '\n'));
   const live = (e: RegistryEvent): void => {
     if (queued !== undefined) {
       queued.push(e);
