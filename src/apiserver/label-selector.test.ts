@@ -98,7 +98,7 @@ test('parseLabelSelector: invalid keys and values are refused with field.Error w
   );
   badRequest(
     () => parseLabelSelector(`a=${'v'.repeat(64)}`),
-    `unable to parse requirement: values[0][a]: Invalid value: "${'v'.repeat(64)}": must be no more than 63 bytes`,
+    `unable to parse requirement: values[0][a]: Invalid value: "${'v'.repeat(64)}": must be no more than 63 characters`,
   );
   // The bad value "z_" sorts after "b_" once the set is listed: indices follow the sorted order.
   badRequest(
@@ -106,7 +106,7 @@ test('parseLabelSelector: invalid keys and values are refused with field.Error w
     "unable to parse requirement: [values[0][a]: Invalid value: \"b_\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'), values[1][a]: Invalid value: \"z_\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]",
   );
   badRequest(() => parseLabelSelector('x<a'), 'unable to parse requirement: values[0]: Invalid value: "a": for \'Gt\', \'Lt\' operators, the value must be an integer');
-  badRequest(() => parseLabelSelector('a'.repeat(254)), `unable to parse requirement: <nil>: Invalid value: "${'a'.repeat(254)}": name part must be no more than 63 bytes`);
+  badRequest(() => parseLabelSelector('a'.repeat(254)), `unable to parse requirement: <nil>: Invalid value: "${'a'.repeat(254)}": name part must be no more than 63 characters`);
 });
 
 test('parseLabelSelector: requiresExactMatch finds =, == and single-valued in', () => {

@@ -3,11 +3,12 @@
  * k8s.io/apimachinery pkg/labels/selector.go (its lexer and recursive-descent parser, `=`, `==`, `!=`, `in`,
  * `notin`, `key`, `!key`, `gt`, `lt`, comma = AND), and a `metav1.LabelSelector` object (`matchLabels`,
  * `matchExpressions`) after pkg/apis/meta/v1/helpers.go LabelSelectorAsSelector. Keys and values are checked
- * as pkg/api/validate/content/kube.go checks them, and every message is worded as upstream words it, since the
+ * with the API's own label formats (validation/formats.ts), and every message is worded as upstream words it, since the
  * list handler returns the parse error verbatim as `400 BadRequest`.
  */
 import { ApiError } from './api-error.js';
 import { goQuote, goStringSlice } from './go-format.js';
+import { isLabelValue, isQualifiedName } from './validation/formats.js';
 
 type Operator = 'in' | 'notin' | '=' | '==' | '!=' | 'exists' | '!' | 'gt' | 'lt';
 
@@ -29,80 +30,6 @@ export interface LabelSelector {
   requiresExactMatch(key: string): string | undefined;
 }
 
-// --- validation (pkg/api/validate/content) -------------------------------------------------------------------
-
-const LABEL_KEY_FMT = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
-const LABEL_KEY_RE = new RegExp(`^${LABEL_KEY_FMT}$`);
-const LABEL_VALUE_FMT = `(${LABEL_KEY_FMT})?`;
-const LABEL_VALUE_RE = new RegExp(`^${LABEL_VALUE_FMT}$`);
-const DNS1123_LABEL_FMT = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
-const DNS1123_SUBDOMAIN_FMT = `${DNS1123_LABEL_FMT}(\\.${DNS1123_LABEL_FMT})*`;
-const DNS1123_SUBDOMAIN_RE = new RegExp(`^${DNS1123_SUBDOMAIN_FMT}$`);
-/** Kubernetes' limits: a label name part and a label value are DNS labels, a key prefix a DNS subdomain. */
-const LABEL_MAX_LENGTH = 63;
-const DNS1123_SUBDOMAIN_MAX_LENGTH = 253;
-
-const byteLength = (s: string): number => Buffer.byteLength(s, 'utf8');
-
-function regexError(msg: string, fmt: string, ...examples: string[]): string {
-  return `${msg} (e.g. ${examples.map((e) => `'${e}', `).join(' or ')}regex used for validation is '${fmt}')`;
-}
-const maxLenError = (n: number): string => `must be no more than ${n} bytes`;
-
-function dns1123SubdomainErrors(value: string): string[] {
-  const errs: string[] = [];
-  if (byteLength(value) > DNS1123_SUBDOMAIN_MAX_LENGTH) errs.push(maxLenError(DNS1123_SUBDOMAIN_MAX_LENGTH));
-  if (!DNS1123_SUBDOMAIN_RE.test(value)) {
-    errs.push(
-      regexError(
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-        DNS1123_SUBDOMAIN_FMT,
-        'example.com',
-      ),
-    );
-  }
-  return errs;
-}
-
-const LABEL_KEY_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-
-function labelKeyErrors(value: string): string[] {
-  const parts = value.split('/');
-  const errs: string[] = [];
-  if (parts.length > 2) {
-    return [
-      `a valid label key ${regexError(LABEL_KEY_MSG, LABEL_KEY_FMT, 'MyName', 'my.name', '123-abc')} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
-    ];
-  }
-  const name = parts.length === 2 ? parts[1]! : parts[0]!;
-  if (parts.length === 2) {
-    const prefix = parts[0]!;
-    if (prefix === '') errs.push('prefix part must be non-empty');
-    else errs.push(...dns1123SubdomainErrors(prefix).map((m) => `prefix part ${m}`));
-  }
-  if (name === '') errs.push('name part must be non-empty');
-  else if (byteLength(name) > LABEL_MAX_LENGTH) errs.push(`name part ${maxLenError(LABEL_MAX_LENGTH)}`);
-  if (!LABEL_KEY_RE.test(name)) errs.push(`name part ${regexError(LABEL_KEY_MSG, LABEL_KEY_FMT, 'MyName', 'my.name', '123-abc')}`);
-  return errs;
-}
-
-function labelValueErrors(value: string): string[] {
-  const errs: string[] = [];
-  if (byteLength(value) > LABEL_MAX_LENGTH) errs.push(maxLenError(LABEL_MAX_LENGTH));
-  if (!LABEL_VALUE_RE.test(value)) {
-    errs.push(
-      regexError(
-        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-        LABEL_VALUE_FMT,
-        'MyValue',
-        'my_value',
-        '12345',
-      ),
-    );
-  }
-  return errs;
-}
-
 /** A field.Error for an invalid value, printed as `field.Error.Error()` prints it. */
 const invalidValue = (path: string, bad: string, detail: string): string => `${path}: Invalid value: ${bad}: ${detail}`;
 
@@ -114,14 +41,14 @@ function aggregate(errs: readonly string[]): string {
 
 /** The parser checks a key before building its requirement, with a nil path (printed `<nil>`). */
 function checkParsedKey(key: string): void {
-  const errs = labelKeyErrors(key);
+  const errs = isQualifiedName(key);
   if (errs.length > 0) throw new SelectorError(invalidValue('<nil>', goQuote(key), errs.join('; ')));
 }
 
 /** NewRequirement: validates the key, the number of values for the operator, and every value. */
 function newRequirement(key: string, operator: Operator, values: string[] | undefined): Requirement {
   const errs: string[] = [];
-  const keyErrs = labelKeyErrors(key);
+  const keyErrs = isQualifiedName(key);
   if (keyErrs.length > 0) errs.push(invalidValue('key', goQuote(key), keyErrs.join('; ')));
   const vals = values ?? [];
   switch (operator) {
@@ -147,7 +74,7 @@ function newRequirement(key: string, operator: Operator, values: string[] | unde
       break;
   }
   vals.forEach((v, i) => {
-    const valueErrs = labelValueErrors(v);
+    const valueErrs = isLabelValue(v);
     if (valueErrs.length > 0) errs.push(invalidValue(`values[${i}][${key}]`, goQuote(v), valueErrs.join('; ')));
   });
   if (errs.length > 0) throw new SelectorError(aggregate(errs));
