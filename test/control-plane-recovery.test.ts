@@ -14,6 +14,7 @@ import { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { freePorts } from './helpers/free-port.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { waitFor } from './helpers/mesh-fixture.js';
+import { namespaces, pod } from './helpers/manifests.js';
 
 /** istiod comes back on the same address: ztunnel has only this one to dial. */
 const ISTIOD_IP = '127.73.0.2';
@@ -36,13 +37,7 @@ const XDS_LOST = 'xDS connection lost; serving with the last known config';
 const WEB = 'spiffe://cluster.local/ns/frontend/sa/web';
 const API = 'spiffe://cluster.local/ns/frontend/sa/api';
 
-const pod = (name: string, sa: string, ip: string): string => `---
-apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: frontend, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {serviceAccountName: ${sa}, nodeName: n1}
-status: {phase: Running, podIP: ${ip}}
-`;
+const capturedPod = (name: string, serviceAccount: string, ip: string): string => pod({ name, namespace: 'frontend', serviceAccount, ip, node: 'n1' });
 
 type Line = Record<string, unknown>;
 const at = (l: Line): number => Date.parse(String(l['time']));
@@ -61,12 +56,12 @@ test('after a long istiod outage, ztunnel reconnects at its first xDS attempt an
     await writeFile(path.join(dir, '.m.tmp'), text);
     await rename(path.join(dir, '.m.tmp'), path.join(config, 'mesh.yaml'));
   };
-  await writeConfig(pod('web-0', 'web', '127.73.2.1'));
+  await writeConfig(namespaces('frontend') + capturedPod('web-0', 'web', '127.73.2.1'));
   // A kernel-chosen port, kept across the restart.
   const [port = 0] = await freePorts(ISTIOD_IP, 1);
   const ISTIOD = `${ISTIOD_IP}:${port}`;
   const istiodLogs = new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) });
-  const startIstiod = (): Promise<Istiod> => Istiod.start(loadIstiodConfig({ configDir: config, stateDir: state, grpcAddress: ISTIOD, monitoringAddress: `${ISTIOD_IP}:0` }, {}), istiodLogs);
+  const startIstiod = (): Promise<Istiod> => Istiod.start(loadIstiodConfig({ configDir: config, stateDir: state, grpcAddress: ISTIOD, monitoringAddress: `${ISTIOD_IP}:0`, apiserverAddress: `${ISTIOD_IP}:0` }, {}), istiodLogs);
   let istiod = await startIstiod();
   const token = path.join(dir, 'token');
   await writeFile(token, await istiod.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', node: 'n1', audience: 'istio-ca' }));
@@ -91,7 +86,7 @@ test('after a long istiod outage, ztunnel reconnects at its first xDS attempt an
     deadIstiod = net.createServer((s) => s.destroy()).listen(port, ISTIOD_IP);
     await once(deadIstiod, 'listening');
     // While istiod is away a pod is added: once back, ztunnel needs a certificate it has never had.
-    await writeConfig(pod('web-0', 'web', '127.73.2.1') + pod('api-0', 'api', '127.73.2.2'));
+    await writeConfig(namespaces('frontend') + capturedPod('web-0', 'web', '127.73.2.1') + capturedPod('api-0', 'api', '127.73.2.2'));
     const returnAt = await new Promise<{ nextXds: number; nextCert: number }>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`ztunnel did not dial istiod's address ${NEXT_XDS_ATTEMPT_MS.min}-${NEXT_XDS_ATTEMPT_MS.max}ms before an xDS attempt after a ${OUTAGE_MS}ms outage`)), OUTAGE_MS + 60_000);
       deadIstiod?.on('connection', () => {

@@ -17,6 +17,7 @@ import { buildGoPeer, goSkip, runGo, startGoServer } from './helpers/go.js';
 import { startIstiod, startZtunnel } from './helpers/in-process.js';
 import { sendAndCollect } from './helpers/mesh-fixture.js';
 import { opensslPluginCa } from './helpers/openssl-ca.js';
+import { namespaces, pod } from './helpers/manifests.js';
 
 /**
  * Go's crypto/x509 matches a certificate to its issuer by the raw DER of the names (as webpki in ztunnel does), so
@@ -41,9 +42,8 @@ workloads:
 
 /** The same pods for istiod, which checks ztunnel's impersonation against the node they run on. */
 function manifests(net: string): string {
-  const pod = (name: string, ns: string, sa: string, ip: string, node: string): string =>
-    `---\napiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${ns}}\nspec: {serviceAccountName: ${sa}, nodeName: ${node}}\nstatus: {phase: Running, podIP: ${ip}}\n`;
-  return pod('client-0', 'a', 'client', `${net}.1`, 'n') + pod('server-0', 'b', 'server', `${net}.2`, 'n') + pod('go-0', 'go', 'go', `${net}.9`, 'go');
+  const at = (name: string, namespace: string, serviceAccount: string, ip: string, node: string): string => pod({ name, namespace, serviceAccount, ip, node, ambient: false });
+  return namespaces('a', 'b', 'go') + at('client-0', 'a', 'client', `${net}.1`, 'n') + at('server-0', 'b', 'server', `${net}.2`, 'n') + at('go-0', 'go', 'go', `${net}.9`, 'go');
 }
 
 describe('certificates and HBONE against Go (crypto/x509, crypto/tls, net/http h2), from an openssl UTF8String plug-in CA', { skip }, () => {

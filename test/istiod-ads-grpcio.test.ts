@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Istiod } from '../src/istiod/istiod.js';
 import { startIstiod } from './helpers/in-process.js';
+import { namespaces, pod } from './helpers/manifests.js';
 import { pythonSkip, runPython } from './helpers/python.js';
 
 const skip = pythonSkip('grpc', 'python3-grpcio');
@@ -15,17 +16,12 @@ let ist: Istiod;
 before(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'amesh-ads-py-'));
   await mkdir(path.join(dir, 'config'));
-  await writeFile(path.join(dir, 'config', 'mesh.yaml'), `apiVersion: v1
-kind: Pod
-metadata: {name: echo-0, namespace: backend, labels: {app: echo}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {serviceAccountName: echo, nodeName: node2}
-status: {podIP: 10.1.2.3}
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: backend}
-spec: {clusterIP: 10.96.0.10, selector: {app: echo}, ports: [{port: 80, targetPort: 8080}]}
-`);
+  await writeFile(
+    path.join(dir, 'config', 'mesh.yaml'),
+    namespaces('backend') +
+      pod({ name: 'echo-0', namespace: 'backend', serviceAccount: 'echo', node: 'node2', ip: '10.1.2.3', labels: { app: 'echo' } }) +
+      '---\n{apiVersion: v1, kind: Service, metadata: {name: echo, namespace: backend}, spec: {clusterIP: 10.96.0.10, selector: {app: echo}, ports: [{port: 80, targetPort: 8080}]}}\n',
+  );
   ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'));
 });
 after(async () => {
@@ -45,8 +41,10 @@ test('delta ADS from python3-grpcio with hand-decoded protobuf: Workload and Ser
     uid: 'Kubernetes//Pod/backend/echo-0', name_field: 'echo-0', namespace: 'backend', addresses: [[10, 1, 2, 3]], tunnel_protocol: 1,
     service_account: 'echo', node: 'node2', services: { 'backend/echo.backend.svc.cluster.local': [[80, 8080]] },
   }]);
-  assert.deepEqual(r.services, [{
-    name: 'backend/echo.backend.svc.cluster.local', version: r.services[0]!['version'], any_type: 'type.googleapis.com/istio.workload.Address',
+  // The API server's own default/kubernetes Service is served too, as on a cluster; this test is about echo's.
+  const services = r.services.filter((svc) => svc['namespace'] === 'backend');
+  assert.deepEqual(services, [{
+    name: 'backend/echo.backend.svc.cluster.local', version: services[0]!['version'], any_type: 'type.googleapis.com/istio.workload.Address',
     svc_name: 'echo', namespace: 'backend', hostname: 'echo.backend.svc.cluster.local', vips: [[10, 96, 0, 10]], ports: [[80, 8080]],
   }]);
 });

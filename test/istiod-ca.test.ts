@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SignJWT, generateKeyPair } from 'jose';
@@ -10,21 +10,13 @@ import { isMeshError } from '../src/lib/errors.js';
 import { parseIdentity } from '../src/lib/spiffe.js';
 import type { Istiod } from '../src/istiod/istiod.js';
 import { startIstiod } from './helpers/in-process.js';
+import { namespaces, pod } from './helpers/manifests.js';
 import { IstioCaClient } from '../src/ztunnel/identity/istio-ca-client.js';
 
-const MANIFESTS = `
-apiVersion: v1
-kind: Pod
-metadata: {name: echo-0, namespace: backend}
-spec: {serviceAccountName: echo, nodeName: node1}
-status: {phase: Running, podIP: 127.0.60.2}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: web-0, namespace: frontend}
-spec: {serviceAccountName: web, nodeName: node2}
-status: {phase: Running, podIP: 127.0.60.1}
-`;
+const MANIFESTS =
+  namespaces('backend', 'frontend') +
+  pod({ name: 'echo-0', namespace: 'backend', serviceAccount: 'echo', node: 'node1', ip: '127.0.60.2', ambient: false }) +
+  pod({ name: 'web-0', namespace: 'frontend', serviceAccount: 'web', node: 'node2', ip: '127.0.60.1', ambient: false });
 
 describe('istiod CA: CreateCertificate over gRPC/TLS', () => {
   let dir: string;
@@ -34,8 +26,9 @@ describe('istiod CA: CreateCertificate over gRPC/TLS', () => {
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-istiod-'));
-    await writeFile(path.join(dir, 'pods.yaml'), MANIFESTS);
-    ist = await startIstiod(dir, path.join(dir, 'state'), { log: (l) => (istiodLog += l) });
+    await mkdir(path.join(dir, 'config'));
+    await writeFile(path.join(dir, 'config', 'pods.yaml'), MANIFESTS);
+    ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'), { log: (l) => (istiodLog += l) });
     root = await readFile(ist.rootCertPath, 'utf8');
   });
   after(async () => {

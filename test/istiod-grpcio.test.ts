@@ -1,13 +1,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createKeyAndCsr } from '../src/lib/pki/csr.js';
 import type { Istiod } from '../src/istiod/istiod.js';
 import { CLOCK_SKEW_GRACE_MS } from '../src/lib/pki/ca-certificates.js';
 import { startIstiod } from './helpers/in-process.js';
+import { namespaces, pod } from './helpers/manifests.js';
 import { pythonSkip, runPython } from './helpers/python.js';
 
 const skip = pythonSkip('grpc', 'python3-grpcio');
@@ -24,8 +25,9 @@ describe('istiod CA from python3-grpcio with hand-encoded protobuf (ztunnel `src
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-grpcio-'));
-    await writeFile(path.join(dir, 'pods.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: echo-0, namespace: backend}\nspec: {serviceAccountName: echo, nodeName: node1}\n');
-    ist = await startIstiod(dir, path.join(dir, 'state'));
+    await mkdir(path.join(dir, 'config'));
+    await writeFile(path.join(dir, 'config', 'pods.yaml'), namespaces('backend') + pod({ name: 'echo-0', namespace: 'backend', serviceAccount: 'echo', node: 'node1', ip: '127.0.61.2', ambient: false }));
+    ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'));
   });
   after(async () => {
     await ist.stop();

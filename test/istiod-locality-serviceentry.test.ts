@@ -10,6 +10,7 @@ import { LogControl } from '../src/lib/log.js';
 import { loadZtunnelConfig } from '../src/ztunnel/config.js';
 import { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { startIstiod } from './helpers/in-process.js';
+import { namespaces, pod } from './helpers/manifests.js';
 import { sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
 
 const ISTIOD_HOST = '127.74.0.1';
@@ -22,19 +23,13 @@ const SE_HOST = 'localhost';
 const SE_UID = `Kubernetes/networking.istio.io/ServiceEntry/backend/local-dns/${SE_HOST}`;
 
 /** A captured pod on node n1. */
-const pod = (name: string, namespace: string, ip: string): string => `---
-apiVersion: v1
-kind: Pod
-metadata: {name: ${name}-0, namespace: ${namespace}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {serviceAccountName: ${name}, nodeName: n1}
-status: {phase: Running, podIP: ${ip}}
-`;
+const capturedPod = (name: string, namespace: string, ip: string): string => pod({ name: `${name}-0`, namespace, serviceAccount: name, node: 'n1', ip });
 
 const manifests = (echoPort: number): string => `
 apiVersion: v1
 kind: Node
 metadata: {name: n1, labels: {topology.kubernetes.io/region: eu-west1, topology.kubernetes.io/zone: eu-west1-b}}
-${pod('client', 'frontend', CLIENT)}${pod('server', 'backend', SERVER)}---
+${namespaces('frontend', 'backend')}${capturedPod('client', 'frontend', CLIENT)}${capturedPod('server', 'backend', SERVER)}---
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: local-dns, namespace: backend}

@@ -93,9 +93,11 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     assert.equal((await core.readNamespacedService({ name: 'api', namespace: 'backend' })).spec?.clusterIP, ip);
   });
 
-  test('an edited file is patched, and a document the API refuses is reported with file:line while the rest applies', async () => {
+  test('an edited file is patched (spec and labels), and a document the API refuses is reported with file:line while the rest applies', async () => {
     const file = path.join(dir, 'config', 'policies.yaml');
     await writeFile(file, (await readFile(file, 'utf8')).replace('action: ALLOW', 'action: DENY'));
+    const workloads = path.join(dir, 'config', 'workloads.yaml');
+    await writeFile(workloads, (await readFile(workloads, 'utf8')).replace('labels: {app: web, version: v1}', 'labels: {app: web, version: v2}'));
     await writeFile(path.join(dir, 'config', 'bad.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: no-containers, namespace: backend}\nspec: {nodeName: node1}\n');
     await registry.reload();
     const r = await applier.apply();
@@ -103,6 +105,9 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     assert.match(r.errors[0] ?? '', /bad\.yaml:1: Pod backend\/no-containers: the API refused it: .*spec\.containers: Required value/);
     const ap = (await custom.getNamespacedCustomObject({ group: 'security.istio.io', version: 'v1', namespace: 'backend', plural: 'authorizationpolicies', name: 'allow-web' })) as { spec: { action: string } };
     assert.equal(ap.spec.action, 'DENY');
+    const web = await core.readNamespacedPod({ name: 'web-0', namespace: 'frontend' });
+    assert.equal(web.metadata?.labels?.['version'], 'v2');
+    assert.equal(web.metadata?.labels?.['applyset.kubernetes.io/part-of'], APPLYSET, 'still a member of the set');
   });
 
   test('objects whose file is removed are pruned; objects others created are not touched', async () => {

@@ -12,13 +12,13 @@ import { grpcServiceDefinition } from '../src/lib/grpc-service.js';
 import type { Istiod } from '../src/istiod/istiod.js';
 import { startIstiod, startZtunnel } from './helpers/in-process.js';
 import { openStream } from './helpers/ads-stream.js';
+import { namespaces, pod } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 
 const ADDRESS = 'type.googleapis.com/istio.workload.Address';
 const AUTHZ = 'type.googleapis.com/istio.security.Authorization';
 
-const PODS = (n: number): string =>
-  Array.from({ length: n }, (_, i) => `apiVersion: v1\nkind: Pod\nmetadata: {name: p${i}, namespace: ns}\nspec: {nodeName: n1}\nstatus: {podIP: 127.0.74.${i + 1}}\n`).join('---\n');
+const PODS = (n: number): string => namespaces('ns') + Array.from({ length: n }, (_, i) => pod({ name: `p${i}`, namespace: 'ns', node: 'n1', ip: `127.0.74.${i + 1}`, ambient: false })).join('');
 
 describe('istiod delta ADS', () => {
   let dir: string;
@@ -43,7 +43,8 @@ describe('istiod delta ADS', () => {
     const first = openStream(ist, root, token);
     first.stream.write({ typeUrl: ADDRESS, node: { id: 'ztunnel~1.1.1.1~z.istio-system~istio-system.svc.cluster.local' } });
     const all = await first.next();
-    assert.equal(all.resources.length, 3);
+    // The pods, and the API server's own `kubernetes` Service, which istiod serves as it would on a cluster.
+    assert.deepEqual(all.resources.map((r) => r.name).sort(), ['Kubernetes//Pod/ns/p0', 'Kubernetes//Pod/ns/p1', 'Kubernetes//Pod/ns/p2', 'default/kubernetes.default.svc.cluster.local']);
     first.stream.write({ typeUrl: ADDRESS, responseNonce: all.nonce });
     const held = Object.fromEntries(all.resources.map((r) => [r.name, r.version]));
     first.stream.end();

@@ -9,6 +9,7 @@ import { socks5Connect } from '../src/echo/socks5-client.js';
 import { ameshCommand, spawnZtunnel, type ZtunnelProcess } from '../src/demo/ztunnel-process.js';
 import { sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
 import { freeControlPorts, freePorts } from './helpers/free-port.js';
+import { namespaces, pod } from './helpers/manifests.js';
 
 const ISTIOD_IP = '127.0.71.1';
 /** istiod's gRPC and monitoring addresses, on kernel-chosen ports (set in `before`). */
@@ -16,24 +17,13 @@ let GRPC = '';
 let MON = '';
 
 function manifests(extra = ''): string {
-  return `
-apiVersion: v1
-kind: Pod
-metadata: {name: web-0, namespace: frontend, labels: {app: web}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {serviceAccountName: web, nodeName: node1}
-status: {phase: Running, podIP: 127.0.70.1}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: echo-0, namespace: backend, labels: {app: echo}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {serviceAccountName: echo, nodeName: node2, containers: [{name: echo, ports: [{name: http, containerPort: 8080}]}]}
-status: {phase: Running, podIP: 127.0.70.2}
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: backend}
-spec: {clusterIP: 10.96.70.10, selector: {app: echo}, ports: [{port: 80, targetPort: http}]}
-${extra}`;
+  return (
+    namespaces('frontend', 'backend') +
+    pod({ name: 'web-0', namespace: 'frontend', serviceAccount: 'web', node: 'node1', ip: '127.0.70.1', labels: { app: 'web' } }) +
+    pod({ name: 'echo-0', namespace: 'backend', serviceAccount: 'echo', node: 'node2', ip: '127.0.70.2', labels: { app: 'echo' }, ports: { http: 8080 } }) +
+    '---\n{apiVersion: v1, kind: Service, metadata: {name: echo, namespace: backend}, spec: {clusterIP: 10.96.70.10, selector: {app: echo}, ports: [{port: 80, targetPort: http}]}}\n' +
+    extra
+  );
 }
 
 const DENY_WEB = `---
@@ -57,7 +47,7 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
   };
   const startIstiod = (): ChildProcess => {
     const { cmd, args } = ameshCommand();
-    const p = spawn(cmd, [...args, 'istiod', '--config-dir', path.join(dir, 'config'), '--state-dir', path.join(dir, 'state'), '--grpc-address', GRPC, '--monitoring-address', MON], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(cmd, [...args, 'istiod', '--config-dir', path.join(dir, 'config'), '--state-dir', path.join(dir, 'state'), '--grpc-address', GRPC, '--monitoring-address', MON, '--apiserver-address', `${ISTIOD_IP}:0`], { stdio: ['ignore', 'pipe', 'pipe'] });
     p.stdout.on('data', (d: Buffer) => (istiodOut += d.toString()));
     p.stderr.on('data', (d: Buffer) => (istiodOut += d.toString()));
     return p;

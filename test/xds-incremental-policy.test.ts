@@ -18,6 +18,7 @@ import type { ProxyState } from '../src/ztunnel/state/proxy-state.js';
 import type { StateChange } from '../src/ztunnel/state/state-change.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { startIstiod } from './helpers/in-process.js';
+import { namespaces, pod } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 
 const WEB_IP = '127.75.1.1';
@@ -26,13 +27,8 @@ const ECHO_UID = 'Kubernetes//Pod/backend/echo-0';
 const DEADLINE_MS = 10_000;
 const REEVALUATED = 're-evaluating live connections against policy';
 
-const pod = (name: string, ns: string, sa: string, ip: string, node: string, labels: string): string => `---
-apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}, labels: {${labels}}, annotations: {ambient.istio.io/redirection: enabled}}
-spec: {serviceAccountName: ${sa}, nodeName: ${node}}
-status: {phase: Running, podIP: ${ip}}
-`;
+const NAMESPACES = namespaces('frontend', 'backend');
+const capturedPod = (name: string, namespace: string, serviceAccount: string, ip: string, node: string, labels: Record<string, string>): string => pod({ name, namespace, serviceAccount, ip, node, labels });
 const DENY_WEB_BLOCKED = `---
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
@@ -94,9 +90,9 @@ test('xDS deltas: a workload-only push does not re-check live connections; a pol
     await writeFile(path.join(dir, '.m.tmp'), text);
     await rename(path.join(dir, '.m.tmp'), path.join(config, 'mesh.yaml'));
   };
-  const web = pod('web-0', 'frontend', 'web', WEB_IP, 'n1', 'app: web');
-  const echoPod = (labels: string): string => pod('echo-0', 'backend', 'echo', ECHO_IP, 'n1', labels);
-  await write(web + echoPod('app: echo, version: v1, tier: open'));
+  const web = NAMESPACES + capturedPod('web-0', 'frontend', 'web', WEB_IP, 'n1', { app: 'web' });
+  const echoPod = (version: string, tier: string): string => capturedPod('echo-0', 'backend', 'echo', ECHO_IP, 'n1', { app: 'echo', version, tier });
+  await write(web + echoPod('v1', 'open'));
   const istiod = await startIstiod(config, path.join(dir, 'state'), { host: '127.75.0.2' });
   const token = path.join(dir, 'token');
   await writeFile(token, await istiod.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', node: 'n1', audience: 'istio-ca' }));
@@ -127,20 +123,20 @@ test('xDS deltas: a workload-only push does not re-check live connections; a pol
     const before = reevaluations();
 
     // Workload-only: a pod on another node appears and the local echo-0 gets a new revision label.
-    await write(web + echoPod('app: echo, version: v2, tier: open') + pod('other-0', 'backend', 'echo', '127.75.1.3', 'n2', 'app: other'));
+    await write(web + echoPod('v2', 'open') + capturedPod('other-0', 'backend', 'echo', '127.75.1.3', 'n2', { app: 'other' }));
     const workloadOnly = await stateWhere(state, 'other-0 and echo-0 v2', () => state.workloadByUid('Kubernetes//Pod/backend/other-0') !== undefined && state.workloadByUid(ECHO_UID)?.canonicalRevision === 'v2');
     assert.deepEqual(workloadOnly.flatMap((c) => c.policies), [], 'istiod sent no policy');
     assert.equal(reevaluations(), before, 'a workload-only push re-checks no live connection');
     await echoes(s, 'after a workload push');
 
     // A policy: its selector matches no pod yet, so the connection is re-checked and stays.
-    await write(web + echoPod('app: echo, version: v2, tier: open') + DENY_WEB_BLOCKED);
+    await write(web + echoPod('v2', 'open') + DENY_WEB_BLOCKED);
     await stateWhere(state, 'the DENY policy', () => state.dump().policies.some((p) => p.name === 'deny-web'));
     assert.equal(reevaluations(), before + 1, 'a policy push re-checks live connections');
     await echoes(s, 'after a policy push');
 
     // echo-0 relabelled into the selector: only the workload changes (its policy list), and the DENY closes the connection.
-    await write(web + echoPod('app: echo, version: v2, tier: blocked') + DENY_WEB_BLOCKED);
+    await write(web + echoPod('v2', 'blocked') + DENY_WEB_BLOCKED);
     const relabel = await stateWhere(state, 'echo-0 naming deny-web', () => state.workloadByUid(ECHO_UID)?.authorizationPolicies.includes('backend/deny-web') === true);
     assert.deepEqual(relabel.flatMap((c) => c.policies), [], 'the Authorization itself did not change');
     assert.equal(reevaluations(), before + 2);

@@ -14,12 +14,13 @@ export function istiodCommand(): Command {
     // `istiod token --state-dir X`: options after the subcommand belong to it, not to `istiod`.
     .enablePositionalOptions()
     .description('run the control plane: certificate authority (and workload discovery) on 15012, monitoring on 15014')
-    .option('--config-dir <dir>', 'directory of Kubernetes-style manifests (Namespace, Pod, Service, AuthorizationPolicy, ...)')
+    .option('--config-dir <dir>', 'directory of Kubernetes manifests (Namespace, Pod, Service, AuthorizationPolicy, ...), applied to an embedded API server as kubectl apply --prune would, on start and on every change')
     .option('--kubeconfig <file>', 'the Kubernetes API to watch, review tokens with and publish istio-ca-root-cert to (default without --config-dir: KUBECONFIG, else the in-cluster service account)')
     .option('--ca-dir <dir>', 'Istio plug-in CA files (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem); default: a self-signed root kept in the state dir')
     .option('--state-dir <dir>', 'where the generated root, the token issuer key and root-cert.pem live', ISTIOD_DEFAULTS.stateDir)
     .option('--grpc-address <host:port>', 'xDS and CA (gRPC over TLS)', ISTIOD_DEFAULTS.grpcAddress)
     .option('--monitoring-address <host:port>', 'metrics, debug and readiness', ISTIOD_DEFAULTS.monitoringAddress)
+    .option('--apiserver-address <host:port>', `with --config-dir: the embedded Kubernetes API the directory is applied to (kubeconfig in <state-dir>/apiserver) (default: "${ISTIOD_DEFAULTS.apiserverAddress}")`)
     .option('--log-level <level>', 'log level, or scope=level list')
     .action(async (o) => {
       let logs: LogControl | undefined;

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { startEchoServer } from '../echo/echo-server.js';
 import { runEchoClient } from '../echo/echo-client.js';
 import { ameshCommand, spawnZtunnel } from './ztunnel-process.js';
+import { EMBEDDED_API_DIR } from '../istiod/registry/config-dir-api.js';
 
 /** Batches of four calls to make until the answers include the other node's pod (1 in 16 batches miss it). */
 const DEMO_MAX_BATCHES = 8;
@@ -39,9 +40,25 @@ async function waitHttp(url: string, what: string, timeoutMs = 15_000): Promise<
   throw new Error(`${what} did not become ready within ${timeoutMs / 1000}s (${url})`);
 }
 
+/** Shows the pods istiod applied to its embedded API server, with kubectl when this machine has it. */
+async function showPods(kubeconfig: string): Promise<void> {
+  const command = ['kubectl', '--kubeconfig', kubeconfig, 'get', 'pods', '-A', '-o', 'wide'];
+  say(`==> istiod applied the directory to its embedded Kubernetes API: ${command.join(' ')}`);
+  const kubectl = spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  kubectl.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  kubectl.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await new Promise<number | string>((r) => {
+    kubectl.once('error', (e: NodeJS.ErrnoException) => r(e.code ?? e.message));
+    kubectl.once('close', (c) => r(c ?? 'a signal'));
+  });
+  if (code === 'ENOENT') say('    (kubectl is not installed here; any kubectl works with that kubeconfig)');
+  else for (const l of out.trimEnd().split('\n')) say('    ' + l);
+}
+
 /**
- * The README's main job: istiod serving a manifest directory (examples/mesh) to two ztunnels (two "nodes"),
- * traffic through the mesh, a live policy edit that denies it, metrics, then a clean stop.
+ * The README's main job: istiod serving a manifest directory (examples/mesh), applied to its embedded
+ * Kubernetes API, to two ztunnels (two "nodes"), the pods as kubectl lists them, traffic through the mesh, a live policy edit that denies it, metrics, then a clean stop.
  */
 export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-demo-'));
@@ -81,6 +98,7 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
     }
     say('==> two ztunnels (node1: admin 127.0.0.1:15000, node2: admin 127.0.0.2:15000) get workloads, policies and certificates from istiod');
     await Promise.all(zts.map((z) => z.waitReady()));
+    await showPods(path.join(state, EMBEDDED_API_DIR, 'kubeconfig'));
     say('==> frontend/web-0 (127.0.10.1) calls echo.backend (VIP 10.96.0.10:80) through SOCKS5 127.0.10.1:15080, over HBONE');
     // ztunnel picks a service endpoint at random: call until echo-0 on node2 has answered too, so the tour can
     // show what the other node's ztunnel saw.

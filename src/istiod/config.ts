@@ -41,6 +41,8 @@ const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
 export const ISTIOD_DEFAULTS = Object.freeze({
   grpcAddress: '0.0.0.0:15012',
   monitoringAddress: '0.0.0.0:15014',
+  /** With --config-dir: the embedded API server, on amesh apiserver's (and kube-apiserver's) secure port, loopback only. */
+  apiserverAddress: '127.0.0.1:6443',
   /** Where the generated root, the token issuer key and the published root live. */
   stateDir: '.amesh/istiod',
   tokenAudiences: 'istio-ca',
@@ -63,6 +65,8 @@ export interface IstiodConfig {
   readonly domainSuffix: string;
   readonly grpcAddress: ListenAddress;
   readonly monitoringAddress: ListenAddress;
+  /** Where the embedded API server listens when `configDir` is set. */
+  readonly apiserverAddress: ListenAddress;
   readonly tokenAudiences: readonly string[];
   readonly trustedNodeAccounts: readonly string[];
   readonly jwtRules: readonly JwtRule[];
@@ -82,6 +86,7 @@ export interface IstiodFlags {
   stateDir?: string | undefined;
   grpcAddress?: string | undefined;
   monitoringAddress?: string | undefined;
+  apiserverAddress?: string | undefined;
   logLevel?: string | undefined;
 }
 
@@ -102,6 +107,9 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
   LogControl.parseSpec(logLevel);
   const trusted = list(env['CA_TRUSTED_NODE_ACCOUNTS'] ?? ISTIOD_DEFAULTS.trustedNodeAccounts);
   for (const t of trusted) if (!/^[^/]+\/[^/]+$/.test(t)) throw new MeshError('AMESH_ERR_CONFIG', `CA_TRUSTED_NODE_ACCOUNTS: "${t}" is not <namespace>/<serviceaccount>`);
+  if (flags.apiserverAddress !== undefined && flags.configDir === undefined) {
+    throw new MeshError('AMESH_ERR_CONFIG', '--apiserver-address is where the embedded API server for --config-dir listens; without --config-dir istiod uses the API its kubeconfig names');
+  }
   if (flags.kubeconfig !== undefined && flags.configDir !== undefined) {
     throw new MeshError('AMESH_ERR_CONFIG', '--kubeconfig and --config-dir both name where the mesh is described; give one (--config-dir for a manifest directory, --kubeconfig for a Kubernetes API)');
   }
@@ -115,6 +123,7 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
     domainSuffix: env['CLUSTER_DOMAIN'] ?? 'cluster.local',
     grpcAddress: parseListenAddress(flags.grpcAddress ?? ISTIOD_DEFAULTS.grpcAddress, '--grpc-address'),
     monitoringAddress: parseListenAddress(flags.monitoringAddress ?? ISTIOD_DEFAULTS.monitoringAddress, '--monitoring-address'),
+    apiserverAddress: parseListenAddress(flags.apiserverAddress ?? ISTIOD_DEFAULTS.apiserverAddress, '--apiserver-address'),
     tokenAudiences: list(env['TOKEN_AUDIENCES'] ?? ISTIOD_DEFAULTS.tokenAudiences),
     trustedNodeAccounts: trusted,
     jwtRules: parseJwtRules(env['JWT_RULE']),

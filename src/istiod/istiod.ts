@@ -17,10 +17,11 @@ import { ManifestNodeAuthorizer } from './ca/manifest-node-authorizer.js';
 import { KubeCaSecurity } from './kube-ca-security.js';
 import { CaServer } from './ca/ca-server.js';
 import { authenticationInterceptor } from './ca/authentication-interceptor.js';
-import { startGrpcServer, type RunningGrpcServer } from './grpc-server.js';
+import { startGrpcServer } from './grpc-server.js';
 import { LocalIssuer } from './ca/local-issuer.js';
 import { Registry } from './registry/registry.js';
 import { KubeSource } from './registry/kube-source.js';
+import { ConfigDirApi } from './registry/config-dir-api.js';
 import { IncrementalMeshModel } from './model/incremental-mesh-model.js';
 import { AdsServer } from './xds/ads-server.js';
 import { XdsSnapshot } from './xds/xds-snapshot.js';
@@ -46,6 +47,11 @@ async function loadSigningCa(cfg: IstiodConfig): Promise<CertificateAuthority> {
   return CertificateAuthority.fromPluginDir(dir);
 }
 
+/** Stops each of `started`, last started first, waiting for each. */
+async function stopAll(started: readonly { stop(): unknown }[]): Promise<void> {
+  for (const s of [...started].reverse()) await s.stop();
+}
+
 /** A running istiod: CA (and, next, xDS) on the gRPC port, debug/metrics/ready on the monitoring port. */
 export class Istiod {
   readonly ports = { grpc: 0, monitoring: 0 };
@@ -53,12 +59,13 @@ export class Istiod {
 
   private constructor(
     readonly config: IstiodConfig,
-    private readonly grpcServer: RunningGrpcServer,
-    private readonly kube: KubeSource | undefined,
-    private readonly kubeCa: KubeCaSecurity | undefined,
+    /** What runs, in start order; stopped in reverse. */
+    private readonly started: readonly { stop(): unknown }[],
     readonly issuer: LocalIssuer,
     readonly registry: Registry,
     readonly rootCertPath: string,
+    /** With `--config-dir`: the embedded API server's admin kubeconfig, for kubectl. */
+    readonly kubeconfigPath: string | undefined,
   ) {}
 
   static async start(cfg: IstiodConfig, logs: LogControl): Promise<Istiod> {
@@ -71,76 +78,83 @@ export class Istiod {
     const rootCertPath = path.join(cfg.stateDir, ROOT_CERT_FILE);
     await writeFile(rootCertPath, ca.rootBundlePem, { mode: 0o644 });
     const issuer = await LocalIssuer.loadOrCreate(cfg.stateDir);
-    const kubeCa = cfg.kube === undefined ? undefined : KubeCaSecurity.start(cfg, cfg.kube, ca.rootBundlePem, logs);
-    const auth = kubeCa?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
-    const registry = new Registry(cfg.configDir, logs.scope('registry'));
-    const metrics = new MetricsRegistry();
-    const ads = new AdsServer(auth, metrics, logs.scope('ads'));
-    const modelLog = logs.scope('model');
-    const model = new IncrementalMeshModel({ clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, rootNamespace: cfg.rootNamespace, domainSuffix: cfg.domainSuffix });
-    const xds = new XdsSnapshot(model);
-    /** Until the registry holds every object (the directory read, every informer synced), nothing is served. */
-    let ready = false;
-    registry.on('change', (changes) => {
-      const c = changes === undefined ? model.replaceAll(registry.all()) : model.update(changes);
-      for (const w of c.warnings) modelLog.warn(w);
-      const touched = xds.apply(c);
-      if (ready) ads.update(xds.snapshot, changes === undefined ? undefined : touched);
-      // One line per directory reload; per batch of API events only at debug level, as they may come many a second.
-      modelLog[changes === undefined ? 'info' : 'debug']({ ...xds.size, changed: c.addresses.size + c.authorizations.size }, 'model rebuilt');
-    });
-    const markReady = (): void => {
-      ready = true;
-      ads.update(xds.snapshot);
-    };
-    const kube = cfg.kube === undefined ? undefined : new KubeSource(cfg.kube, registry, logs.scope('kube'));
-    if (kube === undefined) {
-      await registry.reload();
-      registry.watch();
-      markReady();
-    } else {
-      kube.start();
-      void Promise.all([kube.synced, kubeCa?.synced]).then(() => {
-        markReady();
-        log.info({ server: cfg.kube?.getCurrentCluster()?.server }, 'every informer synced; serving xDS');
+    const registry = new Registry(undefined, logs.scope('registry'));
+    // Whatever has started is stopped again if a later step fails (a port taken, a bad CA file).
+    const started: { stop(): unknown }[] = [registry];
+    try {
+      const configDirApi = cfg.configDir === undefined ? undefined : await ConfigDirApi.start(cfg.configDir, cfg.stateDir, cfg.apiserverAddress, registry, logs);
+      if (configDirApi !== undefined) started.push(configDirApi);
+      const kubeCa = cfg.kube === undefined ? undefined : KubeCaSecurity.start(cfg, cfg.kube, ca.rootBundlePem, logs);
+      if (kubeCa !== undefined) started.push(kubeCa);
+      const auth = kubeCa?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
+      const metrics = new MetricsRegistry();
+      const ads = new AdsServer(auth, metrics, logs.scope('ads'));
+      const modelLog = logs.scope('model');
+      const model = new IncrementalMeshModel({ clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, rootNamespace: cfg.rootNamespace, domainSuffix: cfg.domainSuffix });
+      const xds = new XdsSnapshot(model);
+      /** Until the registry holds every object (every informer synced), nothing is served. */
+      let ready = false;
+      registry.on('change', (changes) => {
+        const c = model.update(changes);
+        for (const w of c.warnings) modelLog.warn(w);
+        const touched = xds.apply(c);
+        if (ready) ads.update(xds.snapshot, touched);
+        // Per batch of API events only at debug level, as they may come many a second.
+        modelLog.debug({ ...xds.size, changed: c.addresses.size + c.authorizations.size }, 'model updated');
       });
-    }
-    collectDefaultMetrics({ register: metrics });
-    new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers: [metrics] }).set({ component: 'pilot', tag: VERSION }, 1);
-    const caServer = new CaServer(cfg, ca, auth, kubeCa?.nodeAuthorizer ?? new ManifestNodeAuthorizer(registry), metrics, logs.scope('ca'));
-    const serving = await issueServingCertificate(ca, ISTIOD_SERVING_NAMES, SERVING_CERT_TTL_SECONDS);
-    const grpcServer = await startGrpcServer(
-      {
-        address: cfg.grpcAddress,
-        keyPem: serving.keyPem,
-        certChainPem: serving.chain.slice(0, -1).join(''),
-        limits: cfg.grpcLimits,
-        interceptors: [authenticationInterceptor(auth, logs.scope('ca'), (method) => caServer.countRejected(method))],
-        addServices: (server) => {
-          server.addService(grpcServiceDefinition(IstioCertificateService), caServer.handlers);
-          server.addService(grpcServiceDefinition(AggregatedDiscoveryService), ads.handlers);
+      const markReady = (): void => {
+        ready = true;
+        ads.update(xds.snapshot);
+      };
+      const kubeConfig = configDirApi?.kubeconfig ?? cfg.kube;
+      if (kubeConfig === undefined) throw new MeshError('AMESH_ERR_CONFIG', 'istiod needs --config-dir or a Kubernetes API');
+      const kube = new KubeSource(kubeConfig, registry, logs.scope('kube'));
+      started.push(kube);
+      kube.start();
+      const synced = Promise.all([kube.synced, kubeCa?.synced]).then(() => {
+        markReady();
+        log.info({ server: kubeConfig.getCurrentCluster()?.server }, 'every informer synced; serving xDS');
+      });
+      // The embedded API is local and already holds the directory: serve only once it is all in the registry.
+      if (configDirApi !== undefined) await synced;
+      collectDefaultMetrics({ register: metrics });
+      new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers: [metrics] }).set({ component: 'pilot', tag: VERSION }, 1);
+      const caServer = new CaServer(cfg, ca, auth, kubeCa?.nodeAuthorizer ?? new ManifestNodeAuthorizer(registry), metrics, logs.scope('ca'));
+      const serving = await issueServingCertificate(ca, ISTIOD_SERVING_NAMES, SERVING_CERT_TTL_SECONDS);
+      const grpcServer = await startGrpcServer(
+        {
+          address: cfg.grpcAddress,
+          keyPem: serving.keyPem,
+          certChainPem: serving.chain.slice(0, -1).join(''),
+          limits: cfg.grpcLimits,
+          interceptors: [authenticationInterceptor(auth, logs.scope('ca'), (method) => caServer.countRejected(method))],
+          addServices: (server) => {
+            server.addService(grpcServiceDefinition(IstioCertificateService), caServer.handlers);
+            server.addService(grpcServiceDefinition(AggregatedDiscoveryService), ads.handlers);
+          },
         },
-      },
-      log,
-    );
-    const grpcPort = grpcServer.port;
-    const ist = new Istiod(cfg, grpcServer, kube, kubeCa, issuer, registry, rootCertPath);
-    ist.ports.grpc = grpcPort;
-    ist.monitoring = await startHttpServer(cfg.monitoringAddress, {
-      '/ready': () => (ready ? { status: 200, body: 'ready\n' } : { status: 503, body: 'not ready: waiting for the Kubernetes informers to sync\n' }),
-      '/debug/': () => ({ status: 200, body: '/debug/connections\n' }),
-      '/debug/connections': () => ({ status: 200, body: JSON.stringify(ads.debug(), null, 2), type: 'application/json' }),
-      '/metrics': async () => ({ status: 200, body: await metrics.metrics(), type: metrics.contentType }),
-    }, 'monitoring');
-    ist.ports.monitoring = boundPort(ist.monitoring);
-    log.info({ version: VERSION, grpc: grpcPort, monitoring: ist.ports.monitoring, root: rootCertPath, configDir: cfg.configDir, kube: cfg.kube?.getCurrentCluster()?.server }, 'istiod started');
-    return ist;
+        log,
+      );
+      started.push(grpcServer);
+      const ist = new Istiod(cfg, started, issuer, registry, rootCertPath, configDirApi?.kubeconfigPath);
+      ist.ports.grpc = grpcServer.port;
+      ist.monitoring = await startHttpServer(cfg.monitoringAddress, {
+        '/ready': () => (ready ? { status: 200, body: 'ready\n' } : { status: 503, body: 'not ready: waiting for the Kubernetes informers to sync\n' }),
+        '/debug/': () => ({ status: 200, body: '/debug/connections\n' }),
+        '/debug/connections': () => ({ status: 200, body: JSON.stringify(ads.debug(), null, 2), type: 'application/json' }),
+        '/metrics': async () => ({ status: 200, body: await metrics.metrics(), type: metrics.contentType }),
+      }, 'monitoring');
+      ist.ports.monitoring = boundPort(ist.monitoring);
+      log.info({ version: VERSION, grpc: ist.ports.grpc, monitoring: ist.ports.monitoring, root: rootCertPath, configDir: cfg.configDir, kube: kubeConfig.getCurrentCluster()?.server, kubeconfig: ist.kubeconfigPath }, 'istiod started');
+      return ist;
+    } catch (e) {
+      await stopAll(started);
+      throw e;
+    }
   }
 
   async stop(): Promise<void> {
-    this.registry.stop();
     this.monitoring?.close();
-    this.grpcServer.stop();
-    await Promise.all([this.kube?.stop(), this.kubeCa?.stop()]);
+    await stopAll(this.started);
   }
 }

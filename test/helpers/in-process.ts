@@ -35,7 +35,7 @@ export async function startZtunnel(localConfig: string, nodeName: string, localC
  */
 export async function startIstiod(configDir: string | undefined, stateDir: string, o: { caDir?: string; host?: string; log?: (line: string) => void; grpcLimits?: Partial<GrpcLimits>; kubeconfig?: string } = {}): Promise<Istiod> {
   const host = o.host ?? '127.0.0.1';
-  const loaded = loadIstiodConfig({ configDir, stateDir, caDir: o.caDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0`, kubeconfig: o.kubeconfig }, {});
+  const loaded = loadIstiodConfig({ configDir, stateDir, caDir: o.caDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0`, apiserverAddress: configDir === undefined ? undefined : `${host}:0`, kubeconfig: o.kubeconfig }, {});
   const cfg = { ...loaded, grpcLimits: { ...loaded.grpcLimits, ...o.grpcLimits } };
   return Istiod.start(cfg, jsonLogsTo(o.log, 'istiod'));
 }

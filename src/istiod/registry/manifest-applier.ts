@@ -12,14 +12,16 @@
  * kubelet would report it; owner references written by name get the owner's uid from the API.
  */
 import { createHash } from 'node:crypto';
-import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../../lib/log.js';
 import { VERSION } from '../../lib/version.js';
-import { objectKey, type Manifest } from './manifest-dir.js';
+import { objectKey, type Manifest, type RejectedObject } from './manifest-dir.js';
+import { forEachLimited } from '../../lib/for-each-limited.js';
 import type { Registry } from './registry.js';
 import { threeWayMergePatch } from './three-way-merge-patch.js';
 
 const PARENT = { name: 'amesh-config-dir', namespace: 'kube-system' } as const;
+const PARENT_HEADER = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: PARENT.name, namespace: PARENT.namespace } };
 const PART_OF = 'applyset.kubernetes.io/part-of';
 const APPLYSET_ID = 'applyset.kubernetes.io/id';
 const CONTAINS = 'applyset.kubernetes.io/contains-group-kinds';
@@ -35,6 +37,17 @@ export const APPLYSET = `applyset-${createHash('sha256').update(`${PARENT.name}.
 /** Owners before what they own, namespaces before everything; deletes run in the reverse order. */
 const RANK: Readonly<Record<string, number>> = { Namespace: 0, Node: 0, ServiceAccount: 1, Deployment: 2, CronJob: 2, ReplicaSet: 3, Job: 3, Pod: 5 };
 const rank = (kind: string): number => RANK[kind] ?? 4;
+/** Objects of one rank go to the API this many at a time: each write waits for its commit's fsync, which concurrent writes share. */
+const APPLY_CONCURRENCY = 16;
+/** Kinds that fail closed when the API refuses them (as when the directory does: `registry.ts`). */
+const FAIL_CLOSED_KINDS = new Set(['AuthorizationPolicy', 'PeerAuthentication']);
+
+/** Manifests grouped by rank, lowest first. */
+function byRank(ms: readonly Manifest[]): Manifest[][] {
+  const groups = new Map<number, Manifest[]>();
+  for (const m of ms) groups.set(rank(m.kind), [...(groups.get(rank(m.kind)) ?? []), m]);
+  return [...groups.keys()].sort((a, b) => a - b).map((r) => groups.get(r)!);
+}
 
 type Json = Record<string, unknown>;
 
@@ -44,6 +57,8 @@ export interface ApplyResult {
   readonly pruned: number;
   /** `file:line: kind ns/name: reason` for each object the API refused. */
   readonly errors: readonly string[];
+  /** Policies the API refused: what the served registry must stand in for, fail-closed. */
+  readonly refused: readonly RejectedObject[];
 }
 
 /** `Kind.group` as an ApplySet names a group-kind: `Pod`, `Deployment.apps`. */
@@ -56,6 +71,27 @@ function groupKind(apiVersion: string, kind: string): string {
 function servedVersion(gk: string): string {
   const dot = gk.indexOf('.');
   return dot < 0 ? 'v1' : `${gk.slice(dot + 1)}/v1`;
+}
+
+/** True when every field `want` sets has the same value in `have`: fields only `have` holds are ignored. */
+function contains(have: unknown, want: unknown): boolean {
+  if (Array.isArray(want)) return Array.isArray(have) && have.length === want.length && want.every((w, i) => contains(have[i], w));
+  if (want !== null && typeof want === 'object') return have !== null && typeof have === 'object' && !Array.isArray(have) && Object.entries(want).every(([k, v]) => contains((have as Json)[k], v));
+  return have === want;
+}
+
+/** Counts one apply's outcome. */
+class ApplyTally {
+  applied = 0;
+  unchanged = 0;
+  pruned = 0;
+  readonly errors: string[] = [];
+  readonly refused: RejectedObject[] = [];
+
+  report(log: Logger): ApplyResult {
+    log.info({ applied: this.applied, unchanged: this.unchanged, pruned: this.pruned, errors: this.errors.length }, 'config directory applied');
+    return { applied: this.applied, unchanged: this.unchanged, pruned: this.pruned, errors: this.errors, refused: this.refused };
+  }
 }
 
 const statusOf = (e: unknown): number | undefined => (e as { code?: number }).code;
@@ -75,6 +111,10 @@ export class ManifestApplier {
   private readonly objects: KubernetesObjectApi;
   private readonly core: CoreV1Api;
   private running = Promise.resolve();
+  /** The apiVersion of each object applied or found in the set, by key: what a key that left is deleted at. */
+  private readonly appliedVersions = new Map<string, string>();
+  /** The parent's annotations as last written, so an apply that changes no membership does not rewrite them. */
+  private parentWritten: string | undefined;
 
   constructor(
     private readonly registry: Registry,
@@ -85,14 +125,13 @@ export class ManifestApplier {
     this.core = kc.makeApiClient(CoreV1Api);
   }
 
-  /** Applies after every change of the directory registry, one apply at a time. */
-  follow(): void {
-    this.registry.on('change', () => void this.apply());
-  }
-
-  /** Applies the registry's current objects; concurrent calls run one after another. */
-  apply(): Promise<ApplyResult> {
-    const run = this.running.then(() => this.applyOnce());
+  /**
+   * Applies the registry's current objects, all of them (listing the set's members to find what to prune), or
+   * only the objects at `keys` (each as the registry holds it when the apply runs; a key it no longer holds is
+   * deleted if it is a member). Calls run one after another.
+   */
+  apply(keys?: ReadonlySet<string>): Promise<ApplyResult> {
+    const run = this.running.then(() => (keys === undefined ? this.applyAll() : this.applyKeys(keys)));
     this.running = run.then(
       () => undefined,
       () => undefined,
@@ -100,52 +139,85 @@ export class ManifestApplier {
     return run;
   }
 
-  private async applyOnce(): Promise<ApplyResult> {
-    const desired = [...this.registry.all()].sort((a, b) => rank(a.kind) - rank(b.kind));
-    const errors: string[] = [];
-    let applied = 0;
-    let unchanged = 0;
-    const keep = new Set<string>();
-    const versions = new Map<string, string>();
-    for (const m of desired) {
-      keep.add(objectKey(m));
-      versions.set(groupKind(m.apiVersion, m.kind), m.apiVersion);
-      try {
-        if (await this.applyOne(m)) applied++;
-        else unchanged++;
-      } catch (e) {
-        const msg = `${m.source}: ${m.kind} ${m.metadata.namespace === '' ? '' : m.metadata.namespace + '/'}${m.metadata.name}: the API refused it: ${messageOf(e)}`;
-        errors.push(msg);
-        this.log.error({ code: 'ISTIOD_ERR_MANIFEST' }, msg);
+  /** Resolves once no apply is running or queued. */
+  idle(): Promise<void> {
+    return this.running;
+  }
+
+  private async applyAll(): Promise<ApplyResult> {
+    const desired = [...this.registry.all()];
+    const result = new ApplyTally();
+    const keep = new Set(desired.map(objectKey));
+    const versions = new Map(desired.map((m) => [groupKind(m.apiVersion, m.kind), m.apiVersion]));
+    const previous = await this.previousGroupKinds();
+    const members = await this.listMembers(new Set([...previous, ...versions.keys()]), versions);
+    await this.applyEach(desired, members, result);
+    await this.writeParent(desired);
+    const doomed = [...members.values()].filter((o) => !keep.has(`${o.kind ?? ''}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`));
+    result.pruned = await this.prune(doomed, result.errors);
+    return result.report(this.log);
+  }
+
+  private async applyKeys(keys: ReadonlySet<string>): Promise<ApplyResult> {
+    const result = new ApplyTally();
+    const desired: Manifest[] = [];
+    const doomed: KubernetesObject[] = [];
+    for (const key of keys) {
+      const m = this.registry.get(key);
+      if (m !== undefined) {
+        desired.push(m);
+        continue;
       }
+      const apiVersion = this.appliedVersions.get(key);
+      if (apiVersion === undefined) continue;
+      const [kind = '', namespace = '', name = ''] = key.split('/');
+      const current = await this.readIfExists({ apiVersion, kind, metadata: { name, ...(namespace === '' ? {} : { namespace }) } });
+      if (current?.metadata?.labels?.[PART_OF] === APPLYSET) doomed.push({ ...current, apiVersion, kind });
     }
-    const previous = await this.writeParent(desired, versions);
-    const pruned = await this.prune(new Set([...previous, ...versions.keys()]), versions, keep, errors);
-    this.log.info({ applied, unchanged, pruned, errors: errors.length }, 'config directory applied');
-    return { applied, unchanged, pruned, errors };
+    await this.applyEach(desired, new Map(), result);
+    await this.writeParent(this.registry.all());
+    result.pruned = await this.prune(doomed, result.errors);
+    return result.report(this.log);
+  }
+
+  /** Applies `desired`, owners before what they own, each rank `APPLY_CONCURRENCY` at a time. */
+  private async applyEach(desired: readonly Manifest[], members: ReadonlyMap<string, KubernetesObject>, result: ApplyTally): Promise<void> {
+    for (const group of byRank(desired)) {
+      await forEachLimited(group, APPLY_CONCURRENCY, async (m) => {
+        try {
+          if (await this.applyOne(m, members.get(objectKey(m)))) result.applied++;
+          else result.unchanged++;
+          this.appliedVersions.set(objectKey(m), m.apiVersion);
+        } catch (e) {
+          const msg = `${m.source}: ${m.kind} ${m.metadata.namespace === '' ? '' : m.metadata.namespace + '/'}${m.metadata.name}: the API refused it: ${messageOf(e)}`;
+          result.errors.push(msg);
+          this.log.error({ code: 'ISTIOD_ERR_MANIFEST' }, msg);
+          if (FAIL_CLOSED_KINDS.has(m.kind)) result.refused.push({ key: objectKey(m), kind: m.kind, namespace: m.metadata.namespace, name: m.metadata.name, source: m.source });
+        }
+      });
+    }
   }
 
   /** Creates or patches one object; true when it changed anything. */
-  private async applyOne(m: Manifest): Promise<boolean> {
+  private async applyOne(m: Manifest, member: KubernetesObject | undefined): Promise<boolean> {
     const doc = await this.documentOf(m);
     const header = { apiVersion: m.apiVersion, kind: m.kind, metadata: { name: m.metadata.name, ...(m.metadata.namespace === '' ? {} : { namespace: m.metadata.namespace }) } };
-    const current = await this.objects.read(header).catch((e: unknown) => {
-      if (statusOf(e) === 404) return undefined;
-      throw e;
-    });
+    // An object not yet in the set may still exist (created by hand, or by an earlier apply that was cut short).
+    const current = member ?? (await this.readIfExists(header));
     const lastApplied = JSON.stringify(doc);
     const body: Json = { ...doc, metadata: { ...(doc.metadata as Json), annotations: { ...((doc.metadata as Json).annotations as Json | undefined), [LAST_APPLIED]: lastApplied } } };
-    let changed: boolean;
+    let changed = true;
+    let after: KubernetesObject;
     if (current === undefined) {
-      await this.objects.create(body);
-      changed = true;
+      after = await this.objects.create(body);
     } else {
       const previous = current.metadata?.annotations?.[LAST_APPLIED];
       const patch = threeWayMergePatch(previous === undefined ? undefined : JSON.parse(previous), body, current);
       changed = Object.keys(patch).length > 0;
-      if (changed) await this.objects.patch({ ...patch, ...header }, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch);
+      // The patch's own metadata changes (labels, annotations) go with the name that addresses it.
+      after = changed ? await this.objects.patch({ ...patch, ...header, metadata: { ...(patch.metadata as Json | undefined), ...header.metadata } }, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch) : current;
     }
-    if (m.kind === 'Pod' && Object.keys(m.status).length > 0) changed = (await this.writePodStatus(m)) || changed;
+    if (m.kind === 'Pod' && Object.keys(m.status).length > 0) changed = (await this.writePodStatus(m, after)) || changed;
     return changed;
   }
 
@@ -178,43 +250,65 @@ export class ManifestApplier {
   }
 
   /** Writes the manifest's pod status through `pods/status`, as a kubelet reports it; true when it changed. */
-  private async writePodStatus(m: Manifest): Promise<boolean> {
-    const pod = await this.core.readNamespacedPod({ name: m.metadata.name, namespace: m.metadata.namespace });
-    const status = { ...(pod.status as Json | undefined), ...m.status };
-    if (JSON.stringify(status) === JSON.stringify(pod.status)) return false;
-    pod.status = status;
+  private async writePodStatus(m: Manifest, pod: V1Pod): Promise<boolean> {
+    // The server may add to what the manifest reports (timestamps, defaults); only a field the manifest sets
+    // differently is a change.
+    const have = JSON.parse(JSON.stringify(pod.status ?? {})) as unknown;
+    if (contains(have, m.status)) return false;
+    pod.status = { ...(have as Json), ...m.status };
     await this.core.replaceNamespacedPodStatus({ name: m.metadata.name, namespace: m.metadata.namespace, body: pod });
     return true;
   }
 
-  /** Records the members' group-kinds and namespaces on the parent; returns the group-kinds it held before. */
-  private async writeParent(desired: readonly Manifest[], versions: ReadonlyMap<string, string>): Promise<string[]> {
-    const header = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: PARENT.name, namespace: PARENT.namespace } };
-    const current = await this.objects.read(header).catch((e: unknown) => {
+  private async readIfExists(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<KubernetesObject | undefined> {
+    return this.objects.read(o).catch((e: unknown) => {
       if (statusOf(e) === 404) return undefined;
       throw e;
     });
-    const previous = (current?.metadata?.annotations?.[CONTAINS] ?? '').split(',').filter((s) => s !== '');
-    const namespaces = [...new Set(desired.map((m) => m.metadata.namespace).filter((n) => n !== '' && n !== PARENT.namespace))].sort();
-    const annotations = { [TOOLING]: `amesh/${VERSION}`, [CONTAINS]: [...versions.keys()].sort().join(','), [ADDITIONAL_NAMESPACES]: namespaces.join(',') };
-    const body = { ...header, metadata: { ...header.metadata, labels: { [APPLYSET_ID]: APPLYSET }, annotations } };
-    if (current === undefined) await this.objects.create(body);
-    else await this.objects.patch(body, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch);
-    return previous;
   }
 
-  /** Deletes members of the set that the directory no longer defines, dependents first. */
-  private async prune(groupKinds: ReadonlySet<string>, versions: ReadonlyMap<string, string>, keep: ReadonlySet<string>, errors: string[]): Promise<number> {
-    const doomed: KubernetesObject[] = [];
+  /** The group-kinds the parent recorded at the last apply: members of those may now be due for pruning. */
+  private async previousGroupKinds(): Promise<string[]> {
+    const parent = await this.readIfExists(PARENT_HEADER);
+    return (parent?.metadata?.annotations?.[CONTAINS] ?? '').split(',').filter((s) => s !== '');
+  }
+
+  /** Every member of the set, by object key, with one labelled list per group-kind. */
+  private async listMembers(groupKinds: ReadonlySet<string>, versions: ReadonlyMap<string, string>): Promise<Map<string, KubernetesObject>> {
+    const out = new Map<string, KubernetesObject>();
     for (const gk of groupKinds) {
       const apiVersion = versions.get(gk) ?? servedVersion(gk);
       const kind = gk.includes('.') ? gk.slice(0, gk.indexOf('.')) : gk;
-      const list = await this.objects.list(apiVersion, kind, undefined, undefined, undefined, undefined, undefined, `${PART_OF}=${APPLYSET}`);
+      // A kind the API does not serve has no members; applying its documents reports them.
+      const list = await this.objects.list(apiVersion, kind, undefined, undefined, undefined, undefined, undefined, `${PART_OF}=${APPLYSET}`).catch((e: unknown) => {
+        if (statusOf(e) === 404) return { items: [] };
+        throw e;
+      });
       for (const o of list.items) {
         const key = `${kind}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
-        if (!keep.has(key)) doomed.push({ ...o, apiVersion, kind });
+        out.set(key, { ...o, apiVersion, kind });
+        this.appliedVersions.set(key, apiVersion);
       }
     }
+    return out;
+  }
+
+  /** Records the members' group-kinds and namespaces on the parent, when they differ from what it was last given. */
+  private async writeParent(desired: readonly Manifest[]): Promise<void> {
+    const groupKinds = [...new Set(desired.map((m) => groupKind(m.apiVersion, m.kind)))].sort();
+    const namespaces = [...new Set(desired.map((m) => m.metadata.namespace).filter((n) => n !== '' && n !== PARENT.namespace))].sort();
+    const annotations = { [TOOLING]: `amesh/${VERSION}`, [CONTAINS]: groupKinds.join(','), [ADDITIONAL_NAMESPACES]: namespaces.join(',') };
+    const text = JSON.stringify(annotations);
+    if (text === this.parentWritten) return;
+    const current = await this.readIfExists(PARENT_HEADER);
+    const body = { ...PARENT_HEADER, metadata: { ...PARENT_HEADER.metadata, labels: { [APPLYSET_ID]: APPLYSET }, annotations } };
+    if (current === undefined) await this.objects.create(body);
+    else await this.objects.patch(body, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch);
+    this.parentWritten = text;
+  }
+
+  /** Deletes members of the set that the directory no longer defines, dependents first. */
+  private async prune(doomed: KubernetesObject[], errors: string[]): Promise<number> {
     doomed.sort((a, b) => rank(b.kind ?? '') - rank(a.kind ?? ''));
     let pruned = 0;
     for (const o of doomed) {

@@ -1,4 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { LineCounter, isScalar, parseAllDocuments, type Document, type Node } from 'yaml';
 import { denyListsWithNothingValid, documentSchema, KINDS, SchemaWalker } from './manifest-schema.js';
@@ -64,14 +65,22 @@ export interface ManifestLoad {
   readonly damaged: readonly string[];
 }
 
+/** What `loadManifestDir` parsed from each file, by path, with the text it parsed: an unchanged file is not parsed again. */
+export type ParsedFiles = ReadonlyMap<string, { readonly text: string; readonly load: ManifestLoad }>;
+
+/** Parsing yields to the event loop after this long, so a large edit never holds up the CA or xDS for longer. */
+const PARSE_SLICE_MS = 10;
+
 /**
  * Reads every `*.yaml` / `*.yml` file in `dir` (multi-document YAML), keeping each object's `file:line`. A bad
  * document is reported and skipped; it never takes the other documents down with it. Hidden entries (a
- * ConfigMap mount's `..data` and `..2026_…` directories) are not read; the files linked to them are.
+ * ConfigMap mount's `..data` and `..2026_…` directories) are not read; the files linked to them are. A file
+ * whose text equals what `previous` parsed is not parsed again, and its objects are the same objects.
  */
-export async function loadManifestDir(dir: string): Promise<ManifestLoad> {
+export async function loadManifestDir(dir: string, previous: ParsedFiles = new Map()): Promise<ManifestLoad & { readonly parsed: ParsedFiles }> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f) && !f.startsWith('.')).sort();
   const all = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[], damaged: [] as string[] };
+  const parsed = new Map<string, { text: string; load: ManifestLoad }>();
   for (const f of files) {
     const file = path.join(dir, f);
     let text: string;
@@ -84,31 +93,70 @@ export async function loadManifestDir(dir: string): Promise<ManifestLoad> {
       all.damaged.push(file);
       continue;
     }
-    const r = parseManifests(file, text);
+    const before = previous.get(file);
+    const r = before?.text === text ? before.load : await parseManifestsYielding(file, text);
+    parsed.set(file, { text, load: r });
     all.objects.push(...r.objects);
     all.errors.push(...r.errors);
     all.warnings.push(...r.warnings);
     all.rejected.push(...r.rejected);
     all.damaged.push(...r.damaged);
   }
-  return all;
+  return { ...all, parsed };
 }
 
 /** Parses one multi-document YAML text; bad documents are reported with `file:line` and skipped. */
 export function parseManifests(file: string, text: string): ManifestLoad {
+  const parsing = parseDocuments(file, text);
+  for (let step = parsing.next(); ; step = parsing.next()) if (step.done === true) return step.value;
+}
+
+/** `parseManifests`, yielding to the event loop whenever it has worked for PARSE_SLICE_MS. */
+async function parseManifestsYielding(file: string, text: string): Promise<ManifestLoad> {
+  const parsing = parseDocuments(file, text);
+  let sliceStart = performance.now();
+  for (let step = parsing.next(); ; step = parsing.next()) {
+    if (step.done === true) return step.value;
+    if (performance.now() - sliceStart < PARSE_SLICE_MS) continue;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    sliceStart = performance.now();
+  }
+}
+
+/**
+ * The start of each document: a `---` marker at the start of a line, where YAML ends any scalar still open, so
+ * documents can be parsed one at a time with the same result as the whole stream.
+ */
+function documentStarts(text: string): number[] {
+  const starts = [0];
+  for (const m of text.matchAll(/^---(?=[ \t\r\n]|$)/gm)) if (m.index > 0) starts.push(m.index);
+  return starts;
+}
+
+/** Parses the documents one at a time, pausing (yielding) after each; returns what they hold. */
+function* parseDocuments(file: string, text: string): Generator<void, ManifestLoad> {
   const out = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[], damaged: [] as string[] };
-  const lines = new LineCounter();
-  for (const doc of parseAllDocuments(text, { lineCounter: lines, uniqueKeys: true })) {
-    if (doc.errors.length > 0) {
-      out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
-      continue;
+  const fileLines = new LineCounter();
+  fileLines.addNewLine(0);
+  for (const m of text.matchAll(/\n/g)) fileLines.addNewLine(m.index + 1);
+  const starts = documentStarts(text);
+  for (let i = 0; i < starts.length; i++) {
+    const from = starts[i]!;
+    // Positions in this document are offsets into its own text; lines are counted in the whole file.
+    const lines = { linePos: (offset: number) => fileLines.linePos(from + offset) };
+    for (const doc of parseAllDocuments(text.slice(from, starts[i + 1]), { uniqueKeys: true })) {
+      if (doc.errors.length > 0) {
+        out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
+        continue;
+      }
+      const contents = doc.contents as Node | null;
+      if (contents === null || (isScalar(contents) && contents.value === null)) continue;
+      const walker = new SchemaWalker(lines);
+      // The line of the document's content, not of its `---` marker.
+      const where = `${file}:${walker.line(contents)}`;
+      checkDocument(doc.toJS() as unknown, doc, walker, { where, file, at: (line) => `${file}:${line}: ` }, out);
     }
-    const contents = doc.contents as Node | null;
-    if (contents === null || (isScalar(contents) && contents.value === null)) continue;
-    const walker = new SchemaWalker(lines);
-    // The line of the document's content, not of its `---` marker.
-    const where = `${file}:${walker.line(contents)}`;
-    checkDocument(doc.toJS() as unknown, doc, walker, { where, file, at: (line) => `${file}:${line}: ` }, out);
+    yield;
   }
   if (out.errors.length > 0) out.damaged.push(file);
   return out;

@@ -166,7 +166,7 @@ export class SchemaWalker {
   readonly errors: Problem[] = [];
   readonly warnings: Problem[] = [];
 
-  constructor(private readonly lines: LineCounter) {}
+  constructor(private readonly lines: Pick<LineCounter, 'linePos'>) {}
 
   line(n: Node | null | undefined): number {
     const r = n?.range;

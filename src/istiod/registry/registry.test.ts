@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { Registry } from './registry.js';
+import { Registry, type RegistryChanges } from './registry.js';
 import { objectKey } from './manifest-dir.js';
 import { atomicWriterUpdate, eventAfter, WATCH_DEADLINE_MS } from '../../../test/helpers/fs-events.js';
 
@@ -130,5 +130,23 @@ test('duplicate objects and duplicate IPs are warned about with file:line; the f
     assert.equal(r.all().find((o) => o.metadata.name === 'web-0')?.status['podIP'], '10.1.0.5');
     assert.ok(logs.some((l) => l.includes(`${path.join(dir, 'b.yaml')}:1: Pod/shop/web-0 is also defined at ${path.join(dir, 'a.yaml')}:1`)), logs.join(''));
     assert.ok(logs.some((l) => l.includes(`${path.join(dir, 'b.yaml')}:7: Pod/shop/web-1 claims IP 10.1.0.5, already claimed by Pod/shop/web-0`)), logs.join(''));
+  });
+});
+
+test('a reload reports only the objects that changed; a file whose text did not change is not parsed again', { timeout: TEST_TIMEOUT_MS }, async () => {
+  await withRegistry(async (r, dir) => {
+    await change(r, async () => {
+      await writeFile(path.join(dir, 'n.yaml'), SERVICE);
+      await writeFile(path.join(dir, 'm.yaml'), `${pod('web-0', '10.1.0.5')}---\n${pod('web-1', '10.1.0.6')}`);
+    });
+    const service = r.get('Service/shop/web');
+    const web0 = r.get('Pod/shop/web-0');
+    const [changes] = await eventAfter<[RegistryChanges]>(r, 'change', () => writeFile(path.join(dir, 'm.yaml'), `${pod('web-0', '10.1.0.5')}---\n${pod('web-1', '10.1.0.7')}`));
+    assert.deepEqual([...changes.keys()], ['Pod/shop/web-1']);
+    assert.equal(changes.get('Pod/shop/web-1')?.status['podIP'], '10.1.0.7');
+    assert.equal(r.get('Service/shop/web'), service, 'the untouched file was not parsed again');
+    assert.notEqual(r.get('Pod/shop/web-0'), web0, 'its own file was');
+    const [removal] = await eventAfter<[RegistryChanges]>(r, 'change', () => writeFile(path.join(dir, 'm.yaml'), pod('web-0', '10.1.0.5')));
+    assert.deepEqual([...removal.entries()], [['Pod/shop/web-1', undefined]]);
   });
 });

@@ -1,11 +1,14 @@
 import { EventEmitter } from 'node:events';
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { describeError } from '../../lib/errors.js';
 import { PodIndex, type PodFacts } from './pod-index.js';
-import { loadManifestDir, objectKey, type Manifest, type ManifestLoad, type RejectedObject } from './manifest-dir.js';
+import { loadManifestDir, objectKey, type Manifest, type ManifestLoad, type ParsedFiles, type RejectedObject } from './manifest-dir.js';
 
+/** Comparing a reload with what was held yields to the event loop after this long. */
+const DIFF_SLICE_MS = 10;
 /** Wait this long after the last file event before reloading: editors and atomic writers change files in bursts. */
 const RELOAD_DEBOUNCE_MS = 50;
 
@@ -31,6 +34,13 @@ function claimedIps(o: Manifest): string[] {
   return [];
 }
 
+/** True when `b` says what `a` says, from the same place (an unchanged file's objects are the same objects). */
+function sameManifest(a: Manifest | undefined, b: Manifest): boolean {
+  if (a === b) return true;
+  if (a === undefined || a.source !== b.source) return false;
+  return JSON.stringify(a.document ?? [a.metadata, a.spec]) === JSON.stringify(b.document ?? [b.metadata, b.spec]);
+}
+
 /** What changed in one batch: each object's key with its new version, or undefined when it left. */
 export type RegistryChanges = ReadonlyMap<string, Manifest | undefined>;
 
@@ -42,10 +52,10 @@ export type RegistryChanges = ReadonlyMap<string, Manifest | undefined>;
  * when their file holds no problem and no longer defines them (or the file is deleted); from the API, when the
  * API deletes them.
  *
- * `change` carries the objects that changed (batched per turn of the event loop), or nothing after a directory
- * reload, which replaces everything.
+ * `change` carries the objects that changed: batched per turn of the event loop from a watched source; after each
+ * directory reload, even when nothing changed.
  */
-export class Registry extends EventEmitter<{ change: [changes: RegistryChanges | undefined] }> {
+export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] }> {
   private objects = new Map<string, Manifest>();
   private list: readonly Manifest[] | undefined;
   private readonly podIndex = new PodIndex();
@@ -56,6 +66,8 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges |
   private flushing: NodeJS.Immediate | undefined;
   /** The last good objects of each file. */
   private byFile = new Map<string, readonly Manifest[]>();
+  /** What the last reload parsed, per file. */
+  private parsed: ParsedFiles = new Map();
   private dirWatcher: FSWatcher | undefined;
   private parentWatcher: FSWatcher | undefined;
   /** Set when the directory itself was removed, renamed or created: its watcher must be made anew. */
@@ -97,6 +109,11 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges |
     this.standIns.add(r.key);
   }
 
+  /** Removes the object at `key` if it is a fail-closed stand-in (its source no longer names it). */
+  dropStandIn(key: string): void {
+    if (this.standIns.has(key)) this.set(key, undefined);
+  }
+
   private warnStandIn(r: RejectedObject): void {
     this.log.warn(`${r.source}: ${r.key} has no good version; it stands in as ${r.kind === 'PeerAuthentication' ? 'STRICT' : 'deny-all'} for its namespace until fixed`);
   }
@@ -122,23 +139,39 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges |
     this.emit('change', changes);
   }
 
+  /**
+   * Reads the directory again (parsing only the files whose text changed) and emits what changed, object by
+   * object.
+   */
   async reload(): Promise<void> {
     if (this.dir === undefined) return;
-    let load: ManifestLoad;
+    let load: Awaited<ReturnType<typeof loadManifestDir>>;
     try {
-      load = await loadManifestDir(this.dir);
+      load = await loadManifestDir(this.dir, this.parsed);
     } catch (e) {
       this.log.error({ dir: this.dir, error: describeError(e) }, 'cannot read the config directory; serving the last good state');
       return;
     }
+    this.parsed = load.parsed;
     for (const e of load.errors) this.log.error({ error: e.message }, 'refused an invalid manifest; its object keeps its last good version');
     for (const w of load.warnings) this.log.warn(w);
     const merged = this.merge(load);
+    const before = this.objects;
     this.objects = new Map(merged.map((o) => [objectKey(o), o]));
     this.list = merged;
     this.podIndex.replace(merged);
-    this.log.info({ objects: merged.length }, 'manifests loaded');
-    this.emit('change', undefined);
+    const changes = new Map<string, Manifest | undefined>();
+    let sliceStart = performance.now();
+    for (const [key, o] of this.objects) {
+      if (!sameManifest(before.get(key), o)) changes.set(key, o);
+      // Comparing a large directory object by object takes a while: let the CA and xDS in meanwhile.
+      if (performance.now() - sliceStart < DIFF_SLICE_MS) continue;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+    for (const key of before.keys()) if (!this.objects.has(key)) changes.set(key, undefined);
+    this.log.info({ objects: merged.length, changed: changes.size }, 'manifests loaded');
+    this.emit('change', changes);
   }
 
   private merge(load: ManifestLoad): Manifest[] {
@@ -188,6 +221,11 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges |
       out.push(standIn);
     }
     return out;
+  }
+
+  /** The object at `key` (`Kind/namespace/name`), if the registry holds it. */
+  get(key: string): Manifest | undefined {
+    return this.objects.get(key);
   }
 
   /** Every object currently in the registry. */
