@@ -19,11 +19,12 @@ describe('amesh apiserver garbage collection and namespace deletion', () => {
   let api: ApiServer;
   let core: k8s.CoreV1Api;
   let apps: k8s.AppsV1Api;
+  let kc: k8s.KubeConfig;
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-gc-'));
     api = await startApiServer(path.join(dir, 'data'));
-    const kc = new k8s.KubeConfig();
+    kc = new k8s.KubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
     core = kc.makeApiClient(k8s.CoreV1Api);
     apps = kc.makeApiClient(k8s.AppsV1Api);
@@ -64,6 +65,23 @@ describe('amesh apiserver garbage collection and namespace deletion', () => {
     const orphan = await apps.readNamespacedReplicaSet({ name: 'rs-orphaned', namespace: 'owned' });
     assert.equal(orphan.metadata?.ownerReferences, undefined);
     assert.equal((await core.readNamespacedPod({ name: 'ds-pod', namespace: 'owned' })).metadata?.name, 'ds-pod');
+  });
+
+  test('a Job deleted without a propagationPolicy orphans its pods, as batch/v1 does; with Background it takes them along', async () => {
+    const batch = kc.makeApiClient(k8s.BatchV1Api);
+    await core.createNamespace({ body: { metadata: { name: 'jobs' } } });
+    const template = { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'i' }] } };
+    const jobWithPod = async (name: string): Promise<void> => {
+      const job = await batch.createNamespacedJob({ namespace: 'jobs', body: { metadata: { name }, spec: { template } } });
+      await core.createNamespacedPod({ namespace: 'jobs', body: { metadata: { name: `${name}-pod`, ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name, uid: job.metadata?.uid ?? '', controller: true }] }, spec: template.spec } });
+    };
+    await jobWithPod('legacy');
+    await jobWithPod('background');
+    await batch.deleteNamespacedJob({ name: 'legacy', namespace: 'jobs' });
+    await batch.deleteNamespacedJob({ name: 'background', namespace: 'jobs', propagationPolicy: 'Background' });
+    await waitFor("the Background job's pod collected", () => gone(() => core.readNamespacedPod({ name: 'background-pod', namespace: 'jobs' })), 10_000);
+    const kept = await core.readNamespacedPod({ name: 'legacy-pod', namespace: 'jobs' });
+    assert.equal(kept.metadata?.ownerReferences, undefined, 'orphaned: its reference to the Job is gone');
   });
 
   test('a server-side dry run of a Service does not keep the ClusterIP it showed', async () => {

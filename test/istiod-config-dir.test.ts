@@ -17,6 +17,7 @@ import { startIstiod } from './helpers/in-process.js';
 import { openStream } from './helpers/ads-stream.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { namespaces, pod } from './helpers/manifests.js';
+import { waitFor } from './helpers/mesh-fixture.js';
 
 const AUTHZ = 'type.googleapis.com/istio.security.Authorization';
 const HOST = '127.0.94.1';
@@ -27,7 +28,7 @@ const BASE = namespaces('frontend') + pod({ name: 'web-0', namespace: 'frontend'
 describe('istiod --config-dir through its embedded API server', () => {
   let dir: string;
   let ist: Istiod;
-  const { ok } = kubectlWith(() => ist.kubeconfigPath ?? '');
+  const { kubectl, ok } = kubectlWith(() => ist.kubeconfigPath ?? '');
 
   const write = async (text: string): Promise<void> => {
     await writeFile(path.join(dir, '.m.tmp'), text);
@@ -74,11 +75,14 @@ describe('istiod --config-dir through its embedded API server', () => {
     }
   });
 
-  test('kubectl lists what the directory applied, and sees the directory as an ApplySet', { skip: kubectlSkip }, async () => {
+  test('kubectl lists what the directory applied, sees the directory as an ApplySet, and finds istio-ca-root-cert in each namespace', { skip: kubectlSkip }, async () => {
     const pods = await ok('get', 'pods', '-A', '-o', 'wide');
     assert.match(pods, /frontend +web-0 .* 127\.0\.94\.10 +n1/);
     const parent = JSON.parse(await ok('get', 'configmap', '-n', 'kube-system', 'amesh-config-dir', '-o', 'json')) as { metadata: { annotations: Record<string, string> } };
     assert.match(parent.metadata.annotations['applyset.kubernetes.io/contains-group-kinds'] ?? '', /\bPod\b/);
+    // Published by istiod's namespace controller, which reconciles each namespace after its informers synced.
+    const root = await readFile(ist.rootCertPath, 'utf8');
+    await waitFor('istio-ca-root-cert in frontend', async () => (await kubectl('get', 'configmap', '-n', 'frontend', 'istio-ca-root-cert', '-o', 'jsonpath={.data.root-cert\\.pem}')).stdout === root);
   });
 
   test('after a restart with an edited directory, what left the directory is pruned and what kubectl created stays', { skip: kubectlSkip }, async () => {

@@ -26,6 +26,8 @@ export interface Strategy {
   prepareForUpdate?(obj: KubeObject, old: KubeObject): void;
   validate?(obj: KubeObject): StatusCause[];
   validateUpdate?(obj: KubeObject, old: KubeObject): StatusCause[];
+  /** What a delete that names no propagationPolicy does to dependents (DefaultGarbageCollectionPolicy); Background if unset. */
+  readonly defaultPropagationPolicy?: 'Orphan';
 }
 
 export type Subresource = 'status' | 'token';

@@ -308,7 +308,8 @@ export class Registry {
           if (k === NAMESPACES) marked.status = { ...(marked.status as object | undefined), phase: 'Terminating' };
           return await this.storage.update(key, marked, rv);
         }
-        if (opts.propagationPolicy === 'Orphan' && current.metadata.uid !== undefined) await this.orphanDependents?.(current.metadata.uid);
+        const policy = opts.propagationPolicy ?? k.strategy?.defaultPropagationPolicy;
+        if (policy === 'Orphan' && current.metadata.uid !== undefined) await this.orphanDependents?.(current.metadata.uid);
         const deleted = await this.storage.delete(key, { uid: current.metadata.uid, resourceVersion: rv });
         if (k === SERVICES) this.clusterIps.release(deleted);
         return deleted;

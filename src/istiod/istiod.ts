@@ -15,6 +15,7 @@ import { ISTIOD_SERVING_NAMES, type IstiodConfig } from './config.js';
 import { Authenticator } from './ca/authenticate.js';
 import { ManifestNodeAuthorizer } from './ca/manifest-node-authorizer.js';
 import { KubeCaSecurity } from './kube-ca-security.js';
+import { NamespaceController } from './namespace-controller.js';
 import { CaServer } from './ca/ca-server.js';
 import { authenticationInterceptor } from './ca/authentication-interceptor.js';
 import { startGrpcServer } from './grpc-server.js';
@@ -84,6 +85,12 @@ export class Istiod {
     try {
       const configDirApi = cfg.configDir === undefined ? undefined : await ConfigDirApi.start(cfg.configDir, cfg.stateDir, cfg.apiserverAddress, registry, logs);
       if (configDirApi !== undefined) started.push(configDirApi);
+      // As on a cluster, every namespace of the embedded API gets istio-ca-root-cert (the CA keeps its local issuer).
+      const rootPublisher = configDirApi === undefined ? undefined : new NamespaceController(configDirApi.kubeconfig, ca.rootBundlePem, logs.scope('namespace-controller'));
+      if (rootPublisher !== undefined) {
+        rootPublisher.start();
+        started.push(rootPublisher);
+      }
       const kubeCa = cfg.kube === undefined ? undefined : KubeCaSecurity.start(cfg, cfg.kube, ca.rootBundlePem, logs);
       if (kubeCa !== undefined) started.push(kubeCa);
       const auth = kubeCa?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
@@ -111,7 +118,7 @@ export class Istiod {
       const kube = new KubeSource(kubeConfig, registry, logs.scope('kube'));
       started.push(kube);
       kube.start();
-      const synced = Promise.all([kube.synced, kubeCa?.synced]).then(() => {
+      const synced = Promise.all([kube.synced, kubeCa?.synced, rootPublisher?.synced]).then(() => {
         markReady();
         log.info({ server: kubeConfig.getCurrentCluster()?.server }, 'every informer synced; serving xDS');
       });

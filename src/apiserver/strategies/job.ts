@@ -99,6 +99,9 @@ function validateJob(obj: KubeObject): StatusCause[] {
 
 export const jobStrategy: Strategy = {
   ...generationHooks(defaultJob, {}),
+  // batch/v1 Jobs keep their pods unless the caller asks otherwise (kubernetes pkg/registry/batch/job/strategy.go,
+  // kept for compatibility); kubectl delete asks for Background.
+  defaultPropagationPolicy: 'Orphan',
   validate(obj) {
     if (!manualSelector(specOf(obj)) && (asString(obj.metadata.uid) ?? '') !== '') generateSelector(obj);
     return validateJob(obj);
