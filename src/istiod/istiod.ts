@@ -53,7 +53,7 @@ async function stopAll(started: readonly { stop(): unknown }[]): Promise<void> {
   for (const s of [...started].reverse()) await s.stop();
 }
 
-/** A running istiod: CA (and, next, xDS) on the gRPC port, debug/metrics/ready on the monitoring port. */
+/** A running istiod: xDS and the CA on the gRPC port, debug, metrics and readiness on the monitoring port. */
 export class Istiod {
   readonly ports = { grpc: 0, monitoring: 0 };
   private monitoring: http.Server | undefined;
