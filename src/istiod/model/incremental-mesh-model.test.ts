@@ -66,6 +66,15 @@ const POD_EDIT: Manifest = { ...find('Pod/shop/web-0'), status: { phase: 'Runnin
 const NODE: Manifest = find('Node//n1');
 const NODE_EDIT: Manifest = { ...NODE, metadata: { ...NODE.metadata, labels: { 'topology.kubernetes.io/region': 'r2' } } };
 
+const withSpec = (o: Manifest, spec: Record<string, unknown>): Manifest => ({ ...o, spec: { ...o.spec, ...spec } });
+/** Edits that move each shared kind's selection from the web workloads to the db ones. */
+const SELECTOR_EDITS: readonly [string, (o: Manifest) => Manifest][] = [
+  ['Service/shop/web', (o) => withSpec(o, { selector: { app: 'db' } })],
+  ['ServiceEntry/shop/web-alias', (o) => withSpec(o, { workloadSelector: { labels: { app: 'db' } } })],
+  ['AuthorizationPolicy/shop/web-only', (o) => withSpec(o, { selector: { matchLabels: { app: 'db' } } })],
+  ['PeerAuthentication/shop/db-ports', (o) => withSpec(o, { selector: { matchLabels: { app: 'web' } } })],
+];
+
 const plain = (m: { addresses: ReadonlyMap<string, unknown>; authorizations: ReadonlyMap<string, unknown> }): unknown => ({
   addresses: Object.fromEntries([...m.addresses].sort(([a], [b]) => (a < b ? -1 : 1))),
   authorizations: Object.fromEntries([...m.authorizations].sort(([a], [b]) => (a < b ? -1 : 1))),
@@ -84,6 +93,8 @@ test('objects added, edited and deleted one at a time give the model built from 
   for (const o of [...MESH].reverse()) step(objectKey(o), o);
   step(objectKey(POD_EDIT), POD_EDIT);
   step(objectKey(NODE_EDIT), NODE_EDIT);
+  // Shared objects whose selectors move from one workload to another: both the old and the new match re-derive.
+  for (const [key, edit] of SELECTOR_EDITS) step(key, edit(find(key)));
   for (const o of MESH) step(objectKey(o), undefined);
   assert.equal(model.addresses.size, 0);
   assert.equal(model.authorizations.size, 0);
@@ -97,7 +108,7 @@ test("one pod's edit reports only that pod's workload as changed", () => {
   assert.deepEqual([...c.authorizations], []);
 });
 
-test("a node's edit re-derives every workload but reports only those whose resource changed", () => {
+test("a node's edit re-derives the workloads on that node and reports only those whose resource changed", () => {
   const model = new IncrementalMeshModel(CFG);
   model.replaceAll(MESH);
   const c = model.update(new Map([[objectKey(NODE_EDIT), NODE_EDIT]]));

@@ -25,12 +25,15 @@ export interface ModelChanges {
 }
 
 /**
- * Kinds every workload's conversion reads: a change to one of them re-derives every workload (Services and
- * ServiceEntries select backends, Nodes give localities, policies give policy keys).
+ * Kinds the workloads' conversions read through the shared inputs (Services and ServiceEntries select backends,
+ * Nodes give localities, policies give policy keys): a change to one re-derives those inputs, then the workloads
+ * whose inputs changed.
  */
 const SHARED_KINDS: ReadonlySet<string> = new Set(['Service', 'ServiceEntry', 'Node', 'AuthorizationPolicy', 'PeerAuthentication']);
 /** Kinds whose objects produce resources of their own. */
 const PRODUCER_KINDS: ReadonlySet<string> = new Set(['Pod', 'WorkloadEntry', 'ServiceEntry', 'Service']);
+/** Producers whose conversion reads only the shared inputs that match them (a Service or ServiceEntry reads the selection). */
+const WORKLOAD_KINDS: ReadonlySet<string> = new Set(['Pod', 'WorkloadEntry']);
 /** The producer of the resources that come from the shared kinds as a whole (policies, the static STRICT policy). */
 const SHARED = '';
 
@@ -56,6 +59,45 @@ function matchLabels(m: Manifest): Record<string, string> {
   return ((m.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels) ?? {};
 }
 
+const selects = (selector: Readonly<Record<string, string>>, labels: Readonly<Record<string, string>>): boolean => Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+/** What a workload-like object is matched on: its namespace, labels (a WorkloadEntry's own labels too) and node. */
+function workloadFacts(o: Manifest): { namespace: string; labels: Readonly<Record<string, string>>; node: unknown } {
+  if (o.kind === 'WorkloadEntry') return { namespace: o.metadata.namespace, labels: { ...o.metadata.labels, ...((o.spec['labels'] as Record<string, string> | undefined) ?? {}) }, node: undefined };
+  return { namespace: o.metadata.namespace, labels: o.metadata.labels, node: o.spec['nodeName'] };
+}
+
+/** The entries of `a` and `b` (each keyed by its JSON) that only one of them holds. */
+function changedEntries<T>(a: readonly T[], b: readonly T[]): T[] {
+  const key = (x: T): string => JSON.stringify(x);
+  const inA = new Set(a.map(key));
+  const inB = new Set(b.map(key));
+  return [...a.filter((x) => !inB.has(key(x))), ...b.filter((x) => !inA.has(key(x)))];
+}
+
+/**
+ * Which workloads a change of the shared inputs can touch, from what changed in them: a backend (a Service or
+ * ServiceEntry host, selection included) selects by namespace and labels, a selector policy by namespace (any,
+ * from the root namespace) and labels, a locality by node. A PeerAuthentication change may alter any workload's
+ * mTLS mode, so it touches all. Each workload reads only the shared inputs that match it, so the others would
+ * come out the same.
+ */
+function affectedWorkloads(before: Shared, after: Shared, rootNamespace: string): (o: Manifest) => boolean {
+  const peerAuthenticationsChanged = before.peerAuthentications.length !== after.peerAuthentications.length || before.peerAuthentications.some((pa, i) => pa !== after.peerAuthentications[i]);
+  if (peerAuthenticationsChanged) return () => true;
+  const backends = changedEntries(before.backends, after.backends);
+  const policies = changedEntries(before.selectorPolicies, after.selectorPolicies);
+  const nodes = new Set([...before.nodeLocalities.keys(), ...after.nodeLocalities.keys()].filter((n) => !isDeepStrictEqual(before.nodeLocalities.get(n), after.nodeLocalities.get(n))));
+  return (o) => {
+    const w = workloadFacts(o);
+    return (
+      (typeof w.node === 'string' && nodes.has(w.node)) ||
+      backends.some((b) => b.namespace === w.namespace && selects(b.selector, w.labels)) ||
+      policies.some((p) => (p.namespace === w.namespace || p.namespace === rootNamespace) && selects(p.matchLabels, w.labels))
+    );
+  };
+}
+
 /** A resource name's value and how many producers hold it (a converted PeerAuthentication is shared by the workloads it selects). */
 interface Held<T> {
   value: T;
@@ -66,8 +108,8 @@ interface Held<T> {
  * istiod's model of what it serves (istio `pilot/pkg/serviceregistry/ambient/`), kept up to date one change at a
  * time. Each object's resources are cached; a change re-derives only the objects it touches: a Pod or
  * WorkloadEntry, just itself; a Service, ServiceEntry, Node, AuthorizationPolicy or PeerAuthentication, the shared
- * inputs (service selection, backends, localities, policy keys) and then every workload, since any of them may
- * select it. A re-derived resource that came out the same is not reported as changed. Pure in the sense that
+ * inputs (service selection, backends, localities, policy keys), every Service and ServiceEntry, and the workloads
+ * that a changed input selects (`affectedWorkloads`; all of them for a PeerAuthentication). A re-derived resource that came out the same is not reported as changed. Pure in the sense that
  * the same objects always give the same model, whatever order the changes came in.
  */
 export class IncrementalMeshModel {
@@ -119,9 +161,16 @@ export class IncrementalMeshModel {
       if (SHARED_KINDS.has(kind)) sharedChanged = true;
     }
     if (sharedChanged) {
+      const before = this.shared;
       this.shared = this.deriveShared(out.warnings);
       this.settle(SHARED, { addresses: new Map(), authorizations: this.shared.authorizations }, out);
-      for (const kind of PRODUCER_KINDS) for (const [key, o] of this.byKind.get(kind) ?? []) this.settle(key, this.produce(o), out);
+      const affected = before === undefined ? undefined : affectedWorkloads(before, this.shared, this.cfg.rootNamespace);
+      for (const kind of PRODUCER_KINDS) {
+        for (const [key, o] of this.byKind.get(kind) ?? []) {
+          if (affected !== undefined && WORKLOAD_KINDS.has(kind) && !changes.has(key) && !affected(o)) continue;
+          this.settle(key, this.produce(o), out);
+        }
+      }
     }
     for (const [key, o] of changes) {
       if (!PRODUCER_KINDS.has(kindOfKey(key))) continue;

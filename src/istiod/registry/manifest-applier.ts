@@ -45,7 +45,11 @@ const FAIL_CLOSED_KINDS = new Set(['AuthorizationPolicy', 'PeerAuthentication'])
 /** Manifests grouped by rank, lowest first. */
 function byRank(ms: readonly Manifest[]): Manifest[][] {
   const groups = new Map<number, Manifest[]>();
-  for (const m of ms) groups.set(rank(m.kind), [...(groups.get(rank(m.kind)) ?? []), m]);
+  for (const m of ms) {
+    const group = groups.get(rank(m.kind));
+    if (group === undefined) groups.set(rank(m.kind), [m]);
+    else group.push(m);
+  }
   return [...groups.keys()].sort((a, b) => a - b).map((r) => groups.get(r)!);
 }
 

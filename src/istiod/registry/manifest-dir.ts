@@ -65,8 +65,23 @@ export interface ManifestLoad {
   readonly damaged: readonly string[];
 }
 
-/** What `loadManifestDir` parsed from each file, by path, with the text it parsed: an unchanged file is not parsed again. */
-export type ParsedFiles = ReadonlyMap<string, { readonly text: string; readonly load: ManifestLoad }>;
+/** What one document gave: nothing, an object, or its problems. */
+interface DocumentResult {
+  readonly objects: readonly Manifest[];
+  readonly errors: readonly MeshError[];
+  readonly warnings: readonly string[];
+  readonly rejected: readonly RejectedObject[];
+}
+
+/** One file as last parsed: its text, what it gave, and each document's result by its line and text. */
+interface ParsedFile {
+  readonly text: string;
+  readonly load: ManifestLoad;
+  readonly documents: ReadonlyMap<string, DocumentResult>;
+}
+
+/** What `loadManifestDir` parsed, by file path: unchanged files and documents are not parsed again. */
+export type ParsedFiles = ReadonlyMap<string, ParsedFile>;
 
 /** Parsing yields to the event loop after this long, so a large edit never holds up the CA or xDS for longer. */
 const PARSE_SLICE_MS = 10;
@@ -74,13 +89,14 @@ const PARSE_SLICE_MS = 10;
 /**
  * Reads every `*.yaml` / `*.yml` file in `dir` (multi-document YAML), keeping each object's `file:line`. A bad
  * document is reported and skipped; it never takes the other documents down with it. Hidden entries (a
- * ConfigMap mount's `..data` and `..2026_…` directories) are not read; the files linked to them are. A file
- * whose text equals what `previous` parsed is not parsed again, and its objects are the same objects.
+ * ConfigMap mount's `..data` and `..2026_…` directories) are not read; the files linked to them are. What
+ * `previous` parsed is reused: a file whose text is unchanged, and in a changed file each document whose text
+ * and first line are unchanged, give the very same objects without being parsed again.
  */
 export async function loadManifestDir(dir: string, previous: ParsedFiles = new Map()): Promise<ManifestLoad & { readonly parsed: ParsedFiles }> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f) && !f.startsWith('.')).sort();
   const all = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[], damaged: [] as string[] };
-  const parsed = new Map<string, { text: string; load: ManifestLoad }>();
+  const parsed = new Map<string, ParsedFile>();
   for (const f of files) {
     const file = path.join(dir, f);
     let text: string;
@@ -94,26 +110,26 @@ export async function loadManifestDir(dir: string, previous: ParsedFiles = new M
       continue;
     }
     const before = previous.get(file);
-    const r = before?.text === text ? before.load : await parseManifestsYielding(file, text);
-    parsed.set(file, { text, load: r });
-    all.objects.push(...r.objects);
-    all.errors.push(...r.errors);
-    all.warnings.push(...r.warnings);
-    all.rejected.push(...r.rejected);
-    all.damaged.push(...r.damaged);
+    const r = before?.text === text ? before : await parseFileYielding(file, text, before?.documents);
+    parsed.set(file, r);
+    all.objects.push(...r.load.objects);
+    all.errors.push(...r.load.errors);
+    all.warnings.push(...r.load.warnings);
+    all.rejected.push(...r.load.rejected);
+    all.damaged.push(...r.load.damaged);
   }
   return { ...all, parsed };
 }
 
 /** Parses one multi-document YAML text; bad documents are reported with `file:line` and skipped. */
 export function parseManifests(file: string, text: string): ManifestLoad {
-  const parsing = parseDocuments(file, text);
-  for (let step = parsing.next(); ; step = parsing.next()) if (step.done === true) return step.value;
+  const parsing = parseDocuments(file, text, new Map());
+  for (let step = parsing.next(); ; step = parsing.next()) if (step.done === true) return step.value.load;
 }
 
-/** `parseManifests`, yielding to the event loop whenever it has worked for PARSE_SLICE_MS. */
-async function parseManifestsYielding(file: string, text: string): Promise<ManifestLoad> {
-  const parsing = parseDocuments(file, text);
+/** Parses a file, reusing `previous` documents, yielding to the event loop whenever it has worked for PARSE_SLICE_MS. */
+async function parseFileYielding(file: string, text: string, previous: ReadonlyMap<string, DocumentResult> = new Map()): Promise<ParsedFile> {
+  const parsing = parseDocuments(file, text, previous);
   let sliceStart = performance.now();
   for (let step = parsing.next(); ; step = parsing.next()) {
     if (step.done === true) return step.value;
@@ -133,32 +149,47 @@ function documentStarts(text: string): number[] {
   return starts;
 }
 
-/** Parses the documents one at a time, pausing (yielding) after each; returns what they hold. */
-function* parseDocuments(file: string, text: string): Generator<void, ManifestLoad> {
+/** Parses the documents one at a time (reusing those `previous` holds), pausing after each; returns what they hold. */
+function* parseDocuments(file: string, text: string, previous: ReadonlyMap<string, DocumentResult>): Generator<void, ParsedFile> {
   const out = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[], damaged: [] as string[] };
+  const documents = new Map<string, DocumentResult>();
   const fileLines = new LineCounter();
   fileLines.addNewLine(0);
   for (const m of text.matchAll(/\n/g)) fileLines.addNewLine(m.index + 1);
   const starts = documentStarts(text);
   for (let i = 0; i < starts.length; i++) {
     const from = starts[i]!;
-    // Positions in this document are offsets into its own text; lines are counted in the whole file.
-    const lines = { linePos: (offset: number) => fileLines.linePos(from + offset) };
-    for (const doc of parseAllDocuments(text.slice(from, starts[i + 1]), { uniqueKeys: true })) {
-      if (doc.errors.length > 0) {
-        out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
-        continue;
-      }
-      const contents = doc.contents as Node | null;
-      if (contents === null || (isScalar(contents) && contents.value === null)) continue;
-      const walker = new SchemaWalker(lines);
-      // The line of the document's content, not of its `---` marker.
-      const where = `${file}:${walker.line(contents)}`;
-      checkDocument(doc.toJS() as unknown, doc, walker, { where, file, at: (line) => `${file}:${line}: ` }, out);
-    }
+    const source = text.slice(from, starts[i + 1]);
+    // The same text on the same line gives the same objects, `file:line` included.
+    const key = `${String(fileLines.linePos(from).line)}\n${source}`;
+    const r = previous.get(key) ?? parseDocument(file, source, (offset) => fileLines.linePos(from + offset));
+    documents.set(key, r);
+    out.objects.push(...r.objects);
+    out.errors.push(...r.errors);
+    out.warnings.push(...r.warnings);
+    out.rejected.push(...r.rejected);
     yield;
   }
   if (out.errors.length > 0) out.damaged.push(file);
+  return { text, load: out, documents };
+}
+
+/** Parses the text of one document (or of none: a comment, an empty stream); `linePos` maps its offsets to the file's lines. */
+function parseDocument(file: string, source: string, linePos: (offset: number) => { line: number; col: number }): DocumentResult {
+  const out = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[] };
+  const lines = { linePos };
+  for (const doc of parseAllDocuments(source, { uniqueKeys: true })) {
+    if (doc.errors.length > 0) {
+      out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
+      continue;
+    }
+    const contents = doc.contents as Node | null;
+    if (contents === null || (isScalar(contents) && contents.value === null)) continue;
+    const walker = new SchemaWalker(lines);
+    // The line of the document's content, not of its `---` marker.
+    const where = `${file}:${walker.line(contents)}`;
+    checkDocument(doc.toJS() as unknown, doc, walker, { where, file, at: (line) => `${file}:${line}: ` }, out);
+  }
   return out;
 }
 

@@ -176,7 +176,11 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
 
   private merge(load: ManifestLoad): Manifest[] {
     const fresh = new Map<string, Manifest[]>();
-    for (const o of load.objects) fresh.set(o.file, [...(fresh.get(o.file) ?? []), o]);
+    for (const o of load.objects) {
+      const list = fresh.get(o.file);
+      if (list === undefined) fresh.set(o.file, [o]);
+      else list.push(o);
+    }
     const damaged = new Set(load.damaged);
     const byFile = new Map<string, readonly Manifest[]>();
     for (const file of new Set([...fresh.keys(), ...damaged])) {
