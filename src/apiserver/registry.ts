@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../lib/log.js';
+import { randomSafeString } from '../lib/safe-encode.js';
 import { ApiError, invalid, type StatusCause } from './api-error.js';
 import { apiVersionOf, findKind, storageKey, storagePrefix, type KindInfo } from './kinds.js';
 import type { KubeList, KubeObject } from './kube-object.js';
@@ -62,8 +63,7 @@ const DELETE_ATTEMPTS = 16;
 /** Namespaces the API server keeps (namespace strategy's immortal namespaces). */
 const IMMORTAL_NAMESPACES = new Set(['default', 'kube-system', 'kube-public']);
 
-/** Characters generateName suffixes use (k8s.io/apimachinery pkg/util/rand: no vowels, no look-alikes). */
-const NAME_SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+/** generateName adds this many name-safe random characters (`lib/safe-encode.ts`). */
 const NAME_SUFFIX_LENGTH = 5;
 /** Kubernetes truncates generateName so that name plus suffix stays within 63 characters. */
 const MAX_GENERATED_NAME_PREFIX = 63 - NAME_SUFFIX_LENGTH;
@@ -133,7 +133,7 @@ export class Registry {
     ensureRequestNamespace(k, obj, namespace);
     if (meta.resourceVersion !== undefined && meta.resourceVersion !== '') throw new ApiError('BadRequest', 'resourceVersion should not be set on objects to be created');
     if ((meta.name === undefined || meta.name === '') && meta.generateName !== undefined && meta.generateName !== '') {
-      meta.name = meta.generateName.slice(0, MAX_GENERATED_NAME_PREFIX) + randomSuffix();
+      meta.name = meta.generateName.slice(0, MAX_GENERATED_NAME_PREFIX) + randomSafeString(NAME_SUFFIX_LENGTH);
     }
     meta.uid = randomUUID();
     meta.creationTimestamp = rfc3339Now();
@@ -422,8 +422,3 @@ function namespaceFinalizers(ns: KubeObject): unknown[] {
   return Array.isArray(f) ? f : [];
 }
 
-function randomSuffix(): string {
-  let s = '';
-  for (let i = 0; i < NAME_SUFFIX_LENGTH; i++) s += NAME_SUFFIX_ALPHABET.charAt(Math.floor(Math.random() * NAME_SUFFIX_ALPHABET.length));
-  return s;
-}

@@ -8,6 +8,7 @@ import { xCommand } from './x.js';
 import { demoCommand } from './demo.js';
 import { istiodCommand } from './istiod.js';
 import { apiserverCommand } from './apiserver.js';
+import { controllerManagerCommand } from './controller-manager.js';
 
 const program = new Command('amesh')
   .description("amesh: Istio's ambient mode in TypeScript")
@@ -22,6 +23,7 @@ program
 program.addCommand(ztunnelCommand());
 program.addCommand(istiodCommand());
 program.addCommand(apiserverCommand());
+program.addCommand(controllerManagerCommand());
 program.addCommand(echoCommand());
 program.addCommand(demoCommand());
 program.addCommand(xCommand());
