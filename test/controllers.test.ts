@@ -125,7 +125,7 @@ describe('Deployment and ReplicaSet controllers', () => {
   });
 });
 
-test('`amesh controller-manager --kubeconfig` runs the controllers as a process and stops on SIGTERM', async () => {
+test('`amesh controller-manager --kubeconfig` runs the controllers and the scheduler as a process and stops on SIGTERM', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-controller-manager-'));
   const api = await startApiServer(path.join(dir, 'data'));
   const { cmd, args } = ameshCommand();
@@ -146,7 +146,12 @@ test('`amesh controller-manager --kubeconfig` runs the controllers as a process 
     await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: NS } } });
     await kc.makeApiClient(k8s.AppsV1Api).createNamespacedDeployment({ namespace: NS, body: deployment('amesh-echo:1', 2) });
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    await waitFor('2 pods from the process', async () => (await core.listNamespacedPod({ namespace: NS })).items.length === 2, DEADLINE_MS);
+    await core.createNode({ body: { metadata: { name: 'n1' } } });
+    // Made by the controllers and placed by the scheduler, all in the one process.
+    await waitFor('2 pods from the process, scheduled', async () => {
+      const pods = (await core.listNamespacedPod({ namespace: NS })).items;
+      return pods.length === 2 && pods.every((p) => p.spec?.nodeName === 'n1');
+    }, DEADLINE_MS);
     const exited = new Promise<number | null>((r) => p.once('exit', r));
     p.kill('SIGTERM');
     assert.equal(await exited, 0, out);

@@ -30,7 +30,7 @@ export interface Strategy {
   readonly defaultPropagationPolicy?: 'Orphan';
 }
 
-export type Subresource = 'status' | 'token';
+export type Subresource = 'status' | 'token' | 'binding';
 
 /** One served kind. Adding a kind to the API server is adding one entry to {@link KINDS}. */
 export interface KindInfo {
@@ -68,7 +68,7 @@ const ISTIO = ['istio-io'];
 
 const ENTRIES: KindEntry[] = [
   { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false, shortNames: ['ns'], subresources: ['status'], strategy: namespaceStrategy },
-  { group: '', version: 'v1', kind: 'Pod', plural: 'pods', namespaced: true, shortNames: ['po'], categories: ['all'], subresources: ['status'], strategy: podStrategy },
+  { group: '', version: 'v1', kind: 'Pod', plural: 'pods', namespaced: true, shortNames: ['po'], categories: ['all'], subresources: ['status', 'binding'], strategy: podStrategy },
   { group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true, shortNames: ['svc'], categories: ['all'], subresources: ['status'], strategy: serviceStrategy },
   { group: '', version: 'v1', kind: 'Node', plural: 'nodes', namespaced: false, shortNames: ['no'], subresources: ['status'], strategy: nodeStrategy },
   { group: '', version: 'v1', kind: 'ServiceAccount', plural: 'serviceaccounts', namespaced: true, shortNames: ['sa'], subresources: ['token'] },

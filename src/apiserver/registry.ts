@@ -201,6 +201,29 @@ export class Registry {
   }
 
   /**
+   * pods/binding (k8s.io/kubernetes `pkg/registry/core/pod/storage` BindingREST): assigns a pod to a node, the one
+   * way `spec.nodeName` changes after create. A pod already assigned, or being deleted, is a 409 Conflict.
+   */
+  async bindPod(namespace: string, name: string, binding: KubeObject): Promise<void> {
+    const target = (binding as { target?: { kind?: unknown; name?: unknown } }).target ?? {};
+    if (binding.metadata.name !== name) throw new ApiError('BadRequest', 'name in URL does not match name in Binding object');
+    const causes: StatusCause[] = [];
+    if (target.kind !== undefined && target.kind !== '' && target.kind !== 'Node') causes.push({ reason: 'FieldValueNotSupported', field: 'target.kind', message: `Unsupported value: ${JSON.stringify(target.kind)}: must be empty or Node` });
+    if (typeof target.name !== 'string' || target.name === '') causes.push({ reason: 'FieldValueRequired', field: 'target.name', message: 'Required value' });
+    if (causes.length > 0) throw invalid('Binding', '', name, causes);
+    const node = target.name as string;
+    await this.mutate(PODS, namespace, name, (pod) => {
+      const spec = (pod.spec ??= {}) as { nodeName?: string };
+      if (pod.metadata.deletionTimestamp !== undefined) throw new ApiError('Conflict', `pod ${name} is being deleted, cannot be assigned to a host`, { name, kind: 'pods' });
+      if (spec.nodeName !== undefined && spec.nodeName !== '') throw new ApiError('Conflict', `pod ${name} is already assigned to node "${spec.nodeName}"`, { name, kind: 'pods' });
+      spec.nodeName = node;
+      const status = (pod.status ??= {}) as { conditions?: Record<string, unknown>[] };
+      status.conditions = [...(status.conditions ?? []).filter((c) => c.type !== 'PodScheduled'), { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: rfc3339Now() }];
+      if (binding.metadata.annotations !== undefined) pod.metadata.annotations = { ...pod.metadata.annotations, ...binding.metadata.annotations };
+    }, 'binding');
+  }
+
+  /**
    * Read-modify-write of one object: `next` builds the new object from the current one (and may throw a
    * precondition failure); system fields are kept, the strategy and validation run, and a concurrent write
    * retries the whole step, as GuaranteedUpdate does. A dry run does all of that and writes nothing.
@@ -226,7 +249,6 @@ export class Registry {
     const deleted = await this.storage.delete(key, { uid: result.metadata.uid });
     if (k === SERVICES) this.clusterIps.release(deleted);
     return deleted;
-    return result;
   }
 
   /** The object an update of `current` writes, and whether that update completes a pending deletion. */
@@ -258,6 +280,8 @@ export class Registry {
       }
       return { obj: merged, removed: false };
     }
+    // pods/binding sets only what `bindPod` changed: the node, the PodScheduled condition, annotations.
+    if (subresource === 'binding' && k === PODS) return { obj, removed: false };
     if (subresource === 'finalize' && k === NAMESPACES) {
       const merged = clone(current);
       merged.spec = { ...(merged.spec as object | undefined), finalizers: (obj.spec as { finalizers?: unknown } | undefined)?.finalizers ?? [] };

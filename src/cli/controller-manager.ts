@@ -1,18 +1,20 @@
 import { Command } from '@commander-js/extra-typings';
 import { DeploymentController } from '../controllers/deployment-controller.js';
 import { ReplicaSetController } from '../controllers/replica-set-controller.js';
+import { Scheduler } from '../controllers/scheduler.js';
 import { loadKubeConfig } from '../kube/kube-config.js';
 import { MeshError } from '../lib/errors.js';
 import { LogControl } from '../lib/log.js';
 import { fatal } from './fatal.js';
 
 /**
- * `amesh controller-manager`: the kube-controller-manager's Deployment and ReplicaSet controllers, so ordinary
- * Deployments become ReplicaSets and pods on amesh's own API server (a real cluster runs its own).
+ * `amesh controller-manager`: kube-controller-manager's Deployment and ReplicaSet controllers and, in the same
+ * process (one machine needs no separate kube-scheduler), the scheduler, so ordinary Deployments become
+ * ReplicaSets and pods placed on nodes in amesh's own API server. A real cluster runs its own.
  */
 export function controllerManagerCommand(): Command {
   return new Command('controller-manager')
-    .description('run the Deployment and ReplicaSet controllers against a Kubernetes API')
+    .description('run the Deployment and ReplicaSet controllers and the pod scheduler against a Kubernetes API')
     .option('--kubeconfig <file>', 'the API to control (default: KUBECONFIG, else the in-cluster service account)')
     .option('--log-level <level>', 'log level, or scope=level list', 'info')
     .action(async (o) => {
@@ -22,7 +24,7 @@ export function controllerManagerCommand(): Command {
         if (format !== 'text' && format !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${format}" must be text or json`);
         const kc = loadKubeConfig(o.kubeconfig);
         logs = new LogControl({ format, level: o.logLevel, component: 'controller-manager' });
-        const controllers = [new DeploymentController(kc, logs.scope('deployment')), new ReplicaSetController(kc, logs.scope('replicaset'))];
+        const controllers = [new DeploymentController(kc, logs.scope('deployment')), new ReplicaSetController(kc, logs.scope('replicaset')), new Scheduler(kc, logs.scope('scheduler'))];
         for (const c of controllers) c.start();
         await Promise.all(controllers.map((c) => c.synced));
         logs.scope('main').info({ server: kc.getCurrentCluster()?.server }, 'controllers synced');

@@ -3,7 +3,14 @@
  * (APIGroupList), and one APIResourceList per group version, all derived from the kinds table. kubectl and
  * client libraries resolve kinds, plurals, short names and verbs from these.
  */
-import { KINDS, type KindInfo } from '../kinds.js';
+import { KINDS, type KindInfo, type Subresource } from '../kinds.js';
+
+/** What discovery says of each subresource: the kind its requests carry and its verbs. */
+const SUBRESOURCE_DISCOVERY: Readonly<Record<Subresource, (k: KindInfo) => object>> = {
+  status: (k) => ({ kind: k.kind, verbs: ['get', 'patch', 'update'] }),
+  token: () => ({ group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] }),
+  binding: () => ({ kind: 'Binding', verbs: ['create'] }),
+};
 
 const READ_WRITE_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
@@ -58,13 +65,7 @@ export function apiResourceList(group: string, version: string): unknown {
       ...(k.shortNames.length > 0 ? { shortNames: k.shortNames } : {}),
       ...(k.categories.length > 0 ? { categories: k.categories } : {}),
     });
-    for (const sub of k.subresources) {
-      resources.push(
-        sub === 'status'
-          ? { name: `${k.plural}/status`, singularName: '', namespaced: k.namespaced, kind: k.kind, verbs: ['get', 'patch', 'update'] }
-          : { name: `${k.plural}/token`, singularName: '', namespaced: k.namespaced, group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] },
-      );
-    }
+    for (const sub of k.subresources) resources.push({ name: `${k.plural}/${sub}`, singularName: '', namespaced: k.namespaced, ...SUBRESOURCE_DISCOVERY[sub](k) });
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion(kinds[0] as KindInfo), resources };
 }

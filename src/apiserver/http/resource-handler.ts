@@ -27,8 +27,8 @@ const INCLUDE_OBJECT: readonly IncludeObject[] = ['None', 'Metadata', 'Object'];
 /** DeleteOptions.propagationPolicy values (Foreground is accepted and carried out as Background). */
 const PROPAGATION_POLICIES: readonly string[] = ['Foreground', 'Background', 'Orphan'];
 
-/** The verbs each subresource serves (status: get, update, patch; token: create; a Namespace's finalize: update). */
-const SUBRESOURCE_VERBS: Readonly<Record<string, readonly string[]>> = { status: ['get', 'update', 'patch'], token: ['create'], finalize: ['update'] };
+/** The verbs each subresource serves (status: get, update, patch; token and binding: create; a Namespace's finalize: update). */
+const SUBRESOURCE_VERBS: Readonly<Record<string, readonly string[]>> = { status: ['get', 'update', 'patch'], token: ['create'], binding: ['create'], finalize: ['update'] };
 
 export function resolveKind(r: ResourceRequest): KindInfo {
   const k = findKind(r.group, r.version, r.plural);
@@ -89,7 +89,7 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
   const k = resolveKind(r);
   const ns = k.namespaced ? r.namespace : undefined;
   const name = r.name ?? '';
-  const reply = (status: number, o: KubeObject): void => sendJson(res, status, o);
+  const reply = (status: number, o: object): void => sendJson(res, status, o);
   switch (r.verb) {
     case 'get': {
       const o = registry.get(k, ns, name);
@@ -123,6 +123,11 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
       const body = parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject;
       if (r.subresource === 'token') {
         reply(201, await computed.tokenRequest(ns ?? '', name, body));
+        return;
+      }
+      if (r.subresource === 'binding') {
+        await registry.bindPod(ns ?? '', name, body);
+        reply(201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
         return;
       }
       if (k.review) {

@@ -1,0 +1,116 @@
+/**
+ * A pod scheduler for amesh's own clusters, after kube-scheduler's default profile reduced to what a
+ * single-machine cluster needs: a pod with no `spec.nodeName` (and no other `schedulerName`) goes to a node that
+ * is schedulable, Ready (or reports no conditions at all, as a hand-written Node does), carries every label of the
+ * pod's `nodeSelector` and has no NoSchedule/NoExecute taint the pod does not tolerate; among those, the one with
+ * the fewest active pods, then by name. It binds through `pods/binding`, as kube-scheduler does. A pod that fits
+ * nowhere gets `PodScheduled=False` with reason `Unschedulable` and waits for a node to change.
+ */
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod, type V1Taint, type V1Toleration } from '@kubernetes/client-node';
+import { RestartingInformer } from '../kube/informer.js';
+import { listJson } from '../kube/list-json.js';
+import { ReconcileQueue } from '../kube/reconcile-queue.js';
+import type { Logger } from '../lib/log.js';
+import { isPodActive, keyOf, splitKey } from './owned-objects.js';
+
+export const DEFAULT_SCHEDULER_NAME = 'default-scheduler';
+const MAX_ATTEMPTS = 15;
+const STRATEGIC_MERGE = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+
+const unscheduled = (p: V1Pod): boolean => (p.spec?.nodeName ?? '') === '' && (p.spec?.schedulerName ?? DEFAULT_SCHEDULER_NAME) === DEFAULT_SCHEDULER_NAME && isPodActive(p);
+
+/** A toleration matches a taint by key (or any key, with Exists and no key), value (Equal) and effect (or any). */
+function tolerates(tolerations: readonly V1Toleration[], taint: V1Taint): boolean {
+  return tolerations.some((t) => {
+    if (t.effect !== undefined && t.effect !== '' && t.effect !== taint.effect) return false;
+    if (t.operator === 'Exists') return t.key === undefined || t.key === '' || t.key === taint.key;
+    return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
+  });
+}
+
+/** Why `node` cannot run `pod`, or undefined when it can. */
+function unfit(node: V1Node, pod: V1Pod): string | undefined {
+  if (node.spec?.unschedulable === true) return 'node(s) were unschedulable';
+  const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+  if (node.status?.conditions !== undefined && node.status.conditions.length > 0 && ready?.status !== 'True') return 'node(s) were not ready';
+  const labels = node.metadata?.labels ?? {};
+  if (Object.entries(pod.spec?.nodeSelector ?? {}).some(([k, v]) => labels[k] !== v)) return "node(s) didn't match Pod's node affinity/selector";
+  const blocking = (node.spec?.taints ?? []).filter((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
+  if (blocking.some((t) => !tolerates(pod.spec?.tolerations ?? [], t))) return "node(s) had untolerated taint(s)";
+  return undefined;
+}
+
+export class Scheduler {
+  private readonly pods: RestartingInformer<V1Pod>;
+  private readonly nodes: RestartingInformer<V1Node>;
+  private readonly queue: ReconcileQueue;
+  private readonly core: CoreV1Api;
+  readonly synced: Promise<void>;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly log: Logger,
+  ) {
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.queue = new ReconcileQueue((key) => this.schedule(key), MAX_ATTEMPTS, log);
+    const onPod = (p: V1Pod): void => {
+      if (unscheduled(p)) this.queue.add(keyOf(p.metadata));
+    };
+    const onNode = (): void => {
+      for (const p of this.pods.list()) onPod(p);
+    };
+    this.pods = new RestartingInformer<V1Pod>(kc, '/api/v1/pods', () => listJson(kc, '/api/v1/pods'), { add: onPod, update: onPod }, log);
+    this.nodes = new RestartingInformer<V1Node>(kc, '/api/v1/nodes', () => listJson(kc, '/api/v1/nodes'), { add: onNode, update: onNode }, log);
+    this.synced = Promise.all([this.pods.synced, this.nodes.synced]).then(() => undefined);
+  }
+
+  start(): void {
+    this.pods.start();
+    this.nodes.start();
+    void this.synced.then(() => this.queue.run());
+  }
+
+  async stop(): Promise<void> {
+    this.queue.stop();
+    await Promise.all([this.pods.stop(), this.nodes.stop()]);
+  }
+
+  private async schedule(key: string): Promise<void> {
+    const { namespace, name } = splitKey(key);
+    const pod = this.pods.get(name, namespace);
+    if (pod === undefined || !unscheduled(pod)) return;
+    const nodes = this.nodes.list();
+    const reasons = new Map<string, number>();
+    const fit: V1Node[] = [];
+    for (const n of nodes) {
+      const why = unfit(n, pod);
+      if (why === undefined) fit.push(n);
+      else reasons.set(why, (reasons.get(why) ?? 0) + 1);
+    }
+    if (fit.length === 0) {
+      const detail = [...reasons].map(([why, count]) => `${String(count)} ${why}`).join(', ');
+      await this.markUnschedulable(pod, `0/${String(nodes.length)} nodes are available${detail === '' ? '' : `: ${detail}`}.`);
+      return;
+    }
+    const load = new Map<string, number>();
+    for (const p of this.pods.list()) if (isPodActive(p) && (p.spec?.nodeName ?? '') !== '') load.set(p.spec!.nodeName!, (load.get(p.spec!.nodeName!) ?? 0) + 1);
+    const node = fit.map((n) => n.metadata?.name ?? '').sort((a, b) => (load.get(a) ?? 0) - (load.get(b) ?? 0) || (a < b ? -1 : a > b ? 1 : 0))[0]!;
+    try {
+      await this.core.createNamespacedPodBinding({ name, namespace, body: { metadata: { name, namespace }, target: { apiVersion: 'v1', kind: 'Node', name: node } } });
+    } catch (e) {
+      // Bound meanwhile (by another scheduler, or by hand), or deleted: nothing left to do.
+      const code = (e as { code?: number }).code;
+      if (code === 409 || code === 404) return;
+      throw e;
+    }
+    this.log.info({ pod: key, node }, 'pod scheduled');
+  }
+
+  private async markUnschedulable(pod: V1Pod, message: string): Promise<void> {
+    const current = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+    if (current?.status === 'False' && current.message === message) return;
+    const condition = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') };
+    await this.core.patchNamespacedPodStatus({ name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', body: { status: { phase: 'Pending', conditions: [condition] } } }, STRATEGIC_MERGE);
+    this.log.info({ pod: keyOf(pod.metadata), message }, 'pod unschedulable');
+  }
+}
