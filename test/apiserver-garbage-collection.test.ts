@@ -84,6 +84,28 @@ describe('amesh apiserver garbage collection and namespace deletion', () => {
     assert.equal(kept.metadata?.ownerReferences, undefined, 'orphaned: its reference to the Job is gone');
   });
 
+  test('a Foreground delete keeps the owner (foregroundDeletion finalizer) until the dependents that block it are gone', async () => {
+    await core.createNamespace({ body: { metadata: { name: 'fg' } } });
+    const template = { metadata: { labels: { app: 'a' } }, spec: { containers: [{ name: 'c', image: 'i' }] } };
+    const d = await apps.createNamespacedDeployment({ namespace: 'fg', body: { metadata: { name: 'web' }, spec: { selector: { matchLabels: { app: 'a' } }, template } } });
+    const block = (kind: string, name: string, uid: string | undefined): k8s.V1OwnerReference => ({ apiVersion: 'apps/v1', kind, name, uid: uid ?? '', controller: true, blockOwnerDeletion: true });
+    const rs = await apps.createNamespacedReplicaSet({ namespace: 'fg', body: { metadata: { name: 'web-1', ownerReferences: [block('Deployment', 'web', d.metadata?.uid)] }, spec: { selector: { matchLabels: { app: 'a' } }, template } } });
+    await core.createNamespacedPod({ namespace: 'fg', body: { metadata: { name: 'web-1-a', finalizers: ['example.com/hold'], ownerReferences: [block('ReplicaSet', 'web-1', rs.metadata?.uid)] }, spec: template.spec } });
+
+    await apps.deleteNamespacedDeployment({ name: 'web', namespace: 'fg', propagationPolicy: 'Foreground' });
+    const held = await apps.readNamespacedDeployment({ name: 'web', namespace: 'fg' });
+    assert.ok(held.metadata?.deletionTimestamp !== undefined);
+    assert.deepEqual(held.metadata?.finalizers, ['foregroundDeletion']);
+    await waitFor('the pod marked for deletion', async () => (await core.readNamespacedPod({ name: 'web-1-a', namespace: 'fg' })).metadata?.deletionTimestamp !== undefined, 10_000);
+    assert.ok((await apps.readNamespacedReplicaSet({ name: 'web-1', namespace: 'fg' })).metadata?.deletionTimestamp !== undefined, 'the ReplicaSet waits for its pod');
+    assert.ok(!(await gone(() => apps.readNamespacedDeployment({ name: 'web', namespace: 'fg' }))), 'the Deployment waits for its ReplicaSet');
+
+    await core.patchNamespacedPod({ name: 'web-1-a', namespace: 'fg', body: [{ op: 'remove', path: '/metadata/finalizers' }] });
+    await waitFor('the whole tree gone, owner last', () => gone(() => apps.readNamespacedDeployment({ name: 'web', namespace: 'fg' })), 10_000);
+    assert.ok(await gone(() => apps.readNamespacedReplicaSet({ name: 'web-1', namespace: 'fg' })));
+    assert.ok(await gone(() => core.readNamespacedPod({ name: 'web-1-a', namespace: 'fg' })));
+  });
+
   test('a server-side dry run of a Service does not keep the ClusterIP it showed', async () => {
     await core.createNamespace({ body: { metadata: { name: 'ips' } } });
     const body = { metadata: { name: 'fixed' }, spec: { clusterIP: '10.96.50.50', ports: [{ port: 80 }] } };

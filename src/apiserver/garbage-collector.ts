@@ -1,7 +1,8 @@
 /**
  * The two controllers Kubernetes runs beside its API server that this one must have to keep its semantics:
  * the garbage collector (k8s.io/kubernetes pkg/controller/garbagecollector), which deletes objects whose
- * `ownerReferences` all point at deleted owners, and the namespace controller (pkg/controller/namespace), which
+ * `ownerReferences` all point at deleted owners and carries out Foreground deletes (dependents first, then the
+ * owner's `foregroundDeletion` finalizer is lifted), and the namespace controller (pkg/controller/namespace), which
  * empties a Namespace being deleted and then removes it. Both follow the store's own event stream, so they see
  * every delete, however it was made, and resume correctly after a restart from a full scan.
  */
@@ -9,10 +10,13 @@ import type { Logger } from '../lib/log.js';
 import { ApiError } from './api-error.js';
 import { KINDS, findKind, kindOfObject, type KindInfo } from './kinds.js';
 import type { KubeObject } from './kube-object.js';
-import type { Registry } from './registry.js';
+import { FOREGROUND_DELETION, type Registry } from './registry.js';
 import type { Storage, StorageEvent } from './storage.js';
 
 const NAMESPACES = findKind('', 'v1', 'namespaces') as KindInfo;
+
+/** Marked for deletion and held by the foregroundDeletion finalizer: its dependents go first. */
+const deletingForeground = (o: KubeObject): boolean => o.metadata.deletionTimestamp !== undefined && (o.metadata.finalizers ?? []).includes(FOREGROUND_DELETION);
 const NAMESPACE_FINALIZER = 'kubernetes';
 /** How soon a namespace whose content is still being finalized is looked at again. */
 const NAMESPACE_RECHECK_MS = 1000;
@@ -26,8 +30,8 @@ interface Ref {
 export class GarbageCollector {
   /** owner uid → dependents that name it. */
   private readonly dependents = new Map<string, Map<string, Ref>>();
-  /** uids of objects that exist. */
-  private readonly live = new Set<string>();
+  /** Objects that exist, by uid. */
+  private readonly live = new Map<string, Ref>();
   private readonly work: (() => Promise<void>)[] = [];
   private running = false;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -45,6 +49,7 @@ export class GarbageCollector {
     for (const o of items) this.index(o);
     for (const o of items) {
       if (this.orphaned(o)) this.enqueueDelete(o);
+      if (deletingForeground(o)) this.enqueueForeground(o);
       if (kindOfObject(o.apiVersion, o.kind) === NAMESPACES && o.metadata.deletionTimestamp !== undefined) this.enqueueNamespace(o.metadata.name ?? '');
     }
     this.unsubscribe = this.storage.watch('/registry/', revision, (e) => this.onEvent(e));
@@ -75,18 +80,24 @@ export class GarbageCollector {
       const uid = e.object.metadata.uid;
       this.unindex(e.object);
       if (uid !== undefined) for (const d of this.dependents.get(uid)?.values() ?? []) this.enqueueCheck(d);
+      // An owner deleting in the foreground may have been waiting for this one.
+      for (const r of e.object.metadata.ownerReferences ?? []) {
+        const owner = this.live.get(r.uid);
+        if (owner !== undefined) this.enqueueForegroundRef(owner, r.uid);
+      }
       return;
     }
     this.index(e.object);
     if (this.orphaned(e.object)) this.enqueueDelete(e.object);
+    if (deletingForeground(e.object)) this.enqueueForeground(e.object);
     if (kindOfObject(e.object.apiVersion, e.object.kind) === NAMESPACES && e.object.metadata.deletionTimestamp !== undefined) this.enqueueNamespace(e.object.metadata.name ?? '');
   }
 
   private index(o: KubeObject): void {
     const uid = o.metadata.uid;
-    if (uid !== undefined) this.live.add(uid);
     const ref = this.refOf(o);
     if (ref === undefined) return;
+    if (uid !== undefined) this.live.set(uid, ref);
     for (const r of o.metadata.ownerReferences ?? []) {
       const m = this.dependents.get(r.uid) ?? new Map<string, Ref>();
       m.set(uid ?? '', ref);
@@ -123,6 +134,38 @@ export class GarbageCollector {
     this.enqueue(async () => {
       const o = this.registry.find(d.kind, d.namespace, d.name);
       if (o !== undefined && this.orphaned(o)) await this.deleteQuietly(d.kind, o);
+    });
+  }
+
+  private enqueueForeground(o: KubeObject): void {
+    const ref = this.refOf(o);
+    if (ref !== undefined && o.metadata.uid !== undefined) this.enqueueForegroundRef(ref, o.metadata.uid);
+  }
+
+  /**
+   * One step of a Foreground delete: dependents not yet deleting are deleted in the foreground too; once none
+   * that blocks its owner (`blockOwnerDeletion`) is left, the owner's finalizer is lifted, which removes it.
+   */
+  private enqueueForegroundRef(ref: Ref, uid: string): void {
+    this.enqueue(async () => {
+      const owner = this.registry.find(ref.kind, ref.namespace, ref.name);
+      if (owner?.metadata.uid !== uid || !deletingForeground(owner)) return;
+      let blocking = 0;
+      for (const d of [...(this.dependents.get(uid)?.values() ?? [])]) {
+        const dep = this.registry.find(d.kind, d.namespace, d.name);
+        if (dep === undefined) continue;
+        if (dep.metadata.deletionTimestamp === undefined) {
+          await this.registry.delete(d.kind, d.namespace, d.name, { propagationPolicy: 'Foreground', preconditions: { uid: dep.metadata.uid } }).catch((e: unknown) => this.ignoreGone(e));
+        }
+        const stillThere = this.registry.find(d.kind, d.namespace, d.name) !== undefined;
+        if (stillThere && dep.metadata.ownerReferences?.some((r) => r.uid === uid && r.blockOwnerDeletion === true) === true) blocking++;
+      }
+      if (blocking > 0) return;
+      await this.registry
+        .mutate(ref.kind, ref.namespace, ref.name, (o) => {
+          o.metadata.finalizers = (o.metadata.finalizers ?? []).filter((f) => f !== FOREGROUND_DELETION);
+        })
+        .catch((e: unknown) => this.ignoreGone(e));
     });
   }
 

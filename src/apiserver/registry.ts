@@ -45,7 +45,10 @@ export interface WriteOptions {
 export interface DeleteOptions {
   readonly dryRun?: boolean | undefined;
   readonly preconditions?: { resourceVersion?: string; uid?: string } | undefined;
-  /** `Orphan` leaves dependents and strips their owner reference; anything else deletes them in the background. */
+  /**
+   * `Orphan` leaves dependents and strips their owner reference; `Foreground` deletes them before the object;
+   * `Background` (or nothing, for most kinds) deletes the object and then them.
+   */
   readonly propagationPolicy?: string | undefined;
 }
 
@@ -63,6 +66,8 @@ const DELETE_ATTEMPTS = 16;
 /** Namespaces the API server keeps (namespace strategy's immortal namespaces). */
 const IMMORTAL_NAMESPACES = new Set(['default', 'kube-system', 'kube-public']);
 
+/** The finalizer a Foreground delete holds its object with (metav1.FinalizerDeleteDependents). */
+export const FOREGROUND_DELETION = 'foregroundDeletion';
 /** generateName adds this many name-safe random characters (`lib/safe-encode.ts`). */
 const NAME_SUFFIX_LENGTH = 5;
 /** Kubernetes truncates generateName so that name plus suffix stays within 63 characters. */
@@ -323,7 +328,16 @@ export class Registry {
       }
       if (opts.dryRun === true) return current;
       const rv = current.metadata.resourceVersion;
+      const policy = opts.propagationPolicy ?? k.strategy?.defaultPropagationPolicy;
       try {
+        // Foreground: the object stays, marked and held by the foregroundDeletion finalizer, until the garbage
+        // collector has deleted its dependents (those with blockOwnerDeletion first), then lifts the finalizer.
+        if (policy === 'Foreground' && k !== NAMESPACES && current.metadata.deletionTimestamp === undefined) {
+          const marked = clone(current);
+          marked.metadata.deletionTimestamp = rfc3339Now();
+          marked.metadata.finalizers = [...(marked.metadata.finalizers ?? []).filter((f) => f !== FOREGROUND_DELETION), FOREGROUND_DELETION];
+          return await this.storage.update(key, marked, rv);
+        }
         // A Namespace is always emptied first: the namespace controller removes it once nothing is left in it.
         if ((current.metadata.finalizers ?? []).length > 0 || k === NAMESPACES) {
           if (current.metadata.deletionTimestamp !== undefined) return current;
@@ -332,7 +346,6 @@ export class Registry {
           if (k === NAMESPACES) marked.status = { ...(marked.status as object | undefined), phase: 'Terminating' };
           return await this.storage.update(key, marked, rv);
         }
-        const policy = opts.propagationPolicy ?? k.strategy?.defaultPropagationPolicy;
         if (policy === 'Orphan' && current.metadata.uid !== undefined) await this.orphanDependents?.(current.metadata.uid);
         const deleted = await this.storage.delete(key, { uid: current.metadata.uid, resourceVersion: rv });
         if (k === SERVICES) this.clusterIps.release(deleted);

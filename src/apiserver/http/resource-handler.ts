@@ -24,7 +24,7 @@ export interface ComputedResources {
 }
 
 const INCLUDE_OBJECT: readonly IncludeObject[] = ['None', 'Metadata', 'Object'];
-/** DeleteOptions.propagationPolicy values (Foreground is accepted and carried out as Background). */
+/** DeleteOptions.propagationPolicy values. */
 const PROPAGATION_POLICIES: readonly string[] = ['Foreground', 'Background', 'Orphan'];
 
 /** The verbs each subresource serves (status: get, update, patch; token and binding: create; a Namespace's finalize: update). */
