@@ -46,6 +46,15 @@ describe('amesh apiserver watch streams', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  test('lifting the last finalizer of an object being deleted ends it with one DELETED event, no MODIFIED before it', async () => {
+    await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'fin', finalizers: ['example.com/hold'] } });
+    const marked = await request('DELETE', '/api/v1/namespaces/w/configmaps/fin');
+    assert.equal((await request('PATCH', '/api/v1/namespaces/w/configmaps/fin', { metadata: { finalizers: null } })).status, 200);
+    const { events } = await watchAll(`resourceVersion=${rvOf(marked.text)}&fieldSelector=metadata.name%3Dfin&timeoutSeconds=1`);
+    assert.deepEqual(events.map((e) => e.type), ['DELETED']);
+    assert.equal((await request('GET', '/api/v1/namespaces/w/configmaps/fin')).status, 404);
+  });
+
   test('without a resourceVersion the stream starts with the current objects as ADDED, then ends at timeoutSeconds', async () => {
     await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'first' } });
     const { status, events } = await watchAll('timeoutSeconds=1');

@@ -66,6 +66,8 @@ const DELETE_ATTEMPTS = 16;
 /** Namespaces the API server keeps (namespace strategy's immortal namespaces). */
 const IMMORTAL_NAMESPACES = new Set(['default', 'kube-system', 'kube-public']);
 
+/** Thrown out of a guaranteed update whose result would be deleted at once: delete instead. */
+class RemoveInstead extends Error {}
 /** The finalizer a Foreground delete holds its object with (metav1.FinalizerDeleteDependents). */
 export const FOREGROUND_DELETION = 'foregroundDeletion';
 /** generateName adds this many name-safe random characters (`lib/safe-encode.ts`). */
@@ -240,20 +242,34 @@ export class Registry {
       if (current === undefined) throw this.notFound(k, name);
       return this.nextVersion(k, name, current, next, opts).obj;
     }
-    let removed = false;
-    const result = await this.storage
-      .guaranteedUpdate(key, (current) => {
-        const step = this.nextVersion(k, name, current, next, opts);
-        removed = step.removed;
-        return step.obj;
-      })
-      .catch((e: unknown) => {
+    // An update that lifts the last finalizer of an object being deleted deletes it instead, in one commit from
+    // the version it read (the generic store's deleteWithoutFinalizers), so watchers see only DELETED.
+    for (let attempt = 1; ; attempt++) {
+      const removal: { current?: KubeObject } = {};
+      const result = await this.storage
+        .guaranteedUpdate(key, (current) => {
+          const step = this.nextVersion(k, name, current, next, opts);
+          if (step.removed) {
+            removal.current = current;
+            throw new RemoveInstead();
+          }
+          return step.obj;
+        })
+        .catch((e: unknown) => {
+          if (e instanceof RemoveInstead) return undefined;
+          throw this.renamed(k, name, e);
+        });
+      const current = removal.current;
+      if (result !== undefined || current === undefined) return result as KubeObject;
+      try {
+        const deleted = await this.storage.delete(key, { uid: current.metadata.uid, resourceVersion: current.metadata.resourceVersion });
+        if (k === SERVICES) this.clusterIps.release(deleted);
+        return deleted;
+      } catch (e) {
+        if (e instanceof ApiError && e.reason === 'Conflict' && attempt < DELETE_ATTEMPTS) continue;
         throw this.renamed(k, name, e);
-      });
-    if (!removed) return result;
-    const deleted = await this.storage.delete(key, { uid: result.metadata.uid });
-    if (k === SERVICES) this.clusterIps.release(deleted);
-    return deleted;
+      }
+    }
   }
 
   /** The object an update of `current` writes, and whether that update completes a pending deletion. */
