@@ -1,5 +1,8 @@
 import { Command } from '@commander-js/extra-typings';
 import { writePluginCaDir } from '../lib/pki/certificate-authority.js';
+import { readFile } from 'node:fs/promises';
+import { MeshError } from '../lib/errors.js';
+import { CniRuntime, parseNetworkConfigList } from '../up/cni-runtime.js';
 import { fatal } from './fatal.js';
 
 /** Experimental and helper commands. */
@@ -13,6 +16,32 @@ export function xCommand(): Command {
       try {
         await writePluginCaDir(dir, o.trustDomain);
         process.stdout.write(`wrote plug-in CA files to ${dir}\n`);
+      } catch (e) {
+        fatal(e);
+      }
+    });
+  x.command('cni')
+    .description("run a CNI network configuration list for one sandbox, as a container runtime does (cnitool's job): ADD prints the result, DEL and CHECK print nothing")
+    .argument('<command>', 'ADD, DEL or CHECK')
+    .requiredOption('--conflist <file>', 'network configuration list (JSON: cniVersion, name, plugins)')
+    .requiredOption('--netns <path>', "the sandbox's network namespace, e.g. /run/netns/pod1")
+    .requiredOption('--container-id <id>', 'the sandbox id the plugins key their state by')
+    .option('--ifname <name>', 'interface name inside the sandbox', 'eth0')
+    .option('--args <pairs>', 'CNI_ARGS, e.g. K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p', '')
+    .option('--cni-path <dirs>', 'plugin directories, colon-separated', '/usr/lib/cni:/opt/cni/bin')
+    .option('--cache-dir <dir>', 'where ADD results are kept for DEL and CHECK', '.amesh/cni-cache')
+    .option('--in-netns <path>', 'run the plugins inside this network namespace (a node)')
+    .action(async (command, o) => {
+      try {
+        const verb = command.toUpperCase();
+        if (verb !== 'ADD' && verb !== 'DEL' && verb !== 'CHECK') throw new MeshError('AMESH_ERR_CONFIG', `command "${command}" must be ADD, DEL or CHECK`);
+        const list = parseNetworkConfigList(await readFile(o.conflist, 'utf8'), o.conflist);
+        const args = Object.fromEntries(o.args.split(';').filter((kv) => kv !== '').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as const));
+        const rt = new CniRuntime({ pluginDirs: o.cniPath.split(':').filter((d) => d !== ''), cacheDir: o.cacheDir, inNetns: o.inNetns });
+        const at = { containerId: o.containerId, netns: o.netns, ifName: o.ifname, args };
+        if (verb === 'ADD') process.stdout.write(JSON.stringify(await rt.add(list, at), null, 2) + '\n');
+        else if (verb === 'DEL') await rt.del(list, at);
+        else await rt.check(list, at);
       } catch (e) {
         fatal(e);
       }

@@ -37,6 +37,7 @@ export const ERROR_CODES = [
   'APISERVER_ERR_DATA_DIR',
   'APISERVER_ERR_AUTHENTICATION',
   'ISTIOD_ERR_KUBE_API',
+  'UP_ERR_CNI',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
