@@ -11,6 +11,18 @@ import { EventEmitter } from 'node:events';
 import { closeSync, rmSync } from 'node:fs';
 import { seqpacket, type FdWatcher } from './native.js';
 
+/** Watches `fd` for reading; if that fails, closes it, so a socket that never got its object does not leak. */
+function watchOrClose(fd: number, onEvent: (err: Error | null, readable: boolean, writable: boolean) => void): FdWatcher {
+  try {
+    const watcher = seqpacket.watch(fd, onEvent);
+    watcher.watch(true, false);
+    return watcher;
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}
+
 /**
  * A connected SEQPACKET socket. Events: 'message' (data, fds), one per datagram, boundaries kept; 'drain' when a
  * send() that returned false may be retried; 'error' (err) when the connection failed, then 'close'; 'close'
@@ -28,14 +40,13 @@ export class SeqpacketSocket extends EventEmitter<{ message: [Buffer, number[]];
   /** Takes over `fd`, a connected SEQPACKET socket: this object closes it. */
   constructor(private readonly fd: number) {
     super();
-    this.watcher = seqpacket.watch(fd, (err, readable, writable) => {
+    this.watcher = watchOrClose(fd, (err, readable, writable) => {
       if (err !== null) this.fail(err);
       else {
         if (writable) this.drained();
         if (readable) this.readAll();
       }
     });
-    this.watcher.watch(true, false);
   }
 
   /**
@@ -89,8 +100,8 @@ export class SeqpacketSocket extends EventEmitter<{ message: [Buffer, number[]];
 }
 
 /**
- * A SEQPACKET listener bound at a filesystem path. Events: 'connection' (socket), 'error' (err), 'close'. A
- * connection that no listener takes is closed.
+ * A SEQPACKET listener bound at a filesystem path. Events: 'connection' (socket); 'error' (err) when accepting
+ * failed, and the server is closed; 'close'. A connection that no listener takes is closed.
  */
 export class SeqpacketServer extends EventEmitter<{ connection: [SeqpacketSocket]; error: [Error]; close: [] }> {
   private readonly watcher: FdWatcher;
@@ -106,11 +117,10 @@ export class SeqpacketServer extends EventEmitter<{ connection: [SeqpacketSocket
     private readonly fd: number,
   ) {
     super();
-    this.watcher = seqpacket.watch(fd, (err) => {
+    this.watcher = watchOrClose(fd, (err) => {
       if (err !== null) this.fail(err);
       else this.acceptAll();
     });
-    this.watcher.watch(true, false);
   }
 
   /** Stops listening and removes the socket file; open connections stay open. Safe to call more than once. */
