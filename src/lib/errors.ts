@@ -38,6 +38,8 @@ export const ERROR_CODES = [
   'APISERVER_ERR_AUTHENTICATION',
   'ISTIOD_ERR_KUBE_API',
   'UP_ERR_CNI',
+  'AMESH_ERR_NATIVE',
+  'AMESH_ERR_NETNS',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
