@@ -12,29 +12,30 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CniRuntime, parseNetworkConfigList } from '../src/up/cni-runtime.js';
+import { netnsSkip, TestNetns } from './helpers/netns.js';
 
 const PLUGIN_DIR = '/usr/lib/cni';
-const skip = process.getuid?.() !== 0 ? 'needs root to create network namespaces (CI runs as root)' : !existsSync(path.join(PLUGIN_DIR, 'bridge')) ? `no ${PLUGIN_DIR}/bridge: apt-get install containernetworking-plugins (.ci/run does)` : false;
+const skip = netnsSkip() || (!existsSync(path.join(PLUGIN_DIR, 'bridge')) && `no ${PLUGIN_DIR}/bridge: apt-get install containernetworking-plugins (.ci/run does)`);
 
 const ip = (...args: string[]): string => execFileSync('ip', args, { encoding: 'utf8' });
 
 test('a bridge + host-local chain run in a node netns gives the pod netns eth0 on the node bridge; CHECK passes; DEL releases it', { skip }, async () => {
   const id = randomBytes(3).toString('hex');
-  const node = `amesh-t-node-${id}`;
-  const pod = `amesh-t-pod-${id}`;
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-cni-netns-'));
+  const made: TestNetns[] = [];
   try {
-    for (const ns of [node, pod]) {
-      ip('netns', 'add', ns);
-      ip('-n', ns, 'link', 'set', 'lo', 'up');
-    }
+    const nodeNs = await TestNetns.create();
+    made.push(nodeNs);
+    const podNs = await TestNetns.create();
+    made.push(podNs);
+    const [node, pod] = [nodeNs.name, podNs.name];
     const list = parseNetworkConfigList(JSON.stringify({
       cniVersion: '1.0.0',
       name: 'amesh-test',
       plugins: [{ type: 'bridge', bridge: `ambr${id}`, isGateway: true, ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet: '10.244.7.0/24' }]], dataDir: path.join(dir, 'ipam') } }],
     }), 'test');
-    const rt = new CniRuntime({ pluginDirs: [PLUGIN_DIR], cacheDir: path.join(dir, 'cache'), inNetns: `/run/netns/${node}` });
-    const at = { containerId: `c${id}`, netns: `/run/netns/${pod}`, ifName: 'eth0', args: { K8S_POD_NAMESPACE: 'shop', K8S_POD_NAME: 'web-0' } };
+    const rt = new CniRuntime({ pluginDirs: [PLUGIN_DIR], cacheDir: path.join(dir, 'cache'), inNetns: nodeNs.path });
+    const at = { containerId: `c${id}`, netns: podNs.path, ifName: 'eth0', args: { K8S_POD_NAMESPACE: 'shop', K8S_POD_NAME: 'web-0' } };
     const result = (await rt.add(list, at)) as { ips?: { address: string; gateway?: string }[] };
     const address = result.ips?.[0]?.address ?? '';
     assert.match(address, /^10\.244\.7\.\d+\/24$/);
@@ -58,7 +59,7 @@ test('a bridge + host-local chain run in a node netns gives the pod netns eth0 o
     assert.throws(() => ip('-n', pod, 'link', 'show', 'eth0'), 'DEL removed the pod end of the veth');
     await rt.del(list, at);
   } finally {
-    for (const ns of [pod, node]) spawnSync('ip', ['netns', 'del', ns]);
+    for (const ns of made.reverse()) await ns.remove();
     await rm(dir, { recursive: true, force: true });
   }
 });
