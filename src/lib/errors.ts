@@ -40,6 +40,15 @@ export const ERROR_CODES = [
   'UP_ERR_CNI',
   'AMESH_ERR_NATIVE',
   'AMESH_ERR_NETNS',
+  'CNI_ERR_ENV',
+  'CNI_ERR_STDIN',
+  'CNI_ERR_DECODE',
+  'CNI_ERR_VERSION',
+  'CNI_ERR_CONFIG',
+  'CNI_ERR_NETNS',
+  'CNI_ERR_KUBE_API',
+  'CNI_ERR_AGENT_UNAVAILABLE',
+  'CNI_ERR_CAPTURE_FAILED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
