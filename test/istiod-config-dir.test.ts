@@ -25,7 +25,10 @@ const HOST = '127.0.94.1';
 const ROOT_ALLOW = '---\n{apiVersion: security.istio.io/v1, kind: AuthorizationPolicy, metadata: {name: allow-nothing-else, namespace: istio-system}, spec: {action: ALLOW, rules: [{from: [{source: {principals: [cluster.local/ns/frontend/sa/web]}}]}]}}\n';
 const BASE = namespaces('frontend') + pod({ name: 'web-0', namespace: 'frontend', serviceAccount: 'web', node: 'n1', ip: '127.0.94.10' });
 
-describe('istiod --config-dir through its embedded API server', () => {
+/** A push that never comes fails the test instead of hanging the suite. */
+const TEST_TIMEOUT_MS = 20_000;
+
+describe('istiod --config-dir through its embedded API server', { timeout: TEST_TIMEOUT_MS * 5 }, () => {
   let dir: string;
   let ist: Istiod;
   const { kubectl, ok } = kubectlWith(() => ist.kubeconfigPath ?? '');
@@ -58,7 +61,7 @@ describe('istiod --config-dir through its embedded API server', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  test('a policy the API refuses (its namespace missing) is served as deny-all in its scope until the API takes it', async () => {
+  test('a policy the API refuses (its namespace missing) is served as deny-all in its scope until the API takes it', { timeout: TEST_TIMEOUT_MS }, async () => {
     const s = await subscribe();
     try {
       // In the root namespace without a selector the policy is mesh-wide, so its stand-in denies the whole mesh
@@ -70,6 +73,20 @@ describe('istiod --config-dir through its embedded API server', () => {
       await write(namespaces('istio-system') + BASE);
       const removed = await s.next();
       assert.deepEqual(removed.removedResources, ['istio-system/allow-nothing-else']);
+    } finally {
+      s.close();
+    }
+  });
+
+  test('a stand-in for a policy the API refused goes when its document leaves the directory', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const ghost = '---\n{apiVersion: security.istio.io/v1, kind: AuthorizationPolicy, metadata: {name: allow-ghost, namespace: ghost}, spec: {action: ALLOW, rules: [{}]}}\n';
+    const s = await subscribe();
+    try {
+      await write(namespaces('istio-system') + BASE + ghost);
+      const standIn = decode(await s.next());
+      assert.equal(standIn['ghost/allow-ghost']?.['action'], 'DENY', 'namespace ghost does not exist, so the API refused it');
+      await write(namespaces('istio-system') + BASE);
+      assert.deepEqual((await s.next()).removedResources, ['ghost/allow-ghost']);
     } finally {
       s.close();
     }

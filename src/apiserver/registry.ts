@@ -21,6 +21,7 @@ import { applyStrategicMergePatch, supportsStrategicMergePatch } from './strateg
 import { ensureRequestNamespace, validateObjectMeta, validateObjectMetaUpdate } from './validation/object-meta.js';
 import { decodeError } from './validation/decode.js';
 import type { ClusterIpAllocator } from './cluster-ip-allocator.js';
+import { kubeTime } from '../lib/kube-time.js';
 
 export const PATCH_TYPES = {
   json: 'application/json-patch+json',
@@ -90,9 +91,6 @@ export function qualifiedResource(k: KindInfo): string {
   return k.group === '' ? k.plural : `${k.plural}.${k.group}`;
 }
 
-function rfc3339Now(): string {
-  return new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-}
 
 function clone<T>(v: T): T {
   return structuredClone(v);
@@ -143,7 +141,7 @@ export class Registry {
       meta.name = meta.generateName.slice(0, MAX_GENERATED_NAME_PREFIX) + randomSafeString(NAME_SUFFIX_LENGTH);
     }
     meta.uid = randomUUID();
-    meta.creationTimestamp = rfc3339Now();
+    meta.creationTimestamp = kubeTime();
     delete meta.deletionTimestamp;
     delete meta.resourceVersion;
     k.strategy?.prepareForCreate?.(obj);
@@ -225,7 +223,7 @@ export class Registry {
       if (spec.nodeName !== undefined && spec.nodeName !== '') throw new ApiError('Conflict', `pod ${name} is already assigned to node "${spec.nodeName}"`, { name, kind: 'pods' });
       spec.nodeName = node;
       const status = (pod.status ??= {}) as { conditions?: Record<string, unknown>[] };
-      status.conditions = [...(status.conditions ?? []).filter((c) => c.type !== 'PodScheduled'), { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: rfc3339Now() }];
+      status.conditions = [...(status.conditions ?? []).filter((c) => c.type !== 'PodScheduled'), { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: kubeTime() }];
       if (binding.metadata.annotations !== undefined) pod.metadata.annotations = { ...pod.metadata.annotations, ...binding.metadata.annotations };
     }, 'binding');
   }
@@ -350,7 +348,7 @@ export class Registry {
         // collector has deleted its dependents (those with blockOwnerDeletion first), then lifts the finalizer.
         if (policy === 'Foreground' && k !== NAMESPACES && current.metadata.deletionTimestamp === undefined) {
           const marked = clone(current);
-          marked.metadata.deletionTimestamp = rfc3339Now();
+          marked.metadata.deletionTimestamp = kubeTime();
           marked.metadata.finalizers = [...(marked.metadata.finalizers ?? []).filter((f) => f !== FOREGROUND_DELETION), FOREGROUND_DELETION];
           return await this.storage.update(key, marked, rv);
         }
@@ -358,7 +356,7 @@ export class Registry {
         if ((current.metadata.finalizers ?? []).length > 0 || k === NAMESPACES) {
           if (current.metadata.deletionTimestamp !== undefined) return current;
           const marked = clone(current);
-          marked.metadata.deletionTimestamp = rfc3339Now();
+          marked.metadata.deletionTimestamp = kubeTime();
           if (k === NAMESPACES) marked.status = { ...(marked.status as object | undefined), phase: 'Terminating' };
           return await this.storage.update(key, marked, rv);
         }

@@ -19,6 +19,7 @@ import { ReconcileQueue } from '../kube/reconcile-queue.js';
 import type { Logger } from '../lib/log.js';
 import { controllerOf, controllerReference, keyOf, splitKey } from './owned-objects.js';
 import { podTemplateHash } from './pod-template-hash.js';
+import { kubeTime } from '../lib/kube-time.js';
 
 export const POD_TEMPLATE_HASH = 'pod-template-hash';
 export const REVISION = 'deployment.kubernetes.io/revision';
@@ -183,7 +184,7 @@ export class DeploymentController {
     const sameCounts = (Object.keys(counts) as (keyof typeof counts)[]).every((k) => (before[k] ?? 0) === (counts[k] ?? 0));
     const sameConditions = conditions.every((c) => before.conditions?.some((b) => b.type === c.type && b.status === c.status && b.reason === c.reason) === true);
     if (sameCounts && sameConditions) return;
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const now = kubeTime();
     // Times as the API writes them (RFC 3339 text): the informer's objects are the API's JSON, not client-node models.
     const stamped = conditions.map((c) => {
       const prev = before.conditions?.find((b) => b.type === c.type);

@@ -12,6 +12,7 @@ import { listJson } from '../kube/list-json.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
 import type { Logger } from '../lib/log.js';
 import { isPodActive, keyOf, splitKey } from './owned-objects.js';
+import { kubeTime } from '../lib/kube-time.js';
 
 export const DEFAULT_SCHEDULER_NAME = 'default-scheduler';
 const MAX_ATTEMPTS = 15;
@@ -109,7 +110,7 @@ export class Scheduler {
   private async markUnschedulable(pod: V1Pod, message: string): Promise<void> {
     const current = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
     if (current?.status === 'False' && current.message === message) return;
-    const condition = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastProbeTime: null, lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z') };
+    const condition = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastProbeTime: null, lastTransitionTime: kubeTime() };
     await this.core.patchNamespacedPodStatus({ name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', body: { status: { phase: 'Pending', conditions: [condition] } } }, STRATEGIC_MERGE);
     this.log.info({ pod: keyOf(pod.metadata), message }, 'pod unschedulable');
   }

@@ -8,6 +8,7 @@ import { ApiError } from '../api-error.js';
 import type { KubeObject } from '../kube-object.js';
 import { reviewSubjectAccess } from './subject-access-review.js';
 import type { UserInfo } from './user-info.js';
+import { kubeTime } from '../../lib/kube-time.js';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -27,7 +28,7 @@ export function reviewSelf(user: UserInfo): KubeObject {
   return {
     apiVersion: 'authentication.k8s.io/v1',
     kind: 'SelfSubjectReview',
-    metadata: { creationTimestamp: new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z') },
+    metadata: { creationTimestamp: kubeTime() },
     status: { userInfo: { username: user.username, ...(user.uid !== undefined ? { uid: user.uid } : {}), groups: [...user.groups], ...(user.extra !== undefined ? { extra: user.extra } : {}) } },
   };
 }

@@ -14,6 +14,7 @@ import { ApiError, invalid } from '../api-error.js';
 import type { KubeObject } from '../kube-object.js';
 import { SERVICE_ACCOUNT_ALG, type ServiceAccountSigningKey } from './cluster-credentials.js';
 import { serviceAccountUsername } from './user-info.js';
+import { kubeTime } from '../../lib/kube-time.js';
 
 /** kube-apiserver's `--service-account-issuer` as kubeadm and most distributions set it. */
 export const DEFAULT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
@@ -62,10 +63,6 @@ export interface ServiceAccountTokenIssuerOptions {
   readonly now?: () => number;
 }
 
-/** RFC 3339 in whole seconds, as metav1.Time serialises. */
-export function kubeTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
 
 const notFound = (resource: string, name: string): ApiError => new ApiError('NotFound', `${resource} "${name}" not found`, { name, group: '', kind: resource });
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -25,6 +25,7 @@ import { ApiError } from '../api-error.js';
 import { kindOfObject } from '../kinds.js';
 import type { KubeObject } from '../kube-object.js';
 import { goJsonForm, goJsonName } from './go-json-forms.js';
+import { kubeTime } from '../../lib/kube-time.js';
 
 /** The media type of Kubernetes protobuf bodies. */
 export const PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
@@ -143,7 +144,7 @@ function messageJson(m: ReflectMessage, path: string): unknown {
       refuseUnknownFields(m, path);
       const seconds = Number(fieldValue(m, 'seconds'));
       const nanos = Number(fieldValue(m, 'nanos'));
-      return seconds === 0 && nanos === 0 ? null : rfc3339(seconds);
+      return seconds === 0 && nanos === 0 ? null : kubeTime(seconds * 1000);
     }
     case INT_OR_STRING:
       refuseUnknownFields(m, path);
@@ -162,9 +163,7 @@ function fieldValue(m: ReflectMessage, name: string): unknown {
 }
 
 /** Go's metav1.Time JSON: RFC 3339 in UTC at second precision. */
-function rfc3339(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
+
 
 function isZero(v: unknown): boolean {
   return v === '' || v === 0 || v === 0n || v === false || (v instanceof Uint8Array && v.length === 0);
