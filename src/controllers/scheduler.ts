@@ -46,6 +46,11 @@ export class Scheduler {
   private readonly nodes: RestartingInformer<V1Node>;
   private readonly queue: ReconcileQueue;
   private readonly core: CoreV1Api;
+  /**
+   * Pods bound but not yet seen bound by the informer, with their node: counted in the node's load, so pods
+   * scheduled in a burst spread out (kube-scheduler's cache "assumes" a pod the same way).
+   */
+  private readonly assumed = new Map<string, string>();
   readonly synced: Promise<void>;
 
   constructor(
@@ -55,12 +60,13 @@ export class Scheduler {
     this.core = kc.makeApiClient(CoreV1Api);
     this.queue = new ReconcileQueue((key) => this.schedule(key), MAX_ATTEMPTS, log);
     const onPod = (p: V1Pod): void => {
+      if ((p.spec?.nodeName ?? '') !== '') this.assumed.delete(keyOf(p.metadata));
       if (unscheduled(p)) this.queue.add(keyOf(p.metadata));
     };
     const onNode = (): void => {
       for (const p of this.pods.list()) onPod(p);
     };
-    this.pods = new RestartingInformer<V1Pod>(kc, '/api/v1/pods', () => listJson(kc, '/api/v1/pods'), { add: onPod, update: onPod }, log);
+    this.pods = new RestartingInformer<V1Pod>(kc, '/api/v1/pods', () => listJson(kc, '/api/v1/pods'), { add: onPod, update: onPod, delete: (p) => this.assumed.delete(keyOf(p.metadata)) }, log);
     this.nodes = new RestartingInformer<V1Node>(kc, '/api/v1/nodes', () => listJson(kc, '/api/v1/nodes'), { add: onNode, update: onNode }, log);
     this.synced = Promise.all([this.pods.synced, this.nodes.synced]).then(() => undefined);
   }
@@ -94,7 +100,10 @@ export class Scheduler {
       return;
     }
     const load = new Map<string, number>();
-    for (const p of this.pods.list()) if (isPodActive(p) && (p.spec?.nodeName ?? '') !== '') load.set(p.spec!.nodeName!, (load.get(p.spec!.nodeName!) ?? 0) + 1);
+    for (const p of this.pods.list()) {
+      const on = p.spec?.nodeName || this.assumed.get(keyOf(p.metadata));
+      if (isPodActive(p) && on !== undefined && on !== '') load.set(on, (load.get(on) ?? 0) + 1);
+    }
     const node = fit.map((n) => n.metadata?.name ?? '').sort((a, b) => (load.get(a) ?? 0) - (load.get(b) ?? 0) || (a < b ? -1 : a > b ? 1 : 0))[0]!;
     try {
       await this.core.createNamespacedPodBinding({ name, namespace, body: { metadata: { name, namespace }, target: { apiVersion: 'v1', kind: 'Node', name: node } } });
@@ -104,6 +113,7 @@ export class Scheduler {
       if (code === 409 || code === 404) return;
       throw e;
     }
+    this.assumed.set(key, node);
     this.log.info({ pod: key, node }, 'pod scheduled');
   }
 
