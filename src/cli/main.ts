@@ -9,6 +9,9 @@ import { demoCommand } from './demo.js';
 import { istiodCommand } from './istiod.js';
 import { apiserverCommand } from './apiserver.js';
 import { controllerManagerCommand } from './controller-manager.js';
+import { downCommand, upCommand } from './up.js';
+import { execCommand } from './exec.js';
+import { logsCommand } from './logs.js';
 
 const program = new Command('amesh')
   .description("amesh: Istio's ambient mode in TypeScript")
@@ -24,6 +27,10 @@ program.addCommand(ztunnelCommand());
 program.addCommand(istiodCommand());
 program.addCommand(apiserverCommand());
 program.addCommand(controllerManagerCommand());
+program.addCommand(upCommand());
+program.addCommand(downCommand());
+program.addCommand(execCommand());
+program.addCommand(logsCommand());
 program.addCommand(echoCommand());
 program.addCommand(demoCommand());
 program.addCommand(xCommand());

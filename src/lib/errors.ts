@@ -49,6 +49,11 @@ export const ERROR_CODES = [
   'CNI_ERR_KUBE_API',
   'CNI_ERR_AGENT_UNAVAILABLE',
   'CNI_ERR_CAPTURE_FAILED',
+  'UP_ERR_NETWORK',
+  'UP_ERR_LEFTOVERS',
+  'UP_ERR_NOT_FOUND',
+  'UP_ERR_MANIFESTS',
+  'UP_ERR_CONTAINER',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -9,10 +9,10 @@
  * Written here rather than taken from a library: the npm packages for CNI are for writing plugins, not for
  * running them, and `amesh up` must run each node's chain inside that node's network namespace (`nsenter`).
  */
-import { spawn } from 'node:child_process';
 import { access, constants, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { MeshError } from '../lib/errors.js';
+import { runCommand } from './run-command.js';
 
 /** What the plugins see of the runtime's network configuration list (SPEC.md "Network Configuration Lists"). */
 export interface NetworkConfigList {
@@ -126,7 +126,7 @@ export class CniRuntime {
       CNI_ARGS: Object.entries({ IgnoreUnknown: '1', ...at.args }).map(([k, v]) => `${k}=${v}`).join(';'),
       CNI_PATH: this.opts.pluginDirs.join(':'),
     };
-    const { code, stdout, stderr } = this.opts.inNetns === undefined ? await run(binary, [], env, JSON.stringify(config)) : await run('nsenter', [`--net=${this.opts.inNetns}`, '--', binary], env, JSON.stringify(config));
+    const { code, stdout, stderr } = this.opts.inNetns === undefined ? await runCommand(binary, [], { env, stdin: JSON.stringify(config) }) : await runCommand('nsenter', [`--net=${this.opts.inNetns}`, '--', binary], { env, stdin: JSON.stringify(config) });
     let out: Record<string, unknown> = {};
     if (stdout.trim() !== '') {
       try {
@@ -144,17 +144,4 @@ export class CniRuntime {
     // ADD returns the new result; DEL and CHECK print nothing, and the chain keeps the result it had.
     return command === 'ADD' ? out : (prev ?? {});
   }
-}
-
-function run(cmd: string, args: readonly string[], env: NodeJS.ProcessEnv, stdin: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.once('error', reject);
-    p.once('close', (code) => resolve({ code, stdout, stderr }));
-    p.stdin.end(stdin);
-  });
 }

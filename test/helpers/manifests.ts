@@ -33,3 +33,39 @@ export function pod(p: TestPod): string {
     status: { phase: 'Running', podIP: p.ip },
   });
 }
+
+/** A container that runs a command, as `amesh up`'s kubelet runs containers (no images). */
+export interface CommandContainer {
+  readonly name: string;
+  readonly command: readonly string[];
+  readonly ports?: Readonly<Record<string, number>>;
+  readonly readinessProbe?: Readonly<Record<string, unknown>>;
+}
+
+const container = (c: CommandContainer): object => ({
+  name: c.name,
+  image: 'command',
+  command: c.command,
+  ...(c.ports === undefined ? {} : { ports: Object.entries(c.ports).map(([name, containerPort]) => ({ name, containerPort })) }),
+  ...(c.readinessProbe === undefined ? {} : { readinessProbe: c.readinessProbe }),
+});
+
+/** A Deployment of `replicas` pods labelled `app: <name>`, each running `c`. */
+export function deployment(d: { name: string; namespace: string; replicas: number; container: CommandContainer }): string {
+  return doc({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: d.name, namespace: d.namespace },
+    spec: { replicas: d.replicas, selector: { matchLabels: { app: d.name } }, template: { metadata: { labels: { app: d.name } }, spec: { terminationGracePeriodSeconds: 2, containers: [container(d.container)] } } },
+  });
+}
+
+/** A pod (left for the scheduler to place) running `c`. */
+export function commandPod(p: { name: string; namespace: string; container: CommandContainer; restartPolicy?: 'Always' | 'OnFailure' | 'Never' }): string {
+  return doc({ apiVersion: 'v1', kind: 'Pod', metadata: { name: p.name, namespace: p.namespace }, spec: { terminationGracePeriodSeconds: 2, ...(p.restartPolicy === undefined ? {} : { restartPolicy: p.restartPolicy }), containers: [container(p.container)] } });
+}
+
+/** A Node one-liner: a TCP echo server on `port` that prints `listening` once it listens; `marker` names it in `ps`. */
+export function nodeEchoCommand(port: number, marker: string): string[] {
+  return ['node', '-e', `/* ${marker} */ require('net').createServer((s) => s.pipe(s)).listen(${String(port)}, () => console.log('listening'))`];
+}

@@ -1,0 +1,253 @@
+/**
+ * `amesh up`: a whole cluster on one machine, as kind builds one from containers. In the namespace `up` runs in
+ * (the host): a bridge for the node network, the embedded API server and istiod listening on the bridge's
+ * address (so every node reaches them), the manifest directory applied to the API as `kubectl apply --prune`
+ * would, and the Deployment, ReplicaSet and scheduler controllers. Per node: its network namespace (node.ts) and
+ * a kubelet (kubelet.ts) running the pods bound to it. Everything made outside this process is recorded in the
+ * data directory first (resource-journal.ts), so `stop()`, or `amesh down` after a crash, removes all of it.
+ */
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, rm, rmdir, symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { ApiServer } from '../apiserver/api-server.js';
+import { loadApiServerConfig } from '../apiserver/config.js';
+import { DeploymentController } from '../controllers/deployment-controller.js';
+import { ReplicaSetController } from '../controllers/replica-set-controller.js';
+import { Scheduler } from '../controllers/scheduler.js';
+import { loadIstiodConfig } from '../istiod/config.js';
+import { Istiod } from '../istiod/istiod.js';
+import { ManifestApplier, type ApplyResult } from '../istiod/registry/manifest-applier.js';
+import { Registry } from '../istiod/registry/registry.js';
+import { listJson } from '../kube/list-json.js';
+import { Backoff } from '../lib/backoff.js';
+import { describeError, MeshError } from '../lib/errors.js';
+import { LogControl, type Logger } from '../lib/log.js';
+import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
+import { Kubelet } from './kubelet.js';
+import { createHostBridge, hostBridgeName, nodeRecord, UpNode } from './node.js';
+import { ResourceJournal } from './resource-journal.js';
+import { ip } from './run-command.js';
+import type { UpConfig } from './up-config.js';
+import { UpDataDir } from './up-data-dir.js';
+
+/** kube-apiserver's secure port, and istiod's xDS/CA and monitoring ports, on the host's bridge address. */
+const APISERVER_PORT = 6443;
+const ISTIOD_GRPC_PORT = 15012;
+const ISTIOD_MONITORING_PORT = 15014;
+/** Where Debian's containernetworking-plugins and the upstream release tarball put the CNI plugins. */
+export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
+/** How long `up` waits for the manifests' pods before showing the table anyway. */
+const SETTLE_TIMEOUT_MS = 120_000;
+const SETTLE_POLL_MS = 250;
+
+/** One line of progress while the cluster starts or stops. */
+export type Progress = (line: string) => void;
+
+export interface ClusterSnapshot {
+  readonly nodes: readonly V1Node[];
+  readonly pods: readonly V1Pod[];
+}
+
+/** The node's network configuration list: Debian's bridge with host-local IPAM over the node's pod CIDR. */
+function nodeNetworkConfig(podCidr: string, ipamDir: string): NetworkConfigList {
+  return parseNetworkConfigList(
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'amesh',
+      plugins: [{ type: 'bridge', bridge: 'cni0', isGateway: true, ipMasq: false, hairpinMode: true, ipam: { type: 'host-local', ranges: [[{ subnet: podCidr }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir } }],
+    }),
+    'amesh up node network',
+  );
+}
+
+const podSettled = (p: V1Pod): boolean => {
+  const phase = p.status?.phase;
+  if (phase === 'Succeeded' || phase === 'Failed') return true;
+  if ((p.spec?.nodeName ?? '') === '') return p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable') === true;
+  return phase === 'Running' && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+};
+
+const deploymentSettled = (d: V1Deployment): boolean => {
+  const want = d.spec?.replicas ?? 1;
+  return (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1) && (d.status?.updatedReplicas ?? 0) === want && (d.status?.replicas ?? 0) === want;
+};
+
+export class Cluster {
+  /** Cleanups of what has been started, run in reverse by `stop()`. */
+  private readonly undo: { what: string; run: () => Promise<void> }[] = [];
+  private kc: KubeConfig | undefined;
+  private readonly log: Logger;
+  private applyRetry: NodeJS.Timeout | undefined;
+  private stopping: Promise<void> | undefined;
+
+  private constructor(
+    readonly cfg: UpConfig,
+    readonly dataDir: UpDataDir,
+    private readonly logs: LogControl,
+    private readonly logStream: WriteStream,
+    private readonly progress: Progress,
+  ) {
+    this.log = logs.scope('up');
+  }
+
+  get kubeconfig(): KubeConfig {
+    if (this.kc === undefined) throw new Error('the cluster has not started');
+    return this.kc;
+  }
+
+  /** Starts the cluster; on any failure, removes what was made and rethrows. */
+  static async start(cfg: UpConfig, progress: Progress): Promise<Cluster> {
+    const dataDir = new UpDataDir(cfg.dataDir);
+    await mkdir(cfg.dataDir, { recursive: true, mode: 0o700 });
+    const journal = await ResourceJournal.open(dataDir.journal);
+    const logStream = createWriteStream(dataDir.logFile, { flags: 'a', mode: 0o600 });
+    const logs = new LogControl({ format: 'text', level: cfg.logLevel, component: 'up', out: logStream });
+    logs.apply(cfg.logLevel);
+    const c = new Cluster(cfg, dataDir, logs, logStream, progress);
+    c.undo.push({ what: 'the record of created resources', run: () => journal.close() });
+    try {
+      await c.build(journal);
+    } catch (e) {
+      await c.stop();
+      throw e;
+    }
+    return c;
+  }
+
+  private async build(journal: ResourceJournal): Promise<void> {
+    const { cfg, dataDir, progress } = this;
+    const records = Array.from({ length: cfg.nodes }, (_, i) => nodeRecord(cfg, i + 1));
+    await dataDir.writeCluster({ name: cfg.name, hostIp: cfg.hostIp, nodes: records });
+
+    progress(`Creating the node network: bridge ${hostBridgeName(cfg)} at ${cfg.hostIp} (${cfg.nodeCidr})`);
+    this.undo.push({ what: `bridge ${hostBridgeName(cfg)}`, run: () => ip('link', 'del', hostBridgeName(cfg)).then(() => undefined) });
+    await createHostBridge(cfg, journal);
+    const nodes: UpNode[] = [];
+    for (const r of records) {
+      progress(`Creating node ${r.name}: network namespace ${r.netns}, address ${r.ip}, pods ${r.podCidr}`);
+      const node = await UpNode.create(cfg, nodes.length + 1, records, journal);
+      nodes.push(node);
+      this.undo.push({ what: `node ${r.name}`, run: () => node.remove() });
+    }
+
+    const apiCfg = loadApiServerConfig({ dataDir: dataDir.apiserverDir, listen: `${cfg.hostIp}:${String(APISERVER_PORT)}` }, {});
+    const api = await ApiServer.start(apiCfg, this.logs);
+    this.undo.push({ what: 'the API server', run: () => api.stop() });
+    await rm(dataDir.kubeconfig, { force: true });
+    await symlink(path.relative(dataDir.root, api.kubeconfigPath), dataDir.kubeconfig);
+    const kc = new KubeConfig();
+    kc.loadFromFile(api.kubeconfigPath);
+    this.kc = kc;
+    progress(`API server ready at ${api.url} (kubectl --kubeconfig ${dataDir.kubeconfig})`);
+
+    const kubelets = nodes.map((node) => {
+      const cniDir = path.join(dataDir.nodeDir(node.name), 'cni');
+      return new Kubelet({
+        kc,
+        cluster: cfg.name,
+        node: node.record,
+        nodeNetnsPath: node.netnsPath,
+        dataDir,
+        journal,
+        cniList: nodeNetworkConfig(node.record.podCidr, path.join(cniDir, 'ipam')),
+        cni: new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS], cacheDir: path.join(cniDir, 'cache'), inNetns: node.netnsPath }),
+        log: this.logs.scope(`kubelet.${node.name}`),
+      });
+    });
+    for (const k of kubelets) await k.register();
+    progress(`Nodes registered: ${nodes.map((n) => n.name).join(', ')}`);
+
+    progress(`Applying ${cfg.configDir}`);
+    await this.applyManifests(kc);
+
+    const istiod = await Istiod.start(loadIstiodConfig({ kubeconfig: api.kubeconfigPath, stateDir: dataDir.istiodDir, grpcAddress: `${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`, monitoringAddress: `${cfg.hostIp}:${String(ISTIOD_MONITORING_PORT)}` }), this.logs);
+    this.undo.push({ what: 'istiod', run: () => istiod.stop() });
+    progress(`istiod serving xDS and its CA on ${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`);
+
+    const controllers = [new DeploymentController(kc, this.logs.scope('deployment')), new ReplicaSetController(kc, this.logs.scope('replicaset')), new Scheduler(kc, this.logs.scope('scheduler'))];
+    for (const c of controllers) c.start();
+    this.undo.push({ what: 'the controllers', run: () => Promise.all(controllers.map((c) => c.stop())).then(() => undefined) });
+    await Promise.all(controllers.map((c) => c.synced));
+    progress('Controllers running: deployments, replicasets, scheduler');
+
+    for (const k of kubelets) {
+      k.start();
+      this.undo.push({ what: 'a kubelet', run: () => k.stop() });
+    }
+    await Promise.all(kubelets.map((k) => k.synced));
+    progress('Kubelets running');
+  }
+
+  /**
+   * Applies the manifest directory, then follows its changes. At start, an object the API refuses stops `up`:
+   * a policy missing from the cluster would allow what it should deny.
+   */
+  private async applyManifests(kc: KubeConfig): Promise<void> {
+    const files = new Registry(this.cfg.configDir, this.logs.scope('registry'));
+    const applier = new ManifestApplier(files, kc, this.logs.scope('applier'));
+    this.undo.push({
+      what: 'the manifest watcher',
+      run: async () => {
+        clearTimeout(this.applyRetry);
+        files.stop();
+        await applier.idle();
+      },
+    });
+    await files.reload();
+    const first = await applier.apply();
+    if (first.errors.length > 0) throw new MeshError('UP_ERR_MANIFESTS', `the API refused objects of ${this.cfg.configDir}:\n  ${first.errors.join('\n  ')}`);
+    this.progress(`Applied ${String(first.applied)} objects`);
+    const retry = new Backoff(500, 15_000);
+    const applyNow = (keys: ReadonlySet<string> | undefined): void => {
+      clearTimeout(this.applyRetry);
+      applier.apply(keys).then(
+        (r: ApplyResult) => {
+          retry.reset();
+          for (const e of r.errors) this.log.error(e);
+        },
+        (e: unknown) => {
+          const delayMs = retry.next();
+          this.log.error({ error: describeError(e), retryInMs: delayMs }, 'cannot apply the config directory; retrying');
+          this.applyRetry = setTimeout(() => applyNow(undefined), delayMs);
+        },
+      );
+    };
+    files.on('change', (changes) => {
+      if (changes.size > 0) applyNow(new Set(changes.keys()));
+    });
+    files.watch();
+  }
+
+  /** Nodes and pods as the API has them now. */
+  async snapshot(): Promise<ClusterSnapshot> {
+    const [nodes, pods] = await Promise.all([listJson<V1Node>(this.kubeconfig, '/api/v1/nodes'), listJson<V1Pod>(this.kubeconfig, '/api/v1/pods')]);
+    return { nodes: nodes.items, pods: pods.items };
+  }
+
+  /** Waits until every Deployment has its pods and every pod runs ready (or finished, or cannot be scheduled). */
+  async settle(timeoutMs = SETTLE_TIMEOUT_MS): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.stopping === undefined) {
+      const [deployments, { pods }] = await Promise.all([listJson<V1Deployment>(this.kubeconfig, '/apis/apps/v1/deployments'), this.snapshot()]);
+      if (deployments.items.every(deploymentSettled) && pods.every(podSettled)) return true;
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
+    }
+    return false;
+  }
+
+  /** Tears everything down in reverse order; each step runs even when an earlier one failed. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      for (const u of this.undo.reverse()) {
+        this.progress(`Removing ${u.what}`);
+        await u.run().catch((e: unknown) => this.progress(`cannot remove ${u.what}: ${describeError(e)}`));
+      }
+      await new Promise((r) => this.logStream.end(r));
+      for (const p of this.dataDir.created) await rm(p, { recursive: true, force: true });
+      await rmdir(this.dataDir.root).catch(() => undefined);
+    })();
+    return this.stopping;
+  }
+}

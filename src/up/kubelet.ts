@@ -1,0 +1,343 @@
+/**
+ * The kubelet role of one node of `amesh up`: it registers its Node (podCIDR, InternalIP, Ready), watches the
+ * pods bound to it (`spec.nodeName`), and runs each pod as kubelet and a container runtime would: a network
+ * namespace as the sandbox, the node's CNI chain (ADD on create, DEL on removal) run inside the node's namespace,
+ * the containers as processes in the sandbox (processes.ts), readiness probes (probes.ts), and the pod's status
+ * (IPs, hostIP, phase, conditions, containerStatuses) written through `pods/status`. A deleted pod's processes
+ * are stopped, its CNI DEL run and its namespace removed.
+ */
+import { mkdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Container, type V1ContainerStatus, type V1EnvVar, type V1Pod, type V1PodCondition, type V1PodStatus } from '@kubernetes/client-node';
+import { RestartingInformer } from '../kube/informer.js';
+import { listJson } from '../kube/list-json.js';
+import { Backoff } from '../lib/backoff.js';
+import { describeError } from '../lib/errors.js';
+import { kubeTime } from '../lib/kube-time.js';
+import type { Logger } from '../lib/log.js';
+import { VERSION } from '../lib/version.js';
+import type { CniRuntime, NetworkConfigList } from './cni-runtime.js';
+import { ContainerProcess, type ContainerState, type RestartPolicy } from './processes.js';
+import { ReadinessProbe } from './probes.js';
+import { deleteNetns, type ResourceJournal } from './resource-journal.js';
+import { ip } from './run-command.js';
+import type { NodeRecord, UpDataDir } from './up-data-dir.js';
+
+const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** Sandbox creation retries: quick at first (an agent still starting), then as kubelet's pod worker backs off. */
+const SANDBOX_RETRY_INITIAL_MS = 1_000;
+const SANDBOX_RETRY_MAX_MS = 30_000;
+/** Kubernetes' default terminationGracePeriodSeconds. */
+const DEFAULT_GRACE_SECONDS = 30;
+/** The interface name kubelet asks CNI for in every pod. */
+const POD_IFNAME = 'eth0';
+
+/** What the kubelet reports as the node's software (kubectl get nodes -o wide). */
+const KUBELET_VERSION = `v1.32.0+amesh.${VERSION}`;
+
+export interface KubeletOptions {
+  readonly kc: KubeConfig;
+  readonly cluster: string;
+  readonly node: NodeRecord;
+  readonly nodeNetnsPath: string;
+  readonly dataDir: UpDataDir;
+  readonly journal: ResourceJournal;
+  readonly cniList: NetworkConfigList;
+  readonly cni: CniRuntime;
+  readonly log: Logger;
+}
+
+const condition = (type: string, ok: boolean, since: number, reason?: string, message?: string): V1PodCondition =>
+  ({ type, status: ok ? 'True' : 'False', lastProbeTime: null, lastTransitionTime: kubeTime(since), ...(reason === undefined ? {} : { reason }), ...(message === undefined ? {} : { message }) }) as unknown as V1PodCondition;
+
+/** A container's env, with the downward API's fieldRefs kubelet resolves (pkg/kubelet/kubelet_pods.go podFieldSelectorRuntimeValue). */
+function containerEnv(pod: V1Pod, c: V1Container, podIp: string, hostIp: string): Record<string, string> {
+  const fields: Readonly<Record<string, string>> = {
+    'metadata.name': pod.metadata?.name ?? '',
+    'metadata.namespace': pod.metadata?.namespace ?? '',
+    'metadata.uid': pod.metadata?.uid ?? '',
+    'spec.nodeName': pod.spec?.nodeName ?? '',
+    'spec.serviceAccountName': pod.spec?.serviceAccountName ?? 'default',
+    'status.podIP': podIp,
+    'status.podIPs': podIp,
+    'status.hostIP': hostIp,
+    'status.hostIPs': hostIp,
+  };
+  const env: Record<string, string> = { PATH: `${path.dirname(process.execPath)}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}`, HOSTNAME: pod.metadata?.name ?? '', HOME: '/root' };
+  for (const e of c.env ?? ([] as V1EnvVar[])) {
+    const ref = e.valueFrom?.fieldRef?.fieldPath;
+    if (ref !== undefined) env[e.name] = fields[ref] ?? '';
+    else env[e.name] = (e.value ?? '').replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m);
+  }
+  return env;
+}
+
+function stateJson(s: ContainerState): V1ContainerStatus['state'] {
+  if (s.t === 'waiting') return { waiting: { reason: s.reason, ...(s.message === undefined ? {} : { message: s.message }) } };
+  if (s.t === 'running') return { running: { startedAt: kubeTime(s.startedAt) as unknown as Date } };
+  return { terminated: { exitCode: s.exitCode, reason: s.reason, ...(s.signal === undefined ? {} : { signal: os.constants.signals[s.signal as NodeJS.Signals] }), startedAt: kubeTime(s.startedAt) as unknown as Date, finishedAt: kubeTime(s.finishedAt) as unknown as Date } };
+}
+
+/** One pod on this node: its sandbox, containers and probes, and the status it reports. */
+class PodWorker {
+  private netns: string;
+  private podIp: string | undefined;
+  private sandboxError: string | undefined;
+  private readonly containers: ContainerProcess[] = [];
+  private readonly probes = new Map<string, ReadinessProbe>();
+  private readonly retry = new Backoff(SANDBOX_RETRY_INITIAL_MS, SANDBOX_RETRY_MAX_MS);
+  private retryTimer: NodeJS.Timeout | undefined;
+  private terminating = false;
+  private readonly created = Date.now();
+  private readyChanged = Date.now();
+  private lastReady = false;
+  private statusWriting = false;
+  private statusDirty = false;
+  private statusIdle: Promise<void> = Promise.resolve();
+  private readonly dir: string;
+  private readonly log: Logger;
+  private readonly started: Promise<void>;
+
+  constructor(
+    private pod: V1Pod,
+    private readonly k: KubeletOptions,
+    private readonly core: CoreV1Api,
+  ) {
+    const { namespace = '', name = '', uid = '' } = pod.metadata ?? {};
+    this.netns = `${k.cluster}-pod-${uid}`;
+    this.dir = k.dataDir.podDir(namespace, name, uid);
+    this.log = k.log.child({ pod: `${namespace}/${name}` });
+    this.started = this.createSandbox();
+  }
+
+  private get at(): { containerId: string; netns: string; ifName: string; args: Record<string, string> } {
+    const { namespace = '', name = '', uid = '' } = this.pod.metadata ?? {};
+    return { containerId: uid, netns: `/run/netns/${this.netns}`, ifName: POD_IFNAME, args: { K8S_POD_NAMESPACE: namespace, K8S_POD_NAME: name, K8S_POD_INFRA_CONTAINER_ID: uid, K8S_POD_UID: uid } };
+  }
+
+  update(pod: V1Pod): void {
+    this.pod = pod;
+  }
+
+  /** Creates the sandbox and starts the containers; a failed sandbox is removed and retried with back-off. */
+  private async createSandbox(): Promise<void> {
+    if (this.terminating) return;
+    const { namespace = '', name = '', uid = '' } = this.pod.metadata ?? {};
+    let podIp: string;
+    try {
+      await mkdir(this.dir, { recursive: true, mode: 0o700 });
+      this.k.journal.record({ t: 'netns', name: this.netns });
+      await ip('netns', 'add', this.netns);
+      await ip('-n', this.netns, 'link', 'set', 'lo', 'up');
+      const result = (await this.k.cni.add(this.k.cniList, this.at)) as { ips?: { address?: string }[] };
+      const address = result.ips?.[0]?.address?.split('/')[0];
+      if (address === undefined) throw new Error(`the CNI chain ${this.k.cniList.name} returned no IP`);
+      this.podIp = podIp = address;
+      this.sandboxError = undefined;
+      const containers = (this.pod.spec?.containers ?? []).map((c) => c.name);
+      await this.k.dataDir.writeSandbox(this.dir, { namespace, name, uid, node: this.k.node.name, netns: this.netns, containers });
+      this.log.info({ ip: address, netns: this.netns }, 'sandbox ready');
+    } catch (e) {
+      this.sandboxError = describeError(e);
+      this.log.warn({ error: this.sandboxError }, 'FailedCreatePodSandBox');
+      this.writeStatus();
+      await this.removeSandbox();
+      if (!this.terminating) {
+        this.retryTimer = setTimeout(() => void (this.createSandbox()), this.retry.next());
+      }
+      return;
+    }
+    if (this.terminating) return;
+    for (const c of this.pod.spec?.containers ?? []) this.startContainer(c, podIp);
+    this.writeStatus();
+  }
+
+  private startContainer(c: V1Container, podIp: string): void {
+    const policy = (this.pod.spec?.restartPolicy ?? 'Always') as RestartPolicy;
+    const p = new ContainerProcess({ name: c.name, argv: [...(c.command ?? []), ...(c.args ?? [])], env: containerEnv(this.pod, c, podIp, this.k.node.ip), cwd: c.workingDir, netns: this.netns, logFile: path.join(this.dir, `${c.name}.log`), restartPolicy: policy }, this.log);
+    let lastState = p.state.t;
+    p.on('change', () => {
+      // A (re)started container is not ready until its probe says so again.
+      if (c.readinessProbe !== undefined && p.state.t !== lastState) {
+        this.probes.get(c.name)?.stop();
+        this.probes.delete(c.name);
+        if (p.state.t === 'running') {
+          const probe = new ReadinessProbe(c.readinessProbe, { podIp, podNetns: this.netns, nodeNetnsPath: this.k.nodeNetnsPath, ports: c.ports ?? [] }, this.log.child({ container: c.name }));
+          probe.on('change', () => this.writeStatus());
+          this.probes.set(c.name, probe);
+          probe.start();
+        }
+      }
+      lastState = p.state.t;
+      this.writeStatus();
+    });
+    this.containers.push(p);
+    p.start();
+  }
+
+  private containerReady(p: ContainerProcess, c: V1Container | undefined): boolean {
+    return p.state.t === 'running' && (c?.readinessProbe === undefined || this.probes.get(p.spec.name)?.ready === true);
+  }
+
+  private phase(): string {
+    if (this.podIp === undefined || this.containers.length === 0) return 'Pending';
+    const states = this.containers.map((p) => p.state);
+    if (states.some((s) => s.t === 'running')) return 'Running';
+    const policy = this.pod.spec?.restartPolicy ?? 'Always';
+    if (states.every((s) => s.t === 'terminated')) {
+      const failed = states.some((s) => s.t === 'terminated' && s.exitCode !== 0);
+      if (policy === 'Never' || (policy === 'OnFailure' && !failed)) return failed ? 'Failed' : 'Succeeded';
+    }
+    // Restarting, or waiting in back-off: kubelet keeps such a pod Running once a container has run.
+    return this.containers.some((p) => p.restartCount > 0 || p.lastTerminated !== undefined) ? 'Running' : 'Pending';
+  }
+
+  private status(): V1PodStatus {
+    const specs = new Map((this.pod.spec?.containers ?? []).map((c) => [c.name, c]));
+    const containerStatuses: V1ContainerStatus[] = this.containers.map((p) => {
+      const c = specs.get(p.spec.name);
+      const last = p.lastTerminated;
+      return {
+        name: p.spec.name,
+        image: c?.image ?? '',
+        imageID: '',
+        ...(p.state.t === 'running' ? { containerID: `amesh://${String(p.state.pid)}` } : {}),
+        ready: this.containerReady(p, c),
+        started: p.state.t === 'running',
+        restartCount: p.restartCount,
+        state: stateJson(p.state),
+        ...(last !== undefined && p.state !== last ? { lastState: stateJson(last) } : {}),
+      };
+    });
+    const ready = containerStatuses.length > 0 && containerStatuses.every((s) => s.ready);
+    if (ready !== this.lastReady) {
+      this.lastReady = ready;
+      this.readyChanged = Date.now();
+    }
+    const notReady = containerStatuses.filter((s) => !s.ready).map((s) => s.name);
+    const why = notReady.length === 0 ? undefined : `containers with unready status: [${notReady.join(' ')}]`;
+    const sandbox = this.podIp !== undefined;
+    return {
+      phase: this.phase(),
+      hostIP: this.k.node.ip,
+      hostIPs: [{ ip: this.k.node.ip }],
+      ...(sandbox ? { podIP: this.podIp, podIPs: [{ ip: this.podIp! }] } : {}),
+      startTime: kubeTime(this.created) as unknown as Date,
+      conditions: [
+        condition('PodReadyToStartContainers', sandbox, this.created, sandbox ? undefined : 'FailedCreatePodSandBox', this.sandboxError),
+        condition('Initialized', true, this.created),
+        condition('Ready', ready, this.readyChanged, ready ? undefined : 'ContainersNotReady', why),
+        condition('ContainersReady', ready, this.readyChanged, ready ? undefined : 'ContainersNotReady', why),
+        condition('PodScheduled', true, this.created),
+      ],
+      containerStatuses: sandbox ? containerStatuses : (this.pod.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } })),
+    };
+  }
+
+  /** Writes the current status, coalescing changes that arrive while a write is in flight. */
+  private writeStatus(): void {
+    if (this.terminating) return;
+    this.statusDirty = true;
+    if (this.statusWriting) return;
+    this.statusWriting = true;
+    this.statusIdle = (async () => {
+      while (this.statusDirty && !this.terminating) {
+        this.statusDirty = false;
+        const { namespace = '', name = '' } = this.pod.metadata ?? {};
+        try {
+          await this.core.patchNamespacedPodStatus({ name, namespace, body: { status: this.status() } }, MERGE_PATCH);
+        } catch (e) {
+          const code = (e as { code?: number }).code;
+          if (code !== 404) this.log.warn({ error: describeError(e) }, 'cannot write pod status');
+        }
+      }
+      this.statusWriting = false;
+    })();
+  }
+
+  private async removeSandbox(): Promise<void> {
+    await this.k.cni.del(this.k.cniList, this.at).catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'CNI DEL failed'));
+    await deleteNetns(this.netns).catch((e: unknown) => this.log.debug({ error: describeError(e) }, 'no sandbox namespace to remove'));
+    this.podIp = undefined;
+  }
+
+  /** Stops the containers (SIGTERM, then SIGKILL after the grace period), runs CNI DEL and removes the sandbox. */
+  async terminate(graceSeconds?: number): Promise<void> {
+    this.terminating = true;
+    clearTimeout(this.retryTimer);
+    await this.started;
+    for (const p of this.probes.values()) p.stop();
+    const grace = (graceSeconds ?? this.pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000;
+    await Promise.all(this.containers.map((c) => c.stop(grace)));
+    await this.statusIdle;
+    await this.removeSandbox();
+    await rm(this.dir, { recursive: true, force: true });
+    this.log.info('pod removed');
+  }
+}
+
+export class Kubelet {
+  private readonly core: CoreV1Api;
+  private readonly pods: RestartingInformer<V1Pod>;
+  private readonly workers = new Map<string, PodWorker>();
+  private readonly terminations = new Set<Promise<void>>();
+  readonly synced: Promise<void>;
+
+  constructor(private readonly k: KubeletOptions) {
+    this.core = k.kc.makeApiClient(CoreV1Api);
+    const selector = `spec.nodeName=${k.node.name}`;
+    const onPod = (p: V1Pod): void => this.sync(p);
+    this.pods = new RestartingInformer<V1Pod>(k.kc, '/api/v1/pods', () => listJson(k.kc, `/api/v1/pods?fieldSelector=${encodeURIComponent(selector)}`), { add: onPod, update: onPod, delete: (p) => this.remove(p) }, k.log, selector);
+    this.synced = this.pods.synced;
+  }
+
+  /** Registers the Node (or takes over one the manifests define), with its pod CIDR, address and Ready condition. */
+  async register(): Promise<void> {
+    const { name, ip: address, podCidr } = this.k.node;
+    const meta = { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': process.arch === 'x64' ? 'amd64' : process.arch } };
+    const spec = { podCIDR: podCidr, podCIDRs: [podCidr] };
+    try {
+      await this.core.createNode({ body: { metadata: meta, spec } });
+    } catch (e) {
+      if ((e as { code?: number }).code !== 409) throw e;
+      await this.core.patchNode({ name, body: { metadata: { labels: meta.labels }, spec } }, MERGE_PATCH);
+    }
+    const now = kubeTime();
+    const status = {
+      addresses: [{ type: 'InternalIP', address }, { type: 'Hostname', address: name }],
+      conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: now, lastTransitionTime: now }],
+      nodeInfo: { kubeletVersion: KUBELET_VERSION, kubeProxyVersion: '', containerRuntimeVersion: `amesh://${VERSION}`, kernelVersion: os.release(), osImage: os.version(), operatingSystem: 'linux', architecture: meta.labels['kubernetes.io/arch'], machineID: '', systemUUID: '', bootID: '' },
+    };
+    await this.core.patchNodeStatus({ name, body: { status } }, MERGE_PATCH);
+  }
+
+  start(): void {
+    this.pods.start();
+  }
+
+  private sync(p: V1Pod): void {
+    const uid = p.metadata?.uid ?? '';
+    const w = this.workers.get(uid);
+    if (w !== undefined) w.update(p);
+    else this.workers.set(uid, new PodWorker(p, this.k, this.core));
+  }
+
+  private remove(p: V1Pod): void {
+    const uid = p.metadata?.uid ?? '';
+    const w = this.workers.get(uid);
+    if (w === undefined) return;
+    this.workers.delete(uid);
+    const done = w.terminate().catch((e: unknown) => this.k.log.error({ error: describeError(e) }, 'cannot remove pod'));
+    this.terminations.add(done);
+    void done.then(() => this.terminations.delete(done));
+  }
+
+  /** Stops watching and removes every pod's processes and sandbox (the cluster is going away: no grace). */
+  async stop(): Promise<void> {
+    await this.pods.stop();
+    const all = [...this.workers.values()].map((w) => w.terminate(0));
+    this.workers.clear();
+    await Promise.all([...all, ...this.terminations]);
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * What `amesh up` keeps in its data directory, so that `amesh exec`, `amesh logs`, `amesh down` and kubectl find
+ * a running (or crashed) cluster: the kubeconfig, the cluster's nodes, each pod's sandbox and container logs
+ * (`pods/<ns>_<name>_<uid>/`, as kubelet's `/var/log/pods`), and the record of what was created.
+ */
+import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { MeshError } from '../lib/errors.js';
+
+/** One node as `amesh exec --node` and `amesh down` need it. */
+export interface NodeRecord {
+  readonly name: string;
+  readonly netns: string;
+  readonly ip: string;
+  readonly podCidr: string;
+}
+
+export interface ClusterRecord {
+  readonly name: string;
+  readonly hostIp: string;
+  readonly nodes: readonly NodeRecord[];
+}
+
+/** One pod's sandbox, written by the kubelet once its netns exists. */
+export interface SandboxRecord {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly node: string;
+  readonly netns: string;
+  readonly containers: readonly string[];
+}
+
+const SANDBOX_FILE = 'sandbox.json';
+
+export class UpDataDir {
+  constructor(readonly root: string) {}
+
+  /** The admin kubeconfig (a link to the API server's). */
+  get kubeconfig(): string {
+    return path.join(this.root, 'kubeconfig');
+  }
+  get apiserverDir(): string {
+    return path.join(this.root, 'apiserver');
+  }
+  get istiodDir(): string {
+    return path.join(this.root, 'istiod');
+  }
+  get journal(): string {
+    return path.join(this.root, 'created.jsonl');
+  }
+  get clusterFile(): string {
+    return path.join(this.root, 'cluster.json');
+  }
+  get logFile(): string {
+    return path.join(this.root, 'up.log');
+  }
+  get podsDir(): string {
+    return path.join(this.root, 'pods');
+  }
+  nodeDir(node: string): string {
+    return path.join(this.root, 'nodes', node);
+  }
+  podDir(namespace: string, name: string, uid: string): string {
+    return path.join(this.podsDir, `${namespace}_${name}_${uid}`);
+  }
+  /** Everything `up` creates here, removed by teardown (the directory itself goes only when empty). */
+  get created(): readonly string[] {
+    return ['kubeconfig', 'apiserver', 'istiod', 'created.jsonl', 'cluster.json', 'up.log', 'pods', 'nodes'].map((p) => path.join(this.root, p));
+  }
+
+  async writeCluster(c: ClusterRecord): Promise<void> {
+    await writeFile(this.clusterFile, JSON.stringify(c, null, 2), { mode: 0o600 });
+  }
+
+  async readCluster(): Promise<ClusterRecord> {
+    const text = await readFile(this.clusterFile, 'utf8').catch(() => undefined);
+    if (text === undefined) throw new MeshError('UP_ERR_NOT_FOUND', `no cluster in ${this.root} (start one with amesh up, or pass its --data-dir)`);
+    return JSON.parse(text) as ClusterRecord;
+  }
+
+  async node(name: string): Promise<NodeRecord> {
+    const c = await this.readCluster();
+    const n = c.nodes.find((x) => x.name === name);
+    if (n === undefined) throw new MeshError('UP_ERR_NOT_FOUND', `no node "${name}" in cluster ${c.name}; its nodes are ${c.nodes.map((x) => x.name).join(', ')}`);
+    return n;
+  }
+
+  async writeSandbox(dir: string, s: SandboxRecord): Promise<void> {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeFile(path.join(dir, SANDBOX_FILE), JSON.stringify(s), { mode: 0o600 });
+  }
+
+  /** The newest sandbox of pod `ns/name` (a pod recreated under the same name has a new uid and directory). */
+  async sandbox(ns: string, name: string): Promise<{ dir: string; record: SandboxRecord }> {
+    await this.readCluster();
+    const prefix = `${ns}_${name}_`;
+    const found: { dir: string; record: SandboxRecord; mtime: number }[] = [];
+    for (const e of await readdir(this.podsDir).catch(() => [])) {
+      if (!e.startsWith(prefix)) continue;
+      const dir = path.join(this.podsDir, e);
+      const text = await readFile(path.join(dir, SANDBOX_FILE), 'utf8').catch(() => undefined);
+      if (text === undefined) continue;
+      const { mtimeMs } = await stat(path.join(dir, SANDBOX_FILE));
+      found.push({ dir, record: JSON.parse(text) as SandboxRecord, mtime: mtimeMs });
+    }
+    const newest = found.sort((a, b) => b.mtime - a.mtime)[0];
+    if (newest === undefined) throw new MeshError('UP_ERR_NOT_FOUND', `pod ${ns}/${name} has no sandbox on this cluster (kubectl --kubeconfig ${this.kubeconfig} get pods -A -o wide lists the pods)`);
+    return newest;
+  }
+}

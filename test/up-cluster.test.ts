@@ -1,0 +1,250 @@
+/**
+ * `amesh up` as a user runs it, inside a throwaway network namespace standing in for the host (entered with
+ * `nsenter --net`, so the namespaces `up` mounts are visible to `amesh exec` as on a host): two nodes, pods
+ * from a Deployment spread over them with IPs from their node's pod CIDR, reaching each other across nodes;
+ * readiness probes (tcpSocket and exec) driving Ready; a container restarted by its restartPolicy; kubectl,
+ * `amesh exec` and `amesh logs` on the result; and teardown (Ctrl-C, or `amesh down` after a crash) leaving no
+ * namespace, link, route, iptables rule, ipset or process behind.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { commandPod, deployment, namespaces, nodeEchoCommand } from './helpers/manifests.js';
+import { waitFor } from './helpers/mesh-fixture.js';
+import { kubectlSkip } from './helpers/kubectl.js';
+import { netnsSkip, TestNetns } from './helpers/netns.js';
+import { runToExit } from './helpers/run-to-exit.js';
+
+const skip = netnsSkip() || (!existsSync('/usr/lib/cni/bridge') && 'no /usr/lib/cni/bridge: apt-get install containernetworking-plugins (.ci/run does)') || kubectlSkip;
+/** Starting a cluster runs the API server, istiod, controllers and a CNI chain per pod: seconds, not minutes. */
+const UP_DEADLINE_MS = 90_000;
+const NS = 'demo';
+
+interface UpTable {
+  nodes: { name: string; status: string; internalIP: string; podCIDR: string }[];
+  pods: { namespace: string; name: string; ready: string; status: string; restarts: number; ip: string; node: string }[];
+}
+
+/** What must be the same before `up` and after its teardown, in the host namespace and on the machine. */
+interface HostState {
+  links: string;
+  routes: string;
+  iptables: string;
+  ipsets: string;
+  netns: string;
+  processes: string;
+}
+
+async function hostState(host: TestNetns, cluster: string, marker: string): Promise<HostState> {
+  const run = async (cmd: string, ...args: string[]): Promise<string> => (await runToExit('ip', ['netns', 'exec', host.name, cmd, ...args], 10_000)).stdout;
+  const netns = (await runToExit('ip', ['netns', 'list'], 10_000)).stdout;
+  const procs = (await runToExit('ps', ['-e', '-o', 'args='], 10_000)).stdout;
+  return {
+    links: await run('ip', '-o', 'link'),
+    routes: await run('ip', 'route'),
+    iptables: (await run('iptables-save')).split('\n').filter((l) => !l.startsWith('#')).map((l) => l.replace(/\[\d+:\d+\]/g, '')).join('\n'),
+    ipsets: await run('ipset', 'list'),
+    netns: netns.split('\n').filter((l) => l.startsWith(`${cluster}-`)).join('\n'),
+    processes: procs.split('\n').filter((l) => l.includes(marker)).join('\n'),
+  };
+}
+
+const idle = (marker: string): string => `/* ${marker} */ setInterval(() => undefined, 1e6)`;
+
+/** A small cluster description: a 2-replica TCP echo Deployment and a pod whose container crashes once. */
+async function writeManifests(dir: string, marker: string, crashFile: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(
+    path.join(dir, 'app.yaml'),
+    namespaces(NS) +
+      deployment({ name: 'echo', namespace: NS, replicas: 2, container: { name: 'echo', command: nodeEchoCommand(8080, marker), ports: { tcp: 8080 }, readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 } } }) +
+      commandPod({ name: 'crashy', namespace: NS, container: { name: 'app', command: ['node', '-e', `const fs = require('fs'); if (!fs.existsSync('${crashFile}')) { fs.writeFileSync('${crashFile}', ''); console.log('crashing'); process.exit(3); } ${idle(marker)}`] } }),
+  );
+}
+
+/** `amesh` run in the host namespace. */
+function amesh(host: TestNetns, ...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const { cmd, args: pre } = ameshCommand();
+  return runToExit('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, ...args], 60_000);
+}
+
+interface LaunchedUp {
+  readonly up: ChildProcess;
+  /** Resolves with the table once `up` says the cluster is up. */
+  readonly ready: Promise<UpTable>;
+  stderr(): string;
+}
+
+/** Starts `amesh up` in the host namespace (the caller owns the process from here on, even if it never comes up). */
+function launchUp(host: TestNetns, args: string[]): LaunchedUp {
+  const { cmd, args: pre } = ameshCommand();
+  const up = spawn('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, 'up', '-o', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  up.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const ready = new Promise<UpTable>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`amesh up did not come up:\n${err}`)), UP_DEADLINE_MS);
+    up.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (/Cluster \S+ is up/.test(err)) {
+        clearTimeout(timer);
+        resolve(JSON.parse(out) as UpTable);
+      }
+    });
+    up.once('exit', (code) => reject(new Error(`amesh up exited with ${String(code)}:\n${err}`)));
+  });
+  return { up, ready, stderr: () => err };
+}
+
+describe('amesh up: a two-node cluster in a throwaway host namespace', { skip }, () => {
+  const id = randomBytes(3).toString('hex');
+  const cluster = `u${id}`;
+  const marker = `amesh-up-test-${id}`;
+  let host: TestNetns;
+  let dir: string;
+  let dataDir: string;
+  let readyFile: string;
+  let before_: HostState;
+  let launched: LaunchedUp | undefined;
+  let table: UpTable;
+  const kubectl = (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> => runToExit('nsenter', [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', path.join(dataDir, 'kubeconfig'), ...args], 30_000);
+  const echoPods = (): UpTable['pods'] => table.pods.filter((p) => p.name.startsWith('echo-'));
+
+  before(async () => {
+    host = await TestNetns.create();
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-'));
+    dataDir = path.join(dir, 'data');
+    readyFile = path.join(dir, 'ready');
+    await writeManifests(path.join(dir, 'manifests'), marker, path.join(dir, 'crashed'));
+    before_ = await hostState(host, cluster, marker);
+    launched = launchUp(host, ['--config-dir', path.join(dir, 'manifests'), '--data-dir', dataDir, '--name', cluster]);
+    table = await launched.ready;
+  });
+
+  after(async () => {
+    if (launched?.up.exitCode === null) {
+      launched.up.kill('SIGKILL');
+      await once(launched.up, 'exit');
+      await amesh(host, 'down', '--data-dir', dataDir);
+    }
+    await host.remove();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('up prints progress, then two Ready nodes with their pod CIDRs and the Deployment\'s pods spread over both, each with an IP from its node\'s CIDR', () => {
+    assert.match(launched!.stderr(), /Creating node node1: network namespace u\w+-node1/);
+    assert.deepEqual(table.nodes.map((n) => [n.name, n.status, n.podCIDR]), [['node1', 'Ready', '10.244.0.0/24'], ['node2', 'Ready', '10.244.1.0/24']]);
+    const echo = echoPods();
+    assert.equal(echo.length, 2);
+    assert.deepEqual(echo.map((p) => p.node).sort(), ['node1', 'node2']);
+    for (const p of echo) {
+      assert.equal(p.status, 'Running');
+      assert.equal(p.ready, '1/1', 'the tcpSocket readiness probe passed');
+      assert.ok(p.ip.startsWith(p.node === 'node1' ? '10.244.0.' : '10.244.1.'), `${p.name} ${p.ip} on ${p.node}`);
+    }
+  });
+
+  test('a pod reaches a pod on the other node by its IP (bridge + host-local per node, routes between the nodes)', async () => {
+    const [a, b] = echoPods();
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, `${NS}/${a!.name}`, '--', 'node', '-e', `const s = require('net').connect(8080, '${b!.ip}', () => s.end('ping ${id}')); s.on('data', (d) => process.stdout.write(d));`);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, `ping ${id}`);
+  });
+
+  test('amesh exec --node runs in the node namespace, which routes the other node\'s pod CIDR through it', async () => {
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, '--node', 'node1', '--', 'ip', 'route');
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /10\.244\.1\.0\/24 via 10\.240\.0\.3 dev eth0/);
+  });
+
+  test('amesh logs shows what a container printed; a pod with two containers would need -c', async () => {
+    const r = await amesh(host, 'logs', '--data-dir', dataDir, `${NS}/${echoPods()[0]!.name}`);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, 'listening\n');
+    const missing = await amesh(host, 'logs', '--data-dir', dataDir, `${NS}/nope`);
+    assert.notEqual(missing.status, 0);
+    assert.match(missing.stderr, /UP_ERR_NOT_FOUND: pod demo\/nope/);
+  });
+
+  test('a pod added to the config dir is applied and run; an exec readiness probe keeps it unready until its command succeeds', async () => {
+    const readyOf = async (): Promise<string> => (await kubectl('get', 'pod', '-n', NS, 'gated', '-o', 'jsonpath={.status.phase}/{.status.conditions[?(@.type=="Ready")].status}')).stdout;
+    await writeFile(path.join(dir, 'manifests', 'gated.yaml'), commandPod({ name: 'gated', namespace: NS, container: { name: 'app', command: ['node', '-e', idle(marker)], readinessProbe: { exec: { command: ['test', '-f', readyFile] }, periodSeconds: 1 } } }));
+    await waitFor('gated running', async () => (await readyOf()) === 'Running/False', 30_000);
+    await writeFile(readyFile, '');
+    await waitFor('gated Ready', async () => (await readyOf()) === 'Running/True', 20_000);
+  });
+
+  test('a container that exits is restarted by restartPolicy Always, with its exit in lastState', async () => {
+    const crashy = JSON.parse((await kubectl('get', 'pod', '-n', NS, 'crashy', '-o', 'json')).stdout) as { status: { phase: string; containerStatuses: { restartCount: number; lastState: { terminated?: { exitCode: number } }; state: { running?: object } }[] } };
+    const s = crashy.status.containerStatuses[0]!;
+    assert.equal(crashy.status.phase, 'Running');
+    assert.equal(s.restartCount, 1);
+    assert.equal(s.lastState.terminated?.exitCode, 3);
+    assert.ok(s.state.running);
+    assert.equal((await amesh(host, 'logs', '--data-dir', dataDir, `${NS}/crashy`)).stdout, 'crashing\n');
+  });
+
+  test('kubectl get pods -A -o wide shows phase, Ready, IP and node from the data dir\'s kubeconfig', async () => {
+    const r = await kubectl('get', 'pods', '-A', '-o', 'wide');
+    assert.equal(r.status, 0, r.stderr);
+    for (const p of echoPods()) assert.match(r.stdout, new RegExp(`${NS} +${p.name} +1/1 +Running +0 +\\S+ +${p.ip.replace(/\./g, '\\.')} +${p.node}`));
+  });
+
+  test('SIGTERM tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
+    const { up } = launched!;
+    up.kill('SIGTERM');
+    const [code] = (await once(up, 'exit')) as [number | null];
+    assert.equal(code, 0, launched!.stderr());
+    assert.deepEqual(await hostState(host, cluster, marker), before_);
+    assert.equal(existsSync(dataDir), false);
+  });
+});
+
+describe('amesh down after a crashed amesh up', { skip }, () => {
+  test('a second up refuses the leftovers (UP_ERR_LEFTOVERS); down kills the pods\' processes and removes namespaces and links', async () => {
+    const id = randomBytes(3).toString('hex');
+    const cluster = `d${id}`;
+    const marker = `amesh-down-test-${id}`;
+    const host = await TestNetns.create();
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-down-'));
+    try {
+      const dataDir = path.join(dir, 'data');
+      const manifests = path.join(dir, 'manifests');
+      await mkdir(manifests);
+      await writeFile(path.join(manifests, 'app.yaml'), namespaces(NS) + commandPod({ name: 'solo', namespace: NS, container: { name: 'app', command: nodeEchoCommand(8080, marker) } }));
+      const clean = await hostState(host, cluster, marker);
+      const { up, ready } = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', cluster, '--nodes', '1']);
+      try {
+        await ready;
+      } finally {
+        if (up.exitCode === null) {
+          up.kill('SIGKILL');
+          await once(up, 'exit');
+        }
+      }
+      const left = await hostState(host, cluster, marker);
+      assert.match(left.netns, new RegExp(`${cluster}-node1`));
+      assert.match(left.processes, new RegExp(marker), "the pod's process outlived the crash");
+
+      const again = await amesh(host, 'up', '--config-dir', manifests, '--data-dir', dataDir, '--name', cluster);
+      assert.notEqual(again.status, 0);
+      assert.match(again.stderr, /UP_ERR_LEFTOVERS/);
+
+      const down = await amesh(host, 'down', '--data-dir', dataDir);
+      assert.equal(down.status, 0, down.stderr);
+      assert.match(down.stderr, new RegExp(`Removed netns ${cluster}-node1`));
+      assert.deepEqual(await hostState(host, cluster, marker), clean);
+      assert.equal(existsSync(dataDir), false);
+    } finally {
+      await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
