@@ -191,6 +191,18 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     assert.equal((await amesh(host, 'logs', '--data-dir', dataDir, `${NS}/crashy`)).stdout, 'crashing\n');
   });
 
+  test('a deleted pod\'s processes are stopped, its IP released by CNI DEL and its network namespace removed', async () => {
+    const pod = JSON.parse((await kubectl('get', 'pod', '-n', NS, 'crashy', '-o', 'json')).stdout) as { metadata: { uid: string }; spec: { nodeName: string }; status: { podIP: string } };
+    const ipamFile = path.join(dataDir, 'nodes', pod.spec.nodeName, 'cni', 'ipam', 'amesh', pod.status.podIP);
+    assert.ok(existsSync(ipamFile), 'host-local holds the IP');
+    const r = await kubectl('delete', 'pod', '-n', NS, 'crashy');
+    assert.equal(r.status, 0, r.stderr);
+    const netns = `${cluster}-pod-${pod.metadata.uid}`;
+    await waitFor('the sandbox removed', async () => !(await runToExit('ip', ['netns', 'list'], 10_000)).stdout.includes(netns), 20_000);
+    assert.equal(existsSync(ipamFile), false);
+    assert.doesNotMatch((await runToExit('ps', ['-e', '-o', 'args='], 10_000)).stdout, /crashed'/);
+  });
+
   test('kubectl get pods -A -o wide shows phase, Ready, IP and node from the data dir\'s kubeconfig', async () => {
     const r = await kubectl('get', 'pods', '-A', '-o', 'wide');
     assert.equal(r.status, 0, r.stderr);
