@@ -260,3 +260,39 @@ describe('amesh down after a crashed amesh up', { skip }, () => {
     }
   });
 });
+
+describe('amesh up --dataplane ambient: a ztunnel on every node, as a DaemonSet runs it', { skip }, () => {
+  test('ztunnel-<node> runs in the node namespace at the node IP, reaches istiod with its bound token, turns Ready, and is restarted when it dies', async () => {
+    const id = randomBytes(3).toString('hex');
+    const host = await TestNetns.create();
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-zt-'));
+    const dataDir = path.join(dir, 'data');
+    let launched: LaunchedUp | undefined;
+    const kubectl = (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> => runToExit('nsenter', [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', path.join(dataDir, 'kubeconfig'), ...args], 30_000);
+    try {
+      const manifests = path.join(dir, 'manifests');
+      await mkdir(manifests);
+      await writeFile(path.join(manifests, 'ns.yaml'), namespaces(NS));
+      launched = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', `z${id}`, '--nodes', '1', '--dataplane', 'ambient']);
+      const table = await launched.ready;
+      assert.deepEqual(table.pods, [{ namespace: 'istio-system', name: 'ztunnel-node1', ready: '1/1', status: 'Running', restarts: 0, ip: '10.240.0.2', node: 'node1' }]);
+      const log = await amesh(host, 'logs', '--data-dir', dataDir, 'istio-system/ztunnel-node1');
+      assert.match(log.stdout, /xDS stream established.*address=https:\/\/10\.240\.0\.1:15012/);
+      const admin = await amesh(host, 'exec', '--data-dir', dataDir, '--node', 'node1', '--', 'node', '-e', "fetch('http://127.0.0.1:15000/config_dump').then((r) => r.text()).then((t) => process.stdout.write(t))");
+      assert.equal(admin.status, 0, admin.stderr);
+      assert.match(admin.stdout, /ztunnel-node1/);
+
+      const containerId = (await kubectl('get', 'pod', '-n', 'istio-system', 'ztunnel-node1', '-o', 'jsonpath={.status.containerStatuses[0].containerID}')).stdout;
+      process.kill(Number(containerId.replace('amesh://', '')), 'SIGKILL');
+      const state = async (): Promise<string> => (await kubectl('get', 'pod', '-n', 'istio-system', 'ztunnel-node1', '-o', 'jsonpath={.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}')).stdout;
+      await waitFor('ztunnel restarted and Ready', async () => (await state()) === '1/true', 30_000);
+    } finally {
+      if (launched?.up.exitCode === null) {
+        launched.up.kill('SIGTERM');
+        await once(launched.up, 'exit');
+      }
+      await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -22,6 +22,7 @@ export function upCommand(): Command {
     .option('--data-dir <dir>', 'the kubeconfig, pod logs, component logs (up.log) and the record amesh down uses', UP_DEFAULTS.dataDir)
     .option('--name <name>', 'cluster name: prefixes the network namespaces and links', UP_DEFAULTS.name)
     .option('--node-cidr <cidr>', 'the node network (the host takes its first address)', UP_DEFAULTS.nodeCidr)
+    .option('--dataplane <mode>', 'ambient: a ztunnel on every node (istio-system/ztunnel-<node>); none: the pods only', UP_DEFAULTS.dataplane)
     .option('-o, --output <format>', 'json or yaml instead of the table')
     .option('--log-level <level>', 'log level of up.log, or scope=level list')
     .action(async (o) => {
@@ -39,7 +40,9 @@ export function upCommand(): Command {
         cluster = await Cluster.start(cfg, progress);
         if (signalled) return stop();
         progress('Waiting for the pods');
-        if (!(await cluster.settle())) progress('Not every pod is ready yet; the table shows where they are');
+        const settled = await cluster.settle();
+        if (signalled) return;
+        if (!settled) progress('Not every pod is ready yet; the table shows where they are');
         process.stdout.write(clusterTable(await cluster.snapshot(), cfg.output));
         progress(`Cluster ${cfg.name} is up. kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec NS/POD -- CMD; Ctrl-C tears it down`);
       } catch (e) {

@@ -25,6 +25,7 @@ import { describeError, MeshError } from '../lib/errors.js';
 import { LogControl, type Logger } from '../lib/log.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { Kubelet } from './kubelet.js';
+import { NodeDaemons } from './node-daemons.js';
 import { createHostBridge, hostBridgeName, nodeRecord, UpNode } from './node.js';
 import { ResourceJournal } from './resource-journal.js';
 import { ip } from './run-command.js';
@@ -177,6 +178,11 @@ export class Cluster {
     }
     await Promise.all(kubelets.map((k) => k.synced));
     progress('Kubelets running');
+
+    if (cfg.dataplane === 'none') return;
+    const daemons = await NodeDaemons.start({ kc, dataDir, nodes: records, istiodAddress: `https://${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`, rootCertPath: istiod.rootCertPath, log: this.logs.scope('daemons') });
+    this.undo.push({ what: 'the node daemons', run: () => daemons.stop() });
+    progress(`ztunnel starting on ${records.map((r) => r.name).join(', ')} (istio-system/ztunnel-<node>)`);
   }
 
   /**

@@ -81,7 +81,9 @@ function stateJson(s: ContainerState): V1ContainerStatus['state'] {
 
 /** One pod on this node: its sandbox, containers and probes, and the status it reports. */
 class PodWorker {
-  private netns: string;
+  private readonly netns: string;
+  /** `hostNetwork: true`: the pod shares the node's namespace and address; no sandbox, no CNI. */
+  private readonly hostNetwork: boolean;
   private podIp: string | undefined;
   private sandboxError: string | undefined;
   private readonly containers: ContainerProcess[] = [];
@@ -105,7 +107,8 @@ class PodWorker {
     private readonly core: CoreV1Api,
   ) {
     const { namespace = '', name = '', uid = '' } = pod.metadata ?? {};
-    this.netns = `${k.cluster}-pod-${uid}`;
+    this.hostNetwork = pod.spec?.hostNetwork === true;
+    this.netns = this.hostNetwork ? k.node.netns : `${k.cluster}-pod-${uid}`;
     this.dir = k.dataDir.podDir(namespace, name, uid);
     this.log = k.log.child({ pod: `${namespace}/${name}` });
     this.started = this.createSandbox();
@@ -127,12 +130,7 @@ class PodWorker {
     let podIp: string;
     try {
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
-      this.k.journal.record({ t: 'netns', name: this.netns });
-      await ip('netns', 'add', this.netns);
-      await ip('-n', this.netns, 'link', 'set', 'lo', 'up');
-      const result = (await this.k.cni.add(this.k.cniList, this.at)) as { ips?: { address?: string }[] };
-      const address = result.ips?.[0]?.address?.split('/')[0];
-      if (address === undefined) throw new Error(`the CNI chain ${this.k.cniList.name} returned no IP`);
+      const address = this.hostNetwork ? this.k.node.ip : await this.addNetwork();
       this.podIp = podIp = address;
       this.sandboxError = undefined;
       const containers = (this.pod.spec?.containers ?? []).map((c) => c.name);
@@ -151,6 +149,17 @@ class PodWorker {
     if (this.terminating) return;
     for (const c of this.pod.spec?.containers ?? []) this.startContainer(c, podIp);
     this.writeStatus();
+  }
+
+  /** Makes the sandbox's namespace and runs the CNI chain's ADD for it; returns the pod's IP. */
+  private async addNetwork(): Promise<string> {
+    this.k.journal.record({ t: 'netns', name: this.netns });
+    await ip('netns', 'add', this.netns);
+    await ip('-n', this.netns, 'link', 'set', 'lo', 'up');
+    const result = (await this.k.cni.add(this.k.cniList, this.at)) as { ips?: { address?: string }[] };
+    const address = result.ips?.[0]?.address?.split('/')[0];
+    if (address === undefined) throw new Error(`the CNI chain ${this.k.cniList.name} returned no IP`);
+    return address;
   }
 
   private startContainer(c: V1Container, podIp: string): void {
@@ -257,9 +266,10 @@ class PodWorker {
   }
 
   private async removeSandbox(): Promise<void> {
+    this.podIp = undefined;
+    if (this.hostNetwork) return;
     await this.k.cni.del(this.k.cniList, this.at).catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'CNI DEL failed'));
     await deleteNetns(this.netns).catch((e: unknown) => this.log.debug({ error: describeError(e) }, 'no sandbox namespace to remove'));
-    this.podIp = undefined;
   }
 
   /** Stops the containers (SIGTERM, then SIGKILL after the grace period), runs CNI DEL and removes the sandbox. */

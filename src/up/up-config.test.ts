@@ -27,4 +27,5 @@ test('amesh up refuses names that would make interface names longer than 15 byte
   refused({ nodeCidr: '10.240.0.0/30', nodes: '2' });
   refused({ nodeCidr: 'fd00::/64' });
   refused({ output: 'wide' });
+  refused({ dataplane: 'sidecar' });
 });

@@ -22,6 +22,11 @@ export const UP_DEFAULTS = Object.freeze({
   nodeCidr: '10.240.0.0/24',
   /** kind's default podSubnet; node i gets the i-th /24 of it, as kube-controller-manager's --node-cidr-mask-size 24 does. */
   clusterCidr: '10.244.0.0/16',
+  /**
+   * What runs on each node besides the pods: `none`, or `ambient` (a ztunnel per node, as Istio's DaemonSet).
+   * `none` until the node agent and ztunnel's in-pod mode join: a ztunnel without them cannot serve the pods.
+   */
+  dataplane: 'none',
   /** Nodes get one /24 each from the cluster CIDR, so at most 256; and link names stay short. */
   maxNodes: 64,
 });
@@ -38,9 +43,12 @@ export interface UpConfig {
   readonly hostIp: string;
   readonly nodeCidr: string;
   readonly clusterCidr: string;
+  readonly dataplane: Dataplane;
   readonly output: OutputFormat;
   readonly logLevel: string;
 }
+
+export type Dataplane = 'none' | 'ambient';
 
 export interface UpFlags {
   configDir?: string | undefined;
@@ -48,6 +56,7 @@ export interface UpFlags {
   dataDir?: string | undefined;
   name?: string | undefined;
   nodeCidr?: string | undefined;
+  dataplane?: string | undefined;
   output?: string | undefined;
   logLevel?: string | undefined;
 }
@@ -72,6 +81,8 @@ export function loadUpConfig(flags: UpFlags, env: NodeJS.ProcessEnv = process.en
   if (!Number.isInteger(nodes) || nodes < 1 || nodes > UP_DEFAULTS.maxNodes) throw new MeshError('AMESH_ERR_CONFIG', `--nodes: "${flags.nodes ?? ''}" must be a whole number from 1 to ${String(UP_DEFAULTS.maxNodes)}`);
   const nodeCidr = ipv4Cidr(flags.nodeCidr ?? UP_DEFAULTS.nodeCidr, '--node-cidr', 30);
   if (2 ** (32 - Number(nodeCidr.split('/')[1])) < nodes + 3) throw new MeshError('AMESH_ERR_CONFIG', `--node-cidr: ${nodeCidr} has no room for the host and ${String(nodes)} nodes`);
+  const dataplane = flags.dataplane ?? UP_DEFAULTS.dataplane;
+  if (dataplane !== 'none' && dataplane !== 'ambient') throw new MeshError('AMESH_ERR_CONFIG', `--dataplane: "${dataplane}" must be none or ambient`);
   const output = flags.output ?? 'table';
   if (output !== 'table' && output !== 'json' && output !== 'yaml') throw new MeshError('AMESH_ERR_CONFIG', `-o: "${output}" must be json or yaml (or left out for the table)`);
   const logLevel = flags.logLevel ?? env['LOG_LEVEL'] ?? 'info';
@@ -84,6 +95,7 @@ export function loadUpConfig(flags: UpFlags, env: NodeJS.ProcessEnv = process.en
     hostIp: addressInCidr(nodeCidr, 1),
     nodeCidr,
     clusterCidr: UP_DEFAULTS.clusterCidr,
+    dataplane,
     output,
     logLevel,
   });

@@ -1,0 +1,152 @@
+/**
+ * The per-node daemons of an ambient cluster, run as Istio's DaemonSets run them: a `ztunnel-<node>` pod in
+ * istio-system on every node (`app: ztunnel`, service account `ztunnel`, `hostNetwork: true`, so the node's
+ * kubelet runs it in the node's namespace, restarts it when it exits and reports it Ready by its readiness port),
+ * with Istio's env for reaching istiod (XDS_ADDRESS, CA_ADDRESS, the root certificate, ALT_*_HOSTNAME for the
+ * name on istiod's certificate, which is dialled by IP here). There is no DaemonSet controller: `up` creates one
+ * pod per node itself, as a DaemonSet controller would.
+ *
+ * The istio-ca token: istiod with --kubeconfig authenticates ztunnel by TokenReview and authorizes its
+ * impersonation by the pod the token is bound to (istio security/pkg/server/ca/node_auth.go), so the token comes
+ * from the API's TokenRequest for `istio-system/ztunnel`, bound to the node's ztunnel pod, as the kubelet's
+ * projected token is; it is written to the file AUTH_TOKEN names and renewed at 80% of its lifetime, as the
+ * kubelet renews projected tokens.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { ameshCommand } from '../demo/ztunnel-process.js';
+import { requestToken } from '../kube/request-token.js';
+import { describeError } from '../lib/errors.js';
+import type { Logger } from '../lib/log.js';
+import type { NodeRecord, UpDataDir } from './up-data-dir.js';
+
+/** Istio's system namespace and ztunnel's service account and audience (manifests/charts/ztunnel). */
+const SYSTEM_NAMESPACE = 'istio-system';
+const ZTUNNEL_SERVICE_ACCOUNT = 'ztunnel';
+const CA_AUDIENCE = 'istio-ca';
+/** The name on istiod's serving certificate (istiod/config.ts ISTIOD_SERVING_NAMES), verified when dialled by IP. */
+const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
+/** Lifetime of the istio-ca token; the kubelet's projected-token default (expirationSeconds) is one hour. */
+const TOKEN_TTL_SECONDS = 3600;
+/** The kubelet renews a projected token once 80% of its lifetime has passed. */
+const TOKEN_RENEW_FRACTION = 0.8;
+/** A token that could not be renewed is asked for again this soon. */
+const TOKEN_RETRY_MS = 5_000;
+/** ztunnel's readiness port and path (ztunnel src/config.rs, the chart's readinessProbe). */
+const ZTUNNEL_READINESS = { port: 15021, path: '/healthz/ready' } as const;
+/** Probed every second, so `up` shows the table as soon as ztunnel has its config. */
+const READINESS_PERIOD_SECONDS = 1;
+
+export interface NodeDaemonsOptions {
+  readonly kc: KubeConfig;
+  readonly dataDir: UpDataDir;
+  readonly nodes: readonly NodeRecord[];
+  /** istiod's address as the nodes reach it (`https://host:port`). */
+  readonly istiodAddress: string;
+  /** istiod's root certificate, the trust anchor for xDS and the CA. */
+  readonly rootCertPath: string;
+  readonly log: Logger;
+}
+
+/**
+ * amesh's own checkout: the daemons' working directory, where Node resolves what `amesh` imports at start (tsx,
+ * when it runs from source).
+ */
+function packageRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  return dir;
+}
+
+export const ztunnelPodName = (node: string): string => `ztunnel-${node}`;
+
+/** The node's ztunnel pod, as the ztunnel DaemonSet's template would make it. */
+function ztunnelPod(node: NodeRecord, o: NodeDaemonsOptions, tokenFile: string): V1Pod {
+  const { cmd, args } = ameshCommand();
+  const env: Record<string, string> = {
+    XDS_ADDRESS: o.istiodAddress,
+    CA_ADDRESS: o.istiodAddress,
+    ALT_XDS_HOSTNAME: ISTIOD_HOSTNAME,
+    ALT_CA_HOSTNAME: ISTIOD_HOSTNAME,
+    XDS_ROOT_CA: o.rootCertPath,
+    CA_ROOT_CA: o.rootCertPath,
+    AUTH_TOKEN: tokenFile,
+  };
+  const fieldEnv = { NODE_NAME: 'spec.nodeName', POD_NAME: 'metadata.name', POD_NAMESPACE: 'metadata.namespace', INSTANCE_IP: 'status.podIP', SERVICE_ACCOUNT: 'spec.serviceAccountName' };
+  return {
+    metadata: { name: ztunnelPodName(node.name), namespace: SYSTEM_NAMESPACE, labels: { app: 'ztunnel' } },
+    spec: {
+      nodeName: node.name,
+      hostNetwork: true,
+      serviceAccountName: ZTUNNEL_SERVICE_ACCOUNT,
+      terminationGracePeriodSeconds: 30,
+      containers: [
+        {
+          name: 'istio-proxy',
+          image: 'amesh',
+          command: [cmd, ...args, 'ztunnel'],
+          workingDir: packageRoot(),
+          env: [...Object.entries(env).map(([name, value]) => ({ name, value })), ...Object.entries(fieldEnv).map(([name, fieldPath]) => ({ name, valueFrom: { fieldRef: { fieldPath } } }))],
+          ports: [{ name: 'ztunnel-stats', containerPort: 15020 }],
+          readinessProbe: { httpGet: { path: ZTUNNEL_READINESS.path, port: ZTUNNEL_READINESS.port }, periodSeconds: READINESS_PERIOD_SECONDS },
+        },
+      ],
+    },
+  };
+}
+
+const ignoreConflict = (e: unknown): void => {
+  if ((e as { code?: number }).code !== 409) throw e;
+};
+
+export class NodeDaemons {
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private stopped = false;
+
+  private constructor(private readonly o: NodeDaemonsOptions) {}
+
+  /** Creates istio-system, ztunnel's service account and each node's ztunnel pod, and keeps their tokens fresh. */
+  static async start(o: NodeDaemonsOptions): Promise<NodeDaemons> {
+    const core = o.kc.makeApiClient(CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: SYSTEM_NAMESPACE } } }).catch(ignoreConflict);
+    await core.createNamespacedServiceAccount({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: ZTUNNEL_SERVICE_ACCOUNT, namespace: SYSTEM_NAMESPACE } } }).catch(ignoreConflict);
+    const d = new NodeDaemons(o);
+    for (const node of o.nodes) {
+      const dir = path.join(o.dataDir.nodeDir(node.name), 'ztunnel');
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      const tokenFile = path.join(dir, 'istio-token');
+      await core.createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: ztunnelPod(node, o, tokenFile) }).catch(ignoreConflict);
+      await d.renewToken(node, tokenFile);
+    }
+    return d;
+  }
+
+  /** Writes a fresh token bound to the node's ztunnel pod (atomically: ztunnel may read it at any time), and schedules the next. */
+  private async renewToken(node: NodeRecord, file: string): Promise<void> {
+    let next = TOKEN_TTL_SECONDS * 1000 * TOKEN_RENEW_FRACTION;
+    try {
+      const token = await requestToken(this.o.kc, { namespace: SYSTEM_NAMESPACE, serviceAccount: ZTUNNEL_SERVICE_ACCOUNT, pod: ztunnelPodName(node.name), audience: CA_AUDIENCE, ttlSeconds: TOKEN_TTL_SECONDS });
+      await writeFile(`${file}.tmp`, token, { mode: 0o600 });
+      await rename(`${file}.tmp`, file);
+    } catch (e) {
+      next = TOKEN_RETRY_MS;
+      this.o.log.error({ node: node.name, error: describeError(e), retryInMs: next }, "cannot renew ztunnel's istio-ca token");
+    }
+    if (this.stopped) return;
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      void this.renewToken(node, file);
+    }, next);
+    this.timers.add(t);
+  }
+
+  /** Stops renewing tokens; the pods go with their kubelets. */
+  stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearTimeout(t);
+    return Promise.resolve();
+  }
+}
