@@ -65,6 +65,7 @@ async function writeManifests(dir: string, marker: string, crashFile: string): P
     path.join(dir, 'app.yaml'),
     namespaces(NS) +
       deployment({ name: 'echo', namespace: NS, replicas: 2, container: { name: 'echo', command: nodeEchoCommand(8080, marker), ports: { tcp: 8080 }, readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 } } }) +
+      `---\n${JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'imageonly', namespace: NS }, spec: { containers: [{ name: 'app', image: 'nginx' }] } })}\n` +
       commandPod({ name: 'crashy', namespace: NS, container: { name: 'app', command: ['node', '-e', `const fs = require('fs'); if (!fs.existsSync('${crashFile}')) { fs.writeFileSync('${crashFile}', ''); console.log('crashing'); process.exit(3); } ${idle(marker)}`] } }),
   );
 }
@@ -149,6 +150,12 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
       assert.equal(p.ready, '1/1', 'the tcpSocket readiness probe passed');
       assert.ok(p.ip.startsWith(p.node === 'node1' ? '10.244.0.' : '10.244.1.'), `${p.name} ${p.ip} on ${p.node}`);
     }
+  });
+
+  test('a container without a command waits in CreateContainerError (UP_ERR_CONTAINER), the pod Pending with no restarts', async () => {
+    assert.deepEqual(table.pods.find((p) => p.name === 'imageonly'), { namespace: NS, name: 'imageonly', ready: '0/1', status: 'CreateContainerError', restarts: 0, ip: table.pods.find((p) => p.name === 'imageonly')!.ip, node: table.pods.find((p) => p.name === 'imageonly')!.node });
+    const message = (await kubectl('get', 'pod', '-n', NS, 'imageonly', '-o', 'jsonpath={.status.phase}: {.status.containerStatuses[0].state.waiting.message}')).stdout;
+    assert.equal(message, "Pending: UP_ERR_CONTAINER: container app has no command: amesh up runs a container's command and args, not its image");
   });
 
   test('a pod reaches a pod on the other node by its IP (bridge + host-local per node, routes between the nodes)', async () => {

@@ -66,6 +66,8 @@ const podSettled = (p: V1Pod): boolean => {
   const phase = p.status?.phase;
   if (phase === 'Succeeded' || phase === 'Failed') return true;
   if ((p.spec?.nodeName ?? '') === '') return p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable') === true;
+  // Stuck (a container that cannot be created, or crashes): the table says why; waiting longer shows nothing new.
+  if (p.status?.containerStatuses?.some((c) => c.state?.waiting?.reason !== undefined && c.state.waiting.reason !== 'ContainerCreating') === true) return true;
   return phase === 'Running' && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 };
 

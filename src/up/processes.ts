@@ -11,7 +11,7 @@ import { accessSync, closeSync, constants, openSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Backoff } from '../lib/backoff.js';
-import { MeshError } from '../lib/errors.js';
+import { describeError, MeshError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
 
 /** kubelet's container restart back-off (pkg/kubelet/kubelet.go: backOffPeriod, MaxContainerBackOff). */
@@ -88,7 +88,7 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
     if (cmd === undefined) {
       const e = new MeshError('UP_ERR_CONTAINER', argv[0] === undefined ? `container ${this.spec.name} has no command: amesh up runs a container's command and args, not its image` : `container ${this.spec.name}: "${argv[0]}" is not an executable on its PATH`);
       this.log.warn({ container: this.spec.name, error: e.message, code: e.code }, 'cannot start container');
-      this.set({ t: 'waiting', reason: 'CreateContainerError', message: e.message });
+      this.set({ t: 'waiting', reason: 'CreateContainerError', message: describeError(e) });
       this.scheduleRestart(true);
       return;
     }
@@ -121,12 +121,13 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
     if (child.pid !== undefined) this.set({ t: 'running', pid: child.pid, startedAt });
   }
 
-  private scheduleRestart(waiting: boolean): void {
+  /** Starts the container again after the back-off; `createFailed`: it never ran, so it is retried, not restarted. */
+  private scheduleRestart(createFailed: boolean): void {
     const delay = this.failedBefore ? this.backoff.next() : 0;
     this.failedBefore = true;
-    if (delay > 0 && !waiting) this.set({ t: 'waiting', reason: 'CrashLoopBackOff', message: `back-off ${String(Math.round(delay / 1000))}s restarting failed container=${this.spec.name}` });
+    if (delay > 0 && !createFailed) this.set({ t: 'waiting', reason: 'CrashLoopBackOff', message: `back-off ${String(Math.round(delay / 1000))}s restarting failed container=${this.spec.name}` });
     this.timer = setTimeout(() => {
-      this._restartCount++;
+      if (!createFailed) this._restartCount++;
       this.start();
     }, delay);
   }
