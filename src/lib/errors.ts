@@ -49,6 +49,8 @@ export const ERROR_CODES = [
   'CNI_ERR_KUBE_API',
   'CNI_ERR_AGENT_UNAVAILABLE',
   'CNI_ERR_CAPTURE_FAILED',
+  'AGENT_ERR_POD_RULES',
+  'AGENT_ERR_POD_ANNOTATION',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
