@@ -51,6 +51,7 @@ export const ERROR_CODES = [
   'CNI_ERR_CAPTURE_FAILED',
   'AGENT_ERR_POD_RULES',
   'AGENT_ERR_POD_ANNOTATION',
+  'AGENT_ERR_HOST_RULES',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
