@@ -52,6 +52,7 @@ export const ERROR_CODES = [
   'AGENT_ERR_POD_RULES',
   'AGENT_ERR_POD_ANNOTATION',
   'AGENT_ERR_HOST_RULES',
+  'AGENT_ERR_POD_NETNS',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

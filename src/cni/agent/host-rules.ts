@@ -9,7 +9,7 @@
  */
 import net from 'node:net';
 import { MeshError } from '../../lib/errors.js';
-import { canonicalIp } from '../../lib/ip.js';
+import { canonicalUnmappedIp } from '../../lib/ip.js';
 import type { NetnsRef } from '../../lib/native.js';
 import { IptablesRules, removeChains, restoreRules, type IpFamily } from './iptables-rules.js';
 import { mustRunInNetns, runInNetns } from './netns-command.js';
@@ -156,9 +156,7 @@ function checkUid(uid: string): void {
 
 /** An address as ipset prints it; an IPv4-mapped IPv6 address is its IPv4 one (as Istio's `Unmap`). */
 function canonicalProbeIp(ip: string): { ip: string; family: IpFamily } {
-  const c = canonicalIp(ip);
+  const c = canonicalUnmappedIp(ip);
   if (c === undefined) throw new MeshError('AGENT_ERR_HOST_RULES', `pod IP ${JSON.stringify(ip)} is not an IP address`);
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(c);
-  if (mapped !== null) return { ip: mapped[1]!, family: 4 };
   return { ip: c, family: net.isIPv4(c) ? 4 : 6 };
 }
