@@ -11,8 +11,8 @@ import net from 'node:net';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalUnmappedIp } from '../../lib/ip.js';
 import type { NetnsRef } from '../../lib/native.js';
-import { IptablesRules, removeChains, restoreRules, type IpFamily } from './iptables-rules.js';
-import { mustRunInNetns, runInNetns } from './netns-command.js';
+import { IptablesRules, replaceChains, type IpFamily } from './iptables-rules.js';
+import { mustRunInNetns } from './netns-command.js';
 import { checkProbeSnatIps, DEFAULT_POD_RULES_CONFIG, type PodRulesConfig } from './pod-rules.js';
 
 /** Istio's names (istio `cni/pkg/config` ProbeIPSet, `cni/pkg/ipset` V4Name / V6Name, ChainHostPostrouting). */
@@ -65,14 +65,12 @@ export class HostProbeRules {
   /**
    * Creates the sets (keeping the entries they already have, so a restarted agent can prune instead of losing
    * them) and the SNAT chain with its jump, first in nat POSTROUTING; an `ISTIO_POSTRT` left by an earlier run is
-   * replaced, so creating again ends with exactly one.
+   * replaced in the same transaction, so creating again ends with exactly one and probes are never left unSNATed.
    */
   async create(): Promise<void> {
-    const { v4, v6 } = renderHostRules(this.config);
     for (const family of this.families) {
       await this.ipset(['create', setName(family), 'hash:ip', 'family', family === 4 ? 'inet' : 'inet6', 'comment', '-exist']);
-      await removeChains('AGENT_ERR_HOST_RULES', this.netns, family, isHostChain);
-      await restoreRules('AGENT_ERR_HOST_RULES', this.netns, family, family === 4 ? v4 : v6!);
+      await replaceChains('AGENT_ERR_HOST_RULES', this.netns, family, isHostChain, hostRules(this.config, family));
     }
   }
 
@@ -80,10 +78,9 @@ export class HostProbeRules {
   async delete(): Promise<void> {
     for (const family of [4, 6] as const) {
       // With IPv6 off, ip6tables may not work here at all; leftovers from when it was on still go if it does.
-      const removed = removeChains('AGENT_ERR_HOST_RULES', this.netns, family, isHostChain);
+      const removed = replaceChains('AGENT_ERR_HOST_RULES', this.netns, family, isHostChain);
       await (this.families.includes(family) ? removed : removed.catch(() => undefined));
-      const exists = await runInNetns(this.netns, 'ipset', ['list', '-name', setName(family)]);
-      if (exists.status === 0) await this.ipset(['destroy', setName(family)]);
+      await mustRunInNetns('AGENT_ERR_HOST_RULES', this.netns, 'ipset', ['destroy', setName(family)], '', (r) => r.status === 0 || r.stderr.includes('does not exist'));
     }
   }
 

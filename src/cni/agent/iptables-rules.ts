@@ -2,8 +2,9 @@
  * iptables rules as the node agent writes them: built in order and rendered as `iptables-restore` input exactly
  * as Istio's rule builder renders it (istio `tools/istio-iptables/pkg/builder/iptables_builder_impl.go`:
  * tables in name order, `-N` for each Istio chain in order of first use, then every rule in the order it was
- * added), applied with `iptables-restore --noflush` in a network namespace, and removed again by reading
- * `iptables-save` and deleting the jumps to our chains, then flushing and deleting the chains.
+ * added), applied with `iptables-restore --noflush` in a network namespace. What an earlier run left is read from
+ * `iptables-save`: the jumps to our chains are deleted and the chains flushed and deleted in the same transaction
+ * that creates them anew, so replacing rules never leaves a moment without them.
  */
 import type { ErrorCode } from '../../lib/errors.js';
 import type { NetnsRef } from '../../lib/native.js';
@@ -39,30 +40,43 @@ export class IptablesRules {
     return this;
   }
 
-  /** The `iptables-restore --noflush` input, one `* table` ... `COMMIT` block per table used, tables in name order. */
-  restoreText(): string {
+  /** The restore lines of each table: `-N` for each Istio chain in order of first use, then the rules in order. */
+  tableLines(): Map<string, string[]> {
     const lines = new Map<string, string[]>();
     const declared = new Set<string>();
     const declare = (table: string, chain: string): void => {
       const key = `${chain}:${table}`;
       if (declared.has(key)) return;
       declared.add(key);
-      if (!BUILTIN_CHAINS.has(chain)) tableLines(table).push(`-N ${chain}`);
-    };
-    const tableLines = (table: string): string[] => {
-      let l = lines.get(table);
-      if (l === undefined) lines.set(table, (l = []));
-      return l;
+      if (!BUILTIN_CHAINS.has(chain)) linesOf(lines, table).push(`-N ${chain}`);
     };
     for (const r of this.rules) declare(r.table, r.chain);
     for (const r of this.rules) {
       if (r.params.at(-2) === '-j') declare(r.table, r.params.at(-1)!);
     }
-    for (const r of this.rules) tableLines(r.table).push(r.params.join(' '));
-    let text = '';
-    for (const table of [...lines.keys()].sort()) text += `* ${table}\n${lines.get(table)!.join('\n')}\nCOMMIT\n`;
-    return text;
+    for (const r of this.rules) linesOf(lines, r.table).push(r.params.join(' '));
+    return lines;
   }
+
+  /** The `iptables-restore --noflush` input, one `* table` ... `COMMIT` block per table used, tables in name order. */
+  restoreText(): string {
+    return formatRestore(this.tableLines());
+  }
+}
+
+function linesOf(tables: Map<string, string[]>, table: string): string[] {
+  let l = tables.get(table);
+  if (l === undefined) tables.set(table, (l = []));
+  return l;
+}
+
+function formatRestore(tables: ReadonlyMap<string, readonly string[]>): string {
+  let text = '';
+  for (const table of [...tables.keys()].sort()) {
+    const lines = tables.get(table)!;
+    if (lines.length > 0) text += `* ${table}\n${lines.join('\n')}\nCOMMIT\n`;
+  }
+  return text;
 }
 
 /** The binaries for a family. */
@@ -81,10 +95,10 @@ export function saveRules(code: ErrorCode, netns: NetnsRef | undefined, family: 
 }
 
 /**
- * The restore input that removes every chain `ours` accepts from an `iptables-save` dump: the rules in other
- * chains that jump (or go) to one are deleted, then each is flushed and deleted. Empty when there is none.
+ * The restore lines, per table, that remove every chain `ours` accepts from an `iptables-save` dump: the rules in
+ * other chains that jump (or go) to one are deleted, then each is flushed and deleted.
  */
-export function removalText(save: string, ours: (chain: string) => boolean): string {
+export function removalLines(save: string, ours: (chain: string) => boolean): Map<string, string[]> {
   const tables = new Map<string, { jumps: string[]; chains: string[] }>();
   let current: { jumps: string[]; chains: string[] } | undefined;
   for (const line of save.split('\n')) {
@@ -98,21 +112,25 @@ export function removalText(save: string, ours: (chain: string) => boolean): str
       if (ours(chain)) current.chains.push(chain);
     } else if (line.startsWith('-A ')) {
       const words = line.split(' ');
-      const from = words[1]!;
-      const target = words.findIndex((w, i) => (w === '-j' || w === '-g') && i + 1 < words.length && ours(words[i + 1]!));
-      if (target >= 0 && !ours(from)) current.jumps.push(`-D${line.slice(2)}`);
+      const jumps = words.some((w, i) => (w === '-j' || w === '-g') && i + 1 < words.length && ours(words[i + 1]!));
+      if (jumps && !ours(words[1]!)) current.jumps.push(`-D${line.slice(2)}`);
     }
   }
-  let text = '';
+  const out = new Map<string, string[]>();
   for (const [table, { jumps, chains }] of tables) {
-    if (jumps.length === 0 && chains.length === 0) continue;
-    text += `* ${table}\n${[...jumps, ...chains.map((c) => `-F ${c}`), ...chains.map((c) => `-X ${c}`)].join('\n')}\nCOMMIT\n`;
+    const lines = [...jumps, ...chains.map((c) => `-F ${c}`), ...chains.map((c) => `-X ${c}`)];
+    if (lines.length > 0) out.set(table, lines);
   }
-  return text;
+  return out;
 }
 
-/** Removes the chains `ours` accepts, and the jumps to them, from one family's tables in `netns`. */
-export async function removeChains(code: ErrorCode, netns: NetnsRef | undefined, family: IpFamily, ours: (chain: string) => boolean): Promise<void> {
-  const text = removalText(await saveRules(code, netns, family), ours);
+/**
+ * Replaces, in one family's tables in `netns`, every chain `ours` accepts (and the jumps to them) with `rules`,
+ * one table at a time atomically; with no `rules`, only removes them. Nothing to do runs nothing.
+ */
+export async function replaceChains(code: ErrorCode, netns: NetnsRef | undefined, family: IpFamily, ours: (chain: string) => boolean, rules?: IptablesRules): Promise<void> {
+  const tables = removalLines(await saveRules(code, netns, family), ours);
+  for (const [table, lines] of rules?.tableLines() ?? []) linesOf(tables, table).push(...lines);
+  const text = formatRestore(tables);
   if (text !== '') await restoreRules(code, netns, family, text);
 }

@@ -49,8 +49,18 @@ export function runInNetns(netns: NetnsRef | undefined, cmd: string, args: reado
   });
 }
 
-/** Runs a tool in `netns` and fails with `code`, naming the namespace and quoting the tool's stderr, unless it exits 0. */
-export async function mustRunInNetns(code: ErrorCode, netns: NetnsRef | undefined, cmd: string, args: readonly string[], input = ''): Promise<string> {
+/**
+ * Runs a tool in `netns` and resolves with its stdout if it exits 0 (or `succeeded` says its result is fine);
+ * otherwise fails with `code`, naming the namespace and quoting the tool's stderr.
+ */
+export async function mustRunInNetns(
+  code: ErrorCode,
+  netns: NetnsRef | undefined,
+  cmd: string,
+  args: readonly string[],
+  input = '',
+  succeeded: (r: CommandResult) => boolean = (r) => r.status === 0,
+): Promise<string> {
   let r;
   try {
     r = await runInNetns(netns, cmd, args, input);
@@ -58,7 +68,7 @@ export async function mustRunInNetns(code: ErrorCode, netns: NetnsRef | undefine
     const missing = typeof netns === 'undefined' ? cmd : `nsenter (util-linux) or ${cmd}`;
     throw new MeshError(code, `cannot run ${cmd} in ${netnsName(netns)}: ${(e as Error).message} (is ${missing} installed?)`, { cause: e });
   }
-  if (r.status !== 0) {
+  if (!succeeded(r)) {
     const status = r.status === null ? 'was killed' : `exited ${r.status}`;
     throw new MeshError(code, `${cmd} ${args.join(' ')} in ${netnsName(netns)} ${status}: ${r.stderr.trim() || '(no stderr)'}`);
   }

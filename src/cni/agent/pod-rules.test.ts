@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isMeshError } from '../../lib/errors.js';
 import { ANNOTATION_BYPASS_INBOUND_CAPTURE, ANNOTATION_DNS_CAPTURE, ANNOTATION_REROUTE_VIRTUAL_INTERFACES, DEFAULT_POD_RULES_CONFIG, podTrafficOverrides, renderPodRules } from './pod-rules.js';
-import { removalText } from './iptables-rules.js';
+import { removalLines } from './iptables-rules.js';
 import { ISTIO_TEST_PROBE_SNAT_IPV6, POD_RULES_CASES, readGolden } from '../../../test/helpers/pod-rules-cases.js';
 
 for (const c of POD_RULES_CASES) {
@@ -52,6 +52,6 @@ test('removal from iptables-save deletes the jumps into our chains, then flushes
     ':INPUT ACCEPT [0:0]',
     'COMMIT',
   ].join('\n');
-  assert.equal(removalText(save, (c) => c.startsWith('ISTIO_')), '* nat\n-D OUTPUT -j ISTIO_OUTPUT\n-F ISTIO_OUTPUT\n-X ISTIO_OUTPUT\nCOMMIT\n');
-  assert.equal(removalText('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j ACCEPT\nCOMMIT\n', (c) => c.startsWith('ISTIO_')), '');
+  assert.deepEqual(removalLines(save, (c) => c.startsWith('ISTIO_')), new Map([['nat', ['-D OUTPUT -j ISTIO_OUTPUT', '-F ISTIO_OUTPUT', '-X ISTIO_OUTPUT']]]));
+  assert.deepEqual(removalLines('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j ACCEPT\nCOMMIT\n', (c) => c.startsWith('ISTIO_')), new Map());
 });

@@ -11,8 +11,8 @@ import net from 'node:net';
 import { MeshError, type ErrorCode } from '../../lib/errors.js';
 import type { NetnsRef } from '../../lib/native.js';
 import { HBONE_PORT, INBOUND_PLAINTEXT_PORT, OUTBOUND_CAPTURE_PORT } from '../../ztunnel/config.js';
-import { IptablesRules, removeChains, restoreRules, type IpFamily } from './iptables-rules.js';
-import { mustRunInNetns, runInNetns } from './netns-command.js';
+import { IptablesRules, replaceChains, type IpFamily } from './iptables-rules.js';
+import { mustRunInNetns, type CommandResult } from './netns-command.js';
 
 /** ztunnel's `SO_MARK` on every socket it makes in a pod (ztunnel `src/inpod/config.rs`, istio `cni/pkg/config`). */
 export const INPOD_MARK = 0x539;
@@ -172,18 +172,30 @@ const isIstioChain = (chain: string): boolean => chain.startsWith('ISTIO_');
 const MARK_RULE = ['fwmark', TPROXY_MARK_MATCH, 'pref', String(INPOD_RULE_PRIORITY), 'lookup', String(INPOD_ROUTE_TABLE)].join(' ');
 const localRoute = (family: IpFamily): string => `local ${family === 4 ? '0.0.0.0/0' : '::/0'} dev lo table ${INPOD_ROUTE_TABLE}`;
 
-/** Runs `ip -4|-6 -batch -` in the namespace; with `ignoreErrors`, every line is tried and failures do not count. */
-async function ipBatch(netns: NetnsRef, family: IpFamily, lines: readonly string[], ignoreErrors: boolean): Promise<void> {
-  const args = [`-${family}`, ...(ignoreErrors ? ['-force'] : []), '-batch', '-'];
-  const input = lines.join('\n') + '\n';
-  if (ignoreErrors) await runInNetns(netns, 'ip', args, input);
-  else await mustRunInNetns('AGENT_ERR_POD_RULES', netns, 'ip', args, input);
+/**
+ * Adds table 100's local route (when `withRoute`) and the fwmark ip rule for one family. The kernel refuses a second
+ * identical rule (EEXIST), which means it is already there: re-applying never takes it away, even for a moment.
+ */
+async function addRouting(netns: NetnsRef, family: IpFamily, withRoute: boolean): Promise<void> {
+  const lines = [...(withRoute ? [`route replace ${localRoute(family)}`] : []), `rule add ${MARK_RULE}`];
+  const ruleWasThere = (r: CommandResult): boolean => r.stderr.includes('File exists') && r.stderr.includes(`Command failed -:${lines.length}`);
+  await mustRunInNetns('AGENT_ERR_POD_RULES', netns, 'ip', [`-${family}`, '-batch', '-'], lines.join('\n') + '\n', (r) => r.status === 0 || ruleWasThere(r));
 }
+
+/** Deletes one family's ip rule, table 100 route and Istio chains, whichever exist. */
+async function removeFamily(netns: NetnsRef, family: IpFamily): Promise<void> {
+  const anyway = (): boolean => true;
+  await mustRunInNetns('AGENT_ERR_POD_RULES', netns, 'ip', [`-${family}`, '-force', '-batch', '-'], `rule del ${MARK_RULE}\nroute del ${localRoute(family)}\n`, anyway);
+  await replaceChains('AGENT_ERR_POD_RULES', netns, family, isIstioChain);
+}
+
+/** With IPv6 off, ip6tables may not work in the pod at all; what an earlier run with it on left still goes if it does. */
+const removeIpv6Leftovers = (netns: NetnsRef): Promise<void> => removeFamily(netns, 6).catch(() => undefined);
 
 /** True unless `net.ipv6.conf.lo.disable_ipv6` is 1 in the namespace (Istio then skips the IPv6 local route). */
 async function loopbackHasIpv6(netns: NetnsRef): Promise<boolean> {
-  const r = await runInNetns(netns, 'cat', ['/proc/sys/net/ipv6/conf/lo/disable_ipv6']);
-  return r.status !== 0 || r.stdout.trim() !== '1';
+  const disabled = await mustRunInNetns('AGENT_ERR_POD_RULES', netns, 'cat', ['/proc/sys/net/ipv6/conf/lo/disable_ipv6'], '', () => true);
+  return disabled.trim() !== '1';
 }
 
 /**
@@ -202,21 +214,16 @@ export class PodRules {
   }
 
   /**
-   * Writes the pod's rules, the ip rule and table 100's local route(s) into `netns`. Whatever Istio chains, ip rule
-   * or table-100 route a previous run left there are removed first, so applying again (an agent restart's
-   * reconcile, changed annotations) ends with exactly these rules.
+   * Writes the pod's rules, the ip rule and table 100's local route(s) into `netns`. Whatever `ISTIO_*` chains a
+   * previous run left there are replaced in the same transaction, table by table, so applying again (an agent
+   * restart's reconcile, changed annotations) ends with exactly these rules and never leaves the pod uncaptured.
    */
   async apply(netns: NetnsRef, overrides: PodTrafficOverrides = NO_OVERRIDES): Promise<void> {
-    const { v4, v6 } = this.render(overrides);
-    await this.remove(netns);
-    await ipBatch(netns, 4, [`rule add ${MARK_RULE}`, `route replace ${localRoute(4)}`], false);
-    if (this.config.ipv6) {
-      const lines = [`rule add ${MARK_RULE}`];
-      if (await loopbackHasIpv6(netns)) lines.push(`route replace ${localRoute(6)}`);
-      await ipBatch(netns, 6, lines, false);
-    }
-    await restoreRules('AGENT_ERR_POD_RULES', netns, 4, v4);
-    if (v6 !== undefined) await restoreRules('AGENT_ERR_POD_RULES', netns, 6, v6);
+    await addRouting(netns, 4, true);
+    if (this.config.ipv6) await addRouting(netns, 6, await loopbackHasIpv6(netns));
+    await replaceChains('AGENT_ERR_POD_RULES', netns, 4, isIstioChain, inpodRules(this.config, overrides, 4));
+    if (this.config.ipv6) await replaceChains('AGENT_ERR_POD_RULES', netns, 6, isIstioChain, inpodRules(this.config, overrides, 6));
+    else await removeIpv6Leftovers(netns);
   }
 
   /**
@@ -225,11 +232,8 @@ export class PodRules {
    * already gone is skipped, so removing twice is harmless.
    */
   async remove(netns: NetnsRef): Promise<void> {
-    await ipBatch(netns, 4, [`rule del ${MARK_RULE}`, `route del ${localRoute(4)}`], true);
-    await ipBatch(netns, 6, [`rule del ${MARK_RULE}`, `route del ${localRoute(6)}`], true);
-    await removeChains('AGENT_ERR_POD_RULES', netns, 4, isIstioChain);
-    // With IPv6 off, ip6tables may not work in the pod at all; leftovers from when it was on still go if it does.
-    const v6 = removeChains('AGENT_ERR_POD_RULES', netns, 6, isIstioChain);
-    await (this.config.ipv6 ? v6 : v6.catch(() => undefined));
+    await removeFamily(netns, 4);
+    if (this.config.ipv6) await removeFamily(netns, 6);
+    else await removeIpv6Leftovers(netns);
   }
 }
