@@ -49,6 +49,9 @@ export const ERROR_CODES = [
   'CNI_ERR_KUBE_API',
   'CNI_ERR_AGENT_UNAVAILABLE',
   'CNI_ERR_CAPTURE_FAILED',
+  'ZT_ERR_DNS_UPSTREAM',
+  'ZT_ERR_DNS_BAD_QUERY',
+  'ZT_ERR_DNS_RESOLV_CONF',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
