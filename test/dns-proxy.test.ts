@@ -5,11 +5,11 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { decode, encode, RECURSION_DESIRED, type DecodedPacket, type Packet } from 'dns-packet';
@@ -25,6 +25,7 @@ import { CapturedLogs } from './helpers/captured-logs.js';
 import { freePorts } from './helpers/free-port.js';
 import { buildGoPeer, goSkip, runGo } from './helpers/go.js';
 import { hostService, kubeService } from './helpers/dns-state.js';
+import { dnsmasqSkip, startDnsmasq, type DnsmasqZone } from './helpers/dnsmasq.js';
 
 const PROXY_IP = '127.0.95.1';
 const OTHER_NS_PROXY_IP = '127.0.95.2';
@@ -33,12 +34,7 @@ const DEAD_UPSTREAM_IP = '127.0.95.54';
 /** Records of the big name: more than a 512-byte or a 1232-byte (Go's EDNS size) UDP answer holds. */
 const BIG_RECORDS = 150;
 
-const dnsmasqSkip = ((): false | string => {
-  const probe = spawn('dnsmasq', ['--version'], { stdio: 'ignore' });
-  probe.on('error', () => undefined);
-  return probe.pid === undefined ? 'dnsmasq is not installed (apt-get install dnsmasq-base; .ci/run does this)' : false;
-})();
-const skip = goSkip() || dnsmasqSkip;
+const skip = goSkip() || dnsmasqSkip();
 
 const SHOP_CLIENT: DnsClient = { name: 'curl', namespace: 'shop', network: '', canonicalName: 'curl', canonicalRevision: 'v1' };
 
@@ -53,26 +49,11 @@ function meshState(): ProxyState {
   return s;
 }
 
-/** dnsmasq as the cluster's nameserver: `ext.example`, `echo`, `big.example` (many records), NXDOMAIN for the rest. */
-async function startDnsmasq(dir: string, port: number): Promise<ChildProcess> {
-  const hosts = path.join(dir, 'hosts');
-  const lines = ['192.0.2.200 ext.example', '192.0.2.99 echo', ...Array.from({ length: BIG_RECORDS }, (_, i) => `198.18.${Math.floor(i / 250)}.${(i % 250) + 1} big.example`)];
-  await writeFile(hosts, lines.join('\n') + '\n');
-  const p = spawn('dnsmasq', [
-    '--keep-in-foreground', '--conf-file=/dev/null', '--no-resolv', '--no-hosts', `--addn-hosts=${hosts}`, '--local=/example/',
-    '--local=/cluster.local/', '--local=//', `--listen-address=${UPSTREAM_IP}`, '--bind-interfaces', `--port=${port}`, '--user=root',
-    '--group=root', '--pid-file=', '--log-facility=-', '--txt-record=txt.example,from dnsmasq',
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  await new Promise<void>((resolve, reject) => {
-    p.stderr.on('data', (d: Buffer) => {
-      log += d.toString();
-      if (log.includes(`read ${hosts}`)) resolve();
-    });
-    p.once('exit', (code) => reject(new Error(`dnsmasq exited (${String(code)}): ${log}`)));
-  });
-  return p;
-}
+/** The cluster's nameserver: `ext.example`, `echo`, `big.example` (many records), a TXT record, NXDOMAIN for the rest. */
+const ZONE: DnsmasqZone = {
+  hosts: ['192.0.2.200 ext.example', '192.0.2.99 echo', ...Array.from({ length: BIG_RECORDS }, (_, i) => `198.18.${Math.floor(i / 250)}.${(i % 250) + 1} big.example`)],
+  txt: ['txt.example,from dnsmasq'],
+};
 
 /** One raw exchange with the proxy; undefined when nothing came back within `timeoutMs`. */
 async function udpExchange(port: number, msg: Buffer, timeoutMs = 2000): Promise<Buffer | undefined> {
@@ -118,7 +99,7 @@ describe('ztunnel DNS proxy', { skip }, () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-dns-'));
     go = await buildGoPeer('dns_go');
     const [port = 0] = await freePorts(UPSTREAM_IP, 1);
-    dnsmasq = await startDnsmasq(dir, port);
+    dnsmasq = await startDnsmasq(dir, UPSTREAM_IP, port, ZONE);
     upstream = { nameservers: [{ host: UPSTREAM_IP, port }], timeoutMs: 2000, attempts: 1 };
     registry = new Registry();
     const metrics = new DnsMetrics(registry);
