@@ -11,6 +11,7 @@ import net from 'node:net';
 import { MeshError, type ErrorCode } from '../../lib/errors.js';
 import type { NetnsRef } from '../../lib/native.js';
 import { HBONE_PORT, INBOUND_PLAINTEXT_PORT, OUTBOUND_CAPTURE_PORT } from '../../ztunnel/config.js';
+import { DNS_PROXY_PORT } from '../../ztunnel/dns/dns-sockets.js';
 import { IptablesRules, replaceChains, type IpFamily } from './iptables-rules.js';
 import { mustRunInNetns, type CommandResult } from './netns-command.js';
 
@@ -24,8 +25,6 @@ const INPOD_RESTORE_MASK = 0xffffffff;
 /** The routing table of the local route for marked replies, and the priority of the `ip rule` that selects it. */
 export const INPOD_ROUTE_TABLE = 100;
 export const INPOD_RULE_PRIORITY = 32764;
-/** ztunnel's DNS proxy port in the pod, where captured DNS goes (istio `cni/pkg/config/config.go`). */
-export const DNS_CAPTURE_PORT = 15053;
 /** Istio's chain names in the pod's tables. */
 export const CHAIN_PREROUTING = 'ISTIO_PRERT';
 export const CHAIN_OUTPUT = 'ISTIO_OUTPUT';
@@ -145,8 +144,8 @@ function inpodRules(config: PodRulesConfig, overrides: PodTrafficOverrides, fami
   }
   r.append('mangle', CHAIN_OUTPUT, '-m', 'connmark', '--mark', TPROXY_MARK_MATCH, '-j', 'CONNMARK', '--restore-mark', '--nfmask', hex(INPOD_RESTORE_MASK), '--ctmask', hex(INPOD_RESTORE_MASK));
   if (dns) {
-    r.append('nat', CHAIN_OUTPUT, '!', '-o', 'lo', '-p', 'udp', '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-m', 'udp', '--dport', '53', '-j', 'REDIRECT', '--to-port', String(DNS_CAPTURE_PORT));
-    r.append('nat', CHAIN_OUTPUT, '!', '-d', localhost, '-p', 'tcp', '--dport', '53', '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-j', 'REDIRECT', '--to-ports', String(DNS_CAPTURE_PORT));
+    r.append('nat', CHAIN_OUTPUT, '!', '-o', 'lo', '-p', 'udp', '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-m', 'udp', '--dport', '53', '-j', 'REDIRECT', '--to-port', String(DNS_PROXY_PORT));
+    r.append('nat', CHAIN_OUTPUT, '!', '-d', localhost, '-p', 'tcp', '--dport', '53', '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-j', 'REDIRECT', '--to-ports', String(DNS_PROXY_PORT));
     // ztunnel's queries upstream and their answers get their own conntrack zone, apart from the app's (istio#33469).
     r.append('raw', CHAIN_OUTPUT, '-p', 'udp', '-m', 'mark', '--mark', INPOD_MARK_MATCH, '-m', 'udp', '--dport', '53', '-j', 'CT', '--zone', '1');
     r.append('raw', CHAIN_PREROUTING, '-p', 'udp', '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-m', 'udp', '--sport', '53', '-j', 'CT', '--zone', '1');
