@@ -49,6 +49,13 @@ export const ERROR_CODES = [
   'CNI_ERR_KUBE_API',
   'CNI_ERR_AGENT_UNAVAILABLE',
   'CNI_ERR_CAPTURE_FAILED',
+  'ZDS_ERR_DECODE',
+  'ZDS_ERR_PROTOCOL',
+  'ZDS_ERR_PROXY_START',
+  'ZDS_ERR_NACK',
+  'ZDS_ERR_TIMEOUT',
+  'ZDS_ERR_NO_ZTUNNEL',
+  'ZDS_ERR_LISTEN',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
