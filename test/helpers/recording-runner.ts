@@ -9,20 +9,25 @@ import type { WorkloadInfo } from '../../src/zds/workload-info.js';
  * A uid in `failing` fails to start, as a pod whose ports are still held by an old ztunnel would.
  */
 export class RecordingRunner extends EventEmitter<{ event: [string] }> implements InpodProxyRunner {
+  /** `start UID` or `fail UID`; `stop UID` (and, emitted only, `starting UID` as a start begins). */
   readonly events: string[] = [];
   readonly held = new Map<string, number>();
   readonly infos = new Map<string, WorkloadInfo>();
   readonly failing = new Set<string>();
 
-  start(uid: string, info: WorkloadInfo, netns: number): Promise<void> {
+  /** While set, a start waits for it (a bind still in progress). */
+  hold: Promise<void> | undefined;
+
+  async start(uid: string, info: WorkloadInfo, netns: number): Promise<void> {
+    this.emit('event', `starting ${uid}`);
+    await this.hold;
     if (this.failing.has(uid)) {
       this.record(`fail ${uid}`);
-      return Promise.reject(new Error(`listen EADDRINUSE for ${uid} (test)`));
+      throw new Error(`listen EADDRINUSE for ${uid} (test)`);
     }
     this.held.set(uid, netns);
     this.infos.set(uid, info);
     this.record(`start ${uid}`);
-    return Promise.resolve();
   }
 
   stop(uid: string): void {

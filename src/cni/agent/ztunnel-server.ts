@@ -8,11 +8,9 @@ import type { WorkloadInfo } from '../../zds/workload-info.js';
 import { ZtunnelConnection } from './ztunnel-connection.js';
 import type { SnapshotPod, ZtunnelLink } from './ztunnel-link.js';
 
-/** Where Istio's node agent and ztunnel meet (both DaemonSets mount `/var/run/ztunnel`). */
-export const ZTUNNEL_SOCKET_PATH = '/var/run/ztunnel/ztunnel.sock';
-
 /**
- * The node agent's ZDS server (Istio `cni/pkg/nodeagent/ztunnelserver.go`): listens on a SEQPACKET socket, and
+ * The node agent's ZDS server (Istio `cni/pkg/nodeagent/ztunnelserver.go`): listens on a SEQPACKET socket
+ * (`ZDS_SOCKET_PATH` in `src/zds/zds-socket-path.ts` by default), and
  * gives every ztunnel that connects the snapshot of the pods `snapshot()` returns, then the pods enrollment adds
  * (to the newest ztunnel) and deletes (to all, so an old ztunnel still draining during an upgrade drops them too).
  *
@@ -47,7 +45,8 @@ export class ZtunnelServer extends EventEmitter<{ snapshot: [number]; disconnect
       const conn = new ZtunnelConnection(id, socket, this.log, this.snapshot, () => this.emit('snapshot', id));
       this.connections.push(conn);
       socket.on('close', () => {
-        this.connections.splice(this.connections.indexOf(conn), 1);
+        const at = this.connections.indexOf(conn);
+        if (at >= 0) this.connections.splice(at, 1);
         this.log.info({ conn: id, connected: this.connections.length }, 'ztunnel disconnected');
         this.emit('disconnected', id);
       });

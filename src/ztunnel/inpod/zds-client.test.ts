@@ -155,4 +155,22 @@ describe('ztunnel ZDS client (ztunnel src/inpod/workloadmanager.rs, protocol.rs)
     assert.deepEqual(await ready, [true]);
     assert.deepEqual(client.pending(), []);
   });
+
+  test('close() while a pod\'s proxy is still starting: the proxy is stopped once its start completes', { timeout: 10_000 }, async () => {
+    listen();
+    client.start();
+    const agent = await connected();
+    let release!: () => void;
+    runner.hold = new Promise((resolve) => (release = resolve));
+    const starting = runner.waitFor('starting a');
+    const fd = ownNetnsFd();
+    agent.socket.send(encodeWorkloadRequest({ kind: 'add', uid: 'a', info }), [fd]);
+    closeSync(fd);
+    await starting;
+    client.close();
+    const stopped = runner.waitFor('stop a');
+    release();
+    await stopped;
+    assert.deepEqual(runner.events, ['start a', 'stop a']);
+  });
 });

@@ -40,6 +40,7 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
   private connection: Connection | undefined;
   private connectTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private closed = false;
   private wasReady = false;
 
   constructor(
@@ -74,8 +75,9 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
     return this.state.runningUids();
   }
 
-  /** Disconnects for good and stops every pod's proxy. */
+  /** Disconnects for good and stops every pod's proxy (one still starting is stopped once it started). */
   close(): void {
+    this.closed = true;
     this.halt();
     this.state.stopAll();
   }
@@ -126,10 +128,15 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
 
   /** Runs `task` after everything queued on `conn`; a failure (a bug) is logged and drops the connection. */
   private enqueue(conn: Connection, task: () => Promise<void>): void {
-    conn.work = conn.work.then(task).catch((e: unknown) => {
-      this.log.error({ err: describeError(e) }, 'ZDS message handling failed');
-      conn.socket.close();
-    });
+    conn.work = conn.work
+      .then(task)
+      .catch((e: unknown) => {
+        this.log.error({ err: describeError(e) }, 'ZDS message handling failed');
+        conn.socket.close();
+      })
+      .then(() => {
+        if (this.closed) this.state.stopAll();
+      });
   }
 
   private async onMessage(conn: Connection, data: Buffer, fds: number[]): Promise<void> {
