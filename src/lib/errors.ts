@@ -56,6 +56,13 @@ export const ERROR_CODES = [
   'AGENT_ERR_POD_ANNOTATION',
   'AGENT_ERR_HOST_RULES',
   'AGENT_ERR_POD_NETNS',
+  'ZDS_ERR_DECODE',
+  'ZDS_ERR_PROTOCOL',
+  'ZDS_ERR_PROXY_START',
+  'ZDS_ERR_NACK',
+  'ZDS_ERR_TIMEOUT',
+  'ZDS_ERR_NO_ZTUNNEL',
+  'ZDS_ERR_LISTEN',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
