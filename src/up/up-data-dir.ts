@@ -33,40 +33,40 @@ export interface SandboxRecord {
 
 const SANDBOX_FILE = 'sandbox.json';
 
-export class UpDataDir {
-  constructor(readonly root: string) {}
+/** The entries `up` makes in the data directory: teardown removes these (the directory itself only when empty). */
+const ENTRIES = { kubeconfig: 'kubeconfig', apiserverDir: 'apiserver', istiodDir: 'istiod', journal: 'created.jsonl', clusterFile: 'cluster.json', logFile: 'up.log', podsDir: 'pods', nodesDir: 'nodes' } as const;
 
+export class UpDataDir {
   /** The admin kubeconfig (a link to the API server's). */
-  get kubeconfig(): string {
-    return path.join(this.root, 'kubeconfig');
+  readonly kubeconfig: string;
+  readonly apiserverDir: string;
+  readonly istiodDir: string;
+  readonly journal: string;
+  readonly clusterFile: string;
+  readonly logFile: string;
+  readonly podsDir: string;
+  readonly nodesDir: string;
+  /** Everything `up` creates here. */
+  readonly created: readonly string[];
+
+  constructor(readonly root: string) {
+    const at = (name: string): string => path.join(root, name);
+    this.kubeconfig = at(ENTRIES.kubeconfig);
+    this.apiserverDir = at(ENTRIES.apiserverDir);
+    this.istiodDir = at(ENTRIES.istiodDir);
+    this.journal = at(ENTRIES.journal);
+    this.clusterFile = at(ENTRIES.clusterFile);
+    this.logFile = at(ENTRIES.logFile);
+    this.podsDir = at(ENTRIES.podsDir);
+    this.nodesDir = at(ENTRIES.nodesDir);
+    this.created = Object.values(ENTRIES).map(at);
   }
-  get apiserverDir(): string {
-    return path.join(this.root, 'apiserver');
-  }
-  get istiodDir(): string {
-    return path.join(this.root, 'istiod');
-  }
-  get journal(): string {
-    return path.join(this.root, 'created.jsonl');
-  }
-  get clusterFile(): string {
-    return path.join(this.root, 'cluster.json');
-  }
-  get logFile(): string {
-    return path.join(this.root, 'up.log');
-  }
-  get podsDir(): string {
-    return path.join(this.root, 'pods');
-  }
+
   nodeDir(node: string): string {
-    return path.join(this.root, 'nodes', node);
+    return path.join(this.nodesDir, node);
   }
   podDir(namespace: string, name: string, uid: string): string {
     return path.join(this.podsDir, `${namespace}_${name}_${uid}`);
-  }
-  /** Everything `up` creates here, removed by teardown (the directory itself goes only when empty). */
-  get created(): readonly string[] {
-    return ['kubeconfig', 'apiserver', 'istiod', 'created.jsonl', 'cluster.json', 'up.log', 'pods', 'nodes'].map((p) => path.join(this.root, p));
   }
 
   async writeCluster(c: ClusterRecord): Promise<void> {
