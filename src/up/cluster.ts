@@ -121,6 +121,8 @@ export class Cluster {
   private async build(journal: ResourceJournal): Promise<void> {
     const { cfg, dataDir, progress } = this;
     const records = Array.from({ length: cfg.nodes }, (_, i) => nodeRecord(cfg, i + 1));
+    if (process.getuid?.() !== 0) throw new MeshError('UP_ERR_NETWORK', 'amesh up needs root: it makes network namespaces, links and routes (run it with sudo)');
+    await new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS], cacheDir: dataDir.root }).checkPlugins(nodeNetworkConfig(records[0]!.podCidr, ''));
     await dataDir.writeCluster({ name: cfg.name, hostIp: cfg.hostIp, nodes: records });
 
     progress(`Creating the node network: bridge ${hostBridgeName(cfg)} at ${cfg.hostIp} (${cfg.nodeCidr})`);
