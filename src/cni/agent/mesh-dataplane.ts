@@ -1,0 +1,263 @@
+/**
+ * Adding a pod to the mesh and removing it, in Istio's order (istio cni/pkg/nodeagent/meshdataplane_linux.go,
+ * net_linux.go). Add: open the pod's netns (the CNI netns path, else the cached fd, else a /proc scan), apply the
+ * in-pod rules, hand the pod to ztunnel over ZDS and wait for its ack, put its IPs in the host probe ipset, then
+ * annotate it `enabled`. A netns or rules failure is not retried (the pod is left as it was); a ztunnel failure
+ * annotates it `pending` (its rules are in, so removal must undo them) and is retried by the caller. Remove: the
+ * ipset entries first, the rules unless the pod is gone, ZDS Del to every ztunnel, then the annotation. The pods
+ * enrolled here, with their netns fds, are the snapshot every connecting ztunnel gets. Operations on one pod run
+ * one at a time, so the CNI plugin's ADD and an informer event for the same pod never interleave.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { MeshError, describeError, isMeshError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import type { WorkloadInfo } from '../../zds/workload-info.js';
+import { podIps, podTrafficOverrides, podPartiallyEnrolled, workloadInfo, type PodTrafficOverrides } from './pod-enrollment.js';
+import { ZTUNNEL_ADD_FAILED_REASON, type PodMarker } from './pod-marker.js';
+import type { SnapshotPod, ZtunnelLink } from './ztunnel-link.js';
+
+/** Istio's in-pod rules (iptables mangle/nat/raw chains, `ip rule` and the table-100 route) inside a pod's netns. */
+export interface InpodRules {
+  /** Applies the rules, replacing whatever amesh or Istio left there before. */
+  create(netns: number, overrides: PodTrafficOverrides): Promise<void>;
+  remove(netns: number): Promise<void>;
+}
+
+/** The node's rules for kubelet probes: the `ISTIO_POSTRT` SNAT chain and the ipset of enrolled pod IPs. */
+export interface HostProbes {
+  createHostRules(): Promise<void>;
+  /** Removes the chain and destroys the ipset. */
+  deleteHostRules(): Promise<void>;
+  /** Upserts the pod's IPs (commented with its UID). */
+  addPod(uid: string, ips: readonly string[]): Promise<void>;
+  /** Removes the entries for the pod's IPs that carry its UID. */
+  removePod(uid: string, ips: readonly string[]): Promise<void>;
+  /** Removes every entry whose IP is not in `keep`. */
+  prune(keep: readonly string[]): Promise<void>;
+}
+
+/** Pods' network namespaces as fds the agent holds. */
+export interface PodNetnsFinder {
+  /** Opens the netns at a CNI netns path (`/var/run/netns/cni-…`). */
+  open(netnsPath: string): Promise<number>;
+  /** For already-running pods: scans /proc for a process of each pod whose netns holds one of its IPs. */
+  find(pods: readonly { readonly uid: string; readonly ips: readonly string[] }[]): Promise<ReadonlyMap<string, number>>;
+  close(fd: number): void;
+}
+
+/** What the agent's enrollment calls; MeshDataplane implements it. */
+export interface PodDataplane {
+  addPodToMesh(pod: V1Pod, ips: readonly string[], netnsPath: string): Promise<void>;
+  removePodFromMesh(pod: V1Pod, isDelete: boolean): Promise<void>;
+  syncHostProbeIps(pod: V1Pod, ips: readonly string[]): Promise<void>;
+}
+
+/** Failures Istio does not retry (ErrNonRetryableAdd): the pod's netns or its rules. */
+export const isNonRetryableAdd = (e: unknown): boolean => isMeshError(e, 'AGENT_ERR_NETNS') || isMeshError(e, 'AGENT_ERR_POD_RULES');
+
+interface EnrolledPod {
+  info: WorkloadInfo;
+  netns: number | undefined;
+}
+
+export class MeshDataplane implements PodDataplane {
+  /** Istio's podNetnsCache: every pod being or already enrolled, by UID, with its netns when known. */
+  private readonly pods = new Map<string, EnrolledPod>();
+  private readonly busy = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly rules: InpodRules,
+    private readonly hostProbes: HostProbes,
+    private readonly netns: PodNetnsFinder,
+    private readonly marker: PodMarker,
+    private readonly log: Logger,
+  ) {}
+
+  /** The ZDS snapshot: Add (with the netns) for each pod whose netns is open, Keep for the others. */
+  snapshot(): SnapshotPod[] {
+    return [...this.pods].map(([uid, p]) => ({ uid, info: p.info, netns: p.netns }));
+  }
+
+  /**
+   * Before ztunnel connects: the ipset holds the snapshot pods' IPs and no others (unless a pod has no IP yet,
+   * when nothing is pruned), each pod's netns is found under /proc, and with `reconcileRules` their rules are
+   * brought up to date. Errors are logged per pod; the agent starts anyway, as Istio's does.
+   */
+  async constructInitialSnapshot(pods: readonly V1Pod[], reconcileRules: boolean): Promise<void> {
+    const ips: string[] = [];
+    let incomplete = false;
+    for (const pod of pods) {
+      const own = podIps(pod);
+      if (own.length === 0) incomplete = true;
+      try {
+        if (own.length > 0) await this.hostProbes.addPod(uidOf(pod), own);
+        ips.push(...own);
+      } catch (e) {
+        this.log.error({ pod: nameOf(pod), error: describeError(e) }, 'cannot add an enrolled pod to the host probe ipset; its kubelet probes will fail');
+      }
+    }
+    if (incomplete) this.log.warn('an enrolled pod has no IP yet; not pruning the host probe ipset');
+    else await this.hostProbes.prune(ips);
+    for (const pod of pods) this.pods.set(uidOf(pod), { info: workloadInfo(pod), netns: undefined });
+    const found = await this.netns.find(pods.map((p) => ({ uid: uidOf(p), ips: podIps(p) })));
+    for (const [uid, fd] of found) {
+      const p = this.pods.get(uid);
+      if (p !== undefined) p.netns = fd;
+    }
+    if (!reconcileRules) return;
+    for (const pod of pods) {
+      const fd = this.pods.get(uidOf(pod))?.netns;
+      if (fd === undefined) {
+        this.log.warn({ pod: nameOf(pod) }, 'enrolled pod has no running process with its IP; ztunnel keeps its proxy (Keep) until it is deleted');
+        continue;
+      }
+      await this.rules.create(fd, podTrafficOverrides(pod)).catch((e: unknown) => {
+        this.log.error({ pod: nameOf(pod), error: describeError(e) }, 'cannot reconcile the in-pod rules of an enrolled pod; restart the pod, or remove it from the mesh and add it again');
+      });
+    }
+  }
+
+  addPodToMesh(pod: V1Pod, ips: readonly string[], netnsPath: string): Promise<void> {
+    return this.exclusive(uidOf(pod), () => this.add(pod, ips, netnsPath));
+  }
+
+  removePodFromMesh(pod: V1Pod, isDelete: boolean): Promise<void> {
+    return this.exclusive(uidOf(pod), () => this.remove(pod, isDelete));
+  }
+
+  async syncHostProbeIps(pod: V1Pod, ips: readonly string[]): Promise<void> {
+    await this.probes(() => this.hostProbes.addPod(uidOf(pod), ips), `add pod ${nameOf(pod)} to`);
+  }
+
+  /** Lets go of every netns; with `cleanup` (not an upgrade) also removes the host probe rules. Pod rules stay. */
+  async stop(cleanup: boolean): Promise<void> {
+    await Promise.allSettled(this.busy.values());
+    if (cleanup) await this.probes(() => this.hostProbes.deleteHostRules(), 'remove');
+    for (const p of this.pods.values()) if (p.netns !== undefined) this.netns.close(p.netns);
+    this.pods.clear();
+  }
+
+  private async add(pod: V1Pod, ips: readonly string[], netnsPath: string): Promise<void> {
+    const uid = uidOf(pod);
+    const log = this.log.child({ pod: nameOf(pod) });
+    log.info('adding pod to the mesh');
+    const entry = this.pods.get(uid) ?? { info: workloadInfo(pod), netns: undefined };
+    entry.info = workloadInfo(pod);
+    this.pods.set(uid, entry);
+    let fd: number;
+    try {
+      fd = await this.openNetns(pod, entry, netnsPath);
+    } catch (e) {
+      this.forget(uid);
+      throw new MeshError('AGENT_ERR_NETNS', `cannot open the network namespace of pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
+    }
+    try {
+      await this.rules.create(fd, podTrafficOverrides(pod));
+    } catch (e) {
+      this.forget(uid);
+      throw new MeshError('AGENT_ERR_POD_RULES', `cannot apply the in-pod rules of pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
+    }
+    try {
+      await this.ztunnel().addWorkload(uid, entry.info, fd);
+    } catch (e) {
+      const err = new MeshError('AGENT_ERR_ZTUNNEL', `ztunnel did not take pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
+      log.error({ error: describeError(err) }, 'pod partially added (rules in place); annotating it pending and retrying');
+      if (!podPartiallyEnrolled(pod)) {
+        await this.marker.warn(pod, ZTUNNEL_ADD_FAILED_REASON, err.message).catch((w: unknown) => log.warn({ error: describeError(w) }, 'cannot record the Event'));
+      }
+      await this.marker.pending(pod);
+      throw err;
+    }
+    await this.syncHostProbeIps(pod, ips);
+    await this.marker.enrolled(pod);
+    log.info('pod added to the mesh');
+  }
+
+  private async remove(pod: V1Pod, isDelete: boolean): Promise<void> {
+    const uid = uidOf(pod);
+    const log = this.log.child({ pod: nameOf(pod), deleted: isDelete });
+    log.info('removing pod from the mesh');
+    await this.probes(() => this.hostProbes.removePod(uid, podIps(pod)), `remove pod ${nameOf(pod)} from`);
+    const fd = this.pods.get(uid)?.netns;
+    if (!isDelete) {
+      if (fd === undefined) {
+        log.warn('pod netns not found; its in-pod rules cannot be removed');
+      } else {
+        try {
+          await this.rules.remove(fd);
+        } catch (e) {
+          throw new MeshError('AGENT_ERR_POD_RULES', `cannot remove the in-pod rules of pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
+        }
+      }
+    }
+    this.forget(uid);
+    try {
+      await this.ztunnel().delWorkload(uid);
+    } catch (e) {
+      throw new MeshError('AGENT_ERR_ZTUNNEL', `cannot remove pod ${nameOf(pod)} from ztunnel: ${describeError(e)}`, { cause: e });
+    }
+    try {
+      await this.marker.unenrolled(pod);
+    } catch (e) {
+      // A pod on its way out keeps the annotation with it; a running one must lose it, so that is retried.
+      if (!isDelete) throw e;
+    }
+    log.info('pod removed from the mesh');
+  }
+
+  private link: ZtunnelLink | undefined;
+
+  /** The ZDS server, once it exists (it takes this dataplane's snapshot, so it is built after it). */
+  attach(link: ZtunnelLink): void {
+    this.link = link;
+  }
+
+  private ztunnel(): ZtunnelLink {
+    if (this.link === undefined) throw new MeshError('AGENT_ERR_ZTUNNEL', 'no ztunnel connection (the ZDS server is not running)');
+    return this.link;
+  }
+
+  private async openNetns(pod: V1Pod, entry: EnrolledPod, netnsPath: string): Promise<number> {
+    if (netnsPath !== '') {
+      const fd = await this.netns.open(netnsPath);
+      if (entry.netns !== undefined) this.netns.close(entry.netns);
+      entry.netns = fd;
+      return fd;
+    }
+    if (entry.netns !== undefined) return entry.netns;
+    const fd = (await this.netns.find([{ uid: uidOf(pod), ips: podIps(pod) }])).get(uidOf(pod));
+    if (fd === undefined) throw new Error('no process of the pod under /proc has a network namespace with its IP (a pod still starting is captured through the CNI plugin)');
+    entry.netns = fd;
+    return fd;
+  }
+
+  private forget(uid: string): void {
+    const fd = this.pods.get(uid)?.netns;
+    if (fd !== undefined) this.netns.close(fd);
+    this.pods.delete(uid);
+  }
+
+  private async probes(op: () => Promise<void>, what: string): Promise<void> {
+    try {
+      await op();
+    } catch (e) {
+      throw new MeshError('AGENT_ERR_HOST_PROBES', `cannot ${what} the host probe rules: ${describeError(e)}`, { cause: e });
+    }
+  }
+
+  private exclusive(uid: string, op: () => Promise<void>): Promise<void> {
+    const run = (this.busy.get(uid) ?? Promise.resolve()).then(op);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.busy.set(uid, settled);
+    void settled.then(() => {
+      if (this.busy.get(uid) === settled) this.busy.delete(uid);
+    });
+    return run;
+  }
+}
+
+const uidOf = (pod: V1Pod): string => pod.metadata?.uid ?? '';
+const nameOf = (pod: V1Pod): string => `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
