@@ -46,20 +46,37 @@ class RecordedNode implements CniAgentParts {
   readonly zds = new RecordedZtunnel();
 
   readonly rules = {
-    create: (netns: number, o: PodTrafficOverrides) => done(() => this.rulesIn.set(netns, o)),
+    apply: (netns: number, o: PodTrafficOverrides) => done(() => this.rulesIn.set(netns, o)),
     remove: (netns: number) => done(() => this.rulesIn.delete(netns)),
   };
   readonly hostProbes = {
-    createHostRules: () => done(() => (this.hostRules = true)),
-    deleteHostRules: () => done(() => ((this.hostRules = false), this.probeIps.clear())),
+    create: () => done(() => (this.hostRules = true)),
+    delete: () => done(() => ((this.hostRules = false), this.probeIps.clear())),
     addPod: (uid: string, ips: readonly string[]) => done(() => ips.forEach((ip) => this.probeIps.set(ip, uid))),
-    removePod: (uid: string, ips: readonly string[]) => done(() => ips.forEach((ip) => this.probeIps.get(ip) === uid && this.probeIps.delete(ip))),
-    prune: (keep: readonly string[]) => done(() => [...this.probeIps.keys()].forEach((ip) => keep.includes(ip) || this.probeIps.delete(ip))),
+    removePod: (uid: string) => done(() => [...this.probeIps].forEach(([ip, owner]) => owner === uid && this.probeIps.delete(ip))),
+    prune: (uids: ReadonlySet<string>) => done(() => [...this.probeIps].forEach(([ip, owner]) => uids.has(owner) || this.probeIps.delete(ip))),
   };
+  /** The netns cache: fds by pod UID. */
+  readonly open = new Map<string, number>();
   readonly netns = {
-    open: () => Promise.resolve(this.nextFd++),
-    find: (pods: readonly { uid: string }[]) => Promise.resolve(new Map(pods.filter((p) => this.running.has(p.uid)).map((p) => [p.uid, this.running.get(p.uid)!] as const))),
-    close: () => undefined,
+    open: (uid: string) => {
+      const fd = this.open.get(uid) ?? this.nextFd++;
+      this.open.set(uid, fd);
+      return fd;
+    },
+    get: (uid: string) => this.open.get(uid),
+    remove: (uid: string) => this.open.delete(uid),
+    closeAll: () => this.open.clear(),
+    scanProc: (pods: Iterable<{ uid: string }>) => {
+      const found = new Map<string, number>();
+      for (const p of pods) {
+        const fd = this.running.get(p.uid);
+        if (fd === undefined || this.open.has(p.uid)) continue;
+        this.open.set(p.uid, fd);
+        found.set(p.uid, fd);
+      }
+      return Promise.resolve(found);
+    },
   };
 
   zdsServer(_socket: string, snapshot: () => SnapshotPod[]): ZdsServer {

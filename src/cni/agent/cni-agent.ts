@@ -16,7 +16,7 @@ import { startHttpServer } from '../../lib/http-server.js';
 import type { LogControl, Logger } from '../../lib/log.js';
 import type { CniAgentConfig } from './cni-agent-config.js';
 import { Enrollment } from './enrollment.js';
-import { MeshDataplane, type HostProbes, type InpodRules, type PodNetnsFinder } from './mesh-dataplane.js';
+import { MeshDataplane, type HostProbes, type InpodRules, type PodNetnsCache } from './mesh-dataplane.js';
 import { PluginServer } from './plugin-server.js';
 import { writePluginKubeconfig } from './plugin-kubeconfig.js';
 import { PodMarker } from './pod-marker.js';
@@ -35,7 +35,7 @@ export interface ZdsServer extends ZtunnelLink {
 export interface CniAgentParts {
   readonly rules: InpodRules;
   readonly hostProbes: HostProbes;
-  readonly netns: PodNetnsFinder;
+  readonly netns: PodNetnsCache;
   zdsServer(socketPath: string, snapshot: () => SnapshotPod[]): ZdsServer;
 }
 
@@ -96,7 +96,7 @@ export class CniAgent {
     await this.enrollment.synced;
     this.log.info({ node: cfg.nodeName }, 'pod and namespace caches synced');
     try {
-      await this.parts.hostProbes.createHostRules();
+      await this.parts.hostProbes.create();
     } catch (e) {
       throw new MeshError('AGENT_ERR_HOST_PROBES', `cannot create the host probe rules: ${describeError(e)}`, { cause: e });
     }

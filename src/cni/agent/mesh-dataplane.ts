@@ -19,30 +19,34 @@ import type { SnapshotPod, ZtunnelLink } from './ztunnel-link.js';
 /** Istio's in-pod rules (iptables mangle/nat/raw chains, `ip rule` and the table-100 route) inside a pod's netns. */
 export interface InpodRules {
   /** Applies the rules, replacing whatever amesh or Istio left there before. */
-  create(netns: number, overrides: PodTrafficOverrides): Promise<void>;
+  apply(netns: number, overrides: PodTrafficOverrides): Promise<void>;
   remove(netns: number): Promise<void>;
 }
 
 /** The node's rules for kubelet probes: the `ISTIO_POSTRT` SNAT chain and the ipset of enrolled pod IPs. */
 export interface HostProbes {
-  createHostRules(): Promise<void>;
-  /** Removes the chain and destroys the ipset. */
-  deleteHostRules(): Promise<void>;
+  /** Creates the chain and the ipsets, keeping the entries already there. */
+  create(): Promise<void>;
+  /** Removes the chain and destroys the ipsets. */
+  delete(): Promise<void>;
   /** Upserts the pod's IPs (commented with its UID). */
   addPod(uid: string, ips: readonly string[]): Promise<void>;
-  /** Removes the entries for the pod's IPs that carry its UID. */
-  removePod(uid: string, ips: readonly string[]): Promise<void>;
-  /** Removes every entry whose IP is not in `keep`. */
-  prune(keep: readonly string[]): Promise<void>;
+  /** Removes the entries that carry the pod's UID. */
+  removePod(uid: string): Promise<unknown>;
+  /** Removes every entry whose UID is not one of `enrolledUids`. */
+  prune(enrolledUids: ReadonlySet<string>): Promise<unknown>;
 }
 
-/** Pods' network namespaces as fds the agent holds. */
-export interface PodNetnsFinder {
-  /** Opens the netns at a CNI netns path (`/var/run/netns/cni-…`). */
-  open(netnsPath: string): Promise<number>;
-  /** For already-running pods: scans /proc for a process of each pod whose netns holds one of its IPs. */
-  find(pods: readonly { readonly uid: string; readonly ips: readonly string[] }[]): Promise<ReadonlyMap<string, number>>;
-  close(fd: number): void;
+/** Open fds on pods' network namespaces, by pod UID; the cache owns and closes them. */
+export interface PodNetnsCache {
+  /** Opens (or keeps, when it is the same netns) the netns at a CNI netns path for the pod. */
+  open(uid: string, netnsPath: string): number;
+  get(uid: string): number | undefined;
+  /** Closes and forgets the pod's fd. */
+  remove(uid: string): boolean;
+  closeAll(): void;
+  /** For pods already running: finds and caches their netns by scanning /proc for one holding their IPs. */
+  scanProc(pods: Iterable<{ readonly uid: string; readonly ips: readonly string[] }>): Promise<Map<string, number>>;
 }
 
 /** What the agent's enrollment calls; MeshDataplane implements it. */
@@ -55,63 +59,54 @@ export interface PodDataplane {
 /** Failures Istio does not retry (ErrNonRetryableAdd): the pod's netns or its rules. */
 export const isNonRetryableAdd = (e: unknown): boolean => isMeshError(e, 'AGENT_ERR_NETNS') || isMeshError(e, 'AGENT_ERR_POD_RULES');
 
-interface EnrolledPod {
-  info: WorkloadInfo;
-  netns: number | undefined;
-}
-
 export class MeshDataplane implements PodDataplane {
-  /** Istio's podNetnsCache: every pod being or already enrolled, by UID, with its netns when known. */
-  private readonly pods = new Map<string, EnrolledPod>();
+  /** With the netns cache, Istio's podNetnsCache: every pod being or already enrolled, by UID. */
+  private readonly pods = new Map<string, WorkloadInfo>();
   private readonly busy = new Map<string, Promise<void>>();
+  private link: ZtunnelLink | undefined;
 
   constructor(
     private readonly rules: InpodRules,
     private readonly hostProbes: HostProbes,
-    private readonly netns: PodNetnsFinder,
+    private readonly netns: PodNetnsCache,
     private readonly marker: PodMarker,
     private readonly log: Logger,
   ) {}
 
   /** The ZDS snapshot: Add (with the netns) for each pod whose netns is open, Keep for the others. */
   snapshot(): SnapshotPod[] {
-    return [...this.pods].map(([uid, p]) => ({ uid, info: p.info, netns: p.netns }));
+    return [...this.pods].map(([uid, info]) => ({ uid, info, netns: this.netns.get(uid) }));
+  }
+
+  /** The ZDS server, once it exists (it takes this dataplane's snapshot, so it is built after it). */
+  attach(link: ZtunnelLink): void {
+    this.link = link;
   }
 
   /**
-   * Before ztunnel connects: the ipset holds the snapshot pods' IPs and no others (unless a pod has no IP yet,
-   * when nothing is pruned), each pod's netns is found under /proc, and with `reconcileRules` their rules are
-   * brought up to date. Errors are logged per pod; the agent starts anyway, as Istio's does.
+   * Before ztunnel connects: the probe ipset holds the snapshot pods' IPs and no other pod's, each pod's netns is
+   * found under /proc, and with `reconcileRules` their rules are brought up to date. Errors are logged per pod;
+   * the agent starts anyway, as Istio's does.
    */
   async constructInitialSnapshot(pods: readonly V1Pod[], reconcileRules: boolean): Promise<void> {
-    const ips: string[] = [];
-    let incomplete = false;
     for (const pod of pods) {
-      const own = podIps(pod);
-      if (own.length === 0) incomplete = true;
-      try {
-        if (own.length > 0) await this.hostProbes.addPod(uidOf(pod), own);
-        ips.push(...own);
-      } catch (e) {
+      const ips = podIps(pod);
+      if (ips.length === 0) continue;
+      await this.hostProbes.addPod(uidOf(pod), ips).catch((e: unknown) => {
         this.log.error({ pod: nameOf(pod), error: describeError(e) }, 'cannot add an enrolled pod to the host probe ipset; its kubelet probes will fail');
-      }
+      });
     }
-    if (incomplete) this.log.warn('an enrolled pod has no IP yet; not pruning the host probe ipset');
-    else await this.hostProbes.prune(ips);
-    for (const pod of pods) this.pods.set(uidOf(pod), { info: workloadInfo(pod), netns: undefined });
-    const found = await this.netns.find(pods.map((p) => ({ uid: uidOf(p), ips: podIps(p) })));
-    for (const [uid, fd] of found) {
-      const p = this.pods.get(uid);
-      if (p !== undefined) p.netns = fd;
-    }
+    await this.probes(() => this.hostProbes.prune(new Set(pods.map(uidOf))), 'prune');
+    for (const pod of pods) this.pods.set(uidOf(pod), workloadInfo(pod));
+    await this.netns.scanProc(pods.map((p) => ({ uid: uidOf(p), ips: podIps(p) })));
     if (!reconcileRules) return;
     for (const pod of pods) {
-      const fd = this.pods.get(uidOf(pod))?.netns;
+      const fd = this.netns.get(uidOf(pod));
       if (fd === undefined) {
         this.log.warn({ pod: nameOf(pod) }, 'enrolled pod has no running process with its IP; ztunnel keeps its proxy (Keep) until it is deleted');
         continue;
       }
-      await this.rules.create(fd, podTrafficOverrides(pod)).catch((e: unknown) => {
+      await this.rules.apply(fd, podTrafficOverrides(pod)).catch((e: unknown) => {
         this.log.error({ pod: nameOf(pod), error: describeError(e) }, 'cannot reconcile the in-pod rules of an enrolled pod; restart the pod, or remove it from the mesh and add it again');
       });
     }
@@ -132,33 +127,32 @@ export class MeshDataplane implements PodDataplane {
   /** Lets go of every netns; with `cleanup` (not an upgrade) also removes the host probe rules. Pod rules stay. */
   async stop(cleanup: boolean): Promise<void> {
     await Promise.allSettled(this.busy.values());
-    if (cleanup) await this.probes(() => this.hostProbes.deleteHostRules(), 'remove');
-    for (const p of this.pods.values()) if (p.netns !== undefined) this.netns.close(p.netns);
+    this.netns.closeAll();
     this.pods.clear();
+    if (cleanup) await this.probes(() => this.hostProbes.delete(), 'remove');
   }
 
   private async add(pod: V1Pod, ips: readonly string[], netnsPath: string): Promise<void> {
     const uid = uidOf(pod);
     const log = this.log.child({ pod: nameOf(pod) });
     log.info('adding pod to the mesh');
-    const entry = this.pods.get(uid) ?? { info: workloadInfo(pod), netns: undefined };
-    entry.info = workloadInfo(pod);
-    this.pods.set(uid, entry);
+    const info = workloadInfo(pod);
+    this.pods.set(uid, info);
     let fd: number;
     try {
-      fd = await this.openNetns(pod, entry, netnsPath);
+      fd = await this.openNetns(pod, netnsPath);
     } catch (e) {
       this.forget(uid);
       throw new MeshError('AGENT_ERR_NETNS', `cannot open the network namespace of pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
     }
     try {
-      await this.rules.create(fd, podTrafficOverrides(pod));
+      await this.rules.apply(fd, podTrafficOverrides(pod));
     } catch (e) {
       this.forget(uid);
       throw new MeshError('AGENT_ERR_POD_RULES', `cannot apply the in-pod rules of pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
     }
     try {
-      await this.ztunnel().addWorkload(uid, entry.info, fd);
+      await this.ztunnel().addWorkload(uid, info, fd);
     } catch (e) {
       const err = new MeshError('AGENT_ERR_ZTUNNEL', `ztunnel did not take pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
       log.error({ error: describeError(err) }, 'pod partially added (rules in place); annotating it pending and retrying');
@@ -177,8 +171,8 @@ export class MeshDataplane implements PodDataplane {
     const uid = uidOf(pod);
     const log = this.log.child({ pod: nameOf(pod), deleted: isDelete });
     log.info('removing pod from the mesh');
-    await this.probes(() => this.hostProbes.removePod(uid, podIps(pod)), `remove pod ${nameOf(pod)} from`);
-    const fd = this.pods.get(uid)?.netns;
+    await this.probes(() => this.hostProbes.removePod(uid), `remove pod ${nameOf(pod)} from`);
+    const fd = this.netns.get(uid);
     if (!isDelete) {
       if (fd === undefined) {
         log.warn('pod netns not found; its in-pod rules cannot be removed');
@@ -205,39 +199,25 @@ export class MeshDataplane implements PodDataplane {
     log.info('pod removed from the mesh');
   }
 
-  private link: ZtunnelLink | undefined;
-
-  /** The ZDS server, once it exists (it takes this dataplane's snapshot, so it is built after it). */
-  attach(link: ZtunnelLink): void {
-    this.link = link;
-  }
-
   private ztunnel(): ZtunnelLink {
     if (this.link === undefined) throw new MeshError('AGENT_ERR_ZTUNNEL', 'no ztunnel connection (the ZDS server is not running)');
     return this.link;
   }
 
-  private async openNetns(pod: V1Pod, entry: EnrolledPod, netnsPath: string): Promise<number> {
-    if (netnsPath !== '') {
-      const fd = await this.netns.open(netnsPath);
-      if (entry.netns !== undefined) this.netns.close(entry.netns);
-      entry.netns = fd;
-      return fd;
-    }
-    if (entry.netns !== undefined) return entry.netns;
-    const fd = (await this.netns.find([{ uid: uidOf(pod), ips: podIps(pod) }])).get(uidOf(pod));
+  private async openNetns(pod: V1Pod, netnsPath: string): Promise<number> {
+    const uid = uidOf(pod);
+    if (netnsPath !== '') return this.netns.open(uid, netnsPath);
+    const fd = this.netns.get(uid) ?? (await this.netns.scanProc([{ uid, ips: podIps(pod) }])).get(uid);
     if (fd === undefined) throw new Error('no process of the pod under /proc has a network namespace with its IP (a pod still starting is captured through the CNI plugin)');
-    entry.netns = fd;
     return fd;
   }
 
   private forget(uid: string): void {
-    const fd = this.pods.get(uid)?.netns;
-    if (fd !== undefined) this.netns.close(fd);
+    this.netns.remove(uid);
     this.pods.delete(uid);
   }
 
-  private async probes(op: () => Promise<void>, what: string): Promise<void> {
+  private async probes(op: () => Promise<unknown>, what: string): Promise<void> {
     try {
       await op();
     } catch (e) {
