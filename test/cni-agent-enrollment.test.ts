@@ -88,16 +88,17 @@ class RecordedNode implements CniAgentParts {
 /** ZDS as the agent sees it, with a switch for "no ztunnel connected". */
 class RecordedZtunnel implements ZdsServer {
   connected = true;
+  listening = false;
   snapshot: () => SnapshotPod[] = () => [];
   readonly workloads = new Map<string, { info: WorkloadInfo; netns: number }>();
   get ready(): boolean {
     return this.connected;
   }
-  start(): Promise<void> {
-    return Promise.resolve();
+  listen(): void {
+    this.listening = true;
   }
-  close(): Promise<void> {
-    return Promise.resolve();
+  close(): void {
+    this.listening = false;
   }
   addWorkload(uid: string, info: WorkloadInfo, netns: number): Promise<void> {
     if (!this.connected) return Promise.reject(new Error('no ztunnel connection'));

@@ -25,10 +25,10 @@ import type { SnapshotPod, ZtunnelLink } from './ztunnel-link.js';
 /** Istio's DaemonSet name for the node agent (`<chart name>-node`), looked up at shutdown. */
 export const AGENT_DAEMONSET_NAME = 'istio-cni-node';
 
-/** The ZDS server as the agent runs it. */
+/** The ZDS server as the agent runs it (`ztunnel-server.ts`). */
 export interface ZdsServer extends ZtunnelLink {
-  start(): Promise<void>;
-  close(): Promise<void>;
+  listen(): void;
+  close(): void;
 }
 
 /** The node-level pieces the agent drives, built by the caller (the CLI builds the real ones). */
@@ -36,7 +36,7 @@ export interface CniAgentParts {
   readonly rules: InpodRules;
   readonly hostProbes: HostProbes;
   readonly netns: PodNetnsCache;
-  zdsServer(socketPath: string, snapshot: () => SnapshotPod[]): ZdsServer;
+  zdsServer(socketPath: string, snapshot: () => SnapshotPod[], log: Logger): ZdsServer;
 }
 
 export class CniAgent {
@@ -104,9 +104,9 @@ export class CniAgent {
     await this.dataplane.constructInitialSnapshot(enrolled, cfg.reconcilePodRulesOnStartup).catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'failed to construct the initial snapshot'));
     this.log.info({ pods: enrolled.length }, 'initial snapshot built');
     this.enrollment.run();
-    this.zds = this.parts.zdsServer(cfg.ztunnelSocket, () => this.dataplane.snapshot());
+    this.zds = this.parts.zdsServer(cfg.ztunnelSocket, () => this.dataplane.snapshot(), this.logs.scope('zds'));
     this.dataplane.attach(this.zds);
-    await this.zds.start();
+    this.zds.listen();
     this.plugin = new PluginServer(cfg.pluginSocket, (name, namespace) => this.enrollment.podIfAmbientEnabled(name, namespace), this.dataplane, this.metrics, this.logs.scope('plugin'));
     await this.plugin.start();
     this.isReady = true;
@@ -121,7 +121,7 @@ export class CniAgent {
     const cleanup = decideCleanup && (await this.shouldCleanUp());
     this.log.info({ cleanup }, 'node agent shutting down');
     await this.dataplane.stop(cleanup).catch((e: unknown) => this.log.error({ error: describeError(e) }, 'cannot remove the host probe rules'));
-    await this.zds?.close();
+    this.zds?.close();
     await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   }
 
