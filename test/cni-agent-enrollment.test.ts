@@ -14,7 +14,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 import { loadCniAgentConfig } from '../src/cni/agent/cni-agent-config.js';
 import { CniAgent, type CniAgentParts, type ZdsServer } from '../src/cni/agent/cni-agent.js';
-import type { PodTrafficOverrides } from '../src/cni/agent/pod-enrollment.js';
+import type { PodTrafficOverrides } from '../src/cni/agent/pod-rules.js';
 import type { SnapshotPod } from '../src/cni/agent/ztunnel-link.js';
 import { isMeshError } from '../src/lib/errors.js';
 import { cniPluginAddEvent } from '../src/cni/plugin/cni-plugin-add-event.js';
@@ -164,7 +164,7 @@ describe('amesh cni-agent enrollment against the API server', () => {
     await postCniAddEvent(config().pluginSocket, event('shop', 'cart-0', '10.244.0.10'));
     const zt = node.zds.workloads.get(uid);
     assert.deepEqual(zt?.info, { name: 'cart-0', namespace: 'shop', serviceAccount: 'sa-cart-0' });
-    assert.deepEqual(node.rulesIn.get(zt.netns), { ingressMode: false, dnsCapture: undefined, virtualInterfaces: [] });
+    assert.deepEqual(node.rulesIn.get(zt.netns), { ingressMode: false, dnsCapture: undefined, virtualInterfaces: [], warnings: [] });
     assert.equal(node.probeIps.get('10.244.0.10'), uid);
     assert.equal(await annotation('shop', 'cart-0'), 'enabled');
     assert.ok(node.zds.snapshot().some((p) => p.uid === uid && p.netns === zt.netns), 'the pod is in the snapshot a connecting ztunnel gets');

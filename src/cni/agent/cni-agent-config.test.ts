@@ -12,6 +12,7 @@ test("with only NODE_NAME the agent runs with an Istio install's defaults", () =
   assert.deepEqual([c.dnsCapture, c.ipv6, c.reconcilePodRulesOnStartup, c.disableSafeUpgrade], [true, true, true, false]);
   assert.deepEqual(c.excludeNamespaces, ['kube-system']);
   assert.equal(c.systemNamespace, 'istio-system');
+  assert.deepEqual([c.hostProbeSnatIp, c.hostProbeSnatIpv6], ['169.254.7.127', 'fd16:9254:7127:1337:ffff:ffff:ffff:ffff']);
   assert.deepEqual(c.readinessAddress, { host: '0.0.0.0', port: 8000 });
   assert.deepEqual(c.monitoringAddress, { host: '0.0.0.0', port: 15014 });
   assert.equal(c.enablementSelectors.selects({ 'istio.io/dataplane-mode': 'ambient' }, {}), true);
@@ -42,6 +43,7 @@ test('a bad value is AMESH_ERR_CONFIG naming the variable', () => {
     [{ NODE_NAME: 'n', CNI_AGENT_RUN_DIR: 'relative' }, '--cni-agent-run-dir'],
     [{ NODE_NAME: 'n', AMBIENT_ENABLEMENT_SELECTOR: '[{podSelector: {matchExpressions: [{key: k, operator: Is}]}}]' }, 'AMBIENT_ENABLEMENT_SELECTOR'],
     [{ NODE_NAME: 'n', AMBIENT_ENABLEMENT_SELECTOR: '{' }, 'AMBIENT_ENABLEMENT_SELECTOR'],
+    [{ NODE_NAME: 'n', HOST_PROBE_SNAT_IP: 'fd00::1' }, 'HOST_PROBE_SNAT_IP'],
   ] as const) {
     assert.throws(() => loadCniAgentConfig({}, env), (e: unknown) => isMeshError(e, 'AMESH_ERR_CONFIG') && e.message.includes(name), JSON.stringify(env));
   }

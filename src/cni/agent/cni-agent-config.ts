@@ -12,6 +12,7 @@ import { parseGoBool } from '../../lib/go-bool.js';
 import { LogControl, type LogFormat } from '../../lib/log.js';
 import { compileEnablementSelectors, type EnablementSelectors } from '../plugin/enablement-selectors.js';
 import { CNI_EVENT_SOCKET_NAME, CNI_PLUGIN_KUBECONFIG_NAME } from '../plugin/plugin-config.js';
+import { DEFAULT_HOST_PROBE_SNAT_IP, DEFAULT_HOST_PROBE_SNAT_IPV6, checkProbeSnatIps, type PodRulesConfig } from './pod-rules.js';
 
 export const CNI_AGENT_DEFAULTS = Object.freeze({
   /** Istio's --cni-agent-run-dir: the plugin finds the agent's socket and kubeconfig there. */
@@ -42,7 +43,7 @@ export const CNI_AGENT_DEFAULTS = Object.freeze({
   ]),
 });
 
-export interface CniAgentConfig {
+export interface CniAgentConfig extends PodRulesConfig {
   readonly nodeName: string;
   /** The API to watch; undefined: KUBECONFIG, else the in-cluster service account. */
   readonly kubeconfig: string | undefined;
@@ -52,8 +53,6 @@ export interface CniAgentConfig {
   /** `<runDir>/istio-cni-kubeconfig`, which the plugin reads. */
   readonly pluginKubeconfig: string;
   readonly ztunnelSocket: string;
-  readonly dnsCapture: boolean;
-  readonly ipv6: boolean;
   readonly reconcilePodRulesOnStartup: boolean;
   readonly enablementSelectors: EnablementSelectors;
   readonly excludeNamespaces: readonly string[];
@@ -128,8 +127,11 @@ export function loadCniAgentConfig(flags: CniAgentFlags, env: Env = process.env)
   if (logFormat !== 'text' && logFormat !== 'json') throw configError('LOG_FORMAT', `"${logFormat}" must be text or json`);
   const logLevel = flags.logLevel ?? envString(env, 'LOG_LEVEL', 'info');
   LogControl.parseSpec(logLevel);
+  const snat = { hostProbeSnatIp: envString(env, 'HOST_PROBE_SNAT_IP', DEFAULT_HOST_PROBE_SNAT_IP), hostProbeSnatIpv6: envString(env, 'HOST_PROBE_SNAT_IPV6', DEFAULT_HOST_PROBE_SNAT_IPV6) };
+  checkProbeSnatIps('AMESH_ERR_CONFIG', snat);
   return Object.freeze({
     nodeName,
+    ...snat,
     kubeconfig: flags.kubeconfig,
     runDir,
     pluginSocket: path.join(runDir, CNI_EVENT_SOCKET_NAME),

@@ -95,11 +95,7 @@ export class CniAgent {
     this.enrollment.start();
     await this.enrollment.synced;
     this.log.info({ node: cfg.nodeName }, 'pod and namespace caches synced');
-    try {
-      await this.parts.hostProbes.create();
-    } catch (e) {
-      throw new MeshError('AGENT_ERR_HOST_PROBES', `cannot create the host probe rules: ${describeError(e)}`, { cause: e });
-    }
+    await this.parts.hostProbes.create();
     const enrolled = this.enrollment.activeAmbientPods();
     await this.dataplane.constructInitialSnapshot(enrolled, cfg.reconcilePodRulesOnStartup).catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'failed to construct the initial snapshot'));
     this.log.info({ pods: enrolled.length }, 'initial snapshot built');

@@ -12,7 +12,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { MeshError, describeError, isMeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { WorkloadInfo } from '../../zds/workload-info.js';
-import { podIps, podTrafficOverrides, podPartiallyEnrolled, workloadInfo, type PodTrafficOverrides } from './pod-enrollment.js';
+import { podIps, podPartiallyEnrolled, workloadInfo } from './pod-enrollment.js';
+import { podTrafficOverrides, type PodTrafficOverrides } from './pod-rules.js';
 import { ZTUNNEL_ADD_FAILED_REASON, type PodMarker } from './pod-marker.js';
 import type { SnapshotPod, ZtunnelLink } from './ztunnel-link.js';
 
@@ -56,8 +57,8 @@ export interface PodDataplane {
   syncHostProbeIps(pod: V1Pod, ips: readonly string[]): Promise<void>;
 }
 
-/** Failures Istio does not retry (ErrNonRetryableAdd): the pod's netns or its rules. */
-export const isNonRetryableAdd = (e: unknown): boolean => isMeshError(e, 'AGENT_ERR_NETNS') || isMeshError(e, 'AGENT_ERR_POD_RULES');
+/** Failures Istio does not retry (ErrNonRetryableAdd): the pod's netns, its rules, or an annotation its rules cannot take. */
+export const isNonRetryableAdd = (e: unknown): boolean => isMeshError(e, 'AGENT_ERR_POD_NETNS') || isMeshError(e, 'AGENT_ERR_POD_RULES') || isMeshError(e, 'AGENT_ERR_POD_ANNOTATION');
 
 export class MeshDataplane implements PodDataplane {
   /** With the netns cache, Istio's podNetnsCache: every pod being or already enrolled, by UID. */
@@ -106,7 +107,7 @@ export class MeshDataplane implements PodDataplane {
         this.log.warn({ pod: nameOf(pod) }, 'enrolled pod has no running process with its IP; ztunnel keeps its proxy (Keep) until it is deleted');
         continue;
       }
-      await this.rules.apply(fd, podTrafficOverrides(pod)).catch((e: unknown) => {
+      await this.applyRules(pod, fd).catch((e: unknown) => {
         this.log.error({ pod: nameOf(pod), error: describeError(e) }, 'cannot reconcile the in-pod rules of an enrolled pod; restart the pod, or remove it from the mesh and add it again');
       });
     }
@@ -141,15 +142,10 @@ export class MeshDataplane implements PodDataplane {
     let fd: number;
     try {
       fd = await this.openNetns(pod, netnsPath);
+      await this.applyRules(pod, fd);
     } catch (e) {
       this.forget(uid);
-      throw new MeshError('AGENT_ERR_NETNS', `cannot open the network namespace of pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
-    }
-    try {
-      await this.rules.apply(fd, podTrafficOverrides(pod));
-    } catch (e) {
-      this.forget(uid);
-      throw new MeshError('AGENT_ERR_POD_RULES', `cannot apply the in-pod rules of pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
+      throw e;
     }
     try {
       await this.ztunnel().addWorkload(uid, info, fd);
@@ -177,11 +173,7 @@ export class MeshDataplane implements PodDataplane {
       if (fd === undefined) {
         log.warn('pod netns not found; its in-pod rules cannot be removed');
       } else {
-        try {
-          await this.rules.remove(fd);
-        } catch (e) {
-          throw new MeshError('AGENT_ERR_POD_RULES', `cannot remove the in-pod rules of pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
-        }
+        await this.rules.remove(fd);
       }
     }
     this.forget(uid);
@@ -208,8 +200,15 @@ export class MeshDataplane implements PodDataplane {
     const uid = uidOf(pod);
     if (netnsPath !== '') return this.netns.open(uid, netnsPath);
     const fd = this.netns.get(uid) ?? (await this.netns.scanProc([{ uid, ips: podIps(pod) }])).get(uid);
-    if (fd === undefined) throw new Error('no process of the pod under /proc has a network namespace with its IP (a pod still starting is captured through the CNI plugin)');
+    if (fd === undefined) throw new MeshError('AGENT_ERR_POD_NETNS', `pod ${nameOf(pod)}: no process under /proc has a network namespace with its IP ${podIps(pod).join(', ')} (a pod still starting is captured through the CNI plugin)`);
     return fd;
+  }
+
+  /** Applies the pod's rules with its annotations' overrides (a bad interface name fails; a bad boolean is logged). */
+  private async applyRules(pod: V1Pod, fd: number): Promise<void> {
+    const overrides = podTrafficOverrides(pod.metadata?.annotations);
+    for (const w of overrides.warnings) this.log.warn({ pod: nameOf(pod) }, w);
+    await this.rules.apply(fd, overrides);
   }
 
   private forget(uid: string): void {
@@ -221,7 +220,8 @@ export class MeshDataplane implements PodDataplane {
     try {
       await op();
     } catch (e) {
-      throw new MeshError('AGENT_ERR_HOST_PROBES', `cannot ${what} the host probe rules: ${describeError(e)}`, { cause: e });
+      if (isMeshError(e)) throw e;
+      throw new MeshError('AGENT_ERR_HOST_RULES', `cannot ${what} the host probe rules: ${describeError(e)}`, { cause: e });
     }
   }
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
-import { isPodTerminal, isZtunnelPod, podFullyEnrolled, podIps, podPartiallyEnrolled, podTrafficOverrides, workloadInfo } from './pod-enrollment.js';
+import { isPodTerminal, isZtunnelPod, podFullyEnrolled, podIps, podPartiallyEnrolled, workloadInfo } from './pod-enrollment.js';
 
 const pod = (annotations: Record<string, string> = {}, status: V1Pod['status'] = {}): V1Pod => ({ metadata: { name: 'p', namespace: 'ns', annotations }, spec: { containers: [] }, status });
 
@@ -21,15 +21,6 @@ test('terminal is Succeeded or Failed; ztunnel is app=ztunnel in the system name
   assert.deepEqual(['Running', 'Pending', 'Succeeded', 'Failed'].map((phase) => isPodTerminal(pod({}, { phase }))), [false, false, true, true]);
   const zt: V1Pod = { metadata: { name: 'ztunnel-x', namespace: 'istio-system', labels: { app: 'ztunnel' } } };
   assert.deepEqual([isZtunnelPod('istio-system', zt), isZtunnelPod('other', zt)], [true, false]);
-});
-
-test("pod annotations override the agent's rules as Istio's getPodLevelTrafficOverrides reads them", () => {
-  assert.deepEqual(podTrafficOverrides(pod()), { ingressMode: false, dnsCapture: undefined, virtualInterfaces: [] });
-  assert.deepEqual(
-    podTrafficOverrides(pod({ 'ambient.istio.io/bypass-inbound-capture': 'true', 'ambient.istio.io/dns-capture': 'False', 'istio.io/reroute-virtual-interfaces': 'eth1, ,tun0' })),
-    { ingressMode: true, dnsCapture: false, virtualInterfaces: ['eth1', 'tun0'] },
-  );
-  assert.equal(podTrafficOverrides(pod({ 'ambient.istio.io/dns-capture': 'maybe' })).dnsCapture, undefined, 'not a Go boolean: ignored');
 });
 
 test("ZDS WorkloadInfo is the pod's name, namespace and service account (default when unset)", () => {

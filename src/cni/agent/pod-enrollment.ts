@@ -1,11 +1,9 @@
 /**
  * What a pod object says about its place in the mesh, as Istio's node agent reads it (istio cni/pkg/util/podutil.go,
- * cni/pkg/nodeagent/net.go getPodLevelTrafficOverrides, pkg/kube/util.go CheckPodTerminal): whether the agent has
- * enrolled it (the `ambient.istio.io/redirection` annotation it writes), its IPs, whether it has terminated, whether
- * it is a ztunnel, and the per-pod annotations that change its in-pod rules.
+ * pkg/kube/util.go CheckPodTerminal): whether the agent has enrolled it (the `ambient.istio.io/redirection`
+ * annotation it writes), its IPs, whether it has terminated, whether it is a ztunnel, and what ZDS says about it.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { parseGoBool } from '../../lib/go-bool.js';
 import type { WorkloadInfo } from '../../zds/workload-info.js';
 
 export const REDIRECTION_ANNOTATION = 'ambient.istio.io/redirection';
@@ -13,9 +11,6 @@ export const REDIRECTION_ANNOTATION = 'ambient.istio.io/redirection';
 export const REDIRECTION_ENABLED = 'enabled';
 /** Rules in place but ztunnel has not taken the pod yet: it must be retried, or undone on removal. */
 export const REDIRECTION_PENDING = 'pending';
-export const DNS_CAPTURE_ANNOTATION = 'ambient.istio.io/dns-capture';
-export const BYPASS_INBOUND_CAPTURE_ANNOTATION = 'ambient.istio.io/bypass-inbound-capture';
-export const REROUTE_VIRTUAL_INTERFACES_ANNOTATION = 'istio.io/reroute-virtual-interfaces';
 
 const annotation = (pod: V1Pod | undefined, name: string): string | undefined => pod?.metadata?.annotations?.[name];
 
@@ -38,29 +33,4 @@ export function podIps(pod: V1Pod): string[] {
 
 export function workloadInfo(pod: V1Pod): WorkloadInfo {
   return { name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', serviceAccount: pod.spec?.serviceAccountName ?? 'default' };
-}
-
-/** Istio's pod-level overrides of the agent's rules (config.PodLevelOverrides). */
-export interface PodTrafficOverrides {
-  /** `bypass-inbound-capture: "true"`: no inbound redirect (an ingress gateway's pod). */
-  readonly ingressMode: boolean;
-  /** `dns-capture`: true or false per pod, undefined for the agent's AMBIENT_DNS_CAPTURE. */
-  readonly dnsCapture: boolean | undefined;
-  /** `reroute-virtual-interfaces`: interfaces whose inbound TCP goes to the outbound port. */
-  readonly virtualInterfaces: readonly string[];
-}
-
-/** Anything but Go's boolean spellings counts as absent, as Istio's CheckBooleanAnnotation warns and ignores it. */
-function boolAnnotation(pod: V1Pod, name: string): boolean | undefined {
-  const v = annotation(pod, name);
-  return v === undefined ? undefined : parseGoBool(v);
-}
-
-export function podTrafficOverrides(pod: V1Pod): PodTrafficOverrides {
-  const virt = annotation(pod, REROUTE_VIRTUAL_INTERFACES_ANNOTATION);
-  return {
-    ingressMode: boolAnnotation(pod, BYPASS_INBOUND_CAPTURE_ANNOTATION) === true,
-    dnsCapture: boolAnnotation(pod, DNS_CAPTURE_ANNOTATION),
-    virtualInterfaces: virt === undefined ? [] : virt.split(',').map((s) => s.trim()).filter((s) => s !== ''),
-  };
 }
