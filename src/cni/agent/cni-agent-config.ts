@@ -8,6 +8,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { parseListenAddress, type ListenAddress } from '../../lib/address.js';
 import { MeshError, isMeshError } from '../../lib/errors.js';
+import { ZDS_SOCKET_PATH } from '../../zds/zds-socket-path.js';
 import { parseGoBool } from '../../lib/go-bool.js';
 import { LogControl, type LogFormat } from '../../lib/log.js';
 import { compileEnablementSelectors, type EnablementSelectors } from '../plugin/enablement-selectors.js';
@@ -18,7 +19,7 @@ export const CNI_AGENT_DEFAULTS = Object.freeze({
   /** Istio's --cni-agent-run-dir: the plugin finds the agent's socket and kubeconfig there. */
   runDir: '/var/run/istio-cni',
   /** Istio's --ztunnel-uds-address: the hostPath both DaemonSets mount; ztunnel connects to it. */
-  ztunnelSocket: '/var/run/ztunnel/ztunnel.sock',
+  ztunnelSocket: ZDS_SOCKET_PATH,
   /** Istio's health server (cni/pkg/constants ReadinessPort), which the DaemonSet's readiness probe asks. */
   readinessAddress: '0.0.0.0:8000',
   /** Istio's --monitoring-port. */
