@@ -92,6 +92,8 @@ export class CniAgent {
       }, 'readiness'),
       await startHttpServer(cfg.monitoringAddress, { '/metrics': async () => ({ status: 200, body: await this.metrics.metrics(), type: this.metrics.contentType }) }, 'monitoring'),
     );
+    // A daemon: its readiness server keeps the process up while it waits for the API (the informers' retry timers do not).
+    this.servers[0]?.ref();
     this.enrollment.start();
     await this.enrollment.synced;
     this.log.info({ node: cfg.nodeName }, 'pod and namespace caches synced');
