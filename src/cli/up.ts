@@ -22,7 +22,8 @@ export function upCommand(): Command {
     .option('--data-dir <dir>', 'the kubeconfig, pod logs, component logs (up.log) and the record amesh down uses', UP_DEFAULTS.dataDir)
     .option('--name <name>', 'cluster name: prefixes the network namespaces and links', UP_DEFAULTS.name)
     .option('--node-cidr <cidr>', 'the node network (the host takes its first address)', UP_DEFAULTS.nodeCidr)
-    .option('--dataplane <mode>', 'ambient: a ztunnel on every node (istio-system/ztunnel-<node>); none: the pods only', UP_DEFAULTS.dataplane)
+    .option('--dataplane <mode>', 'ambient: a node agent and a ztunnel on every node (istio-system), amesh-cni in the pod network chain; none: the pods only', UP_DEFAULTS.dataplane)
+    .option('--wait <seconds>', 'how long to wait for the pods to be ready before showing the table anyway', String(UP_DEFAULTS.waitSeconds))
     .option('-o, --output <format>', 'json or yaml instead of the table')
     .option('--log-level <level>', 'log level of up.log, or scope=level list')
     .action(async (o) => {

@@ -11,6 +11,7 @@ import { mkdir, rm, rmdir, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { ApiServer } from '../apiserver/api-server.js';
+import { CNI_AGENT_DEFAULTS } from '../cni/agent/cni-agent-config.js';
 import { loadApiServerConfig } from '../apiserver/config.js';
 import { DeploymentController } from '../controllers/deployment-controller.js';
 import { ReplicaSetController } from '../controllers/replica-set-controller.js';
@@ -25,7 +26,7 @@ import { describeError, MeshError } from '../lib/errors.js';
 import { LogControl, type Logger } from '../lib/log.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { Kubelet } from './kubelet.js';
-import { NodeDaemons } from './node-daemons.js';
+import { agentRunDir, NodeDaemons, packageRoot } from './node-daemons.js';
 import { createHostBridge, hostBridgeName, nodeRecord, UpNode } from './node.js';
 import { ResourceJournal } from './resource-journal.js';
 import { ip } from './run-command.js';
@@ -38,8 +39,6 @@ const ISTIOD_GRPC_PORT = 15012;
 const ISTIOD_MONITORING_PORT = 15014;
 /** Where Debian's containernetworking-plugins and the upstream release tarball put the CNI plugins. */
 export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
-/** How long `up` waits for the manifests' pods before showing the table anyway. */
-const SETTLE_TIMEOUT_MS = 120_000;
 const SETTLE_POLL_MS = 250;
 
 /** One line of progress while the cluster starts or stops. */
@@ -50,16 +49,17 @@ export interface ClusterSnapshot {
   readonly pods: readonly V1Pod[];
 }
 
-/** The node's network configuration list: Debian's bridge with host-local IPAM over the node's pod CIDR. */
-function nodeNetworkConfig(podCidr: string, ipamDir: string): NetworkConfigList {
-  return parseNetworkConfigList(
-    JSON.stringify({
-      cniVersion: '1.0.0',
-      name: 'amesh',
-      plugins: [{ type: 'bridge', bridge: 'cni0', isGateway: true, ipMasq: false, hairpinMode: true, ipam: { type: 'host-local', ranges: [[{ subnet: podCidr }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir } }],
-    }),
-    'amesh up node network',
-  );
+/** The plugin selects pods as the agent does: Istio's default enablement selectors, the chart's values. */
+const ISTIO_ENABLEMENT_SELECTORS: unknown = JSON.parse(CNI_AGENT_DEFAULTS.enablementSelector);
+
+/**
+ * The node's network configuration list: Debian's bridge with host-local IPAM over the node's pod CIDR, and with
+ * a node agent (`agentRunDir`) amesh-cni chained last, as Istio's installer appends its plugin.
+ */
+function nodeNetworkConfig(podCidr: string, ipamDir: string, agentRunDir?: string): NetworkConfigList {
+  const bridge = { type: 'bridge', bridge: 'cni0', isGateway: true, ipMasq: false, hairpinMode: true, ipam: { type: 'host-local', ranges: [[{ subnet: podCidr }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir } };
+  const istio = { type: 'amesh-cni', plugin_log_level: 'info', cni_agent_run_dir: agentRunDir, ambient_enabled: true, enablement_selectors: ISTIO_ENABLEMENT_SELECTORS, exclude_namespaces: ['kube-system'], pod_namespace: 'istio-system' };
+  return parseNetworkConfigList(JSON.stringify({ cniVersion: '1.0.0', name: 'amesh', plugins: agentRunDir === undefined ? [bridge] : [bridge, istio] }), 'amesh up node network');
 }
 
 const podSettled = (p: V1Pod): boolean => {
@@ -155,8 +155,8 @@ export class Cluster {
         nodeNetnsPath: node.netnsPath,
         dataDir,
         journal,
-        cniList: nodeNetworkConfig(node.record.podCidr, path.join(cniDir, 'ipam')),
-        cni: new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS], cacheDir: path.join(cniDir, 'cache'), inNetns: node.netnsPath }),
+        cniList: nodeNetworkConfig(node.record.podCidr, path.join(cniDir, 'ipam'), cfg.dataplane === 'ambient' ? agentRunDir(dataDir, node.name) : undefined),
+        cni: new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS, path.join(packageRoot(), 'bin')], cacheDir: path.join(cniDir, 'cache'), inNetns: node.netnsPath }),
         log: this.logs.scope(`kubelet.${node.name}`),
       });
     });
@@ -186,7 +186,7 @@ export class Cluster {
     if (cfg.dataplane === 'none') return;
     const daemons = await NodeDaemons.start({ kc, dataDir, nodes: records, istiodAddress: `https://${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`, rootCertPath: istiod.rootCertPath, log: this.logs.scope('daemons') });
     this.undo.push({ what: 'the node daemons', run: () => daemons.stop() });
-    progress(`ztunnel starting on ${records.map((r) => r.name).join(', ')} (istio-system/ztunnel-<node>)`);
+    progress(`Node agent and ztunnel starting on ${records.map((r) => r.name).join(', ')} (istio-system/istio-cni-node-<node>, istio-system/ztunnel-<node>)`);
   }
 
   /**
@@ -236,8 +236,8 @@ export class Cluster {
   }
 
   /** Waits until every Deployment has its pods and every pod runs ready (or finished, or cannot be scheduled). */
-  async settle(timeoutMs = SETTLE_TIMEOUT_MS): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
+  async settle(): Promise<boolean> {
+    const deadline = Date.now() + this.cfg.waitSeconds * 1000;
     while (this.stopping === undefined) {
       const [deployments, { pods }] = await Promise.all([listJson<V1Deployment>(this.kubeconfig, '/apis/apps/v1/deployments'), this.snapshot()]);
       if (deployments.items.every(deploymentSettled) && pods.every(podSettled)) return true;

@@ -1,6 +1,8 @@
 /**
- * The per-node daemons of an ambient cluster, run as Istio's DaemonSets run them: a `ztunnel-<node>` pod in
- * istio-system on every node (`app: ztunnel`, service account `ztunnel`, `hostNetwork: true`, so the node's
+ * The per-node daemons of an ambient cluster, run as Istio's DaemonSets run them: the node agent
+ * (`istio-cni-node-<node>`, `amesh cni-agent`, hostNetwork, service account `istio-cni`, Ready by /readyz on
+ * 8000) with its run directory (pluginevent.sock, istio-cni-kubeconfig) and ZDS socket under the node's data dir,
+ * and a `ztunnel-<node>` pod in istio-system on every node (`app: ztunnel`, service account `ztunnel`, `hostNetwork: true`, so the node's
  * kubelet runs it in the node's namespace, restarts it when it exits and reports it Ready by its readiness port),
  * with Istio's env for reaching istiod (XDS_ADDRESS, CA_ADDRESS, the root certificate, ALT_*_HOSTNAME for the
  * name on istiod's certificate, which is dialled by IP here). There is no DaemonSet controller: `up` creates one
@@ -27,6 +29,9 @@ import type { NodeRecord, UpDataDir } from './up-data-dir.js';
 const SYSTEM_NAMESPACE = 'istio-system';
 const ZTUNNEL_SERVICE_ACCOUNT = 'ztunnel';
 const CA_AUDIENCE = 'istio-ca';
+const AGENT_SERVICE_ACCOUNT = 'istio-cni';
+/** The agent's readiness server (Istio cni/pkg/constants ReadinessPort, the chart's readinessProbe). */
+const AGENT_READINESS = { port: 8000, path: '/readyz' } as const;
 /** The name on istiod's serving certificate (istiod/config.ts ISTIOD_SERVING_NAMES), verified when dialled by IP. */
 const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
 /** Lifetime of the istio-ca token; the kubelet's projected-token default (expirationSeconds) is one hour. */
@@ -55,18 +60,68 @@ export interface NodeDaemonsOptions {
  * amesh's own checkout: the daemons' working directory, where Node resolves what `amesh` imports at start (tsx,
  * when it runs from source).
  */
-function packageRoot(): string {
+export function packageRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
   return dir;
 }
 
 export const ztunnelPodName = (node: string): string => `ztunnel-${node}`;
+export const agentPodName = (node: string): string => `istio-cni-node-${node}`;
 
-/** The node's ztunnel pod, as the ztunnel DaemonSet's template would make it. */
-function ztunnelPod(node: NodeRecord, o: NodeDaemonsOptions, tokenFile: string): V1Pod {
+/** Where a node's agent keeps pluginevent.sock and istio-cni-kubeconfig (amesh-cni's cni_agent_run_dir). */
+export const agentRunDir = (dataDir: UpDataDir, node: string): string => path.join(dataDir.nodeDir(node), 'cni-agent');
+/** The node's ZDS socket, shared by its agent and its ztunnel (Istio's /var/run/ztunnel/ztunnel.sock hostPath). */
+const zdsSocket = (dataDir: UpDataDir, node: string): string => path.join(dataDir.nodeDir(node), 'ztunnel.sock');
+
+/** The downward-API env Istio's charts give both daemons. */
+const FIELD_ENV = [
+  { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+  { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+  { name: 'INSTANCE_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+  { name: 'SERVICE_ACCOUNT', valueFrom: { fieldRef: { fieldPath: 'spec.serviceAccountName' } } },
+];
+
+interface DaemonPodSpec {
+  readonly name: string;
+  readonly node: string;
+  readonly labels: Record<string, string>;
+  readonly serviceAccount: string;
+  readonly container: string;
+  /** `amesh` arguments. */
+  readonly amesh: readonly string[];
+  readonly env: Record<string, string>;
+  readonly probe: { readonly port: number; readonly path: string };
+}
+
+/** A DaemonSet-like pod on one node: in the node's namespace, running `amesh <args>`, Ready by its HTTP probe. */
+function daemonPod({ name, node, labels, serviceAccount, container, amesh, env, probe }: DaemonPodSpec): V1Pod {
   const { cmd, args } = ameshCommand();
-  const env: Record<string, string> = {
+  return {
+    metadata: { name, namespace: SYSTEM_NAMESPACE, labels },
+    spec: {
+      nodeName: node,
+      hostNetwork: true,
+      serviceAccountName: serviceAccount,
+      terminationGracePeriodSeconds: 30,
+      containers: [
+        {
+          name: container,
+          image: 'amesh',
+          command: [cmd, ...args, ...amesh],
+          workingDir: packageRoot(),
+          env: [...Object.entries(env).map(([n, value]) => ({ name: n, value })), ...FIELD_ENV],
+          readinessProbe: { httpGet: { path: probe.path, port: probe.port }, periodSeconds: READINESS_PERIOD_SECONDS },
+        },
+      ],
+    },
+  };
+}
+
+/** The node's ztunnel pod, as the ztunnel DaemonSet's template would make it (in-pod mode, on the node's ZDS socket). */
+function ztunnelPod(node: NodeRecord, o: NodeDaemonsOptions, tokenFile: string): V1Pod {
+  const env = {
     XDS_ADDRESS: o.istiodAddress,
     CA_ADDRESS: o.istiodAddress,
     ALT_XDS_HOSTNAME: ISTIOD_HOSTNAME,
@@ -74,28 +129,16 @@ function ztunnelPod(node: NodeRecord, o: NodeDaemonsOptions, tokenFile: string):
     XDS_ROOT_CA: o.rootCertPath,
     CA_ROOT_CA: o.rootCertPath,
     AUTH_TOKEN: tokenFile,
+    INPOD_ENABLED: 'true',
+    INPOD_UDS: zdsSocket(o.dataDir, node.name),
   };
-  const fieldEnv = { NODE_NAME: 'spec.nodeName', POD_NAME: 'metadata.name', POD_NAMESPACE: 'metadata.namespace', INSTANCE_IP: 'status.podIP', SERVICE_ACCOUNT: 'spec.serviceAccountName' };
-  return {
-    metadata: { name: ztunnelPodName(node.name), namespace: SYSTEM_NAMESPACE, labels: { app: 'ztunnel' } },
-    spec: {
-      nodeName: node.name,
-      hostNetwork: true,
-      serviceAccountName: ZTUNNEL_SERVICE_ACCOUNT,
-      terminationGracePeriodSeconds: 30,
-      containers: [
-        {
-          name: 'istio-proxy',
-          image: 'amesh',
-          command: [cmd, ...args, 'ztunnel'],
-          workingDir: packageRoot(),
-          env: [...Object.entries(env).map(([name, value]) => ({ name, value })), ...Object.entries(fieldEnv).map(([name, fieldPath]) => ({ name, valueFrom: { fieldRef: { fieldPath } } }))],
-          ports: [{ name: 'ztunnel-stats', containerPort: 15020 }],
-          readinessProbe: { httpGet: { path: ZTUNNEL_READINESS.path, port: ZTUNNEL_READINESS.port }, periodSeconds: READINESS_PERIOD_SECONDS },
-        },
-      ],
-    },
-  };
+  return daemonPod({ name: ztunnelPodName(node.name), node: node.name, labels: { app: 'ztunnel' }, serviceAccount: ZTUNNEL_SERVICE_ACCOUNT, container: 'istio-proxy', amesh: ['ztunnel'], env, probe: ZTUNNEL_READINESS });
+}
+
+/** The node's agent pod, as the istio-cni-node DaemonSet's would be; it reaches the API with up's kubeconfig. */
+function agentPod(node: NodeRecord, o: NodeDaemonsOptions): V1Pod {
+  const args = ['cni-agent', '--kubeconfig', o.dataDir.kubeconfig, '--cni-agent-run-dir', agentRunDir(o.dataDir, node.name), '--ztunnel-uds-address', zdsSocket(o.dataDir, node.name)];
+  return daemonPod({ name: agentPodName(node.name), node: node.name, labels: { 'k8s-app': 'istio-cni-node' }, serviceAccount: AGENT_SERVICE_ACCOUNT, container: 'install-cni', amesh: args, env: {}, probe: AGENT_READINESS });
 }
 
 const ignoreConflict = (e: unknown): void => {
@@ -112,12 +155,14 @@ export class NodeDaemons {
   static async start(o: NodeDaemonsOptions): Promise<NodeDaemons> {
     const core = o.kc.makeApiClient(CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: SYSTEM_NAMESPACE } } }).catch(ignoreConflict);
-    await core.createNamespacedServiceAccount({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: ZTUNNEL_SERVICE_ACCOUNT, namespace: SYSTEM_NAMESPACE } } }).catch(ignoreConflict);
+    for (const sa of [AGENT_SERVICE_ACCOUNT, ZTUNNEL_SERVICE_ACCOUNT]) await core.createNamespacedServiceAccount({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: sa, namespace: SYSTEM_NAMESPACE } } }).catch(ignoreConflict);
     const d = new NodeDaemons(o);
     for (const node of o.nodes) {
       const dir = path.join(o.dataDir.nodeDir(node.name), 'ztunnel');
       await mkdir(dir, { recursive: true, mode: 0o700 });
       const tokenFile = path.join(dir, 'istio-token');
+      await mkdir(agentRunDir(o.dataDir, node.name), { recursive: true, mode: 0o700 });
+      await core.createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: agentPod(node, o) }).catch(ignoreConflict);
       await core.createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: ztunnelPod(node, o, tokenFile) }).catch(ignoreConflict);
       await d.renewToken(node, tokenFile);
     }

@@ -28,4 +28,5 @@ test('amesh up refuses names that would make interface names longer than 15 byte
   refused({ nodeCidr: 'fd00::/64' });
   refused({ output: 'wide' });
   refused({ dataplane: 'sidecar' });
+  refused({ wait: '-1' });
 });

@@ -23,10 +23,13 @@ export const UP_DEFAULTS = Object.freeze({
   /** kind's default podSubnet; node i gets the i-th /24 of it, as kube-controller-manager's --node-cidr-mask-size 24 does. */
   clusterCidr: '10.244.0.0/16',
   /**
-   * What runs on each node besides the pods: `none`, or `ambient` (a ztunnel per node, as Istio's DaemonSet).
-   * `none` until the node agent and ztunnel's in-pod mode join: a ztunnel without them cannot serve the pods.
+   * What runs on each node besides the pods: `none`, or `ambient` (the node agent and ztunnel, as Istio's
+   * DaemonSets, and amesh-cni in the chain). `none` until ztunnel's in-pod mode joins: a local-mode ztunnel
+   * cannot serve pods in their own network namespaces.
    */
   dataplane: 'none',
+  /** How long `up` waits for the pods to be ready before it shows the table anyway (kind's --wait, in seconds). */
+  waitSeconds: 120,
   /** Nodes get one /24 each from the cluster CIDR, so at most 256; and link names stay short. */
   maxNodes: 64,
 });
@@ -44,6 +47,7 @@ export interface UpConfig {
   readonly nodeCidr: string;
   readonly clusterCidr: string;
   readonly dataplane: Dataplane;
+  readonly waitSeconds: number;
   readonly output: OutputFormat;
   readonly logLevel: string;
 }
@@ -57,6 +61,7 @@ export interface UpFlags {
   name?: string | undefined;
   nodeCidr?: string | undefined;
   dataplane?: string | undefined;
+  wait?: string | undefined;
   output?: string | undefined;
   logLevel?: string | undefined;
 }
@@ -83,6 +88,8 @@ export function loadUpConfig(flags: UpFlags, env: NodeJS.ProcessEnv = process.en
   if (2 ** (32 - Number(nodeCidr.split('/')[1])) < nodes + 3) throw new MeshError('AMESH_ERR_CONFIG', `--node-cidr: ${nodeCidr} has no room for the host and ${String(nodes)} nodes`);
   const dataplane = flags.dataplane ?? UP_DEFAULTS.dataplane;
   if (dataplane !== 'none' && dataplane !== 'ambient') throw new MeshError('AMESH_ERR_CONFIG', `--dataplane: "${dataplane}" must be none or ambient`);
+  const waitSeconds = Number(flags.wait ?? UP_DEFAULTS.waitSeconds);
+  if (!Number.isInteger(waitSeconds) || waitSeconds < 0) throw new MeshError('AMESH_ERR_CONFIG', `--wait: "${flags.wait ?? ''}" must be a whole number of seconds`);
   const output = flags.output ?? 'table';
   if (output !== 'table' && output !== 'json' && output !== 'yaml') throw new MeshError('AMESH_ERR_CONFIG', `-o: "${output}" must be json or yaml (or left out for the table)`);
   const logLevel = flags.logLevel ?? env['LOG_LEVEL'] ?? 'info';
@@ -96,6 +103,7 @@ export function loadUpConfig(flags: UpFlags, env: NodeJS.ProcessEnv = process.en
     nodeCidr,
     clusterCidr: UP_DEFAULTS.clusterCidr,
     dataplane,
+    waitSeconds,
     output,
     logLevel,
   });
