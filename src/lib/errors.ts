@@ -49,6 +49,7 @@ export const ERROR_CODES = [
   'CNI_ERR_KUBE_API',
   'CNI_ERR_AGENT_UNAVAILABLE',
   'CNI_ERR_CAPTURE_FAILED',
+  'ZT_ERR_POD_STOPPED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -18,9 +18,10 @@ import { ZtunnelMetrics } from './admin/metrics.js';
 import { registerCertificateMetrics } from './admin/certificate-metrics.js';
 import { configDump } from './admin/config-dump.js';
 import { ConnectionManager } from './proxy/connection-manager.js';
-import { HbonePool } from './proxy/hbone-pool.js';
+import { HbonePool, poolSettings } from './proxy/hbone-pool.js';
 import { LocalSocketFactory } from './proxy/socket-factory.js';
 import { WorkloadProxyManager } from './proxy/workload-proxies.js';
+import { InpodProxies } from './inpod/inpod-proxies.js';
 import type { ProxyContext } from './proxy/proxy-context.js';
 
 type Lifecycle = { t: 'starting' } | { t: 'running' } | { t: 'draining' } | { t: 'stopped' };
@@ -36,7 +37,10 @@ export class Ztunnel {
     readonly config: ZtunnelConfig,
     private readonly logs: LogControl,
     readonly ctx: ProxyContext,
-    private readonly proxies: WorkloadProxyManager,
+    /** Local mode: the listeners of this node's workloads on their IPs. */
+    private readonly proxies: WorkloadProxyManager | undefined,
+    /** In-pod mode: the listeners inside each pod's network namespace, as ZDS hands the pods over. */
+    readonly inpod: InpodProxies | undefined,
     private readonly metrics: ZtunnelMetrics,
     private readonly source: { stop(): void; pending(): string[] },
   ) {}
@@ -64,23 +68,15 @@ export class Ztunnel {
       secrets,
       sockets,
       connections: new ConnectionManager(metrics, logs.scope('access'), logs.scope('proxy')),
-      pool: new HbonePool(
-        {
-          maxStreamsPerConnection: config.poolMaxStreamsPerConnection,
-          unusedReleaseTimeoutMs: config.poolUnusedReleaseTimeoutMs,
-          streamWindowSize: config.http2StreamWindowSize,
-          connectionWindowSize: config.http2ConnectionWindowSize,
-          frameSize: config.http2FrameSize,
-        },
-        sockets,
-        logs.scope('pool'),
-      ),
+      pool: new HbonePool(poolSettings(config), sockets, logs.scope('pool')),
       log: logs.scope('proxy'),
     };
-    const proxies = new WorkloadProxyManager(ctx);
-    // Listeners follow this node's workloads; live connections are re-checked only when a decision may differ.
+    // In-pod mode, the node agent's ZDS says which pods this ztunnel serves; local mode follows the node's workloads.
+    const inpod = config.inpod === undefined ? undefined : new InpodProxies(ctx, config.inpod, undefined);
+    const proxies = inpod === undefined ? new WorkloadProxyManager(ctx) : undefined;
+    // Live connections are re-checked only when a decision may differ.
     state.on('change', (c) => {
-      if (changesWorkloadsOn(c, config.nodeName)) proxies.reconcile();
+      if (proxies !== undefined && changesWorkloadsOn(c, config.nodeName)) proxies.reconcile();
       if (mayAlterPolicyDecision(c, config.nodeName)) {
         log.debug({ policies: c.policies.length, workloads: c.workloads.length, connections: ctx.connections.size }, 're-evaluating live connections against policy');
         ctx.connections.reevaluate(state);
@@ -113,7 +109,7 @@ export class Ztunnel {
       await watcher.start();
       source = { stop: () => watcher.stop(), pending: () => [] };
     }
-    const zt = new Ztunnel(config, logs, ctx, proxies, metrics, source);
+    const zt = new Ztunnel(config, logs, ctx, proxies, inpod, metrics, source);
     await zt.startServers();
     zt.lifecycle = { t: 'running' };
     log.info({ version: VERSION, node: config.nodeName, admin: zt.ports.admin, metrics: zt.ports.metrics, readiness: zt.ports.readiness }, 'ztunnel started');
@@ -123,11 +119,11 @@ export class Ztunnel {
   /** Readiness: config loaded and every local workload's listeners up (ztunnel `src/readiness/server.rs`). */
   pending(): string[] {
     if (this.lifecycle.t !== 'running') return [`ztunnel is ${this.lifecycle.t}`];
-    return [...this.source.pending(), ...this.proxies.pending()];
+    return [...this.source.pending(), ...(this.proxies?.pending() ?? [])];
   }
 
   dump(): object {
-    return configDump(this.config, this.ctx.state, this.ctx.secrets, this.proxies.dump());
+    return configDump(this.config, this.ctx.state, this.ctx.secrets, { ...this.proxies?.dump(), ...this.inpod?.dump() });
   }
 
   /**
@@ -144,10 +140,12 @@ export class Ztunnel {
     this.lifecycle = { t: 'draining' };
     log.info({ open: this.ctx.connections.size, deadlineMs: this.config.connectionTerminationDeadlineMs }, 'shutting down: draining connections');
     this.source.stop();
-    this.proxies.close(false);
+    this.proxies?.close(false);
+    this.inpod?.close(false);
     this.ctx.pool.close();
     await this.ctx.connections.drain(this.config.connectionTerminationDeadlineMs);
-    this.proxies.close(true);
+    this.proxies?.close(true);
+    this.inpod?.close(true);
     this.ctx.pool.destroy();
     this.ctx.secrets.stop();
     for (const s of this.servers) s.close();
