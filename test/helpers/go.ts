@@ -6,8 +6,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runToExit } from './run-to-exit.js';
 
-/** The Go peer's sources (stdlib only). */
-const PEER_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'interop', 'hbone_go');
+/** The Go peers' sources (stdlib only), one directory each under test/interop. */
+const INTEROP_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'interop');
 /** Offline, with the installed toolchain: the peer needs nothing but the standard library. */
 const GO_ENV = { GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', GOPROXY: 'off' };
 
@@ -17,14 +17,15 @@ export function goSkip(): false | string {
   return probe.status === 0 ? false : `Go is not installed (apt-get install golang-go; .ci/run does this): ${(probe.stderr || probe.error?.message || '').trim()}`;
 }
 
-/** Builds test/interop/hbone_go into a temp dir and returns the binary. */
-export async function buildGoPeer(): Promise<string> {
-  const out = path.join(await mkdtemp(path.join(tmpdir(), 'amesh-go-')), 'hbone_go');
-  const p = spawn('go', ['build', '-o', out, '.'], { cwd: PEER_DIR, env: { ...process.env, ...GO_ENV }, stdio: ['ignore', 'ignore', 'pipe'] });
+/** Builds test/interop/<peer> (default hbone_go) into a temp dir and returns the binary. */
+export async function buildGoPeer(peer = 'hbone_go'): Promise<string> {
+  const dir = path.join(INTEROP_DIR, peer);
+  const out = path.join(await mkdtemp(path.join(tmpdir(), 'amesh-go-')), peer);
+  const p = spawn('go', ['build', '-o', out, '.'], { cwd: dir, env: { ...process.env, ...GO_ENV }, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   p.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const [status] = (await once(p, 'exit')) as [number | null];
-  if (status !== 0) throw new Error(`go build ${PEER_DIR} failed: ${err}`);
+  if (status !== 0) throw new Error(`go build ${dir} failed: ${err}`);
   return out;
 }
 

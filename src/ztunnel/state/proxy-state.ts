@@ -122,6 +122,11 @@ export class ProxyState extends EventEmitter<{ change: [StateChange] }> {
     return all.find((s) => s.namespace === preferNs) ?? all[0];
   }
 
+  /** Every service named `hostname`, in any namespace (ztunnel `ServiceStore::get_by_host`). */
+  servicesByHostname(hostname: string): readonly Service[] {
+    return this.services.withHostname(hostname);
+  }
+
   /** The workloads that run on `node`. */
   workloadsOnNode(node: string): Workload[] {
     return this.workloads.onNode(node);

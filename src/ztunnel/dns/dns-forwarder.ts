@@ -1,0 +1,134 @@
+import type dgram from 'node:dgram';
+import type net from 'node:net';
+import { randomInt } from 'node:crypto';
+import { isIP } from 'node:net';
+import { decode, encode, RECURSION_DESIRED, type Answer, type DecodedPacket, type Question } from 'dns-packet';
+import { MeshError, describeError } from '../../lib/errors.js';
+import { formatHostPort } from '../../lib/ip.js';
+import { MAX_TCP_MESSAGE, RCODE, type DnsAnswer, type Rcode } from './dns-message.js';
+import { FrameDecoder, frame } from './dns-tcp-frames.js';
+import type { DnsNameserver, UpstreamConfig } from './resolv-conf.js';
+
+/**
+ * How the forwarder makes its sockets: on the host in local mode; in-pod, inside the pod's network namespace with
+ * ztunnel's mark, so the pod's own DNS capture lets them out.
+ */
+export interface DnsUpstreamSockets {
+  /** A UDP socket of `family`, bound to an ephemeral port. */
+  udp(family: 4 | 6): Promise<dgram.Socket>;
+  /** A TCP socket of `family`, not yet connected. */
+  tcp(family: 4 | 6): net.Socket;
+}
+
+/** Upstream answers that mean "ask another server" (as hickory's name server pool treats them). */
+const RETRY_RCODES: ReadonlySet<string> = new Set(['SERVFAIL', 'REFUSED']);
+const RCODES: Readonly<Record<string, Rcode>> = { NOERROR: RCODE.NOERROR, NXDOMAIN: RCODE.NXDOMAIN };
+
+/**
+ * Forwards a question the proxy does not own to the upstream nameservers, as ztunnel's forwarder (a hickory
+ * resolver without search domains: ztunnel `src/dns/forwarder.rs`) does: over UDP, and again over TCP when the
+ * answer came truncated; each nameserver in turn, `attempts` rounds, `timeoutMs` per try. Only a response from
+ * the server asked, with the query's ID and question, counts. The answer keeps the upstream's code, answers and
+ * additionals, never as authoritative; the proxy owns the rest of the message.
+ */
+export class DnsForwarder {
+  constructor(
+    private readonly upstream: UpstreamConfig,
+    private readonly sockets: DnsUpstreamSockets,
+  ) {}
+
+  /** The upstream's answer to `question`; ZT_ERR_DNS_UPSTREAM when no nameserver gave one. */
+  async forward(question: Question): Promise<DnsAnswer> {
+    const failures: string[] = [];
+    for (let round = 0; round < this.upstream.attempts; round++) {
+      for (const ns of this.upstream.nameservers) {
+        try {
+          const r = await this.ask(ns, question);
+          if (r.rcode === undefined || RETRY_RCODES.has(r.rcode) || RCODES[r.rcode] === undefined) {
+            failures.push(`${formatHostPort(ns.host, ns.port)}: ${r.rcode ?? 'no response code'}`);
+            continue;
+          }
+          return { rcode: RCODES[r.rcode]!, authoritative: false, answers: r.answers ?? [], additionals: (r.additionals ?? []).filter((a: Answer) => a.type !== 'OPT') };
+        } catch (e) {
+          failures.push(`${formatHostPort(ns.host, ns.port)}: ${describeError(e)}`);
+        }
+      }
+    }
+    throw new MeshError('ZT_ERR_DNS_UPSTREAM', `no upstream answered ${question.type} ${question.name}: ${failures.join('; ')}`);
+  }
+
+  private async ask(ns: DnsNameserver, question: Question): Promise<DecodedPacket & { rcode?: string }> {
+    const id = randomInt(0x10000);
+    const query = encode({ type: 'query', id, flags: RECURSION_DESIRED, questions: [{ name: question.name, type: question.type, class: question.class ?? 'IN' }] });
+    const family = isIP(ns.host.replace(/%.*/, '')) === 6 ? 6 : 4;
+    const udp = await this.exchange(ns, id, question, (accept, fail) => this.udpExchange(ns, family, query, accept, fail));
+    if (!udp.flag_tc) return udp;
+    return this.exchange(ns, id, question, (accept, fail) => this.tcpExchange(ns, family, query, accept, fail));
+  }
+
+  /**
+   * Runs one try: `start` sends the query and hands every message it receives to `accept`; the first that answers
+   * it wins, within the timeout. `start` returns how to release its socket.
+   */
+  private exchange(
+    ns: DnsNameserver,
+    id: number,
+    question: Question,
+    start: (accept: (msg: Buffer) => void, fail: (e: unknown) => void) => Promise<() => void>,
+  ): Promise<DecodedPacket & { rcode?: string }> {
+    return new Promise((resolve, reject) => {
+      let release: (() => void) | undefined;
+      let done = false;
+      const finish = (e: unknown, p?: DecodedPacket): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        release?.();
+        if (p === undefined) reject(e instanceof Error ? e : new Error(String(e)));
+        else resolve(p);
+      };
+      const timer = setTimeout(() => finish(new Error(`no answer within ${this.upstream.timeoutMs} ms`)), this.upstream.timeoutMs);
+      const accept = (msg: Buffer): void => {
+        let p: DecodedPacket;
+        try {
+          p = decode(msg);
+        } catch {
+          return;
+        }
+        const q = p.questions?.[0];
+        if (p.id === id && p.flag_qr && q !== undefined && q.type === question.type && q.name.toLowerCase() === question.name.toLowerCase()) finish(undefined, p);
+      };
+      start(accept, finish).then(
+        (r) => {
+          if (done) r();
+          else release = r;
+        },
+        (e: unknown) => finish(e),
+      );
+    });
+  }
+
+  private async udpExchange(ns: DnsNameserver, family: 4 | 6, query: Buffer, accept: (msg: Buffer) => void, fail: (e: unknown) => void): Promise<() => void> {
+    const s = await this.sockets.udp(family);
+    s.on('message', (msg, rinfo) => {
+      if (rinfo.address === ns.host && rinfo.port === ns.port) accept(msg);
+    });
+    s.on('error', fail);
+    s.send(query, ns.port, ns.host, (e) => {
+      if (e !== null) fail(e);
+    });
+    return () => s.close();
+  }
+
+  private tcpExchange(ns: DnsNameserver, family: 4 | 6, query: Buffer, accept: (msg: Buffer) => void, fail: (e: unknown) => void): Promise<() => void> {
+    const s = this.sockets.tcp(family);
+    const frames = new FrameDecoder(MAX_TCP_MESSAGE);
+    s.on('data', (chunk: Buffer) => {
+      for (const msg of frames.push(chunk) ?? []) accept(msg);
+    });
+    s.on('error', fail);
+    s.on('end', () => fail(new Error('closed before answering')));
+    s.connect(ns.port, ns.host, () => s.write(frame(query)));
+    return Promise.resolve(() => s.destroy());
+  }
+}

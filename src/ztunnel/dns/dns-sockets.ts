@@ -1,0 +1,110 @@
+import dgram from 'node:dgram';
+import net from 'node:net';
+import { once } from 'node:events';
+import { MeshError } from '../../lib/errors.js';
+import { formatHostPort } from '../../lib/ip.js';
+import { listenInNetns, tcpSocketInNetns, udpSocketInNetns, type NetnsRef } from '../../lib/native.js';
+import type { DnsUpstreamSockets } from './dns-forwarder.js';
+
+/** The DNS proxy's sockets, bound and listening: UDP sockets and TCP servers, one of each per address. */
+export interface DnsListeners {
+  readonly udp: readonly dgram.Socket[];
+  readonly tcp: readonly net.Server[];
+}
+
+/** Binds a proxy's listeners; rejects with nothing left bound when one cannot be. */
+export type DnsListen = () => Promise<DnsListeners>;
+
+/** ztunnel's DNS proxy port inside each pod (ztunnel `src/config.rs` `DEFAULT_DNS_PORT`), where the pod's DNS capture sends queries. */
+export const DNS_PROXY_PORT = 15053;
+/** ztunnel's `SO_MARK` (0x539) on every socket it makes in a pod, which the pod's iptables rules let through uncaptured. */
+const ZTUNNEL_MARK = 0x539;
+/** Listen backlog of ztunnel's in-pod listeners (ztunnel `src/inpod/netns.rs`). */
+const POD_BACKLOG = 128;
+
+/** Binds every listener `bind` makes, one address at a time; on a failure closes those already bound. */
+async function bindAll(hosts: readonly string[], bind: (host: string) => Promise<{ udp: dgram.Socket; tcp: net.Server } | undefined>): Promise<DnsListeners> {
+  const udp: dgram.Socket[] = [];
+  const tcp: net.Server[] = [];
+  try {
+    for (const host of hosts) {
+      const l = await bind(host);
+      if (l === undefined) continue;
+      udp.push(l.udp);
+      tcp.push(l.tcp);
+    }
+  } catch (e) {
+    for (const s of udp) s.close();
+    for (const s of tcp) s.close();
+    throw e;
+  }
+  return { udp, tcp };
+}
+
+function bindError(host: string, port: number, e: unknown): MeshError {
+  return new MeshError('ZT_ERR_BIND', `cannot bind the DNS proxy on ${formatHostPort(host, port)}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, { cause: e });
+}
+
+/** Local mode: UDP and TCP on `port` (0: any) of each host address, on the host. */
+export function hostDnsListen(hosts: readonly string[], port: number): DnsListen {
+  return () => bindAll(hosts, async (host) => {
+    const udp = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
+    const tcp = net.createServer();
+    try {
+      udp.bind(port, host);
+      await once(udp, 'listening');
+      // One port for both transports, as a resolver expects.
+      tcp.listen({ host, port: udp.address().port, exclusive: true });
+      await once(tcp, 'listening');
+    } catch (e) {
+      udp.close();
+      tcp.close();
+      throw bindError(host, port, e);
+    }
+    return { udp, tcp };
+  });
+}
+
+/** Local mode's upstream sockets: plain host sockets. */
+export const hostUpstreamSockets: DnsUpstreamSockets = {
+  async udp(family) {
+    const s = dgram.createSocket(family === 6 ? 'udp6' : 'udp4');
+    s.bind(0);
+    await once(s, 'listening');
+    return s;
+  },
+  tcp: () => new net.Socket(),
+};
+
+/**
+ * In-pod: UDP and TCP on 127.0.0.1:15053 and [::1]:15053 inside the pod's network namespace, marked, with
+ * SO_REUSEPORT so a new ztunnel binds beside the old one. [::1] is left out when the pod's loopback has no IPv6
+ * (ztunnel `maybe_downgrade_ipv6`).
+ */
+export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT): DnsListen {
+  return () => bindAll(['127.0.0.1', '::1'], async (host) => {
+    let udp: dgram.Socket;
+    try {
+      udp = await udpSocketInNetns(netns, { host, port, mark: ZTUNNEL_MARK });
+    } catch (e) {
+      if (host === '::1' && (e as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') return undefined;
+      throw e instanceof MeshError ? e : bindError(host, port, e);
+    }
+    const tcp = net.createServer();
+    try {
+      await listenInNetns(tcp, netns, { host, port, mark: ZTUNNEL_MARK, backlog: POD_BACKLOG });
+    } catch (e) {
+      udp.close();
+      throw e instanceof MeshError ? e : bindError(host, port, e);
+    }
+    return { udp, tcp };
+  });
+}
+
+/** In-pod upstream sockets: made inside the pod's network namespace and marked, so the pod's DNS capture lets them out. */
+export function podUpstreamSockets(netns: NetnsRef): DnsUpstreamSockets {
+  return {
+    udp: (family) => udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark: ZTUNNEL_MARK }),
+    tcp: (family) => tcpSocketInNetns(netns, family, { mark: ZTUNNEL_MARK }),
+  };
+}

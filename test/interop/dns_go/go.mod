@@ -1,0 +1,3 @@
+module amesh.test/dns_go
+
+go 1.19
