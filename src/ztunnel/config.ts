@@ -4,6 +4,7 @@ import { parseListenAddress, type ListenAddress } from '../lib/address.js';
 import { LogControl, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { DEFAULT_CLUSTER_ID } from './state/workload.js';
+import { DEFAULT_CLUSTER_DOMAIN } from './dns/dns-store.js';
 
 /** Istio's default ztunnel ports (ztunnel `src/config.rs`). */
 export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:15000';
@@ -116,8 +117,15 @@ export interface ZtunnelConfig {
   readonly enableResponseBaggage: boolean;
   /** In-pod mode, undefined in local mode (workload IPs are this host's addresses). */
   readonly inpod: InpodConfig | undefined;
-  /** IPV6_ENABLED: in-pod listeners bind `[::]` as well as `0.0.0.0` (ztunnel's bind wildcard). */
+  /** IPV6_ENABLED: in-pod listeners bind `[::]` as well as `0.0.0.0` (ztunnel's bind wildcard); DNS answers AAAA. */
   readonly ipv6Enabled: boolean;
+  /**
+   * The DNS proxy on 15053 in each pod (in-pod mode): on unless the proxy metadata DNS_CAPTURE (ISTIO_META_DNS_CAPTURE)
+   * is other than "true" (ztunnel `src/config.rs`; pods still opt in by having their DNS captured).
+   */
+  readonly dnsProxy: boolean;
+  /** CLUSTER_DOMAIN, for the DNS proxy's search domains. */
+  readonly clusterDomain: string;
   readonly authzPolicyInfoLogging: boolean;
   readonly logFormat: LogFormat;
   readonly logLevel: string;
@@ -184,6 +192,11 @@ function inpodConfig(env: Env): InpodConfig | undefined {
   if (!envBool(env, 'INPOD_ENABLED', false)) return undefined;
   const mark = envInt(env, 'PACKET_MARK', DEFAULT_INPOD_MARK, 1, 2 ** 32 - 1);
   return Object.freeze({ uds: nonEmpty(env['INPOD_UDS']) ?? DEFAULT_INPOD_UDS, mark, portReuse: envBool(env, 'INPOD_PORT_REUSE', true) });
+}
+
+function dnsProxyEnabled(env: Env): boolean {
+  const v = env[`${ISTIO_META_PREFIX}DNS_CAPTURE`];
+  return v === undefined || v.toLowerCase() === 'true';
 }
 
 const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
@@ -285,6 +298,8 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
     enableResponseBaggage: envBool(env, 'ENABLE_RESPONSE_BAGGAGE', true),
     inpod: inpodConfig(env),
     ipv6Enabled: envBool(env, 'IPV6_ENABLED', true),
+    dnsProxy: dnsProxyEnabled(env),
+    clusterDomain: nonEmpty(env['CLUSTER_DOMAIN']) ?? DEFAULT_CLUSTER_DOMAIN,
     authzPolicyInfoLogging: envBool(env, 'AUTHZ_POLICY_INFO_LOGGING', false),
     logFormat,
     logLevel,

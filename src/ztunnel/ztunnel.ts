@@ -22,6 +22,9 @@ import { HbonePool, poolSettings } from './proxy/hbone-pool.js';
 import { LocalSocketFactory } from './proxy/socket-factory.js';
 import { WorkloadProxyManager } from './proxy/workload-proxies.js';
 import { InpodProxies } from './inpod/inpod-proxies.js';
+import { podDnsStarter } from './inpod/pod-dns.js';
+import { DnsMetrics } from './dns/dns-metrics.js';
+import { readResolvConf } from './dns/resolv-conf.js';
 import type { ProxyContext } from './proxy/proxy-context.js';
 
 type Lifecycle = { t: 'starting' } | { t: 'running' } | { t: 'draining' } | { t: 'stopped' };
@@ -72,7 +75,7 @@ export class Ztunnel {
       log: logs.scope('proxy'),
     };
     // In-pod mode, the node agent's ZDS says which pods this ztunnel serves; local mode follows the node's workloads.
-    const inpod = config.inpod === undefined ? undefined : new InpodProxies(ctx, config.inpod, undefined);
+    const inpod = config.inpod === undefined ? undefined : new InpodProxies(ctx, config.inpod, config.dnsProxy ? podDnsStarter({ state, upstream: await readResolvConf(), metrics: new DnsMetrics(metrics.registry), clusterDomain: config.clusterDomain, ipv6Enabled: config.ipv6Enabled, log: logs.scope('dns') }) : undefined);
     const proxies = inpod === undefined ? new WorkloadProxyManager(ctx) : undefined;
     // Live connections are re-checked only when a decision may differ.
     state.on('change', (c) => {
