@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canonicalIp, formatIp, ipBytes, parseHostPort } from './ip.js';
+import { canonicalIp, canonicalUnmappedIp, formatIp, ipBytes, parseHostPort } from './ip.js';
 
 test('canonicalIp: every spelling of an IPv6 address becomes the one Node prints (RFC 5952)', () => {
   for (const [given, canonical] of [
@@ -28,4 +28,11 @@ test('parseHostPort: a bracketed IPv6 :authority comes back canonical; bad forms
   for (const bad of ['[10.0.0.1]:80', 'fd00::1:80', '[fd00::1]', '10.0.0.1:0', '10.0.0.1:65536', '[zz::1]:80']) {
     assert.equal(parseHostPort(bad), undefined, bad);
   }
+});
+
+test('canonicalUnmappedIp: an IPv4-mapped IPv6 address is its IPv4 address, as Go netip.Addr.Unmap, other IPv6 stays canonical', () => {
+  assert.equal(canonicalUnmappedIp('::FFFF:10.1.2.3'), '10.1.2.3');
+  assert.equal(canonicalUnmappedIp('FD00:0::1'), 'fd00::1');
+  assert.equal(canonicalUnmappedIp('10.1.2.3'), '10.1.2.3');
+  assert.equal(canonicalUnmappedIp('10.1.2.300'), undefined);
 });

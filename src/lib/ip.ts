@@ -37,6 +37,12 @@ export function canonicalIp(s: string): string | undefined {
   return new net.SocketAddress({ address: s, family: 'ipv6' }).address;
 }
 
+/** `canonicalIp`, with an IPv4-mapped IPv6 address as its IPv4 address (Go's `netip.Addr.Unmap`). */
+export function canonicalUnmappedIp(s: string): string | undefined {
+  const c = canonicalIp(s);
+  return c === undefined ? undefined : (/^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(c)?.[1] ?? c);
+}
+
 /** The canonical text of a 4- or 16-byte address (see `canonicalIp`), or undefined for any other length. */
 export function formatIp(b: Uint8Array): string | undefined {
   if (b.length === 4) return b.join('.');

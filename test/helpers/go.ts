@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runToExit } from './run-to-exit.js';
 
-/** The Go peers' sources (stdlib only), one directory each under test/interop. */
+/** The Go peers' sources (stdlib only), one directory under test/interop each. */
 const INTEROP_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'interop');
 /** Offline, with the installed toolchain: the peer needs nothing but the standard library. */
 const GO_ENV = { GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', GOPROXY: 'off' };
@@ -17,15 +17,15 @@ export function goSkip(): false | string {
   return probe.status === 0 ? false : `Go is not installed (apt-get install golang-go; .ci/run does this): ${(probe.stderr || probe.error?.message || '').trim()}`;
 }
 
-/** Builds test/interop/<peer> (default hbone_go) into a temp dir and returns the binary. */
-export async function buildGoPeer(peer = 'hbone_go'): Promise<string> {
-  const dir = path.join(INTEROP_DIR, peer);
-  const out = path.join(await mkdtemp(path.join(tmpdir(), 'amesh-go-')), peer);
-  const p = spawn('go', ['build', '-o', out, '.'], { cwd: dir, env: { ...process.env, ...GO_ENV }, stdio: ['ignore', 'ignore', 'pipe'] });
+/** Builds test/interop/`name` (default the HBONE peer) into a temp dir and returns the binary. */
+export async function buildGoPeer(name = 'hbone_go'): Promise<string> {
+  const peerDir = path.join(INTEROP_DIR, name);
+  const out = path.join(await mkdtemp(path.join(tmpdir(), 'amesh-go-')), name);
+  const p = spawn('go', ['build', '-o', out, '.'], { cwd: peerDir, env: { ...process.env, ...GO_ENV }, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   p.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const [status] = (await once(p, 'exit')) as [number | null];
-  if (status !== 0) throw new Error(`go build ${dir} failed: ${err}`);
+  if (status !== 0) throw new Error(`go build ${peerDir} failed: ${err}`);
   return out;
 }
 
@@ -36,15 +36,20 @@ export function runGo(binary: string, args: string[], timeoutMs = 15_000): Promi
 
 /** Starts the Go HBONE server; `output` returns what it printed, `ready` resolves once it listens. */
 export function startGoServer(binary: string, args: string[]): { proc: ChildProcess; output: () => string; ready: Promise<void> } {
-  const proc = spawn(binary, ['server', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return startGoPeer(binary, ['server', ...args], 'listening');
+}
+
+/** Starts a Go peer; `output` returns what it printed, `ready` resolves once it printed `readyText`. */
+export function startGoPeer(binary: string, args: string[], readyText: string): { proc: ChildProcess; output: () => string; ready: Promise<void> } {
+  const proc = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const ready = new Promise<void>((resolve, reject) => {
     proc.stdout.on('data', (d: Buffer) => {
       out += d.toString();
-      if (out.includes('listening')) resolve();
+      if (out.includes(readyText)) resolve();
     });
     proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    proc.once('exit', (code) => reject(new Error(`Go server exited (${String(code)}): ${out}`)));
+    proc.once('exit', (code) => reject(new Error(`Go peer exited (${String(code)}): ${out}`)));
   });
   return { proc, output: () => out, ready };
 }

@@ -1,0 +1,209 @@
+import { EventEmitter } from 'node:events';
+import { closeSync } from 'node:fs';
+import { Backoff } from '../../lib/backoff.js';
+import { describeError, isMeshError, MeshError } from '../../lib/errors.js';
+import type { Logger } from '../../lib/log.js';
+import { SeqpacketSocket } from '../../lib/seqpacket-socket.js';
+import { sendDatagram } from '../../zds/send-datagram.js';
+import { encodeAck, encodeHello } from '../../zds/zds-codec.js';
+import type { InpodProxyRunner } from './inpod-proxy-runner.js';
+import { readWorkloadMessage, type WorkloadMessage } from './workload-message.js';
+import { WorkloadProxyManagerState } from './workload-proxy-manager-state.js';
+
+/** First reconnect delay, doubled after each failure (ztunnel `src/inpod/workloadmanager.rs`). */
+export const ZDS_CONNECT_BACKOFF_INITIAL_MS = 10;
+/** Longest reconnect delay: the node agent may be down for a while (a rollout), ztunnel keeps trying. */
+export const ZDS_CONNECT_BACKOFF_MAX_MS = 15_000;
+/** How often pods whose proxy failed to start are tried again (ztunnel's `RETRY_DURATION`). */
+export const ZDS_PENDING_RETRY_MS = 5_000;
+
+/** One connection to the node agent; its datagrams are handled one after another, in order, on `work`. */
+interface Connection {
+  readonly socket: SeqpacketSocket;
+  work: Promise<void>;
+  retryTimer: NodeJS.Timeout | undefined;
+  closed: boolean;
+}
+
+/**
+ * ztunnel's ZDS client (ztunnel `src/inpod/workloadmanager.rs`, `protocol.rs`): connects to the node agent's
+ * SEQPACKET socket, sends `ZdsHello`, then answers every `WorkloadRequest` with an ack once the state manager has
+ * acted on it, or a nack: `failure to read message : ...` (then it drops the connection and reconnects),
+ * `failure to start proxy : ...` (the pod is retried every 5 s), `failure to process message : ...` (a protocol
+ * error: it stops for good and emits 'stopped', on which ztunnel exits, as Istio's does).
+ *
+ * Events: 'ready' (boolean) when readiness changes; 'stopped' (error) after a protocol error.
+ */
+export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshError] }> {
+  private readonly state: WorkloadProxyManagerState;
+  private readonly backoff = new Backoff(ZDS_CONNECT_BACKOFF_INITIAL_MS, ZDS_CONNECT_BACKOFF_MAX_MS);
+  private connection: Connection | undefined;
+  private connectTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private closed = false;
+  private wasReady = false;
+
+  constructor(
+    private readonly socketPath: string,
+    runner: InpodProxyRunner,
+    private readonly log: Logger,
+  ) {
+    super();
+    this.state = new WorkloadProxyManagerState(runner, log);
+  }
+
+  /** Starts connecting (and reconnecting) to the node agent. */
+  start(): void {
+    this.connect();
+  }
+
+  /**
+   * Ready (ztunnel's `/healthz/ready` waits for it) once connected, the node agent's snapshot has arrived, and no
+   * pod's proxy waits for a retry.
+   */
+  get ready(): boolean {
+    return this.connection !== undefined && this.state.ready();
+  }
+
+  /** The pods whose proxy failed to start and is retried; readiness waits for them. */
+  pending(): string[] {
+    return this.state.pendingUids();
+  }
+
+  /** The pods with a running proxy. */
+  running(): string[] {
+    return this.state.runningUids();
+  }
+
+  /** Disconnects for good and stops every pod's proxy (one still starting is stopped once it started). */
+  close(): void {
+    this.closed = true;
+    this.halt();
+    this.state.stopAll();
+  }
+
+  private halt(): void {
+    this.stopped = true;
+    clearTimeout(this.connectTimer);
+    this.connection?.socket.close();
+  }
+
+  private connect(): void {
+    this.connectTimer = undefined;
+    if (this.stopped) return;
+    let socket: SeqpacketSocket;
+    try {
+      socket = SeqpacketSocket.connect(this.socketPath);
+    } catch (e) {
+      this.reconnectLater(`failed to connect to the Istio CNI node agent over ${this.socketPath}, is the node agent healthy? ${describeError(e)}`);
+      return;
+    }
+    this.log.info({ path: this.socketPath }, 'handling new stream');
+    const conn: Connection = { socket, work: Promise.resolve(), retryTimer: undefined, closed: false };
+    this.connection = conn;
+    this.state.resetSnapshot();
+    socket.on('message', (data, fds) => this.enqueue(conn, () => this.onMessage(conn, data, fds)));
+    socket.on('error', (e) => this.log.warn({ err: describeError(e) }, 'node agent connection failed'));
+    socket.on('close', () => this.onClose(conn));
+    sendDatagram(socket, encodeHello()).catch((e: unknown) => {
+      this.log.error({ err: describeError(e) }, 'could not announce to node agent');
+      socket.close();
+    });
+  }
+
+  private reconnectLater(why: string): void {
+    if (this.stopped) return;
+    const delay = this.backoff.next();
+    this.log.warn({ retryMs: delay }, why);
+    this.connectTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  private onClose(conn: Connection): void {
+    conn.closed = true;
+    clearTimeout(conn.retryTimer);
+    if (this.connection === conn) this.connection = undefined;
+    this.checkReady();
+    this.reconnectLater('node agent connection ended, reconnecting');
+  }
+
+  /** Runs `task` after everything queued on `conn`; a failure (a bug) is logged and drops the connection. */
+  private enqueue(conn: Connection, task: () => Promise<void>): void {
+    conn.work = conn.work
+      .then(task)
+      .catch((e: unknown) => {
+        this.log.error({ err: describeError(e) }, 'ZDS message handling failed');
+        conn.socket.close();
+      })
+      .then(() => {
+        if (this.closed) this.state.stopAll();
+      });
+  }
+
+  private async onMessage(conn: Connection, data: Buffer, fds: number[]): Promise<void> {
+    if (conn.closed) {
+      for (const fd of fds) closeSync(fd);
+      return;
+    }
+    let msg: WorkloadMessage;
+    try {
+      msg = readWorkloadMessage(data, fds);
+    } catch (e) {
+      this.log.error({ err: describeError(e) }, 'failed to read message');
+      await this.reply(conn, `failure to read message : ${describeError(e)}`);
+      conn.socket.close();
+      return;
+    }
+    try {
+      await this.state.processMsg(msg);
+    } catch (e) {
+      if (isMeshError(e, 'ZDS_ERR_PROXY_START')) {
+        this.log.error({ uid: 'uid' in msg ? msg.uid : undefined, err: describeError(e) }, 'failed to start proxy');
+        this.scheduleRetry(conn);
+        await this.reply(conn, `failure to start proxy : ${describeError(e)}`);
+        return;
+      }
+      const err = isMeshError(e) ? e : new MeshError('ZDS_ERR_PROTOCOL', describeError(e), { cause: e });
+      this.log.error({ err: describeError(err) }, 'protocol error from the node agent, stopping in-pod mode');
+      await this.reply(conn, `failure to process message : ${describeError(err)}`);
+      this.halt();
+      this.checkReady();
+      this.emit('stopped', err);
+      return;
+    }
+    this.checkReady();
+    await this.reply(conn, '');
+  }
+
+  /** Sends an ack (`error` empty) or a nack; a connection that cannot take it is closed (and reconnected). */
+  private async reply(conn: Connection, error: string): Promise<void> {
+    try {
+      await sendDatagram(conn.socket, encodeAck(error));
+    } catch (e) {
+      this.log.warn({ err: describeError(e) }, 'could not send ack to node agent');
+      conn.socket.close();
+    }
+  }
+
+  private scheduleRetry(conn: Connection): void {
+    if (conn.retryTimer !== undefined || conn.closed) return;
+    this.log.info({ uids: this.state.pendingUids() }, 'scheduling retry');
+    conn.retryTimer = setTimeout(() => this.enqueue(conn, () => this.retry(conn)), ZDS_PENDING_RETRY_MS);
+  }
+
+  private async retry(conn: Connection): Promise<void> {
+    conn.retryTimer = undefined;
+    if (conn.closed) return;
+    await this.state.retryPending();
+    if (this.state.pendingUids().length > 0) this.scheduleRetry(conn);
+    else this.checkReady();
+  }
+
+  private checkReady(): void {
+    const ready = this.ready;
+    if (ready) this.backoff.reset();
+    if (ready === this.wasReady) return;
+    this.wasReady = ready;
+    this.log.info({ ready }, ready ? 'workload proxy manager is ready' : 'workload proxy manager is NOT ready');
+    this.emit('ready', ready);
+  }
+}

@@ -1,0 +1,3 @@
+module amesh.test/zds_go
+
+go 1.19

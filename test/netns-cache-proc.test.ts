@@ -1,0 +1,144 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { fstatSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { randomInt } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { isMeshError } from '../src/lib/errors.js';
+import { netnsId } from '../src/lib/native.js';
+import { PodNetnsCache } from '../src/cni/agent/netns-cache.js';
+import { netnsSkip, TestNetns } from './helpers/netns.js';
+
+const skip = netnsSkip();
+
+/** A pod: a throwaway netns holding `ips` (on lo), with a process running in it until `stop()`. */
+class ProcPod {
+  private constructor(
+    readonly ns: TestNetns,
+    readonly process: ChildProcess,
+  ) {}
+
+  static async start(ips: readonly string[]): Promise<ProcPod> {
+    const ns = await TestNetns.create();
+    for (const ip of ips) await ns.exec('ip', ['addr', 'add', ip.includes(':') ? `${ip}/128` : `${ip}/32`, 'dev', 'lo']);
+    return new ProcPod(ns, await ProcPod.spawnIn(ns));
+  }
+
+  /** A process that has entered `ns` (it says so on stdout) and waits there. */
+  static async spawnIn(ns: TestNetns): Promise<ChildProcess> {
+    const p = spawn('ip', ['netns', 'exec', ns.name, 'sh', '-c', 'echo in; exec sleep 600'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await once(p.stdout, 'data');
+    return p;
+  }
+
+  async stop(): Promise<void> {
+    await stopProcess(this.process);
+    await this.ns.remove();
+  }
+}
+
+/** Field 22 of /proc/PID/stat: when the process started, in clock ticks after boot. */
+function startTime(p: ChildProcess): bigint {
+  const stat = readFileSync(`/proc/${p.pid!}/stat`, 'utf8');
+  return BigInt(stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)[19]!);
+}
+
+async function stopProcess(p: ChildProcess): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null) return;
+  const exited = once(p, 'exit');
+  p.kill();
+  await exited;
+}
+
+/** Addresses no other test uses: this test's loopback range, and a matching IPv6 one. */
+const podIp = (): string => `127.0.92.${randomInt(10, 250)}`;
+const podIpv6 = (): string => `fd00:92::${randomInt(10, 250).toString(16)}`;
+
+async function withPods(specs: (readonly string[])[], body: (pods: ProcPod[], cache: PodNetnsCache) => Promise<void> | void): Promise<void> {
+  const pods: ProcPod[] = [];
+  const cache = new PodNetnsCache();
+  try {
+    for (const ips of specs) pods.push(await ProcPod.start(ips));
+    await body(pods, cache);
+  } finally {
+    cache.closeAll();
+    for (const p of pods) await p.stop();
+  }
+}
+
+const sameNetns = (fd: number | undefined, ns: TestNetns): boolean => {
+  assert.ok(fd !== undefined, 'no netns fd');
+  const a = netnsId(fd);
+  const b = netnsId(ns.path);
+  return a.dev === b.dev && a.ino === b.ino;
+};
+
+test('agent restart: the /proc scan finds the netns of a process running in a pod by the pod\'s IPv4 or IPv6 address, and caches its fd', { skip }, () => {
+  const [v4, v6] = [podIp(), podIpv6()];
+  return withPods([[v4], [v6]], async ([a, b], cache) => {
+    const found = await cache.scanProc([
+      { uid: 'uid-a', ips: [v4] },
+      { uid: 'uid-b', ips: ['10.255.92.1', v6.toUpperCase()] },
+      { uid: 'uid-none', ips: ['10.255.92.2'] },
+      { uid: 'uid-no-ips', ips: [] },
+    ]);
+    assert.deepEqual([...found.keys()].sort(), ['uid-a', 'uid-b']);
+    assert.ok(sameNetns(found.get('uid-a'), a!.ns));
+    assert.ok(sameNetns(found.get('uid-b'), b!.ns));
+    assert.equal(cache.get('uid-a'), found.get('uid-a'));
+    // Pods already cached are not looked for again.
+    assert.equal((await cache.scanProc([{ uid: 'uid-a', ips: [v4] }])).size, 0);
+  });
+});
+
+test('the /proc scan picks the netns whose oldest process started first when two hold the pod\'s IP', { skip }, () => {
+  const ip = podIp();
+  return withPods([[ip], [ip]], async ([older, newer], cache) => {
+    // Start times count clock ticks: the newer netns gets a process started strictly later, and only that one.
+    await stopProcess(newer!.process);
+    let young = await ProcPod.spawnIn(newer!.ns);
+    while (startTime(young) <= startTime(older!.process)) {
+      await stopProcess(young);
+      young = await ProcPod.spawnIn(newer!.ns);
+    }
+    // A second, younger process in the older netns changes nothing: a netns is as old as its oldest process.
+    const second = await ProcPod.spawnIn(older!.ns);
+    try {
+      const found = await cache.scanProc([{ uid: 'uid-x', ips: [ip] }]);
+      assert.ok(sameNetns(found.get('uid-x'), older!.ns));
+    } finally {
+      await stopProcess(second);
+      await stopProcess(young);
+    }
+  });
+});
+
+test('open caches a pod\'s netns fd from its CNI netns path: the same netns reuses it, a new sandbox replaces it, remove closes it', { skip }, () =>
+  withPods([[podIp()], [podIp()]], ([a, b], cache) => {
+    const fd = cache.open('uid-a', a!.ns.path);
+    assert.ok(sameNetns(fd, a!.ns));
+    assert.equal(cache.open('uid-a', a!.ns.path), fd);
+    const replaced = cache.open('uid-a', b!.ns.path);
+    assert.ok(sameNetns(replaced, b!.ns));
+    assert.deepEqual(cache.uids(), ['uid-a']);
+    assert.equal(cache.remove('uid-a'), true);
+    assert.throws(() => fstatSync(replaced), { code: 'EBADF' });
+    assert.equal(cache.get('uid-a'), undefined);
+    assert.equal(cache.remove('uid-a'), false);
+  }),
+);
+
+test('open refuses a netns path that is missing or not a network namespace with AGENT_ERR_POD_NETNS', { skip }, () => {
+  const cache = new PodNetnsCache();
+  assert.throws(() => cache.open('uid-a', '/var/run/netns/amesh-t-missing'), (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && /amesh-t-missing.*ENOENT/.test(e.message));
+  const file = path.join(tmpdir(), `amesh-not-netns-${process.pid}`);
+  writeFileSync(file, '');
+  try {
+    assert.throws(() => cache.open('uid-a', file), (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && /not a network namespace/.test(e.message));
+  } finally {
+    rmSync(file);
+  }
+  assert.deepEqual(cache.uids(), []);
+});
