@@ -5,6 +5,7 @@ import { LogControl, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { DEFAULT_CLUSTER_ID } from './state/workload.js';
 import { DEFAULT_CLUSTER_DOMAIN } from './dns/dns-store.js';
+import { ZDS_SOCKET_PATH } from '../zds/zds-socket-path.js';
 
 /** Istio's default ztunnel ports (ztunnel `src/config.rs`). */
 export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:15000';
@@ -38,8 +39,6 @@ export const DEFAULTS = Object.freeze({
   enableSocks5: false,
 });
 
-/** Where the node agent serves ZDS (ztunnel `src/config.rs` INPOD_UDS). */
-export const DEFAULT_INPOD_UDS = '/var/run/ztunnel/ztunnel.sock';
 /**
  * ztunnel's in-pod packet mark (ztunnel `src/config.rs` DEFAULT_INPOD_MARK): on every socket it makes in a pod, so
  * the pod's rules let those packets through; istio-cni's rules match exactly this mark (InpodMark).
@@ -191,7 +190,7 @@ function checkProxyMode(env: Env): void {
 function inpodConfig(env: Env): InpodConfig | undefined {
   if (!envBool(env, 'INPOD_ENABLED', false)) return undefined;
   const mark = envInt(env, 'PACKET_MARK', DEFAULT_INPOD_MARK, 1, 2 ** 32 - 1);
-  return Object.freeze({ uds: nonEmpty(env['INPOD_UDS']) ?? DEFAULT_INPOD_UDS, mark, portReuse: envBool(env, 'INPOD_PORT_REUSE', true) });
+  return Object.freeze({ uds: nonEmpty(env['INPOD_UDS']) ?? ZDS_SOCKET_PATH, mark, portReuse: envBool(env, 'INPOD_PORT_REUSE', true) });
 }
 
 function dnsProxyEnabled(env: Env): boolean {

@@ -1,6 +1,7 @@
 import type http from 'node:http';
+import { EventEmitter } from 'node:events';
 import { CertificateAuthority } from '../lib/pki/certificate-authority.js';
-import { describeError } from '../lib/errors.js';
+import { describeError, type MeshError } from '../lib/errors.js';
 import { startHttpServer, boundPort } from '../lib/http-server.js';
 import type { LogControl } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
@@ -23,14 +24,18 @@ import { LocalSocketFactory } from './proxy/socket-factory.js';
 import { WorkloadProxyManager } from './proxy/workload-proxies.js';
 import { InpodProxies } from './inpod/inpod-proxies.js';
 import { podDnsStarter } from './inpod/pod-dns.js';
+import { ZdsClient } from './inpod/zds-client.js';
 import { DnsMetrics } from './dns/dns-metrics.js';
 import { readResolvConf } from './dns/resolv-conf.js';
 import type { ProxyContext } from './proxy/proxy-context.js';
 
 type Lifecycle = { t: 'starting' } | { t: 'running' } | { t: 'draining' } | { t: 'stopped' };
 
-/** A running ztunnel: state, identities, per-workload listeners and the admin/metrics/readiness servers. */
-export class Ztunnel {
+/**
+ * A running ztunnel: state, identities, per-workload listeners and the admin/metrics/readiness servers. Emits
+ * `fatal` when it cannot go on (in-pod: the node agent broke the ZDS protocol); ztunnel then exits, as Istio's does.
+ */
+export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
   private lifecycle: Lifecycle = { t: 'starting' };
   private servers: http.Server[] = [];
   private shutdownPromise: Promise<void> | undefined;
@@ -44,9 +49,13 @@ export class Ztunnel {
     private readonly proxies: WorkloadProxyManager | undefined,
     /** In-pod mode: the listeners inside each pod's network namespace, as ZDS hands the pods over. */
     readonly inpod: InpodProxies | undefined,
+    /** In-pod mode: the node agent's ZDS, which starts and stops `inpod`'s pods. */
+    private readonly zds: ZdsClient | undefined,
     private readonly metrics: ZtunnelMetrics,
     private readonly source: { stop(): void; pending(): string[] },
-  ) {}
+  ) {
+    super();
+  }
 
   static async start(config: ZtunnelConfig, logs: LogControl): Promise<Ztunnel> {
     const log = logs.scope('ztunnel');
@@ -112,17 +121,31 @@ export class Ztunnel {
       await watcher.start();
       source = { stop: () => watcher.stop(), pending: () => [] };
     }
-    const zt = new Ztunnel(config, logs, ctx, proxies, inpod, metrics, source);
+    const zds = inpod === undefined ? undefined : new ZdsClient(config.inpod!.uds, inpod, logs.scope('inpod'));
+    const zt = new Ztunnel(config, logs, ctx, proxies, inpod, zds, metrics, source);
     await zt.startServers();
     zt.lifecycle = { t: 'running' };
+    if (zds !== undefined) {
+      zds.on('stopped', (e) => zt.emit('fatal', e));
+      zds.start();
+    }
     log.info({ version: VERSION, node: config.nodeName, admin: zt.ports.admin, metrics: zt.ports.metrics, readiness: zt.ports.readiness }, 'ztunnel started');
     return zt;
   }
 
-  /** Readiness: config loaded and every local workload's listeners up (ztunnel `src/readiness/server.rs`). */
+  /**
+   * Readiness: config loaded and every local workload's listeners up; in-pod, the node agent's snapshot in and no
+   * pod waiting for a retry (ztunnel `src/readiness/server.rs`, `src/inpod/statemanager.rs`).
+   */
   pending(): string[] {
     if (this.lifecycle.t !== 'running') return [`ztunnel is ${this.lifecycle.t}`];
-    return [...this.source.pending(), ...(this.proxies?.pending() ?? [])];
+    return [...this.source.pending(), ...(this.proxies?.pending() ?? []), ...this.inpodPending()];
+  }
+
+  private inpodPending(): string[] {
+    if (this.zds === undefined || this.zds.ready) return [];
+    const pods = this.zds.pending();
+    return pods.length > 0 ? pods.map((uid) => `pod ${uid}: proxy failed to start, retrying`) : [`no snapshot from the node agent on ${this.config.inpod!.uds} yet`];
   }
 
   dump(): object {
@@ -148,6 +171,7 @@ export class Ztunnel {
     this.ctx.pool.close();
     await this.ctx.connections.drain(this.config.connectionTerminationDeadlineMs);
     this.proxies?.close(true);
+    this.zds?.close();
     this.inpod?.close(true);
     this.ctx.pool.destroy();
     this.ctx.secrets.stop();

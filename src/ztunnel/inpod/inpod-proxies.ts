@@ -1,5 +1,5 @@
 import { closeSync } from 'node:fs';
-import { describeError } from '../../lib/errors.js';
+import { describeError, MeshError } from '../../lib/errors.js';
 import { identityToString } from '../../lib/spiffe.js';
 import type { WorkloadInfo } from '../../zds/workload-info.js';
 import { workloadStateEntry } from '../admin/workload-state.js';
@@ -57,6 +57,8 @@ interface PodProxy {
  */
 export class InpodProxies implements InpodProxyRunner {
   private readonly pods = new Map<string, PodProxy>();
+  /** Shutting down: no pod starts any more (the node agent gives it to the ztunnel that replaces this one). */
+  private closing = false;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -65,6 +67,7 @@ export class InpodProxies implements InpodProxyRunner {
   ) {}
 
   async start(uid: string, info: WorkloadInfo, netns: number): Promise<void> {
+    if (this.closing) throw new MeshError('ZT_ERR_SHUTTING_DOWN', `not starting pod ${uid}: ztunnel is shutting down`);
     this.stop(uid);
     const { config, state, log } = this.ctx;
     const sockets = new NetnsSocketFactory(netns, { mark: this.inpod.mark, reusePort: this.inpod.portReuse });
@@ -115,6 +118,7 @@ export class InpodProxies implements InpodProxyRunner {
    * with `immediate`, closes every pod's connections and namespace fd too.
    */
   close(immediate: boolean): void {
+    this.closing = true;
     for (const p of this.pods.values()) {
       if (immediate) this.closePod(p);
       else {
