@@ -4,6 +4,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import path from 'node:path';
 import { once } from 'node:events';
 import { mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { PodRules } from '../src/cni/agent/pod-rules.js';
@@ -25,7 +26,7 @@ const STRICT_PORT = 8080;
 const PERMISSIVE_PORT = 8081;
 const SERVICE_VIP = '10.96.94.10';
 const SERVER_INFO = { name: 'server-0', namespace: 'ns-b', serviceAccount: 'server' };
-const ENV = { INPOD_ENABLED: 'true', UNSTABLE_ENABLE_SOCKS5: 'false' };
+
 
 const MESH = `
 workloads:
@@ -70,6 +71,8 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
   const apps: net.Server[] = [];
   /** The source address of each connection the server pod's apps accepted, by port. */
   const seen: Record<number, string[]> = { [STRICT_PORT]: [], [PERMISSIVE_PORT]: [] };
+  /** In-pod mode, with no node agent: the test hands the pods to the runner itself, so ztunnel never gets ready. */
+  const env = (): Record<string, string> => ({ INPOD_ENABLED: 'true', INPOD_UDS: path.join(fx.dir, 'no-agent.sock'), UNSTABLE_ENABLE_SOCKS5: 'false' });
   const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${zt.ports.metrics}/metrics`)).text();
 
   before(async () => {
@@ -97,7 +100,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
       await listenInNetns(app, server.path, { host: '0.0.0.0', port });
       apps.push(app);
     }
-    zt = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, ENV);
+    zt = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, env(), false);
     const inpod = zt.inpod!;
     await inpod.start('pod-uid-a', { name: 'client-0', namespace: 'ns-a', serviceAccount: 'client' }, openSync(client.path, 'r'));
     await inpod.start('pod-uid-b', SERVER_INFO, openSync(server.path, 'r'));
@@ -173,7 +176,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
   });
 
   test('a new ztunnel binds the same ports in the pod beside the old one (SO_REUSEPORT) and serves the pod once the old one stops its proxy', async () => {
-    const next = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, ENV);
+    const next = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, env(), false);
     try {
       await next.inpod!.start('pod-uid-b', SERVER_INFO, openSync(server.path, 'r'));
       const listeners = async (): Promise<number> => (await server.exec('ss', ['-tlnH', 'sport', '=', ':15006'])).split('\n').filter((l) => l.includes('0.0.0.0:15006')).length;
