@@ -3,7 +3,7 @@ import { MeshError } from '../../lib/errors.js';
 import type { DnsUpstreamSockets } from '../dns/dns-forwarder.js';
 import type { DnsMetrics } from '../dns/dns-metrics.js';
 import { DnsProxy } from '../dns/dns-proxy.js';
-import { podDnsListen, podUpstreamSockets } from '../dns/dns-sockets.js';
+import { DNS_PROXY_PORT, podDnsListen, podUpstreamSockets } from '../dns/dns-sockets.js';
 import type { UpstreamConfig } from '../dns/resolv-conf.js';
 import type { ProxyState } from '../state/proxy-state.js';
 import type { PodDnsStarter } from './inpod-proxies.js';
@@ -26,7 +26,7 @@ export interface PodDnsSettings {
 export function podDnsStarter(s: PodDnsSettings): PodDnsStarter {
   return async (pod) => {
     let closed = false;
-    const inner = podUpstreamSockets(pod.netns);
+    const inner = podUpstreamSockets(pod.netns, pod.mark);
     // After the pod stops, its netns fd is closed (and its number may be reused): no query may make a socket with it.
     const stopped = (): MeshError => new MeshError('ZT_ERR_POD_STOPPED', `pod ${pod.uid} stopped: no upstream DNS socket in its network namespace`);
     const upstreamSockets: DnsUpstreamSockets = {
@@ -39,7 +39,7 @@ export function podDnsStarter(s: PodDnsSettings): PodDnsStarter {
     const proxy = new DnsProxy({
       state: s.state,
       client: () => pod.local.current(),
-      listen: podDnsListen(pod.netns),
+      listen: podDnsListen(pod.netns, DNS_PROXY_PORT, pod.mark),
       upstream: s.upstream,
       upstreamSockets,
       metrics: s.metrics,
