@@ -9,6 +9,7 @@ import { demoCommand } from './demo.js';
 import { istiodCommand } from './istiod.js';
 import { apiserverCommand } from './apiserver.js';
 import { controllerManagerCommand } from './controller-manager.js';
+import { cniAgentCommand } from './cni-agent.js';
 
 const program = new Command('amesh')
   .description("amesh: Istio's ambient mode in TypeScript")
@@ -24,6 +25,7 @@ program.addCommand(ztunnelCommand());
 program.addCommand(istiodCommand());
 program.addCommand(apiserverCommand());
 program.addCommand(controllerManagerCommand());
+program.addCommand(cniAgentCommand());
 program.addCommand(echoCommand());
 program.addCommand(demoCommand());
 program.addCommand(xCommand());

@@ -64,3 +64,14 @@ test('a key that keeps failing is dropped after maxAttempts with an error, and t
   await reconciled(6);
   queue.stop();
 });
+
+test('retry delays double from 5 ms up to maxRetryDelayMs and stay there', async () => {
+  const logs = new CapturedLogs('test');
+  let calls = 0;
+  const queue = new ReconcileQueue(() => (++calls < 6 ? Promise.reject(new Error('not yet')) : Promise.resolve()), Number.MAX_SAFE_INTEGER, logs.control.scope('queue'), 20);
+  queue.run();
+  queue.add('a');
+  await logs.waitFor('fifth retry', (l) => l['message'] === 'reconcile failed; retrying' && l['attempts'] === 5);
+  assert.deepEqual(logs.lines.filter((l) => l['message'] === 'reconcile failed; retrying').map((l) => l['retryMs']), [5, 10, 20, 20, 20]);
+  queue.stop();
+});

@@ -2,9 +2,9 @@
  * A controller's work queue, as Istio's (istio `pkg/kube/controllers/queue.go` over client-go's rate-limited
  * workqueue): a key waits at most once however often it is added, keys are reconciled one at a time, a key added
  * while it is being reconciled is reconciled again afterwards, and a failed key is retried after 5 ms, doubling
- * (client-go's DefaultTypedControllerRateLimiter), until it has failed `maxAttempts` times; then it is dropped with
- * an error logged, until an event adds it again. Nothing is reconciled before `run()`, which a controller calls
- * once its informers have synced, as Istio's controllers wait for HasSynced.
+ * (client-go's DefaultTypedControllerRateLimiter; at most `maxRetryDelayMs`), until it has failed `maxAttempts` times;
+ * then it is dropped with an error logged, until an event adds it again. Nothing is reconciled before `run()`, which a
+ * controller calls once its informers have synced, as Istio's controllers wait for HasSynced.
  */
 import { describeError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
@@ -24,6 +24,7 @@ export class ReconcileQueue {
     private readonly reconcile: (key: string) => Promise<void>,
     private readonly maxAttempts: number,
     private readonly log: Logger,
+    private readonly maxRetryDelayMs = Infinity,
   ) {}
 
   add(key: string): void {
@@ -73,7 +74,7 @@ export class ReconcileQueue {
       return;
     }
     this.failures.set(key, attempts);
-    const delay = RETRY_BASE_MS * 2 ** (attempts - 1);
+    const delay = Math.min(RETRY_BASE_MS * 2 ** (attempts - 1), this.maxRetryDelayMs);
     this.log.warn({ key, attempts, retryMs: delay, error: describeError(e) }, 'reconcile failed; retrying');
     const t = setTimeout(() => {
       this.retries.delete(t);

@@ -4,9 +4,8 @@ import path from 'node:path';
 
 /**
  * A stand-in for the node agent's plugin server: `POST /cmdadd` on `<runDir>/pluginevent.sock` (istio
- * cni/pkg/nodeagent/cni-watcher.go), recording each body and answering `status` (and `message` as the body). The
- * real node agent, `amesh cni-agent`, comes later in issue 9; this one only shows what the plugin sends and how it
- * takes each answer.
+ * cni/pkg/nodeagent/cni-watcher.go), recording each body and answering `status` (and `message` as the body), to show
+ * what the plugin sends and how it takes each answer; the plugin against the real agent is in cni-agent-netns.test.ts.
  */
 export class PluginEventServer {
   readonly bodies: string[] = [];
