@@ -84,7 +84,13 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
       log: logs.scope('proxy'),
     };
     // In-pod mode, the node agent's ZDS says which pods this ztunnel serves; local mode follows the node's workloads.
-    const inpod = config.inpod === undefined ? undefined : new InpodProxies(ctx, config.inpod, config.dnsProxy ? podDnsStarter({ state, upstream: await readResolvConf(), metrics: new DnsMetrics(metrics.registry), clusterDomain: config.clusterDomain, ipv6Enabled: config.ipv6Enabled, log: logs.scope('dns') }) : undefined);
+    let inpod: InpodProxies | undefined;
+    if (config.inpod !== undefined) {
+      const dns = config.dnsProxy
+        ? podDnsStarter({ state, upstream: await readResolvConf(), metrics: new DnsMetrics(metrics.registry), clusterDomain: config.clusterDomain, ipv6Enabled: config.ipv6Enabled, log: logs.scope('dns') })
+        : undefined;
+      inpod = new InpodProxies(ctx, config.inpod, dns);
+    }
     const proxies = inpod === undefined ? new WorkloadProxyManager(ctx) : undefined;
     // Live connections are re-checked only when a decision may differ.
     state.on('change', (c) => {
