@@ -63,6 +63,7 @@ export const ERROR_CODES = [
   'ZDS_ERR_TIMEOUT',
   'ZDS_ERR_NO_ZTUNNEL',
   'ZDS_ERR_LISTEN',
+  'ZDS_ERR_NO_NODE_AGENT',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -105,7 +105,7 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
     socket.on('message', (data, fds) => this.enqueue(conn, () => this.onMessage(conn, data, fds)));
     socket.on('error', (e) => this.log.warn({ err: describeError(e) }, 'node agent connection failed'));
     socket.on('close', () => this.onClose(conn));
-    sendDatagram(socket, encodeHello()).catch((e: unknown) => {
+    sendDatagram(socket, encodeHello(), [], 'ZDS_ERR_NO_NODE_AGENT').catch((e: unknown) => {
       this.log.error({ err: describeError(e) }, 'could not announce to node agent');
       socket.close();
     });
@@ -177,7 +177,7 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
   /** Sends an ack (`error` empty) or a nack; a connection that cannot take it is closed (and reconnected). */
   private async reply(conn: Connection, error: string): Promise<void> {
     try {
-      await sendDatagram(conn.socket, encodeAck(error));
+      await sendDatagram(conn.socket, encodeAck(error), [], 'ZDS_ERR_NO_NODE_AGENT');
     } catch (e) {
       this.log.warn({ err: describeError(e) }, 'could not send ack to node agent');
       conn.socket.close();
