@@ -79,7 +79,7 @@ export class ZtunnelConnection {
   /** Hello within the deadline, then the snapshot: an Add or Keep per pod, each acked, then SnapshotSent. */
   private async open(snapshot: () => SnapshotPod[] | Promise<SnapshotPod[]>): Promise<void> {
     const version = decodeHello(await this.next('ZdsHello'));
-    this.log.info({ conn: this.id, version: ZdsVersion[version] }, 'received hello from ztunnel');
+    this.log.info({ conn: this.id, version: ZdsVersion[version] }, 'ztunnel said hello; sending the snapshot');
     // The caller's fds are copied at once: it may close them while the snapshot goes out pod by pod.
     const pods: { uid: string; info: SnapshotPod['info']; netns: number | undefined }[] = [];
     for (const pod of await snapshot()) {
@@ -103,7 +103,7 @@ export class ZtunnelConnection {
     }
     const error = await this.exchange({ kind: 'snapshotSent' });
     if (error !== '') this.log.error({ conn: this.id, ackError: error }, 'ztunnel nacked SnapshotSent');
-    this.log.info({ conn: this.id }, 'snapshot sent to ztunnel');
+    this.log.info({ conn: this.id }, 'ztunnel acked the whole snapshot');
     this.snapshotAcked = true;
   }
 

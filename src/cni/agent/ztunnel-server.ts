@@ -77,7 +77,7 @@ export class ZtunnelServer extends EventEmitter<{ snapshot: [number]; disconnect
   async addWorkload(uid: string, info: WorkloadInfo, netns: number): Promise<void> {
     const latest = this.connections.at(-1);
     if (latest === undefined) throw new MeshError('ZDS_ERR_NO_ZTUNNEL', `no ztunnel is connected to ${this.socketPath} to add pod ${uid}`);
-    this.log.info({ conn: latest.id, uid, name: info.name, namespace: info.namespace, serviceAccount: info.serviceAccount }, 'sending pod add to ztunnel');
+    this.log.info({ conn: latest.id, uid, name: info.name, namespace: info.namespace, serviceAccount: info.serviceAccount }, 'AddWorkload to the newest ztunnel');
     // The caller may close its fd (and the number be reused) while the request waits its turn: send a copy.
     const copy = copyFd(netns);
     let error: string;

@@ -99,7 +99,7 @@ export class DnsProxy {
       s.on('error', (e) => this.opts.log.warn({ error: describeError(e) }, 'DNS UDP socket error'));
     }
     for (const server of l.tcp) server.on('connection', (c) => this.serveTcp(c));
-    this.opts.log.info({ udp: l.udp.map((s) => s.address()), tcp: l.tcp.map((s) => s.address()) }, 'starting local DNS server');
+    this.opts.log.info({ udp: l.udp.map((s) => s.address()), tcp: l.tcp.map((s) => s.address()) }, 'DNS proxy listening');
   }
 
   /** Where the proxy listens, once started. */
