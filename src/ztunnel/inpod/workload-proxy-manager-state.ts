@@ -1,7 +1,7 @@
 import { closeSync } from 'node:fs';
 import { describeError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import { netnsId, type NetnsId } from '../../lib/native.js';
+import { netnsId, sameNetns, type NetnsId } from '../../lib/native.js';
 import type { WorkloadInfo } from '../../zds/workload-info.js';
 import type { InpodProxyRunner } from './inpod-proxy-runner.js';
 import type { WorkloadMessage } from './workload-message.js';
@@ -12,7 +12,6 @@ interface PendingWorkload {
   readonly id: NetnsId;
 }
 
-const sameNetns = (a: NetnsId, b: NetnsId): boolean => a.dev === b.dev && a.ino === b.ino;
 
 /**
  * ztunnel's in-pod workload state (ztunnel `src/inpod/statemanager.rs`): which pods have a running proxy, which
