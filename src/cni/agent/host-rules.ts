@@ -19,7 +19,7 @@ import { checkProbeSnatIps, DEFAULT_POD_RULES_CONFIG, type PodRulesConfig } from
 /** Istio's names (istio `cni/pkg/config` ProbeIPSet, `cni/pkg/ipset` V4Name / V6Name, ChainHostPostrouting). */
 export const PROBE_IPSET_V4 = 'istio-inpod-probes-v4';
 export const PROBE_IPSET_V6 = 'istio-inpod-probes-v6';
-export const CHAIN_HOST_POSTROUTING = 'ISTIO_POSTRT';
+const CHAIN_HOST_POSTROUTING = 'ISTIO_POSTRT';
 
 /** The settings the host rules share with the pod rules (Istio's one AmbientConfig serves both). */
 export type HostProbeRulesConfig = Pick<PodRulesConfig, 'ipv6' | 'hostProbeSnatIp' | 'hostProbeSnatIpv6'>;

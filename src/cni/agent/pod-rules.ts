@@ -27,11 +27,11 @@ const INPOD_RESTORE_MASK = 0xffffffff;
 export const INPOD_ROUTE_TABLE = 100;
 export const INPOD_RULE_PRIORITY = 32764;
 /** Istio's chain names in the pod's tables. */
-export const CHAIN_PREROUTING = 'ISTIO_PRERT';
-export const CHAIN_OUTPUT = 'ISTIO_OUTPUT';
+const CHAIN_PREROUTING = 'ISTIO_PRERT';
+const CHAIN_OUTPUT = 'ISTIO_OUTPUT';
 /** The source kubelet's probes are SNATed to on the node (istio `HOST_PROBE_SNAT_IP` / `HOST_PROBE_SNAT_IPV6`). */
-export const DEFAULT_HOST_PROBE_SNAT_IP = '169.254.7.127';
-export const DEFAULT_HOST_PROBE_SNAT_IPV6 = 'fd16:9254:7127:1337:ffff:ffff:ffff:ffff';
+const DEFAULT_HOST_PROBE_SNAT_IP = '169.254.7.127';
+const DEFAULT_HOST_PROBE_SNAT_IPV6 = 'fd16:9254:7127:1337:ffff:ffff:ffff:ffff';
 
 /** The pod annotations that change a pod's rules (istio `pkg/config/annotation`). */
 export const ANNOTATION_DNS_CAPTURE = 'ambient.istio.io/dns-capture';

@@ -9,7 +9,7 @@ import { copyFd, ZDS_READ_WRITE_DEADLINE_MS, ZtunnelConnection } from './ztunnel
 import type { SnapshotPod, ZtunnelLink } from './ztunnel-link.js';
 
 /** Istio's limit on ZDS connections a node agent accepts (istio `cni/pkg/nodeagent/ztunnelserver.go` `Run`). */
-export const ZDS_ACCEPTS_PER_SECOND = 5;
+const ZDS_ACCEPTS_PER_SECOND = 5;
 
 export interface ZtunnelServerOptions {
   /** How long ztunnel has for its hello and each ack; default ZDS_READ_WRITE_DEADLINE_MS. */

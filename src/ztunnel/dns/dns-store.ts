@@ -9,9 +9,9 @@ import { hasDomain, labelsOf, nameOf, trimDomain, wildcardsOf, type Labels } fro
 export type DnsClient = Pick<Workload, 'name' | 'namespace' | 'network' | 'canonicalName' | 'canonicalRevision'>;
 
 /** Kubernetes' default cluster domain (kubelet `--cluster-domain`, ztunnel `CLUSTER_DOMAIN`). */
-export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
+const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
 /** The TTL of every record ztunnel answers itself (ztunnel `src/dns/server.rs` `DEFAULT_TTL_SECONDS`). */
-export const DNS_TTL_SECONDS = 30;
+const DNS_TTL_SECONDS = 30;
 
 export type AddressType = 'A' | 'AAAA';
 

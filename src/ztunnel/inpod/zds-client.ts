@@ -11,11 +11,11 @@ import { readWorkloadMessage, type WorkloadMessage } from './workload-message.js
 import { WorkloadProxyManagerState } from './workload-proxy-manager-state.js';
 
 /** First reconnect delay, doubled after each failure (ztunnel `src/inpod/workloadmanager.rs`). */
-export const ZDS_CONNECT_BACKOFF_INITIAL_MS = 10;
+const ZDS_CONNECT_BACKOFF_INITIAL_MS = 10;
 /** Longest reconnect delay: the node agent may be down for a while (a rollout), ztunnel keeps trying. */
-export const ZDS_CONNECT_BACKOFF_MAX_MS = 15_000;
+const ZDS_CONNECT_BACKOFF_MAX_MS = 15_000;
 /** How often pods whose proxy failed to start are tried again (ztunnel's `RETRY_DURATION`). */
-export const ZDS_PENDING_RETRY_MS = 5_000;
+const ZDS_PENDING_RETRY_MS = 5_000;
 
 export interface ZdsClientOptions {
   /** How often pods whose proxy failed to start are tried again; default ZDS_PENDING_RETRY_MS. */
