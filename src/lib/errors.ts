@@ -70,6 +70,7 @@ export const ERROR_CODES = [
   'AGENT_ERR_KUBE_API',
   'AGENT_ERR_RUN_DIR',
   'ZT_ERR_POD_STOPPED',
+  'ZDS_ERR_NO_NODE_AGENT',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

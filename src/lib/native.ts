@@ -140,6 +140,11 @@ export function netnsId(netns: NetnsRef): NetnsId {
   return addon().netnsId(netns);
 }
 
+/** True when two identities are the same network namespace. */
+export function sameNetns(a: NetnsId, b: NetnsId): boolean {
+  return a.dev === b.dev && a.ino === b.ino;
+}
+
 /**
  * Makes `server` (a net.Server, or a tls/http server, which are net.Servers) listen on host:port inside `netns`,
  * with SO_REUSEADDR and (unless `reusePort` is false) SO_REUSEPORT, so a new ztunnel can listen beside the old one

@@ -1,7 +1,7 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { once } from 'node:events';
-import { MeshError } from '../../lib/errors.js';
+import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort } from '../../lib/ip.js';
 import { listenInNetns, tcpSocketInNetns, udpSocketInNetns, type NetnsRef } from '../../lib/native.js';
 import { DEFAULT_INPOD_MARK } from '../config.js';
@@ -40,7 +40,7 @@ async function bindAll(hosts: readonly string[], bind: (host: string) => Promise
 }
 
 function bindError(host: string, port: number, e: unknown): MeshError {
-  return new MeshError('ZT_ERR_BIND', `cannot bind the DNS proxy on ${formatHostPort(host, port)}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, { cause: e });
+  return new MeshError('ZT_ERR_BIND', `cannot bind the DNS proxy on ${formatHostPort(host, port)}: ${describeError(e)}`, { cause: e });
 }
 
 /** Local mode: UDP and TCP on `port` (0: any) of each host address, on the host. */
