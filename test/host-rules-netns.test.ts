@@ -5,22 +5,11 @@ import { once } from 'node:events';
 import { HostProbeRules, PROBE_IPSET_V4, PROBE_IPSET_V6 } from '../src/cni/agent/host-rules.js';
 import { PodRules } from '../src/cni/agent/pod-rules.js';
 import { listenInNetns, tcpSocketInNetns } from '../src/lib/native.js';
-import { netnsSkip, TestNetns } from './helpers/netns.js';
+import { netnsSkip, withNetns } from './helpers/netns.js';
 import { savedRules } from './helpers/iptables-save.js';
 import { readGolden } from './helpers/pod-rules-cases.js';
 
 const skip = netnsSkip();
-
-/** Runs `body` with fresh throwaway namespaces, removed afterwards. */
-async function withNetns(count: number, body: (...ns: TestNetns[]) => Promise<void>): Promise<void> {
-  const all: TestNetns[] = [];
-  try {
-    for (let i = 0; i < count; i++) all.push(await TestNetns.create());
-    await body(...all);
-  } finally {
-    for (const ns of all) await ns.remove();
-  }
-}
 
 const byIp = (a: { ip: string }, b: { ip: string }): number => a.ip.localeCompare(b.ip);
 
@@ -126,5 +115,16 @@ test('kubelet probe path: a node-local connection to an enrolled pod is SNATed t
     } finally {
       app.close();
     }
+  }),
+);
+
+test('overlapping calls on one pod are serialised: two addPod at once end with the later one\'s IPs, an addPod overlapping removePod leaves nothing', { skip }, () =>
+  withNetns(1, async (ns) => {
+    const rules = new HostProbeRules(undefined, ns.path);
+    await rules.create();
+    await Promise.all([rules.addPod('uid-a', ['10.97.0.1']), rules.addPod('uid-a', ['10.97.0.2'])]);
+    assert.deepEqual(await rules.entries(), [{ ip: '10.97.0.2', uid: 'uid-a' }]);
+    await Promise.all([rules.addPod('uid-b', ['10.97.0.3']), rules.removePod('uid-b'), rules.prune(new Set(['uid-a']))]);
+    assert.deepEqual(await rules.entries(), [{ ip: '10.97.0.2', uid: 'uid-a' }]);
   }),
 );

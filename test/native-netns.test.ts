@@ -184,6 +184,34 @@ describe('native: sockets in network namespaces (setns, SO_MARK, IP_TRANSPARENT,
     assert.match(line, /\btransparent\b/);
   });
 
+  test('SO_REUSEPORT: a second listener binds the same port beside the first (a new ztunnel taking over); with reusePort false, EADDRINUSE', async () => {
+    const first = track(net.createServer());
+    await listenInNetns(first, ns.path, { host: '127.0.0.1', port: 0 });
+    const { port } = first.address() as net.AddressInfo;
+    const second = track(net.createServer());
+    await listenInNetns(second, ns.path, { host: '127.0.0.1', port });
+    assert.equal((second.address() as net.AddressInfo).port, port);
+    await assert.rejects(listenInNetns(net.createServer(), ns.path, { host: '127.0.0.1', port, reusePort: false }), { code: 'EADDRINUSE' });
+  });
+
+  test('IP_FREEBIND with IP_TRANSPARENT: a connect binds a source address the netns does not have (spoofing); without them, EADDRNOTAVAIL', async () => {
+    const server = track(net.createServer((s) => s.end(s.remoteAddress ?? '?')));
+    await listenInNetns(server, ns.path, { host: '127.0.0.1', port: 0 });
+    const { port } = server.address() as net.AddressInfo;
+    const plain = track(tcpSocketInNetns(ns.path, 4));
+    plain.on('error', () => undefined);
+    plain.connect({ port, host: '127.0.0.1', localAddress: '192.0.2.9' });
+    const [e] = (await once(plain, 'error').catch((err: unknown) => [err])) as [NodeJS.ErrnoException];
+    assert.equal(e.code, 'EADDRNOTAVAIL');
+    // The SYN leaves from the spoofed address (nothing routes the answer back here: the pod rules do that).
+    const spoofing = track(tcpSocketInNetns(ns.path, 4, { transparent: true, freebind: true }));
+    spoofing.on('error', () => undefined);
+    const attempt = once(spoofing, 'connectionAttempt');
+    spoofing.connect({ port, host: '127.0.0.1', localAddress: '192.0.2.9' });
+    await attempt;
+    assert.match(await ns.exec('ss', ['-tanH', 'state', 'syn-sent']), /192\.0\.2\.9:\d+\s+127\.0\.0\.1:/);
+  });
+
   test('UDP (for DNS on 15053): a datagram sent inside the netns reaches the socket bound there; ss shows its mark', async () => {
     const socket = track(await udpSocketInNetns(ns.path, { host: '127.0.0.1', port: 0, mark: ZTUNNEL_MARK }));
     const { port } = socket.address();

@@ -2,14 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { fstatSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { fstatSync, writeFileSync, rmSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isMeshError } from '../src/lib/errors.js';
-import { netnsId } from '../src/lib/native.js';
+import { netnsId, sameNetns as sameId } from '../src/lib/native.js';
 import { PodNetnsCache } from '../src/cni/agent/netns-cache.js';
-import { netnsSkip, TestNetns } from './helpers/netns.js';
+import { mustRun, netnsSkip, TestNetns } from './helpers/netns.js';
 
 const skip = netnsSkip();
 
@@ -39,12 +39,6 @@ class ProcPod {
   }
 }
 
-/** Field 22 of /proc/PID/stat: when the process started, in clock ticks after boot. */
-function startTime(p: ChildProcess): bigint {
-  const stat = readFileSync(`/proc/${p.pid!}/stat`, 'utf8');
-  return BigInt(stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)[19]!);
-}
-
 async function stopProcess(p: ChildProcess): Promise<void> {
   if (p.exitCode !== null || p.signalCode !== null) return;
   const exited = once(p, 'exit');
@@ -70,10 +64,10 @@ async function withPods(specs: (readonly string[])[], body: (pods: ProcPod[], ca
 
 const sameNetns = (fd: number | undefined, ns: TestNetns): boolean => {
   assert.ok(fd !== undefined, 'no netns fd');
-  const a = netnsId(fd);
-  const b = netnsId(ns.path);
-  return a.dev === b.dev && a.ino === b.ino;
+  return sameId(netnsId(fd), netnsId(ns.path));
 };
+/** Addresses of the tests added with the scan's race and ambiguity checks. */
+const newPodIp = (): string => `127.0.97.${randomInt(10, 250)}`;
 
 test('agent restart: the /proc scan finds the netns of a process running in a pod by the pod\'s IPv4 or IPv6 address, and caches its fd', { skip }, () => {
   const [v4, v6] = [podIp(), podIpv6()];
@@ -93,26 +87,48 @@ test('agent restart: the /proc scan finds the netns of a process running in a po
   });
 });
 
-test('the /proc scan picks the netns whose oldest process started first when two hold the pod\'s IP', { skip }, () => {
-  const ip = podIp();
-  return withPods([[ip], [ip]], async ([older, newer], cache) => {
-    // Start times count clock ticks: the newer netns gets a process started strictly later, and only that one.
-    await stopProcess(newer!.process);
-    let young = await ProcPod.spawnIn(newer!.ns);
-    while (startTime(young) <= startTime(older!.process)) {
-      await stopProcess(young);
-      young = await ProcPod.spawnIn(newer!.ns);
-    }
-    // A second, younger process in the older netns changes nothing: a netns is as old as its oldest process.
-    const second = await ProcPod.spawnIn(older!.ns);
+test('fail closed: when two network namespaces hold a pod\'s IP (a stale sandbox), the scan takes neither and fails naming both; other pods are cached', { skip }, () => {
+  const [shared, alone] = [newPodIp(), newPodIp()];
+  return withPods([[shared], [shared], [alone]], async ([a, b, c], cache) => {
+    // A second process in one netns changes nothing: each netns is one candidate.
+    const second = await ProcPod.spawnIn(a!.ns);
     try {
-      const found = await cache.scanProc([{ uid: 'uid-x', ips: [ip] }]);
-      assert.ok(sameNetns(found.get('uid-x'), older!.ns));
+      const scan = cache.scanProc([
+        { uid: 'uid-x', ips: [shared] },
+        { uid: 'uid-c', ips: [alone] },
+      ]);
+      const id = (ns: TestNetns): string => {
+        const { dev, ino } = netnsId(ns.path);
+        return `${dev}:${ino}`;
+      };
+      await assert.rejects(scan, (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && e.message.includes('uid-x') && e.message.includes(id(a!.ns)) && e.message.includes(id(b!.ns)));
+      assert.equal(cache.get('uid-x'), undefined);
+      assert.ok(sameNetns(cache.get('uid-c'), c!.ns));
     } finally {
       await stopProcess(second);
-      await stopProcess(young);
     }
   });
+});
+
+test('a pod removed while the /proc scan runs is not cached by the scan', { skip }, () => {
+  const ip = newPodIp();
+  return withPods([[ip]], async (_pods, cache) => {
+    const scan = cache.scanProc([{ uid: 'uid-gone', ips: [ip] }]);
+    cache.remove('uid-gone');
+    assert.equal((await scan).size, 0);
+    assert.equal(cache.get('uid-gone'), undefined);
+  });
+});
+
+test('open refuses a FIFO at the netns path without blocking on it (AGENT_ERR_POD_NETNS)', { skip }, async () => {
+  const fifo = path.join(tmpdir(), `amesh-fifo-netns-${process.pid}`);
+  await mustRun('mkfifo', [fifo]);
+  const cache = new PodNetnsCache();
+  try {
+    assert.throws(() => cache.open('uid-a', fifo), (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && /not a network namespace/.test(e.message));
+  } finally {
+    rmSync(fifo);
+  }
 });
 
 test('open caches a pod\'s netns fd from its CNI netns path: the same netns reuses it, a new sandbox replaces it, remove closes it', { skip }, () =>
@@ -122,6 +138,7 @@ test('open caches a pod\'s netns fd from its CNI netns path: the same netns reus
     assert.equal(cache.open('uid-a', a!.ns.path), fd);
     const replaced = cache.open('uid-a', b!.ns.path);
     assert.ok(sameNetns(replaced, b!.ns));
+    assert.throws(() => fstatSync(fd), { code: 'EBADF' }, 'the replaced fd was closed');
     assert.deepEqual(cache.uids(), ['uid-a']);
     assert.equal(cache.remove('uid-a'), true);
     assert.throws(() => fstatSync(replaced), { code: 'EBADF' });

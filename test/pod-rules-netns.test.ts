@@ -4,21 +4,11 @@ import { closeSync, openSync } from 'node:fs';
 import { isMeshError } from '../src/lib/errors.js';
 import { DEFAULT_POD_RULES_CONFIG, PodRules } from '../src/cni/agent/pod-rules.js';
 import { restoreRules } from '../src/cni/agent/iptables-rules.js';
-import { netnsSkip, TestNetns } from './helpers/netns.js';
+import { netnsSkip, withNetns, type TestNetns } from './helpers/netns.js';
 import { savedRules } from './helpers/iptables-save.js';
 import { POD_RULES_CASES, readGolden } from './helpers/pod-rules-cases.js';
 
 const skip = netnsSkip();
-
-/** Runs `body` with a fresh throwaway namespace, removed afterwards. */
-async function withNetns(body: (ns: TestNetns) => Promise<void>): Promise<void> {
-  const ns = await TestNetns.create();
-  try {
-    await body(ns);
-  } finally {
-    await ns.remove();
-  }
-}
 
 /** The ip rules and every routing table of both families: what the rules' netlink part touches, and more. */
 async function routing(ns: TestNetns): Promise<string> {
@@ -33,7 +23,7 @@ async function assertGolden(ns: TestNetns, name: string): Promise<void> {
 
 for (const c of POD_RULES_CASES) {
   test(`enrolled pod netns: iptables-save and ip6tables-save show Istio's ${c.name} rules, with the fwmark ip rule and table 100's local routes`, { skip }, () =>
-    withNetns(async (ns) => {
+    withNetns(1, async (ns) => {
       await new PodRules(c.config).apply(ns.path, c.overrides);
       await assertGolden(ns, c.name);
       for (const family of ['-4', '-6']) {
@@ -46,7 +36,7 @@ for (const c of POD_RULES_CASES) {
 }
 
 test('un-enroll: removing the rules leaves iptables-save, ip rule and table 100 as they were, others\' rules and routes included', { skip }, () =>
-  withNetns(async (ns) => {
+  withNetns(1, async (ns) => {
     await ns.exec('iptables', ['-t', 'nat', '-A', 'OUTPUT', '-p', 'tcp', '--dport', '9', '-j', 'ACCEPT']);
     await ns.exec('ip6tables', ['-t', 'mangle', '-A', 'PREROUTING', '-p', 'tcp', '--dport', '9', '-j', 'ACCEPT']);
     await ns.exec('ip', ['route', 'add', 'blackhole', '192.0.2.0/24', 'table', '100']);
@@ -63,7 +53,7 @@ test('un-enroll: removing the rules leaves iptables-save, ip rule and table 100 
 );
 
 test('agent restart reconcile: re-applying over leftovers (a stray ISTIO_ chain and jump, a lost rule, other overrides) ends with exactly the golden rules', { skip }, () =>
-  withNetns(async (ns) => {
+  withNetns(1, async (ns) => {
     const rules = new PodRules();
     const ingress = POD_RULES_CASES.find((c) => c.name === 'ingress_and_virtual_interfaces')!;
     await rules.apply(ns.path, ingress.overrides);
@@ -79,7 +69,7 @@ test('agent restart reconcile: re-applying over leftovers (a stray ISTIO_ chain 
 );
 
 test('rules apply and go through a netns fd (as cached from the CNI netns path) as through its path', { skip }, () =>
-  withNetns(async (ns) => {
+  withNetns(1, async (ns) => {
     const fd = openSync(ns.path, 'r');
     try {
       const rules = new PodRules();
@@ -94,7 +84,7 @@ test('rules apply and go through a netns fd (as cached from the CNI netns path) 
 );
 
 test('a pod whose lo has IPv6 disabled gets the IPv6 ip rule and ip6tables rules but no IPv6 local route, as Istio does', { skip }, () =>
-  withNetns(async (ns) => {
+  withNetns(1, async (ns) => {
     await ns.exec('sh', ['-c', 'echo 1 > /proc/sys/net/ipv6/conf/lo/disable_ipv6']);
     await new PodRules().apply(ns.path);
     await assertGolden(ns, 'default');
@@ -104,7 +94,7 @@ test('a pod whose lo has IPv6 disabled gets the IPv6 ip rule and ip6tables rules
 );
 
 test('AMBIENT_IPV6=false: no ip6tables rules and no IPv6 ip rule', { skip }, () =>
-  withNetns(async (ns) => {
+  withNetns(1, async (ns) => {
     await new PodRules({ ...DEFAULT_POD_RULES_CONFIG, ipv6: false }).apply(ns.path);
     assert.equal(await savedRules(ns, 4), readGolden('pod-rules/default.iptables-save'));
     assert.equal(await savedRules(ns, 6), '');
@@ -113,7 +103,7 @@ test('AMBIENT_IPV6=false: no ip6tables rules and no IPv6 ip rule', { skip }, () 
 );
 
 test('a failing iptables-restore is AGENT_ERR_POD_RULES naming the namespace and quoting iptables\'s stderr', { skip }, () =>
-  withNetns(async (ns) => {
+  withNetns(1, async (ns) => {
     await assert.rejects(restoreRules('AGENT_ERR_POD_RULES', ns.path, 4, '* nat\n-A NO_SUCH_CHAIN -j ACCEPT\nCOMMIT\n'), (e) => {
       assert.ok(isMeshError(e, 'AGENT_ERR_POD_RULES'));
       assert.ok(e.message.includes(ns.path), e.message);
@@ -130,3 +120,19 @@ test('rules for a namespace that does not exist fail with AGENT_ERR_POD_RULES na
 test('a probe SNAT address that is not an IP is refused before anything is written', () => {
   assert.throws(() => new PodRules({ ...DEFAULT_POD_RULES_CONFIG, hostProbeSnatIp: '169.254.7.127 -j DROP' }), (e) => isMeshError(e, 'AGENT_ERR_POD_RULES'));
 });
+
+test('overlapping apply and remove on one pod (named by its path and by an fd) run in call order: the last call\'s rules are what stays', { skip }, () =>
+  withNetns(1, async (ns) => {
+    const [first, last] = [POD_RULES_CASES[1]!, POD_RULES_CASES[2]!];
+    const rules = new PodRules(last.config);
+    const fd = openSync(ns.path, 'r');
+    try {
+      for (let round = 0; round < 3; round++) {
+        await Promise.all([rules.apply(ns.path, first.overrides), rules.remove(fd), rules.apply(fd, first.overrides), rules.apply(ns.path, last.overrides)]);
+        assert.equal(await savedRules(ns, 4), readGolden(`pod-rules/${last.name}.iptables-save`), `round ${round}`);
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }),
+);

@@ -20,6 +20,10 @@
 #define SO_ORIGINAL_DST 80
 #endif
 #define IP6T_SO_ORIGINAL_DST 80
+// From <linux/in6.h>, which glibc's <netinet/in.h> does not define before 2.38.
+#ifndef IPV6_FREEBIND
+#define IPV6_FREEBIND 78
+#endif
 
 namespace amesh {
 
@@ -54,11 +58,12 @@ InetAddress ParseInetAddress(Napi::Env env, const std::string& host, uint16_t po
 
 struct InetOptions {
   bool transparent = false;
+  bool freebind = false;
   std::optional<uint32_t> mark;
 };
 
 InetOptions ParseInetOptions(const Napi::Object& options) {
-  return InetOptions{BoolOption(options, "transparent"), Uint32Option(options, "mark")};
+  return InetOptions{BoolOption(options, "transparent"), BoolOption(options, "freebind"), Uint32Option(options, "mark")};
 }
 
 void SetIntOption(Napi::Env env, int fd, int level, int name, int value, const char* what) {
@@ -82,25 +87,37 @@ void ApplyTransparent(Napi::Env env, int fd, int family) {
   }
 }
 
+void ApplyFreebind(Napi::Env env, int fd, int family) {
+  if (family == AF_INET) {
+    SetIntOption(env, fd, SOL_IP, IP_FREEBIND, 1, "IP_FREEBIND");
+  } else {
+    SetIntOption(env, fd, SOL_IPV6, IPV6_FREEBIND, 1, "IPV6_FREEBIND");
+  }
+}
+
 void ApplyMark(Napi::Env env, int fd, uint32_t mark) {
   if (setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) != 0) ThrowErrno(env, errno, "setsockopt", "SO_MARK");
 }
 
 void ApplyOptions(Napi::Env env, int fd, int family, const InetOptions& options) {
   if (options.transparent) ApplyTransparent(env, fd, family);
+  if (options.freebind) ApplyFreebind(env, fd, family);
   if (options.mark) ApplyMark(env, fd, *options.mark);
 }
 
 // A socket in `netns` bound to host:port with the options every in-pod listener shares: SO_REUSEADDR, and
-// SO_REUSEPORT so that a new ztunnel can bind beside the old one and take over. IPv6 sockets are IPv6-only, so
-// 0.0.0.0:P and [::]:P can both be bound, one per family, as in a dual-stack pod.
+// SO_REUSEPORT (unless options.reusePort is false) so that a new ztunnel can bind beside the old one and take
+// over. IPv6 sockets are IPv6-only, so 0.0.0.0:P and [::]:P can both be bound, one per family, as in a dual-stack
+// pod.
 UniqueFd BoundSocketInNetns(const Napi::CallbackInfo& info, int type) {
   Napi::Env env = info.Env();
   InetAddress address = ParseInetAddress(env, StringArg(info, 1, "host"), Uint32Arg(info, 2, "port", 65535));
-  InetOptions options = ParseInetOptions(OptionsArg(info, 3));
+  Napi::Object raw = OptionsArg(info, 3);
+  InetOptions options = ParseInetOptions(raw);
+  bool reusePort = raw.Get("reusePort").IsUndefined() || BoolOption(raw, "reusePort");
   UniqueFd fd(SocketInNetns(env, info[0], address.family, type));
   SetIntOption(env, fd.get(), SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR");
-  SetIntOption(env, fd.get(), SOL_SOCKET, SO_REUSEPORT, 1, "SO_REUSEPORT");
+  if (reusePort) SetIntOption(env, fd.get(), SOL_SOCKET, SO_REUSEPORT, 1, "SO_REUSEPORT");
   if (address.family == AF_INET6) SetIntOption(env, fd.get(), SOL_IPV6, IPV6_V6ONLY, 1, "IPV6_V6ONLY");
   ApplyOptions(env, fd.get(), address.family, options);
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&address.storage), address.length) != 0) {

@@ -4,11 +4,12 @@
 // TCP and UDP sockets for a pod: made inside its netns, with the options in-pod capture needs.
 namespace amesh {
 
-// tcpListenInNetns(netns, host, port, {transparent?, mark?, backlog?}) -> fd of a listening socket.
+// tcpListenInNetns(netns, host, port, {transparent?, mark?, reusePort? (default true), backlog?}) -> fd of a
+// listening socket.
 Napi::Value TcpListenInNetns(const Napi::CallbackInfo& info);
-// udpBindInNetns(netns, host, port, {transparent?, mark?}) -> fd of a bound UDP socket.
+// udpBindInNetns(netns, host, port, {transparent?, mark?, reusePort? (default true)}) -> fd of a bound UDP socket.
 Napi::Value UdpBindInNetns(const Napi::CallbackInfo& info);
-// tcpSocketInNetns(netns, family 4|6, {transparent?, mark?}) -> fd of an unconnected TCP socket.
+// tcpSocketInNetns(netns, family 4|6, {transparent?, freebind?, mark?}) -> fd of an unconnected TCP socket.
 Napi::Value TcpSocketInNetns(const Napi::CallbackInfo& info);
 // setMark(fd, mark): SO_MARK.
 Napi::Value SetMark(const Napi::CallbackInfo& info);

@@ -1,4 +1,5 @@
 import { Command } from '@commander-js/extra-typings';
+import { describeError } from '../lib/errors.js';
 import { LogControl } from '../lib/log.js';
 import { loadZtunnelConfig } from '../ztunnel/config.js';
 import { Ztunnel } from '../ztunnel/ztunnel.js';
@@ -26,6 +27,10 @@ export function ztunnelCommand(): Command {
           logs?.scope('ztunnel').info({ signal: sig }, 'received signal');
           void zt.shutdown().then(() => process.exit(0));
         };
+        zt.once('fatal', (e) => {
+          logs?.scope('ztunnel').fatal({ error: describeError(e) }, 'cannot go on; exiting');
+          void zt.shutdown().then(() => process.exit(1));
+        });
         process.once('SIGTERM', () => stop('SIGTERM'));
         process.once('SIGINT', () => stop('SIGINT'));
       } catch (e) {

@@ -37,10 +37,18 @@ export interface PodSocketOptions {
   mark?: number;
 }
 
+/** Options for an outgoing socket that ztunnel makes inside a pod. */
+export interface PodConnectOptions extends PodSocketOptions {
+  /** `IP_FREEBIND` / `IPV6_FREEBIND`: with `transparent`, `connect({ localAddress })` may bind any address. */
+  freebind?: boolean;
+}
+
 export interface PodBindOptions extends PodSocketOptions {
   /** An IPv4 or IPv6 address; an IPv6 socket is IPv6-only, so both families can bind one port. */
   host: string;
   port: number;
+  /** `SO_REUSEPORT`, so a new ztunnel can bind beside the old one and take over (default true). */
+  reusePort?: boolean;
 }
 
 export interface PodListenOptions extends PodBindOptions {
@@ -64,9 +72,9 @@ export interface FdWatcher {
 
 interface Addon {
   netnsId(netns: NetnsRef): NetnsId;
-  tcpListenInNetns(netns: NetnsRef, host: string, port: number, options: PodSocketOptions & { backlog?: number }): number;
-  udpBindInNetns(netns: NetnsRef, host: string, port: number, options: PodSocketOptions): number;
-  tcpSocketInNetns(netns: NetnsRef, family: 4 | 6, options: PodSocketOptions): number;
+  tcpListenInNetns(netns: NetnsRef, host: string, port: number, options: PodSocketOptions & { reusePort?: boolean; backlog?: number }): number;
+  udpBindInNetns(netns: NetnsRef, host: string, port: number, options: PodSocketOptions & { reusePort?: boolean }): number;
+  tcpSocketInNetns(netns: NetnsRef, family: 4 | 6, options: PodConnectOptions): number;
   setMark(fd: number, mark: number): void;
   setTransparent(fd: number): void;
   originalDst(fd: number): OriginalDst;
@@ -132,9 +140,15 @@ export function netnsId(netns: NetnsRef): NetnsId {
   return addon().netnsId(netns);
 }
 
+/** True when two identities are the same network namespace. */
+export function sameNetns(a: NetnsId, b: NetnsId): boolean {
+  return a.dev === b.dev && a.ino === b.ino;
+}
+
 /**
  * Makes `server` (a net.Server, or a tls/http server, which are net.Servers) listen on host:port inside `netns`,
- * with SO_REUSEADDR and SO_REUSEPORT, so a new ztunnel can listen beside the old one and take over.
+ * with SO_REUSEADDR and (unless `reusePort` is false) SO_REUSEPORT, so a new ztunnel can listen beside the old one
+ * and take over.
  */
 export async function listenInNetns(server: net.Server, netns: NetnsRef, options: PodListenOptions): Promise<void> {
   const { host, port, ...socketOptions } = options;
@@ -158,11 +172,13 @@ export async function udpSocketInNetns(netns: NetnsRef, options: PodBindOptions)
 
 /**
  * An unconnected TCP socket made inside `netns`: call `connect()` on it as on any net.Socket (Node connects an
- * adopted fd); with `transparent`, `connect({ localAddress })` may bind an address that is not the pod's own.
+ * adopted fd, binding `localAddress` first); with `transparent` and `freebind`, `connect({ localAddress })` may
+ * bind an address that is not the pod's own. `socket` holds Node's own options for the net.Socket (e.g.
+ * `allowHalfOpen`).
  */
-export function tcpSocketInNetns(netns: NetnsRef, family: 4 | 6, options: PodSocketOptions = {}): net.Socket {
+export function tcpSocketInNetns(netns: NetnsRef, family: 4 | 6, options: PodConnectOptions = {}, socket: Omit<net.SocketConstructorOpts, 'fd' | 'handle'> = {}): net.Socket {
   const fd = inNetns(netns, (a) => a.tcpSocketInNetns(netns, family, options));
-  return adopt(fd, () => new net.Socket({ fd }));
+  return adopt(fd, () => new net.Socket({ ...socket, fd }));
 }
 
 /** Sets SO_MARK on an open socket or a listening server. */

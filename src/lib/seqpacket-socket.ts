@@ -9,7 +9,18 @@
  */
 import { EventEmitter } from 'node:events';
 import { closeSync, rmSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { Backoff } from './backoff.js';
 import { seqpacket, type FdWatcher } from './native.js';
+
+/**
+ * accept(2) errors that say nothing about the listening socket (accept(2) ERRORS): the process or system is out of
+ * fds or memory, or a peer left before it was taken. The listener stays good; accepting resumes after a pause.
+ */
+const TRANSIENT_ACCEPT_ERRORS: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM', 'ECONNABORTED', 'EPROTO', 'EPERM', 'EINTR']);
+/** The pause after a transient accept error, doubled while they go on: long enough for fds to be freed, short enough that a peer waiting in the backlog is not given up on. */
+const ACCEPT_RETRY_INITIAL_MS = 50;
+const ACCEPT_RETRY_MAX_MS = 5_000;
 
 /** Watches `fd` for reading; if that fails, closes it, so a socket that never got its object does not leak. */
 function watchOrClose(fd: number, onEvent: (err: Error | null, readable: boolean, writable: boolean) => void): FdWatcher {
@@ -99,24 +110,41 @@ export class SeqpacketSocket extends EventEmitter<{ message: [Buffer, number[]];
   }
 }
 
+/** How a SeqpacketServer takes connections. */
+export interface SeqpacketServerOptions {
+  /** Listen backlog; default 511, Node's. */
+  readonly backlog?: number;
+  /** At most this many accepts per second (one every 1/n s); default unlimited. */
+  readonly acceptsPerSecond?: number;
+}
+
 /**
- * A SEQPACKET listener bound at a filesystem path. Events: 'connection' (socket); 'error' (err) when accepting
- * failed, and the server is closed; 'close'. A connection that no listener takes is closed.
+ * A SEQPACKET listener bound at a filesystem path. Events: 'connection' (socket); 'acceptError' (err, retryMs) when
+ * an accept failed for a reason that leaves the listener good (out of fds, a peer that left): it pauses for
+ * `retryMs` and goes on; 'error' (err) when the listener itself failed, and the server is closed; 'close'. A
+ * connection that no listener takes is closed.
  */
-export class SeqpacketServer extends EventEmitter<{ connection: [SeqpacketSocket]; error: [Error]; close: [] }> {
+export class SeqpacketServer extends EventEmitter<{ connection: [SeqpacketSocket]; acceptError: [Error, number]; error: [Error]; close: [] }> {
   private readonly watcher: FdWatcher;
   private closed = false;
+  private readonly retry = new Backoff(ACCEPT_RETRY_INITIAL_MS, ACCEPT_RETRY_MAX_MS);
+  private readonly acceptIntervalMs: number;
+  private lastAccept = -Infinity;
+  /** Set while accepting is paused (rate limit or retry). */
+  private resumeTimer: NodeJS.Timeout | undefined;
 
   /** Listens at `path`; EADDRINUSE when the path exists (a stale socket file is the caller's to remove). */
-  static listen(path: string, backlog = 511): SeqpacketServer {
-    return new SeqpacketServer(path, seqpacket.listen(path, backlog));
+  static listen(path: string, options: SeqpacketServerOptions = {}): SeqpacketServer {
+    return new SeqpacketServer(path, seqpacket.listen(path, options.backlog ?? 511), options);
   }
 
   private constructor(
     readonly path: string,
     private readonly fd: number,
+    options: SeqpacketServerOptions,
   ) {
     super();
+    this.acceptIntervalMs = options.acceptsPerSecond === undefined ? 0 : 1000 / options.acceptsPerSecond;
     this.watcher = watchOrClose(fd, (err) => {
       if (err !== null) this.fail(err);
       else this.acceptAll();
@@ -127,6 +155,7 @@ export class SeqpacketServer extends EventEmitter<{ connection: [SeqpacketSocket
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.resumeTimer);
     this.watcher.close();
     closeSync(this.fd);
     rmSync(this.path, { force: true });
@@ -134,16 +163,43 @@ export class SeqpacketServer extends EventEmitter<{ connection: [SeqpacketSocket
   }
 
   private acceptAll(): void {
-    try {
-      while (!this.closed) {
-        const fd = seqpacket.accept(this.fd);
-        if (fd === null) return;
-        const socket = new SeqpacketSocket(fd);
-        if (!this.emit('connection', socket)) socket.close();
+    while (!this.closed && this.resumeTimer === undefined) {
+      const wait = this.lastAccept + this.acceptIntervalMs - performance.now();
+      if (wait > 0) {
+        this.pause(wait);
+        return;
       }
-    } catch (e) {
-      this.fail(e as Error);
+      let fd: number | null;
+      try {
+        fd = seqpacket.accept(this.fd);
+      } catch (e) {
+        const err = e as NodeJS.ErrnoException;
+        if (!TRANSIENT_ACCEPT_ERRORS.has(err.code ?? '')) {
+          this.fail(err);
+          return;
+        }
+        const retryMs = this.retry.next();
+        this.pause(retryMs);
+        this.emit('acceptError', err, retryMs);
+        return;
+      }
+      if (fd === null) return;
+      this.lastAccept = performance.now();
+      this.retry.reset();
+      const socket = new SeqpacketSocket(fd);
+      if (!this.emit('connection', socket)) socket.close();
     }
+  }
+
+  /** Stops watching the listener for `ms`, then accepts again. */
+  private pause(ms: number): void {
+    this.watcher.watch(false, false);
+    this.resumeTimer = setTimeout(() => {
+      this.resumeTimer = undefined;
+      if (this.closed) return;
+      this.watcher.watch(true, false);
+      this.acceptAll();
+    }, ms);
   }
 
   private fail(err: Error): void {

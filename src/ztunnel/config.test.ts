@@ -121,3 +121,16 @@ test('config: scoped log levels from RUST_LOG and --log-level start ztunnel (the
     for (const [scope, level] of Object.entries(want)) assert.equal(logs.scope(scope).level, level, `${what}: ${scope}`);
   }
 });
+
+test("config: INPOD_ENABLED turns on in-pod mode with ztunnel's INPOD_UDS, PACKET_MARK (0x539), INPOD_PORT_REUSE and the DNS proxy", () => {
+  assert.equal(load({}).inpod, undefined, 'local mode unless INPOD_ENABLED=true');
+  assert.deepEqual(load({ INPOD_ENABLED: 'true' }).inpod, { uds: '/var/run/ztunnel/ztunnel.sock', mark: 0x539, portReuse: true });
+  assert.deepEqual(load({ INPOD_ENABLED: 'true', INPOD_UDS: '/tmp/z.sock', PACKET_MARK: '4096', INPOD_PORT_REUSE: 'false' }).inpod, { uds: '/tmp/z.sock', mark: 4096, portReuse: false });
+  assert.equal(load({}).ipv6Enabled, true);
+  assert.equal(load({ IPV6_ENABLED: 'false' }).ipv6Enabled, false);
+  configError({ INPOD_ENABLED: 'true', PACKET_MARK: '0x' }, /PACKET_MARK/);
+  assert.equal(load({}).dnsProxy, true, "ztunnel's DNS proxy is on unless DNS_CAPTURE metadata says otherwise");
+  assert.equal(load({ ISTIO_META_DNS_CAPTURE: 'false' }).dnsProxy, false);
+  assert.equal(load({ CLUSTER_DOMAIN: 'corp.example' }).clusterDomain, 'corp.example');
+  configError({ INPOD_ENABLED: 'yes please' }, /INPOD_ENABLED/);
+});

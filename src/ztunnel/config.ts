@@ -4,6 +4,8 @@ import { parseListenAddress, type ListenAddress } from '../lib/address.js';
 import { LogControl, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { DEFAULT_CLUSTER_ID } from './state/workload.js';
+import { DEFAULT_CLUSTER_DOMAIN } from './dns/dns-store.js';
+import { ZDS_SOCKET_PATH } from '../zds/zds-socket-path.js';
 
 /** Istio's default ztunnel ports (ztunnel `src/config.rs`). */
 export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:15000';
@@ -36,6 +38,21 @@ export const DEFAULTS = Object.freeze({
    */
   enableSocks5: false,
 });
+
+/**
+ * ztunnel's in-pod packet mark (ztunnel `src/config.rs` DEFAULT_INPOD_MARK): on every socket it makes in a pod, so
+ * the pod's rules let those packets through; istio-cni's rules match exactly this mark (InpodMark).
+ */
+export const DEFAULT_INPOD_MARK = 0x539;
+
+/** In-pod mode (INPOD_ENABLED): the node agent hands ztunnel each pod's network namespace over ZDS. */
+export interface InpodConfig {
+  readonly uds: string;
+  /** SO_MARK on every socket made in a pod (PACKET_MARK). */
+  readonly mark: number;
+  /** SO_REUSEPORT on in-pod listeners, so a new ztunnel takes over from an old one (INPOD_PORT_REUSE). */
+  readonly portReuse: boolean;
+}
 
 /** Time to connect to an upstream app or to a peer's HBONE port before giving up (ztunnel: 10s). */
 export const CONNECT_TIMEOUT_MS = 10_000;
@@ -97,6 +114,17 @@ export interface ZtunnelConfig {
   readonly http2FrameSize: number;
   readonly enableSocks5: boolean;
   readonly enableResponseBaggage: boolean;
+  /** In-pod mode, undefined in local mode (workload IPs are this host's addresses). */
+  readonly inpod: InpodConfig | undefined;
+  /** IPV6_ENABLED: in-pod listeners bind `[::]` as well as `0.0.0.0` (ztunnel's bind wildcard); DNS answers AAAA. */
+  readonly ipv6Enabled: boolean;
+  /**
+   * The DNS proxy on 15053 in each pod (in-pod mode): on unless the proxy metadata DNS_CAPTURE (ISTIO_META_DNS_CAPTURE)
+   * is other than "true" (ztunnel `src/config.rs`; pods still opt in by having their DNS captured).
+   */
+  readonly dnsProxy: boolean;
+  /** CLUSTER_DOMAIN, for the DNS proxy's search domains. */
+  readonly clusterDomain: string;
   readonly authzPolicyInfoLogging: boolean;
   readonly logFormat: LogFormat;
   readonly logLevel: string;
@@ -156,6 +184,18 @@ function checkProxyMode(env: Env): void {
   if (mode === undefined || mode === '' || mode === 'shared') return;
   if (mode === 'dedicated') throw new MeshError('AMESH_ERR_CONFIG', 'PROXY_MODE=dedicated is not supported yet: run ztunnel in shared mode (unset PROXY_MODE)');
   throw new MeshError('AMESH_ERR_CONFIG', `PROXY_MODE: "${mode}" must be one of dedicated, shared`);
+}
+
+/** INPOD_ENABLED and its settings, named as ztunnel names them (ztunnel `src/config.rs`). */
+function inpodConfig(env: Env): InpodConfig | undefined {
+  if (!envBool(env, 'INPOD_ENABLED', false)) return undefined;
+  const mark = envInt(env, 'PACKET_MARK', DEFAULT_INPOD_MARK, 1, 2 ** 32 - 1);
+  return Object.freeze({ uds: nonEmpty(env['INPOD_UDS']) ?? ZDS_SOCKET_PATH, mark, portReuse: envBool(env, 'INPOD_PORT_REUSE', true) });
+}
+
+function dnsProxyEnabled(env: Env): boolean {
+  const v = env[`${ISTIO_META_PREFIX}DNS_CAPTURE`];
+  return v === undefined || v.toLowerCase() === 'true';
 }
 
 const nonEmpty = (v: string | undefined): string | undefined => (v === undefined || v === '' ? undefined : v);
@@ -255,6 +295,10 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
     http2FrameSize: envInt(env, 'HTTP2_FRAME_SIZE', DEFAULTS.http2FrameSize, 16_384, 16_777_215),
     enableSocks5: envBool(env, 'UNSTABLE_ENABLE_SOCKS5', DEFAULTS.enableSocks5),
     enableResponseBaggage: envBool(env, 'ENABLE_RESPONSE_BAGGAGE', true),
+    inpod: inpodConfig(env),
+    ipv6Enabled: envBool(env, 'IPV6_ENABLED', true),
+    dnsProxy: dnsProxyEnabled(env),
+    clusterDomain: nonEmpty(env['CLUSTER_DOMAIN']) ?? DEFAULT_CLUSTER_DOMAIN,
     authzPolicyInfoLogging: envBool(env, 'AUTHZ_POLICY_INFO_LOGGING', false),
     logFormat,
     logLevel,

@@ -1,6 +1,7 @@
 import type http from 'node:http';
+import { EventEmitter } from 'node:events';
 import { CertificateAuthority } from '../lib/pki/certificate-authority.js';
-import { describeError } from '../lib/errors.js';
+import { describeError, type MeshError } from '../lib/errors.js';
 import { startHttpServer, boundPort } from '../lib/http-server.js';
 import type { LogControl } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
@@ -18,15 +19,23 @@ import { ZtunnelMetrics } from './admin/metrics.js';
 import { registerCertificateMetrics } from './admin/certificate-metrics.js';
 import { configDump } from './admin/config-dump.js';
 import { ConnectionManager } from './proxy/connection-manager.js';
-import { HbonePool } from './proxy/hbone-pool.js';
+import { HbonePool, poolSettings } from './proxy/hbone-pool.js';
 import { LocalSocketFactory } from './proxy/socket-factory.js';
 import { WorkloadProxyManager } from './proxy/workload-proxies.js';
+import { InpodProxies } from './inpod/inpod-proxies.js';
+import { podDnsStarter } from './inpod/pod-dns.js';
+import { ZdsClient } from './inpod/zds-client.js';
+import { DnsMetrics } from './dns/dns-metrics.js';
+import { readResolvConf } from './dns/resolv-conf.js';
 import type { ProxyContext } from './proxy/proxy-context.js';
 
 type Lifecycle = { t: 'starting' } | { t: 'running' } | { t: 'draining' } | { t: 'stopped' };
 
-/** A running ztunnel: state, identities, per-workload listeners and the admin/metrics/readiness servers. */
-export class Ztunnel {
+/**
+ * A running ztunnel: state, identities, per-workload listeners and the admin/metrics/readiness servers. Emits
+ * `fatal` when it cannot go on (in-pod: the node agent broke the ZDS protocol); ztunnel then exits, as Istio's does.
+ */
+export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
   private lifecycle: Lifecycle = { t: 'starting' };
   private servers: http.Server[] = [];
   private shutdownPromise: Promise<void> | undefined;
@@ -36,10 +45,17 @@ export class Ztunnel {
     readonly config: ZtunnelConfig,
     private readonly logs: LogControl,
     readonly ctx: ProxyContext,
-    private readonly proxies: WorkloadProxyManager,
+    /** Local mode: the listeners of this node's workloads on their IPs. */
+    private readonly proxies: WorkloadProxyManager | undefined,
+    /** In-pod mode: the listeners inside each pod's network namespace, as ZDS hands the pods over. */
+    readonly inpod: InpodProxies | undefined,
+    /** In-pod mode: the node agent's ZDS, which starts and stops `inpod`'s pods. */
+    private readonly zds: ZdsClient | undefined,
     private readonly metrics: ZtunnelMetrics,
     private readonly source: { stop(): void; pending(): string[] },
-  ) {}
+  ) {
+    super();
+  }
 
   static async start(config: ZtunnelConfig, logs: LogControl): Promise<Ztunnel> {
     const log = logs.scope('ztunnel');
@@ -64,23 +80,21 @@ export class Ztunnel {
       secrets,
       sockets,
       connections: new ConnectionManager(metrics, logs.scope('access'), logs.scope('proxy')),
-      pool: new HbonePool(
-        {
-          maxStreamsPerConnection: config.poolMaxStreamsPerConnection,
-          unusedReleaseTimeoutMs: config.poolUnusedReleaseTimeoutMs,
-          streamWindowSize: config.http2StreamWindowSize,
-          connectionWindowSize: config.http2ConnectionWindowSize,
-          frameSize: config.http2FrameSize,
-        },
-        sockets,
-        logs.scope('pool'),
-      ),
+      pool: new HbonePool(poolSettings(config), sockets, logs.scope('pool')),
       log: logs.scope('proxy'),
     };
-    const proxies = new WorkloadProxyManager(ctx);
-    // Listeners follow this node's workloads; live connections are re-checked only when a decision may differ.
+    // In-pod mode, the node agent's ZDS says which pods this ztunnel serves; local mode follows the node's workloads.
+    let inpod: InpodProxies | undefined;
+    if (config.inpod !== undefined) {
+      const dns = config.dnsProxy
+        ? podDnsStarter({ state, upstream: await readResolvConf(), metrics: new DnsMetrics(metrics.registry), clusterDomain: config.clusterDomain, ipv6Enabled: config.ipv6Enabled, log: logs.scope('dns') })
+        : undefined;
+      inpod = new InpodProxies(ctx, config.inpod, dns);
+    }
+    const proxies = inpod === undefined ? new WorkloadProxyManager(ctx) : undefined;
+    // Live connections are re-checked only when a decision may differ.
     state.on('change', (c) => {
-      if (changesWorkloadsOn(c, config.nodeName)) proxies.reconcile();
+      if (proxies !== undefined && changesWorkloadsOn(c, config.nodeName)) proxies.reconcile();
       if (mayAlterPolicyDecision(c, config.nodeName)) {
         log.debug({ policies: c.policies.length, workloads: c.workloads.length, connections: ctx.connections.size }, 're-evaluating live connections against policy');
         ctx.connections.reevaluate(state);
@@ -113,21 +127,35 @@ export class Ztunnel {
       await watcher.start();
       source = { stop: () => watcher.stop(), pending: () => [] };
     }
-    const zt = new Ztunnel(config, logs, ctx, proxies, metrics, source);
+    const zds = inpod === undefined ? undefined : new ZdsClient(config.inpod!.uds, inpod, logs.scope('inpod'));
+    const zt = new Ztunnel(config, logs, ctx, proxies, inpod, zds, metrics, source);
     await zt.startServers();
     zt.lifecycle = { t: 'running' };
+    if (zds !== undefined) {
+      zds.on('stopped', (e) => zt.emit('fatal', e));
+      zds.start();
+    }
     log.info({ version: VERSION, node: config.nodeName, admin: zt.ports.admin, metrics: zt.ports.metrics, readiness: zt.ports.readiness }, 'ztunnel started');
     return zt;
   }
 
-  /** Readiness: config loaded and every local workload's listeners up (ztunnel `src/readiness/server.rs`). */
+  /**
+   * Readiness: config loaded and every local workload's listeners up; in-pod, the node agent's snapshot in and no
+   * pod waiting for a retry (ztunnel `src/readiness/server.rs`, `src/inpod/statemanager.rs`).
+   */
   pending(): string[] {
     if (this.lifecycle.t !== 'running') return [`ztunnel is ${this.lifecycle.t}`];
-    return [...this.source.pending(), ...this.proxies.pending()];
+    return [...this.source.pending(), ...(this.proxies?.pending() ?? []), ...this.inpodPending()];
+  }
+
+  private inpodPending(): string[] {
+    if (this.zds === undefined || this.zds.ready) return [];
+    const pods = this.zds.pending();
+    return pods.length > 0 ? pods.map((uid) => `pod ${uid}: proxy failed to start, retrying`) : [`no snapshot from the node agent on ${this.config.inpod!.uds} yet`];
   }
 
   dump(): object {
-    return configDump(this.config, this.ctx.state, this.ctx.secrets, this.proxies.dump());
+    return configDump(this.config, this.ctx.state, this.ctx.secrets, { ...this.proxies?.dump(), ...this.inpod?.dump() });
   }
 
   /**
@@ -144,10 +172,13 @@ export class Ztunnel {
     this.lifecycle = { t: 'draining' };
     log.info({ open: this.ctx.connections.size, deadlineMs: this.config.connectionTerminationDeadlineMs }, 'shutting down: draining connections');
     this.source.stop();
-    this.proxies.close(false);
+    this.proxies?.close(false);
+    this.inpod?.close(false);
     this.ctx.pool.close();
     await this.ctx.connections.drain(this.config.connectionTerminationDeadlineMs);
-    this.proxies.close(true);
+    this.proxies?.close(true);
+    this.zds?.close();
+    this.inpod?.close(true);
     this.ctx.pool.destroy();
     this.ctx.secrets.stop();
     for (const s of this.servers) s.close();

@@ -9,10 +9,11 @@ import { loadApiServerConfig } from '../../src/apiserver/config.js';
 import { ApiServer } from '../../src/apiserver/api-server.js';
 
 /**
- * A ztunnel in this process (real sockets), with control servers on ephemeral ports and logs discarded. SOCKS5 is
- * on (UNSTABLE_ENABLE_SOCKS5=true; `env` may turn it off): the suite drives traffic through it.
+ * A ztunnel in this process (real sockets), with control servers on ephemeral ports and logs discarded, once it is
+ * ready (unless `waitReady` is false). SOCKS5 is on (UNSTABLE_ENABLE_SOCKS5=true; `env` may turn it off): the suite
+ * drives traffic through it.
  */
-export async function startZtunnel(localConfig: string, nodeName: string, localCa: string | undefined, env: Record<string, string> = {}): Promise<Ztunnel> {
+export async function startZtunnel(localConfig: string, nodeName: string, localCa: string | undefined, env: Record<string, string> = {}, waitReady = true): Promise<Ztunnel> {
   const cfg = loadZtunnelConfig(
     { localConfig, localCa, adminAddress: '127.0.0.1:0', metricsAddress: '127.0.0.1:0', readinessAddress: '127.0.0.1:0' },
     { NODE_NAME: nodeName, UNSTABLE_ENABLE_SOCKS5: 'true', ...env },
@@ -20,6 +21,7 @@ export async function startZtunnel(localConfig: string, nodeName: string, localC
   const sink = new Writable({ write: (_c, _e, cb) => cb() });
   const logs = new LogControl({ format: 'json', level: 'silent', component: 'ztunnel', out: sink });
   const zt = await Ztunnel.start(cfg, logs);
+  if (!waitReady) return zt;
   const deadline = Date.now() + 10_000;
   while (zt.pending().length > 0) {
     if (Date.now() > deadline) throw new Error(`ztunnel ${nodeName} not ready: ${zt.pending().join('; ')}`);

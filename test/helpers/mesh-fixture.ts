@@ -48,6 +48,11 @@ export async function meshFixture(): Promise<MeshFixture> {
 export async function hboneSession(host: string, cert: WorkloadCertificate, expected: string[], localAddress?: string): Promise<ClientHttp2Session> {
   const tcp = net.connect({ host, port: 15008, localAddress });
   await once(tcp, 'connect');
+  return hboneSessionOver(tcp, host, cert, expected);
+}
+
+/** The same over a TCP connection to `host:15008` made by the caller (e.g. inside a network namespace). */
+export async function hboneSessionOver(tcp: net.Socket, host: string, cert: WorkloadCertificate, expected: string[]): Promise<ClientHttp2Session> {
   const socket = tls.connect({ ...clientTlsOptions(cert, expected), socket: tcp });
   await once(socket, 'secureConnect');
   const s = http2.connect(`https://${net.isIPv6(host) ? `[${host}]` : host}:15008`, { createConnection: () => socket });

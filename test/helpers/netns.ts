@@ -43,3 +43,14 @@ export class TestNetns {
     await mustRun('ip', ['netns', 'del', this.name]);
   }
 }
+
+/** Runs `body` with `count` fresh throwaway namespaces, removed afterwards. */
+export async function withNetns(count: number, body: (...ns: TestNetns[]) => Promise<void>): Promise<void> {
+  const all: TestNetns[] = [];
+  try {
+    for (let i = 0; i < count; i++) all.push(await TestNetns.create());
+    await body(...all);
+  } finally {
+    for (const ns of all) await ns.remove();
+  }
+}

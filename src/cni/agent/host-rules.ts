@@ -11,6 +11,7 @@ import net from 'node:net';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalUnmappedIp } from '../../lib/ip.js';
 import type { NetnsRef } from '../../lib/native.js';
+import { SerialQueue } from '../../lib/serial-queue.js';
 import { IptablesRules, replaceChains, type IpFamily } from './iptables-rules.js';
 import { mustRunInNetns } from './netns-command.js';
 import { checkProbeSnatIps, DEFAULT_POD_RULES_CONFIG, type PodRulesConfig } from './pod-rules.js';
@@ -18,7 +19,7 @@ import { checkProbeSnatIps, DEFAULT_POD_RULES_CONFIG, type PodRulesConfig } from
 /** Istio's names (istio `cni/pkg/config` ProbeIPSet, `cni/pkg/ipset` V4Name / V6Name, ChainHostPostrouting). */
 export const PROBE_IPSET_V4 = 'istio-inpod-probes-v4';
 export const PROBE_IPSET_V6 = 'istio-inpod-probes-v6';
-export const CHAIN_HOST_POSTROUTING = 'ISTIO_POSTRT';
+const CHAIN_HOST_POSTROUTING = 'ISTIO_POSTRT';
 
 /** The settings the host rules share with the pod rules (Istio's one AmbientConfig serves both). */
 export type HostProbeRulesConfig = Pick<PodRulesConfig, 'ipv6' | 'hostProbeSnatIp' | 'hostProbeSnatIpv6'>;
@@ -46,13 +47,18 @@ export function renderHostRules(config: HostProbeRulesConfig): { v4: string; v6:
 }
 
 const isHostChain = (chain: string): boolean => chain === CHAIN_HOST_POSTROUTING;
+/** The sets and the chain are one shared state: every call waits in the same queue. */
+const ONE_QUEUE = 'host';
 
 /**
  * The probe rules and sets in one network namespace: `netns` (a path or fd), or by default the one this process
- * runs in. Failures are AGENT_ERR_HOST_RULES naming the namespace and quoting the tool's stderr.
+ * runs in. Failures are AGENT_ERR_HOST_RULES naming the namespace and quoting the tool's stderr. Every call runs
+ * after the ones before it: addPod, removePod and prune read the sets, then write them, and two at once would undo
+ * each other.
  */
 export class HostProbeRules {
   private readonly families: readonly IpFamily[];
+  private readonly queue = new SerialQueue();
 
   constructor(
     readonly config: HostProbeRulesConfig = DEFAULT_POD_RULES_CONFIG,
@@ -67,7 +73,11 @@ export class HostProbeRules {
    * them) and the SNAT chain with its jump, first in nat POSTROUTING; an `ISTIO_POSTRT` left by an earlier run is
    * replaced in the same transaction, so creating again ends with exactly one and probes are never left unSNATed.
    */
-  async create(): Promise<void> {
+  create(): Promise<void> {
+    return this.queue.run(ONE_QUEUE, () => this.createNow());
+  }
+
+  private async createNow(): Promise<void> {
     for (const family of this.families) {
       await this.ipset(['create', setName(family), 'hash:ip', 'family', family === 4 ? 'inet' : 'inet6', 'comment', '-exist']);
       await replaceChains('AGENT_ERR_HOST_RULES', this.netns, family, isHostChain, hostRules(this.config, family));
@@ -75,7 +85,11 @@ export class HostProbeRules {
   }
 
   /** Deletes the chains, their jumps and the sets, whichever exist (agent shutdown when its DaemonSet is gone). */
-  async delete(): Promise<void> {
+  delete(): Promise<void> {
+    return this.queue.run(ONE_QUEUE, () => this.deleteNow());
+  }
+
+  private async deleteNow(): Promise<void> {
     for (const family of [4, 6] as const) {
       // With IPv6 off, ip6tables may not work here at all; leftovers from when it was on still go if it does.
       const removed = replaceChains('AGENT_ERR_HOST_RULES', this.netns, family, isHostChain);
@@ -85,7 +99,11 @@ export class HostProbeRules {
   }
 
   /** Every address in the sets, with its pod's UID. */
-  async entries(): Promise<ProbeIpEntry[]> {
+  entries(): Promise<ProbeIpEntry[]> {
+    return this.queue.run(ONE_QUEUE, () => this.entriesNow());
+  }
+
+  private async entriesNow(): Promise<ProbeIpEntry[]> {
     const out: ProbeIpEntry[] = [];
     for (const family of this.families) {
       for (const line of (await this.ipset(['save', setName(family)])).split('\n')) {
@@ -108,9 +126,10 @@ export class HostProbeRules {
       const c = canonicalProbeIp(ip);
       if (this.families.includes(c.family)) wanted.set(c.ip, c.family);
     }
-    const stale = (await this.entries()).filter((e) => e.uid === uid && !wanted.has(e.ip));
-    const lines = [...stale.map((e) => delLine(e)), ...[...wanted].map(([ip, family]) => `add ${setName(family)} ${ip} comment "${uid}"`)];
-    await this.restore(lines);
+    await this.queue.run(ONE_QUEUE, async () => {
+      const stale = (await this.entriesNow()).filter((e) => e.uid === uid && !wanted.has(e.ip));
+      await this.restore([...stale.map((e) => delLine(e)), ...[...wanted].map(([ip, family]) => `add ${setName(family)} ${ip} comment "${uid}"`)]);
+    });
   }
 
   /** Removes the entries of pod `uid` (un-enroll, pod deleted); an address another pod has since taken stays. */
@@ -124,10 +143,12 @@ export class HostProbeRules {
     return this.removeWhere((e) => !enrolledUids.has(e.uid));
   }
 
-  private async removeWhere(match: (e: ProbeIpEntry) => boolean): Promise<ProbeIpEntry[]> {
-    const gone = (await this.entries()).filter(match);
-    await this.restore(gone.map((e) => delLine(e)));
-    return gone;
+  private removeWhere(match: (e: ProbeIpEntry) => boolean): Promise<ProbeIpEntry[]> {
+    return this.queue.run(ONE_QUEUE, async () => {
+      const gone = (await this.entriesNow()).filter(match);
+      await this.restore(gone.map((e) => delLine(e)));
+      return gone;
+    });
   }
 
   private ipset(args: readonly string[]): Promise<string> {

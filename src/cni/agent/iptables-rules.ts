@@ -90,7 +90,7 @@ export async function restoreRules(code: ErrorCode, netns: NetnsRef | undefined,
 }
 
 /** `iptables-save` (or ip6tables-save) of `netns`. */
-export function saveRules(code: ErrorCode, netns: NetnsRef | undefined, family: IpFamily): Promise<string> {
+function saveRules(code: ErrorCode, netns: NetnsRef | undefined, family: IpFamily): Promise<string> {
   return mustRunInNetns(code, netns, tools(family).save, []);
 }
 

@@ -99,7 +99,10 @@ export class MeshDataplane implements PodDataplane {
     }
     await this.probes(() => this.hostProbes.prune(new Set(pods.map(uidOf))), 'prune');
     for (const pod of pods) this.pods.set(uidOf(pod), workloadInfo(pod));
-    await this.netns.scanProc(pods.map((p) => ({ uid: uidOf(p), ips: podIps(p) })));
+    await this.netns.scanProc(pods.map((p) => ({ uid: uidOf(p), ips: podIps(p) }))).catch((e: unknown) => {
+      // The pods found unambiguously are cached; the others go to ztunnel as Keep, as a pod with no process does.
+      this.log.error({ error: describeError(e) }, 'some enrolled pods have no single network namespace holding their IPs; they are not re-sent to ztunnel');
+    });
     if (!reconcileRules) return;
     for (const pod of pods) {
       const fd = this.netns.get(uidOf(pod));

@@ -4,17 +4,19 @@
  * the agent started, found by scanning /proc as Istio does (`cni/pkg/nodeagent/podcgroupns_linux.go`). Istio
  * matches a process's cgroup to the pod UID, then checks its netns holds one of the pod's IPs; amesh's pods are
  * plain processes without a pod cgroup, so the IP check is the match: a netns whose addresses include one of the
- * pod's IPs, and if several do, the one whose oldest process started first. Each netns is looked at once, by its
+ * pod's IPs. When several network namespaces hold a pod's IP (a stale sandbox beside the pod's own), none is
+ * taken: without Istio's cgroup check the wrong one would get the rules and the pod would run uncaptured, so the scan
+ * fails for that pod, naming the candidates. Each netns is looked at once (through its oldest process), by its
  * identity (dev, ino). A netns's addresses come from its processes' `/proc/PID/net/fib_trie` (IPv4 local
  * addresses) and `/proc/PID/net/if_inet6`, which the kernel shows for the process's own netns, so the scan needs
  * neither setns nor a child process.
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, constants, openSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { MeshError } from '../../lib/errors.js';
+import { describeError, MeshError } from '../../lib/errors.js';
 import { canonicalUnmappedIp, formatIp } from '../../lib/ip.js';
-import { netnsId, type NetnsId } from '../../lib/native.js';
+import { netnsId, sameNetns, type NetnsId } from '../../lib/native.js';
 
 /** A pod the /proc scan looks for. */
 export interface PodToFind {
@@ -35,12 +37,15 @@ interface ScannedNetns {
   readonly id: NetnsId;
 }
 
-const sameNetns = (a: NetnsId, b: NetnsId): boolean => a.dev === b.dev && a.ino === b.ino;
 const idKey = (id: NetnsId): string => `${id.dev}:${id.ino}`;
 
 /** Open fds on pods' network namespaces, by pod UID. Every fd is this cache's: it closes them on `remove`/`closeAll`. */
 export class PodNetnsCache {
   private readonly byUid = new Map<string, CachedNetns>();
+  /** Counts open/remove calls; `changedAt` says when each UID last changed, while a scan runs (it must not undo them). */
+  private generation = 0;
+  private readonly changedAt = new Map<string, number>();
+  private scans = 0;
 
   /** @param procRoot where /proc is (Istio's agent sees the node's as /host/proc). */
   constructor(private readonly procRoot = '/proc') {}
@@ -53,17 +58,19 @@ export class PodNetnsCache {
   open(uid: string, netnsPath: string): number {
     let fd: number;
     try {
-      fd = openSync(netnsPath, 'r');
+      // Non-blocking: a FIFO (or a device) at the path must fail the netns check below, not block the agent in open.
+      fd = openSync(netnsPath, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (e) {
-      throw new MeshError('AGENT_ERR_POD_NETNS', `cannot open network namespace ${netnsPath} of pod ${uid}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+      throw new MeshError('AGENT_ERR_POD_NETNS', `cannot open network namespace ${netnsPath} of pod ${uid}: ${describeError(e)}`, { cause: e });
     }
     let id: NetnsId;
     try {
       id = netnsId(fd);
     } catch (e) {
       closeSync(fd);
-      throw new MeshError('AGENT_ERR_POD_NETNS', `${netnsPath} of pod ${uid} is not a network namespace: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+      throw new MeshError('AGENT_ERR_POD_NETNS', `${netnsPath} of pod ${uid} is not a network namespace: ${describeError(e)}`, { cause: e });
     }
+    this.changed(uid);
     return this.keep(uid, fd, id);
   }
 
@@ -79,6 +86,7 @@ export class PodNetnsCache {
 
   /** Closes and forgets pod `uid`'s fd; false when none was cached. */
   remove(uid: string): boolean {
+    this.changed(uid);
     const cached = this.byUid.get(uid);
     if (cached === undefined) return false;
     this.byUid.delete(uid);
@@ -94,9 +102,25 @@ export class PodNetnsCache {
   /**
    * Finds, caches and returns the netns fd of each pod in `pods` not cached yet (agent restart: pods already
    * running), by the /proc scan described above. Pods found in no netns (not running, no IPs yet) are left out;
-   * the agent's own netns and that of /proc/1 (the host's) are never a pod's.
+   * the agent's own netns and that of /proc/1 (the host's) are never a pod's. A pod opened or removed while the
+   * scan runs keeps what that call did. AGENT_ERR_POD_NETNS, naming the candidates, when more than one netns holds
+   * a pod's IPs; the pods found unambiguously are cached (`get`) even then.
    */
   async scanProc(pods: Iterable<PodToFind>): Promise<Map<string, number>> {
+    this.scans++;
+    const start = this.generation;
+    try {
+      return await this.scan(pods, start);
+    } finally {
+      if (--this.scans === 0) this.changedAt.clear();
+    }
+  }
+
+  private changed(uid: string): void {
+    if (this.scans > 0) this.changedAt.set(uid, ++this.generation);
+  }
+
+  private async scan(pods: Iterable<PodToFind>, start: number): Promise<Map<string, number>> {
     const wanted = new Map<string, string>();
     for (const pod of pods) {
       if (this.byUid.has(pod.uid)) continue;
@@ -112,13 +136,13 @@ export class PodNetnsCache {
       const id = tryNetnsId(path.join(this.procRoot, own, 'ns', 'net'));
       if (id !== undefined) skip.add(idKey(id));
     }
-    // The oldest process of each netns, and which netns (oldest first) holds each wanted pod's IPs.
+    // The oldest process of each netns (its addresses are read through it), then which netns hold each wanted pod's IPs.
     const netnses = new Map<string, ScannedNetns>();
     let pids: string[];
     try {
       pids = await readdir(this.procRoot);
     } catch (e) {
-      throw new MeshError('AGENT_ERR_POD_NETNS', `cannot list ${this.procRoot} to find running pods' network namespaces: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
+      throw new MeshError('AGENT_ERR_POD_NETNS', `cannot list ${this.procRoot} to find running pods' network namespaces: ${describeError(e)}`, { cause: e });
     }
     for (const pid of pids) {
       if (!/^\d+$/.test(pid)) continue;
@@ -130,18 +154,30 @@ export class PodNetnsCache {
       if (seen === undefined) netnses.set(idKey(id), { pid, startTime, id });
       else if (startTime < seen.startTime) Object.assign(seen, { pid, startTime });
     }
-    const best = new Map<string, ScannedNetns>();
-    for (const ns of netnses.values()) {
+    const candidates = new Map<string, Map<string, ScannedNetns>>();
+    for (const [key, ns] of netnses) {
       for (const ip of await netnsAddresses(path.join(this.procRoot, ns.pid, 'net'))) {
         const uid = wanted.get(ip);
         if (uid === undefined) continue;
-        const current = best.get(uid);
-        if (current === undefined || ns.startTime < current.startTime) best.set(uid, ns);
+        const of = candidates.get(uid) ?? new Map<string, ScannedNetns>();
+        candidates.set(uid, of.set(key, ns));
       }
     }
-    for (const [uid, ns] of best) {
+    const ambiguous: string[] = [];
+    for (const [uid, of] of candidates) {
+      const [ns, ...others] = of.values();
+      if (ns === undefined) continue;
+      if (others.length > 0) {
+        ambiguous.push(`pod ${uid} in ${[ns, ...others].map((n) => `netns ${idKey(n.id)} (pid ${n.pid})`).join(', ')}`);
+        continue;
+      }
+      // A pod opened or removed during the scan keeps what that call did.
+      if ((this.changedAt.get(uid) ?? start) > start || this.byUid.has(uid)) continue;
       const fd = this.openProcNetns(ns);
       if (fd !== undefined) found.set(uid, this.keep(uid, fd, ns.id));
+    }
+    if (ambiguous.length > 0) {
+      throw new MeshError('AGENT_ERR_POD_NETNS', `more than one network namespace holds the IPs of ${ambiguous.join('; ')}: a stale sandbox? None is taken, so the pod is not captured in the wrong one`);
     }
     return found;
   }

@@ -17,7 +17,7 @@ export interface CommandResult {
 }
 
 /** How a namespace is named in messages: its path, or `fd N`. */
-export function netnsName(netns: NetnsRef | undefined): string {
+function netnsName(netns: NetnsRef | undefined): string {
   if (netns === undefined) return 'the current network namespace';
   return typeof netns === 'number' ? `network namespace fd ${netns}` : `network namespace ${netns}`;
 }
@@ -26,7 +26,7 @@ export function netnsName(netns: NetnsRef | undefined): string {
  * Runs `cmd args` in `netns` (undefined: this process's own) with `input` on stdin, and resolves with its exit
  * status and output; rejects only when the program cannot be started (e.g. ENOENT: not installed).
  */
-export function runInNetns(netns: NetnsRef | undefined, cmd: string, args: readonly string[], input = ''): Promise<CommandResult> {
+function runInNetns(netns: NetnsRef | undefined, cmd: string, args: readonly string[], input = ''): Promise<CommandResult> {
   let argv: string[] = [cmd, ...args];
   const stdio: ('pipe' | number)[] = ['pipe', 'pipe', 'pipe'];
   if (typeof netns === 'number') {

@@ -9,7 +9,8 @@
  */
 import net from 'node:net';
 import { MeshError, type ErrorCode } from '../../lib/errors.js';
-import type { NetnsRef } from '../../lib/native.js';
+import { netnsId, type NetnsRef } from '../../lib/native.js';
+import { SerialQueue } from '../../lib/serial-queue.js';
 import { HBONE_PORT, INBOUND_PLAINTEXT_PORT, OUTBOUND_CAPTURE_PORT } from '../../ztunnel/config.js';
 import { DNS_PROXY_PORT } from '../../ztunnel/dns/dns-sockets.js';
 import { IptablesRules, replaceChains, type IpFamily } from './iptables-rules.js';
@@ -26,8 +27,8 @@ const INPOD_RESTORE_MASK = 0xffffffff;
 export const INPOD_ROUTE_TABLE = 100;
 export const INPOD_RULE_PRIORITY = 32764;
 /** Istio's chain names in the pod's tables. */
-export const CHAIN_PREROUTING = 'ISTIO_PRERT';
-export const CHAIN_OUTPUT = 'ISTIO_OUTPUT';
+const CHAIN_PREROUTING = 'ISTIO_PRERT';
+const CHAIN_OUTPUT = 'ISTIO_OUTPUT';
 /** The source kubelet's probes are SNATed to on the node (istio `HOST_PROBE_SNAT_IP` / `HOST_PROBE_SNAT_IPV6`). */
 export const DEFAULT_HOST_PROBE_SNAT_IP = '169.254.7.127';
 export const DEFAULT_HOST_PROBE_SNAT_IPV6 = 'fd16:9254:7127:1337:ffff:ffff:ffff:ffff';
@@ -197,12 +198,25 @@ async function loopbackHasIpv6(netns: NetnsRef): Promise<boolean> {
   return disabled.trim() !== '1';
 }
 
+/** One namespace's key, whichever path or fd names it; a path that is no netns keys by itself (the call then fails). */
+function netnsKey(netns: NetnsRef): string {
+  try {
+    const { dev, ino } = netnsId(netns);
+    return `${dev}:${ino}`;
+  } catch {
+    return String(netns);
+  }
+}
+
 /**
  * Applies and removes Istio's in-pod rules in pods' network namespaces (a path, such as the CNI netns path or
  * `/proc/PID/ns/net`, or an open fd). Failures are AGENT_ERR_POD_RULES naming the namespace and quoting the tool's
- * stderr.
+ * stderr. Calls on one namespace (by its identity, whatever names it) run one at a time in call order: each reads
+ * the rules before it writes them, and two at once would leave a mix.
  */
 export class PodRules {
+  private readonly queue = new SerialQueue();
+
   constructor(readonly config: PodRulesConfig = DEFAULT_POD_RULES_CONFIG) {
     checkProbeSnatIps('AGENT_ERR_POD_RULES', config);
   }
@@ -217,7 +231,11 @@ export class PodRules {
    * previous run left there are replaced in the same transaction, table by table, so applying again (an agent
    * restart's reconcile, changed annotations) ends with exactly these rules and never leaves the pod uncaptured.
    */
-  async apply(netns: NetnsRef, overrides: PodTrafficOverrides = NO_OVERRIDES): Promise<void> {
+  apply(netns: NetnsRef, overrides: PodTrafficOverrides = NO_OVERRIDES): Promise<void> {
+    return this.queue.run(netnsKey(netns), () => this.applyNow(netns, overrides));
+  }
+
+  private async applyNow(netns: NetnsRef, overrides: PodTrafficOverrides): Promise<void> {
     await addRouting(netns, 4, true);
     if (this.config.ipv6) await addRouting(netns, 6, await loopbackHasIpv6(netns));
     await replaceChains('AGENT_ERR_POD_RULES', netns, 4, isIstioChain, inpodRules(this.config, overrides, 4));
@@ -230,7 +248,11 @@ export class PodRules {
    * and deletes those chains, for IPv4 and IPv6, and deletes the ip rule and table 100's local routes. What is
    * already gone is skipped, so removing twice is harmless.
    */
-  async remove(netns: NetnsRef): Promise<void> {
+  remove(netns: NetnsRef): Promise<void> {
+    return this.queue.run(netnsKey(netns), () => this.removeNow(netns));
+  }
+
+  private async removeNow(netns: NetnsRef): Promise<void> {
     await removeFamily(netns, 4);
     if (this.config.ipv6) await removeFamily(netns, 6);
     else await removeIpv6Leftovers(netns);

@@ -1,4 +1,4 @@
-import { closeSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { describeError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { SeqpacketSocket } from '../../lib/seqpacket-socket.js';
@@ -8,6 +8,19 @@ import type { SnapshotPod } from './ztunnel-link.js';
 
 /** How long ztunnel has to say hello, and to ack each request (Istio's `readWriteDeadline`). */
 export const ZDS_READ_WRITE_DEADLINE_MS = 5_000;
+
+/**
+ * A new fd on what `fd` is open on (reopened through /proc/self/fd, close-on-exec), this module's to close: a
+ * request that waits its turn holds its own, so a caller closing `fd` (and the number being reused for another
+ * pod's netns) cannot change what ztunnel gets.
+ */
+export function copyFd(fd: number): number {
+  try {
+    return openSync(`/proc/self/fd/${fd}`, 'r');
+  } catch (e) {
+    throw new MeshError('AGENT_ERR_POD_NETNS', `cannot copy network namespace fd ${fd}: ${describeError(e)}`, { cause: e });
+  }
+}
 
 /**
  * One ztunnel connected to the node agent (Istio `cni/pkg/nodeagent/ztunnelserver_linux.go`). ZDS acks carry no
@@ -32,6 +45,7 @@ export class ZtunnelConnection {
     private readonly log: Logger,
     snapshot: () => SnapshotPod[] | Promise<SnapshotPod[]>,
     onSnapshotAcked: () => void,
+    private readonly deadlineMs = ZDS_READ_WRITE_DEADLINE_MS,
   ) {
     socket.on('message', (data, fds) => {
       for (const fd of fds) closeSync(fd);
@@ -65,16 +79,31 @@ export class ZtunnelConnection {
   /** Hello within the deadline, then the snapshot: an Add or Keep per pod, each acked, then SnapshotSent. */
   private async open(snapshot: () => SnapshotPod[] | Promise<SnapshotPod[]>): Promise<void> {
     const version = decodeHello(await this.next('ZdsHello'));
-    this.log.info({ conn: this.id, version: ZdsVersion[version] }, 'received hello from ztunnel');
+    this.log.info({ conn: this.id, version: ZdsVersion[version] }, 'ztunnel said hello; sending the snapshot');
+    // The caller's fds are copied at once: it may close them while the snapshot goes out pod by pod.
+    const pods: { uid: string; info: SnapshotPod['info']; netns: number | undefined }[] = [];
     for (const pod of await snapshot()) {
-      const request: WorkloadRequest = pod.netns === undefined ? { kind: 'keep', uid: pod.uid } : { kind: 'add', uid: pod.uid, info: pod.info };
-      this.log.info({ conn: this.id, uid: pod.uid, name: pod.info.name, namespace: pod.info.namespace, kind: request.kind }, 'sending pod to ztunnel as part of snapshot');
-      const error = await this.exchange(request, pod.netns);
-      if (error !== '') this.log.error({ conn: this.id, uid: pod.uid, ackError: error }, 'snapshot: ztunnel nacked the pod');
+      try {
+        pods.push({ ...pod, netns: pod.netns === undefined ? undefined : copyFd(pod.netns) });
+      } catch (e) {
+        this.log.error({ conn: this.id, uid: pod.uid, err: describeError(e) }, 'snapshot: pod left out, its netns fd is not open');
+      }
+    }
+    try {
+      for (const pod of pods) {
+        const request: WorkloadRequest = pod.netns === undefined ? { kind: 'keep', uid: pod.uid } : { kind: 'add', uid: pod.uid, info: pod.info };
+        this.log.info({ conn: this.id, uid: pod.uid, name: pod.info.name, namespace: pod.info.namespace, kind: request.kind }, 'snapshot: sending pod to ztunnel');
+        const error = await this.exchange(request, pod.netns);
+        if (error !== '') this.log.error({ conn: this.id, uid: pod.uid, ackError: error }, 'snapshot: ztunnel nacked the pod');
+        if (pod.netns !== undefined) closeSync(pod.netns);
+        pod.netns = undefined;
+      }
+    } finally {
+      for (const pod of pods) if (pod.netns !== undefined) closeSync(pod.netns);
     }
     const error = await this.exchange({ kind: 'snapshotSent' });
     if (error !== '') this.log.error({ conn: this.id, ackError: error }, 'ztunnel nacked SnapshotSent');
-    this.log.info({ conn: this.id }, 'snapshot sent to ztunnel');
+    this.log.info({ conn: this.id }, 'ztunnel acked the whole snapshot');
     this.snapshotAcked = true;
   }
 
@@ -82,7 +111,7 @@ export class ZtunnelConnection {
     if (this.closed) throw new MeshError('ZDS_ERR_NO_ZTUNNEL', `ztunnel connection ${this.id} is closed`);
     const reply = this.next(`the ack of ${request.kind}`);
     try {
-      await sendDatagram(this.socket, encodeWorkloadRequest(request), netns === undefined ? [] : [netns]);
+      await sendDatagram(this.socket, encodeWorkloadRequest(request), netns === undefined ? [] : [netns], 'ZDS_ERR_NO_ZTUNNEL');
     } catch (e) {
       this.fail(e);
     }
@@ -99,8 +128,8 @@ export class ZtunnelConnection {
   private next(what: string): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.fail(new MeshError('ZDS_ERR_TIMEOUT', `ztunnel connection ${this.id}: no ${what} within ${ZDS_READ_WRITE_DEADLINE_MS} ms`));
-      }, ZDS_READ_WRITE_DEADLINE_MS);
+        this.fail(new MeshError('ZDS_ERR_TIMEOUT', `ztunnel connection ${this.id}: no ${what} within ${this.deadlineMs} ms`));
+      }, this.deadlineMs);
       this.waiter = {
         resolve: (data) => {
           clearTimeout(timer);

@@ -1,7 +1,8 @@
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { closeSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,13 +13,22 @@ import { SeqpacketSocket } from '../../lib/seqpacket-socket.js';
 import { decodeWorkloadRequest, encodeAck, encodeHello, type WorkloadRequest } from '../../zds/zds-codec.js';
 import { DatagramPeer } from '../../../test/helpers/datagram-peer.js';
 import { ownNetnsFd } from '../../../test/helpers/recording-runner.js';
-import { ZDS_READ_WRITE_DEADLINE_MS } from './ztunnel-connection.js';
+import { CapturedLogs } from '../../../test/helpers/captured-logs.js';
 import type { SnapshotPod } from './ztunnel-link.js';
 import { ZtunnelServer } from './ztunnel-server.js';
 
 const info = { name: 'web', namespace: 'default', serviceAccount: 'web' };
 const log = pino({ level: 'silent' });
 const code = (c: string) => (e: unknown) => isMeshError(e) && e.code === c;
+/** The hello and ack deadline in these tests (5 s by default), so a test of it does not wait 5 s. */
+const DEADLINE_MS = 200;
+
+/** Opens /dev/null into fd number `fd`, which must be the lowest free one (just closed): a reused fd number. */
+function reuseFdNumber(fd: number): number {
+  const other = openSync('/dev/null', 'r');
+  assert.equal(other, fd, 'the closed fd number was reused');
+  return other;
+}
 
 /** ztunnel's end, driven by hand: what the node agent sends, with the netns fd checked and closed. */
 class ZtunnelEnd extends DatagramPeer {
@@ -54,7 +64,7 @@ describe('node agent ZDS server (Istio cni/pkg/nodeagent/ztunnelserver.go)', () 
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-zds-server-'));
     sockPath = path.join(dir, 'ztunnel.sock');
     pods = [];
-    server = new ZtunnelServer(sockPath, () => pods, log);
+    server = new ZtunnelServer(sockPath, () => pods, log, { readWriteDeadlineMs: DEADLINE_MS });
   });
   afterEach(async () => {
     server.close();
@@ -128,20 +138,25 @@ describe('node agent ZDS server (Istio cni/pkg/nodeagent/ztunnelserver.go)', () 
     closeSync(fd);
   });
 
-  test('an addWorkload made during the snapshot is sent after SnapshotSent is acked, never between a request and its ack', async () => {
+  test('an addWorkload made during the snapshot is sent after SnapshotSent is acked, never between a request and its ack, with the netns its fd was on at the call though the caller closed it and the number was reused', async () => {
     pods = [{ uid: 'snap', info, netns: undefined }];
     server.listen();
     const z = ZtunnelEnd.connect(sockPath);
     assert.equal((await z.request()).kind, 'keep');
     const fd = ownNetnsFd();
     const added = server.addWorkload('later', info, fd);
-    z.ack();
-    assert.equal((await z.request()).kind, 'snapshotSent');
-    z.ack();
-    assert.deepEqual(await z.request(), { kind: 'add', uid: 'later', info, netnsIno: ownIno });
-    z.ack();
-    await added;
     closeSync(fd);
+    const other = reuseFdNumber(fd);
+    try {
+      z.ack();
+      assert.equal((await z.request()).kind, 'snapshotSent');
+      z.ack();
+      assert.deepEqual(await z.request(), { kind: 'add', uid: 'later', info, netnsIno: ownIno });
+      z.ack();
+      await added;
+    } finally {
+      closeSync(other);
+    }
   });
 
   test('a datagram ztunnel sends unasked closes its connection (keepalive: any message is a protocol error)', async () => {
@@ -154,7 +169,7 @@ describe('node agent ZDS server (Istio cni/pkg/nodeagent/ztunnelserver.go)', () 
     assert.equal(server.ready, false);
   });
 
-  test(`no ack within ${ZDS_READ_WRITE_DEADLINE_MS} ms: the request fails with ZDS_ERR_TIMEOUT and the connection is closed`, async () => {
+  test(`no ack within the deadline (${DEADLINE_MS} ms here): the request fails with ZDS_ERR_TIMEOUT and the connection is closed`, async () => {
     server.listen();
     const z = await synced();
     const fd = ownNetnsFd();
@@ -165,10 +180,81 @@ describe('node agent ZDS server (Istio cni/pkg/nodeagent/ztunnelserver.go)', () 
     await z.closed;
   });
 
-  test(`no ZdsHello within ${ZDS_READ_WRITE_DEADLINE_MS} ms: the connection is closed without a snapshot`, async () => {
+  test(`no ZdsHello within the deadline (${DEADLINE_MS} ms here): the connection is closed without a snapshot`, async () => {
     server.listen();
     const z = ZtunnelEnd.connect(sockPath, false);
     await z.closed;
     assert.equal(server.ready, false);
+  });
+
+  test('a snapshot pod\'s fd closed by the caller while earlier pods are sent (its number reused) still sends that pod\'s netns', async () => {
+    const second = ownNetnsFd();
+    pods = [
+      { uid: 'first', info, netns: undefined },
+      { uid: 'second', info, netns: second },
+    ];
+    server.listen();
+    const z = ZtunnelEnd.connect(sockPath);
+    assert.equal((await z.request()).kind, 'keep');
+    closeSync(second);
+    pods = [];
+    const other = reuseFdNumber(second);
+    try {
+      z.ack();
+      assert.deepEqual(await z.request(), { kind: 'add', uid: 'second', info, netnsIno: ownIno });
+      z.ack();
+      assert.equal((await z.request()).kind, 'snapshotSent');
+      const snapshot = once(server, 'snapshot');
+      z.ack();
+      await snapshot;
+    } finally {
+      closeSync(other);
+    }
+  });
+
+  test('an Add on a connection ztunnel already closed (not yet seen by the agent) fails with ZDS_ERR_NO_ZTUNNEL, the system error as its cause', async () => {
+    server.listen();
+    const z = await synced();
+    const fd = ownNetnsFd();
+    try {
+      z.socket.close();
+      await assert.rejects(server.addWorkload('a', info, fd), (e: unknown) => isMeshError(e, 'ZDS_ERR_NO_ZTUNNEL') && e.cause !== undefined);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  test('an accept that fails with EMFILE (fd limit reached) does not stop the server: it accepts the ztunnel once fds are free', { skip: spawnSync('prlimit', ['--version']).status === 0 ? false : 'needs prlimit (util-linux) to lower this process\'s fd limit' }, async () => {
+    const logs = new CapturedLogs('agent', 'info');
+    server = new ZtunnelServer(sockPath, () => pods, logs.control.scope('zds'), { readWriteDeadlineMs: DEADLINE_MS });
+    server.listen();
+    const limit = (soft: string): void => {
+      const r = spawnSync('prlimit', ['--pid', String(process.pid), `--nofile=${soft}:`], { encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+    };
+    const original = spawnSync('prlimit', ['--pid', String(process.pid), '--nofile', '--raw', '--noheadings', '--output=SOFT'], { encoding: 'utf8' }).stdout.trim();
+    const z = ZtunnelEnd.connect(sockPath);
+    const snapshot = once(server, 'snapshot');
+    // Every fd number below the limit in use: the accepted socket can get none.
+    const fillers: number[] = [];
+    try {
+      limit(String(Math.max(...readdirSync('/proc/self/fd').map(Number)) + 1));
+      for (;;) {
+        try {
+          fillers.push(openSync('/dev/null', 'r'));
+        } catch (e) {
+          assert.equal((e as NodeJS.ErrnoException).code, 'EMFILE');
+          break;
+        }
+      }
+      const failed = await logs.waitFor('the failed accept', (l) => typeof l.err === 'string' && l.err.includes('EMFILE'));
+      assert.equal(failed.message, 'could not take a ztunnel connection; accepting again after a pause');
+    } finally {
+      for (const fd of fillers) closeSync(fd);
+      limit(original);
+    }
+    assert.equal((await z.request()).kind, 'snapshotSent');
+    z.ack();
+    await snapshot;
   });
 });

@@ -4,7 +4,7 @@ import { randomInt } from 'node:crypto';
 import { isIP } from 'node:net';
 import { decode, encode, RECURSION_DESIRED, type Answer, type DecodedPacket, type Question } from 'dns-packet';
 import { MeshError, describeError } from '../../lib/errors.js';
-import { formatHostPort } from '../../lib/ip.js';
+import { canonicalUnmappedIp, formatHostPort } from '../../lib/ip.js';
 import { MAX_TCP_MESSAGE, RCODE, type DnsAnswer, type Rcode } from './dns-message.js';
 import { FrameDecoder, frame } from './dns-tcp-frames.js';
 import type { DnsNameserver, UpstreamConfig } from './resolv-conf.js';
@@ -37,19 +37,24 @@ export class DnsForwarder {
     private readonly sockets: DnsUpstreamSockets,
   ) {}
 
-  /** The upstream's answer to `question`; ZT_ERR_DNS_UPSTREAM when no nameserver gave one. */
-  async forward(question: Question): Promise<DnsAnswer> {
+  /**
+   * The upstream's answer to `question`; ZT_ERR_DNS_UPSTREAM when no nameserver gave one. `signal` cancels: the
+   * try in flight releases its socket at once and the forward rejects with the signal's reason.
+   */
+  async forward(question: Question, signal?: AbortSignal): Promise<DnsAnswer> {
     const failures: string[] = [];
     for (let round = 0; round < this.upstream.attempts; round++) {
       for (const ns of this.upstream.nameservers) {
+        signal?.throwIfAborted();
         try {
-          const r = await this.ask(ns, question);
+          const r = await this.ask(ns, question, signal);
           if (r.rcode === undefined || RETRY_RCODES.has(r.rcode) || RCODES[r.rcode] === undefined) {
             failures.push(`${formatHostPort(ns.host, ns.port)}: ${r.rcode ?? 'no response code'}`);
             continue;
           }
           return { rcode: RCODES[r.rcode]!, authoritative: false, answers: r.answers ?? [], additionals: (r.additionals ?? []).filter((a: Answer) => a.type !== 'OPT') };
         } catch (e) {
+          signal?.throwIfAborted();
           failures.push(`${formatHostPort(ns.host, ns.port)}: ${describeError(e)}`);
         }
       }
@@ -57,37 +62,41 @@ export class DnsForwarder {
     throw new MeshError('ZT_ERR_DNS_UPSTREAM', `no upstream answered ${question.type} ${question.name}: ${failures.join('; ')}`);
   }
 
-  private async ask(ns: DnsNameserver, question: Question): Promise<DecodedPacket & { rcode?: string }> {
+  private async ask(ns: DnsNameserver, question: Question, signal: AbortSignal | undefined): Promise<DecodedPacket & { rcode?: string }> {
     const id = randomInt(0x10000);
     const query = encode({ type: 'query', id, flags: RECURSION_DESIRED, questions: [{ name: question.name, type: question.type, class: question.class ?? 'IN' }] });
-    const family = isIP(ns.host.replace(/%.*/, '')) === 6 ? 6 : 4;
-    const udp = await this.exchange(ns, id, question, (accept, fail) => this.udpExchange(ns, family, query, accept, fail));
+    const family = isIP(withoutScope(ns.host)) === 6 ? 6 : 4;
+    const udp = await this.exchange(id, question, signal, (accept, fail) => this.udpExchange(ns, family, query, accept, fail));
     if (!udp.flag_tc) return udp;
-    return this.exchange(ns, id, question, (accept, fail) => this.tcpExchange(ns, family, query, accept, fail));
+    return this.exchange(id, question, signal, (accept, fail) => this.tcpExchange(ns, family, query, accept, fail));
   }
 
   /**
    * Runs one try: `start` sends the query and hands every message it receives to `accept`; the first that answers
-   * it wins, within the timeout. `start` returns how to release its socket.
+   * it wins, within the timeout, unless `signal` aborts first. `start` returns how to release its socket.
    */
   private exchange(
-    ns: DnsNameserver,
     id: number,
     question: Question,
+    signal: AbortSignal | undefined,
     start: (accept: (msg: Buffer) => void, fail: (e: unknown) => void) => Promise<() => void>,
   ): Promise<DecodedPacket & { rcode?: string }> {
     return new Promise((resolve, reject) => {
       let release: (() => void) | undefined;
       let done = false;
+      const onAbort = (): void => finish(signal?.reason);
       const finish = (e: unknown, p?: DecodedPacket): void => {
         if (done) return;
         done = true;
         clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
         release?.();
         if (p === undefined) reject(e instanceof Error ? e : new Error(String(e)));
         else resolve(p);
       };
       const timer = setTimeout(() => finish(new Error(`no answer within ${this.upstream.timeoutMs} ms`)), this.upstream.timeoutMs);
+      if (signal?.aborted === true) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
       const accept = (msg: Buffer): void => {
         let p: DecodedPacket;
         try {
@@ -110,8 +119,9 @@ export class DnsForwarder {
 
   private async udpExchange(ns: DnsNameserver, family: 4 | 6, query: Buffer, accept: (msg: Buffer) => void, fail: (e: unknown) => void): Promise<() => void> {
     const s = await this.sockets.udp(family);
+    const server = canonicalUnmappedIp(withoutScope(ns.host));
     s.on('message', (msg, rinfo) => {
-      if (rinfo.address === ns.host && rinfo.port === ns.port) accept(msg);
+      if (rinfo.port === ns.port && canonicalUnmappedIp(withoutScope(rinfo.address)) === server) accept(msg);
     });
     s.on('error', fail);
     s.send(query, ns.port, ns.host, (e) => {
@@ -132,3 +142,6 @@ export class DnsForwarder {
     return Promise.resolve(() => s.destroy());
   }
 }
+
+/** An IPv6 literal without its zone (`fe80::1%eth0`): the zone names an interface, not part of the address. */
+const withoutScope = (host: string): string => host.replace(/%.*/, '');

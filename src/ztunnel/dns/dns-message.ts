@@ -5,7 +5,7 @@ export const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP:
 export type Rcode = (typeof RCODE)[keyof typeof RCODE];
 
 /** The UDP payload every DNS peer takes (RFC 1035 4.2.1); more only when the query's EDNS says so. */
-export const MIN_UDP_PAYLOAD = 512;
+const MIN_UDP_PAYLOAD = 512;
 /** The largest message a TCP frame's 16-bit length allows (RFC 1035 4.2.2). */
 export const MAX_TCP_MESSAGE = 65_535;
 /** The largest UDP payload worth answering with: an IPv4 datagram's 65,535 bytes less its IP and UDP headers. */

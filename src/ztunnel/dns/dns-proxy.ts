@@ -1,8 +1,9 @@
+import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import type net from 'node:net';
 import type { Question } from 'dns-packet';
 import type { Logger } from '../../lib/log.js';
-import { describeError } from '../../lib/errors.js';
+import { describeError, MeshError } from '../../lib/errors.js';
 import type { ProxyState } from '../state/proxy-state.js';
 import { DnsForwarder, type DnsUpstreamSockets } from './dns-forwarder.js';
 import { MAX_TCP_MESSAGE, RCODE, encodeResponse, parseQuery, udpLimit, type DnsAnswer } from './dns-message.js';
@@ -21,6 +22,13 @@ const TCP_IDLE_TIMEOUT_MS = 5_000;
 const MAX_TCP_QUERY_BYTES = 4_096;
 /** Queries of one TCP connection answered at once (hickory's response buffer in ztunnel); more wait unread. */
 const MAX_TCP_IN_FLIGHT = 32;
+/**
+ * Upstream forwards one proxy (one pod) runs at once. Each holds a socket in ztunnel, which serves every pod of the
+ * node from one fd limit: a pod flooding names ztunnel does not own must not take the fds the other pods' proxies
+ * and connections need. 128 is four TCP connections' worth of pipelined queries, far above what a resolver keeps
+ * in flight. Over the cap a UDP query gets SERVFAIL (the client retries); a TCP query waits for a slot.
+ */
+export const MAX_FORWARDS_IN_FLIGHT = 128;
 
 const SERVFAIL: DnsAnswer = { rcode: RCODE.SERVFAIL, authoritative: false, answers: [], additionals: [] };
 
@@ -52,27 +60,46 @@ export class DnsProxy {
   private readonly forwarder: DnsForwarder;
   private listeners: DnsListeners | undefined;
   private readonly connections = new Set<net.Socket>();
+  private started = false;
   private closed = false;
+  /** Cancels the forwards in flight when the proxy closes. */
+  private readonly closing = new AbortController();
+  /** Forwards running now (at most MAX_FORWARDS_IN_FLIGHT), and TCP queries waiting for one to finish. */
+  private forwards = 0;
+  private readonly forwardWaiters: (() => void)[] = [];
+  /** Every query being answered, so close() returns once the cancelled ones are done. */
+  private readonly answering = new Set<Promise<unknown>>();
 
   constructor(private readonly opts: DnsProxyOptions) {
     this.store = new DnsStore(opts.state, opts);
     this.forwarder = new DnsForwarder(opts.upstream, opts.upstreamSockets);
+    // Each forward in flight listens for the abort.
+    setMaxListeners(MAX_FORWARDS_IN_FLIGHT, this.closing.signal);
   }
 
-  /** Binds the listeners and starts answering. */
+  /**
+   * Binds the listeners and starts answering; once only. When close() comes while binding, the listeners are
+   * closed as soon as they are bound.
+   */
   async start(): Promise<void> {
+    if (this.started) throw new MeshError('ZT_ERR_BIND', 'the DNS proxy was already started; make a new one to listen again');
+    this.started = true;
     const l = await this.opts.listen();
+    if (this.closed) {
+      await closeListeners(l);
+      return;
+    }
     this.listeners = l;
     for (const s of l.udp) {
       s.on('message', (msg, rinfo) => {
-        void this.respond(msg, 'udp').then((out) => {
+        void this.track(this.respond(msg, 'udp')).then((out) => {
           if (out !== undefined && !this.closed) s.send(out, rinfo.port, rinfo.address);
         });
       });
       s.on('error', (e) => this.opts.log.warn({ error: describeError(e) }, 'DNS UDP socket error'));
     }
     for (const server of l.tcp) server.on('connection', (c) => this.serveTcp(c));
-    this.opts.log.info({ udp: l.udp.map((s) => s.address()), tcp: l.tcp.map((s) => s.address()) }, 'starting local DNS server');
+    this.opts.log.info({ udp: l.udp.map((s) => s.address()), tcp: l.tcp.map((s) => s.address()) }, 'DNS proxy listening');
   }
 
   /** Where the proxy listens, once started. */
@@ -80,17 +107,24 @@ export class DnsProxy {
     return { udp: this.listeners?.udp.map((s) => s.address()) ?? [], tcp: this.listeners?.tcp.map((s) => s.address() as AddressInfo) ?? [] };
   }
 
-  /** Stops listening and closes open TCP connections at once. */
+  /**
+   * Stops listening, closes open TCP connections and cancels the forwards in flight at once; resolves when the
+   * listeners and every upstream socket are closed.
+   */
   async close(): Promise<void> {
     this.closed = true;
+    this.closing.abort(new MeshError('ZT_ERR_SHUTTING_DOWN', 'the DNS proxy closed'));
+    for (const wake of this.forwardWaiters.splice(0)) wake();
     const l = this.listeners;
     this.listeners = undefined;
     for (const c of this.connections) c.destroy();
-    if (l === undefined) return;
-    await Promise.all([
-      ...l.udp.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
-      ...l.tcp.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
-    ]);
+    await Promise.all([...(l === undefined ? [] : [closeListeners(l)]), ...this.answering]);
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.answering.add(p);
+    void p.finally(() => this.answering.delete(p));
+    return p;
   }
 
   private serveTcp(c: net.Socket): void {
@@ -103,7 +137,21 @@ export class DnsProxy {
     c.on('error', (e) => this.opts.log.debug({ error: describeError(e) }, 'DNS TCP connection error'));
     c.setTimeout(TCP_IDLE_TIMEOUT_MS, () => c.destroy());
     const frames = new FrameDecoder(MAX_TCP_QUERY_BYTES);
+    // Queries read but not yet being answered: a chunk may hold many; they start MAX_TCP_IN_FLIGHT at a time.
+    const queued: Buffer[] = [];
     let inFlight = 0;
+    const dispatch = (): void => {
+      while (inFlight < MAX_TCP_IN_FLIGHT && queued.length > 0 && !c.destroyed) {
+        inFlight++;
+        void this.track(this.respond(queued.shift()!, 'tcp')).then((out) => {
+          inFlight--;
+          if (out !== undefined && c.writable) c.write(frame(out));
+          dispatch();
+        });
+      }
+      if (queued.length === 0) c.resume();
+      else c.pause();
+    };
     c.on('data', (chunk: Buffer) => {
       const queries = frames.push(chunk);
       if (queries === undefined) {
@@ -111,13 +159,8 @@ export class DnsProxy {
         c.destroy();
         return;
       }
-      for (const q of queries) {
-        if (++inFlight >= MAX_TCP_IN_FLIGHT) c.pause();
-        void this.respond(q, 'tcp').then((out) => {
-          if (--inFlight < MAX_TCP_IN_FLIGHT) c.resume();
-          if (out !== undefined && c.writable) c.write(frame(out));
-        });
-      }
+      queued.push(...queries);
+      dispatch();
     });
   }
 
@@ -156,10 +199,14 @@ export class DnsProxy {
         return { rcode: RCODE.NOERROR, authoritative: true, answers: r.answers, additionals: [] };
       }
     }
+    if (!(await this.forwardSlot(protocol))) {
+      this.access(question, client, `not forwarded: ${MAX_FORWARDS_IN_FLIGHT} forwards in flight`, 0);
+      return SERVFAIL;
+    }
     metrics.upstreamRequests.inc(labels);
     const end = metrics.upstreamDuration.startTimer(labels);
     try {
-      const a = await this.forwarder.forward(question);
+      const a = await this.forwarder.forward(question, this.closing.signal);
       this.access(question, client, 'forwarded', a.answers.length);
       return a;
     } catch (e) {
@@ -168,11 +215,31 @@ export class DnsProxy {
       return SERVFAIL;
     } finally {
       end();
+      this.forwards--;
+      this.forwardWaiters.shift()?.();
     }
+  }
+
+  /** Takes one of the proxy's forward slots: UDP only if one is free now, TCP once one is; false when closed or UDP is over the cap. */
+  private async forwardSlot(protocol: DnsProtocol): Promise<boolean> {
+    while (this.forwards >= MAX_FORWARDS_IN_FLIGHT && protocol === 'tcp' && !this.closed) {
+      this.opts.log.debug({ waiting: this.forwardWaiters.length + 1 }, `DNS TCP query waits: ${MAX_FORWARDS_IN_FLIGHT} forwards in flight`);
+      await new Promise<void>((resolve) => this.forwardWaiters.push(resolve));
+    }
+    if (this.closed || this.forwards >= MAX_FORWARDS_IN_FLIGHT) return false;
+    this.forwards++;
+    return true;
   }
 
   /** ztunnel's DNS access log line, at debug. */
   private access(q: Question, client: DnsClient | undefined, result: string, endpoints: number): void {
     this.opts.log.debug({ 'src.workload': client?.name ?? 'unknown', 'src.namespace': client?.namespace ?? 'unknown', query: q.type, domain: q.name, result, endpoints }, 'dns');
   }
+}
+
+function closeListeners(l: DnsListeners): Promise<unknown> {
+  return Promise.all([
+    ...l.udp.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
+    ...l.tcp.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))),
+  ]);
 }

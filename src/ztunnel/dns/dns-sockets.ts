@@ -1,9 +1,11 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { once } from 'node:events';
-import { MeshError } from '../../lib/errors.js';
+import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort } from '../../lib/ip.js';
 import { listenInNetns, tcpSocketInNetns, udpSocketInNetns, type NetnsRef } from '../../lib/native.js';
+import { DEFAULT_INPOD_MARK } from '../config.js';
+import { INPOD_LISTEN_BACKLOG } from '../inpod/netns-socket-factory.js';
 import type { DnsUpstreamSockets } from './dns-forwarder.js';
 
 /** The DNS proxy's sockets, bound and listening: UDP sockets and TCP servers, one of each per address. */
@@ -17,10 +19,6 @@ export type DnsListen = () => Promise<DnsListeners>;
 
 /** ztunnel's DNS proxy port inside each pod (ztunnel `src/config.rs` `DEFAULT_DNS_PORT`), where the pod's DNS capture sends queries. */
 export const DNS_PROXY_PORT = 15053;
-/** ztunnel's `SO_MARK` (0x539) on every socket it makes in a pod, which the pod's iptables rules let through uncaptured. */
-const ZTUNNEL_MARK = 0x539;
-/** Listen backlog of ztunnel's in-pod listeners (ztunnel `src/inpod/netns.rs`). */
-const POD_BACKLOG = 128;
 
 /** Binds every listener `bind` makes, one address at a time; on a failure closes those already bound. */
 async function bindAll(hosts: readonly string[], bind: (host: string) => Promise<{ udp: dgram.Socket; tcp: net.Server } | undefined>): Promise<DnsListeners> {
@@ -42,7 +40,7 @@ async function bindAll(hosts: readonly string[], bind: (host: string) => Promise
 }
 
 function bindError(host: string, port: number, e: unknown): MeshError {
-  return new MeshError('ZT_ERR_BIND', `cannot bind the DNS proxy on ${formatHostPort(host, port)}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`, { cause: e });
+  return new MeshError('ZT_ERR_BIND', `cannot bind the DNS proxy on ${formatHostPort(host, port)}: ${describeError(e)}`, { cause: e });
 }
 
 /** Local mode: UDP and TCP on `port` (0: any) of each host address, on the host. */
@@ -81,18 +79,18 @@ export const hostUpstreamSockets: DnsUpstreamSockets = {
  * SO_REUSEPORT so a new ztunnel binds beside the old one. [::1] is left out when the pod's loopback has no IPv6
  * (ztunnel `maybe_downgrade_ipv6`).
  */
-export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT): DnsListen {
+export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT, mark = DEFAULT_INPOD_MARK): DnsListen {
   return () => bindAll(['127.0.0.1', '::1'], async (host) => {
     let udp: dgram.Socket;
     try {
-      udp = await udpSocketInNetns(netns, { host, port, mark: ZTUNNEL_MARK });
+      udp = await udpSocketInNetns(netns, { host, port, mark });
     } catch (e) {
       if (host === '::1' && (e as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') return undefined;
       throw e instanceof MeshError ? e : bindError(host, port, e);
     }
     const tcp = net.createServer();
     try {
-      await listenInNetns(tcp, netns, { host, port, mark: ZTUNNEL_MARK, backlog: POD_BACKLOG });
+      await listenInNetns(tcp, netns, { host, port, mark, backlog: INPOD_LISTEN_BACKLOG });
     } catch (e) {
       udp.close();
       throw e instanceof MeshError ? e : bindError(host, port, e);
@@ -102,9 +100,9 @@ export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT): DnsListen 
 }
 
 /** In-pod upstream sockets: made inside the pod's network namespace and marked, so the pod's DNS capture lets them out. */
-export function podUpstreamSockets(netns: NetnsRef): DnsUpstreamSockets {
+export function podUpstreamSockets(netns: NetnsRef, mark = DEFAULT_INPOD_MARK): DnsUpstreamSockets {
   return {
-    udp: (family) => udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark: ZTUNNEL_MARK }),
-    tcp: (family) => tcpSocketInNetns(netns, family, { mark: ZTUNNEL_MARK }),
+    udp: (family) => udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark }),
+    tcp: (family) => tcpSocketInNetns(netns, family, { mark }),
   };
 }

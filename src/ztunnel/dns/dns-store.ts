@@ -11,7 +11,7 @@ export type DnsClient = Pick<Workload, 'name' | 'namespace' | 'network' | 'canon
 /** Kubernetes' default cluster domain (kubelet `--cluster-domain`, ztunnel `CLUSTER_DOMAIN`). */
 export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
 /** The TTL of every record ztunnel answers itself (ztunnel `src/dns/server.rs` `DEFAULT_TTL_SECONDS`). */
-export const DNS_TTL_SECONDS = 30;
+const DNS_TTL_SECONDS = 30;
 
 export type AddressType = 'A' | 'AAAA';
 

@@ -17,7 +17,7 @@ export interface UpstreamConfig {
 }
 
 /** The system's resolver configuration, which ztunnel forwards to (ztunnel `src/dns/server.rs` `SystemForwarder`). */
-export const RESOLV_CONF = '/etc/resolv.conf';
+const RESOLV_CONF = '/etc/resolv.conf';
 const DNS_PORT = 53;
 /** resolv.conf(5) defaults: 5 s per try, 2 tries. */
 const DEFAULT_TIMEOUT_S = 5;

@@ -1,7 +1,7 @@
 import { closeSync } from 'node:fs';
 import { describeError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import { netnsId, type NetnsId } from '../../lib/native.js';
+import { netnsId, sameNetns, type NetnsId } from '../../lib/native.js';
 import type { WorkloadInfo } from '../../zds/workload-info.js';
 import type { InpodProxyRunner } from './inpod-proxy-runner.js';
 import type { WorkloadMessage } from './workload-message.js';
@@ -12,7 +12,6 @@ interface PendingWorkload {
   readonly id: NetnsId;
 }
 
-const sameNetns = (a: NetnsId, b: NetnsId): boolean => a.dev === b.dev && a.ino === b.ino;
 
 /**
  * ztunnel's in-pod workload state (ztunnel `src/inpod/statemanager.rs`): which pods have a running proxy, which
@@ -64,7 +63,7 @@ export class WorkloadProxyManagerState {
   async processMsg(msg: WorkloadMessage): Promise<void> {
     switch (msg.kind) {
       case 'add': {
-        this.log.info({ uid: msg.uid, name: msg.info?.name, namespace: msg.info?.namespace }, 'pod received, starting proxy');
+        this.log.info({ uid: msg.uid, name: msg.info?.name, namespace: msg.info?.namespace }, 'AddWorkload: starting the pod\'s proxy');
         if (msg.info === undefined) {
           closeSync(msg.netns);
           throw new MeshError('ZDS_ERR_PROTOCOL', `AddWorkload for ${msg.uid} has no workload_info`);
@@ -81,12 +80,12 @@ export class WorkloadProxyManagerState {
         return;
       }
       case 'keep':
-        this.log.info({ uid: msg.uid }, 'pod keep received, will not delete it when the snapshot is sent');
+        this.log.info({ uid: msg.uid }, 'KeepWorkload: the pod\'s proxy stays after the snapshot');
         if (this.snapshotReceived) throw new MeshError('ZDS_ERR_PROTOCOL', `KeepWorkload for ${msg.uid} after SnapshotSent`);
         this.snapshotNames.add(msg.uid);
         return;
       case 'del':
-        this.log.info({ uid: msg.uid }, 'pod delete request, shutting down proxy');
+        this.log.info({ uid: msg.uid }, 'DelWorkload: stopping the pod\'s proxy');
         if (!this.snapshotReceived) {
           // A proxy an Add started before the snapshot goes at SnapshotSent, as it is no longer named; a pending
           // one would stay pending, so it goes now.
@@ -97,7 +96,7 @@ export class WorkloadProxyManagerState {
         this.delWorkload(msg.uid);
         return;
       case 'snapshotSent':
-        this.log.info('received snapshot sent');
+        this.log.info('SnapshotSent: the node agent\'s snapshot is complete');
         if (this.snapshotReceived) throw new MeshError('ZDS_ERR_PROTOCOL', 'a second SnapshotSent on one connection');
         this.reconcile();
         this.snapshotReceived = true;
@@ -110,11 +109,11 @@ export class WorkloadProxyManagerState {
     const pending = [...this.pendingWorkloads];
     this.pendingWorkloads.clear();
     for (const [uid, workload] of pending) {
-      this.log.info({ uid }, 'retrying workload');
+      this.log.info({ uid }, 'starting a pending pod\'s proxy again');
       try {
         await this.addWorkload(uid, workload);
       } catch (e) {
-        this.log.info({ uid, err: describeError(e) }, 'retrying workload failed');
+        this.log.info({ uid, err: describeError(e) }, 'pending pod\'s proxy still does not start');
       }
     }
   }
@@ -157,7 +156,7 @@ export class WorkloadProxyManagerState {
   private reconcile(): void {
     for (const uid of [...this.running.keys()]) {
       if (this.snapshotNames.has(uid)) continue;
-      this.log.info({ uid }, 'pod not in the snapshot, shutting down proxy');
+      this.log.info({ uid }, 'stopping the proxy of a pod the snapshot left out');
       this.running.delete(uid);
       this.runner.stop(uid);
     }

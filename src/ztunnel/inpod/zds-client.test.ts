@@ -11,10 +11,13 @@ import { SeqpacketServer } from '../../lib/seqpacket-socket.js';
 import { decodeAck, decodeHello, encodeWorkloadRequest, ZdsVersion, type WorkloadRequest } from '../../zds/zds-codec.js';
 import { DatagramPeer } from '../../../test/helpers/datagram-peer.js';
 import { ownNetnsFd, RecordingRunner } from '../../../test/helpers/recording-runner.js';
-import { ZDS_PENDING_RETRY_MS, ZdsClient } from './zds-client.js';
+import { CapturedLogs } from '../../../test/helpers/captured-logs.js';
+import { ZdsClient } from './zds-client.js';
 
 const info = { name: 'web', namespace: 'default', serviceAccount: 'web' };
 const log = pino({ level: process.env.ZDS_TEST_LOG ?? 'silent' });
+/** The pending-pod retry interval in these tests (5 s by default), so a test of it does not wait 5 s. */
+const RETRY_MS = 100;
 
 /** The node agent's end of one connection, driven datagram by datagram. */
 class AgentEnd extends DatagramPeer {
@@ -69,7 +72,7 @@ describe('ztunnel ZDS client (ztunnel src/inpod/workloadmanager.rs, protocol.rs)
     arrived = [];
     takers = [];
     runner = new RecordingRunner();
-    client = new ZdsClient(sockPath, runner, log);
+    client = new ZdsClient(sockPath, runner, log, { pendingRetryMs: RETRY_MS });
   });
   afterEach(async () => {
     client.close();
@@ -93,9 +96,15 @@ describe('ztunnel ZDS client (ztunnel src/inpod/workloadmanager.rs, protocol.rs)
     assert.deepEqual(runner.events, ['start a', 'stop a']);
   });
 
-  test('reconnect with backoff: before the node agent listens, and after it drops the connection (readiness lost until the next snapshot)', async () => {
+  test('reconnect with backoff: before the node agent listens (each failed connect waits longer), and after it drops the connection (readiness lost until the next snapshot)', async () => {
+    const logs = new CapturedLogs('ztunnel', 'info');
+    client = new ZdsClient(sockPath, runner, logs.control.scope('inpod'), { pendingRetryMs: RETRY_MS });
     client.start();
-    // Nothing listens yet: connects fail and are retried.
+    // Nothing listens yet: connects fail and are retried, the delay doubling (jittered within [d/2, d]).
+    const retries = (): number[] => logs.lines.filter((l) => l.code === 'ZDS_ERR_NO_NODE_AGENT').map((l) => l.retryMs as number);
+    await logs.waitFor('a fourth failed connect', () => retries().length >= 4);
+    const delays = retries();
+    for (let i = 2; i < delays.length; i++) assert.ok(delays[i]! > delays[i - 2]!, `delays grow: ${delays.join(', ')}`);
     listen();
     const first = await connected();
     await first.request({ kind: 'snapshotSent' });
@@ -115,6 +124,21 @@ describe('ztunnel ZDS client (ztunnel src/inpod/workloadmanager.rs, protocol.rs)
     assert.match(nack, /^failure to read message : ZDS_ERR_DECODE/);
     await agent.closed;
     await connected();
+  });
+
+  test('a request read in the same batch as an undecodable one is not acted on: the connection is dropped at the nack', async () => {
+    listen();
+    client.start();
+    const agent = await connected();
+    const fd = ownNetnsFd();
+    agent.socket.send(Buffer.from('0a0e0a01', 'hex'));
+    agent.socket.send(encodeWorkloadRequest({ kind: 'add', uid: 'a', info }), [fd]);
+    closeSync(fd);
+    assert.match(decodeAck(await agent.nextData()), /^failure to read message : ZDS_ERR_DECODE/);
+    await agent.closed;
+    const again = await connected();
+    assert.equal(await again.request({ kind: 'snapshotSent' }), '');
+    assert.deepEqual(runner.events, [], 'the Add behind the bad datagram never reached the state manager');
   });
 
   test('an AddWorkload without its netns fd, or a Del with one, gets a nack and a reconnect', async () => {
@@ -140,7 +164,7 @@ describe('ztunnel ZDS client (ztunnel src/inpod/workloadmanager.rs, protocol.rs)
     assert.equal(client.ready, false);
   });
 
-  test(`a proxy that fails to start gets a nack "failure to start proxy : ...", stays pending (not ready), and is retried every ${ZDS_PENDING_RETRY_MS} ms until it starts`, async () => {
+  test('a proxy that fails to start gets a nack "failure to start proxy : ...", stays pending (not ready), and is retried every retry interval until it starts', async () => {
     listen();
     client.start();
     const agent = await connected();

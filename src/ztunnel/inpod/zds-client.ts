@@ -11,11 +11,16 @@ import { readWorkloadMessage, type WorkloadMessage } from './workload-message.js
 import { WorkloadProxyManagerState } from './workload-proxy-manager-state.js';
 
 /** First reconnect delay, doubled after each failure (ztunnel `src/inpod/workloadmanager.rs`). */
-export const ZDS_CONNECT_BACKOFF_INITIAL_MS = 10;
+const ZDS_CONNECT_BACKOFF_INITIAL_MS = 10;
 /** Longest reconnect delay: the node agent may be down for a while (a rollout), ztunnel keeps trying. */
-export const ZDS_CONNECT_BACKOFF_MAX_MS = 15_000;
+const ZDS_CONNECT_BACKOFF_MAX_MS = 15_000;
 /** How often pods whose proxy failed to start are tried again (ztunnel's `RETRY_DURATION`). */
-export const ZDS_PENDING_RETRY_MS = 5_000;
+const ZDS_PENDING_RETRY_MS = 5_000;
+
+export interface ZdsClientOptions {
+  /** How often pods whose proxy failed to start are tried again; default ZDS_PENDING_RETRY_MS. */
+  readonly pendingRetryMs?: number;
+}
 
 /** One connection to the node agent; its datagrams are handled one after another, in order, on `work`. */
 interface Connection {
@@ -47,6 +52,7 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
     private readonly socketPath: string,
     runner: InpodProxyRunner,
     private readonly log: Logger,
+    private readonly options: ZdsClientOptions = {},
   ) {
     super();
     this.state = new WorkloadProxyManagerState(runner, log);
@@ -85,7 +91,16 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
   private halt(): void {
     this.stopped = true;
     clearTimeout(this.connectTimer);
-    this.connection?.socket.close();
+    if (this.connection !== undefined) this.drop(this.connection);
+  }
+
+  /**
+   * Closes `conn` now: datagrams of the same read batch still queued behind the current one see it closed and are
+   * not acted on ('close' and onClose come a tick later).
+   */
+  private drop(conn: Connection): void {
+    conn.closed = true;
+    conn.socket.close();
   }
 
   private connect(): void {
@@ -95,26 +110,26 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
     try {
       socket = SeqpacketSocket.connect(this.socketPath);
     } catch (e) {
-      this.reconnectLater(`failed to connect to the Istio CNI node agent over ${this.socketPath}, is the node agent healthy? ${describeError(e)}`);
+      this.reconnectLater({ code: 'ZDS_ERR_NO_NODE_AGENT', path: this.socketPath, err: describeError(e) }, 'cannot reach the node agent\'s ZDS socket; is the node agent running?');
       return;
     }
-    this.log.info({ path: this.socketPath }, 'handling new stream');
+    this.log.info({ path: this.socketPath }, 'connected to the node agent');
     const conn: Connection = { socket, work: Promise.resolve(), retryTimer: undefined, closed: false };
     this.connection = conn;
     this.state.resetSnapshot();
     socket.on('message', (data, fds) => this.enqueue(conn, () => this.onMessage(conn, data, fds)));
     socket.on('error', (e) => this.log.warn({ err: describeError(e) }, 'node agent connection failed'));
     socket.on('close', () => this.onClose(conn));
-    sendDatagram(socket, encodeHello()).catch((e: unknown) => {
+    sendDatagram(socket, encodeHello(), [], 'ZDS_ERR_NO_NODE_AGENT').catch((e: unknown) => {
       this.log.error({ err: describeError(e) }, 'could not announce to node agent');
-      socket.close();
+      this.drop(conn);
     });
   }
 
-  private reconnectLater(why: string): void {
+  private reconnectLater(fields: Record<string, unknown>, why: string): void {
     if (this.stopped) return;
     const delay = this.backoff.next();
-    this.log.warn({ retryMs: delay }, why);
+    this.log.warn({ ...fields, retryMs: delay }, why);
     this.connectTimer = setTimeout(() => this.connect(), delay);
   }
 
@@ -123,7 +138,7 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
     clearTimeout(conn.retryTimer);
     if (this.connection === conn) this.connection = undefined;
     this.checkReady();
-    this.reconnectLater('node agent connection ended, reconnecting');
+    this.reconnectLater({}, 'node agent connection ended; connecting again');
   }
 
   /** Runs `task` after everything queued on `conn`; a failure (a bug) is logged and drops the connection. */
@@ -132,7 +147,7 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
       .then(task)
       .catch((e: unknown) => {
         this.log.error({ err: describeError(e) }, 'ZDS message handling failed');
-        conn.socket.close();
+        this.drop(conn);
       })
       .then(() => {
         if (this.closed) this.state.stopAll();
@@ -148,16 +163,16 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
     try {
       msg = readWorkloadMessage(data, fds);
     } catch (e) {
-      this.log.error({ err: describeError(e) }, 'failed to read message');
+      this.log.error({ err: describeError(e) }, 'undecodable ZDS message from the node agent');
       await this.reply(conn, `failure to read message : ${describeError(e)}`);
-      conn.socket.close();
+      this.drop(conn);
       return;
     }
     try {
       await this.state.processMsg(msg);
     } catch (e) {
       if (isMeshError(e, 'ZDS_ERR_PROXY_START')) {
-        this.log.error({ uid: 'uid' in msg ? msg.uid : undefined, err: describeError(e) }, 'failed to start proxy');
+        this.log.error({ uid: 'uid' in msg ? msg.uid : undefined, err: describeError(e) }, 'pod proxy did not start; it stays pending');
         this.scheduleRetry(conn);
         await this.reply(conn, `failure to start proxy : ${describeError(e)}`);
         return;
@@ -177,17 +192,17 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
   /** Sends an ack (`error` empty) or a nack; a connection that cannot take it is closed (and reconnected). */
   private async reply(conn: Connection, error: string): Promise<void> {
     try {
-      await sendDatagram(conn.socket, encodeAck(error));
+      await sendDatagram(conn.socket, encodeAck(error), [], 'ZDS_ERR_NO_NODE_AGENT');
     } catch (e) {
       this.log.warn({ err: describeError(e) }, 'could not send ack to node agent');
-      conn.socket.close();
+      this.drop(conn);
     }
   }
 
   private scheduleRetry(conn: Connection): void {
     if (conn.retryTimer !== undefined || conn.closed) return;
-    this.log.info({ uids: this.state.pendingUids() }, 'scheduling retry');
-    conn.retryTimer = setTimeout(() => this.enqueue(conn, () => this.retry(conn)), ZDS_PENDING_RETRY_MS);
+    this.log.info({ uids: this.state.pendingUids(), retryMs: this.options.pendingRetryMs ?? ZDS_PENDING_RETRY_MS }, 'pending pods will be tried again');
+    conn.retryTimer = setTimeout(() => this.enqueue(conn, () => this.retry(conn)), this.options.pendingRetryMs ?? ZDS_PENDING_RETRY_MS);
   }
 
   private async retry(conn: Connection): Promise<void> {
@@ -203,7 +218,7 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
     if (ready) this.backoff.reset();
     if (ready === this.wasReady) return;
     this.wasReady = ready;
-    this.log.info({ ready }, ready ? 'workload proxy manager is ready' : 'workload proxy manager is NOT ready');
+    this.log.info({ ready }, ready ? 'in-pod mode ready: snapshot applied, no pod pending' : 'in-pod mode not ready');
     this.emit('ready', ready);
   }
 }

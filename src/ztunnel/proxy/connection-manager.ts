@@ -8,7 +8,7 @@ import { trafficLabels, type ResponseFlags, type TrafficLabels, type TrafficPart
 
 export interface ConnectionInfo {
   readonly direction: 'inbound' | 'outbound';
-  /** The local workload this connection belongs to. */
+  /** The proxy this connection belongs to, by its key in `workloadState`: the WDS uid (local mode) or pod UID (in-pod). */
   readonly workloadUid: string;
   readonly src: string;
   readonly originalDst: string;
@@ -148,7 +148,9 @@ export class ConnectionManager {
   reevaluate(state: ProxyState): void {
     for (const c of this.live) {
       if (c.info.rbac === undefined) continue;
-      const w = state.workloadByUid(c.info.workloadUid);
+      // An inbound connection's destination is its local workload.
+      const uid = c.info.parties.destination?.uid;
+      const w = uid === undefined ? undefined : state.workloadByUid(uid);
       if (w === undefined) {
         c.abort('destination workload removed');
         continue;

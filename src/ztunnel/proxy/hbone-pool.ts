@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import type { Logger } from 'pino';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort } from '../../lib/ip.js';
-import { CONNECT_TIMEOUT_MS } from '../config.js';
+import { CONNECT_TIMEOUT_MS, type ZtunnelConfig } from '../config.js';
 import { clientTlsOptions } from '../tls/workload-tls.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import type { SocketFactory } from './socket-factory.js';
@@ -27,6 +27,17 @@ export interface PoolSettings {
   readonly streamWindowSize: number;
   readonly connectionWindowSize: number;
   readonly frameSize: number;
+}
+
+/** The pool settings ztunnel's config gives (POOL_*, HTTP2_*). */
+export function poolSettings(c: ZtunnelConfig): PoolSettings {
+  return {
+    maxStreamsPerConnection: c.poolMaxStreamsPerConnection,
+    unusedReleaseTimeoutMs: c.poolUnusedReleaseTimeoutMs,
+    streamWindowSize: c.http2StreamWindowSize,
+    connectionWindowSize: c.http2ConnectionWindowSize,
+    frameSize: c.http2FrameSize,
+  };
 }
 
 type ConnState = { t: 'ready' } | { t: 'draining'; why: string } | { t: 'closed' };

@@ -2,18 +2,19 @@ import net from 'node:net';
 import http2, { constants as h2c, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import tls, { type TLSSocket } from 'node:tls';
 import { describeError, MeshError } from '../../lib/errors.js';
-import { formatHostPort, isLoopback, parseHostPort } from '../../lib/ip.js';
+import { canonicalIp, formatHostPort, parseHostPort } from '../../lib/ip.js';
 import type { Identity } from '../../lib/spiffe.js';
-import { CONNECT_TIMEOUT_MS, HBONE_PORT, ILLEGAL_PORTS } from '../config.js';
+import { CONNECT_TIMEOUT_MS, HBONE_PORT, ILLEGAL_PORTS, WORKLOAD_WAIT_MS } from '../config.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import { evaluate, type RbacConnection } from '../rbac.js';
-import type { Workload } from '../state/workload.js';
+import { workloadIdentity, type Workload } from '../state/workload.js';
 import type { Service } from '../state/service.js';
-import { serverTlsOptions, verifyClientIdentity } from '../tls/workload-tls.js';
+import { SERVER_TLS, serverTlsOptions, verifyClientIdentity } from '../tls/workload-tls.js';
 import type { ResponseFlags } from '../admin/metrics.js';
 import { baggageFor } from './baggage.js';
 import { startKeepalive } from './h2-keepalive.js';
 import { DecoupledTransport, maxSessionMemoryMb, transportBounds, type TransportBounds } from './decoupled-transport.js';
+import type { LocalWorkloadInformation } from './local-workload.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
 
@@ -26,11 +27,22 @@ interface Peer {
   readonly identity: Identity;
   readonly addr: string;
   readonly ip: string;
+  /** The address the connection arrived on (ztunnel's `dst`): the workload IP it was made to. */
+  readonly localIp: string;
 }
 
-/** HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<workload IP>:15008` (ztunnel `src/proxy/inbound.rs`). */
+/**
+ * HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<listen IP>:15008` (ztunnel `src/proxy/inbound.rs`): the
+ * workload's IP in local mode, the wildcard inside the pod in in-pod mode. The certificate is the local workload's
+ * at each connection (ztunnel's `InboundCertProvider`), so the listener may start before the workload is known,
+ * and a rotated certificate serves new connections while open ones keep theirs.
+ */
 export class InboundHbone {
+  private listener: net.Server | undefined;
   private server: tls.Server | undefined;
+  private cert: WorkloadCertificate | undefined;
+  /** Accepted connections waiting for the workload or its certificate before their handshake. */
+  private readonly waiting = new Set<net.Socket>();
   private h2: Http2Server | undefined;
   private readonly peers = new WeakMap<Http2Session, Peer>();
   /** The client whose session Node's HTTP/2 server is creating: it emits 'session' synchronously from 'connection'. */
@@ -39,20 +51,19 @@ export class InboundHbone {
 
   constructor(
     private readonly ctx: ProxyContext,
-    private readonly uid: string,
-    private readonly ip: string,
-    private readonly trustDomain: string,
+    private readonly local: LocalWorkloadInformation,
+    private readonly listenIp: string,
   ) {}
 
   get address(): string {
-    return formatHostPort(this.ip, HBONE_PORT);
+    return formatHostPort(this.listenIp, HBONE_PORT);
   }
 
   /**
    * TLS and HTTP/2 are set up separately so the session runs on a DecoupledTransport over the TLS socket (see
    * there: Node's HTTP/2 server would otherwise stop reading while it writes, and deadlock under load).
    */
-  async start(cert: WorkloadCertificate): Promise<void> {
+  async start(): Promise<void> {
     const c = this.ctx.config;
     const bounds = transportBounds(c.http2ConnectionWindowSize);
     const h2 = http2.createServer({
@@ -66,7 +77,7 @@ export class InboundHbone {
       maxSessionMemory: maxSessionMemoryMb(bounds),
     });
     const server = tls.createServer({
-      ...serverTlsOptions(cert),
+      ...SERVER_TLS,
       // HBONE carries interactive traffic: no Nagle on accepted sockets either (ztunnel sets TCP_NODELAY everywhere).
       noDelay: true,
       // A peer that stalls mid-handshake is dropped (Node's default would hold the socket for 120s).
@@ -77,20 +88,43 @@ export class InboundHbone {
     h2.on('sessionError', (e) => this.ctx.log.debug({ error: describeError(e) }, 'HBONE session error'));
     h2.on('session', (session) => this.onSession(session));
     h2.on('stream', (stream, headers) => this.onStream(stream, headers));
-    await this.ctx.sockets.listen(server, this.ip, HBONE_PORT);
+    // Accepted sockets are not read until the certificate is known; then the TLS server takes them over.
+    const listener = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => void this.accept(socket, server));
+    listener.on('error', (e) => this.ctx.log.error({ error: describeError(e), addr: this.address }, 'HBONE listener error'));
+    await this.ctx.sockets.listen(listener, this.listenIp, HBONE_PORT);
+    this.listener = listener;
     this.server = server;
     this.h2 = h2;
   }
 
-  /** New connections get the refreshed certificate; open ones keep theirs. */
-  updateCertificate(cert: WorkloadCertificate): void {
-    this.server?.setSecureContext(serverTlsOptions(cert));
+  /** Hands `socket` to the TLS server once the local workload's certificate is there; drops it if it never is. */
+  private async accept(socket: net.Socket, server: tls.Server): Promise<void> {
+    const src = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+    socket.on('error', () => undefined);
+    this.waiting.add(socket);
+    try {
+      const w = await this.local.wait();
+      if (w === undefined) throw new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is not known to this ztunnel (waited ${WORKLOAD_WAIT_MS / 1000}s)`);
+      const cert = await this.ctx.secrets.fetch(workloadIdentity(w));
+      if (cert !== this.cert) {
+        server.setSecureContext(serverTlsOptions(cert));
+        this.cert = cert;
+      }
+    } catch (e) {
+      this.ctx.log.warn({ src, dst: this.address, error: describeError(e) }, 'HBONE connection dropped before its handshake');
+      socket.destroy();
+      return;
+    } finally {
+      this.waiting.delete(socket);
+    }
+    if (!socket.destroyed) server.emit('connection', socket);
   }
 
   /** Stops accepting. With `immediate`, also tears down open HBONE connections. */
   close(immediate: boolean): void {
-    this.server?.close();
+    this.listener?.close();
     this.h2?.close();
+    for (const s of this.waiting) s.destroy();
     for (const s of this.sessions) {
       if (immediate) s.destroy();
       else s.close();
@@ -101,13 +135,16 @@ export class InboundHbone {
   private onSecureConnection(socket: TLSSocket, h2: Http2Server, bounds: TransportBounds): void {
     const addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     socket.on('error', (e) => this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error'));
-    const id = socket.alpnProtocol === 'h2' ? verifyClientIdentity(socket, this.trustDomain) : new MeshError('ZT_ERR_HBONE_HANDSHAKE', 'client did not negotiate ALPN h2');
+    const local = this.local.current();
+    const id = local === undefined
+      ? new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is no longer known to this ztunnel`)
+      : socket.alpnProtocol === 'h2' ? verifyClientIdentity(socket, workloadIdentity(local).trustDomain) : new MeshError('ZT_ERR_HBONE_HANDSHAKE', 'client did not negotiate ALPN h2');
     if (id instanceof MeshError) {
       this.ctx.log.warn({ src: addr, error: describeError(id) }, 'rejected HBONE client');
       socket.destroy();
       return;
     }
-    this.accepting = { identity: id, addr, ip: socket.remoteAddress ?? '' };
+    this.accepting = { identity: id, addr, ip: canonicalIp(socket.remoteAddress ?? '') ?? '', localIp: canonicalIp(socket.localAddress ?? '') ?? '' };
     try {
       h2.emit('connection', new DecoupledTransport(socket, bounds));
     } finally {
@@ -149,14 +186,15 @@ export class InboundHbone {
   private async handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, peer: Peer): Promise<void> {
     const { state, connections, config } = this.ctx;
     const authority = headers[':authority'] ?? '';
-    const local = state.workloadByUid(this.uid);
+    const local = this.local.current();
+    const ip = peer.localIp;
     const source = state.workloadByAddr(local?.network ?? config.network, peer.ip);
     const base = {
       direction: 'inbound' as const,
-      workloadUid: this.uid,
+      workloadUid: this.local.key,
       src: peer.addr,
       originalDst: authority,
-      actualDst: formatHostPort(this.ip, HBONE_PORT),
+      actualDst: formatHostPort(ip, HBONE_PORT),
       hboneAddr: authority,
       protocol: 'HBONE' as const,
     };
@@ -178,18 +216,18 @@ export class InboundHbone {
       return;
     }
     if (local === undefined) {
-      reject(503, 'CONNECT', new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.uid} is no longer known to this ztunnel`));
+      reject(503, 'CONNECT', new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is no longer known to this ztunnel`));
       return;
     }
     let targetPort = target.port;
     let svc: Service | undefined;
     // A CONNECT names the IP the connection arrived on (ztunnel src/proxy/inbound.rs `validate_destination`): a
     // dual-stack workload is reached on each family's own listener, never across them.
-    if (net.isIP(target.host) !== 0 && target.host !== this.ip) {
-      reject(400, '-', new MeshError('ZT_ERR_HBONE_IP_MISMATCH', `CONNECT target ${target.host} is not the IP this connection arrived on (${this.ip})`));
+    if (net.isIP(target.host) !== 0 && target.host !== ip) {
+      reject(400, '-', new MeshError('ZT_ERR_HBONE_IP_MISMATCH', `CONNECT target ${target.host} is not the IP this connection arrived on (${ip})`));
       return;
     }
-    if (target.host !== this.ip) {
+    if (target.host !== ip) {
       svc = state.serviceByHostname(target.host, local.namespace);
       const mapped = svc === undefined ? undefined : (svc.endpoints[local.uid]?.port[String(target.port)] ?? svc.ports[String(target.port)]);
       if (svc === undefined || mapped === undefined || mapped === 0) {
@@ -207,7 +245,7 @@ export class InboundHbone {
       reject(503, 'CONNECT', new MeshError('ZT_ERR_SELF_CALL', `target port ${targetPort} belongs to ztunnel itself`));
       return;
     }
-    const rbac: RbacConnection = { srcIp: peer.ip, dstIp: this.ip, dstPort: targetPort, srcIdentity: peer.identity };
+    const rbac: RbacConnection = { srcIp: peer.ip, dstIp: ip, dstPort: targetPort, srcIdentity: peer.identity };
     const decision = evaluate(state.policiesFor(local), rbac);
     for (const n of decision.dryRunNotes) this.ctx.log.info({ src: peer.addr, dst: authority }, n);
     const policyLevel = config.authzPolicyInfoLogging ? 'info' : 'debug';
@@ -218,12 +256,10 @@ export class InboundHbone {
     }
     this.ctx.log[policyLevel]({ src: peer.addr, dst: authority }, 'connection allowed by policy');
 
-    // Connect to the app from the client's own IP where the host allows it (loopback, local mode), as ztunnel
-    // spoofs the source with IP_TRANSPARENT; otherwise (or across address families) from the workload's IP.
-    const from = isLoopback(peer.ip) && isLoopback(this.ip) && net.isIP(peer.ip) === net.isIP(this.ip) ? peer.ip : this.ip;
+    // Connect to the app from the client's own IP where the sockets can spoof it (ztunnel `freebind_connect`).
     let upstream;
     try {
-      upstream = await this.ctx.sockets.connect(this.ip, targetPort, from);
+      upstream = await this.ctx.sockets.connect(ip, targetPort, this.ctx.sockets.inboundSource(peer.ip, ip));
     } catch (e) {
       reject(503, 'CONNECT', e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)), true);
       return;

@@ -4,13 +4,14 @@ import net from 'node:net';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort, isLoopback } from '../../lib/ip.js';
 import { identityToString } from '../../lib/spiffe.js';
-import { HBONE_PORT, ILLEGAL_PORTS } from '../config.js';
+import { HBONE_PORT, ILLEGAL_PORTS, WORKLOAD_WAIT_MS } from '../config.js';
 import { resolveUpstream, type Upstream } from '../state/upstream.js';
 import { resolveWorkloadHostname } from '../state/resolve-hostname.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
 import type { ResponseFlags } from '../admin/metrics.js';
 import type { ConnectionInfo } from './connection-manager.js';
 import { baggageFor } from './baggage.js';
+import type { LocalWorkloadInformation } from './local-workload.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
 
@@ -53,20 +54,21 @@ function sourceIpFor(source: Workload, captured: string, dstIp: string): string 
 export class Outbound {
   constructor(
     private readonly ctx: ProxyContext,
-    private readonly uid: string,
+    private readonly local: LocalWorkloadInformation,
   ) {}
 
   /** Sets up the upstream for a connection from `src` (app address) to `dstIp:dstPort`. */
   async connect(src: string, srcIp: string, dstIp: string, dstPort: number): Promise<OutboundSetup> {
     const { state, connections } = this.ctx;
-    const source = state.workloadByUid(this.uid);
+    const uid = this.local.key;
+    const source = await this.local.wait();
     const originalDst = formatHostPort(dstIp, dstPort);
     const fail: Fail = (err, flags, up, built) => {
       if (built !== undefined) connections.builtThenFailed({ ...built, src }, flags, err);
       else {
         connections.failed(
           {
-            direction: 'outbound', workloadUid: this.uid, src, originalDst, actualDst: originalDst, hboneAddr: undefined,
+            direction: 'outbound', workloadUid: uid, src, originalDst, actualDst: originalDst, hboneAddr: undefined,
             protocol: up?.kind === 'workload' ? up.protocol : 'TCP',
             parties: { reporter: 'source', source, sourceIdentity: undefined, destination: up?.kind === 'workload' ? up.workload : undefined, destinationService: up?.service, mtls: up?.kind === 'workload' && up.protocol === 'HBONE' },
           },
@@ -76,7 +78,7 @@ export class Outbound {
       }
       throw err;
     };
-    if (source === undefined) fail(new MeshError('ZT_ERR_UNKNOWN_SOURCE_WORKLOAD', `workload ${this.uid} is not known to this ztunnel`), 'CONNECT');
+    if (source === undefined) fail(new MeshError('ZT_ERR_UNKNOWN_SOURCE_WORKLOAD', `workload ${uid} is not known to this ztunnel (waited ${WORKLOAD_WAIT_MS / 1000}s)`), 'CONNECT');
     if (isLoopback(dstIp) && ILLEGAL_PORTS.has(dstPort)) fail(new MeshError('ZT_ERR_SELF_CALL', `refusing to proxy to ztunnel's own port ${dstPort}`), '-');
     let up: Upstream;
     try {
@@ -85,7 +87,7 @@ export class Outbound {
     } catch (e) {
       return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', describeError(e)), 'CONNECT');
     }
-    const base = { direction: 'outbound' as const, workloadUid: this.uid, originalDst, rbac: undefined };
+    const base = { direction: 'outbound' as const, workloadUid: uid, originalDst, rbac: undefined };
     const fromIp = sourceIpFor(source, srcIp, up.ip);
     if (up.kind === 'passthrough' || up.protocol === 'TCP') {
       const ip = up.ip;

@@ -1,7 +1,9 @@
 import { describeError } from '../../lib/errors.js';
+import { workloadStateEntry } from '../admin/workload-state.js';
 import { identityToString } from '../../lib/spiffe.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
 import { InboundHbone } from './inbound.js';
+import { LocalWorkloadInformation } from './local-workload.js';
 import { Outbound } from './outbound.js';
 import type { ProxyContext } from './proxy-context.js';
 import { Socks5Listener } from './socks5.js';
@@ -36,11 +38,10 @@ export class WorkloadProxyManager {
   private closed = false;
 
   constructor(private readonly ctx: ProxyContext) {
-    ctx.secrets.on('updated', (id, cert) => {
+    // A proxy that failed for want of this certificate starts now rather than at its next retry.
+    ctx.secrets.on('updated', (id) => {
       for (const p of this.proxies.values()) {
         if (p.identity !== id) continue;
-        for (const l of p.inbound) l.updateCertificate(cert);
-        // A proxy that failed for want of this certificate starts now rather than at its next retry.
         if (p.state.t === 'failed') {
           clearTimeout(p.retry);
           p.state = { t: 'starting' };
@@ -76,11 +77,8 @@ export class WorkloadProxyManager {
     const out: Record<string, object> = {};
     for (const p of this.proxies.values()) {
       const w = this.ctx.state.workloadByUid(p.uid);
-      out[p.uid] = {
-        state: p.state.t === 'up' ? 'Up' : 'Pending',
-        info: { name: w?.name ?? '', namespace: w?.namespace ?? '', serviceAccount: w === undefined ? '' : workloadIdentity(w).serviceAccount },
-        connections: this.ctx.connections.connectionsOf(p.uid),
-      };
+      const info = { name: w?.name ?? '', namespace: w?.namespace ?? '', serviceAccount: w === undefined ? '' : workloadIdentity(w).serviceAccount };
+      out[p.uid] = workloadStateEntry(p.state.t === 'up', info, this.ctx.connections, p.uid);
     }
     return out;
   }
@@ -100,13 +98,13 @@ export class WorkloadProxyManager {
   }
 
   private start(w: Workload): void {
-    const id = workloadIdentity(w);
-    const outbound = new Outbound(this.ctx, w.uid);
+    const local = LocalWorkloadInformation.byUid(this.ctx.state, w.uid);
+    const outbound = new Outbound(this.ctx, local);
     const p: WorkloadProxy = {
       uid: w.uid,
       signature: this.signature(w),
-      identity: identityToString(id),
-      inbound: w.workloadIps.map((ip) => new InboundHbone(this.ctx, w.uid, ip, id.trustDomain)),
+      identity: identityToString(workloadIdentity(w)),
+      inbound: w.workloadIps.map((ip) => new InboundHbone(this.ctx, local, ip)),
       socks: this.ctx.config.enableSocks5 ? w.workloadIps.map((ip) => new Socks5Listener(this.ctx, w.uid, ip, outbound)) : [],
       state: { t: 'starting' },
       retry: undefined,
@@ -119,8 +117,9 @@ export class WorkloadProxyManager {
     const w = this.ctx.state.workloadByUid(p.uid);
     if (w === undefined || p.state.t === 'stopped') return;
     try {
-      const cert = await this.ctx.secrets.fetch(workloadIdentity(w));
-      for (const l of p.inbound) await l.start(cert);
+      // The certificate is there before the listeners are: a workload whose identity cannot be served is not up.
+      await this.ctx.secrets.fetch(workloadIdentity(w));
+      for (const l of p.inbound) await l.start();
       for (const l of p.socks) await l.start();
       if (stopped(p)) {
         for (const l of p.inbound) l.close(true);

@@ -35,6 +35,12 @@ export class ProxyState extends EventEmitter<{ change: [StateChange] }> {
   private readonly services = new ServiceStore();
   private readonly policies = new PolicyStore();
 
+  constructor() {
+    super();
+    // Every connection that waits for its local workload to arrive listens here for a while (LocalWorkloadInformation).
+    this.setMaxListeners(0);
+  }
+
   /** Applies one batch of upserts and removals; returns what changed (undefined: nothing did). */
   update(d: StateDelta): StateChange | undefined {
     const policies: string[] = [];

@@ -19,15 +19,17 @@ export function certOptions(c: WorkloadCertificate): Pick<tls.SecureContextOptio
   return { key: c.keyPem, cert: c.leafPem + c.intermediatesPem.join(''), ca: c.rootsPem.join('') };
 }
 
-/** Server side: the client certificate is mandatory and must chain to our roots; resumption is off. */
+/** Server side without its certificate: the client certificate is mandatory and must chain to our roots; resumption is off. */
+export const SERVER_TLS = Object.freeze({
+  ...HBONE_TLS,
+  requestCert: true,
+  rejectUnauthorized: true,
+  secureOptions: cryptoConstants.SSL_OP_NO_TICKET,
+});
+
+/** Server side with the workload's certificate. */
 export function serverTlsOptions(c: WorkloadCertificate): tls.TlsOptions {
-  return {
-    ...HBONE_TLS,
-    ...certOptions(c),
-    requestCert: true,
-    rejectUnauthorized: true,
-    secureOptions: cryptoConstants.SSL_OP_NO_TICKET,
-  };
+  return { ...SERVER_TLS, ...certOptions(c) };
 }
 
 /**
