@@ -269,7 +269,7 @@ describe('amesh down after a crashed amesh up', { skip }, () => {
 });
 
 describe('amesh up --dataplane ambient: a node agent and a ztunnel on every node, as DaemonSets run them', { skip }, () => {
-  test('istio-cni-node-<node> runs in the node namespace and turns Ready; ztunnel-<node> reaches istiod with its bound token and is restarted when it dies; a pod gets its IP through bridge, host-local and amesh-cni', async () => {
+  test('istio-cni-node-<node> and ztunnel-<node> (in-pod mode) run in the node namespace and turn Ready; ztunnel reaches istiod with its bound token and is restarted when it dies; a pod gets its IP through bridge, host-local and amesh-cni', async () => {
     const id = randomBytes(3).toString('hex');
     const host = await TestNetns.create();
     const dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-zt-'));
@@ -281,10 +281,9 @@ describe('amesh up --dataplane ambient: a node agent and a ztunnel on every node
       const manifests = path.join(dir, 'manifests');
       await mkdir(manifests);
       await writeFile(path.join(manifests, 'ns.yaml'), namespaces(NS));
-      // --wait 0: a local-mode ztunnel (in-pod mode is not in yet) is never Ready with two host-network pods on its node.
-      launched = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', `z${id}`, '--nodes', '1', '--dataplane', 'ambient', '--wait', '0']);
-      await launched.ready;
-      await waitFor('the node agent Ready', async () => (await podState('istio-cni-node-node1')) === '10.240.0.2/0/true', 30_000);
+      launched = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', `z${id}`, '--nodes', '1', '--dataplane', 'ambient']);
+      const table = await launched.ready;
+      assert.deepEqual(table.pods, ['istio-cni-node-node1', 'ztunnel-node1'].map((name) => ({ namespace: 'istio-system', name, ready: '1/1', status: 'Running', restarts: 0, ip: '10.240.0.2', node: 'node1' })));
       await waitFor("ztunnel's xDS stream, authenticated by TokenReview", async () => /xDS stream established.*address=https:\/\/10\.240\.0\.1:15012/.test((await amesh(host, 'logs', '--data-dir', dataDir, 'istio-system/ztunnel-node1')).stdout), 30_000);
       const admin = await amesh(host, 'exec', '--data-dir', dataDir, '--node', 'node1', '--', 'node', '-e', "fetch('http://127.0.0.1:15000/config_dump').then((r) => r.text()).then((t) => process.stdout.write(t))");
       assert.equal(admin.status, 0, admin.stderr);
@@ -292,7 +291,7 @@ describe('amesh up --dataplane ambient: a node agent and a ztunnel on every node
 
       const containerId = (await kubectl('get', 'pod', '-n', 'istio-system', 'ztunnel-node1', '-o', 'jsonpath={.status.containerStatuses[0].containerID}')).stdout;
       process.kill(Number(containerId.replace('amesh://', '')), 'SIGKILL');
-      await waitFor('ztunnel restarted', async () => /^10\.240\.0\.2\/1\//.test(await podState('ztunnel-node1')), 30_000);
+      await waitFor('ztunnel restarted and Ready again (the agent sends the new one its snapshot)', async () => (await podState('ztunnel-node1')) === '10.240.0.2/1/true', 30_000);
 
       // amesh-cni, last in the chain, reads the pod from the API with the agent's istio-cni-kubeconfig and passes
       // the bridge's result on; a failure there would leave the pod without a sandbox.

@@ -24,8 +24,8 @@ export const UP_DEFAULTS = Object.freeze({
   clusterCidr: '10.244.0.0/16',
   /**
    * What runs on each node besides the pods: `none`, or `ambient` (the node agent and ztunnel, as Istio's
-   * DaemonSets, and amesh-cni in the chain). `none` until ztunnel's in-pod mode joins: a local-mode ztunnel
-   * cannot serve pods in their own network namespaces.
+   * DaemonSets, and amesh-cni in the chain). `none` by default while capture in `up` is new: every pod
+   * runs unmeshed.
    */
   dataplane: 'none',
   /** How long `up` waits for the pods to be ready before it shows the table anyway (kind's --wait, in seconds). */
