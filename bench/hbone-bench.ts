@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: direct TCP vs amesh (SOCKS5 -> ztunnel -> HBONE -> ztunnel -> app, two processes) vs a stunnel4
- * mTLS pair, side by side in one run on loopback (interleaved rounds, medians); then the API server section
- * (bench/api-bench.ts). Prints tables with ratios and writes JSON to bench/results/.
+ * mTLS pair, side by side in one run on loopback (interleaved rounds, medians), and with them, as root, the paths
+ * between two pod network namespaces with and without in-pod capture (bench/capture-bench.ts); then the API server
+ * section (bench/api-bench.ts). Prints tables with ratios and writes JSON to bench/results/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -21,6 +22,9 @@ import { render } from '../src/lib/table.js';
 import { writeResults } from './write-results.js';
 import { benchApi } from './api-bench.js';
 import { cpuSeconds, median, quantile, rssMiB } from './proc-stats.js';
+import { CAPTURE_PATHS, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
+import { listenInNetns } from '../src/lib/native.js';
+import { netnsSkip } from '../test/helpers/netns.js';
 
 const APP_IP = '127.0.40.2';
 const CLIENT_IP = '127.0.40.1';
@@ -45,8 +49,11 @@ interface Target {
   pids: number[];
 }
 
-/** The app: echo on 9000, a sink on 9001 that counts bytes and answers with one byte when the client is done. */
-async function startApp(): Promise<net.Server[]> {
+/**
+ * The app: echo on 9000, a sink on 9001 that counts bytes and answers with one byte when the client is done; on
+ * APP_IP, or for a capture path inside the server pod on its IP.
+ */
+async function startApp(pod: PodTarget | undefined): Promise<net.Server[]> {
   const echo = net.createServer({ noDelay: true }, (s) => {
     s.on('error', () => s.destroy());
     s.pipe(s);
@@ -56,10 +63,9 @@ async function startApp(): Promise<net.Server[]> {
     s.on('data', () => undefined);
     s.on('end', () => s.end('k'));
   });
-  await Promise.all([
-    new Promise<void>((r) => echo.listen(ECHO_PORT, APP_IP, r)),
-    new Promise<void>((r) => sink.listen(SINK_PORT, APP_IP, r)),
-  ]);
+  const listen = (s: net.Server, port: number): Promise<void> =>
+    pod === undefined ? new Promise<void>((r) => s.listen(port, APP_IP, r)) : listenInNetns(s, pod.serverNetns, { host: pod.serverIp, port });
+  await Promise.all([listen(echo, ECHO_PORT), listen(sink, SINK_PORT)]);
   return [echo, sink];
 }
 
@@ -287,17 +293,32 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   const paths: Record<string, number[]> = { direct: [], amesh: zts.map((z) => z.pid!), 'node-tls': nodeTunnel.map((n) => n.pid!) };
   if (stunnel !== undefined) paths['stunnel'] = stunnel.map((n) => n.pid!);
   else process.stderr.write('stunnel4 not found (apt-get install stunnel4): comparing with direct TCP only\n');
+  const wantedPods = CAPTURE_PATHS.filter((n) => only === undefined || only.includes(n));
+  const skip = wantedPods.length > 0 && netnsSkip();
+  if (skip !== false) process.stderr.write(`capture paths (${wantedPods.join(', ')}) skipped: ${skip}\n`);
+  const stopProxies = (): void => {
+    for (const p of [...zts, ...nodeTunnel, ...(stunnel ?? [])]) p.kill('SIGTERM');
+  };
+  let capture: CapturePaths | undefined;
+  try {
+    if (skip === false && wantedPods.length > 0) capture = await startCapturePaths(dir, ca, wantedPods);
+  } catch (e) {
+    stopProxies();
+    throw e;
+  }
+  for (const [n, t] of Object.entries(capture?.targets ?? {})) paths[n] = t.pids;
   const targets = Object.keys(paths).filter((n) => only === undefined || n === 'amesh' || only.includes(n));
   const rounds: Row[][] = [];
   try {
     process.stderr.write(`measuring (loopback, one run, side by side, ${ROUNDS} interleaved rounds, medians):\n`);
     for (let r = 1; r <= ROUNDS; r++) {
       const round: Row[] = [];
-      for (const t of targets) round.push(await measureInChild(t, paths[t]!, r));
+      for (const t of targets) round.push(await measureInChild(t, paths[t]!, r, capture?.targets[t as CapturePath]));
       rounds.push(round);
     }
   } finally {
-    for (const p of [...zts, ...nodeTunnel, ...(stunnel ?? [])]) p.kill('SIGTERM');
+    stopProxies();
+    await capture?.stop();
   }
   const rows = targets.map((_, i) => medianRow(rounds.map((round) => round[i]!)));
   const byName = (n: string): Row | undefined => rows.find((r) => r.name === n);
@@ -310,19 +331,20 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   process.stdout.write('\n' + table);
   const a = byName('amesh')!;
   const ratios: Record<string, Record<string, number>> = {};
-  for (const base of ['direct', 'node-tls', 'stunnel']) {
+  for (const [over, base] of [['amesh', 'direct'], ['pod-capture', 'pod-direct'], ['amesh', 'node-tls'], ['amesh', 'stunnel']] as const) {
+    const o = byName(over);
     const b = byName(base);
-    if (b === undefined) continue;
-    ratios[`amesh/${base}`] = {
-      throughput1: a.throughput1 / b.throughput1,
-      throughput8: a.throughput8 / b.throughput8,
-      p50: a.p50 / b.p50,
-      p99: a.p99 / b.p99,
-      p999: a.p999 / b.p999,
-      connPerSec: a.connPerSec / b.connPerSec,
+    if (o === undefined || b === undefined) continue;
+    ratios[`${over}/${base}`] = {
+      throughput1: o.throughput1 / b.throughput1,
+      throughput8: o.throughput8 / b.throughput8,
+      p50: o.p50 / b.p50,
+      p99: o.p99 / b.p99,
+      p999: o.p999 / b.p999,
+      connPerSec: o.connPerSec / b.connPerSec,
     };
   }
-  process.stdout.write('\nratios (amesh ÷ baseline; throughput and conn/s: higher is better; latency: lower is better)\n');
+  process.stdout.write('\nratios (path ÷ baseline; throughput and conn/s: higher is better; latency: lower is better)\n');
   process.stdout.write(render('table', ['RATIO', 'THRU 1', 'THRU 8', 'P50', 'P99', 'P999', 'CONN/s'],
     Object.entries(ratios).map(([k, r]) => [k, ...['throughput1', 'throughput8', 'p50', 'p99', 'p999', 'connPerSec'].map((f) => (r[f]!).toFixed(2) + '×')]), ratios));
   const st = ratios['amesh/stunnel'];
@@ -346,8 +368,9 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   await rm(dir, { recursive: true, force: true });
 }
 
-/** How the load generator reaches the app through each path. */
-function dialFor(name: string): Dial {
+/** How the load generator reaches the app through each path (for a capture path, from inside the client pod). */
+function dialFor(name: string, pod: PodTarget | undefined): Dial {
+  if (pod !== undefined) return (p) => tcpConnect(pod.serverIp, p);
   if (name === 'direct') return (p) => tcpConnect(APP_IP, p);
   if (name === 'amesh') return (p) => socks5Connect(CLIENT_IP, 15080, APP_IP, p, CLIENT_IP);
   const host = name === 'node-tls' ? '127.0.43.1' : '127.0.41.1';
@@ -358,10 +381,14 @@ function dialFor(name: string): Dial {
  * Each path is measured by a fresh child process that runs the app (echo and sink) and the load generator, so no
  * path inherits the load generator's heap and sockets from the one before (its CPU per GB fell from ~1.4 to ~0.9
  * and is now alike across paths). Some slowdown of amesh after the direct path has run remains; it is not in this
- * process (see `BENCH_PATHS` to measure without it).
+ * process (see `BENCH_PATHS` to measure without it). For a capture path the child runs in the client pod's network
+ * namespace (`nsenter --net`), as an unchanged app there would, and is told the pod target in BENCH_POD.
  */
-async function measureInChild(name: string, pids: number[], round: number): Promise<Row> {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--measure', name, String(round), ...pids.map(String)], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function measureInChild(name: string, pids: number[], round: number, pod: PodTarget | undefined): Promise<Row> {
+  const argv = [process.execPath, fileURLToPath(import.meta.url), '--measure', name, String(round), ...pids.map(String)];
+  const [cmd, ...args] = pod === undefined ? argv : ['nsenter', `--net=${pod.clientNetns}`, ...argv];
+  const env = pod === undefined ? process.env : { ...process.env, BENCH_POD: JSON.stringify(pod) };
+  const child = spawn(cmd!, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];
@@ -371,20 +398,22 @@ async function measureInChild(name: string, pids: number[], round: number): Prom
 
 /** The child side of `measureInChild`: app up, one path measured, the row printed as JSON. */
 async function measureChild(name: string, round: number, pids: number[]): Promise<void> {
-  const app = await startApp();
+  const podEnv = process.env['BENCH_POD'];
+  const pod = podEnv === undefined ? undefined : (JSON.parse(podEnv) as PodTarget);
+  const app = await startApp(pod);
   try {
-    process.stdout.write(JSON.stringify(await measure({ name, dial: dialFor(name), pids }, round)));
+    process.stdout.write(JSON.stringify(await measure({ name, dial: dialFor(name, pod), pids }, round)));
   } finally {
     for (const s of app) s.close();
   }
 }
 
 /** The data paths `BENCH_PATHS` can name; `api` names the API server section. */
-const DATA_PATHS = ['direct', 'amesh', 'node-tls', 'stunnel'];
+const DATA_PATHS: readonly string[] = ['direct', 'amesh', 'node-tls', 'stunnel', ...CAPTURE_PATHS];
 
 /**
  * Every section by default. `BENCH_PATHS=amesh,stunnel` measures a subset of the data paths (amesh is always
- * kept), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections.
+ * kept; `pod-direct,pod-capture` are the capture paths, skipped with the reason when not root), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections.
  */
 async function main(): Promise<void> {
   const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim()).filter((p) => p !== '');

@@ -7,13 +7,13 @@ import net from 'node:net';
 import path from 'node:path';
 import { once } from 'node:events';
 import { mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
-import { PodRules } from '../src/cni/agent/pod-rules.js';
 import { listenInNetns, tcpSocketInNetns } from '../src/lib/native.js';
 import { DEFAULT_INPOD_MARK } from '../src/ztunnel/config.js';
 import type { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { startZtunnel } from './helpers/in-process.js';
 import { hboneSessionOver, meshFixture, type MeshFixture } from './helpers/mesh-fixture.js';
 import { TestNetns, mustRun, netnsSkip } from './helpers/netns.js';
+import { podPair, type PodPair } from './helpers/pod-pair.js';
 
 const skip = netnsSkip();
 const NODE = 'node94';
@@ -68,6 +68,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
   let zt: Ztunnel;
   let client: TestNetns;
   let server: TestNetns;
+  let pods: PodPair;
   const apps: net.Server[] = [];
   /** The source address of each connection the server pod's apps accepted, by port. */
   const seen: Record<number, string[]> = { [STRICT_PORT]: [], [PERMISSIVE_PORT]: [] };
@@ -78,16 +79,8 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
   before(async () => {
     fx = await meshFixture();
     await fx.write('mesh.yaml', MESH);
-    client = await TestNetns.create();
-    server = await TestNetns.create();
-    await mustRun('ip', ['-n', client.name, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', server.name]);
-    for (const [ns, ip] of [[client, CLIENT_IP], [server, SERVER_IP]] as const) {
-      await mustRun('ip', ['-n', ns.name, 'addr', 'add', `${ip}/24`, 'dev', 'eth0']);
-      await mustRun('ip', ['-n', ns.name, 'link', 'set', 'eth0', 'up']);
-      // As a pod's default route: Service VIPs are not on any link, only capture gives them a meaning.
-      await mustRun('ip', ['-n', ns.name, 'route', 'add', 'default', 'dev', 'eth0']);
-      await new PodRules().apply(ns.path);
-    }
+    pods = await podPair(CLIENT_IP, SERVER_IP, true);
+    ({ client, server } = pods);
     // What kubelet writes for a pod (ip netns exec mounts it over /etc/resolv.conf): a nameserver off the pod's
     // loopback, so the pod's DNS capture sends queries to ztunnel, and Kubernetes' search path and ndots.
     mkdirSync(`/etc/netns/${client.name}`, { recursive: true });
@@ -110,8 +103,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
     await zt.shutdown();
     for (const a of apps) a.close();
     rmSync(`/etc/netns/${client.name}`, { recursive: true, force: true });
-    await client.remove();
-    await server.remove();
+    await pods.remove();
     await fx.cleanup();
   });
 
