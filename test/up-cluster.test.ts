@@ -8,29 +8,20 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { amesh, launchUp, upSkip, type LaunchedUp, type UpTable } from './helpers/amesh-up.js';
 import { commandPod, deployment, namespaces, nodeEchoCommand } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
-import { kubectlSkip } from './helpers/kubectl.js';
-import { netnsSkip, TestNetns } from './helpers/netns.js';
+import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
 
-const skip = netnsSkip() || (!existsSync('/usr/lib/cni/bridge') && 'no /usr/lib/cni/bridge: apt-get install containernetworking-plugins (.ci/run does)') || kubectlSkip;
-/** Starting a cluster runs the API server, istiod, controllers and a CNI chain per pod: seconds, not minutes. */
-const UP_DEADLINE_MS = 90_000;
+const skip = upSkip;
 const NS = 'demo';
-
-interface UpTable {
-  nodes: { name: string; status: string; internalIP: string; podCIDR: string }[];
-  pods: { namespace: string; name: string; ready: string; status: string; restarts: number; ip: string; node: string }[];
-}
 
 /** What must be the same before `up` and after its teardown, in the host namespace and on the machine. */
 interface HostState {
@@ -68,40 +59,6 @@ async function writeManifests(dir: string, marker: string, crashFile: string): P
       `---\n${JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'imageonly', namespace: NS }, spec: { containers: [{ name: 'app', image: 'nginx' }] } })}\n` +
       commandPod({ name: 'crashy', namespace: NS, container: { name: 'app', command: ['node', '-e', `const fs = require('fs'); if (!fs.existsSync('${crashFile}')) { fs.writeFileSync('${crashFile}', ''); console.log('crashing'); process.exit(3); } ${idle(marker)}`] } }),
   );
-}
-
-/** `amesh` run in the host namespace. */
-function amesh(host: TestNetns, ...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const { cmd, args: pre } = ameshCommand();
-  return runToExit('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, ...args], 60_000);
-}
-
-interface LaunchedUp {
-  readonly up: ChildProcess;
-  /** Resolves with the table once `up` says the cluster is up. */
-  readonly ready: Promise<UpTable>;
-  stderr(): string;
-}
-
-/** Starts `amesh up` in the host namespace (the caller owns the process from here on, even if it never comes up). */
-function launchUp(host: TestNetns, args: string[]): LaunchedUp {
-  const { cmd, args: pre } = ameshCommand();
-  const up = spawn('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, 'up', '-o', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  up.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  const ready = new Promise<UpTable>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`amesh up did not come up:\n${err}`)), UP_DEADLINE_MS);
-    up.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-      if (/Cluster \S+ is up/.test(err)) {
-        clearTimeout(timer);
-        resolve(JSON.parse(out) as UpTable);
-      }
-    });
-    up.once('exit', (code) => reject(new Error(`amesh up exited with ${String(code)}:\n${err}`)));
-  });
-  return { up, ready, stderr: () => err };
 }
 
 describe('amesh up: a two-node cluster in a throwaway host namespace', { skip }, () => {

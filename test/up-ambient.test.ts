@@ -1,0 +1,159 @@
+/**
+ * Traffic captured inside `amesh up --dataplane ambient`: two nodes, each with its node agent and ztunnel (in-pod
+ * mode); a server in an enrolled namespace on node1 behind a Service, an unchanged client in another enrolled
+ * namespace on node2, and an un-enrolled pod. Shows transparent capture across nodes by ClusterIP and by DNS name
+ * (ztunnel's DNS proxy), the SPIFFE identities in the server ztunnel's metrics, Istio's rules in the enrolled pod,
+ * un-enrolling and enrolling a running pod by label, and PeerAuthentication STRICT / AuthorizationPolicy DENY
+ * written into the config dir.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { amesh, kubectlIn, launchUp, upSkip, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
+import { normalizeSave } from './helpers/iptables-save.js';
+import { ambientNamespace, commandPod, namespaces, object } from './helpers/manifests.js';
+import { waitFor } from './helpers/mesh-fixture.js';
+import { TestNetns } from './helpers/netns.js';
+import { readGolden } from './helpers/pod-rules-cases.js';
+
+/** Long enough for a config change to reach the ztunnels, an agent to act on a label, or a restarted daemon to be back. */
+const CHANGE_DEADLINE_MS = 30_000;
+const CLIENT = 'cli/client';
+const SERVER_PORT = 8080;
+const SERVICE_PORT = 80;
+const CLIENT_ID = 'spiffe://cluster.local/ns/cli/sa/client';
+const SERVER_ID = 'spiffe://cluster.local/ns/srv/sa/server';
+const FQDN = 'server.srv.svc.cluster.local';
+
+/** A pod's process that connects to argv[1]:argv[2] and prints what it read, or `ERR <code>` / `CLOSED` without data. */
+const DIAL = "const [h, p] = process.argv.slice(1); const s = require('net').connect(Number(p), h); let d = ''; s.setTimeout(5000, () => { process.stdout.write('ERR TIMEOUT'); s.destroy(); }); s.on('data', (x) => (d += x)); s.on('end', () => process.stdout.write(d === '' ? 'CLOSED' : d)); s.on('error', (e) => process.stdout.write('ERR ' + e.code));";
+
+function idle(marker: string): string[] {
+  return ['node', '-e', `/* ${marker} */ setInterval(() => undefined, 1e6)`];
+}
+
+async function writeManifests(dir: string, marker: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const sa = (namespace: string, name: string): string => object({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } });
+  await writeFile(
+    path.join(dir, 'app.yaml'),
+    ambientNamespace('srv') +
+      ambientNamespace('cli') +
+      namespaces('plain', 'istio-system') +
+      sa('srv', 'server') +
+      sa('cli', 'client') +
+      commandPod({
+        name: 'server',
+        namespace: 'srv',
+        nodeName: 'node1',
+        serviceAccountName: 'server',
+        labels: { app: 'server' },
+        // Answers each connection with the address it came from, then closes (a probe's reset is no crash).
+        container: { name: 'server', command: ['node', '-e', `/* ${marker} */ require('net').createServer((s) => { s.on('error', () => undefined); s.end(s.remoteAddress + '\\n'); }).listen(${String(SERVER_PORT)}, '0.0.0.0', () => console.log('listening'))`], ports: { tcp: SERVER_PORT }, readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 } },
+      }) +
+      object({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'server', namespace: 'srv' }, spec: { selector: { app: 'server' }, ports: [{ name: 'tcp', port: SERVICE_PORT, targetPort: SERVER_PORT }] } }) +
+      commandPod({ name: 'client', namespace: 'cli', nodeName: 'node2', serviceAccountName: 'client', container: { name: 'client', command: idle(marker) } }) +
+      commandPod({ name: 'outsider', namespace: 'plain', nodeName: 'node2', container: { name: 'outsider', command: idle(marker) } }),
+  );
+}
+
+describe('amesh up --dataplane ambient: pods captured by the node agent, traffic through both nodes\' ztunnels', { skip: upSkip }, () => {
+  const id = randomBytes(3).toString('hex');
+  const marker = `amesh-up-ambient-${id}`;
+  let host: TestNetns;
+  let dir: string;
+  let dataDir: string;
+  let manifests: string;
+  let launched: LaunchedUp | undefined;
+  let serverIp = '';
+  let clusterIp = '';
+  const kubectl = (...args: string[]): Promise<RunResult> => kubectlIn(host, dataDir, ...args);
+  const jsonpath = async (ns: string, kind: string, name: string, expr: string): Promise<string> => (await kubectl('get', kind, '-n', ns, name, '-o', `jsonpath=${expr}`)).stdout;
+  const dial = async (from: string, h: string, p: number): Promise<string> => {
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, from, '--', 'node', '-e', DIAL, h, String(p));
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout;
+  };
+  const podIp = (ns: string, name: string): Promise<string> => jsonpath(ns, 'pod', name, '{.status.podIP}');
+  const iptablesSave = async (pod: string): Promise<string> => {
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, pod, '--', 'iptables-save');
+    assert.equal(r.status, 0, r.stderr);
+    return normalizeSave(r.stdout);
+  };
+  /** The server ztunnel's istio_tcp_connections_opened_total for connections from the client's identity to the server's. */
+  const openedFromClient = async (): Promise<number> => {
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, '--node', 'node1', '--', 'node', '-e', "fetch('http://127.0.0.1:15020/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))");
+    assert.equal(r.status, 0, r.stderr);
+    let total = 0;
+    for (const line of r.stdout.split('\n')) {
+      if (!line.startsWith('istio_tcp_connections_opened_total{')) continue;
+      if (line.includes(`source_principal="${CLIENT_ID}"`) && line.includes(`destination_principal="${SERVER_ID}"`)) total += Number(line.split(' ').at(-1));
+    }
+    return total;
+  };
+
+  /** Both ztunnels' logs, for a failure's message. */
+  const ztunnelLogs = async (): Promise<string> => {
+    const out = await Promise.all(['node1', 'node2'].map(async (n) => `--- ztunnel-${n}\n${(await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/ztunnel-${n}`)).stdout}`));
+    const pods = (await kubectl('get', 'pods', '-A', '-o', 'wide')).stdout;
+    const cond = await jsonpath('srv', 'pod', 'server', '{.status.conditions}');
+    return [...out, pods, cond, launched?.stderr().slice(-3000) ?? ''].join('\n');
+  };
+
+  before(async () => {
+    host = await TestNetns.create();
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-ambient-'));
+    dataDir = path.join(dir, 'data');
+    manifests = path.join(dir, 'manifests');
+    await writeManifests(manifests, marker);
+    launched = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', `a${id}`, '--nodes', '2', '--dataplane', 'ambient']);
+    await launched.ready;
+    await waitFor('client and server enrolled', async () => (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled' && (await jsonpath('srv', 'pod', 'server', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled', CHANGE_DEADLINE_MS);
+    serverIp = await podIp('srv', 'server');
+    clusterIp = await jsonpath('srv', 'service', 'server', '{.spec.clusterIP}');
+  });
+
+  after(async () => {
+    if (launched?.up.exitCode === null) {
+      launched.up.kill('SIGTERM');
+      await once(launched.up, 'exit');
+    }
+    await host.remove();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('an unchanged client on node2 reaches the Service on node1 by ClusterIP and by DNS name; the server ztunnel counts the connections with both SPIFFE identities', async () => {
+    const clientIp = await podIp('cli', 'client');
+    const before_ = await openedFromClient();
+    for (const target of [clusterIp, FQDN, 'server.srv', 'server.srv.svc']) {
+      let got = '';
+      await waitFor(`client reaches ${target}`, async () => (got = await dial(CLIENT, target, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${target}: ${got}\n${await ztunnelLogs()}`));
+    }
+    await waitFor('four connections client -> server counted', async () => (await openedFromClient()) >= before_ + 4, CHANGE_DEADLINE_MS);
+  });
+
+  test('the enrolled client pod carries ambient.istio.io/redirection: enabled and its iptables-save is Istio\'s default in-pod rules', async () => {
+    assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}'), 'enabled');
+    assert.equal(await iptablesSave(CLIENT), readGolden('pod-rules/default.iptables-save'));
+  });
+
+  test('labelling a running pod istio.io/dataplane-mode=none removes its rules and it reaches the server in plaintext; labelling it back enrolls it', async () => {
+    const uid = await jsonpath('cli', 'pod', 'client', '{.metadata.uid}');
+    let r = await kubectl('label', 'pod', '-n', 'cli', 'client', 'istio.io/dataplane-mode=none', '--overwrite');
+    assert.equal(r.status, 0, r.stderr);
+    await waitFor('client un-enrolled', async () => !(await jsonpath('cli', 'pod', 'client', '{.metadata.annotations}')).includes('redirection') && (await iptablesSave(CLIENT)) === '', CHANGE_DEADLINE_MS);
+    const counted = await openedFromClient();
+    assert.equal(await dial(CLIENT, serverIp, SERVER_PORT), `${await podIp('cli', 'client')}\n`);
+    assert.equal(await openedFromClient(), counted, 'no mTLS connection from the client identity');
+
+    r = await kubectl('label', 'pod', '-n', 'cli', 'client', 'istio.io/dataplane-mode=ambient', '--overwrite');
+    assert.equal(r.status, 0, r.stderr);
+    await waitFor('client enrolled again', async () => (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled' && (await iptablesSave(CLIENT)) === readGolden('pod-rules/default.iptables-save'), CHANGE_DEADLINE_MS);
+    await waitFor('client reaches the server through ztunnel', async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)).endsWith('\n') && (await openedFromClient()) > counted, CHANGE_DEADLINE_MS);
+    assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}'), uid, 'the pod was not recreated');
+  });
+});
