@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { amesh, kubectlIn, launchUp, upSkip, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
@@ -23,6 +23,7 @@ import { readGolden } from './helpers/pod-rules-cases.js';
 /** Long enough for a config change to reach the ztunnels, an agent to act on a label, or a restarted daemon to be back. */
 const CHANGE_DEADLINE_MS = 30_000;
 const CLIENT = 'cli/client';
+const OUTSIDER = 'plain/outsider';
 const SERVER_PORT = 8080;
 const SERVICE_PORT = 80;
 const CLIENT_ID = 'spiffe://cluster.local/ns/cli/sa/client';
@@ -155,5 +156,37 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
     await waitFor('client enrolled again', async () => (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled' && (await iptablesSave(CLIENT)) === readGolden('pod-rules/default.iptables-save'), CHANGE_DEADLINE_MS);
     await waitFor('client reaches the server through ztunnel', async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)).endsWith('\n') && (await openedFromClient()) > counted, CHANGE_DEADLINE_MS);
     assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}'), uid, 'the pod was not recreated');
+  });
+
+  test('killing a node\'s ztunnel or node agent: amesh up restarts it, the client pod is not recreated and its traffic is back', async () => {
+    const clientIp = await podIp('cli', 'client');
+    const uid = await jsonpath('cli', 'pod', 'client', '{.metadata.uid}');
+    for (const daemon of ['ztunnel-node2', 'istio-cni-node-node2', 'ztunnel-node1']) {
+      const state = (): Promise<string> => jsonpath('istio-system', 'pod', daemon, '{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}');
+      const restarts = Number((await state()).split('/')[0]);
+      const pid = Number((await jsonpath('istio-system', 'pod', daemon, '{.status.containerStatuses[0].containerID}')).replace('amesh://', ''));
+      process.kill(pid, 'SIGKILL');
+      await waitFor(`${daemon} restarted and Ready`, async () => (await state()) === `${String(restarts + 1)}/true`, CHANGE_DEADLINE_MS);
+      let got = '';
+      await waitFor(`client traffic back after ${daemon} restarted`, async () => (got = await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+    }
+    assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}/{.status.containerStatuses[0].restartCount}/{.metadata.annotations.ambient\\.istio\\.io/redirection}'), `${uid}/0/enabled`);
+    assert.equal(await iptablesSave(CLIENT), readGolden('pod-rules/default.iptables-save'));
+  });
+
+  test('PeerAuthentication STRICT written into the config dir refuses plaintext from an un-enrolled pod; an AuthorizationPolicy DENY refuses the captured client until it is removed', async () => {
+    const clientIp = await podIp('cli', 'client');
+    const outsiderIp = await podIp('plain', 'outsider');
+    assert.equal(await dial(OUTSIDER, serverIp, SERVER_PORT), `${outsiderIp}\n`, 'PERMISSIVE: plaintext from outside the mesh is let in');
+    await writeFile(path.join(manifests, 'strict.yaml'), object({ apiVersion: 'security.istio.io/v1', kind: 'PeerAuthentication', metadata: { name: 'strict', namespace: 'srv' }, spec: { mtls: { mode: 'STRICT' } } }));
+    let got = '';
+    await waitFor('plaintext refused', async () => /^(ERR|CLOSED)/.test((got = await dial(OUTSIDER, serverIp, SERVER_PORT))), CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+    assert.equal(await dial(CLIENT, clusterIp, SERVICE_PORT), `${clientIp}\n`, 'mTLS from the captured client still passes');
+
+    const deny = path.join(manifests, 'deny.yaml');
+    await writeFile(deny, object({ apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', metadata: { name: 'deny-client', namespace: 'srv' }, spec: { action: 'DENY', rules: [{ from: [{ source: { principals: ['cluster.local/ns/cli/sa/client'] } }] }] } }));
+    await waitFor('the client denied', async () => /^(ERR|CLOSED)/.test((got = await dial(CLIENT, clusterIp, SERVICE_PORT))), CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+    await unlink(deny);
+    await waitFor('the client allowed again', async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS);
   });
 });
