@@ -33,6 +33,11 @@ const FQDN = 'server.srv.svc.cluster.local';
 /** A pod's process that connects to argv[1]:argv[2] and prints what it read, or `ERR <code>` / `CLOSED` without data. */
 const DIAL = "const [h, p] = process.argv.slice(1); const s = require('net').connect(Number(p), h); let d = ''; s.setTimeout(5000, () => { process.stdout.write('ERR TIMEOUT'); s.destroy(); }); s.on('data', (x) => (d += x)); s.on('end', () => process.stdout.write(d === '' ? 'CLOSED' : d)); s.on('error', (e) => process.stdout.write('ERR ' + e.code));";
 
+/** Answers each connection on SERVER_PORT with the address it came from, then closes (a probe's reset is no crash). */
+function peerAddressServer(marker: string): string[] {
+  return ['node', '-e', `/* ${marker} */ require('net').createServer((s) => { s.on('error', () => undefined); s.end(s.remoteAddress + '\\n'); }).listen(${String(SERVER_PORT)}, '0.0.0.0', () => console.log('listening'))`];
+}
+
 function idle(marker: string): string[] {
   return ['node', '-e', `/* ${marker} */ setInterval(() => undefined, 1e6)`];
 }
@@ -53,11 +58,10 @@ async function writeManifests(dir: string, marker: string): Promise<void> {
         nodeName: 'node1',
         serviceAccountName: 'server',
         labels: { app: 'server' },
-        // Answers each connection with the address it came from, then closes (a probe's reset is no crash).
-        container: { name: 'server', command: ['node', '-e', `/* ${marker} */ require('net').createServer((s) => { s.on('error', () => undefined); s.end(s.remoteAddress + '\\n'); }).listen(${String(SERVER_PORT)}, '0.0.0.0', () => console.log('listening'))`], ports: { tcp: SERVER_PORT }, readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 } },
+        container: { name: 'server', command: peerAddressServer(marker), ports: { tcp: SERVER_PORT }, readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 } },
       }) +
       object({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'server', namespace: 'srv' }, spec: { selector: { app: 'server' }, ports: [{ name: 'tcp', port: SERVICE_PORT, targetPort: SERVER_PORT }] } }) +
-      commandPod({ name: 'client', namespace: 'cli', nodeName: 'node2', serviceAccountName: 'client', container: { name: 'client', command: idle(marker) } }) +
+      commandPod({ name: 'client', namespace: 'cli', nodeName: 'node2', serviceAccountName: 'client', container: { name: 'client', command: peerAddressServer(marker), ports: { tcp: SERVER_PORT } } }) +
       commandPod({ name: 'outsider', namespace: 'plain', nodeName: 'node2', container: { name: 'outsider', command: idle(marker) } }),
   );
 }
@@ -85,18 +89,19 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
     assert.equal(r.status, 0, r.stderr);
     return normalizeSave(r.stdout);
   };
-  /** The server ztunnel's istio_tcp_connections_opened_total for connections from the client's identity to the server's. */
-  const openedFromClient = async (): Promise<number> => {
-    const r = await amesh(host, 'exec', '--data-dir', dataDir, '--node', 'node1', '--', 'node', '-e', "fetch('http://127.0.0.1:15020/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))");
+  /** `node`'s ztunnel's istio_tcp_connections_opened_total for connections from identity `from` to identity `to`. */
+  const opened = async (node: string, from: string, to: string): Promise<number> => {
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, '--node', node, '--', 'node', '-e', "fetch('http://127.0.0.1:15020/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))");
     assert.equal(r.status, 0, r.stderr);
     let total = 0;
     for (const line of r.stdout.split('\n')) {
       if (!line.startsWith('istio_tcp_connections_opened_total{')) continue;
-      if (line.includes(`source_principal="${CLIENT_ID}"`) && line.includes(`destination_principal="${SERVER_ID}"`)) total += Number(line.split(' ').at(-1));
+      if (line.includes(`source_principal="${from}"`) && line.includes(`destination_principal="${to}"`)) total += Number(line.split(' ').at(-1));
     }
     return total;
   };
-
+  /** The server ztunnel's count of connections from the client's identity to the server's. */
+  const openedFromClient = (): Promise<number> => opened('node1', CLIENT_ID, SERVER_ID);
   /** Both ztunnels' logs, for a failure's message. */
   const ztunnelLogs = async (): Promise<string> => {
     const out = await Promise.all(['node1', 'node2'].map(async (n) => `--- ztunnel-${n}\n${(await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/ztunnel-${n}`)).stdout}`));
@@ -135,6 +140,13 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
       await waitFor(`client reaches ${target}`, async () => (got = await dial(CLIENT, target, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${target}: ${got}\n${await ztunnelLogs()}`));
     }
     await waitFor('four connections client -> server counted', async () => (await openedFromClient()) >= before_ + 4, CHANGE_DEADLINE_MS);
+  });
+
+  test('the other way: the server on node1 reaches the client pod on node2 by its IP, counted by node2\'s ztunnel with both identities', async () => {
+    const before_ = await opened('node2', SERVER_ID, CLIENT_ID);
+    let got = '';
+    await waitFor('server reaches client', async () => (got = await dial('srv/server', await podIp('cli', 'client'), SERVER_PORT)) === `${serverIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+    await waitFor('the connection server -> client counted', async () => (await opened('node2', SERVER_ID, CLIENT_ID)) > before_, CHANGE_DEADLINE_MS);
   });
 
   test('the enrolled client pod carries ambient.istio.io/redirection: enabled and its iptables-save is Istio\'s default in-pod rules', async () => {
