@@ -89,17 +89,18 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
     assert.equal(r.status, 0, r.stderr);
     return normalizeSave(r.stdout);
   };
-  /** `node`'s ztunnel's istio_tcp_connections_opened_total for connections from identity `from` to identity `to`. */
-  const opened = async (node: string, from: string, to: string): Promise<number> => {
+  /** The sum of `node`'s ztunnel's `metric` over the series whose labels include every one of `labels`. */
+  const metricSum = async (node: string, metric: string, labels: readonly string[]): Promise<number> => {
     const r = await amesh(host, 'exec', '--data-dir', dataDir, '--node', node, '--', 'node', '-e', "fetch('http://127.0.0.1:15020/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))");
     assert.equal(r.status, 0, r.stderr);
     let total = 0;
     for (const line of r.stdout.split('\n')) {
-      if (!line.startsWith('istio_tcp_connections_opened_total{')) continue;
-      if (line.includes(`source_principal="${from}"`) && line.includes(`destination_principal="${to}"`)) total += Number(line.split(' ').at(-1));
+      if (line.startsWith(`${metric}{`) && labels.every((l) => line.includes(l))) total += Number(line.split(' ').at(-1));
     }
     return total;
   };
+  /** `node`'s ztunnel's istio_tcp_connections_opened_total for connections from identity `from` to identity `to`. */
+  const opened = (node: string, from: string, to: string): Promise<number> => metricSum(node, 'istio_tcp_connections_opened_total', [`source_principal="${from}"`, `destination_principal="${to}"`]);
   /** The server ztunnel's count of connections from the client's identity to the server's. */
   const openedFromClient = (): Promise<number> => opened('node1', CLIENT_ID, SERVER_ID);
   /** Both ztunnels' logs, for a failure's message. */
@@ -132,14 +133,16 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
     await rm(dir, { recursive: true, force: true });
   });
 
-  test('an unchanged client on node2 reaches the Service on node1 by ClusterIP and by DNS name; the server ztunnel counts the connections with both SPIFFE identities', async () => {
+  test('an unchanged client on node2 reaches the Service on node1 by ClusterIP and by DNS names (answered by node2\'s ztunnel DNS proxy); the server ztunnel counts the connections with both SPIFFE identities', async () => {
     const clientIp = await podIp('cli', 'client');
     const before_ = await openedFromClient();
+    const dnsBefore = await metricSum('node2', 'istio_dns_requests_total', []);
     for (const target of [clusterIp, FQDN, 'server.srv', 'server.srv.svc']) {
       let got = '';
       await waitFor(`client reaches ${target}`, async () => (got = await dial(CLIENT, target, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${target}: ${got}\n${await ztunnelLogs()}`));
     }
     await waitFor('four connections client -> server counted', async () => (await openedFromClient()) >= before_ + 4, CHANGE_DEADLINE_MS);
+    assert.ok((await metricSum('node2', 'istio_dns_requests_total', [])) >= dnsBefore + 3, "the names were answered by node2's ztunnel DNS proxy");
   });
 
   test('the other way: the server on node1 reaches the client pod on node2 by its IP, counted by node2\'s ztunnel with both identities', async () => {
