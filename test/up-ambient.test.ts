@@ -4,7 +4,7 @@
  * namespace on node2, and an un-enrolled pod. Shows transparent capture across nodes by ClusterIP and by DNS name
  * (ztunnel's DNS proxy), the SPIFFE identities in the server ztunnel's metrics, Istio's rules in the enrolled pod,
  * un-enrolling and enrolling a running pod by label, and PeerAuthentication STRICT / AuthorizationPolicy DENY
- * written into the config dir.
+ * written into the config dir, and SIGTERM leaving nothing behind.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +13,8 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { amesh, kubectlIn, launchUp, upSkip, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
+import { existsSync } from 'node:fs';
+import { amesh, hostState, kubectlIn, launchUp, upSkip, type HostState, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
 import { normalizeSave } from './helpers/iptables-save.js';
 import { ambientNamespace, commandPod, namespaces, object } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
@@ -75,6 +76,8 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
   let manifests: string;
   let launched: LaunchedUp | undefined;
   let serverIp = '';
+  let clean: HostState;
+  const cluster = `a${id}`;
   let clusterIp = '';
   const kubectl = (...args: string[]): Promise<RunResult> => kubectlIn(host, dataDir, ...args);
   const jsonpath = async (ns: string, kind: string, name: string, expr: string): Promise<string> => (await kubectl('get', kind, '-n', ns, name, '-o', `jsonpath=${expr}`)).stdout;
@@ -117,7 +120,8 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
     dataDir = path.join(dir, 'data');
     manifests = path.join(dir, 'manifests');
     await writeManifests(manifests, marker);
-    launched = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', `a${id}`, '--nodes', '2', '--dataplane', 'ambient']);
+    clean = await hostState(host, cluster, marker);
+    launched = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', cluster, '--nodes', '2', '--dataplane', 'ambient']);
     await launched.ready;
     await waitFor('client and server enrolled', async () => (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled' && (await jsonpath('srv', 'pod', 'server', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled', CHANGE_DEADLINE_MS);
     serverIp = await podIp('srv', 'server');
@@ -203,5 +207,14 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
     await waitFor('the client denied', async () => /^(ERR|CLOSED)/.test((got = await dial(CLIENT, clusterIp, SERVICE_PORT))), CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
     await unlink(deny);
     await waitFor('the client allowed again', async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS);
+  });
+
+  test('SIGTERM tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
+    const { up } = launched!;
+    up.kill('SIGTERM');
+    const [code] = (await once(up, 'exit')) as [number | null];
+    assert.equal(code, 0, launched!.stderr());
+    assert.deepEqual(await hostState(host, cluster, marker), clean);
+    assert.equal(existsSync(dataDir), false);
   });
 });

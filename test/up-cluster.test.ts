@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { amesh, launchUp, upSkip, type LaunchedUp, type UpTable } from './helpers/amesh-up.js';
+import { amesh, hostState, launchUp, upSkip, type HostState, type LaunchedUp, type UpTable } from './helpers/amesh-up.js';
 import { commandPod, deployment, namespaces, nodeEchoCommand } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
@@ -22,30 +22,6 @@ import { runToExit } from './helpers/run-to-exit.js';
 
 const skip = upSkip;
 const NS = 'demo';
-
-/** What must be the same before `up` and after its teardown, in the host namespace and on the machine. */
-interface HostState {
-  links: string;
-  routes: string;
-  iptables: string;
-  ipsets: string;
-  netns: string;
-  processes: string;
-}
-
-async function hostState(host: TestNetns, cluster: string, marker: string): Promise<HostState> {
-  const run = async (cmd: string, ...args: string[]): Promise<string> => (await runToExit('ip', ['netns', 'exec', host.name, cmd, ...args], 10_000)).stdout;
-  const netns = (await runToExit('ip', ['netns', 'list'], 10_000)).stdout;
-  const procs = (await runToExit('ps', ['-e', '-o', 'args='], 10_000)).stdout;
-  return {
-    links: await run('ip', '-o', 'link'),
-    routes: await run('ip', 'route'),
-    iptables: (await run('iptables-save')).split('\n').filter((l) => !l.startsWith('#')).map((l) => l.replace(/\[\d+:\d+\]/g, '')).join('\n'),
-    ipsets: await run('ipset', 'list'),
-    netns: netns.split('\n').filter((l) => l.startsWith(`${cluster}-`)).join('\n'),
-    processes: procs.split('\n').filter((l) => l.includes(marker)).join('\n'),
-  };
-}
 
 const idle = (marker: string): string => `/* ${marker} */ setInterval(() => undefined, 1e6)`;
 

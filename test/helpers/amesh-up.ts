@@ -61,3 +61,27 @@ export function launchUp(host: TestNetns, args: string[]): LaunchedUp {
   });
   return { up, ready, stderr: () => err };
 }
+
+/** What must be the same before `up` and after its teardown, in the host namespace and on the machine. */
+export interface HostState {
+  links: string;
+  routes: string;
+  iptables: string;
+  ipsets: string;
+  netns: string;
+  processes: string;
+}
+
+export async function hostState(host: TestNetns, cluster: string, marker: string): Promise<HostState> {
+  const run = async (cmd: string, ...args: string[]): Promise<string> => (await runToExit('ip', ['netns', 'exec', host.name, cmd, ...args], 10_000)).stdout;
+  const netns = (await runToExit('ip', ['netns', 'list'], 10_000)).stdout;
+  const procs = (await runToExit('ps', ['-e', '-o', 'args='], 10_000)).stdout;
+  return {
+    links: await run('ip', '-o', 'link'),
+    routes: await run('ip', 'route'),
+    iptables: (await run('iptables-save')).split('\n').filter((l) => !l.startsWith('#')).map((l) => l.replace(/\[\d+:\d+\]/g, '')).join('\n'),
+    ipsets: await run('ipset', 'list'),
+    netns: netns.split('\n').filter((l) => l.startsWith(`${cluster}-`)).join('\n'),
+    processes: procs.split('\n').filter((l) => l.includes(marker)).join('\n'),
+  };
+}
