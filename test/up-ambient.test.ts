@@ -13,8 +13,7 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { existsSync } from 'node:fs';
-import { amesh, hostState, kubectlIn, launchUp, upSkip, type HostState, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
+import { amesh, assertTornDown, hostState, kubectlIn, launchUp, upSkip, type HostState, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
 import { normalizeSave } from './helpers/iptables-save.js';
 import { ambientNamespace, commandPod, namespaces, object } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
@@ -210,11 +209,6 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
   });
 
   test('SIGTERM tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
-    const { up } = launched!;
-    up.kill('SIGTERM');
-    const [code] = (await once(up, 'exit')) as [number | null];
-    assert.equal(code, 0, launched!.stderr());
-    assert.deepEqual(await hostState(host, cluster, marker), clean);
-    assert.equal(existsSync(dataDir), false);
+    await assertTornDown(launched!, host, cluster, marker, clean, dataDir);
   });
 });

@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { amesh, hostState, launchUp, upSkip, type HostState, type LaunchedUp, type UpTable } from './helpers/amesh-up.js';
+import { amesh, assertTornDown, hostState, launchUp, upSkip, type HostState, type LaunchedUp, type UpTable } from './helpers/amesh-up.js';
 import { commandPod, deployment, namespaces, nodeEchoCommand } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
@@ -150,12 +150,7 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
   });
 
   test('SIGTERM tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
-    const { up } = launched!;
-    up.kill('SIGTERM');
-    const [code] = (await once(up, 'exit')) as [number | null];
-    assert.equal(code, 0, launched!.stderr());
-    assert.deepEqual(await hostState(host, cluster, marker), before_);
-    assert.equal(existsSync(dataDir), false);
+    await assertTornDown(launched!, host, cluster, marker, before_, dataDir);
   });
 });
 

@@ -3,6 +3,8 @@
  * `nsenter --net`, so the namespaces `up` mounts are visible to `amesh exec` as on a host).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ameshCommand } from '../../src/demo/ztunnel-process.js';
@@ -84,4 +86,13 @@ export async function hostState(host: TestNetns, cluster: string, marker: string
     netns: netns.split('\n').filter((l) => l.startsWith(`${cluster}-`)).join('\n'),
     processes: procs.split('\n').filter((l) => l.includes(marker)).join('\n'),
   };
+}
+
+/** SIGTERMs `up` and asserts it exits 0 leaving the host as `clean` and no data dir. */
+export async function assertTornDown(launched: LaunchedUp, host: TestNetns, cluster: string, marker: string, clean: HostState, dataDir: string): Promise<void> {
+  launched.up.kill('SIGTERM');
+  const [code] = (await once(launched.up, 'exit')) as [number | null];
+  assert.equal(code, 0, launched.stderr());
+  assert.deepEqual(await hostState(host, cluster, marker), clean);
+  assert.equal(existsSync(dataDir), false);
 }
