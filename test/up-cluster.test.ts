@@ -8,53 +8,20 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { amesh, assertTornDown, hostState, launchUp, upSkip, type HostState, type LaunchedUp, type UpTable } from './helpers/amesh-up.js';
 import { commandPod, deployment, namespaces, nodeEchoCommand } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
-import { kubectlSkip } from './helpers/kubectl.js';
-import { netnsSkip, TestNetns } from './helpers/netns.js';
+import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
 
-const skip = netnsSkip() || (!existsSync('/usr/lib/cni/bridge') && 'no /usr/lib/cni/bridge: apt-get install containernetworking-plugins (.ci/run does)') || kubectlSkip;
-/** Starting a cluster runs the API server, istiod, controllers and a CNI chain per pod: seconds, not minutes. */
-const UP_DEADLINE_MS = 90_000;
+const skip = upSkip;
 const NS = 'demo';
-
-interface UpTable {
-  nodes: { name: string; status: string; internalIP: string; podCIDR: string }[];
-  pods: { namespace: string; name: string; ready: string; status: string; restarts: number; ip: string; node: string }[];
-}
-
-/** What must be the same before `up` and after its teardown, in the host namespace and on the machine. */
-interface HostState {
-  links: string;
-  routes: string;
-  iptables: string;
-  ipsets: string;
-  netns: string;
-  processes: string;
-}
-
-async function hostState(host: TestNetns, cluster: string, marker: string): Promise<HostState> {
-  const run = async (cmd: string, ...args: string[]): Promise<string> => (await runToExit('ip', ['netns', 'exec', host.name, cmd, ...args], 10_000)).stdout;
-  const netns = (await runToExit('ip', ['netns', 'list'], 10_000)).stdout;
-  const procs = (await runToExit('ps', ['-e', '-o', 'args='], 10_000)).stdout;
-  return {
-    links: await run('ip', '-o', 'link'),
-    routes: await run('ip', 'route'),
-    iptables: (await run('iptables-save')).split('\n').filter((l) => !l.startsWith('#')).map((l) => l.replace(/\[\d+:\d+\]/g, '')).join('\n'),
-    ipsets: await run('ipset', 'list'),
-    netns: netns.split('\n').filter((l) => l.startsWith(`${cluster}-`)).join('\n'),
-    processes: procs.split('\n').filter((l) => l.includes(marker)).join('\n'),
-  };
-}
 
 const idle = (marker: string): string => `/* ${marker} */ setInterval(() => undefined, 1e6)`;
 
@@ -68,40 +35,6 @@ async function writeManifests(dir: string, marker: string, crashFile: string): P
       `---\n${JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'imageonly', namespace: NS }, spec: { containers: [{ name: 'app', image: 'nginx' }] } })}\n` +
       commandPod({ name: 'crashy', namespace: NS, container: { name: 'app', command: ['node', '-e', `const fs = require('fs'); if (!fs.existsSync('${crashFile}')) { fs.writeFileSync('${crashFile}', ''); console.log('crashing'); process.exit(3); } ${idle(marker)}`] } }),
   );
-}
-
-/** `amesh` run in the host namespace. */
-function amesh(host: TestNetns, ...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const { cmd, args: pre } = ameshCommand();
-  return runToExit('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, ...args], 60_000);
-}
-
-interface LaunchedUp {
-  readonly up: ChildProcess;
-  /** Resolves with the table once `up` says the cluster is up. */
-  readonly ready: Promise<UpTable>;
-  stderr(): string;
-}
-
-/** Starts `amesh up` in the host namespace (the caller owns the process from here on, even if it never comes up). */
-function launchUp(host: TestNetns, args: string[]): LaunchedUp {
-  const { cmd, args: pre } = ameshCommand();
-  const up = spawn('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, 'up', '-o', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  up.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  const ready = new Promise<UpTable>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`amesh up did not come up:\n${err}`)), UP_DEADLINE_MS);
-    up.stderr.on('data', (d: Buffer) => {
-      err += d.toString();
-      if (/Cluster \S+ is up/.test(err)) {
-        clearTimeout(timer);
-        resolve(JSON.parse(out) as UpTable);
-      }
-    });
-    up.once('exit', (code) => reject(new Error(`amesh up exited with ${String(code)}:\n${err}`)));
-  });
-  return { up, ready, stderr: () => err };
 }
 
 describe('amesh up: a two-node cluster in a throwaway host namespace', { skip }, () => {
@@ -217,12 +150,7 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
   });
 
   test('SIGTERM tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
-    const { up } = launched!;
-    up.kill('SIGTERM');
-    const [code] = (await once(up, 'exit')) as [number | null];
-    assert.equal(code, 0, launched!.stderr());
-    assert.deepEqual(await hostState(host, cluster, marker), before_);
-    assert.equal(existsSync(dataDir), false);
+    await assertTornDown(launched!, host, cluster, marker, before_, dataDir);
   });
 });
 

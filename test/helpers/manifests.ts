@@ -9,6 +9,16 @@ export function namespaces(...names: readonly string[]): string {
   return names.map((name) => doc({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })).join('');
 }
 
+/** A Namespace enrolled in ambient mode (`istio.io/dataplane-mode: ambient`). */
+export function ambientNamespace(name: string): string {
+  return doc({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'istio.io/dataplane-mode': 'ambient' } } });
+}
+
+/** Any object as one more document (ServiceAccounts, Services, policies). */
+export function object(o: object): string {
+  return doc(o);
+}
+
 export interface TestPod {
   readonly name: string;
   readonly namespace: string;
@@ -60,9 +70,20 @@ export function deployment(d: { name: string; namespace: string; replicas: numbe
   });
 }
 
-/** A pod (left for the scheduler to place) running `c`. */
-export function commandPod(p: { name: string; namespace: string; container: CommandContainer; restartPolicy?: 'Always' | 'OnFailure' | 'Never' }): string {
-  return doc({ apiVersion: 'v1', kind: 'Pod', metadata: { name: p.name, namespace: p.namespace }, spec: { terminationGracePeriodSeconds: 2, ...(p.restartPolicy === undefined ? {} : { restartPolicy: p.restartPolicy }), containers: [container(p.container)] } });
+/** A pod running `c`, left for the scheduler to place unless `nodeName` pins it. */
+export function commandPod(p: { name: string; namespace: string; container: CommandContainer; restartPolicy?: 'Always' | 'OnFailure' | 'Never'; nodeName?: string; serviceAccountName?: string; labels?: Readonly<Record<string, string>> }): string {
+  return doc({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: p.name, namespace: p.namespace, ...(p.labels === undefined ? {} : { labels: p.labels }) },
+    spec: {
+      terminationGracePeriodSeconds: 2,
+      ...(p.restartPolicy === undefined ? {} : { restartPolicy: p.restartPolicy }),
+      ...(p.nodeName === undefined ? {} : { nodeName: p.nodeName }),
+      ...(p.serviceAccountName === undefined ? {} : { serviceAccountName: p.serviceAccountName }),
+      containers: [container(p.container)],
+    },
+  });
 }
 
 /** A Node one-liner: a TCP echo server on `port` that prints `listening` once it listens; `marker` names it in `ps`. */

@@ -1,0 +1,98 @@
+/**
+ * `amesh up` run as a user runs it, inside a throwaway network namespace standing in for the host (entered with
+ * `nsenter --net`, so the namespaces `up` mounts are visible to `amesh exec` as on a host).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { ameshCommand } from '../../src/demo/ztunnel-process.js';
+import { runToExit } from './run-to-exit.js';
+import { kubectlSkip } from './kubectl.js';
+import { netnsSkip, type TestNetns } from './netns.js';
+
+/** Why `amesh up` tests cannot run here (not root, no CNI plugins, no kubectl), or false. */
+export const upSkip = netnsSkip() || (!existsSync('/usr/lib/cni/bridge') && 'no /usr/lib/cni/bridge: apt-get install containernetworking-plugins (.ci/run does)') || kubectlSkip;
+
+/** Starting a cluster runs the API server, istiod, controllers and a CNI chain per pod: seconds, not minutes. */
+export const UP_DEADLINE_MS = 90_000;
+
+export interface UpTable {
+  nodes: { name: string; status: string; internalIP: string; podCIDR: string }[];
+  pods: { namespace: string; name: string; ready: string; status: string; restarts: number; ip: string; node: string }[];
+}
+
+export type RunResult = Awaited<ReturnType<typeof runToExit>>;
+
+/** `amesh` run in the host namespace. */
+export function amesh(host: TestNetns, ...args: string[]): Promise<RunResult> {
+  const { cmd, args: pre } = ameshCommand();
+  return runToExit('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, ...args], 60_000);
+}
+
+/** `kubectl` in the host namespace with the data dir's kubeconfig. */
+export function kubectlIn(host: TestNetns, dataDir: string, ...args: string[]): Promise<RunResult> {
+  return runToExit('nsenter', [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', path.join(dataDir, 'kubeconfig'), ...args], 30_000);
+}
+
+export interface LaunchedUp {
+  readonly up: ChildProcess;
+  /** Resolves with the table once `up` says the cluster is up. */
+  readonly ready: Promise<UpTable>;
+  stderr(): string;
+}
+
+/** Starts `amesh up` in the host namespace (the caller owns the process from here on, even if it never comes up). */
+export function launchUp(host: TestNetns, args: string[]): LaunchedUp {
+  const { cmd, args: pre } = ameshCommand();
+  const up = spawn('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, 'up', '-o', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  up.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const ready = new Promise<UpTable>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`amesh up did not come up:\n${err}`)), UP_DEADLINE_MS);
+    up.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (/Cluster \S+ is up/.test(err)) {
+        clearTimeout(timer);
+        resolve(JSON.parse(out) as UpTable);
+      }
+    });
+    up.once('exit', (code) => reject(new Error(`amesh up exited with ${String(code)}:\n${err}`)));
+  });
+  return { up, ready, stderr: () => err };
+}
+
+/** What must be the same before `up` and after its teardown, in the host namespace and on the machine. */
+export interface HostState {
+  links: string;
+  routes: string;
+  iptables: string;
+  ipsets: string;
+  netns: string;
+  processes: string;
+}
+
+export async function hostState(host: TestNetns, cluster: string, marker: string): Promise<HostState> {
+  const run = async (cmd: string, ...args: string[]): Promise<string> => (await runToExit('ip', ['netns', 'exec', host.name, cmd, ...args], 10_000)).stdout;
+  const netns = (await runToExit('ip', ['netns', 'list'], 10_000)).stdout;
+  const procs = (await runToExit('ps', ['-e', '-o', 'args='], 10_000)).stdout;
+  return {
+    links: await run('ip', '-o', 'link'),
+    routes: await run('ip', 'route'),
+    iptables: (await run('iptables-save')).split('\n').filter((l) => !l.startsWith('#')).map((l) => l.replace(/\[\d+:\d+\]/g, '')).join('\n'),
+    ipsets: await run('ipset', 'list'),
+    netns: netns.split('\n').filter((l) => l.startsWith(`${cluster}-`)).join('\n'),
+    processes: procs.split('\n').filter((l) => l.includes(marker)).join('\n'),
+  };
+}
+
+/** SIGTERMs `up` and asserts it exits 0 leaving the host as `clean` and no data dir. */
+export async function assertTornDown(launched: LaunchedUp, host: TestNetns, cluster: string, marker: string, clean: HostState, dataDir: string): Promise<void> {
+  launched.up.kill('SIGTERM');
+  const [code] = (await once(launched.up, 'exit')) as [number | null];
+  assert.equal(code, 0, launched.stderr());
+  assert.deepEqual(await hostState(host, cluster, marker), clean);
+  assert.equal(existsSync(dataDir), false);
+}

@@ -1,0 +1,214 @@
+/**
+ * Traffic captured inside `amesh up --dataplane ambient`: two nodes, each with its node agent and ztunnel (in-pod
+ * mode); a server in an enrolled namespace on node1 behind a Service, an unchanged client in another enrolled
+ * namespace on node2, and an un-enrolled pod. Shows transparent capture across nodes by ClusterIP and by DNS name
+ * (ztunnel's DNS proxy), the SPIFFE identities in the server ztunnel's metrics, Istio's rules in the enrolled pod,
+ * un-enrolling and enrolling a running pod by label, and PeerAuthentication STRICT / AuthorizationPolicy DENY
+ * written into the config dir, and SIGTERM leaving nothing behind.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { amesh, assertTornDown, hostState, kubectlIn, launchUp, upSkip, type HostState, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
+import { normalizeSave } from './helpers/iptables-save.js';
+import { ambientNamespace, commandPod, namespaces, object } from './helpers/manifests.js';
+import { waitFor } from './helpers/mesh-fixture.js';
+import { TestNetns } from './helpers/netns.js';
+import { readGolden } from './helpers/pod-rules-cases.js';
+
+/** Long enough for a config change to reach the ztunnels, an agent to act on a label, or a restarted daemon to be back. */
+const CHANGE_DEADLINE_MS = 30_000;
+const CLIENT = 'cli/client';
+const OUTSIDER = 'plain/outsider';
+const SERVER_PORT = 8080;
+const SERVICE_PORT = 80;
+const CLIENT_ID = 'spiffe://cluster.local/ns/cli/sa/client';
+const SERVER_ID = 'spiffe://cluster.local/ns/srv/sa/server';
+const FQDN = 'server.srv.svc.cluster.local';
+
+/** A pod's process that connects to argv[1]:argv[2] and prints what it read, or `ERR <code>` / `CLOSED` without data. */
+const DIAL = "const [h, p] = process.argv.slice(1); const s = require('net').connect(Number(p), h); let d = ''; s.setTimeout(5000, () => { process.stdout.write('ERR TIMEOUT'); s.destroy(); }); s.on('data', (x) => (d += x)); s.on('end', () => process.stdout.write(d === '' ? 'CLOSED' : d)); s.on('error', (e) => process.stdout.write('ERR ' + e.code));";
+
+/** Answers each connection on SERVER_PORT with the address it came from, then closes (a probe's reset is no crash). */
+function peerAddressServer(marker: string): string[] {
+  return ['node', '-e', `/* ${marker} */ require('net').createServer((s) => { s.on('error', () => undefined); s.end(s.remoteAddress + '\\n'); }).listen(${String(SERVER_PORT)}, '0.0.0.0', () => console.log('listening'))`];
+}
+
+function idle(marker: string): string[] {
+  return ['node', '-e', `/* ${marker} */ setInterval(() => undefined, 1e6)`];
+}
+
+async function writeManifests(dir: string, marker: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const sa = (namespace: string, name: string): string => object({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } });
+  await writeFile(
+    path.join(dir, 'app.yaml'),
+    ambientNamespace('srv') +
+      ambientNamespace('cli') +
+      namespaces('plain', 'istio-system') +
+      sa('srv', 'server') +
+      sa('cli', 'client') +
+      commandPod({
+        name: 'server',
+        namespace: 'srv',
+        nodeName: 'node1',
+        serviceAccountName: 'server',
+        labels: { app: 'server' },
+        container: { name: 'server', command: peerAddressServer(marker), ports: { tcp: SERVER_PORT }, readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 } },
+      }) +
+      object({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'server', namespace: 'srv' }, spec: { selector: { app: 'server' }, ports: [{ name: 'tcp', port: SERVICE_PORT, targetPort: SERVER_PORT }] } }) +
+      commandPod({ name: 'client', namespace: 'cli', nodeName: 'node2', serviceAccountName: 'client', container: { name: 'client', command: peerAddressServer(marker), ports: { tcp: SERVER_PORT } } }) +
+      commandPod({ name: 'outsider', namespace: 'plain', nodeName: 'node2', container: { name: 'outsider', command: idle(marker) } }),
+  );
+}
+
+describe('amesh up --dataplane ambient: pods captured by the node agent, traffic through both nodes\' ztunnels', { skip: upSkip }, () => {
+  const id = randomBytes(3).toString('hex');
+  const marker = `amesh-up-ambient-${id}`;
+  let host: TestNetns;
+  let dir: string;
+  let dataDir: string;
+  let manifests: string;
+  let launched: LaunchedUp | undefined;
+  let serverIp = '';
+  let clean: HostState;
+  const cluster = `a${id}`;
+  let clusterIp = '';
+  const kubectl = (...args: string[]): Promise<RunResult> => kubectlIn(host, dataDir, ...args);
+  const jsonpath = async (ns: string, kind: string, name: string, expr: string): Promise<string> => (await kubectl('get', kind, '-n', ns, name, '-o', `jsonpath=${expr}`)).stdout;
+  const dial = async (from: string, h: string, p: number): Promise<string> => {
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, from, '--', 'node', '-e', DIAL, h, String(p));
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout;
+  };
+  const podIp = (ns: string, name: string): Promise<string> => jsonpath(ns, 'pod', name, '{.status.podIP}');
+  const iptablesSave = async (pod: string): Promise<string> => {
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, pod, '--', 'iptables-save');
+    assert.equal(r.status, 0, r.stderr);
+    return normalizeSave(r.stdout);
+  };
+  /** The sum of `node`'s ztunnel's `metric` over the series whose labels include every one of `labels`. */
+  const metricSum = async (node: string, metric: string, labels: readonly string[]): Promise<number> => {
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, '--node', node, '--', 'node', '-e', "fetch('http://127.0.0.1:15020/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))");
+    assert.equal(r.status, 0, r.stderr);
+    let total = 0;
+    for (const line of r.stdout.split('\n')) {
+      if (line.startsWith(`${metric}{`) && labels.every((l) => line.includes(l))) total += Number(line.split(' ').at(-1));
+    }
+    return total;
+  };
+  /** `node`'s ztunnel's istio_tcp_connections_opened_total for connections from identity `from` to identity `to`. */
+  const opened = (node: string, from: string, to: string): Promise<number> => metricSum(node, 'istio_tcp_connections_opened_total', [`source_principal="${from}"`, `destination_principal="${to}"`]);
+  /** The server ztunnel's count of connections from the client's identity to the server's. */
+  const openedFromClient = (): Promise<number> => opened('node1', CLIENT_ID, SERVER_ID);
+  /** Both ztunnels' logs, for a failure's message. */
+  const ztunnelLogs = async (): Promise<string> => {
+    const out = await Promise.all(['node1', 'node2'].map(async (n) => `--- ztunnel-${n}\n${(await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/ztunnel-${n}`)).stdout}`));
+    const pods = (await kubectl('get', 'pods', '-A', '-o', 'wide')).stdout;
+    const cond = await jsonpath('srv', 'pod', 'server', '{.status.conditions}');
+    return [...out, pods, cond, launched?.stderr().slice(-3000) ?? ''].join('\n');
+  };
+
+  before(async () => {
+    host = await TestNetns.create();
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-ambient-'));
+    dataDir = path.join(dir, 'data');
+    manifests = path.join(dir, 'manifests');
+    await writeManifests(manifests, marker);
+    clean = await hostState(host, cluster, marker);
+    launched = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', cluster, '--nodes', '2', '--dataplane', 'ambient']);
+    await launched.ready;
+    await waitFor('client and server enrolled', async () => (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled' && (await jsonpath('srv', 'pod', 'server', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled', CHANGE_DEADLINE_MS);
+    serverIp = await podIp('srv', 'server');
+    clusterIp = await jsonpath('srv', 'service', 'server', '{.spec.clusterIP}');
+  });
+
+  after(async () => {
+    if (launched?.up.exitCode === null) {
+      launched.up.kill('SIGTERM');
+      await once(launched.up, 'exit');
+    }
+    await host.remove();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('an unchanged client on node2 reaches the Service on node1 by ClusterIP and by DNS names (answered by node2\'s ztunnel DNS proxy); the server ztunnel counts the connections with both SPIFFE identities', async () => {
+    const clientIp = await podIp('cli', 'client');
+    const before_ = await openedFromClient();
+    const dnsBefore = await metricSum('node2', 'istio_dns_requests_total', []);
+    for (const target of [clusterIp, FQDN, 'server.srv', 'server.srv.svc']) {
+      let got = '';
+      await waitFor(`client reaches ${target}`, async () => (got = await dial(CLIENT, target, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${target}: ${got}\n${await ztunnelLogs()}`));
+    }
+    await waitFor('four connections client -> server counted', async () => (await openedFromClient()) >= before_ + 4, CHANGE_DEADLINE_MS);
+    assert.ok((await metricSum('node2', 'istio_dns_requests_total', [])) >= dnsBefore + 3, "the names were answered by node2's ztunnel DNS proxy");
+  });
+
+  test('the other way: the server on node1 reaches the client pod on node2 by its IP, counted by node2\'s ztunnel with both identities', async () => {
+    const before_ = await opened('node2', SERVER_ID, CLIENT_ID);
+    let got = '';
+    await waitFor('server reaches client', async () => (got = await dial('srv/server', await podIp('cli', 'client'), SERVER_PORT)) === `${serverIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+    await waitFor('the connection server -> client counted', async () => (await opened('node2', SERVER_ID, CLIENT_ID)) > before_, CHANGE_DEADLINE_MS);
+  });
+
+  test('the enrolled client pod carries ambient.istio.io/redirection: enabled and its iptables-save is Istio\'s default in-pod rules', async () => {
+    assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}'), 'enabled');
+    assert.equal(await iptablesSave(CLIENT), readGolden('pod-rules/default.iptables-save'));
+  });
+
+  test('labelling a running pod istio.io/dataplane-mode=none removes its rules and it reaches the server in plaintext; labelling it back enrolls it', async () => {
+    const uid = await jsonpath('cli', 'pod', 'client', '{.metadata.uid}');
+    let r = await kubectl('label', 'pod', '-n', 'cli', 'client', 'istio.io/dataplane-mode=none', '--overwrite');
+    assert.equal(r.status, 0, r.stderr);
+    await waitFor('client un-enrolled', async () => !(await jsonpath('cli', 'pod', 'client', '{.metadata.annotations}')).includes('redirection') && (await iptablesSave(CLIENT)) === '', CHANGE_DEADLINE_MS);
+    const counted = await openedFromClient();
+    assert.equal(await dial(CLIENT, serverIp, SERVER_PORT), `${await podIp('cli', 'client')}\n`);
+    assert.equal(await openedFromClient(), counted, 'no mTLS connection from the client identity');
+
+    r = await kubectl('label', 'pod', '-n', 'cli', 'client', 'istio.io/dataplane-mode=ambient', '--overwrite');
+    assert.equal(r.status, 0, r.stderr);
+    await waitFor('client enrolled again', async () => (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled' && (await iptablesSave(CLIENT)) === readGolden('pod-rules/default.iptables-save'), CHANGE_DEADLINE_MS);
+    await waitFor('client reaches the server through ztunnel', async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)).endsWith('\n') && (await openedFromClient()) > counted, CHANGE_DEADLINE_MS);
+    assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}'), uid, 'the pod was not recreated');
+  });
+
+  test('killing a node\'s ztunnel or node agent: amesh up restarts it, the client pod is not recreated and its traffic is back', async () => {
+    const clientIp = await podIp('cli', 'client');
+    const uid = await jsonpath('cli', 'pod', 'client', '{.metadata.uid}');
+    for (const daemon of ['ztunnel-node2', 'istio-cni-node-node2', 'ztunnel-node1']) {
+      const state = (): Promise<string> => jsonpath('istio-system', 'pod', daemon, '{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}');
+      const restarts = Number((await state()).split('/')[0]);
+      const pid = Number((await jsonpath('istio-system', 'pod', daemon, '{.status.containerStatuses[0].containerID}')).replace('amesh://', ''));
+      process.kill(pid, 'SIGKILL');
+      await waitFor(`${daemon} restarted and Ready`, async () => (await state()) === `${String(restarts + 1)}/true`, CHANGE_DEADLINE_MS);
+      let got = '';
+      await waitFor(`client traffic back after ${daemon} restarted`, async () => (got = await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+    }
+    assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}/{.status.containerStatuses[0].restartCount}/{.metadata.annotations.ambient\\.istio\\.io/redirection}'), `${uid}/0/enabled`);
+    assert.equal(await iptablesSave(CLIENT), readGolden('pod-rules/default.iptables-save'));
+  });
+
+  test('PeerAuthentication STRICT written into the config dir refuses plaintext from an un-enrolled pod; an AuthorizationPolicy DENY refuses the captured client until it is removed', async () => {
+    const clientIp = await podIp('cli', 'client');
+    const outsiderIp = await podIp('plain', 'outsider');
+    assert.equal(await dial(OUTSIDER, serverIp, SERVER_PORT), `${outsiderIp}\n`, 'PERMISSIVE: plaintext from outside the mesh is let in');
+    await writeFile(path.join(manifests, 'strict.yaml'), object({ apiVersion: 'security.istio.io/v1', kind: 'PeerAuthentication', metadata: { name: 'strict', namespace: 'srv' }, spec: { mtls: { mode: 'STRICT' } } }));
+    let got = '';
+    await waitFor('plaintext refused', async () => /^(ERR|CLOSED)/.test((got = await dial(OUTSIDER, serverIp, SERVER_PORT))), CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+    assert.equal(await dial(CLIENT, clusterIp, SERVICE_PORT), `${clientIp}\n`, 'mTLS from the captured client still passes');
+
+    const deny = path.join(manifests, 'deny.yaml');
+    await writeFile(deny, object({ apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', metadata: { name: 'deny-client', namespace: 'srv' }, spec: { action: 'DENY', rules: [{ from: [{ source: { principals: ['cluster.local/ns/cli/sa/client'] } }] }] } }));
+    await waitFor('the client denied', async () => /^(ERR|CLOSED)/.test((got = await dial(CLIENT, clusterIp, SERVICE_PORT))), CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+    await unlink(deny);
+    await waitFor('the client allowed again', async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS);
+  });
+
+  test('SIGTERM tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
+    await assertTornDown(launched!, host, cluster, marker, clean, dataDir);
+  });
+});
