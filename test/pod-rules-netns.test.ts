@@ -12,7 +12,9 @@ const skip = netnsSkip();
 
 /** The ip rules and every routing table of both families: what the rules' netlink part touches, and more. */
 async function routing(ns: TestNetns): Promise<string> {
-  const out = await Promise.all([['-4', 'rule'], ['-6', 'rule'], ['-4', 'route', 'show', 'table', 'all'], ['-6', 'route', 'show', 'table', 'all']].map((a) => ns.exec('ip', a)));
+  // One `ip` at a time: under load, concurrent `ip netns exec` runs in one namespace were seen to return partial output.
+  const out: string[] = [];
+  for (const a of [['-4', 'rule'], ['-6', 'rule'], ['-4', 'route', 'show', 'table', 'all'], ['-6', 'route', 'show', 'table', 'all']]) out.push(await ns.exec('ip', a));
   return out.join('--\n');
 }
 
