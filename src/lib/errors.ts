@@ -78,6 +78,7 @@ export const ERROR_CODES = [
   'UP_ERR_CONTAINER',
   'DEMO_ERR_STEP',
   'UP_ERR_HOST_TOOL',
+  'H2_ERR_COMPRESSION',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
