@@ -158,7 +158,10 @@ export async function listenInNetns(server: net.Server, netns: NetnsRef, options
   await listening;
 }
 
-/** A UDP socket bound to host:port inside `netns` (SO_REUSEADDR, SO_REUSEPORT), e.g. for DNS on 15053. */
+/**
+ * A UDP socket bound to host:port inside `netns` (SO_REUSEPORT unless `reusePort` is false; never SO_REUSEADDR,
+ * which for UDP would share the port regardless), e.g. for DNS on 15053.
+ */
 export async function udpSocketInNetns(netns: NetnsRef, options: PodBindOptions): Promise<dgram.Socket> {
   const { host, port, ...socketOptions } = options;
   const fd = inNetns(netns, (a) => a.udpBindInNetns(netns, host, port, socketOptions));
