@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import type dgram from 'node:dgram';
 import net from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -108,6 +109,23 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
     } finally {
       tcp.close();
       await p.close();
+    }
+  });
+
+  test("in-pod upstream UDP sockets never share an ephemeral port (no SO_REUSEPORT), so no reply reaches another query's socket", async () => {
+    const small = await TestNetns.create();
+    const sockets: dgram.Socket[] = [];
+    try {
+      // Four ephemeral ports for five sockets: sharing would bind all five, two on one port.
+      await small.exec('sysctl', ['-q', '-w', 'net.ipv4.ip_local_port_range=40000 40003']);
+      const upstream = podUpstreamSockets(small.path);
+      for (let i = 0; i < 5; i++) await upstream.udp(4).then((u) => sockets.push(u), () => undefined);
+      const ports = sockets.map((u) => u.address().port);
+      assert.equal(new Set(ports).size, ports.length, `ports: ${ports.join(', ')}`);
+      assert.equal(ports.length, 4);
+    } finally {
+      for (const u of sockets) u.close();
+      await small.remove();
     }
   });
 });

@@ -110,10 +110,15 @@ export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT, options = P
   });
 }
 
-/** In-pod upstream sockets: made inside the pod's network namespace and marked, so the pod's DNS capture lets them out. */
+/**
+ * In-pod upstream sockets: made inside the pod's network namespace and marked, so the pod's DNS capture lets them
+ * out. A UDP one binds an ephemeral port without SO_REUSEPORT whatever INPOD_PORT_REUSE says: nothing binds
+ * beside it, and with it the kernel may give two of them the same port, so one query's reply could reach the
+ * other's socket.
+ */
 export function podUpstreamSockets(netns: NetnsRef, mark = DEFAULT_INPOD_MARK): DnsUpstreamSockets {
   return {
-    udp: (family) => udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark }),
+    udp: (family) => udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark, reusePort: false }),
     tcp: (family) => tcpSocketInNetns(netns, family, { mark }),
   };
 }
