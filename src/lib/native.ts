@@ -214,7 +214,7 @@ export const seqpacket = {
   send: (fd: number, data: Buffer, fds: readonly number[]): boolean => addon().seqpacketSend(fd, data, fds),
   /** One datagram and the fds that came with it (now the caller's), null when none waits; empty data is the end. */
   recv: (fd: number): { data: Buffer; fds: number[] } | null => addon().seqpacketRecv(fd),
-  /** Watches `fd` on the event loop; `onEvent` gets a poll error or what the fd is ready for. */
+  /** Watches `fd` on the event loop; `onEvent` gets a poll error (a socket's own, SO_ERROR, e.g. ECONNRESET) or what the fd is ready for. */
   watch: (fd: number, onEvent: (err: Error | null, readable: boolean, writable: boolean) => void): FdWatcher =>
     new (addon().FdWatcher)(fd, onEvent),
 };
