@@ -14,7 +14,8 @@ export const COALESCE_MIN_CHUNK = 4096;
  * Batches the writes of an HBONE stream's bytes into the app socket. A full DATA frame (16384 bytes + 9 of header)
  * never fits one 16 KiB TLS record, so Node hands the stream each frame in two pieces; written as they come, every
  * piece costs a syscall and a wake-up of the app (half of them a few bytes long). While bulk data flows, the socket
- * is corked until the end of the current loop turn, so all pieces from one read leave in one writev. Small
+ * is corked until the end of the current loop turn, so all pieces from one read leave in one writev; the app
+ * socket's buffer (APP_SOCKET_HIGH_WATER_MARK) holds a turn's worth, else `pipe` stops the stream after one frame. Small
  * chunks (request/response traffic) are written at once, so latency is untouched. Per relay, not per chunk: the
  * closures are made once.
  */
