@@ -414,6 +414,7 @@ const DATA_PATHS: readonly string[] = ['direct', 'amesh', 'node-tls', 'stunnel',
 /**
  * Every section by default. `BENCH_PATHS=amesh,stunnel` measures a subset of the data paths (amesh is always
  * kept; `pod-direct,pod-capture` are the capture paths, skipped with the reason when not root), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections.
+ * `BENCH_CPU_PROF=<dir>` runs the ztunnels under `--cpu-prof` (`profileFlags` in capture-bench.ts).
  */
 async function main(): Promise<void> {
   const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim()).filter((p) => p !== '');
