@@ -22,7 +22,7 @@ import { render } from '../src/lib/table.js';
 import { writeResults } from './write-results.js';
 import { benchApi } from './api-bench.js';
 import { cpuSeconds, median, quantile, rssMiB } from './proc-stats.js';
-import { CAPTURE_PATHS, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
+import { CAPTURE_PATHS, profileFlags, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
 import { listenInNetns } from '../src/lib/native.js';
 import { netnsSkip } from '../test/helpers/netns.js';
 
@@ -160,7 +160,7 @@ async function startZtunnels(dir: string, ca: string): Promise<ChildProcess[]> {
 `);
   const { cmd, args } = ameshCommand();
   const procs = ['1', '2'].map((n) =>
-    spawn(cmd, [...args, 'ztunnel', '--local-ca', ca, '--admin-address', `127.0.42.${n}:15000`, '--metrics-address', `127.0.42.${n}:15020`, '--readiness-address', `127.0.42.${n}:15021`], {
+    spawn(cmd, [...profileFlags(), ...args, 'ztunnel', '--local-ca', ca, '--admin-address', `127.0.42.${n}:15000`, '--metrics-address', `127.0.42.${n}:15020`, '--readiness-address', `127.0.42.${n}:15021`], {
       env: { ...process.env, LOCAL_XDS_PATH: mesh, NODE_NAME: `bench${n}`, RUST_LOG: 'info', LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
@@ -414,6 +414,7 @@ const DATA_PATHS: readonly string[] = ['direct', 'amesh', 'node-tls', 'stunnel',
 /**
  * Every section by default. `BENCH_PATHS=amesh,stunnel` measures a subset of the data paths (amesh is always
  * kept; `pod-direct,pod-capture` are the capture paths, skipped with the reason when not root), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections.
+ * `BENCH_CPU_PROF=<dir>` runs the ztunnels under `--cpu-prof` (`profileFlags` in capture-bench.ts).
  */
 async function main(): Promise<void> {
   const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim()).filter((p) => p !== '');
