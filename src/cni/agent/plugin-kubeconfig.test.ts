@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { CapturedLogs } from '../../../test/helpers/captured-logs.js';
 import { eventAfter } from '../../../test/helpers/fs-events.js';
 import { loadKubeConfig, tokenFileKubeconfig } from '../../kube/kube-config.js';
+import { isMeshError } from '../../lib/errors.js';
 import { PluginKubeconfig } from './plugin-kubeconfig.js';
 
 const CA_PEM = '-----BEGIN CERTIFICATE-----\nnot-really\n-----END CERTIFICATE-----\n';
@@ -96,4 +97,12 @@ current-context: x
   const plugin = await asPlugin(s.pluginFile);
   assert.equal(plugin.authorization, 'Bearer admin-token');
   assert.equal(plugin.kc.getCurrentCluster()?.skipTLSVerify, true);
+});
+
+test('a token file in a directory that does not exist is a configuration error naming the file, not a wait', async (t) => {
+  const s = await setup(t);
+  const file = path.join(s.dir, 'elsewhere-kubeconfig');
+  const missing = path.join(s.dir, 'no-such-dir', 'token');
+  await writeFile(file, tokenFileKubeconfig({ name: 'amesh', server: 'https://127.0.0.1:6443', skipTLSVerify: false }, 'istio-cni', missing));
+  await assert.rejects(PluginKubeconfig.start(loadKubeConfig(file, {}), s.pluginFile, s.logs.control.scope('plugin-kubeconfig')), (e) => isMeshError(e, 'AMESH_ERR_CONFIG') && e.message.includes(missing));
 });

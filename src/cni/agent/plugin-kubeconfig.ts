@@ -33,7 +33,7 @@ const DEBOUNCE_MS = 50;
 function pluginKubeconfig(kc: KubeConfig, caData: string | undefined, token: string | undefined): string {
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
-  if (cluster === null || user === null) throw new MeshError('AGENT_ERR_KUBE_API', 'the node agent\'s kubeconfig has no current context with a cluster and a user');
+  if (cluster === null || user === null) throw new MeshError('AMESH_ERR_CONFIG', "the node agent's kubeconfig has no current context with a cluster and a user");
   const out = new KubeConfig();
   out.loadFromOptions({
     clusters: [{ ...cluster, name: CLUSTER_NAME, ...(caData === undefined ? {} : { caData, caFile: undefined }) }],
@@ -50,9 +50,10 @@ const isMissing = (e: unknown): boolean => (e as NodeJS.ErrnoException).code ===
 export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private refreshing = Promise.resolve();
+  private reading = Promise.resolve();
   private caData: string | undefined;
   private written: string | undefined;
+  private readonly closed = new AbortController();
 
   private constructor(
     private readonly kc: KubeConfig,
@@ -76,6 +77,7 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
   }
 
   close(): void {
+    this.closed.abort();
     clearTimeout(this.timer);
     this.watcher?.close();
   }
@@ -86,7 +88,7 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
       try {
         this.caData = (await readFile(caFile)).toString('base64');
       } catch (e) {
-        throw new MeshError('AGENT_ERR_KUBE_API', `cannot read the API's certificate authority ${caFile}: ${describeError(e)}`, { cause: e });
+        throw new MeshError('AMESH_ERR_CONFIG', `cannot read the API's certificate authority ${caFile}: ${describeError(e)}`, { cause: e });
       }
     }
     const { tokenFile } = this;
@@ -97,19 +99,29 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
     try {
       this.watcher = watch(path.dirname(tokenFile));
     } catch (e) {
-      throw new MeshError('AGENT_ERR_KUBE_API', `cannot watch the directory of the service-account token ${tokenFile}: ${describeError(e)}`, { cause: e });
+      throw new MeshError('AMESH_ERR_CONFIG', `cannot watch the directory of the service-account token ${tokenFile}: ${describeError(e)}`, { cause: e });
     }
-    this.watcher.unref();
-    for (let token = await this.readToken(); token === undefined; token = await this.readToken()) {
-      this.log.warn({ tokenFile }, 'waiting for the service-account token file');
-      await once(this.watcher, 'change');
-    }
+    this.watcher.on('error', (e) => this.log.error({ tokenFile, error: describeError(e) }, 'the service-account token directory can no longer be watched; the plugin keeps the last token'));
+    // Watching before the first read: a token written meanwhile is seen. Reads take turns, so two never write at once.
     this.watcher.on('change', () => {
       clearTimeout(this.timer);
-      this.timer = setTimeout(() => {
-        this.refreshing = this.refreshing.then(() => this.refresh());
-      }, DEBOUNCE_MS);
+      this.timer = setTimeout(() => void this.inTurn(() => this.refresh()), DEBOUNCE_MS);
     });
+    if ((await this.inTurn(() => this.readToken())) === undefined && this.written === undefined) {
+      this.log.warn({ tokenFile }, 'waiting for the service-account token file');
+      await once(this, 'written', { signal: this.closed.signal });
+    }
+    // Kept referenced while waiting, so the agent waits rather than exits; from here its servers keep it up.
+    this.watcher.unref();
+  }
+
+  private inTurn<T>(read: () => Promise<T>): Promise<T> {
+    const turn = this.reading.then(read);
+    this.reading = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    return turn;
   }
 
   /** Reads the token file; if it holds a token not written yet, writes it. Undefined when there is no token yet. */
@@ -121,7 +133,7 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
       token = (await readFile(tokenFile, 'utf8')).trim();
     } catch (e) {
       if (isMissing(e)) return undefined;
-      throw new MeshError('AGENT_ERR_KUBE_API', `cannot read the service-account token ${tokenFile}: ${describeError(e)}`, { cause: e });
+      throw new MeshError('AMESH_ERR_CONFIG', `cannot read the service-account token ${tokenFile}: ${describeError(e)}`, { cause: e });
     }
     if (token === '') return undefined;
     if (token !== this.written) await this.write(token);
@@ -130,7 +142,7 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
 
   private async refresh(): Promise<void> {
     try {
-      if ((await this.readToken()) !== undefined) return;
+      if ((await this.readToken()) !== undefined || this.written === undefined) return;
       this.log.warn({ tokenFile: this.tokenFile }, 'the service-account token file is gone or empty; the plugin keeps the last token');
     } catch (e) {
       this.log.error({ error: describeError(e) }, "cannot renew the CNI plugin's token; the plugin keeps the last one");
