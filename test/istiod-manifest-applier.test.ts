@@ -52,7 +52,7 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-applier-'));
-    await cp('examples/mesh', path.join(dir, 'config'), { recursive: true });
+    await cp('examples/local-mesh', path.join(dir, 'config'), { recursive: true });
     await writeFile(path.join(dir, 'config', 'extra.yaml'), EXTRA);
     api = await startApiServer(path.join(dir, 'data'));
     const kc = new k8s.KubeConfig();

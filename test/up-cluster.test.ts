@@ -58,7 +58,7 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     readyFile = path.join(dir, 'ready');
     await writeManifests(path.join(dir, 'manifests'), marker, path.join(dir, 'crashed'));
     before_ = await hostState(host, cluster, marker);
-    launched = launchUp(host, ['--config-dir', path.join(dir, 'manifests'), '--data-dir', dataDir, '--name', cluster]);
+    launched = launchUp(host, ['--config-dir', path.join(dir, 'manifests'), '--data-dir', dataDir, '--name', cluster, '--dataplane', 'none']);
     table = await launched.ready;
   });
 
@@ -167,7 +167,7 @@ describe('amesh down after a crashed amesh up', { skip }, () => {
       await mkdir(manifests);
       await writeFile(path.join(manifests, 'app.yaml'), namespaces(NS) + commandPod({ name: 'solo', namespace: NS, container: { name: 'app', command: nodeEchoCommand(8080, marker) } }));
       const clean = await hostState(host, cluster, marker);
-      const { up, ready } = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', cluster, '--nodes', '1']);
+      const { up, ready } = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', cluster, '--nodes', '1', '--dataplane', 'none']);
       try {
         await ready;
       } finally {

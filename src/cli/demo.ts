@@ -1,14 +1,20 @@
 import { Command } from '@commander-js/extra-typings';
+import { runAmbientDemo } from '../demo/ambient-demo.js';
 import { runLocalMeshDemo } from '../demo/local-mesh-demo.js';
+import { UP_DEFAULTS } from '../up/up-config.js';
 import { fatal } from './fatal.js';
 
 export function demoCommand(): Command {
   return new Command('demo')
-    .description('a local mesh tour: istiod serving examples/mesh, two ztunnels (two nodes), echo workloads, mTLS, a live policy edit and metrics')
-    .option('--keep', 'leave the mesh running until Ctrl-C')
+    .description('a tour of ambient mode (root): amesh up on examples/mesh, an unchanged curl captured across nodes over mTLS, the identities, a policy that denies, metrics; then teardown')
+    .option('--keep', 'leave the cluster (or, with --socks5, the mesh) running until Ctrl-C')
+    .option('--data-dir <dir>', 'the cluster\'s data dir, for amesh exec, logs and kubectl while it runs', UP_DEFAULTS.dataDir)
+    .option('--name <name>', 'the cluster\'s name: prefixes its network namespaces and links', UP_DEFAULTS.name)
+    .option('--socks5', 'the tour without root: istiod serving examples/local-mesh and two ztunnels on loopback, the client entering the mesh through SOCKS5')
     .action(async (o) => {
       try {
-        await runLocalMeshDemo({ keep: o.keep === true });
+        if (o.socks5 === true) await runLocalMeshDemo({ keep: o.keep === true });
+        else await runAmbientDemo({ keep: o.keep === true, dataDir: o.dataDir, name: o.name });
       } catch (e) {
         fatal(e);
       }

@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdtemp, readFile, rm, writeFile, rename } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startEchoServer } from '../echo/echo-server.js';
 import { runEchoClient } from '../echo/echo-client.js';
 import { ameshCommand, spawnZtunnel } from './ztunnel-process.js';
+import { examplesDir } from './examples-dir.js';
 import { EMBEDDED_API_DIR } from '../istiod/registry/config-dir-api.js';
 
 /** Batches of four calls to make until the answers include the other node's pod (1 in 16 batches miss it). */
@@ -14,12 +14,6 @@ const DEMO_MAX_BATCHES = 8;
 const say = (s: string): void => {
   process.stdout.write(s + '\n');
 };
-
-/** The example manifests, found from `src/demo` (tsx) or `dist/src/demo`. */
-function examplesDir(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.resolve(here, here.includes(`${path.sep}dist${path.sep}`) ? '../../../examples/mesh' : '../../examples/mesh');
-}
 
 async function run(args: string[]): Promise<string> {
   const { cmd, args: base } = ameshCommand();
@@ -57,15 +51,15 @@ async function showPods(kubeconfig: string): Promise<void> {
 }
 
 /**
- * The README's main job: istiod serving a manifest directory (examples/mesh), applied to its embedded
- * Kubernetes API, to two ztunnels (two "nodes"), the pods as kubectl lists them, traffic through the mesh, a live policy edit that denies it, metrics, then a clean stop.
+ * The tour that needs no root (`amesh demo --socks5`): istiod serving a manifest directory (examples/local-mesh),
+ * applied to its embedded Kubernetes API, to two ztunnels (two "nodes"), the pods as kubectl lists them, traffic through the mesh, a live policy edit that denies it, metrics, then a clean stop.
  */
 export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-demo-'));
   const config = path.join(dir, 'config');
   const state = path.join(dir, 'state');
-  await cp(examplesDir(), config, { recursive: true });
-  say(`==> istiod serves ${config} (copied from examples/mesh: 2 namespaces, 3 pods, 1 service, an ALLOW policy, STRICT mTLS)`);
+  await cp(examplesDir('local-mesh'), config, { recursive: true });
+  say(`==> istiod serves ${config} (copied from examples/local-mesh: 2 namespaces, 3 pods, 1 service, an ALLOW policy, STRICT mTLS)`);
   const { cmd, args } = ameshCommand();
   const istiod: ChildProcess = spawn(cmd, [...args, 'istiod', '--config-dir', config, '--state-dir', state, '--grpc-address', '127.0.0.1:15012', '--monitoring-address', '127.0.0.1:15014'], { stdio: ['ignore', 'ignore', 'inherit'] });
   const echos = await Promise.all([startEchoServer('127.0.10.2', 8080, 'echo-0'), startEchoServer('127.0.10.3', 8080, 'echo-1')]);

@@ -76,6 +76,9 @@ export const ERROR_CODES = [
   'UP_ERR_NOT_FOUND',
   'UP_ERR_MANIFESTS',
   'UP_ERR_CONTAINER',
+  'DEMO_ERR_STEP',
+  'UP_ERR_HOST_TOOL',
+  'H2_ERR_COMPRESSION',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -25,6 +25,7 @@ import { Backoff } from '../lib/backoff.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { LogControl, type Logger } from '../lib/log.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
+import { requireHostTools, type HostTool } from './host-tools.js';
 import { Kubelet } from './kubelet.js';
 import { agentRunDir, NodeDaemons, packageRoot } from './node-daemons.js';
 import { createHostBridge, hostBridgeName, nodeRecord, UpNode } from './node.js';
@@ -40,6 +41,13 @@ const ISTIOD_MONITORING_PORT = 15014;
 /** Where Debian's containernetworking-plugins and the upstream release tarball put the CNI plugins. */
 export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
 const SETTLE_POLL_MS = 250;
+/** What every node needs on the host: network namespaces, links and routes, and entering them. */
+const CLUSTER_TOOLS: readonly HostTool[] = [{ cmd: 'ip', pkg: 'iproute2', why: 'network namespaces, links and routes' }];
+/** What the node agent runs in each captured pod and on each node (Istio's iptables backend). */
+const AMBIENT_TOOLS: readonly HostTool[] = [
+  { cmd: 'iptables-restore', pkg: 'iptables', why: "the node agent's pod and host rules" },
+  { cmd: 'ipset', pkg: 'ipset', why: "the node agent's kubelet-probe set" },
+];
 
 /** One line of progress while the cluster starts or stops. */
 export type Progress = (line: string) => void;
@@ -122,6 +130,7 @@ export class Cluster {
     const { cfg, dataDir, progress } = this;
     const records = Array.from({ length: cfg.nodes }, (_, i) => nodeRecord(cfg, i + 1));
     if (process.getuid?.() !== 0) throw new MeshError('UP_ERR_NETWORK', 'amesh up needs root: it makes network namespaces, links and routes (run it with sudo)');
+    requireHostTools(cfg.dataplane === 'ambient' ? [...CLUSTER_TOOLS, ...AMBIENT_TOOLS] : CLUSTER_TOOLS);
     await new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS], cacheDir: dataDir.root }).checkPlugins(nodeNetworkConfig(records[0]!.podCidr, ''));
     await dataDir.writeCluster({ name: cfg.name, hostIp: cfg.hostIp, nodes: records });
 

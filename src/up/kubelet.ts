@@ -9,7 +9,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Container, type V1ContainerStatus, type V1EnvVar, type V1Pod, type V1PodCondition, type V1PodStatus } from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Container, type V1ContainerStatus, type V1Pod, type V1PodCondition, type V1PodStatus } from '@kubernetes/client-node';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { Backoff } from '../lib/backoff.js';
@@ -18,6 +18,7 @@ import { kubeTime } from '../lib/kube-time.js';
 import type { Logger } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
 import type { CniRuntime, NetworkConfigList } from './cni-runtime.js';
+import { containerArgv, containerEnv } from './container-env.js';
 import { ContainerProcess, type ContainerState, type RestartPolicy } from './processes.js';
 import { ReadinessProbe } from './probes.js';
 import { deleteNetns, type ResourceJournal } from './resource-journal.js';
@@ -50,28 +51,6 @@ export interface KubeletOptions {
 
 const condition = (type: string, ok: boolean, since: number, reason?: string, message?: string): V1PodCondition =>
   ({ type, status: ok ? 'True' : 'False', lastProbeTime: null, lastTransitionTime: kubeTime(since), ...(reason === undefined ? {} : { reason }), ...(message === undefined ? {} : { message }) }) as unknown as V1PodCondition;
-
-/** A container's env, with the downward API's fieldRefs kubelet resolves (pkg/kubelet/kubelet_pods.go podFieldSelectorRuntimeValue). */
-function containerEnv(pod: V1Pod, c: V1Container, podIp: string, hostIp: string): Record<string, string> {
-  const fields: Readonly<Record<string, string>> = {
-    'metadata.name': pod.metadata?.name ?? '',
-    'metadata.namespace': pod.metadata?.namespace ?? '',
-    'metadata.uid': pod.metadata?.uid ?? '',
-    'spec.nodeName': pod.spec?.nodeName ?? '',
-    'spec.serviceAccountName': pod.spec?.serviceAccountName ?? 'default',
-    'status.podIP': podIp,
-    'status.podIPs': podIp,
-    'status.hostIP': hostIp,
-    'status.hostIPs': hostIp,
-  };
-  const env: Record<string, string> = { PATH: `${path.dirname(process.execPath)}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}`, HOSTNAME: pod.metadata?.name ?? '', HOME: '/root' };
-  for (const e of c.env ?? ([] as V1EnvVar[])) {
-    const ref = e.valueFrom?.fieldRef?.fieldPath;
-    if (ref !== undefined) env[e.name] = fields[ref] ?? '';
-    else env[e.name] = (e.value ?? '').replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m);
-  }
-  return env;
-}
 
 function stateJson(s: ContainerState): V1ContainerStatus['state'] {
   if (s.t === 'waiting') return { waiting: { reason: s.reason, ...(s.message === undefined ? {} : { message: s.message }) } };
@@ -164,7 +143,8 @@ class PodWorker {
 
   private startContainer(c: V1Container, podIp: string): void {
     const policy = (this.pod.spec?.restartPolicy ?? 'Always') as RestartPolicy;
-    const p = new ContainerProcess({ name: c.name, argv: [...(c.command ?? []), ...(c.args ?? [])], env: containerEnv(this.pod, c, podIp, this.k.node.ip), cwd: c.workingDir, netns: this.netns, logFile: path.join(this.dir, `${c.name}.log`), restartPolicy: policy }, this.log);
+    const env = containerEnv(this.pod, c, podIp, this.k.node.ip);
+    const p = new ContainerProcess({ name: c.name, argv: containerArgv(c, env), env, cwd: c.workingDir, netns: this.netns, logFile: path.join(this.dir, `${c.name}.log`), restartPolicy: policy }, this.log);
     let lastState = p.state.t;
     p.on('change', () => {
       // A (re)started container is not ready until its probe says so again.

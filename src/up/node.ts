@@ -68,7 +68,9 @@ export class UpNode {
   /** Removes the namespace (killing what runs in it) and the host end of the veth. */
   async remove(): Promise<void> {
     await deleteNetns(this.record.netns);
-    // Deleting the namespace destroys the veth pair; the host end is gone with it unless it was never moved.
-    if ((await runCommand('ip', ['link', 'show', this.hostLink])).code === 0) await ip('link', 'del', this.hostLink);
+    // Deleting the namespace destroys the veth pair, the host end too, though the kernel may do it only after
+    // `ip netns del` returns: a host end already gone is what we want.
+    const del = await runCommand('ip', ['link', 'del', this.hostLink]);
+    if (del.code !== 0 && !del.stderr.includes('Cannot find device')) throw new MeshError('UP_ERR_NETWORK', `ip link del ${this.hostLink} failed: ${del.stderr.trim()}`);
   }
 }

@@ -7,12 +7,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { accessSync, closeSync, constants, openSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { Backoff } from '../lib/backoff.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
+import { resolveCommand } from './host-tools.js';
 
 /** kubelet's container restart back-off (pkg/kubelet/kubelet.go: backOffPeriod, MaxContainerBackOff). */
 const RESTART_BACKOFF_INITIAL_MS = 10_000;
@@ -38,19 +38,6 @@ export type ContainerState =
   | { readonly t: 'waiting'; readonly reason: string; readonly message?: string }
   | { readonly t: 'running'; readonly pid: number; readonly startedAt: number }
   | { readonly t: 'terminated'; readonly exitCode: number; readonly signal?: string; readonly reason: string; readonly startedAt: number; readonly finishedAt: number };
-
-/** Finds `cmd` as execvp would, on the container's PATH; undefined when it is not there. */
-function resolveCommand(cmd: string, envPath: string): string | undefined {
-  const candidates = cmd.includes('/') ? [cmd] : envPath.split(':').filter((d) => d !== '').map((d) => path.join(d, cmd));
-  return candidates.find((c) => {
-    try {
-      accessSync(c, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
 
 /** Emits 'change' whenever its state or restart count changes. */
 export class ContainerProcess extends EventEmitter<{ change: [] }> {

@@ -23,11 +23,10 @@ export const UP_DEFAULTS = Object.freeze({
   /** kind's default podSubnet; node i gets the i-th /24 of it, as kube-controller-manager's --node-cidr-mask-size 24 does. */
   clusterCidr: '10.244.0.0/16',
   /**
-   * What runs on each node besides the pods: `none`, or `ambient` (the node agent and ztunnel, as Istio's
-   * DaemonSets, and amesh-cni in the chain). `none` by default while capture in `up` is new: every pod
-   * runs unmeshed.
+   * What runs on each node besides the pods: `ambient` (the node agent and ztunnel, as Istio's DaemonSets, and
+   * amesh-cni in the pod network chain: pods of enrolled namespaces are captured), or `none` (every pod unmeshed).
    */
-  dataplane: 'none',
+  dataplane: 'ambient',
   /** How long `up` waits for the pods to be ready before it shows the table anyway (kind's --wait, in seconds). */
   waitSeconds: 120,
   /** Nodes get one /24 each from the cluster CIDR, so at most 256; and link names stay short. */

@@ -199,8 +199,10 @@ export class InboundHbone {
       protocol: 'HBONE' as const,
     };
     const parties = (dst: Workload | undefined, svc: Service | undefined) => ({ reporter: 'destination' as const, source, sourceIdentity: peer.identity, destination: dst, destinationService: svc, mtls: true });
+    // The service the connection was for, once known: refusals after that point are attributed to it too.
+    let svc: Service | undefined;
     const reject = (status: number, flags: ResponseFlags, err: MeshError, built = false): void => {
-      const info = { ...base, parties: parties(local, undefined) };
+      const info = { ...base, parties: parties(local, svc) };
       if (built) connections.builtThenFailed(info, flags, err);
       else connections.failed(info, flags, err);
       if (!stream.destroyed) stream.respond({ ':status': status }, { endStream: true });
@@ -220,7 +222,6 @@ export class InboundHbone {
       return;
     }
     let targetPort = target.port;
-    let svc: Service | undefined;
     // A CONNECT names the IP the connection arrived on (ztunnel src/proxy/inbound.rs `validate_destination`): a
     // dual-stack workload is reached on each family's own listener, never across them.
     if (net.isIP(target.host) !== 0 && target.host !== ip) {

@@ -1,0 +1,174 @@
+/**
+ * The README's main job: `amesh up --dataplane ambient` on examples/mesh (copied, since the tour edits its
+ * policy), then a tour of what ambient mode does for an unchanged app. frontend/web on node1 runs the host's
+ * `curl` to the Service echo.backend, whose pods run on node2; iptables in web's network namespace send it to
+ * node1's ztunnel, which carries it over HBONE (mTLS on 15008) to node2's. The tour shows what the echo pods
+ * saw, the SPIFFE identities node2's ztunnel verified, a policy edit that denies the same request, and the
+ * metrics; then it tears the cluster down (or, with `keep`, leaves it up until Ctrl-C).
+ */
+import { cp, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describeError, MeshError } from '../lib/errors.js';
+import { Cluster } from '../up/cluster.js';
+import { clusterTable } from '../up/cluster-table.js';
+import { requireHostTools } from '../up/host-tools.js';
+import { runCommand } from '../up/run-command.js';
+import { loadUpConfig } from '../up/up-config.js';
+import { examplesDir } from './examples-dir.js';
+
+/** How long a change (a new policy, a pod's workload) may take to reach both ztunnels. */
+const PROPAGATION_DEADLINE_MS = 30_000;
+const RETRY_MS = 250;
+/** curl's own limit per request, so a dropped connection never stalls the tour. */
+const CURL_MAX_SECONDS = '5';
+const REQUESTS = 4;
+const CLIENT = { namespace: 'frontend', pod: 'web', principal: 'spiffe://cluster.local/ns/frontend/sa/web' } as const;
+const SERVICE_URL = 'http://echo.backend/';
+const SERVER_NODE = 'node2';
+const DENIED_PRINCIPAL = 'cluster.local/ns/frontend/sa/admin';
+
+export interface AmbientDemoOptions {
+  readonly keep: boolean;
+  readonly dataDir: string;
+  /** The cluster's name (it prefixes the network namespaces and links). */
+  readonly name: string;
+}
+
+const say = (s: string): void => void process.stdout.write(`${s}\n`);
+const indent = (text: string): string =>
+  text
+    .trimEnd()
+    .split('\n')
+    .map((l) => `    ${l}`)
+    .join('\n');
+
+function stepFailed(step: string, detail: string): MeshError {
+  return new MeshError('DEMO_ERR_STEP', `${step}: ${detail}`);
+}
+
+/** Retries `attempt` until it returns a value, or fails the step with the last reason it gave. */
+async function until<T>(step: string, attempt: () => Promise<T | string>): Promise<T> {
+  const deadline = Date.now() + PROPAGATION_DEADLINE_MS;
+  for (;;) {
+    const r = await attempt();
+    if (typeof r !== 'string') return r;
+    if (Date.now() > deadline) throw stepFailed(step, r);
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+  }
+}
+
+/** A field of a text-format log line: `key=value`, the value JSON-quoted when it has spaces. */
+function logField(line: string, key: string): string {
+  const raw = new RegExp(`(?:^|\\s)${key.replace('.', '\\.')}=("(?:[^"\\\\]|\\\\.)*"|\\S+)`).exec(line)?.[1] ?? '?';
+  return raw.startsWith('"') ? (JSON.parse(raw) as string) : raw;
+}
+
+interface EchoAnswer {
+  hostname: string;
+  peer: string;
+}
+
+export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
+  if (process.getuid?.() !== 0) throw new MeshError('UP_ERR_NETWORK', 'amesh demo needs root: it brings up a cluster of network namespaces with iptables rules (run it as root; amesh demo --socks5 is the tour that needs no root)');
+  requireHostTools([{ cmd: 'curl', pkg: 'curl', why: "the web pod's client" }]);
+  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-demo-'));
+  const config = path.join(dir, 'mesh');
+  await cp(examplesDir('mesh'), config, { recursive: true });
+  const cfg = loadUpConfig({ configDir: config, dataDir: o.dataDir, name: o.name, dataplane: 'ambient' });
+  say(`==> amesh up: the API server, istiod, ${String(cfg.nodes)} nodes each with a node agent and a ztunnel, and the pods of ${config} (copied from examples/mesh)`);
+  let cluster: Cluster | undefined;
+  let interrupted = false;
+  const onSignal = (): void => {
+    interrupted = true;
+    say('==> interrupted: tearing the cluster down');
+    void (cluster?.stop() ?? Promise.resolve()).then(() => rm(dir, { recursive: true, force: true })).then(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let failure: Error | undefined;
+  try {
+    cluster = await Cluster.start(cfg, (l) => say(`    ${l}`));
+    if (interrupted) return;
+    await tour(cluster, config);
+  } catch (e) {
+    failure = e instanceof Error ? e : new Error(String(e));
+  }
+  if (interrupted) return;
+  if (o.keep && cluster !== undefined) {
+    if (failure !== undefined) say(`==> ${describeError(failure)}`);
+    say(`==> the cluster keeps running: kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec --data-dir ${cluster.dataDir.root} ${CLIENT.namespace}/${CLIENT.pod} -- curl -s ${SERVICE_URL}; edit ${config} and watch it apply. Ctrl-C tears it down`);
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+  }
+  say('==> tearing the cluster down');
+  await cluster?.stop();
+  await rm(dir, { recursive: true, force: true });
+  say('    nothing is left: no network namespace, link, route, iptables rule, ipset or process');
+  if (failure !== undefined) throw failure;
+}
+
+async function tour(cluster: Cluster, config: string): Promise<void> {
+  if (!(await cluster.settle())) throw stepFailed('waiting for the pods', `not every pod is ready:\n${clusterTable(await cluster.snapshot(), 'table')}`);
+  const snapshot = await cluster.snapshot();
+  say('==> the cluster (kubectl get nodes,pods -A -o wide shows the same):');
+  say(indent(clusterTable(snapshot, 'table')));
+  const web = snapshot.pods.find((p) => p.metadata?.namespace === CLIENT.namespace && p.metadata.name === CLIENT.pod);
+  const serverNode = snapshot.nodes.find((n) => n.metadata?.name === SERVER_NODE);
+  const metricsUrl = `http://${serverNode?.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? ''}:15020/metrics`;
+  const webIp = web?.status?.podIP ?? '';
+  const { record } = await cluster.dataDir.sandbox(CLIENT.namespace, CLIENT.pod);
+  const curl = (): Promise<{ code: number | null; stdout: string; stderr: string }> => runCommand('ip', ['netns', 'exec', record.netns, 'curl', '-sS', '--max-time', CURL_MAX_SECONDS, SERVICE_URL]);
+
+  say(`==> ${CLIENT.namespace}/${CLIENT.pod} (${webIp}, ${web?.spec?.nodeName ?? '?'}) runs an unchanged curl ${SERVICE_URL}: the Service's pods are on ${SERVER_NODE}`);
+  say(`    ${CLIENT.pod}'s iptables send it to ${web?.spec?.nodeName ?? '?'}'s ztunnel (15001), which opens HBONE (mTLS 1.3, 15008) to ${SERVER_NODE}'s; the name is answered by the ztunnel's DNS proxy`);
+  for (let i = 0; i < REQUESTS; i++) {
+    const answer = await until('curl through the mesh', async () => {
+      const r = await curl();
+      if (r.code !== 0) return `curl exited with ${String(r.code)}: ${r.stderr.trim()}`;
+      try {
+        return JSON.parse(r.stdout) as EchoAnswer;
+      } catch {
+        return `not the echo server's answer: ${r.stdout.slice(0, 200)}`;
+      }
+    });
+    say(`    ${answer.hostname} answered; it saw the client at ${answer.peer} (${CLIENT.pod}'s own address: ztunnel keeps the source)`);
+  }
+
+  const opened = await until(`${SERVER_NODE}'s ztunnel metrics`, async () => {
+    const text = await fetch(metricsUrl).then((r) => r.text(), (e: unknown) => `cannot fetch ${metricsUrl}: ${describeError(e)}`);
+    const line = text.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"') && l.includes(`source_principal="${CLIENT.principal}"`));
+    return line === undefined ? `no connection from ${CLIENT.principal} in ${metricsUrl}` : { line, text };
+  });
+  const label = (k: string): string => new RegExp(`${k}="([^"]*)"`).exec(opened.line)?.[1] ?? '?';
+  say(`==> ${SERVER_NODE}'s ztunnel verified both ends (${metricsUrl}):`);
+  say(`    source_principal=${label('source_principal')}`);
+  say(`    destination_principal=${label('destination_principal')} (connection_security_policy=${label('connection_security_policy')})`);
+
+  const policies = path.join(config, 'policies.yaml');
+  say(`==> editing ${policies}: backend's ALLOW policy now names ${DENIED_PRINCIPAL} instead of web`);
+  const text = await readFile(policies, 'utf8');
+  await writeFile(`${policies}.tmp`, text.replace('cluster.local/ns/frontend/sa/web', DENIED_PRINCIPAL));
+  await rename(`${policies}.tmp`, policies);
+  const denied = await until('the edited policy denies', async () => {
+    const r = await curl();
+    return r.code === 0 ? 'curl still succeeds' : r;
+  });
+  say(`    the same curl now fails (exit ${String(denied.code)}): ${denied.stderr.trim()}`);
+  const log = await readFile(path.join((await cluster.dataDir.sandbox('istio-system', `ztunnel-${SERVER_NODE}`)).dir, 'istio-proxy.log'), 'utf8');
+  const why = log.split('\n').filter((l) => l.includes('connection complete') && l.includes('error')).at(-1);
+  if (why !== undefined) {
+    say(`    ${SERVER_NODE}'s ztunnel logged it (amesh logs istio-system/ztunnel-${SERVER_NODE}):`);
+    for (const key of ['src.identity', 'dst.identity', 'error']) say(`      ${key}=${logField(why, key)}`);
+  }
+
+  say(`==> metrics from ${SERVER_NODE}'s ztunnel (reporter="destination"; some labels left out):`);
+  const metrics = await (await fetch(metricsUrl)).text();
+  for (const l of metrics.split('\n').filter((x) => /^istio_tcp_(connections_opened|connections_failed)_total\{/.test(x) && x.includes('reporter="destination"'))) {
+    say(`    ${l.replace(/(source_|destination_)(canonical_revision|app|version|cluster|service_namespace|canonical_service|workload_namespace)="[^"]*",/g, '').slice(0, 400)}`);
+  }
+}
