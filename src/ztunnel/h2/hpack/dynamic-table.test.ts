@@ -34,9 +34,15 @@ test('lowering the maximum size evicts until the table fits (§4.3); zero clears
   const t = new DynamicTable(4096);
   t.add(['blake', 'eats pizza']);
   t.add(['foo', 'bar']);
-  t.setMaxSize(48);
-  assert.deepEqual(entries(t), [['foo', 'bar']]);
-  assert.equal(t.maxSize, 48);
+  t.setMaxSize(38 + 47 - 1);
+  assert.deepEqual(entries(t), [['foo', 'bar']], 'one octet short of both entries');
+  t.setMaxSize(38);
+  assert.deepEqual(entries(t), [['foo', 'bar']], 'exactly the remaining entry');
+  assert.equal(t.maxSize, 38);
+  t.setMaxSize(37);
+  assert.deepEqual(entries(t), []);
+  t.add(['foo', 'bar']);
+  assert.deepEqual(entries(t), [], 'a 38-octet entry does not fit a 37-octet table');
   t.setMaxSize(0);
   assert.equal(t.length, 0);
 });
