@@ -8,7 +8,13 @@ import { rawFrame } from './frame-writer.js';
 type Event = readonly unknown[];
 
 /** Records every callback; DATA pieces are kept as views so tests can check they were not copied. */
-function recorder(accept = true): { sink: FrameSink; events: Event[]; pieces: Buffer[] } {
+interface Recorder {
+  readonly sink: FrameSink;
+  readonly events: Event[];
+  readonly pieces: Buffer[];
+}
+
+function recorder(accept = true): Recorder {
   const events: Event[] = [];
   const pieces: Buffer[] = [];
   const sink: FrameSink = {
@@ -31,13 +37,19 @@ function recorder(accept = true): { sink: FrameSink; events: Event[]; pieces: Bu
 }
 
 const MAX_FRAME = 16_384;
-const newReader = (sink: FrameSink, maxBlock = 4096): FrameReader => new FrameReader(sink, MAX_FRAME, maxBlock);
+const txt = (s: string): Buffer => Buffer.from(s);
+/** A reader past the preface's SETTINGS, which every connection starts with. */
+const newReader = (rec: Recorder, maxBlock = 4096): FrameReader => {
+  const r = new FrameReader(rec.sink, MAX_FRAME, maxBlock);
+  r.push(rawFrame(FrameType.SETTINGS, 0, 0, Buffer.alloc(0)));
+  rec.events.length = 0;
+  return r;
+};
 const u32 = (...v: number[]): Buffer => {
   const b = Buffer.alloc(v.length * 4);
   v.forEach((x, i) => b.writeUInt32BE(x, i * 4));
   return b;
 };
-const txt = (s: string): Buffer => Buffer.from(s);
 
 /** One connection's worth of frames covering every type the reader hands out. */
 const SAMPLE = Buffer.concat([
@@ -88,7 +100,7 @@ function merged(events: Event[]): Event[] {
 function connectionErrorOf(frame: Buffer): { streamId: number; h2Code: number } {
   const r = recorder();
   try {
-    newReader(r.sink).push(frame);
+    newReader(r).push(frame);
   } catch (e) {
     assert.ok(e instanceof H2Error, String(e));
     return { streamId: e.streamId, h2Code: e.h2Code };
@@ -97,22 +109,28 @@ function connectionErrorOf(frame: Buffer): { streamId: number; h2Code: number } 
 }
 
 describe('FrameReader (RFC 9113 §4, §6)', () => {
+  test('the first frame of a connection must be SETTINGS (not an ACK): anything else is a PROTOCOL_ERROR', () => {
+    for (const first of [rawFrame(FrameType.PING, 0, 0, Buffer.alloc(8)), rawFrame(FrameType.SETTINGS, FrameFlag.ACK, 0, Buffer.alloc(0)), rawFrame(0xfa, 0, 0, Buffer.alloc(0))]) {
+      assert.throws(() => new FrameReader(recorder().sink, MAX_FRAME, 4096).push(first), (e) => e instanceof H2Error && e.streamId === 0 && e.h2Code === H2ErrorCode.PROTOCOL_ERROR);
+    }
+  });
+
   test('a connection in one chunk yields every frame, padding and priority fields stripped, unknown types ignored', () => {
     const r = recorder();
-    newReader(r.sink).push(SAMPLE);
+    newReader(r).push(SAMPLE);
     assert.deepEqual(r.events, SAMPLE_EVENTS);
   });
 
   test('split at every byte boundary, and fed byte by byte, the frames are the same', () => {
     for (let cut = 1; cut < SAMPLE.length; cut++) {
       const r = recorder();
-      const reader = newReader(r.sink);
+      const reader = newReader(r);
       reader.push(SAMPLE.subarray(0, cut));
       reader.push(SAMPLE.subarray(cut));
       assert.deepEqual(merged(r.events), SAMPLE_EVENTS, `cut at ${cut}`);
     }
     const r = recorder();
-    const reader = newReader(r.sink);
+    const reader = newReader(r);
     for (let i = 0; i < SAMPLE.length; i++) reader.push(SAMPLE.subarray(i, i + 1));
     assert.deepEqual(merged(r.events), SAMPLE_EVENTS);
   });
@@ -121,7 +139,7 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
     const payload = Buffer.alloc(40_000, 7);
     const wire = Buffer.concat([rawFrame(FrameType.DATA, 0, 1, payload.subarray(0, 16_000)), rawFrame(FrameType.DATA, 0, 1, payload.subarray(16_000, 32_000)), rawFrame(FrameType.DATA, 0, 1, payload.subarray(32_000))]);
     const r = recorder();
-    const reader = new FrameReader(r.sink, MAX_FRAME, 4096);
+    const reader = newReader(r);
     const chunks: Buffer[] = [];
     for (let off = 0; off < wire.length; off += 16_384) chunks.push(Buffer.from(wire.subarray(off, off + 16_384)));
     for (const c of chunks) reader.push(c);
@@ -132,13 +150,13 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
 
   test('a DATA frame the sink refuses (its stream is gone) is skipped and still ends', () => {
     const r = recorder(false);
-    newReader(r.sink).push(rawFrame(FrameType.DATA, FrameFlag.END_STREAM, 5, txt('dropped')));
+    newReader(r).push(rawFrame(FrameType.DATA, FrameFlag.END_STREAM, 5, txt('dropped')));
     assert.deepEqual(r.events, [['dataStart', 5, 7, 7], ['dataEnd', 5, true]]);
   });
 
   test('a control frame split across chunks is assembled; whole in one chunk it is a view', () => {
     const r = recorder();
-    const reader = newReader(r.sink);
+    const reader = newReader(r);
     const goaway = rawFrame(FrameType.GOAWAY, 0, 0, Buffer.concat([u32(1, 2), txt('split debug data')]));
     reader.push(goaway.subarray(0, 14));
     reader.push(goaway.subarray(14));
@@ -189,7 +207,7 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
   for (const [what, frame, code] of STREAM_ERRORS) {
     test(`stream error, the connection goes on: ${what}`, () => {
       const r = recorder();
-      const reader = newReader(r.sink);
+      const reader = newReader(r);
       reader.push(Buffer.concat([frame, rawFrame(FrameType.PING, 0, 0, txt('still up'))]));
       assert.deepEqual(r.events, [['streamError', 3, code], ['ping', 'still up', false]]);
     });
@@ -197,19 +215,19 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
 
   test('HEADERS that make their stream depend on itself: the block is still delivered (HPACK state), then a stream error', () => {
     const r = recorder();
-    newReader(r.sink).push(rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS | FrameFlag.PRIORITY, 5, Buffer.concat([u32(5), Buffer.from([1]), txt('blk')])));
+    newReader(r).push(rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS | FrameFlag.PRIORITY, 5, Buffer.concat([u32(5), Buffer.from([1]), txt('blk')])));
     assert.deepEqual(r.events, [['headers', 5, 'blk', false], ['streamError', 5, H2ErrorCode.PROTOCOL_ERROR]]);
   });
 
   test('the reserved bit of a stream id is ignored', () => {
     const r = recorder();
-    newReader(r.sink).push(rawFrame(FrameType.DATA, FrameFlag.END_STREAM, 0x8000_0001, txt('r')));
+    newReader(r).push(rawFrame(FrameType.DATA, FrameFlag.END_STREAM, 0x8000_0001, txt('r')));
     assert.deepEqual(r.events, [['dataStart', 1, 1, 1], ['data', 1, 'r'], ['dataEnd', 1, true]]);
   });
 
   test('a frame of exactly our max frame size is accepted', () => {
     const r = recorder();
-    newReader(r.sink).push(rawFrame(FrameType.DATA, 0, 1, Buffer.alloc(MAX_FRAME)));
+    newReader(r).push(rawFrame(FrameType.DATA, 0, 1, Buffer.alloc(MAX_FRAME)));
     assert.equal(Buffer.concat(r.pieces).length, MAX_FRAME);
   });
 });

@@ -64,6 +64,7 @@ export class FrameReader {
   private blockSize = 0;
   private blockStreamId = 0;
   private blockEndStream = false;
+  private settingsSeen = false;
 
   constructor(
     private readonly sink: FrameSink,
@@ -148,6 +149,11 @@ export class FrameReader {
     this.type = type;
     this.flags = flags;
     this.streamId = streamId;
+    if (!this.settingsSeen) {
+      // §3.4: each side's preface ends with a SETTINGS frame, so the first frame of a connection is one.
+      if (type !== FrameType.SETTINGS || flags & FrameFlag.ACK) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `the connection preface's first frame is type ${type}, not SETTINGS (RFC 9113 §3.4)`);
+      this.settingsSeen = true;
+    }
     if (length > this.maxFrameSize) throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, `a ${length}-byte frame (type ${type}) exceeds our SETTINGS_MAX_FRAME_SIZE ${this.maxFrameSize}`);
     if (this.blockStreamId !== 0 && (type !== FrameType.CONTINUATION || streamId !== this.blockStreamId)) {
       throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `frame type ${type} on stream ${streamId} where a CONTINUATION of stream ${this.blockStreamId}'s header block must come (RFC 9113 §6.10)`);
