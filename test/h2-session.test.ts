@@ -1,4 +1,4 @@
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
@@ -7,8 +7,7 @@ import type { H2Stream } from '../src/ztunnel/h2/h2-stream.js';
 import type { RequestHead, ResponseHead } from '../src/ztunnel/h2/message-headers.js';
 import { H2ErrorCode } from '../src/ztunnel/h2/frame.js';
 import { isMeshError } from '../src/lib/errors.js';
-import { meshFixture, type MeshFixture } from './helpers/mesh-fixture.js';
-import { listenHboneTls, sessionPair, type TlsServer } from './helpers/h2-tls.js';
+import { sessionPair, useHboneTls } from './helpers/h2-tls.js';
 
 const HOST = '127.0.105.1';
 
@@ -34,19 +33,10 @@ const responseOf = async (s: H2Stream): Promise<ResponseHead> => ((await once(s,
 const pattern = (n: number, seed: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff));
 
 describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
-  let fx: MeshFixture;
-  let tlsServer: TlsServer;
-  before(async () => {
-    fx = await meshFixture();
-    tlsServer = await listenHboneTls(fx, HOST);
-  });
-  after(async () => {
-    await tlsServer.close();
-    await fx.cleanup();
-  });
+  const ctx = useHboneTls(HOST);
 
   test('a CONNECT stream carries bytes both ways with half-close in each direction (END_STREAM <-> end())', async () => {
-    const { client, server, clientSocket } = await sessionPair(fx, tlsServer, HOST);
+    const { client, server, clientSocket } = await sessionPair(ctx.fx, ctx.server, HOST);
     assert.equal(clientSocket.getProtocol(), 'TLSv1.3');
     assert.equal(clientSocket.alpnProtocol, 'h2');
     const up = pattern(3 * 1024 * 1024 + 17, 1);
@@ -72,7 +62,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
 
   test('a stream whose reader stops holds its sender at its window while another stream on the connection proceeds', async () => {
     const window = 65_535;
-    const { client, server } = await sessionPair(fx, tlsServer, HOST, {}, { streamWindowSize: window });
+    const { client, server } = await sessionPair(ctx.fx, ctx.server, HOST, {}, { streamWindowSize: window });
     const slow = quiet(client.connect('10.0.0.1:1'));
     const [slowServer] = await nextStream(server);
     slowServer.respond(200);
@@ -96,7 +86,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
   });
 
   test('PING is answered with an ACK (keepalive)', async () => {
-    const { client, server } = await sessionPair(fx, tlsServer, HOST);
+    const { client, server } = await sessionPair(ctx.fx, ctx.server, HOST);
     await client.ping();
     await server.ping();
     client.destroy();
@@ -104,7 +94,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
   });
 
   test('graceful GOAWAY from the server: no new streams, the open one completes, then both ends close', async () => {
-    const { client, server } = await sessionPair(fx, tlsServer, HOST);
+    const { client, server } = await sessionPair(ctx.fx, ctx.server, HOST);
     const c = quiet(client.connect('10.0.0.1:8080'));
     const [s] = await nextStream(server);
     s.respond(200);
@@ -123,7 +113,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
   });
 
   test('a stream destroyed by its owner is reset on the wire (CANCEL); the connection stays up', async () => {
-    const { client, server } = await sessionPair(fx, tlsServer, HOST);
+    const { client, server } = await sessionPair(ctx.fx, ctx.server, HOST);
     const c = quiet(client.connect('10.0.0.1:8080'));
     const [s] = await nextStream(server);
     s.respond(200);
@@ -141,7 +131,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
   });
 
   test('the peer concurrency limit (SETTINGS_MAX_CONCURRENT_STREAMS) refuses a stream locally, before it is sent', async () => {
-    const { client, server } = await sessionPair(fx, tlsServer, HOST, {}, { maxConcurrentStreams: 1 });
+    const { client, server } = await sessionPair(ctx.fx, ctx.server, HOST, {}, { maxConcurrentStreams: 1 });
     assert.equal(client.remoteSettings.maxConcurrentStreams, 1);
     quiet(client.connect('10.0.0.1:1'));
     assert.throws(() => client.connect('10.0.0.1:2'), (e) => isMeshError(e, 'H2_ERR_REFUSED_STREAM'));
@@ -151,7 +141,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
   });
 
   test('a header block larger than the peer frame size crosses CONTINUATION frames intact', async () => {
-    const { client, server } = await sessionPair(fx, tlsServer, HOST, { maxFrameSize: 16_384 }, { maxFrameSize: 16_384 });
+    const { client, server } = await sessionPair(ctx.fx, ctx.server, HOST, { maxFrameSize: 16_384 }, { maxFrameSize: 16_384 });
     const big = 'v'.repeat(40_000);
     quiet(client.connect('10.0.0.1:8080', [['x-big', big]]));
     const [, head] = await nextStream(server);
@@ -161,7 +151,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
   });
 
   test('a lost connection fails open streams with H2_ERR_SESSION_CLOSED', async () => {
-    const { client, server, clientSocket } = await sessionPair(fx, tlsServer, HOST);
+    const { client, server, clientSocket } = await sessionPair(ctx.fx, ctx.server, HOST);
     const c = quiet(client.connect('10.0.0.1:8080'));
     await nextStream(server);
     const failed = once(c, 'error');

@@ -1,10 +1,11 @@
 import tls from 'node:tls';
+import { after, before } from 'node:test';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { H2Session, type H2Role, type H2SessionOptions } from '../../src/ztunnel/h2/h2-session.js';
 import { clientTlsOptions, serverTlsOptions } from '../../src/ztunnel/tls/workload-tls.js';
 import { DEFAULTS } from '../../src/ztunnel/config.js';
-import type { MeshFixture } from './mesh-fixture.js';
+import { meshFixture, type MeshFixture } from './mesh-fixture.js';
 import { StaticHeaderDecoder, StaticHeaderEncoder } from './h2-static-codec.js';
 
 export const SERVER_ID = 'spiffe://cluster.local/ns/h2/sa/server';
@@ -72,4 +73,18 @@ export async function sessionPair(fx: MeshFixture, server: TlsServer, host: stri
   const s = new H2Session(await accepted, h2Options('server', serverOptions));
   await once(c, 'remoteSettings');
   return { client: c, server: s, clientSocket };
+}
+
+/** Registers before/after hooks for a mesh fixture (CA) and an HBONE TLS server on `host`; read them inside tests. */
+export function useHboneTls(host: string): { readonly fx: MeshFixture; readonly server: TlsServer } {
+  const ctx = {} as { fx: MeshFixture; server: TlsServer };
+  before(async () => {
+    ctx.fx = await meshFixture();
+    ctx.server = await listenHboneTls(ctx.fx, host);
+  });
+  after(async () => {
+    await ctx.server.close();
+    await ctx.fx.cleanup();
+  });
+  return ctx;
 }
