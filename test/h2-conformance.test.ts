@@ -36,24 +36,25 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
   const ctx = useHboneTls(HOST);
 
   /**
-   * A raw client connected to our server session, which answers each CONNECT with 200 and echoes its bytes, or,
-   * with `hold`, never reads them (so no receive credit returns).
+   * A raw client connected to our server session, which answers each CONNECT with 200 and echoes its bytes; with
+   * `hold` it never reads them (so no receive credit returns), with `reset` it destroys the stream at once.
    */
-  async function openServer(overrides: Partial<H2SessionOptions> = {}, hold = false): Promise<{ peer: RawPeer; session: H2Session }> {
+  async function openServer(overrides: Partial<H2SessionOptions> = {}, mode: 'echo' | 'hold' | 'reset' = 'echo'): Promise<{ peer: RawPeer; session: H2Session }> {
     const accepted = ctx.server.accepted();
     const socket = await connectHboneTls(ctx.fx, HOST, ctx.server.port);
     const session = new H2Session(await accepted, h2Options('server', { ...SERVER, ...overrides }));
     session.on('stream', (s: H2Stream) => {
       s.on('error', () => undefined);
       s.respond(200);
-      if (hold) s.pause();
+      if (mode === 'hold') s.pause();
+      else if (mode === 'reset') s.destroy();
       else s.pipe(s);
     });
     return { peer: new RawPeer(socket), session };
   }
 
   async function connectionError(bytes: Buffer[], overrides: Partial<H2SessionOptions> = {}, preface = PREFACE): Promise<{ code: number; lastStreamId: number; error: ErrorCode | undefined }> {
-    const { peer, session } = await openServer(overrides, true);
+    const { peer, session } = await openServer(overrides, 'hold');
     const closed = once(session, 'close');
     peer.send(preface, ...bytes);
     const goaway = await peer.frame((f) => f.type === FrameType.GOAWAY, 'GOAWAY');
@@ -145,6 +146,17 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       assert.equal(await streamError(bytes, id, overrides), code);
     });
   }
+
+  test('frames the peer sent before it saw our RST_STREAM are ignored, not answered (§5.1 closed)', LIMIT, async () => {
+    const { peer } = await openServer({}, 'reset');
+    peer.send(PREFACE, headers(1));
+    const rst = await peer.frame((f) => f.type === FrameType.RST_STREAM && f.streamId === 1, 'our RST_STREAM');
+    assert.equal(rst.payload.readUInt32BE(0), H2ErrorCode.CANCEL);
+    peer.send(data(1, 'in flight'), headers(1, block([['x', 'trailer']]), FrameFlag.END_HEADERS | FrameFlag.END_STREAM), ping('afterrst'));
+    await peer.frame(isAck('afterrst'), 'PING ACK');
+    assert.equal(peer.frames.filter((f) => f.type === FrameType.RST_STREAM || f.type === FrameType.GOAWAY).length, 1);
+    peer.socket.destroy();
+  });
 
   test('unknown frame types are ignored and PING is answered with the same payload', LIMIT, async () => {
     const { peer } = await openServer();

@@ -40,6 +40,13 @@ export interface H2SessionEvents {
   close: [error: Error | undefined];
 }
 
+/**
+ * How many streams we reset are remembered, so the frames the peer sent before it saw our RST_STREAM are ignored
+ * (RFC 9113 §5.1, closed) rather than answered; a peer has at most SETTINGS_MAX_CONCURRENT_STREAMS in flight, and
+ * a bound keeps a long-lived connection's memory flat.
+ */
+const RECENTLY_RESET_LIMIT = 1024;
+
 /** Our HEADER_TABLE_SIZE stays at RFC 7541's default: HBONE's few header fields gain nothing from a larger table. */
 const DECODER_TABLE_SIZE = 4096;
 const PING_LENGTH = 8;
@@ -82,6 +89,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   /** No more frames are written: the connection failed, drains to its end, or the socket closed. */
   private dead = false;
   private closeError: Error | undefined;
+  private readonly recentlyReset = new Set<number>();
   private pings: PendingPing[] = [];
   private pingCount = 0;
 
@@ -217,7 +225,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   destroyed(s: H2Stream, error: Error | null): void {
     if (!s.streamClosed) {
       const code = error instanceof H2Error && error.streamId === s.id ? error.h2Code : H2ErrorCode.CANCEL;
-      if (!this.dead) this.socket.write(rstStreamFrame(s.id, code));
+      this.sendRstStream(s.id, code);
       this.closeStream(s);
     }
     // Data the reader never took is gone with the stream: its connection credit comes back.
@@ -236,7 +244,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     if (s === undefined || s.remoteEnded) {
       if (s === undefined && this.isIdle(id)) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `DATA on stream ${id}, which was never opened`);
       this.releaseConnectionCredit(frameLength);
-      this.resetStream(streamError(id, H2ErrorCode.STREAM_CLOSED, 'DATA after the stream ended (RFC 9113 §5.1)'));
+      if (s !== undefined || !this.recentlyReset.has(id)) this.resetStream(streamError(id, H2ErrorCode.STREAM_CLOSED, 'DATA after the stream ended (RFC 9113 §5.1)'));
       this.dataStream = undefined;
       return false;
     }
@@ -431,6 +439,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       if (endStream) this.onRemoteEnd(s);
       return;
     }
+    if (this.recentlyReset.has(id)) return;
     if (!this.isPeerId(id) || this.options.role === 'client') {
       throw connectionError(this.isIdle(id) ? H2ErrorCode.PROTOCOL_ERROR : H2ErrorCode.STREAM_CLOSED, `HEADERS on stream ${id}, which ${this.isIdle(id) ? 'this end never opened' : 'is closed'}`);
     }
@@ -530,11 +539,18 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
   /** A stream error (§5.4.2): RST_STREAM with its code; the stream, if open, fails with it. */
   private resetStream(error: H2Error): void {
-    if (!this.dead) this.socket.write(rstStreamFrame(error.streamId, error.h2Code));
+    this.sendRstStream(error.streamId, error.h2Code);
     const s = this.streams.get(error.streamId);
     if (s === undefined) return;
     this.closeStream(s);
     s.destroy(error);
+  }
+
+  private sendRstStream(id: number, code: number): void {
+    if (this.dead) return;
+    this.socket.write(rstStreamFrame(id, code));
+    this.recentlyReset.add(id);
+    if (this.recentlyReset.size > RECENTLY_RESET_LIMIT) this.recentlyReset.delete(this.recentlyReset.values().next().value!);
   }
 
   private isPeerId(id: number): boolean {
