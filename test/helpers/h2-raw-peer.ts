@@ -1,4 +1,4 @@
-import type tls from 'node:tls';
+import type net from 'node:net';
 import { once } from 'node:events';
 
 /** A frame as a raw peer sees it on the wire. */
@@ -22,7 +22,7 @@ export class RawPeer {
 
   /** `prefaceLength`: as a server, the client preface's bytes come first and are not frames. */
   constructor(
-    readonly socket: tls.TLSSocket,
+    readonly socket: net.Socket,
     private prefaceLength = 0,
   ) {
     socket.on('data', (d: Buffer) => {
