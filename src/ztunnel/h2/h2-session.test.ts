@@ -6,6 +6,7 @@ import { H2Session } from './h2-session.js';
 import type { H2Stream } from './h2-stream.js';
 import { CLIENT_PREFACE, FrameFlag, FrameType } from './frame.js';
 import { rawFrame, settingsFrame } from './frame-writer.js';
+import { isMeshError } from '../../lib/errors.js';
 import { RawPeer, type WireFrame } from '../../../test/helpers/h2-raw-peer.js';
 import { h2Options } from '../../../test/helpers/h2-tls.js';
 import { StaticHeaderEncoder } from '../../../test/helpers/h2-static-codec.js';
@@ -27,8 +28,8 @@ describe('H2Session receive credit', () => {
   });
   after(() => server.close());
 
-  /** Our server session (windows of 64 KiB, never opened further) whose stream 1 is paused; the raw client opened it. */
-  async function open(): Promise<{ peer: RawPeer; stream: H2Stream }> {
+  /** Our server session (windows of 64 KiB, never opened further) and its stream 1, which the raw client opened. */
+  async function openStream(): Promise<{ peer: RawPeer; stream: H2Stream }> {
     const accepted = once(server, 'connection') as Promise<[net.Socket]>;
     const socket = net.connect((server.address() as net.AddressInfo).port, HOST);
     const [serverSocket] = await accepted;
@@ -37,10 +38,16 @@ describe('H2Session receive credit', () => {
     const opened = once(session, 'stream') as Promise<[H2Stream]>;
     peer.send(PREFACE);
     const [stream] = await opened;
-    stream.on('error', () => undefined);
-    stream.respond(200);
-    stream.pause();
     return { peer, stream };
+  }
+
+  /** The same, answered 200 and paused: nothing is read from it. */
+  async function open(): Promise<{ peer: RawPeer; stream: H2Stream }> {
+    const opened = await openStream();
+    opened.stream.on('error', () => undefined);
+    opened.stream.respond(200);
+    opened.stream.pause();
+    return opened;
   }
 
   test('padding is credited back at once, though the reader never reads', LIMIT, async () => {
@@ -65,6 +72,17 @@ describe('H2Session receive credit', () => {
     peer.send(rawFrame(FrameType.PING, 0, 0, Buffer.from('barrier2')));
     await peer.frame((f) => f.type === FrameType.PING && f.payload.toString() === 'barrier2', 'PING ACK');
     assert.equal(increments(peer.frames, 0), WINDOW, 'every byte received on the connection is credited back');
+    peer.socket.destroy();
+  });
+
+  test('a server stream that ends or writes before respond() fails instead of sending DATA ahead of its HEADERS', LIMIT, async () => {
+    const { peer, stream } = await openStream();
+    const failed = once(stream, 'error');
+    stream.end();
+    const [error] = (await failed) as [Error];
+    assert.ok(isMeshError(error, 'H2_ERR_PROTOCOL'), String(error));
+    await peer.frame((f) => f.type === FrameType.RST_STREAM && f.streamId === 1, 'RST_STREAM');
+    assert.equal(peer.frames.find((f) => f.type === FrameType.DATA || f.type === FrameType.HEADERS), undefined);
     peer.socket.destroy();
   });
 });

@@ -177,12 +177,9 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   // ---- StreamHost: what streams ask of the session ----
 
   writeData(s: H2Stream, chunk: Buffer, done: (error?: Error | null) => void): void {
-    if (this.dead || s.streamClosed || s.localEnded) {
-      done(new MeshError('H2_ERR_STREAM_CLOSED', `stream ${s.id} can no longer send`));
-      return;
-    }
-    if (!s.headersSent) {
-      done(new MeshError('H2_ERR_PROTOCOL', `stream ${s.id}: write before respond()`));
+    const refusal = this.sendRefusal(s);
+    if (refusal !== undefined) {
+      done(refusal);
       return;
     }
     s.pendingChunk = chunk;
@@ -192,16 +189,22 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   }
 
   endData(s: H2Stream, done: (error?: Error | null) => void): void {
-    if (this.dead || s.streamClosed) {
-      done(new MeshError('H2_ERR_STREAM_CLOSED', `stream ${s.id} can no longer send`));
+    const refusal = this.sendRefusal(s);
+    if (refusal !== undefined) {
+      done(refusal);
       return;
     }
-    if (!s.localEnded) {
-      this.socket.write(this.writer.dataHeader(s.id, 0, true));
-      s.localEnded = true;
-      this.maybeCloseStream(s);
-    }
+    this.socket.write(this.writer.dataHeader(s.id, 0, true));
+    s.localEnded = true;
+    this.maybeCloseStream(s);
     done();
+  }
+
+  /** Why DATA cannot go out on `s` now, if it cannot: closed, already ended, or (server side) not yet answered. */
+  private sendRefusal(s: H2Stream): MeshError | undefined {
+    if (this.dead || s.streamClosed || s.localEnded) return new MeshError('H2_ERR_STREAM_CLOSED', `stream ${s.id} can no longer send`);
+    if (!s.headersSent) return new MeshError('H2_ERR_PROTOCOL', `stream ${s.id}: DATA before respond() would precede the response HEADERS`);
+    return undefined;
   }
 
   resumeReading(s: H2Stream): void {
