@@ -85,6 +85,15 @@ export async function startCapturePaths(dir: string, ca: string, wanted: readonl
   }
 }
 
+/**
+ * `BENCH_CPU_PROF=<dir>`: the proxies run under `--cpu-prof` and write their profiles there when they exit
+ * (`--cpu-prof` is not allowed in NODE_OPTIONS, so the bench passes it).
+ */
+export function profileFlags(): string[] {
+  const dir = process.env['BENCH_CPU_PROF'];
+  return dir === undefined || dir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+}
+
 /** One ztunnel in in-pod mode for both pods; ready once the ZDS snapshot is in and both pods are served. */
 async function startInpodZtunnel(dir: string, ca: string, socket: string, clientIp: string, serverIp: string): Promise<ChildProcess> {
   const mesh = path.join(dir, 'inpod-mesh.yaml');
@@ -93,7 +102,7 @@ async function startInpodZtunnel(dir: string, ca: string, socket: string, client
 - {uid: Kubernetes//Pod/bench/app-0, name: app-0, namespace: bench, serviceAccount: app, workloadIps: [${serverIp}], protocol: HBONE, node: ${NODE}}
 `);
   const { cmd, args } = ameshCommand();
-  const child = spawn(cmd, [...args, 'ztunnel', '--local-ca', ca, '--admin-address', `${ZTUNNEL_HOST}:15000`, '--metrics-address', `${ZTUNNEL_HOST}:15020`, '--readiness-address', `${ZTUNNEL_HOST}:15021`], {
+  const child = spawn(cmd, [...profileFlags(), ...args, 'ztunnel', '--local-ca', ca, '--admin-address', `${ZTUNNEL_HOST}:15000`, '--metrics-address', `${ZTUNNEL_HOST}:15020`, '--readiness-address', `${ZTUNNEL_HOST}:15021`], {
     env: { ...process.env, LOCAL_XDS_PATH: mesh, NODE_NAME: NODE, RUST_LOG: 'info', LOG_FORMAT: 'json', INPOD_ENABLED: 'true', INPOD_UDS: socket, UNSTABLE_ENABLE_SOCKS5: 'false' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

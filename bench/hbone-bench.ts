@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writePluginCaDir, CertificateAuthority } from '../src/lib/pki/certificate-authority.js';
@@ -21,8 +21,9 @@ import { DATA_PATH_NODE_FLAGS } from '../src/lib/node-flags.js';
 import { render } from '../src/lib/table.js';
 import { writeResults } from './write-results.js';
 import { benchApi } from './api-bench.js';
-import { cpuSeconds, median, quantile, rssMiB } from './proc-stats.js';
-import { CAPTURE_PATHS, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
+import { cpuSeconds, currentRssMiB, median, quantile, rssMiB } from './proc-stats.js';
+import { performanceTargets, renderTargets } from './performance-targets.js';
+import { CAPTURE_PATHS, profileFlags, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
 import { listenInNetns } from '../src/lib/native.js';
 import { netnsSkip } from '../test/helpers/netns.js';
 
@@ -160,7 +161,7 @@ async function startZtunnels(dir: string, ca: string): Promise<ChildProcess[]> {
 `);
   const { cmd, args } = ameshCommand();
   const procs = ['1', '2'].map((n) =>
-    spawn(cmd, [...args, 'ztunnel', '--local-ca', ca, '--admin-address', `127.0.42.${n}:15000`, '--metrics-address', `127.0.42.${n}:15020`, '--readiness-address', `127.0.42.${n}:15021`], {
+    spawn(cmd, [...profileFlags(), ...args, 'ztunnel', '--local-ca', ca, '--admin-address', `127.0.42.${n}:15000`, '--metrics-address', `127.0.42.${n}:15020`, '--readiness-address', `127.0.42.${n}:15021`], {
       env: { ...process.env, LOCAL_XDS_PATH: mesh, NODE_NAME: `bench${n}`, RUST_LOG: 'info', LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
@@ -287,6 +288,7 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   const ca = path.join(dir, 'ca');
   await writePluginCaDir(ca);
   const zts = await startZtunnels(dir, ca);
+  const idleRss = Math.max(...(await Promise.all(zts.map((z) => currentRssMiB([z.pid!])))));
   await issueTunnelCerts(dir, ca);
   const stunnel = await startStunnel(dir);
   const nodeTunnel = await startNodeTunnel(dir);
@@ -329,7 +331,6 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
     rows.map((r) => [r.name, mbps(r.throughput1), mbps(r.throughput8), fmt(r.p50), fmt(r.p99), fmt(r.p999), fmt(r.connPerSec, 0), fmt(r.cpuSecPerGB, 2), fmt(r.loadCpuSecPerGB, 2), fmt(r.rssMiB, 0)]),
     rows);
   process.stdout.write('\n' + table);
-  const a = byName('amesh')!;
   const ratios: Record<string, Record<string, number>> = {};
   for (const [over, base] of [['amesh', 'direct'], ['pod-capture', 'pod-direct'], ['amesh', 'node-tls'], ['amesh', 'stunnel']] as const) {
     const o = byName(over);
@@ -347,23 +348,9 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   process.stdout.write('\nratios (path ÷ baseline; throughput and conn/s: higher is better; latency: lower is better)\n');
   process.stdout.write(render('table', ['RATIO', 'THRU 1', 'THRU 8', 'P50', 'P99', 'P999', 'CONN/s'],
     Object.entries(ratios).map(([k, r]) => [k, ...['throughput1', 'throughput8', 'p50', 'p99', 'p999', 'connPerSec'].map((f) => (r[f]!).toFixed(2) + '×')]), ratios));
-  const st = ratios['amesh/stunnel'];
-  if (st !== undefined) {
-    process.stdout.write('\ntargets vs stunnel: ' + [
-      `throughput ≥1.3× (${st['throughput1']!.toFixed(2)}× / ${st['throughput8']!.toFixed(2)}×)`,
-      `conn/s ≥4× (${st['connPerSec']!.toFixed(2)}×)`,
-      `p50 ≤1.1× (${st['p50']!.toFixed(2)}×)`,
-      `p99 ≤2× (${st['p99']!.toFixed(2)}×)`,
-    ].join(', ') + '\n');
-    // Throughput here is CPU-bound: proxies and load generator share the cores. This prints what that allows.
-    const s = byName('stunnel')!;
-    const cores = availableParallelism();
-    const ceiling = (r: Row): number => (cores / ((r.cpuSecPerGB ?? 0) + r.loadCpuSecPerGB)) * 1000;
-    const needed = cores / ((1.3 * s.throughput8) / 1e9) - a.loadCpuSecPerGB;
-    process.stdout.write(`CPU ceiling on ${cores} cores (cores ÷ CPU s/GB of proxies + load): amesh ${ceiling(a).toFixed(0)} MB/s, stunnel ${ceiling(s).toFixed(0)} MB/s; ` +
-      `1.3× stunnel's 8-stream rate needs amesh's two proxies at ≤${needed.toFixed(2)} CPU s/GB (now ${fmt(a.cpuSecPerGB, 2)}, stunnel ${fmt(s.cpuSecPerGB, 2)})\n`);
-  }
-  const file = await writeResults('hbone', { rounds: ROUNDS, rows, ratios, allRounds: rounds });
+  const met = performanceTargets({ rows, rounds, idleZtunnelRssMiB: idleRss });
+  process.stdout.write(`\nissue 10's targets (amesh against the Node floor node-tls; flat over time needs BENCH_ROUNDS=10)\n${renderTargets(met)}`);
+  const file = await writeResults('hbone', { rounds: ROUNDS, rows, ratios, targets: met, idleZtunnelRssMiB: idleRss, allRounds: rounds });
   process.stdout.write(`\nresults written to ${file}\n`);
   await rm(dir, { recursive: true, force: true });
 }
@@ -414,6 +401,7 @@ const DATA_PATHS: readonly string[] = ['direct', 'amesh', 'node-tls', 'stunnel',
 /**
  * Every section by default. `BENCH_PATHS=amesh,stunnel` measures a subset of the data paths (amesh is always
  * kept; `pod-direct,pod-capture` are the capture paths, skipped with the reason when not root), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections.
+ * `BENCH_CPU_PROF=<dir>` runs the ztunnels under `--cpu-prof` (`profileFlags` in capture-bench.ts).
  */
 async function main(): Promise<void> {
   const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim()).filter((p) => p !== '');

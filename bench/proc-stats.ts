@@ -29,14 +29,23 @@ export function runQueueSeconds(pid: number): number {
   }
 }
 
-/** The processes' peak resident memory (VmHWM), summed, in MiB. */
-export async function rssMiB(pids: readonly number[]): Promise<number> {
+async function statusKiB(pids: readonly number[], field: 'VmHWM' | 'VmRSS'): Promise<number> {
   let kb = 0;
   for (const pid of pids) {
     const st = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    kb += Number(/VmHWM:\s+(\d+)/.exec(st)?.[1] ?? 0);
+    kb += Number(new RegExp(`${field}:\\s+(\\d+)`).exec(st)?.[1] ?? 0);
   }
-  return kb / 1024;
+  return kb;
+}
+
+/** The processes' peak resident memory (VmHWM), summed, in MiB. */
+export async function rssMiB(pids: readonly number[]): Promise<number> {
+  return (await statusKiB(pids, 'VmHWM')) / 1024;
+}
+
+/** The processes' resident memory now (VmRSS), summed, in MiB. */
+export async function currentRssMiB(pids: readonly number[]): Promise<number> {
+  return (await statusKiB(pids, 'VmRSS')) / 1024;
 }
 
 export function median(values: readonly number[]): number {

@@ -6,6 +6,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import type dgram from 'node:dgram';
+import net from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,6 +16,8 @@ import { ProxyState } from '../src/ztunnel/state/proxy-state.js';
 import { DnsMetrics } from '../src/ztunnel/dns/dns-metrics.js';
 import { DnsProxy } from '../src/ztunnel/dns/dns-proxy.js';
 import { DNS_PROXY_PORT, podDnsListen, podUpstreamSockets } from '../src/ztunnel/dns/dns-sockets.js';
+import { DEFAULT_INPOD_MARK } from '../src/ztunnel/config.js';
+import { listenInNetns, udpSocketInNetns } from '../src/lib/native.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { dnsmasqSkip, startDnsmasq } from './helpers/dnsmasq.js';
 import { kubeService } from './helpers/dns-state.js';
@@ -32,8 +36,8 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
   const state = new ProxyState();
   state.update({ services: [kubeService('echo', 'shop', ['/10.96.0.10'])] });
 
-  const proxy = (): DnsProxy => new DnsProxy({
-    state, client: () => ({ name: 'curl', namespace: 'shop', network: '', canonicalName: 'curl', canonicalRevision: 'v1' }), listen: podDnsListen(ns.path),
+  const proxy = (reusePort = true): DnsProxy => new DnsProxy({
+    state, client: () => ({ name: 'curl', namespace: 'shop', network: '', canonicalName: 'curl', canonicalRevision: 'v1' }), listen: podDnsListen(ns.path, DNS_PROXY_PORT, { mark: DEFAULT_INPOD_MARK, reusePort }),
     upstream: { nameservers: [{ host: '127.0.0.1', port: 53 }], timeoutMs: 1000, attempts: 1 }, upstreamSockets: podUpstreamSockets(ns.path), metrics,
     log: logs.control.scope('dns'),
   });
@@ -84,6 +88,44 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
     } finally {
       await old.close();
       await next.close();
+    }
+  });
+
+  test('in-pod with INPOD_PORT_REUSE=false: 15053 is not shared, a second socket on it fails with EADDRINUSE over UDP and TCP', async () => {
+    const p = proxy(false);
+    await p.start();
+    const tcp = net.createServer();
+    try {
+      const udp = await udpSocketInNetns(ns.path, { host: '127.0.0.1', port: DNS_PROXY_PORT, reusePort: true }).then(
+        (u) => {
+          u.close();
+          return 'bound';
+        },
+        (e: unknown) => (e as NodeJS.ErrnoException).code,
+      );
+      assert.equal(udp, 'EADDRINUSE');
+      await assert.rejects(listenInNetns(tcp, ns.path, { host: '127.0.0.1', port: DNS_PROXY_PORT, reusePort: true }), { code: 'EADDRINUSE' });
+      assert.deepEqual(await lookup(`127.0.0.1:${DNS_PROXY_PORT}`, 'udp', 'echo.shop.'), { values: ['10.96.0.10'], notFound: false }, 'the proxy still serves');
+    } finally {
+      tcp.close();
+      await p.close();
+    }
+  });
+
+  test("in-pod upstream UDP sockets never share an ephemeral port (no SO_REUSEPORT), so no reply reaches another query's socket", async () => {
+    const small = await TestNetns.create();
+    const sockets: dgram.Socket[] = [];
+    try {
+      // Four ephemeral ports for five sockets: sharing would bind all five, two on one port.
+      await small.exec('sysctl', ['-q', '-w', 'net.ipv4.ip_local_port_range=40000 40003']);
+      const upstream = podUpstreamSockets(small.path);
+      for (let i = 0; i < 5; i++) await upstream.udp(4).then((u) => sockets.push(u), () => undefined);
+      const ports = sockets.map((u) => u.address().port);
+      assert.equal(new Set(ports).size, ports.length, `ports: ${ports.join(', ')}`);
+      assert.equal(ports.length, 4);
+    } finally {
+      for (const u of sockets) u.close();
+      await small.remove();
     }
   });
 });

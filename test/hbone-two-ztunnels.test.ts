@@ -35,6 +35,7 @@ workloads:
   services: {backend/echo.backend.svc.cluster.local: {80: 8080}}
 services:
 - {name: echo, namespace: backend, hostname: echo.backend.svc.cluster.local, vips: [/10.96.0.10], ports: {80: 8080, 81: 8081}}
+- {name: other, namespace: backend, hostname: other.backend.svc.cluster.local, vips: [/10.96.0.11], ports: {80: 8080}}
 policies: ${policies}
 `;
 }
@@ -222,6 +223,23 @@ describe('two ztunnel processes', () => {
     } finally {
       await z3.stop();
     }
+  });
+
+  test("a CONNECT to the workload's IP is attributed to the service it backs whose port reaches it, even when Forwarded names a service it does not back (ztunnel guess_inbound_service)", async () => {
+    const opened = async (service: string): Promise<number> => {
+      const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
+      return text.split('\n').filter((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"') && l.includes(`destination_service="${service}"`)).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+    };
+    const before_ = await opened('echo.backend.svc.cluster.local');
+    const s = await hboneSession(SERVER_IP, await fx.cert(CLIENT_ID), [SERVER_ID], CLIENT_IP);
+    try {
+      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8080` }), 200);
+      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8080`, forwarded: 'host=other.backend.svc.cluster.local' }), 200);
+    } finally {
+      s.close();
+    }
+    await waitFor('both counted against echo', async () => (await opened('echo.backend.svc.cluster.local')) === before_ + 2);
+    assert.equal(await opened('other.backend.svc.cluster.local'), 0);
   });
 
   test('a policy change closes a live, newly denied connection within a second', async () => {

@@ -39,9 +39,9 @@ workloads:
   protocol: HBONE
   node: ${NODE}
   authorizationPolicies: [istio-system/istio_converted_static_strict]
-  services: {ns-b/echo.ns-b.svc.cluster.local: {80: ${STRICT_PORT}}}
+  services: {ns-b/echo.ns-b.svc.cluster.local: {80: ${STRICT_PORT}, 81: ${PERMISSIVE_PORT}}}
 services:
-- {name: echo, namespace: ns-b, hostname: echo.ns-b.svc.cluster.local, vips: [/${SERVICE_VIP}], ports: {80: ${STRICT_PORT}}}
+- {name: echo, namespace: ns-b, hostname: echo.ns-b.svc.cluster.local, vips: [/${SERVICE_VIP}], ports: {80: ${STRICT_PORT}, 81: ${PERMISSIVE_PORT}}}
 policies:
 - {name: istio_converted_static_strict, namespace: istio-system, scope: WorkloadSelector, action: Deny, dryRun: false, rules: [[[{destinationPorts: [${STRICT_PORT}], notPrincipals: [{Presence: {}}]}]]]}
 `;
@@ -142,6 +142,13 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
     // The same plaintext to a port STRICT does not cover is let through, from the client's own address.
     const ok = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, DEFAULT_INPOD_MARK);
     assert.equal(await received(ok), `app ${PERMISSIVE_PORT} saw ${CLIENT_IP}`);
+  });
+
+  test('plaintext captured on 15006 is reported against the Service whose target port it reached, not "unknown" (ztunnel guess_inbound_service)', async () => {
+    const ok = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, DEFAULT_INPOD_MARK);
+    assert.equal(await received(ok), `app ${PERMISSIVE_PORT} saw ${CLIENT_IP}`);
+    // Counted when the connection opens, before a byte of the app's reply reaches the client.
+    assert.match(await metrics(), /istio_tcp_connections_opened_total\{reporter="destination"[^}]*destination_service="echo\.ns-b\.svc\.cluster\.local",destination_service_namespace="ns-b",destination_service_name="echo"[^}]*connection_security_policy="unknown"/);
   });
 
   test("outbound capture: an unchanged client's connection goes through 15001 over HBONE, and the server side's metrics carry both SPIFFE identities", async () => {

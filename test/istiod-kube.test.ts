@@ -24,7 +24,7 @@ const DIR_ISTIOD = '127.0.93.22';
 const LATE_ISTIOD = '127.0.93.23';
 
 /**
- * Beyond examples/mesh: a pod of a Deployment (through its ReplicaSet) and one of a CronJob (through its Job),
+ * Beyond examples/local-mesh: a pod of a Deployment (through its ReplicaSet) and one of a CronJob (through its Job),
  * whose workload names come from their owners; a ServiceEntry with an endpoint; a WorkloadEntry; and an
  * AuthorizationPolicy that fails validation with no good version, which stands in as deny-all either way.
  * Owner uids are placeholders: through the API they are replaced by the owners' real uids.
@@ -208,7 +208,7 @@ describe('istiod on the Kubernetes API', () => {
 
   test('the same objects through the manifest directory and through the API serve the same resources', async () => {
     const config = path.join(dir, 'config');
-    await cp(path.resolve('examples/mesh'), config, { recursive: true });
+    await cp(path.resolve('examples/local-mesh'), config, { recursive: true });
     await writeFile(path.join(config, 'extra.yaml'), EXTRA);
     const objects: Record<string, unknown>[] = [];
     for (const f of (await readdir(config)).sort()) objects.push(...docs(await readFile(path.join(config, f), 'utf8')));

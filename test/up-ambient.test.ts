@@ -3,8 +3,9 @@
  * mode); a server in an enrolled namespace on node1 behind a Service, an unchanged client in another enrolled
  * namespace on node2, and an un-enrolled pod. Shows transparent capture across nodes by ClusterIP and by DNS name
  * (ztunnel's DNS proxy), the SPIFFE identities in the server ztunnel's metrics, Istio's rules in the enrolled pod,
- * un-enrolling and enrolling a running pod by label, and PeerAuthentication STRICT / AuthorizationPolicy DENY
- * written into the config dir, and SIGTERM leaving nothing behind.
+ * un-enrolling and enrolling a running pod by label, the node agent and its plugin reaching the API as istio-cni
+ * (not as up's admin), PeerAuthentication STRICT / AuthorizationPolicy DENY written into the config dir, and
+ * SIGTERM leaving nothing behind.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +14,7 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { amesh, assertTornDown, hostState, kubectlIn, launchUp, upSkip, type HostState, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
+import { amesh, assertTornDown, hostState, kubectlIn, kubectlWith, launchUp, upSkip, type HostState, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
 import { normalizeSave } from './helpers/iptables-save.js';
 import { ambientNamespace, commandPod, namespaces, object } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
@@ -174,6 +175,28 @@ describe('amesh up --dataplane ambient: pods captured by the node agent, traffic
     await waitFor('client enrolled again', async () => (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled' && (await iptablesSave(CLIENT)) === readGolden('pod-rules/default.iptables-save'), CHANGE_DEADLINE_MS);
     await waitFor('client reaches the server through ztunnel', async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)).endsWith('\n') && (await openedFromClient()) > counted, CHANGE_DEADLINE_MS);
     assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}'), uid, 'the pod was not recreated');
+  });
+
+  test('the node agent runs as istio-cni with a token bound to its pod, not up\'s admin kubeconfig; it and its plugin may read pods and are refused (403) creating a pod or reading secrets', async () => {
+    const agent = 'istio-cni-node-node1';
+    assert.equal(await jsonpath('istio-system', 'pod', agent, '{.spec.serviceAccountName}'), 'istio-cni');
+    const command = JSON.parse(await jsonpath('istio-system', 'pod', agent, '{.spec.containers[0].command}')) as string[];
+    const flag = (name: string): string => command[command.indexOf(name) + 1] ?? '';
+    const agentKubeconfig = flag('--kubeconfig');
+    assert.notEqual(path.resolve(agentKubeconfig), path.resolve(dataDir, 'kubeconfig'));
+    // kubectl (client-go) reads the agent's kubeconfig as written (its tokenFile); the plugin's has the token written in.
+    for (const kubeconfig of [agentKubeconfig, path.join(flag('--cni-agent-run-dir'), 'istio-cni-kubeconfig')]) {
+      const as = (...args: string[]): Promise<RunResult> => kubectlWith(host, kubeconfig, ...args);
+      const whoami = await as('auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username} {.status.userInfo.extra.authentication\\.kubernetes\\.io/pod-name[0]}');
+      assert.equal(whoami.stdout, `system:serviceaccount:istio-system:istio-cni ${agent}`, `${kubeconfig}: ${whoami.stderr}`);
+      const pods = await as('get', 'pods', '-n', 'cli', 'client', '-o', 'name');
+      assert.equal(pods.stdout.trim(), 'pod/client', pods.stderr);
+      for (const refused of [['run', 'intruder', '-n', 'cli', '--image', 'amesh', '--restart', 'Never'], ['get', 'secrets', '-n', 'istio-system']]) {
+        const r = await as(...refused);
+        assert.notEqual(r.status, 0, refused.join(' '));
+        assert.match(r.stderr, /\(Forbidden\).*User "system:serviceaccount:istio-system:istio-cni" cannot (create|list) resource "(pods|secrets)"/, refused.join(' '));
+      }
+    }
   });
 
   test('killing a node\'s ztunnel or node agent: amesh up restarts it, the client pod is not recreated and its traffic is back', async () => {

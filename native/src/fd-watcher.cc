@@ -1,11 +1,31 @@
 #include "fd-watcher.h"
 
 #include <node_api.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 #include "args.h"
 #include "errno-error.h"
 
 namespace amesh {
+
+namespace {
+
+// libuv reports POLLERR as UV_EBADF whatever the cause (unix/poll.c). On a socket the cause is its pending
+// error: SO_ERROR names it (and clears it). EBADF stays when the fd has none (not a socket, or truly bad).
+Napi::Error PollError(Napi::Env env, int fd, int err) {
+  if (err == EBADF) {
+    int pending = 0;
+    socklen_t length = sizeof pending;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &length) == 0 && pending != 0) {
+      return ErrnoError(env, pending, "uv_poll", "(the socket's pending error, SO_ERROR)");
+    }
+  }
+  return ErrnoError(env, err, "uv_poll");
+}
+
+}  // namespace
 
 Napi::Function FdWatcher::Define(Napi::Env env) {
   return DefineClass(env, "FdWatcher",
@@ -27,6 +47,7 @@ FdWatcher::FdWatcher(const Napi::CallbackInfo& info) : Napi::ObjectWrap<FdWatche
   }
   handle->data = this;
   handle_ = handle;
+  fd_ = fd;
   callback_ = Napi::Persistent(info[1].As<Napi::Function>());
   context_ = std::make_unique<Napi::AsyncContext>(env, "AmeshFdWatcher", info.This().As<Napi::Object>());
 }
@@ -55,7 +76,7 @@ void FdWatcher::OnPoll(uv_poll_t* handle, int status, int events) {
   auto* self = static_cast<FdWatcher*>(handle->data);
   Napi::Env env = self->Env();
   Napi::HandleScope scope(env);
-  Napi::Value err = status < 0 ? ErrnoError(env, -status, "uv_poll").Value() : env.Null();
+  Napi::Value err = status < 0 ? PollError(env, self->fd_, -status).Value() : env.Null();
   try {
     self->callback_.MakeCallback(
         self->Value(),

@@ -105,9 +105,11 @@ void ApplyOptions(Napi::Env env, int fd, int family, const InetOptions& options)
   if (options.mark) ApplyMark(env, fd, *options.mark);
 }
 
-// A socket in `netns` bound to host:port with the options every in-pod listener shares: SO_REUSEADDR, and
-// SO_REUSEPORT (unless options.reusePort is false) so that a new ztunnel can bind beside the old one and take
-// over. IPv6 sockets are IPv6-only, so 0.0.0.0:P and [::]:P can both be bound, one per family, as in a dual-stack
+// A socket in `netns` bound to host:port with the options every in-pod listener shares: SO_REUSEPORT (unless
+// options.reusePort is false) so that a new ztunnel can bind beside the old one and take over, and for TCP
+// SO_REUSEADDR (a port whose old connections linger in TIME_WAIT can be bound again). Not for UDP: there
+// SO_REUSEADDR lets any other socket with it bind the same port, the sharing reusePort=false turns off. IPv6
+// sockets are IPv6-only, so 0.0.0.0:P and [::]:P can both be bound, one per family, as in a dual-stack
 // pod.
 UniqueFd BoundSocketInNetns(const Napi::CallbackInfo& info, int type) {
   Napi::Env env = info.Env();
@@ -116,7 +118,7 @@ UniqueFd BoundSocketInNetns(const Napi::CallbackInfo& info, int type) {
   InetOptions options = ParseInetOptions(raw);
   bool reusePort = raw.Get("reusePort").IsUndefined() || BoolOption(raw, "reusePort");
   UniqueFd fd(SocketInNetns(env, info[0], address.family, type));
-  SetIntOption(env, fd.get(), SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR");
+  if (type == SOCK_STREAM) SetIntOption(env, fd.get(), SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR");
   if (reusePort) SetIntOption(env, fd.get(), SOL_SOCKET, SO_REUSEPORT, 1, "SO_REUSEPORT");
   if (address.family == AF_INET6) SetIntOption(env, fd.get(), SOL_IPV6, IPV6_V6ONLY, 1, "IPV6_V6ONLY");
   ApplyOptions(env, fd.get(), address.family, options);

@@ -7,7 +7,8 @@ namespace amesh {
 // tcpListenInNetns(netns, host, port, {transparent?, mark?, reusePort? (default true), backlog?}) -> fd of a
 // listening socket.
 Napi::Value TcpListenInNetns(const Napi::CallbackInfo& info);
-// udpBindInNetns(netns, host, port, {transparent?, mark?, reusePort? (default true)}) -> fd of a bound UDP socket.
+// udpBindInNetns(netns, host, port, {transparent?, mark?, reusePort? (default true)}) -> fd of a bound UDP socket
+// (no SO_REUSEADDR: only reusePort shares its port).
 Napi::Value UdpBindInNetns(const Napi::CallbackInfo& info);
 // tcpSocketInNetns(netns, family 4|6, {transparent?, freebind?, mark?}) -> fd of an unconnected TCP socket.
 Napi::Value TcpSocketInNetns(const Napi::CallbackInfo& info);

@@ -1,18 +1,28 @@
 #!/usr/bin/env -S node --min-semi-space-size=16
 // The flag is DATA_PATH_NODE_FLAGS (src/lib/node-flags.ts); a shebang cannot import it.
-import { Command } from '@commander-js/extra-typings';
+import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { VERSION, ISTIO_COMPAT } from '../lib/version.js';
-import { ztunnelCommand } from './ztunnel.js';
-import { echoCommand } from './echo.js';
-import { xCommand } from './x.js';
-import { demoCommand } from './demo.js';
-import { istiodCommand } from './istiod.js';
-import { apiserverCommand } from './apiserver.js';
-import { controllerManagerCommand } from './controller-manager.js';
-import { cniAgentCommand } from './cni-agent.js';
-import { downCommand, upCommand } from './up.js';
-import { execCommand } from './exec.js';
-import { logsCommand } from './logs.js';
+
+/**
+ * Each command's module, imported only when that command runs: `amesh ztunnel` loads ztunnel's code and none of
+ * istiod's, the API server's or the Kubernetes client's, which a node proxy's memory should not carry. Without a
+ * known command (help, or a mistyped name) every module is loaded, so the help lists all and commander can
+ * suggest the closest name.
+ */
+const COMMANDS: Readonly<Record<string, () => Promise<CommandUnknownOpts[]>>> = {
+  ztunnel: async () => [(await import('./ztunnel.js')).ztunnelCommand()],
+  istiod: async () => [(await import('./istiod.js')).istiodCommand()],
+  apiserver: async () => [(await import('./apiserver.js')).apiserverCommand()],
+  'controller-manager': async () => [(await import('./controller-manager.js')).controllerManagerCommand()],
+  'cni-agent': async () => [(await import('./cni-agent.js')).cniAgentCommand()],
+  up: async () => [(await import('./up.js')).upCommand()],
+  down: async () => [(await import('./up.js')).downCommand()],
+  exec: async () => [(await import('./exec.js')).execCommand()],
+  logs: async () => [(await import('./logs.js')).logsCommand()],
+  echo: async () => [(await import('./echo.js')).echoCommand()],
+  demo: async () => [(await import('./demo.js')).demoCommand()],
+  x: async () => [(await import('./x.js')).xCommand()],
+};
 
 const program = new Command('amesh')
   .description("amesh: Istio's ambient mode in TypeScript")
@@ -24,16 +34,6 @@ program
   .action(() => {
     process.stdout.write(`amesh ${VERSION} (Istio ${ISTIO_COMPAT} wire protocols, node ${process.version})\n`);
   });
-program.addCommand(ztunnelCommand());
-program.addCommand(istiodCommand());
-program.addCommand(apiserverCommand());
-program.addCommand(controllerManagerCommand());
-program.addCommand(cniAgentCommand());
-program.addCommand(upCommand());
-program.addCommand(downCommand());
-program.addCommand(execCommand());
-program.addCommand(logsCommand());
-program.addCommand(echoCommand());
-program.addCommand(demoCommand());
-program.addCommand(xCommand());
+const named = COMMANDS[process.argv[2] ?? ''];
+for (const load of named === undefined ? Object.values(COMMANDS) : [named]) for (const c of await load()) program.addCommand(c);
 await program.parseAsync(process.argv);

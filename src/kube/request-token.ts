@@ -11,7 +11,8 @@ import { describeKubeError } from './kube-status.js';
 export interface ServiceAccountTokenRequest {
   readonly namespace: string;
   readonly serviceAccount: string;
-  readonly audience: string;
+  /** Absent: the API's own audiences (an empty list), as for a pod's kube-api-access token. */
+  readonly audience?: string | undefined;
   readonly ttlSeconds: number;
   readonly pod?: string | undefined;
 }
@@ -34,7 +35,7 @@ export async function requestToken(kc: KubeConfig, r: ServiceAccountTokenRequest
     const tr = await core.createNamespacedServiceAccountToken({
       name: r.serviceAccount,
       namespace: r.namespace,
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', metadata: { name: r.serviceAccount, namespace: r.namespace }, spec: { audiences: [r.audience], expirationSeconds: r.ttlSeconds, boundObjectRef } },
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', metadata: { name: r.serviceAccount, namespace: r.namespace }, spec: { audiences: r.audience === undefined ? [] : [r.audience], expirationSeconds: r.ttlSeconds, boundObjectRef } },
     });
     token = tr.status?.token;
   } catch (e) {

@@ -158,7 +158,10 @@ export async function listenInNetns(server: net.Server, netns: NetnsRef, options
   await listening;
 }
 
-/** A UDP socket bound to host:port inside `netns` (SO_REUSEADDR, SO_REUSEPORT), e.g. for DNS on 15053. */
+/**
+ * A UDP socket bound to host:port inside `netns` (SO_REUSEPORT unless `reusePort` is false; never SO_REUSEADDR,
+ * which for UDP would share the port regardless), e.g. for DNS on 15053.
+ */
 export async function udpSocketInNetns(netns: NetnsRef, options: PodBindOptions): Promise<dgram.Socket> {
   const { host, port, ...socketOptions } = options;
   const fd = inNetns(netns, (a) => a.udpBindInNetns(netns, host, port, socketOptions));
@@ -211,7 +214,7 @@ export const seqpacket = {
   send: (fd: number, data: Buffer, fds: readonly number[]): boolean => addon().seqpacketSend(fd, data, fds),
   /** One datagram and the fds that came with it (now the caller's), null when none waits; empty data is the end. */
   recv: (fd: number): { data: Buffer; fds: number[] } | null => addon().seqpacketRecv(fd),
-  /** Watches `fd` on the event loop; `onEvent` gets a poll error or what the fd is ready for. */
+  /** Watches `fd` on the event loop; `onEvent` gets a poll error (a socket's own, SO_ERROR, e.g. ECONNRESET) or what the fd is ready for. */
   watch: (fd: number, onEvent: (err: Error | null, readable: boolean, writable: boolean) => void): FdWatcher =>
     new (addon().FdWatcher)(fd, onEvent),
 };

@@ -5,6 +5,7 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSyn
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { seqpacket } from './native.js';
 import { SeqpacketServer, SeqpacketSocket } from './seqpacket-socket.js';
 
 /** O_CLOEXEC as /proc/PID/fdinfo shows it, in the octal `flags:` line. */
@@ -133,4 +134,24 @@ describe('SeqpacketSocket (AF_UNIX SOCK_SEQPACKET over a libuv poll)', () => {
     await closed;
     assert.equal(existsSync(path.join(dir, 'zds.sock')), false);
   });
+});
+
+test('a peer that closes with our datagram unread resets the connection: the poll error is reported as ECONNRESET (SO_ERROR), not EBADF', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-seqpacket-'));
+  const listener = seqpacket.listen(path.join(dir, 'reset.sock'), 1);
+  const client = SeqpacketSocket.connect(path.join(dir, 'reset.sock'));
+  try {
+    const accepted = seqpacket.accept(listener);
+    assert.notEqual(accepted, null);
+    assert.equal(client.send(Buffer.from('never read')), true);
+    const failed = once(client, 'error') as Promise<[NodeJS.ErrnoException]>;
+    // The kernel gives the peer of a socket closed with data in its queue ECONNRESET (POLLERR).
+    closeSync(accepted!);
+    const [err] = await failed;
+    assert.equal(err.code, 'ECONNRESET', err.message);
+  } finally {
+    client.close();
+    closeSync(listener);
+    await rm(dir, { recursive: true, force: true });
+  }
 });

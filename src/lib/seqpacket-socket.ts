@@ -36,7 +36,8 @@ function watchOrClose(fd: number, onEvent: (err: Error | null, readable: boolean
 
 /**
  * A connected SEQPACKET socket. Events: 'message' (data, fds), one per datagram, boundaries kept; 'drain' when a
- * send() that returned false may be retried; 'error' (err) when the connection failed, then 'close'; 'close'
+ * send() that returned false may be retried; 'error' (err) when the connection failed (by the socket's own error,
+ * e.g. ECONNRESET when the peer closed with our datagrams unread), then 'close'; 'close'
  * when either side closed it.
  */
 export class SeqpacketSocket extends EventEmitter<{ message: [Buffer, number[]]; drain: []; error: [Error]; close: [] }> {

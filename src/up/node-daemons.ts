@@ -8,11 +8,15 @@
  * name on istiod's certificate, which is dialled by IP here). There is no DaemonSet controller: `up` creates one
  * pod per node itself, as a DaemonSet controller would.
  *
- * The istio-ca token: istiod with --kubeconfig authenticates ztunnel by TokenReview and authorizes its
- * impersonation by the pod the token is bound to (istio security/pkg/server/ca/node_auth.go), so the token comes
- * from the API's TokenRequest for `istio-system/ztunnel`, bound to the node's ztunnel pod, as the kubelet's
- * projected token is; it is written to the file AUTH_TOKEN names and renewed at 80% of its lifetime, as the
- * kubelet renews projected tokens.
+ * The tokens, each from the API's TokenRequest, bound to the daemon's pod as the kubelet's projected tokens are,
+ * written atomically and renewed at 80% of their lifetime, as the kubelet renews them:
+ * - ztunnel's istio-ca token: istiod with --kubeconfig authenticates ztunnel by TokenReview and authorizes its
+ *   impersonation by the pod the token is bound to (istio security/pkg/server/ca/node_auth.go); it is written to
+ *   the file AUTH_TOKEN names.
+ * - the agent's API token, for `istio-system/istio-cni` and the API's own audiences, as a pod's kube-api-access
+ *   token is: the agent reaches the API as Istio's istio-cni-node DaemonSet does, with the istio-cni ClusterRoles
+ *   (src/apiserver/auth/rbac-policy.ts), never with up's admin credentials. Its kubeconfig names the token by
+ *   `tokenFile`, which the agent rereads, and the agent writes the token into the plugin's kubeconfig.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
@@ -20,8 +24,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { ameshCommand } from '../demo/ztunnel-process.js';
+import { tokenFileKubeconfig } from '../kube/kube-config.js';
 import { requestToken } from '../kube/request-token.js';
-import { describeError } from '../lib/errors.js';
+import { MeshError, describeError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeRecord, UpDataDir } from './up-data-dir.js';
 
@@ -34,7 +39,7 @@ const AGENT_SERVICE_ACCOUNT = 'istio-cni';
 const AGENT_READINESS = { port: 8000, path: '/readyz' } as const;
 /** The name on istiod's serving certificate (istiod/config.ts ISTIOD_SERVING_NAMES), verified when dialled by IP. */
 const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
-/** Lifetime of the istio-ca token; the kubelet's projected-token default (expirationSeconds) is one hour. */
+/** Lifetime of the daemons' tokens; the kubelet's projected-token default (expirationSeconds) is one hour. */
 const TOKEN_TTL_SECONDS = 3600;
 /** The kubelet renews a projected token once 80% of its lifetime has passed. */
 const TOKEN_RENEW_FRACTION = 0.8;
@@ -71,6 +76,8 @@ export const agentPodName = (node: string): string => `istio-cni-node-${node}`;
 
 /** Where a node's agent keeps pluginevent.sock and istio-cni-kubeconfig (amesh-cni's cni_agent_run_dir). */
 export const agentRunDir = (dataDir: UpDataDir, node: string): string => path.join(dataDir.nodeDir(node), 'cni-agent');
+/** The agent's kubeconfig and its service-account token, as the pod's kube-api-access volume would hold it. */
+const agentCredentialsDir = (dataDir: UpDataDir, node: string): string => path.join(dataDir.nodeDir(node), 'istio-cni');
 /** The node's ZDS socket, shared by its agent and its ztunnel (Istio's /var/run/ztunnel/ztunnel.sock hostPath). */
 const zdsSocket = (dataDir: UpDataDir, node: string): string => path.join(dataDir.nodeDir(node), 'ztunnel.sock');
 
@@ -135,10 +142,20 @@ function ztunnelPod(node: NodeRecord, o: NodeDaemonsOptions, tokenFile: string):
   return daemonPod({ name: ztunnelPodName(node.name), node: node.name, labels: { app: 'ztunnel' }, serviceAccount: ZTUNNEL_SERVICE_ACCOUNT, container: 'istio-proxy', amesh: ['ztunnel'], env, probe: ZTUNNEL_READINESS });
 }
 
-/** The node's agent pod, as the istio-cni-node DaemonSet's would be; it reaches the API with up's kubeconfig. */
-function agentPod(node: NodeRecord, o: NodeDaemonsOptions): V1Pod {
-  const args = ['cni-agent', '--kubeconfig', o.dataDir.kubeconfig, '--cni-agent-run-dir', agentRunDir(o.dataDir, node.name), '--ztunnel-uds-address', zdsSocket(o.dataDir, node.name)];
+/** The node's agent pod, as the istio-cni-node DaemonSet's would be; it reaches the API as istio-cni. */
+function agentPod(node: NodeRecord, o: NodeDaemonsOptions, kubeconfig: string): V1Pod {
+  const args = ['cni-agent', '--kubeconfig', kubeconfig, '--cni-agent-run-dir', agentRunDir(o.dataDir, node.name), '--ztunnel-uds-address', zdsSocket(o.dataDir, node.name)];
   return daemonPod({ name: agentPodName(node.name), node: node.name, labels: { 'k8s-app': 'istio-cni-node' }, serviceAccount: AGENT_SERVICE_ACCOUNT, container: 'install-cni', amesh: args, env: {}, probe: AGENT_READINESS });
+}
+
+/** A token the kubelet would project into a daemon's pod: for its service account, bound to the pod. */
+interface PodToken {
+  readonly node: string;
+  readonly serviceAccount: string;
+  readonly pod: string;
+  /** Absent: the API's own audiences. */
+  readonly audience?: string;
+  readonly file: string;
 }
 
 const ignoreConflict = (e: unknown): void => {
@@ -151,41 +168,47 @@ export class NodeDaemons {
 
   private constructor(private readonly o: NodeDaemonsOptions) {}
 
-  /** Creates istio-system, ztunnel's service account and each node's ztunnel pod, and keeps their tokens fresh. */
+  /** Creates istio-system, the daemons' service accounts and each node's daemon pods, and keeps their tokens fresh. */
   static async start(o: NodeDaemonsOptions): Promise<NodeDaemons> {
     const core = o.kc.makeApiClient(CoreV1Api);
+    const cluster = o.kc.getCurrentCluster();
+    if (cluster === null) throw new MeshError('AMESH_ERR_CONFIG', "up's kubeconfig has no current cluster");
     await core.createNamespace({ body: { metadata: { name: SYSTEM_NAMESPACE } } }).catch(ignoreConflict);
     for (const sa of [AGENT_SERVICE_ACCOUNT, ZTUNNEL_SERVICE_ACCOUNT]) await core.createNamespacedServiceAccount({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: sa, namespace: SYSTEM_NAMESPACE } } }).catch(ignoreConflict);
     const d = new NodeDaemons(o);
     for (const node of o.nodes) {
-      const dir = path.join(o.dataDir.nodeDir(node.name), 'ztunnel');
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      const tokenFile = path.join(dir, 'istio-token');
-      await mkdir(agentRunDir(o.dataDir, node.name), { recursive: true, mode: 0o700 });
-      await core.createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: agentPod(node, o) }).catch(ignoreConflict);
-      await core.createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: ztunnelPod(node, o, tokenFile) }).catch(ignoreConflict);
-      await d.renewToken(node, tokenFile);
+      const ztunnelDir = path.join(o.dataDir.nodeDir(node.name), 'ztunnel');
+      const agentDir = agentCredentialsDir(o.dataDir, node.name);
+      for (const dir of [ztunnelDir, agentDir, agentRunDir(o.dataDir, node.name)]) await mkdir(dir, { recursive: true, mode: 0o700 });
+      const agentToken = path.join(agentDir, 'token');
+      const agentKubeconfig = path.join(agentDir, 'kubeconfig');
+      await writeFile(agentKubeconfig, tokenFileKubeconfig(cluster, AGENT_SERVICE_ACCOUNT, agentToken), { mode: 0o600 });
+      await core.createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: agentPod(node, o, agentKubeconfig) }).catch(ignoreConflict);
+      await d.renewToken({ node: node.name, serviceAccount: AGENT_SERVICE_ACCOUNT, pod: agentPodName(node.name), file: agentToken });
+      const ztunnelToken = path.join(ztunnelDir, 'istio-token');
+      await core.createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: ztunnelPod(node, o, ztunnelToken) }).catch(ignoreConflict);
+      await d.renewToken({ node: node.name, serviceAccount: ZTUNNEL_SERVICE_ACCOUNT, pod: ztunnelPodName(node.name), audience: CA_AUDIENCE, file: ztunnelToken });
     }
     return d;
   }
 
-  /** Writes a fresh token bound to the node's ztunnel pod (atomically: ztunnel may read it at any time), and schedules the next. */
-  private async renewToken(node: NodeRecord, file: string): Promise<void> {
+  /** Writes a fresh token bound to the daemon's pod (atomically: the daemon may read it at any time), and schedules the next. */
+  private async renewToken(t: PodToken): Promise<void> {
     let next = TOKEN_TTL_SECONDS * 1000 * TOKEN_RENEW_FRACTION;
     try {
-      const token = await requestToken(this.o.kc, { namespace: SYSTEM_NAMESPACE, serviceAccount: ZTUNNEL_SERVICE_ACCOUNT, pod: ztunnelPodName(node.name), audience: CA_AUDIENCE, ttlSeconds: TOKEN_TTL_SECONDS });
-      await writeFile(`${file}.tmp`, token, { mode: 0o600 });
-      await rename(`${file}.tmp`, file);
+      const token = await requestToken(this.o.kc, { namespace: SYSTEM_NAMESPACE, serviceAccount: t.serviceAccount, pod: t.pod, audience: t.audience, ttlSeconds: TOKEN_TTL_SECONDS });
+      await writeFile(`${t.file}.tmp`, token, { mode: 0o600 });
+      await rename(`${t.file}.tmp`, t.file);
     } catch (e) {
       next = TOKEN_RETRY_MS;
-      this.o.log.error({ node: node.name, error: describeError(e), retryInMs: next }, "cannot renew ztunnel's istio-ca token");
+      this.o.log.error({ node: t.node, pod: t.pod, error: describeError(e), retryInMs: next }, `cannot renew the ${t.serviceAccount} service-account token`);
     }
     if (this.stopped) return;
-    const t = setTimeout(() => {
-      this.timers.delete(t);
-      void this.renewToken(node, file);
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      void this.renewToken(t);
     }, next);
-    this.timers.add(t);
+    this.timers.add(timer);
   }
 
   /** Stops renewing tokens; the pods go with their kubelets. */

@@ -33,7 +33,12 @@ export function amesh(host: TestNetns, ...args: string[]): Promise<RunResult> {
 
 /** `kubectl` in the host namespace with the data dir's kubeconfig. */
 export function kubectlIn(host: TestNetns, dataDir: string, ...args: string[]): Promise<RunResult> {
-  return runToExit('nsenter', [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', path.join(dataDir, 'kubeconfig'), ...args], 30_000);
+  return kubectlWith(host, path.join(dataDir, 'kubeconfig'), ...args);
+}
+
+/** `kubectl` in the host namespace with another kubeconfig (a daemon's own credentials). */
+export function kubectlWith(host: TestNetns, kubeconfig: string, ...args: string[]): Promise<RunResult> {
+  return runToExit('nsenter', [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', kubeconfig, ...args], 30_000);
 }
 
 export interface LaunchedUp {

@@ -1,6 +1,6 @@
 /**
  * The node agent process (istio cni/pkg/nodeagent/server.go, cni/pkg/cmd/root.go): writes the plugin's
- * kubeconfig, serves `/healthz` and `/readyz` (Istio's port 8000) and `/metrics`, starts the informers and waits
+ * kubeconfig (kept current as the agent's token is renewed), serves `/healthz` and `/readyz` (Istio's port 8000) and `/metrics`, starts the informers and waits
  * for them, puts the host probe rules in place, builds the snapshot of the pods already enrolled (their netns from
  * /proc, their rules reconciled), starts the enrollment queue, the ZDS server ztunnel connects to and the
  * plugin's socket, and only then reports ready. At shutdown the plugin socket closes first; the host probe rules
@@ -18,7 +18,7 @@ import type { CniAgentConfig } from './cni-agent-config.js';
 import { Enrollment } from './enrollment.js';
 import { MeshDataplane, type HostProbes, type InpodRules, type PodNetnsCache } from './mesh-dataplane.js';
 import { PluginServer } from './plugin-server.js';
-import { writePluginKubeconfig } from './plugin-kubeconfig.js';
+import { PluginKubeconfig } from './plugin-kubeconfig.js';
 import { PodMarker } from './pod-marker.js';
 import type { SnapshotPod, ZtunnelLink } from './ztunnel-link.js';
 
@@ -43,6 +43,7 @@ export class CniAgent {
   private isReady = false;
   private readonly servers: http.Server[] = [];
   private plugin: PluginServer | undefined;
+  private pluginKubeconfig: PluginKubeconfig | undefined;
   private zds: ZdsServer | undefined;
   private readonly enrollment: Enrollment;
   private readonly dataplane: MeshDataplane;
@@ -83,7 +84,7 @@ export class CniAgent {
     } catch (e) {
       throw new MeshError('AGENT_ERR_RUN_DIR', `cannot create the run directory ${cfg.runDir}: ${describeError(e)}`, { cause: e });
     }
-    await writePluginKubeconfig(this.kc, cfg.pluginKubeconfig);
+    this.pluginKubeconfig = await PluginKubeconfig.start(this.kc, cfg.pluginKubeconfig, this.logs.scope('plugin-kubeconfig'));
     collectDefaultMetrics({ register: this.metrics });
     this.servers.push(
       await startHttpServer(cfg.readinessAddress, {
@@ -115,6 +116,7 @@ export class CniAgent {
   async stop(decideCleanup = true): Promise<void> {
     this.isReady = false;
     await this.plugin?.stop();
+    this.pluginKubeconfig?.close();
     await this.enrollment.stop();
     const cleanup = decideCleanup && (await this.shouldCleanUp());
     this.log.info({ cleanup }, 'node agent shutting down');

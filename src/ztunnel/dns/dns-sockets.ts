@@ -74,23 +74,34 @@ export const hostUpstreamSockets: DnsUpstreamSockets = {
   tcp: () => new net.Socket(),
 };
 
+/** How a pod's DNS sockets are made: the in-pod mark, and whether listeners share their port (INPOD_PORT_REUSE). */
+export interface PodDnsSocketOptions {
+  readonly mark: number;
+  readonly reusePort: boolean;
+}
+
+/** ztunnel's in-pod defaults (ztunnel `src/config.rs`: INPOD_MARK, INPOD_PORT_REUSE=true). */
+const POD_DNS_DEFAULTS: PodDnsSocketOptions = { mark: DEFAULT_INPOD_MARK, reusePort: true };
+
 /**
  * In-pod: UDP and TCP on 127.0.0.1:15053 and [::1]:15053 inside the pod's network namespace, marked, with
- * SO_REUSEPORT so a new ztunnel binds beside the old one. [::1] is left out when the pod's loopback has no IPv6
- * (ztunnel `maybe_downgrade_ipv6`).
+ * SO_REUSEPORT unless INPOD_PORT_REUSE is false, so a new ztunnel binds beside the old one: ztunnel's DNS server
+ * binds through the pod's socket factory, the one its proxy listeners use (ztunnel `src/dns/server.rs`,
+ * `src/inpod/config.rs`). [::1] is left out when the pod's loopback has no IPv6 (ztunnel `maybe_downgrade_ipv6`).
  */
-export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT, mark = DEFAULT_INPOD_MARK): DnsListen {
+export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT, options = POD_DNS_DEFAULTS): DnsListen {
+  const { mark, reusePort } = options;
   return () => bindAll(['127.0.0.1', '::1'], async (host) => {
     let udp: dgram.Socket;
     try {
-      udp = await udpSocketInNetns(netns, { host, port, mark });
+      udp = await udpSocketInNetns(netns, { host, port, mark, reusePort });
     } catch (e) {
       if (host === '::1' && (e as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') return undefined;
       throw e instanceof MeshError ? e : bindError(host, port, e);
     }
     const tcp = net.createServer();
     try {
-      await listenInNetns(tcp, netns, { host, port, mark, backlog: INPOD_LISTEN_BACKLOG });
+      await listenInNetns(tcp, netns, { host, port, mark, reusePort, backlog: INPOD_LISTEN_BACKLOG });
     } catch (e) {
       udp.close();
       throw e instanceof MeshError ? e : bindError(host, port, e);
@@ -99,10 +110,15 @@ export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT, mark = DEFA
   });
 }
 
-/** In-pod upstream sockets: made inside the pod's network namespace and marked, so the pod's DNS capture lets them out. */
+/**
+ * In-pod upstream sockets: made inside the pod's network namespace and marked, so the pod's DNS capture lets them
+ * out. A UDP one binds an ephemeral port without SO_REUSEPORT whatever INPOD_PORT_REUSE says: nothing binds
+ * beside it, and with it the kernel may give two of them the same port, so one query's reply could reach the
+ * other's socket.
+ */
 export function podUpstreamSockets(netns: NetnsRef, mark = DEFAULT_INPOD_MARK): DnsUpstreamSockets {
   return {
-    udp: (family) => udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark }),
+    udp: (family) => udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark, reusePort: false }),
     tcp: (family) => tcpSocketInNetns(netns, family, { mark }),
   };
 }

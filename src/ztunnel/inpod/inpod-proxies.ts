@@ -19,11 +19,12 @@ import { NetnsSocketFactory } from './netns-socket-factory.js';
 const WILDCARD_V4 = '0.0.0.0';
 const WILDCARD_V6 = '::';
 
-/** What a pod's DNS proxy (15053) is started with: its netns and the mark its sockets must carry. */
+/** What a pod's DNS proxy (15053) is started with: its netns, the mark its sockets must carry, and INPOD_PORT_REUSE. */
 export interface PodDnsTarget {
   readonly uid: string;
   readonly netns: number;
   readonly mark: number;
+  readonly reusePort: boolean;
   readonly local: LocalWorkloadInformation;
 }
 
@@ -80,7 +81,7 @@ export class InpodProxies implements InpodProxyRunner {
     let dns: { close(): void } | undefined;
     try {
       for (const l of listeners) await l.start();
-      dns = await this.startDns?.({ uid, netns, mark: this.inpod.mark, local });
+      dns = await this.startDns?.({ uid, netns, mark: this.inpod.mark, reusePort: this.inpod.portReuse, local });
     } catch (e) {
       for (const l of listeners) l.close(true);
       sockets.close();

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort } from '../../lib/ip.js';
 import { listenInNetns, originalDst, tcpSocketInNetns } from '../../lib/native.js';
-import { connectSocket, localDst, type SocketFactory } from '../proxy/socket-factory.js';
+import { APP_SOCKET_OPTIONS, connectSocket, localDst, type SocketFactory } from '../proxy/socket-factory.js';
 
 /** Listen backlog of in-pod listeners (ztunnel `src/inpod/config.rs`). */
 export const INPOD_LISTEN_BACKLOG = 128;
@@ -44,7 +44,7 @@ export class NetnsSocketFactory implements SocketFactory {
   async connect(host: string, port: number, localAddress: string | undefined, hint?: string): Promise<net.Socket> {
     this.checkOpen();
     const spoof = localAddress !== undefined && localAddress !== host;
-    const s = tcpSocketInNetns(this.netns, net.isIPv6(host) ? 6 : 4, { mark: this.options.mark, transparent: spoof, freebind: spoof }, { allowHalfOpen: true });
+    const s = tcpSocketInNetns(this.netns, net.isIPv6(host) ? 6 : 4, { mark: this.options.mark, transparent: spoof, freebind: spoof }, APP_SOCKET_OPTIONS);
     return connectSocket(s, host, port, spoof ? localAddress : undefined, hint);
   }
 

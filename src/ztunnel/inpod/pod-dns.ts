@@ -39,7 +39,7 @@ export function podDnsStarter(s: PodDnsSettings): PodDnsStarter {
     const proxy = new DnsProxy({
       state: s.state,
       client: () => pod.local.current(),
-      listen: podDnsListen(pod.netns, DNS_PROXY_PORT, pod.mark),
+      listen: podDnsListen(pod.netns, DNS_PROXY_PORT, { mark: pod.mark, reusePort: pod.reusePort }),
       upstream: s.upstream,
       upstreamSockets,
       metrics: s.metrics,

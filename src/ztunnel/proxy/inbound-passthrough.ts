@@ -5,6 +5,7 @@ import { ILLEGAL_PORTS, INBOUND_PLAINTEXT_PORT, WORKLOAD_WAIT_MS } from '../conf
 import { evaluate, type RbacConnection } from '../rbac.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import { AcceptingListener } from './accepting-listener.js';
+import { guessInboundService } from './guess-inbound-service.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
 
@@ -13,7 +14,7 @@ import { relay } from './relay.js';
  * redirected here without HBONE. The destination is the original one (SO_ORIGINAL_DST); policy sees no peer
  * identity, so PeerAuthentication STRICT (istiod's static DENY of identity-less connections) and policies that
  * require an identity deny. A denied connection is closed without a byte; an allowed one reaches the app from the
- * client's own address.
+ * client's own address. Telemetry names the service the workload backs on the destination port, as a guess.
  */
 export function inboundPassthroughListener(ctx: ProxyContext, local: LocalWorkloadInformation, listenIp: string): AcceptingListener {
   return new AcceptingListener(ctx, 'inbound plaintext', listenIp, INBOUND_PLAINTEXT_PORT, (s) => handle(ctx, local, s));
@@ -47,7 +48,7 @@ async function handle(ctx: ProxyContext, localInfo: LocalWorkloadInformation, cl
     actualDst: dstAddr,
     hboneAddr: undefined,
     protocol: 'TCP' as const,
-    parties: { reporter: 'destination' as const, source, sourceIdentity: undefined, destination: local, destinationService: undefined, mtls: false },
+    parties: { reporter: 'destination' as const, source, sourceIdentity: undefined, destination: local, destinationService: guessInboundService(state, local, dst.port), mtls: false },
     rbac,
   };
   const decision = evaluate(state.policiesFor(local), rbac);

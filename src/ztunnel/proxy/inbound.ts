@@ -8,10 +8,11 @@ import { CONNECT_TIMEOUT_MS, HBONE_PORT, ILLEGAL_PORTS, WORKLOAD_WAIT_MS } from 
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import { evaluate, type RbacConnection } from '../rbac.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
-import type { Service } from '../state/service.js';
+import { serviceKey, type Service } from '../state/service.js';
 import { SERVER_TLS, serverTlsOptions, verifyClientIdentity } from '../tls/workload-tls.js';
 import type { ResponseFlags } from '../admin/metrics.js';
 import { baggageFor } from './baggage.js';
+import { guessInboundService } from './guess-inbound-service.js';
 import { startKeepalive } from './h2-keepalive.js';
 import { DecoupledTransport, maxSessionMemoryMb, transportBounds, type TransportBounds } from './decoupled-transport.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
@@ -237,10 +238,12 @@ export class InboundHbone {
       }
       targetPort = mapped;
     }
-    // `Forwarded: host=` names the service the client resolved; it only attributes telemetry (ztunnel `src/proxy/inbound.rs`).
+    // Telemetry only (ztunnel `src/proxy.rs` guess_inbound_service): `Forwarded: host=` names the service the
+    // client resolved, believed only when this workload backs it; otherwise a service whose port reaches this one.
     if (svc === undefined) {
       const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(headers['forwarded'] ?? '')?.[2];
-      if (fwdHost !== undefined) svc = state.serviceByHostname(fwdHost, local.namespace);
+      const named = fwdHost === undefined ? undefined : state.serviceByHostname(fwdHost, local.namespace);
+      svc = named !== undefined && local.services.includes(serviceKey(named)) ? named : guessInboundService(state, local, targetPort);
     }
     if (ILLEGAL_PORTS.has(targetPort)) {
       reject(503, 'CONNECT', new MeshError('ZT_ERR_SELF_CALL', `target port ${targetPort} belongs to ztunnel itself`));

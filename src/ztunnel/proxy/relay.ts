@@ -14,7 +14,8 @@ export const COALESCE_MIN_CHUNK = 4096;
  * Batches the writes of an HBONE stream's bytes into the app socket. A full DATA frame (16384 bytes + 9 of header)
  * never fits one 16 KiB TLS record, so Node hands the stream each frame in two pieces; written as they come, every
  * piece costs a syscall and a wake-up of the app (half of them a few bytes long). While bulk data flows, the socket
- * is corked until the end of the current loop turn, so all pieces from one read leave in one writev. Small
+ * is corked until the end of the current loop turn, so all pieces from one read leave in one writev; the app
+ * socket's buffer (APP_SOCKET_HIGH_WATER_MARK) holds a turn's worth, else `pipe` stops the stream after one frame. Small
  * chunks (request/response traffic) are written at once, so latency is untouched. Per relay, not per chunk: the
  * closures are made once.
  */
@@ -66,8 +67,8 @@ function unendedStreamError(s: Http2Stream): Error | undefined {
  * one side resets the other: an app socket gets an RST, never a FIN, when its HBONE stream or connection failed.
  * `done` runs once, when both sides have closed, with the error that ended the connection if it failed.
  *
- * The hot path is Node's own `pipe`, plus one allocation-free check per chunk from an HBONE stream (see
- * `coalesceWrites`); no logging here.
+ * The hot path is Node's own `pipe` into the app socket and `forward` into the HBONE stream, plus one
+ * allocation-free check per chunk from an HBONE stream (see `coalesceWrites`); no logging here.
  */
 export function relay(a: Duplex, b: Duplex, done: (error: Error | undefined) => void): void {
   let closed = 0;
@@ -92,6 +93,40 @@ export function relay(a: Duplex, b: Duplex, done: (error: Error | undefined) => 
   b.once('close', onClose(b, a));
   if (isH2Stream(a) && !isH2Stream(b)) coalesceWrites(a, b);
   if (isH2Stream(b) && !isH2Stream(a)) coalesceWrites(b, a);
-  a.pipe(b);
-  b.pipe(a);
+  forward(a, b);
+  forward(b, a);
+}
+
+/**
+ * How many bytes an HBONE stream may hold queued before the app socket feeding it is paused. Node's Http2Stream
+ * has a fixed 16 KiB buffer, less than one 64 KiB read from a socket, so with `pipe` the app socket was paused
+ * after every read and the stream took one read per loop turn (docs/performance.md, "App socket buffers"). With
+ * this bound a loop turn takes what the app has queued (libuv reads a socket several times a turn) and the
+ * session sends it in one write. The stream's own flow control still holds the bytes until the peer grants
+ * window; this bounds what waits in front of it.
+ */
+export const STREAM_WRITE_BOUND = 256 * 1024;
+
+/**
+ * Copies `from` into `to` until `from` ends, then ends `to`, as `pipe` does, but into an HBONE stream with the
+ * bound above in place of the stream's buffer. After `to` closes, `from` is no longer read (as `unpipe` leaves it).
+ * The handlers are made once per direction, not per chunk.
+ */
+function forward(from: Duplex, to: Duplex): void {
+  if (!isH2Stream(to)) {
+    from.pipe(to);
+    return;
+  }
+  const onData = (chunk: Buffer): void => {
+    if (!to.write(chunk) && to.writableLength >= STREAM_WRITE_BOUND) from.pause();
+  };
+  from.on('data', onData);
+  to.on('drain', () => from.resume());
+  from.once('end', () => to.end());
+  to.once('close', () => {
+    from.off('data', onData);
+    from.pause();
+  });
+  // A socket handed over paused (SOCKS5 replies before relaying) flows from here, as `pipe` would make it.
+  from.resume();
 }

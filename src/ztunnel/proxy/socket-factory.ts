@@ -1,4 +1,5 @@
 import net from 'node:net';
+import type { DuplexOptions } from 'node:stream';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort, isLoopback } from '../../lib/ip.js';
 import { CONNECT_TIMEOUT_MS } from '../config.js';
@@ -20,6 +21,23 @@ export interface SocketFactory {
   /** Where an accepted connection was headed before capture redirected it (ztunnel `orig_dst_addr_or_default`). */
   originalDst(socket: net.Socket): { ip: string; port: number };
 }
+
+/**
+ * The stream buffer (high-water mark, bytes) of every socket that faces an app: those ztunnel accepts on its
+ * capture and SOCKS5 ports and those it connects to apps. Node's default, 16 KiB, is one HTTP/2 DATA frame: `pipe`
+ * then pauses the HBONE stream after each frame and resumes it a loop turn later, once that write has drained, so
+ * every 16 KiB cost a loop turn, a writev and a wake-up of the app (docs/performance.md, "App socket buffers").
+ * 256 KiB holds what one loop turn decodes from a busy HBONE connection (libuv reads its TLS socket 64 KiB at a
+ * time, several times a turn), so it leaves in one writev. It fills only while an app reads slower than its peer
+ * sends, and then stops the stream as before.
+ */
+export const APP_SOCKET_HIGH_WATER_MARK = 256 * 1024;
+
+/** A socket ztunnel connects to an app: half-open allowed (relay needs it), the app-facing buffer. */
+export const APP_SOCKET_OPTIONS: net.SocketConstructorOpts & DuplexOptions = Object.freeze({ allowHalfOpen: true, writableHighWaterMark: APP_SOCKET_HIGH_WATER_MARK });
+
+/** A listener whose sockets face apps: half-open allowed, TCP_NODELAY (as ztunnel sets it on every socket), the app-facing buffer. */
+export const APP_SERVER_OPTIONS: net.ServerOpts = Object.freeze({ allowHalfOpen: true, noDelay: true, highWaterMark: APP_SOCKET_HIGH_WATER_MARK });
 
 /** Where an accepted connection arrived: the destination when nothing redirected it. */
 export function localDst(socket: net.Socket): { ip: string; port: number } {
@@ -43,7 +61,7 @@ export class LocalSocketFactory implements SocketFactory {
   }
 
   connect(host: string, port: number, localAddress: string | undefined, hint?: string): Promise<net.Socket> {
-    return connectSocket(new net.Socket({ allowHalfOpen: true }), host, port, localAddress, hint);
+    return connectSocket(new net.Socket(APP_SOCKET_OPTIONS), host, port, localAddress, hint);
   }
 
   /**

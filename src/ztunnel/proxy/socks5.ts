@@ -4,6 +4,7 @@ import { describeError, MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort, formatIp } from '../../lib/ip.js';
 import { SOCKS5_PORT } from '../config.js';
 import type { ProxyContext } from './proxy-context.js';
+import { APP_SERVER_OPTIONS } from './socket-factory.js';
 import { failureKind, type Outbound, type OutboundFailure } from './outbound.js';
 
 /** A client that has not finished the SOCKS5 handshake in this long is dropped. */
@@ -88,7 +89,7 @@ export class Socks5Listener {
   }
 
   async start(): Promise<void> {
-    const server = net.createServer({ allowHalfOpen: true, noDelay: true }, (s) => this.onClient(s));
+    const server = net.createServer(APP_SERVER_OPTIONS, (s) => this.onClient(s));
     server.on('error', (e) => this.ctx.log.error({ error: describeError(e), addr: this.address }, 'SOCKS5 listener error'));
     await this.ctx.sockets.listen(server, this.ip, SOCKS5_PORT);
     this.server = server;

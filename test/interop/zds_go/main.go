@@ -4,6 +4,10 @@
 //	zds_go agent SOCK NETNS_A NETNS_B   a node agent (Istio cni/pkg/nodeagent/ztunnelserver.go): listens on SOCK,
 //	                                    prints "listening", then drives the ztunnel that connects through a fixed
 //	                                    script, printing one line per request: "<step> ack" or "<step> nack: <error>"
+//	zds_go agent-protocol-error SOCK CASE
+//	                                    a node agent that breaks the protocol once SnapshotSent was acked: CASE is
+//	                                    keep-after-snapshot, second-snapshot or add-without-info; prints the same
+//	                                    lines, then "eof after a protocol error" when ztunnel hangs up
 //	zds_go ztunnel SOCK                 a ztunnel (ztunnel src/inpod/protocol.rs): connects, says hello, prints one
 //	                                    JSON line per request (an add's fd checked to be one network namespace),
 //	                                    acks it (nacks a pod named "nack-me"), and prints {"kind":"eof"} at the end
@@ -30,12 +34,14 @@ const (
 
 func main() {
 	if len(os.Args) < 3 {
-		fail(errors.New("usage: zds_go agent SOCK NETNS_A NETNS_B | zds_go ztunnel SOCK"))
+		fail(errors.New("usage: zds_go agent SOCK NETNS_A NETNS_B | zds_go agent-protocol-error SOCK CASE | zds_go ztunnel SOCK"))
 	}
 	var err error
 	switch os.Args[1] {
 	case "agent":
 		err = agent(os.Args[2], os.Args[3], os.Args[4])
+	case "agent-protocol-error":
+		err = agentProtocolError(os.Args[2], os.Args[3])
 	case "ztunnel":
 		err = ztunnel(os.Args[2])
 	default:
@@ -103,15 +109,11 @@ func send(c *net.UnixConn, data []byte, fds ...int) error {
 
 // agent listens as Istio's node agent does and drives the ztunnel that connects through a fixed script.
 func agent(sock, netnsA, netnsB string) error {
-	if err := os.Remove(sock); err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: sock, Net: "unixpacket"})
+	l, err := listenAgent(sock)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	fmt.Println("listening")
 	open := func(path string) (int, error) { return syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0) }
 	fdA, err := open(netnsA)
 	if err != nil {
@@ -168,6 +170,57 @@ func agent(sock, netnsA, netnsB string) error {
 		return err
 	}
 	return expectEOF(c, "after a second snapshot_sent")
+}
+
+// listenAgent listens on sock as the node agent does and prints "listening".
+func listenAgent(sock string) (*net.UnixListener, error) {
+	if err := os.Remove(sock); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: sock, Net: "unixpacket"})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Println("listening")
+	return l, nil
+}
+
+// agentProtocolError sends an empty snapshot, then one request the protocol forbids after it (Istio's ztunnel
+// src/inpod/statemanager.rs refuses each with a ProtocolError), and waits for ztunnel to hang up.
+func agentProtocolError(sock, which string) error {
+	var bad request
+	var fds []int
+	switch which {
+	case "keep-after-snapshot":
+		bad = request{kind: "keep", uid: "pod-k"}
+	case "second-snapshot":
+		bad = request{kind: "snapshot_sent"}
+	case "add-without-info":
+		// Any network namespace will do: ztunnel must refuse the Add before it looks at the fd.
+		fd, err := syscall.Open("/proc/self/ns/net", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		bad, fds = request{kind: "add", uid: "pod-x"}, []int{fd}
+	default:
+		return fmt.Errorf("unknown protocol error %q", which)
+	}
+	l, err := listenAgent(sock)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	c, err := acceptHello(l)
+	if err != nil {
+		return err
+	}
+	if err := exchange(c, "snapshot_sent", encodeRequest(request{kind: "snapshot_sent"})); err != nil {
+		return err
+	}
+	if err := exchange(c, which, encodeRequest(bad), fds...); err != nil {
+		return err
+	}
+	return expectEOF(c, "after a protocol error")
 }
 
 func acceptHello(l *net.UnixListener) (*net.UnixConn, error) {

@@ -1,0 +1,85 @@
+/**
+ * Issue 10's data-path targets, each with what this run measured and whether it is met: throughput, CPU per
+ * byte and latency against `node-tls` (the Node floor: a plain mTLS tunnel pair doing no HTTP/2), connection
+ * rate against stunnel, the in-pod capture path's ratios against the SOCKS5 path's, the idle ztunnel's RSS, and
+ * the first round against the last (flat over time, meaningful with BENCH_ROUNDS=10).
+ */
+import { render } from '../src/lib/table.js';
+
+/** The per-path figures the targets read (a bench Row). */
+export interface PathFigures {
+  readonly name: string;
+  readonly throughput1: number;
+  readonly throughput8: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly connPerSec: number;
+  readonly cpuSecPerGB: number | null;
+}
+
+export interface TargetInput {
+  /** Medians over rounds, by path. */
+  readonly rows: readonly PathFigures[];
+  /** Every round's figures, in order, for the first/last comparison. */
+  readonly rounds: readonly (readonly PathFigures[])[];
+  /** The idle ztunnels' RSS right after start, before any traffic, in MiB (the larger of the two). */
+  readonly idleZtunnelRssMiB: number;
+}
+
+export interface TargetRow {
+  readonly target: string;
+  readonly want: string;
+  readonly measured: string;
+  readonly met: boolean;
+}
+
+const IDLE_RSS_LIMIT_MIB = 70;
+const FLAT_TOLERANCE = 0.05;
+
+const x = (v: number): string => `${v.toFixed(2)}×`;
+
+export function performanceTargets(input: TargetInput): TargetRow[] {
+  const by = (n: string): PathFigures | undefined => input.rows.find((r) => r.name === n);
+  const out: TargetRow[] = [];
+  const add = (target: string, want: string, value: number, met: boolean, shown = x(value)): void => void out.push({ target, want, measured: shown, met });
+  const a = by('amesh');
+  const floor = by('node-tls');
+  if (a !== undefined && floor !== undefined) {
+    add('throughput 1 stream vs node-tls', '≥ 0.90×', a.throughput1 / floor.throughput1, a.throughput1 / floor.throughput1 >= 0.9);
+    add('throughput 8 streams vs node-tls', '≥ 0.90×', a.throughput8 / floor.throughput8, a.throughput8 / floor.throughput8 >= 0.9);
+    if (a.cpuSecPerGB !== null && floor.cpuSecPerGB !== null) add('proxy CPU per GB vs node-tls', '≤ 1.15×', a.cpuSecPerGB / floor.cpuSecPerGB, a.cpuSecPerGB / floor.cpuSecPerGB <= 1.15);
+    add('p50 latency vs node-tls', '≤ 1.05×', a.p50 / floor.p50, a.p50 / floor.p50 <= 1.05);
+    add('p99 latency vs node-tls', '≤ 1.20×', a.p99 / floor.p99, a.p99 / floor.p99 <= 1.2);
+  }
+  const st = by('stunnel');
+  if (a !== undefined && st !== undefined) add('new connections/s vs stunnel', '≥ 4×', a.connPerSec / st.connPerSec, a.connPerSec / st.connPerSec >= 4);
+  const direct = by('direct');
+  const podDirect = by('pod-direct');
+  const capture = by('pod-capture');
+  if (a !== undefined && direct !== undefined && podDirect !== undefined && capture !== undefined) {
+    for (const [label, f] of [['throughput 1 stream', (r: PathFigures) => r.throughput1], ['throughput 8 streams', (r: PathFigures) => r.throughput8], ['connections/s', (r: PathFigures) => r.connPerSec]] as const) {
+      const socks = f(a) / f(direct);
+      const inpod = f(capture) / f(podDirect);
+      add(`in-pod ${label}: pod-capture/pod-direct vs amesh/direct`, `≥ ${x(socks)}`, inpod, inpod >= socks * (1 - FLAT_TOLERANCE));
+    }
+  }
+  add('idle ztunnel RSS', `≤ ${String(IDLE_RSS_LIMIT_MIB)} MiB`, input.idleZtunnelRssMiB, input.idleZtunnelRssMiB <= IDLE_RSS_LIMIT_MIB, `${input.idleZtunnelRssMiB.toFixed(0)} MiB`);
+  if (input.rounds.length > 1) {
+    const first = input.rounds[0]!.find((r) => r.name === 'amesh');
+    const last = input.rounds[input.rounds.length - 1]!.find((r) => r.name === 'amesh');
+    if (first !== undefined && last !== undefined) {
+      const change = (f: (r: PathFigures) => number): number => f(last) / f(first) - 1;
+      const pct = (v: number): string => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`;
+      const rounds = String(input.rounds.length);
+      for (const [label, f] of [['throughput 1 stream', (r: PathFigures) => r.throughput1], ['throughput 8 streams', (r: PathFigures) => r.throughput8], ['proxy CPU per GB', (r: PathFigures) => r.cpuSecPerGB ?? 0]] as const) {
+        const c = change(f);
+        add(`flat: amesh ${label}, round ${rounds} vs round 1`, `within ±${String(FLAT_TOLERANCE * 100)}%`, c, Math.abs(c) <= FLAT_TOLERANCE, pct(c));
+      }
+    }
+  }
+  return out;
+}
+
+export function renderTargets(rows: readonly TargetRow[]): string {
+  return render('table', ['TARGET', 'WANT', 'MEASURED', 'MET'], rows.map((r) => [r.target, r.want, r.measured, r.met ? 'yes' : 'NO']), rows);
+}

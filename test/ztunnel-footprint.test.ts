@@ -1,0 +1,26 @@
+/**
+ * What `amesh ztunnel` loads: a node proxy's memory carries no control-plane code (issue 10's footprint). The
+ * CLI imports a command's module only when that command runs, so the graphs below are what the process loads.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { importGraph } from './helpers/import-graph.js';
+
+/** Code and packages only istiod, the API server, the controllers, the node agent or `amesh up` use. */
+const CONTROL_PLANE_DIRS = ['src/istiod/', 'src/apiserver/', 'src/controllers/', 'src/up/', 'src/kube/', 'src/cni/'];
+const CONTROL_PLANE_PACKAGES = ['@kubernetes/client-node', 'lmdb', 'jose'];
+
+function assertNoControlPlane(entry: string): void {
+  const g = importGraph(entry);
+  assert.deepEqual([...g.files].filter((f) => CONTROL_PLANE_DIRS.some((d) => f.startsWith(d))), [], `${entry} loads control-plane modules`);
+  assert.deepEqual(CONTROL_PLANE_PACKAGES.filter((p) => g.packages.has(p)).map((p) => `${p} (from ${g.packages.get(p) ?? ''})`), [], `${entry} loads control-plane packages`);
+}
+
+test('the amesh CLI entry point loads no command at start: each is imported when it runs', () => {
+  const g = importGraph('src/cli/main.ts');
+  assert.deepEqual([...g.files].sort(), ['src/cli/main.ts', 'src/lib/version.ts']);
+});
+
+test('amesh ztunnel loads none of istiod, the API server, the controllers, amesh up or the Kubernetes client', () => {
+  assertNoControlPlane('src/cli/ztunnel.ts');
+});
