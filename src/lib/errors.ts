@@ -79,6 +79,13 @@ export const ERROR_CODES = [
   'DEMO_ERR_STEP',
   'UP_ERR_HOST_TOOL',
   'H2_ERR_COMPRESSION',
+  'H2_ERR_PROTOCOL',
+  'H2_ERR_FLOW_CONTROL',
+  'H2_ERR_FRAME_SIZE',
+  'H2_ERR_STREAM_CLOSED',
+  'H2_ERR_REFUSED_STREAM',
+  'H2_ERR_PEER_RESET',
+  'H2_ERR_SESSION_CLOSED',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -1,0 +1,572 @@
+import { EventEmitter } from 'node:events';
+import type net from 'node:net';
+import { describeError, MeshError } from '../../lib/errors.js';
+import { CLIENT_PREFACE, DEFAULT_WINDOW_SIZE, H2ErrorCode, h2ErrorName, MAX_WINDOW_SIZE, SettingId } from './frame.js';
+import { FrameReader, type FrameSink } from './frame-reader.js';
+import { FrameWriter, goawayFrame, headersFrames, pingFrame, rstStreamFrame, SETTINGS_ACK_FRAME, settingsFrame } from './frame-writer.js';
+import { connectionError, H2Error, streamError } from './h2-error.js';
+import { H2Stream, type StreamHost } from './h2-stream.js';
+import type { HeaderBlockDecoder, HeaderBlockDecoderLimits, HeaderBlockEncoder, HeaderField } from './header-block.js';
+import { parseRequestHead, parseResponseHead, parseTrailers, type RequestHead } from './message-headers.js';
+import { ReceiveWindow } from './receive-window.js';
+import { applySettings, INITIAL_PEER_SETTINGS, type PeerSettings } from './settings.js';
+
+export type H2Role = 'client' | 'server';
+
+export interface H2SessionOptions {
+  readonly role: H2Role;
+  /** SETTINGS_INITIAL_WINDOW_SIZE we advertise (ztunnel: HTTP2_STREAM_WINDOW_SIZE). */
+  readonly streamWindowSize: number;
+  /** Our connection receive window, opened by a WINDOW_UPDATE after SETTINGS (ztunnel: HTTP2_CONNECTION_WINDOW_SIZE). */
+  readonly connectionWindowSize: number;
+  /** SETTINGS_MAX_FRAME_SIZE we advertise and enforce (ztunnel: HTTP2_FRAME_SIZE). */
+  readonly maxFrameSize: number;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS: how many streams the peer may have open at once; more are refused. */
+  readonly maxConcurrentStreams: number;
+  /** SETTINGS_MAX_HEADER_LIST_SIZE; also caps an encoded header block, which HPACK never makes larger than its list. */
+  readonly maxHeaderListSize: number;
+  readonly createDecoder: (limits: HeaderBlockDecoderLimits) => HeaderBlockDecoder;
+  readonly encoder: HeaderBlockEncoder;
+}
+
+export interface H2SessionEvents {
+  /** Server side: a peer opened a stream with a well-formed request; answer it with `stream.respond()`. */
+  stream: [stream: H2Stream, head: RequestHead];
+  /** The peer's SETTINGS were applied (the first time completes its preface). */
+  remoteSettings: [settings: PeerSettings];
+  /** The peer sent GOAWAY: no new streams; ours above `lastStreamId` were refused and may be retried elsewhere. */
+  goaway: [code: number, lastStreamId: number, debug: string];
+  /** The socket closed; `error` is why, when it was not a graceful close. */
+  close: [error: Error | undefined];
+}
+
+/**
+ * How many streams we reset are remembered, so the frames the peer sent before it saw our RST_STREAM are ignored
+ * (RFC 9113 §5.1, closed) rather than answered; a peer has at most SETTINGS_MAX_CONCURRENT_STREAMS in flight, and
+ * a bound keeps a long-lived connection's memory flat.
+ */
+const RECENTLY_RESET_LIMIT = 1024;
+
+/** Our HEADER_TABLE_SIZE stays at RFC 7541's default: HBONE's few header fields gain nothing from a larger table. */
+const DECODER_TABLE_SIZE = 4096;
+const PING_LENGTH = 8;
+
+interface PendingPing {
+  readonly opaque: Buffer;
+  readonly resolve: () => void;
+  readonly reject: (e: Error) => void;
+}
+
+/**
+ * An HTTP/2 connection (RFC 9113) for HBONE, either role, directly on a TLS socket: the preface, SETTINGS,
+ * PING, GOAWAY, RST_STREAM, flow control both ways, CONTINUATION, the stream state machine and CONNECT.
+ * HBONE needs only this part of HTTP/2, so it is written here instead of running node:http2 on a JS stream
+ * (docs/performance.md): DATA goes from the socket's chunks to the stream's reader as views, and from the
+ * stream's writes to the socket as [frame header, payload] under cork, with no copy, promise or log per chunk.
+ */
+export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSink, StreamHost {
+  private readonly reader: FrameReader;
+  private readonly writer = new FrameWriter();
+  private readonly decoder: HeaderBlockDecoder;
+  private readonly streams = new Map<number, H2Stream>();
+  private peer: PeerSettings = INITIAL_PEER_SETTINGS;
+  private connectionSendWindow = DEFAULT_WINDOW_SIZE;
+  private readonly connectionReceive: ReceiveWindow;
+  /** Streams with data waiting for connection-level window, in the order they ran out. */
+  private connectionBlocked: H2Stream[] = [];
+  /** Write callbacks held until the socket drains, so a stream's writer feels the socket's backpressure. */
+  private drainWaiters: (() => void)[] = [];
+  private nextLocalStreamId: number;
+  private lastPeerStreamId = 0;
+  private peerStreamCount = 0;
+  private localStreamCount = 0;
+  private prefaceLeft: number;
+  /** The stream of the DATA frame being read; undefined while a frame's data is dropped. */
+  private dataStream: H2Stream | undefined;
+  private goawaySent = false;
+  private goawayReceived = false;
+  private closing = false;
+  /** No more frames are written: the connection failed, drains to its end, or the socket closed. */
+  private dead = false;
+  private closeError: Error | undefined;
+  private readonly recentlyReset = new Set<number>();
+  private pings: PendingPing[] = [];
+  private pingCount = 0;
+
+  constructor(
+    private readonly socket: net.Socket,
+    private readonly options: H2SessionOptions,
+  ) {
+    super();
+    const client = options.role === 'client';
+    this.nextLocalStreamId = client ? 1 : 2;
+    this.prefaceLeft = client ? 0 : CLIENT_PREFACE.length;
+    this.decoder = options.createDecoder({ maxTableSize: DECODER_TABLE_SIZE, maxHeaderListSize: options.maxHeaderListSize });
+    this.connectionReceive = new ReceiveWindow(options.connectionWindowSize);
+    this.reader = new FrameReader(this, options.maxFrameSize, options.maxHeaderListSize);
+    socket.on('data', (chunk: Buffer) => this.onSocketData(chunk));
+    socket.on('drain', () => this.onDrain());
+    socket.on('error', (e) => {
+      this.closeError ??= new MeshError('H2_ERR_SESSION_CLOSED', `HTTP/2 connection failed: ${describeError(e)}`, { cause: e });
+    });
+    socket.on('close', () => this.onSocketClose());
+    const settings: [number, number][] = [
+      [SettingId.MAX_CONCURRENT_STREAMS, options.maxConcurrentStreams],
+      [SettingId.INITIAL_WINDOW_SIZE, options.streamWindowSize],
+      [SettingId.MAX_FRAME_SIZE, options.maxFrameSize],
+      [SettingId.MAX_HEADER_LIST_SIZE, options.maxHeaderListSize],
+    ];
+    if (client) settings.unshift([SettingId.ENABLE_PUSH, 0]);
+    socket.cork();
+    if (client) socket.write(CLIENT_PREFACE);
+    socket.write(settingsFrame(settings));
+    if (options.connectionWindowSize > DEFAULT_WINDOW_SIZE) socket.write(this.writer.windowUpdate(0, options.connectionWindowSize - DEFAULT_WINDOW_SIZE));
+    socket.uncork();
+  }
+
+  /** The peer's settings as applied so far. */
+  get remoteSettings(): PeerSettings {
+    return this.peer;
+  }
+
+  /** Streams open now (not yet closed on both sides or reset). */
+  get openStreams(): number {
+    return this.streams.size;
+  }
+
+  /** Client side: opens a CONNECT stream to `authority` (RFC 9113 §8.5), with HBONE's extra fields. */
+  connect(authority: string, fields: readonly HeaderField[] = []): H2Stream {
+    if (this.options.role !== 'client') throw new MeshError('H2_ERR_PROTOCOL', 'only a client opens streams');
+    if (this.dead || this.closing || this.goawayReceived) throw new MeshError('H2_ERR_REFUSED_STREAM', 'the HTTP/2 connection is closing; open the stream on another connection');
+    if (this.localStreamCount >= this.peer.maxConcurrentStreams) throw new MeshError('H2_ERR_REFUSED_STREAM', `the peer allows ${this.peer.maxConcurrentStreams} concurrent streams on this connection`);
+    if (this.nextLocalStreamId > MAX_WINDOW_SIZE) throw new MeshError('H2_ERR_REFUSED_STREAM', 'stream ids of this connection are used up');
+    const s = this.openStream(this.nextLocalStreamId);
+    this.nextLocalStreamId += 2;
+    this.localStreamCount++;
+    this.writeHeaders(s.id, [[':method', 'CONNECT'], [':authority', authority], ...fields], false);
+    s.headersSent = true;
+    return s;
+  }
+
+  /** Sends a PING; resolves on its ACK (for keepalive), rejects if the connection closes first. */
+  ping(): Promise<void> {
+    if (this.dead) return Promise.reject(new MeshError('H2_ERR_SESSION_CLOSED', 'the HTTP/2 connection is closed'));
+    const opaque = Buffer.alloc(PING_LENGTH);
+    opaque.writeUInt32BE(++this.pingCount, 4);
+    return new Promise<void>((resolve, reject) => {
+      this.pings.push({ opaque, resolve, reject });
+      this.socket.write(pingFrame(opaque, false));
+    });
+  }
+
+  /** Graceful close: GOAWAY NO_ERROR, no new streams, the socket ends once every open stream has finished. */
+  close(): void {
+    if (this.dead || this.closing) return;
+    this.closing = true;
+    this.sendGoaway(H2ErrorCode.NO_ERROR, '');
+    this.maybeFinish();
+  }
+
+  /** Abrupt close: every stream fails with `error` (or H2_ERR_SESSION_CLOSED) and the socket is destroyed. */
+  destroy(error?: Error): void {
+    this.closeError ??= error;
+    this.dead = true;
+    this.socket.destroy();
+  }
+
+  // ---- StreamHost: what streams ask of the session ----
+
+  writeData(s: H2Stream, chunk: Buffer, done: (error?: Error | null) => void): void {
+    const refusal = this.sendRefusal(s);
+    if (refusal !== undefined) {
+      done(refusal);
+      return;
+    }
+    s.pendingChunk = chunk;
+    s.pendingOffset = 0;
+    s.pendingDone = done;
+    this.flushStream(s);
+  }
+
+  endData(s: H2Stream, done: (error?: Error | null) => void): void {
+    const refusal = this.sendRefusal(s);
+    if (refusal !== undefined) {
+      done(refusal);
+      return;
+    }
+    this.socket.write(this.writer.dataHeader(s.id, 0, true));
+    s.localEnded = true;
+    this.maybeCloseStream(s);
+    done();
+  }
+
+  /** Why DATA cannot go out on `s` now, if it cannot: closed, already ended, or (server side) not yet answered. */
+  private sendRefusal(s: H2Stream): MeshError | undefined {
+    if (this.dead || s.streamClosed || s.localEnded) return new MeshError('H2_ERR_STREAM_CLOSED', `stream ${s.id} can no longer send`);
+    if (!s.headersSent) return new MeshError('H2_ERR_PROTOCOL', `stream ${s.id}: DATA before respond() would precede the response HEADERS`);
+    return undefined;
+  }
+
+  resumeReading(s: H2Stream): void {
+    if (s.heldCredit === 0) return;
+    const n = s.heldCredit;
+    s.heldCredit = 0;
+    this.releaseCredit(s, n);
+  }
+
+  respond(s: H2Stream, status: number, fields: readonly HeaderField[], endStream: boolean): void {
+    if (this.options.role !== 'server' || s.headersSent) throw new MeshError('H2_ERR_PROTOCOL', `stream ${s.id}: respond() is for a server, once`);
+    if (this.dead || s.streamClosed) return;
+    this.writeHeaders(s.id, [[':status', String(status)], ...fields], endStream);
+    s.headersSent = true;
+    if (endStream) {
+      s.localEnded = true;
+      this.maybeCloseStream(s);
+    }
+  }
+
+  destroyed(s: H2Stream, error: Error | null): void {
+    if (!s.streamClosed) {
+      const code = error instanceof H2Error && error.streamId === s.id ? error.h2Code : H2ErrorCode.CANCEL;
+      this.sendRstStream(s.id, code);
+      this.closeStream(s);
+    }
+    // Data the reader never took is gone with the stream: its connection credit comes back.
+    if (s.heldCredit > 0) {
+      const n = s.heldCredit;
+      s.heldCredit = 0;
+      this.releaseConnectionCredit(n);
+    }
+  }
+
+  // ---- FrameSink: frames from the peer ----
+
+  onDataStart(id: number, frameLength: number, dataLength: number): boolean {
+    if (!this.connectionReceive.receive(frameLength)) throw connectionError(H2ErrorCode.FLOW_CONTROL_ERROR, `a ${frameLength}-byte DATA frame exceeds the connection window`);
+    const s = this.streams.get(id);
+    if (s === undefined || s.remoteEnded) {
+      if (s === undefined && this.isIdle(id)) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `DATA on stream ${id}, which was never opened`);
+      this.releaseConnectionCredit(frameLength);
+      if (s !== undefined || !this.recentlyReset.has(id)) this.resetStream(streamError(id, H2ErrorCode.STREAM_CLOSED, 'DATA after the stream ended (RFC 9113 §5.1)'));
+      this.dataStream = undefined;
+      return false;
+    }
+    if (!s.receiveWindow.receive(frameLength)) throw connectionError(H2ErrorCode.FLOW_CONTROL_ERROR, `a ${frameLength}-byte DATA frame exceeds stream ${id}'s window`);
+    this.dataStream = s;
+    if (frameLength > dataLength) this.releaseCredit(s, frameLength - dataLength);
+    return true;
+  }
+
+  onData(_id: number, data: Buffer): void {
+    const s = this.dataStream!;
+    if (s.destroyed) this.releaseConnectionCredit(data.length);
+    else if (s.push(data) && s.heldCredit === 0) this.releaseCredit(s, data.length);
+    else s.heldCredit += data.length;
+  }
+
+  onDataEnd(_id: number, endStream: boolean): void {
+    const s = this.dataStream;
+    this.dataStream = undefined;
+    if (s !== undefined && endStream && !s.destroyed) this.onRemoteEnd(s);
+  }
+
+  onHeaders(id: number, block: Buffer, endStream: boolean): void {
+    let fields: HeaderField[];
+    try {
+      fields = this.decoder.decode(block);
+    } catch (e) {
+      throw connectionError(H2ErrorCode.COMPRESSION_ERROR, describeError(e));
+    }
+    try {
+      this.handleHeaders(id, fields, endStream);
+    } catch (e) {
+      if (!(e instanceof H2Error) || e.streamId === 0) throw e;
+      this.resetStream(e);
+    }
+  }
+
+  onRstStream(id: number, code: number): void {
+    const s = this.streams.get(id);
+    if (s === undefined) {
+      if (this.isIdle(id)) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `RST_STREAM on stream ${id}, which was never opened`);
+      return;
+    }
+    this.closeStream(s);
+    if (code === H2ErrorCode.NO_ERROR) s.destroy();
+    else s.destroy(peerError(code, `the peer reset stream ${id}`));
+  }
+
+  onSettings(payload: Buffer): void {
+    const old = this.peer;
+    this.peer = applySettings(old, payload, this.options.role === 'client');
+    const delta = this.peer.initialWindowSize - old.initialWindowSize;
+    if (delta !== 0) {
+      // §6.9.2: a new initial window moves every open stream's send window by the difference.
+      for (const s of this.streams.values()) {
+        s.sendWindow += delta;
+        if (s.sendWindow > MAX_WINDOW_SIZE) throw connectionError(H2ErrorCode.FLOW_CONTROL_ERROR, `SETTINGS_INITIAL_WINDOW_SIZE pushes stream ${s.id}'s window past 2^31-1`);
+      }
+    }
+    if (this.peer.headerTableSize !== old.headerTableSize) this.options.encoder.setPeerMaxTableSize(this.peer.headerTableSize);
+    this.socket.write(SETTINGS_ACK_FRAME);
+    this.emit('remoteSettings', this.peer);
+    if (delta > 0) for (const s of this.streams.values()) if (s.pendingChunk !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
+  }
+
+  onSettingsAck(): void {
+    // Our settings hold from the start: every limit we advertise is at least the default a peer assumes until it sees them.
+  }
+
+  onPing(opaque: Buffer, ack: boolean): void {
+    if (!ack) {
+      this.socket.write(pingFrame(opaque, true));
+      return;
+    }
+    const i = this.pings.findIndex((p) => p.opaque.equals(opaque));
+    if (i >= 0) this.pings.splice(i, 1)[0]!.resolve();
+  }
+
+  onGoaway(lastStreamId: number, code: number, debug: Buffer): void {
+    this.goawayReceived = true;
+    for (const s of [...this.streams.values()]) {
+      if (this.isPeerId(s.id) || s.id <= lastStreamId) continue;
+      // §6.8: streams above last-stream-id were not processed, so they may be retried on another connection.
+      this.closeStream(s);
+      s.destroy(new MeshError('H2_ERR_REFUSED_STREAM', `the peer's GOAWAY (${h2ErrorName(code)}) did not process stream ${s.id}`));
+    }
+    this.emit('goaway', code, lastStreamId, debug.toString('utf8'));
+    if (code !== H2ErrorCode.NO_ERROR) this.closeError ??= peerError(code, `the peer ended the connection: ${debug.toString('utf8')}`);
+    this.maybeFinish();
+  }
+
+  onWindowUpdate(id: number, increment: number): void {
+    if (id === 0) {
+      this.connectionSendWindow += increment;
+      if (this.connectionSendWindow > MAX_WINDOW_SIZE) throw connectionError(H2ErrorCode.FLOW_CONTROL_ERROR, 'WINDOW_UPDATE pushes the connection window past 2^31-1');
+      const blocked = this.connectionBlocked;
+      this.connectionBlocked = [];
+      for (const s of blocked) {
+        s.queuedForConnectionWindow = false;
+        if (s.pendingChunk !== undefined && !s.streamClosed) this.flushStream(s);
+      }
+      return;
+    }
+    const s = this.streams.get(id);
+    if (s === undefined) {
+      if (this.isIdle(id)) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `WINDOW_UPDATE on stream ${id}, which was never opened`);
+      return;
+    }
+    s.sendWindow += increment;
+    if (s.sendWindow > MAX_WINDOW_SIZE) this.resetStream(streamError(id, H2ErrorCode.FLOW_CONTROL_ERROR, 'WINDOW_UPDATE pushes the stream window past 2^31-1'));
+    else if (s.pendingChunk !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
+  }
+
+  onStreamError(error: H2Error): void {
+    this.resetStream(error);
+  }
+
+  // ---- internals ----
+
+  private onSocketData(chunk: Buffer): void {
+    if (this.dead) return;
+    try {
+      let input = chunk;
+      if (this.prefaceLeft > 0) {
+        const at = CLIENT_PREFACE.length - this.prefaceLeft;
+        const n = Math.min(this.prefaceLeft, input.length);
+        if (input.compare(CLIENT_PREFACE, at, at + n, 0, n) !== 0) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, 'the connection does not start with the HTTP/2 client preface (RFC 9113 §3.4)');
+        this.prefaceLeft -= n;
+        input = input.subarray(n);
+        if (input.length === 0) return;
+      }
+      this.reader.push(input);
+    } catch (e) {
+      this.fail(e instanceof H2Error ? e : connectionError(H2ErrorCode.INTERNAL_ERROR, describeError(e)));
+    }
+  }
+
+  /** A connection error (§5.4.1): GOAWAY with its code, then the socket ends and every stream fails. */
+  private fail(error: H2Error): void {
+    if (this.dead) return;
+    this.closeError ??= error;
+    this.sendGoaway(error.h2Code, error.message);
+    this.dead = true;
+    this.socket.destroySoon();
+  }
+
+  private sendGoaway(code: number, debug: string): void {
+    this.goawaySent = true;
+    this.socket.write(goawayFrame(this.lastPeerStreamId, code, debug));
+  }
+
+  private maybeFinish(): void {
+    if (this.dead || (!this.closing && !this.goawayReceived) || this.streams.size > 0) return;
+    this.dead = true;
+    this.socket.destroySoon();
+  }
+
+  private onSocketClose(): void {
+    this.dead = true;
+    const error = this.closeError ?? new MeshError('H2_ERR_SESSION_CLOSED', 'the HTTP/2 connection closed');
+    for (const s of [...this.streams.values()]) {
+      this.closeStream(s);
+      s.destroy(error instanceof MeshError && error.code === 'H2_ERR_SESSION_CLOSED' ? error : new MeshError('H2_ERR_SESSION_CLOSED', `stream ${s.id} ended with its connection: ${error.message}`, { cause: error }));
+    }
+    for (const p of this.pings.splice(0)) p.reject(error);
+    this.onDrain();
+    this.emit('close', this.closeError);
+  }
+
+  private onDrain(): void {
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private handleHeaders(id: number, fields: HeaderField[], endStream: boolean): void {
+    const s = this.streams.get(id);
+    if (s !== undefined) {
+      if (s.remoteEnded) throw streamError(id, H2ErrorCode.STREAM_CLOSED, 'HEADERS after END_STREAM (RFC 9113 §5.1)');
+      if (this.options.role === 'client' && s.response === undefined) {
+        const head = parseResponseHead(id, fields);
+        if (head.status < 200) {
+          if (endStream) throw streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'an informational response with END_STREAM');
+          return;
+        }
+        s.response = head;
+        s.emit('response', head);
+      } else {
+        if (!endStream) throw streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'trailers without END_STREAM (RFC 9113 §8.1)');
+        parseTrailers(id, fields);
+      }
+      if (endStream) this.onRemoteEnd(s);
+      return;
+    }
+    if (this.recentlyReset.has(id)) return;
+    if (!this.isPeerId(id) || this.options.role === 'client') {
+      throw connectionError(this.isIdle(id) ? H2ErrorCode.PROTOCOL_ERROR : H2ErrorCode.STREAM_CLOSED, `HEADERS on stream ${id}, which ${this.isIdle(id) ? 'this end never opened' : 'is closed'}`);
+    }
+    if (id <= this.lastPeerStreamId) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `stream ${id} is not above the last opened stream ${this.lastPeerStreamId} (RFC 9113 §5.1.1)`);
+    this.lastPeerStreamId = id;
+    if (this.goawaySent) throw streamError(id, H2ErrorCode.REFUSED_STREAM, 'the connection is closing (GOAWAY sent)');
+    if (this.peerStreamCount >= this.options.maxConcurrentStreams) throw streamError(id, H2ErrorCode.REFUSED_STREAM, `${this.peerStreamCount} streams open, SETTINGS_MAX_CONCURRENT_STREAMS is ${this.options.maxConcurrentStreams}`);
+    const head = parseRequestHead(id, fields);
+    const s2 = this.openStream(id);
+    this.peerStreamCount++;
+    if (endStream) this.onRemoteEnd(s2);
+    this.emit('stream', s2, head);
+  }
+
+  private openStream(id: number): H2Stream {
+    const s = new H2Stream(this, id, this.options.streamWindowSize, this.peer.initialWindowSize);
+    this.streams.set(id, s);
+    return s;
+  }
+
+  private writeHeaders(id: number, fields: readonly HeaderField[], endStream: boolean): void {
+    const frames = headersFrames(id, this.options.encoder.encode(fields), endStream, this.peer.maxFrameSize);
+    this.socket.cork();
+    for (const f of frames) this.socket.write(f);
+    this.socket.uncork();
+  }
+
+  /** Sends as much of the stream's pending write as both windows allow, as DATA frames of at most the peer's frame size. */
+  private flushStream(s: H2Stream): void {
+    if (this.dead) return;
+    const chunk = s.pendingChunk!;
+    const length = chunk.length;
+    let off = s.pendingOffset;
+    let corked = false;
+    while (off < length) {
+      const n = Math.min(length - off, s.sendWindow, this.connectionSendWindow, this.peer.maxFrameSize);
+      if (n <= 0) break;
+      if (!corked) {
+        this.socket.cork();
+        corked = true;
+      }
+      this.socket.write(this.writer.dataHeader(s.id, n, false));
+      this.socket.write(n === length ? chunk : chunk.subarray(off, off + n));
+      off += n;
+      s.sendWindow -= n;
+      this.connectionSendWindow -= n;
+    }
+    if (corked) this.socket.uncork();
+    if (off < length) {
+      s.pendingOffset = off;
+      if (s.sendWindow > 0 && !s.queuedForConnectionWindow) {
+        s.queuedForConnectionWindow = true;
+        this.connectionBlocked.push(s);
+      }
+      return;
+    }
+    const done = s.pendingDone!;
+    s.pendingChunk = undefined;
+    s.pendingDone = undefined;
+    if (this.socket.writableNeedDrain) this.drainWaiters.push(done);
+    else done();
+  }
+
+  private releaseCredit(s: H2Stream, n: number): void {
+    const streamIncrement = s.remoteEnded ? 0 : s.receiveWindow.release(n);
+    const connectionIncrement = this.connectionReceive.release(n);
+    if (this.dead || (streamIncrement === 0 && connectionIncrement === 0)) return;
+    this.socket.cork();
+    if (streamIncrement > 0) this.socket.write(this.writer.windowUpdate(s.id, streamIncrement));
+    if (connectionIncrement > 0) this.socket.write(this.writer.windowUpdate(0, connectionIncrement));
+    this.socket.uncork();
+  }
+
+  private releaseConnectionCredit(n: number): void {
+    const increment = this.connectionReceive.release(n);
+    if (increment > 0 && !this.dead) this.socket.write(this.writer.windowUpdate(0, increment));
+  }
+
+  private onRemoteEnd(s: H2Stream): void {
+    s.remoteEnded = true;
+    s.push(null);
+    this.maybeCloseStream(s);
+  }
+
+  private maybeCloseStream(s: H2Stream): void {
+    if (s.localEnded && s.remoteEnded) this.closeStream(s);
+  }
+
+  private closeStream(s: H2Stream): void {
+    if (s.streamClosed) return;
+    s.streamClosed = true;
+    this.streams.delete(s.id);
+    if (this.isPeerId(s.id)) this.peerStreamCount--;
+    else this.localStreamCount--;
+    this.maybeFinish();
+  }
+
+  /** A stream error (§5.4.2): RST_STREAM with its code; the stream, if open, fails with it. */
+  private resetStream(error: H2Error): void {
+    this.sendRstStream(error.streamId, error.h2Code);
+    const s = this.streams.get(error.streamId);
+    if (s === undefined) return;
+    this.closeStream(s);
+    s.destroy(error);
+  }
+
+  private sendRstStream(id: number, code: number): void {
+    if (this.dead) return;
+    this.socket.write(rstStreamFrame(id, code));
+    this.recentlyReset.add(id);
+    if (this.recentlyReset.size > RECENTLY_RESET_LIMIT) this.recentlyReset.delete(this.recentlyReset.values().next().value!);
+  }
+
+  private isPeerId(id: number): boolean {
+    return (id % 2 === 1) === (this.options.role === 'server');
+  }
+
+  /** §5.1: a stream is idle until its initiator opens it, i.e. above the highest id that side has used. */
+  private isIdle(id: number): boolean {
+    return this.isPeerId(id) ? id > this.lastPeerStreamId : id >= this.nextLocalStreamId;
+  }
+}
+
+/** An error code the peer sent (RST_STREAM or GOAWAY): REFUSED_STREAM means retry elsewhere, anything else a reset. */
+function peerError(code: number, message: string): MeshError {
+  return new MeshError(code === H2ErrorCode.REFUSED_STREAM ? 'H2_ERR_REFUSED_STREAM' : 'H2_ERR_PEER_RESET', `${message}: ${h2ErrorName(code)}`);
+}

@@ -1,0 +1,77 @@
+import { Duplex } from 'node:stream';
+import type { HeaderField } from './header-block.js';
+import type { ResponseHead } from './message-headers.js';
+import { ReceiveWindow } from './receive-window.js';
+
+/** What a stream asks of its session; the session implements it (kept apart so a stream stays a plain Duplex). */
+export interface StreamHost {
+  writeData(stream: H2Stream, chunk: Buffer, done: (error?: Error | null) => void): void;
+  endData(stream: H2Stream, done: (error?: Error | null) => void): void;
+  /** The consumer read what it was handed: return the held-back receive credit. */
+  resumeReading(stream: H2Stream): void;
+  respond(stream: H2Stream, status: number, fields: readonly HeaderField[], endStream: boolean): void;
+  /** The Duplex was destroyed: if HTTP/2 had not closed the stream, it is reset on the wire. */
+  destroyed(stream: H2Stream, error: Error | null): void;
+}
+
+/**
+ * One HTTP/2 stream as a Duplex (RFC 9113 §5.1): DATA the peer sends is readable, END_STREAM ends the readable
+ * side; writes become DATA under flow control, and `end()` sends END_STREAM (half-close). A consumer that stops
+ * reading stops returning credit, so the peer stops sending once the stream's window is used: backpressure
+ * reaches the remote sender. Readable chunks are views of the TLS socket's chunks, not copies.
+ *
+ * Client side: `response` is emitted with the peer's response head. Server side: `respond()` answers.
+ */
+export class H2Stream extends Duplex {
+  /** What the peer may still send on this stream. */
+  readonly receiveWindow: ReceiveWindow;
+  /** What we may still send on this stream (may go negative after the peer lowers INITIAL_WINDOW_SIZE, §6.9.2). */
+  sendWindow: number;
+  /** Bytes pushed while the readable side was over its high-water mark, released when the consumer reads on. */
+  heldCredit = 0;
+  /** A write waiting for window: the chunk, how far it was sent, and its callback. */
+  pendingChunk: Buffer | undefined;
+  pendingOffset = 0;
+  pendingDone: ((error?: Error | null) => void) | undefined;
+  /** Queued on the session for connection-level window. */
+  queuedForConnectionWindow = false;
+  /** END_STREAM sent (`localEnded`) / received (`remoteEnded`); both, or a reset, close the stream. */
+  localEnded = false;
+  remoteEnded = false;
+  streamClosed = false;
+  headersSent = false;
+  response: ResponseHead | undefined;
+
+  constructor(
+    private readonly host: StreamHost,
+    readonly id: number,
+    receiveWindowSize: number,
+    sendWindow: number,
+  ) {
+    super({ allowHalfOpen: true });
+    this.receiveWindow = new ReceiveWindow(receiveWindowSize);
+    this.sendWindow = sendWindow;
+  }
+
+  /** Server side: answers the request (for HBONE, 200 once the upstream connection is up). */
+  respond(status: number, fields: readonly HeaderField[] = [], endStream = false): void {
+    this.host.respond(this, status, fields, endStream);
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    this.host.writeData(this, chunk, done);
+  }
+
+  override _final(done: (error?: Error | null) => void): void {
+    this.host.endData(this, done);
+  }
+
+  override _read(): void {
+    this.host.resumeReading(this);
+  }
+
+  override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
+    this.host.destroyed(this, error);
+    done(error);
+  }
+}
