@@ -78,20 +78,31 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   const cfg = loadUpConfig({ configDir: config, dataDir: o.dataDir, name: o.name, dataplane: 'ambient' });
   say(`==> amesh up: the API server, istiod, ${String(cfg.nodes)} nodes each with a node agent and a ztunnel, and the pods of ${config} (copied from examples/mesh)`);
   let cluster: Cluster | undefined;
+  let starting = true;
   let interrupted = false;
+  const teardownAndExit = async (): Promise<void> => {
+    await cluster?.stop();
+    await rm(dir, { recursive: true, force: true });
+    process.exit(130);
+  };
+  // Ctrl-C while the cluster starts waits for the start to finish (or fail and clean up), so nothing is left half made.
   const onSignal = (): void => {
+    if (interrupted) return;
     interrupted = true;
     say('==> interrupted: tearing the cluster down');
-    void (cluster?.stop() ?? Promise.resolve()).then(() => rm(dir, { recursive: true, force: true })).then(() => process.exit(130));
+    if (!starting) void teardownAndExit();
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   let failure: Error | undefined;
   try {
     cluster = await Cluster.start(cfg, (l) => say(`    ${l}`));
-    if (interrupted) return;
+    starting = false;
+    if (interrupted) return await teardownAndExit();
     await tour(cluster, config);
   } catch (e) {
+    starting = false;
+    if (interrupted) return await teardownAndExit();
     failure = e instanceof Error ? e : new Error(String(e));
   }
   if (interrupted) return;
