@@ -9,7 +9,7 @@ import type { HeaderField } from '../src/ztunnel/h2/header-block.js';
 import { isMeshError, type ErrorCode, type MeshError } from '../src/lib/errors.js';
 import { connectHboneTls, h2Options, useHboneTls } from './helpers/h2-tls.js';
 import { RawPeer, type WireFrame } from './helpers/h2-raw-peer.js';
-import { StaticHeaderEncoder } from './helpers/h2-static-codec.js';
+import { HpackEncoder } from '../src/ztunnel/h2/hpack/hpack-encoder.js';
 
 const HOST = '127.0.105.2';
 /** A conformance failure often shows as a frame that never comes: fail the test instead of waiting forever. */
@@ -22,7 +22,7 @@ const u32 = (v: number): Buffer => {
   b.writeUInt32BE(v);
   return b;
 };
-const block = (fields: HeaderField[]): Buffer => new StaticHeaderEncoder().encode(fields);
+const block = (fields: HeaderField[]): Buffer => new HpackEncoder().encode(fields);
 const CONNECT = block([[':method', 'CONNECT'], [':authority', '10.0.0.1:80']]);
 const headers = (id: number, b: Buffer = CONNECT, flags: number = FrameFlag.END_HEADERS): Buffer => rawFrame(FrameType.HEADERS, flags, id, b);
 const data = (id: number, payload: Buffer | string, flags = 0): Buffer => rawFrame(FrameType.DATA, flags, id, Buffer.from(payload));

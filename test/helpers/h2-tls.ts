@@ -6,12 +6,15 @@ import { H2Session, type H2Role, type H2SessionOptions } from '../../src/ztunnel
 import { clientTlsOptions, serverTlsOptions } from '../../src/ztunnel/tls/workload-tls.js';
 import { DEFAULTS } from '../../src/ztunnel/config.js';
 import { meshFixture, type MeshFixture } from './mesh-fixture.js';
-import { StaticHeaderDecoder, StaticHeaderEncoder } from './h2-static-codec.js';
+import { HpackDecoder } from '../../src/ztunnel/h2/hpack/hpack-decoder.js';
+import { HpackEncoder } from '../../src/ztunnel/h2/hpack/hpack-encoder.js';
+import { DEFAULT_HEADER_TABLE_SIZE } from '../../src/ztunnel/h2/frame.js';
 
 export const SERVER_ID = 'spiffe://cluster.local/ns/h2/sa/server';
 export const CLIENT_ID = 'spiffe://cluster.local/ns/h2/sa/client';
+const MAX_HEADER_LIST_SIZE = 64 * 1024;
 
-/** Session options as ztunnel configures them by default, with the test stand-in for HPACK. */
+/** Session options as ztunnel configures them by default, with the HPACK codec. */
 export function h2Options(role: H2Role, overrides: Partial<H2SessionOptions> = {}): H2SessionOptions {
   return {
     role,
@@ -19,9 +22,9 @@ export function h2Options(role: H2Role, overrides: Partial<H2SessionOptions> = {
     connectionWindowSize: DEFAULTS.http2ConnectionWindowSize,
     maxFrameSize: DEFAULTS.http2FrameSize,
     maxConcurrentStreams: 100,
-    maxHeaderListSize: 64 * 1024,
-    createDecoder: () => new StaticHeaderDecoder(),
-    encoder: new StaticHeaderEncoder(),
+    maxHeaderListSize: MAX_HEADER_LIST_SIZE,
+    createDecoder: () => new HpackDecoder({ maxTableSize: DEFAULT_HEADER_TABLE_SIZE, maxHeaderListSize: MAX_HEADER_LIST_SIZE }),
+    encoder: new HpackEncoder(),
     ...overrides,
   };
 }

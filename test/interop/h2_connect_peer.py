@@ -15,20 +15,8 @@ import sys
 import h2.config
 import h2.connection
 import h2.events
-from hpack import NeverIndexedHeaderTuple
 
-from h2_hbone import tls_context
-
-
-def plain_hpack(conn):
-    """Header blocks as static-table indexes and plain never-indexed literals (no Huffman, no dynamic table):
-    valid HPACK that the test's static-table decoder on the Node side reads."""
-    encode = conn.encoder.encode
-    conn.encoder.encode = lambda headers, huffman=True: encode(headers, huffman=False)
-
-
-def headers(pairs):
-    return [NeverIndexedHeaderTuple(k, v) for (k, v) in pairs]
+from h2_hbone import listen_tls, tls_context
 
 
 def pattern(n, seed):
@@ -69,10 +57,9 @@ class Sender:
 def client(host, port, authority, size, cert, key, root):
     tls = tls_context(False, cert, key, root).wrap_socket(socket.create_connection((host, port)))
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, validate_outbound_headers=False))
-    plain_hpack(conn)
     conn.initiate_connection()
     sid = conn.get_next_available_stream_id()
-    conn.send_headers(sid, headers([(":method", "CONNECT"), (":authority", authority)]))
+    conn.send_headers(sid, [(":method", "CONNECT"), (":authority", authority)])
     tls.sendall(conn.data_to_send())
     sender = Sender(conn)
     status, received, done = None, hashlib.sha256(), False
@@ -98,17 +85,11 @@ def client(host, port, authority, size, cert, key, root):
 
 
 def server(host, port, cert, key, root):
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((host, port))
-    ls.listen(8)
-    print("listening", flush=True)
-    ctx = tls_context(True, cert, key, root)
+    ls, ctx = listen_tls(host, port, cert, key, root)
     while True:
         raw, _ = ls.accept()
         tls = ctx.wrap_socket(raw, server_side=True)
         conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, validate_inbound_headers=False))
-        plain_hpack(conn)
         conn.initiate_connection()
         tls.sendall(conn.data_to_send())
         sender = Sender(conn)
@@ -123,7 +104,7 @@ def server(host, port, cert, key, root):
                 if isinstance(ev, h2.events.RequestReceived):
                     h = dict(ev.headers)
                     print(json.dumps({"method": h[b":method"].decode(), "authority": h[b":authority"].decode(), "scheme": b":scheme" in h, "path": b":path" in h}), flush=True)
-                    conn.send_headers(ev.stream_id, headers([(":status", "200")]))
+                    conn.send_headers(ev.stream_id, [(":status", "200")])
                 elif isinstance(ev, h2.events.DataReceived):
                     conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
                     sender.send(ev.stream_id, ev.data)

@@ -26,6 +26,16 @@ def tls_context(server, cert, key, root):
     return ctx
 
 
+def listen_tls(host, port, cert, key, root):
+    """A listening socket on HOST:PORT (printing "listening" once it is) and the server's TLS context."""
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((host, port))
+    ls.listen(8)
+    print("listening", flush=True)
+    return ls, tls_context(True, cert, key, root)
+
+
 def client(host, port, authority, payload, cert, key, root, local_ip):
     sock = socket.create_connection((host, port), source_address=(local_ip, 0))
     tls = tls_context(False, cert, key, root).wrap_socket(sock)
@@ -62,12 +72,7 @@ def client(host, port, authority, payload, cert, key, root, local_ip):
 
 
 def server(host, port, cert, key, root):
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((host, port))
-    ls.listen(8)
-    print("listening", flush=True)
-    ctx = tls_context(True, cert, key, root)
+    ls, ctx = listen_tls(host, port, cert, key, root)
     while True:
         raw, _ = ls.accept()
         try:

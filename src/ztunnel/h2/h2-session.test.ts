@@ -9,13 +9,13 @@ import { rawFrame, settingsFrame } from './frame-writer.js';
 import { isMeshError } from '../../lib/errors.js';
 import { RawPeer, type WireFrame } from '../../../test/helpers/h2-raw-peer.js';
 import { h2Options } from '../../../test/helpers/h2-tls.js';
-import { StaticHeaderEncoder } from '../../../test/helpers/h2-static-codec.js';
+import { HpackEncoder } from './hpack/hpack-encoder.js';
 
 const HOST = '127.0.105.6';
 const WINDOW = 65_535;
 /** A missing WINDOW_UPDATE shows as a frame that never comes: fail instead of waiting forever. */
 const LIMIT = { timeout: 20_000 };
-const CONNECT = new StaticHeaderEncoder().encode([[':method', 'CONNECT'], [':authority', '10.0.0.1:80']]);
+const CONNECT = new HpackEncoder().encode([[':method', 'CONNECT'], [':authority', '10.0.0.1:80']]);
 const PREFACE = Buffer.concat([CLIENT_PREFACE, settingsFrame([]), rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS, 1, CONNECT)]);
 const increments = (frames: WireFrame[], id: number): number => frames.filter((f) => f.type === FrameType.WINDOW_UPDATE && f.streamId === id).reduce((n, f) => n + f.payload.readUInt32BE(0), 0);
 

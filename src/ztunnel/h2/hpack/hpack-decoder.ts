@@ -8,12 +8,15 @@
  * header list is counted as RFC 9113 §6.5.2 counts it (name + value + 32 per field) field by field, so a small
  * block referencing a large entry many times is refused as soon as it passes `maxHeaderListSize`, before the
  * list it would expand to is built.
+ *
+ * Field names and values are passed on as decoded: whether they make a message malformed (RFC 9113 §8.2.1) is
+ * the message layer's call (`message-headers.ts`), a stream error, while the block itself decoded cleanly and
+ * the dynamic table is in step.
  */
 import type { HeaderBlockDecoder, HeaderBlockDecoderLimits, HeaderField } from '../header-block.js';
 import { BlockCursor } from './block-cursor.js';
 import { compressionError } from './compression-error.js';
 import { DynamicTable, entrySize } from './dynamic-table.js';
-import { checkFieldName, checkFieldValue } from './field-validity.js';
 import { decodeInteger } from './integer.js';
 import { STATIC_TABLE } from './static-table.js';
 import { decodeStringLiteral } from './string-literal.js';
@@ -71,16 +74,8 @@ export class HpackDecoder implements HeaderBlockDecoder {
   /** A literal field (§6.2): a name index in the first byte's `prefixBits` (0 when a literal name follows), then the value. */
   private literal(c: BlockCursor, first: number, prefixBits: number, at: number): HeaderField {
     const nameIndex = decodeInteger(c, first, prefixBits, 'a name index');
-    let name: string;
-    if (nameIndex === 0) {
-      name = decodeStringLiteral(c, 'a field name');
-      checkFieldName(name, at);
-    } else {
-      name = this.entry(nameIndex, at)[0];
-    }
-    const value = decodeStringLiteral(c, 'a field value');
-    checkFieldValue(name, value, at);
-    return [name, value];
+    const name = nameIndex === 0 ? decodeStringLiteral(c, 'a field name') : this.entry(nameIndex, at)[0];
+    return [name, decodeStringLiteral(c, 'a field value')];
   }
 
   private sizeUpdate(size: number, fieldsBefore: number, at: number): void {
