@@ -258,6 +258,18 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       await once(session, 'close');
     });
 
+    test('a server GOAWAY with an error code fails the streams it left open at once, without waiting for the peer to close (§5.4.1)', LIMIT, async () => {
+      const { peer, session, failed } = await openClientStream();
+      const closed = once(session, 'close');
+      peer.send(rawFrame(FrameType.GOAWAY, 0, 0, Buffer.concat([u32(1), u32(H2ErrorCode.INTERNAL_ERROR)])));
+      const [error] = (await failed) as [Error];
+      assert.ok(isMeshError(error, 'H2_ERR_SESSION_CLOSED'), String(error));
+      assert.match(error.message, /INTERNAL_ERROR/);
+      const [why] = (await closed) as [Error];
+      assert.ok(isMeshError(why, 'H2_ERR_PEER_RESET'), String(why));
+      await peer.closed();
+    });
+
     test('a server that never sent the preface SETTINGS but a PING first -> GOAWAY PROTOCOL_ERROR', LIMIT, async () => {
       const { peer, session } = await openClient();
       const closed = once(session, 'close');

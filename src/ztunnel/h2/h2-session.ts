@@ -21,8 +21,11 @@ export interface H2SessionOptions {
   readonly connectionWindowSize: number;
   /** SETTINGS_MAX_FRAME_SIZE we advertise and enforce (ztunnel: HTTP2_FRAME_SIZE). */
   readonly maxFrameSize: number;
-  /** SETTINGS_MAX_CONCURRENT_STREAMS: how many streams the peer may have open at once; more are refused. */
-  readonly maxConcurrentStreams: number;
+  /**
+   * SETTINGS_MAX_CONCURRENT_STREAMS: how many streams the peer may have open at once; more are refused. A client
+   * leaves it out (as ztunnel's does): a server never opens streams, push being disabled.
+   */
+  readonly maxConcurrentStreams?: number;
   /** SETTINGS_MAX_HEADER_LIST_SIZE; also caps an encoded header block, which HPACK never makes larger than its list. */
   readonly maxHeaderListSize: number;
   readonly createDecoder: (limits: HeaderBlockDecoderLimits) => HeaderBlockDecoder;
@@ -111,12 +114,12 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     });
     socket.on('close', () => this.onSocketClose());
     const settings: [number, number][] = [
-      [SettingId.MAX_CONCURRENT_STREAMS, options.maxConcurrentStreams],
       [SettingId.INITIAL_WINDOW_SIZE, options.streamWindowSize],
       [SettingId.MAX_FRAME_SIZE, options.maxFrameSize],
       [SettingId.MAX_HEADER_LIST_SIZE, options.maxHeaderListSize],
     ];
     if (client) settings.unshift([SettingId.ENABLE_PUSH, 0]);
+    if (options.maxConcurrentStreams !== undefined) settings.unshift([SettingId.MAX_CONCURRENT_STREAMS, options.maxConcurrentStreams]);
     socket.cork();
     if (client) socket.write(CLIENT_PREFACE);
     socket.write(settingsFrame(settings));
@@ -129,6 +132,16 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     return this.peer;
   }
 
+  /** Whether `connect()` may open a stream now: the connection is up and neither end has begun to close it. */
+  get canOpenStreams(): boolean {
+    return !this.dead && !this.closing && !this.goawayReceived;
+  }
+
+  /** Why the connection failed or is ending abnormally, once it is; undefined while it is healthy or closed cleanly. */
+  get failure(): Error | undefined {
+    return this.closeError;
+  }
+
   /** Streams open now (not yet closed on both sides or reset). */
   get openStreams(): number {
     return this.streams.size;
@@ -137,7 +150,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   /** Client side: opens a CONNECT stream to `authority` (RFC 9113 §8.5), with HBONE's extra fields. */
   connect(authority: string, fields: readonly HeaderField[] = []): H2Stream {
     if (this.options.role !== 'client') throw new MeshError('H2_ERR_PROTOCOL', 'only a client opens streams');
-    if (this.dead || this.closing || this.goawayReceived) throw new MeshError('H2_ERR_REFUSED_STREAM', 'the HTTP/2 connection is closing; open the stream on another connection');
+    if (!this.canOpenStreams) throw new MeshError('H2_ERR_REFUSED_STREAM', 'the HTTP/2 connection is closing; open the stream on another connection');
     if (this.localStreamCount >= this.peer.maxConcurrentStreams) throw new MeshError('H2_ERR_REFUSED_STREAM', `the peer allows ${this.peer.maxConcurrentStreams} concurrent streams on this connection`);
     if (this.nextLocalStreamId > MAX_WINDOW_SIZE) throw new MeshError('H2_ERR_REFUSED_STREAM', 'stream ids of this connection are used up');
     const s = this.openStream(this.nextLocalStreamId);
@@ -227,8 +240,8 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
   destroyed(s: H2Stream, error: Error | null): void {
     if (!s.streamClosed) {
-      const code = error instanceof H2Error && error.streamId === s.id ? error.h2Code : H2ErrorCode.CANCEL;
-      this.sendRstStream(s.id, code);
+      s.resetCode ??= error instanceof H2Error && error.streamId === s.id ? error.h2Code : H2ErrorCode.CANCEL;
+      this.sendRstStream(s.id, s.resetCode);
       this.closeStream(s);
     }
     // Data the reader never took is gone with the stream: its connection credit comes back.
@@ -292,7 +305,9 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       return;
     }
     this.closeStream(s);
-    if (code === H2ErrorCode.NO_ERROR) s.destroy();
+    s.resetCode = code;
+    // NO_ERROR and CANCEL are the peer choosing to stop (§8.1, its app went away), not a failure of the stream.
+    if (code === H2ErrorCode.NO_ERROR || code === H2ErrorCode.CANCEL) s.destroy();
     else s.destroy(peerError(code, `the peer reset stream ${id}`));
   }
 
@@ -335,8 +350,15 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       s.destroy(new MeshError('H2_ERR_REFUSED_STREAM', `the peer's GOAWAY (${h2ErrorName(code)}) did not process stream ${s.id}`));
     }
     this.emit('goaway', code, lastStreamId, debug.toString('utf8'));
-    if (code !== H2ErrorCode.NO_ERROR) this.closeError ??= peerError(code, `the peer ended the connection: ${debug.toString('utf8')}`);
-    this.maybeFinish();
+    if (code === H2ErrorCode.NO_ERROR) {
+      this.maybeFinish();
+      return;
+    }
+    // A GOAWAY with an error code reports a connection error (§5.4.1): its sender is bound to close the connection,
+    // so the streams it left open cannot finish. They fail now instead of waiting for that close.
+    this.closeError ??= peerError(code, `the peer ended the connection: ${debug.toString('utf8')}`);
+    this.dead = true;
+    this.socket.destroy();
   }
 
   onWindowUpdate(id: number, increment: number): void {
@@ -449,7 +471,8 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     if (id <= this.lastPeerStreamId) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `stream ${id} is not above the last opened stream ${this.lastPeerStreamId} (RFC 9113 §5.1.1)`);
     this.lastPeerStreamId = id;
     if (this.goawaySent) throw streamError(id, H2ErrorCode.REFUSED_STREAM, 'the connection is closing (GOAWAY sent)');
-    if (this.peerStreamCount >= this.options.maxConcurrentStreams) throw streamError(id, H2ErrorCode.REFUSED_STREAM, `${this.peerStreamCount} streams open, SETTINGS_MAX_CONCURRENT_STREAMS is ${this.options.maxConcurrentStreams}`);
+    const limit = this.options.maxConcurrentStreams ?? Infinity;
+    if (this.peerStreamCount >= limit) throw streamError(id, H2ErrorCode.REFUSED_STREAM, `${this.peerStreamCount} streams open, SETTINGS_MAX_CONCURRENT_STREAMS is ${limit}`);
     const head = parseRequestHead(id, fields);
     const s2 = this.openStream(id);
     this.peerStreamCount++;
@@ -545,6 +568,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     this.sendRstStream(error.streamId, error.h2Code);
     const s = this.streams.get(error.streamId);
     if (s === undefined) return;
+    s.resetCode = error.h2Code;
     this.closeStream(s);
     s.destroy(error);
   }

@@ -1,4 +1,5 @@
 import { Duplex } from 'node:stream';
+import { H2ErrorCode } from './frame.js';
 import type { HeaderField } from './header-block.js';
 import type { ResponseHead } from './message-headers.js';
 import { ReceiveWindow } from './receive-window.js';
@@ -41,6 +42,8 @@ export class H2Stream extends Duplex {
   streamClosed = false;
   headersSent = false;
   response: ResponseHead | undefined;
+  /** The RST_STREAM code that ended the stream, sent or received; undefined while it is open or after a clean close. */
+  resetCode: number | undefined;
 
   constructor(
     private readonly host: StreamHost,
@@ -56,6 +59,16 @@ export class H2Stream extends Duplex {
   /** Server side: answers the request (for HBONE, 200 once the upstream connection is up). */
   respond(status: number, fields: readonly HeaderField[] = [], endStream = false): void {
     this.host.respond(this, status, fields, endStream);
+  }
+
+  /**
+   * Ends the stream abruptly with RST_STREAM `code` (CANCEL unless given) and destroys it without an error: this
+   * end chose to stop, so nothing failed here. A stream already closed is only destroyed.
+   */
+  reset(code: number = H2ErrorCode.CANCEL): void {
+    if (this.destroyed) return;
+    if (!this.streamClosed) this.resetCode = code;
+    this.destroy();
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {

@@ -1,32 +1,36 @@
-import type { Http2Session } from 'node:http2';
+import { describeError } from '../../lib/errors.js';
 
 /** HTTP/2 PING every 10s after a 10s delay; no PONG within 20s tears the connection down (ztunnel `src/proxy/h2/client.rs`). */
 export const PING_INTERVAL_MS = 10_000;
 export const PING_TIMEOUT_MS = 20_000;
 
-export function startKeepalive(
-  session: Pick<Http2Session, 'ping' | 'destroyed' | 'once'>,
-  onDead: (why: string) => void,
-  intervalMs = PING_INTERVAL_MS,
-  timeoutMs = PING_TIMEOUT_MS,
-): void {
+/** What the keepalive needs of an HBONE connection (an `H2Session`). */
+export interface PingableConnection {
+  /** Resolves on the peer's PING ACK; rejects if the connection closes first. */
+  ping(): Promise<void>;
+  once(event: 'close', listener: () => void): unknown;
+}
+
+export function startKeepalive(conn: PingableConnection, onDead: (why: string) => void, intervalMs = PING_INTERVAL_MS, timeoutMs = PING_TIMEOUT_MS): void {
   let waiting: NodeJS.Timeout | undefined;
+  let closed = false;
+  const acknowledged = (): void => {
+    clearTimeout(waiting);
+    waiting = undefined;
+  };
+  const failed = (e: unknown): void => {
+    acknowledged();
+    if (!closed) onDead(`PING failed: ${describeError(e)}`);
+  };
   const interval = setInterval(() => {
-    if (session.destroyed || waiting !== undefined) return;
+    if (closed || waiting !== undefined) return;
     waiting = setTimeout(() => onDead(`no PING acknowledgement within ${timeoutMs / 1000}s`), timeoutMs);
     waiting.unref();
-    const sent = session.ping((err) => {
-      clearTimeout(waiting);
-      waiting = undefined;
-      if (err !== null && !session.destroyed) onDead(`PING failed: ${err.message}`);
-    });
-    if (!sent) {
-      clearTimeout(waiting);
-      waiting = undefined;
-    }
+    conn.ping().then(acknowledged, failed);
   }, intervalMs);
   interval.unref();
-  session.once('close', () => {
+  conn.once('close', () => {
+    closed = true;
     clearInterval(interval);
     clearTimeout(waiting);
   });

@@ -1,4 +1,3 @@
-import http2, { constants as h2c, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
 import tls from 'node:tls';
 import { once } from 'node:events';
 import type { Logger } from 'pino';
@@ -8,8 +7,11 @@ import { CONNECT_TIMEOUT_MS, type ZtunnelConfig } from '../config.js';
 import { clientTlsOptions } from '../tls/workload-tls.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import type { SocketFactory } from './socket-factory.js';
+import { H2Session, type H2SessionOptions } from '../h2/h2-session.js';
+import type { H2Stream } from '../h2/h2-stream.js';
+import type { HeaderField } from '../h2/header-block.js';
 import { startKeepalive } from './h2-keepalive.js';
-import { DecoupledTransport, maxSessionMemoryMb, transportBounds, type TransportBounds } from './decoupled-transport.js';
+import { hboneSessionOptions } from './hbone-session-options.js';
 
 /** ztunnel's pool key (ztunnel `src/proxy/pool.rs`): equality on all four parts. */
 export interface WorkloadKey {
@@ -24,9 +26,8 @@ export interface WorkloadKey {
 export interface PoolSettings {
   readonly maxStreamsPerConnection: number;
   readonly unusedReleaseTimeoutMs: number;
-  readonly streamWindowSize: number;
-  readonly connectionWindowSize: number;
-  readonly frameSize: number;
+  /** Each new connection's HTTP/2 settings (a fresh HPACK codec each call). */
+  readonly sessionOptions: () => H2SessionOptions;
 }
 
 /** The pool settings ztunnel's config gives (POOL_*, HTTP2_*). */
@@ -34,9 +35,7 @@ export function poolSettings(c: ZtunnelConfig): PoolSettings {
   return {
     maxStreamsPerConnection: c.poolMaxStreamsPerConnection,
     unusedReleaseTimeoutMs: c.poolUnusedReleaseTimeoutMs,
-    streamWindowSize: c.http2StreamWindowSize,
-    connectionWindowSize: c.http2ConnectionWindowSize,
-    frameSize: c.http2FrameSize,
+    sessionOptions: () => hboneSessionOptions(c, 'client'),
   };
 }
 
@@ -47,12 +46,12 @@ class PooledConnection {
   active = 0;
   idleTimer: NodeJS.Timeout | undefined;
   constructor(
-    readonly session: ClientHttp2Session,
+    readonly session: H2Session,
     readonly limit: number,
   ) {}
 
   hasCapacity(): boolean {
-    return this.state.t === 'ready' && this.active < this.limit && !this.session.destroyed && !this.session.closed;
+    return this.state.t === 'ready' && this.active < this.limit && this.session.canOpenStreams;
   }
 }
 
@@ -69,15 +68,12 @@ interface KeyEntry {
 export class HbonePool {
   private readonly entries = new Map<string, KeyEntry>();
   private closing = false;
-  private readonly bounds: TransportBounds;
 
   constructor(
     private readonly settings: PoolSettings,
     private readonly sockets: SocketFactory,
     private readonly log: Logger,
-  ) {
-    this.bounds = transportBounds(settings.connectionWindowSize);
-  }
+  ) {}
 
   /** Number of open HBONE connections (all keys), for tests and `/config_dump`. */
   connectionCount(): number {
@@ -87,42 +83,50 @@ export class HbonePool {
   }
 
   /**
-   * Opens a CONNECT stream to `key.dstIp:key.dstPort` with `headers`, dialing if needed with `cert`.
-   * Resolves with the stream and its response status.
+   * Opens a CONNECT stream to `authority` with HBONE's other header `fields`, through a connection to
+   * `key.dstIp:key.dstPort`, dialing if needed with `cert`. Resolves with the stream and its response status.
    */
-  async connect(key: WorkloadKey, cert: () => Promise<WorkloadCertificate>, headers: OutgoingHttpHeaders): Promise<{ stream: ClientHttp2Stream; status: number }> {
+  async connect(key: WorkloadKey, cert: () => Promise<WorkloadCertificate>, authority: string, fields: readonly HeaderField[]): Promise<{ stream: H2Stream; status: number }> {
     if (this.closing) throw new MeshError('ZT_ERR_SHUTTING_DOWN', 'ztunnel is shutting down');
     const conn = await this.checkout(key, cert);
-    let stream: ClientHttp2Stream;
+    const dst = formatHostPort(key.dstIp, key.dstPort);
+    let stream: H2Stream;
     try {
-      stream = conn.session.request(headers, { endStream: false });
+      stream = conn.session.connect(authority, fields);
     } catch (e) {
       this.release(conn, key);
-      throw new MeshError('ZT_ERR_HBONE_STREAM', `cannot open HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)}: ${describeError(e)}`);
+      throw new MeshError('ZT_ERR_HBONE_STREAM', `cannot open HBONE stream to ${dst}: ${describeError(e)}`);
     }
     stream.once('close', () => this.release(conn, key));
     const status = await new Promise<number>((resolve, reject) => {
-      const fail = (e: MeshError): void => {
+      const settle = (): void => {
         clearTimeout(timer);
-        reject(e);
+        stream.off('error', onError);
+        stream.off('close', onClose);
+        stream.off('response', onResponse);
       };
-      const onError = (e: Error): void => fail(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} failed: ${describeError(e)}`));
-      const onClose = (): void => fail(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${formatHostPort(key.dstIp, key.dstPort)} closed before a response (code ${stream.rstCode ?? '?'})`));
+      const onError = (e: Error): void => {
+        settle();
+        reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${dst} failed: ${describeError(e)}`));
+      };
+      const onClose = (): void => {
+        settle();
+        reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${dst} closed before a response (code ${stream.resetCode ?? '?'})`));
+      };
+      const onResponse = (head: { status: number }): void => {
+        settle();
+        resolve(head.status);
+      };
       // A peer that never answers must not hold the app: the same bound as the TCP connect (ztunnel's 10s).
       const timer = setTimeout(() => {
-        stream.off('close', onClose);
-        stream.close(h2c.NGHTTP2_CANCEL);
-        reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `no response to the HBONE CONNECT from ${formatHostPort(key.dstIp, key.dstPort)} within ${CONNECT_TIMEOUT_MS / 1000}s`));
+        settle();
+        stream.reset();
+        reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `no response to the HBONE CONNECT from ${dst} within ${CONNECT_TIMEOUT_MS / 1000}s`));
       }, CONNECT_TIMEOUT_MS);
       timer.unref();
       stream.once('error', onError);
       stream.once('close', onClose);
-      stream.once('response', (h) => {
-        clearTimeout(timer);
-        stream.off('error', onError);
-        stream.off('close', onClose);
-        resolve(Number(h[':status']));
-      });
+      stream.once('response', onResponse);
     });
     return { stream, status };
   }
@@ -152,32 +156,39 @@ export class HbonePool {
     }
     for (;;) {
       const c = entry.conns.find((x) => x.hasCapacity());
-      if (c !== undefined) {
-        c.active++;
-        clearTimeout(c.idleTimer);
-        return c;
-      }
-      if (entry.dialing !== undefined) {
-        await entry.dialing;
-        continue;
-      }
-      const e = entry;
-      const dial = this.dial(key, cert).then((nc) => {
-        e.conns.push(nc);
-        this.watch(nc, e, ks);
-        return nc;
-      });
-      e.dialing = dial;
-      void dial.finally(() => {
-        if (e.dialing === dial) e.dialing = undefined;
-      }).catch(() => undefined);
-      try {
-        await dial;
-      } catch (err) {
-        if (e.conns.length === 0 && this.entries.get(ks) === e) this.entries.delete(ks);
-        throw err;
-      }
+      if (c !== undefined) return this.take(c);
+      const nc = await (entry.dialing ?? this.startDial(key, cert, entry, ks));
+      if (nc.hasCapacity()) return this.take(nc);
+      // Full already (others waiting on the same dial took its streams): dial another. Never redial a connection
+      // that closed as it opened, or a peer that fails every connection would be dialed in a loop.
+      if (!nc.session.canOpenStreams) throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE connection to ${formatHostPort(key.dstIp, key.dstPort)} closed as it opened: ${describeError(nc.session.failure ?? 'GOAWAY')}`);
     }
+  }
+
+  private take(c: PooledConnection): PooledConnection {
+    c.active++;
+    clearTimeout(c.idleTimer);
+    return c;
+  }
+
+  /** Dials a connection for `entry`; whoever needs one meanwhile waits for this dial instead of starting another. */
+  private startDial(key: WorkloadKey, cert: () => Promise<WorkloadCertificate>, entry: KeyEntry, ks: string): Promise<PooledConnection> {
+    const dial = this.dial(key, cert).then(
+      (nc) => {
+        entry.conns.push(nc);
+        this.watch(nc, entry, ks);
+        return nc;
+      },
+      (err: unknown) => {
+        if (entry.conns.length === 0 && this.entries.get(ks) === entry) this.entries.delete(ks);
+        throw err;
+      },
+    );
+    entry.dialing = dial;
+    void dial.finally(() => {
+      if (entry.dialing === dial) entry.dialing = undefined;
+    }).catch(() => undefined);
+    return dial;
   }
 
   private release(c: PooledConnection, key: WorkloadKey): void {
@@ -209,7 +220,7 @@ export class HbonePool {
       if (i >= 0) entry.conns.splice(i, 1);
       if (entry.conns.length === 0 && entry.dialing === undefined && this.entries.get(ks) === entry) this.entries.delete(ks);
     };
-    c.session.on('goaway', () => {
+    c.session.once('goaway', () => {
       // In-flight streams finish; new ones go to a fresh connection.
       if (c.state.t === 'ready') c.state = { t: 'draining', why: 'GOAWAY' };
       remove();
@@ -222,38 +233,35 @@ export class HbonePool {
   }
 
   private async dial(key: WorkloadKey, certFn: () => Promise<WorkloadCertificate>): Promise<PooledConnection> {
+    const dst = formatHostPort(key.dstIp, key.dstPort);
     const cert = await certFn();
     const tcp = await this.sockets.connect(key.dstIp, key.dstPort, key.srcIp, 'maybe a NetworkPolicy is blocking HBONE port 15008');
     const socket = tls.connect({ ...clientTlsOptions(cert, key.dstIds), socket: tcp });
-    const timer = setTimeout(() => socket.destroy(new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${formatHostPort(key.dstIp, key.dstPort)} timed out`)), CONNECT_TIMEOUT_MS);
+    const timer = setTimeout(() => socket.destroy(new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${dst} timed out`)), CONNECT_TIMEOUT_MS);
     timer.unref();
     try {
       await once(socket, 'secureConnect');
-      if (socket.alpnProtocol !== 'h2') throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${formatHostPort(key.dstIp, key.dstPort)} did not negotiate ALPN h2`);
-      const session = http2.connect(`https://${formatHostPort(key.dstIp, key.dstPort)}`, {
-        createConnection: () => new DecoupledTransport(socket, this.bounds),
-        settings: {
-          initialWindowSize: this.settings.streamWindowSize,
-          maxFrameSize: this.settings.frameSize,
-          maxHeaderListSize: 16 * 1024,
-          enablePush: false,
-        },
-        peerMaxConcurrentStreams: this.settings.maxStreamsPerConnection,
-        maxSessionMemory: maxSessionMemoryMb(this.bounds),
+      if (socket.alpnProtocol !== 'h2') throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${dst} did not negotiate ALPN h2`);
+      const session = new H2Session(socket, this.settings.sessionOptions());
+      session.once('close', (e) => {
+        if (e !== undefined) this.log.debug({ dst, error: describeError(e) }, 'HBONE connection error');
       });
-      session.on('error', (e) => this.log.debug({ dst: formatHostPort(key.dstIp, key.dstPort), error: describeError(e) }, 'HBONE connection error'));
-      const [settings] = (await once(session, 'remoteSettings')) as [http2.Settings];
-      session.setLocalWindowSize(this.settings.connectionWindowSize);
+      // The peer's SETTINGS complete its preface and carry its stream limit.
+      const settings = await new Promise<H2Session['remoteSettings']>((resolve, reject) => {
+        session.once('remoteSettings', resolve);
+        session.once('close', (e) => reject(e ?? new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${dst} closed the connection before its SETTINGS`)));
+      });
+      // A peer that broke the protocol right after its SETTINGS (in the same read) has already failed the connection.
+      if (!session.canOpenStreams) throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE connection to ${dst} failed as it opened: ${describeError(session.failure ?? 'GOAWAY')}`);
       startKeepalive(session, (why) => {
-        this.log.warn({ dst: formatHostPort(key.dstIp, key.dstPort), reason: why }, 'HBONE connection is dead; closing it');
-        session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection to ${formatHostPort(key.dstIp, key.dstPort)} lost: ${why}`));
+        this.log.warn({ dst, reason: why }, 'HBONE connection is dead; closing it');
+        session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection to ${dst} lost: ${why}`));
       });
-      const limit = Math.min(this.settings.maxStreamsPerConnection, settings.maxConcurrentStreams ?? Infinity);
-      return new PooledConnection(session, limit);
+      return new PooledConnection(session, Math.min(this.settings.maxStreamsPerConnection, settings.maxConcurrentStreams));
     } catch (e) {
       socket.destroy();
-      if (e instanceof MeshError) throw e;
-      throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${formatHostPort(key.dstIp, key.dstPort)} failed: ${describeError(e)}`, { cause: e });
+      if (e instanceof MeshError && e.code.startsWith('ZT_')) throw e;
+      throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${dst} failed: ${describeError(e)}`, { cause: e });
     } finally {
       clearTimeout(timer);
     }

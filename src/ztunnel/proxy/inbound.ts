@@ -1,5 +1,4 @@
 import net from 'node:net';
-import http2, { constants as h2c, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import tls, { type TLSSocket } from 'node:tls';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort, parseHostPort } from '../../lib/ip.js';
@@ -13,15 +12,15 @@ import { SERVER_TLS, serverTlsOptions, verifyClientIdentity } from '../tls/workl
 import type { ResponseFlags } from '../admin/metrics.js';
 import { baggageFor } from './baggage.js';
 import { guessInboundService } from './guess-inbound-service.js';
+import { H2Session } from '../h2/h2-session.js';
+import type { H2Stream } from '../h2/h2-stream.js';
+import type { RequestHead } from '../h2/message-headers.js';
+import { H2ErrorCode } from '../h2/frame.js';
 import { startKeepalive } from './h2-keepalive.js';
-import { DecoupledTransport, maxSessionMemoryMb, transportBounds, type TransportBounds } from './decoupled-transport.js';
+import { hboneSessionOptions } from './hbone-session-options.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
-
-/** Server-side HTTP/2 limits (ztunnel `src/proxy/h2/server.rs`). */
-const SERVER_MAX_CONCURRENT_STREAMS = 200;
-const SERVER_MAX_HEADER_LIST_SIZE = 64 * 1024;
 
 /** An authenticated HBONE client connection. */
 interface Peer {
@@ -44,11 +43,7 @@ export class InboundHbone {
   private cert: WorkloadCertificate | undefined;
   /** Accepted connections waiting for the workload or its certificate before their handshake. */
   private readonly waiting = new Set<net.Socket>();
-  private h2: Http2Server | undefined;
-  private readonly peers = new WeakMap<Http2Session, Peer>();
-  /** The client whose session Node's HTTP/2 server is creating: it emits 'session' synchronously from 'connection'. */
-  private accepting: Peer | undefined;
-  private readonly sessions = new Set<Http2Session>();
+  private readonly sessions = new Set<H2Session>();
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -60,23 +55,7 @@ export class InboundHbone {
     return formatHostPort(this.listenIp, HBONE_PORT);
   }
 
-  /**
-   * TLS and HTTP/2 are set up separately so the session runs on a DecoupledTransport over the TLS socket (see
-   * there: Node's HTTP/2 server would otherwise stop reading while it writes, and deadlock under load).
-   */
   async start(): Promise<void> {
-    const c = this.ctx.config;
-    const bounds = transportBounds(c.http2ConnectionWindowSize);
-    const h2 = http2.createServer({
-      settings: {
-        initialWindowSize: c.http2StreamWindowSize,
-        maxFrameSize: c.http2FrameSize,
-        maxHeaderListSize: SERVER_MAX_HEADER_LIST_SIZE,
-        maxConcurrentStreams: SERVER_MAX_CONCURRENT_STREAMS,
-        enablePush: false,
-      },
-      maxSessionMemory: maxSessionMemoryMb(bounds),
-    });
     const server = tls.createServer({
       ...SERVER_TLS,
       // HBONE carries interactive traffic: no Nagle on accepted sockets either (ztunnel sets TCP_NODELAY everywhere).
@@ -85,17 +64,13 @@ export class InboundHbone {
       handshakeTimeout: CONNECT_TIMEOUT_MS,
     });
     server.on('tlsClientError', (e: Error, s: TLSSocket) => this.ctx.log.debug({ src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) }, 'HBONE TLS handshake failed'));
-    server.on('secureConnection', (socket: TLSSocket) => this.onSecureConnection(socket, h2, bounds));
-    h2.on('sessionError', (e) => this.ctx.log.debug({ error: describeError(e) }, 'HBONE session error'));
-    h2.on('session', (session) => this.onSession(session));
-    h2.on('stream', (stream, headers) => this.onStream(stream, headers));
+    server.on('secureConnection', (socket: TLSSocket) => this.onSecureConnection(socket));
     // Accepted sockets are not read until the certificate is known; then the TLS server takes them over.
     const listener = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => void this.accept(socket, server));
     listener.on('error', (e) => this.ctx.log.error({ error: describeError(e), addr: this.address }, 'HBONE listener error'));
     await this.ctx.sockets.listen(listener, this.listenIp, HBONE_PORT);
     this.listener = listener;
     this.server = server;
-    this.h2 = h2;
   }
 
   /** Hands `socket` to the TLS server once the local workload's certificate is there; drops it if it never is. */
@@ -124,7 +99,6 @@ export class InboundHbone {
   /** Stops accepting. With `immediate`, also tears down open HBONE connections. */
   close(immediate: boolean): void {
     this.listener?.close();
-    this.h2?.close();
     for (const s of this.waiting) s.destroy();
     for (const s of this.sessions) {
       if (immediate) s.destroy();
@@ -132,8 +106,8 @@ export class InboundHbone {
     }
   }
 
-  /** Authenticates the client before any HTTP/2, then runs the session on a DecoupledTransport. */
-  private onSecureConnection(socket: TLSSocket, h2: Http2Server, bounds: TransportBounds): void {
+  /** Authenticates the client before any HTTP/2, then runs HTTP/2 on the TLS socket. */
+  private onSecureConnection(socket: TLSSocket): void {
     const addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     socket.on('error', (e) => this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error'));
     const local = this.local.current();
@@ -145,48 +119,31 @@ export class InboundHbone {
       socket.destroy();
       return;
     }
-    this.accepting = { identity: id, addr, ip: canonicalIp(socket.remoteAddress ?? '') ?? '', localIp: canonicalIp(socket.localAddress ?? '') ?? '' };
-    try {
-      h2.emit('connection', new DecoupledTransport(socket, bounds));
-    } finally {
-      this.accepting = undefined;
-    }
-  }
-
-  private onSession(session: Http2Session): void {
-    const peer = this.accepting;
-    if (peer === undefined) {
-      this.ctx.log.error('HBONE session without an authenticated TLS connection; closing it');
-      session.destroy();
-      return;
-    }
-    this.peers.set(session, peer);
-    session.on('error', (e) => this.ctx.log.debug({ src: peer.addr, error: describeError(e) }, 'HBONE connection error'));
+    const peer: Peer = { identity: id, addr, ip: canonicalIp(socket.remoteAddress ?? '') ?? '', localIp: canonicalIp(socket.localAddress ?? '') ?? '' };
+    const session = new H2Session(socket, hboneSessionOptions(this.ctx.config, 'server'));
     this.sessions.add(session);
-    session.once('close', () => this.sessions.delete(session));
-    session.setLocalWindowSize(this.ctx.config.http2ConnectionWindowSize);
+    session.once('close', (e) => {
+      this.sessions.delete(session);
+      if (e !== undefined) this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error');
+    });
+    session.on('stream', (stream, head) => this.onStream(stream, head, peer));
     startKeepalive(session, (why) => {
-      this.ctx.log.warn({ src: peer.addr, reason: why }, 'HBONE client connection is dead; closing it');
-      session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection from ${peer.addr} lost: ${why}`));
+      this.ctx.log.warn({ src: addr, reason: why }, 'HBONE client connection is dead; closing it');
+      session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection from ${addr} lost: ${why}`));
     });
   }
 
-  private onStream(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  private onStream(stream: H2Stream, head: RequestHead, peer: Peer): void {
     stream.on('error', () => undefined); // reported through relay / close; never crash on a peer's reset
-    const peer = stream.session === undefined ? undefined : this.peers.get(stream.session);
-    if (peer === undefined) {
-      stream.close(h2c.NGHTTP2_REFUSED_STREAM);
-      return;
-    }
-    void this.handle(stream, headers, peer).catch((e: unknown) => {
+    void this.handle(stream, head, peer).catch((e: unknown) => {
       this.ctx.log.error({ error: describeError(e) }, 'unexpected inbound failure');
-      if (!stream.destroyed) stream.close(h2c.NGHTTP2_INTERNAL_ERROR);
+      stream.reset(H2ErrorCode.INTERNAL_ERROR);
     });
   }
 
-  private async handle(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, peer: Peer): Promise<void> {
+  private async handle(stream: H2Stream, head: RequestHead, peer: Peer): Promise<void> {
     const { state, connections, config } = this.ctx;
-    const authority = headers[':authority'] ?? '';
+    const authority = head.authority ?? '';
     const local = this.local.current();
     const ip = peer.localIp;
     const source = state.workloadByAddr(local?.network ?? config.network, peer.ip);
@@ -206,11 +163,11 @@ export class InboundHbone {
       const info = { ...base, parties: parties(local, svc) };
       if (built) connections.builtThenFailed(info, flags, err);
       else connections.failed(info, flags, err);
-      if (!stream.destroyed) stream.respond({ ':status': status }, { endStream: true });
+      if (!stream.destroyed) stream.respond(status, [], true);
     };
 
-    if (headers[':method'] !== 'CONNECT') {
-      reject(400, '-', new MeshError('ZT_ERR_HBONE_BAD_REQUEST', `method ${String(headers[':method'])} is not CONNECT`));
+    if (head.method !== 'CONNECT') {
+      reject(400, '-', new MeshError('ZT_ERR_HBONE_BAD_REQUEST', `method ${head.method} is not CONNECT`));
       return;
     }
     const target = parseHostPort(authority);
@@ -241,7 +198,8 @@ export class InboundHbone {
     // Telemetry only (ztunnel `src/proxy.rs` guess_inbound_service): `Forwarded: host=` names the service the
     // client resolved, believed only when this workload backs it; otherwise a service whose port reaches this one.
     if (svc === undefined) {
-      const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(headers['forwarded'] ?? '')?.[2];
+      const forwarded = head.fields.find(([name]) => name === 'forwarded')?.[1];
+      const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(forwarded ?? '')?.[2];
       const named = fwdHost === undefined ? undefined : state.serviceByHostname(fwdHost, local.namespace);
       svc = named !== undefined && local.services.includes(serviceKey(named)) ? named : guessInboundService(state, local, targetPort);
     }
@@ -268,7 +226,7 @@ export class InboundHbone {
       reject(503, 'CONNECT', e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)), true);
       return;
     }
-    if (stream.destroyed || stream.closed) {
+    if (stream.destroyed || stream.streamClosed) {
       upstream.destroy();
       return;
     }
@@ -276,13 +234,11 @@ export class InboundHbone {
       { ...base, parties: parties(local, svc), rbac },
       () => {
         upstream.destroy();
-        if (!stream.destroyed) stream.close(h2c.NGHTTP2_CANCEL);
+        stream.reset();
       },
       () => [upstream.bytesWritten, upstream.bytesRead],
     );
-    const respHeaders: Record<string, string | number> = { ':status': 200 };
-    if (config.enableResponseBaggage) respHeaders['baggage'] = baggageFor(local);
-    stream.respond(respHeaders);
+    stream.respond(200, config.enableResponseBaggage ? [['baggage', baggageFor(local)]] : []);
     relay(stream, upstream, (err) => tracked.finish(err));
   }
 }

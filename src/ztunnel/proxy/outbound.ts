@@ -14,6 +14,7 @@ import { baggageFor } from './baggage.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
+import { H2ErrorCode } from '../h2/frame.js';
 
 /** Why an outbound connection could not be set up, for the capture path's own reply (e.g. a SOCKS5 code). */
 export type OutboundFailure = 'denied' | 'unreachable' | 'refused' | 'error';
@@ -116,14 +117,12 @@ export class Outbound {
   ): Promise<OutboundSetup> {
     const srcId = workloadIdentity(source);
     const authority = formatHostPort(up.ip, up.targetPort);
-    const headers: Record<string, string> = {
-      ':method': 'CONNECT',
-      ':authority': authority,
-      baggage: baggageFor(source),
+    const fields: [string, string][] = [
+      ['baggage', baggageFor(source)],
       // A fresh trace per outbound connection (W3C trace context, sampled flag off).
-      traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`,
-      forwarded: `for="${src}"${up.service !== undefined ? `;host=${up.service.hostname}` : ''}`,
-    };
+      ['traceparent', `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`],
+      ['forwarded', `for="${src}"${up.service !== undefined ? `;host=${up.service.hostname}` : ''}`],
+    ];
     const key = { srcId: identityToString(srcId), dstIds: up.expectedIdentities, srcIp, dstIp: up.ip, dstPort: HBONE_PORT };
     const info = {
       ...base, actualDst: formatHostPort(up.ip, HBONE_PORT), hboneAddr: authority, protocol: 'HBONE' as const,
@@ -131,14 +130,15 @@ export class Outbound {
     };
     let res;
     try {
-      res = await this.ctx.pool.connect(key, () => this.ctx.secrets.fetch(srcId), headers);
+      res = await this.ctx.pool.connect(key, () => this.ctx.secrets.fetch(srcId), authority, fields);
     } catch (e) {
       const err = e instanceof MeshError ? e : new MeshError('ZT_ERR_HBONE_STREAM', describeError(e));
       const flags: ResponseFlags = err.code === 'ZT_ERR_IDENTITY_MISMATCH' ? 'IDENTITY_ERROR' : err.code === 'ZT_ERR_HBONE_HANDSHAKE' ? 'TLS_FAILURE' : 'CONNECT';
       return fail(err, flags, up, info);
     }
     if (res.status !== 200) {
-      res.stream.close();
+      // The answer ended the stream from the peer's side; NO_ERROR tells it our side is done too (RFC 9113 §8.1).
+      res.stream.reset(H2ErrorCode.NO_ERROR);
       const err = res.status === 401
         ? new MeshError('ZT_ERR_POLICY_DENIED', `destination ${authority} denied the connection (HTTP 401: authorization policy)`)
         : new MeshError('ZT_ERR_HBONE_STATUS', `destination ztunnel answered HTTP ${res.status} for ${authority}${res.status === 503 ? ' (app not reachable or port not served)' : res.status === 400 ? ' (bad request)' : ''}`);

@@ -1,15 +1,42 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import http2 from 'node:http2';
 import net from 'node:net';
+import tls from 'node:tls';
 import { once } from 'node:events';
 import { CertificateAuthority, issueServingCertificate } from '../../lib/pki/certificate-authority.js';
+import { DEFAULTS } from '../config.js';
+import { H2Session } from '../h2/h2-session.js';
+import type { H2Stream } from '../h2/h2-stream.js';
+import { hboneSessionOptions } from './hbone-session-options.js';
 import { relay, STREAM_WRITE_BOUND } from './relay.js';
 import { APP_SOCKET_OPTIONS } from './socket-factory.js';
 
 const FRAME = 16384;
 
-/** An HTTP/2-over-TLS server whose streams are relayed into a counting TCP sink, as ztunnel's inbound does. */
+/** A client and a server HBONE session on one connection (TLS when `secure` is given), as two ztunnels run them. */
+async function sessionPair(host: string, secure?: { key: string; cert: string; ca: string }): Promise<{ client: H2Session; server: H2Session; close: () => void }> {
+  const listener = secure === undefined ? net.createServer() : tls.createServer({ key: secure.key, cert: secure.cert, minVersion: 'TLSv1.3' });
+  listener.listen(0, host);
+  await once(listener, 'listening');
+  const port = (listener.address() as net.AddressInfo).port;
+  const accepted = once(listener, secure === undefined ? 'connection' : 'secureConnection') as Promise<[net.Socket]>;
+  const socket = secure === undefined ? net.connect(port, host) : tls.connect({ host, port, servername: 'localhost', ca: secure.ca });
+  await once(socket, secure === undefined ? 'connect' : 'secureConnect');
+  const client = new H2Session(socket, hboneSessionOptions(DEFAULTS, 'client'));
+  const server = new H2Session((await accepted)[0], hboneSessionOptions(DEFAULTS, 'server'));
+  await once(client, 'remoteSettings');
+  return {
+    client,
+    server,
+    close: () => {
+      client.destroy();
+      server.destroy();
+      listener.close();
+    },
+  };
+}
+
+/** An HBONE-over-TLS session pair whose server streams are relayed into a counting TCP sink, as ztunnel's inbound does. */
 async function relayThroughTls(payload: Buffer, appOptions: net.SocketConstructorOpts = {}): Promise<{ received: number; appWrites: number }> {
   const ca = await CertificateAuthority.selfSigned('cluster.local');
   const { keyPem, chain } = await issueServingCertificate(ca, ['localhost'], 3600);
@@ -17,76 +44,71 @@ async function relayThroughTls(payload: Buffer, appOptions: net.SocketConstructo
   const sink = net.createServer((s) => s.on('data', (d: Buffer) => (received += d.length)));
   sink.listen(0, '127.0.0.1');
   await once(sink, 'listening');
-  const server = http2.createSecureServer({ key: keyPem, cert: chain.slice(0, -1).join(''), minVersion: 'TLSv1.3' });
+  const pair = await sessionPair('127.0.0.1', { key: keyPem, cert: chain.slice(0, -1).join(''), ca: chain.at(-1)! });
   let appWrites = 0;
   const relayed = new Promise<void>((resolve) => {
-    server.on('stream', (stream) => {
+    pair.server.on('stream', (stream) => {
       const app = new net.Socket(appOptions).connect((sink.address() as net.AddressInfo).port, '127.0.0.1');
       // Count what the relay hands the socket: one call per write syscall it will make.
       const write = app._write.bind(app);
       const writev = app._writev!.bind(app);
       app._write = (c, e, cb): void => (appWrites++, write(c, e, cb));
       app._writev = (cs, cb): void => (appWrites++, writev(cs, cb));
-      stream.respond({ ':status': 200 });
+      stream.respond(200);
       relay(stream, app, () => resolve());
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const client = http2.connect(`https://localhost:${(server.address() as net.AddressInfo).port}`, { ca: chain.at(-1), settings: { initialWindowSize: 4 << 20 } });
-  const req = client.request({ ':method': 'POST', ':path': '/' });
-  req.resume();
-  req.end(payload);
+  const stream = pair.client.connect('127.0.0.1:80');
+  stream.on('error', () => undefined); // the session is destroyed under it at the end
+  stream.resume();
+  stream.end(payload);
   await relayed;
-  client.close();
-  server.close();
+  pair.close();
   sink.close();
   return { received, appWrites };
 }
 
-test('relay: HBONE DATA frames that straddle TLS records reach the app in one write each, not two', async (t) => {
+test('relay: HBONE DATA that arrives in TLS-record pieces reaches the app in about one write per 16 KiB, not one per piece', async (t) => {
   const payload = Buffer.alloc(64 * FRAME, 0x61);
   const { received, appWrites } = await relayThroughTls(payload);
   assert.equal(received, payload.length);
-  t.diagnostic(`${appWrites} app writes for 64 frames`);
-  // A 16 KiB DATA frame plus its 9-byte header spans two TLS records, so Node delivers it in two pieces.
-  // Unbatched, that is about two writes per frame; batched, about one.
-  assert.ok(appWrites <= 64 * 1.25, `the app socket saw ${appWrites} writes for 64 frames`);
+  t.diagnostic(`${appWrites} app writes for 64 × 16 KiB`);
+  // A DATA frame's header and payload straddle TLS records, so the stream gets its bytes in more pieces than
+  // records. Unbatched, that is more than one write per 16 KiB; batched, about one.
+  assert.ok(appWrites <= 64 * 1.25, `the app socket saw ${appWrites} writes for 64 × 16 KiB`);
 });
 
-test('relay: into an app-facing socket (ztunnel\'s buffer), the DATA frames of one loop turn leave in one write', async (t) => {
+test('relay: into an app-facing socket (ztunnel\'s buffer), the DATA of one loop turn leaves in one write', async (t) => {
   const payload = Buffer.alloc(64 * FRAME, 0x61);
   const { received, appWrites } = await relayThroughTls(payload, APP_SOCKET_OPTIONS);
   assert.equal(received, payload.length);
-  t.diagnostic(`${appWrites} app writes for 64 frames`);
-  // With Node's 16 KiB socket buffer, pipe stops the stream after each frame: one write per frame at best.
-  assert.ok(appWrites < 64, `the app socket saw ${appWrites} writes for 64 frames`);
+  t.diagnostic(`${appWrites} app writes for 64 × 16 KiB`);
+  // With Node's 16 KiB socket buffer, pipe stops the stream after each 16 KiB: one write per 16 KiB at best.
+  assert.ok(appWrites < 64, `the app socket saw ${appWrites} writes for 64 × 16 KiB`);
 });
 
 test('relay: an app socket is read on while its HBONE stream holds less than STREAM_WRITE_BOUND, paused beyond it, and every byte arrives', async () => {
-  const server = http2.createServer();
+  const pair = await sessionPair('127.0.101.1');
   let received = 0;
-  const streams: http2.ServerHttp2Stream[] = [];
+  const streams: H2Stream[] = [];
   const allIn = new Promise<void>((resolve) => {
-    server.on('stream', (stream) => {
-      stream.pause(); // no window granted: the client's stream fills up
+    pair.server.on('stream', (stream) => {
+      stream.pause(); // no credit returned: the client's stream window fills up
       streams.push(stream);
       stream.on('data', (d: Buffer) => (received += d.length));
       stream.on('end', () => resolve());
     });
   });
-  server.listen(0, '127.0.101.1');
-  await once(server, 'listening');
-  const client = http2.connect(`http://127.0.101.1:${(server.address() as net.AddressInfo).port}`);
   const tcp = net.createServer({ allowHalfOpen: true });
   tcp.listen(0, '127.0.101.1');
   await once(tcp, 'listening');
   const accepted = once(tcp, 'connection') as Promise<[net.Socket]>;
   const app = net.connect({ port: (tcp.address() as net.AddressInfo).port, host: '127.0.101.1', allowHalfOpen: true });
   const [appSide] = await accepted;
-  const stream = client.request({ ':method': 'POST', ':path': '/' });
+  const stream = pair.client.connect('127.0.101.1:80');
   const closed = new Promise<void>((resolve) => relay(appSide, stream, () => resolve()));
-  const payload = Buffer.alloc(4 * STREAM_WRITE_BOUND, 0x62);
+  // More than the stream window (4 MiB) plus the bound: the window fills, then the stream's queue.
+  const payload = Buffer.alloc(DEFAULTS.http2StreamWindowSize + 4 * STREAM_WRITE_BOUND, 0x62);
   const paused = once(appSide, 'pause');
   app.end(payload);
   await paused;
@@ -95,10 +117,9 @@ test('relay: an app socket is read on while its HBONE stream holds less than STR
   streams[0]!.resume();
   await allIn;
   assert.equal(received, payload.length);
-  streams[0]!.respond({ ':status': 200 }, { endStream: true });
+  streams[0]!.respond(200, [], true);
   stream.resume();
   await closed;
-  client.close();
-  server.close();
+  pair.close();
   tcp.close();
 });

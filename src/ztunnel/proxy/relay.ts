@@ -1,25 +1,26 @@
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { constants as h2c, type Http2Stream } from 'node:http2';
-import { MeshError } from '../../lib/errors.js';
+import { describeError, MeshError } from '../../lib/errors.js';
+import { H2ErrorCode } from '../h2/frame.js';
+import { H2Stream } from '../h2/h2-stream.js';
 
-function isH2Stream(s: Duplex): s is Http2Stream {
-  return 'rstCode' in s;
+function isH2Stream(s: Duplex): s is H2Stream {
+  return s instanceof H2Stream;
 }
 
 /** Chunks at least this large are bulk transfer: they are held back for one loop turn so their writes coalesce. */
 export const COALESCE_MIN_CHUNK = 4096;
 
 /**
- * Batches the writes of an HBONE stream's bytes into the app socket. A full DATA frame (16384 bytes + 9 of header)
- * never fits one 16 KiB TLS record, so Node hands the stream each frame in two pieces; written as they come, every
- * piece costs a syscall and a wake-up of the app (half of them a few bytes long). While bulk data flows, the socket
- * is corked until the end of the current loop turn, so all pieces from one read leave in one writev; the app
- * socket's buffer (APP_SOCKET_HIGH_WATER_MARK) holds a turn's worth, else `pipe` stops the stream after one frame. Small
- * chunks (request/response traffic) are written at once, so latency is untouched. Per relay, not per chunk: the
+ * Batches the writes of an HBONE stream's bytes into the app socket. The stream hands its DATA on as views of the
+ * TLS socket's reads (at most one 16 KiB record each, split again where a frame header falls); written as they
+ * come, every piece costs a syscall and a wake-up of the app. While bulk data flows, the socket is corked until
+ * the end of the current loop turn, so all pieces from one turn leave in one writev; the app socket's buffer
+ * (APP_SOCKET_HIGH_WATER_MARK) holds a turn's worth, else `pipe` stops the stream after 16 KiB. Small chunks
+ * (request/response traffic) are written at once, so latency is untouched. Per relay, not per chunk: the
  * closures are made once.
  */
-function coalesceWrites(from: Http2Stream, to: Duplex): void {
+function coalesceWrites(from: H2Stream, to: Duplex): void {
   let corked = false;
   const uncork = (): void => {
     corked = false;
@@ -45,20 +46,24 @@ const APP_HANGUP_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'E
  * after shutdown, and Node's `resetAndDestroy` would then leave it open for good.
  */
 function abort(s: Duplex): void {
-  if (isH2Stream(s)) s.close(h2c.NGHTTP2_CANCEL);
+  if (isH2Stream(s)) s.reset();
   else if (s instanceof Socket && !s.writableEnded) s.resetAndDestroy();
   else s.destroy();
 }
 
 /**
- * Why an HBONE stream closed before it ended, when Node reported no error for it: the HBONE connection under it
- * closed (peer gone, GOAWAY), or the peer cancelled the stream (its app reset: not a failure of ours).
+ * Why an HBONE stream closed before it ended without an error of its own: reset with a code that is not a failure
+ * of ours. CANCEL is the peer's app going away (or our own choice to stop), so it is no error.
  */
-function unendedStreamError(s: Http2Stream): Error | undefined {
-  if (s.rstCode === h2c.NGHTTP2_CANCEL && s.session?.destroyed !== true) return undefined;
-  return new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', s.session?.destroyed === true
-    ? 'the HBONE connection closed while the stream was open'
-    : `the HBONE stream was reset (HTTP/2 error code ${s.rstCode ?? '?'})`);
+function unendedStreamError(s: H2Stream): Error | undefined {
+  if (s.resetCode === H2ErrorCode.CANCEL) return undefined;
+  return new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `the HBONE stream was reset (HTTP/2 error code ${s.resetCode ?? '?'})`);
+}
+
+/** A failed HBONE stream as the connection's error: its HBONE connection closed under it, or the peer reset it. */
+function streamFailure(e: Error): MeshError {
+  if (e instanceof MeshError && e.code === 'ZT_ERR_HBONE_CONNECTION_LOST') return e;
+  return new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `the HBONE stream failed: ${describeError(e)}`, { cause: e });
 }
 
 /**
@@ -78,14 +83,17 @@ export function relay(a: Duplex, b: Duplex, done: (error: Error | undefined) => 
     firstError ??= e;
   };
   const onStreamError = (e: Error): void => {
-    firstError ??= e;
+    firstError ??= streamFailure(e);
   };
   a.on('error', isH2Stream(a) ? onStreamError : onError);
   b.on('error', isH2Stream(b) ? onStreamError : onError);
   const onClose = (self: Duplex, other: Duplex) => (): void => {
-    // A clean HBONE stream end (NO_ERROR) lets the app socket finish writing; anything else is a reset.
-    const clean = isH2Stream(self) ? self.rstCode === h2c.NGHTTP2_NO_ERROR && self.readableEnded : !self.errored && self.readableEnded && self.writableFinished;
-    if (!clean && closed === 0 && isH2Stream(self)) firstError ??= unendedStreamError(self);
+    // A clean HBONE stream end (END_STREAM, or NO_ERROR after it) lets the app socket finish writing; anything
+    // else is a reset.
+    const clean = isH2Stream(self)
+      ? !self.errored && self.readableEnded && (self.resetCode === undefined || self.resetCode === H2ErrorCode.NO_ERROR)
+      : !self.errored && self.readableEnded && self.writableFinished;
+    if (!clean && closed === 0 && isH2Stream(self) && !self.errored) firstError ??= unendedStreamError(self);
     if (!clean && !other.destroyed) abort(other);
     if (++closed === 2) done(firstError);
   };
@@ -98,9 +106,9 @@ export function relay(a: Duplex, b: Duplex, done: (error: Error | undefined) => 
 }
 
 /**
- * How many bytes an HBONE stream may hold queued before the app socket feeding it is paused. Node's Http2Stream
- * has a fixed 16 KiB buffer, less than one 64 KiB read from a socket, so with `pipe` the app socket was paused
- * after every read and the stream took one read per loop turn (docs/performance.md, "App socket buffers"). With
+ * How many bytes an HBONE stream may hold queued before the app socket feeding it is paused. A stream's writable
+ * side buffers Node's default 16 KiB, less than one 64 KiB read from a socket, so with `pipe` the app socket would
+ * be paused after every read and the stream take one read per loop turn (docs/performance.md, "App socket buffers"). With
  * this bound a loop turn takes what the app has queued (libuv reads a socket several times a turn) and the
  * session sends it in one write. The stream's own flow control still holds the bytes until the peer grants
  * window; this bounds what waits in front of it.
