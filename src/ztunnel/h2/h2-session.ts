@@ -195,8 +195,18 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       done(refusal);
       return;
     }
-    s.pendingChunk = chunk;
-    s.pendingOffset = 0;
+    s.sendQueue.push(chunk);
+    s.pendingDone = done;
+    this.flushStream(s);
+  }
+
+  writeDataBatch(s: H2Stream, chunks: readonly { chunk: Buffer }[], done: (error?: Error | null) => void): void {
+    const refusal = this.sendRefusal(s);
+    if (refusal !== undefined) {
+      done(refusal);
+      return;
+    }
+    for (const c of chunks) s.sendQueue.push(c.chunk);
     s.pendingDone = done;
     this.flushStream(s);
   }
@@ -244,6 +254,8 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       this.sendRstStream(s.id, s.resetCode);
       this.closeStream(s);
     }
+    s.sendQueue.length = 0;
+    s.pendingDone = undefined;
     // Data the reader never took is gone with the stream: its connection credit comes back.
     if (s.heldCredit > 0) {
       const n = s.heldCredit;
@@ -325,7 +337,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     if (this.peer.headerTableSize !== old.headerTableSize) this.options.encoder.setPeerMaxTableSize(this.peer.headerTableSize);
     this.socket.write(SETTINGS_ACK_FRAME);
     this.emit('remoteSettings', this.peer);
-    if (delta > 0) for (const s of this.streams.values()) if (s.pendingChunk !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
+    if (delta > 0) for (const s of this.streams.values()) if (s.pendingDone !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
   }
 
   onSettingsAck(): void {
@@ -369,7 +381,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       this.connectionBlocked = [];
       for (const s of blocked) {
         s.queuedForConnectionWindow = false;
-        if (s.pendingChunk !== undefined && !s.streamClosed) this.flushStream(s);
+        if (s.pendingDone !== undefined && !s.streamClosed) this.flushStream(s);
       }
       return;
     }
@@ -380,7 +392,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     }
     s.sendWindow += increment;
     if (s.sendWindow > MAX_WINDOW_SIZE) this.resetStream(streamError(id, H2ErrorCode.FLOW_CONTROL_ERROR, 'WINDOW_UPDATE pushes the stream window past 2^31-1'));
-    else if (s.pendingChunk !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
+    else if (s.pendingDone !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
   }
 
   onStreamError(error: H2Error): void {
@@ -493,29 +505,40 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     this.socket.uncork();
   }
 
-  /** Sends as much of the stream's pending write as both windows allow, as DATA frames of at most the peer's frame size. */
+  /**
+   * Sends as much of the stream's queued writes as both windows allow, as DATA frames of at most the peer's frame
+   * size, all under one cork: whatever a loop turn queued leaves in one TLS write.
+   */
   private flushStream(s: H2Stream): void {
     if (this.dead) return;
-    const chunk = s.pendingChunk!;
-    const length = chunk.length;
-    let off = s.pendingOffset;
+    const queue = s.sendQueue;
     let corked = false;
-    while (off < length) {
-      const n = Math.min(length - off, s.sendWindow, this.connectionSendWindow, this.peer.maxFrameSize);
-      if (n <= 0) break;
-      if (!corked) {
-        this.socket.cork();
-        corked = true;
+    while (queue.length > 0) {
+      const chunk = queue[0]!;
+      const length = chunk.length;
+      let off = s.pendingOffset;
+      while (off < length) {
+        const n = Math.min(length - off, s.sendWindow, this.connectionSendWindow, this.peer.maxFrameSize);
+        if (n <= 0) break;
+        if (!corked) {
+          this.socket.cork();
+          corked = true;
+        }
+        this.socket.write(this.writer.dataHeader(s.id, n, false));
+        this.socket.write(n === length ? chunk : chunk.subarray(off, off + n));
+        off += n;
+        s.sendWindow -= n;
+        this.connectionSendWindow -= n;
       }
-      this.socket.write(this.writer.dataHeader(s.id, n, false));
-      this.socket.write(n === length ? chunk : chunk.subarray(off, off + n));
-      off += n;
-      s.sendWindow -= n;
-      this.connectionSendWindow -= n;
+      if (off < length) {
+        s.pendingOffset = off;
+        break;
+      }
+      queue.shift();
+      s.pendingOffset = 0;
     }
     if (corked) this.socket.uncork();
-    if (off < length) {
-      s.pendingOffset = off;
+    if (queue.length > 0) {
       if (s.sendWindow > 0 && !s.queuedForConnectionWindow) {
         s.queuedForConnectionWindow = true;
         this.connectionBlocked.push(s);
@@ -523,7 +546,6 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       return;
     }
     const done = s.pendingDone!;
-    s.pendingChunk = undefined;
     s.pendingDone = undefined;
     if (this.socket.writableNeedDrain) this.drainWaiters.push(done);
     else done();
