@@ -97,6 +97,9 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
     ['GOAWAY of 4 bytes', [rawFrame(FrameType.GOAWAY, 0, 0, Buffer.alloc(4))], H2ErrorCode.FRAME_SIZE_ERROR, 'H2_ERR_FRAME_SIZE'],
     ['PUSH_PROMISE from a client', [rawFrame(FrameType.PUSH_PROMISE, FrameFlag.END_HEADERS, 1, u32(2))], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
     ['a PING between HEADERS and its CONTINUATION', [headers(1, CONNECT, 0), ping('12345678')], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
+    ['DATA of the same stream between HEADERS and its CONTINUATION', [headers(1, CONNECT, 0), data(1, 'x')], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
+    ['HEADERS of another stream between HEADERS and its CONTINUATION', [headers(1, CONNECT, 0), headers(3)], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
+    ['a CONTINUATION of another stream after HEADERS', [headers(1, CONNECT, 0), rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 3, CONNECT)], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
     ['CONTINUATION with no HEADERS', [rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 1, CONNECT)], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
     ['a header block over the cap across CONTINUATIONs', [headers(1, Buffer.alloc(3000), 0), rawFrame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(3000))], H2ErrorCode.ENHANCE_YOUR_CALM, 'H2_ERR_PROTOCOL'],
     ['HEADERS on an even (server-initiated) stream', [headers(2)], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
@@ -146,6 +149,21 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       assert.equal(await streamError(bytes, id, overrides), code);
     });
   }
+
+  test('HEADERS with PRIORITY making the stream depend on itself, its block continued in CONTINUATION -> RST_STREAM PROTOCOL_ERROR once the block ends, which is still decoded (HPACK dynamic table in step)', LIMIT, async () => {
+    const { peer } = await openServer();
+    // Literals with incremental indexing (RFC 7541 §6.2.1) add dynamic entries 63 (:method) and 62 (:authority) ...
+    const indexed = Buffer.concat([Buffer.from([0x42, 7]), Buffer.from('CONNECT'), Buffer.from([0x41, 11]), Buffer.from('10.0.0.1:80')]);
+    const selfDependent = Buffer.concat([u32(1), Buffer.from([15]), indexed.subarray(0, 5)]);
+    // ... which the next stream's block refers to by index only.
+    const byIndex = Buffer.from([0x80 | 63, 0x80 | 62]);
+    peer.send(PREFACE, rawFrame(FrameType.HEADERS, FrameFlag.PRIORITY, 1, selfDependent), rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 1, indexed.subarray(5)), headers(3, byIndex));
+    await peer.frame((f) => f.type === FrameType.HEADERS && f.streamId === 3, 'the response on stream 3');
+    const rst = peer.frames.find((f) => f.type === FrameType.RST_STREAM && f.streamId === 1);
+    assert.equal(rst?.payload.readUInt32BE(0), H2ErrorCode.PROTOCOL_ERROR);
+    assert.equal(peer.frames.find((f) => f.type === FrameType.GOAWAY), undefined);
+    peer.socket.destroy();
+  });
 
   test('frames the peer sent before it saw our RST_STREAM are ignored, not answered (§5.1 closed)', LIMIT, async () => {
     const { peer } = await openServer({}, 'reset');
