@@ -227,12 +227,42 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
     await peer.closed();
   });
 
-  describe('client side: a raw server answers our client session', () => {
-    /** Our client session on a connection whose server is a raw peer, once the client's preface arrived. */
-    async function openClient(): Promise<{ peer: RawPeer; session: H2Session }> {
+  const FINISHES: [string, (peer: RawPeer, session: H2Session, stream: H2Stream) => void, ErrorCode][] = [
+    ['a connection error', (peer) => peer.send(data(0, 'x')), 'H2_ERR_PROTOCOL'],
+    ['a graceful close whose last stream ends', (_peer, session, stream) => (session.close(), stream.reset()), 'H2_ERR_SESSION_CLOSED'],
+  ];
+  for (const [what, end, code] of FINISHES) {
+    test(`${what} while the peer reads nothing: the socket is destroyed after the finish grace, not left waiting for its GOAWAY to flush`, LIMIT, async () => {
+      // More than the kernel holds for a peer that does not read (its receive buffer, which grows only as it reads,
+      // plus our send buffer, at most tcp_wmem's 4 MiB): the rest, and the GOAWAY behind it, stay in our socket.
+      const unread = 16 * 1024 * 1024;
       const accepted = ctx.server.accepted();
       const socket = await connectHboneTls(ctx.fx, HOST, ctx.server.port);
-      const session = new H2Session(socket, h2Options('client'));
+      const serverSocket = await accepted;
+      const session = new H2Session(serverSocket, h2Options('server', { ...SERVER, finishGraceMs: 50 }));
+      const peer = new RawPeer(socket);
+      await peer.frame((f) => f.type === FrameType.SETTINGS, 'the server SETTINGS');
+      socket.pause();
+      const opened = once(session, 'stream') as Promise<[H2Stream]>;
+      peer.send(PREFACE, settings([SettingId.INITIAL_WINDOW_SIZE, 2 ** 31 - 1]), windowUpdate(0, 2 ** 31 - 1 - 65_535), headers(1));
+      const [stream] = await opened;
+      stream.on('error', () => undefined).respond(200);
+      stream.write(Buffer.alloc(unread));
+      assert.ok(serverSocket.writableNeedDrain, 'our send path is full');
+      const closed = once(session, 'close');
+      end(peer, session, stream);
+      const [error] = (await closed) as [Error];
+      assert.ok(isMeshError(error, code), String(error));
+      socket.destroy();
+    });
+  }
+
+  describe('client side: a raw server answers our client session', () => {
+    /** Our client session on a connection whose server is a raw peer, once the client's preface arrived. */
+    async function openClient(overrides: Partial<H2SessionOptions> = {}): Promise<{ peer: RawPeer; session: H2Session }> {
+      const accepted = ctx.server.accepted();
+      const socket = await connectHboneTls(ctx.fx, HOST, ctx.server.port);
+      const session = new H2Session(socket, h2Options('client', overrides));
       const peer = new RawPeer(await accepted, CLIENT_PREFACE.length);
       await peer.frame((f) => f.type === FrameType.SETTINGS, 'the client SETTINGS');
       return { peer, session };
@@ -286,6 +316,16 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       const [why] = (await closed) as [Error];
       assert.ok(isMeshError(why, 'H2_ERR_PEER_RESET'), String(why));
       await peer.closed();
+    });
+
+    test('a server that never acknowledges our SETTINGS -> GOAWAY SETTINGS_TIMEOUT once the ACK timeout passes (§6.5.3)', LIMIT, async () => {
+      const { peer, session } = await openClient({ settingsAckTimeoutMs: 50 });
+      const closed = once(session, 'close');
+      peer.send(settings());
+      const goaway = await peer.frame((f) => f.type === FrameType.GOAWAY, 'GOAWAY');
+      assert.equal(goaway.payload.readUInt32BE(4), H2ErrorCode.SETTINGS_TIMEOUT);
+      const [error] = (await closed) as [Error];
+      assert.ok(isMeshError(error, 'H2_ERR_SETTINGS_TIMEOUT'), String(error));
     });
 
     test('a server that never sent the preface SETTINGS but a PING first -> GOAWAY PROTOCOL_ERROR', LIMIT, async () => {
