@@ -269,13 +269,14 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
     }
 
     /** Our client session past both prefaces, with stream 1 (a CONNECT) seen by the raw server; `failed` is its error. */
-    async function openClientStream(): Promise<{ peer: RawPeer; session: H2Session; failed: Promise<unknown[]> }> {
+    async function openClientStream(): Promise<{ peer: RawPeer; session: H2Session; stream: H2Stream; failed: Promise<unknown[]> }> {
       const { peer, session } = await openClient();
       peer.send(settings());
       await once(session, 'remoteSettings');
-      const failed = once(session.connect('10.0.0.1:80'), 'error');
+      const stream = session.connect('10.0.0.1:80');
+      const failed = once(stream, 'error');
       await peer.frame((f) => f.type === FrameType.HEADERS && f.streamId === 1, 'the CONNECT');
-      return { peer, session, failed };
+      return { peer, session, stream, failed };
     }
 
     test('SETTINGS_ENABLE_PUSH 1 from a server -> GOAWAY PROTOCOL_ERROR', LIMIT, async () => {
@@ -295,6 +296,23 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       assert.equal(rst.payload.readUInt32BE(0), H2ErrorCode.PROTOCOL_ERROR);
       const [error] = (await failed) as [Error];
       assert.ok(isMeshError(error, 'H2_ERR_PROTOCOL'));
+      session.destroy();
+    });
+
+    test('a write waiting for connection window on a stream that is destroyed completes once, and is not sent when the window reopens', LIMIT, async () => {
+      const { peer, session, stream } = await openClientStream();
+      peer.send(windowUpdate(1, 1 << 20), ping('streamwu'));
+      await peer.frame(isAck('streamwu'), 'PING ACK');
+      let completions = 0;
+      stream.write(Buffer.alloc(100_000), () => completions++);
+      await peer.frame((f) => f.type === FrameType.DATA, 'DATA up to the connection window');
+      stream.destroy();
+      await peer.frame((f) => f.type === FrameType.RST_STREAM && f.streamId === 1, 'RST_STREAM');
+      peer.send(windowUpdate(0, 1 << 20), ping('connwu!!'));
+      await peer.frame(isAck('connwu!!'), 'PING ACK');
+      assert.equal(completions, 1);
+      const sent = peer.frames.filter((f) => f.type === FrameType.DATA).reduce((n, f) => n + f.payload.length, 0);
+      assert.equal(sent, 65_535, 'only what the first window allowed');
       session.destroy();
     });
 

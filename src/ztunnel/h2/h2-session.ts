@@ -276,6 +276,16 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       s.heldCredit = 0;
       this.releaseConnectionCredit(n);
     }
+    // A write still waiting for window will never be sent: it completes now, as a destroyed socket's pending write does
+    // (without an error: the stream's own destroy reports why), and the chunk is not held until the window reopens.
+    const done = s.pendingDone;
+    if (done !== undefined) {
+      s.pendingChunk = undefined;
+      s.pendingDone = undefined;
+      const queued = this.connectionBlocked.indexOf(s);
+      if (queued >= 0) this.connectionBlocked.splice(queued, 1);
+      done();
+    }
   }
 
   // ---- FrameSink: frames from the peer ----
