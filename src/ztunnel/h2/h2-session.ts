@@ -221,8 +221,18 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       done(refusal);
       return;
     }
-    s.pendingChunk = chunk;
-    s.pendingOffset = 0;
+    s.sendQueue.push(chunk);
+    s.pendingDone = done;
+    this.flushStream(s);
+  }
+
+  writeDataBatch(s: H2Stream, chunks: readonly { chunk: Buffer }[], done: (error?: Error | null) => void): void {
+    const refusal = this.sendRefusal(s);
+    if (refusal !== undefined) {
+      done(refusal);
+      return;
+    }
+    for (const c of chunks) s.sendQueue.push(c.chunk);
     s.pendingDone = done;
     this.flushStream(s);
   }
@@ -277,10 +287,11 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       this.releaseConnectionCredit(n);
     }
     // A write still waiting for window will never be sent: it completes now, as a destroyed socket's pending write does
-    // (without an error: the stream's own destroy reports why), and the chunk is not held until the window reopens.
+    // (without an error: the stream's own destroy reports why), and its chunks are not held until the window reopens.
     const done = s.pendingDone;
     if (done !== undefined) {
-      s.pendingChunk = undefined;
+      s.sendQueue.length = 0;
+      s.pendingOffset = 0;
       s.pendingDone = undefined;
       const queued = this.connectionBlocked.indexOf(s);
       if (queued >= 0) this.connectionBlocked.splice(queued, 1);
@@ -361,7 +372,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     if (this.peer.headerTableSize !== old.headerTableSize) this.options.encoder.setPeerMaxTableSize(this.peer.headerTableSize);
     this.socket.write(SETTINGS_ACK_FRAME);
     this.emit('remoteSettings', this.peer);
-    if (delta > 0) for (const s of this.streams.values()) if (s.pendingChunk !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
+    if (delta > 0) for (const s of this.streams.values()) if (s.pendingDone !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
   }
 
   onSettingsAck(): void {
@@ -408,7 +419,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       this.connectionBlocked = [];
       for (const s of blocked) {
         s.queuedForConnectionWindow = false;
-        if (s.pendingChunk !== undefined && !s.streamClosed) this.flushStream(s);
+        if (s.pendingDone !== undefined && !s.streamClosed) this.flushStream(s);
       }
       return;
     }
@@ -419,7 +430,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     }
     s.sendWindow += increment;
     if (s.sendWindow > MAX_WINDOW_SIZE) this.resetStream(streamError(id, H2ErrorCode.FLOW_CONTROL_ERROR, 'WINDOW_UPDATE pushes the stream window past 2^31-1'));
-    else if (s.pendingChunk !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
+    else if (s.pendingDone !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
   }
 
   onStreamError(error: H2Error): void {
@@ -544,29 +555,40 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     this.socket.uncork();
   }
 
-  /** Sends as much of the stream's pending write as both windows allow, as DATA frames of at most the peer's frame size. */
+  /**
+   * Sends as much of the stream's queued writes as both windows allow, as DATA frames of at most the peer's frame
+   * size, all under one cork: whatever a loop turn queued leaves in one TLS write.
+   */
   private flushStream(s: H2Stream): void {
     if (this.dead) return;
-    const chunk = s.pendingChunk!;
-    const length = chunk.length;
-    let off = s.pendingOffset;
+    const queue = s.sendQueue;
     let corked = false;
-    while (off < length) {
-      const n = Math.min(length - off, s.sendWindow, this.connectionSendWindow, this.peer.maxFrameSize);
-      if (n <= 0) break;
-      if (!corked) {
-        this.socket.cork();
-        corked = true;
+    while (queue.length > 0) {
+      const chunk = queue[0]!;
+      const length = chunk.length;
+      let off = s.pendingOffset;
+      while (off < length) {
+        const n = Math.min(length - off, s.sendWindow, this.connectionSendWindow, this.peer.maxFrameSize);
+        if (n <= 0) break;
+        if (!corked) {
+          this.socket.cork();
+          corked = true;
+        }
+        this.socket.write(this.writer.dataHeader(s.id, n, false));
+        this.socket.write(n === length ? chunk : chunk.subarray(off, off + n));
+        off += n;
+        s.sendWindow -= n;
+        this.connectionSendWindow -= n;
       }
-      this.socket.write(this.writer.dataHeader(s.id, n, false));
-      this.socket.write(n === length ? chunk : chunk.subarray(off, off + n));
-      off += n;
-      s.sendWindow -= n;
-      this.connectionSendWindow -= n;
+      if (off < length) {
+        s.pendingOffset = off;
+        break;
+      }
+      queue.shift();
+      s.pendingOffset = 0;
     }
     if (corked) this.socket.uncork();
-    if (off < length) {
-      s.pendingOffset = off;
+    if (queue.length > 0) {
       if (s.sendWindow > 0 && !s.queuedForConnectionWindow) {
         s.queuedForConnectionWindow = true;
         this.connectionBlocked.push(s);
@@ -574,7 +596,6 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       return;
     }
     const done = s.pendingDone!;
-    s.pendingChunk = undefined;
     s.pendingDone = undefined;
     if (this.socket.writableNeedDrain) this.drainWaiters.push(done);
     else done();
