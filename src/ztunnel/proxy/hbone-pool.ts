@@ -98,6 +98,8 @@ export class HbonePool {
       throw new MeshError('ZT_ERR_HBONE_STREAM', `cannot open HBONE stream to ${dst}: ${describeError(e)}`);
     }
     stream.once('close', () => this.release(conn, key));
+    // Between the response and the relay an error has no other listener; the relay reads it from `errored`.
+    stream.on('error', () => undefined);
     const status = await new Promise<number>((resolve, reject) => {
       const settle = (): void => {
         clearTimeout(timer);

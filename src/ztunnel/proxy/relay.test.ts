@@ -7,6 +7,8 @@ import { CertificateAuthority, issueServingCertificate } from '../../lib/pki/cer
 import { DEFAULTS } from '../config.js';
 import { H2Session } from '../h2/h2-session.js';
 import type { H2Stream } from '../h2/h2-stream.js';
+import { H2ErrorCode } from '../h2/frame.js';
+import { isMeshError } from '../../lib/errors.js';
 import { hboneSessionOptions } from './hbone-session-options.js';
 import { relay, STREAM_WRITE_BOUND } from './relay.js';
 import { APP_SOCKET_OPTIONS } from './socket-factory.js';
@@ -111,6 +113,34 @@ test('relay: an app socket is read on while its HBONE stream holds less than STR
   streams[0]!.respond(200, [], true);
   stream.resume();
   await closed;
+  pair.close();
+  tcp.close();
+});
+
+test('relay: an HBONE stream reset before the relay began (right after its 200) ends the relay at once: the app socket is reset and the connection reported failed', { timeout: 20_000 }, async () => {
+  const pair = await sessionPair('127.0.101.2');
+  pair.server.on('stream', (s: H2Stream) => {
+    s.on('error', () => undefined);
+    s.respond(200);
+    s.reset(H2ErrorCode.INTERNAL_ERROR);
+  });
+  const stream = pair.client.connect('127.0.101.2:80');
+  stream.on('error', () => undefined);
+  await new Promise((resolve) => stream.once('close', resolve));
+  const tcp = net.createServer({ allowHalfOpen: true });
+  tcp.listen(0, '127.0.101.2');
+  await once(tcp, 'listening');
+  const accepted = once(tcp, 'connection') as Promise<[net.Socket]>;
+  const app = net.connect({ port: (tcp.address() as net.AddressInfo).port, host: '127.0.101.2', allowHalfOpen: true });
+  const appEnded = new Promise<string>((resolve) => {
+    app.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+    app.once('end', () => resolve('fin'));
+  });
+  const [appSide] = await accepted;
+  const error = await new Promise<Error | undefined>((resolve) => relay(appSide, stream, resolve));
+  assert.ok(isMeshError(error, 'ZT_ERR_HBONE_CONNECTION_LOST'), String(error));
+  assert.match(error.message, /INTERNAL_ERROR/);
+  assert.equal(await appEnded, 'ECONNRESET');
   pair.close();
   tcp.close();
 });

@@ -93,12 +93,18 @@ export function relay(a: Duplex, b: Duplex, done: (error: Error | undefined) => 
     const clean = isH2Stream(self)
       ? !self.errored && self.readableEnded && (self.resetCode === undefined || self.resetCode === H2ErrorCode.NO_ERROR)
       : !self.errored && self.readableEnded && self.writableFinished;
-    if (!clean && closed === 0 && isH2Stream(self) && !self.errored) firstError ??= unendedStreamError(self);
+    if (!clean && closed === 0 && isH2Stream(self)) firstError ??= self.errored !== null ? streamFailure(self.errored) : unendedStreamError(self);
     if (!clean && !other.destroyed) abort(other);
     if (++closed === 2) done(firstError);
   };
-  a.once('close', onClose(a, b));
-  b.once('close', onClose(b, a));
+  const whenClosed = (self: Duplex, other: Duplex): void => {
+    const handler = onClose(self, other);
+    // A side that closed before the relay began (an HBONE stream reset right after its 200) ends it at once.
+    if (self.closed) process.nextTick(handler);
+    else self.once('close', handler);
+  };
+  whenClosed(a, b);
+  whenClosed(b, a);
   if (isH2Stream(a) && !isH2Stream(b)) coalesceWrites(a, b);
   if (isH2Stream(b) && !isH2Stream(a)) coalesceWrites(b, a);
   forward(a, b);
