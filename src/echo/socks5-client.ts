@@ -13,10 +13,13 @@ export class Socks5Error extends Error {
   }
 }
 
-/** Opens a connection to `host:port` through the SOCKS5 proxy at `proxyHost:proxyPort` (no authentication). */
-export function socks5Connect(proxyHost: string, proxyPort: number, host: string, port: number, localAddress?: string): Promise<net.Socket> {
+/**
+ * Opens a connection to `host:port` through the SOCKS5 proxy at `proxyHost:proxyPort` (no authentication), from
+ * `localAddress` (and `localPort`, else one the kernel picks) when given.
+ */
+export function socks5Connect(proxyHost: string, proxyPort: number, host: string, port: number, localAddress?: string, localPort?: number): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    const s = net.connect({ host: proxyHost, port: proxyPort, localAddress, allowHalfOpen: true, noDelay: true });
+    const s = net.connect({ host: proxyHost, port: proxyPort, localAddress, localPort, allowHalfOpen: true, noDelay: true });
     let buf = Buffer.alloc(0);
     let stage: 'greeting' | 'reply' = 'greeting';
     const fail = (e: Error): void => {
