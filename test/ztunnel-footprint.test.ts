@@ -27,12 +27,13 @@ test('amesh ztunnel loads none of istiod, the API server, the controllers, amesh
 
 /**
  * What only one mode uses, imported when that mode starts: istiod's xDS and CA clients (gRPC, the generated
- * protobuf code), the LOCAL_XDS_PATH reader (YAML), in-pod mode (ZDS, the native addon, the DNS proxy).
+ * protobuf code), the LOCAL_XDS_PATH reader (YAML), in-pod mode (ZDS, the native addon, the DNS proxy), and the
+ * local CA (the X.509 library; a ztunnel's own CSRs need none).
  */
-const MODE_DIRS = ['src/api/', 'src/ztunnel/xds/', 'src/ztunnel/inpod/', 'src/lib/grpc-', 'src/ztunnel/state/local-config', 'src/ztunnel/identity/istio-ca-client', 'src/ztunnel/dns/dns-proxy', 'src/ztunnel/dns/dns-forwarder'];
-const MODE_PACKAGES = ['@grpc/grpc-js', '@bufbuild/protobuf', 'yaml', 'dns-packet'];
+const MODE_DIRS = ['src/api/', 'src/ztunnel/xds/', 'src/ztunnel/inpod/', 'src/lib/grpc-', 'src/ztunnel/state/local-config', 'src/ztunnel/identity/istio-ca-client', 'src/ztunnel/dns/dns-proxy', 'src/ztunnel/dns/dns-forwarder', 'src/lib/pki/x509', 'src/lib/pki/certificate-authority'];
+const MODE_PACKAGES = ['@grpc/grpc-js', '@bufbuild/protobuf', 'yaml', 'dns-packet', '@peculiar/x509'];
 
-test('amesh ztunnel imports gRPC, protobuf, YAML, ZDS and the DNS proxy only when its mode uses them', () => {
+test('amesh ztunnel imports gRPC, protobuf, YAML, ZDS, the DNS proxy and the local CA only when its mode uses them', () => {
   const g = importGraph('src/cli/ztunnel.ts');
   assert.deepEqual([...g.files].filter((f) => MODE_DIRS.some((d) => f.startsWith(d))), [], 'modules every mode loads at start');
   assert.deepEqual(MODE_PACKAGES.filter((p) => g.packages.has(p)).map((p) => `${p} (from ${g.packages.get(p) ?? ''})`), [], 'packages every mode loads at start');
