@@ -38,3 +38,10 @@ test('amesh ztunnel imports gRPC, protobuf, YAML, ZDS, the DNS proxy and the loc
   assert.deepEqual([...g.files].filter((f) => MODE_DIRS.some((d) => f.startsWith(d))), [], 'modules every mode loads at start');
   assert.deepEqual(MODE_PACKAGES.filter((p) => g.packages.has(p)).map((p) => `${p} (from ${g.packages.get(p) ?? ''})`), [], 'packages every mode loads at start');
 });
+
+test('the local CA signs and a ztunnel makes its CSRs without the X.509 library (only generating a CA loads it)', () => {
+  for (const entry of ['src/lib/pki/certificate-authority.ts', 'src/lib/pki/csr.ts', 'src/ztunnel/identity/local-ca-client.ts']) {
+    const g = importGraph(entry);
+    assert.deepEqual(['@peculiar/x509', 'reflect-metadata'].filter((p) => g.packages.has(p)).map((p) => `${p} (from ${g.packages.get(p) ?? ''})`), [], entry);
+  }
+});

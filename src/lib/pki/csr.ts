@@ -5,6 +5,7 @@
 import { generateKeyPair, sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { bitString, booleanTrue, contextTag, objectIdentifier, octetString, sequence, set, smallInteger } from './der-writer.js';
+import { pemEncode } from './pem.js';
 
 export interface KeyAndCsr {
   /** PKCS#8 PEM private key. Never logged. */
@@ -26,7 +27,7 @@ const generateEcKeyPair = promisify(generateKeyPair);
  */
 export async function createKeyAndCsr(uri: string): Promise<KeyAndCsr> {
   const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' });
-  return { keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, csrPem: pem(csrDer(uri, publicKey, privateKey)) };
+  return { keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, csrPem: pemEncode('CERTIFICATE REQUEST', csrDer(uri, publicKey, privateKey)) };
 }
 
 function csrDer(uri: string, publicKey: KeyObject, privateKey: KeyObject): Buffer {
@@ -39,9 +40,4 @@ function csrDer(uri: string, publicKey: KeyObject, privateKey: KeyObject): Buffe
   );
   const signature = sign('sha256', info, { key: privateKey, dsaEncoding: 'der' });
   return sequence(info, sequence(objectIdentifier(OID.ecdsaWithSha256)), bitString(signature));
-}
-
-function pem(der: Buffer): string {
-  const lines = der.toString('base64').match(/.{1,64}/g) ?? [];
-  return `-----BEGIN CERTIFICATE REQUEST-----\n${lines.join('\n')}\n-----END CERTIFICATE REQUEST-----`;
 }

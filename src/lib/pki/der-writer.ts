@@ -1,7 +1,8 @@
 /**
- * The few DER encodings a PKCS#10 certificate request needs (X.690 §8, §10: definite lengths, minimal forms).
- * Written by hand so that a ztunnel can make its CSRs with `node:crypto` alone: @peculiar/x509 and its ASN.1
- * schemas cost a process 12–16 MiB of RSS (docs/performance.md, "Idle ztunnel: what it loads").
+ * The few DER encodings a certificate request and a workload certificate need (X.690 §8, §10: definite lengths,
+ * minimal forms). Written by hand so that a ztunnel makes its CSRs, and its local CA signs, with `node:crypto`
+ * alone: @peculiar/x509 and its ASN.1 schemas cost a process 12–16 MiB of RSS (docs/performance.md, "Idle
+ * ztunnel: what it loads").
  */
 
 /** One TLV: `tag`, the definite length of `content`, then `content`. */
@@ -26,12 +27,29 @@ export const booleanTrue = (): Buffer => tlv(0x01, Buffer.from([0xff]));
 /** A BIT STRING of whole bytes (no unused bits). */
 export const bitString = (content: Buffer): Buffer => tlv(0x03, Buffer.from([0]), content);
 
-/** A non-negative INTEGER below 2^31, in its minimal two's-complement form. */
+/** A non-negative INTEGER from its big-endian magnitude, in its minimal two's-complement form. */
+export function unsignedInteger(magnitude: Buffer): Buffer {
+  let i = 0;
+  while (i < magnitude.length && magnitude[i] === 0) i++;
+  const bytes = magnitude.subarray(i);
+  return tlv(0x02, bytes.length === 0 || (bytes[0]! & 0x80) !== 0 ? Buffer.concat([Buffer.from([0]), bytes]) : bytes);
+}
+
+/** A non-negative INTEGER below 2^31. */
 export function smallInteger(v: number): Buffer {
   const bytes: number[] = [];
   for (let x = v; x > 0; x = Math.floor(x / 256)) bytes.unshift(x & 0xff);
-  if (bytes.length === 0 || (bytes[0]! & 0x80) !== 0) bytes.unshift(0);
-  return tlv(0x02, Buffer.from(bytes));
+  return unsignedInteger(Buffer.from(bytes));
+}
+
+export const nullValue = (): Buffer => tlv(0x05);
+
+/** RFC 5280 §4.1.2.5: UTCTime through 2049, GeneralizedTime from 2050, to the second, in UTC. */
+export function time(d: Date): Buffer {
+  const iso = d.toISOString();
+  const digits = iso.slice(0, 19).replace(/[-:T]/g, '') + 'Z';
+  const year = d.getUTCFullYear();
+  return year >= 1950 && year < 2050 ? tlv(0x17, Buffer.from(digits.slice(2), 'ascii')) : tlv(0x18, Buffer.from(digits, 'ascii'));
 }
 
 /** An OBJECT IDENTIFIER from its dotted form. */
