@@ -246,7 +246,7 @@ function medianRow(rs: Row[]): Row {
 }
 
 async function measure(t: Target, round: number): Promise<Row> {
-  process.stderr.write(`  round ${round}/${ROUNDS} ${t.name}: throughput...`);
+  process.stderr.write(`  ${round === 0 ? 'warm-up' : `round ${round}/${ROUNDS}`} ${t.name}: throughput...`);
   const one = await throughput(t, 1);
   const eight = await throughput(t, 8);
   process.stderr.write(' latency...');
@@ -306,6 +306,10 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   const targets = Object.keys(paths).filter((n) => only === undefined || n === 'amesh' || only.includes(n));
   const rounds: Row[][] = [];
   try {
+    // One unmeasured pass through each proxy first: round 1 would otherwise include the proxies' JIT warm-up and
+    // first dials (it ran 20-25% below the rounds after it), and the flat-over-time check compares against it.
+    process.stderr.write('warming up (one unmeasured pass through each proxy):\n');
+    for (const t of targets) if (paths[t]!.length > 0) await measureInChild(t, paths[t]!, 0, capture?.targets[t as CapturePath]);
     process.stderr.write(`measuring (loopback, one run, side by side, ${ROUNDS} interleaved rounds, medians):\n`);
     for (let r = 1; r <= ROUNDS; r++) {
       const round: Row[] = [];
@@ -364,7 +368,7 @@ function dialFor(name: string, pod: PodTarget | undefined): Dial {
  * Each path is measured by a fresh child process that runs the app (echo and sink) and the load generator, so no
  * path inherits the load generator's heap and sockets from the one before (its CPU per GB fell from ~1.4 to ~0.9
  * and is now alike across paths). Some slowdown of amesh after the direct path has run remains; it is not in this
- * process (see `BENCH_PATHS` to measure without it). For a capture path the child runs in the client pod's network
+ * process, nor in TCP metrics or TIME_WAIT (docs/performance.md, "Flat over time"; `BENCH_PATHS` measures without it). For a capture path the child runs in the client pod's network
  * namespace (`nsenter --net`), as an unchanged app there would, and is told the pod target in BENCH_POD.
  */
 async function measureInChild(name: string, pids: number[], round: number, pod: PodTarget | undefined): Promise<Row> {

@@ -97,6 +97,9 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
     ['GOAWAY of 4 bytes', [rawFrame(FrameType.GOAWAY, 0, 0, Buffer.alloc(4))], H2ErrorCode.FRAME_SIZE_ERROR, 'H2_ERR_FRAME_SIZE'],
     ['PUSH_PROMISE from a client', [rawFrame(FrameType.PUSH_PROMISE, FrameFlag.END_HEADERS, 1, u32(2))], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
     ['a PING between HEADERS and its CONTINUATION', [headers(1, CONNECT, 0), ping('12345678')], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
+    ['DATA of the same stream between HEADERS and its CONTINUATION', [headers(1, CONNECT, 0), data(1, 'x')], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
+    ['HEADERS of another stream between HEADERS and its CONTINUATION', [headers(1, CONNECT, 0), headers(3)], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
+    ['a CONTINUATION of another stream after HEADERS', [headers(1, CONNECT, 0), rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 3, CONNECT)], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
     ['CONTINUATION with no HEADERS', [rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 1, CONNECT)], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
     ['a header block over the cap across CONTINUATIONs', [headers(1, Buffer.alloc(3000), 0), rawFrame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(3000))], H2ErrorCode.ENHANCE_YOUR_CALM, 'H2_ERR_PROTOCOL'],
     ['HEADERS on an even (server-initiated) stream', [headers(2)], H2ErrorCode.PROTOCOL_ERROR, 'H2_ERR_PROTOCOL'],
@@ -146,6 +149,21 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       assert.equal(await streamError(bytes, id, overrides), code);
     });
   }
+
+  test('HEADERS with PRIORITY making the stream depend on itself, its block continued in CONTINUATION -> RST_STREAM PROTOCOL_ERROR once the block ends, which is still decoded (HPACK dynamic table in step)', LIMIT, async () => {
+    const { peer } = await openServer();
+    // Literals with incremental indexing (RFC 7541 §6.2.1) add dynamic entries 63 (:method) and 62 (:authority) ...
+    const indexed = Buffer.concat([Buffer.from([0x42, 7]), Buffer.from('CONNECT'), Buffer.from([0x41, 11]), Buffer.from('10.0.0.1:80')]);
+    const selfDependent = Buffer.concat([u32(1), Buffer.from([15]), indexed.subarray(0, 5)]);
+    // ... which the next stream's block refers to by index only.
+    const byIndex = Buffer.from([0x80 | 63, 0x80 | 62]);
+    peer.send(PREFACE, rawFrame(FrameType.HEADERS, FrameFlag.PRIORITY, 1, selfDependent), rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 1, indexed.subarray(5)), headers(3, byIndex));
+    await peer.frame((f) => f.type === FrameType.HEADERS && f.streamId === 3, 'the response on stream 3');
+    const rst = peer.frames.find((f) => f.type === FrameType.RST_STREAM && f.streamId === 1);
+    assert.equal(rst?.payload.readUInt32BE(0), H2ErrorCode.PROTOCOL_ERROR);
+    assert.equal(peer.frames.find((f) => f.type === FrameType.GOAWAY), undefined);
+    peer.socket.destroy();
+  });
 
   test('frames the peer sent before it saw our RST_STREAM are ignored, not answered (§5.1 closed)', LIMIT, async () => {
     const { peer } = await openServer({}, 'reset');
@@ -209,25 +227,56 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
     await peer.closed();
   });
 
-  describe('client side: a raw server answers our client session', () => {
-    /** Our client session on a connection whose server is a raw peer, once the client's preface arrived. */
-    async function openClient(): Promise<{ peer: RawPeer; session: H2Session }> {
+  const FINISHES: [string, (peer: RawPeer, session: H2Session, stream: H2Stream) => void, ErrorCode][] = [
+    ['a connection error', (peer) => peer.send(data(0, 'x')), 'H2_ERR_PROTOCOL'],
+    ['a graceful close whose last stream ends', (_peer, session, stream) => (session.close(), stream.reset()), 'H2_ERR_SESSION_CLOSED'],
+  ];
+  for (const [what, end, code] of FINISHES) {
+    test(`${what} while the peer reads nothing: the socket is destroyed after the finish grace, not left waiting for its GOAWAY to flush`, LIMIT, async () => {
+      // More than the kernel holds for a peer that does not read (its receive buffer, which grows only as it reads,
+      // plus our send buffer, at most tcp_wmem's 4 MiB): the rest, and the GOAWAY behind it, stay in our socket.
+      const unread = 16 * 1024 * 1024;
       const accepted = ctx.server.accepted();
       const socket = await connectHboneTls(ctx.fx, HOST, ctx.server.port);
-      const session = new H2Session(socket, h2Options('client'));
+      const serverSocket = await accepted;
+      const session = new H2Session(serverSocket, h2Options('server', { ...SERVER, finishGraceMs: 50 }));
+      const peer = new RawPeer(socket);
+      await peer.frame((f) => f.type === FrameType.SETTINGS, 'the server SETTINGS');
+      socket.pause();
+      const opened = once(session, 'stream') as Promise<[H2Stream]>;
+      peer.send(PREFACE, settings([SettingId.INITIAL_WINDOW_SIZE, 2 ** 31 - 1]), windowUpdate(0, 2 ** 31 - 1 - 65_535), headers(1));
+      const [stream] = await opened;
+      stream.on('error', () => undefined).respond(200);
+      stream.write(Buffer.alloc(unread));
+      assert.ok(serverSocket.writableNeedDrain, 'our send path is full');
+      const closed = once(session, 'close');
+      end(peer, session, stream);
+      const [error] = (await closed) as [Error];
+      assert.ok(isMeshError(error, code), String(error));
+      socket.destroy();
+    });
+  }
+
+  describe('client side: a raw server answers our client session', () => {
+    /** Our client session on a connection whose server is a raw peer, once the client's preface arrived. */
+    async function openClient(overrides: Partial<H2SessionOptions> = {}): Promise<{ peer: RawPeer; session: H2Session }> {
+      const accepted = ctx.server.accepted();
+      const socket = await connectHboneTls(ctx.fx, HOST, ctx.server.port);
+      const session = new H2Session(socket, h2Options('client', overrides));
       const peer = new RawPeer(await accepted, CLIENT_PREFACE.length);
       await peer.frame((f) => f.type === FrameType.SETTINGS, 'the client SETTINGS');
       return { peer, session };
     }
 
     /** Our client session past both prefaces, with stream 1 (a CONNECT) seen by the raw server; `failed` is its error. */
-    async function openClientStream(): Promise<{ peer: RawPeer; session: H2Session; failed: Promise<unknown[]> }> {
+    async function openClientStream(): Promise<{ peer: RawPeer; session: H2Session; stream: H2Stream; failed: Promise<unknown[]> }> {
       const { peer, session } = await openClient();
       peer.send(settings());
       await once(session, 'remoteSettings');
-      const failed = once(session.connect('10.0.0.1:80'), 'error');
+      const stream = session.connect('10.0.0.1:80');
+      const failed = once(stream, 'error');
       await peer.frame((f) => f.type === FrameType.HEADERS && f.streamId === 1, 'the CONNECT');
-      return { peer, session, failed };
+      return { peer, session, stream, failed };
     }
 
     test('SETTINGS_ENABLE_PUSH 1 from a server -> GOAWAY PROTOCOL_ERROR', LIMIT, async () => {
@@ -250,6 +299,23 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       session.destroy();
     });
 
+    test('a write waiting for connection window on a stream that is destroyed completes once, and is not sent when the window reopens', LIMIT, async () => {
+      const { peer, session, stream } = await openClientStream();
+      peer.send(windowUpdate(1, 1 << 20), ping('streamwu'));
+      await peer.frame(isAck('streamwu'), 'PING ACK');
+      let completions = 0;
+      stream.write(Buffer.alloc(100_000), () => completions++);
+      await peer.frame((f) => f.type === FrameType.DATA, 'DATA up to the connection window');
+      stream.destroy();
+      await peer.frame((f) => f.type === FrameType.RST_STREAM && f.streamId === 1, 'RST_STREAM');
+      peer.send(windowUpdate(0, 1 << 20), ping('connwu!!'));
+      await peer.frame(isAck('connwu!!'), 'PING ACK');
+      assert.equal(completions, 1);
+      const sent = peer.frames.filter((f) => f.type === FrameType.DATA).reduce((n, f) => n + f.payload.length, 0);
+      assert.equal(sent, 65_535, 'only what the first window allowed');
+      session.destroy();
+    });
+
     test('a server GOAWAY below our stream refuses it (retryable: H2_ERR_REFUSED_STREAM)', LIMIT, async () => {
       const { peer, session, failed } = await openClientStream();
       peer.send(rawFrame(FrameType.GOAWAY, 0, 0, Buffer.concat([u32(0), u32(0)])));
@@ -268,6 +334,16 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       const [why] = (await closed) as [Error];
       assert.ok(isMeshError(why, 'H2_ERR_PEER_RESET'), String(why));
       await peer.closed();
+    });
+
+    test('a server that never acknowledges our SETTINGS -> GOAWAY SETTINGS_TIMEOUT once the ACK timeout passes (§6.5.3)', LIMIT, async () => {
+      const { peer, session } = await openClient({ settingsAckTimeoutMs: 50 });
+      const closed = once(session, 'close');
+      peer.send(settings());
+      const goaway = await peer.frame((f) => f.type === FrameType.GOAWAY, 'GOAWAY');
+      assert.equal(goaway.payload.readUInt32BE(4), H2ErrorCode.SETTINGS_TIMEOUT);
+      const [error] = (await closed) as [Error];
+      assert.ok(isMeshError(error, 'H2_ERR_SETTINGS_TIMEOUT'), String(error));
     });
 
     test('a server that never sent the preface SETTINGS but a PING first -> GOAWAY PROTOCOL_ERROR', LIMIT, async () => {

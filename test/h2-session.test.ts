@@ -150,6 +150,34 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
     await once(server, 'close');
   });
 
+  test('writes a stream buffered while one was in progress leave as one socket write, every byte in order', async () => {
+    const { client, server, clientSocket } = await sessionPair(ctx.fx, ctx.server, HOST);
+    const c = quiet(client.connect('10.0.0.1:8080'));
+    const [s] = await nextStream(server);
+    s.respond(200);
+    await responseOf(c);
+    const total = 70_000 + 5 + 300_000;
+    let received = 0;
+    const allIn = new Promise<void>((resolve) => s.on('data', (d: Buffer) => (received += d.length) === total && resolve()));
+    const serverGot = readAll(s);
+    let socketWrites = 0;
+    const write = clientSocket._write.bind(clientSocket);
+    const writev = clientSocket._writev!.bind(clientSocket);
+    clientSocket._write = (chunk, encoding, cb): void => (socketWrites++, write(chunk, encoding, cb));
+    clientSocket._writev = (chunks, cb): void => (socketWrites++, writev(chunks, cb));
+    // Corking the stream makes Node buffer the writes and hand them over together, as it does while one is pending.
+    const parts = [pattern(70_000, 3), pattern(5, 4), pattern(300_000, 5)];
+    c.cork();
+    for (const p of parts) c.write(p);
+    c.uncork();
+    await allIn;
+    assert.equal(socketWrites, 1, 'three buffered stream writes, one TLS write');
+    c.end();
+    assert.equal((await serverGot).compare(Buffer.concat(parts)), 0);
+    client.destroy();
+    await once(server, 'close');
+  });
+
   test('a lost connection fails open streams with H2_ERR_SESSION_CLOSED', async () => {
     const { client, server, clientSocket } = await sessionPair(ctx.fx, ctx.server, HOST);
     const c = quiet(client.connect('10.0.0.1:8080'));

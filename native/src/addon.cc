@@ -13,6 +13,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("tcpListenInNetns", Napi::Function::New<amesh::TcpListenInNetns>(env, "tcpListenInNetns"));
   exports.Set("udpBindInNetns", Napi::Function::New<amesh::UdpBindInNetns>(env, "udpBindInNetns"));
   exports.Set("tcpSocketInNetns", Napi::Function::New<amesh::TcpSocketInNetns>(env, "tcpSocketInNetns"));
+  exports.Set("tcpSocket", Napi::Function::New<amesh::TcpSocket>(env, "tcpSocket"));
   exports.Set("setMark", Napi::Function::New<amesh::SetMark>(env, "setMark"));
   exports.Set("setTransparent", Napi::Function::New<amesh::SetTransparent>(env, "setTransparent"));
   exports.Set("originalDst", Napi::Function::New<amesh::OriginalDst>(env, "originalDst"));

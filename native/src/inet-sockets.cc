@@ -24,6 +24,10 @@
 #ifndef IPV6_FREEBIND
 #define IPV6_FREEBIND 78
 #endif
+// From <linux/in.h> (Linux 4.2); honoured by IPv6 sockets too.
+#ifndef IP_BIND_ADDRESS_NO_PORT
+#define IP_BIND_ADDRESS_NO_PORT 24
+#endif
 
 namespace amesh {
 
@@ -143,15 +147,40 @@ Napi::Value UdpBindInNetns(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), BoundSocketInNetns(info, SOCK_DGRAM).release());
 }
 
+namespace {
+
+int FamilyArg(const Napi::CallbackInfo& info, size_t index) {
+  uint32_t version = Uint32Arg(info, index, "family", 6);
+  if (version != 4 && version != 6) throw Napi::RangeError::New(info.Env(), "family must be 4 or 6");
+  return version == 4 ? AF_INET : AF_INET6;
+}
+
+// A socket that will connect, perhaps from a chosen address (Node binds it to port 0 first): with
+// IP_BIND_ADDRESS_NO_PORT the kernel picks the port at connect, for the whole 4-tuple. Picked at bind, a port
+// must be free for every destination, so ports in TIME_WAIT from one source address soon leave bind() few
+// to choose from, and slow it down until it fails.
+Napi::Value ConnectingSocket(Napi::Env env, int rawFd, int family, const InetOptions& options) {
+  UniqueFd fd(rawFd);
+  ApplyOptions(env, fd.get(), family, options);
+  SetIntOption(env, fd.get(), SOL_IP, IP_BIND_ADDRESS_NO_PORT, 1, "IP_BIND_ADDRESS_NO_PORT");
+  return Napi::Number::New(env, fd.release());
+}
+
+}  // namespace
+
 Napi::Value TcpSocketInNetns(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  uint32_t version = Uint32Arg(info, 1, "family", 6);
-  if (version != 4 && version != 6) throw Napi::RangeError::New(env, "family must be 4 or 6");
-  int family = version == 4 ? AF_INET : AF_INET6;
+  int family = FamilyArg(info, 1);
   InetOptions options = ParseInetOptions(OptionsArg(info, 2));
-  UniqueFd fd(SocketInNetns(env, info[0], family, SOCK_STREAM));
-  ApplyOptions(env, fd.get(), family, options);
-  return Napi::Number::New(env, fd.release());
+  return ConnectingSocket(env, SocketInNetns(env, info[0], family, SOCK_STREAM), family, options);
+}
+
+Napi::Value TcpSocket(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int family = FamilyArg(info, 0);
+  int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) ThrowErrno(env, errno, "socket");
+  return ConnectingSocket(env, fd, family, InetOptions{});
 }
 
 Napi::Value SetMark(const Napi::CallbackInfo& info) {

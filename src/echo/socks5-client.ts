@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { formatHostPort } from '../lib/ip.js';
+import { tcpSocket } from '../lib/native.js';
 
 /** SOCKS5 CONNECT reply codes (RFC 1928 §6), for messages. */
 const REPLIES: Record<number, string> = {
@@ -15,11 +16,13 @@ export class Socks5Error extends Error {
 
 /**
  * Opens a connection to `host:port` through the SOCKS5 proxy at `proxyHost:proxyPort` (no authentication), from
- * `localAddress` (and `localPort`, else one the kernel picks) when given.
+ * `localAddress` when given (its port chosen at connect, so many short connections from one address never starve
+ * bind: see `tcpSocket`).
  */
-export function socks5Connect(proxyHost: string, proxyPort: number, host: string, port: number, localAddress?: string, localPort?: number): Promise<net.Socket> {
+export function socks5Connect(proxyHost: string, proxyPort: number, host: string, port: number, localAddress?: string): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    const s = net.connect({ host: proxyHost, port: proxyPort, localAddress, localPort, allowHalfOpen: true, noDelay: true });
+    const s = localAddress === undefined ? new net.Socket({ allowHalfOpen: true }) : tcpSocket(net.isIPv6(localAddress) ? 6 : 4, { allowHalfOpen: true });
+    s.connect({ host: proxyHost, port: proxyPort, localAddress, noDelay: true });
     let buf = Buffer.alloc(0);
     let stage: 'greeting' | 'reply' = 'greeting';
     const fail = (e: Error): void => {

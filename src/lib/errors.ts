@@ -86,6 +86,7 @@ export const ERROR_CODES = [
   'H2_ERR_REFUSED_STREAM',
   'H2_ERR_PEER_RESET',
   'H2_ERR_SESSION_CLOSED',
+  'H2_ERR_SETTINGS_TIMEOUT',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -75,6 +75,7 @@ interface Addon {
   tcpListenInNetns(netns: NetnsRef, host: string, port: number, options: PodSocketOptions & { reusePort?: boolean; backlog?: number }): number;
   udpBindInNetns(netns: NetnsRef, host: string, port: number, options: PodSocketOptions & { reusePort?: boolean }): number;
   tcpSocketInNetns(netns: NetnsRef, family: 4 | 6, options: PodConnectOptions): number;
+  tcpSocket(family: 4 | 6): number;
   setMark(fd: number, mark: number): void;
   setTransparent(fd: number): void;
   originalDst(fd: number): OriginalDst;
@@ -177,10 +178,21 @@ export async function udpSocketInNetns(netns: NetnsRef, options: PodBindOptions)
  * An unconnected TCP socket made inside `netns`: call `connect()` on it as on any net.Socket (Node connects an
  * adopted fd, binding `localAddress` first); with `transparent` and `freebind`, `connect({ localAddress })` may
  * bind an address that is not the pod's own. `socket` holds Node's own options for the net.Socket (e.g.
- * `allowHalfOpen`).
+ * `allowHalfOpen`). Its port is chosen at connect, not at that bind (IP_BIND_ADDRESS_NO_PORT): see `tcpSocket`.
  */
 export function tcpSocketInNetns(netns: NetnsRef, family: 4 | 6, options: PodConnectOptions = {}, socket: Omit<net.SocketConstructorOpts, 'fd' | 'handle'> = {}): net.Socket {
   const fd = inNetns(netns, (a) => a.tcpSocketInNetns(netns, family, options));
+  return adopt(fd, () => new net.Socket({ ...socket, fd }));
+}
+
+/**
+ * An unconnected TCP socket of this process's own netns, for `connect({ localAddress })`: with
+ * IP_BIND_ADDRESS_NO_PORT its port is chosen at connect, for the whole 4-tuple. Node's own sockets choose it at
+ * the bind before, where a port must be free for every destination; thousands of connections from one address
+ * in TIME_WAIT then make each bind slow, and finally impossible, while connect could still reuse those ports.
+ */
+export function tcpSocket(family: 4 | 6, socket: Omit<net.SocketConstructorOpts, 'fd' | 'handle'> = {}): net.Socket {
+  const fd = addon().tcpSocket(family);
   return adopt(fd, () => new net.Socket({ ...socket, fd }));
 }
 

@@ -213,11 +213,24 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
     });
   }
 
-  test('HEADERS that make their stream depend on itself: the block is still delivered (HPACK state), then a stream error', () => {
-    const r = recorder();
-    newReader(r).push(rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS | FrameFlag.PRIORITY, 5, Buffer.concat([u32(5), Buffer.from([1]), txt('blk')])));
-    assert.deepEqual(r.events, [['headers', 5, 'blk', false], ['streamError', 5, H2ErrorCode.PROTOCOL_ERROR]]);
-  });
+  const SELF_DEPENDENT: [string, Buffer][] = [
+    ['in one frame', rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS | FrameFlag.PRIORITY, 5, Buffer.concat([u32(5), Buffer.from([1]), txt('blk')]))],
+    [
+      'with its block continued in CONTINUATION frames',
+      Buffer.concat([
+        rawFrame(FrameType.HEADERS, FrameFlag.PRIORITY, 5, Buffer.concat([u32(5), Buffer.from([1]), txt('b')])),
+        rawFrame(FrameType.CONTINUATION, 0, 5, txt('l')),
+        rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 5, txt('k')),
+      ]),
+    ],
+  ];
+  for (const [what, frames] of SELF_DEPENDENT) {
+    test(`HEADERS that make their stream depend on itself, ${what}: the whole block is still delivered (HPACK state), then a stream error`, () => {
+      const r = recorder();
+      newReader(r).push(Buffer.concat([frames, rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS, 7, txt('next'))]));
+      assert.deepEqual(r.events, [['headers', 5, 'blk', false], ['streamError', 5, H2ErrorCode.PROTOCOL_ERROR], ['headers', 7, 'next', false]]);
+    });
+  }
 
   test('the reserved bit of a stream id is ignored', () => {
     const r = recorder();

@@ -64,6 +64,8 @@ export class FrameReader {
   private blockSize = 0;
   private blockStreamId = 0;
   private blockEndStream = false;
+  /** The HEADERS that began the block made its stream depend on itself: a stream error once the block is decoded. */
+  private blockSelfDependent = false;
   private settingsSeen = false;
 
   constructor(
@@ -296,20 +298,17 @@ export class FrameReader {
       padLength = p[0]!;
       start = 1;
     }
-    let selfDependent = false;
+    this.blockSelfDependent = false;
     if (this.flags & FrameFlag.PRIORITY) {
       if (p.length < start + PRIORITY_FIELDS_LENGTH) throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, 'a HEADERS frame with PRIORITY too short for its priority fields');
-      selfDependent = (p.readUInt32BE(start) & 0x7fff_ffff) === this.streamId;
+      this.blockSelfDependent = (p.readUInt32BE(start) & 0x7fff_ffff) === this.streamId;
       start += PRIORITY_FIELDS_LENGTH;
     }
     if (padLength > p.length - start) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `HEADERS padding of ${padLength} bytes does not fit its ${p.length}-byte frame`);
     this.blockStreamId = this.streamId;
     this.blockEndStream = (this.flags & FrameFlag.END_STREAM) !== 0;
     this.addFragment(p.subarray(start, p.length - padLength));
-    if (this.flags & FrameFlag.END_HEADERS) {
-      this.endBlock();
-      if (selfDependent) this.sink.onStreamError(streamError(this.streamId, H2ErrorCode.PROTOCOL_ERROR, 'the stream depends on itself (RFC 9113 §5.3.1)'));
-    }
+    if (this.flags & FrameFlag.END_HEADERS) this.endBlock();
   }
 
   private addFragment(f: Buffer): void {
@@ -327,6 +326,8 @@ export class FrameReader {
     this.blockFragments = [];
     this.blockSize = 0;
     this.blockStreamId = 0;
+    // The block is decoded even when its stream fails, so the peer's HPACK dynamic table stays in step with ours.
     this.sink.onHeaders(id, block, this.blockEndStream);
+    if (this.blockSelfDependent) this.sink.onStreamError(streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'the stream depends on itself (RFC 9113 §5.3.1)'));
   }
 }

@@ -5,6 +5,7 @@ import { H2ErrorCode, h2ErrorName } from './frame.js';
 const CATALOGUE: Readonly<Partial<Record<number, ErrorCode>>> = {
   [H2ErrorCode.PROTOCOL_ERROR]: 'H2_ERR_PROTOCOL',
   [H2ErrorCode.FLOW_CONTROL_ERROR]: 'H2_ERR_FLOW_CONTROL',
+  [H2ErrorCode.SETTINGS_TIMEOUT]: 'H2_ERR_SETTINGS_TIMEOUT',
   [H2ErrorCode.FRAME_SIZE_ERROR]: 'H2_ERR_FRAME_SIZE',
   [H2ErrorCode.STREAM_CLOSED]: 'H2_ERR_STREAM_CLOSED',
   [H2ErrorCode.REFUSED_STREAM]: 'H2_ERR_REFUSED_STREAM',

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type net from 'node:net';
 import { describeError, MeshError } from '../../lib/errors.js';
+import { CONNECT_TIMEOUT_MS } from '../config.js';
 import { CLIENT_PREFACE, DEFAULT_WINDOW_SIZE, H2ErrorCode, h2ErrorName, MAX_WINDOW_SIZE, SettingId } from './frame.js';
 import { FrameReader, type FrameSink } from './frame-reader.js';
 import { FrameWriter, goawayFrame, headersFrames, pingFrame, rstStreamFrame, SETTINGS_ACK_FRAME, settingsFrame } from './frame-writer.js';
@@ -30,6 +31,10 @@ export interface H2SessionOptions {
   readonly maxHeaderListSize: number;
   readonly createDecoder: (limits: HeaderBlockDecoderLimits) => HeaderBlockDecoder;
   readonly encoder: HeaderBlockEncoder;
+  /** How long the peer has to acknowledge our SETTINGS before the connection fails with SETTINGS_TIMEOUT; SETTINGS_ACK_TIMEOUT_MS unless given. */
+  readonly settingsAckTimeoutMs?: number;
+  /** How long the socket may take to flush its last frames once the connection ends before it is destroyed; FINISH_GRACE_MS unless given. */
+  readonly finishGraceMs?: number;
 }
 
 export interface H2SessionEvents {
@@ -52,6 +57,19 @@ const RECENTLY_RESET_LIMIT = 1024;
 
 /** Our HEADER_TABLE_SIZE stays at RFC 7541's default: HBONE's few header fields gain nothing from a larger table. */
 const DECODER_TABLE_SIZE = 4096;
+/**
+ * RFC 9113 §6.5.3 lets the sender of SETTINGS give up when no ACK comes "within a reasonable amount of time". The
+ * ACK completes connection setup, which ztunnel bounds at CONNECT_TIMEOUT_MS (ztunnel `src/proxy.rs` CONNECTION_TIMEOUT), so a
+ * peer that took the TLS handshake but never answers HTTP/2 holds the connection no longer than a dial may take.
+ */
+const SETTINGS_ACK_TIMEOUT_MS = CONNECT_TIMEOUT_MS;
+/**
+ * Once the connection ends (a connection error, or a graceful close with every stream done), the socket ends after
+ * its last frames are flushed. A peer that stopped reading would hold it forever, so after this grace it is
+ * destroyed: the GOAWAY and final frames are a few bytes behind what the socket already held, and a peer that
+ * takes no byte of them for as long as a connection setup may take (CONNECT_TIMEOUT_MS) is not reading at all.
+ */
+const FINISH_GRACE_MS = CONNECT_TIMEOUT_MS;
 const PING_LENGTH = 8;
 
 interface PendingPing {
@@ -95,6 +113,10 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   private readonly recentlyReset = new Set<number>();
   private pings: PendingPing[] = [];
   private pingCount = 0;
+  /** Armed until the peer acknowledges our SETTINGS. */
+  private settingsAckTimer: NodeJS.Timeout | undefined;
+  /** Armed while the socket flushes its last frames after the connection ended. */
+  private finishTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly socket: net.Socket,
@@ -125,6 +147,10 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     socket.write(settingsFrame(settings));
     if (options.connectionWindowSize > DEFAULT_WINDOW_SIZE) socket.write(this.writer.windowUpdate(0, options.connectionWindowSize - DEFAULT_WINDOW_SIZE));
     socket.uncork();
+    const ackTimeout = options.settingsAckTimeoutMs ?? SETTINGS_ACK_TIMEOUT_MS;
+    this.settingsAckTimer = setTimeout(() => {
+      this.fail(connectionError(H2ErrorCode.SETTINGS_TIMEOUT, `the peer did not acknowledge our SETTINGS within ${ackTimeout} ms (RFC 9113 §6.5.3)`));
+    }, ackTimeout).unref();
   }
 
   /** The peer's settings as applied so far. */
@@ -195,8 +221,18 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       done(refusal);
       return;
     }
-    s.pendingChunk = chunk;
-    s.pendingOffset = 0;
+    s.sendQueue.push(chunk);
+    s.pendingDone = done;
+    this.flushStream(s);
+  }
+
+  writeDataBatch(s: H2Stream, chunks: readonly { chunk: Buffer }[], done: (error?: Error | null) => void): void {
+    const refusal = this.sendRefusal(s);
+    if (refusal !== undefined) {
+      done(refusal);
+      return;
+    }
+    for (const c of chunks) s.sendQueue.push(c.chunk);
     s.pendingDone = done;
     this.flushStream(s);
   }
@@ -249,6 +285,17 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       const n = s.heldCredit;
       s.heldCredit = 0;
       this.releaseConnectionCredit(n);
+    }
+    // A write still waiting for window will never be sent: it completes now, as a destroyed socket's pending write does
+    // (without an error: the stream's own destroy reports why), and its chunks are not held until the window reopens.
+    const done = s.pendingDone;
+    if (done !== undefined) {
+      s.sendQueue.length = 0;
+      s.pendingOffset = 0;
+      s.pendingDone = undefined;
+      const queued = this.connectionBlocked.indexOf(s);
+      if (queued >= 0) this.connectionBlocked.splice(queued, 1);
+      done();
     }
   }
 
@@ -325,11 +372,14 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     if (this.peer.headerTableSize !== old.headerTableSize) this.options.encoder.setPeerMaxTableSize(this.peer.headerTableSize);
     this.socket.write(SETTINGS_ACK_FRAME);
     this.emit('remoteSettings', this.peer);
-    if (delta > 0) for (const s of this.streams.values()) if (s.pendingChunk !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
+    if (delta > 0) for (const s of this.streams.values()) if (s.pendingDone !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
   }
 
   onSettingsAck(): void {
-    // Our settings hold from the start: every limit we advertise is at least the default a peer assumes until it sees them.
+    // Our settings hold from the start (every limit we advertise is at least the default a peer assumes until it sees
+    // them), so the ACK only shows the peer speaks HTTP/2: we send SETTINGS once, so the first ACK is the one awaited.
+    clearTimeout(this.settingsAckTimer);
+    this.settingsAckTimer = undefined;
   }
 
   onPing(opaque: Buffer, ack: boolean): void {
@@ -369,7 +419,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       this.connectionBlocked = [];
       for (const s of blocked) {
         s.queuedForConnectionWindow = false;
-        if (s.pendingChunk !== undefined && !s.streamClosed) this.flushStream(s);
+        if (s.pendingDone !== undefined && !s.streamClosed) this.flushStream(s);
       }
       return;
     }
@@ -380,7 +430,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     }
     s.sendWindow += increment;
     if (s.sendWindow > MAX_WINDOW_SIZE) this.resetStream(streamError(id, H2ErrorCode.FLOW_CONTROL_ERROR, 'WINDOW_UPDATE pushes the stream window past 2^31-1'));
-    else if (s.pendingChunk !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
+    else if (s.pendingDone !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
   }
 
   onStreamError(error: H2Error): void {
@@ -412,8 +462,19 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     if (this.dead) return;
     this.closeError ??= error;
     this.sendGoaway(error.h2Code, error.message);
+    this.finish();
+  }
+
+  /** No more frames: the socket ends once what was written is flushed, or is destroyed after the grace if that never happens. */
+  private finish(): void {
     this.dead = true;
     this.socket.destroySoon();
+    if (this.socket.destroyed) return;
+    const grace = this.options.finishGraceMs ?? FINISH_GRACE_MS;
+    this.finishTimer = setTimeout(() => {
+      this.closeError ??= new MeshError('H2_ERR_SESSION_CLOSED', `the peer did not read the connection's last frames within ${grace} ms`);
+      this.socket.destroy();
+    }, grace).unref();
   }
 
   private sendGoaway(code: number, debug: string): void {
@@ -423,12 +484,13 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
   private maybeFinish(): void {
     if (this.dead || (!this.closing && !this.goawayReceived) || this.streams.size > 0) return;
-    this.dead = true;
-    this.socket.destroySoon();
+    this.finish();
   }
 
   private onSocketClose(): void {
     this.dead = true;
+    clearTimeout(this.settingsAckTimer);
+    clearTimeout(this.finishTimer);
     const error = this.closeError ?? new MeshError('H2_ERR_SESSION_CLOSED', 'the HTTP/2 connection closed');
     for (const s of [...this.streams.values()]) {
       this.closeStream(s);
@@ -493,29 +555,40 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     this.socket.uncork();
   }
 
-  /** Sends as much of the stream's pending write as both windows allow, as DATA frames of at most the peer's frame size. */
+  /**
+   * Sends as much of the stream's queued writes as both windows allow, as DATA frames of at most the peer's frame
+   * size, all under one cork: whatever a loop turn queued leaves in one TLS write.
+   */
   private flushStream(s: H2Stream): void {
     if (this.dead) return;
-    const chunk = s.pendingChunk!;
-    const length = chunk.length;
-    let off = s.pendingOffset;
+    const queue = s.sendQueue;
     let corked = false;
-    while (off < length) {
-      const n = Math.min(length - off, s.sendWindow, this.connectionSendWindow, this.peer.maxFrameSize);
-      if (n <= 0) break;
-      if (!corked) {
-        this.socket.cork();
-        corked = true;
+    while (queue.length > 0) {
+      const chunk = queue[0]!;
+      const length = chunk.length;
+      let off = s.pendingOffset;
+      while (off < length) {
+        const n = Math.min(length - off, s.sendWindow, this.connectionSendWindow, this.peer.maxFrameSize);
+        if (n <= 0) break;
+        if (!corked) {
+          this.socket.cork();
+          corked = true;
+        }
+        this.socket.write(this.writer.dataHeader(s.id, n, false));
+        this.socket.write(n === length ? chunk : chunk.subarray(off, off + n));
+        off += n;
+        s.sendWindow -= n;
+        this.connectionSendWindow -= n;
       }
-      this.socket.write(this.writer.dataHeader(s.id, n, false));
-      this.socket.write(n === length ? chunk : chunk.subarray(off, off + n));
-      off += n;
-      s.sendWindow -= n;
-      this.connectionSendWindow -= n;
+      if (off < length) {
+        s.pendingOffset = off;
+        break;
+      }
+      queue.shift();
+      s.pendingOffset = 0;
     }
     if (corked) this.socket.uncork();
-    if (off < length) {
-      s.pendingOffset = off;
+    if (queue.length > 0) {
       if (s.sendWindow > 0 && !s.queuedForConnectionWindow) {
         s.queuedForConnectionWindow = true;
         this.connectionBlocked.push(s);
@@ -523,7 +596,6 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       return;
     }
     const done = s.pendingDone!;
-    s.pendingChunk = undefined;
     s.pendingDone = undefined;
     if (this.socket.writableNeedDrain) this.drainWaiters.push(done);
     else done();

@@ -7,6 +7,8 @@ import { ReceiveWindow } from './receive-window.js';
 /** What a stream asks of its session; the session implements it (kept apart so a stream stays a plain Duplex). */
 export interface StreamHost {
   writeData(stream: H2Stream, chunk: Buffer, done: (error?: Error | null) => void): void;
+  /** Several writes the stream buffered while one was in progress, sent together. */
+  writeDataBatch(stream: H2Stream, chunks: readonly { chunk: Buffer }[], done: (error?: Error | null) => void): void;
   endData(stream: H2Stream, done: (error?: Error | null) => void): void;
   /** The consumer read what it was handed: return the held-back receive credit. */
   resumeReading(stream: H2Stream): void;
@@ -30,8 +32,8 @@ export class H2Stream extends Duplex {
   sendWindow: number;
   /** Bytes pushed while the readable side was over its high-water mark, released when the consumer reads on. */
   heldCredit = 0;
-  /** A write waiting for window: the chunk, how far it was sent, and its callback. */
-  pendingChunk: Buffer | undefined;
+  /** The chunks of the write in progress not yet framed (the first sent up to `pendingOffset`), and its callback. */
+  readonly sendQueue: Buffer[] = [];
   pendingOffset = 0;
   pendingDone: ((error?: Error | null) => void) | undefined;
   /** Queued on the session for connection-level window. */
@@ -73,6 +75,10 @@ export class H2Stream extends Duplex {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
     this.host.writeData(this, chunk, done);
+  }
+
+  override _writev(chunks: { chunk: Buffer }[], done: (error?: Error | null) => void): void {
+    this.host.writeDataBatch(this, chunks, done);
   }
 
   override _final(done: (error?: Error | null) => void): void {

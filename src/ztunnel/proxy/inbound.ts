@@ -39,7 +39,6 @@ interface Peer {
  */
 export class InboundHbone {
   private listener: net.Server | undefined;
-  private server: tls.Server | undefined;
   private cert: WorkloadCertificate | undefined;
   /** Accepted connections waiting for the workload or its certificate before their handshake. */
   private readonly waiting = new Set<net.Socket>();
@@ -70,7 +69,6 @@ export class InboundHbone {
     listener.on('error', (e) => this.ctx.log.error({ error: describeError(e), addr: this.address }, 'HBONE listener error'));
     await this.ctx.sockets.listen(listener, this.listenIp, HBONE_PORT);
     this.listener = listener;
-    this.server = server;
   }
 
   /** Hands `socket` to the TLS server once the local workload's certificate is there; drops it if it never is. */

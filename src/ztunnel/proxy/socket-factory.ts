@@ -3,6 +3,7 @@ import type { DuplexOptions } from 'node:stream';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort, isLoopback } from '../../lib/ip.js';
 import { CONNECT_TIMEOUT_MS } from '../config.js';
+import { tcpSocket } from '../../lib/native.js';
 
 /**
  * The one seam through which ztunnel creates sockets. Local mode binds on the host (workload IPs are local
@@ -60,8 +61,10 @@ export class LocalSocketFactory implements SocketFactory {
     });
   }
 
+  /** From a chosen address, the port is picked at connect (`tcpSocket`), so TIME_WAIT from that address never starves bind. */
   connect(host: string, port: number, localAddress: string | undefined, hint?: string): Promise<net.Socket> {
-    return connectSocket(new net.Socket(APP_SOCKET_OPTIONS), host, port, localAddress, hint);
+    const s = localAddress === undefined ? new net.Socket(APP_SOCKET_OPTIONS) : tcpSocket(net.isIPv6(localAddress) ? 6 : 4, APP_SOCKET_OPTIONS);
+    return connectSocket(s, host, port, localAddress, hint);
   }
 
   /**
