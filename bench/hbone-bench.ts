@@ -2,7 +2,7 @@
  * `npm run bench`: direct TCP vs amesh (SOCKS5 -> ztunnel -> HBONE -> ztunnel -> app, two processes) vs a stunnel4
  * mTLS pair, side by side in one run on loopback (interleaved rounds, medians), and with them, as root, the paths
  * between two pod network namespaces with and without in-pod capture (bench/capture-bench.ts); then the API server
- * section (bench/api-bench.ts). Prints tables with ratios and writes JSON to bench/results/.
+ * section (bench/api-bench.ts) and the idle-connection footprint (bench/idle-connections-bench.ts). Prints tables with ratios and writes JSON to bench/results/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -16,19 +16,29 @@ import { writePluginCaDir, CertificateAuthority } from '../src/lib/pki/certifica
 import { createKeyAndCsr } from '../src/lib/pki/csr.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { tcpConnect } from '../src/echo/tcp-connect.js';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
 import { DATA_PATH_NODE_FLAGS } from '../src/lib/node-flags.js';
 import { render } from '../src/lib/table.js';
 import { writeResults } from './write-results.js';
+import { startZtunnelPair } from './ztunnel-pair.js';
 import { benchApi } from './api-bench.js';
+import { benchIdleConnections } from './idle-connections-bench.js';
 import { cpuSeconds, currentRssMiB, median, quantile, rssMiB } from './proc-stats.js';
 import { performanceTargets, renderTargets } from './performance-targets.js';
-import { CAPTURE_PATHS, profileFlags, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
+import { CAPTURE_PATHS, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
 import { listenInNetns } from '../src/lib/native.js';
 import { netnsSkip } from '../test/helpers/netns.js';
 
 const APP_IP = '127.0.40.2';
 const CLIENT_IP = '127.0.40.1';
+/**
+ * `amesh-alt`: a second ztunnel pair, measured beside `amesh` in the same interleaved rounds, started with the Node
+ * flags in BENCH_ALT_ZTUNNEL_NODE_FLAGS (space-separated; unset or empty: none) instead of the data-path flags, to
+ * weigh a flag against its memory. Only when BENCH_PATHS names it.
+ */
+const ALT_PATH = 'amesh-alt';
+const ALT_APP_IP = '127.0.42.32';
+const ALT_CLIENT_IP = '127.0.42.31';
+const altNodeFlags = (): string[] => (process.env['BENCH_ALT_ZTUNNEL_NODE_FLAGS'] ?? '').split(/\s+/).filter((f) => f !== '');
 const ECHO_PORT = 9000;
 const SINK_PORT = 9001;
 const THROUGHPUT_MS = 2500;
@@ -52,9 +62,9 @@ interface Target {
 
 /**
  * The app: echo on 9000, a sink on 9001 that counts bytes and answers with one byte when the client is done; on
- * APP_IP, or for a capture path inside the server pod on its IP.
+ * `host`, or for a capture path inside the server pod on its IP.
  */
-async function startApp(pod: PodTarget | undefined): Promise<net.Server[]> {
+async function startApp(pod: PodTarget | undefined, host: string): Promise<net.Server[]> {
   const echo = net.createServer({ noDelay: true }, (s) => {
     s.on('error', () => s.destroy());
     s.pipe(s);
@@ -65,7 +75,7 @@ async function startApp(pod: PodTarget | undefined): Promise<net.Server[]> {
     s.on('end', () => s.end('k'));
   });
   const listen = (s: net.Server, port: number): Promise<void> =>
-    pod === undefined ? new Promise<void>((r) => s.listen(port, APP_IP, r)) : listenInNetns(s, pod.serverNetns, { host: pod.serverIp, port });
+    pod === undefined ? new Promise<void>((r) => s.listen(port, host, r)) : listenInNetns(s, pod.serverNetns, { host: pod.serverIp, port });
   await Promise.all([listen(echo, ECHO_PORT), listen(sink, SINK_PORT)]);
   return [echo, sink];
 }
@@ -151,30 +161,6 @@ async function connRate(t: Target): Promise<number> {
     }),
   );
   return n / ((performance.now() - start) / 1000);
-}
-
-async function startZtunnels(dir: string, ca: string): Promise<ChildProcess[]> {
-  const mesh = path.join(dir, 'mesh.yaml');
-  await writeFile(mesh, `workloads:
-- {uid: bench-client, name: client, namespace: bench, serviceAccount: client, workloadIps: [${CLIENT_IP}], protocol: HBONE, node: bench1}
-- {uid: bench-app, name: app, namespace: bench, serviceAccount: app, workloadIps: [${APP_IP}], protocol: HBONE, node: bench2}
-`);
-  const { cmd, args } = ameshCommand();
-  const procs = ['1', '2'].map((n) =>
-    spawn(cmd, [...profileFlags(), ...args, 'ztunnel', '--local-ca', ca, '--admin-address', `127.0.42.${n}:15000`, '--metrics-address', `127.0.42.${n}:15020`, '--readiness-address', `127.0.42.${n}:15021`], {
-      env: { ...process.env, LOCAL_XDS_PATH: mesh, NODE_NAME: `bench${n}`, RUST_LOG: 'info', LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    }),
-  );
-  for (const n of ['1', '2']) {
-    for (let i = 0; ; i++) {
-      const ok = await fetch(`http://127.0.42.${n}:15021/healthz/ready`).then((r) => r.status === 200, () => false);
-      if (ok) break;
-      if (i > 200) throw new Error('ztunnel did not become ready');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return procs;
 }
 
 /** Client and server certificates for the comparison tunnels, from the same CA as the ztunnels. */
@@ -287,19 +273,27 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-bench-'));
   const ca = path.join(dir, 'ca');
   await writePluginCaDir(ca);
-  const zts = await startZtunnels(dir, ca);
+  const zts = await startZtunnelPair({ name: 'bench', dir, ca, clientIp: CLIENT_IP, appIp: APP_IP, controlIps: ['127.0.42.1', '127.0.42.2'] });
   const idleRss = Math.max(...(await Promise.all(zts.map((z) => currentRssMiB([z.pid!])))));
+  const alt = only?.includes(ALT_PATH) === true
+    ? await startZtunnelPair({ name: 'alt', dir, ca, clientIp: ALT_CLIENT_IP, appIp: ALT_APP_IP, controlIps: ['127.0.42.41', '127.0.42.42'], nodeFlags: altNodeFlags() }).catch((e: unknown) => {
+      for (const z of zts) z.kill('SIGTERM');
+      throw e;
+    })
+    : [];
+  const altIdleRss = alt.length === 0 ? undefined : Math.max(...(await Promise.all(alt.map((z) => currentRssMiB([z.pid!])))));
   await issueTunnelCerts(dir, ca);
   const stunnel = await startStunnel(dir);
   const nodeTunnel = await startNodeTunnel(dir);
   const paths: Record<string, number[]> = { direct: [], amesh: zts.map((z) => z.pid!), 'node-tls': nodeTunnel.map((n) => n.pid!) };
   if (stunnel !== undefined) paths['stunnel'] = stunnel.map((n) => n.pid!);
+  if (alt.length > 0) paths[ALT_PATH] = alt.map((z) => z.pid!);
   else process.stderr.write('stunnel4 not found (apt-get install stunnel4): comparing with direct TCP only\n');
   const wantedPods = CAPTURE_PATHS.filter((n) => only === undefined || only.includes(n));
   const skip = wantedPods.length > 0 && netnsSkip();
   if (skip !== false) process.stderr.write(`capture paths (${wantedPods.join(', ')}) skipped: ${skip}\n`);
   const stopProxies = (): void => {
-    for (const p of [...zts, ...nodeTunnel, ...(stunnel ?? [])]) p.kill('SIGTERM');
+    for (const p of [...zts, ...alt, ...nodeTunnel, ...(stunnel ?? [])]) p.kill('SIGTERM');
   };
   let capture: CapturePaths | undefined;
   try {
@@ -336,7 +330,7 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
     rows);
   process.stdout.write('\n' + table);
   const ratios: Record<string, Record<string, number>> = {};
-  for (const [over, base] of [['amesh', 'direct'], ['pod-capture', 'pod-direct'], ['amesh', 'node-tls'], ['amesh', 'stunnel']] as const) {
+  for (const [over, base] of [['amesh', 'direct'], ['pod-capture', 'pod-direct'], ['amesh', 'node-tls'], [ALT_PATH, 'node-tls'], ['amesh', 'stunnel']] as const) {
     const o = byName(over);
     const b = byName(base);
     if (o === undefined || b === undefined) continue;
@@ -352,9 +346,10 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   process.stdout.write('\nratios (path ÷ baseline; throughput and conn/s: higher is better; latency: lower is better)\n');
   process.stdout.write(render('table', ['RATIO', 'THRU 1', 'THRU 8', 'P50', 'P99', 'P999', 'CONN/s'],
     Object.entries(ratios).map(([k, r]) => [k, ...['throughput1', 'throughput8', 'p50', 'p99', 'p999', 'connPerSec'].map((f) => (r[f]!).toFixed(2) + '×')]), ratios));
+  if (altIdleRss !== undefined) process.stdout.write(`\nidle ztunnel RSS (the larger of each pair, before traffic): amesh ${idleRss.toFixed(0)} MiB (${DATA_PATH_NODE_FLAGS.join(' ')}), ${ALT_PATH} ${altIdleRss.toFixed(0)} MiB (${altNodeFlags().join(' ') || 'no flags'})\n`);
   const met = performanceTargets({ rows, rounds, idleZtunnelRssMiB: idleRss });
   process.stdout.write(`\nissue 10's targets (amesh against the Node floor node-tls; flat over time needs BENCH_ROUNDS=10)\n${renderTargets(met)}`);
-  const file = await writeResults('hbone', { rounds: ROUNDS, rows, ratios, targets: met, idleZtunnelRssMiB: idleRss, allRounds: rounds });
+  const file = await writeResults('hbone', { rounds: ROUNDS, rows, ratios, targets: met, idleZtunnelRssMiB: idleRss, ...(altIdleRss === undefined ? {} : { altIdleZtunnelRssMiB: altIdleRss, altNodeFlags: altNodeFlags() }), allRounds: rounds });
   process.stdout.write(`\nresults written to ${file}\n`);
   await rm(dir, { recursive: true, force: true });
 }
@@ -364,6 +359,7 @@ function dialFor(name: string, pod: PodTarget | undefined): Dial {
   if (pod !== undefined) return (p) => tcpConnect(pod.serverIp, p);
   if (name === 'direct') return (p) => tcpConnect(APP_IP, p);
   if (name === 'amesh') return (p) => socks5Connect(CLIENT_IP, 15080, APP_IP, p, CLIENT_IP);
+  if (name === ALT_PATH) return (p) => socks5Connect(ALT_CLIENT_IP, 15080, ALT_APP_IP, p, ALT_CLIENT_IP);
   const host = name === 'node-tls' ? '127.0.43.1' : '127.0.41.1';
   return (p) => tcpConnect(host, p === ECHO_PORT ? 7000 : 7001);
 }
@@ -391,7 +387,7 @@ async function measureInChild(name: string, pids: number[], round: number, pod: 
 async function measureChild(name: string, round: number, pids: number[]): Promise<void> {
   const podEnv = process.env['BENCH_POD'];
   const pod = podEnv === undefined ? undefined : (JSON.parse(podEnv) as PodTarget);
-  const app = await startApp(pod);
+  const app = await startApp(pod, name === ALT_PATH ? ALT_APP_IP : APP_IP);
   try {
     process.stdout.write(JSON.stringify(await measure({ name, dial: dialFor(name, pod), pids }, round)));
   } finally {
@@ -399,19 +395,23 @@ async function measureChild(name: string, round: number, pids: number[]): Promis
   }
 }
 
-/** The data paths `BENCH_PATHS` can name; `api` names the API server section. */
-const DATA_PATHS: readonly string[] = ['direct', 'amesh', 'node-tls', 'stunnel', ...CAPTURE_PATHS];
+/** The data paths `BENCH_PATHS` can name; `api` names the API server section, `idle` the idle-connection footprint. */
+const DATA_PATHS: readonly string[] = ['direct', 'amesh', 'node-tls', 'stunnel', ...CAPTURE_PATHS, ALT_PATH];
+const SECTIONS: readonly string[] = ['idle', 'api'];
 
 /**
  * Every section by default. `BENCH_PATHS=amesh,stunnel` measures a subset of the data paths (amesh is always
- * kept; `pod-direct,pod-capture` are the capture paths, skipped with the reason when not root), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections.
+ * kept; `pod-direct,pod-capture` are the capture paths, skipped with the reason when not root), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections,
+ * `BENCH_PATHS=idle` the idle-connection footprint (bench/idle-connections-bench.ts), `BENCH_PATHS=amesh,amesh-alt,node-tls`
+ * a second ztunnel pair with other Node flags beside amesh (ALT_PATH).
  * `BENCH_CPU_PROF=<dir>` runs the ztunnels under `--cpu-prof` (`profileFlags` in capture-bench.ts).
  */
 async function main(): Promise<void> {
   const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim()).filter((p) => p !== '');
-  const unknown = only?.filter((p) => p !== 'api' && !DATA_PATHS.includes(p)) ?? [];
-  if (unknown.length > 0) throw new Error(`BENCH_PATHS: unknown ${unknown.join(', ')} (known: ${[...DATA_PATHS, 'api'].join(', ')})`);
+  const unknown = only?.filter((p) => !SECTIONS.includes(p) && !DATA_PATHS.includes(p)) ?? [];
+  if (unknown.length > 0) throw new Error(`BENCH_PATHS: unknown ${unknown.join(', ')} (known: ${[...DATA_PATHS, ...SECTIONS].join(', ')})`);
   if (only === undefined || only.some((p) => DATA_PATHS.includes(p))) await benchDataPaths(only);
+  if (only === undefined || only.includes('idle')) await benchIdleConnections();
   if (only === undefined || only.includes('api')) await benchApi(ROUNDS);
 }
 

@@ -2,7 +2,8 @@
  * Issue 10's data-path targets, each with what this run measured and whether it is met: throughput, CPU per
  * byte and latency against `node-tls` (the Node floor: a plain mTLS tunnel pair doing no HTTP/2), connection
  * rate against stunnel, the in-pod capture path's ratios against the SOCKS5 path's, the idle ztunnel's RSS, and
- * the first round against the last (flat over time, meaningful with BENCH_ROUNDS=10).
+ * the first round against the last (flat over time, meaningful with BENCH_ROUNDS=10); and the idle-connection
+ * footprint (bench/idle-connections-bench.ts).
  */
 import { render } from '../src/lib/table.js';
 
@@ -78,6 +79,26 @@ export function performanceTargets(input: TargetInput): TargetRow[] {
     }
   }
   return out;
+}
+
+/** What the idle-connection phase measured (bench/idle-connections-bench.ts). */
+export interface IdleConnectionFigures {
+  readonly connections: number;
+  /** Both ztunnels' RSS with every connection open and idle, in MiB. */
+  readonly rssOpenMiB: number;
+  /** Connections whose echo came back byte for byte. */
+  readonly intact: number;
+}
+
+const IDLE_CONNECTIONS_WANTED = 10_000;
+const IDLE_CONNECTIONS_RSS_LIMIT_MIB = 600;
+
+export function idleConnectionTargets(f: IdleConnectionFigures): TargetRow[] {
+  const enough = f.connections >= IDLE_CONNECTIONS_WANTED;
+  return [
+    { target: `${String(IDLE_CONNECTIONS_WANTED)} idle connections: both ztunnels' RSS`, want: `< ${String(IDLE_CONNECTIONS_RSS_LIMIT_MIB)} MiB`, measured: `${f.rssOpenMiB.toFixed(0)} MiB (${String(f.connections)} open)`, met: enough && f.rssOpenMiB < IDLE_CONNECTIONS_RSS_LIMIT_MIB },
+    { target: 'every byte intact when they carry data', want: `${String(IDLE_CONNECTIONS_WANTED)} of ${String(IDLE_CONNECTIONS_WANTED)}`, measured: `${String(f.intact)} of ${String(f.connections)}`, met: enough && f.intact === f.connections },
+  ];
 }
 
 export function renderTargets(rows: readonly TargetRow[]): string {

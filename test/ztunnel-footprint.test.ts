@@ -24,3 +24,24 @@ test('the amesh CLI entry point loads no command at start: each is imported when
 test('amesh ztunnel loads none of istiod, the API server, the controllers, amesh up or the Kubernetes client', () => {
   assertNoControlPlane('src/cli/ztunnel.ts');
 });
+
+/**
+ * What only one mode uses, imported when that mode starts: istiod's xDS and CA clients (gRPC, the generated
+ * protobuf code), the LOCAL_XDS_PATH reader (YAML), in-pod mode (ZDS, the native addon, the DNS proxy), and the
+ * local CA (the X.509 library; a ztunnel's own CSRs need none).
+ */
+const MODE_DIRS = ['src/api/', 'src/ztunnel/xds/', 'src/ztunnel/inpod/', 'src/lib/grpc-', 'src/ztunnel/state/local-config', 'src/ztunnel/identity/istio-ca-client', 'src/ztunnel/dns/dns-proxy', 'src/ztunnel/dns/dns-forwarder', 'src/lib/pki/x509', 'src/lib/pki/certificate-authority'];
+const MODE_PACKAGES = ['@grpc/grpc-js', '@bufbuild/protobuf', 'yaml', 'dns-packet', '@peculiar/x509'];
+
+test('amesh ztunnel imports gRPC, protobuf, YAML, ZDS, the DNS proxy and the local CA only when its mode uses them', () => {
+  const g = importGraph('src/cli/ztunnel.ts');
+  assert.deepEqual([...g.files].filter((f) => MODE_DIRS.some((d) => f.startsWith(d))), [], 'modules every mode loads at start');
+  assert.deepEqual(MODE_PACKAGES.filter((p) => g.packages.has(p)).map((p) => `${p} (from ${g.packages.get(p) ?? ''})`), [], 'packages every mode loads at start');
+});
+
+test('the local CA signs and a ztunnel makes its CSRs without the X.509 library (only generating a CA loads it)', () => {
+  for (const entry of ['src/lib/pki/certificate-authority.ts', 'src/lib/pki/csr.ts', 'src/ztunnel/identity/local-ca-client.ts']) {
+    const g = importGraph(entry);
+    assert.deepEqual(['@peculiar/x509', 'reflect-metadata'].filter((p) => g.packages.has(p)).map((p) => `${p} (from ${g.packages.get(p) ?? ''})`), [], entry);
+  }
+});

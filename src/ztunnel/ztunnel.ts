@@ -1,19 +1,13 @@
 import type http from 'node:http';
 import { EventEmitter } from 'node:events';
-import { CertificateAuthority } from '../lib/pki/certificate-authority.js';
 import { describeError, type MeshError } from '../lib/errors.js';
 import { startHttpServer, boundPort } from '../lib/http-server.js';
-import type { LogControl } from '../lib/log.js';
+import type { LogControl, Logger } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
-import type { ZtunnelConfig } from './config.js';
+import type { InpodConfig, ZtunnelConfig } from './config.js';
 import { SecretManager } from './identity/secret-manager.js';
-import { LocalCaClient } from './identity/local-ca-client.js';
 import { ProxyState } from './state/proxy-state.js';
 import { changesWorkloadsOn, mayAlterPolicyDecision } from './state/state-change.js';
-import { LocalConfigWatcher } from './state/local-config-watcher.js';
-import { AdsClient } from './xds/ads-client.js';
-import { readRootCa } from '../lib/grpc-channel.js';
-import { IstioCaClient } from './identity/istio-ca-client.js';
 import type { CaClient } from './identity/ca-client.js';
 import { ZtunnelMetrics } from './admin/metrics.js';
 import { registerCertificateMetrics } from './admin/certificate-metrics.js';
@@ -22,12 +16,14 @@ import { ConnectionManager } from './proxy/connection-manager.js';
 import { HbonePool, poolSettings } from './proxy/hbone-pool.js';
 import { LocalSocketFactory } from './proxy/socket-factory.js';
 import { WorkloadProxyManager } from './proxy/workload-proxies.js';
-import { InpodProxies } from './inpod/inpod-proxies.js';
-import { podDnsStarter } from './inpod/pod-dns.js';
-import { ZdsClient } from './inpod/zds-client.js';
-import { DnsMetrics } from './dns/dns-metrics.js';
-import { readResolvConf } from './dns/resolv-conf.js';
+import type { InpodProxies } from './inpod/inpod-proxies.js';
+import type { ZdsClient } from './inpod/zds-client.js';
 import type { ProxyContext } from './proxy/proxy-context.js';
+
+interface ConfigSource {
+  stop(): void;
+  pending(): string[];
+}
 
 type Lifecycle = { t: 'starting' } | { t: 'running' } | { t: 'draining' } | { t: 'stopped' };
 
@@ -52,23 +48,14 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
     /** In-pod mode: the node agent's ZDS, which starts and stops `inpod`'s pods. */
     private readonly zds: ZdsClient | undefined,
     private readonly metrics: ZtunnelMetrics,
-    private readonly source: { stop(): void; pending(): string[] },
+    private readonly source: ConfigSource,
   ) {
     super();
   }
 
   static async start(config: ZtunnelConfig, logs: LogControl): Promise<Ztunnel> {
     const log = logs.scope('ztunnel');
-    let caClient: CaClient;
-    if (config.ca.t === 'istiod') {
-      // Shared (node proxy) mode: every workload's certificate is requested by impersonation (ztunnel src/identity/caclient.rs).
-      caClient = new IstioCaClient({ address: config.ca.address, rootPem: await readRootCa(config.caRootCa, 'CA_ROOT_CA'), tokenFile: config.authToken, clusterId: config.clusterId, impersonate: true, altHostname: config.altCaHostname, headers: config.caHeaders });
-    } else if (config.ca.t === 'local') {
-      caClient = new LocalCaClient(await CertificateAuthority.fromPluginDir(config.ca.dir));
-    } else {
-      caClient = new LocalCaClient(await CertificateAuthority.selfSigned(config.trustDomain));
-      log.warn('FAKE_CA=true: generated a self-signed root; only this ztunnel trusts it, so HBONE to other ztunnels will fail verification');
-    }
+    const caClient = await startCaClient(config, log);
     const metrics = new ZtunnelMetrics(VERSION);
     const state = new ProxyState();
     const secrets = new SecretManager(caClient, config.secretTtlMs, logs.scope('identity'));
@@ -84,13 +71,7 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
       log: logs.scope('proxy'),
     };
     // In-pod mode, the node agent's ZDS says which pods this ztunnel serves; local mode follows the node's workloads.
-    let inpod: InpodProxies | undefined;
-    if (config.inpod !== undefined) {
-      const dns = config.dnsProxy
-        ? podDnsStarter({ state, upstream: await readResolvConf(), metrics: new DnsMetrics(metrics.registry), clusterDomain: config.clusterDomain, ipv6Enabled: config.ipv6Enabled, log: logs.scope('dns') })
-        : undefined;
-      inpod = new InpodProxies(ctx, config.inpod, dns);
-    }
+    const inpod = config.inpod === undefined ? undefined : await startInpodProxies(ctx, config.inpod, metrics, logs);
     const proxies = inpod === undefined ? new WorkloadProxyManager(ctx) : undefined;
     // Live connections are re-checked only when a decision may differ.
     state.on('change', (c) => {
@@ -100,34 +81,8 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
         ctx.connections.reevaluate(state);
       }
     });
-    let source: { stop(): void; pending(): string[] };
-    if (config.xdsAddress !== undefined) {
-      const ns = config.podNamespace;
-      const ads = new AdsClient(
-        {
-          address: config.xdsAddress,
-          rootCa: config.xdsRootCa,
-          tokenFile: config.authToken,
-          clusterId: config.clusterId,
-          altHostname: config.altXdsHostname,
-          headers: config.xdsHeaders,
-          // The node ID istiod recognises as a ztunnel; ISTIO_META_* / ISTIO_METAJSON_* added (ztunnel src/xds/client.rs).
-          node: { id: `ztunnel~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`, metadata: { NAME: config.podName, NAMESPACE: ns, INSTANCE_IPS: config.instanceIp, NODE_NAME: config.nodeName, CLUSTER_ID: config.clusterId, ...config.nodeMetadata } },
-        },
-        (delta) => state.update(delta),
-        metrics.registry,
-        logs.scope('xds'),
-      );
-      // istiod answers again: certificates whose fetch failed during the outage are retried now, not after their backoff.
-      ads.on('connected', () => secrets.retryFailed());
-      await ads.start();
-      source = ads;
-    } else {
-      const watcher = new LocalConfigWatcher(config.localXdsPath!, (c) => state.apply(c), logs.scope('xds'));
-      await watcher.start();
-      source = { stop: () => watcher.stop(), pending: () => [] };
-    }
-    const zds = inpod === undefined ? undefined : new ZdsClient(config.inpod!.uds, inpod, logs.scope('inpod'));
+    const source = await startConfigSource(config, state, secrets, metrics, logs);
+    const zds = inpod === undefined ? undefined : new (await import('./inpod/zds-client.js')).ZdsClient(config.inpod!.uds, inpod, logs.scope('inpod'));
     const zt = new Ztunnel(config, logs, ctx, proxies, inpod, zds, metrics, source);
     await zt.startServers();
     zt.lifecycle = { t: 'running' };
@@ -226,3 +181,62 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
   }
 }
 
+
+/*
+ * Each mode's parts are imported when that mode starts (issue 10's footprint: a ztunnel loads nothing it does not
+ * use). istiod's CA and xDS clients bring gRPC and the generated protobuf code; the local config brings the YAML
+ * parser; in-pod mode brings ZDS, the native addon and the DNS proxy.
+ */
+
+async function startCaClient(config: ZtunnelConfig, log: Logger): Promise<CaClient> {
+  if (config.ca.t === 'istiod') {
+    const [{ IstioCaClient }, { readRootCa }] = await Promise.all([import('./identity/istio-ca-client.js'), import('../lib/grpc-channel.js')]);
+    // Shared (node proxy) mode: every workload's certificate is requested by impersonation (ztunnel src/identity/caclient.rs).
+    return new IstioCaClient({ address: config.ca.address, rootPem: await readRootCa(config.caRootCa, 'CA_ROOT_CA'), tokenFile: config.authToken, clusterId: config.clusterId, impersonate: true, altHostname: config.altCaHostname, headers: config.caHeaders });
+  }
+  const [{ LocalCaClient }, { CertificateAuthority }] = await Promise.all([import('./identity/local-ca-client.js'), import('../lib/pki/certificate-authority.js')]);
+  if (config.ca.t === 'local') return new LocalCaClient(await CertificateAuthority.fromPluginDir(config.ca.dir));
+  const selfSigned = await CertificateAuthority.selfSigned(config.trustDomain);
+  log.warn('FAKE_CA=true: generated a self-signed root; only this ztunnel trusts it, so HBONE to other ztunnels will fail verification');
+  return new LocalCaClient(selfSigned);
+}
+
+async function startInpodProxies(ctx: ProxyContext, inpod: InpodConfig, metrics: ZtunnelMetrics, logs: LogControl): Promise<InpodProxies> {
+  const { InpodProxies } = await import('./inpod/inpod-proxies.js');
+  const c = ctx.config;
+  if (!c.dnsProxy) return new InpodProxies(ctx, inpod, undefined);
+  const [{ podDnsStarter }, { DnsMetrics }, { readResolvConf }] = await Promise.all([import('./inpod/pod-dns.js'), import('./dns/dns-metrics.js'), import('./dns/resolv-conf.js')]);
+  const dns = podDnsStarter({ state: ctx.state, upstream: await readResolvConf(), metrics: new DnsMetrics(metrics.registry), clusterDomain: c.clusterDomain, ipv6Enabled: c.ipv6Enabled, log: logs.scope('dns') });
+  return new InpodProxies(ctx, inpod, dns);
+}
+
+/** Where workloads, services and policies come from: istiod's delta xDS, or the LOCAL_XDS_PATH file. */
+async function startConfigSource(config: ZtunnelConfig, state: ProxyState, secrets: SecretManager, metrics: ZtunnelMetrics, logs: LogControl): Promise<ConfigSource> {
+  if (config.xdsAddress === undefined) {
+    const { LocalConfigWatcher } = await import('./state/local-config-watcher.js');
+    const watcher = new LocalConfigWatcher(config.localXdsPath!, (c) => state.apply(c), logs.scope('xds'));
+    await watcher.start();
+    return { stop: () => watcher.stop(), pending: () => [] };
+  }
+  const { AdsClient } = await import('./xds/ads-client.js');
+  const ns = config.podNamespace;
+  const ads = new AdsClient(
+    {
+      address: config.xdsAddress,
+      rootCa: config.xdsRootCa,
+      tokenFile: config.authToken,
+      clusterId: config.clusterId,
+      altHostname: config.altXdsHostname,
+      headers: config.xdsHeaders,
+      // The node ID istiod recognises as a ztunnel; ISTIO_META_* / ISTIO_METAJSON_* added (ztunnel src/xds/client.rs).
+      node: { id: `ztunnel~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`, metadata: { NAME: config.podName, NAMESPACE: ns, INSTANCE_IPS: config.instanceIp, NODE_NAME: config.nodeName, CLUSTER_ID: config.clusterId, ...config.nodeMetadata } },
+    },
+    (delta) => state.update(delta),
+    metrics.registry,
+    logs.scope('xds'),
+  );
+  // istiod answers again: certificates whose fetch failed during the outage are retried now, not after their backoff.
+  ads.on('connected', () => secrets.retryFailed());
+  await ads.start();
+  return ads;
+}

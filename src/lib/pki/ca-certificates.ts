@@ -9,25 +9,11 @@
  * re-serialises keeping each attribute's string type; `exactSubjectName` checks that those bytes occur verbatim in
  * the certificate and refuses the CA otherwise.
  */
-import { randomBytes } from 'node:crypto';
 import { MeshError } from '../errors.js';
+import { CLOCK_SKEW_GRACE_MS, randomSerial, SELF_SIGNED_ROOT_TTL_MS } from './issue-policy.js';
 import { x509, subtle, EC_P256 } from './x509.js';
 
-/**
- * Certificates start this long before they are issued, so peers whose clocks are behind accept fresh and rotated
- * certificates: Istio's ClockSkewGracePeriod (security/pkg/pki/util/generate_cert.go).
- */
-export const CLOCK_SKEW_GRACE_MS = 2 * 60_000;
-
-/** Lifetime of a generated self-signed root: Istio's self-signed CA default is 10 years. */
-export const SELF_SIGNED_ROOT_TTL_MS = 10 * 365 * 24 * 3600 * 1000;
-
-/** A positive 128-bit serial, hex. */
-export function randomSerial(): string {
-  const b = randomBytes(16);
-  b[0] = b[0]! & 0x7f;
-  return b.toString('hex');
-}
+export { CLOCK_SKEW_GRACE_MS, randomSerial, SELF_SIGNED_ROOT_TTL_MS };
 
 /**
  * The subject of `cert` as a `Name` whose DER is exactly the certificate's subject bytes, for use as the issuer of

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,7 +9,7 @@ import { isMeshError } from '../errors.js';
 import { CLOCK_SKEW_GRACE_MS } from './ca-certificates.js';
 import { CertificateAuthority } from './certificate-authority.js';
 import { createKeyAndCsr } from './csr.js';
-import { PLUGIN_CA_FILES } from './plugin-ca-dir.js';
+import { PLUGIN_CA_FILES, writePluginCaDir } from './plugin-ca-dir.js';
 import { EC_P256, subtle, x509 } from './x509.js';
 
 const URI = 'spiffe://cluster.local/ns/a/sa/b';
@@ -96,5 +97,30 @@ test('a CSR with data after its DER, text after its PEM block, or a bad signatur
     [pem(tampered), /signature does not verify|cannot parse/],
   ] as const) {
     await assert.rejects(ca.sign(bad, URI, 3600), (e: unknown) => isMeshError(e, 'ISTIOD_ERR_CSR') && why.test(e.message), bad.slice(0, 60));
+  }
+});
+
+test('a leaf verifies in OpenSSL through the plug-in CA\'s intermediate to its root, with Istio\'s extensions', { skip: spawnSync('openssl', ['version']).status === 0 ? false : 'needs the openssl command' }, async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-ca-unit-'));
+  try {
+    await writePluginCaDir(path.join(dir, 'ca'));
+    const ca = await CertificateAuthority.fromPluginDir(path.join(dir, 'ca'));
+    const { csrPem } = await createKeyAndCsr(URI);
+    const [leaf, ...rest] = await ca.sign(csrPem, URI, 3600);
+    await writeFile(path.join(dir, 'leaf.pem'), leaf!);
+    await writeFile(path.join(dir, 'chain.pem'), rest.slice(0, -1).join(''));
+    await writeFile(path.join(dir, 'root.pem'), rest[rest.length - 1]!);
+    const verify = spawnSync('openssl', ['verify', '-x509_strict', '-purpose', 'sslclient', '-CAfile', 'root.pem', '-untrusted', 'chain.pem', 'leaf.pem'], { cwd: dir, encoding: 'utf8' });
+    assert.equal(verify.status, 0, verify.stdout + verify.stderr);
+    const text = spawnSync('openssl', ['x509', '-noout', '-text', '-in', 'leaf.pem'], { cwd: dir, encoding: 'utf8' }).stdout;
+    assert.match(text, /Version: 3 \(0x2\)/);
+    assert.match(text, /X509v3 Basic Constraints: critical\n\s+CA:FALSE\n/);
+    assert.match(text, /X509v3 Key Usage: critical\n\s+Digital Signature, Key Encipherment\n/);
+    assert.match(text, /X509v3 Extended Key Usage: \n\s+TLS Web Server Authentication, TLS Web Client Authentication\n/);
+    assert.match(text, /X509v3 Subject Alternative Name: critical\n\s+URI:spiffe:\/\/cluster\.local\/ns\/a\/sa\/b\n/);
+    const caSki = /X509v3 Subject Key Identifier: \n\s+([0-9A-F:]+)\n/.exec(spawnSync('openssl', ['x509', '-noout', '-text', '-in', path.join('ca', PLUGIN_CA_FILES.caCert)], { cwd: dir, encoding: 'utf8' }).stdout)?.[1];
+    assert.ok(caSki !== undefined && text.includes(caSki), 'the leaf\'s authority key identifier is its CA\'s subject key identifier');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 });

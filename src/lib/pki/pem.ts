@@ -11,3 +11,9 @@ export function splitPemCertificates(bundle: string): string[] {
 export function serialDecimal(cert: X509Certificate): string {
   return BigInt('0x' + cert.serialNumber).toString(10);
 }
+
+/** `der` as one PEM block labelled `label` (RFC 7468), 64 base64 characters a line, without a final newline. */
+export function pemEncode(label: string, der: Buffer): string {
+  const lines = der.toString('base64').match(/.{1,64}/g) ?? [];
+  return `-----BEGIN ${label}-----\n${lines.join('\n')}\n-----END ${label}-----`;
+}

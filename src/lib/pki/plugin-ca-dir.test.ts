@@ -32,7 +32,7 @@ test('a directory written by create-ca loads: ca-cert chains to root-cert throug
   await withDirs(async (a) => {
     const ca = await readPluginCaDir(a);
     assert.equal(ca.intermediatesPem.length, 1);
-    assert.equal(ca.caCert.subject, 'O=Istio, CN=Intermediate CA, L=cluster.local');
+    assert.equal(ca.caCert.subject, 'O=Istio\nCN=Intermediate CA\nL=cluster.local');
   });
 });
 

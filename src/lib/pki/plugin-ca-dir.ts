@@ -6,14 +6,14 @@
  * Node has no certificate path verification API, so the chain from ca-cert.pem to root-cert.pem is walked here
  * with Node's `X509Certificate.checkIssued` and `verify` on each link.
  */
-import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
+import { X509Certificate, createPrivateKey, KeyObject } from 'node:crypto';
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { MeshError } from '../errors.js';
-import { createIntermediate, createSelfSignedRoot, exactSubjectName, SELF_SIGNED_ROOT_TTL_MS } from './ca-certificates.js';
+import { subjectDer } from './certificate-fields.js';
+import { SELF_SIGNED_ROOT_TTL_MS } from './issue-policy.js';
 import { splitPemCertificates } from './pem.js';
 import { PRIVATE_DIR_MODE, writeNewPrivateFile } from './private-files.js';
-import { x509, subtle } from './x509.js';
 
 /** Istio's plug-in CA file names (`cacerts` secret). */
 export const PLUGIN_CA_FILES = {
@@ -26,15 +26,13 @@ export const PLUGIN_CA_FILES = {
 /** Longest chain walked from ca-cert.pem to a root; real ones have one or two links. */
 const MAX_CHAIN_LINKS = 8;
 
-export type SigningAlgorithm = { name: 'ECDSA'; hash: 'SHA-256' } | { name: 'RSASSA-PKCS1-v1_5'; hash: 'SHA-256' };
-
 /** A verified plug-in CA, ready to sign. */
 export interface PluginCa {
-  readonly caCert: x509.X509Certificate;
-  /** ca-cert.pem's subject, as the issuer of what it signs (byte for byte). */
-  readonly issuerName: x509.Name;
-  readonly caKey: CryptoKey;
-  readonly alg: SigningAlgorithm;
+  readonly caCert: X509Certificate;
+  /** ca-cert.pem's subject DER, the issuer of what it signs (byte for byte). */
+  readonly issuerDer: Buffer;
+  /** An EC (P-256 or P-384) or RSA key; signatures are made with SHA-256. */
+  readonly caKey: KeyObject;
   /** Served after the leaf: ca-cert and anything between it and the root. */
   readonly intermediatesPem: readonly string[];
   readonly rootBundlePem: string;
@@ -98,17 +96,15 @@ export async function readPluginCaDir(dir: string, now = Date.now()): Promise<Pl
     cur = next!;
   }
 
-  const { key: caKey, alg } = await importSigningKey(key, file(PLUGIN_CA_FILES.caKey));
-  const caCert = new x509.X509Certificate(caPems[0]!);
+  checkSigningKey(key, file(PLUGIN_CA_FILES.caKey));
   // Serve ca-cert and its chain up to, but not including, the roots.
   const served = chainPems.length > 0 ? chainPems : caPems.slice(0, 1);
   const intermediatesPem = served.filter((p) => !isRoot.has(new X509Certificate(p).fingerprint256));
   if (!isRoot.has(ca.fingerprint256) && !intermediatesPem.some((p) => new X509Certificate(p).fingerprint256 === ca.fingerprint256)) intermediatesPem.unshift(caPems[0]!);
   return {
-    caCert,
-    issuerName: exactSubjectName(caCert, file(PLUGIN_CA_FILES.caCert)),
-    caKey,
-    alg,
+    caCert: ca,
+    issuerDer: subjectDer(ca),
+    caKey: key,
     intermediatesPem,
     rootBundlePem: rootPems.join(''),
   };
@@ -122,20 +118,13 @@ function parsePrivateKey(pem: string, file: string): KeyObject {
   }
 }
 
-async function importSigningKey(k: KeyObject, file: string): Promise<{ key: CryptoKey; alg: SigningAlgorithm }> {
-  const der = k.export({ type: 'pkcs8', format: 'der' });
+function checkSigningKey(k: KeyObject, file: string): void {
   if (k.asymmetricKeyType === 'ec') {
     const curve = k.asymmetricKeyDetails?.namedCurve;
-    const namedCurve = curve === 'prime256v1' ? 'P-256' : curve === 'secp384r1' ? 'P-384' : undefined;
-    if (namedCurve === undefined) throw new MeshError('ZT_ERR_CA_FILES', `${file}: unsupported EC curve ${String(curve)} (use P-256 or P-384)`);
-    const key = await subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve }, false, ['sign']);
-    return { key, alg: { name: 'ECDSA', hash: 'SHA-256' } };
+    if (curve !== 'prime256v1' && curve !== 'secp384r1') throw new MeshError('ZT_ERR_CA_FILES', `${file}: unsupported EC curve ${String(curve)} (use P-256 or P-384)`);
+    return;
   }
-  if (k.asymmetricKeyType === 'rsa') {
-    const key = await subtle.importKey('pkcs8', der, { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, false, ['sign']);
-    return { key, alg: { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' } };
-  }
-  throw new MeshError('ZT_ERR_CA_FILES', `${file}: unsupported key type ${String(k.asymmetricKeyType)} (use EC or RSA)`);
+  if (k.asymmetricKeyType !== 'rsa') throw new MeshError('ZT_ERR_CA_FILES', `${file}: unsupported key type ${String(k.asymmetricKeyType)} (use EC or RSA)`);
 }
 
 /**
@@ -148,14 +137,14 @@ export async function writePluginCaDir(dir: string, trustDomain = 'cluster.local
   if (present.length > 0) {
     throw new MeshError('AMESH_ERR_CA_EXISTS', `${dir} already holds CA material (${present.join(', ')}); amesh never overwrites it: choose an empty directory, or move these files away yourself`);
   }
+  const { createSelfSignedRoot, createIntermediate } = await import('./ca-certificates.js');
   const root = await createSelfSignedRoot('O=Istio, CN=Root CA');
   const inter = await createIntermediate(root, `O=Istio, CN=Intermediate CA, L=${trustDomain}`, SELF_SIGNED_ROOT_TTL_MS / 2);
-  const pkcs8 = await subtle.exportKey('pkcs8', inter.keys.privateKey);
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const rootPem = root.cert.toString('pem') + '\n';
   const interPem = inter.cert.toString('pem') + '\n';
   const create = { flag: 'wx' } as const;
-  await writeNewPrivateFile(path.join(dir, PLUGIN_CA_FILES.caKey), x509.PemConverter.encode(pkcs8, 'PRIVATE KEY') + '\n');
+  await writeNewPrivateFile(path.join(dir, PLUGIN_CA_FILES.caKey), KeyObject.from(inter.keys.privateKey).export({ type: 'pkcs8', format: 'pem' }) as string);
   await writeFile(path.join(dir, PLUGIN_CA_FILES.rootCert), rootPem, create);
   await writeFile(path.join(dir, PLUGIN_CA_FILES.caCert), interPem, create);
   await writeFile(path.join(dir, PLUGIN_CA_FILES.certChain), interPem + rootPem, create);
