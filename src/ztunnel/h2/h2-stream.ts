@@ -21,7 +21,10 @@ export interface StreamHost {
  * One HTTP/2 stream as a Duplex (RFC 9113 §5.1): DATA the peer sends is readable, END_STREAM ends the readable
  * side; writes become DATA under flow control, and `end()` sends END_STREAM (half-close). A consumer that stops
  * reading stops returning credit, so the peer stops sending once the stream's window is used: backpressure
- * reaches the remote sender. Readable chunks are views of the TLS socket's chunks, not copies.
+ * reaches the remote sender. ztunnel returns credit as DATA arrives (ztunnel `src/proxy/h2.rs`), which its copy
+ * loop bounds by reading only as fast as it writes; here the readable side would buffer without limit behind a
+ * slow app, so credit returns as the consumer takes the data. Either is the same on the wire. Readable chunks are
+ * views of the TLS socket's chunks, not copies.
  *
  * Client side: `response` is emitted with the peer's response head. Server side: `respond()` answers.
  */
