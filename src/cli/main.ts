@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --min-semi-space-size=16
-// The flag is DATA_PATH_NODE_FLAGS (src/lib/node-flags.ts); a shebang cannot import it.
+#!/usr/bin/env -S node --min-semi-space-size=16 --initial-old-space-size=64
+// The flags are DATA_PATH_NODE_FLAGS (src/lib/node-flags.ts); a shebang cannot import them.
 import { Command, type CommandUnknownOpts } from '@commander-js/extra-typings';
 import { VERSION, ISTIO_COMPAT } from '../lib/version.js';
 
