@@ -1,19 +1,20 @@
 /**
  * The capture section of `npm run bench`: the paths between two pod network namespaces on one veth link.
  * `pod-direct`: neither pod enrolled, the client in pod A dials pod B's IP. `pod-capture`: both pods enrolled with
- * Istio's in-pod rules and served by one ztunnel in in-pod mode (INPOD_ENABLED), which gets both pods' namespaces
- * from the node agent's ZDS server; the same unchanged client is captured on 15001 and carried over HBONE to
- * B:15008. hbone-bench.ts measures them beside its loopback paths, with the client inside pod A (nsenter).
+ * Istio's in-pod rules, pod A on node 1 and pod B on node 2, the same two-node topology as the SOCKS5 path `amesh`:
+ * each node has its own node agent ZDS server, whose snapshot holds only that node's pod, and its own ztunnel in
+ * in-pod mode (INPOD_ENABLED; bench/ztunnel-pair.ts). The same unchanged client is captured on 15001 in pod A by
+ * node 1's ztunnel and carried over HBONE to B:15008, where node 2's ztunnel listens and hands it to the app.
+ * hbone-bench.ts measures them beside its loopback paths, with the client inside pod A (nsenter).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { closeSync, openSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
 import { ZtunnelServer } from '../src/cni/agent/ztunnel-server.js';
-import type { SnapshotPod } from '../src/cni/agent/ztunnel-link.js';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
 import { podPair, type PodPair } from '../test/helpers/pod-pair.js';
+import { startZtunnelPair } from './ztunnel-pair.js';
 
 /** The capture paths `BENCH_PATHS` can name. */
 export const CAPTURE_PATHS = ['pod-direct', 'pod-capture'] as const;
@@ -24,7 +25,7 @@ export interface PodTarget {
   readonly clientNetns: string;
   readonly serverNetns: string;
   readonly serverIp: string;
-  /** The proxies on the path (the in-pod ztunnel), for CPU and RSS. */
+  /** The proxies on the path (for `pod-capture`, both nodes' in-pod ztunnels), for CPU and RSS. */
   readonly pids: number[];
 }
 
@@ -33,27 +34,30 @@ export interface CapturePaths {
   stop(): Promise<void>;
 }
 
-const NODE = 'bench-node';
 /** One pair per path, so both exist at once and rounds interleave; the subnets live only inside the pods. */
 const SUBNETS: Record<CapturePath, string> = { 'pod-direct': '10.99.1', 'pod-capture': '10.99.2' };
-/** The in-pod ztunnel's admin, metrics and readiness listen on the host, in this helper's loopback range. */
-const ZTUNNEL_HOST = '127.0.99.1';
-const READY_POLLS = 400;
-const READY_POLL_MS = 50;
+/**
+ * TIME_WAIT reuse for the pods' outgoing connections, as the loopback paths get from the kernel's default (2:
+ * loopback only). Without it the connection phase of pod-direct, ~14,000 connections from one address to one
+ * port per round, leaves the pod's 28,232 ephemeral ports in TIME_WAIT and the next round's fall to ~300/s.
+ */
+const POD_TCP_TW_REUSE = 'net.ipv4.tcp_tw_reuse=1';
+/** The in-pod ztunnels' admin, metrics and readiness listen on the host, node 1's and node 2's. */
+const ZTUNNEL_HOSTS = ['127.0.114.1', '127.0.114.2'] as const;
 
-/** Builds the pods for the paths in `wanted`; for `pod-capture`, starts the ZDS server and the in-pod ztunnel. */
+/** Builds the pods for the paths in `wanted`; for `pod-capture`, starts both nodes' ZDS servers and in-pod ztunnels. */
 export async function startCapturePaths(dir: string, ca: string, wanted: readonly CapturePath[]): Promise<CapturePaths> {
   const pairs: PodPair[] = [];
   const fds: number[] = [];
-  let ztunnel: ChildProcess | undefined;
-  let zds: ZtunnelServer | undefined;
+  const zds: ZtunnelServer[] = [];
+  let ztunnels: ChildProcess[] = [];
   const stop = async (): Promise<void> => {
-    if (ztunnel !== undefined && ztunnel.exitCode === null) {
-      const exited = new Promise((r) => ztunnel!.once('exit', r));
-      ztunnel.kill('SIGTERM');
-      await exited;
-    }
-    zds?.close();
+    await Promise.all(ztunnels.filter((z) => z.exitCode === null).map((z) => {
+      const exited = once(z, 'exit');
+      z.kill('SIGTERM');
+      return exited;
+    }));
+    for (const s of zds.splice(0)) s.close();
     for (const fd of fds.splice(0)) closeSync(fd);
     for (const p of pairs.splice(0)) await p.remove();
   };
@@ -63,18 +67,21 @@ export async function startCapturePaths(dir: string, ca: string, wanted: readonl
       const [clientIp, serverIp] = [`${SUBNETS[name]}.1`, `${SUBNETS[name]}.2`];
       const pods = await podPair(clientIp, serverIp, name === 'pod-capture');
       pairs.push(pods);
+      for (const ns of [pods.client, pods.server]) await ns.exec('sysctl', ['-qw', POD_TCP_TW_REUSE]);
       const target = { clientNetns: pods.client.path, serverNetns: pods.server.path, serverIp, pids: [] as number[] };
       if (name === 'pod-capture') {
-        const socket = path.join(dir, 'ztunnel.sock');
-        const snapshot: SnapshotPod[] = [
-          { uid: 'bench-pod-client', info: { name: 'client-0', namespace: 'bench', serviceAccount: 'client' }, netns: openSync(pods.client.path, 'r') },
-          { uid: 'bench-pod-app', info: { name: 'app-0', namespace: 'bench', serviceAccount: 'app' }, netns: openSync(pods.server.path, 'r') },
-        ];
-        fds.push(...snapshot.map((p) => p.netns!));
-        zds = new ZtunnelServer(socket, () => snapshot, pino({ level: 'silent' }));
-        zds.listen();
-        ztunnel = await startInpodZtunnel(dir, ca, socket, clientIp, serverIp);
-        target.pids.push(ztunnel.pid!);
+        // Each node's agent hands its ztunnel only the pod on that node (named as ztunnel-pair.ts's mesh file names it).
+        const sockets = (['client', 'app'] as const).map((pod, i) => {
+          const netns = openSync(i === 0 ? pods.client.path : pods.server.path, 'r');
+          fds.push(netns);
+          const socket = path.join(dir, `ztunnel-${String(i + 1)}.sock`);
+          const server = new ZtunnelServer(socket, () => [{ uid: `bench-pod-${pod}`, info: { name: pod, namespace: 'bench', serviceAccount: pod }, netns }], pino({ level: 'silent' }));
+          zds.push(server);
+          server.listen();
+          return socket;
+        });
+        ztunnels = await startZtunnelPair({ name: 'pod-node', dir, ca, clientIp, appIp: serverIp, controlIps: ZTUNNEL_HOSTS, inpodSockets: [sockets[0]!, sockets[1]!] });
+        target.pids.push(...ztunnels.map((z) => z.pid!));
       }
       targets[name] = target;
     }
@@ -82,38 +89,5 @@ export async function startCapturePaths(dir: string, ca: string, wanted: readonl
   } catch (e) {
     await stop();
     throw e;
-  }
-}
-
-/**
- * `BENCH_CPU_PROF=<dir>`: the proxies run under `--cpu-prof` and write their profiles there when they exit
- * (`--cpu-prof` is not allowed in NODE_OPTIONS, so the bench passes it).
- */
-export function profileFlags(): string[] {
-  const dir = process.env['BENCH_CPU_PROF'];
-  return dir === undefined || dir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-}
-
-/** One ztunnel in in-pod mode for both pods; ready once the ZDS snapshot is in and both pods are served. */
-async function startInpodZtunnel(dir: string, ca: string, socket: string, clientIp: string, serverIp: string): Promise<ChildProcess> {
-  const mesh = path.join(dir, 'inpod-mesh.yaml');
-  await writeFile(mesh, `workloads:
-- {uid: Kubernetes//Pod/bench/client-0, name: client-0, namespace: bench, serviceAccount: client, workloadIps: [${clientIp}], protocol: HBONE, node: ${NODE}}
-- {uid: Kubernetes//Pod/bench/app-0, name: app-0, namespace: bench, serviceAccount: app, workloadIps: [${serverIp}], protocol: HBONE, node: ${NODE}}
-`);
-  const { cmd, args } = ameshCommand();
-  const child = spawn(cmd, [...profileFlags(), ...args, 'ztunnel', '--local-ca', ca, '--admin-address', `${ZTUNNEL_HOST}:15000`, '--metrics-address', `${ZTUNNEL_HOST}:15020`, '--readiness-address', `${ZTUNNEL_HOST}:15021`], {
-    env: { ...process.env, LOCAL_XDS_PATH: mesh, NODE_NAME: NODE, RUST_LOG: 'info', LOG_FORMAT: 'json', INPOD_ENABLED: 'true', INPOD_UDS: socket, UNSTABLE_ENABLE_SOCKS5: 'false' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`the in-pod ztunnel exited (${child.exitCode}) before it was ready`);
-    const ok = await fetch(`http://${ZTUNNEL_HOST}:15021/healthz/ready`).then((r) => r.status === 200, () => false);
-    if (ok) return child;
-    if (i > READY_POLLS) {
-      child.kill('SIGTERM');
-      throw new Error('the in-pod ztunnel did not become ready (ZDS snapshot of both pods)');
-    }
-    await new Promise((r) => setTimeout(r, READY_POLL_MS));
   }
 }

@@ -404,7 +404,7 @@ const SECTIONS: readonly string[] = ['idle', 'api'];
  * kept; `pod-direct,pod-capture` are the capture paths, skipped with the reason when not root), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections,
  * `BENCH_PATHS=idle` the idle-connection footprint (bench/idle-connections-bench.ts), `BENCH_PATHS=amesh,amesh-alt,node-tls`
  * a second ztunnel pair with other Node flags beside amesh (ALT_PATH).
- * `BENCH_CPU_PROF=<dir>` runs the ztunnels under `--cpu-prof` (`profileFlags` in capture-bench.ts).
+ * `BENCH_CPU_PROF=<dir>` runs the ztunnels under `--cpu-prof` (`profileFlags` in ztunnel-pair.ts).
  */
 async function main(): Promise<void> {
   const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim()).filter((p) => p !== '');
