@@ -4,6 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 import { importGraph } from './helpers/import-graph.js';
 
 /** Code and packages only istiod, the API server, the controllers, the node agent or `amesh up` use. */
@@ -44,4 +45,17 @@ test('the local CA signs and a ztunnel makes its CSRs without the X.509 library 
     const g = importGraph(entry);
     assert.deepEqual(['@peculiar/x509', 'reflect-metadata'].filter((p) => g.packages.has(p)).map((p) => `${p} (from ${g.packages.get(p) ?? ''})`), [], entry);
   }
+});
+
+/** prom-client's index, and what only its default Node.js metrics load. */
+const PROM_CLIENT_INDEX = /node_modules\/(prom-client\/index\.js|@opentelemetry\/)/;
+
+test("ztunnel's metrics load prom-client's metric classes, not its index, default metrics or @opentelemetry/api (only --node-metrics does)", async () => {
+  assert.equal(importGraph('src/cli/ztunnel.ts').packages.get('prom-client'), undefined, 'a module amesh ztunnel loads imports prom-client');
+  const loaded = (): string[] => Object.keys(createRequire(import.meta.url).cache).filter((f) => PROM_CLIENT_INDEX.test(f));
+  const { processMetrics, ZtunnelMetrics } = await import('../src/ztunnel/admin/metrics.js');
+  await new ZtunnelMetrics('test', await processMetrics(false)).registry.metrics();
+  assert.deepEqual(loaded(), []);
+  await processMetrics(true);
+  assert.notDeepEqual(loaded(), [], '--node-metrics loads them');
 });

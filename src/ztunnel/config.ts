@@ -131,6 +131,8 @@ export interface ZtunnelConfig {
   readonly adminAddress: ListenAddress;
   readonly metricsAddress: ListenAddress;
   readonly readinessAddress: ListenAddress;
+  /** `--node-metrics`: export prom-client's default Node.js metrics besides ztunnel's own (admin/metrics.ts `processMetrics`). */
+  readonly nodeMetrics: boolean;
 }
 
 export interface ZtunnelFlags {
@@ -140,6 +142,7 @@ export interface ZtunnelFlags {
   metricsAddress?: string | undefined;
   readinessAddress?: string | undefined;
   logLevel?: string | undefined;
+  nodeMetrics?: boolean | undefined;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -305,6 +308,7 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
     adminAddress: parseListenAddress(flags.adminAddress ?? DEFAULT_ADMIN_ADDRESS, '--admin-address'),
     metricsAddress: parseListenAddress(flags.metricsAddress ?? DEFAULT_METRICS_ADDRESS, '--metrics-address'),
     readinessAddress: parseListenAddress(flags.readinessAddress ?? DEFAULT_READINESS_ADDRESS, '--readiness-address'),
+    nodeMetrics: flags.nodeMetrics === true,
   };
   if (cfg.secretTtlMs < 1000) throw new MeshError('AMESH_ERR_CONFIG', 'SECRET_TTL must be at least 1s');
   return Object.freeze(cfg);
