@@ -1,11 +1,12 @@
 /**
  * prom-client's metric classes, each required from its own module instead of the package's index. The index also
  * loads what a ztunnel never uses: its default Node metrics (which pull in @opentelemetry/api, 33 modules), the
- * Pushgateway (node:http, https, zlib), the cluster aggregator and Summary's t-digest. An idle ztunnel paid ~2.5 MiB
- * of RSS for them (docs/performance.md, "prom-client without its index"). These are the very classes the index
- * exports (Node caches each module once), so a Registry made here and one made from `prom-client` mix freely.
- * `require` rather than `import`: the package declares types for its index only, and Node's ESM loader would lex
- * each CommonJS file for its exports. prom-client's version is pinned; prom-client-core.test.ts checks the paths.
+ * Pushgateway (node:http, https, zlib), the cluster aggregator and Summary's t-digest. They would add ~2.3 MiB to
+ * an idle ztunnel's RSS (docs/performance.md, "Idle ztunnel: prom-client's index and ICU collation"). These are the
+ * very classes the index exports (Node caches each module once), so a Registry made here and one made from
+ * `prom-client` mix freely. `require` rather than `import`: the package declares types for its index only, and
+ * Node's ESM loader would lex each CommonJS file for its exports, which costs more memory than the index does.
+ * prom-client's version is pinned; prom-client-core.test.ts checks the paths.
  */
 import { createRequire } from 'node:module';
 import type * as prom from 'prom-client';

@@ -79,7 +79,7 @@ export type ProcessMetrics = (registry: Registry) => void;
  * ztunnel's process metrics (`process_open_fds`, `process_max_fds`), or with `nodeMetrics` (`--node-metrics`)
  * prom-client's default Node.js metrics, which include those two and add `nodejs_*` (heap, GC, event loop lag,
  * handles), `process_cpu_*`, `process_resident_memory_bytes` and the like. They are opt-in: ztunnel exports none of
- * them, and loading them costs an idle ztunnel ~2.5 MiB (docs/performance.md).
+ * them, and loading them costs an idle ztunnel ~2.3 MiB (docs/performance.md).
  */
 export async function processMetrics(nodeMetrics: boolean): Promise<ProcessMetrics> {
   if (!nodeMetrics) return registerProcessFdMetrics;
