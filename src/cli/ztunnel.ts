@@ -15,6 +15,7 @@ export function ztunnelCommand(): Command {
     .option('--metrics-address <host:port>', 'Prometheus metrics', '0.0.0.0:15020')
     .option('--readiness-address <host:port>', 'readiness probe', '0.0.0.0:15021')
     .option('--log-level <level>', 'log level, or scope=level list (default RUST_LOG or info)')
+    .option('--node-metrics', 'also export Node.js runtime metrics (nodejs_*, process_cpu_*, process_resident_memory_bytes, ...); ztunnel exports none of them, and they cost memory')
     .action(async (o) => {
       let logs: LogControl | undefined;
       try {

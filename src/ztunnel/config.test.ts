@@ -100,6 +100,7 @@ test('config: root CA defaults, XDS_HEADER_*/CA_HEADER_* as gRPC metadata and IS
       { ISTIO_META_CLUSTER_ID: 'c1', ISTIO_META_DNS_CAPTURE: 'true', ISTIO_METAJSON_LABELS: '{"app":"x","n":2}' },
       { nodeMetadata: { CLUSTER_ID: 'c1', DNS_CAPTURE: 'true', LABELS: { app: 'x', n: 2 } }, clusterId: 'c1' },
     ],
+    ['node metadata: ISTIO_METAJSON_<K> wins over ISTIO_META_<K>', { ISTIO_METAJSON_LABELS: '{"app":"x"}', ISTIO_META_LABELS: 'y' }, { nodeMetadata: { LABELS: { app: 'x' } } }],
   ];
   for (const [what, env, want] of rows) {
     const c = load(env);

@@ -9,7 +9,7 @@ import { SecretManager } from './identity/secret-manager.js';
 import { ProxyState } from './state/proxy-state.js';
 import { changesWorkloadsOn, mayAlterPolicyDecision } from './state/state-change.js';
 import type { CaClient } from './identity/ca-client.js';
-import { ZtunnelMetrics } from './admin/metrics.js';
+import { processMetrics, ZtunnelMetrics } from './admin/metrics.js';
 import { registerCertificateMetrics } from './admin/certificate-metrics.js';
 import { configDump } from './admin/config-dump.js';
 import { ConnectionManager } from './proxy/connection-manager.js';
@@ -56,7 +56,7 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
   static async start(config: ZtunnelConfig, logs: LogControl): Promise<Ztunnel> {
     const log = logs.scope('ztunnel');
     const caClient = await startCaClient(config, log);
-    const metrics = new ZtunnelMetrics(VERSION);
+    const metrics = new ZtunnelMetrics(VERSION, await processMetrics(config.nodeMetrics));
     const state = new ProxyState();
     const secrets = new SecretManager(caClient, config.secretTtlMs, logs.scope('identity'));
     registerCertificateMetrics(metrics.registry, secrets);

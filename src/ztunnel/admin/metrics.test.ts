@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Locality, Workload } from '../state/workload.js';
-import { trafficLabels, ZtunnelMetrics, type TrafficParties } from './metrics.js';
+import { processMetrics, trafficLabels, ZtunnelMetrics, type TrafficParties } from './metrics.js';
 
 const workload = (name: string, locality: Locality | undefined): Workload => ({
   uid: `Kubernetes//Pod/ns/${name}`, workloadIps: ['10.0.0.1'], protocol: 'HBONE', networkMode: 'Standard', name, namespace: 'ns', trustDomain: 'cluster.local',
@@ -38,4 +38,23 @@ test('istio_tcp_connections_opened_total is exported with the locality labels, a
   assert.equal(lines.length, 2);
   assert.ok(lines.some((l) => l.includes('source_region="eu-west1",source_zone="eu-west1-b",destination_region="unknown",destination_zone="unknown"')), lines.join('\n'));
   assert.ok(lines.some((l) => !l.includes('_region=')), lines.join('\n'));
+});
+
+const metricNames = async (m: ZtunnelMetrics): Promise<string[]> =>
+  (await m.registry.getMetricsAsJSON()).map((x) => x.name);
+
+test("ztunnel's process metrics are process_open_fds and process_max_fds, as ztunnel src/metrics/process.rs exports, and no Node.js runtime metric", async () => {
+  const names = await metricNames(new ZtunnelMetrics('test', await processMetrics(false)));
+  assert.ok(names.includes('process_open_fds') && names.includes('process_max_fds'), names.join(' '));
+  assert.deepEqual(names.filter((n) => n.startsWith('nodejs_') || (n.startsWith('process_') && !n.endsWith('_fds'))), []);
+  const text = await new ZtunnelMetrics('test').registry.metrics();
+  assert.match(text, /^process_open_fds [1-9]\d*$/m);
+  assert.match(text, /^process_max_fds [1-9]\d*$/m);
+});
+
+test('--node-metrics adds prom-client\'s default Node.js metrics to ztunnel\'s own', async () => {
+  const names = await metricNames(new ZtunnelMetrics('test', await processMetrics(true)));
+  for (const n of ['process_open_fds', 'process_max_fds', 'process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_seconds', 'istio_build']) {
+    assert.ok(names.includes(n), n);
+  }
 });

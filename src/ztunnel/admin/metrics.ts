@@ -1,4 +1,4 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, registerProcessFdMetrics } from '../../lib/prom-client-core.js';
 import { identityToString, type Identity } from '../../lib/spiffe.js';
 import type { Service } from '../state/service.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
@@ -72,7 +72,24 @@ export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficL
   };
 }
 
-/** ztunnel's metrics in one private registry (ztunnel `src/proxy/metrics.rs`). */
+/** Registers a ztunnel's process metrics in its registry. */
+export type ProcessMetrics = (registry: Registry) => void;
+
+/**
+ * ztunnel's process metrics (`process_open_fds`, `process_max_fds`), or with `nodeMetrics` (`--node-metrics`)
+ * prom-client's default Node.js metrics, which include those two and add `nodejs_*` (heap, GC, event loop lag,
+ * handles), `process_cpu_*`, `process_resident_memory_bytes` and the like. They are opt-in: ztunnel exports none of
+ * them, and loading them costs an idle ztunnel ~2.3 MiB (docs/performance.md).
+ */
+export async function processMetrics(nodeMetrics: boolean): Promise<ProcessMetrics> {
+  if (!nodeMetrics) return registerProcessFdMetrics;
+  const { collectDefaultMetrics } = await import('prom-client');
+  return (register) => {
+    collectDefaultMetrics({ register });
+  };
+}
+
+/** ztunnel's metrics in one private registry (ztunnel `src/proxy/metrics.rs`, `src/metrics/process.rs`). */
 export class ZtunnelMetrics {
   readonly registry = new Registry();
   readonly opened: Counter<LabelName>;
@@ -82,7 +99,7 @@ export class ZtunnelMetrics {
   readonly failed: Counter<LabelName>;
   readonly socketsOpen: Gauge<'reporter'>;
 
-  constructor(version: string) {
+  constructor(version: string, registerProcessMetrics: ProcessMetrics = registerProcessFdMetrics) {
     const registers = [this.registry];
     const labelNames = [...TRAFFIC_LABELS, ...LOCALITY_LABELS];
     const c = (name: string, help: string): Counter<LabelName> => new Counter({ name, help, labelNames, registers });
@@ -93,6 +110,6 @@ export class ZtunnelMetrics {
     this.failed = c('istio_tcp_connections_failed_total', 'The total number of TCP connections that failed to establish');
     this.socketsOpen = new Gauge({ name: 'istio_tcp_sockets_open', help: 'The current number of open sockets', labelNames: ['reporter'], registers });
     new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers }).set({ component: 'ztunnel', tag: version }, 1);
-    collectDefaultMetrics({ register: this.registry });
+    registerProcessMetrics(this.registry);
   }
 }

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from '../../lib/prom-client-core.js';
 import type { DnsClient } from './dns-store.js';
 
 const LABELS = ['request_query_type', 'request_protocol', 'source_canonical_service', 'source_canonical_revision'] as const;
