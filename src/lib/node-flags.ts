@@ -13,7 +13,8 @@
  *   A ztunnel's live heap is ~9 MiB, so its limit sits ~24 MiB above it, and a few MiB of data in flight start a
  *   full mark: 60 mark-compacts in 5 s of one stream, a fifth of the CPU. V8 keeps the limit at or above the
  *   configured initial size, so with 64 MiB none run under that load; the memory reducer still collects an idle
- *   process, and the flag reserves nothing (idle RSS is unchanged).
+ *   process. It reserves nothing (idle RSS is unchanged); under load garbage may fill the old generation up to the
+ *   floor before a mark (~25 MiB more RSS per ztunnel after the bench's connection churn).
  */
 export const DATA_PATH_NODE_FLAGS: readonly string[] = Object.freeze(['--min-semi-space-size=16', '--initial-old-space-size=64']);
 
