@@ -2,10 +2,12 @@
  * Issue 10's data-path targets, each with what this run measured and whether it is met: throughput, CPU per
  * byte and latency against `node-tls` (the Node floor: a plain mTLS tunnel pair doing no HTTP/2), connection
  * rate against stunnel, the in-pod capture path's ratios against the SOCKS5 path's, the idle ztunnel's RSS, and
- * the first round against the last (flat over time, meaningful with BENCH_ROUNDS=10); and the idle-connection
+ * flat over time (meaningful with BENCH_ROUNDS=10): the last round against the first, and a line fitted through
+ * every round with its 95% interval beside the Node floor's; and the idle-connection
  * footprint (bench/idle-connections-bench.ts).
  */
 import { render } from '../src/lib/table.js';
+import { fittedChange } from './proc-stats.js';
 
 /** The per-path figures the targets read (a bench Row). */
 export interface PathFigures {
@@ -66,16 +68,27 @@ export function performanceTargets(input: TargetInput): TargetRow[] {
   }
   add('idle ztunnel RSS', `≤ ${String(IDLE_RSS_LIMIT_MIB)} MiB`, input.idleZtunnelRssMiB, input.idleZtunnelRssMiB <= IDLE_RSS_LIMIT_MIB, `${input.idleZtunnelRssMiB.toFixed(0)} MiB`);
   if (input.rounds.length > 1) {
-    const first = input.rounds[0]!.find((r) => r.name === 'amesh');
-    const last = input.rounds[input.rounds.length - 1]!.find((r) => r.name === 'amesh');
-    if (first !== undefined && last !== undefined) {
-      const change = (f: (r: PathFigures) => number): number => f(last) / f(first) - 1;
-      const pct = (v: number): string => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`;
-      const rounds = String(input.rounds.length);
-      for (const [label, f] of [['throughput 1 stream', (r: PathFigures) => r.throughput1], ['throughput 8 streams', (r: PathFigures) => r.throughput8], ['proxy CPU per GB', (r: PathFigures) => r.cpuSecPerGB ?? 0]] as const) {
-        const c = change(f);
-        add(`flat: amesh ${label}, round ${rounds} vs round 1`, `within ±${String(FLAT_TOLERANCE * 100)}%`, c, Math.abs(c) <= FLAT_TOLERANCE, pct(c));
-      }
+    const series = (name: string, f: (r: PathFigures) => number | null): number[] =>
+      input.rounds.flatMap((round) => {
+        const r = round.find((p) => p.name === name);
+        const v = r === undefined ? null : f(r);
+        return v === null ? [] : [v];
+      });
+    const pct = (v: number): string => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`;
+    const rounds = String(input.rounds.length);
+    const within = `within ±${String(FLAT_TOLERANCE * 100)}%`;
+    for (const [label, f] of [['throughput 1 stream', (r: PathFigures) => r.throughput1], ['throughput 8 streams', (r: PathFigures) => r.throughput8], ['proxy CPU per GB', (r: PathFigures) => r.cpuSecPerGB]] as const) {
+      const a = series('amesh', f);
+      if (a.length !== input.rounds.length) continue;
+      const c = a[a.length - 1]! / a[0]! - 1;
+      add(`flat: amesh ${label}, round ${rounds} vs round 1`, within, c, Math.abs(c) <= FLAT_TOLERANCE, pct(c));
+      if (a.length < 3) continue;
+      // One round swings by ±15% with the host for every path, stunnel included: a line fitted through all rounds
+      // shows a drift that the first and last rounds alone cannot, and the Node floor's fit shows the host's.
+      const fit = fittedChange(a);
+      const floor = series('node-tls', f);
+      const control = floor.length === a.length ? `; node-tls ${pct(fittedChange(floor).change)}` : '';
+      add(`flat: amesh ${label}, fitted over ${rounds} rounds`, within, fit.change, Math.abs(fit.change) <= FLAT_TOLERANCE, `${pct(fit.change)} ±${(fit.halfWidth95 * 100).toFixed(1)}${control}`);
     }
   }
   return out;

@@ -59,3 +59,25 @@ export function quantile(values: readonly number[], p: number): number {
   const v = [...values].sort((a, b) => a - b);
   return v[Math.min(v.length - 1, Math.floor(p * v.length))]!;
 }
+
+/**
+ * How much `values` (one per round, in order) change over the run by a least-squares line through them, relative to
+ * their mean (-0.1: the fitted line ends 10% of the mean below where it starts), with the half-width of its 95%
+ * interval (two standard errors of the slope). A trend across every round, where comparing the last round with the
+ * first would measure two rounds' noise; needs three rounds or more.
+ */
+export function fittedChange(values: readonly number[]): { change: number; halfWidth95: number } {
+  const n = values.length;
+  const xMean = (n - 1) / 2;
+  const yMean = values.reduce((a, b) => a + b, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  values.forEach((y, x) => {
+    sxy += (x - xMean) * (y - yMean);
+    sxx += (x - xMean) ** 2;
+  });
+  const slope = sxy / sxx;
+  const residual = values.reduce((a, y, x) => a + (y - (yMean + slope * (x - xMean))) ** 2, 0);
+  const slopeError = Math.sqrt(residual / (n - 2) / sxx);
+  return { change: (slope * (n - 1)) / yMean, halfWidth95: (2 * slopeError * (n - 1)) / yMean };
+}

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// Runs every test: unit tests (src/**/*.test.ts) and integration tests (test/**/*.test.ts), through
+// Runs every test: unit tests (src/**/*.test.ts, bench/**/*.test.ts) and integration tests (test/**/*.test.ts), through
 // node:test with tsx. Node 20 does not expand globs, so the files are listed here.
 import { readdirSync, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const roots = process.argv.length > 2 ? process.argv.slice(2) : ['src', 'test'];
+const roots = process.argv.length > 2 ? process.argv.slice(2) : ['src', 'test', 'bench'];
 const files = [];
 const walk = (p) => {
   if (statSync(p).isDirectory()) {
