@@ -42,6 +42,17 @@ const SUBNETS: Record<CapturePath, string> = { 'pod-direct': '10.99.1', 'pod-cap
  * port per round, leaves the pod's 28,232 ephemeral ports in TIME_WAIT and the next round's fall to ~300/s.
  */
 const POD_TCP_TW_REUSE = 'net.ipv4.tcp_tw_reuse=1';
+/**
+ * `BENCH_POD_MTU`: the pods' veth MTU, 1500 (a pod's eth0) unless given. 65535 matches the loopback the SOCKS5 path
+ * runs on, so the in-pod ratios can be compared with the same segment size (docs/performance.md, "In-pod capture").
+ */
+function podMtu(): number | undefined {
+  const v = process.env['BENCH_POD_MTU'];
+  if (v === undefined || v === '') return undefined;
+  const mtu = Number(v);
+  if (!Number.isInteger(mtu) || mtu < 1280 || mtu > 65535) throw new Error(`BENCH_POD_MTU: ${v} is not an MTU from 1280 to 65535`);
+  return mtu;
+}
 /** The in-pod ztunnels' admin, metrics and readiness listen on the host, node 1's and node 2's. */
 const ZTUNNEL_HOSTS = ['127.0.114.1', '127.0.114.2'] as const;
 
@@ -67,7 +78,11 @@ export async function startCapturePaths(dir: string, ca: string, wanted: readonl
       const [clientIp, serverIp] = [`${SUBNETS[name]}.1`, `${SUBNETS[name]}.2`];
       const pods = await podPair(clientIp, serverIp, name === 'pod-capture');
       pairs.push(pods);
-      for (const ns of [pods.client, pods.server]) await ns.exec('sysctl', ['-qw', POD_TCP_TW_REUSE]);
+      const mtu = podMtu();
+      for (const ns of [pods.client, pods.server]) {
+        await ns.exec('sysctl', ['-qw', POD_TCP_TW_REUSE]);
+        if (mtu !== undefined) await ns.exec('ip', ['link', 'set', 'eth0', 'mtu', String(mtu)]);
+      }
       const target = { clientNetns: pods.client.path, serverNetns: pods.server.path, serverIp, pids: [] as number[] };
       if (name === 'pod-capture') {
         // Each node's agent hands its ztunnel only the pod on that node (named as ztunnel-pair.ts's mesh file names it).
