@@ -83,8 +83,8 @@ export function performanceTargets(input: TargetInput): TargetRow[] {
       const c = a[a.length - 1]! / a[0]! - 1;
       add(`flat: amesh ${label}, round ${rounds} vs round 1`, within, c, Math.abs(c) <= FLAT_TOLERANCE, pct(c));
       if (a.length < 3) continue;
-      // One round swings by ±15% with the host for every path, stunnel included: a line fitted through all rounds
-      // shows a drift that the first and last rounds alone cannot, and the Node floor's fit shows the host's.
+      // One round swings by ±15% for every path, stunnel included: a line fitted through all rounds shows a drift
+      // that the first and last rounds alone cannot, and the Node floor's fit shows what the host did meanwhile.
       const fit = fittedChange(a);
       const floor = series('node-tls', f);
       const control = floor.length === a.length ? `; node-tls ${pct(fittedChange(floor).change)}` : '';
