@@ -47,3 +47,18 @@ test('a CSR carries its requested URI SANs and its key, and verifies only as sig
   tampered[tampered.length - 1] = tampered[tampered.length - 1]! ^ 0x01;
   assert.equal(parseCsrPem(pemEncode('CERTIFICATE REQUEST', tampered)).verify(), false);
 });
+
+test('a CSR cut short or followed by data is refused, saying which', async () => {
+  const der = await csrDer();
+  refused(der.subarray(0, der.length - 10), /truncated: its SEQUENCE declares \d+ bytes, the block holds \d+/);
+  refused(Buffer.concat([der, Buffer.from([0, 0])]), /followed by 2 bytes of trailing data/);
+});
+
+test('a URI SAN that is not ASCII is refused, as Go refuses a malformed IA5String', async () => {
+  const der = await csrDer();
+  const at = der.indexOf(Buffer.from(URI));
+  assert.ok(at > 0);
+  const latin = Buffer.from(der);
+  latin[at + URI.length - 1] = 0xe9;
+  refused(latin, /not ASCII/);
+});

@@ -42,9 +42,9 @@ export function parseCsrPem(pem: string): ParsedCsr {
   } catch {
     outer = undefined;
   }
-  if (outer?.tag !== TAG.sequence || outer.end !== der.length) {
-    throw new MeshError('ISTIOD_ERR_CSR', `the CSR's DER is ${outer?.tag !== TAG.sequence ? 'not a definite-length SEQUENCE' : `${outer.end} bytes followed by ${der.length - outer.end} bytes of trailing data`}`);
-  }
+  if (outer?.tag !== TAG.sequence) throw new MeshError('ISTIOD_ERR_CSR', "the CSR's DER is not a definite-length SEQUENCE");
+  if (outer.end > der.length) throw new MeshError('ISTIOD_ERR_CSR', `the CSR's DER is truncated: its SEQUENCE declares ${outer.end} bytes, the block holds ${der.length}`);
+  if (outer.end < der.length) throw new MeshError('ISTIOD_ERR_CSR', `the CSR's DER is ${outer.end} bytes followed by ${der.length - outer.end} bytes of trailing data`);
   try {
     return parseCsrDer(der);
   } catch (e) {
@@ -100,7 +100,12 @@ function uriSans(der: Buffer, attributes: Tlv): string[] {
         if (names.end !== value.length) throw new Error('subjectAltName has trailing data');
         return children(value, names)
           .filter((n) => n.tag === GENERAL_NAME_URI)
-          .map((n) => content(value, n).toString('latin1'));
+          .map((n) => {
+            const uri = content(value, n);
+            // An IA5String (RFC 5280 §4.2.1.6), as Go's x509 requires of a URI SAN.
+            if (uri.some((c) => c > 0x7f)) throw new Error('a URI subjectAltName is not ASCII (IA5String)');
+            return uri.toString('latin1');
+          });
       }
     }
   }
