@@ -22,7 +22,8 @@ import { writeResults } from './write-results.js';
 import { startZtunnelPair } from './ztunnel-pair.js';
 import { benchApi } from './api-bench.js';
 import { benchIdleConnections } from './idle-connections-bench.js';
-import { cpuSeconds, currentRssMiB, median, quantile, rssMiB } from './proc-stats.js';
+import { cpuSeconds, currentRssMiB, median, rssMiB } from './proc-stats.js';
+import { interleavedLatency, type Percentiles } from './interleaved-latency.js';
 import { performanceTargets, renderTargets } from './performance-targets.js';
 import { CAPTURE_PATHS, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
 import { listenInNetns } from '../src/lib/native.js';
@@ -43,6 +44,9 @@ const ECHO_PORT = 9000;
 const SINK_PORT = 9001;
 const THROUGHPUT_MS = 2500;
 const LATENCY_ROUNDS = 5000;
+const LATENCY_WARMUP = 500;
+/** Ping-pongs a path takes in a row before the next path's turn: ~60 ms, well inside the host's swings of a second. */
+const LATENCY_BLOCK = 250;
 const CONN_MS = 2500;
 const CONN_CONCURRENCY = 8;
 /**
@@ -113,32 +117,6 @@ async function throughput(t: Target, streams: number): Promise<{ bps: number; by
   const bytes = counts.reduce((a, b) => a + b, 0);
   const load = process.cpuUsage(load0);
   return { bps: bytes / secs, bytes, cpu: cpuSeconds(t.pids) - cpu0, loadCpu: (load.user + load.system) / 1e6 };
-}
-
-/** 64-byte ping-pong on one open connection. */
-async function latency(t: Target): Promise<{ p50: number; p99: number; p999: number }> {
-  const s = await t.dial(ECHO_PORT);
-  const msg = Buffer.alloc(64, 0x62);
-  const samples: number[] = [];
-  s.resume();
-  for (let i = 0; i < LATENCY_ROUNDS + 500; i++) {
-    const t0 = process.hrtime.bigint();
-    await new Promise<void>((resolve) => {
-      let got = 0;
-      const onData = (d: Buffer): void => {
-        got += d.length;
-        if (got >= msg.length) {
-          s.off('data', onData);
-          resolve();
-        }
-      };
-      s.on('data', onData);
-      s.write(msg);
-    });
-    if (i >= 500) samples.push(Number(process.hrtime.bigint() - t0) / 1000);
-  }
-  s.destroy();
-  return { p50: quantile(samples, 0.5), p99: quantile(samples, 0.99), p999: quantile(samples, 0.999) };
 }
 
 /** New connections per second: connect, 1-byte exchange, close, with 8 in parallel. */
@@ -245,12 +223,17 @@ function medianRow(rs: Row[]): Row {
   };
 }
 
-async function measure(t: Target, round: number): Promise<Row> {
-  process.stderr.write(`  ${round === 0 ? 'warm-up' : `round ${round}/${ROUNDS}`} ${t.name}: throughput...`);
+function roundName(round: number): string {
+  return round === 0 ? 'warm-up' : `round ${round}/${ROUNDS}`;
+}
+
+/** What a path's own child measures: everything but latency, which `latencyOf` takes for several paths at once. */
+type PathFigures = Omit<Row, keyof Percentiles>;
+
+async function measure(t: Target, round: number): Promise<PathFigures> {
+  process.stderr.write(`  ${roundName(round)} ${t.name}: throughput...`);
   const one = await throughput(t, 1);
   const eight = await throughput(t, 8);
-  process.stderr.write(' latency...');
-  const lat = await latency(t);
   process.stderr.write(' connections...\n');
   const cps = await connRate(t);
   const gb = (one.bytes + eight.bytes) / 1e9;
@@ -258,9 +241,6 @@ async function measure(t: Target, round: number): Promise<Row> {
     name: t.name,
     throughput1: one.bps,
     throughput8: eight.bps,
-    p50: lat.p50,
-    p99: lat.p99,
-    p999: lat.p999,
     connPerSec: cps,
     cpuSecPerGB: t.pids.length === 0 ? null : (one.cpu + eight.cpu) / gb,
     loadCpuSecPerGB: (one.loadCpu + eight.loadCpu) / gb,
@@ -304,18 +284,23 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   }
   for (const [n, t] of Object.entries(capture?.targets ?? {})) paths[n] = t.pids;
   const targets = Object.keys(paths).filter((n) => only === undefined || n === 'amesh' || only.includes(n));
+  // The paths the load generator reaches from this network namespace have their latency taken together, in turn.
+  const loopback = targets.filter((t) => !(CAPTURE_PATHS as readonly string[]).includes(t));
+  const measureRound = async (r: number): Promise<Row[]> => {
+    const figures: (PathFigures & Partial<Percentiles>)[] = [];
+    for (const t of targets) figures.push(await measureInChild(t, paths[t]!, r, capture?.targets[t as CapturePath]));
+    process.stderr.write(`  ${roundName(r)} latency, interleaved: ${loopback.join(', ')}\n`);
+    const lat = await latencyInChild(loopback);
+    return figures.map((f) => withLatency(f, lat[f.name] ?? f));
+  };
   const rounds: Row[][] = [];
   try {
     // One unmeasured pass through each proxy first: round 1 would otherwise include the proxies' JIT warm-up and
     // first dials (it ran 20-25% below the rounds after it), and the flat-over-time check compares against it.
     process.stderr.write('warming up (one unmeasured pass through each proxy):\n');
-    for (const t of targets) if (paths[t]!.length > 0) await measureInChild(t, paths[t]!, 0, capture?.targets[t as CapturePath]);
+    await measureRound(0);
     process.stderr.write(`measuring (loopback, one run, side by side, ${ROUNDS} interleaved rounds, medians):\n`);
-    for (let r = 1; r <= ROUNDS; r++) {
-      const round: Row[] = [];
-      for (const t of targets) round.push(await measureInChild(t, paths[t]!, r, capture?.targets[t as CapturePath]));
-      rounds.push(round);
-    }
+    for (let r = 1; r <= ROUNDS; r++) rounds.push(await measureRound(r));
   } finally {
     stopProxies();
     await capture?.stop();
@@ -371,27 +356,71 @@ function dialFor(name: string, pod: PodTarget | undefined): Dial {
  * process, nor in TCP metrics or TIME_WAIT (docs/performance.md, "Flat over time"; `BENCH_PATHS` measures without it). For a capture path the child runs in the client pod's network
  * namespace (`nsenter --net`), as an unchanged app there would, and is told the pod target in BENCH_POD.
  */
-async function measureInChild(name: string, pids: number[], round: number, pod: PodTarget | undefined): Promise<Row> {
+async function measureInChild(name: string, pids: number[], round: number, pod: PodTarget | undefined): Promise<PathFigures & Partial<Percentiles>> {
   const argv = [process.execPath, fileURLToPath(import.meta.url), '--measure', name, String(round), ...pids.map(String)];
   const [cmd, ...args] = pod === undefined ? argv : ['nsenter', `--net=${pod.clientNetns}`, ...argv];
   const env = pod === undefined ? process.env : { ...process.env, BENCH_POD: JSON.stringify(pod) };
-  const child = spawn(cmd!, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
+  return (await runChild(cmd!, args, env, name)) as PathFigures & Partial<Percentiles>;
+}
+
+/** The loopback paths' latency (`latencyOf`, all of them in turn) in a fresh child, as `measureInChild` runs the rest. */
+async function latencyInChild(names: readonly string[]): Promise<Record<string, Percentiles>> {
+  const args = [fileURLToPath(import.meta.url), '--latency', ...names];
+  return (await runChild(process.execPath, args, process.env, `latency (${names.join(', ')})`)) as Record<string, Percentiles>;
+}
+
+/** Runs a measuring child to its end and parses the JSON it printed. */
+async function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, what: string): Promise<unknown> {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], env });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];
-  if (code !== 0) throw new Error(`measuring ${name} failed (exit ${code})`);
-  return JSON.parse(out) as Row;
+  if (code !== 0) throw new Error(`measuring ${what} failed (exit ${code})`);
+  return JSON.parse(out);
 }
 
-/** The child side of `measureInChild`: app up, one path measured, the row printed as JSON. */
+/** A path's row: its own child's figures with its latency, from that child (a capture path) or the interleaved one. */
+function withLatency(f: PathFigures & Partial<Percentiles>, lat: Partial<Percentiles>): Row {
+  if (lat.p50 === undefined || lat.p99 === undefined || lat.p999 === undefined) throw new Error(`no latency was measured for ${f.name}`);
+  return { ...f, p50: lat.p50, p99: lat.p99, p999: lat.p999 };
+}
+
+/** Percentiles of `targets` from ping-pongs taken in turns of LATENCY_BLOCK on one connection each (bench/interleaved-latency.ts). */
+async function latencyOf(targets: readonly Target[]): Promise<Map<string, Percentiles>> {
+  const sockets = await Promise.all(targets.map((t) => t.dial(ECHO_PORT)));
+  try {
+    return await interleavedLatency(targets.map((t, k) => ({ name: t.name, socket: sockets[k]! })), LATENCY_ROUNDS, LATENCY_WARMUP, LATENCY_BLOCK);
+  } finally {
+    for (const s of sockets) s.destroy();
+  }
+}
+
+/**
+ * The child side of `measureInChild`: app up, one path measured, its figures printed as JSON. A capture path's
+ * latency is taken here, alone: no other path is reachable from its pod.
+ */
 async function measureChild(name: string, round: number, pids: number[]): Promise<void> {
   const podEnv = process.env['BENCH_POD'];
   const pod = podEnv === undefined ? undefined : (JSON.parse(podEnv) as PodTarget);
   const app = await startApp(pod, name === ALT_PATH ? ALT_APP_IP : APP_IP);
   try {
-    process.stdout.write(JSON.stringify(await measure({ name, dial: dialFor(name, pod), pids }, round)));
+    const t = { name, dial: dialFor(name, pod), pids };
+    const figures = await measure(t, round);
+    process.stdout.write(JSON.stringify(pod === undefined ? figures : { ...figures, ...(await latencyOf([t])).get(name) }));
   } finally {
     for (const s of app) s.close();
+  }
+}
+
+/** The child side of `latencyInChild`: every app the paths lead to up, their latency printed as JSON by path. */
+async function latencyChild(names: readonly string[]): Promise<void> {
+  const hosts = [...new Set(names.map((n) => (n === ALT_PATH ? ALT_APP_IP : APP_IP)))];
+  const apps = (await Promise.all(hosts.map((h) => startApp(undefined, h)))).flat();
+  try {
+    const lat = await latencyOf(names.map((name) => ({ name, dial: dialFor(name, undefined), pids: [] })));
+    process.stdout.write(JSON.stringify(Object.fromEntries(lat)));
+  } finally {
+    for (const s of apps) s.close();
   }
 }
 
@@ -416,4 +445,5 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[2] === '--measure') await measureChild(process.argv[3]!, Number(process.argv[4]), process.argv.slice(5).map(Number));
+else if (process.argv[2] === '--latency') await latencyChild(process.argv.slice(3));
 else await main();
