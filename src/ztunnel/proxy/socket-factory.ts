@@ -80,13 +80,21 @@ export class LocalSocketFactory implements SocketFactory {
   }
 }
 
+/** ztunnel's KEEPALIVE_TIME (ztunnel `src/config.rs`): idle time before the first keepalive probe. */
+export const KEEPALIVE_TIME_MS = 180_000;
+
 /**
  * Connects `s` (a new, unconnected socket; half-open allowed, as relay needs) to `host:port` from `localAddress`,
- * with ztunnel's socket options: TCP_NODELAY, keepalive after 180s. Fails after CONNECT_TIMEOUT_MS.
+ * with ztunnel's socket options (ztunnel `src/proxy.rs`, DefaultSocketFactory): TCP_NODELAY, keepalive after
+ * KEEPALIVE_TIME_MS. They are set on the socket, not passed to `connect()`: Node 20 applies `noDelay` and
+ * `keepAlive` only from the Socket constructor's options (and `net.connect`'s), and ignores them in `connect()`.
+ * Fails after CONNECT_TIMEOUT_MS.
  */
 export function connectSocket(s: net.Socket, host: string, port: number, localAddress: string | undefined, hint?: string): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    s.connect({ host, port, localAddress, noDelay: true, keepAlive: true, keepAliveInitialDelay: 180_000 });
+    s.setNoDelay(true);
+    s.setKeepAlive(true, KEEPALIVE_TIME_MS);
+    s.connect({ host, port, localAddress });
     const timer = setTimeout(() => {
       s.destroy();
       reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `connection to ${formatHostPort(host, port)} timed out after ${CONNECT_TIMEOUT_MS / 1000}s${hint === undefined ? '' : `; ${hint}`}`));
