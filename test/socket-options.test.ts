@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
-import { KEEPALIVE_TIME_MS, LocalSocketFactory } from '../src/ztunnel/proxy/socket-factory.js';
+import { APP_SERVER_OPTIONS, KEEPALIVE_TIME_MS, LocalSocketFactory } from '../src/ztunnel/proxy/socket-factory.js';
+import { socks5Connect } from '../src/echo/socks5-client.js';
 import { pythonSkip, runPython } from './helpers/python.js';
 
 const HOST = '127.0.102.1';
@@ -32,6 +33,49 @@ test('ztunnel\'s outbound sockets carry TCP_NODELAY and keepalive after 180s, fr
       try {
         const o = await kernelOptions(s);
         assert.deepEqual({ nodelay: o.nodelay, keepalive: o.keepalive, keepidle: o.keepidle }, { nodelay: 1, keepalive: 1, keepidle: KEEPALIVE_TIME_MS / 1000 }, `from ${from ?? 'any address'}`);
+      } finally {
+        s.destroy();
+      }
+    }
+  } finally {
+    server.close();
+  }
+});
+
+test('sockets ztunnel accepts from apps carry TCP_NODELAY and keepalive after 180s, as ztunnel\'s outbound and passthrough listeners set them', { skip: skip() }, async () => {
+  const server = net.createServer(APP_SERVER_OPTIONS);
+  const accepted = once(server, 'connection') as Promise<[net.Socket]>;
+  server.listen(0, HOST);
+  await once(server, 'listening');
+  const client = net.connect((server.address() as net.AddressInfo).port, HOST);
+  const [s] = await accepted;
+  try {
+    const o = await kernelOptions(s);
+    assert.deepEqual({ nodelay: o.nodelay, keepalive: o.keepalive, keepidle: o.keepidle }, { nodelay: 1, keepalive: 1, keepidle: KEEPALIVE_TIME_MS / 1000 });
+  } finally {
+    s.destroy();
+    client.destroy();
+    server.close();
+  }
+});
+
+test('the SOCKS5 client (the bench\'s and the demo\'s load generator) connects with TCP_NODELAY, from a chosen address or not', { skip: skip() }, async () => {
+  // A SOCKS5 server that accepts any CONNECT (RFC 1928): no-auth greeting, then a success reply.
+  const server = net.createServer((c) => {
+    c.on('error', () => undefined);
+    c.once('data', () => {
+      c.write(Buffer.from([0x05, 0x00]));
+      c.once('data', () => c.write(Buffer.from([0x05, 0x00, 0x00, 0x01, 127, 0, 0, 1, 0, 80])));
+    });
+  });
+  server.listen(0, HOST);
+  await once(server, 'listening');
+  const { port } = server.address() as net.AddressInfo;
+  try {
+    for (const from of [undefined, HOST]) {
+      const s = await socks5Connect(HOST, port, '127.0.0.1', 80, from);
+      try {
+        assert.equal((await kernelOptions(s)).nodelay, 1, `from ${from ?? 'any address'}`);
       } finally {
         s.destroy();
       }

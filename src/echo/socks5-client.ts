@@ -22,7 +22,9 @@ export class Socks5Error extends Error {
 export function socks5Connect(proxyHost: string, proxyPort: number, host: string, port: number, localAddress?: string): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const s = localAddress === undefined ? new net.Socket({ allowHalfOpen: true }) : tcpSocket(net.isIPv6(localAddress) ? 6 : 4, { allowHalfOpen: true });
-    s.connect({ host: proxyHost, port: proxyPort, localAddress, noDelay: true });
+    // On the socket, not in connect()'s options, which Node 20 ignores for a socket it did not construct with them.
+    s.setNoDelay(true);
+    s.connect({ host: proxyHost, port: proxyPort, localAddress });
     let buf = Buffer.alloc(0);
     let stage: 'greeting' | 'reply' = 'greeting';
     const fail = (e: Error): void => {

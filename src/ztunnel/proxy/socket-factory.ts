@@ -37,8 +37,21 @@ export const APP_SOCKET_HIGH_WATER_MARK = 256 * 1024;
 /** A socket ztunnel connects to an app: half-open allowed (relay needs it), the app-facing buffer. */
 export const APP_SOCKET_OPTIONS: net.SocketConstructorOpts & DuplexOptions = Object.freeze({ allowHalfOpen: true, writableHighWaterMark: APP_SOCKET_HIGH_WATER_MARK });
 
-/** A listener whose sockets face apps: half-open allowed, TCP_NODELAY (as ztunnel sets it on every socket), the app-facing buffer. */
-export const APP_SERVER_OPTIONS: net.ServerOpts = Object.freeze({ allowHalfOpen: true, noDelay: true, highWaterMark: APP_SOCKET_HIGH_WATER_MARK });
+/** ztunnel's KEEPALIVE_TIME (ztunnel `src/config.rs`): idle time before the first keepalive probe. */
+export const KEEPALIVE_TIME_MS = 180_000;
+
+/**
+ * A listener whose sockets face apps: half-open allowed, the app-facing buffer, and what ztunnel sets on the
+ * sockets its outbound and inbound-passthrough listeners accept (ztunnel `src/socket.rs`, Listener::accept):
+ * TCP_NODELAY, keepalive after KEEPALIVE_TIME_MS.
+ */
+export const APP_SERVER_OPTIONS: net.ServerOpts = Object.freeze({
+  allowHalfOpen: true,
+  noDelay: true,
+  keepAlive: true,
+  keepAliveInitialDelay: KEEPALIVE_TIME_MS,
+  highWaterMark: APP_SOCKET_HIGH_WATER_MARK,
+});
 
 /** Where an accepted connection arrived: the destination when nothing redirected it. */
 export function localDst(socket: net.Socket): { ip: string; port: number } {
@@ -79,9 +92,6 @@ export class LocalSocketFactory implements SocketFactory {
     return localDst(socket);
   }
 }
-
-/** ztunnel's KEEPALIVE_TIME (ztunnel `src/config.rs`): idle time before the first keepalive probe. */
-export const KEEPALIVE_TIME_MS = 180_000;
 
 /**
  * Connects `s` (a new, unconnected socket; half-open allowed, as relay needs) to `host:port` from `localAddress`,
