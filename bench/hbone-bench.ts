@@ -288,7 +288,10 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   const loopback = targets.filter((t) => !(CAPTURE_PATHS as readonly string[]).includes(t));
   const measureRound = async (r: number): Promise<Row[]> => {
     const figures: (PathFigures & Partial<Percentiles>)[] = [];
-    for (const t of targets) figures.push(await measureInChild(t, paths[t]!, r, capture?.targets[t as CapturePath]));
+    for (const t of targets) {
+      // The warm-up round is for the proxies: a path without one (direct) has nothing to warm.
+      if (r > 0 || paths[t]!.length > 0) figures.push(await measureInChild(t, paths[t]!, r, capture?.targets[t as CapturePath]));
+    }
     process.stderr.write(`  ${roundName(r)} latency, interleaved: ${loopback.join(', ')}\n`);
     const lat = await latencyInChild(loopback);
     return figures.map((f) => withLatency(f, lat[f.name] ?? f));

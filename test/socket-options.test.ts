@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
-import { APP_SERVER_OPTIONS, KEEPALIVE_TIME_MS, LocalSocketFactory } from '../src/ztunnel/proxy/socket-factory.js';
+import { CAPTURE_SERVER_OPTIONS, KEEPALIVE_TIME_MS, LocalSocketFactory } from '../src/ztunnel/proxy/socket-factory.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { pythonSkip, runPython } from './helpers/python.js';
 
@@ -42,8 +42,8 @@ test('ztunnel\'s outbound sockets carry TCP_NODELAY and keepalive after 180s, fr
   }
 });
 
-test('sockets ztunnel accepts from apps carry TCP_NODELAY and keepalive after 180s, as ztunnel\'s outbound and passthrough listeners set them', { skip: skip() }, async () => {
-  const server = net.createServer(APP_SERVER_OPTIONS);
+test('sockets the outbound-capture and inbound-passthrough listeners accept carry TCP_NODELAY and keepalive after 180s, as ztunnel sets them', { skip: skip() }, async () => {
+  const server = net.createServer(CAPTURE_SERVER_OPTIONS);
   const accepted = once(server, 'connection') as Promise<[net.Socket]>;
   server.listen(0, HOST);
   await once(server, 'listening');

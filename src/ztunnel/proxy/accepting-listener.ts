@@ -2,7 +2,7 @@ import net from 'node:net';
 import { describeError } from '../../lib/errors.js';
 import { formatHostPort } from '../../lib/ip.js';
 import type { ProxyContext } from './proxy-context.js';
-import { APP_SERVER_OPTIONS } from './socket-factory.js';
+import { CAPTURE_SERVER_OPTIONS } from './socket-factory.js';
 
 /**
  * A plain TCP listener of a capture port (15001, 15006) bound through the context's socket factory: it hands each
@@ -26,7 +26,7 @@ export class AcceptingListener {
   }
 
   async start(): Promise<void> {
-    const server = net.createServer(APP_SERVER_OPTIONS, (s) => {
+    const server = net.createServer(CAPTURE_SERVER_OPTIONS, (s) => {
       this.clients.add(s);
       s.once('close', () => this.clients.delete(s));
       s.on('error', () => undefined);

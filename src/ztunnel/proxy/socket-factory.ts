@@ -40,18 +40,15 @@ export const APP_SOCKET_OPTIONS: net.SocketConstructorOpts & DuplexOptions = Obj
 /** ztunnel's KEEPALIVE_TIME (ztunnel `src/config.rs`): idle time before the first keepalive probe. */
 export const KEEPALIVE_TIME_MS = 180_000;
 
+/** A listener whose sockets face apps: half-open allowed, TCP_NODELAY (as ztunnel sets it on every socket), the app-facing buffer. */
+export const APP_SERVER_OPTIONS: net.ServerOpts = Object.freeze({ allowHalfOpen: true, noDelay: true, highWaterMark: APP_SOCKET_HIGH_WATER_MARK });
+
 /**
- * A listener whose sockets face apps: half-open allowed, the app-facing buffer, and what ztunnel sets on the
- * sockets its outbound and inbound-passthrough listeners accept (ztunnel `src/socket.rs`, Listener::accept):
- * TCP_NODELAY, keepalive after KEEPALIVE_TIME_MS.
+ * The outbound-capture and inbound-passthrough listeners: APP_SERVER_OPTIONS and keepalive after KEEPALIVE_TIME_MS,
+ * which ztunnel sets on the sockets those two listeners accept (ztunnel `src/socket.rs` Listener::accept, given
+ * the socket config in `src/proxy/outbound.rs` and `src/proxy/inbound_passthrough.rs`; its other listeners get none).
  */
-export const APP_SERVER_OPTIONS: net.ServerOpts = Object.freeze({
-  allowHalfOpen: true,
-  noDelay: true,
-  keepAlive: true,
-  keepAliveInitialDelay: KEEPALIVE_TIME_MS,
-  highWaterMark: APP_SOCKET_HIGH_WATER_MARK,
-});
+export const CAPTURE_SERVER_OPTIONS: net.ServerOpts = Object.freeze({ ...APP_SERVER_OPTIONS, keepAlive: true, keepAliveInitialDelay: KEEPALIVE_TIME_MS });
 
 /** Where an accepted connection arrived: the destination when nothing redirected it. */
 export function localDst(socket: net.Socket): { ip: string; port: number } {
