@@ -2,7 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
-import { CAPTURE_SERVER_OPTIONS, KEEPALIVE_TIME_MS, LocalSocketFactory } from '../src/ztunnel/proxy/socket-factory.js';
+import { pino } from 'pino';
+import { AcceptingListener } from '../src/ztunnel/proxy/accepting-listener.js';
+import { OUTBOUND_CAPTURE_PORT } from '../src/ztunnel/config.js';
+import { KEEPALIVE_TIME_MS, LocalSocketFactory } from '../src/ztunnel/proxy/socket-factory.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { pythonSkip, runPython } from './helpers/python.js';
 
@@ -43,19 +46,17 @@ test('ztunnel\'s outbound sockets carry TCP_NODELAY and keepalive after 180s, fr
 });
 
 test('sockets the outbound-capture and inbound-passthrough listeners accept carry TCP_NODELAY and keepalive after 180s, as ztunnel sets them', { skip: skip() }, async () => {
-  const server = net.createServer(CAPTURE_SERVER_OPTIONS);
-  const accepted = once(server, 'connection') as Promise<[net.Socket]>;
-  server.listen(0, HOST);
-  await once(server, 'listening');
-  const client = net.connect((server.address() as net.AddressInfo).port, HOST);
-  const [s] = await accepted;
+  let take: (s: net.Socket) => void = () => undefined;
+  const accepted = new Promise<net.Socket>((resolve) => (take = resolve));
+  const listener = new AcceptingListener({ log: pino({ level: 'silent' }), sockets: new LocalSocketFactory() }, 'test capture', HOST, OUTBOUND_CAPTURE_PORT, async (s) => take(s));
+  await listener.start();
+  const client = net.connect(OUTBOUND_CAPTURE_PORT, HOST);
   try {
-    const o = await kernelOptions(s);
+    const o = await kernelOptions(await accepted);
     assert.deepEqual({ nodelay: o.nodelay, keepalive: o.keepalive, keepidle: o.keepidle }, { nodelay: 1, keepalive: 1, keepidle: KEEPALIVE_TIME_MS / 1000 });
   } finally {
-    s.destroy();
     client.destroy();
-    server.close();
+    listener.close(true);
   }
 });
 

@@ -13,7 +13,7 @@ export class AcceptingListener {
   private readonly clients = new Set<net.Socket>();
 
   constructor(
-    private readonly ctx: ProxyContext,
+    private readonly ctx: Pick<ProxyContext, 'log' | 'sockets'>,
     /** What the listener is, for logs ("inbound plaintext"). */
     private readonly component: string,
     private readonly host: string,
