@@ -48,7 +48,10 @@ test('ztunnel\'s outbound sockets carry TCP_NODELAY and keepalive after 180s, fr
 test('sockets the outbound-capture and inbound-passthrough listeners accept carry TCP_NODELAY and keepalive after 180s, as ztunnel sets them', { skip: skip() }, async () => {
   let take: (s: net.Socket) => void = () => undefined;
   const accepted = new Promise<net.Socket>((resolve) => (take = resolve));
-  const listener = new AcceptingListener({ log: pino({ level: 'silent' }), sockets: new LocalSocketFactory() }, 'test capture', HOST, OUTBOUND_CAPTURE_PORT, async (s) => take(s));
+  const listener = new AcceptingListener({ log: pino({ level: 'silent' }), sockets: new LocalSocketFactory() }, 'test capture', HOST, OUTBOUND_CAPTURE_PORT, (s) => {
+    take(s);
+    return Promise.resolve();
+  });
   await listener.start();
   const client = net.connect(OUTBOUND_CAPTURE_PORT, HOST);
   try {
