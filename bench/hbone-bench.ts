@@ -44,7 +44,12 @@ const ECHO_PORT = 9000;
 const SINK_PORT = 9001;
 const THROUGHPUT_MS = 2500;
 const LATENCY_ROUNDS = 5000;
-const LATENCY_WARMUP = 500;
+/**
+ * Uncounted ping-pongs per path before its latency counts. Each proxy idles while the other paths are measured (30-40 s
+ * with the pods), long enough for V8's memory reducer to collect and drop optimized code; the first second of traffic
+ * after that re-optimizes it (docs/performance.md, "Latency after idle"). 2,000 a path, about 2 s in turns, covers it.
+ */
+const LATENCY_WARMUP = 2000;
 /** Ping-pongs a path takes in a row before the next path's turn: ~60 ms, well inside the host's swings of a second. */
 const LATENCY_BLOCK = 250;
 const CONN_MS = 2500;
