@@ -37,7 +37,13 @@ export const APP_SOCKET_HIGH_WATER_MARK = 256 * 1024;
 /** A socket ztunnel connects to an app: half-open allowed (relay needs it), the app-facing buffer. */
 export const APP_SOCKET_OPTIONS: net.SocketConstructorOpts & DuplexOptions = Object.freeze({ allowHalfOpen: true, writableHighWaterMark: APP_SOCKET_HIGH_WATER_MARK });
 
-/** ztunnel's KEEPALIVE_TIME (ztunnel `src/config.rs`): idle time before the first keepalive probe. */
+/**
+ * ztunnel's KEEPALIVE_TIME (ztunnel `src/config.rs`): idle time before the first keepalive probe. The probes after it
+ * differ from ztunnel's: Node (libuv) sets TCP_KEEPINTVL 1 s and TCP_KEEPCNT 10 with keepalive, where ztunnel sets
+ * 180 s and 9, so a silent peer is dropped after ~190 s instead of ~30 min. Node has no call for those two options,
+ * and setting them through the addon is outside its agreed scope (setns, SO_MARK, IP_TRANSPARENT, SO_ORIGINAL_DST, SEQPACKET with
+ * SCM_RIGHTS).
+ */
 export const KEEPALIVE_TIME_MS = 180_000;
 
 /** A listener whose sockets face apps: half-open allowed, TCP_NODELAY (as ztunnel sets it on every socket), the app-facing buffer. */
