@@ -25,6 +25,7 @@ import { benchIdleConnections } from './idle-connections-bench.js';
 import { cpuSeconds, currentRssMiB, median, rssMiB } from './proc-stats.js';
 import { interleavedLatency, type Percentiles } from './interleaved-latency.js';
 import { performanceTargets, renderTargets } from './performance-targets.js';
+import { hostTcp } from './host-tcp.js';
 import { CAPTURE_PATHS, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
 import { listenInNetns } from '../src/lib/native.js';
 import { netnsSkip } from '../test/helpers/netns.js';
@@ -302,6 +303,7 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
     return figures.map((f) => withLatency(f, lat[f.name] ?? f));
   };
   const rounds: Row[][] = [];
+  const tcp = hostTcp();
   try {
     // One unmeasured pass through each proxy first: round 1 would otherwise include the proxies' JIT warm-up and
     // first dials (it ran 20-25% below the rounds after it), and the flat-over-time check compares against it.
@@ -321,7 +323,7 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
     ['PATH', 'MB/s 1 STREAM', 'MB/s 8 STREAMS', 'P50 µs', 'P99 µs', 'P999 µs', 'CONN/s', 'PROXY CPU s/GB', 'LOAD CPU s/GB', 'PROXY RSS MiB'],
     rows.map((r) => [r.name, mbps(r.throughput1), mbps(r.throughput8), fmt(r.p50), fmt(r.p99), fmt(r.p999), fmt(r.connPerSec, 0), fmt(r.cpuSecPerGB, 2), fmt(r.loadCpuSecPerGB, 2), fmt(r.rssMiB, 0)]),
     rows);
-  process.stdout.write('\n' + table);
+  process.stdout.write(`\nhost TCP: ${tcp.congestionControl} congestion control, ${tcp.defaultQdisc} default qdisc (docs/performance.md, "The host's congestion control")\n` + table);
   const ratios: Record<string, Record<string, number>> = {};
   for (const [over, base] of [['amesh', 'direct'], ['pod-capture', 'pod-direct'], ['amesh', 'node-tls'], [ALT_PATH, 'node-tls'], ['amesh', 'stunnel']] as const) {
     const o = byName(over);
@@ -342,7 +344,7 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   if (altIdleRss !== undefined) process.stdout.write(`\nidle ztunnel RSS (the larger of each pair, before traffic): amesh ${idleRss.toFixed(0)} MiB (${DATA_PATH_NODE_FLAGS.join(' ')}), ${ALT_PATH} ${altIdleRss.toFixed(0)} MiB (${altNodeFlags().join(' ') || 'no flags'})\n`);
   const met = performanceTargets({ rows, rounds, idleZtunnelRssMiB: idleRss });
   process.stdout.write(`\nissue 10's targets (amesh against the Node floor node-tls; flat over time needs BENCH_ROUNDS=10)\n${renderTargets(met)}`);
-  const file = await writeResults('hbone', { rounds: ROUNDS, rows, ratios, targets: met, idleZtunnelRssMiB: idleRss, ...(altIdleRss === undefined ? {} : { altIdleZtunnelRssMiB: altIdleRss, altNodeFlags: altNodeFlags() }), allRounds: rounds });
+  const file = await writeResults('hbone', { rounds: ROUNDS, hostTcp: tcp, rows, ratios, targets: met, idleZtunnelRssMiB: idleRss, ...(altIdleRss === undefined ? {} : { altIdleZtunnelRssMiB: altIdleRss, altNodeFlags: altNodeFlags() }), allRounds: rounds });
   process.stdout.write(`\nresults written to ${file}\n`);
   await rm(dir, { recursive: true, force: true });
 }
