@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { hostTcp } from './host-tcp.js';
+import { netnsSkip, withNetns } from '../test/helpers/netns.js';
 
 test('hostTcp: reports the congestion control and qdisc the kernel gives new sockets, as /proc/sys has them', (t) => {
   let expected: string;
@@ -15,4 +16,14 @@ test('hostTcp: reports the congestion control and qdisc the kernel gives new soc
   assert.equal(tcp.congestionControl, expected);
   assert.match(tcp.defaultQdisc, /^[a-z_]+$/);
   assert.ok(Object.isFrozen(tcp));
+});
+
+test('hostTcp: in a network namespace with its own congestion control, reports that namespace\'s, not the host\'s', { skip: netnsSkip() }, async () => {
+  const other = hostTcp().congestionControl === 'reno' ? 'cubic' : 'reno';
+  await withNetns(1, async (ns) => {
+    await ns.exec('sysctl', ['-qw', `net.ipv4.tcp_congestion_control=${other}`]);
+    const script = `import { hostTcp } from ${JSON.stringify(new URL('./host-tcp.js', import.meta.url).href)}; process.stdout.write(hostTcp().congestionControl);`;
+    const out = await ns.exec(process.execPath, [...process.execArgv, '--input-type=module', '-e', script]);
+    assert.equal(out, other);
+  });
 });
