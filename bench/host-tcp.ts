@@ -1,8 +1,9 @@
 /**
  * The host's TCP settings that shape every path's figures: the congestion control new connections get (a pod's
  * network namespace inherits the host's) and the default queueing discipline. BBR without the `fq` qdisc paces
- * each socket with the kernel's own timers, which costs loopback far more than a pod's veth and so moves the
- * ratios against the direct paths (docs/performance.md, "The host's congestion control").
+ * each socket with a kernel timer, which holds a loopback stream below what the cores could carry and raises the
+ * proxies' CPU per GB, so it moves both the figures and the ratios against the direct paths (docs/performance.md,
+ * "The host's congestion control").
  */
 import { readFileSync } from 'node:fs';
 
