@@ -29,7 +29,11 @@ interface PeakMemory {
   peakRssAfterListMiB: number;
   peakRssAfterWatchMiB: number;
 }
-const PEAK_AFTER: Record<ApiPhase, keyof PeakMemory> = { create: 'peakRssAfterCreateMiB', list: 'peakRssAfterListMiB', watch: 'peakRssAfterWatchMiB' };
+const PEAK_AFTER: Record<ApiPhase, keyof PeakMemory> = {
+  create: 'peakRssAfterCreateMiB',
+  list: 'peakRssAfterListMiB',
+  watch: 'peakRssAfterWatchMiB',
+};
 
 /**
  * The host's 1-minute load average at the end of the round: on a shared machine the write-to-event tail follows
@@ -43,10 +47,16 @@ const AIMS = { listMs: 1000, createsPerSec: 1000, sendToEventP99Ms: 50 } as cons
 /** `amesh apiserver` on `dataDir`; resolves with the process once it logs that it is ready. */
 async function startApiServer(dataDir: string): Promise<ChildProcess> {
   const { cmd, args } = ameshCommand();
-  const child = spawn(cmd, [...args, 'apiserver', '--data-dir', dataDir, '--listen', `${APISERVER_HOST}:0`], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_FORMAT: 'json' } });
+  const child = spawn(cmd, [...args, 'apiserver', '--data-dir', dataDir, '--listen', `${APISERVER_HOST}:0`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_FORMAT: 'json' },
+  });
   let out = '';
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`amesh apiserver not ready after ${String(READY_TIMEOUT_MS)} ms:\n${out}`)), READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`amesh apiserver not ready after ${String(READY_TIMEOUT_MS)} ms:\n${out}`)),
+      READY_TIMEOUT_MS,
+    );
     // Kept reading for the process's life, so its log never fills a pipe and blocks it.
     const onData = (d: Buffer): void => {
       out = (out + d.toString()).slice(-64 * 1024);
@@ -57,14 +67,18 @@ async function startApiServer(dataDir: string): Promise<ChildProcess> {
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`amesh apiserver exited (${String(code)}) before it was ready:\n${out}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`amesh apiserver exited (${String(code)}) before it was ready:\n${out}`)),
+    );
   });
   return child;
 }
 
 async function runPhase(phase: ApiPhase, kubeconfig: string, pid: number): Promise<object> {
   const script = fileURLToPath(new URL('./api-load.js', import.meta.url));
-  const child = spawn(process.execPath, [script, phase, kubeconfig, String(pid)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [script, phase, kubeconfig, String(pid)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];
@@ -80,8 +94,14 @@ async function measureRound(round: number, rounds: number): Promise<ApiRow> {
     const pid = server.pid ?? 0;
     let row = {};
     for (const phase of PHASES) {
-      process.stderr.write(phase === 'create' ? `  round ${String(round)}/${String(rounds)} api: ${phase}...` : ` ${phase}...`);
-      row = { ...row, ...(await runPhase(phase, path.join(dataDir, 'kubeconfig'), pid)), [PEAK_AFTER[phase]]: await rssMiB([pid]) };
+      process.stderr.write(
+        phase === 'create' ? `  round ${String(round)}/${String(rounds)} api: ${phase}...` : ` ${phase}...`,
+      );
+      row = {
+        ...row,
+        ...(await runPhase(phase, path.join(dataDir, 'kubeconfig'), pid)),
+        [PEAK_AFTER[phase]]: await rssMiB([pid]),
+      };
     }
     process.stderr.write('\n');
     return { ...(row as Omit<ApiRow, 'hostLoad1m'>), hostLoad1m: loadavg()[0] ?? 0 };
@@ -101,7 +121,9 @@ function medianRow(rows: readonly ApiRow[]): ApiRow {
 
 /** Measures the API server over `rounds` rounds, prints its table against the aims, and writes the JSON. */
 export async function benchApi(rounds: number): Promise<void> {
-  process.stderr.write(`measuring amesh apiserver (own process, fresh data directory per round, ${String(rounds)} rounds, medians):\n`);
+  process.stderr.write(
+    `measuring amesh apiserver (own process, fresh data directory per round, ${String(rounds)} rounds, medians):\n`,
+  );
   const all: ApiRow[] = [];
   for (let r = 1; r <= rounds; r++) all.push(await measureRound(r, rounds));
   const m = medianRow(all);
@@ -109,23 +131,55 @@ export async function benchApi(rounds: number): Promise<void> {
   /** figure ÷ aim; `higher` says which way is better. */
   const aimed = (value: number, aim: number, higher: boolean): string[] => {
     const ratio = value / aim;
-    return [`${higher ? '≥' : '<'} ${String(aim)}`, `${ratio.toFixed(2)}×`, (higher ? ratio >= 1 : ratio < 1) ? 'pass' : 'MISS'];
+    return [
+      `${higher ? '≥' : '<'} ${String(aim)}`,
+      `${ratio.toFixed(2)}×`,
+      (higher ? ratio >= 1 : ratio < 1) ? 'pass' : 'MISS',
+    ];
   };
   const none = ['-', '-', ''];
   const rows: string[][] = [
-    [`list ${m.pods.toLocaleString('en')} pods, ms (sent → parsed)`, fmt(m.listMs, 0), ...aimed(m.listMs, AIMS.listMs, false)],
-    [`creates/s (${m.pods.toLocaleString('en')} pods, ${String(m.concurrency)} in flight)`, fmt(m.createsPerSec, 0), ...aimed(m.createsPerSec, AIMS.createsPerSec, true)],
-    [`watch p99 ms, create sent → event at ${String(m.watchers)} watchers`, fmt(m.sendToEventP99Ms), ...aimed(m.sendToEventP99Ms, AIMS.sendToEventP99Ms, false)],
+    [
+      `list ${m.pods.toLocaleString('en')} pods, ms (sent → parsed)`,
+      fmt(m.listMs, 0),
+      ...aimed(m.listMs, AIMS.listMs, false),
+    ],
+    [
+      `creates/s (${m.pods.toLocaleString('en')} pods, ${String(m.concurrency)} in flight)`,
+      fmt(m.createsPerSec, 0),
+      ...aimed(m.createsPerSec, AIMS.createsPerSec, true),
+    ],
+    [
+      `watch p99 ms, create sent → event at ${String(m.watchers)} watchers`,
+      fmt(m.sendToEventP99Ms),
+      ...aimed(m.sendToEventP99Ms, AIMS.sendToEventP99Ms, false),
+    ],
     ['list: first byte ms / client parse ms', `${fmt(m.listFirstByteMs, 0)} / ${fmt(m.listParseMs, 0)}`, ...none],
     ['list: MB / server CPU s per list', `${fmt(m.listBytes / 1e6)} / ${fmt(m.serverCpuPerList, 2)}`, ...none],
     ['create: p50 / p99 ms', `${fmt(m.createP50Ms)} / ${fmt(m.createP99Ms)}`, ...none],
     ['create: server CPU s per 1,000', fmt(m.serverCpuPer1000, 2), ...none],
-    [`watch p50 ms, create sent → event (${String(m.writes)} creates at ${String(m.writesPerSec)}/s)`, fmt(m.sendToEventP50Ms), ...none],
-    ['watch p50 / p99 ms, create acknowledged → event', `${fmt(m.ackToEventP50Ms)} / ${fmt(m.ackToEventP99Ms)}`, ...none],
+    [
+      `watch p50 ms, create sent → event (${String(m.writes)} creates at ${String(m.writesPerSec)}/s)`,
+      fmt(m.sendToEventP50Ms),
+      ...none,
+    ],
+    [
+      'watch p50 / p99 ms, create acknowledged → event',
+      `${fmt(m.ackToEventP50Ms)} / ${fmt(m.ackToEventP99Ms)}`,
+      ...none,
+    ],
     ['watch phase: create p99 ms / server CPU s', `${fmt(m.writeP99Ms)} / ${fmt(m.serverCpuSec, 2)}`, ...none],
-    ['watch phase: s waiting for a core, server / load generator', `${fmt(m.serverRunQueueSec, 2)} / ${fmt(m.loadRunQueueSec, 2)}`, ...none],
+    [
+      'watch phase: s waiting for a core, server / load generator',
+      `${fmt(m.serverRunQueueSec, 2)} / ${fmt(m.loadRunQueueSec, 2)}`,
+      ...none,
+    ],
     [`host load average (1 min, ${String(availableParallelism())} cores)`, fmt(m.hostLoad1m), ...none],
-    ['apiserver peak RSS MiB after create / list / watch', [m.peakRssAfterCreateMiB, m.peakRssAfterListMiB, m.peakRssAfterWatchMiB].map((v) => fmt(v, 0)).join(' / '), ...none],
+    [
+      'apiserver peak RSS MiB after create / list / watch',
+      [m.peakRssAfterCreateMiB, m.peakRssAfterListMiB, m.peakRssAfterWatchMiB].map((v) => fmt(v, 0)).join(' / '),
+      ...none,
+    ],
   ];
   process.stdout.write('\n' + render('table', ['API SERVER', 'VALUE', 'AIM', 'RATIO', ''], rows, m));
   process.stdout.write('(ratio = figure ÷ aim: list and watch delay lower is better, creates/s higher is better)\n');

@@ -85,24 +85,58 @@ function benchPod(namespace: string, name: string, i: number): object {
     metadata: {
       name,
       namespace,
-      labels: { app, version: 'v1', 'pod-template-hash': '7d9f8b6c5d', 'service.istio.io/canonical-name': app, 'service.istio.io/canonical-revision': 'v1' },
-      annotations: { 'ambient.istio.io/redirection': 'enabled', 'kubectl.kubernetes.io/default-container': app, 'prometheus.io/port': '9090', 'prometheus.io/scrape': 'true' },
+      labels: {
+        app,
+        version: 'v1',
+        'pod-template-hash': '7d9f8b6c5d',
+        'service.istio.io/canonical-name': app,
+        'service.istio.io/canonical-revision': 'v1',
+      },
+      annotations: {
+        'ambient.istio.io/redirection': 'enabled',
+        'kubectl.kubernetes.io/default-container': app,
+        'prometheus.io/port': '9090',
+        'prometheus.io/scrape': 'true',
+      },
     },
     spec: {
       nodeName: `node-${String(i % 8)}`,
       serviceAccountName: app,
-      containers: [{
-        name: app,
-        image: `registry.example.com/bench/${app}:1.4.2`,
-        args: ['--port=8080', '--metrics-port=9090'],
-        ports: [{ name: 'http', containerPort: 8080 }, { name: 'http-metrics', containerPort: 9090 }],
-        env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, { name: 'LOG_LEVEL', value: 'info' }],
-        resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } },
-        readinessProbe: { httpGet: { path: '/healthz', port: 8080 } },
-        volumeMounts: [{ name: 'kube-api-access', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }],
-      }],
-      volumes: [{ name: 'kube-api-access', projected: { sources: [{ serviceAccountToken: { path: 'token', expirationSeconds: 3607 } }, { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] } }],
-      tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }, { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+      containers: [
+        {
+          name: app,
+          image: `registry.example.com/bench/${app}:1.4.2`,
+          args: ['--port=8080', '--metrics-port=9090'],
+          ports: [
+            { name: 'http', containerPort: 8080 },
+            { name: 'http-metrics', containerPort: 9090 },
+          ],
+          env: [
+            { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+            { name: 'LOG_LEVEL', value: 'info' },
+          ],
+          resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '256Mi' } },
+          readinessProbe: { httpGet: { path: '/healthz', port: 8080 } },
+          volumeMounts: [
+            { name: 'kube-api-access', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true },
+          ],
+        },
+      ],
+      volumes: [
+        {
+          name: 'kube-api-access',
+          projected: {
+            sources: [
+              { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
+              { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+            ],
+          },
+        },
+      ],
+      tolerations: [
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+      ],
     },
   };
 }
@@ -115,19 +149,36 @@ interface Reply {
 
 /** The admin user's HTTPS access to the API server, over a pool of keep-alive connections. */
 class ApiClient {
-  private constructor(private readonly base: URL, private readonly agent: https.Agent, private readonly headers: http.OutgoingHttpHeaders) {}
+  private constructor(
+    private readonly base: URL,
+    private readonly agent: https.Agent,
+    private readonly headers: http.OutgoingHttpHeaders,
+  ) {}
 
   static async open(kubeconfig: string, maxSockets: number): Promise<ApiClient> {
     const kc = loadKubeConfig(kubeconfig);
     const opts: https.RequestOptions = {};
     await kc.applyToHTTPSOptions(opts);
     const agent = new https.Agent({ keepAlive: true, maxSockets, ca: opts.ca });
-    return new ApiClient(new URL(kc.getCurrentCluster()?.server ?? ''), agent, { ...(opts.headers as http.OutgoingHttpHeaders), accept: 'application/json' });
+    return new ApiClient(new URL(kc.getCurrentCluster()?.server ?? ''), agent, {
+      ...(opts.headers as http.OutgoingHttpHeaders),
+      accept: 'application/json',
+    });
   }
 
   private send(method: string, path: string, body?: string): http.ClientRequest {
-    const headers = body === undefined ? this.headers : { ...this.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-    const req = https.request({ host: this.base.hostname, port: this.base.port, method, path, agent: this.agent, headers });
+    const headers =
+      body === undefined
+        ? this.headers
+        : { ...this.headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    const req = https.request({
+      host: this.base.hostname,
+      port: this.base.port,
+      method,
+      path,
+      agent: this.agent,
+      headers,
+    });
     req.end(body);
     return req;
   }
@@ -145,7 +196,9 @@ class ApiClient {
           chunks.push(c);
         });
         res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), firstByteMs }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), firstByteMs }),
+        );
       });
     });
   }
@@ -190,21 +243,24 @@ const podsPath = (ns: string): string => `/api/v1/namespaces/${ns}/pods`;
 
 /** Creates LIST_PODS pods across POD_NAMESPACES with CREATE_CONCURRENCY in flight; the rate is over all of them. */
 async function createPhase(api: ApiClient, pid: number): Promise<CreateFigures> {
-  for (const ns of [...POD_NAMESPACES, WATCH_NAMESPACE]) await api.expect(201, 'POST', '/api/v1/namespaces', JSON.stringify({ metadata: { name: ns } }));
+  for (const ns of [...POD_NAMESPACES, WATCH_NAMESPACE])
+    await api.expect(201, 'POST', '/api/v1/namespaces', JSON.stringify({ metadata: { name: ns } }));
   // The connections' TLS handshakes are made before the clock starts.
   await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, () => api.expect(200, 'GET', '/version')));
   const latencies: number[] = [];
   let next = 0;
   const cpu0 = cpuSeconds([pid]);
   const start = nowMs();
-  await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, async () => {
-    for (let i = next++; i < LIST_PODS; i = next++) {
-      const ns = POD_NAMESPACES[i % POD_NAMESPACES.length]!;
-      const t0 = nowMs();
-      await api.expect(201, 'POST', podsPath(ns), JSON.stringify(benchPod(ns, `pod-${String(i)}`, i)));
-      latencies.push(nowMs() - t0);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CREATE_CONCURRENCY }, async () => {
+      for (let i = next++; i < LIST_PODS; i = next++) {
+        const ns = POD_NAMESPACES[i % POD_NAMESPACES.length]!;
+        const t0 = nowMs();
+        await api.expect(201, 'POST', podsPath(ns), JSON.stringify(benchPod(ns, `pod-${String(i)}`, i)));
+        latencies.push(nowMs() - t0);
+      }
+    }),
+  );
   const secs = (nowMs() - start) / 1000;
   return {
     pods: LIST_PODS,
@@ -229,7 +285,13 @@ async function listPhase(api: ApiClient, pid: number): Promise<ListFigures> {
     const list = JSON.parse(reply.body) as { items: unknown[] };
     const t2 = nowMs();
     pods = list.items.length;
-    runs.push({ ms: t2 - t0, firstByteMs: reply.firstByteMs, parseMs: t2 - t1, bytes: Buffer.byteLength(reply.body), cpu: cpuSeconds([pid]) - cpu0 });
+    runs.push({
+      ms: t2 - t0,
+      firstByteMs: reply.firstByteMs,
+      parseMs: t2 - t1,
+      bytes: Buffer.byteLength(reply.body),
+      cpu: cpuSeconds([pid]) - cpu0,
+    });
   }
   return {
     pods,
@@ -247,23 +309,31 @@ async function listPhase(api: ApiClient, pid: number): Promise<ListFigures> {
  * acknowledgement, to the event's arrival at that watcher (one clock: the writer and the watchers share this process).
  */
 async function watchPhase(api: ApiClient, pid: number): Promise<WatchFigures> {
-  const rv = (JSON.parse((await api.expect(200, 'GET', podsPath(WATCH_NAMESPACE))).body) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  const rv = (
+    JSON.parse((await api.expect(200, 'GET', podsPath(WATCH_NAMESPACE))).body) as {
+      metadata: { resourceVersion: string };
+    }
+  ).metadata.resourceVersion;
   const sent = new Float64Array(WATCH_WRITES);
   const acked = new Float64Array(WATCH_WRITES);
   const arrived = Array.from({ length: WATCHERS }, () => new Float64Array(WATCH_WRITES).fill(-1));
   let missing = WATCHERS * WATCH_WRITES;
   let allArrived: () => void = () => undefined;
   const done = new Promise<void>((r) => (allArrived = r));
-  const streams = await Promise.all(arrived.map((times) => api.watch(`/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}`, (line) => {
-    const at = nowMs();
-    const e = JSON.parse(line) as { type: string; object: { metadata: { name: string; namespace: string } } };
-    if (e.type !== 'ADDED' || e.object.metadata.namespace !== WATCH_NAMESPACE) return;
-    const i = Number(e.object.metadata.name.slice('w-'.length));
-    if (times[i]! < 0) {
-      times[i] = at;
-      if (--missing === 0) allArrived();
-    }
-  })));
+  const streams = await Promise.all(
+    arrived.map((times) =>
+      api.watch(`/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}`, (line) => {
+        const at = nowMs();
+        const e = JSON.parse(line) as { type: string; object: { metadata: { name: string; namespace: string } } };
+        if (e.type !== 'ADDED' || e.object.metadata.namespace !== WATCH_NAMESPACE) return;
+        const i = Number(e.object.metadata.name.slice('w-'.length));
+        if (times[i]! < 0) {
+          times[i] = at;
+          if (--missing === 0) allArrived();
+        }
+      }),
+    ),
+  );
   const cpu0 = cpuSeconds([pid]);
   const wait0 = [runQueueSeconds(pid), runQueueSeconds(process.pid)];
   const start = nowMs();
@@ -272,19 +342,28 @@ async function watchPhase(api: ApiClient, pid: number): Promise<WatchFigures> {
     const due = start + (i * 1000) / WATCH_WRITES_PER_SEC;
     if (due > nowMs()) await new Promise((r) => setTimeout(r, due - nowMs()));
     sent[i] = nowMs();
-    writes.push(api.expect(201, 'POST', podsPath(WATCH_NAMESPACE), JSON.stringify(benchPod(WATCH_NAMESPACE, `w-${String(i)}`, i))).then(() => {
-      acked[i] = nowMs();
-    }));
+    writes.push(
+      api
+        .expect(201, 'POST', podsPath(WATCH_NAMESPACE), JSON.stringify(benchPod(WATCH_NAMESPACE, `w-${String(i)}`, i)))
+        .then(() => {
+          acked[i] = nowMs();
+        }),
+    );
   }
   await Promise.all(writes);
   const deadline = setTimeout(() => {
-    process.stderr.write(`watch phase: ${String(missing)} of ${String(WATCHERS * WATCH_WRITES)} events never arrived\n`);
+    process.stderr.write(
+      `watch phase: ${String(missing)} of ${String(WATCHERS * WATCH_WRITES)} events never arrived\n`,
+    );
     process.exit(1);
   }, WATCH_DEADLINE_MS);
   await done;
   clearTimeout(deadline);
   const serverCpuSec = cpuSeconds([pid]) - cpu0;
-  const [serverRunQueueSec, loadRunQueueSec] = [runQueueSeconds(pid) - wait0[0]!, runQueueSeconds(process.pid) - wait0[1]!];
+  const [serverRunQueueSec, loadRunQueueSec] = [
+    runQueueSeconds(pid) - wait0[0]!,
+    runQueueSeconds(process.pid) - wait0[1]!,
+  ];
   for (const s of streams) s.destroy();
   const fromSend: number[] = [];
   const fromAck: number[] = [];

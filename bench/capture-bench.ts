@@ -50,24 +50,33 @@ function podMtu(): number | undefined {
   const v = process.env['BENCH_POD_MTU'];
   if (v === undefined || v === '') return undefined;
   const mtu = Number(v);
-  if (!Number.isInteger(mtu) || mtu < 1280 || mtu > 65535) throw new Error(`BENCH_POD_MTU: ${v} is not an MTU from 1280 to 65535`);
+  if (!Number.isInteger(mtu) || mtu < 1280 || mtu > 65535)
+    throw new Error(`BENCH_POD_MTU: ${v} is not an MTU from 1280 to 65535`);
   return mtu;
 }
 /** The in-pod ztunnels' admin, metrics and readiness listen on the host, node 1's and node 2's. */
 const ZTUNNEL_HOSTS = ['127.0.114.1', '127.0.114.2'] as const;
 
 /** Builds the pods for the paths in `wanted`; for `pod-capture`, starts both nodes' ZDS servers and in-pod ztunnels. */
-export async function startCapturePaths(dir: string, ca: string, wanted: readonly CapturePath[]): Promise<CapturePaths> {
+export async function startCapturePaths(
+  dir: string,
+  ca: string,
+  wanted: readonly CapturePath[],
+): Promise<CapturePaths> {
   const pairs: PodPair[] = [];
   const fds: number[] = [];
   const zds: ZtunnelServer[] = [];
   let ztunnels: ChildProcess[] = [];
   const stop = async (): Promise<void> => {
-    await Promise.all(ztunnels.filter((z) => z.exitCode === null).map((z) => {
-      const exited = once(z, 'exit');
-      z.kill('SIGTERM');
-      return exited;
-    }));
+    await Promise.all(
+      ztunnels
+        .filter((z) => z.exitCode === null)
+        .map((z) => {
+          const exited = once(z, 'exit');
+          z.kill('SIGTERM');
+          return exited;
+        }),
+    );
     for (const s of zds.splice(0)) s.close();
     for (const fd of fds.splice(0)) closeSync(fd);
     for (const p of pairs.splice(0)) await p.remove();
@@ -90,12 +99,24 @@ export async function startCapturePaths(dir: string, ca: string, wanted: readonl
           const netns = openSync(i === 0 ? pods.client.path : pods.server.path, 'r');
           fds.push(netns);
           const socket = path.join(dir, `ztunnel-${String(i + 1)}.sock`);
-          const server = new ZtunnelServer(socket, () => [{ uid: `bench-pod-${pod}`, info: { name: pod, namespace: 'bench', serviceAccount: pod }, netns }], pino({ level: 'silent' }));
+          const server = new ZtunnelServer(
+            socket,
+            () => [{ uid: `bench-pod-${pod}`, info: { name: pod, namespace: 'bench', serviceAccount: pod }, netns }],
+            pino({ level: 'silent' }),
+          );
           zds.push(server);
           server.listen();
           return socket;
         });
-        ztunnels = await startZtunnelPair({ name: 'pod-node', dir, ca, clientIp, appIp: serverIp, controlIps: ZTUNNEL_HOSTS, inpodSockets: [sockets[0]!, sockets[1]!] });
+        ztunnels = await startZtunnelPair({
+          name: 'pod-node',
+          dir,
+          ca,
+          clientIp,
+          appIp: serverIp,
+          controlIps: ZTUNNEL_HOSTS,
+          inpodSockets: [sockets[0]!, sockets[1]!],
+        });
         target.pids.push(...ztunnels.map((z) => z.pid!));
       }
       targets[name] = target;

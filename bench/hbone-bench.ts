@@ -26,7 +26,13 @@ import { cpuSeconds, currentRssMiB, median, rssMiB } from './proc-stats.js';
 import { interleavedLatency, type Percentiles } from './interleaved-latency.js';
 import { performanceTargets, renderTargets } from './performance-targets.js';
 import { hostTcp } from './host-tcp.js';
-import { CAPTURE_PATHS, startCapturePaths, type CapturePath, type CapturePaths, type PodTarget } from './capture-bench.js';
+import {
+  CAPTURE_PATHS,
+  startCapturePaths,
+  type CapturePath,
+  type CapturePaths,
+  type PodTarget,
+} from './capture-bench.js';
 import { listenInNetns } from '../src/lib/native.js';
 import { netnsSkip } from '../test/helpers/netns.js';
 
@@ -40,7 +46,8 @@ const CLIENT_IP = '127.0.40.1';
 const ALT_PATH = 'amesh-alt';
 const ALT_APP_IP = '127.0.42.32';
 const ALT_CLIENT_IP = '127.0.42.31';
-const altNodeFlags = (): string[] => (process.env['BENCH_ALT_ZTUNNEL_NODE_FLAGS'] ?? '').split(/\s+/).filter((f) => f !== '');
+const altNodeFlags = (): string[] =>
+  (process.env['BENCH_ALT_ZTUNNEL_NODE_FLAGS'] ?? '').split(/\s+/).filter((f) => f !== '');
 const ECHO_PORT = 9000;
 const SINK_PORT = 9001;
 const THROUGHPUT_MS = 2500;
@@ -85,13 +92,18 @@ async function startApp(pod: PodTarget | undefined, host: string): Promise<net.S
     s.on('end', () => s.end('k'));
   });
   const listen = (s: net.Server, port: number): Promise<void> =>
-    pod === undefined ? new Promise<void>((r) => s.listen(port, host, r)) : listenInNetns(s, pod.serverNetns, { host: pod.serverIp, port });
+    pod === undefined
+      ? new Promise<void>((r) => s.listen(port, host, r))
+      : listenInNetns(s, pod.serverNetns, { host: pod.serverIp, port });
   await Promise.all([listen(echo, ECHO_PORT), listen(sink, SINK_PORT)]);
   return [echo, sink];
 }
 
 /** Writes as fast as the path allows for `ms` on each of `streams` connections; returns bytes/s. */
-async function throughput(t: Target, streams: number): Promise<{ bps: number; bytes: number; cpu: number; loadCpu: number }> {
+async function throughput(
+  t: Target,
+  streams: number,
+): Promise<{ bps: number; bytes: number; cpu: number; loadCpu: number }> {
   const cpu0 = cpuSeconds(t.pids);
   const load0 = process.cpuUsage();
   const start = performance.now();
@@ -163,7 +175,10 @@ async function issueTunnelCerts(dir: string, ca: string): Promise<void> {
 
 async function waitListening(host: string, port: number, what: string): Promise<void> {
   for (let i = 0; ; i++) {
-    const ok = await tcpConnect(host, port).then((s) => (s.destroy(), true), () => false);
+    const ok = await tcpConnect(host, port).then(
+      (s) => (s.destroy(), true),
+      () => false,
+    );
     if (ok) return;
     if (i > 100) throw new Error(`${what} did not start`);
     await new Promise((r) => setTimeout(r, 50));
@@ -173,9 +188,33 @@ async function waitListening(host: string, port: number, what: string): Promise<
 /** The Node floor: the same two-process mTLS tunnel as stunnel, written with Node's tls and pipe. */
 async function startNodeTunnel(dir: string): Promise<ChildProcess[]> {
   const script = fileURLToPath(new URL('./node-tls-tunnel.js', import.meta.url));
-  const files = (n: string): string[] => [path.join(dir, `${n}.crt`), path.join(dir, `${n}.key`), path.join(dir, 'root.pem')];
-  const server = spawn(process.execPath, [...DATA_PATH_NODE_FLAGS, script, 'server', ...files('sserver'), ...[ECHO_PORT, SINK_PORT].map((p, i) => `127.0.43.2:${7443 + i}=${APP_IP}:${p}`)], { stdio: 'inherit' });
-  const client = spawn(process.execPath, [...DATA_PATH_NODE_FLAGS, script, 'client', ...files('sclient'), ...[0, 1].map((i) => `127.0.43.1:${7000 + i}=127.0.43.2:${7443 + i}`)], { stdio: 'inherit' });
+  const files = (n: string): string[] => [
+    path.join(dir, `${n}.crt`),
+    path.join(dir, `${n}.key`),
+    path.join(dir, 'root.pem'),
+  ];
+  const server = spawn(
+    process.execPath,
+    [
+      ...DATA_PATH_NODE_FLAGS,
+      script,
+      'server',
+      ...files('sserver'),
+      ...[ECHO_PORT, SINK_PORT].map((p, i) => `127.0.43.2:${7443 + i}=${APP_IP}:${p}`),
+    ],
+    { stdio: 'inherit' },
+  );
+  const client = spawn(
+    process.execPath,
+    [
+      ...DATA_PATH_NODE_FLAGS,
+      script,
+      'client',
+      ...files('sclient'),
+      ...[0, 1].map((i) => `127.0.43.1:${7000 + i}=127.0.43.2:${7443 + i}`),
+    ],
+    { stdio: 'inherit' },
+  );
   await waitListening('127.0.43.2', 7443, 'node TLS tunnel server');
   await waitListening('127.0.43.1', 7000, 'node TLS tunnel client');
   return [server, client];
@@ -185,13 +224,21 @@ async function startStunnel(dir: string): Promise<ChildProcess[] | undefined> {
   const bin = ['/usr/bin/stunnel4', '/usr/bin/stunnel'].find((b) => existsSync(b));
   if (bin === undefined) return undefined;
   const common = `foreground = yes\npid =\nsocket = l:TCP_NODELAY=1\nsocket = r:TCP_NODELAY=1\nCAfile = ${dir}/root.pem\nverifyChain = yes\nsslVersionMin = TLSv1.3\n`;
-  const clientConf = `${common}cert = ${dir}/sclient.crt\nkey = ${dir}/sclient.key\n` +
-    [ECHO_PORT, SINK_PORT].map((p, i) => `[c${p}]\nclient = yes\naccept = 127.0.41.1:${7000 + i}\nconnect = 127.0.41.2:${7443 + i}\n`).join('');
-  const serverConf = `${common}cert = ${dir}/sserver.crt\nkey = ${dir}/sserver.key\n` +
-    [ECHO_PORT, SINK_PORT].map((p, i) => `[s${p}]\naccept = 127.0.41.2:${7443 + i}\nconnect = ${APP_IP}:${p}\n`).join('');
+  const clientConf =
+    `${common}cert = ${dir}/sclient.crt\nkey = ${dir}/sclient.key\n` +
+    [ECHO_PORT, SINK_PORT]
+      .map((p, i) => `[c${p}]\nclient = yes\naccept = 127.0.41.1:${7000 + i}\nconnect = 127.0.41.2:${7443 + i}\n`)
+      .join('');
+  const serverConf =
+    `${common}cert = ${dir}/sserver.crt\nkey = ${dir}/sserver.key\n` +
+    [ECHO_PORT, SINK_PORT]
+      .map((p, i) => `[s${p}]\naccept = 127.0.41.2:${7443 + i}\nconnect = ${APP_IP}:${p}\n`)
+      .join('');
   await writeFile(path.join(dir, 'client.conf'), clientConf);
   await writeFile(path.join(dir, 'server.conf'), serverConf);
-  const procs = ['server.conf', 'client.conf'].map((c) => spawn(bin, [path.join(dir, c)], { stdio: ['ignore', 'ignore', 'ignore'] }));
+  const procs = ['server.conf', 'client.conf'].map((c) =>
+    spawn(bin, [path.join(dir, c)], { stdio: ['ignore', 'ignore', 'ignore'] }),
+  );
   await waitListening('127.0.41.1', 7000, 'stunnel');
   return procs;
 }
@@ -259,19 +306,40 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-bench-'));
   const ca = path.join(dir, 'ca');
   await writePluginCaDir(ca);
-  const zts = await startZtunnelPair({ name: 'bench', dir, ca, clientIp: CLIENT_IP, appIp: APP_IP, controlIps: ['127.0.42.1', '127.0.42.2'] });
+  const zts = await startZtunnelPair({
+    name: 'bench',
+    dir,
+    ca,
+    clientIp: CLIENT_IP,
+    appIp: APP_IP,
+    controlIps: ['127.0.42.1', '127.0.42.2'],
+  });
   const idleRss = Math.max(...(await Promise.all(zts.map((z) => currentRssMiB([z.pid!])))));
-  const alt = only?.includes(ALT_PATH) === true
-    ? await startZtunnelPair({ name: 'alt', dir, ca, clientIp: ALT_CLIENT_IP, appIp: ALT_APP_IP, controlIps: ['127.0.42.41', '127.0.42.42'], nodeFlags: altNodeFlags() }).catch((e: unknown) => {
-      for (const z of zts) z.kill('SIGTERM');
-      throw e;
-    })
-    : [];
-  const altIdleRss = alt.length === 0 ? undefined : Math.max(...(await Promise.all(alt.map((z) => currentRssMiB([z.pid!])))));
+  const alt =
+    only?.includes(ALT_PATH) === true
+      ? await startZtunnelPair({
+          name: 'alt',
+          dir,
+          ca,
+          clientIp: ALT_CLIENT_IP,
+          appIp: ALT_APP_IP,
+          controlIps: ['127.0.42.41', '127.0.42.42'],
+          nodeFlags: altNodeFlags(),
+        }).catch((e: unknown) => {
+          for (const z of zts) z.kill('SIGTERM');
+          throw e;
+        })
+      : [];
+  const altIdleRss =
+    alt.length === 0 ? undefined : Math.max(...(await Promise.all(alt.map((z) => currentRssMiB([z.pid!])))));
   await issueTunnelCerts(dir, ca);
   const stunnel = await startStunnel(dir);
   const nodeTunnel = await startNodeTunnel(dir);
-  const paths: Record<string, number[]> = { direct: [], amesh: zts.map((z) => z.pid!), 'node-tls': nodeTunnel.map((n) => n.pid!) };
+  const paths: Record<string, number[]> = {
+    direct: [],
+    amesh: zts.map((z) => z.pid!),
+    'node-tls': nodeTunnel.map((n) => n.pid!),
+  };
   if (stunnel !== undefined) paths['stunnel'] = stunnel.map((n) => n.pid!);
   if (alt.length > 0) paths[ALT_PATH] = alt.map((z) => z.pid!);
   else process.stderr.write('stunnel4 not found (apt-get install stunnel4): comparing with direct TCP only\n');
@@ -296,7 +364,8 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
     const figures: (PathFigures & Partial<Percentiles>)[] = [];
     for (const t of targets) {
       // The warm-up round is for the proxies: a path without one (direct) has nothing to warm.
-      if (r > 0 || paths[t]!.length > 0) figures.push(await measureInChild(t, paths[t]!, r, capture?.targets[t as CapturePath]));
+      if (r > 0 || paths[t]!.length > 0)
+        figures.push(await measureInChild(t, paths[t]!, r, capture?.targets[t as CapturePath]));
     }
     process.stderr.write(`  ${roundName(r)} latency, interleaved: ${loopback.join(', ')}\n`);
     const lat = await latencyInChild(loopback);
@@ -319,13 +388,46 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
   const byName = (n: string): Row | undefined => rows.find((r) => r.name === n);
   const fmt = (v: number | null, d = 1): string => (v === null ? '-' : v.toFixed(d));
   const mbps = (b: number): string => (b / 1e6).toFixed(0);
-  const table = render('table',
-    ['PATH', 'MB/s 1 STREAM', 'MB/s 8 STREAMS', 'P50 µs', 'P99 µs', 'P999 µs', 'CONN/s', 'PROXY CPU s/GB', 'LOAD CPU s/GB', 'PROXY RSS MiB'],
-    rows.map((r) => [r.name, mbps(r.throughput1), mbps(r.throughput8), fmt(r.p50), fmt(r.p99), fmt(r.p999), fmt(r.connPerSec, 0), fmt(r.cpuSecPerGB, 2), fmt(r.loadCpuSecPerGB, 2), fmt(r.rssMiB, 0)]),
-    rows);
-  process.stdout.write(`\nhost TCP: ${tcp.congestionControl} congestion control, ${tcp.defaultQdisc} default qdisc (docs/performance.md, "The host's congestion control")\n` + table);
+  const table = render(
+    'table',
+    [
+      'PATH',
+      'MB/s 1 STREAM',
+      'MB/s 8 STREAMS',
+      'P50 µs',
+      'P99 µs',
+      'P999 µs',
+      'CONN/s',
+      'PROXY CPU s/GB',
+      'LOAD CPU s/GB',
+      'PROXY RSS MiB',
+    ],
+    rows.map((r) => [
+      r.name,
+      mbps(r.throughput1),
+      mbps(r.throughput8),
+      fmt(r.p50),
+      fmt(r.p99),
+      fmt(r.p999),
+      fmt(r.connPerSec, 0),
+      fmt(r.cpuSecPerGB, 2),
+      fmt(r.loadCpuSecPerGB, 2),
+      fmt(r.rssMiB, 0),
+    ]),
+    rows,
+  );
+  process.stdout.write(
+    `\nhost TCP: ${tcp.congestionControl} congestion control, ${tcp.defaultQdisc} default qdisc (docs/performance.md, "The host's congestion control")\n` +
+      table,
+  );
   const ratios: Record<string, Record<string, number>> = {};
-  for (const [over, base] of [['amesh', 'direct'], ['pod-capture', 'pod-direct'], ['amesh', 'node-tls'], [ALT_PATH, 'node-tls'], ['amesh', 'stunnel']] as const) {
+  for (const [over, base] of [
+    ['amesh', 'direct'],
+    ['pod-capture', 'pod-direct'],
+    ['amesh', 'node-tls'],
+    [ALT_PATH, 'node-tls'],
+    ['amesh', 'stunnel'],
+  ] as const) {
     const o = byName(over);
     const b = byName(base);
     if (o === undefined || b === undefined) continue;
@@ -338,13 +440,38 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
       connPerSec: o.connPerSec / b.connPerSec,
     };
   }
-  process.stdout.write('\nratios (path ÷ baseline; throughput and conn/s: higher is better; latency: lower is better)\n');
-  process.stdout.write(render('table', ['RATIO', 'THRU 1', 'THRU 8', 'P50', 'P99', 'P999', 'CONN/s'],
-    Object.entries(ratios).map(([k, r]) => [k, ...['throughput1', 'throughput8', 'p50', 'p99', 'p999', 'connPerSec'].map((f) => (r[f]!).toFixed(2) + '×')]), ratios));
-  if (altIdleRss !== undefined) process.stdout.write(`\nidle ztunnel RSS (the larger of each pair, before traffic): amesh ${idleRss.toFixed(0)} MiB (${DATA_PATH_NODE_FLAGS.join(' ')}), ${ALT_PATH} ${altIdleRss.toFixed(0)} MiB (${altNodeFlags().join(' ') || 'no flags'})\n`);
+  process.stdout.write(
+    '\nratios (path ÷ baseline; throughput and conn/s: higher is better; latency: lower is better)\n',
+  );
+  process.stdout.write(
+    render(
+      'table',
+      ['RATIO', 'THRU 1', 'THRU 8', 'P50', 'P99', 'P999', 'CONN/s'],
+      Object.entries(ratios).map(([k, r]) => [
+        k,
+        ...['throughput1', 'throughput8', 'p50', 'p99', 'p999', 'connPerSec'].map((f) => r[f]!.toFixed(2) + '×'),
+      ]),
+      ratios,
+    ),
+  );
+  if (altIdleRss !== undefined)
+    process.stdout.write(
+      `\nidle ztunnel RSS (the larger of each pair, before traffic): amesh ${idleRss.toFixed(0)} MiB (${DATA_PATH_NODE_FLAGS.join(' ')}), ${ALT_PATH} ${altIdleRss.toFixed(0)} MiB (${altNodeFlags().join(' ') || 'no flags'})\n`,
+    );
   const met = performanceTargets({ rows, rounds, idleZtunnelRssMiB: idleRss });
-  process.stdout.write(`\nissue 10's targets (amesh against the Node floor node-tls; flat over time needs BENCH_ROUNDS=10)\n${renderTargets(met)}`);
-  const file = await writeResults('hbone', { rounds: ROUNDS, hostTcp: tcp, rows, ratios, targets: met, idleZtunnelRssMiB: idleRss, ...(altIdleRss === undefined ? {} : { altIdleZtunnelRssMiB: altIdleRss, altNodeFlags: altNodeFlags() }), allRounds: rounds });
+  process.stdout.write(
+    `\nissue 10's targets (amesh against the Node floor node-tls; flat over time needs BENCH_ROUNDS=10)\n${renderTargets(met)}`,
+  );
+  const file = await writeResults('hbone', {
+    rounds: ROUNDS,
+    hostTcp: tcp,
+    rows,
+    ratios,
+    targets: met,
+    idleZtunnelRssMiB: idleRss,
+    ...(altIdleRss === undefined ? {} : { altIdleZtunnelRssMiB: altIdleRss, altNodeFlags: altNodeFlags() }),
+    allRounds: rounds,
+  });
   process.stdout.write(`\nresults written to ${file}\n`);
   await rm(dir, { recursive: true, force: true });
 }
@@ -366,8 +493,20 @@ function dialFor(name: string, pod: PodTarget | undefined): Dial {
  * process, nor in TCP metrics or TIME_WAIT (docs/performance.md, "Flat over time"; `BENCH_PATHS` measures without it). For a capture path the child runs in the client pod's network
  * namespace (`nsenter --net`), as an unchanged app there would, and is told the pod target in BENCH_POD.
  */
-async function measureInChild(name: string, pids: number[], round: number, pod: PodTarget | undefined): Promise<PathFigures & Partial<Percentiles>> {
-  const argv = [process.execPath, fileURLToPath(import.meta.url), '--measure', name, String(round), ...pids.map(String)];
+async function measureInChild(
+  name: string,
+  pids: number[],
+  round: number,
+  pod: PodTarget | undefined,
+): Promise<PathFigures & Partial<Percentiles>> {
+  const argv = [
+    process.execPath,
+    fileURLToPath(import.meta.url),
+    '--measure',
+    name,
+    String(round),
+    ...pids.map(String),
+  ];
   const [cmd, ...args] = pod === undefined ? argv : ['nsenter', `--net=${pod.clientNetns}`, ...argv];
   const env = pod === undefined ? process.env : { ...process.env, BENCH_POD: JSON.stringify(pod) };
   return (await runChild(cmd!, args, env, name)) as PathFigures & Partial<Percentiles>;
@@ -376,7 +515,10 @@ async function measureInChild(name: string, pids: number[], round: number, pod: 
 /** The loopback paths' latency (`latencyOf`, all of them in turn) in a fresh child, as `measureInChild` runs the rest. */
 async function latencyInChild(names: readonly string[]): Promise<Record<string, Percentiles>> {
   const args = [fileURLToPath(import.meta.url), '--latency', ...names];
-  return (await runChild(process.execPath, args, process.env, `latency (${names.join(', ')})`)) as Record<string, Percentiles>;
+  return (await runChild(process.execPath, args, process.env, `latency (${names.join(', ')})`)) as Record<
+    string,
+    Percentiles
+  >;
 }
 
 /** Runs a measuring child to its end and parses the JSON it printed. */
@@ -391,7 +533,8 @@ async function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, wha
 
 /** A path's row: its own child's figures with its latency, from that child (a capture path) or the interleaved one. */
 function withLatency(f: PathFigures & Partial<Percentiles>, lat: Partial<Percentiles>): Row {
-  if (lat.p50 === undefined || lat.p99 === undefined || lat.p999 === undefined) throw new Error(`no latency was measured for ${f.name}`);
+  if (lat.p50 === undefined || lat.p99 === undefined || lat.p999 === undefined)
+    throw new Error(`no latency was measured for ${f.name}`);
   return { ...f, p50: lat.p50, p99: lat.p99, p999: lat.p999 };
 }
 
@@ -399,7 +542,12 @@ function withLatency(f: PathFigures & Partial<Percentiles>, lat: Partial<Percent
 async function latencyOf(targets: readonly Target[]): Promise<Map<string, Percentiles>> {
   const sockets = await Promise.all(targets.map((t) => t.dial(ECHO_PORT)));
   try {
-    return await interleavedLatency(targets.map((t, k) => ({ name: t.name, socket: sockets[k]! })), LATENCY_ROUNDS, LATENCY_WARMUP, LATENCY_BLOCK);
+    return await interleavedLatency(
+      targets.map((t, k) => ({ name: t.name, socket: sockets[k]! })),
+      LATENCY_ROUNDS,
+      LATENCY_WARMUP,
+      LATENCY_BLOCK,
+    );
   } finally {
     for (const s of sockets) s.destroy();
   }
@@ -416,7 +564,9 @@ async function measureChild(name: string, round: number, pids: number[]): Promis
   try {
     const t = { name, dial: dialFor(name, pod), pids };
     const figures = await measure(t, round);
-    process.stdout.write(JSON.stringify(pod === undefined ? figures : { ...figures, ...(await latencyOf([t])).get(name) }));
+    process.stdout.write(
+      JSON.stringify(pod === undefined ? figures : { ...figures, ...(await latencyOf([t])).get(name) }),
+    );
   } finally {
     for (const s of app) s.close();
   }
@@ -446,14 +596,19 @@ const SECTIONS: readonly string[] = ['idle', 'api'];
  * `BENCH_CPU_PROF=<dir>` runs the ztunnels under `--cpu-prof` (`profileFlags` in ztunnel-pair.ts).
  */
 async function main(): Promise<void> {
-  const only = process.env['BENCH_PATHS']?.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const only = process.env['BENCH_PATHS']
+    ?.split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
   const unknown = only?.filter((p) => !SECTIONS.includes(p) && !DATA_PATHS.includes(p)) ?? [];
-  if (unknown.length > 0) throw new Error(`BENCH_PATHS: unknown ${unknown.join(', ')} (known: ${[...DATA_PATHS, ...SECTIONS].join(', ')})`);
+  if (unknown.length > 0)
+    throw new Error(`BENCH_PATHS: unknown ${unknown.join(', ')} (known: ${[...DATA_PATHS, ...SECTIONS].join(', ')})`);
   if (only === undefined || only.some((p) => DATA_PATHS.includes(p))) await benchDataPaths(only);
   if (only === undefined || only.includes('idle')) await benchIdleConnections();
   if (only === undefined || only.includes('api')) await benchApi(ROUNDS);
 }
 
-if (process.argv[2] === '--measure') await measureChild(process.argv[3]!, Number(process.argv[4]), process.argv.slice(5).map(Number));
+if (process.argv[2] === '--measure')
+  await measureChild(process.argv[3]!, Number(process.argv[4]), process.argv.slice(5).map(Number));
 else if (process.argv[2] === '--latency') await latencyChild(process.argv.slice(3));
 else await main();

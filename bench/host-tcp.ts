@@ -22,5 +22,8 @@ function sysctl(name: string): string {
 
 /** Reads the settings from /proc/sys ('unknown' where it cannot). */
 export function hostTcp(): HostTcp {
-  return Object.freeze({ congestionControl: sysctl('net.ipv4.tcp_congestion_control'), defaultQdisc: sysctl('net.core.default_qdisc') });
+  return Object.freeze({
+    congestionControl: sysctl('net.ipv4.tcp_congestion_control'),
+    defaultQdisc: sysctl('net.core.default_qdisc'),
+  });
 }

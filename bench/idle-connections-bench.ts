@@ -65,12 +65,18 @@ function fdLimit(n: number): { prefix: string[]; nofile: number | undefined } {
   const r = spawnSync(prefix[0]!, [...prefix.slice(1), 'true'], { encoding: 'utf8' });
   if (r.status === 0) return { prefix, nofile: n };
   const why = r.error?.message ?? r.stderr.trim();
-  process.stderr.write(`idle connections: cannot raise RLIMIT_NOFILE to ${String(n)} (${why}; above the hard limit that needs root with CAP_SYS_RESOURCE): every process keeps the current limit\n`);
+  process.stderr.write(
+    `idle connections: cannot raise RLIMIT_NOFILE to ${String(n)} (${why}; above the hard limit that needs root with CAP_SYS_RESOURCE): every process keeps the current limit\n`,
+  );
   return { prefix: [], nofile: undefined };
 }
 
 /** Runs this file as a child (`--echo` or `--load`) with the fd limit; resolves with the child and its stdout so far. */
-function child(prefix: readonly string[], role: string, args: readonly string[]): { proc: ChildProcess; out: () => string } {
+function child(
+  prefix: readonly string[],
+  role: string,
+  args: readonly string[],
+): { proc: ChildProcess; out: () => string } {
   const [cmd, ...rest] = [...prefix, process.execPath, fileURLToPath(import.meta.url), role, ...args];
   const proc = spawn(cmd!, rest, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
@@ -84,14 +90,28 @@ export async function benchIdleConnections(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-bench-idle-'));
   const ca = path.join(dir, 'ca');
   await writePluginCaDir(ca);
-  const zts = await startZtunnelPair({ name: 'idle', dir, ca, clientIp: CLIENT_IP, appIp: APP_IP, controlIps: CONTROL_IPS, nofile });
+  const zts = await startZtunnelPair({
+    name: 'idle',
+    dir,
+    ca,
+    clientIp: CLIENT_IP,
+    appIp: APP_IP,
+    controlIps: CONTROL_IPS,
+    nofile,
+  });
   const echo = child(prefix, '--echo', []);
   let result: IdleConnectionsResult;
   try {
     const [line] = (await once(echo.proc.stdout!, 'data')) as [Buffer];
     if (!line.toString().startsWith('listening')) throw new Error(`the echo app did not start: ${line.toString()}`);
-    process.stderr.write(`idle connections: opening ${String(CONNECTIONS)} through one ztunnel pair (${String(OPEN_CONCURRENCY)} dials in flight)...\n`);
-    const load = child(prefix, '--load', zts.map((z) => String(z.pid)));
+    process.stderr.write(
+      `idle connections: opening ${String(CONNECTIONS)} through one ztunnel pair (${String(OPEN_CONCURRENCY)} dials in flight)...\n`,
+    );
+    const load = child(
+      prefix,
+      '--load',
+      zts.map((z) => String(z.pid)),
+    );
     const [code] = (await once(load.proc, 'exit')) as [number | null];
     if (code !== 0) throw new Error(`the idle-connection load generator failed (exit ${String(code)})`);
     result = { ...(JSON.parse(load.out()) as Omit<IdleConnectionsResult, 'nofile'>), nofile };
@@ -100,9 +120,39 @@ export async function benchIdleConnections(): Promise<void> {
     for (const z of zts) z.kill('SIGTERM');
   }
   const f = (v: number, d = 1): string => v.toFixed(d);
-  process.stdout.write('\nidle tunnelled connections through one ztunnel pair (both ztunnels\' RSS)\n');
-  process.stdout.write(render('table', ['CONNECTIONS', 'ESTABLISHED', 'SETUP s', 'RSS BEFORE MiB', 'RSS OPEN MiB', 'KiB/CONN', 'RSS AFTER DATA MiB', 'PEAK MiB', 'INTACT', 'ECHO s'],
-    [[String(result.connections), String(result.established), f(result.setupSeconds), f(result.rssBeforeMiB), f(result.rssOpenMiB), f(result.perConnectionKiB), f(result.rssAfterDataMiB), f(result.peakRssMiB), String(result.intact), f(result.echoSeconds)]], result));
+  process.stdout.write("\nidle tunnelled connections through one ztunnel pair (both ztunnels' RSS)\n");
+  process.stdout.write(
+    render(
+      'table',
+      [
+        'CONNECTIONS',
+        'ESTABLISHED',
+        'SETUP s',
+        'RSS BEFORE MiB',
+        'RSS OPEN MiB',
+        'KiB/CONN',
+        'RSS AFTER DATA MiB',
+        'PEAK MiB',
+        'INTACT',
+        'ECHO s',
+      ],
+      [
+        [
+          String(result.connections),
+          String(result.established),
+          f(result.setupSeconds),
+          f(result.rssBeforeMiB),
+          f(result.rssOpenMiB),
+          f(result.perConnectionKiB),
+          f(result.rssAfterDataMiB),
+          f(result.peakRssMiB),
+          String(result.intact),
+          f(result.echoSeconds),
+        ],
+      ],
+      result,
+    ),
+  );
   const met = idleConnectionTargets(result);
   process.stdout.write(`\nissue 10's idle-connection target\n${renderTargets(met)}`);
   const file = await writeResults('idle', { ...result, targets: met });
@@ -120,15 +170,18 @@ async function openAll(n: number, concurrency: number): Promise<(net.Socket | un
   const sockets = new Array<net.Socket | undefined>(n);
   let next = 0;
   let failures = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) {
-      const i = next++;
-      sockets[i] = await socks5Connect(CLIENT_IP, SOCKS5_PORT, APP_IP, ECHO_PORT, CLIENT_IP).catch((e: unknown) => {
-        if (failures++ === 0) process.stderr.write(`idle connections: dial ${String(i)} failed: ${(e as Error).message}\n`);
-        return undefined;
-      });
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        sockets[i] = await socks5Connect(CLIENT_IP, SOCKS5_PORT, APP_IP, ECHO_PORT, CLIENT_IP).catch((e: unknown) => {
+          if (failures++ === 0)
+            process.stderr.write(`idle connections: dial ${String(i)} failed: ${(e as Error).message}\n`);
+          return undefined;
+        });
+      }
+    }),
+  );
   if (failures > 0) process.stderr.write(`idle connections: ${String(failures)} of ${String(n)} dials failed\n`);
   return sockets;
 }
@@ -194,7 +247,9 @@ async function runLoad(pids: readonly number[]): Promise<void> {
   const setupSeconds = (performance.now() - t0) / 1000;
   const rssOpenMiB = await both();
   if (HOLD_SECONDS > 0) {
-    process.stderr.write(`idle connections: all open (ztunnels ${pids.join(', ')}), holding them idle for ${String(HOLD_SECONDS)} s\n`);
+    process.stderr.write(
+      `idle connections: all open (ztunnels ${pids.join(', ')}), holding them idle for ${String(HOLD_SECONDS)} s\n`,
+    );
     await new Promise((r) => setTimeout(r, HOLD_SECONDS * 1000));
   }
   const payloads = randomBytes(CONNECTIONS * PAYLOAD_BYTES);

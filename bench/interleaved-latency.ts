@@ -39,7 +39,12 @@ function pingPong(s: net.Socket, msg: Buffer): Promise<number> {
  * path's round trips follow each other as they did alone; alternating every single ping-pong instead left each
  * proxy idle while the others ran, and measured that as well (docs/performance.md, "Latency, interleaved").
  */
-export async function interleavedLatency(paths: readonly LatencyPath[], rounds: number, warmup: number, block: number): Promise<Map<string, Percentiles>> {
+export async function interleavedLatency(
+  paths: readonly LatencyPath[],
+  rounds: number,
+  warmup: number,
+  block: number,
+): Promise<Map<string, Percentiles>> {
   const msg = Buffer.alloc(64, 0x62);
   const samples = paths.map(() => [] as number[]);
   for (const p of paths) p.socket.resume();
@@ -51,5 +56,10 @@ export async function interleavedLatency(paths: readonly LatencyPath[], rounds: 
       }
     }
   }
-  return new Map(paths.map((p, k) => [p.name, { p50: quantile(samples[k]!, 0.5), p99: quantile(samples[k]!, 0.99), p999: quantile(samples[k]!, 0.999) }]));
+  return new Map(
+    paths.map((p, k) => [
+      p.name,
+      { p50: quantile(samples[k]!, 0.5), p99: quantile(samples[k]!, 0.99), p999: quantile(samples[k]!, 0.999) },
+    ]),
+  );
 }

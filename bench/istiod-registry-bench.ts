@@ -30,7 +30,12 @@ const podYaml = (i: number, version: string): string =>
   `apiVersion: v1\nkind: Pod\nmetadata: {name: p${String(i)}, namespace: bench, labels: {app: a${String(i % 50)}, version: "${version}"}}\nspec: {nodeName: n1, containers: [{name: c, image: x}]}\nstatus: {phase: Running, podIP: ${podIp(i)}}\n`;
 
 /** Subscribes to addresses, ACKs everything, and measures how long each `edit` takes to come back as a push naming `uid`. */
-async function measure(ist: Istiod, token: string, edit: (n: number) => Promise<void>, uid: string): Promise<{ ms: number[]; maxStallMs: number }> {
+async function measure(
+  ist: Istiod,
+  token: string,
+  edit: (n: number) => Promise<void>,
+  uid: string,
+): Promise<{ ms: number[]; maxStallMs: number }> {
   const root = await readFile(ist.rootCertPath, 'utf8');
   const s = openStream(ist, root, token, HOST);
   const next = async (): Promise<DeltaDiscoveryResponse> => {
@@ -40,7 +45,8 @@ async function measure(ist: Istiod, token: string, edit: (n: number) => Promise<
   };
   s.stream.write({ typeUrl: ADDRESS });
   const initial = await next();
-  if (initial.resources.length < PODS) throw new Error(`initial push has ${String(initial.resources.length)} resources`);
+  if (initial.resources.length < PODS)
+    throw new Error(`initial push has ${String(initial.resources.length)} resources`);
   const ms: number[] = [];
   const loop = monitorEventLoopDelay({ resolution: 5 });
   loop.enable();
@@ -60,7 +66,9 @@ async function measure(ist: Istiod, token: string, edit: (n: number) => Promise<
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const report = (what: string, r: { ms: number[]; maxStallMs: number }): void =>
-  console.log(`${what}: edit → xDS push median ${median(r.ms).toFixed(0)} ms, max ${Math.max(...r.ms).toFixed(0)} ms; longest event-loop stall ${r.maxStallMs.toFixed(0)} ms`);
+  console.log(
+    `${what}: edit → xDS push median ${median(r.ms).toFixed(0)} ms, max ${Math.max(...r.ms).toFixed(0)} ms; longest event-loop stall ${r.maxStallMs.toFixed(0)} ms`,
+  );
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-registry-bench-'));
@@ -68,14 +76,31 @@ async function main(): Promise<void> {
     // The manifest directory.
     const config = path.join(dir, 'config');
     await mkdir(config);
-    const all = (version: string): string => ['apiVersion: v1\nkind: Namespace\nmetadata: {name: bench}\n', ...Array.from({ length: PODS }, (_, i) => podYaml(i, i === 0 ? version : 'v0'))].join('---\n');
+    const all = (version: string): string =>
+      [
+        'apiVersion: v1\nkind: Namespace\nmetadata: {name: bench}\n',
+        ...Array.from({ length: PODS }, (_, i) => podYaml(i, i === 0 ? version : 'v0')),
+      ].join('---\n');
     await writeFile(path.join(config, 'pods.yaml'), all('v0'));
     const fromDir = await startIstiod(config, path.join(dir, 'dir-state'), { host: HOST });
-    const localToken = await fromDir.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca', node: 'n1' });
-    report(`manifest directory, ${String(PODS)} pods`, await measure(fromDir, localToken, async (n) => {
-      await writeFile(path.join(config, '.pods.tmp'), all(`v${String(n)}`));
-      await rename(path.join(config, '.pods.tmp'), path.join(config, 'pods.yaml'));
-    }, 'Kubernetes//Pod/bench/p0'));
+    const localToken = await fromDir.issuer.issue({
+      namespace: 'istio-system',
+      serviceAccount: 'ztunnel',
+      audience: 'istio-ca',
+      node: 'n1',
+    });
+    report(
+      `manifest directory, ${String(PODS)} pods`,
+      await measure(
+        fromDir,
+        localToken,
+        async (n) => {
+          await writeFile(path.join(config, '.pods.tmp'), all(`v${String(n)}`));
+          await rename(path.join(config, '.pods.tmp'), path.join(config, 'pods.yaml'));
+        },
+        'Kubernetes//Pod/bench/p0',
+      ),
+    );
     await fromDir.stop();
 
     // The Kubernetes API.
@@ -87,29 +112,73 @@ async function main(): Promise<void> {
     await core.createNamespace({ body: { metadata: { name: 'istio-system' } } });
     await core.createNamespacedServiceAccount({ namespace: 'istio-system', body: { metadata: { name: 'ztunnel' } } });
     // An istiod on the API trusts the API's TokenReview, as Istio's does.
-    const apiToken = await requestToken(kc, { namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca', ttlSeconds: 3600 });
+    const apiToken = await requestToken(kc, {
+      namespace: 'istio-system',
+      serviceAccount: 'ztunnel',
+      audience: 'istio-ca',
+      ttlSeconds: 3600,
+    });
     const t0 = performance.now();
     let nextPod = 0;
-    await Promise.all(Array.from({ length: FILL_CONCURRENCY }, async () => {
-      for (let i = nextPod++; i < PODS; i = nextPod++) {
-        const pod = await core.createNamespacedPod({ namespace: 'bench', body: { metadata: { name: `p${String(i)}`, labels: { app: `a${String(i % 50)}`, version: 'v0' } }, spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'x' }] } } });
-        pod.status = { phase: 'Running', podIP: podIp(i) };
-        await core.replaceNamespacedPodStatus({ name: `p${String(i)}`, namespace: 'bench', body: pod });
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: FILL_CONCURRENCY }, async () => {
+        for (let i = nextPod++; i < PODS; i = nextPod++) {
+          const pod = await core.createNamespacedPod({
+            namespace: 'bench',
+            body: {
+              metadata: { name: `p${String(i)}`, labels: { app: `a${String(i % 50)}`, version: 'v0' } },
+              spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'x' }] },
+            },
+          });
+          pod.status = { phase: 'Running', podIP: podIp(i) };
+          await core.replaceNamespacedPodStatus({ name: `p${String(i)}`, namespace: 'bench', body: pod });
+        }
+      }),
+    );
     console.log(`filled the API with ${String(PODS)} pods in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const t1 = performance.now();
-    await core.createNamespacedService({ namespace: 'bench', body: { metadata: { name: 's0' }, spec: { selector: { app: 'a0' }, ports: [{ port: 80 }] } } });
-    const fromApi = await startIstiod(undefined, path.join(dir, 'api-state'), { host: HOST, kubeconfig: api.kubeconfigPath });
+    await core.createNamespacedService({
+      namespace: 'bench',
+      body: { metadata: { name: 's0' }, spec: { selector: { app: 'a0' }, ports: [{ port: 80 }] } },
+    });
+    const fromApi = await startIstiod(undefined, path.join(dir, 'api-state'), {
+      host: HOST,
+      kubeconfig: api.kubeconfigPath,
+    });
     const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-    report(`Kubernetes API, ${String(PODS)} pods`, await measure(fromApi, apiToken, async (n) => {
-      if (n === 1) console.log(`istiod started and synced, first push received: ${((performance.now() - t1) / 1000).toFixed(1)} s`);
-      await core.patchNamespacedPod({ name: 'p0', namespace: 'bench', body: { metadata: { labels: { version: `v${String(n)}` } } } }, merge);
-    }, 'Kubernetes//Pod/bench/p0'));
+    report(
+      `Kubernetes API, ${String(PODS)} pods`,
+      await measure(
+        fromApi,
+        apiToken,
+        async (n) => {
+          if (n === 1)
+            console.log(
+              `istiod started and synced, first push received: ${((performance.now() - t1) / 1000).toFixed(1)} s`,
+            );
+          await core.patchNamespacedPod(
+            { name: 'p0', namespace: 'bench', body: { metadata: { labels: { version: `v${String(n)}` } } } },
+            merge,
+          );
+        },
+        'Kubernetes//Pod/bench/p0',
+      ),
+    );
     // A Service edit re-derives every workload; the 1/50 of the pods it selects change.
-    report(`Kubernetes API, ${String(PODS)} pods, Service edit (selects ${String(PODS / 50)})`, await measure(fromApi, apiToken, async (n) => {
-      await core.patchNamespacedService({ name: 's0', namespace: 'bench', body: { spec: { ports: [{ port: 80, targetPort: 8000 + n }] } } }, merge);
-    }, 'Kubernetes//Pod/bench/p0'));
+    report(
+      `Kubernetes API, ${String(PODS)} pods, Service edit (selects ${String(PODS / 50)})`,
+      await measure(
+        fromApi,
+        apiToken,
+        async (n) => {
+          await core.patchNamespacedService(
+            { name: 's0', namespace: 'bench', body: { spec: { ports: [{ port: 80, targetPort: 8000 + n }] } } },
+            merge,
+          );
+        },
+        'Kubernetes//Pod/bench/p0',
+      ),
+    );
     await fromApi.stop();
     await api.stop();
   } finally {

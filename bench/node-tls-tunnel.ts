@@ -11,10 +11,17 @@ import { HBONE_TLS } from '../src/ztunnel/tls/workload-tls.js';
 
 const [role, certFile, keyFile, caFile, ...maps] = process.argv.slice(2);
 const opts = {
-  cert: readFileSync(certFile!), key: readFileSync(keyFile!), ca: readFileSync(caFile!),
-  minVersion: HBONE_TLS.minVersion, maxVersion: HBONE_TLS.maxVersion, ciphers: HBONE_TLS.ciphers,
+  cert: readFileSync(certFile!),
+  key: readFileSync(keyFile!),
+  ca: readFileSync(caFile!),
+  minVersion: HBONE_TLS.minVersion,
+  maxVersion: HBONE_TLS.maxVersion,
+  ciphers: HBONE_TLS.ciphers,
 };
-const hp = (s: string): { host: string; port: number } => ({ host: s.slice(0, s.lastIndexOf(':')), port: Number(s.slice(s.lastIndexOf(':') + 1)) });
+const hp = (s: string): { host: string; port: number } => ({
+  host: s.slice(0, s.lastIndexOf(':')),
+  port: Number(s.slice(s.lastIndexOf(':') + 1)),
+});
 /** Both ways, half-close preserved (as stunnel does), torn down together on error. */
 const join = (a: net.Socket, b: net.Socket): void => {
   a.pipe(b);
@@ -27,8 +34,24 @@ for (const m of maps) {
   const l = hp(from);
   const c = hp(to);
   if (role === 'server') {
-    tls.createServer({ ...opts, requestCert: true, rejectUnauthorized: true, noDelay: true, allowHalfOpen: true }, (s) => join(s, net.connect({ ...c, noDelay: true, allowHalfOpen: true }))).listen(l.port, l.host);
+    tls
+      .createServer({ ...opts, requestCert: true, rejectUnauthorized: true, noDelay: true, allowHalfOpen: true }, (s) =>
+        join(s, net.connect({ ...c, noDelay: true, allowHalfOpen: true })),
+      )
+      .listen(l.port, l.host);
   } else {
-    net.createServer({ noDelay: true, allowHalfOpen: true }, (s) => join(s, tls.connect({ ...opts, socket: net.connect({ ...c, noDelay: true, allowHalfOpen: true }), allowHalfOpen: true, checkServerIdentity: () => undefined } as tls.ConnectionOptions))).listen(l.port, l.host);
+    net
+      .createServer({ noDelay: true, allowHalfOpen: true }, (s) =>
+        join(
+          s,
+          tls.connect({
+            ...opts,
+            socket: net.connect({ ...c, noDelay: true, allowHalfOpen: true }),
+            allowHalfOpen: true,
+            checkServerIdentity: () => undefined,
+          } as tls.ConnectionOptions),
+        ),
+      )
+      .listen(l.port, l.host);
   }
 }

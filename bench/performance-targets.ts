@@ -44,29 +44,62 @@ const x = (v: number): string => `${v.toFixed(2)}×`;
 export function performanceTargets(input: TargetInput): TargetRow[] {
   const by = (n: string): PathFigures | undefined => input.rows.find((r) => r.name === n);
   const out: TargetRow[] = [];
-  const add = (target: string, want: string, value: number, met: boolean, shown = x(value)): void => void out.push({ target, want, measured: shown, met });
+  const add = (target: string, want: string, value: number, met: boolean, shown = x(value)): void =>
+    void out.push({ target, want, measured: shown, met });
   const a = by('amesh');
   const floor = by('node-tls');
   if (a !== undefined && floor !== undefined) {
-    add('throughput 1 stream vs node-tls', '≥ 0.90×', a.throughput1 / floor.throughput1, a.throughput1 / floor.throughput1 >= 0.9);
-    add('throughput 8 streams vs node-tls', '≥ 0.90×', a.throughput8 / floor.throughput8, a.throughput8 / floor.throughput8 >= 0.9);
-    if (a.cpuSecPerGB !== null && floor.cpuSecPerGB !== null) add('proxy CPU per GB vs node-tls', '≤ 1.15×', a.cpuSecPerGB / floor.cpuSecPerGB, a.cpuSecPerGB / floor.cpuSecPerGB <= 1.15);
+    add(
+      'throughput 1 stream vs node-tls',
+      '≥ 0.90×',
+      a.throughput1 / floor.throughput1,
+      a.throughput1 / floor.throughput1 >= 0.9,
+    );
+    add(
+      'throughput 8 streams vs node-tls',
+      '≥ 0.90×',
+      a.throughput8 / floor.throughput8,
+      a.throughput8 / floor.throughput8 >= 0.9,
+    );
+    if (a.cpuSecPerGB !== null && floor.cpuSecPerGB !== null)
+      add(
+        'proxy CPU per GB vs node-tls',
+        '≤ 1.15×',
+        a.cpuSecPerGB / floor.cpuSecPerGB,
+        a.cpuSecPerGB / floor.cpuSecPerGB <= 1.15,
+      );
     add('p50 latency vs node-tls', '≤ 1.05×', a.p50 / floor.p50, a.p50 / floor.p50 <= 1.05);
     add('p99 latency vs node-tls', '≤ 1.20×', a.p99 / floor.p99, a.p99 / floor.p99 <= 1.2);
   }
   const st = by('stunnel');
-  if (a !== undefined && st !== undefined) add('new connections/s vs stunnel', '≥ 4×', a.connPerSec / st.connPerSec, a.connPerSec / st.connPerSec >= 4);
+  if (a !== undefined && st !== undefined)
+    add('new connections/s vs stunnel', '≥ 4×', a.connPerSec / st.connPerSec, a.connPerSec / st.connPerSec >= 4);
   const direct = by('direct');
   const podDirect = by('pod-direct');
   const capture = by('pod-capture');
   if (a !== undefined && direct !== undefined && podDirect !== undefined && capture !== undefined) {
-    for (const [label, f] of [['throughput 1 stream', (r: PathFigures) => r.throughput1], ['throughput 8 streams', (r: PathFigures) => r.throughput8], ['connections/s', (r: PathFigures) => r.connPerSec]] as const) {
+    for (const [label, f] of [
+      ['throughput 1 stream', (r: PathFigures) => r.throughput1],
+      ['throughput 8 streams', (r: PathFigures) => r.throughput8],
+      ['connections/s', (r: PathFigures) => r.connPerSec],
+    ] as const) {
       const socks = f(a) / f(direct);
       const inpod = f(capture) / f(podDirect);
-      add(`in-pod ${label}: pod-capture/pod-direct vs amesh/direct`, `≥ ${x(socks)}`, inpod, inpod >= socks * (1 - FLAT_TOLERANCE));
+      add(
+        `in-pod ${label}: pod-capture/pod-direct vs amesh/direct`,
+        `≥ ${x(socks)}`,
+        inpod,
+        inpod >= socks * (1 - FLAT_TOLERANCE),
+      );
     }
   }
-  add('idle ztunnel RSS', `≤ ${String(IDLE_RSS_LIMIT_MIB)} MiB`, input.idleZtunnelRssMiB, input.idleZtunnelRssMiB <= IDLE_RSS_LIMIT_MIB, `${input.idleZtunnelRssMiB.toFixed(0)} MiB`);
+  add(
+    'idle ztunnel RSS',
+    `≤ ${String(IDLE_RSS_LIMIT_MIB)} MiB`,
+    input.idleZtunnelRssMiB,
+    input.idleZtunnelRssMiB <= IDLE_RSS_LIMIT_MIB,
+    `${input.idleZtunnelRssMiB.toFixed(0)} MiB`,
+  );
   if (input.rounds.length > 1) {
     const series = (name: string, f: (r: PathFigures) => number | null): number[] =>
       input.rounds.flatMap((round) => {
@@ -77,7 +110,11 @@ export function performanceTargets(input: TargetInput): TargetRow[] {
     const pct = (v: number): string => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}%`;
     const rounds = String(input.rounds.length);
     const within = `within ±${String(FLAT_TOLERANCE * 100)}%`;
-    for (const [label, f] of [['throughput 1 stream', (r: PathFigures) => r.throughput1], ['throughput 8 streams', (r: PathFigures) => r.throughput8], ['proxy CPU per GB', (r: PathFigures) => r.cpuSecPerGB]] as const) {
+    for (const [label, f] of [
+      ['throughput 1 stream', (r: PathFigures) => r.throughput1],
+      ['throughput 8 streams', (r: PathFigures) => r.throughput8],
+      ['proxy CPU per GB', (r: PathFigures) => r.cpuSecPerGB],
+    ] as const) {
       const a = series('amesh', f);
       if (a.length !== input.rounds.length) continue;
       const c = a[a.length - 1]! / a[0]! - 1;
@@ -88,7 +125,13 @@ export function performanceTargets(input: TargetInput): TargetRow[] {
       const fit = fittedChange(a);
       const floor = series('node-tls', f);
       const control = floor.length === a.length ? `; node-tls ${pct(fittedChange(floor).change)}` : '';
-      add(`flat: amesh ${label}, fitted over ${rounds} rounds`, within, fit.change, Math.abs(fit.change) <= FLAT_TOLERANCE, `${pct(fit.change)} ±${(fit.halfWidth95 * 100).toFixed(1)}${control}`);
+      add(
+        `flat: amesh ${label}, fitted over ${rounds} rounds`,
+        within,
+        fit.change,
+        Math.abs(fit.change) <= FLAT_TOLERANCE,
+        `${pct(fit.change)} ±${(fit.halfWidth95 * 100).toFixed(1)}${control}`,
+      );
     }
   }
   return out;
@@ -109,11 +152,26 @@ const IDLE_CONNECTIONS_RSS_LIMIT_MIB = 600;
 export function idleConnectionTargets(f: IdleConnectionFigures): TargetRow[] {
   const enough = f.connections >= IDLE_CONNECTIONS_WANTED;
   return [
-    { target: `${String(IDLE_CONNECTIONS_WANTED)} idle connections: both ztunnels' RSS`, want: `< ${String(IDLE_CONNECTIONS_RSS_LIMIT_MIB)} MiB`, measured: `${f.rssOpenMiB.toFixed(0)} MiB (${String(f.connections)} open)`, met: enough && f.rssOpenMiB < IDLE_CONNECTIONS_RSS_LIMIT_MIB },
-    { target: 'every byte intact when they carry data', want: `${String(IDLE_CONNECTIONS_WANTED)} of ${String(IDLE_CONNECTIONS_WANTED)}`, measured: `${String(f.intact)} of ${String(f.connections)}`, met: enough && f.intact === f.connections },
+    {
+      target: `${String(IDLE_CONNECTIONS_WANTED)} idle connections: both ztunnels' RSS`,
+      want: `< ${String(IDLE_CONNECTIONS_RSS_LIMIT_MIB)} MiB`,
+      measured: `${f.rssOpenMiB.toFixed(0)} MiB (${String(f.connections)} open)`,
+      met: enough && f.rssOpenMiB < IDLE_CONNECTIONS_RSS_LIMIT_MIB,
+    },
+    {
+      target: 'every byte intact when they carry data',
+      want: `${String(IDLE_CONNECTIONS_WANTED)} of ${String(IDLE_CONNECTIONS_WANTED)}`,
+      measured: `${String(f.intact)} of ${String(f.connections)}`,
+      met: enough && f.intact === f.connections,
+    },
   ];
 }
 
 export function renderTargets(rows: readonly TargetRow[]): string {
-  return render('table', ['TARGET', 'WANT', 'MEASURED', 'MET'], rows.map((r) => [r.target, r.want, r.measured, r.met ? 'yes' : 'NO']), rows);
+  return render(
+    'table',
+    ['TARGET', 'WANT', 'MEASURED', 'MET'],
+    rows.map((r) => [r.target, r.want, r.measured, r.met ? 'yes' : 'NO']),
+    rows,
+  );
 }

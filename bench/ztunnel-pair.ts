@@ -48,20 +48,47 @@ export function profileFlags(): string[] {
 /** Starts the pair and resolves once both answer ready. */
 export async function startZtunnelPair(o: ZtunnelPairOptions): Promise<ChildProcess[]> {
   const mesh = path.join(o.dir, `${o.name}-mesh.yaml`);
-  await writeFile(mesh, `workloads:
+  await writeFile(
+    mesh,
+    `workloads:
 - {uid: ${o.name}-client, name: client, namespace: bench, serviceAccount: client, workloadIps: [${o.clientIp}], protocol: HBONE, node: ${o.name}1}
 - {uid: ${o.name}-app, name: app, namespace: bench, serviceAccount: app, workloadIps: [${o.appIp}], protocol: HBONE, node: ${o.name}2}
-`);
+`,
+  );
   const { cmd, args } = ameshCommand();
-  const script = o.nodeFlags === undefined ? args : [...o.nodeFlags, ...args.filter((a) => !DATA_PATH_NODE_FLAGS.includes(a))];
+  const script =
+    o.nodeFlags === undefined ? args : [...o.nodeFlags, ...args.filter((a) => !DATA_PATH_NODE_FLAGS.includes(a))];
   const procs = o.controlIps.map((ip, i) => {
-    const argv = [...profileFlags(), ...script, 'ztunnel', '--local-ca', o.ca, '--admin-address', `${ip}:15000`, '--metrics-address', `${ip}:15020`, '--readiness-address', `${ip}:15021`];
-    const [file, ...rest] = o.nofile === undefined ? [cmd, ...argv] : ['prlimit', `--nofile=${String(o.nofile)}:${String(o.nofile)}`, cmd, ...argv];
-    const mode = o.inpodSockets === undefined
-      ? { UNSTABLE_ENABLE_SOCKS5: 'true' }
-      : { UNSTABLE_ENABLE_SOCKS5: 'false', INPOD_ENABLED: 'true', INPOD_UDS: o.inpodSockets[i]! };
+    const argv = [
+      ...profileFlags(),
+      ...script,
+      'ztunnel',
+      '--local-ca',
+      o.ca,
+      '--admin-address',
+      `${ip}:15000`,
+      '--metrics-address',
+      `${ip}:15020`,
+      '--readiness-address',
+      `${ip}:15021`,
+    ];
+    const [file, ...rest] =
+      o.nofile === undefined
+        ? [cmd, ...argv]
+        : ['prlimit', `--nofile=${String(o.nofile)}:${String(o.nofile)}`, cmd, ...argv];
+    const mode =
+      o.inpodSockets === undefined
+        ? { UNSTABLE_ENABLE_SOCKS5: 'true' }
+        : { UNSTABLE_ENABLE_SOCKS5: 'false', INPOD_ENABLED: 'true', INPOD_UDS: o.inpodSockets[i]! };
     return spawn(file, rest, {
-      env: { ...process.env, LOCAL_XDS_PATH: mesh, NODE_NAME: `${o.name}${String(i + 1)}`, RUST_LOG: 'info', LOG_FORMAT: 'json', ...mode },
+      env: {
+        ...process.env,
+        LOCAL_XDS_PATH: mesh,
+        NODE_NAME: `${o.name}${String(i + 1)}`,
+        RUST_LOG: 'info',
+        LOG_FORMAT: 'json',
+        ...mode,
+      },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
   });
@@ -74,7 +101,10 @@ export async function startZtunnelPair(o: ZtunnelPairOptions): Promise<ChildProc
         stop();
         throw new Error(`ztunnel on ${ip} exited (${String(procs[n]!.exitCode)}) before it was ready`);
       }
-      const ok = await fetch(`http://${ip}:15021/healthz/ready`).then((r) => r.status === 200, () => false);
+      const ok = await fetch(`http://${ip}:15021/healthz/ready`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (ok) break;
       if (i > READY_POLLS) {
         stop();

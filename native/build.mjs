@@ -12,9 +12,13 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const nodedir = process.env.npm_config_nodedir || path.resolve(process.execPath, '../..');
 if (!existsSync(path.join(nodedir, 'include/node/node_api.h'))) {
-  console.error(`amesh native: no Node headers at ${nodedir}/include/node; use a Node.js build that has them, or set npm_config_nodedir to a directory with include/node`);
+  console.error(
+    `amesh native: no Node headers at ${nodedir}/include/node; use a Node.js build that has them, or set npm_config_nodedir to a directory with include/node`,
+  );
   process.exit(1);
 }
 const nodeGyp = createRequire(import.meta.url).resolve('node-gyp/bin/node-gyp.js');
-const r = spawnSync(process.execPath, [nodeGyp, 'rebuild', `--nodedir=${nodedir}`, '--directory', here], { stdio: 'inherit' });
+const r = spawnSync(process.execPath, [nodeGyp, 'rebuild', `--nodedir=${nodedir}`, '--directory', here], {
+  stdio: 'inherit',
+});
 process.exit(r.status ?? 1);

@@ -17,7 +17,9 @@ type Informer = k8s.Informer<k8s.V1ConfigMap> & k8s.ObjectCache<k8s.V1ConfigMap>
  */
 function informer(kc: k8s.KubeConfig, ns: string): { inf: Informer; rvs: number[]; stop: () => Promise<void> } {
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const inf: Informer = k8s.makeInformer<k8s.V1ConfigMap>(kc, `/api/v1/namespaces/${ns}/configmaps`, () => core.listNamespacedConfigMap({ namespace: ns }));
+  const inf: Informer = k8s.makeInformer<k8s.V1ConfigMap>(kc, `/api/v1/namespaces/${ns}/configmaps`, () =>
+    core.listNamespacedConfigMap({ namespace: ns }),
+  );
   const rvs: number[] = [];
   let stopped = false;
   const record = (o: k8s.V1ConfigMap): void => void rvs.push(Number(o.metadata?.resourceVersion));
@@ -37,7 +39,8 @@ function informer(kc: k8s.KubeConfig, ns: string): { inf: Informer; rvs: number[
   };
 }
 
-const state = (items: readonly k8s.V1ConfigMap[]): string[] => items.map((o) => `${o.metadata?.name ?? ''}@${o.metadata?.resourceVersion ?? ''}`).sort();
+const state = (items: readonly k8s.V1ConfigMap[]): string[] =>
+  items.map((o) => `${o.metadata?.name ?? ''}@${o.metadata?.resourceVersion ?? ''}`).sort();
 
 describe('@kubernetes/client-node informers against amesh apiserver', () => {
   let dir: string;
@@ -69,16 +72,31 @@ describe('@kubernetes/client-node informers against amesh apiserver', () => {
       for (let i = 0; i < 30; i++) {
         const name = `cm-${String(w)}-${String(i % 7)}`;
         const existing = await core.readNamespacedConfigMap({ name, namespace: 'churn' }).catch(() => undefined);
-        if (existing === undefined) await core.createNamespacedConfigMap({ namespace: 'churn', body: { metadata: { name }, data: { i: String(i) } } });
+        if (existing === undefined)
+          await core.createNamespacedConfigMap({
+            namespace: 'churn',
+            body: { metadata: { name }, data: { i: String(i) } },
+          });
         else if (i % 5 === 0) await core.deleteNamespacedConfigMap({ name, namespace: 'churn' });
-        else await core.replaceNamespacedConfigMap({ name, namespace: 'churn', body: { metadata: existing.metadata, data: { i: String(i) } } }).catch(() => undefined);
+        else
+          await core
+            .replaceNamespacedConfigMap({
+              name,
+              namespace: 'churn',
+              body: { metadata: existing.metadata, data: { i: String(i) } },
+            })
+            .catch(() => undefined);
       }
     };
     await Promise.all([0, 1, 2, 3, 4].map(writer));
     const final = state((await core.listNamespacedConfigMap({ namespace: 'churn' })).items);
     for (const i of infs) {
       await waitFor('informer converges', () => JSON.stringify(state(i.inf.list())) === JSON.stringify(final), 15_000);
-      for (let n = 1; n < i.rvs.length; n++) assert.ok((i.rvs[n] ?? 0) > (i.rvs[n - 1] ?? 0), `events out of order: ${String(i.rvs[n - 1])} then ${String(i.rvs[n])}`);
+      for (let n = 1; n < i.rvs.length; n++)
+        assert.ok(
+          (i.rvs[n] ?? 0) > (i.rvs[n - 1] ?? 0),
+          `events out of order: ${String(i.rvs[n - 1])} then ${String(i.rvs[n])}`,
+        );
       await i.stop();
     }
   });
@@ -91,10 +109,15 @@ describe('@kubernetes/client-node informers against amesh apiserver', () => {
     await api.stop();
     api = await startApiServer(path.join(dir, 'data'), { listen, eventHistory: HISTORY });
     // More writes than the server keeps: the informer's resourceVersion is now older than the history.
-    for (let n = 0; n < HISTORY + 10; n++) await core.createNamespacedConfigMap({ namespace: 'churn', body: { metadata: { generateName: 'filler-' } } });
+    for (let n = 0; n < HISTORY + 10; n++)
+      await core.createNamespacedConfigMap({ namespace: 'churn', body: { metadata: { generateName: 'filler-' } } });
     await core.deleteNamespacedConfigMap({ name: 'before', namespace: 'relist' });
     await core.createNamespacedConfigMap({ namespace: 'relist', body: { metadata: { name: 'after' } } });
-    await waitFor('informer relists', () => JSON.stringify(i.inf.list().map((o) => o.metadata?.name)) === '["after"]', 20_000);
+    await waitFor(
+      'informer relists',
+      () => JSON.stringify(i.inf.list().map((o) => o.metadata?.name)) === '["after"]',
+      20_000,
+    );
     await i.stop();
   });
 });

@@ -17,7 +17,10 @@ after(async () => {
 /** `amesh apiserver` as its own process; resolves once it logs that it is ready. */
 async function startProcess(dataDir: string, listen: string): Promise<ChildProcess> {
   const { cmd, args } = ameshCommand();
-  const child = spawn(cmd, [...args, 'apiserver', '--data-dir', dataDir, '--listen', listen], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_FORMAT: 'json' } });
+  const child = spawn(cmd, [...args, 'apiserver', '--data-dir', dataDir, '--listen', listen], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LOG_FORMAT: 'json' },
+  });
   let out = '';
   await new Promise<void>((resolve, reject) => {
     const onData = (d: Buffer): void => {
@@ -49,7 +52,10 @@ test('kill -9 during a burst of creates: every acknowledged write is there after
   const writer = async (w: number): Promise<void> => {
     for (let i = 0; !killed; i++) {
       try {
-        const cm = await core.createNamespacedConfigMap({ namespace: 'burst', body: { metadata: { name: `w${String(w)}-${String(i)}` }, data: { i: String(i) } } });
+        const cm = await core.createNamespacedConfigMap({
+          namespace: 'burst',
+          body: { metadata: { name: `w${String(w)}-${String(i)}` }, data: { i: String(i) } },
+        });
         acked.set(cm.metadata?.name ?? '', Number(cm.metadata?.resourceVersion));
       } catch {
         return;
@@ -71,21 +77,35 @@ test('kill -9 during a burst of creates: every acknowledged write is there after
     const stored = new Map(items.map((o) => [o.metadata?.name ?? '', Number(o.metadata?.resourceVersion)]));
     for (const [name, rv] of acked) assert.equal(stored.get(name), rv, `acknowledged write ${name}@${String(rv)} lost`);
 
-    const expected = [...stored].filter(([, rv]) => rv > (checkpoint ?? 0)).map(([n]) => n).sort();
+    const expected = [...stored]
+      .filter(([, rv]) => rv > (checkpoint ?? 0))
+      .map(([n]) => n)
+      .sort();
     const seen: string[] = [];
     const watch = new k8s.Watch(kc);
     let done: () => void = () => undefined;
     const all = new Promise<void>((r) => (done = r));
-    const req = await watch.watch('/api/v1/namespaces/burst/configmaps', { resourceVersion: String(checkpoint) }, (type, obj: k8s.V1ConfigMap) => {
-      assert.equal(type, 'ADDED');
-      seen.push(obj.metadata?.name ?? '');
-      if (seen.length === expected.length) done();
-    }, () => undefined);
+    const req = await watch.watch(
+      '/api/v1/namespaces/burst/configmaps',
+      { resourceVersion: String(checkpoint) },
+      (type, obj: k8s.V1ConfigMap) => {
+        assert.equal(type, 'ADDED');
+        seen.push(obj.metadata?.name ?? '');
+        if (seen.length === expected.length) done();
+      },
+      () => undefined,
+    );
     await all;
     req.abort();
     assert.deepEqual(seen.sort(), expected);
-    const after = await core.createNamespacedConfigMap({ namespace: 'burst', body: { metadata: { name: 'after-restart' } } });
-    assert.ok(Number(after.metadata?.resourceVersion) > Math.max(...stored.values()), 'resourceVersions keep increasing across restarts');
+    const after = await core.createNamespacedConfigMap({
+      namespace: 'burst',
+      body: { metadata: { name: 'after-restart' } },
+    });
+    assert.ok(
+      Number(after.metadata?.resourceVersion) > Math.max(...stored.values()),
+      'resourceVersions keep increasing across restarts',
+    );
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');

@@ -85,11 +85,17 @@ describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
 
   test('a new cluster has the system namespaces and the kubernetes Service on the first address of the range', async () => {
     const ns = await ok('get', 'namespaces', '-o', 'name');
-    for (const n of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) assert.match(ns, new RegExp(`^namespace/${n}$`, 'm'));
-    const svc = JSON.parse(await ok('get', 'service', 'kubernetes', '-o', 'json')) as { spec: { clusterIP: string; ports: { port: number }[] } };
+    for (const n of ['default', 'kube-system', 'kube-public', 'kube-node-lease'])
+      assert.match(ns, new RegExp(`^namespace/${n}$`, 'm'));
+    const svc = JSON.parse(await ok('get', 'service', 'kubernetes', '-o', 'json')) as {
+      spec: { clusterIP: string; ports: { port: number }[] };
+    };
     assert.equal(svc.spec.clusterIP, '10.96.0.1');
     assert.equal(svc.spec.ports[0]?.port, 443);
-    const slice = JSON.parse(await ok('get', 'endpointslice', 'kubernetes', '-o', 'json')) as { endpoints: { addresses: string[] }[]; ports: { port: number }[] };
+    const slice = JSON.parse(await ok('get', 'endpointslice', 'kubernetes', '-o', 'json')) as {
+      endpoints: { addresses: string[] }[];
+      ports: { port: number }[];
+    };
     assert.deepEqual(slice.endpoints[0]?.addresses, ['127.0.0.1']);
     assert.equal(slice.ports[0]?.port, api.port);
   });
@@ -105,7 +111,10 @@ describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
   });
 
   test('get -o json returns the stored object with system fields, and the Service got a ClusterIP', async () => {
-    const svc = JSON.parse(await ok('get', 'service', 'web', '-n', 'shop', '-o', 'json')) as { metadata: { uid: string; resourceVersion: string; creationTimestamp: string }; spec: { clusterIP: string; ports: { protocol: string; targetPort: number }[] } };
+    const svc = JSON.parse(await ok('get', 'service', 'web', '-n', 'shop', '-o', 'json')) as {
+      metadata: { uid: string; resourceVersion: string; creationTimestamp: string };
+      spec: { clusterIP: string; ports: { protocol: string; targetPort: number }[] };
+    };
     assert.match(svc.metadata.uid, /^[0-9a-f-]{36}$/);
     assert.match(svc.metadata.resourceVersion, /^\d+$/);
     assert.match(svc.spec.clusterIP, /^10\.96\.\d+\.\d+$/);
@@ -122,25 +131,68 @@ describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
   test('label, annotate and the three patch types change what they name', async () => {
     await ok('label', 'deployment', 'web', '-n', 'shop', 'tier=front');
     await ok('annotate', 'deployment', 'web', '-n', 'shop', 'note=hello');
-    await ok('patch', 'deployment', 'web', '-n', 'shop', '-p', '{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"C","value":"3"}]}]}}}}');
+    await ok(
+      'patch',
+      'deployment',
+      'web',
+      '-n',
+      'shop',
+      '-p',
+      '{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"C","value":"3"}]}]}}}}',
+    );
     await ok('patch', 'configmap', 'settings', '-n', 'shop', '--type', 'merge', '-p', '{"data":{"size":"L"}}');
-    await ok('patch', 'authorizationpolicy', 'allow-frontend', '-n', 'shop', '--type', 'json', '-p', '[{"op":"replace","path":"/spec/action","value":"DENY"}]');
-    const d = JSON.parse(await ok('get', 'deployment', 'web', '-n', 'shop', '-o', 'json')) as { metadata: { labels: Record<string, string>; annotations: Record<string, string> }; spec: { template: { spec: { containers: { env: { name: string }[] }[] } } } };
+    await ok(
+      'patch',
+      'authorizationpolicy',
+      'allow-frontend',
+      '-n',
+      'shop',
+      '--type',
+      'json',
+      '-p',
+      '[{"op":"replace","path":"/spec/action","value":"DENY"}]',
+    );
+    const d = JSON.parse(await ok('get', 'deployment', 'web', '-n', 'shop', '-o', 'json')) as {
+      metadata: { labels: Record<string, string>; annotations: Record<string, string> };
+      spec: { template: { spec: { containers: { env: { name: string }[] }[] } } };
+    };
     assert.equal(d.metadata.labels.tier, 'front');
     assert.equal(d.metadata.annotations.note, 'hello');
     assert.deepEqual(d.spec.template.spec.containers[0]?.env.map((e) => e.name).sort(), ['A', 'B', 'C']);
-    assert.equal((JSON.parse(await ok('get', 'cm', 'settings', '-n', 'shop', '-o', 'json')) as { data: Record<string, string> }).data.size, 'L');
-    assert.equal((JSON.parse(await ok('get', 'ap', 'allow-frontend', '-n', 'shop', '-o', 'json')) as { spec: { action: string } }).spec.action, 'DENY');
+    assert.equal(
+      (JSON.parse(await ok('get', 'cm', 'settings', '-n', 'shop', '-o', 'json')) as { data: Record<string, string> })
+        .data.size,
+      'L',
+    );
+    assert.equal(
+      (JSON.parse(await ok('get', 'ap', 'allow-frontend', '-n', 'shop', '-o', 'json')) as { spec: { action: string } })
+        .spec.action,
+      'DENY',
+    );
   });
 
   test('a strategic merge patch is refused for a custom resource, as the API server refuses it', async () => {
-    const r = await kubectl('patch', 'authorizationpolicy', 'allow-frontend', '-n', 'shop', '-p', '{"spec":{"action":"ALLOW"}}');
+    const r = await kubectl(
+      'patch',
+      'authorizationpolicy',
+      'allow-frontend',
+      '-n',
+      'shop',
+      '-p',
+      '{"spec":{"action":"ALLOW"}}',
+    );
     assert.notEqual(r.status, 0);
-    assert.match(r.stderr, /application\/strategic-merge-patch\+json is not supported|unknown format|UnsupportedMediaType|415/i);
+    assert.match(
+      r.stderr,
+      /application\/strategic-merge-patch\+json is not supported|unknown format|UnsupportedMediaType|415/i,
+    );
   });
 
   test('invalid objects are refused with 422 and the field path', async () => {
-    await writeFile(path.join(dir, 'bad.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n  namespace: shop\n');
+    await writeFile(
+      path.join(dir, 'bad.yaml'),
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n  namespace: shop\n',
+    );
     const r = await kubectl('apply', '-f', path.join(dir, 'bad.yaml'));
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /metadata\.name: Invalid value: "Bad_Name"/);
@@ -148,7 +200,18 @@ describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
 
   test('--dry-run=server validates patches and deletes but changes nothing', async () => {
     const before = await ok('get', 'configmap', 'settings', '-n', 'shop', '-o', 'json');
-    await ok('patch', 'configmap', 'settings', '-n', 'shop', '--type', 'merge', '-p', '{"data":{"size":"XL"}}', '--dry-run=server');
+    await ok(
+      'patch',
+      'configmap',
+      'settings',
+      '-n',
+      'shop',
+      '--type',
+      'merge',
+      '-p',
+      '{"data":{"size":"XL"}}',
+      '--dry-run=server',
+    );
     await ok('delete', 'configmap', 'settings', '-n', 'shop', '--dry-run=server');
     const bad = await kubectl('label', 'configmap', 'settings', '-n', 'shop', 'bad key=x', '--dry-run=server');
     assert.notEqual(bad.status, 0);
@@ -164,9 +227,20 @@ describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
 
   test('auth can-i and whoami answer for the caller, and for whom it impersonates', async () => {
     assert.equal((await ok('auth', 'can-i', 'list', 'secrets', '-n', 'shop')).trim(), 'yes');
-    const zt = await kubectl('auth', 'can-i', 'list', 'secrets', '-n', 'shop', '--as', 'system:serviceaccount:istio-system:ztunnel');
+    const zt = await kubectl(
+      'auth',
+      'can-i',
+      'list',
+      'secrets',
+      '-n',
+      'shop',
+      '--as',
+      'system:serviceaccount:istio-system:ztunnel',
+    );
     assert.equal(zt.stdout.trim(), 'no');
-    const who = JSON.parse(await ok('auth', 'whoami', '-o', 'json')) as { status: { userInfo: { username: string; groups: string[] } } };
+    const who = JSON.parse(await ok('auth', 'whoami', '-o', 'json')) as {
+      status: { userInfo: { username: string; groups: string[] } };
+    };
     assert.equal(who.status.userInfo.username, 'kubernetes-admin');
     assert.ok(who.status.userInfo.groups.includes('system:masters'));
   });

@@ -46,9 +46,14 @@ test('kill -9 during a burst of writes: every acknowledged write survives, and a
 
   const s = await Storage.open(dir);
   try {
-    for (const [key, rv] of acked) assert.equal(s.get(key)?.metadata.resourceVersion, String(rv), `acknowledged write ${key}@${rv} was lost`);
+    for (const [key, rv] of acked)
+      assert.equal(s.get(key)?.metadata.resourceVersion, String(rv), `acknowledged write ${key}@${rv} was lost`);
     const revision = s.revision();
-    assert.equal(s.list('/registry/core/pods/').items.length, revision, 'every committed revision is one stored create');
+    assert.equal(
+      s.list('/registry/core/pods/').items.length,
+      revision,
+      'every committed revision is one stored create',
+    );
 
     const events: StorageEvent[] = [];
     const replayed = new Promise<void>((resolve) => {
@@ -58,15 +63,23 @@ test('kill -9 during a burst of writes: every acknowledged write survives, and a
       });
     });
     await replayed;
-    assert.deepEqual(events.map((e) => e.revision), Array.from({ length: revision - from }, (_, i) => from + i + 1));
+    assert.deepEqual(
+      events.map((e) => e.revision),
+      Array.from({ length: revision - from }, (_, i) => from + i + 1),
+    );
     for (const e of events) {
       assert.equal(e.type, 'ADDED');
       assert.deepEqual(e.object, s.get(e.key));
     }
     const replayedKeys = new Set(events.map((e) => e.key));
-    for (const [key, rv] of acked) if (rv > from) assert.ok(replayedKeys.has(key), `acknowledged write ${key}@${rv} is missing from the replay`);
+    for (const [key, rv] of acked)
+      if (rv > from) assert.ok(replayedKeys.has(key), `acknowledged write ${key}@${rv} is missing from the replay`);
 
-    const after = await s.create('/registry/core/pods/default/after-restart', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'after-restart' } });
+    const after = await s.create('/registry/core/pods/default/after-restart', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'after-restart' },
+    });
     assert.equal(after.metadata.resourceVersion, String(revision + 1), 'revisions continue after the crash');
   } finally {
     await s.close();

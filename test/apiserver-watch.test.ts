@@ -9,7 +9,11 @@ import type { ApiServer } from '../src/apiserver/api-server.js';
 
 interface Event {
   type: string;
-  object: { metadata: { name?: string; resourceVersion?: string; annotations?: Record<string, string> }; code?: number; reason?: string };
+  object: {
+    metadata: { name?: string; resourceVersion?: string; annotations?: Record<string, string> };
+    code?: number;
+    reason?: string;
+  };
 }
 
 describe('amesh apiserver watch streams', () => {
@@ -20,19 +24,42 @@ describe('amesh apiserver watch streams', () => {
   const request = (method: string, p: string, body?: unknown): Promise<{ status: number; text: string }> =>
     new Promise((resolve, reject) => {
       const data = body === undefined ? undefined : JSON.stringify(body);
-      const req = https.request({ host: '127.0.0.1', port: api.port, method, path: p, ca: api.caCertPem, servername: 'localhost', headers: { authorization: `Bearer ${token}`, ...(data === undefined ? {} : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }) } }, (res) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      });
+      const req = https.request(
+        {
+          host: '127.0.0.1',
+          port: api.port,
+          method,
+          path: p,
+          ca: api.caCertPem,
+          servername: 'localhost',
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(data === undefined
+              ? {}
+              : { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }),
+          },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        },
+      );
       req.on('error', reject);
       req.end(data);
     });
-  const rvOf = (text: string): string => (JSON.parse(text) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+  const rvOf = (text: string): string =>
+    (JSON.parse(text) as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
   /** A whole watch stream, read until the server ends it. */
   const watchAll = async (query: string): Promise<{ status: number; events: Event[] }> => {
     const r = await request('GET', `/api/v1/namespaces/w/configmaps?watch=true&${query}`);
-    return { status: r.status, events: r.text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Event) };
+    return {
+      status: r.status,
+      events: r.text
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Event),
+    };
   };
 
   before(async () => {
@@ -47,11 +74,21 @@ describe('amesh apiserver watch streams', () => {
   });
 
   test('lifting the last finalizer of an object being deleted ends it with one DELETED event, no MODIFIED before it', async () => {
-    await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'fin', finalizers: ['example.com/hold'] } });
+    await request('POST', '/api/v1/namespaces/w/configmaps', {
+      metadata: { name: 'fin', finalizers: ['example.com/hold'] },
+    });
     const marked = await request('DELETE', '/api/v1/namespaces/w/configmaps/fin');
-    assert.equal((await request('PATCH', '/api/v1/namespaces/w/configmaps/fin', { metadata: { finalizers: null } })).status, 200);
-    const { events } = await watchAll(`resourceVersion=${rvOf(marked.text)}&fieldSelector=metadata.name%3Dfin&timeoutSeconds=1`);
-    assert.deepEqual(events.map((e) => e.type), ['DELETED']);
+    assert.equal(
+      (await request('PATCH', '/api/v1/namespaces/w/configmaps/fin', { metadata: { finalizers: null } })).status,
+      200,
+    );
+    const { events } = await watchAll(
+      `resourceVersion=${rvOf(marked.text)}&fieldSelector=metadata.name%3Dfin&timeoutSeconds=1`,
+    );
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['DELETED'],
+    );
     assert.equal((await request('GET', '/api/v1/namespaces/w/configmaps/fin')).status, 404);
   });
 
@@ -59,12 +96,17 @@ describe('amesh apiserver watch streams', () => {
     await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'first' } });
     const { status, events } = await watchAll('timeoutSeconds=1');
     assert.equal(status, 200);
-    assert.deepEqual(events.map((e) => [e.type, e.object.metadata.name]), [['ADDED', 'first']]);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.object.metadata.name]),
+      [['ADDED', 'first']],
+    );
   });
 
   test('a watcher allowing bookmarks gets one with its newest version before the timeout ends the stream', async () => {
     const created = await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'second' } });
-    const { events } = await watchAll(`resourceVersion=${rvOf(created.text)}&allowWatchBookmarks=true&timeoutSeconds=1`);
+    const { events } = await watchAll(
+      `resourceVersion=${rvOf(created.text)}&allowWatchBookmarks=true&timeoutSeconds=1`,
+    );
     assert.equal(events.at(-1)?.type, 'BOOKMARK');
     assert.equal(events.at(-1)?.object.metadata.resourceVersion, rvOf(created.text));
   });
@@ -75,12 +117,16 @@ describe('amesh apiserver watch streams', () => {
     await request('PATCH', '/api/v1/namespaces/w/configmaps/sel', { data: { k: 'v' } });
     await request('PATCH', '/api/v1/namespaces/w/configmaps/sel', { metadata: { labels: { app: 'y' } } });
     const { events } = await watchAll(`resourceVersion=${rvOf(created.text)}&labelSelector=app%3Dx&timeoutSeconds=1`);
-    assert.deepEqual(events.map((e) => e.type), ['ADDED', 'MODIFIED', 'DELETED']);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['ADDED', 'MODIFIED', 'DELETED'],
+    );
   });
 
   test('a resourceVersion older than the kept history gets one ERROR event with a 410 Expired Status', async () => {
     const first = await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'old' } });
-    for (let i = 0; i < 25; i++) await request('PATCH', '/api/v1/namespaces/w/configmaps/old', { data: { i: String(i) } });
+    for (let i = 0; i < 25; i++)
+      await request('PATCH', '/api/v1/namespaces/w/configmaps/old', { data: { i: String(i) } });
     const { status, events } = await watchAll(`resourceVersion=${rvOf(first.text)}`);
     assert.equal(status, 200);
     assert.equal(events.length, 1);
@@ -94,23 +140,42 @@ describe('amesh apiserver watch streams', () => {
     await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'named-b' } });
     await request('PATCH', '/api/v1/namespaces/w/configmaps/named-b', { data: { k: 'b' } });
     await request('PATCH', '/api/v1/namespaces/w/configmaps/named-a', { data: { k: 'a' } });
-    const r = await request('GET', `/api/v1/namespaces/w/configmaps/named-a?watch=true&resourceVersion=${rvOf(a.text)}&timeoutSeconds=1`);
-    const events = r.text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Event);
-    assert.deepEqual(events.map((e) => [e.type, e.object.metadata.name]), [['MODIFIED', 'named-a']]);
+    const r = await request(
+      'GET',
+      `/api/v1/namespaces/w/configmaps/named-a?watch=true&resourceVersion=${rvOf(a.text)}&timeoutSeconds=1`,
+    );
+    const events = r.text
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Event);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.object.metadata.name]),
+      [['MODIFIED', 'named-a']],
+    );
   });
 
   test("a selected watch's bookmark carries the store's progress, not only its own events' versions", async () => {
     const start = await request('POST', '/api/v1/namespaces/w/configmaps', { metadata: { name: 'progress' } });
     const later = await request('PATCH', '/api/v1/namespaces/w/configmaps/progress', { data: { k: 'v' } });
-    const { events } = await watchAll(`resourceVersion=${rvOf(start.text)}&labelSelector=nothing%3Dmatches&allowWatchBookmarks=true&timeoutSeconds=1`);
-    assert.deepEqual(events.map((e) => e.type), ['BOOKMARK']);
+    const { events } = await watchAll(
+      `resourceVersion=${rvOf(start.text)}&labelSelector=nothing%3Dmatches&allowWatchBookmarks=true&timeoutSeconds=1`,
+    );
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['BOOKMARK'],
+    );
     assert.ok(Number(events[0]?.object.metadata.resourceVersion) >= Number(rvOf(later.text)));
   });
 
   test('sendInitialEvents streams the current state and ends it with the initial-events-end bookmark', async () => {
-    const { status, events } = await watchAll('sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dfirst');
+    const { status, events } = await watchAll(
+      'sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1&fieldSelector=metadata.name%3Dfirst',
+    );
     assert.equal(status, 200);
-    assert.deepEqual(events.slice(0, 2).map((e) => e.type), ['ADDED', 'BOOKMARK']);
+    assert.deepEqual(
+      events.slice(0, 2).map((e) => e.type),
+      ['ADDED', 'BOOKMARK'],
+    );
     assert.equal(events[1]?.object.metadata.annotations?.['k8s.io/initial-events-end'], 'true');
     assert.equal((await watchAll('sendInitialEvents=true&allowWatchBookmarks=true')).status, 422);
   });
@@ -124,17 +189,46 @@ describe('amesh apiserver watch streams', () => {
     await request('PATCH', '/api/v1/namespaces/w/configmaps/tabled', { data: { k: 'v' } });
     await request('PATCH', '/api/v1/namespaces/w/configmaps/tabled', { data: { k: 'w' } });
     const text = await new Promise<string>((resolve, reject) => {
-      const req = https.request({ host: '127.0.0.1', port: api.port, path: `/api/v1/namespaces/w/configmaps?watch=true&resourceVersion=${rvOf(first.text)}&timeoutSeconds=1`, ca: api.caCertPem, servername: 'localhost', headers: { authorization: `Bearer ${token}`, accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' } }, (res) => {
-        let t = '';
-        res.on('data', (c: Buffer) => (t += c.toString()));
-        res.on('end', () => resolve(t));
-      });
+      const req = https.request(
+        {
+          host: '127.0.0.1',
+          port: api.port,
+          path: `/api/v1/namespaces/w/configmaps?watch=true&resourceVersion=${rvOf(first.text)}&timeoutSeconds=1`,
+          ca: api.caCertPem,
+          servername: 'localhost',
+          headers: {
+            authorization: `Bearer ${token}`,
+            accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json',
+          },
+        },
+        (res) => {
+          let t = '';
+          res.on('data', (c: Buffer) => (t += c.toString()));
+          res.on('end', () => resolve(t));
+        },
+      );
       req.on('error', reject);
       req.end();
     });
-    const tables = text.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { object: { kind: string; columnDefinitions?: { name: string }[]; rows: { cells: unknown[] }[] } }).object);
-    assert.deepEqual(tables.map((t) => t.kind), ['Table', 'Table']);
-    assert.deepEqual(tables[0]?.columnDefinitions?.map((c) => c.name), ['Name', 'Data', 'Age']);
+    const tables = text
+      .split('\n')
+      .filter((l) => l !== '')
+      .map(
+        (l) =>
+          (
+            JSON.parse(l) as {
+              object: { kind: string; columnDefinitions?: { name: string }[]; rows: { cells: unknown[] }[] };
+            }
+          ).object,
+      );
+    assert.deepEqual(
+      tables.map((t) => t.kind),
+      ['Table', 'Table'],
+    );
+    assert.deepEqual(
+      tables[0]?.columnDefinitions?.map((c) => c.name),
+      ['Name', 'Data', 'Age'],
+    );
     assert.equal(tables[1]?.columnDefinitions, undefined);
     assert.equal(tables[1]?.rows[0]?.cells[1], 1);
   });

@@ -96,7 +96,9 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
         st.once('close', () => resolve('closed'));
       });
     });
-    const outcomes = await Promise.all(flood.map((p) => Promise.race([p, new Promise<string>((r) => setTimeout(() => r('pending'), 3000))])));
+    const outcomes = await Promise.all(
+      flood.map((p) => Promise.race([p, new Promise<string>((r) => setTimeout(() => r('pending'), 3000))])),
+    );
     assert.ok(outcomes.filter((o) => o === 'ok').length <= 200, 'at most 200 concurrent streams accepted');
     sess.destroy();
 
@@ -110,13 +112,18 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
     // so a watcher that never fires fails here instead of passing on an unchanged state.
     await fx.write('mesh.yaml', MESH + '\n  bogus: [\n');
     assert.equal(zt.ctx.state.workloadByUid('s')?.name, 'server');
-    await eventAfter(zt.ctx.state, 'change', () => fx.write('mesh.yaml', MESH.replace('name: rogue,', 'name: rogue-2,')));
+    await eventAfter(zt.ctx.state, 'change', () =>
+      fx.write('mesh.yaml', MESH.replace('name: rogue,', 'name: rogue-2,')),
+    );
     assert.equal(zt.ctx.state.workloadByUid('r')?.name, 'rogue-2');
     assert.equal(zt.ctx.state.workloadByUid('s')?.name, 'server');
 
     await live.stillEchoes();
     await works();
-    const closed = await Promise.race([once(silent, 'close').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 12_000))]);
+    const closed = await Promise.race([
+      once(silent, 'close').then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), 12_000)),
+    ]);
     assert.ok(closed, 'silent SOCKS5 client dropped');
     live.socket.end();
   } finally {
@@ -161,17 +168,22 @@ test('malformed HTTP/2 from an authenticated HBONE peer, either side, fails only
     ]) {
       const t = await mtls();
       t.write(junk);
-      assert.match(await serverAnswer(t, 3000), /^(goaway|closed)$/, `answer to ${junk.subarray(0, 40).toString('latin1')}`);
+      assert.match(
+        await serverAnswer(t, 3000),
+        /^(goaway|closed)$/,
+        `answer to ${junk.subarray(0, 40).toString('latin1')}`,
+      );
       t.destroy();
     }
     // Client side: the SOCKS5 connection bound for the rogue peer fails; nothing else does.
     const toRogue = await socks5Connect('127.0.33.1', 15080, '127.0.33.3', 8080, '127.0.33.1').then(
-      (s) => new Promise<string>((resolve) => {
-        s.on('error', () => undefined);
-        s.once('close', () => resolve('closed'));
-        s.resume();
-        s.write('hello?');
-      }),
+      (s) =>
+        new Promise<string>((resolve) => {
+          s.on('error', () => undefined);
+          s.once('close', () => resolve('closed'));
+          s.resume();
+          s.write('hello?');
+        }),
       (e: unknown) => `refused: ${e instanceof Error ? e.message : String(e)}`,
     );
     // The CONNECT never gets a response, so the SOCKS5 client is refused before any byte is relayed.

@@ -54,11 +54,15 @@ for (const s of servers) s.close();
 console.log(JSON.stringify(result));
 `;
 
-test('sockets that connect from a chosen address pick their port at connect (IP_BIND_ADDRESS_NO_PORT): one free port serves connections to two destinations, in local mode and in a pod', { skip: netnsSkip() }, async () => {
-  await withNetns(1, async (ns) => {
-    await ns.exec('sysctl', ['-q', '-w', 'net.ipv4.ip_local_port_range=40000 40000']);
-    const out = await ns.exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CHILD]);
-    const result = JSON.parse(out.trim()) as Record<string, unknown>;
-    assert.deepEqual(result, { factory: { first: 40000, second: 40000 }, inPod: { first: 40000, second: 40000 } });
-  });
-});
+test(
+  'sockets that connect from a chosen address pick their port at connect (IP_BIND_ADDRESS_NO_PORT): one free port serves connections to two destinations, in local mode and in a pod',
+  { skip: netnsSkip() },
+  async () => {
+    await withNetns(1, async (ns) => {
+      await ns.exec('sysctl', ['-q', '-w', 'net.ipv4.ip_local_port_range=40000 40000']);
+      const out = await ns.exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CHILD]);
+      const result = JSON.parse(out.trim()) as Record<string, unknown>;
+      assert.deepEqual(result, { factory: { first: 40000, second: 40000 }, inPod: { first: 40000, second: 40000 } });
+    });
+  },
+);

@@ -53,8 +53,10 @@ class RecordedNode implements CniAgentParts {
     create: () => done(() => (this.hostRules = true)),
     delete: () => done(() => ((this.hostRules = false), this.probeIps.clear())),
     addPod: (uid: string, ips: readonly string[]) => done(() => ips.forEach((ip) => this.probeIps.set(ip, uid))),
-    removePod: (uid: string) => done(() => [...this.probeIps].forEach(([ip, owner]) => owner === uid && this.probeIps.delete(ip))),
-    prune: (uids: ReadonlySet<string>) => done(() => [...this.probeIps].forEach(([ip, owner]) => uids.has(owner) || this.probeIps.delete(ip))),
+    removePod: (uid: string) =>
+      done(() => [...this.probeIps].forEach(([ip, owner]) => owner === uid && this.probeIps.delete(ip))),
+    prune: (uids: ReadonlySet<string>) =>
+      done(() => [...this.probeIps].forEach(([ip, owner]) => uids.has(owner) || this.probeIps.delete(ip))),
   };
   /** The netns cache: fds by pod UID. */
   readonly open = new Map<string, number>();
@@ -120,16 +122,41 @@ describe('amesh cni-agent enrollment against the API server', () => {
   let agent: CniAgent;
   let logs: CapturedLogs;
 
-  const config = () => loadCniAgentConfig({ cniAgentRunDir: path.join(dir, 'run'), readinessAddress: `${LOOPBACK}:0`, monitoringAddress: `${LOOPBACK}:0` }, { NODE_NAME: NODE });
+  const config = () =>
+    loadCniAgentConfig(
+      { cniAgentRunDir: path.join(dir, 'run'), readinessAddress: `${LOOPBACK}:0`, monitoringAddress: `${LOOPBACK}:0` },
+      { NODE_NAME: NODE },
+    );
   const annotation = async (namespace: string, name: string): Promise<string | undefined> =>
     (await core.readNamespacedPod({ name, namespace })).metadata?.annotations?.['ambient.istio.io/redirection'];
-  const createPod = async (namespace: string, name: string, ip: string, labels: Record<string, string> = {}): Promise<string> => {
-    const p = await core.createNamespacedPod({ namespace, body: { metadata: { name, namespace, labels }, spec: { nodeName: NODE, serviceAccountName: 'sa-' + name, containers: [{ name: 'app', image: 'x' }] } } });
-    await core.patchNamespacedPodStatus({ name, namespace, body: { status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] } } }, MERGE);
+  const createPod = async (
+    namespace: string,
+    name: string,
+    ip: string,
+    labels: Record<string, string> = {},
+  ): Promise<string> => {
+    const p = await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name, namespace, labels },
+        spec: { nodeName: NODE, serviceAccountName: 'sa-' + name, containers: [{ name: 'app', image: 'x' }] },
+      },
+    });
+    await core.patchNamespacedPodStatus(
+      { name, namespace, body: { status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] } } },
+      MERGE,
+    );
     return p.metadata?.uid ?? '';
   };
-  const labelNamespace = (name: string, labels: Record<string, string | null>) => core.patchNamespace({ name, body: { metadata: { labels } } }, MERGE);
-  const event = (namespace: string, name: string, ip: string) => cniPluginAddEvent(`/var/run/netns/cni-${name}`, name, namespace, parsePrevResult({ ips: [{ address: `${ip}/24` }] }).ips);
+  const labelNamespace = (name: string, labels: Record<string, string | null>) =>
+    core.patchNamespace({ name, body: { metadata: { labels } } }, MERGE);
+  const event = (namespace: string, name: string, ip: string) =>
+    cniPluginAddEvent(
+      `/var/run/netns/cni-${name}`,
+      name,
+      namespace,
+      parsePrevResult({ ips: [{ address: `${ip}/24` }] }).ips,
+    );
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-cni-agent-'));
@@ -137,7 +164,11 @@ describe('amesh cni-agent enrollment against the API server', () => {
     kc = new k8s.KubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
     core = kc.makeApiClient(k8s.CoreV1Api);
-    for (const [name, labels] of [['shop', { 'istio.io/dataplane-mode': 'ambient' }], ['web', {}], ['plain', {}]] as const) {
+    for (const [name, labels] of [
+      ['shop', { 'istio.io/dataplane-mode': 'ambient' }],
+      ['web', {}],
+      ['plain', {}],
+    ] as const) {
       await core.createNamespace({ body: { metadata: { name, labels } } });
     }
     node = new RecordedNode();
@@ -164,15 +195,26 @@ describe('amesh cni-agent enrollment against the API server', () => {
     await postCniAddEvent(config().pluginSocket, event('shop', 'cart-0', '10.244.0.10'));
     const zt = node.zds.workloads.get(uid);
     assert.deepEqual(zt?.info, { name: 'cart-0', namespace: 'shop', serviceAccount: 'sa-cart-0' });
-    assert.deepEqual(node.rulesIn.get(zt.netns), { ingressMode: false, dnsCapture: undefined, virtualInterfaces: [], warnings: [] });
+    assert.deepEqual(node.rulesIn.get(zt.netns), {
+      ingressMode: false,
+      dnsCapture: undefined,
+      virtualInterfaces: [],
+      warnings: [],
+    });
     assert.equal(node.probeIps.get('10.244.0.10'), uid);
     assert.equal(await annotation('shop', 'cart-0'), 'enabled');
-    assert.ok(node.zds.snapshot().some((p) => p.uid === uid && p.netns === zt.netns), 'the pod is in the snapshot a connecting ztunnel gets');
+    assert.ok(
+      node.zds.snapshot().some((p) => p.uid === uid && p.netns === zt.netns),
+      'the pod is in the snapshot a connecting ztunnel gets',
+    );
   });
 
   test('a pod the selectors do not select is refused: 500 "unexpectedly not eligible", nothing applied', async () => {
     const uid = await createPod('plain', 'other-0', '10.244.0.11');
-    await assert.rejects(postCniAddEvent(config().pluginSocket, event('plain', 'other-0', '10.244.0.11')), (e: unknown) => isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && e.message.includes('unexpectedly not eligible'));
+    await assert.rejects(
+      postCniAddEvent(config().pluginSocket, event('plain', 'other-0', '10.244.0.11')),
+      (e: unknown) => isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && e.message.includes('unexpectedly not eligible'),
+    );
     assert.equal(node.zds.workloads.has(uid), false);
     assert.equal(await annotation('plain', 'other-0'), undefined);
   });
@@ -180,12 +222,23 @@ describe('amesh cni-agent enrollment against the API server', () => {
   test('ztunnel not connected: the ADD fails, the pod is pending with an Event, and is added once ztunnel is there', async () => {
     node.zds.connected = false;
     const uid = await createPod('shop', 'late-0', '10.244.0.12');
-    await assert.rejects(postCniAddEvent(config().pluginSocket, event('shop', 'late-0', '10.244.0.12')), (e: unknown) => isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && e.message.includes('AGENT_ERR_ZTUNNEL'));
+    await assert.rejects(
+      postCniAddEvent(config().pluginSocket, event('shop', 'late-0', '10.244.0.12')),
+      (e: unknown) => isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && e.message.includes('AGENT_ERR_ZTUNNEL'),
+    );
     assert.equal(await annotation('shop', 'late-0'), 'pending');
-    await logs.waitFor('the pending pod retried 3 times', (l) => l['message'] === 'reconcile failed; retrying' && l['key'] === 'pod:shop/late-0' && l['attempts'] === 3);
-    const events = (await core.listNamespacedEvent({ namespace: 'shop' })).items.filter((e) => e.involvedObject.name === 'late-0');
+    await logs.waitFor(
+      'the pending pod retried 3 times',
+      (l) => l['message'] === 'reconcile failed; retrying' && l['key'] === 'pod:shop/late-0' && l['attempts'] === 3,
+    );
+    const events = (await core.listNamespacedEvent({ namespace: 'shop' })).items.filter(
+      (e) => e.involvedObject.name === 'late-0',
+    );
     assert.equal(events.length, 1, 'one Event when the pod becomes pending, not one per retry');
-    assert.deepEqual([events[0]?.reason, events[0]?.type, events[0]?.involvedObject.uid], ['ZtunnelAddFailed', 'Warning', uid]);
+    assert.deepEqual(
+      [events[0]?.reason, events[0]?.type, events[0]?.involvedObject.uid],
+      ['ZtunnelAddFailed', 'Warning', uid],
+    );
     assert.match(events[0]?.message ?? '', /no ztunnel connection/);
     node.zds.connected = true;
     await waitFor('late-0 enabled', async () => (await annotation('shop', 'late-0')) === 'enabled', 10_000);
@@ -198,10 +251,19 @@ describe('amesh cni-agent enrollment against the API server', () => {
     node.running.set(uid, 77);
     await labelNamespace('web', { 'istio.io/dataplane-mode': 'ambient' });
     await waitFor('front-0 enabled', async () => (await annotation('web', 'front-0')) === 'enabled');
-    assert.deepEqual([node.zds.workloads.get(uid)?.netns, node.rulesIn.has(77), node.probeIps.get('10.244.0.13')], [77, true, uid]);
-    await core.patchNamespacedPod({ name: 'front-0', namespace: 'web', body: { metadata: { labels: { 'istio.io/dataplane-mode': 'none' } } } }, MERGE);
+    assert.deepEqual(
+      [node.zds.workloads.get(uid)?.netns, node.rulesIn.has(77), node.probeIps.get('10.244.0.13')],
+      [77, true, uid],
+    );
+    await core.patchNamespacedPod(
+      { name: 'front-0', namespace: 'web', body: { metadata: { labels: { 'istio.io/dataplane-mode': 'none' } } } },
+      MERGE,
+    );
     await waitFor('front-0 un-enrolled', async () => (await annotation('web', 'front-0')) === undefined);
-    assert.deepEqual([node.zds.workloads.has(uid), node.rulesIn.has(77), node.probeIps.has('10.244.0.13')], [false, false, false]);
+    assert.deepEqual(
+      [node.zds.workloads.has(uid), node.rulesIn.has(77), node.probeIps.has('10.244.0.13')],
+      [false, false, false],
+    );
   });
 
   test('removing the namespace label un-enrolls its pods', async () => {
@@ -225,7 +287,10 @@ describe('amesh cni-agent enrollment against the API server', () => {
   test('a pod that terminates (Succeeded) is removed as if deleted', async () => {
     const uid = await createPod('shop', 'job-0', '10.244.0.16');
     await postCniAddEvent(config().pluginSocket, event('shop', 'job-0', '10.244.0.16'));
-    await core.patchNamespacedPodStatus({ name: 'job-0', namespace: 'shop', body: { status: { phase: 'Succeeded', podIP: null, podIPs: null } } }, MERGE);
+    await core.patchNamespacedPodStatus(
+      { name: 'job-0', namespace: 'shop', body: { status: { phase: 'Succeeded', podIP: null, podIPs: null } } },
+      MERGE,
+    );
     await waitFor('job-0 out of ztunnel', () => !node.zds.workloads.has(uid));
     assert.equal(node.probeIps.has('10.244.0.16'), false, 'removed by the IP of its last version that had one');
   });
@@ -240,9 +305,15 @@ describe('amesh cni-agent enrollment against the API server', () => {
     node = restarted;
     agent = await CniAgent.start(config(), kc, node, logs.control);
     const snap = node.zds.snapshot();
-    assert.deepEqual(snap.find((p) => p.uid === cart), { uid: cart, info: { name: 'cart-0', namespace: 'shop', serviceAccount: 'sa-cart-0' }, netns: 91 });
+    assert.deepEqual(
+      snap.find((p) => p.uid === cart),
+      { uid: cart, info: { name: 'cart-0', namespace: 'shop', serviceAccount: 'sa-cart-0' }, netns: 91 },
+    );
     assert.equal(node.rulesIn.has(91), true, 'rules reconciled at startup');
     assert.equal(node.probeIps.get('10.244.0.10'), cart, 'probe ipset rebuilt');
-    assert.equal(snap.some((p) => p.info.name === 'gone-0' || p.info.name === 'other-0'), false);
+    assert.equal(
+      snap.some((p) => p.info.name === 'gone-0' || p.info.name === 'other-0'),
+      false,
+    );
   });
 });

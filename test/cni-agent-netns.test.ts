@@ -52,7 +52,10 @@ const addEnv = (netns: string, namespace: string, name: string): Record<string, 
   CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name};K8S_POD_INFRA_CONTAINER_ID=c-${name}`,
 });
 
-const prevResult = (ip: string): Record<string, unknown> => ({ ...BRIDGE_RESULT, ips: [{ interface: 2, address: `${ip}/24`, gateway: '10.93.0.1' }] });
+const prevResult = (ip: string): Record<string, unknown> => ({
+  ...BRIDGE_RESULT,
+  ips: [{ interface: 2, address: `${ip}/24`, gateway: '10.93.0.1' }],
+});
 
 /** A pod's netns (added to `made` at once, for removal): loopback up and an eth0 (one end of a veth pair kept inside) with the pod's IP. */
 async function podNetns(ip: string, made: TestNetns[]): Promise<TestNetns> {
@@ -90,12 +93,17 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
   const logs = new CapturedLogs('cni-agent', 'debug');
 
   const startAgent = async (): Promise<CniAgent> => {
-    return CniAgent.start(cfg, kc, {
-      rules: new PodRules(cfg),
-      hostProbes: new HostProbeRules(cfg, nodeNs.path),
-      netns: new PodNetnsCache(),
-      zdsServer: (socket, snapshot, log) => new ZtunnelServer(socket, snapshot, log),
-    }, logs.control);
+    return CniAgent.start(
+      cfg,
+      kc,
+      {
+        rules: new PodRules(cfg),
+        hostProbes: new HostProbeRules(cfg, nodeNs.path),
+        netns: new PodNetnsCache(),
+        zdsServer: (socket, snapshot, log) => new ZtunnelServer(socket, snapshot, log),
+      },
+      logs.control,
+    );
   };
   const connectZtunnel = async (): Promise<void> => {
     runner = new RecordingRunner();
@@ -103,29 +111,58 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
     ztunnel.start();
     await waitFor('ztunnel ready', () => ztunnel?.ready === true);
   };
-  const annotation = async (namespace: string, name: string): Promise<string | undefined> => (await core.readNamespacedPod({ name, namespace })).metadata?.annotations?.['ambient.istio.io/redirection'];
-  const createPod = async (namespace: string, name: string, ip: string, labels: Record<string, string> = {}): Promise<string> => {
-    const p = await core.createNamespacedPod({ namespace, body: { metadata: { name, namespace, labels }, spec: { nodeName: NODE, containers: [{ name: 'app', image: 'x' }] } } });
-    await core.patchNamespacedPodStatus({ name, namespace, body: { status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] } } }, MERGE);
+  const annotation = async (namespace: string, name: string): Promise<string | undefined> =>
+    (await core.readNamespacedPod({ name, namespace })).metadata?.annotations?.['ambient.istio.io/redirection'];
+  const createPod = async (
+    namespace: string,
+    name: string,
+    ip: string,
+    labels: Record<string, string> = {},
+  ): Promise<string> => {
+    const p = await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name, namespace, labels },
+        spec: { nodeName: NODE, containers: [{ name: 'app', image: 'x' }] },
+      },
+    });
+    await core.patchNamespacedPodStatus(
+      { name, namespace, body: { status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] } } },
+      MERGE,
+    );
     return p.metadata?.uid ?? '';
   };
   const cniAdd = (ns: TestNetns, namespace: string, name: string, ip: string): Promise<PluginRun> =>
-    runCniPlugin(EXECUTABLE, addEnv(ns.path, namespace, name), JSON.stringify(pluginNetworkConfig(cfg.runDir, { prevResult: prevResult(ip) })));
+    runCniPlugin(
+      EXECUTABLE,
+      addEnv(ns.path, namespace, name),
+      JSON.stringify(pluginNetworkConfig(cfg.runDir, { prevResult: prevResult(ip) })),
+    );
   const iptablesSave = (ns: TestNetns): Promise<string> => ns.exec('iptables-save', []);
   const probeSet = (): Promise<string> => nodeNs.exec('ipset', ['list', PROBE_IPSET_V4]);
 
   before(async () => {
-    assert.ok(existsSync(path.join(REPO, 'dist/src/cni/plugin/main.js')), 'bin/amesh-cni runs the build: npm run build first');
+    assert.ok(
+      existsSync(path.join(REPO, 'dist/src/cni/plugin/main.js')),
+      'bin/amesh-cni runs the build: npm run build first',
+    );
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-cni-agent-netns-'));
     api = await startApiServer(path.join(dir, 'api'));
     kc = new k8s.KubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
     core = kc.makeApiClient(k8s.CoreV1Api);
-    await core.createNamespace({ body: { metadata: { name: 'shop', labels: { 'istio.io/dataplane-mode': 'ambient' } } } });
+    await core.createNamespace({
+      body: { metadata: { name: 'shop', labels: { 'istio.io/dataplane-mode': 'ambient' } } },
+    });
     await core.createNamespace({ body: { metadata: { name: 'web' } } });
     nodeNs = await TestNetns.create();
     cfg = loadCniAgentConfig(
-      { cniAgentRunDir: path.join(dir, 'run'), ztunnelUdsAddress: path.join(dir, 'ztunnel', 'ztunnel.sock'), readinessAddress: `${LOOPBACK}:0`, monitoringAddress: `${LOOPBACK}:0` },
+      {
+        cniAgentRunDir: path.join(dir, 'run'),
+        ztunnelUdsAddress: path.join(dir, 'ztunnel', 'ztunnel.sock'),
+        readinessAddress: `${LOOPBACK}:0`,
+        monitoringAddress: `${LOOPBACK}:0`,
+      },
       { NODE_NAME: NODE, AMBIENT_IPV6: 'false' },
     );
     agent = await startAgent();
@@ -150,7 +187,10 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
     assert.equal(sameNetns(runner.held.get(uid)!, ns.path), true, "ztunnel got the pod's own netns");
     assert.deepEqual(runner.infos.get(uid), { name: 'cart-0', namespace: 'shop', serviceAccount: 'default' });
     const saved = await iptablesSave(ns);
-    assert.match(saved, /-A ISTIO_OUTPUT ! -d 127\.0\.0\.1\/32 -p tcp -m mark ! --mark 0x539\/0xfff -j REDIRECT --to-ports 15001/);
+    assert.match(
+      saved,
+      /-A ISTIO_OUTPUT ! -d 127\.0\.0\.1\/32 -p tcp -m mark ! --mark 0x539\/0xfff -j REDIRECT --to-ports 15001/,
+    );
     assert.match(await ns.exec('ip', ['rule']), /32764:\s+from all fwmark 0x111\/0xfff lookup 100/);
     assert.match(await probeSet(), new RegExp(`10\\.93\\.0\\.5 comment "${uid}"`));
     assert.equal(await annotation('shop', 'cart-0'), 'enabled');
@@ -161,11 +201,17 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
     const app = spawn('ip', ['netns', 'exec', ns.name, 'sleep', '600'], { stdio: 'ignore' });
     processes.push(app);
     const uid = await createPod('web', 'front-0', '10.93.0.6');
-    await core.patchNamespacedPod({ name: 'front-0', namespace: 'web', body: { metadata: { labels: { 'istio.io/dataplane-mode': 'ambient' } } } }, MERGE);
+    await core.patchNamespacedPod(
+      { name: 'front-0', namespace: 'web', body: { metadata: { labels: { 'istio.io/dataplane-mode': 'ambient' } } } },
+      MERGE,
+    );
     await waitFor('front-0 enabled', async () => (await annotation('web', 'front-0')) === 'enabled', 10_000);
     assert.match(await iptablesSave(ns), /ISTIO_PRERT/);
     assert.equal(sameNetns(runner.held.get(uid)!, ns.path), true, 'found under /proc by its IP');
-    await core.patchNamespacedPod({ name: 'front-0', namespace: 'web', body: { metadata: { labels: { 'istio.io/dataplane-mode': 'none' } } } }, MERGE);
+    await core.patchNamespacedPod(
+      { name: 'front-0', namespace: 'web', body: { metadata: { labels: { 'istio.io/dataplane-mode': 'none' } } } },
+      MERGE,
+    );
     await waitFor('front-0 un-enrolled', async () => (await annotation('web', 'front-0')) === undefined, 10_000);
     assert.doesNotMatch(await iptablesSave(ns), /ISTIO_/);
     assert.doesNotMatch(await ns.exec('ip', ['rule']), /lookup 100/);
@@ -182,8 +228,13 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
     assert.equal(r.status, 1);
     assert.match(r.stdout, /CNI_ERR_CAPTURE_FAILED.*AGENT_ERR_ZTUNNEL/);
     assert.equal(await annotation('shop', 'late-0'), 'pending');
-    const events = (await core.listNamespacedEvent({ namespace: 'shop' })).items.filter((e) => e.involvedObject.name === 'late-0');
-    assert.deepEqual(events.map((e) => e.reason), ['ZtunnelAddFailed']);
+    const events = (await core.listNamespacedEvent({ namespace: 'shop' })).items.filter(
+      (e) => e.involvedObject.name === 'late-0',
+    );
+    assert.deepEqual(
+      events.map((e) => e.reason),
+      ['ZtunnelAddFailed'],
+    );
     await connectZtunnel();
     await waitFor('late-0 enabled', async () => (await annotation('shop', 'late-0')) === 'enabled', 10_000);
     assert.equal(runner.held.has(uid), true);
@@ -217,10 +268,34 @@ describe('amesh cni-agent as a process in a node netns', { skip }, () => {
       api = await startApiServer(path.join(dir, 'api'), { listen: '10.93.255.1:0' });
       const runDir = path.join(dir, 'run');
       const { cmd, args } = ameshCommand();
-      const agent = spawn('ip', ['netns', 'exec', node.name, cmd, ...args, 'cni-agent', '--kubeconfig', api.kubeconfigPath, '--readiness-address', '127.0.0.1:0', '--monitoring-address', '127.0.0.1:0'], {
-        env: { ...process.env, NODE_NAME: 'node-93', LOG_FORMAT: 'json', CNI_AGENT_RUN_DIR: runDir, ZTUNNEL_UDS_ADDRESS: path.join(dir, 'zt', 'ztunnel.sock'), AMBIENT_IPV6: 'false' },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
+      const agent = spawn(
+        'ip',
+        [
+          'netns',
+          'exec',
+          node.name,
+          cmd,
+          ...args,
+          'cni-agent',
+          '--kubeconfig',
+          api.kubeconfigPath,
+          '--readiness-address',
+          '127.0.0.1:0',
+          '--monitoring-address',
+          '127.0.0.1:0',
+        ],
+        {
+          env: {
+            ...process.env,
+            NODE_NAME: 'node-93',
+            LOG_FORMAT: 'json',
+            CNI_AGENT_RUN_DIR: runDir,
+            ZTUNNEL_UDS_ADDRESS: path.join(dir, 'zt', 'ztunnel.sock'),
+            AMBIENT_IPV6: 'false',
+          },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       const ready = new Promise<void>((resolve, reject) => {
         readline.createInterface({ input: agent.stdout }).on('line', (line) => {
           if (line.includes('CNI ambient server marking ready')) resolve();

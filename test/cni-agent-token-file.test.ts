@@ -19,19 +19,39 @@ const READINESS = '127.0.103.2:0';
 const MONITORING = '127.0.103.3:0';
 const LINE_DEADLINE_MS = 30_000;
 
-test('an agent started before its token file exists waits for it (the process stays up), then writes the plugin\'s kubeconfig with that token', async (t) => {
+test("an agent started before its token file exists waits for it (the process stays up), then writes the plugin's kubeconfig with that token", async (t) => {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-agent-token-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const tokenFile = path.join(dir, 'sa', 'token');
   await mkdir(path.dirname(tokenFile));
   const kubeconfig = path.join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, tokenFileKubeconfig({ name: 'amesh', server: API, skipTLSVerify: true }, 'istio-cni', tokenFile));
+  await writeFile(
+    kubeconfig,
+    tokenFileKubeconfig({ name: 'amesh', server: API, skipTLSVerify: true }, 'istio-cni', tokenFile),
+  );
   const runDir = path.join(dir, 'run');
   const { cmd, args } = ameshCommand();
-  const agent = spawn(cmd, [...args, 'cni-agent', '--kubeconfig', kubeconfig, '--cni-agent-run-dir', runDir, '--ztunnel-uds-address', path.join(dir, 'ztunnel.sock'), '--readiness-address', READINESS, '--monitoring-address', MONITORING], {
-    env: { ...process.env, NODE_NAME: 'node-a', LOG_FORMAT: 'json' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const agent = spawn(
+    cmd,
+    [
+      ...args,
+      'cni-agent',
+      '--kubeconfig',
+      kubeconfig,
+      '--cni-agent-run-dir',
+      runDir,
+      '--ztunnel-uds-address',
+      path.join(dir, 'ztunnel.sock'),
+      '--readiness-address',
+      READINESS,
+      '--monitoring-address',
+      MONITORING,
+    ],
+    {
+      env: { ...process.env, NODE_NAME: 'node-a', LOG_FORMAT: 'json' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let exited: string | undefined;
   agent.once('exit', (code, signal) => (exited = `${String(code)} ${String(signal)}`));
   t.after(() => {
@@ -41,7 +61,15 @@ test('an agent started before its token file exists waits for it (the process st
   const seen: string[] = [];
   const logLine = (message: string): Promise<void> =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no "${message}" within ${String(LINE_DEADLINE_MS)} ms (exited: ${String(exited)}):\n${seen.join('\n')}`)), LINE_DEADLINE_MS);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `no "${message}" within ${String(LINE_DEADLINE_MS)} ms (exited: ${String(exited)}):\n${seen.join('\n')}`,
+            ),
+          ),
+        LINE_DEADLINE_MS,
+      );
       const onLine = (l: string): void => {
         seen.push(l);
         if ((JSON.parse(l) as { message?: string }).message !== message) return;
@@ -50,7 +78,9 @@ test('an agent started before its token file exists waits for it (the process st
         resolve();
       };
       lines.on('line', onLine);
-      agent.once('exit', () => reject(new Error(`the agent exited (${String(exited)}) before "${message}":\n${seen.join('\n')}`)));
+      agent.once('exit', () =>
+        reject(new Error(`the agent exited (${String(exited)}) before "${message}":\n${seen.join('\n')}`)),
+      );
     });
 
   await logLine('waiting for the service-account token file');
@@ -59,6 +89,11 @@ test('an agent started before its token file exists waits for it (the process st
   await rename(`${tokenFile}.tmp`, tokenFile);
   await written;
   assert.equal(exited, undefined);
-  const plugin = JSON.parse(await readFile(path.join(runDir, 'istio-cni-kubeconfig'), 'utf8')) as { users: { name: string; user: { token?: string } }[] };
-  assert.deepEqual(plugin.users.map((u) => [u.name, u.user.token]), [['istio-cni', 'late-token']]);
+  const plugin = JSON.parse(await readFile(path.join(runDir, 'istio-cni-kubeconfig'), 'utf8')) as {
+    users: { name: string; user: { token?: string } }[];
+  };
+  assert.deepEqual(
+    plugin.users.map((u) => [u.name, u.user.token]),
+    [['istio-cni', 'late-token']],
+  );
 });

@@ -18,35 +18,53 @@ import { runToExit } from './helpers/run-to-exit.js';
 /** The tour takes about 20 s on an idle machine: starting the cluster, four requests, a policy change, teardown. */
 const DEMO_DEADLINE_MS = 180_000;
 
-test("the README's main job (`amesh demo`): an unchanged curl in frontend/web on node1 reaches echo.backend's pods on node2 over mTLS with both identities verified, a policy edit denies it, the metrics show both, and nothing is left", { skip: upSkip }, async () => {
-  const id = randomBytes(3).toString('hex');
-  const cluster = `demo${id}`;
-  // The echo pods' processes: the tour must leave none behind.
-  const marker = 'echo server --address 0.0.0.0:8080';
-  const host = await TestNetns.create();
-  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-demo-test-'));
-  try {
-    const clean = await hostState(host, cluster, marker);
-    const { cmd, args } = ameshCommand();
-    const r = await runToExit('nsenter', [`--net=${host.path}`, '--', cmd, ...args, 'demo', '--data-dir', path.join(dir, 'data'), '--name', cluster], DEMO_DEADLINE_MS);
-    const out = r.stdout + r.stderr;
-    assert.equal(r.status, 0, out);
-    const webIp = /frontend\/web \((\d+\.\d+\.\d+\.\d+), node1\)/.exec(out)?.[1];
-    assert.ok(webIp !== undefined, out);
-    assert.match(out, /frontend +web +1\/1 +Running +0 +\S+ +node1/);
-    assert.match(out, /backend +echo-[a-z0-9]+-[a-z0-9]+ +1\/1 +Running +0 +\S+ +node2/);
-    assert.match(out, new RegExp(`echo-[a-z0-9]+-[a-z0-9]+ answered; it saw the client at ${webIp.replaceAll('.', '\\.')}:\\d+`), 'the echo pod saw the client pod\'s own address');
-    assert.match(out, /source_principal=spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web\n/);
-    assert.match(out, /destination_principal=spiffe:\/\/cluster\.local\/ns\/backend\/sa\/echo \(connection_security_policy=mutual_tls\)/);
-    assert.match(out, /the same curl now fails \(exit \d+\)/);
-    assert.match(out, /error=ZT_ERR_POLICY_DENIED: /);
-    assert.match(out, /istio_tcp_connections_failed_total\{reporter="destination"[^\n]*source_principal="spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web"[^\n]*destination_service="echo\.backend\.svc\.cluster\.local"[^\n]*response_flags="DENY"/);
-    assert.deepEqual(await hostState(host, cluster, marker), clean);
-  } finally {
-    await host.remove();
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+test(
+  "the README's main job (`amesh demo`): an unchanged curl in frontend/web on node1 reaches echo.backend's pods on node2 over mTLS with both identities verified, a policy edit denies it, the metrics show both, and nothing is left",
+  { skip: upSkip },
+  async () => {
+    const id = randomBytes(3).toString('hex');
+    const cluster = `demo${id}`;
+    // The echo pods' processes: the tour must leave none behind.
+    const marker = 'echo server --address 0.0.0.0:8080';
+    const host = await TestNetns.create();
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-demo-test-'));
+    try {
+      const clean = await hostState(host, cluster, marker);
+      const { cmd, args } = ameshCommand();
+      const r = await runToExit(
+        'nsenter',
+        [`--net=${host.path}`, '--', cmd, ...args, 'demo', '--data-dir', path.join(dir, 'data'), '--name', cluster],
+        DEMO_DEADLINE_MS,
+      );
+      const out = r.stdout + r.stderr;
+      assert.equal(r.status, 0, out);
+      const webIp = /frontend\/web \((\d+\.\d+\.\d+\.\d+), node1\)/.exec(out)?.[1];
+      assert.ok(webIp !== undefined, out);
+      assert.match(out, /frontend +web +1\/1 +Running +0 +\S+ +node1/);
+      assert.match(out, /backend +echo-[a-z0-9]+-[a-z0-9]+ +1\/1 +Running +0 +\S+ +node2/);
+      assert.match(
+        out,
+        new RegExp(`echo-[a-z0-9]+-[a-z0-9]+ answered; it saw the client at ${webIp.replaceAll('.', '\\.')}:\\d+`),
+        "the echo pod saw the client pod's own address",
+      );
+      assert.match(out, /source_principal=spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web\n/);
+      assert.match(
+        out,
+        /destination_principal=spiffe:\/\/cluster\.local\/ns\/backend\/sa\/echo \(connection_security_policy=mutual_tls\)/,
+      );
+      assert.match(out, /the same curl now fails \(exit \d+\)/);
+      assert.match(out, /error=ZT_ERR_POLICY_DENIED: /);
+      assert.match(
+        out,
+        /istio_tcp_connections_failed_total\{reporter="destination"[^\n]*source_principal="spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web"[^\n]*destination_service="echo\.backend\.svc\.cluster\.local"[^\n]*response_flags="DENY"/,
+      );
+      assert.deepEqual(await hostState(host, cluster, marker), clean);
+    } finally {
+      await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
+  },
+);
 
 test('`amesh demo --socks5` (no root) runs istiod and two ztunnels, shows mTLS and a live policy deny, and stops cleanly', async () => {
   const { cmd, args } = ameshCommand();
@@ -56,8 +74,16 @@ test('`amesh demo --socks5` (no root) runs istiod and two ztunnels, shows mTLS a
   p.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const code = await new Promise<number | null>((r) => p.once('exit', r));
   assert.equal(code, 0, out);
-  assert.match(out, /authenticated the client as spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web \(connection_security_policy=mutual_tls\)/);
+  assert.match(
+    out,
+    /authenticated the client as spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web \(connection_security_policy=mutual_tls\)/,
+  );
   assert.match(out, /is now refused: .*not allowed by ruleset/);
   assert.match(out, /ztunnels exited with 0, 0/);
-  if (kubectlSkip === false) assert.match(out, /backend +echo-0 +1\/1 +Running +0 +\S+ +127\.0\.10\.2 +node2/, 'kubectl lists the demo pods from the embedded API');
+  if (kubectlSkip === false)
+    assert.match(
+      out,
+      /backend +echo-0 +1\/1 +Running +0 +\S+ +127\.0\.10\.2 +node2/,
+      'kubectl lists the demo pods from the embedded API',
+    );
 });

@@ -25,9 +25,20 @@ const UPSTREAM_IP = '127.0.97.53';
 /** Long enough that no forward in these tests ends by timing out: a forward ends when answered or cancelled. */
 const NEVER_MS = 60_000;
 
-const CLIENT: DnsClient = { name: 'curl', namespace: 'shop', network: '', canonicalName: 'curl', canonicalRevision: 'v1' };
+const CLIENT: DnsClient = {
+  name: 'curl',
+  namespace: 'shop',
+  network: '',
+  canonicalName: 'curl',
+  canonicalRevision: 'v1',
+};
 
-const q = (name: string, id: number): Packet => ({ type: 'query', id, flags: RECURSION_DESIRED, questions: [{ type: 'A', name }] });
+const q = (name: string, id: number): Packet => ({
+  type: 'query',
+  id,
+  flags: RECURSION_DESIRED,
+  questions: [{ type: 'A', name }],
+});
 
 /** A nameserver the test drives: it records each query, and answers (192.0.2.1) only while `answering`. */
 class TestUpstream extends EventEmitter<{ query: [DecodedPacket] }> {
@@ -66,7 +77,13 @@ class TestUpstream extends EventEmitter<{ query: [DecodedPacket] }> {
   }
 
   private answer(p: DecodedPacket, port: number, address: string): void {
-    const reply = encode({ type: 'response', id: p.id, flags: RECURSION_DESIRED, questions: p.questions, answers: [{ type: 'A', name: p.questions![0]!.name, ttl: 60, data: '192.0.2.1' }] });
+    const reply = encode({
+      type: 'response',
+      id: p.id,
+      flags: RECURSION_DESIRED,
+      questions: p.questions,
+      answers: [{ type: 'A', name: p.questions![0]!.name, ttl: 60, data: '192.0.2.1' }],
+    });
     this.socket.send(reply, port, address);
   }
 }
@@ -105,7 +122,12 @@ describe('ztunnel DNS proxy lifecycle and limits', { timeout: 60_000 }, () => {
       state: new ProxyState(),
       client: () => CLIENT,
       listen,
-      upstream: { nameservers: [{ host: UPSTREAM_IP, port: upstream.port }], timeoutMs: NEVER_MS, attempts: 1, ...config },
+      upstream: {
+        nameservers: [{ host: UPSTREAM_IP, port: upstream.port }],
+        timeoutMs: NEVER_MS,
+        attempts: 1,
+        ...config,
+      },
       upstreamSockets: hostUpstreamSockets,
       metrics: new DnsMetrics(registry),
       log: logs.control.scope('dns'),
@@ -174,8 +196,15 @@ describe('ztunnel DNS proxy lifecycle and limits', { timeout: 60_000 }, () => {
       await upstream.received(32);
       // A query sent after the first 32 arrived: it reaches the upstream before any more of the chunk would.
       asker.send(q('marker.example', 5000));
-      while (!upstream.queries.some((x) => x.packet.id !== undefined && x.packet.questions?.[0]?.name === 'marker.example')) await once(upstream, 'query');
-      assert.equal(upstream.queries.filter((x) => x.packet.questions?.[0]?.name.startsWith('tcp') === true).length, 32, 'at most 32 of one connection at once');
+      while (
+        !upstream.queries.some((x) => x.packet.id !== undefined && x.packet.questions?.[0]?.name === 'marker.example')
+      )
+        await once(upstream, 'query');
+      assert.equal(
+        upstream.queries.filter((x) => x.packet.questions?.[0]?.name.startsWith('tcp') === true).length,
+        32,
+        'at most 32 of one connection at once',
+      );
       // Fill the proxy's remaining slots with UDP, then one more TCP query must wait, not fail.
       const free = MAX_FORWARDS_IN_FLIGHT - 33;
       for (let i = 0; i < free; i++) asker.send(q(`fill${i}.example`, 6000 + i));
@@ -183,7 +212,10 @@ describe('ztunnel DNS proxy lifecycle and limits', { timeout: 60_000 }, () => {
       const second = net.connect(port, PROXY_IP);
       await once(second, 'connect');
       second.write(frame(encode(q('late.example', 7000))));
-      await logs.waitFor('the TCP query over the cap waits', (l) => typeof l.message === 'string' && l.message.startsWith('DNS TCP query waits'));
+      await logs.waitFor(
+        'the TCP query over the cap waits',
+        (l) => typeof l.message === 'string' && l.message.startsWith('DNS TCP query waits'),
+      );
       upstream.answerAll();
       const [late] = (await once(second, 'data')) as [Buffer];
       second.destroy();
@@ -209,7 +241,7 @@ describe('ztunnel DNS proxy lifecycle and limits', { timeout: 60_000 }, () => {
     }
   });
 
-  test('the upstream\'s answer is taken when its source address is the nameserver written in another form (0:0::1 for ::1)', async () => {
+  test("the upstream's answer is taken when its source address is the nameserver written in another form (0:0::1 for ::1)", async () => {
     const v6 = await TestUpstream.start('::1');
     v6.answering = true;
     const p = proxy({ nameservers: [{ host: '0:0:0::1', port: v6.port }], timeoutMs: 2_000 });
@@ -219,7 +251,10 @@ describe('ztunnel DNS proxy lifecycle and limits', { timeout: 60_000 }, () => {
       asker.send(q('v6.example', 77));
       const r = await asker.reply(77);
       assert.equal(r.rcode, 'NOERROR');
-      assert.deepEqual(r.answers?.map((a) => 'data' in a && a.data), ['192.0.2.1']);
+      assert.deepEqual(
+        r.answers?.map((a) => 'data' in a && a.data),
+        ['192.0.2.1'],
+      );
     } finally {
       asker.socket.close();
       v6.socket.close();

@@ -36,18 +36,43 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
   const state = new ProxyState();
   state.update({ services: [kubeService('echo', 'shop', ['/10.96.0.10'])] });
 
-  const proxy = (reusePort = true): DnsProxy => new DnsProxy({
-    state, client: () => ({ name: 'curl', namespace: 'shop', network: '', canonicalName: 'curl', canonicalRevision: 'v1' }), listen: podDnsListen(ns.path, DNS_PROXY_PORT, { mark: DEFAULT_INPOD_MARK, reusePort }),
-    upstream: { nameservers: [{ host: '127.0.0.1', port: 53 }], timeoutMs: 1000, attempts: 1 }, upstreamSockets: podUpstreamSockets(ns.path), metrics,
-    log: logs.control.scope('dns'),
-  });
+  const proxy = (reusePort = true): DnsProxy =>
+    new DnsProxy({
+      state,
+      client: () => ({ name: 'curl', namespace: 'shop', network: '', canonicalName: 'curl', canonicalRevision: 'v1' }),
+      listen: podDnsListen(ns.path, DNS_PROXY_PORT, { mark: DEFAULT_INPOD_MARK, reusePort }),
+      upstream: { nameservers: [{ host: '127.0.0.1', port: 53 }], timeoutMs: 1000, attempts: 1 },
+      upstreamSockets: podUpstreamSockets(ns.path),
+      metrics,
+      log: logs.control.scope('dns'),
+    });
 
   before(async () => {
     ns = await TestNetns.create();
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-dns-netns-'));
     go = await buildGoPeer('dns_go');
-    dnsmasq = await startDnsmasq(dir, '127.0.0.1', 53, { hosts: ['192.0.2.200 ext.example'] }, ['ip', 'netns', 'exec', ns.name]);
-    for (const proto of ['udp', 'tcp']) await ns.exec('iptables', ['-A', 'OUTPUT', '-p', proto, '--dport', '53', '-m', 'mark', '!', '--mark', '0x539', '-j', 'DROP']);
+    dnsmasq = await startDnsmasq(dir, '127.0.0.1', 53, { hosts: ['192.0.2.200 ext.example'] }, [
+      'ip',
+      'netns',
+      'exec',
+      ns.name,
+    ]);
+    for (const proto of ['udp', 'tcp'])
+      await ns.exec('iptables', [
+        '-A',
+        'OUTPUT',
+        '-p',
+        proto,
+        '--dport',
+        '53',
+        '-m',
+        'mark',
+        '!',
+        '--mark',
+        '0x539',
+        '-j',
+        'DROP',
+      ]);
   });
 
   after(async () => {
@@ -57,17 +82,29 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
     await rm(path.dirname(go), { recursive: true, force: true });
   });
 
-  const lookup = async (server: string, transport: string, name: string): Promise<unknown> => JSON.parse(await ns.exec(go, [server, transport, 'ip4', name]));
+  const lookup = async (server: string, transport: string, name: string): Promise<unknown> =>
+    JSON.parse(await ns.exec(go, [server, transport, 'ip4', name]));
 
   test('in-pod: a pod resolves Services and upstream names on 127.0.0.1:15053 and [::1]:15053, upstream through marked sockets', async () => {
     const p = proxy();
     await p.start();
     try {
-      assert.deepEqual(p.addresses().udp.map((a) => `${a.address}:${a.port}`), [`127.0.0.1:${DNS_PROXY_PORT}`, `::1:${DNS_PROXY_PORT}`]);
+      assert.deepEqual(
+        p.addresses().udp.map((a) => `${a.address}:${a.port}`),
+        [`127.0.0.1:${DNS_PROXY_PORT}`, `::1:${DNS_PROXY_PORT}`],
+      );
       for (const server of [`127.0.0.1:${DNS_PROXY_PORT}`, `[::1]:${DNS_PROXY_PORT}`]) {
         for (const transport of ['udp', 'tcp']) {
-          assert.deepEqual(await lookup(server, transport, 'echo.'), { values: ['10.96.0.10'], notFound: false }, `${server} ${transport}`);
-          assert.deepEqual(await lookup(server, transport, 'ext.example.'), { values: ['192.0.2.200'], notFound: false }, `${server} ${transport} forwarded`);
+          assert.deepEqual(
+            await lookup(server, transport, 'echo.'),
+            { values: ['10.96.0.10'], notFound: false },
+            `${server} ${transport}`,
+          );
+          assert.deepEqual(
+            await lookup(server, transport, 'ext.example.'),
+            { values: ['192.0.2.200'], notFound: false },
+            `${server} ${transport} forwarded`,
+          );
         }
       }
       const unmarked = await ns.exec('iptables', ['-L', 'OUTPUT', '-v', '-n', '-x']);
@@ -84,7 +121,10 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
     try {
       await next.start();
       await old.close();
-      assert.deepEqual(await lookup(`127.0.0.1:${DNS_PROXY_PORT}`, 'udp', 'echo.shop.'), { values: ['10.96.0.10'], notFound: false });
+      assert.deepEqual(await lookup(`127.0.0.1:${DNS_PROXY_PORT}`, 'udp', 'echo.shop.'), {
+        values: ['10.96.0.10'],
+        notFound: false,
+      });
     } finally {
       await old.close();
       await next.close();
@@ -104,8 +144,14 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
         (e: unknown) => (e as NodeJS.ErrnoException).code,
       );
       assert.equal(udp, 'EADDRINUSE');
-      await assert.rejects(listenInNetns(tcp, ns.path, { host: '127.0.0.1', port: DNS_PROXY_PORT, reusePort: true }), { code: 'EADDRINUSE' });
-      assert.deepEqual(await lookup(`127.0.0.1:${DNS_PROXY_PORT}`, 'udp', 'echo.shop.'), { values: ['10.96.0.10'], notFound: false }, 'the proxy still serves');
+      await assert.rejects(listenInNetns(tcp, ns.path, { host: '127.0.0.1', port: DNS_PROXY_PORT, reusePort: true }), {
+        code: 'EADDRINUSE',
+      });
+      assert.deepEqual(
+        await lookup(`127.0.0.1:${DNS_PROXY_PORT}`, 'udp', 'echo.shop.'),
+        { values: ['10.96.0.10'], notFound: false },
+        'the proxy still serves',
+      );
     } finally {
       tcp.close();
       await p.close();
@@ -119,7 +165,11 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
       // Four ephemeral ports for five sockets: sharing would bind all five, two on one port.
       await small.exec('sysctl', ['-q', '-w', 'net.ipv4.ip_local_port_range=40000 40003']);
       const upstream = podUpstreamSockets(small.path);
-      for (let i = 0; i < 5; i++) await upstream.udp(4).then((u) => sockets.push(u), () => undefined);
+      for (let i = 0; i < 5; i++)
+        await upstream.udp(4).then(
+          (u) => sockets.push(u),
+          () => undefined,
+        );
       const ports = sockets.map((u) => u.address().port);
       assert.equal(new Set(ports).size, ports.length, `ports: ${ports.join(', ')}`);
       assert.equal(ports.length, 4);

@@ -36,7 +36,13 @@ const BIG_RECORDS = 150;
 
 const skip = goSkip() || dnsmasqSkip();
 
-const SHOP_CLIENT: DnsClient = { name: 'curl', namespace: 'shop', network: '', canonicalName: 'curl', canonicalRevision: 'v1' };
+const SHOP_CLIENT: DnsClient = {
+  name: 'curl',
+  namespace: 'shop',
+  network: '',
+  canonicalName: 'curl',
+  canonicalRevision: 'v1',
+};
 
 function meshState(): ProxyState {
   const s = new ProxyState();
@@ -51,7 +57,11 @@ function meshState(): ProxyState {
 
 /** The cluster's nameserver: `ext.example`, `echo`, `big.example` (many records), a TXT record, NXDOMAIN for the rest. */
 const ZONE: DnsmasqZone = {
-  hosts: ['192.0.2.200 ext.example', '192.0.2.99 echo', ...Array.from({ length: BIG_RECORDS }, (_, i) => `198.18.${Math.floor(i / 250)}.${(i % 250) + 1} big.example`)],
+  hosts: [
+    '192.0.2.200 ext.example',
+    '192.0.2.99 echo',
+    ...Array.from({ length: BIG_RECORDS }, (_, i) => `198.18.${Math.floor(i / 250)}.${(i % 250) + 1} big.example`),
+  ],
   txt: ['txt.example,from dnsmasq'],
 };
 
@@ -81,7 +91,12 @@ async function query(port: number, p: Packet): Promise<DecodedPacket & { rcode?:
   return decode(reply);
 }
 
-const q = (name: string, type: 'A' | 'AAAA' | 'TXT', id = 4242): Packet => ({ type: 'query', id, flags: RECURSION_DESIRED, questions: [{ type, name }] });
+const q = (name: string, type: 'A' | 'AAAA' | 'TXT', id = 4242): Packet => ({
+  type: 'query',
+  id,
+  flags: RECURSION_DESIRED,
+  questions: [{ type, name }],
+});
 
 describe('ztunnel DNS proxy', { skip }, () => {
   let dir: string;
@@ -105,8 +120,24 @@ describe('ztunnel DNS proxy', { skip }, () => {
     const metrics = new DnsMetrics(registry);
     const state = meshState();
     const log = logs.control.scope('dns');
-    shop = new DnsProxy({ state, client: () => SHOP_CLIENT, listen: hostDnsListen([PROXY_IP], 0), upstream, upstreamSockets: hostUpstreamSockets, metrics, log });
-    web = new DnsProxy({ state, client: () => ({ ...SHOP_CLIENT, namespace: 'web' }), listen: hostDnsListen([OTHER_NS_PROXY_IP], 0), upstream, upstreamSockets: hostUpstreamSockets, metrics, log });
+    shop = new DnsProxy({
+      state,
+      client: () => SHOP_CLIENT,
+      listen: hostDnsListen([PROXY_IP], 0),
+      upstream,
+      upstreamSockets: hostUpstreamSockets,
+      metrics,
+      log,
+    });
+    web = new DnsProxy({
+      state,
+      client: () => ({ ...SHOP_CLIENT, namespace: 'web' }),
+      listen: hostDnsListen([OTHER_NS_PROXY_IP], 0),
+      upstream,
+      upstreamSockets: hostUpstreamSockets,
+      metrics,
+      log,
+    });
     await shop.start();
     await web.start();
     shopPort = shop.addresses().udp[0]!.port;
@@ -122,7 +153,12 @@ describe('ztunnel DNS proxy', { skip }, () => {
     await rm(path.dirname(go), { recursive: true, force: true });
   });
 
-  async function goLookup(server: string, transport: 'udp' | 'tcp', kind: 'ip4' | 'ip6' | 'cname' | 'txt', name: string): Promise<{ values: string[]; error?: string; notFound: boolean }> {
+  async function goLookup(
+    server: string,
+    transport: 'udp' | 'tcp',
+    kind: 'ip4' | 'ip6' | 'cname' | 'txt',
+    name: string,
+  ): Promise<{ values: string[]; error?: string; notFound: boolean }> {
     const r = await runGo(go, [server, transport, kind, name]);
     assert.equal(r.status, 0, r.stderr);
     return JSON.parse(r.stdout) as { values: string[]; error?: string; notFound: boolean };
@@ -130,14 +166,26 @@ describe('ztunnel DNS proxy', { skip }, () => {
 
   test('a Service resolves for a pod of its namespace as svc, svc.ns, svc.ns.svc and svc.ns.svc.cluster.local, over UDP and TCP (Go resolver)', async () => {
     for (const transport of ['udp', 'tcp'] as const) {
-      for (const name of ['echo.', 'echo.shop.', 'echo.shop.svc.', 'echo.shop.svc.cluster.local.', 'echo.shop.shop.svc.cluster.local.']) {
-        assert.deepEqual((await goLookup(`${PROXY_IP}:${shopPort}`, transport, 'ip4', name)).values, ['10.96.0.10'], `${transport} ${name}`);
+      for (const name of [
+        'echo.',
+        'echo.shop.',
+        'echo.shop.svc.',
+        'echo.shop.svc.cluster.local.',
+        'echo.shop.shop.svc.cluster.local.',
+      ]) {
+        assert.deepEqual(
+          (await goLookup(`${PROXY_IP}:${shopPort}`, transport, 'ip4', name)).values,
+          ['10.96.0.10'],
+          `${transport} ${name}`,
+        );
       }
     }
   });
 
-  test('the short name follows the asking pod: from namespace web, echo.shop is the Service but echo is upstream\'s', async () => {
-    assert.deepEqual((await goLookup(`${OTHER_NS_PROXY_IP}:${webPort}`, 'udp', 'ip4', 'echo.shop.')).values, ['10.96.0.10']);
+  test("the short name follows the asking pod: from namespace web, echo.shop is the Service but echo is upstream's", async () => {
+    assert.deepEqual((await goLookup(`${OTHER_NS_PROXY_IP}:${webPort}`, 'udp', 'ip4', 'echo.shop.')).values, [
+      '10.96.0.10',
+    ]);
     assert.deepEqual((await goLookup(`${OTHER_NS_PROXY_IP}:${webPort}`, 'udp', 'ip4', 'echo.')).values, ['192.0.2.99']);
     const missing = await goLookup(`${OTHER_NS_PROXY_IP}:${webPort}`, 'udp', 'ip4', 'echo.web.svc.cluster.local.');
     assert.equal(missing.notFound, true, JSON.stringify(missing));
@@ -146,7 +194,9 @@ describe('ztunnel DNS proxy', { skip }, () => {
   test('a ServiceEntry host under a search domain is answered with a CNAME to the host (Go LookupCNAME)', async () => {
     const r = await goLookup(`${PROXY_IP}:${shopPort}`, 'udp', 'cname', 'api.partner.example.shop.svc.cluster.local.');
     assert.deepEqual(r.values, ['api.partner.example.']);
-    assert.deepEqual((await goLookup(`${PROXY_IP}:${shopPort}`, 'udp', 'ip4', 'api.partner.example.')).values, ['240.0.0.7']);
+    assert.deepEqual((await goLookup(`${PROXY_IP}:${shopPort}`, 'udp', 'ip4', 'api.partner.example.')).values, [
+      '240.0.0.7',
+    ]);
   });
 
   test('own answers are authoritative with TTL 30; AAAA of an IPv4-only Service is NOERROR with no records, not NXDOMAIN', async () => {
@@ -154,7 +204,10 @@ describe('ztunnel DNS proxy', { skip }, () => {
     assert.equal(a.id, 4242);
     assert.equal(a.rcode, 'NOERROR');
     assert.ok(a.flag_aa && a.flag_ra && a.flag_rd && a.flag_qr);
-    assert.deepEqual(a.answers?.map((r) => [r.name, r.type, 'ttl' in r ? r.ttl : undefined, 'data' in r ? r.data : undefined]), [['Echo.Shop.svc.cluster.local', 'A', 30, '10.96.0.10']]);
+    assert.deepEqual(
+      a.answers?.map((r) => [r.name, r.type, 'ttl' in r ? r.ttl : undefined, 'data' in r ? r.data : undefined]),
+      [['Echo.Shop.svc.cluster.local', 'A', 30, '10.96.0.10']],
+    );
     const aaaa = await query(shopPort, q('echo.shop.svc.cluster.local', 'AAAA'));
     assert.equal(aaaa.rcode, 'NOERROR');
     assert.ok(aaaa.flag_aa);
@@ -164,13 +217,19 @@ describe('ztunnel DNS proxy', { skip }, () => {
   test('names ztunnel does not own go upstream (dnsmasq): answers non-authoritative, NXDOMAIN and other record types passed through', async () => {
     assert.deepEqual((await goLookup(`${PROXY_IP}:${shopPort}`, 'udp', 'ip4', 'ext.example.')).values, ['192.0.2.200']);
     assert.deepEqual((await goLookup(`${PROXY_IP}:${shopPort}`, 'tcp', 'ip4', 'ext.example.')).values, ['192.0.2.200']);
-    assert.deepEqual((await goLookup(`${PROXY_IP}:${shopPort}`, 'udp', 'txt', 'txt.example.')).values, ['from dnsmasq']);
+    assert.deepEqual((await goLookup(`${PROXY_IP}:${shopPort}`, 'udp', 'txt', 'txt.example.')).values, [
+      'from dnsmasq',
+    ]);
     const missing = await goLookup(`${PROXY_IP}:${shopPort}`, 'udp', 'ip4', 'missing.shop.svc.cluster.local.');
     assert.equal(missing.notFound, true, JSON.stringify(missing));
     const ext = await query(shopPort, q('ext.example', 'A'));
     assert.equal(ext.flag_aa, false);
     assert.equal((await query(shopPort, q('nope.example', 'A'))).rcode, 'NXDOMAIN');
-    assert.equal((await query(shopPort, q('echo.shop.svc.cluster.local', 'TXT'))).rcode, 'NXDOMAIN', 'a known host, but not A/AAAA: forwarded');
+    assert.equal(
+      (await query(shopPort, q('echo.shop.svc.cluster.local', 'TXT'))).rcode,
+      'NXDOMAIN',
+      'a known host, but not A/AAAA: forwarded',
+    );
   });
 
   test('an answer too big for UDP comes back truncated with TC, and Go retries over TCP and gets every record', async () => {
@@ -183,18 +242,29 @@ describe('ztunnel DNS proxy', { skip }, () => {
     const r = await goLookup(`${PROXY_IP}:${shopPort}`, 'udp', 'ip4', 'big.example.');
     assert.equal(r.values.length, BIG_RECORDS, JSON.stringify(r));
     const afterText = await registry.getSingleMetricAsString('istio_dns_requests_total');
-    const count = (text: string, protocol: string): number => Number(new RegExp(`request_query_type="a",request_protocol="${protocol}"[^}]*} (\\d+)`).exec(text)?.[1] ?? 0);
+    const count = (text: string, protocol: string): number =>
+      Number(new RegExp(`request_query_type="a",request_protocol="${protocol}"[^}]*} (\\d+)`).exec(text)?.[1] ?? 0);
     assert.ok(count(afterText, 'tcp') > count(before, 'tcp'), 'Go asked again over TCP');
   });
 
   test('malformed input: garbage gets FORMERR with its ID, a response or a short datagram gets nothing or FORMERR, and the next query is answered', async () => {
-    const garbage = Buffer.concat([Buffer.from([0xbe, 0xef, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]), Buffer.from([0x3f, 0x61])]);
+    const garbage = Buffer.concat([
+      Buffer.from([0xbe, 0xef, 0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]),
+      Buffer.from([0x3f, 0x61]),
+    ]);
     const formerr = decode((await udpExchange(shopPort, garbage))!);
     assert.equal(formerr.id, 0xbeef);
     assert.equal((formerr as { rcode?: string }).rcode, 'FORMERR');
     const asResponse = encode({ ...q('echo.shop', 'A', 7), type: 'response' });
     assert.equal((decode((await udpExchange(shopPort, asResponse))!) as { rcode?: string }).rcode, 'FORMERR');
-    const twoQuestions = encode({ type: 'query', id: 8, questions: [{ type: 'A', name: 'a.example' }, { type: 'A', name: 'b.example' }] });
+    const twoQuestions = encode({
+      type: 'query',
+      id: 8,
+      questions: [
+        { type: 'A', name: 'a.example' },
+        { type: 'A', name: 'b.example' },
+      ],
+    });
     assert.equal((decode((await udpExchange(shopPort, twoQuestions))!) as { rcode?: string }).rcode, 'FORMERR');
     const notQuery = encode(q('echo.shop', 'A', 9));
     notQuery.writeUInt16BE(notQuery.readUInt16BE(2) | (2 << 11), 2); // opcode STATUS
@@ -242,12 +312,23 @@ describe('ztunnel DNS proxy', { skip }, () => {
     const reg = new Registry();
     const metrics = new DnsMetrics(reg);
     const unknown = new DnsProxy({
-      state: meshState(), client: () => undefined, listen: hostDnsListen([PROXY_IP], 0), upstream, upstreamSockets: hostUpstreamSockets, metrics, log: logs.control.scope('dns'),
+      state: meshState(),
+      client: () => undefined,
+      listen: hostDnsListen([PROXY_IP], 0),
+      upstream,
+      upstreamSockets: hostUpstreamSockets,
+      metrics,
+      log: logs.control.scope('dns'),
     });
     const [deadPort = 0] = await freePorts(DEAD_UPSTREAM_IP, 1);
     const deadUpstream = new DnsProxy({
-      state: meshState(), client: () => SHOP_CLIENT, listen: hostDnsListen([PROXY_IP], 0), upstream: { nameservers: [{ host: DEAD_UPSTREAM_IP, port: deadPort }], timeoutMs: 200, attempts: 2 },
-      upstreamSockets: hostUpstreamSockets, metrics, log: logs.control.scope('dns'),
+      state: meshState(),
+      client: () => SHOP_CLIENT,
+      listen: hostDnsListen([PROXY_IP], 0),
+      upstream: { nameservers: [{ host: DEAD_UPSTREAM_IP, port: deadPort }], timeoutMs: 200, attempts: 2 },
+      upstreamSockets: hostUpstreamSockets,
+      metrics,
+      log: logs.control.scope('dns'),
     });
     await unknown.start();
     try {
@@ -261,9 +342,15 @@ describe('ztunnel DNS proxy', { skip }, () => {
       assert.equal((await query(port, q('ext.example', 'A'))).rcode, 'SERVFAIL');
       assert.equal((await query(port, q('echo.shop', 'A'))).rcode, 'NOERROR', 'own names need no upstream');
       const text = await reg.metrics();
-      assert.match(text, /istio_dns_upstream_failures_total\{request_query_type="a",request_protocol="udp",source_canonical_service="curl",source_canonical_revision="v1"\} 1/);
+      assert.match(
+        text,
+        /istio_dns_upstream_failures_total\{request_query_type="a",request_protocol="udp",source_canonical_service="curl",source_canonical_revision="v1"\} 1/,
+      );
       assert.match(text, /istio_dns_upstream_requests_total\{[^}]*\} 1/);
-      assert.match(text, /istio_dns_requests_total\{request_query_type="a",request_protocol="udp",source_canonical_service="unknown",source_canonical_revision="unknown"\} 1/);
+      assert.match(
+        text,
+        /istio_dns_requests_total\{request_query_type="a",request_protocol="udp",source_canonical_service="unknown",source_canonical_revision="unknown"\} 1/,
+      );
       assert.match(text, /istio_dns_upstream_request_duration_seconds_count\{[^}]*\} 1/);
     } finally {
       await deadUpstream.close();

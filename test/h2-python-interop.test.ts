@@ -43,7 +43,18 @@ describe('our HTTP/2 session against Python h2 (an independent HTTP/2 stack), ov
       });
     });
     const size = 1024 * 1024 + 7;
-    const r = await runPython('h2_connect_peer.py', ['client', HOST, String(ctx.server.port), '10.0.0.1:8080', String(size), ...(await pemFiles(ctx.fx, CLIENT_ID, 'pyclient'))], 60_000);
+    const r = await runPython(
+      'h2_connect_peer.py',
+      [
+        'client',
+        HOST,
+        String(ctx.server.port),
+        '10.0.0.1:8080',
+        String(size),
+        ...(await pemFiles(ctx.fx, CLIENT_ID, 'pyclient')),
+      ],
+      60_000,
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout) as unknown, { status: '200', received: size, sha256: sha256(pattern(size)) });
   });
@@ -65,7 +76,12 @@ describe('our HTTP/2 session against Python h2 (an independent HTTP/2 stack), ov
       s.end(payload);
       await once(s, 'end');
       assert.equal(sha256(Buffer.concat(parts)), sha256(payload));
-      const request = JSON.parse(py.output().split('\n').find((l) => l.startsWith('{')) ?? '{}') as unknown;
+      const request = JSON.parse(
+        py
+          .output()
+          .split('\n')
+          .find((l) => l.startsWith('{')) ?? '{}',
+      ) as unknown;
       assert.deepEqual(request, { method: 'CONNECT', authority: '10.1.2.3:9000', scheme: false, path: false });
       session.close();
       await once(session, 'close');
@@ -74,4 +90,3 @@ describe('our HTTP/2 session against Python h2 (an independent HTTP/2 stack), ov
     }
   });
 });
-

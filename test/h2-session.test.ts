@@ -30,7 +30,8 @@ const closed = async (s: H2Stream): Promise<void> => {
   if (!s.closed) await once(s, 'close');
 };
 const responseOf = async (s: H2Stream): Promise<ResponseHead> => ((await once(s, 'response')) as [ResponseHead])[0];
-const pattern = (n: number, seed: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff));
+const pattern = (n: number, seed: number): Buffer =>
+  Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff));
 
 describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
   const ctx = useHboneTls(HOST);
@@ -43,7 +44,13 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
     const down = pattern(2 * 1024 * 1024 + 5, 2);
     const c = quiet(client.connect('10.0.0.1:8080', [['baggage', 'k8s.pod.name=a']]));
     const [s, head] = await nextStream(server);
-    assert.deepEqual(head, { method: 'CONNECT', authority: '10.0.0.1:8080', scheme: undefined, path: undefined, fields: [['baggage', 'k8s.pod.name=a']] });
+    assert.deepEqual(head, {
+      method: 'CONNECT',
+      authority: '10.0.0.1:8080',
+      scheme: undefined,
+      path: undefined,
+      fields: [['baggage', 'k8s.pod.name=a']],
+    });
     s.respond(200);
     assert.equal((await responseOf(c)).status, 200);
     const serverGot = readAll(s);
@@ -77,7 +84,10 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
     fast.end(big);
     assert.equal((await fastGot).length, big.length, 'the other stream finished');
     assert.equal(slowWritten, false, 'the stalled stream still waits for window');
-    assert.ok(slowServer.readableLength <= window + slowServer.readableHighWaterMark, `buffered ${slowServer.readableLength}`);
+    assert.ok(
+      slowServer.readableLength <= window + slowServer.readableHighWaterMark,
+      `buffered ${slowServer.readableLength}`,
+    );
     const slowGot = readAll(slowServer);
     slow.end();
     assert.equal((await slowGot).compare(big), 0, 'once read, the stalled stream delivers everything');
@@ -101,7 +111,10 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
     const goaway = once(client, 'goaway');
     server.close();
     assert.deepEqual((await goaway).slice(0, 2), [H2ErrorCode.NO_ERROR, 1]);
-    assert.throws(() => client.connect('10.0.0.1:8080'), (e) => isMeshError(e, 'H2_ERR_REFUSED_STREAM'));
+    assert.throws(
+      () => client.connect('10.0.0.1:8080'),
+      (e) => isMeshError(e, 'H2_ERR_REFUSED_STREAM'),
+    );
     const clientGot = readAll(c);
     const serverGot = readAll(s);
     c.end('after goaway');
@@ -134,14 +147,23 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
     const { client, server } = await sessionPair(ctx.fx, ctx.server, HOST, {}, { maxConcurrentStreams: 1 });
     assert.equal(client.remoteSettings.maxConcurrentStreams, 1);
     quiet(client.connect('10.0.0.1:1'));
-    assert.throws(() => client.connect('10.0.0.1:2'), (e) => isMeshError(e, 'H2_ERR_REFUSED_STREAM'));
+    assert.throws(
+      () => client.connect('10.0.0.1:2'),
+      (e) => isMeshError(e, 'H2_ERR_REFUSED_STREAM'),
+    );
     await nextStream(server);
     client.destroy();
     await once(server, 'close');
   });
 
   test('a header block larger than the peer frame size crosses CONTINUATION frames intact', async () => {
-    const { client, server } = await sessionPair(ctx.fx, ctx.server, HOST, { maxFrameSize: 16_384 }, { maxFrameSize: 16_384 });
+    const { client, server } = await sessionPair(
+      ctx.fx,
+      ctx.server,
+      HOST,
+      { maxFrameSize: 16_384 },
+      { maxFrameSize: 16_384 },
+    );
     const big = 'v'.repeat(40_000);
     quiet(client.connect('10.0.0.1:8080', [['x-big', big]]));
     const [, head] = await nextStream(server);
@@ -158,7 +180,9 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
     await responseOf(c);
     const total = 70_000 + 5 + 300_000;
     let received = 0;
-    const allIn = new Promise<void>((resolve) => s.on('data', (d: Buffer) => (received += d.length) === total && resolve()));
+    const allIn = new Promise<void>((resolve) =>
+      s.on('data', (d: Buffer) => (received += d.length) === total && resolve()),
+    );
     const serverGot = readAll(s);
     let socketWrites = 0;
     const write = clientSocket._write.bind(clientSocket);

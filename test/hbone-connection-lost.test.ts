@@ -34,7 +34,10 @@ let frozen = false;
 const relayed: net.Socket[] = [];
 const relay = net.createServer((a) => {
   const b = net.connect(15008, PEER_IP);
-  for (const [from, to] of [[a, b], [b, a]] as const) {
+  for (const [from, to] of [
+    [a, b],
+    [b, a],
+  ] as const) {
     relayed.push(from);
     from.on('error', () => to.destroy());
     from.on('data', (d: Buffer) => {
@@ -48,7 +51,10 @@ before(async () => {
   fx = await meshFixture();
   await fx.write('mesh.yaml', MESH);
   // A minimal HBONE peer that echoes each CONNECT stream, so the test decides how its connection dies.
-  peer = http2.createSecureServer({ ...serverTlsOptions(await fx.cert('spiffe://cluster.local/ns/b/sa/peer')), allowHTTP1: false });
+  peer = http2.createSecureServer({
+    ...serverTlsOptions(await fx.cert('spiffe://cluster.local/ns/b/sa/peer')),
+    allowHTTP1: false,
+  });
   peer.on('connection', (s: net.Socket) => sockets.push(s));
   peer.on('session', (s) => {
     s.on('error', () => undefined);
@@ -63,7 +69,14 @@ before(async () => {
   await new Promise<void>((r) => peer.listen(15008, PEER_IP, r));
   relay.listen(15008, FROZEN_IP);
   await once(relay, 'listening');
-  zt = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.70.2.1', controlPorts: await freeControlPorts('127.70.2.1'), env: { UNSTABLE_ENABLE_SOCKS5: 'true', LOG_FORMAT: 'json' } });
+  zt = spawnZtunnel({
+    localConfig: fx.file('mesh.yaml'),
+    nodeName: 'n1',
+    localCa: fx.ca,
+    controlIp: '127.70.2.1',
+    controlPorts: await freeControlPorts('127.70.2.1'),
+    env: { UNSTABLE_ENABLE_SOCKS5: 'true', LOG_FORMAT: 'json' },
+  });
   await zt.waitReady();
 });
 
@@ -89,15 +102,24 @@ async function liveAppConnection(dst = PEER_IP): Promise<net.Socket> {
 /** How the app connection ended: 'reset' (RST) or 'fin'. */
 function ending(s: net.Socket): Promise<string> {
   return new Promise((resolve) => {
-    s.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNRESET' ? 'reset' : `error ${e.code ?? e.message}`));
+    s.once('error', (e: NodeJS.ErrnoException) =>
+      resolve(e.code === 'ECONNRESET' ? 'reset' : `error ${e.code ?? e.message}`),
+    );
     s.once('end', () => resolve('fin'));
   });
 }
 
 async function failedCount(dst = PEER_IP): Promise<number> {
   const text = await (await fetch(`http://${zt.metrics}/metrics`)).text();
-  return text.split('\n')
-    .filter((l) => l.startsWith('istio_tcp_connections_failed_total{') && l.includes('reporter="source"') && l.includes('response_flags="CONNECT"') && l.includes(`destination_workload="${dst === PEER_IP ? 'peer' : 'frozen'}"`))
+  return text
+    .split('\n')
+    .filter(
+      (l) =>
+        l.startsWith('istio_tcp_connections_failed_total{') &&
+        l.includes('reporter="source"') &&
+        l.includes('response_flags="CONNECT"') &&
+        l.includes(`destination_workload="${dst === PEER_IP ? 'peer' : 'frozen'}"`),
+    )
     .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
 
@@ -105,7 +127,11 @@ async function failedCount(dst = PEER_IP): Promise<number> {
 async function completion(src: string): Promise<Record<string, unknown>> {
   let entry: Record<string, unknown> | undefined;
   await waitFor('access log of the connection', () => {
-    entry = zt.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
+    entry = zt
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
       .find((o) => o['scope'] === 'access' && o['message'] === 'connection complete' && o['src.addr'] === src);
     return entry !== undefined;
   });
@@ -144,7 +170,9 @@ test('an HBONE connection whose peer stops answering PINGs is torn down by the k
   const endings = apps.map(ending);
   frozen = true;
   // ztunnel PINGs every 10s and gives up 20s after an unanswered PING (ztunnel src/proxy/h2.rs): 30s at most.
-  const deadline = new Promise<never>((_r, reject) => setTimeout(() => reject(new Error('no keepalive teardown within 45s')), 45_000).unref());
+  const deadline = new Promise<never>((_r, reject) =>
+    setTimeout(() => reject(new Error('no keepalive teardown within 45s')), 45_000).unref(),
+  );
   assert.deepEqual(await Promise.race([Promise.all(endings), deadline]), ['reset', 'reset']);
   for (const src of srcs) {
     const entry = await completion(src);

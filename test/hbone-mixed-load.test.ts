@@ -84,7 +84,8 @@ function stallWatch(tally: Tally, work: Promise<unknown>): Promise<never> {
   return new Promise((_, reject) => {
     let last = -1;
     const timer = setInterval(() => {
-      if (tally.received === last) reject(new Error(`stalled: no byte received for ${STALL_MS / 1000}s (${tally.received} bytes so far)`));
+      if (tally.received === last)
+        reject(new Error(`stalled: no byte received for ${STALL_MS / 1000}s (${tally.received} bytes so far)`));
       last = tally.received;
     }, STALL_MS);
     void work.finally(() => clearInterval(timer)).catch(() => undefined);
@@ -102,8 +103,22 @@ before(async () => {
   echo = await startEchoServer(SERVER_IP, 8080);
   // Istio's windows (4 MiB a stream, 16 MiB a connection, 1 MiB frames) are the defaults; nothing is overridden.
   const env = { UNSTABLE_ENABLE_SOCKS5: 'true' };
-  z1 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.70.1.1', controlPorts: await freeControlPorts('127.70.1.1'), env });
-  z2 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n2', localCa: fx.ca, controlIp: '127.70.1.2', controlPorts: await freeControlPorts('127.70.1.2'), env });
+  z1 = spawnZtunnel({
+    localConfig: fx.file('mesh.yaml'),
+    nodeName: 'n1',
+    localCa: fx.ca,
+    controlIp: '127.70.1.1',
+    controlPorts: await freeControlPorts('127.70.1.1'),
+    env,
+  });
+  z2 = spawnZtunnel({
+    localConfig: fx.file('mesh.yaml'),
+    nodeName: 'n2',
+    localCa: fx.ca,
+    controlIp: '127.70.1.2',
+    controlPorts: await freeControlPorts('127.70.1.2'),
+    env,
+  });
   await Promise.all([z1.waitReady(), z2.waitReady()]);
 });
 

@@ -20,7 +20,9 @@ const CONNECTIONS = 1000;
 const BYTES_EACH = 16 * 1024;
 
 async function exchange(s: net.Socket, data: Buffer): Promise<string> {
-  return createHash('sha256').update(await sendAndCollect(s, data)).digest('hex');
+  return createHash('sha256')
+    .update(await sendAndCollect(s, data))
+    .digest('hex');
 }
 
 test('1000 concurrent connections between one pair of workloads share at most 10 HBONE connections, and every byte arrives', async () => {
@@ -31,11 +33,15 @@ test('1000 concurrent connections between one pair of workloads share at most 10
   const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
   try {
     // Open them all first, so all 1000 streams are live at once.
-    const socks = await Promise.all(Array.from({ length: CONNECTIONS }, () => socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1')));
+    const socks = await Promise.all(
+      Array.from({ length: CONNECTIONS }, () => socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1')),
+    );
     const peak = z1.ctx.pool.connectionCount();
     const payloads = socks.map(() => randomBytes(BYTES_EACH));
     const hashes = await Promise.all(socks.map((s, i) => exchange(s, payloads[i]!)));
-    hashes.forEach((h, i) => assert.equal(h, createHash('sha256').update(payloads[i]!).digest('hex'), `connection ${i} corrupted`));
+    hashes.forEach((h, i) =>
+      assert.equal(h, createHash('sha256').update(payloads[i]!).digest('hex'), `connection ${i} corrupted`),
+    );
     assert.ok(peak >= 1 && peak <= 10, `${peak} HBONE connections for ${CONNECTIONS} streams`);
     assert.equal(peak, CONNECTIONS / 100, 'streams are packed 100 per connection');
   } finally {
@@ -55,7 +61,10 @@ test('an idle pooled connection is released after POOL_UNUSED_RELEASE_TIMEOUT an
     await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1'), Buffer.from('a'));
     assert.equal(z1.ctx.pool.connectionCount(), 1);
     await waitFor('idle connection evicted', () => z1.ctx.pool.connectionCount() === 0);
-    assert.equal(await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1'), Buffer.from('b')), createHash('sha256').update('b').digest('hex'));
+    assert.equal(
+      await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1'), Buffer.from('b')),
+      createHash('sha256').update('b').digest('hex'),
+    );
   } finally {
     await Promise.all([z1.shutdown(), z2.shutdown()]);
     await echo.close();
@@ -82,11 +91,14 @@ test('an app that stops reading stalls only its own stream: other streams on the
     // Write far more than the stream window (4 MiB) plus socket buffers, until the path pushes back for good.
     const chunk = Buffer.alloc(256 * 1024, 0x7a);
     let written = 0;
-    for (let idle = 0; idle < 3 && written < 64 * 1024 * 1024; ) {
+    for (let idle = 0; idle < 3 && written < 64 * 1024 * 1024;) {
       if (writer.write(chunk)) written += chunk.length;
       else {
         written += chunk.length;
-        const drained = await Promise.race([once(writer, 'drain').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 300))]);
+        const drained = await Promise.race([
+          once(writer, 'drain').then(() => true),
+          new Promise<boolean>((r) => setTimeout(() => r(false), 300)),
+        ]);
         if (!drained) idle++;
       }
     }

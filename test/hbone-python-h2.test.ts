@@ -49,24 +49,49 @@ describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
 
   test('a Python h2 client gets 200 from our HBONE server and its bytes echo back through the app', async () => {
     const files = await pem('spiffe://cluster.local/ns/py/sa/py', 'pyclient');
-    const r = await runPython('h2_hbone.py', ['client', '127.0.32.2', '15008', '127.0.32.2:8080', 'hello from python h2', ...files, '127.0.32.9']);
+    const r = await runPython('h2_hbone.py', [
+      'client',
+      '127.0.32.2',
+      '15008',
+      '127.0.32.2:8080',
+      'hello from python h2',
+      ...files,
+      '127.0.32.9',
+    ]);
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout) as unknown, { status: '200', echoed: 'hello from python h2' });
-    const bad = await runPython('h2_hbone.py', ['client', '127.0.32.2', '15008', '127.0.32.2:15008', 'x', ...files, '127.0.32.9']);
+    const bad = await runPython('h2_hbone.py', [
+      'client',
+      '127.0.32.2',
+      '15008',
+      '127.0.32.2:15008',
+      'x',
+      ...files,
+      '127.0.32.9',
+    ]);
     assert.deepEqual(JSON.parse(bad.stdout) as unknown, { status: '503', echoed: '' });
   });
 
   test('our HBONE client (SOCKS5 -> ztunnel) talks to a Python h2 HBONE server with the expected identity', async () => {
     const files = await pem('spiffe://cluster.local/ns/py/sa/py', 'pyserver');
-    const py: ChildProcess = spawn(PYTHON, [SCRIPT, 'server', '127.0.32.9', '15008', ...files], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const py: ChildProcess = spawn(PYTHON, [SCRIPT, 'server', '127.0.32.9', '15008', ...files], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     py.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     py.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     try {
       await waitFor('python server', () => out.includes('listening'));
       const s = await socks5Connect('127.0.32.1', 15080, '127.0.32.9', 9000, '127.0.32.1');
-      assert.equal((await sendAndCollect(s, 'bytes through a foreign server')).toString(), 'bytes through a foreign server');
-      const req = JSON.parse(out.split('\n').find((l) => l.startsWith('{')) ?? '{}') as { method?: string; authority?: string; peer?: string[] };
+      assert.equal(
+        (await sendAndCollect(s, 'bytes through a foreign server')).toString(),
+        'bytes through a foreign server',
+      );
+      const req = JSON.parse(out.split('\n').find((l) => l.startsWith('{')) ?? '{}') as {
+        method?: string;
+        authority?: string;
+        peer?: string[];
+      };
       assert.equal(req.method, 'CONNECT');
       assert.equal(req.authority, '127.0.32.9:9000');
       assert.deepEqual(req.peer, ['spiffe://cluster.local/ns/a/sa/client']);

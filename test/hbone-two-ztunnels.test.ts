@@ -11,8 +11,18 @@ import { isMeshError } from '../src/lib/errors.js';
 import { CertificateAuthority } from '../src/lib/pki/certificate-authority.js';
 import { createKeyAndCsr } from '../src/lib/pki/csr.js';
 import { parseIdentity } from '../src/lib/spiffe.js';
-import { workloadCertificateFromChain, type WorkloadCertificate } from '../src/ztunnel/identity/workload-certificate.js';
-import { meshFixture, hboneSession, requestStatus, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
+import {
+  workloadCertificateFromChain,
+  type WorkloadCertificate,
+} from '../src/ztunnel/identity/workload-certificate.js';
+import {
+  meshFixture,
+  hboneSession,
+  requestStatus,
+  sendAndCollect,
+  waitFor,
+  type MeshFixture,
+} from './helpers/mesh-fixture.js';
 
 const CLIENT_IP = '127.0.20.1';
 const SERVER_IP = '127.0.20.2';
@@ -68,8 +78,22 @@ describe('two ztunnel processes', () => {
     fx = await meshFixture();
     await fx.write('mesh.yaml', mesh());
     echo = await startEchoServer(SERVER_IP, 8080);
-    z1 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node1', localCa: fx.ca, controlIp: '127.0.21.1', controlPorts: await freeControlPorts('127.0.21.1'), env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
-    z2 = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'node2', localCa: fx.ca, controlIp: '127.0.21.2', controlPorts: await freeControlPorts('127.0.21.2'), env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
+    z1 = spawnZtunnel({
+      localConfig: fx.file('mesh.yaml'),
+      nodeName: 'node1',
+      localCa: fx.ca,
+      controlIp: '127.0.21.1',
+      controlPorts: await freeControlPorts('127.0.21.1'),
+      env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
+    });
+    z2 = spawnZtunnel({
+      localConfig: fx.file('mesh.yaml'),
+      nodeName: 'node2',
+      localCa: fx.ca,
+      controlIp: '127.0.21.2',
+      controlPorts: await freeControlPorts('127.0.21.2'),
+      env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
+    });
     await Promise.all([z1.waitReady(), z2.waitReady()]);
   });
 
@@ -89,7 +113,9 @@ describe('two ztunnel processes', () => {
 
   test('the app sees the source workload IP (spoofed like IP_TRANSPARENT on loopback)', async () => {
     const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, CLIENT_IP);
-    const res = (await sendAndCollect(s, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))).toString();
+    const res = (
+      await sendAndCollect(s, Buffer.from('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))
+    ).toString();
     const body = JSON.parse(res.slice(res.indexOf('\r\n\r\n') + 4)) as { peer: string };
     assert.match(body.peer, new RegExp(`^${CLIENT_IP.replace(/\./g, '\\.')}:`));
   });
@@ -98,22 +124,34 @@ describe('two ztunnel processes', () => {
     const s = await socks5Connect(CLIENT_IP, 15080, '10.96.0.10', 80, CLIENT_IP);
     await sendAndCollect(s, Buffer.from('x'));
     const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
     assert.ok(line !== undefined, text);
     assert.match(line, new RegExp(`source_principal="${CLIENT_ID}"`));
     assert.match(line, /connection_security_policy="mutual_tls"/);
     assert.match(line, new RegExp(`destination_principal="${SERVER_ID}"`));
-    assert.match(line, /destination_service="echo\.backend\.svc\.cluster\.local"/, 'service attributed from Forwarded: host=');
+    assert.match(
+      line,
+      /destination_service="echo\.backend\.svc\.cluster\.local"/,
+      'service attributed from Forwarded: host=',
+    );
     const prom = await (await fetch(`http://${z2.metrics}/stats/prometheus`)).text();
     assert.match(prom, /istio_tcp_received_bytes_total\{reporter="destination"/);
     const src = await (await fetch(`http://${z1.metrics}/metrics`)).text();
-    assert.match(src, /istio_tcp_connections_opened_total\{reporter="source"[^}]*destination_service="echo\.backend\.svc\.cluster\.local"/);
+    assert.match(
+      src,
+      /istio_tcp_connections_opened_total\{reporter="source"[^}]*destination_service="echo\.backend\.svc\.cluster\.local"/,
+    );
   });
 
   test('byte counters include a long-lived connection while it is still open', async () => {
     const received = async (): Promise<number> => {
       const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
-      return text.split('\n').filter((l) => l.startsWith('istio_tcp_received_bytes_total{reporter="destination"')).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      return text
+        .split('\n')
+        .filter((l) => l.startsWith('istio_tcp_received_bytes_total{reporter="destination"'))
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
     };
     const before = await received();
     const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, CLIENT_IP);
@@ -130,11 +168,31 @@ describe('two ztunnel processes', () => {
     const cert = await fx.cert(CLIENT_ID);
     const s = await hboneSession(SERVER_IP, cert, [SERVER_ID], CLIENT_IP);
     try {
-      assert.equal(await requestStatus(s, { ':method': 'GET', ':path': '/', ':scheme': 'https', ':authority': `${SERVER_IP}:8080` }), 400);
+      assert.equal(
+        await requestStatus(s, {
+          ':method': 'GET',
+          ':path': '/',
+          ':scheme': 'https',
+          ':authority': `${SERVER_IP}:8080`,
+        }),
+        400,
+      );
       assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': 'not-an-authority' }), 400);
-      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `127.0.20.99:8080` }), 400, 'IP mismatch');
-      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8089` }), 503, 'nothing listens');
-      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:15008` }), 503, 'ztunnel port');
+      assert.equal(
+        await requestStatus(s, { ':method': 'CONNECT', ':authority': `127.0.20.99:8080` }),
+        400,
+        'IP mismatch',
+      );
+      assert.equal(
+        await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8089` }),
+        503,
+        'nothing listens',
+      );
+      assert.equal(
+        await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:15008` }),
+        503,
+        'ztunnel port',
+      );
       assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8080` }), 200);
     } finally {
       s.close();
@@ -142,7 +200,15 @@ describe('two ztunnel processes', () => {
     await fx.write('mesh.yaml', mesh(DENY_WEB));
     try {
       const s2 = await hboneSession(SERVER_IP, cert, [SERVER_ID], CLIENT_IP);
-      await waitFor('deny policy', async () => (await requestStatus(s2, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8080`, forwarded: 'host=echo.backend.svc.cluster.local' })) === 401);
+      await waitFor(
+        'deny policy',
+        async () =>
+          (await requestStatus(s2, {
+            ':method': 'CONNECT',
+            ':authority': `${SERVER_IP}:8080`,
+            forwarded: 'host=echo.backend.svc.cluster.local',
+          })) === 401,
+      );
       s2.close();
       // As ztunnel records a built connection that policy refuses (src/proxy/metrics.rs): opened, then closed and
       // failed with DENY, and an access log `connection complete` with error=; still attributed to the service the
@@ -150,9 +216,25 @@ describe('two ztunnel processes', () => {
       const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
       for (const m of ['opened', 'closed', 'failed']) {
         const flag = m === 'opened' ? '-' : 'DENY';
-        assert.ok(text.split('\n').some((l) => l.startsWith(`istio_tcp_connections_${m}_total{`) && l.includes('reporter="destination"') && l.includes(`response_flags="${flag}"`) && l.includes('destination_service="echo.backend.svc.cluster.local"')), `istio_tcp_connections_${m}_total{response_flags="${flag}",destination_service="echo.backend.svc.cluster.local"} on the destination`);
+        assert.ok(
+          text
+            .split('\n')
+            .some(
+              (l) =>
+                l.startsWith(`istio_tcp_connections_${m}_total{`) &&
+                l.includes('reporter="destination"') &&
+                l.includes(`response_flags="${flag}"`) &&
+                l.includes('destination_service="echo.backend.svc.cluster.local"'),
+            ),
+          `istio_tcp_connections_${m}_total{response_flags="${flag}",destination_service="echo.backend.svc.cluster.local"} on the destination`,
+        );
       }
-      await waitFor('connection complete with the deny', () => z2.output().split('\n').some((l) => l.includes('"connection complete"') && l.includes('ZT_ERR_POLICY_DENIED')));
+      await waitFor('connection complete with the deny', () =>
+        z2
+          .output()
+          .split('\n')
+          .some((l) => l.includes('"connection complete"') && l.includes('ZT_ERR_POLICY_DENIED')),
+      );
     } finally {
       await fx.write('mesh.yaml', mesh());
       await waitFor('policy removed', async () => {
@@ -173,7 +255,13 @@ describe('two ztunnel processes', () => {
     const v12 = tls.connect({ ...opts, host: SERVER_IP, port: 15008, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2' });
     const [err] = (await once(v12, 'error')) as [Error];
     assert.match(err.message, /version|protocol/i);
-    const noCert = tls.connect({ ...HBONE_TLS, host: SERVER_IP, port: 15008, ca: cert.rootsPem.join(''), checkServerIdentity: () => undefined });
+    const noCert = tls.connect({
+      ...HBONE_TLS,
+      host: SERVER_IP,
+      port: 15008,
+      ca: cert.rootsPem.join(''),
+      checkServerIdentity: () => undefined,
+    });
     const outcome = await serverVerdict(noCert);
     assert.notEqual(outcome, 'got data');
     assert.match(outcome, /certificate|closed/i);
@@ -188,7 +276,13 @@ describe('two ztunnel processes', () => {
     };
     // Client side of the server's check: our roots to verify the server, a foreign certificate to present.
     const impostor = await foreign(CLIENT_ID);
-    const c = tls.connect({ ...clientTlsOptions(mine, [SERVER_ID]), key: impostor.keyPem, cert: impostor.leafPem, host: SERVER_IP, port: 15008 });
+    const c = tls.connect({
+      ...clientTlsOptions(mine, [SERVER_ID]),
+      key: impostor.keyPem,
+      cert: impostor.leafPem,
+      host: SERVER_IP,
+      port: 15008,
+    });
     const outcome = await serverVerdict(c);
     // With a mesh certificate the server would answer with its SETTINGS; here it hangs up (unknown CA alert).
     assert.notEqual(outcome, 'got data');
@@ -210,15 +304,29 @@ describe('two ztunnel processes', () => {
 
   test('a server with the wrong SPIFFE identity is refused by the client', async () => {
     const cert = await fx.cert(CLIENT_ID);
-    const sock = tls.connect({ ...clientTlsOptions(cert, ['spiffe://cluster.local/ns/backend/sa/someone-else']), host: SERVER_IP, port: 15008 });
+    const sock = tls.connect({
+      ...clientTlsOptions(cert, ['spiffe://cluster.local/ns/backend/sa/someone-else']),
+      host: SERVER_IP,
+      port: 15008,
+    });
     const [err] = (await once(sock, 'error')) as [Error];
     assert.ok(isMeshError(err, 'ZT_ERR_IDENTITY_MISMATCH'), String(err));
     // Through a ztunnel whose view says the destination runs as another service account:
     await fx.write('alt.yaml', mesh('[]', 'expected-sa'));
-    const z3 = spawnZtunnel({ localConfig: fx.file('alt.yaml'), nodeName: 'node1b', localCa: fx.ca, controlIp: '127.0.21.3', controlPorts: await freeControlPorts('127.0.21.3'), env: { UNSTABLE_ENABLE_SOCKS5: 'true' } });
+    const z3 = spawnZtunnel({
+      localConfig: fx.file('alt.yaml'),
+      nodeName: 'node1b',
+      localCa: fx.ca,
+      controlIp: '127.0.21.3',
+      controlPorts: await freeControlPorts('127.0.21.3'),
+      env: { UNSTABLE_ENABLE_SOCKS5: 'true' },
+    });
     try {
       await z3.waitReady();
-      await assert.rejects(socks5Connect('127.0.20.5', 15080, SERVER_IP, 8080, '127.0.20.5'), (e) => e instanceof Socks5Error);
+      await assert.rejects(
+        socks5Connect('127.0.20.5', 15080, SERVER_IP, 8080, '127.0.20.5'),
+        (e) => e instanceof Socks5Error,
+      );
       await waitFor('IDENTITY_ERROR in the log', () => z3.output().includes('ZT_ERR_IDENTITY_MISMATCH'));
     } finally {
       await z3.stop();
@@ -228,17 +336,35 @@ describe('two ztunnel processes', () => {
   test("a CONNECT to the workload's IP is attributed to the service it backs whose port reaches it, even when Forwarded names a service it does not back (ztunnel guess_inbound_service)", async () => {
     const opened = async (service: string): Promise<number> => {
       const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
-      return text.split('\n').filter((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"') && l.includes(`destination_service="${service}"`)).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+      return text
+        .split('\n')
+        .filter(
+          (l) =>
+            l.startsWith('istio_tcp_connections_opened_total{') &&
+            l.includes('reporter="destination"') &&
+            l.includes(`destination_service="${service}"`),
+        )
+        .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
     };
     const before_ = await opened('echo.backend.svc.cluster.local');
     const s = await hboneSession(SERVER_IP, await fx.cert(CLIENT_ID), [SERVER_ID], CLIENT_IP);
     try {
       assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8080` }), 200);
-      assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': `${SERVER_IP}:8080`, forwarded: 'host=other.backend.svc.cluster.local' }), 200);
+      assert.equal(
+        await requestStatus(s, {
+          ':method': 'CONNECT',
+          ':authority': `${SERVER_IP}:8080`,
+          forwarded: 'host=other.backend.svc.cluster.local',
+        }),
+        200,
+      );
     } finally {
       s.close();
     }
-    await waitFor('both counted against echo', async () => (await opened('echo.backend.svc.cluster.local')) === before_ + 2);
+    await waitFor(
+      'both counted against echo',
+      async () => (await opened('echo.backend.svc.cluster.local')) === before_ + 2,
+    );
     assert.equal(await opened('other.backend.svc.cluster.local'), 0);
   });
 
@@ -260,7 +386,15 @@ describe('two ztunnel processes', () => {
       assert.notEqual(at, -1, 'connection was not closed');
       assert.ok(at - changed < 1000, `closed after ${at - changed}ms`);
       // Logged as the denial it is (ztunnel: a late authorization rejection), not as a completed connection.
-      await waitFor('connection complete with the late denial', () => z2.output().split('\n').some((l) => l.includes('"connection complete"') && l.includes('ZT_ERR_POLICY_DENIED') && l.includes('policy changed')));
+      await waitFor('connection complete with the late denial', () =>
+        z2
+          .output()
+          .split('\n')
+          .some(
+            (l) =>
+              l.includes('"connection complete"') && l.includes('ZT_ERR_POLICY_DENIED') && l.includes('policy changed'),
+          ),
+      );
     } finally {
       await fx.write('mesh.yaml', mesh());
     }

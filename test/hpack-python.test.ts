@@ -33,14 +33,30 @@ interface EncodeStep {
 }
 
 /** Random header lists that stress the dynamic table: static names and values, repeats of recent fields, long values, latin1 octets. */
-function randomSteps(seed: number): { encode: EncodeStep[]; ours: { peerTableSize: number | null; fields: HeaderField[] }[] } {
+function randomSteps(seed: number): {
+  encode: EncodeStep[];
+  ours: { peerTableSize: number | null; fields: HeaderField[] }[];
+} {
   const rand = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[rand(xs.length)]!;
-  const staticNames = [':authority', ':method', ':path', ':scheme', ':status', 'content-type', 'cookie', 'set-cookie', 'user-agent', 'www-authenticate'];
+  const staticNames = [
+    ':authority',
+    ':method',
+    ':path',
+    ':scheme',
+    ':status',
+    'content-type',
+    'cookie',
+    'set-cookie',
+    'user-agent',
+    'www-authenticate',
+  ];
   const staticValues = ['GET', 'POST', '/', '/index.html', 'http', 'https', '200', '404', 'gzip, deflate', ''];
   const nameChars = 'abcdefghijklmnopqrstuvwxyz0123456789-_.';
-  const valueChar = (): string => (rand(10) === 0 ? String.fromCharCode(0x80 + rand(128)) : String.fromCharCode(0x21 + rand(0x5e)));
-  const randomName = (): string => Array.from({ length: 1 + rand(20) }, () => nameChars.charAt(rand(nameChars.length))).join('');
+  const valueChar = (): string =>
+    rand(10) === 0 ? String.fromCharCode(0x80 + rand(128)) : String.fromCharCode(0x21 + rand(0x5e));
+  const randomName = (): string =>
+    Array.from({ length: 1 + rand(20) }, () => nameChars.charAt(rand(nameChars.length))).join('');
   const randomValue = (): string => {
     const length = rand(50) === 0 ? 200 + rand(3000) : rand(50);
     let v = '';
@@ -99,7 +115,11 @@ describe('HPACK against Python hpack (an independent RFC 7541 implementation)', 
     let sizeUpdates = 0;
     out.encoded.forEach((block, i) => {
       const bytes = Buffer.from(block, 'hex');
-      assert.deepEqual(decoder.decode(bytes), encode[i]!.fields.map(([n, v]) => [n, v]), `Python's block ${i} (seed ${SEED}): ${block}`);
+      assert.deepEqual(
+        decoder.decode(bytes),
+        encode[i]!.fields.map(([n, v]) => [n, v]),
+        `Python's block ${i} (seed ${SEED}): ${block}`,
+      );
       // A block a fresh decoder cannot decode uses entries that earlier blocks put in the dynamic table.
       try {
         new HpackDecoder(limits).decode(bytes);
@@ -109,7 +129,10 @@ describe('HPACK against Python hpack (an independent RFC 7541 implementation)', 
       }
       if ((bytes[0]! & 0xe0) === 0x20) sizeUpdates++;
     });
-    assert.ok(referencesEarlierBlocks > BLOCKS / 10, `${referencesEarlierBlocks} of Python's blocks use entries from earlier blocks`);
+    assert.ok(
+      referencesEarlierBlocks > BLOCKS / 10,
+      `${referencesEarlierBlocks} of Python's blocks use entries from earlier blocks`,
+    );
     assert.ok(sizeUpdates > 0, `${sizeUpdates} of Python's blocks start with a table size update`);
     out.decoded.forEach((fields, i) => assert.deepEqual(fields, ours[i]!.fields, `our block ${i} (seed ${SEED})`));
   });

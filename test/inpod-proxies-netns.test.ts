@@ -27,7 +27,6 @@ const PERMISSIVE_PORT = 8081;
 const SERVICE_VIP = '10.96.94.10';
 const SERVER_INFO = { name: 'server-0', namespace: 'ns-b', serviceAccount: 'server' };
 
-
 const MESH = `
 workloads:
 - {uid: Kubernetes//Pod/ns-a/client-0, name: client-0, namespace: ns-a, serviceAccount: client, workloadIps: [${CLIENT_IP}], protocol: HBONE, node: ${NODE}}
@@ -73,7 +72,11 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
   /** The source address of each connection the server pod's apps accepted, by port. */
   const seen: Record<number, string[]> = { [STRICT_PORT]: [], [PERMISSIVE_PORT]: [] };
   /** In-pod mode, with no node agent: the test hands the pods to the runner itself, so ztunnel never gets ready. */
-  const env = (): Record<string, string> => ({ INPOD_ENABLED: 'true', INPOD_UDS: path.join(fx.dir, 'no-agent.sock'), UNSTABLE_ENABLE_SOCKS5: 'false' });
+  const env = (): Record<string, string> => ({
+    INPOD_ENABLED: 'true',
+    INPOD_UDS: path.join(fx.dir, 'no-agent.sock'),
+    UNSTABLE_ENABLE_SOCKS5: 'false',
+  });
   const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${zt.ports.metrics}/metrics`)).text();
 
   before(async () => {
@@ -84,7 +87,10 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
     // What kubelet writes for a pod (ip netns exec mounts it over /etc/resolv.conf): a nameserver off the pod's
     // loopback, so the pod's DNS capture sends queries to ztunnel, and Kubernetes' search path and ndots.
     mkdirSync(`/etc/netns/${client.name}`, { recursive: true });
-    writeFileSync(`/etc/netns/${client.name}/resolv.conf`, `nameserver ${SERVER_IP}\nsearch ns-a.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n`);
+    writeFileSync(
+      `/etc/netns/${client.name}/resolv.conf`,
+      `nameserver ${SERVER_IP}\nsearch ns-a.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n`,
+    );
     for (const port of [STRICT_PORT, PERMISSIVE_PORT]) {
       const app = net.createServer((s) => {
         seen[port]!.push(s.remoteAddress ?? '?');
@@ -95,7 +101,11 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
     }
     zt = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, env(), false);
     const inpod = zt.inpod!;
-    await inpod.start('pod-uid-a', { name: 'client-0', namespace: 'ns-a', serviceAccount: 'client' }, openSync(client.path, 'r'));
+    await inpod.start(
+      'pod-uid-a',
+      { name: 'client-0', namespace: 'ns-a', serviceAccount: 'client' },
+      openSync(client.path, 'r'),
+    );
     await inpod.start('pod-uid-b', SERVER_INFO, openSync(server.path, 'r'));
   });
 
@@ -110,7 +120,12 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
   test('the listeners are bound inside the pods, not on the host, with the in-pod mark 0x539', async () => {
     const out = await server.exec('ss', ['-tlnHe']);
     for (const host of ['0\\.0\\.0\\.0', '\\[::\\]']) {
-      for (const port of [15001, 15006, 15008]) assert.match(out, new RegExp(`${host}:${port}\\b.*fwmark:0x${DEFAULT_INPOD_MARK.toString(16)}`), `ss in the pod:\n${out}`);
+      for (const port of [15001, 15006, 15008])
+        assert.match(
+          out,
+          new RegExp(`${host}:${port}\\b.*fwmark:0x${DEFAULT_INPOD_MARK.toString(16)}`),
+          `ss in the pod:\n${out}`,
+        );
     }
     assert.doesNotMatch(await mustRun('ss', ['-tlnH']), /:15006\b/, 'nothing on the host');
   });
@@ -119,14 +134,21 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
     const tcp = await connectFrom(client, SERVER_IP, 15008, DEFAULT_INPOD_MARK);
     const session = await hboneSessionOver(tcp, SERVER_IP, await fx.cert(CLIENT_ID), [SERVER_ID]);
     try {
-      const stream = session.request({ ':method': 'CONNECT', ':authority': `${SERVER_IP}:${STRICT_PORT}` }, { endStream: false });
+      const stream = session.request(
+        { ':method': 'CONNECT', ':authority': `${SERVER_IP}:${STRICT_PORT}` },
+        { endStream: false },
+      );
       const [headers] = (await once(stream, 'response')) as [Record<string, string | number>];
       assert.equal(headers[':status'], 200);
       let text = '';
       stream.on('data', (d: Buffer) => (text += d.toString()));
       stream.end();
       await once(stream, 'end');
-      assert.equal(text, `app ${STRICT_PORT} saw ${CLIENT_IP}`, 'the app sees the client pod, not ztunnel, as its peer');
+      assert.equal(
+        text,
+        `app ${STRICT_PORT} saw ${CLIENT_IP}`,
+        'the app sees the client pod, not ztunnel, as its peer',
+      );
     } finally {
       session.close();
     }
@@ -138,7 +160,10 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
     const s = await connectFrom(client, SERVER_IP, STRICT_PORT, DEFAULT_INPOD_MARK);
     assert.equal(await received(s), '');
     assert.equal(seen[STRICT_PORT]!.length, before);
-    assert.match(await metrics(), /istio_tcp_connections_closed_total\{reporter="destination"[^}]*response_flags="DENY"[^}]*\} 1/);
+    assert.match(
+      await metrics(),
+      /istio_tcp_connections_closed_total\{reporter="destination"[^}]*response_flags="DENY"[^}]*\} 1/,
+    );
     // The same plaintext to a port STRICT does not cover is let through, from the client's own address.
     const ok = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, DEFAULT_INPOD_MARK);
     assert.equal(await received(ok), `app ${PERMISSIVE_PORT} saw ${CLIENT_IP}`);
@@ -148,7 +173,10 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
     const ok = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, DEFAULT_INPOD_MARK);
     assert.equal(await received(ok), `app ${PERMISSIVE_PORT} saw ${CLIENT_IP}`);
     // Counted when the connection opens, before a byte of the app's reply reaches the client.
-    assert.match(await metrics(), /istio_tcp_connections_opened_total\{reporter="destination"[^}]*destination_service="echo\.ns-b\.svc\.cluster\.local",destination_service_namespace="ns-b",destination_service_name="echo"[^}]*connection_security_policy="unknown"/);
+    assert.match(
+      await metrics(),
+      /istio_tcp_connections_opened_total\{reporter="destination"[^}]*destination_service="echo\.ns-b\.svc\.cluster\.local",destination_service_namespace="ns-b",destination_service_name="echo"[^}]*connection_security_policy="unknown"/,
+    );
   });
 
   test("outbound capture: an unchanged client's connection goes through 15001 over HBONE, and the server side's metrics carry both SPIFFE identities", async () => {
@@ -156,20 +184,35 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
     const out = await client.exec('bash', ['-c', `exec 3<>/dev/tcp/${SERVER_IP}/${STRICT_PORT}; cat <&3`]);
     assert.equal(out, `app ${STRICT_PORT} saw ${CLIENT_IP}`, 'STRICT lets it in: it came over mTLS');
     const text = await metrics();
-    const line = text.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{reporter="destination"') && l.includes(`source_principal="${CLIENT_ID}"`));
+    const line = text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith('istio_tcp_connections_opened_total{reporter="destination"') &&
+          l.includes(`source_principal="${CLIENT_ID}"`),
+      );
     assert.ok(line, text);
     assert.match(line, new RegExp(`destination_principal="${SERVER_ID}"`));
     assert.match(line, /connection_security_policy="mutual_tls"/);
     assert.match(line, /source_workload="client-0"/, "the HBONE connection left from the client pod's own address");
-    const dump = (await (await fetch(`http://127.0.0.1:${zt.ports.admin}/config_dump`)).json()) as { workloadState: Record<string, { state: string; info: { name: string } }> };
+    const dump = (await (await fetch(`http://127.0.0.1:${zt.ports.admin}/config_dump`)).json()) as {
+      workloadState: Record<string, { state: string; info: { name: string } }>;
+    };
     assert.deepEqual(Object.keys(dump.workloadState).sort(), ['pod-uid-a', 'pod-uid-b']);
     assert.equal(dump.workloadState['pod-uid-b']!.info.name, 'server-0');
   });
 
   test("DNS capture: an unchanged client resolves a Service in another namespace through ztunnel's DNS proxy in its pod and reaches it over HBONE", async () => {
-    const out = await client.exec('bash', ['-c', `getent ahostsv4 echo.ns-b | head -1; exec 3<>/dev/tcp/echo.ns-b/80; cat <&3`]);
+    const out = await client.exec('bash', [
+      '-c',
+      `getent ahostsv4 echo.ns-b | head -1; exec 3<>/dev/tcp/echo.ns-b/80; cat <&3`,
+    ]);
     const [resolved, reply] = out.split('\n', 2);
-    assert.match(resolved ?? '', new RegExp(`^${SERVICE_VIP.replaceAll('.', '\\.')}\\s`), 'the VIP, from ztunnel: the pod has no other nameserver that knows it');
+    assert.match(
+      resolved ?? '',
+      new RegExp(`^${SERVICE_VIP.replaceAll('.', '\\.')}\\s`),
+      'the VIP, from ztunnel: the pod has no other nameserver that knows it',
+    );
     assert.equal(reply, `app ${STRICT_PORT} saw ${CLIENT_IP}`);
     assert.match(await metrics(), /istio_dns_requests_total\{[^}]*\} [1-9]/);
   });
@@ -178,7 +221,10 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
     const next = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, env(), false);
     try {
       await next.inpod!.start('pod-uid-b', SERVER_INFO, openSync(server.path, 'r'));
-      const listeners = async (): Promise<number> => (await server.exec('ss', ['-tlnH', 'sport', '=', ':15006'])).split('\n').filter((l) => l.includes('0.0.0.0:15006')).length;
+      const listeners = async (): Promise<number> =>
+        (await server.exec('ss', ['-tlnH', 'sport', '=', ':15006']))
+          .split('\n')
+          .filter((l) => l.includes('0.0.0.0:15006')).length;
       assert.equal(await listeners(), 2, 'both listen');
       zt.inpod!.stop('pod-uid-b');
       assert.equal(await listeners(), 1, "the old one's listeners are closed");

@@ -19,7 +19,14 @@ before(async () => {
   await writeFile(
     path.join(dir, 'config', 'mesh.yaml'),
     namespaces('backend') +
-      pod({ name: 'echo-0', namespace: 'backend', serviceAccount: 'echo', node: 'node2', ip: '10.1.2.3', labels: { app: 'echo' } }) +
+      pod({
+        name: 'echo-0',
+        namespace: 'backend',
+        serviceAccount: 'echo',
+        node: 'node2',
+        ip: '10.1.2.3',
+        labels: { app: 'echo' },
+      }) +
       '---\n{apiVersion: v1, kind: Service, metadata: {name: echo, namespace: backend}, spec: {clusterIP: 10.96.0.10, selector: {app: echo}, ports: [{port: 80, targetPort: 8080}]}}\n',
   );
   ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'));
@@ -29,22 +36,53 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-test('delta ADS from python3-grpcio with hand-decoded protobuf: Workload and Service field numbers of ztunnel `proto/workload.proto` on the wire', { skip }, async () => {
-  const token = await ist.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca' });
-  const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
-  assert.equal(py.status, 0, py.stderr);
-  const r = JSON.parse(py.stdout) as { type_url: string; nonce_set: boolean; workloads: Record<string, unknown>[]; services: Record<string, unknown>[] };
-  assert.equal(r.type_url, 'type.googleapis.com/istio.workload.Address');
-  assert.ok(r.nonce_set);
-  assert.deepEqual(r.workloads, [{
-    name: 'Kubernetes//Pod/backend/echo-0', version: r.workloads[0]!['version'], any_type: 'type.googleapis.com/istio.workload.Address',
-    uid: 'Kubernetes//Pod/backend/echo-0', name_field: 'echo-0', namespace: 'backend', addresses: [[10, 1, 2, 3]], tunnel_protocol: 1,
-    service_account: 'echo', node: 'node2', services: { 'backend/echo.backend.svc.cluster.local': [[80, 8080]] },
-  }]);
-  // The API server's own default/kubernetes Service is served too, as on a cluster; this test is about echo's.
-  const services = r.services.filter((svc) => svc['namespace'] === 'backend');
-  assert.deepEqual(services, [{
-    name: 'backend/echo.backend.svc.cluster.local', version: services[0]!['version'], any_type: 'type.googleapis.com/istio.workload.Address',
-    svc_name: 'echo', namespace: 'backend', hostname: 'echo.backend.svc.cluster.local', vips: [[10, 96, 0, 10]], ports: [[80, 8080]],
-  }]);
-});
+test(
+  'delta ADS from python3-grpcio with hand-decoded protobuf: Workload and Service field numbers of ztunnel `proto/workload.proto` on the wire',
+  { skip },
+  async () => {
+    const token = await ist.issuer.issue({
+      namespace: 'istio-system',
+      serviceAccount: 'ztunnel',
+      audience: 'istio-ca',
+    });
+    const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
+    assert.equal(py.status, 0, py.stderr);
+    const r = JSON.parse(py.stdout) as {
+      type_url: string;
+      nonce_set: boolean;
+      workloads: Record<string, unknown>[];
+      services: Record<string, unknown>[];
+    };
+    assert.equal(r.type_url, 'type.googleapis.com/istio.workload.Address');
+    assert.ok(r.nonce_set);
+    assert.deepEqual(r.workloads, [
+      {
+        name: 'Kubernetes//Pod/backend/echo-0',
+        version: r.workloads[0]!['version'],
+        any_type: 'type.googleapis.com/istio.workload.Address',
+        uid: 'Kubernetes//Pod/backend/echo-0',
+        name_field: 'echo-0',
+        namespace: 'backend',
+        addresses: [[10, 1, 2, 3]],
+        tunnel_protocol: 1,
+        service_account: 'echo',
+        node: 'node2',
+        services: { 'backend/echo.backend.svc.cluster.local': [[80, 8080]] },
+      },
+    ]);
+    // The API server's own default/kubernetes Service is served too, as on a cluster; this test is about echo's.
+    const services = r.services.filter((svc) => svc['namespace'] === 'backend');
+    assert.deepEqual(services, [
+      {
+        name: 'backend/echo.backend.svc.cluster.local',
+        version: services[0]!['version'],
+        any_type: 'type.googleapis.com/istio.workload.Address',
+        svc_name: 'echo',
+        namespace: 'backend',
+        hostname: 'echo.backend.svc.cluster.local',
+        vips: [[10, 96, 0, 10]],
+        ports: [[80, 8080]],
+      },
+    ]);
+  },
+);

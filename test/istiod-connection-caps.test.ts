@@ -65,17 +65,29 @@ test('a flood from one source is capped per source: another source still connect
   try {
     // Connections past the per-source cap are closed at accept; the cap's worth stay open.
     const refused = FLOOD - LIMITS.maxConnectionsPerSource;
-    await waitFor(`${refused} of the flood's connections closed`, () => flood.filter((s) => s.destroyed).length >= refused, 10_000);
+    await waitFor(
+      `${refused} of the flood's connections closed`,
+      () => flood.filter((s) => s.destroyed).length >= refused,
+      10_000,
+    );
     assert.equal(flood.filter((s) => !s.destroyed).length, LIMITS.maxConnectionsPerSource);
     // Another source is served: its TLS handshake completes.
-    const other = tls.connect({ socket: net.connect({ host: ISTIOD_IP, port: ist.ports.grpc, localAddress: OTHER_IP }), ca: root, servername: 'istiod.istio-system.svc', ALPNProtocols: ['h2'] });
+    const other = tls.connect({
+      socket: net.connect({ host: ISTIOD_IP, port: ist.ports.grpc, localAddress: OTHER_IP }),
+      ca: root,
+      servername: 'istiod.istio-system.svc',
+      ALPNProtocols: ['h2'],
+    });
     await once(other, 'secureConnect');
     other.destroy();
     // Every refusal is counted, in a line logged at once and one summary at the end of the interval.
     await waitFor(`${refused} refusals logged`, () => refusedSoFar().dropped >= refused, 10_000);
     const elapsed = Date.now() - started;
     assert.deepEqual(refusedSoFar(), { dropped: refused, peers: { [FLOODER_IP]: refused } });
-    assert.ok(refusals.length <= 2 + Math.floor(elapsed / LIMITS.refusedLogIntervalMs), `${refusals.length} log lines for ${refused} refusals in ${elapsed}ms`);
+    assert.ok(
+      refusals.length <= 2 + Math.floor(elapsed / LIMITS.refusedLogIntervalMs),
+      `${refusals.length} log lines for ${refused} refusals in ${elapsed}ms`,
+    );
     assert.deepEqual(refusals.at(-1)?.['reasons'], { 'per source': Number(refusals.at(-1)?.['dropped']) });
   } finally {
     for (const s of flood) s.destroy();

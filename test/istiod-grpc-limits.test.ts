@@ -24,7 +24,17 @@ describe("limits on istiod's gRPC port for unauthenticated and idle peers", () =
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-grpc-limits-'));
-    ist = await startIstiod(dir, path.join(dir, 'state'), { host: HOST, log: (l) => (istiodLog += l), grpcLimits: { handshakeTimeoutMs: 300, idleTimeoutMs: 600, keepaliveTimeMs: 200, keepaliveTimeoutMs: 100, maxConnections: 3 } });
+    ist = await startIstiod(dir, path.join(dir, 'state'), {
+      host: HOST,
+      log: (l) => (istiodLog += l),
+      grpcLimits: {
+        handshakeTimeoutMs: 300,
+        idleTimeoutMs: 600,
+        keepaliveTimeMs: 200,
+        keepaliveTimeoutMs: 100,
+        maxConnections: 3,
+      },
+    });
     root = await readFile(ist.rootCertPath, 'utf8');
   });
   after(async () => {
@@ -33,27 +43,48 @@ describe("limits on istiod's gRPC port for unauthenticated and idle peers", () =
   });
 
   const tlsConnect = async (): Promise<tls.TLSSocket> => {
-    const s = tls.connect({ host: HOST, port: ist.ports.grpc, ca: root, servername: SERVER_NAME, ALPNProtocols: ['h2'] });
+    const s = tls.connect({
+      host: HOST,
+      port: ist.ports.grpc,
+      ca: root,
+      servername: SERVER_NAME,
+      ALPNProtocols: ['h2'],
+    });
     await once(s, 'secureConnect');
     return s;
   };
 
-  for (const method of ['/istio.v1.auth.IstioCertificateService/CreateCertificate', '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources']) {
+  for (const method of [
+    '/istio.v1.auth.IstioCertificateService/CreateCertificate',
+    '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources',
+  ]) {
     test(`${method.split('/')[2]!} without a token is refused on its metadata, before its 3 MiB body is read`, async () => {
       const socket = await tlsConnect();
       const session = http2.connect(`https://${SERVER_NAME}`, { createConnection: () => socket });
       session.on('error', () => undefined);
       try {
-        const stream = session.request({ ':method': 'POST', ':path': method, 'content-type': 'application/grpc', te: 'trailers' });
+        const stream = session.request({
+          ':method': 'POST',
+          ':path': method,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        });
         stream.on('error', () => undefined);
         const frame = Buffer.alloc(5 + BODY_BYTES);
         frame.writeUInt32BE(BODY_BYTES, 1);
         stream.write(frame);
         const [headers] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
         const sentWhenAnswered = socket.bytesWritten;
-        assert.equal(headers['grpc-status'], '16', `UNAUTHENTICATED, not ${String(headers['grpc-status'])} ${String(headers['grpc-message'])}`);
+        assert.equal(
+          headers['grpc-status'],
+          '16',
+          `UNAUTHENTICATED, not ${String(headers['grpc-status'])} ${String(headers['grpc-message'])}`,
+        );
         assert.equal(decodeURI(String(headers['grpc-message'])), 'request authenticate failure');
-        assert.ok(sentWhenAnswered < 256 * 1024, `answered after ${sentWhenAnswered} bytes were sent: the body was being read`);
+        assert.ok(
+          sentWhenAnswered < 256 * 1024,
+          `answered after ${sentWhenAnswered} bytes were sent: the body was being read`,
+        );
         stream.close();
       } finally {
         session.destroy();
@@ -94,7 +125,11 @@ describe("limits on istiod's gRPC port for unauthenticated and idle peers", () =
     const closed = sockets.map((s) => once(s, 'close').then(() => s));
     const first = await Promise.race(closed);
     const second = await Promise.race(closed.filter((_, i) => sockets[i] !== first));
-    assert.equal(sockets.filter((s) => s !== first && s !== second && !s.destroyed).length, 3, 'three connections (the cap) remain open');
+    assert.equal(
+      sockets.filter((s) => s !== first && s !== second && !s.destroyed).length,
+      3,
+      'three connections (the cap) remain open',
+    );
     assert.match(istiodLog, /connection refused: too many connections/);
     for (const s of sockets) s.destroy();
   });

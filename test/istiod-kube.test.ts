@@ -111,14 +111,39 @@ spec: {action: MAYBE}
 
 /** Resources both sources must serve, with what each one's derivation depends on. */
 const TABLE: readonly { name: string; type: string; check: (json: Record<string, unknown>) => void }[] = [
-  { name: 'Kubernetes//Pod/frontend/web-0', type: ADDRESS, check: (j) => assert.equal((j['workload'] as Record<string, unknown>)['workloadName'], 'web-0') },
-  { name: 'Kubernetes//Pod/backend/api-7d9f8b6c5d-x2x4z', type: ADDRESS, check: (j) => assert.equal((j['workload'] as Record<string, unknown>)['workloadName'], 'api') },
-  { name: 'Kubernetes//Pod/backend/report-28901234-abcde', type: ADDRESS, check: (j) => assert.equal((j['workload'] as Record<string, unknown>)['workloadName'], 'report') },
-  { name: 'Kubernetes//Pod/backend/echo-0', type: ADDRESS, check: (j) => assert.deepEqual((j['workload'] as Record<string, unknown>)['locality'], { region: 'local', zone: 'local-b' }) },
+  {
+    name: 'Kubernetes//Pod/frontend/web-0',
+    type: ADDRESS,
+    check: (j) => assert.equal((j['workload'] as Record<string, unknown>)['workloadName'], 'web-0'),
+  },
+  {
+    name: 'Kubernetes//Pod/backend/api-7d9f8b6c5d-x2x4z',
+    type: ADDRESS,
+    check: (j) => assert.equal((j['workload'] as Record<string, unknown>)['workloadName'], 'api'),
+  },
+  {
+    name: 'Kubernetes//Pod/backend/report-28901234-abcde',
+    type: ADDRESS,
+    check: (j) => assert.equal((j['workload'] as Record<string, unknown>)['workloadName'], 'report'),
+  },
+  {
+    name: 'Kubernetes//Pod/backend/echo-0',
+    type: ADDRESS,
+    check: (j) =>
+      assert.deepEqual((j['workload'] as Record<string, unknown>)['locality'], { region: 'local', zone: 'local-b' }),
+  },
   { name: 'backend/echo.backend.svc.cluster.local', type: ADDRESS, check: (j) => assert.ok('service' in j) },
   { name: 'backend/db.example.internal', type: ADDRESS, check: (j) => assert.ok('service' in j) },
-  { name: 'Kubernetes/networking.istio.io/ServiceEntry/backend/external-db/127.0.10.20', type: ADDRESS, check: (j) => assert.ok('workload' in j) },
-  { name: 'Kubernetes/networking.istio.io/WorkloadEntry/backend/vm-1', type: ADDRESS, check: (j) => assert.ok('workload' in j) },
+  {
+    name: 'Kubernetes/networking.istio.io/ServiceEntry/backend/external-db/127.0.10.20',
+    type: ADDRESS,
+    check: (j) => assert.ok('workload' in j),
+  },
+  {
+    name: 'Kubernetes/networking.istio.io/WorkloadEntry/backend/vm-1',
+    type: ADDRESS,
+    check: (j) => assert.ok('workload' in j),
+  },
   { name: 'backend/allow-web', type: AUTHZ, check: (j) => assert.equal(j['action'], undefined) },
   { name: 'frontend/broken', type: AUTHZ, check: (j) => assert.equal(j['action'], 'DENY') },
   { name: 'istio-system/istio_converted_static_strict', type: AUTHZ, check: (j) => assert.equal(j['action'], 'DENY') },
@@ -127,42 +152,77 @@ const TABLE: readonly { name: string; type: string; check: (json: Record<string,
 type Served = Record<string, Record<string, unknown>>;
 
 function decode(r: DeltaDiscoveryResponse, schema: DescMessage): Served {
-  return Object.fromEntries(r.resources.map((x) => [x.name, toJson(schema, anyUnpack(x.resource!, schema)!) as Record<string, unknown>]));
+  return Object.fromEntries(
+    r.resources.map((x) => [x.name, toJson(schema, anyUnpack(x.resource!, schema)!) as Record<string, unknown>]),
+  );
 }
 
 /** A ztunnel-like delta-ADS client: subscribes to both types, ACKs everything, and hands each response over. */
-async function subscribe(ist: Istiod, host: string, kc?: k8s.KubeConfig): Promise<{ initial: Record<string, Served>; next: () => Promise<DeltaDiscoveryResponse>; close: () => void }> {
+async function subscribe(
+  ist: Istiod,
+  host: string,
+  kc?: k8s.KubeConfig,
+): Promise<{ initial: Record<string, Served>; next: () => Promise<DeltaDiscoveryResponse>; close: () => void }> {
   const root = await readFile(ist.rootCertPath, 'utf8');
   // An istiod on the API trusts what TokenReview says (its own issuer's tokens no longer), as Istio's does.
-  const token = kc === undefined ? await ist.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca', node: 'node1' }) : await ztunnelToken(kc);
+  const token =
+    kc === undefined
+      ? await ist.issuer.issue({
+          namespace: 'istio-system',
+          serviceAccount: 'ztunnel',
+          audience: 'istio-ca',
+          node: 'node1',
+        })
+      : await ztunnelToken(kc);
   return subscribeWith(ist, host, root, token);
 }
 
-async function subscribeWith(ist: Istiod, host: string, root: string, token: string): Promise<{ initial: Record<string, Served>; next: () => Promise<DeltaDiscoveryResponse>; close: () => void }> {
+async function subscribeWith(
+  ist: Istiod,
+  host: string,
+  root: string,
+  token: string,
+): Promise<{ initial: Record<string, Served>; next: () => Promise<DeltaDiscoveryResponse>; close: () => void }> {
   const s = openStream(ist, root, token, host);
   const next = async (): Promise<DeltaDiscoveryResponse> => {
     const r = await s.next();
     s.stream.write({ typeUrl: r.typeUrl, responseNonce: r.nonce });
     return r;
   };
-  s.stream.write({ typeUrl: ADDRESS, node: { id: 'ztunnel~127.0.93.30~z.istio-system~istio-system.svc.cluster.local' } });
+  s.stream.write({
+    typeUrl: ADDRESS,
+    node: { id: 'ztunnel~127.0.93.30~z.istio-system~istio-system.svc.cluster.local' },
+  });
   const addresses = await next();
   s.stream.write({ typeUrl: AUTHZ });
   const authz = await next();
-  return { initial: { [ADDRESS]: decode(addresses, AddressSchema), [AUTHZ]: decode(authz, AuthorizationSchema) }, next, close: () => s.stream.end() };
+  return {
+    initial: { [ADDRESS]: decode(addresses, AddressSchema), [AUTHZ]: decode(authz, AuthorizationSchema) },
+    next,
+    close: () => s.stream.end(),
+  };
 }
 
 /** A TokenRequest token for istio-system/ztunnel, creating the account if the API lacks it. */
 async function ztunnelToken(kc: k8s.KubeConfig): Promise<string> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  await core.createNamespacedServiceAccount({ namespace: 'istio-system', body: { metadata: { name: 'ztunnel' } } }).catch((e: unknown) => {
-    if ((e as { code?: number }).code !== 409) throw e;
+  await core
+    .createNamespacedServiceAccount({ namespace: 'istio-system', body: { metadata: { name: 'ztunnel' } } })
+    .catch((e: unknown) => {
+      if ((e as { code?: number }).code !== 409) throw e;
+    });
+  const tr = await core.createNamespacedServiceAccountToken({
+    name: 'ztunnel',
+    namespace: 'istio-system',
+    body: { spec: { audiences: ['istio-ca'] } },
   });
-  const tr = await core.createNamespacedServiceAccountToken({ name: 'ztunnel', namespace: 'istio-system', body: { spec: { audiences: ['istio-ca'] } } });
   return tr.status?.token ?? '';
 }
 
-const docs = (text: string): Record<string, unknown>[] => parseAllDocuments(text).map((d) => d.toJS() as Record<string, unknown> | null).filter((o): o is Record<string, unknown> => o !== null);
+const docs = (text: string): Record<string, unknown>[] =>
+  parseAllDocuments(text)
+    .map((d) => d.toJS() as Record<string, unknown> | null)
+    .filter((o): o is Record<string, unknown> => o !== null);
 type Meta = { name: string; namespace?: string; ownerReferences?: { kind: string; name: string; uid: string }[] };
 
 /** Creates `objects` through the API as a user would: namespaces first, owners before dependents, pod status through the status subresource. */
@@ -170,7 +230,10 @@ async function createAll(kc: k8s.KubeConfig, objects: readonly Record<string, un
   const client = k8s.KubernetesObjectApi.makeApiClient(kc);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const uids = new Map<string, string>();
-  const ordered = [...objects.filter((o) => o['kind'] === 'Namespace'), ...objects.filter((o) => o['kind'] !== 'Namespace')];
+  const ordered = [
+    ...objects.filter((o) => o['kind'] === 'Namespace'),
+    ...objects.filter((o) => o['kind'] !== 'Namespace'),
+  ];
   for (const o of ordered) {
     const meta = o['metadata'] as Meta;
     for (const ref of meta.ownerReferences ?? []) ref.uid = uids.get(`${ref.kind}/${ref.name}`)!;
@@ -216,7 +279,11 @@ describe('istiod on the Kubernetes API', () => {
 
     const fromDir = await startIstiod(config, path.join(dir, 'dir-state'), { host: DIR_ISTIOD });
     // Started once the API holds everything, so readiness must wait on the informers' first lists.
-    fromApi = await startIstiod(undefined, path.join(dir, 'kube-state'), { host: KUBE_ISTIOD, kubeconfig: api.kubeconfigPath, log: (l) => void istiodLog.push(l) });
+    fromApi = await startIstiod(undefined, path.join(dir, 'kube-state'), {
+      host: KUBE_ISTIOD,
+      kubeconfig: api.kubeconfigPath,
+      log: (l) => void istiodLog.push(l),
+    });
     try {
       const a = await subscribe(fromDir, DIR_ISTIOD);
       const b = await subscribe(fromApi, KUBE_ISTIOD, kc);
@@ -235,7 +302,12 @@ describe('istiod on the Kubernetes API', () => {
         return { ...served, [ADDRESS]: rest };
       };
       assert.deepEqual(withoutKubernetes(b.initial), withoutKubernetes(a.initial));
-      assert.ok(istiodLog.some((l) => l.includes('AuthorizationPolicy frontend/broken: spec.action: expected one of ALLOW, DENY, AUDIT, CUSTOM')), 'the refused object is named by namespace/name');
+      assert.ok(
+        istiodLog.some((l) =>
+          l.includes('AuthorizationPolicy frontend/broken: spec.action: expected one of ALLOW, DENY, AUDIT, CUSTOM'),
+        ),
+        'the refused object is named by namespace/name',
+      );
     } finally {
       await fromDir.stop();
     }
@@ -246,10 +318,21 @@ describe('istiod on the Kubernetes API', () => {
     assert.equal(ready.status, 200);
     const s = await subscribe(fromApi!, KUBE_ISTIOD, kc);
     try {
-      await core.patchNamespacedPod({ name: 'echo-1', namespace: 'backend', body: { metadata: { labels: { version: 'v2' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+      await core.patchNamespacedPod(
+        { name: 'echo-1', namespace: 'backend', body: { metadata: { labels: { version: 'v2' } } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
       const edited = await s.next();
-      assert.deepEqual(edited.resources.map((r) => r.name), ['Kubernetes//Pod/backend/echo-1']);
-      assert.equal((decode(edited, AddressSchema)['Kubernetes//Pod/backend/echo-1']!['workload'] as Record<string, unknown>)['canonicalRevision'], 'v2');
+      assert.deepEqual(
+        edited.resources.map((r) => r.name),
+        ['Kubernetes//Pod/backend/echo-1'],
+      );
+      assert.equal(
+        (decode(edited, AddressSchema)['Kubernetes//Pod/backend/echo-1']!['workload'] as Record<string, unknown>)[
+          'canonicalRevision'
+        ],
+        'v2',
+      );
 
       await core.deleteNamespacedPod({ name: 'web-0', namespace: 'frontend' });
       const deleted = await s.next();
@@ -258,7 +341,19 @@ describe('istiod on the Kubernetes API', () => {
 
       // A refused edit keeps the last good policy: the next push is the valid edit after it, nothing in between.
       const patchPolicy = (spec: object): Promise<unknown> =>
-        kc.makeApiClient(k8s.CustomObjectsApi).patchNamespacedCustomObject({ group: 'security.istio.io', version: 'v1', plural: 'authorizationpolicies', namespace: 'backend', name: 'allow-web', body: { spec } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+        kc
+          .makeApiClient(k8s.CustomObjectsApi)
+          .patchNamespacedCustomObject(
+            {
+              group: 'security.istio.io',
+              version: 'v1',
+              plural: 'authorizationpolicies',
+              namespace: 'backend',
+              name: 'allow-web',
+              body: { spec },
+            },
+            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+          );
       await patchPolicy({ action: 'PERHAPS' });
       await patchPolicy({ action: 'DENY' });
       const policy = await s.next();
@@ -275,7 +370,10 @@ describe('istiod on the Kubernetes API', () => {
     let late: Istiod | undefined;
     try {
       await api.stop();
-      late = await startIstiod(undefined, path.join(dir, 'late-state'), { host: LATE_ISTIOD, kubeconfig: api.kubeconfigPath });
+      late = await startIstiod(undefined, path.join(dir, 'late-state'), {
+        host: LATE_ISTIOD,
+        kubeconfig: api.kubeconfigPath,
+      });
       assert.equal((await fetch(`http://${LATE_ISTIOD}:${String(late.ports.monitoring)}/ready`)).status, 503);
       // Changes istiod cannot see: made against the same data by another server instance.
       const offline = await startApiServer(path.join(dir, 'api'));

@@ -23,7 +23,8 @@ const SE_HOST = 'localhost';
 const SE_UID = `Kubernetes/networking.istio.io/ServiceEntry/backend/local-dns/${SE_HOST}`;
 
 /** A captured pod on node n1. */
-const capturedPod = (name: string, namespace: string, ip: string): string => pod({ name: `${name}-0`, namespace, serviceAccount: name, node: 'n1', ip });
+const capturedPod = (name: string, namespace: string, ip: string): string =>
+  pod({ name: `${name}-0`, namespace, serviceAccount: name, node: 'n1', ip });
 
 const manifests = (echoPort: number): string => `
 apiVersion: v1
@@ -41,8 +42,16 @@ spec:
 `;
 
 const opened = (metrics: string, match: string): string => {
-  const line = metrics.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes(match));
-  assert.ok(line !== undefined, `no opened line with ${match} in:\n${metrics.split('\n').filter((l) => l.startsWith('istio_tcp')).join('\n')}`);
+  const line = metrics
+    .split('\n')
+    .find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes(match));
+  assert.ok(
+    line !== undefined,
+    `no opened line with ${match} in:\n${metrics
+      .split('\n')
+      .filter((l) => l.startsWith('istio_tcp'))
+      .join('\n')}`,
+  );
   return line;
 };
 
@@ -57,32 +66,78 @@ test("istiod → ztunnel: pods carry their Node's region/zone into istio_tcp_* l
   let zt: Ztunnel | undefined;
   try {
     const token = path.join(dir, 'token');
-    await writeFile(token, await ist.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', node: 'n1', audience: 'istio-ca' }));
+    await writeFile(
+      token,
+      await ist.issuer.issue({
+        namespace: 'istio-system',
+        serviceAccount: 'ztunnel',
+        node: 'n1',
+        audience: 'istio-ca',
+      }),
+    );
     const istiod = `https://${ISTIOD_HOST}:${ist.ports.grpc}`;
     zt = await Ztunnel.start(
       loadZtunnelConfig(
         { adminAddress: `${ZT_CONTROL}:0`, metricsAddress: `${ZT_CONTROL}:0`, readinessAddress: `${ZT_CONTROL}:0` },
         {
-          NODE_NAME: 'n1', XDS_ADDRESS: istiod, CA_ADDRESS: istiod, ALT_XDS_HOSTNAME: 'istiod.istio-system.svc', ALT_CA_HOSTNAME: 'istiod.istio-system.svc',
-          XDS_ROOT_CA: ist.rootCertPath, CA_ROOT_CA: ist.rootCertPath, AUTH_TOKEN: token, POD_NAME: 'ztunnel-n1', POD_NAMESPACE: 'istio-system', UNSTABLE_ENABLE_SOCKS5: 'true',
+          NODE_NAME: 'n1',
+          XDS_ADDRESS: istiod,
+          CA_ADDRESS: istiod,
+          ALT_XDS_HOSTNAME: 'istiod.istio-system.svc',
+          ALT_CA_HOSTNAME: 'istiod.istio-system.svc',
+          XDS_ROOT_CA: ist.rootCertPath,
+          CA_ROOT_CA: ist.rootCertPath,
+          AUTH_TOKEN: token,
+          POD_NAME: 'ztunnel-n1',
+          POD_NAMESPACE: 'istio-system',
+          UNSTABLE_ENABLE_SOCKS5: 'true',
         },
       ),
-      new LogControl({ format: 'json', level: 'silent', component: 'ztunnel', out: new Writable({ write: (_c, _e, cb) => cb() }) }),
+      new LogControl({
+        format: 'json',
+        level: 'silent',
+        component: 'ztunnel',
+        out: new Writable({ write: (_c, _e, cb) => cb() }),
+      }),
     );
     const z = zt;
-    await waitFor('both pods proxied and the hostname workload known', () => z.pending().length === 0 && z.ctx.state.workloadByUid('Kubernetes//Pod/backend/server-0') !== undefined && z.ctx.state.workloadByUid(SE_UID) !== undefined, 15_000);
-    assert.deepEqual(z.ctx.state.workloadByUid('Kubernetes//Pod/backend/server-0')?.locality, { region: 'eu-west1', zone: 'eu-west1-b', subzone: '' });
+    await waitFor(
+      'both pods proxied and the hostname workload known',
+      () =>
+        z.pending().length === 0 &&
+        z.ctx.state.workloadByUid('Kubernetes//Pod/backend/server-0') !== undefined &&
+        z.ctx.state.workloadByUid(SE_UID) !== undefined,
+      15_000,
+    );
+    assert.deepEqual(z.ctx.state.workloadByUid('Kubernetes//Pod/backend/server-0')?.locality, {
+      region: 'eu-west1',
+      zone: 'eu-west1-b',
+      subzone: '',
+    });
     assert.equal(z.ctx.state.workloadByUid(SE_UID)?.hostname, SE_HOST);
 
-    assert.equal((await sendAndCollect(await socks5Connect(CLIENT, 15080, SERVER, 8080, CLIENT), 'mesh')).toString(), 'mesh');
-    assert.equal((await sendAndCollect(await socks5Connect(CLIENT, 15080, SE_VIP, 80, CLIENT), 'dns')).toString(), 'dns', 'the ServiceEntry VIP reaches its host by DNS');
+    assert.equal(
+      (await sendAndCollect(await socks5Connect(CLIENT, 15080, SERVER, 8080, CLIENT), 'mesh')).toString(),
+      'mesh',
+    );
+    assert.equal(
+      (await sendAndCollect(await socks5Connect(CLIENT, 15080, SE_VIP, 80, CLIENT), 'dns')).toString(),
+      'dns',
+      'the ServiceEntry VIP reaches its host by DNS',
+    );
 
     const metrics = await (await fetch(`http://${ZT_CONTROL}:${z.ports.metrics}/metrics`)).text();
     const inbound = opened(metrics, 'reporter="destination"');
-    assert.match(inbound, /source_region="eu-west1",source_zone="eu-west1-b",destination_region="eu-west1",destination_zone="eu-west1-b"/);
+    assert.match(
+      inbound,
+      /source_region="eu-west1",source_zone="eu-west1-b",destination_region="eu-west1",destination_zone="eu-west1-b"/,
+    );
     const toHost = opened(metrics, `destination_service="${SE_HOST}"`);
     assert.match(toHost, /reporter="source"/);
-    assert.match(toHost, /source_region="eu-west1",source_zone="eu-west1-b",destination_region="unknown",destination_zone="unknown"/);
+    assert.match(
+      toHost,
+      /source_region="eu-west1",source_zone="eu-west1-b",destination_region="unknown",destination_zone="unknown"/,
+    );
   } finally {
     await zt?.shutdown();
     await ist.stop();

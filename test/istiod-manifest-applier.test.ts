@@ -60,7 +60,12 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     core = kc.makeApiClient(k8s.CoreV1Api);
     custom = kc.makeApiClient(k8s.CustomObjectsApi);
     apps = kc.makeApiClient(k8s.AppsV1Api);
-    const logs = new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) });
+    const logs = new LogControl({
+      format: 'json',
+      level: 'silent',
+      component: 'istiod',
+      out: new Writable({ write: (_c, _e, cb) => cb() }),
+    });
     registry = new Registry(path.join(dir, 'config'), logs.scope('registry'));
     applier = new ManifestApplier(registry, kc, logs.scope('applier'));
     await registry.reload();
@@ -83,7 +88,10 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     assert.equal(rs.metadata?.ownerReferences?.[0]?.uid, deploy.metadata?.uid);
     const parent = await core.readNamespacedConfigMap({ name: 'amesh-config-dir', namespace: 'kube-system' });
     assert.equal(parent.metadata?.labels?.['applyset.kubernetes.io/id'], APPLYSET);
-    assert.match(parent.metadata?.annotations?.['applyset.kubernetes.io/contains-group-kinds'] ?? '', /AuthorizationPolicy\.security\.istio\.io/);
+    assert.match(
+      parent.metadata?.annotations?.['applyset.kubernetes.io/contains-group-kinds'] ?? '',
+      /AuthorizationPolicy\.security\.istio\.io/,
+    );
   });
 
   test('applying again changes nothing, and keeps what the server filled in (an allocated ClusterIP)', async () => {
@@ -97,13 +105,28 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     const file = path.join(dir, 'config', 'policies.yaml');
     await writeFile(file, (await readFile(file, 'utf8')).replace('action: ALLOW', 'action: DENY'));
     const workloads = path.join(dir, 'config', 'workloads.yaml');
-    await writeFile(workloads, (await readFile(workloads, 'utf8')).replace('labels: {app: web, version: v1}', 'labels: {app: web, version: v2}'));
-    await writeFile(path.join(dir, 'config', 'bad.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: no-containers, namespace: backend}\nspec: {nodeName: node1}\n');
+    await writeFile(
+      workloads,
+      (await readFile(workloads, 'utf8')).replace('labels: {app: web, version: v1}', 'labels: {app: web, version: v2}'),
+    );
+    await writeFile(
+      path.join(dir, 'config', 'bad.yaml'),
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: no-containers, namespace: backend}\nspec: {nodeName: node1}\n',
+    );
     await registry.reload();
     const r = await applier.apply();
     assert.equal(r.errors.length, 1);
-    assert.match(r.errors[0] ?? '', /bad\.yaml:1: Pod backend\/no-containers: the API refused it: .*spec\.containers: Required value/);
-    const ap = (await custom.getNamespacedCustomObject({ group: 'security.istio.io', version: 'v1', namespace: 'backend', plural: 'authorizationpolicies', name: 'allow-web' })) as { spec: { action: string } };
+    assert.match(
+      r.errors[0] ?? '',
+      /bad\.yaml:1: Pod backend\/no-containers: the API refused it: .*spec\.containers: Required value/,
+    );
+    const ap = (await custom.getNamespacedCustomObject({
+      group: 'security.istio.io',
+      version: 'v1',
+      namespace: 'backend',
+      plural: 'authorizationpolicies',
+      name: 'allow-web',
+    })) as { spec: { action: string } };
     assert.equal(ap.spec.action, 'DENY');
     const web = await core.readNamespacedPod({ name: 'web-0', namespace: 'frontend' });
     assert.equal(web.metadata?.labels?.['version'], 'v2');
@@ -117,9 +140,18 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     await registry.reload();
     const r = await applier.apply();
     assert.equal(r.pruned, 3);
-    await assert.rejects(apps.readNamespacedDeployment({ name: 'api', namespace: 'backend' }), (e: unknown) => (e as { code?: number }).code === 404);
-    await assert.rejects(core.readNamespacedService({ name: 'api', namespace: 'backend' }), (e: unknown) => (e as { code?: number }).code === 404);
-    assert.equal((await core.readNamespacedConfigMap({ name: 'not-ours', namespace: 'backend' })).metadata?.name, 'not-ours');
+    await assert.rejects(
+      apps.readNamespacedDeployment({ name: 'api', namespace: 'backend' }),
+      (e: unknown) => (e as { code?: number }).code === 404,
+    );
+    await assert.rejects(
+      core.readNamespacedService({ name: 'api', namespace: 'backend' }),
+      (e: unknown) => (e as { code?: number }).code === 404,
+    );
+    assert.equal(
+      (await core.readNamespacedConfigMap({ name: 'not-ours', namespace: 'backend' })).metadata?.name,
+      'not-ours',
+    );
     assert.equal((await core.readNamespacedPod({ name: 'echo-0', namespace: 'backend' })).metadata?.name, 'echo-0');
   });
 });

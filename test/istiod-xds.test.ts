@@ -6,7 +6,10 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { anyPack } from '@bufbuild/protobuf/wkt';
-import { AggregatedDiscoveryService, type DeltaDiscoveryRequest } from '../src/api/envoy/service/discovery/v3/discovery_pb.js';
+import {
+  AggregatedDiscoveryService,
+  type DeltaDiscoveryRequest,
+} from '../src/api/envoy/service/discovery/v3/discovery_pb.js';
 import { AddressSchema, TunnelProtocol } from '../src/api/istio/workload/workload_pb.js';
 import { grpcServiceDefinition } from '../src/lib/grpc-service.js';
 import type { Istiod } from '../src/istiod/istiod.js';
@@ -18,7 +21,11 @@ import { waitFor } from './helpers/mesh-fixture.js';
 const ADDRESS = 'type.googleapis.com/istio.workload.Address';
 const AUTHZ = 'type.googleapis.com/istio.security.Authorization';
 
-const PODS = (n: number): string => namespaces('ns') + Array.from({ length: n }, (_, i) => pod({ name: `p${i}`, namespace: 'ns', node: 'n1', ip: `127.0.74.${i + 1}`, ambient: false })).join('');
+const PODS = (n: number): string =>
+  namespaces('ns') +
+  Array.from({ length: n }, (_, i) =>
+    pod({ name: `p${i}`, namespace: 'ns', node: 'n1', ip: `127.0.74.${i + 1}`, ambient: false }),
+  ).join('');
 
 describe('istiod delta ADS', () => {
   let dir: string;
@@ -32,7 +39,12 @@ describe('istiod delta ADS', () => {
     await writeFile(path.join(dir, 'config', 'pods.yaml'), PODS(3));
     ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'));
     root = await readFile(ist.rootCertPath, 'utf8');
-    token = await ist.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca', node: 'n1' });
+    token = await ist.issuer.issue({
+      namespace: 'istio-system',
+      serviceAccount: 'ztunnel',
+      audience: 'istio-ca',
+      node: 'n1',
+    });
   });
   after(async () => {
     await ist.stop();
@@ -41,10 +53,18 @@ describe('istiod delta ADS', () => {
 
   test('a reconnecting client is not re-sent the resources it already holds; a changed one is', async () => {
     const first = openStream(ist, root, token);
-    first.stream.write({ typeUrl: ADDRESS, node: { id: 'ztunnel~1.1.1.1~z.istio-system~istio-system.svc.cluster.local' } });
+    first.stream.write({
+      typeUrl: ADDRESS,
+      node: { id: 'ztunnel~1.1.1.1~z.istio-system~istio-system.svc.cluster.local' },
+    });
     const all = await first.next();
     // The pods, and the API server's own `kubernetes` Service, which istiod serves as it would on a cluster.
-    assert.deepEqual(all.resources.map((r) => r.name).sort(), ['Kubernetes//Pod/ns/p0', 'Kubernetes//Pod/ns/p1', 'Kubernetes//Pod/ns/p2', 'default/kubernetes.default.svc.cluster.local']);
+    assert.deepEqual(all.resources.map((r) => r.name).sort(), [
+      'Kubernetes//Pod/ns/p0',
+      'Kubernetes//Pod/ns/p1',
+      'Kubernetes//Pod/ns/p2',
+      'default/kubernetes.default.svc.cluster.local',
+    ]);
     first.stream.write({ typeUrl: ADDRESS, responseNonce: all.nonce });
     const held = Object.fromEntries(all.resources.map((r) => [r.name, r.version]));
     first.stream.end();
@@ -57,9 +77,15 @@ describe('istiod delta ADS', () => {
     again.stream.end();
 
     const stale = openStream(ist, root, token);
-    stale.stream.write({ typeUrl: ADDRESS, initialResourceVersions: { ...held, 'Kubernetes//Pod/ns/p0': 'old', 'Kubernetes//Pod/ns/gone': 'x' } });
+    stale.stream.write({
+      typeUrl: ADDRESS,
+      initialResourceVersions: { ...held, 'Kubernetes//Pod/ns/p0': 'old', 'Kubernetes//Pod/ns/gone': 'x' },
+    });
     const diff = await stale.next();
-    assert.deepEqual(diff.resources.map((r) => r.name), ['Kubernetes//Pod/ns/p0']);
+    assert.deepEqual(
+      diff.resources.map((r) => r.name),
+      ['Kubernetes//Pod/ns/p0'],
+    );
     assert.deepEqual(diff.removedResources, ['Kubernetes//Pod/ns/gone']);
     stale.stream.end();
   });
@@ -71,15 +97,24 @@ describe('istiod delta ADS', () => {
     s.stream.write({ typeUrl: ADDRESS, responseNonce: initial.nonce });
     s.stream.write({ typeUrl: AUTHZ });
     const authz = await s.next();
-    s.stream.write({ typeUrl: AUTHZ, responseNonce: authz.nonce, errorDetail: { code: 3, message: 'ns/p: rejected for the test' } });
+    s.stream.write({
+      typeUrl: AUTHZ,
+      responseNonce: authz.nonce,
+      errorDetail: { code: 3, message: 'ns/p: rejected for the test' },
+    });
     await writeFile(path.join(dir, 'config', '.tmp'), PODS(2));
     await rename(path.join(dir, 'config', '.tmp'), path.join(dir, 'config', 'pods.yaml'));
     const push = await s.next();
     assert.equal(push.typeUrl, ADDRESS);
     assert.deepEqual(push.resources, []);
     assert.deepEqual(push.removedResources, ['Kubernetes//Pod/ns/p2']);
-    const debug = (await (await fetch(`http://127.0.0.1:${ist.ports.monitoring}/debug/connections`)).json()) as { types: Record<string, { lastNack?: string }> }[];
-    assert.ok(debug.some((c) => c.types[AUTHZ]?.lastNack === 'ns/p: rejected for the test'), JSON.stringify(debug));
+    const debug = (await (await fetch(`http://127.0.0.1:${ist.ports.monitoring}/debug/connections`)).json()) as {
+      types: Record<string, { lastNack?: string }>;
+    }[];
+    assert.ok(
+      debug.some((c) => c.types[AUTHZ]?.lastNack === 'ns/p: rejected for the test'),
+      JSON.stringify(debug),
+    );
     s.stream.end();
   });
 
@@ -94,7 +129,8 @@ describe('istiod delta ADS', () => {
 test('ztunnel NACKs a resource it cannot take by name, and applies the rest of the response', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-nack-'));
   // A control plane of our own making, so it can send what istiod never would.
-  const { CertificateAuthority, writePluginCaDir, issueServingCertificate } = await import('../src/lib/pki/certificate-authority.js');
+  const { CertificateAuthority, writePluginCaDir, issueServingCertificate } =
+    await import('../src/lib/pki/certificate-authority.js');
   await writePluginCaDir(path.join(dir, 'ca'));
   const ca = await CertificateAuthority.fromPluginDir(path.join(dir, 'ca'));
   const serving = await issueServingCertificate(ca, ['istiod.istio-system.svc'], 3600);
@@ -107,23 +143,50 @@ test('ztunnel NACKs a resource it cannot take by name, and applies the rest of t
           if (req.errorDetail !== undefined) nacks.push(req);
           return;
         }
-        const wl = (uid: string, ip: number[], proto: TunnelProtocol) => ({ name: uid, version: '1', resource: anyPack(AddressSchema, create(AddressSchema, { type: { case: 'workload', value: { uid, name: uid, namespace: 'ns', addresses: [new Uint8Array(ip)], tunnelProtocol: proto } } })) });
+        const wl = (uid: string, ip: number[], proto: TunnelProtocol) => ({
+          name: uid,
+          version: '1',
+          resource: anyPack(
+            AddressSchema,
+            create(AddressSchema, {
+              type: {
+                case: 'workload',
+                value: { uid, name: uid, namespace: 'ns', addresses: [new Uint8Array(ip)], tunnelProtocol: proto },
+              },
+            }),
+          ),
+        });
         call.write({
           typeUrl: req.typeUrl,
           nonce: `n-${req.typeUrl.length}`,
-          resources: req.typeUrl === ADDRESS ? [wl('good', [127, 0, 75, 1], TunnelProtocol.HBONE), wl('legacy', [127, 0, 75, 2], TunnelProtocol.LEGACY_ISTIO_MTLS)] : [],
+          resources:
+            req.typeUrl === ADDRESS
+              ? [
+                  wl('good', [127, 0, 75, 1], TunnelProtocol.HBONE),
+                  wl('legacy', [127, 0, 75, 2], TunnelProtocol.LEGACY_ISTIO_MTLS),
+                ]
+              : [],
         });
       });
       call.on('end', () => call.end());
     },
   });
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(serving.keyPem), cert_chain: Buffer.from(serving.chain.slice(0, -1).join('')) }]), (e, p) => (e === null ? resolve(p) : reject(e))),
+    server.bindAsync(
+      '127.0.0.1:0',
+      grpc.ServerCredentials.createSsl(null, [
+        { private_key: Buffer.from(serving.keyPem), cert_chain: Buffer.from(serving.chain.slice(0, -1).join('')) },
+      ]),
+      (e, p) => (e === null ? resolve(p) : reject(e)),
+    ),
   );
   await writeFile(path.join(dir, 'root.pem'), ca.rootBundlePem);
   await writeFile(path.join(dir, 'token'), 'opaque-token');
   const zt = await startZtunnel('', 'n1', path.join(dir, 'ca'), {
-    XDS_ADDRESS: `https://127.0.0.1:${port}`, ALT_XDS_HOSTNAME: 'istiod.istio-system.svc', XDS_ROOT_CA: path.join(dir, 'root.pem'), AUTH_TOKEN: path.join(dir, 'token'),
+    XDS_ADDRESS: `https://127.0.0.1:${port}`,
+    ALT_XDS_HOSTNAME: 'istiod.istio-system.svc',
+    XDS_ROOT_CA: path.join(dir, 'root.pem'),
+    AUTH_TOKEN: path.join(dir, 'token'),
   });
   try {
     await waitFor('NACK', () => nacks.length > 0);

@@ -19,8 +19,23 @@ let MON = '';
 function manifests(extra = ''): string {
   return (
     namespaces('frontend', 'backend') +
-    pod({ name: 'web-0', namespace: 'frontend', serviceAccount: 'web', node: 'node1', ip: '127.0.70.1', labels: { app: 'web' } }) +
-    pod({ name: 'echo-0', namespace: 'backend', serviceAccount: 'echo', node: 'node2', ip: '127.0.70.2', labels: { app: 'echo' }, ports: { http: 8080 } }) +
+    pod({
+      name: 'web-0',
+      namespace: 'frontend',
+      serviceAccount: 'web',
+      node: 'node1',
+      ip: '127.0.70.1',
+      labels: { app: 'web' },
+    }) +
+    pod({
+      name: 'echo-0',
+      namespace: 'backend',
+      serviceAccount: 'echo',
+      node: 'node2',
+      ip: '127.0.70.2',
+      labels: { app: 'echo' },
+      ports: { http: 8080 },
+    }) +
     '---\n{apiVersion: v1, kind: Service, metadata: {name: echo, namespace: backend}, spec: {clusterIP: 10.96.70.10, selector: {app: echo}, ports: [{port: 80, targetPort: http}]}}\n' +
     extra
   );
@@ -47,15 +62,57 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
   };
   const startIstiod = (): ChildProcess => {
     const { cmd, args } = ameshCommand();
-    const p = spawn(cmd, [...args, 'istiod', '--config-dir', path.join(dir, 'config'), '--state-dir', path.join(dir, 'state'), '--grpc-address', GRPC, '--monitoring-address', MON, '--apiserver-address', `${ISTIOD_IP}:0`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(
+      cmd,
+      [
+        ...args,
+        'istiod',
+        '--config-dir',
+        path.join(dir, 'config'),
+        '--state-dir',
+        path.join(dir, 'state'),
+        '--grpc-address',
+        GRPC,
+        '--monitoring-address',
+        MON,
+        '--apiserver-address',
+        `${ISTIOD_IP}:0`,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     p.stdout.on('data', (d: Buffer) => (istiodOut += d.toString()));
     p.stderr.on('data', (d: Buffer) => (istiodOut += d.toString()));
     return p;
   };
-  const istiodReady = (): Promise<number> => waitFor('istiod ready', () => fetch(`http://${MON}/ready`).then((r) => r.ok, () => false), 15_000);
+  const istiodReady = (): Promise<number> =>
+    waitFor(
+      'istiod ready',
+      () =>
+        fetch(`http://${MON}/ready`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      15_000,
+    );
   const token = async (node: string): Promise<string> => {
     const { cmd, args } = ameshCommand();
-    const p = spawn(cmd, [...args, 'istiod', 'token', '--namespace', 'istio-system', '--service-account', 'ztunnel', '--node', node, '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(
+      cmd,
+      [
+        ...args,
+        'istiod',
+        'token',
+        '--namespace',
+        'istio-system',
+        '--service-account',
+        'ztunnel',
+        '--node',
+        node,
+        '--state-dir',
+        path.join(dir, 'state'),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     await new Promise((r) => p.once('exit', r));
@@ -69,10 +126,28 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
       nodeName: node,
       controlIp: ip,
       controlPorts: await freeControlPorts(ip),
-      env: { LOCAL_XDS_PATH: '', XDS_ADDRESS: `https://${GRPC}`, CA_ADDRESS: `https://${GRPC}`, UNSTABLE_ENABLE_SOCKS5: 'true', ALT_XDS_HOSTNAME: 'istiod.istio-system.svc', ALT_CA_HOSTNAME: 'istiod.istio-system.svc', XDS_ROOT_CA: path.join(dir, 'state', 'root-cert.pem'), CA_ROOT_CA: path.join(dir, 'state', 'root-cert.pem'), AUTH_TOKEN: await token(node), LOG_FORMAT: 'json', POD_NAME: `ztunnel-${node}`, POD_NAMESPACE: 'istio-system' },
+      env: {
+        LOCAL_XDS_PATH: '',
+        XDS_ADDRESS: `https://${GRPC}`,
+        CA_ADDRESS: `https://${GRPC}`,
+        UNSTABLE_ENABLE_SOCKS5: 'true',
+        ALT_XDS_HOSTNAME: 'istiod.istio-system.svc',
+        ALT_CA_HOSTNAME: 'istiod.istio-system.svc',
+        XDS_ROOT_CA: path.join(dir, 'state', 'root-cert.pem'),
+        CA_ROOT_CA: path.join(dir, 'state', 'root-cert.pem'),
+        AUTH_TOKEN: await token(node),
+        LOG_FORMAT: 'json',
+        POD_NAME: `ztunnel-${node}`,
+        POD_NAMESPACE: 'istio-system',
+      },
     });
-  const dump = async (z: ZtunnelProcess): Promise<{ workloads: { uid: string }[]; policies: { name: string }[]; certificates: { identity: string; state: string }[] }> =>
-    (await (await fetch(`http://${z.admin}/config_dump`)).json()) as never;
+  const dump = async (
+    z: ZtunnelProcess,
+  ): Promise<{
+    workloads: { uid: string }[];
+    policies: { name: string }[];
+    certificates: { identity: string; state: string }[];
+  }> => (await (await fetch(`http://${z.admin}/config_dump`)).json()) as never;
 
   before(async () => {
     const [grpcPort, monPort] = await freePorts(ISTIOD_IP, 2);
@@ -97,8 +172,14 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
 
   test('workloads and services from the manifests reach ztunnel; certificates come from istiod by impersonation', async () => {
     const d = await dump(z2);
-    assert.deepEqual(d.workloads.map((w) => w.uid).sort(), ['Kubernetes//Pod/backend/echo-0', 'Kubernetes//Pod/frontend/web-0']);
-    assert.equal(d.certificates.find((c) => c.identity === 'spiffe://cluster.local/ns/backend/sa/echo')?.state, 'Available');
+    assert.deepEqual(d.workloads.map((w) => w.uid).sort(), [
+      'Kubernetes//Pod/backend/echo-0',
+      'Kubernetes//Pod/frontend/web-0',
+    ]);
+    assert.equal(
+      d.certificates.find((c) => c.identity === 'spiffe://cluster.local/ns/backend/sa/echo')?.state,
+      'Available',
+    );
     const s = await socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80, '127.0.70.1');
     assert.equal((await sendAndCollect(s, 'via istiod')).toString(), 'via istiod');
   });
@@ -106,7 +187,13 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
   test('a manifest edit reaches both ztunnels within a second and changes what is allowed', async () => {
     const start = Date.now();
     await writeManifests(manifests(DENY_WEB));
-    await waitFor('policy in both config dumps', async () => (await dump(z1)).policies.some((p) => p.name === 'deny-web') && (await dump(z2)).policies.some((p) => p.name === 'deny-web'), 3000);
+    await waitFor(
+      'policy in both config dumps',
+      async () =>
+        (await dump(z1)).policies.some((p) => p.name === 'deny-web') &&
+        (await dump(z2)).policies.some((p) => p.name === 'deny-web'),
+      3000,
+    );
     const took = Date.now() - start;
     assert.ok(took < 1000, `took ${took}ms`);
     await assert.rejects(socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80, '127.0.70.1'));
@@ -122,8 +209,16 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
     await writeManifests(manifests(DENY_WEB));
     istiod = startIstiod();
     await istiodReady();
-    await waitFor('ztunnels reconnect and converge', async () => (await dump(z2)).policies.some((p) => p.name === 'deny-web'), 20_000);
+    await waitFor(
+      'ztunnels reconnect and converge',
+      async () => (await dump(z2)).policies.some((p) => p.name === 'deny-web'),
+      20_000,
+    );
     await writeManifests(manifests());
-    await waitFor('policy removed again', async () => !(await dump(z2)).policies.some((p) => p.name === 'deny-web'), 5000);
+    await waitFor(
+      'policy removed again',
+      async () => !(await dump(z2)).policies.some((p) => p.name === 'deny-web'),
+      5000,
+    );
   });
 });

@@ -17,13 +17,42 @@ const HOST = '127.0.93.1';
 const PATH = '/api/v1/namespaces/inf/configmaps';
 
 /** A RestartingInformer on ConfigMaps of namespace `inf`, with a `change` event after every handler call and log line. */
-function informer(kc: k8s.KubeConfig): { inf: RestartingInformer<k8s.V1ConfigMap>; changed: EventEmitter; logs: string[]; names: () => string[] } {
+function informer(kc: k8s.KubeConfig): {
+  inf: RestartingInformer<k8s.V1ConfigMap>;
+  changed: EventEmitter;
+  logs: string[];
+  names: () => string[];
+} {
   const changed = new EventEmitter();
   const logs: string[] = [];
   const emit = (): void => void changed.emit('change');
-  const log = pino({ level: 'info' }, new Writable({ write: (c: Buffer, _e, cb) => { logs.push(String(c)); emit(); cb(); } }));
-  const inf = new RestartingInformer<k8s.V1ConfigMap>(kc, PATH, () => listJson(kc, PATH), { add: emit, update: emit, delete: emit }, log);
-  return { inf, changed, logs, names: () => inf.list().map((o) => o.metadata?.name ?? '').sort() };
+  const log = pino(
+    { level: 'info' },
+    new Writable({
+      write: (c: Buffer, _e, cb) => {
+        logs.push(String(c));
+        emit();
+        cb();
+      },
+    }),
+  );
+  const inf = new RestartingInformer<k8s.V1ConfigMap>(
+    kc,
+    PATH,
+    () => listJson(kc, PATH),
+    { add: emit, update: emit, delete: emit },
+    log,
+  );
+  return {
+    inf,
+    changed,
+    logs,
+    names: () =>
+      inf
+        .list()
+        .map((o) => o.metadata?.name ?? '')
+        .sort(),
+  };
 }
 
 /** Resolves when `check` holds, tested now and after every informer event or log line; the test's timeout bounds it. */
@@ -54,7 +83,10 @@ describe('RestartingInformer against amesh apiserver', () => {
   });
 
   test('synced resolves after the first list reached the handlers, and listed objects have the shape watched ones have', async () => {
-    await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'listed' }, data: { a: '1' } } });
+    await core.createNamespacedConfigMap({
+      namespace: 'inf',
+      body: { metadata: { name: 'listed' }, data: { a: '1' } },
+    });
     const i = informer(kc);
     i.inf.start();
     await i.inf.synced;
@@ -105,7 +137,8 @@ describe('RestartingInformer against amesh apiserver', () => {
   });
 
   test('after the API server restarts, the informer resumes and converges on what changed while it was down', async () => {
-    for (const name of ['stays', 'edited', 'deleted']) await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name }, data: { v: '1' } } });
+    for (const name of ['stays', 'edited', 'deleted'])
+      await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name }, data: { v: '1' } } });
     const i = informer(kc);
     i.inf.start();
     await i.inf.synced;
@@ -116,13 +149,23 @@ describe('RestartingInformer against amesh apiserver', () => {
     const okc = new k8s.KubeConfig();
     okc.loadFromFile(offline.kubeconfigPath);
     const ocore = okc.makeApiClient(k8s.CoreV1Api);
-    await ocore.patchNamespacedConfigMap({ name: 'edited', namespace: 'inf', body: { data: { v: '2' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+    await ocore.patchNamespacedConfigMap(
+      { name: 'edited', namespace: 'inf', body: { data: { v: '2' } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
     await ocore.deleteNamespacedConfigMap({ name: 'deleted', namespace: 'inf' });
     await ocore.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'created' } } });
     await offline.stop();
     api = await startApiServer(path.join(dir, 'data'), { listen });
-    await until(i.changed, () => JSON.stringify(i.names()) === '["created","edited","stays"]' && i.inf.get('edited', 'inf')?.data?.['v'] === '2');
-    assert.ok(i.logs.some((l) => l.includes('watch failed; restarting')), 'the informer saw the server go away');
+    await until(
+      i.changed,
+      () =>
+        JSON.stringify(i.names()) === '["created","edited","stays"]' && i.inf.get('edited', 'inf')?.data?.['v'] === '2',
+    );
+    assert.ok(
+      i.logs.some((l) => l.includes('watch failed; restarting')),
+      'the informer saw the server go away',
+    );
     await i.inf.stop();
   });
 });

@@ -117,7 +117,10 @@ describe('native: sockets in network namespaces (setns, SO_MARK, IP_TRANSPARENT,
 
   test('setns back: the thread returns to its own netns after a bind that fails in the pod, and after a setns that fails', async () => {
     // 192.0.2.1 (TEST-NET-1) is no address of the namespace: bind fails there with EADDRNOTAVAIL.
-    await assert.rejects(listenInNetns(net.createServer(), ns.path, { host: '192.0.2.1', port: 80 }), { code: 'EADDRNOTAVAIL', syscall: 'bind' });
+    await assert.rejects(listenInNetns(net.createServer(), ns.path, { host: '192.0.2.1', port: 80 }), {
+      code: 'EADDRNOTAVAIL',
+      syscall: 'bind',
+    });
     assert.deepEqual(threadNetns(), host);
     // An fd on a UTS namespace is no network namespace: setns(CLONE_NEWNET) refuses it.
     const uts = openSync('/proc/self/ns/uts', 'r');
@@ -165,7 +168,9 @@ describe('native: sockets in network namespaces (setns, SO_MARK, IP_TRANSPARENT,
 
   test('IP_TRANSPARENT and IPV6_TRANSPARENT let a listener bind addresses the netns does not have', async () => {
     for (const address of ['192.0.2.7', '2001:db8::7']) {
-      await assert.rejects(listenInNetns(net.createServer(), ns.path, { host: address, port: 0 }), { code: 'EADDRNOTAVAIL' });
+      await assert.rejects(listenInNetns(net.createServer(), ns.path, { host: address, port: 0 }), {
+        code: 'EADDRNOTAVAIL',
+      });
       const server = track(net.createServer());
       await listenInNetns(server, ns.path, { host: address, port: 0, transparent: true });
       assert.equal((server.address() as net.AddressInfo).address, address);
@@ -191,7 +196,9 @@ describe('native: sockets in network namespaces (setns, SO_MARK, IP_TRANSPARENT,
     const second = track(net.createServer());
     await listenInNetns(second, ns.path, { host: '127.0.0.1', port });
     assert.equal((second.address() as net.AddressInfo).port, port);
-    await assert.rejects(listenInNetns(net.createServer(), ns.path, { host: '127.0.0.1', port, reusePort: false }), { code: 'EADDRINUSE' });
+    await assert.rejects(listenInNetns(net.createServer(), ns.path, { host: '127.0.0.1', port, reusePort: false }), {
+      code: 'EADDRINUSE',
+    });
   });
 
   test('IP_FREEBIND with IP_TRANSPARENT: a connect binds a source address the netns does not have (spoofing); without them, EADDRNOTAVAIL', async () => {
@@ -237,8 +244,38 @@ describe('native: sockets in network namespaces (setns, SO_MARK, IP_TRANSPARENT,
     const { port } = server4.address() as net.AddressInfo;
     const server6 = track(replyingServer('v6'));
     await listenInNetns(server6, ns.path, { host: '::1', port });
-    await ns.exec('iptables', ['-t', 'nat', '-A', 'OUTPUT', '-p', 'tcp', '-d', '127.0.0.5', '--dport', '80', '-j', 'REDIRECT', '--to-ports', String(port)]);
-    await ns.exec('ip6tables', ['-t', 'nat', '-A', 'OUTPUT', '-p', 'tcp', '-d', '::1', '--dport', '80', '-j', 'REDIRECT', '--to-ports', String(port)]);
+    await ns.exec('iptables', [
+      '-t',
+      'nat',
+      '-A',
+      'OUTPUT',
+      '-p',
+      'tcp',
+      '-d',
+      '127.0.0.5',
+      '--dport',
+      '80',
+      '-j',
+      'REDIRECT',
+      '--to-ports',
+      String(port),
+    ]);
+    await ns.exec('ip6tables', [
+      '-t',
+      'nat',
+      '-A',
+      'OUTPUT',
+      '-p',
+      'tcp',
+      '-d',
+      '::1',
+      '--dport',
+      '80',
+      '-j',
+      'REDIRECT',
+      '--to-ports',
+      String(port),
+    ]);
 
     assert.equal(await readAll(track(tcpSocketInNetns(ns.path, 4)), 80, '127.0.0.5'), 'v4 127.0.0.5:80');
     assert.equal(await readAll(track(tcpSocketInNetns(ns.path, 6)), 80, '::1'), 'v6 ::1:80');

@@ -22,13 +22,16 @@ class ProcPod {
 
   static async start(ips: readonly string[]): Promise<ProcPod> {
     const ns = await TestNetns.create();
-    for (const ip of ips) await ns.exec('ip', ['addr', 'add', ip.includes(':') ? `${ip}/128` : `${ip}/32`, 'dev', 'lo']);
+    for (const ip of ips)
+      await ns.exec('ip', ['addr', 'add', ip.includes(':') ? `${ip}/128` : `${ip}/32`, 'dev', 'lo']);
     return new ProcPod(ns, await ProcPod.spawnIn(ns));
   }
 
   /** A process that has entered `ns` (it says so on stdout) and waits there. */
   static async spawnIn(ns: TestNetns): Promise<ChildProcess> {
-    const p = spawn('ip', ['netns', 'exec', ns.name, 'sh', '-c', 'echo in; exec sleep 600'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn('ip', ['netns', 'exec', ns.name, 'sh', '-c', 'echo in; exec sleep 600'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     await once(p.stdout, 'data');
     return p;
   }
@@ -50,7 +53,10 @@ async function stopProcess(p: ChildProcess): Promise<void> {
 const podIp = (): string => `127.0.92.${randomInt(10, 250)}`;
 const podIpv6 = (): string => `fd00:92::${randomInt(10, 250).toString(16)}`;
 
-async function withPods(specs: (readonly string[])[], body: (pods: ProcPod[], cache: PodNetnsCache) => Promise<void> | void): Promise<void> {
+async function withPods(
+  specs: (readonly string[])[],
+  body: (pods: ProcPod[], cache: PodNetnsCache) => Promise<void> | void,
+): Promise<void> {
   const pods: ProcPod[] = [];
   const cache = new PodNetnsCache();
   try {
@@ -69,46 +75,61 @@ const sameNetns = (fd: number | undefined, ns: TestNetns): boolean => {
 /** Addresses of the tests added with the scan's race and ambiguity checks. */
 const newPodIp = (): string => `127.0.97.${randomInt(10, 250)}`;
 
-test('agent restart: the /proc scan finds the netns of a process running in a pod by the pod\'s IPv4 or IPv6 address, and caches its fd', { skip }, () => {
-  const [v4, v6] = [podIp(), podIpv6()];
-  return withPods([[v4], [v6]], async ([a, b], cache) => {
-    const found = await cache.scanProc([
-      { uid: 'uid-a', ips: [v4] },
-      { uid: 'uid-b', ips: ['10.255.92.1', v6.toUpperCase()] },
-      { uid: 'uid-none', ips: ['10.255.92.2'] },
-      { uid: 'uid-no-ips', ips: [] },
-    ]);
-    assert.deepEqual([...found.keys()].sort(), ['uid-a', 'uid-b']);
-    assert.ok(sameNetns(found.get('uid-a'), a!.ns));
-    assert.ok(sameNetns(found.get('uid-b'), b!.ns));
-    assert.equal(cache.get('uid-a'), found.get('uid-a'));
-    // Pods already cached are not looked for again.
-    assert.equal((await cache.scanProc([{ uid: 'uid-a', ips: [v4] }])).size, 0);
-  });
-});
-
-test('fail closed: when two network namespaces hold a pod\'s IP (a stale sandbox), the scan takes neither and fails naming both; other pods are cached', { skip }, () => {
-  const [shared, alone] = [newPodIp(), newPodIp()];
-  return withPods([[shared], [shared], [alone]], async ([a, b, c], cache) => {
-    // A second process in one netns changes nothing: each netns is one candidate.
-    const second = await ProcPod.spawnIn(a!.ns);
-    try {
-      const scan = cache.scanProc([
-        { uid: 'uid-x', ips: [shared] },
-        { uid: 'uid-c', ips: [alone] },
+test(
+  "agent restart: the /proc scan finds the netns of a process running in a pod by the pod's IPv4 or IPv6 address, and caches its fd",
+  { skip },
+  () => {
+    const [v4, v6] = [podIp(), podIpv6()];
+    return withPods([[v4], [v6]], async ([a, b], cache) => {
+      const found = await cache.scanProc([
+        { uid: 'uid-a', ips: [v4] },
+        { uid: 'uid-b', ips: ['10.255.92.1', v6.toUpperCase()] },
+        { uid: 'uid-none', ips: ['10.255.92.2'] },
+        { uid: 'uid-no-ips', ips: [] },
       ]);
-      const id = (ns: TestNetns): string => {
-        const { dev, ino } = netnsId(ns.path);
-        return `${dev}:${ino}`;
-      };
-      await assert.rejects(scan, (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && e.message.includes('uid-x') && e.message.includes(id(a!.ns)) && e.message.includes(id(b!.ns)));
-      assert.equal(cache.get('uid-x'), undefined);
-      assert.ok(sameNetns(cache.get('uid-c'), c!.ns));
-    } finally {
-      await stopProcess(second);
-    }
-  });
-});
+      assert.deepEqual([...found.keys()].sort(), ['uid-a', 'uid-b']);
+      assert.ok(sameNetns(found.get('uid-a'), a!.ns));
+      assert.ok(sameNetns(found.get('uid-b'), b!.ns));
+      assert.equal(cache.get('uid-a'), found.get('uid-a'));
+      // Pods already cached are not looked for again.
+      assert.equal((await cache.scanProc([{ uid: 'uid-a', ips: [v4] }])).size, 0);
+    });
+  },
+);
+
+test(
+  "fail closed: when two network namespaces hold a pod's IP (a stale sandbox), the scan takes neither and fails naming both; other pods are cached",
+  { skip },
+  () => {
+    const [shared, alone] = [newPodIp(), newPodIp()];
+    return withPods([[shared], [shared], [alone]], async ([a, b, c], cache) => {
+      // A second process in one netns changes nothing: each netns is one candidate.
+      const second = await ProcPod.spawnIn(a!.ns);
+      try {
+        const scan = cache.scanProc([
+          { uid: 'uid-x', ips: [shared] },
+          { uid: 'uid-c', ips: [alone] },
+        ]);
+        const id = (ns: TestNetns): string => {
+          const { dev, ino } = netnsId(ns.path);
+          return `${dev}:${ino}`;
+        };
+        await assert.rejects(
+          scan,
+          (e) =>
+            isMeshError(e, 'AGENT_ERR_POD_NETNS') &&
+            e.message.includes('uid-x') &&
+            e.message.includes(id(a!.ns)) &&
+            e.message.includes(id(b!.ns)),
+        );
+        assert.equal(cache.get('uid-x'), undefined);
+        assert.ok(sameNetns(cache.get('uid-c'), c!.ns));
+      } finally {
+        await stopProcess(second);
+      }
+    });
+  },
+);
 
 test('a pod removed while the /proc scan runs is not cached by the scan', { skip }, () => {
   const ip = newPodIp();
@@ -125,35 +146,47 @@ test('open refuses a FIFO at the netns path without blocking on it (AGENT_ERR_PO
   await mustRun('mkfifo', [fifo]);
   const cache = new PodNetnsCache();
   try {
-    assert.throws(() => cache.open('uid-a', fifo), (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && /not a network namespace/.test(e.message));
+    assert.throws(
+      () => cache.open('uid-a', fifo),
+      (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && /not a network namespace/.test(e.message),
+    );
   } finally {
     rmSync(fifo);
   }
 });
 
-test('open caches a pod\'s netns fd from its CNI netns path: the same netns reuses it, a new sandbox replaces it, remove closes it', { skip }, () =>
-  withPods([[podIp()], [podIp()]], ([a, b], cache) => {
-    const fd = cache.open('uid-a', a!.ns.path);
-    assert.ok(sameNetns(fd, a!.ns));
-    assert.equal(cache.open('uid-a', a!.ns.path), fd);
-    const replaced = cache.open('uid-a', b!.ns.path);
-    assert.ok(sameNetns(replaced, b!.ns));
-    assert.throws(() => fstatSync(fd), { code: 'EBADF' }, 'the replaced fd was closed');
-    assert.deepEqual(cache.uids(), ['uid-a']);
-    assert.equal(cache.remove('uid-a'), true);
-    assert.throws(() => fstatSync(replaced), { code: 'EBADF' });
-    assert.equal(cache.get('uid-a'), undefined);
-    assert.equal(cache.remove('uid-a'), false);
-  }),
+test(
+  "open caches a pod's netns fd from its CNI netns path: the same netns reuses it, a new sandbox replaces it, remove closes it",
+  { skip },
+  () =>
+    withPods([[podIp()], [podIp()]], ([a, b], cache) => {
+      const fd = cache.open('uid-a', a!.ns.path);
+      assert.ok(sameNetns(fd, a!.ns));
+      assert.equal(cache.open('uid-a', a!.ns.path), fd);
+      const replaced = cache.open('uid-a', b!.ns.path);
+      assert.ok(sameNetns(replaced, b!.ns));
+      assert.throws(() => fstatSync(fd), { code: 'EBADF' }, 'the replaced fd was closed');
+      assert.deepEqual(cache.uids(), ['uid-a']);
+      assert.equal(cache.remove('uid-a'), true);
+      assert.throws(() => fstatSync(replaced), { code: 'EBADF' });
+      assert.equal(cache.get('uid-a'), undefined);
+      assert.equal(cache.remove('uid-a'), false);
+    }),
 );
 
 test('open refuses a netns path that is missing or not a network namespace with AGENT_ERR_POD_NETNS', { skip }, () => {
   const cache = new PodNetnsCache();
-  assert.throws(() => cache.open('uid-a', '/var/run/netns/amesh-t-missing'), (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && /amesh-t-missing.*ENOENT/.test(e.message));
+  assert.throws(
+    () => cache.open('uid-a', '/var/run/netns/amesh-t-missing'),
+    (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && /amesh-t-missing.*ENOENT/.test(e.message),
+  );
   const file = path.join(tmpdir(), `amesh-not-netns-${process.pid}`);
   writeFileSync(file, '');
   try {
-    assert.throws(() => cache.open('uid-a', file), (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && /not a network namespace/.test(e.message));
+    assert.throws(
+      () => cache.open('uid-a', file),
+      (e) => isMeshError(e, 'AGENT_ERR_POD_NETNS') && /not a network namespace/.test(e.message),
+    );
   } finally {
     rmSync(file);
   }

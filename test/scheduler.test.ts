@@ -19,7 +19,10 @@ const NS = 'sched';
 const DEADLINE_MS = 10_000;
 const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
-const pod = (name: string, spec: Partial<k8s.V1PodSpec> = {}): k8s.V1Pod => ({ metadata: { name }, spec: { containers: [{ name: 'c', image: 'amesh-echo' }], ...spec } });
+const pod = (name: string, spec: Partial<k8s.V1PodSpec> = {}): k8s.V1Pod => ({
+  metadata: { name },
+  spec: { containers: [{ name: 'c', image: 'amesh-echo' }], ...spec },
+});
 
 describe('scheduler and pods/binding', () => {
   let dir: string;
@@ -27,8 +30,10 @@ describe('scheduler and pods/binding', () => {
   let core: k8s.CoreV1Api;
   let scheduler: Scheduler;
 
-  const nodeOf = async (name: string): Promise<string | undefined> => (await core.readNamespacedPod({ name, namespace: NS })).spec?.nodeName;
-  const scheduled = (name: string): Promise<number> => waitFor(`${name} scheduled`, async () => (await nodeOf(name)) !== undefined, DEADLINE_MS);
+  const nodeOf = async (name: string): Promise<string | undefined> =>
+    (await core.readNamespacedPod({ name, namespace: NS })).spec?.nodeName;
+  const scheduled = (name: string): Promise<number> =>
+    waitFor(`${name} scheduled`, async () => (await nodeOf(name)) !== undefined, DEADLINE_MS);
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-scheduler-'));
@@ -39,8 +44,18 @@ describe('scheduler and pods/binding', () => {
     await core.createNamespace({ body: { metadata: { name: NS } } });
     await core.createNode({ body: { metadata: { name: 'n1', labels: { zone: 'a' } } } });
     await core.createNode({ body: { metadata: { name: 'n2', labels: { zone: 'b' } } } });
-    await core.createNode({ body: { metadata: { name: 'tainted' }, spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] } } });
-    const logs = new LogControl({ format: 'json', level: 'silent', component: 'scheduler', out: new Writable({ write: (_c, _e, cb) => cb() }) });
+    await core.createNode({
+      body: {
+        metadata: { name: 'tainted' },
+        spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
+      },
+    });
+    const logs = new LogControl({
+      format: 'json',
+      level: 'silent',
+      component: 'scheduler',
+      out: new Writable({ write: (_c, _e, cb) => cb() }),
+    });
     scheduler = new Scheduler(kc, logs.scope('scheduler'));
     scheduler.start();
     await scheduler.synced;
@@ -67,16 +82,34 @@ describe('scheduler and pods/binding', () => {
     const placed = await Promise.all(['zoned', 's1', 's2', 's3'].map(nodeOf));
     assert.deepEqual(placed.filter((n) => n === 'n1').length, 2);
     assert.deepEqual(placed.filter((n) => n === 'n2').length, 2);
-    await core.createNamespacedPod({ namespace: NS, body: pod('tolerant', { nodeSelector: { 'kubernetes.io/hostname': 'tainted' }, tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }] }) });
-    await core.patchNode({ name: 'tainted', body: { metadata: { labels: { 'kubernetes.io/hostname': 'tainted' } } } }, MERGE);
+    await core.createNamespacedPod({
+      namespace: NS,
+      body: pod('tolerant', {
+        nodeSelector: { 'kubernetes.io/hostname': 'tainted' },
+        tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }],
+      }),
+    });
+    await core.patchNode(
+      { name: 'tainted', body: { metadata: { labels: { 'kubernetes.io/hostname': 'tainted' } } } },
+      MERGE,
+    );
     await scheduled('tolerant');
     assert.equal(await nodeOf('tolerant'), 'tainted');
   });
 
   test('a pod that fits nowhere is Unschedulable with the reasons, and is placed once a node changes to fit', async () => {
     await core.createNamespacedPod({ namespace: NS, body: pod('waiting', { nodeSelector: { zone: 'c' } }) });
-    await waitFor('Unschedulable', async () => (await core.readNamespacedPod({ name: 'waiting', namespace: NS })).status?.conditions?.some((c) => c.reason === 'Unschedulable') === true, DEADLINE_MS);
-    const c = (await core.readNamespacedPod({ name: 'waiting', namespace: NS })).status?.conditions?.find((x) => x.type === 'PodScheduled');
+    await waitFor(
+      'Unschedulable',
+      async () =>
+        (await core.readNamespacedPod({ name: 'waiting', namespace: NS })).status?.conditions?.some(
+          (c) => c.reason === 'Unschedulable',
+        ) === true,
+      DEADLINE_MS,
+    );
+    const c = (await core.readNamespacedPod({ name: 'waiting', namespace: NS })).status?.conditions?.find(
+      (x) => x.type === 'PodScheduled',
+    );
     assert.equal(c?.status, 'False');
     assert.equal(c?.message, "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.");
     await core.patchNode({ name: 'n1', body: { metadata: { labels: { zone: 'c' } } } }, MERGE);
@@ -85,11 +118,21 @@ describe('scheduler and pods/binding', () => {
   });
 
   test('pods/binding refuses a pod already bound (409), a Binding for another pod (400) and a target that is not a Node (422)', async () => {
-    const bind = (name: string, body: k8s.V1Binding): Promise<unknown> => core.createNamespacedPodBinding({ name, namespace: NS, body });
+    const bind = (name: string, body: k8s.V1Binding): Promise<unknown> =>
+      core.createNamespacedPodBinding({ name, namespace: NS, body });
     const code = (e: unknown): number | undefined => (e as { code?: number }).code;
-    await assert.rejects(bind('zoned', { metadata: { name: 'zoned' }, target: { kind: 'Node', name: 'n1' } }), (e) => code(e) === 409);
-    await assert.rejects(bind('zoned', { metadata: { name: 'other' }, target: { kind: 'Node', name: 'n1' } }), (e) => code(e) === 400);
-    await assert.rejects(bind('zoned', { metadata: { name: 'zoned' }, target: { kind: 'Pod', name: 'n1' } }), (e) => code(e) === 422);
+    await assert.rejects(
+      bind('zoned', { metadata: { name: 'zoned' }, target: { kind: 'Node', name: 'n1' } }),
+      (e) => code(e) === 409,
+    );
+    await assert.rejects(
+      bind('zoned', { metadata: { name: 'other' }, target: { kind: 'Node', name: 'n1' } }),
+      (e) => code(e) === 400,
+    );
+    await assert.rejects(
+      bind('zoned', { metadata: { name: 'zoned' }, target: { kind: 'Pod', name: 'n1' } }),
+      (e) => code(e) === 422,
+    );
     assert.equal(await nodeOf('zoned'), 'n2', 'unchanged');
   });
 });

@@ -19,11 +19,23 @@ workloads:
 - {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [${SERVER_IP}], protocol: HBONE, node: n1}
 `;
 
-async function withZtunnel(env: Record<string, string>, body: (zt: Ztunnel, logs: CapturedLogs) => Promise<void>): Promise<void> {
+async function withZtunnel(
+  env: Record<string, string>,
+  body: (zt: Ztunnel, logs: CapturedLogs) => Promise<void>,
+): Promise<void> {
   const fx = await meshFixture();
   await fx.write('mesh.yaml', MESH);
   const logs = new CapturedLogs('ztunnel');
-  const cfg = loadZtunnelConfig({ localConfig: fx.file('mesh.yaml'), localCa: fx.ca, adminAddress: '127.73.0.1:0', metricsAddress: '127.73.0.1:0', readinessAddress: '127.73.0.1:0' }, { NODE_NAME: 'n1', ...env });
+  const cfg = loadZtunnelConfig(
+    {
+      localConfig: fx.file('mesh.yaml'),
+      localCa: fx.ca,
+      adminAddress: '127.73.0.1:0',
+      metricsAddress: '127.73.0.1:0',
+      readinessAddress: '127.73.0.1:0',
+    },
+    { NODE_NAME: 'n1', ...env },
+  );
   const zt = await Ztunnel.start(cfg, logs.control);
   try {
     await waitFor('workload proxies up', () => zt.pending().length === 0, 10_000);
@@ -67,14 +79,21 @@ test('with UNSTABLE_ENABLE_SOCKS5=true a client from another address is closed w
   const echo = await startEchoServer(SERVER_IP, 8080);
   try {
     await withZtunnel({ UNSTABLE_ENABLE_SOCKS5: 'true' }, async (_zt, logs) => {
-      assert.deepEqual(await dial(CLIENT_IP, 15080, STRANGER_IP), { closedWith: 0 }, 'no SOCKS5 byte goes back to a stranger');
+      assert.deepEqual(
+        await dial(CLIENT_IP, 15080, STRANGER_IP),
+        { closedWith: 0 },
+        'no SOCKS5 byte goes back to a stranger',
+      );
       const line = await logs.waitFor('SOCKS5 refusal', (l) => l['message'] === 'SOCKS5 client refused');
       assert.equal(line['level'], 'warn');
       assert.equal(line['workload'], 'c');
       assert.equal(line['src'], STRANGER_IP);
       assert.match(String(line['error']), /^ZT_ERR_SOCKS5_FOREIGN_CLIENT: /);
       // A stranger cannot get through even with a well-formed request.
-      await assert.rejects(socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, STRANGER_IP), /closed the connection during the handshake|ECONNRESET/);
+      await assert.rejects(
+        socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, STRANGER_IP),
+        /closed the connection during the handshake|ECONNRESET/,
+      );
       const own = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, CLIENT_IP);
       assert.equal((await sendAndCollect(own, 'as the workload')).toString(), 'as the workload');
     });

@@ -14,7 +14,18 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { amesh, assertTornDown, hostState, kubectlIn, kubectlWith, launchUp, upSkip, type HostState, type LaunchedUp, type RunResult } from './helpers/amesh-up.js';
+import {
+  amesh,
+  assertTornDown,
+  hostState,
+  kubectlIn,
+  kubectlWith,
+  launchUp,
+  upSkip,
+  type HostState,
+  type LaunchedUp,
+  type RunResult,
+} from './helpers/amesh-up.js';
 import { normalizeSave } from './helpers/iptables-save.js';
 import { ambientNamespace, commandPod, namespaces, object } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
@@ -32,11 +43,16 @@ const SERVER_ID = 'spiffe://cluster.local/ns/srv/sa/server';
 const FQDN = 'server.srv.svc.cluster.local';
 
 /** A pod's process that connects to argv[1]:argv[2] and prints what it read, or `ERR <code>` / `CLOSED` without data. */
-const DIAL = "const [h, p] = process.argv.slice(1); const s = require('net').connect(Number(p), h); let d = ''; s.setTimeout(5000, () => { process.stdout.write('ERR TIMEOUT'); s.destroy(); }); s.on('data', (x) => (d += x)); s.on('end', () => process.stdout.write(d === '' ? 'CLOSED' : d)); s.on('error', (e) => process.stdout.write('ERR ' + e.code));";
+const DIAL =
+  "const [h, p] = process.argv.slice(1); const s = require('net').connect(Number(p), h); let d = ''; s.setTimeout(5000, () => { process.stdout.write('ERR TIMEOUT'); s.destroy(); }); s.on('data', (x) => (d += x)); s.on('end', () => process.stdout.write(d === '' ? 'CLOSED' : d)); s.on('error', (e) => process.stdout.write('ERR ' + e.code));";
 
 /** Answers each connection on SERVER_PORT with the address it came from, then closes (a probe's reset is no crash). */
 function peerAddressServer(marker: string): string[] {
-  return ['node', '-e', `/* ${marker} */ require('net').createServer((s) => { s.on('error', () => undefined); s.end(s.remoteAddress + '\\n'); }).listen(${String(SERVER_PORT)}, '0.0.0.0', () => console.log('listening'))`];
+  return [
+    'node',
+    '-e',
+    `/* ${marker} */ require('net').createServer((s) => { s.on('error', () => undefined); s.end(s.remoteAddress + '\\n'); }).listen(${String(SERVER_PORT)}, '0.0.0.0', () => console.log('listening'))`,
+  ];
 }
 
 function idle(marker: string): string[] {
@@ -45,7 +61,8 @@ function idle(marker: string): string[] {
 
 async function writeManifests(dir: string, marker: string): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const sa = (namespace: string, name: string): string => object({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } });
+  const sa = (namespace: string, name: string): string =>
+    object({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } });
   await writeFile(
     path.join(dir, 'app.yaml'),
     ambientNamespace('srv') +
@@ -59,179 +76,365 @@ async function writeManifests(dir: string, marker: string): Promise<void> {
         nodeName: 'node1',
         serviceAccountName: 'server',
         labels: { app: 'server' },
-        container: { name: 'server', command: peerAddressServer(marker), ports: { tcp: SERVER_PORT }, readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 } },
+        container: {
+          name: 'server',
+          command: peerAddressServer(marker),
+          ports: { tcp: SERVER_PORT },
+          readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 },
+        },
       }) +
-      object({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'server', namespace: 'srv' }, spec: { selector: { app: 'server' }, ports: [{ name: 'tcp', port: SERVICE_PORT, targetPort: SERVER_PORT }] } }) +
-      commandPod({ name: 'client', namespace: 'cli', nodeName: 'node2', serviceAccountName: 'client', container: { name: 'client', command: peerAddressServer(marker), ports: { tcp: SERVER_PORT } } }) +
-      commandPod({ name: 'outsider', namespace: 'plain', nodeName: 'node2', container: { name: 'outsider', command: idle(marker) } }),
+      object({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'server', namespace: 'srv' },
+        spec: { selector: { app: 'server' }, ports: [{ name: 'tcp', port: SERVICE_PORT, targetPort: SERVER_PORT }] },
+      }) +
+      commandPod({
+        name: 'client',
+        namespace: 'cli',
+        nodeName: 'node2',
+        serviceAccountName: 'client',
+        container: { name: 'client', command: peerAddressServer(marker), ports: { tcp: SERVER_PORT } },
+      }) +
+      commandPod({
+        name: 'outsider',
+        namespace: 'plain',
+        nodeName: 'node2',
+        container: { name: 'outsider', command: idle(marker) },
+      }),
   );
 }
 
-describe('amesh up --dataplane ambient: pods captured by the node agent, traffic through both nodes\' ztunnels', { skip: upSkip }, () => {
-  const id = randomBytes(3).toString('hex');
-  const marker = `amesh-up-ambient-${id}`;
-  let host: TestNetns;
-  let dir: string;
-  let dataDir: string;
-  let manifests: string;
-  let launched: LaunchedUp | undefined;
-  let serverIp = '';
-  let clean: HostState;
-  const cluster = `a${id}`;
-  let clusterIp = '';
-  const kubectl = (...args: string[]): Promise<RunResult> => kubectlIn(host, dataDir, ...args);
-  const jsonpath = async (ns: string, kind: string, name: string, expr: string): Promise<string> => (await kubectl('get', kind, '-n', ns, name, '-o', `jsonpath=${expr}`)).stdout;
-  const dial = async (from: string, h: string, p: number): Promise<string> => {
-    const r = await amesh(host, 'exec', '--data-dir', dataDir, from, '--', 'node', '-e', DIAL, h, String(p));
-    assert.equal(r.status, 0, r.stderr);
-    return r.stdout;
-  };
-  const podIp = (ns: string, name: string): Promise<string> => jsonpath(ns, 'pod', name, '{.status.podIP}');
-  const iptablesSave = async (pod: string): Promise<string> => {
-    const r = await amesh(host, 'exec', '--data-dir', dataDir, pod, '--', 'iptables-save');
-    assert.equal(r.status, 0, r.stderr);
-    return normalizeSave(r.stdout);
-  };
-  /** The sum of `node`'s ztunnel's `metric` over the series whose labels include every one of `labels`. */
-  const metricSum = async (node: string, metric: string, labels: readonly string[]): Promise<number> => {
-    const r = await amesh(host, 'exec', '--data-dir', dataDir, '--node', node, '--', 'node', '-e', "fetch('http://127.0.0.1:15020/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))");
-    assert.equal(r.status, 0, r.stderr);
-    let total = 0;
-    for (const line of r.stdout.split('\n')) {
-      if (line.startsWith(`${metric}{`) && labels.every((l) => line.includes(l))) total += Number(line.split(' ').at(-1));
-    }
-    return total;
-  };
-  /** `node`'s ztunnel's istio_tcp_connections_opened_total for connections from identity `from` to identity `to`. */
-  const opened = (node: string, from: string, to: string): Promise<number> => metricSum(node, 'istio_tcp_connections_opened_total', [`source_principal="${from}"`, `destination_principal="${to}"`]);
-  /** The server ztunnel's count of connections from the client's identity to the server's. */
-  const openedFromClient = (): Promise<number> => opened('node1', CLIENT_ID, SERVER_ID);
-  /** Both ztunnels' logs, for a failure's message. */
-  const ztunnelLogs = async (): Promise<string> => {
-    const out = await Promise.all(['node1', 'node2'].map(async (n) => `--- ztunnel-${n}\n${(await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/ztunnel-${n}`)).stdout}`));
-    const pods = (await kubectl('get', 'pods', '-A', '-o', 'wide')).stdout;
-    const cond = await jsonpath('srv', 'pod', 'server', '{.status.conditions}');
-    return [...out, pods, cond, launched?.stderr().slice(-3000) ?? ''].join('\n');
-  };
-
-  before(async () => {
-    host = await TestNetns.create();
-    dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-ambient-'));
-    dataDir = path.join(dir, 'data');
-    manifests = path.join(dir, 'manifests');
-    await writeManifests(manifests, marker);
-    clean = await hostState(host, cluster, marker);
-    launched = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', cluster, '--nodes', '2', '--dataplane', 'ambient']);
-    await launched.ready;
-    await waitFor('client and server enrolled', async () => (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled' && (await jsonpath('srv', 'pod', 'server', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled', CHANGE_DEADLINE_MS);
-    serverIp = await podIp('srv', 'server');
-    clusterIp = await jsonpath('srv', 'service', 'server', '{.spec.clusterIP}');
-  });
-
-  after(async () => {
-    if (launched?.up.exitCode === null) {
-      launched.up.kill('SIGTERM');
-      await once(launched.up, 'exit');
-    }
-    await host.remove();
-    await rm(dir, { recursive: true, force: true });
-  });
-
-  test('an unchanged client on node2 reaches the Service on node1 by ClusterIP and by DNS names (answered by node2\'s ztunnel DNS proxy); the server ztunnel counts the connections with both SPIFFE identities', async () => {
-    const clientIp = await podIp('cli', 'client');
-    const before_ = await openedFromClient();
-    const dnsBefore = await metricSum('node2', 'istio_dns_requests_total', []);
-    for (const target of [clusterIp, FQDN, 'server.srv', 'server.srv.svc']) {
-      let got = '';
-      await waitFor(`client reaches ${target}`, async () => (got = await dial(CLIENT, target, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${target}: ${got}\n${await ztunnelLogs()}`));
-    }
-    await waitFor('four connections client -> server counted', async () => (await openedFromClient()) >= before_ + 4, CHANGE_DEADLINE_MS);
-    assert.ok((await metricSum('node2', 'istio_dns_requests_total', [])) >= dnsBefore + 3, "the names were answered by node2's ztunnel DNS proxy");
-  });
-
-  test('the other way: the server on node1 reaches the client pod on node2 by its IP, counted by node2\'s ztunnel with both identities', async () => {
-    const before_ = await opened('node2', SERVER_ID, CLIENT_ID);
-    let got = '';
-    await waitFor('server reaches client', async () => (got = await dial('srv/server', await podIp('cli', 'client'), SERVER_PORT)) === `${serverIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
-    await waitFor('the connection server -> client counted', async () => (await opened('node2', SERVER_ID, CLIENT_ID)) > before_, CHANGE_DEADLINE_MS);
-  });
-
-  test('the enrolled client pod carries ambient.istio.io/redirection: enabled and its iptables-save is Istio\'s default in-pod rules', async () => {
-    assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}'), 'enabled');
-    assert.equal(await iptablesSave(CLIENT), readGolden('pod-rules/default.iptables-save'));
-  });
-
-  test('labelling a running pod istio.io/dataplane-mode=none removes its rules and it reaches the server in plaintext; labelling it back enrolls it', async () => {
-    const uid = await jsonpath('cli', 'pod', 'client', '{.metadata.uid}');
-    let r = await kubectl('label', 'pod', '-n', 'cli', 'client', 'istio.io/dataplane-mode=none', '--overwrite');
-    assert.equal(r.status, 0, r.stderr);
-    await waitFor('client un-enrolled', async () => !(await jsonpath('cli', 'pod', 'client', '{.metadata.annotations}')).includes('redirection') && (await iptablesSave(CLIENT)) === '', CHANGE_DEADLINE_MS);
-    const counted = await openedFromClient();
-    assert.equal(await dial(CLIENT, serverIp, SERVER_PORT), `${await podIp('cli', 'client')}\n`);
-    assert.equal(await openedFromClient(), counted, 'no mTLS connection from the client identity');
-
-    r = await kubectl('label', 'pod', '-n', 'cli', 'client', 'istio.io/dataplane-mode=ambient', '--overwrite');
-    assert.equal(r.status, 0, r.stderr);
-    await waitFor('client enrolled again', async () => (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) === 'enabled' && (await iptablesSave(CLIENT)) === readGolden('pod-rules/default.iptables-save'), CHANGE_DEADLINE_MS);
-    await waitFor('client reaches the server through ztunnel', async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)).endsWith('\n') && (await openedFromClient()) > counted, CHANGE_DEADLINE_MS);
-    assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}'), uid, 'the pod was not recreated');
-  });
-
-  test('the node agent runs as istio-cni with a token bound to its pod, not up\'s admin kubeconfig; it and its plugin may read pods and are refused (403) creating a pod or reading secrets', async () => {
-    const agent = 'istio-cni-node-node1';
-    assert.equal(await jsonpath('istio-system', 'pod', agent, '{.spec.serviceAccountName}'), 'istio-cni');
-    const command = JSON.parse(await jsonpath('istio-system', 'pod', agent, '{.spec.containers[0].command}')) as string[];
-    const flag = (name: string): string => command[command.indexOf(name) + 1] ?? '';
-    const agentKubeconfig = flag('--kubeconfig');
-    assert.notEqual(path.resolve(agentKubeconfig), path.resolve(dataDir, 'kubeconfig'));
-    // kubectl (client-go) reads the agent's kubeconfig as written (its tokenFile); the plugin's has the token written in.
-    for (const kubeconfig of [agentKubeconfig, path.join(flag('--cni-agent-run-dir'), 'istio-cni-kubeconfig')]) {
-      const as = (...args: string[]): Promise<RunResult> => kubectlWith(host, kubeconfig, ...args);
-      const whoami = await as('auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username} {.status.userInfo.extra.authentication\\.kubernetes\\.io/pod-name[0]}');
-      assert.equal(whoami.stdout, `system:serviceaccount:istio-system:istio-cni ${agent}`, `${kubeconfig}: ${whoami.stderr}`);
-      const pods = await as('get', 'pods', '-n', 'cli', 'client', '-o', 'name');
-      assert.equal(pods.stdout.trim(), 'pod/client', pods.stderr);
-      for (const refused of [['run', 'intruder', '-n', 'cli', '--image', 'amesh', '--restart', 'Never'], ['get', 'secrets', '-n', 'istio-system']]) {
-        const r = await as(...refused);
-        assert.notEqual(r.status, 0, refused.join(' '));
-        assert.match(r.stderr, /\(Forbidden\).*User "system:serviceaccount:istio-system:istio-cni" cannot (create|list) resource "(pods|secrets)"/, refused.join(' '));
+describe(
+  "amesh up --dataplane ambient: pods captured by the node agent, traffic through both nodes' ztunnels",
+  { skip: upSkip },
+  () => {
+    const id = randomBytes(3).toString('hex');
+    const marker = `amesh-up-ambient-${id}`;
+    let host: TestNetns;
+    let dir: string;
+    let dataDir: string;
+    let manifests: string;
+    let launched: LaunchedUp | undefined;
+    let serverIp = '';
+    let clean: HostState;
+    const cluster = `a${id}`;
+    let clusterIp = '';
+    const kubectl = (...args: string[]): Promise<RunResult> => kubectlIn(host, dataDir, ...args);
+    const jsonpath = async (ns: string, kind: string, name: string, expr: string): Promise<string> =>
+      (await kubectl('get', kind, '-n', ns, name, '-o', `jsonpath=${expr}`)).stdout;
+    const dial = async (from: string, h: string, p: number): Promise<string> => {
+      const r = await amesh(host, 'exec', '--data-dir', dataDir, from, '--', 'node', '-e', DIAL, h, String(p));
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout;
+    };
+    const podIp = (ns: string, name: string): Promise<string> => jsonpath(ns, 'pod', name, '{.status.podIP}');
+    const iptablesSave = async (pod: string): Promise<string> => {
+      const r = await amesh(host, 'exec', '--data-dir', dataDir, pod, '--', 'iptables-save');
+      assert.equal(r.status, 0, r.stderr);
+      return normalizeSave(r.stdout);
+    };
+    /** The sum of `node`'s ztunnel's `metric` over the series whose labels include every one of `labels`. */
+    const metricSum = async (node: string, metric: string, labels: readonly string[]): Promise<number> => {
+      const r = await amesh(
+        host,
+        'exec',
+        '--data-dir',
+        dataDir,
+        '--node',
+        node,
+        '--',
+        'node',
+        '-e',
+        "fetch('http://127.0.0.1:15020/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))",
+      );
+      assert.equal(r.status, 0, r.stderr);
+      let total = 0;
+      for (const line of r.stdout.split('\n')) {
+        if (line.startsWith(`${metric}{`) && labels.every((l) => line.includes(l)))
+          total += Number(line.split(' ').at(-1));
       }
-    }
-  });
+      return total;
+    };
+    /** `node`'s ztunnel's istio_tcp_connections_opened_total for connections from identity `from` to identity `to`. */
+    const opened = (node: string, from: string, to: string): Promise<number> =>
+      metricSum(node, 'istio_tcp_connections_opened_total', [
+        `source_principal="${from}"`,
+        `destination_principal="${to}"`,
+      ]);
+    /** The server ztunnel's count of connections from the client's identity to the server's. */
+    const openedFromClient = (): Promise<number> => opened('node1', CLIENT_ID, SERVER_ID);
+    /** Both ztunnels' logs, for a failure's message. */
+    const ztunnelLogs = async (): Promise<string> => {
+      const out = await Promise.all(
+        ['node1', 'node2'].map(
+          async (n) =>
+            `--- ztunnel-${n}\n${(await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/ztunnel-${n}`)).stdout}`,
+        ),
+      );
+      const pods = (await kubectl('get', 'pods', '-A', '-o', 'wide')).stdout;
+      const cond = await jsonpath('srv', 'pod', 'server', '{.status.conditions}');
+      return [...out, pods, cond, launched?.stderr().slice(-3000) ?? ''].join('\n');
+    };
 
-  test('killing a node\'s ztunnel or node agent: amesh up restarts it, the client pod is not recreated and its traffic is back', async () => {
-    const clientIp = await podIp('cli', 'client');
-    const uid = await jsonpath('cli', 'pod', 'client', '{.metadata.uid}');
-    for (const daemon of ['ztunnel-node2', 'istio-cni-node-node2', 'ztunnel-node1']) {
-      const state = (): Promise<string> => jsonpath('istio-system', 'pod', daemon, '{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}');
-      const restarts = Number((await state()).split('/')[0]);
-      const pid = Number((await jsonpath('istio-system', 'pod', daemon, '{.status.containerStatuses[0].containerID}')).replace('amesh://', ''));
-      process.kill(pid, 'SIGKILL');
-      await waitFor(`${daemon} restarted and Ready`, async () => (await state()) === `${String(restarts + 1)}/true`, CHANGE_DEADLINE_MS);
+    before(async () => {
+      host = await TestNetns.create();
+      dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-ambient-'));
+      dataDir = path.join(dir, 'data');
+      manifests = path.join(dir, 'manifests');
+      await writeManifests(manifests, marker);
+      clean = await hostState(host, cluster, marker);
+      launched = launchUp(host, [
+        '--config-dir',
+        manifests,
+        '--data-dir',
+        dataDir,
+        '--name',
+        cluster,
+        '--nodes',
+        '2',
+        '--dataplane',
+        'ambient',
+      ]);
+      await launched.ready;
+      await waitFor(
+        'client and server enrolled',
+        async () =>
+          (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) ===
+            'enabled' &&
+          (await jsonpath('srv', 'pod', 'server', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) ===
+            'enabled',
+        CHANGE_DEADLINE_MS,
+      );
+      serverIp = await podIp('srv', 'server');
+      clusterIp = await jsonpath('srv', 'service', 'server', '{.spec.clusterIP}');
+    });
+
+    after(async () => {
+      if (launched?.up.exitCode === null) {
+        launched.up.kill('SIGTERM');
+        await once(launched.up, 'exit');
+      }
+      await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    test("an unchanged client on node2 reaches the Service on node1 by ClusterIP and by DNS names (answered by node2's ztunnel DNS proxy); the server ztunnel counts the connections with both SPIFFE identities", async () => {
+      const clientIp = await podIp('cli', 'client');
+      const before_ = await openedFromClient();
+      const dnsBefore = await metricSum('node2', 'istio_dns_requests_total', []);
+      for (const target of [clusterIp, FQDN, 'server.srv', 'server.srv.svc']) {
+        let got = '';
+        await waitFor(
+          `client reaches ${target}`,
+          async () => (got = await dial(CLIENT, target, SERVICE_PORT)) === `${clientIp}\n`,
+          CHANGE_DEADLINE_MS,
+        ).catch(async () => assert.fail(`${target}: ${got}\n${await ztunnelLogs()}`));
+      }
+      await waitFor(
+        'four connections client -> server counted',
+        async () => (await openedFromClient()) >= before_ + 4,
+        CHANGE_DEADLINE_MS,
+      );
+      assert.ok(
+        (await metricSum('node2', 'istio_dns_requests_total', [])) >= dnsBefore + 3,
+        "the names were answered by node2's ztunnel DNS proxy",
+      );
+    });
+
+    test("the other way: the server on node1 reaches the client pod on node2 by its IP, counted by node2's ztunnel with both identities", async () => {
+      const before_ = await opened('node2', SERVER_ID, CLIENT_ID);
       let got = '';
-      await waitFor(`client traffic back after ${daemon} restarted`, async () => (got = await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
-    }
-    assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}/{.status.containerStatuses[0].restartCount}/{.metadata.annotations.ambient\\.istio\\.io/redirection}'), `${uid}/0/enabled`);
-    assert.equal(await iptablesSave(CLIENT), readGolden('pod-rules/default.iptables-save'));
-  });
+      await waitFor(
+        'server reaches client',
+        async () => (got = await dial('srv/server', await podIp('cli', 'client'), SERVER_PORT)) === `${serverIp}\n`,
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+      await waitFor(
+        'the connection server -> client counted',
+        async () => (await opened('node2', SERVER_ID, CLIENT_ID)) > before_,
+        CHANGE_DEADLINE_MS,
+      );
+    });
 
-  test('PeerAuthentication STRICT written into the config dir refuses plaintext from an un-enrolled pod; an AuthorizationPolicy DENY refuses the captured client until it is removed', async () => {
-    const clientIp = await podIp('cli', 'client');
-    const outsiderIp = await podIp('plain', 'outsider');
-    assert.equal(await dial(OUTSIDER, serverIp, SERVER_PORT), `${outsiderIp}\n`, 'PERMISSIVE: plaintext from outside the mesh is let in');
-    await writeFile(path.join(manifests, 'strict.yaml'), object({ apiVersion: 'security.istio.io/v1', kind: 'PeerAuthentication', metadata: { name: 'strict', namespace: 'srv' }, spec: { mtls: { mode: 'STRICT' } } }));
-    let got = '';
-    await waitFor('plaintext refused', async () => /^(ERR|CLOSED)/.test((got = await dial(OUTSIDER, serverIp, SERVER_PORT))), CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
-    assert.equal(await dial(CLIENT, clusterIp, SERVICE_PORT), `${clientIp}\n`, 'mTLS from the captured client still passes');
+    test("the enrolled client pod carries ambient.istio.io/redirection: enabled and its iptables-save is Istio's default in-pod rules", async () => {
+      assert.equal(
+        await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}'),
+        'enabled',
+      );
+      assert.equal(await iptablesSave(CLIENT), readGolden('pod-rules/default.iptables-save'));
+    });
 
-    const deny = path.join(manifests, 'deny.yaml');
-    await writeFile(deny, object({ apiVersion: 'security.istio.io/v1', kind: 'AuthorizationPolicy', metadata: { name: 'deny-client', namespace: 'srv' }, spec: { action: 'DENY', rules: [{ from: [{ source: { principals: ['cluster.local/ns/cli/sa/client'] } }] }] } }));
-    await waitFor('the client denied', async () => /^(ERR|CLOSED)/.test((got = await dial(CLIENT, clusterIp, SERVICE_PORT))), CHANGE_DEADLINE_MS).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
-    await unlink(deny);
-    await waitFor('the client allowed again', async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`, CHANGE_DEADLINE_MS);
-  });
+    test('labelling a running pod istio.io/dataplane-mode=none removes its rules and it reaches the server in plaintext; labelling it back enrolls it', async () => {
+      const uid = await jsonpath('cli', 'pod', 'client', '{.metadata.uid}');
+      let r = await kubectl('label', 'pod', '-n', 'cli', 'client', 'istio.io/dataplane-mode=none', '--overwrite');
+      assert.equal(r.status, 0, r.stderr);
+      await waitFor(
+        'client un-enrolled',
+        async () =>
+          !(await jsonpath('cli', 'pod', 'client', '{.metadata.annotations}')).includes('redirection') &&
+          (await iptablesSave(CLIENT)) === '',
+        CHANGE_DEADLINE_MS,
+      );
+      const counted = await openedFromClient();
+      assert.equal(await dial(CLIENT, serverIp, SERVER_PORT), `${await podIp('cli', 'client')}\n`);
+      assert.equal(await openedFromClient(), counted, 'no mTLS connection from the client identity');
 
-  test('SIGTERM tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
-    await assertTornDown(launched!, host, cluster, marker, clean, dataDir);
-  });
-});
+      r = await kubectl('label', 'pod', '-n', 'cli', 'client', 'istio.io/dataplane-mode=ambient', '--overwrite');
+      assert.equal(r.status, 0, r.stderr);
+      await waitFor(
+        'client enrolled again',
+        async () =>
+          (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) ===
+            'enabled' && (await iptablesSave(CLIENT)) === readGolden('pod-rules/default.iptables-save'),
+        CHANGE_DEADLINE_MS,
+      );
+      await waitFor(
+        'client reaches the server through ztunnel',
+        async () =>
+          (await dial(CLIENT, clusterIp, SERVICE_PORT)).endsWith('\n') && (await openedFromClient()) > counted,
+        CHANGE_DEADLINE_MS,
+      );
+      assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}'), uid, 'the pod was not recreated');
+    });
+
+    test("the node agent runs as istio-cni with a token bound to its pod, not up's admin kubeconfig; it and its plugin may read pods and are refused (403) creating a pod or reading secrets", async () => {
+      const agent = 'istio-cni-node-node1';
+      assert.equal(await jsonpath('istio-system', 'pod', agent, '{.spec.serviceAccountName}'), 'istio-cni');
+      const command = JSON.parse(
+        await jsonpath('istio-system', 'pod', agent, '{.spec.containers[0].command}'),
+      ) as string[];
+      const flag = (name: string): string => command[command.indexOf(name) + 1] ?? '';
+      const agentKubeconfig = flag('--kubeconfig');
+      assert.notEqual(path.resolve(agentKubeconfig), path.resolve(dataDir, 'kubeconfig'));
+      // kubectl (client-go) reads the agent's kubeconfig as written (its tokenFile); the plugin's has the token written in.
+      for (const kubeconfig of [agentKubeconfig, path.join(flag('--cni-agent-run-dir'), 'istio-cni-kubeconfig')]) {
+        const as = (...args: string[]): Promise<RunResult> => kubectlWith(host, kubeconfig, ...args);
+        const whoami = await as(
+          'auth',
+          'whoami',
+          '-o',
+          'jsonpath={.status.userInfo.username} {.status.userInfo.extra.authentication\\.kubernetes\\.io/pod-name[0]}',
+        );
+        assert.equal(
+          whoami.stdout,
+          `system:serviceaccount:istio-system:istio-cni ${agent}`,
+          `${kubeconfig}: ${whoami.stderr}`,
+        );
+        const pods = await as('get', 'pods', '-n', 'cli', 'client', '-o', 'name');
+        assert.equal(pods.stdout.trim(), 'pod/client', pods.stderr);
+        for (const refused of [
+          ['run', 'intruder', '-n', 'cli', '--image', 'amesh', '--restart', 'Never'],
+          ['get', 'secrets', '-n', 'istio-system'],
+        ]) {
+          const r = await as(...refused);
+          assert.notEqual(r.status, 0, refused.join(' '));
+          assert.match(
+            r.stderr,
+            /\(Forbidden\).*User "system:serviceaccount:istio-system:istio-cni" cannot (create|list) resource "(pods|secrets)"/,
+            refused.join(' '),
+          );
+        }
+      }
+    });
+
+    test("killing a node's ztunnel or node agent: amesh up restarts it, the client pod is not recreated and its traffic is back", async () => {
+      const clientIp = await podIp('cli', 'client');
+      const uid = await jsonpath('cli', 'pod', 'client', '{.metadata.uid}');
+      for (const daemon of ['ztunnel-node2', 'istio-cni-node-node2', 'ztunnel-node1']) {
+        const state = (): Promise<string> =>
+          jsonpath(
+            'istio-system',
+            'pod',
+            daemon,
+            '{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}',
+          );
+        const restarts = Number((await state()).split('/')[0]);
+        const pid = Number(
+          (await jsonpath('istio-system', 'pod', daemon, '{.status.containerStatuses[0].containerID}')).replace(
+            'amesh://',
+            '',
+          ),
+        );
+        process.kill(pid, 'SIGKILL');
+        await waitFor(
+          `${daemon} restarted and Ready`,
+          async () => (await state()) === `${String(restarts + 1)}/true`,
+          CHANGE_DEADLINE_MS,
+        );
+        let got = '';
+        await waitFor(
+          `client traffic back after ${daemon} restarted`,
+          async () => (got = await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`,
+          CHANGE_DEADLINE_MS,
+        ).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+      }
+      assert.equal(
+        await jsonpath(
+          'cli',
+          'pod',
+          'client',
+          '{.metadata.uid}/{.status.containerStatuses[0].restartCount}/{.metadata.annotations.ambient\\.istio\\.io/redirection}',
+        ),
+        `${uid}/0/enabled`,
+      );
+      assert.equal(await iptablesSave(CLIENT), readGolden('pod-rules/default.iptables-save'));
+    });
+
+    test('PeerAuthentication STRICT written into the config dir refuses plaintext from an un-enrolled pod; an AuthorizationPolicy DENY refuses the captured client until it is removed', async () => {
+      const clientIp = await podIp('cli', 'client');
+      const outsiderIp = await podIp('plain', 'outsider');
+      assert.equal(
+        await dial(OUTSIDER, serverIp, SERVER_PORT),
+        `${outsiderIp}\n`,
+        'PERMISSIVE: plaintext from outside the mesh is let in',
+      );
+      await writeFile(
+        path.join(manifests, 'strict.yaml'),
+        object({
+          apiVersion: 'security.istio.io/v1',
+          kind: 'PeerAuthentication',
+          metadata: { name: 'strict', namespace: 'srv' },
+          spec: { mtls: { mode: 'STRICT' } },
+        }),
+      );
+      let got = '';
+      await waitFor(
+        'plaintext refused',
+        async () => /^(ERR|CLOSED)/.test((got = await dial(OUTSIDER, serverIp, SERVER_PORT))),
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+      assert.equal(
+        await dial(CLIENT, clusterIp, SERVICE_PORT),
+        `${clientIp}\n`,
+        'mTLS from the captured client still passes',
+      );
+
+      const deny = path.join(manifests, 'deny.yaml');
+      await writeFile(
+        deny,
+        object({
+          apiVersion: 'security.istio.io/v1',
+          kind: 'AuthorizationPolicy',
+          metadata: { name: 'deny-client', namespace: 'srv' },
+          spec: { action: 'DENY', rules: [{ from: [{ source: { principals: ['cluster.local/ns/cli/sa/client'] } }] }] },
+        }),
+      );
+      await waitFor(
+        'the client denied',
+        async () => /^(ERR|CLOSED)/.test((got = await dial(CLIENT, clusterIp, SERVICE_PORT))),
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+      await unlink(deny);
+      await waitFor(
+        'the client allowed again',
+        async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`,
+        CHANGE_DEADLINE_MS,
+      );
+    });
+
+    test('SIGTERM tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
+      await assertTornDown(launched!, host, cluster, marker, clean, dataDir);
+    });
+  },
+);

@@ -14,7 +14,16 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { amesh, assertTornDown, hostState, launchUp, upSkip, type HostState, type LaunchedUp, type UpTable } from './helpers/amesh-up.js';
+import {
+  amesh,
+  assertTornDown,
+  hostState,
+  launchUp,
+  upSkip,
+  type HostState,
+  type LaunchedUp,
+  type UpTable,
+} from './helpers/amesh-up.js';
 import { commandPod, deployment, namespaces, nodeEchoCommand } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
@@ -31,9 +40,30 @@ async function writeManifests(dir: string, marker: string, crashFile: string): P
   await writeFile(
     path.join(dir, 'app.yaml'),
     namespaces(NS) +
-      deployment({ name: 'echo', namespace: NS, replicas: 2, container: { name: 'echo', command: nodeEchoCommand(8080, marker), ports: { tcp: 8080 }, readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 } } }) +
+      deployment({
+        name: 'echo',
+        namespace: NS,
+        replicas: 2,
+        container: {
+          name: 'echo',
+          command: nodeEchoCommand(8080, marker),
+          ports: { tcp: 8080 },
+          readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 },
+        },
+      }) +
       `---\n${JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'imageonly', namespace: NS }, spec: { containers: [{ name: 'app', image: 'nginx' }] } })}\n` +
-      commandPod({ name: 'crashy', namespace: NS, container: { name: 'app', command: ['node', '-e', `const fs = require('fs'); if (!fs.existsSync('${crashFile}')) { fs.writeFileSync('${crashFile}', ''); console.log('crashing'); process.exit(3); } ${idle(marker)}`] } }),
+      commandPod({
+        name: 'crashy',
+        namespace: NS,
+        container: {
+          name: 'app',
+          command: [
+            'node',
+            '-e',
+            `const fs = require('fs'); if (!fs.existsSync('${crashFile}')) { fs.writeFileSync('${crashFile}', ''); console.log('crashing'); process.exit(3); } ${idle(marker)}`,
+          ],
+        },
+      }),
   );
 }
 
@@ -48,7 +78,12 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
   let before_: HostState;
   let launched: LaunchedUp | undefined;
   let table: UpTable;
-  const kubectl = (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> => runToExit('nsenter', [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', path.join(dataDir, 'kubeconfig'), ...args], 30_000);
+  const kubectl = (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> =>
+    runToExit(
+      'nsenter',
+      [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', path.join(dataDir, 'kubeconfig'), ...args],
+      30_000,
+    );
   const echoPods = (): UpTable['pods'] => table.pods.filter((p) => p.name.startsWith('echo-'));
 
   before(async () => {
@@ -58,7 +93,16 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     readyFile = path.join(dir, 'ready');
     await writeManifests(path.join(dir, 'manifests'), marker, path.join(dir, 'crashed'));
     before_ = await hostState(host, cluster, marker);
-    launched = launchUp(host, ['--config-dir', path.join(dir, 'manifests'), '--data-dir', dataDir, '--name', cluster, '--dataplane', 'none']);
+    launched = launchUp(host, [
+      '--config-dir',
+      path.join(dir, 'manifests'),
+      '--data-dir',
+      dataDir,
+      '--name',
+      cluster,
+      '--dataplane',
+      'none',
+    ]);
     table = await launched.ready;
   });
 
@@ -72,9 +116,15 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     await rm(dir, { recursive: true, force: true });
   });
 
-  test('up prints progress, then two Ready nodes with their pod CIDRs and the Deployment\'s pods spread over both, each with an IP from its node\'s CIDR', () => {
+  test("up prints progress, then two Ready nodes with their pod CIDRs and the Deployment's pods spread over both, each with an IP from its node's CIDR", () => {
     assert.match(launched!.stderr(), /Creating node node1: network namespace u\w+-node1/);
-    assert.deepEqual(table.nodes.map((n) => [n.name, n.status, n.podCIDR]), [['node1', 'Ready', '10.244.0.0/24'], ['node2', 'Ready', '10.244.1.0/24']]);
+    assert.deepEqual(
+      table.nodes.map((n) => [n.name, n.status, n.podCIDR]),
+      [
+        ['node1', 'Ready', '10.244.0.0/24'],
+        ['node2', 'Ready', '10.244.1.0/24'],
+      ],
+    );
     const echo = echoPods();
     assert.equal(echo.length, 2);
     assert.deepEqual(echo.map((p) => p.node).sort(), ['node1', 'node2']);
@@ -86,19 +136,53 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
   });
 
   test('a container without a command waits in CreateContainerError (UP_ERR_CONTAINER), the pod Pending with no restarts', async () => {
-    assert.deepEqual(table.pods.find((p) => p.name === 'imageonly'), { namespace: NS, name: 'imageonly', ready: '0/1', status: 'CreateContainerError', restarts: 0, ip: table.pods.find((p) => p.name === 'imageonly')!.ip, node: table.pods.find((p) => p.name === 'imageonly')!.node });
-    const message = (await kubectl('get', 'pod', '-n', NS, 'imageonly', '-o', 'jsonpath={.status.phase}: {.status.containerStatuses[0].state.waiting.message}')).stdout;
-    assert.equal(message, "Pending: UP_ERR_CONTAINER: container app has no command: amesh up runs a container's command and args, not its image");
+    assert.deepEqual(
+      table.pods.find((p) => p.name === 'imageonly'),
+      {
+        namespace: NS,
+        name: 'imageonly',
+        ready: '0/1',
+        status: 'CreateContainerError',
+        restarts: 0,
+        ip: table.pods.find((p) => p.name === 'imageonly')!.ip,
+        node: table.pods.find((p) => p.name === 'imageonly')!.node,
+      },
+    );
+    const message = (
+      await kubectl(
+        'get',
+        'pod',
+        '-n',
+        NS,
+        'imageonly',
+        '-o',
+        'jsonpath={.status.phase}: {.status.containerStatuses[0].state.waiting.message}',
+      )
+    ).stdout;
+    assert.equal(
+      message,
+      "Pending: UP_ERR_CONTAINER: container app has no command: amesh up runs a container's command and args, not its image",
+    );
   });
 
   test('a pod reaches a pod on the other node by its IP (bridge + host-local per node, routes between the nodes)', async () => {
     const [a, b] = echoPods();
-    const r = await amesh(host, 'exec', '--data-dir', dataDir, `${NS}/${a!.name}`, '--', 'node', '-e', `const s = require('net').connect(8080, '${b!.ip}', () => s.end('ping ${id}')); s.on('data', (d) => process.stdout.write(d));`);
+    const r = await amesh(
+      host,
+      'exec',
+      '--data-dir',
+      dataDir,
+      `${NS}/${a!.name}`,
+      '--',
+      'node',
+      '-e',
+      `const s = require('net').connect(8080, '${b!.ip}', () => s.end('ping ${id}')); s.on('data', (d) => process.stdout.write(d));`,
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout, `ping ${id}`);
   });
 
-  test('amesh exec --node runs in the node namespace, which routes the other node\'s pod CIDR through it', async () => {
+  test("amesh exec --node runs in the node namespace, which routes the other node's pod CIDR through it", async () => {
     const r = await amesh(host, 'exec', '--data-dir', dataDir, '--node', 'node1', '--', 'ip', 'route');
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /10\.244\.1\.0\/24 via 10\.240\.0\.3 dev eth0/);
@@ -114,15 +198,46 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
   });
 
   test('a pod added to the config dir is applied and run; an exec readiness probe keeps it unready until its command succeeds', async () => {
-    const readyOf = async (): Promise<string> => (await kubectl('get', 'pod', '-n', NS, 'gated', '-o', 'jsonpath={.status.phase}/{.status.conditions[?(@.type=="Ready")].status}')).stdout;
-    await writeFile(path.join(dir, 'manifests', 'gated.yaml'), commandPod({ name: 'gated', namespace: NS, container: { name: 'app', command: ['node', '-e', idle(marker)], readinessProbe: { exec: { command: ['test', '-f', readyFile] }, periodSeconds: 1 } } }));
+    const readyOf = async (): Promise<string> =>
+      (
+        await kubectl(
+          'get',
+          'pod',
+          '-n',
+          NS,
+          'gated',
+          '-o',
+          'jsonpath={.status.phase}/{.status.conditions[?(@.type=="Ready")].status}',
+        )
+      ).stdout;
+    await writeFile(
+      path.join(dir, 'manifests', 'gated.yaml'),
+      commandPod({
+        name: 'gated',
+        namespace: NS,
+        container: {
+          name: 'app',
+          command: ['node', '-e', idle(marker)],
+          readinessProbe: { exec: { command: ['test', '-f', readyFile] }, periodSeconds: 1 },
+        },
+      }),
+    );
     await waitFor('gated running', async () => (await readyOf()) === 'Running/False', 30_000);
     await writeFile(readyFile, '');
     await waitFor('gated Ready', async () => (await readyOf()) === 'Running/True', 20_000);
   });
 
   test('a container that exits is restarted by restartPolicy Always, with its exit in lastState', async () => {
-    const crashy = JSON.parse((await kubectl('get', 'pod', '-n', NS, 'crashy', '-o', 'json')).stdout) as { status: { phase: string; containerStatuses: { restartCount: number; lastState: { terminated?: { exitCode: number } }; state: { running?: object } }[] } };
+    const crashy = JSON.parse((await kubectl('get', 'pod', '-n', NS, 'crashy', '-o', 'json')).stdout) as {
+      status: {
+        phase: string;
+        containerStatuses: {
+          restartCount: number;
+          lastState: { terminated?: { exitCode: number } };
+          state: { running?: object };
+        }[];
+      };
+    };
     const s = crashy.status.containerStatuses[0]!;
     assert.equal(crashy.status.phase, 'Running');
     assert.equal(s.restartCount, 1);
@@ -131,22 +246,34 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     assert.equal((await amesh(host, 'logs', '--data-dir', dataDir, `${NS}/crashy`)).stdout, 'crashing\n');
   });
 
-  test('a deleted pod\'s processes are stopped, its IP released by CNI DEL and its network namespace removed', async () => {
-    const pod = JSON.parse((await kubectl('get', 'pod', '-n', NS, 'crashy', '-o', 'json')).stdout) as { metadata: { uid: string }; spec: { nodeName: string }; status: { podIP: string } };
+  test("a deleted pod's processes are stopped, its IP released by CNI DEL and its network namespace removed", async () => {
+    const pod = JSON.parse((await kubectl('get', 'pod', '-n', NS, 'crashy', '-o', 'json')).stdout) as {
+      metadata: { uid: string };
+      spec: { nodeName: string };
+      status: { podIP: string };
+    };
     const ipamFile = path.join(dataDir, 'nodes', pod.spec.nodeName, 'cni', 'ipam', 'amesh', pod.status.podIP);
     assert.ok(existsSync(ipamFile), 'host-local holds the IP');
     const r = await kubectl('delete', 'pod', '-n', NS, 'crashy');
     assert.equal(r.status, 0, r.stderr);
     const netns = `${cluster}-pod-${pod.metadata.uid}`;
-    await waitFor('the sandbox removed', async () => !(await runToExit('ip', ['netns', 'list'], 10_000)).stdout.includes(netns), 20_000);
+    await waitFor(
+      'the sandbox removed',
+      async () => !(await runToExit('ip', ['netns', 'list'], 10_000)).stdout.includes(netns),
+      20_000,
+    );
     assert.equal(existsSync(ipamFile), false);
     assert.doesNotMatch((await runToExit('ps', ['-e', '-o', 'args='], 10_000)).stdout, /crashed'/);
   });
 
-  test('kubectl get pods -A -o wide shows phase, Ready, IP and node from the data dir\'s kubeconfig', async () => {
+  test("kubectl get pods -A -o wide shows phase, Ready, IP and node from the data dir's kubeconfig", async () => {
     const r = await kubectl('get', 'pods', '-A', '-o', 'wide');
     assert.equal(r.status, 0, r.stderr);
-    for (const p of echoPods()) assert.match(r.stdout, new RegExp(`${NS} +${p.name} +1/1 +Running +0 +\\S+ +${p.ip.replace(/\./g, '\\.')} +${p.node}`));
+    for (const p of echoPods())
+      assert.match(
+        r.stdout,
+        new RegExp(`${NS} +${p.name} +1/1 +Running +0 +\\S+ +${p.ip.replace(/\./g, '\\.')} +${p.node}`),
+      );
   });
 
   test('SIGTERM tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
@@ -155,7 +282,7 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
 });
 
 describe('amesh down after a crashed amesh up', { skip }, () => {
-  test('a second up refuses the leftovers (UP_ERR_LEFTOVERS); down kills the pods\' processes and removes namespaces and links', async () => {
+  test("a second up refuses the leftovers (UP_ERR_LEFTOVERS); down kills the pods' processes and removes namespaces and links", async () => {
     const id = randomBytes(3).toString('hex');
     const cluster = `d${id}`;
     const marker = `amesh-down-test-${id}`;
@@ -165,9 +292,28 @@ describe('amesh down after a crashed amesh up', { skip }, () => {
       const dataDir = path.join(dir, 'data');
       const manifests = path.join(dir, 'manifests');
       await mkdir(manifests);
-      await writeFile(path.join(manifests, 'app.yaml'), namespaces(NS) + commandPod({ name: 'solo', namespace: NS, container: { name: 'app', command: nodeEchoCommand(8080, marker) } }));
+      await writeFile(
+        path.join(manifests, 'app.yaml'),
+        namespaces(NS) +
+          commandPod({
+            name: 'solo',
+            namespace: NS,
+            container: { name: 'app', command: nodeEchoCommand(8080, marker) },
+          }),
+      );
       const clean = await hostState(host, cluster, marker);
-      const { up, ready } = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', cluster, '--nodes', '1', '--dataplane', 'none']);
+      const { up, ready } = launchUp(host, [
+        '--config-dir',
+        manifests,
+        '--data-dir',
+        dataDir,
+        '--name',
+        cluster,
+        '--nodes',
+        '1',
+        '--dataplane',
+        'none',
+      ]);
       try {
         await ready;
       } finally {
@@ -196,42 +342,130 @@ describe('amesh down after a crashed amesh up', { skip }, () => {
   });
 });
 
-describe('amesh up --dataplane ambient: a node agent and a ztunnel on every node, as DaemonSets run them', { skip }, () => {
-  test('istio-cni-node-<node> and ztunnel-<node> (in-pod mode) run in the node namespace and turn Ready; ztunnel reaches istiod with its bound token and is restarted when it dies; a pod gets its IP through bridge, host-local and amesh-cni', async () => {
-    const id = randomBytes(3).toString('hex');
-    const host = await TestNetns.create();
-    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-zt-'));
-    const dataDir = path.join(dir, 'data');
-    let launched: LaunchedUp | undefined;
-    const kubectl = (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> => runToExit('nsenter', [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', path.join(dataDir, 'kubeconfig'), ...args], 30_000);
-    const podState = async (name: string): Promise<string> => (await kubectl('get', 'pod', '-n', 'istio-system', name, '-o', 'jsonpath={.status.podIP}/{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}')).stdout;
-    try {
-      const manifests = path.join(dir, 'manifests');
-      await mkdir(manifests);
-      await writeFile(path.join(manifests, 'ns.yaml'), namespaces(NS));
-      launched = launchUp(host, ['--config-dir', manifests, '--data-dir', dataDir, '--name', `z${id}`, '--nodes', '1', '--dataplane', 'ambient']);
-      const table = await launched.ready;
-      assert.deepEqual(table.pods, ['istio-cni-node-node1', 'ztunnel-node1'].map((name) => ({ namespace: 'istio-system', name, ready: '1/1', status: 'Running', restarts: 0, ip: '10.240.0.2', node: 'node1' })));
-      await waitFor("ztunnel's xDS stream, authenticated by TokenReview", async () => /xDS stream established.*address=https:\/\/10\.240\.0\.1:15012/.test((await amesh(host, 'logs', '--data-dir', dataDir, 'istio-system/ztunnel-node1')).stdout), 30_000);
-      const admin = await amesh(host, 'exec', '--data-dir', dataDir, '--node', 'node1', '--', 'node', '-e', "fetch('http://127.0.0.1:15000/config_dump').then((r) => r.text()).then((t) => process.stdout.write(t))");
-      assert.equal(admin.status, 0, admin.stderr);
-      assert.match(admin.stdout, /ztunnel-node1/);
+describe(
+  'amesh up --dataplane ambient: a node agent and a ztunnel on every node, as DaemonSets run them',
+  { skip },
+  () => {
+    test('istio-cni-node-<node> and ztunnel-<node> (in-pod mode) run in the node namespace and turn Ready; ztunnel reaches istiod with its bound token and is restarted when it dies; a pod gets its IP through bridge, host-local and amesh-cni', async () => {
+      const id = randomBytes(3).toString('hex');
+      const host = await TestNetns.create();
+      const dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-zt-'));
+      const dataDir = path.join(dir, 'data');
+      let launched: LaunchedUp | undefined;
+      const kubectl = (...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> =>
+        runToExit(
+          'nsenter',
+          [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', path.join(dataDir, 'kubeconfig'), ...args],
+          30_000,
+        );
+      const podState = async (name: string): Promise<string> =>
+        (
+          await kubectl(
+            'get',
+            'pod',
+            '-n',
+            'istio-system',
+            name,
+            '-o',
+            'jsonpath={.status.podIP}/{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}',
+          )
+        ).stdout;
+      try {
+        const manifests = path.join(dir, 'manifests');
+        await mkdir(manifests);
+        await writeFile(path.join(manifests, 'ns.yaml'), namespaces(NS));
+        launched = launchUp(host, [
+          '--config-dir',
+          manifests,
+          '--data-dir',
+          dataDir,
+          '--name',
+          `z${id}`,
+          '--nodes',
+          '1',
+          '--dataplane',
+          'ambient',
+        ]);
+        const table = await launched.ready;
+        assert.deepEqual(
+          table.pods,
+          ['istio-cni-node-node1', 'ztunnel-node1'].map((name) => ({
+            namespace: 'istio-system',
+            name,
+            ready: '1/1',
+            status: 'Running',
+            restarts: 0,
+            ip: '10.240.0.2',
+            node: 'node1',
+          })),
+        );
+        await waitFor(
+          "ztunnel's xDS stream, authenticated by TokenReview",
+          async () =>
+            /xDS stream established.*address=https:\/\/10\.240\.0\.1:15012/.test(
+              (await amesh(host, 'logs', '--data-dir', dataDir, 'istio-system/ztunnel-node1')).stdout,
+            ),
+          30_000,
+        );
+        const admin = await amesh(
+          host,
+          'exec',
+          '--data-dir',
+          dataDir,
+          '--node',
+          'node1',
+          '--',
+          'node',
+          '-e',
+          "fetch('http://127.0.0.1:15000/config_dump').then((r) => r.text()).then((t) => process.stdout.write(t))",
+        );
+        assert.equal(admin.status, 0, admin.stderr);
+        assert.match(admin.stdout, /ztunnel-node1/);
 
-      const containerId = (await kubectl('get', 'pod', '-n', 'istio-system', 'ztunnel-node1', '-o', 'jsonpath={.status.containerStatuses[0].containerID}')).stdout;
-      process.kill(Number(containerId.replace('amesh://', '')), 'SIGKILL');
-      await waitFor('ztunnel restarted and Ready again (the agent sends the new one its snapshot)', async () => (await podState('ztunnel-node1')) === '10.240.0.2/1/true', 30_000);
+        const containerId = (
+          await kubectl(
+            'get',
+            'pod',
+            '-n',
+            'istio-system',
+            'ztunnel-node1',
+            '-o',
+            'jsonpath={.status.containerStatuses[0].containerID}',
+          )
+        ).stdout;
+        process.kill(Number(containerId.replace('amesh://', '')), 'SIGKILL');
+        await waitFor(
+          'ztunnel restarted and Ready again (the agent sends the new one its snapshot)',
+          async () => (await podState('ztunnel-node1')) === '10.240.0.2/1/true',
+          30_000,
+        );
 
-      // amesh-cni, last in the chain, reads the pod from the API with the agent's istio-cni-kubeconfig and passes
-      // the bridge's result on; a failure there would leave the pod without a sandbox.
-      await writeFile(path.join(manifests, 'plain.yaml'), commandPod({ name: 'plain', namespace: NS, container: { name: 'app', command: nodeEchoCommand(8080, `plain-${id}`) } }));
-      await waitFor('plain running', async () => /^Running 10\.244\.0\.\d+$/.test((await kubectl('get', 'pod', '-n', NS, 'plain', '-o', 'jsonpath={.status.phase} {.status.podIP}')).stdout), 30_000);
-    } finally {
-      if (launched?.up.exitCode === null) {
-        launched.up.kill('SIGTERM');
-        await once(launched.up, 'exit');
+        // amesh-cni, last in the chain, reads the pod from the API with the agent's istio-cni-kubeconfig and passes
+        // the bridge's result on; a failure there would leave the pod without a sandbox.
+        await writeFile(
+          path.join(manifests, 'plain.yaml'),
+          commandPod({
+            name: 'plain',
+            namespace: NS,
+            container: { name: 'app', command: nodeEchoCommand(8080, `plain-${id}`) },
+          }),
+        );
+        await waitFor(
+          'plain running',
+          async () =>
+            /^Running 10\.244\.0\.\d+$/.test(
+              (await kubectl('get', 'pod', '-n', NS, 'plain', '-o', 'jsonpath={.status.phase} {.status.podIP}')).stdout,
+            ),
+          30_000,
+        );
+      } finally {
+        if (launched?.up.exitCode === null) {
+          launched.up.kill('SIGTERM');
+          await once(launched.up, 'exit');
+        }
+        await host.remove();
+        await rm(dir, { recursive: true, force: true });
       }
-      await host.remove();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
-});
+    });
+  },
+);

@@ -28,7 +28,14 @@ const DEADLINE_MS = 10_000;
 const REEVALUATED = 're-evaluating live connections against policy';
 
 const NAMESPACES = namespaces('frontend', 'backend');
-const capturedPod = (name: string, namespace: string, serviceAccount: string, ip: string, node: string, labels: Record<string, string>): string => pod({ name, namespace, serviceAccount, ip, node, labels });
+const capturedPod = (
+  name: string,
+  namespace: string,
+  serviceAccount: string,
+  ip: string,
+  node: string,
+  labels: Record<string, string>,
+): string => pod({ name, namespace, serviceAccount, ip, node, labels });
 const DENY_WEB_BLOCKED = `---
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
@@ -58,7 +65,9 @@ function stateWhere(state: ProxyState, what: string, done: () => boolean): Promi
 
 async function withinDeadline(p: Promise<void>, what: string): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`not within ${DEADLINE_MS} ms: ${what}`)), DEADLINE_MS)));
+  const late = new Promise<never>(
+    (_r, reject) => (timer = setTimeout(() => reject(new Error(`not within ${DEADLINE_MS} ms: ${what}`)), DEADLINE_MS)),
+  );
   try {
     await Promise.race([p, late]);
   } finally {
@@ -91,18 +100,39 @@ test('xDS deltas: a workload-only push does not re-check live connections; a pol
     await rename(path.join(dir, '.m.tmp'), path.join(config, 'mesh.yaml'));
   };
   const web = NAMESPACES + capturedPod('web-0', 'frontend', 'web', WEB_IP, 'n1', { app: 'web' });
-  const echoPod = (version: string, tier: string): string => capturedPod('echo-0', 'backend', 'echo', ECHO_IP, 'n1', { app: 'echo', version, tier });
+  const echoPod = (version: string, tier: string): string =>
+    capturedPod('echo-0', 'backend', 'echo', ECHO_IP, 'n1', { app: 'echo', version, tier });
   await write(web + echoPod('v1', 'open'));
   const istiod = await startIstiod(config, path.join(dir, 'state'), { host: '127.75.0.2' });
   const token = path.join(dir, 'token');
-  await writeFile(token, await istiod.issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', node: 'n1', audience: 'istio-ca' }));
+  await writeFile(
+    token,
+    await istiod.issuer.issue({
+      namespace: 'istio-system',
+      serviceAccount: 'ztunnel',
+      node: 'n1',
+      audience: 'istio-ca',
+    }),
+  );
   const root = istiod.rootCertPath;
   const address = `https://127.75.0.2:${istiod.ports.grpc}`;
   const logs = new CapturedLogs('ztunnel', 'info,ztunnel=debug');
   const zt = await Ztunnel.start(
     loadZtunnelConfig(
       { adminAddress: '127.75.0.3:0', metricsAddress: '127.75.0.3:0', readinessAddress: '127.75.0.3:0' },
-      { NODE_NAME: 'n1', XDS_ADDRESS: address, CA_ADDRESS: address, ALT_XDS_HOSTNAME: 'istiod.istio-system.svc', ALT_CA_HOSTNAME: 'istiod.istio-system.svc', XDS_ROOT_CA: root, CA_ROOT_CA: root, AUTH_TOKEN: token, POD_NAME: 'ztunnel-n1', POD_NAMESPACE: 'istio-system', UNSTABLE_ENABLE_SOCKS5: 'true' },
+      {
+        NODE_NAME: 'n1',
+        XDS_ADDRESS: address,
+        CA_ADDRESS: address,
+        ALT_XDS_HOSTNAME: 'istiod.istio-system.svc',
+        ALT_CA_HOSTNAME: 'istiod.istio-system.svc',
+        XDS_ROOT_CA: root,
+        CA_ROOT_CA: root,
+        AUTH_TOKEN: token,
+        POD_NAME: 'ztunnel-n1',
+        POD_NAMESPACE: 'istio-system',
+        UNSTABLE_ENABLE_SOCKS5: 'true',
+      },
     ),
     logs.control,
   );
@@ -123,9 +153,21 @@ test('xDS deltas: a workload-only push does not re-check live connections; a pol
     const before = reevaluations();
 
     // Workload-only: a pod on another node appears and the local echo-0 gets a new revision label.
-    await write(web + echoPod('v2', 'open') + capturedPod('other-0', 'backend', 'echo', '127.75.1.3', 'n2', { app: 'other' }));
-    const workloadOnly = await stateWhere(state, 'other-0 and echo-0 v2', () => state.workloadByUid('Kubernetes//Pod/backend/other-0') !== undefined && state.workloadByUid(ECHO_UID)?.canonicalRevision === 'v2');
-    assert.deepEqual(workloadOnly.flatMap((c) => c.policies), [], 'istiod sent no policy');
+    await write(
+      web + echoPod('v2', 'open') + capturedPod('other-0', 'backend', 'echo', '127.75.1.3', 'n2', { app: 'other' }),
+    );
+    const workloadOnly = await stateWhere(
+      state,
+      'other-0 and echo-0 v2',
+      () =>
+        state.workloadByUid('Kubernetes//Pod/backend/other-0') !== undefined &&
+        state.workloadByUid(ECHO_UID)?.canonicalRevision === 'v2',
+    );
+    assert.deepEqual(
+      workloadOnly.flatMap((c) => c.policies),
+      [],
+      'istiod sent no policy',
+    );
     assert.equal(reevaluations(), before, 'a workload-only push re-checks no live connection');
     await echoes(s, 'after a workload push');
 
@@ -137,11 +179,22 @@ test('xDS deltas: a workload-only push does not re-check live connections; a pol
 
     // echo-0 relabelled into the selector: only the workload changes (its policy list), and the DENY closes the connection.
     await write(web + echoPod('v2', 'blocked') + DENY_WEB_BLOCKED);
-    const relabel = await stateWhere(state, 'echo-0 naming deny-web', () => state.workloadByUid(ECHO_UID)?.authorizationPolicies.includes('backend/deny-web') === true);
-    assert.deepEqual(relabel.flatMap((c) => c.policies), [], 'the Authorization itself did not change');
+    const relabel = await stateWhere(
+      state,
+      'echo-0 naming deny-web',
+      () => state.workloadByUid(ECHO_UID)?.authorizationPolicies.includes('backend/deny-web') === true,
+    );
+    assert.deepEqual(
+      relabel.flatMap((c) => c.policies),
+      [],
+      'the Authorization itself did not change',
+    );
     assert.equal(reevaluations(), before + 2);
     await withinDeadline(closed, 'the denied connection closed');
-    assert.ok(logs.lines.some((l) => l['message'] === 'closing connection: no longer allowed by policy'), 'closed by the policy re-check');
+    assert.ok(
+      logs.lines.some((l) => l['message'] === 'closing connection: no longer allowed by policy'),
+      'closed by the policy re-check',
+    );
   } finally {
     await zt.shutdown();
     await echo.close();

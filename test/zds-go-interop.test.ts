@@ -23,7 +23,7 @@ const log = pino({ level: 'silent' });
 const HOST = '127.0.91.2';
 const PORT = 15001;
 
-describe('ZDS against Go peers shaped as Istio\'s node agent and ztunnel', { skip }, () => {
+describe("ZDS against Go peers shaped as Istio's node agent and ztunnel", { skip }, () => {
   let dir: string;
   let go: string;
   let podA: TestNetns;
@@ -100,13 +100,20 @@ describe('ZDS against Go peers shaped as Istio\'s node agent and ztunnel', { ski
       await synced;
       assert.equal(agent.ready, true);
       await agent.addWorkload('pod-b', info('pod-b'), fdB);
-      await assert.rejects(agent.addWorkload('nack-me', info('nack-me'), fdB), (e: unknown) => isMeshError(e, 'ZDS_ERR_NACK') && e.message.includes('the go peer refuses nack-me'));
+      await assert.rejects(
+        agent.addWorkload('nack-me', info('nack-me'), fdB),
+        (e: unknown) => isMeshError(e, 'ZDS_ERR_NACK') && e.message.includes('the go peer refuses nack-me'),
+      );
       await agent.delWorkload('pod-a');
       const exited = once(peer.proc, 'exit') as Promise<[number | null]>;
       agent.close();
       const [status] = await exited;
       assert.equal(status, 0, peer.output());
-      const got = peer.output().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const got = peer
+        .output()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       const ino = (p: TestNetns): string => String(netnsId(p.path).ino);
       const add = (uid: string, p: TestNetns) => ({ kind: 'add', uid, fds: 1, netns: true, ino: ino(p), ...info(uid) });
       assert.deepEqual(got, [

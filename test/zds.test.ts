@@ -23,7 +23,7 @@ const PORT = 15001;
 
 const infoOf = (uid: string) => ({ name: uid, namespace: 'default', serviceAccount: 'sa' });
 
-describe('ZDS between amesh\'s node agent and amesh\'s ztunnel, on real pod network namespaces', { skip }, () => {
+describe("ZDS between amesh's node agent and amesh's ztunnel, on real pod network namespaces", { skip }, () => {
   let dir: string;
   let sockPath: string;
   let podA: TestNetns;

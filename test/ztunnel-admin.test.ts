@@ -33,7 +33,14 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
       });
     });
     await new Promise<void>((r) => app.listen(8080, '127.0.36.2', r));
-    zt = spawnZtunnel({ localConfig: fx.file('mesh.yaml'), nodeName: 'n1', localCa: fx.ca, controlIp: '127.0.37.1', controlPorts: await freeControlPorts('127.0.37.1'), env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' } });
+    zt = spawnZtunnel({
+      localConfig: fx.file('mesh.yaml'),
+      nodeName: 'n1',
+      localCa: fx.ca,
+      controlIp: '127.0.37.1',
+      controlPorts: await freeControlPorts('127.0.37.1'),
+      env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
+    });
     await zt.waitReady();
   });
 
@@ -59,11 +66,29 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
     await sendAndCollect(await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080, '127.0.36.1'), 'x');
     let entry: Record<string, unknown> | undefined;
     await waitFor('an inbound access log line', () => {
-      entry = zt.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
+      entry = zt
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
         .find((o) => o['scope'] === 'access' && o['message'] === 'connection complete' && o['direction'] === 'inbound');
       return entry !== undefined;
     });
-    for (const k of ['src.addr', 'src.workload', 'src.namespace', 'src.identity', 'dst.addr', 'dst.hbone_addr', 'dst.workload', 'dst.namespace', 'dst.identity', 'direction', 'bytes_sent', 'bytes_recv', 'duration']) {
+    for (const k of [
+      'src.addr',
+      'src.workload',
+      'src.namespace',
+      'src.identity',
+      'dst.addr',
+      'dst.hbone_addr',
+      'dst.workload',
+      'dst.namespace',
+      'dst.identity',
+      'direction',
+      'bytes_sent',
+      'bytes_recv',
+      'duration',
+    ]) {
       assert.ok(entry !== undefined && k in entry, `missing ${k} in ${JSON.stringify(entry)}`);
     }
     assert.equal(entry!['src.identity'], 'spiffe://cluster.local/ns/a/sa/client');
@@ -75,8 +100,24 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
 
   test('/config_dump has the keys istioctl parses; certificates and workloadState are filled in', async () => {
     const d = (await (await fetch(`http://${zt.admin}/config_dump`)).json()) as Record<string, unknown>;
-    for (const k of ['workloads', 'services', 'policies', 'stagedServices', 'staticConfig', 'version', 'config', 'certificates', 'workloadState']) assert.ok(k in d, k);
-    const certs = d['certificates'] as { identity: string; state: string; certChain: { pem: string; serialNumber: string }[]; rootCerts: unknown[] }[];
+    for (const k of [
+      'workloads',
+      'services',
+      'policies',
+      'stagedServices',
+      'staticConfig',
+      'version',
+      'config',
+      'certificates',
+      'workloadState',
+    ])
+      assert.ok(k in d, k);
+    const certs = d['certificates'] as {
+      identity: string;
+      state: string;
+      certChain: { pem: string; serialNumber: string }[];
+      rootCerts: unknown[];
+    }[];
     const c = certs.find((x) => x.identity === 'spiffe://cluster.local/ns/b/sa/server');
     assert.equal(c?.state, 'Available');
     assert.equal(c.certChain.length, 2, 'leaf + intermediate');
@@ -86,7 +127,9 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
     const ws = d['workloadState'] as Record<string, { state: string; info: { serviceAccount: string } }>;
     assert.equal(ws['Kubernetes//Pod/b/server-0']?.state, 'Up');
     assert.equal(ws['Kubernetes//Pod/b/server-0'].info.serviceAccount, 'server');
-    const wl = (d['workloads'] as { uid: string; workloadIps: string[]; protocol: string }[]).find((w) => w.uid === 'Kubernetes//Pod/a/client-0');
+    const wl = (d['workloads'] as { uid: string; workloadIps: string[]; protocol: string }[]).find(
+      (w) => w.uid === 'Kubernetes//Pod/a/client-0',
+    );
     assert.deepEqual(wl?.workloadIps, ['127.0.36.1']);
     assert.equal(wl.protocol, 'HBONE');
   });

@@ -31,7 +31,13 @@ describe('ztunnel in-pod mode driven by the node agent over ZDS', { skip }, () =
     fx = await meshFixture();
     await fx.write('mesh.yaml', 'workloads: []\n');
     pod = await TestNetns.create();
-    zt = await startZtunnel(fx.file('mesh.yaml'), 'node94', fx.ca, { INPOD_ENABLED: 'true', INPOD_UDS: path.join(fx.dir, 'ztunnel.sock'), UNSTABLE_ENABLE_SOCKS5: 'false' }, false);
+    zt = await startZtunnel(
+      fx.file('mesh.yaml'),
+      'node94',
+      fx.ca,
+      { INPOD_ENABLED: 'true', INPOD_UDS: path.join(fx.dir, 'ztunnel.sock'), UNSTABLE_ENABLE_SOCKS5: 'false' },
+      false,
+    );
   });
 
   after(async () => {

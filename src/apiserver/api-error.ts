@@ -78,5 +78,10 @@ export class ApiError extends Error {
 export function invalid(kind: string, group: string, name: string, causes: StatusCause[]): ApiError {
   const messages = [...new Set(causes.map((c) => (c.field !== undefined ? `${c.field}: ${c.message}` : c.message)))];
   const list = messages.length === 1 ? (messages[0] ?? '') : `[${messages.join(', ')}]`;
-  return new ApiError('Invalid', `${kind}${group === '' ? '' : '.' + group} "${name}" is invalid: ${list}`, { name, group, kind, causes });
+  return new ApiError('Invalid', `${kind}${group === '' ? '' : '.' + group} "${name}" is invalid: ${list}`, {
+    name,
+    group,
+    kind,
+    causes,
+  });
 }

@@ -95,7 +95,12 @@ export class ApiServer {
     }
   }
 
-  private static async serve(cfg: ApiServerConfig, logs: LogControl, log: Logger, storage: Storage): Promise<ApiServer> {
+  private static async serve(
+    cfg: ApiServerConfig,
+    logs: LogControl,
+    log: Logger,
+    storage: Storage,
+  ): Promise<ApiServer> {
     const clusterIps = new ClusterIpAllocator(cfg.serviceCidr);
     const registry = new Registry(storage, clusterIps, logs.scope('registry'));
     clusterIps.rebuild(registry.list(kind('', 'services'), undefined).items);
@@ -105,12 +110,28 @@ export class ApiServer {
     // Listen first: the port may be kernel-chosen, and the serving certificate and kubeconfig name it.
     const server = https.createServer({ minVersion: 'TLSv1.3' });
     await new Promise<void>((resolve, reject) => {
-      server.once('error', (e: NodeJS.ErrnoException) => reject(new MeshError('AMESH_ERR_CONFIG', `cannot listen on ${cfg.listen.host}:${cfg.listen.port}: ${e.code ?? e.message}${e.code === 'EADDRINUSE' ? ' (is another apiserver running? pass a different --listen)' : ''}`)));
+      server.once('error', (e: NodeJS.ErrnoException) =>
+        reject(
+          new MeshError(
+            'AMESH_ERR_CONFIG',
+            `cannot listen on ${cfg.listen.host}:${cfg.listen.port}: ${e.code ?? e.message}${e.code === 'EADDRINUSE' ? ' (is another apiserver running? pass a different --listen)' : ''}`,
+          ),
+        ),
+      );
       server.listen(cfg.listen.port, cfg.listen.host, () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
-    const credentials = await loadOrCreateClusterCredentials({ dataDir: cfg.dataDir, listenHost: cfg.listen.host, listenPort: port, serviceIp: clusterIps.kubernetesServiceIp });
-    server.setSecureContext({ cert: credentials.servingCertPem, key: credentials.servingKeyPem, minVersion: 'TLSv1.3' });
+    const credentials = await loadOrCreateClusterCredentials({
+      dataDir: cfg.dataDir,
+      listenHost: cfg.listen.host,
+      listenPort: port,
+      serviceIp: clusterIps.kubernetesServiceIp,
+    });
+    server.setSecureContext({
+      cert: credentials.servingCertPem,
+      key: credentials.servingKeyPem,
+      minVersion: 'TLSv1.3',
+    });
 
     const lookups: ObjectLookups = {
       getServiceAccount: (ns, name) => registry.find(kind('', 'serviceaccounts'), ns, name),
@@ -118,8 +139,20 @@ export class ApiServer {
       getSecret: (ns, name) => registry.find(kind('', 'secrets'), ns, name),
       getNode: (name) => registry.find(kind('', 'nodes'), undefined, name),
     };
-    const authenticator = new Authenticator({ adminToken: credentials.adminToken, key: credentials.serviceAccountKey, issuer: DEFAULT_ISSUER, apiAudiences: [DEFAULT_ISSUER], lookups, log: logs.scope('authn') });
-    const tokens = new ServiceAccountTokenIssuer({ key: credentials.serviceAccountKey, issuer: DEFAULT_ISSUER, apiAudiences: [DEFAULT_ISSUER], lookups });
+    const authenticator = new Authenticator({
+      adminToken: credentials.adminToken,
+      key: credentials.serviceAccountKey,
+      issuer: DEFAULT_ISSUER,
+      apiAudiences: [DEFAULT_ISSUER],
+      lookups,
+      log: logs.scope('authn'),
+    });
+    const tokens = new ServiceAccountTokenIssuer({
+      key: credentials.serviceAccountKey,
+      issuer: DEFAULT_ISSUER,
+      apiAudiences: [DEFAULT_ISSUER],
+      lookups,
+    });
     const openapi = new OpenApiDocuments();
 
     let ready = false;
@@ -151,10 +184,23 @@ export class ApiServer {
     server.on('tlsClientError', (e: Error) => log.debug({ err: e.message }, 'TLS handshake failed'));
     gc.start();
     // The EndpointSlice needs an address: a wildcard or a name listens on loopback too.
-    const host = isIP(cfg.listen.host) !== 0 && cfg.listen.host !== '0.0.0.0' && cfg.listen.host !== '::' ? cfg.listen.host : cfg.listen.host === '::' ? '::1' : '127.0.0.1';
+    const host =
+      isIP(cfg.listen.host) !== 0 && cfg.listen.host !== '0.0.0.0' && cfg.listen.host !== '::'
+        ? cfg.listen.host
+        : cfg.listen.host === '::'
+          ? '::1'
+          : '127.0.0.1';
     await bootstrapCluster(registry, { serviceIp: clusterIps.kubernetesServiceIp, host, port }, log);
     ready = true;
-    log.info({ url: credentials.serverUrl, kubeconfig: credentials.kubeconfigPath, kinds: KINDS.length, revision: storage.revision() }, 'API server ready');
+    log.info(
+      {
+        url: credentials.serverUrl,
+        kubeconfig: credentials.kubeconfigPath,
+        kinds: KINDS.length,
+        revision: storage.revision(),
+      },
+      'API server ready',
+    );
     return new ApiServer(server, storage, gc, credentials, log);
   }
 

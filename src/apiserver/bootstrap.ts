@@ -17,7 +17,12 @@ const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-l
 const KUBERNETES_SERVICE_PORT = 443;
 const kind = (group: string, plural: string): KindInfo => findKind(group, 'v1', plural) as KindInfo;
 
-async function createIfAbsent(registry: Registry, k: KindInfo, namespace: string | undefined, obj: KubeObject): Promise<void> {
+async function createIfAbsent(
+  registry: Registry,
+  k: KindInfo,
+  namespace: string | undefined,
+  obj: KubeObject,
+): Promise<void> {
   if (registry.find(k, namespace, obj.metadata.name ?? '') !== undefined) return;
   try {
     await registry.create(k, namespace, obj);
@@ -26,19 +31,38 @@ async function createIfAbsent(registry: Registry, k: KindInfo, namespace: string
   }
 }
 
-export async function bootstrapCluster(registry: Registry, o: { serviceIp: string; host: string; port: number }, log: Logger): Promise<void> {
-  for (const name of SYSTEM_NAMESPACES) await createIfAbsent(registry, kind('', 'namespaces'), undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+export async function bootstrapCluster(
+  registry: Registry,
+  o: { serviceIp: string; host: string; port: number },
+  log: Logger,
+): Promise<void> {
+  for (const name of SYSTEM_NAMESPACES)
+    await createIfAbsent(registry, kind('', 'namespaces'), undefined, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name },
+    });
   await createIfAbsent(registry, kind('', 'services'), 'default', {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
-    spec: { type: 'ClusterIP', clusterIP: o.serviceIp, ports: [{ name: 'https', port: KUBERNETES_SERVICE_PORT, protocol: 'TCP', targetPort: o.port }] },
+    spec: {
+      type: 'ClusterIP',
+      clusterIP: o.serviceIp,
+      ports: [{ name: 'https', port: KUBERNETES_SERVICE_PORT, protocol: 'TCP', targetPort: o.port }],
+    },
   });
   const slices = kind('discovery.k8s.io', 'endpointslices');
   const slice: KubeObject = {
     apiVersion: 'discovery.k8s.io/v1',
     kind: 'EndpointSlice',
-    metadata: { name: 'kubernetes', labels: { 'kubernetes.io/service-name': 'kubernetes', 'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io' } },
+    metadata: {
+      name: 'kubernetes',
+      labels: {
+        'kubernetes.io/service-name': 'kubernetes',
+        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
+      },
+    },
     addressType: o.host.includes(':') ? 'IPv6' : 'IPv4',
     endpoints: [{ addresses: [o.host], conditions: { ready: true } }],
     ports: [{ name: 'https', port: o.port, protocol: 'TCP' }],
@@ -51,5 +75,8 @@ export async function bootstrapCluster(registry: Registry, o: { serviceIp: strin
       s.ports = slice.ports;
     });
   }
-  log.debug({ namespaces: SYSTEM_NAMESPACES, service: `${o.serviceIp}:${KUBERNETES_SERVICE_PORT}` }, 'cluster bootstrap objects in place');
+  log.debug(
+    { namespaces: SYSTEM_NAMESPACES, service: `${o.serviceIp}:${KUBERNETES_SERVICE_PORT}` },
+    'cluster bootstrap objects in place',
+  );
 }

@@ -58,7 +58,8 @@ export class ClusterIpAllocator {
 
   constructor(cidr: string = DEFAULT_SERVICE_CIDR) {
     const c = parseCidr(cidr);
-    if (c === undefined || !cidr.includes('/')) throw new MeshError('AMESH_ERR_CONFIG', `service CIDR "${cidr}" is not a CIDR (such as ${DEFAULT_SERVICE_CIDR})`);
+    if (c === undefined || !cidr.includes('/'))
+      throw new MeshError('AMESH_ERR_CONFIG', `service CIDR "${cidr}" is not a CIDR (such as ${DEFAULT_SERVICE_CIDR})`);
     this.width = c.bytes.length;
     this.family = this.width === 4 ? 'IPv4' : 'IPv6';
     const hostBits = this.width * 8 - c.prefix;
@@ -67,11 +68,18 @@ export class ClusterIpAllocator {
     let max = rangeSize - 1n - (this.family === 'IPv4' ? 1n : 0n);
     if (this.family === 'IPv6' && max > BigInt(MAX_IPV6_RANGE)) max = BigInt(MAX_IPV6_RANGE);
     this.size = Number(max < 0n ? 0n : max);
-    if (this.size < 2) throw new MeshError('AMESH_ERR_CONFIG', `service CIDR "${cidr}" is too small: it needs room for the kubernetes Service and one more`);
+    if (this.size < 2)
+      throw new MeshError(
+        'AMESH_ERR_CONFIG',
+        `service CIDR "${cidr}" is too small: it needs room for the kubernetes Service and one more`,
+      );
     this.first = network + 1n;
     this.cidr = `${formatIp(bytesOf(network, this.width))}/${c.prefix}`;
     const band = rangeSize <= BigInt(RESERVED_BAND.min) ? 0n : rangeSize / BigInt(RESERVED_BAND.step);
-    this.bandStart = rangeSize <= BigInt(RESERVED_BAND.min) ? 0 : Number(band < RESERVED_BAND.min ? RESERVED_BAND.min : band > RESERVED_BAND.max ? RESERVED_BAND.max : band);
+    this.bandStart =
+      rangeSize <= BigInt(RESERVED_BAND.min)
+        ? 0
+        : Number(band < RESERVED_BAND.min ? RESERVED_BAND.min : band > RESERVED_BAND.max ? RESERVED_BAND.max : band);
   }
 
   /** The address reserved for the `kubernetes` Service (the first of the range). */
@@ -82,10 +90,11 @@ export class ClusterIpAllocator {
   /** Forgets every allocation and takes those of `services` (all Services in the store). */
   rebuild(services: Iterable<KubeObject>): void {
     this.used.clear();
-    for (const svc of services) for (const ip of this.clusterIpsOf(svc)) {
-      const offset = this.offsetOf(ip);
-      if (offset !== undefined) this.used.add(offset);
-    }
+    for (const svc of services)
+      for (const ip of this.clusterIpsOf(svc)) {
+        const offset = this.offsetOf(ip);
+        if (offset !== undefined) this.used.add(offset);
+      }
   }
 
   isAllocated(ip: string): boolean {
@@ -164,10 +173,16 @@ export class ClusterIpAllocator {
     const shown = goStringSlice(asArray(spec.clusterIPs));
     if (offset === undefined)
       this.refuse(svc, [
-        invalid('spec.clusterIPs', shown, `failed to allocate IP ${ip}: the provided IP (${ip}) is not in the valid range. The range of valid IPs is ${this.cidr}`),
+        invalid(
+          'spec.clusterIPs',
+          shown,
+          `failed to allocate IP ${ip}: the provided IP (${ip}) is not in the valid range. The range of valid IPs is ${this.cidr}`,
+        ),
       ]);
     if (this.used.has(offset) || (offset === 0 && !this.isKubernetesService(svc)))
-      this.refuse(svc, [invalid('spec.clusterIPs', shown, `failed to allocate IP ${ip}: provided IP is already allocated`)]);
+      this.refuse(svc, [
+        invalid('spec.clusterIPs', shown, `failed to allocate IP ${ip}: provided IP is already allocated`),
+      ]);
     this.used.add(offset);
     return this.ipAt(offset);
   }
@@ -195,19 +210,35 @@ export class ClusterIpAllocator {
   private initIpFamilyFields(svc: KubeObject, spec: JsonObject): void {
     const selectorless = Object.keys(asObject(spec.selector) ?? {}).length === 0;
     const headlessSelectorless = spec.clusterIP === CLUSTER_IP_NONE && selectorless;
-    if (spec.ipFamilyPolicy === undefined || spec.ipFamilyPolicy === null) spec.ipFamilyPolicy = headlessSelectorless ? 'RequireDualStack' : 'SingleStack';
+    if (spec.ipFamilyPolicy === undefined || spec.ipFamilyPolicy === null)
+      spec.ipFamilyPolicy = headlessSelectorless ? 'RequireDualStack' : 'SingleStack';
     const policy = asString(spec.ipFamilyPolicy) ?? '';
     const ips = (asArray(spec.clusterIPs) ?? []).map((x) => asString(x) ?? '');
     const families = (asArray(spec.ipFamilies) ?? []).map((x) => asString(x) ?? '');
     const errs: StatusCause[] = [];
     if (policy === 'SingleStack') {
-      if (ips.length === 2) errs.push(invalid('spec.ipFamilyPolicy', policy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified"));
-      if (families.length === 2) errs.push(invalid('spec.ipFamilyPolicy', policy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"));
+      if (ips.length === 2)
+        errs.push(
+          invalid(
+            'spec.ipFamilyPolicy',
+            policy,
+            "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified",
+          ),
+        );
+      if (families.length === 2)
+        errs.push(
+          invalid(
+            'spec.ipFamilyPolicy',
+            policy,
+            "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified",
+          ),
+        );
     }
     ips.forEach((ip, i) => {
       if (ip === CLUSTER_IP_NONE || ip === '' || i < families.length) return;
       const fam: Family = ip.includes(':') ? 'IPv6' : 'IPv4';
-      if (fam !== this.family) errs.push(invalid(index('spec.clusterIPs', i), goStringSlice(ips), `${fam} is not configured on this cluster`));
+      if (fam !== this.family)
+        errs.push(invalid(index('spec.clusterIPs', i), goStringSlice(ips), `${fam} is not configured on this cluster`));
       else families.push(fam);
     });
     if (errs.length > 0) this.refuse(svc, errs);
@@ -217,7 +248,8 @@ export class ClusterIpAllocator {
       spec.ipFamilies = families;
       return;
     }
-    if (policy === 'RequireDualStack') errs.push(invalid('spec.ipFamilyPolicy', policy, 'this cluster is not configured for dual-stack services'));
+    if (policy === 'RequireDualStack')
+      errs.push(invalid('spec.ipFamilyPolicy', policy, 'this cluster is not configured for dual-stack services'));
     families.forEach((fam, i) => {
       if (fam !== this.family) errs.push(invalid(index('spec.ipFamilies', i), fam, 'not configured on this cluster'));
     });

@@ -38,13 +38,22 @@ export interface ApiServerFlags {
 /** Parses flags (and the log env vars istiod and ztunnel also read) once, into a frozen config. */
 export function loadApiServerConfig(flags: ApiServerFlags, env: NodeJS.ProcessEnv = process.env): ApiServerConfig {
   const cidrText = flags.serviceCidr ?? APISERVER_DEFAULTS.serviceCidr;
-  if (parseCidr(cidrText) === undefined || !cidrText.includes('/')) throw new MeshError('AMESH_ERR_CONFIG', `--service-cidr: "${cidrText}" is not a CIDR (for example ${APISERVER_DEFAULTS.serviceCidr})`);
+  if (parseCidr(cidrText) === undefined || !cidrText.includes('/'))
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `--service-cidr: "${cidrText}" is not a CIDR (for example ${APISERVER_DEFAULTS.serviceCidr})`,
+    );
   const eventHistory = Number(flags.eventHistory ?? APISERVER_DEFAULTS.eventHistory);
-  if (!Number.isInteger(eventHistory) || eventHistory < 1) throw new MeshError('AMESH_ERR_CONFIG', `--event-history: "${flags.eventHistory ?? ''}" must be a positive number of events`);
+  if (!Number.isInteger(eventHistory) || eventHistory < 1)
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `--event-history: "${flags.eventHistory ?? ''}" must be a positive number of events`,
+    );
   const logLevel = flags.logLevel ?? env['LOG_LEVEL'] ?? 'info';
   LogControl.parseSpec(logLevel);
   const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  if (logFormat !== 'text' && logFormat !== 'json')
+    throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
   return Object.freeze({
     dataDir: path.resolve(flags.dataDir ?? APISERVER_DEFAULTS.dataDir),
     listen: parseListenAddress(flags.listen ?? APISERVER_DEFAULTS.listen, '--listen'),

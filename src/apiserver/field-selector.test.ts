@@ -53,24 +53,48 @@ test('parseFieldSelector: =, == and != on pod fields, comma is AND, an empty sel
 test('parseFieldSelector: values unescape \\\\, \\, and \\=; bare = or , in a value and bad escapes are refused', () => {
   const cm: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a,b=c\\d', namespace: 'x' } };
   assert.equal(parseFieldSelector('metadata.name=a\\,b\\=c\\\\d', kind('', 'configmaps')).matches(cm), true);
-  badRequest(() => parseFieldSelector('metadata.name=a=b', PODS), 'invalid field selector: unescaped character in value: 61');
-  badRequest(() => parseFieldSelector('metadata.name=a\\x', PODS), 'invalid field selector: invalid escape sequence: \\x');
-  badRequest(() => parseFieldSelector('metadata.name=a\\', PODS), 'invalid field selector: invalid escape sequence: \\');
-  badRequest(() => parseFieldSelector('metadata.name', PODS), "invalid selector: 'metadata.name'; can't understand 'metadata.name'");
+  badRequest(
+    () => parseFieldSelector('metadata.name=a=b', PODS),
+    'invalid field selector: unescaped character in value: 61',
+  );
+  badRequest(
+    () => parseFieldSelector('metadata.name=a\\x', PODS),
+    'invalid field selector: invalid escape sequence: \\x',
+  );
+  badRequest(
+    () => parseFieldSelector('metadata.name=a\\', PODS),
+    'invalid field selector: invalid escape sequence: \\',
+  );
+  badRequest(
+    () => parseFieldSelector('metadata.name', PODS),
+    "invalid selector: 'metadata.name'; can't understand 'metadata.name'",
+  );
 });
 
 test('parseFieldSelector: each kind accepts the field labels its upstream conversion accepts, worded as upstream refuses', () => {
   badRequest(() => parseFieldSelector('spec.containers=x', PODS), 'field label not supported: spec.containers');
   // Sorted terms are converted in order: the first unsupported label in sort order is reported.
   badRequest(() => parseFieldSelector('zzz=1,aaa=2', PODS), 'field label not supported: aaa');
-  badRequest(() => parseFieldSelector('metadata.namespace=x', kind('', 'nodes')), 'field label not supported: metadata.namespace');
-  badRequest(() => parseFieldSelector('metadata.namespace=x', kind('', 'namespaces')), 'field label not supported: metadata.namespace');
-  badRequest(() => parseFieldSelector('status.active=1', kind('batch', 'jobs')), 'field label "status.active" not supported for Job');
+  badRequest(
+    () => parseFieldSelector('metadata.namespace=x', kind('', 'nodes')),
+    'field label not supported: metadata.namespace',
+  );
+  badRequest(
+    () => parseFieldSelector('metadata.namespace=x', kind('', 'namespaces')),
+    'field label not supported: metadata.namespace',
+  );
+  badRequest(
+    () => parseFieldSelector('status.active=1', kind('batch', 'jobs')),
+    'field label "status.active" not supported for Job',
+  );
   badRequest(
     () => parseFieldSelector('spec.replicas=1', kind('apps', 'deployments')),
     '"spec.replicas" is not a known field selector: only "metadata.name", "metadata.namespace"',
   );
-  badRequest(() => parseFieldSelector('spec.action=ALLOW', kind('security.istio.io', 'authorizationpolicies')), 'field label not supported: spec.action');
+  badRequest(
+    () => parseFieldSelector('spec.action=ALLOW', kind('security.istio.io', 'authorizationpolicies')),
+    'field label not supported: spec.action',
+  );
   for (const [group, plural, sel] of [
     ['', 'nodes', 'spec.unschedulable=true,metadata.name=n'],
     ['', 'namespaces', 'status.phase=Active'],
@@ -97,16 +121,32 @@ test('parseFieldSelector: non-pod kinds match on their selectable fields (node u
     reportingComponent: 'kubelet',
     type: 'Warning',
   };
-  assert.equal(parseFieldSelector('involvedObject.name=web-1,source=kubelet,type=Warning', kind('', 'events')).matches(event), true);
-  const job: KubeObject = { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'j', namespace: 'ns' }, status: { succeeded: 2 } };
+  assert.equal(
+    parseFieldSelector('involvedObject.name=web-1,source=kubelet,type=Warning', kind('', 'events')).matches(event),
+    true,
+  );
+  const job: KubeObject = {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'j', namespace: 'ns' },
+    status: { succeeded: 2 },
+  };
   assert.equal(parseFieldSelector('status.successful=2', kind('batch', 'jobs')).matches(job), true);
   assert.equal(parseFieldSelector('status.successful=0', kind('batch', 'jobs')).matches({ ...job, status: {} }), true);
-  const secret: KubeObject = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'ns' }, type: 'Opaque' };
+  const secret: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 's', namespace: 'ns' },
+    type: 'Opaque',
+  };
   assert.equal(parseFieldSelector('type!=Opaque', kind('', 'secrets')).matches(secret), false);
 });
 
 test('parseFieldSelector: requiresExactMatch gives the metadata.name a watch on one object needs', () => {
-  assert.equal(parseFieldSelector('metadata.namespace=a,metadata.name=b', PODS).requiresExactMatch('metadata.name'), 'b');
+  assert.equal(
+    parseFieldSelector('metadata.namespace=a,metadata.name=b', PODS).requiresExactMatch('metadata.name'),
+    'b',
+  );
   assert.equal(parseFieldSelector('metadata.name!=b', PODS).requiresExactMatch('metadata.name'), undefined);
   assert.equal(parseFieldSelector('spec.host=n', PODS).requiresExactMatch('spec.nodeName'), 'n');
 });

@@ -39,7 +39,8 @@ interface FieldLabels {
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
-const rec = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+const rec = (v: unknown): Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
 const notSupported = (label: string): string => `field label not supported: ${label}`;
 
@@ -102,7 +103,8 @@ const EVENT_LABELS: FieldLabels = {
       source: str(rec(ev.source).component) || str(ev.reportingComponent),
       type: str(ev.type),
     };
-    for (const f of ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath']) fields[`involvedObject.${f}`] = str(involved[f]);
+    for (const f of ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'])
+      fields[`involvedObject.${f}`] = str(involved[f]);
     return fields;
   },
 };
@@ -113,13 +115,28 @@ const KIND_FIELD_LABELS: ReadonlyMap<string, FieldLabels> = new Map<string, Fiel
   ['/Event', EVENT_LABELS],
   [
     '/Node',
-    { labels: ['metadata.name', 'spec.unschedulable'], unsupported: notSupported, values: (n) => ({ 'spec.unschedulable': String(rec(n.spec).unschedulable === true) }) },
+    {
+      labels: ['metadata.name', 'spec.unschedulable'],
+      unsupported: notSupported,
+      values: (n) => ({ 'spec.unschedulable': String(rec(n.spec).unschedulable === true) }),
+    },
   ],
   [
     '/Namespace',
-    { labels: ['status.phase', 'metadata.name'], unsupported: notSupported, values: (ns) => ({ 'status.phase': str(rec(ns.status).phase) }) },
+    {
+      labels: ['status.phase', 'metadata.name'],
+      unsupported: notSupported,
+      values: (ns) => ({ 'status.phase': str(rec(ns.status).phase) }),
+    },
   ],
-  ['/Secret', { labels: ['type', 'metadata.namespace', 'metadata.name'], unsupported: notSupported, values: (s) => ({ type: str(s.type) }) }],
+  [
+    '/Secret',
+    {
+      labels: ['type', 'metadata.namespace', 'metadata.name'],
+      unsupported: notSupported,
+      values: (s) => ({ type: str(s.type) }),
+    },
+  ],
   [
     '/Service',
     {
@@ -152,7 +169,10 @@ function fieldLabelsOf(kind: KindInfo): FieldLabels {
   if (own !== undefined) return own;
   if (supportsStrategicMergePatch(kind)) return DEFAULT_BUILT_IN;
   // Custom resources: crConverter accepts metadata.namespace only for namespaced kinds.
-  return { labels: kind.namespaced ? ['metadata.name', 'metadata.namespace'] : ['metadata.name'], unsupported: notSupported };
+  return {
+    labels: kind.namespaced ? ['metadata.name', 'metadata.namespace'] : ['metadata.name'],
+    unsupported: notSupported,
+  };
 }
 
 /** The field values an object of `kind` is matched on (ObjectMetaFieldsSet plus the kind's own fields). */
@@ -202,7 +222,8 @@ function unescapeValue(s: string): string {
   let inSlash = false;
   for (const c of s) {
     if (inSlash) {
-      if (c !== '\\' && c !== ',' && c !== '=') throw new ApiError('BadRequest', `invalid field selector: invalid escape sequence: \\${c}`);
+      if (c !== '\\' && c !== ',' && c !== '=')
+        throw new ApiError('BadRequest', `invalid field selector: invalid escape sequence: \\${c}`);
       out += c;
       inSlash = false;
     } else if (c === '\\') {
@@ -223,7 +244,8 @@ function parseTerms(selector: string): Term[] {
   for (const part of splitTerms(selector).sort()) {
     if (part === '') continue;
     const split = splitTerm(part);
-    if (split === undefined) throw new ApiError('BadRequest', `invalid selector: '${selector}'; can't understand '${part}'`);
+    if (split === undefined)
+      throw new ApiError('BadRequest', `invalid selector: '${selector}'; can't understand '${part}'`);
     const [field, op, rhs] = split;
     terms.push({ field, value: unescapeValue(rhs), negate: op === '!=' });
   }
@@ -237,7 +259,8 @@ function parseTerms(selector: string): Term[] {
 export function parseFieldSelector(selector: string, kind: KindInfo): FieldSelector {
   const labels = fieldLabelsOf(kind);
   const terms = parseTerms(selector).map((t): Term => {
-    const field = labels.renames !== undefined && Object.hasOwn(labels.renames, t.field) ? labels.renames[t.field]! : t.field;
+    const field =
+      labels.renames !== undefined && Object.hasOwn(labels.renames, t.field) ? labels.renames[t.field]! : t.field;
     if (!labels.labels.includes(field)) throw new ApiError('BadRequest', labels.unsupported(t.field));
     return { ...t, field };
   });

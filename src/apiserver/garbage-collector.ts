@@ -16,7 +16,8 @@ import type { Storage, StorageEvent } from './storage.js';
 const NAMESPACES = findKind('', 'v1', 'namespaces') as KindInfo;
 
 /** Marked for deletion and held by the foregroundDeletion finalizer: its dependents go first. */
-const deletingForeground = (o: KubeObject): boolean => o.metadata.deletionTimestamp !== undefined && (o.metadata.finalizers ?? []).includes(FOREGROUND_DELETION);
+const deletingForeground = (o: KubeObject): boolean =>
+  o.metadata.deletionTimestamp !== undefined && (o.metadata.finalizers ?? []).includes(FOREGROUND_DELETION);
 const NAMESPACE_FINALIZER = 'kubernetes';
 /** How soon a namespace whose content is still being finalized is looked at again. */
 const NAMESPACE_RECHECK_MS = 1000;
@@ -50,7 +51,8 @@ export class GarbageCollector {
     for (const o of items) {
       if (this.orphaned(o)) this.enqueueDelete(o);
       if (deletingForeground(o)) this.enqueueForeground(o);
-      if (kindOfObject(o.apiVersion, o.kind) === NAMESPACES && o.metadata.deletionTimestamp !== undefined) this.enqueueNamespace(o.metadata.name ?? '');
+      if (kindOfObject(o.apiVersion, o.kind) === NAMESPACES && o.metadata.deletionTimestamp !== undefined)
+        this.enqueueNamespace(o.metadata.name ?? '');
     }
     this.unsubscribe = this.storage.watch('/registry/', revision, (e) => this.onEvent(e));
   }
@@ -90,7 +92,11 @@ export class GarbageCollector {
     this.index(e.object);
     if (this.orphaned(e.object)) this.enqueueDelete(e.object);
     if (deletingForeground(e.object)) this.enqueueForeground(e.object);
-    if (kindOfObject(e.object.apiVersion, e.object.kind) === NAMESPACES && e.object.metadata.deletionTimestamp !== undefined) this.enqueueNamespace(e.object.metadata.name ?? '');
+    if (
+      kindOfObject(e.object.apiVersion, e.object.kind) === NAMESPACES &&
+      e.object.metadata.deletionTimestamp !== undefined
+    )
+      this.enqueueNamespace(e.object.metadata.name ?? '');
   }
 
   private index(o: KubeObject): void {
@@ -117,7 +123,9 @@ export class GarbageCollector {
 
   private refOf(o: KubeObject): Ref | undefined {
     const kind = kindOfObject(o.apiVersion, o.kind);
-    return kind === undefined ? undefined : { kind, namespace: kind.namespaced ? o.metadata.namespace : undefined, name: o.metadata.name ?? '' };
+    return kind === undefined
+      ? undefined
+      : { kind, namespace: kind.namespaced ? o.metadata.namespace : undefined, name: o.metadata.name ?? '' };
   }
 
   /**
@@ -127,7 +135,10 @@ export class GarbageCollector {
    */
   private orphaned(o: KubeObject): boolean {
     const owners = o.metadata.ownerReferences ?? [];
-    return owners.length > 0 && owners.every((r) => kindOfObject(r.apiVersion, r.kind) !== undefined && !this.live.has(r.uid));
+    return (
+      owners.length > 0 &&
+      owners.every((r) => kindOfObject(r.apiVersion, r.kind) !== undefined && !this.live.has(r.uid))
+    );
   }
 
   private enqueueCheck(d: Ref): void {
@@ -155,10 +166,19 @@ export class GarbageCollector {
         const dep = this.registry.find(d.kind, d.namespace, d.name);
         if (dep === undefined) continue;
         if (dep.metadata.deletionTimestamp === undefined) {
-          await this.registry.delete(d.kind, d.namespace, d.name, { propagationPolicy: 'Foreground', preconditions: { uid: dep.metadata.uid } }).catch((e: unknown) => this.ignoreGone(e));
+          await this.registry
+            .delete(d.kind, d.namespace, d.name, {
+              propagationPolicy: 'Foreground',
+              preconditions: { uid: dep.metadata.uid },
+            })
+            .catch((e: unknown) => this.ignoreGone(e));
         }
         const stillThere = this.registry.find(d.kind, d.namespace, d.name) !== undefined;
-        if (stillThere && dep.metadata.ownerReferences?.some((r) => r.uid === uid && r.blockOwnerDeletion === true) === true) blocking++;
+        if (
+          stillThere &&
+          dep.metadata.ownerReferences?.some((r) => r.uid === uid && r.blockOwnerDeletion === true) === true
+        )
+          blocking++;
       }
       if (blocking > 0) return;
       await this.registry
@@ -217,7 +237,9 @@ export class GarbageCollector {
   }
 
   private async deleteQuietly(k: KindInfo, o: KubeObject): Promise<void> {
-    await this.registry.delete(k, o.metadata.namespace, o.metadata.name ?? '', { preconditions: { uid: o.metadata.uid } }).catch((e: unknown) => this.ignoreGone(e));
+    await this.registry
+      .delete(k, o.metadata.namespace, o.metadata.name ?? '', { preconditions: { uid: o.metadata.uid } })
+      .catch((e: unknown) => this.ignoreGone(e));
   }
 
   private ignoreGone(e: unknown): void {
@@ -230,7 +252,8 @@ export class GarbageCollector {
     if (this.running) return;
     this.running = true;
     void (async () => {
-      for (let s = this.work.shift(); s !== undefined; s = this.work.shift()) await s().catch((e: unknown) => this.ignoreGone(e));
+      for (let s = this.work.shift(); s !== undefined; s = this.work.shift())
+        await s().catch((e: unknown) => this.ignoreGone(e));
       this.running = false;
     })();
   }

@@ -33,9 +33,17 @@ const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !==
 /** jsonpatch.DecodePatch: a JSON array of objects (null elements pass and fail later as an unknown kind). */
 function decodePatch(patch: unknown): Operation[] {
   if (patch === null) return [];
-  if (!Array.isArray(patch)) throw new ApiError('BadRequest', `json: cannot unmarshal ${goJsonKind(patch)} into Go value of type jsonpatch.Patch`);
+  if (!Array.isArray(patch))
+    throw new ApiError(
+      'BadRequest',
+      `json: cannot unmarshal ${goJsonKind(patch)} into Go value of type jsonpatch.Patch`,
+    );
   for (const op of patch) {
-    if (op !== null && !isObject(op)) throw new ApiError('BadRequest', `json: cannot unmarshal ${goJsonKind(op)} into Go value of type jsonpatch.Operation`);
+    if (op !== null && !isObject(op))
+      throw new ApiError(
+        'BadRequest',
+        `json: cannot unmarshal ${goJsonKind(op)} into Go value of type jsonpatch.Operation`,
+      );
   }
   return patch as Operation[];
 }
@@ -47,13 +55,16 @@ const decodePatchKey = (k: string): string => k.replaceAll('~1', '/').replaceAll
 
 /** strconv.Atoi: optional sign and decimal digits within int64; anything else is a syntax error. */
 function atoi(key: string): number {
-  if (!/^[+-]?[0-9]+$/.test(key)) throw new OperationError(`strconv.Atoi: parsing ${JSON.stringify(key)}: invalid syntax`);
+  if (!/^[+-]?[0-9]+$/.test(key))
+    throw new OperationError(`strconv.Atoi: parsing ${JSON.stringify(key)}: invalid syntax`);
   const n = Number(key);
-  if (!Number.isSafeInteger(n)) throw new OperationError(`strconv.Atoi: parsing ${JSON.stringify(key)}: value out of range`);
+  if (!Number.isSafeInteger(n))
+    throw new OperationError(`strconv.Atoi: parsing ${JSON.stringify(key)}: value out of range`);
   return n;
 }
 
-const invalidIndex = (idx: number): OperationError => new OperationError(`Unable to access invalid index: ${idx}: invalid index referenced`);
+const invalidIndex = (idx: number): OperationError =>
+  new OperationError(`Unable to access invalid index: ${idx}: invalid index referenced`);
 
 /** An index into an array of `length` items; negative counts from the end (SupportNegativeIndices). */
 function arrayIndex(key: string, length: number): number {
@@ -167,7 +178,11 @@ function applyOperation(doc: Container, op: Operation): Container {
     }
     case 'remove': {
       const path = stringField(op, 'path', 'remove');
-      const [c, key] = locate(doc, path, `remove operation does not apply: doc is missing path: "${path}": missing value`);
+      const [c, key] = locate(
+        doc,
+        path,
+        `remove operation does not apply: doc is missing path: "${path}": missing value`,
+      );
       wrap(`error in remove for path: '${path}'`, () => remove(c, key));
       return doc;
     }
@@ -175,10 +190,15 @@ function applyOperation(doc: Container, op: Operation): Container {
       const path = stringField(op, 'path', 'replace');
       const value = structuredClone(valueOf(op));
       if (path === '') {
-        if (typeof value !== 'object' || value === null) throw new OperationError('replace operation value must be object or array');
+        if (typeof value !== 'object' || value === null)
+          throw new OperationError('replace operation value must be object or array');
         return value;
       }
-      const [c, key] = locate(doc, path, `replace operation does not apply: doc is missing path: ${path}: missing value`);
+      const [c, key] = locate(
+        doc,
+        path,
+        `replace operation does not apply: doc is missing path: ${path}: missing value`,
+      );
       try {
         get(c, key);
       } catch {
@@ -189,14 +209,22 @@ function applyOperation(doc: Container, op: Operation): Container {
     }
     case 'move': {
       const from = stringField(op, 'from', 'move');
-      const [fc, fkey] = locate(doc, from, `move operation does not apply: doc is missing from path: ${from}: missing value`);
+      const [fc, fkey] = locate(
+        doc,
+        from,
+        `move operation does not apply: doc is missing from path: ${from}: missing value`,
+      );
       const value = wrap(`error in move for path: '${fkey}'`, () => {
         const v = get(fc, fkey);
         remove(fc, fkey);
         return v;
       });
       const path = stringField(op, 'path', 'move');
-      const [c, key] = locate(doc, path, `move operation does not apply: doc is missing destination path: ${path}: missing value`);
+      const [c, key] = locate(
+        doc,
+        path,
+        `move operation does not apply: doc is missing destination path: ${path}: missing value`,
+      );
       wrap(`error in move for path: '${path}'`, () => add(c, key, value ?? null));
       return doc;
     }
@@ -218,10 +246,18 @@ function applyOperation(doc: Container, op: Operation): Container {
     }
     case 'copy': {
       const from = stringField(op, 'from', 'copy');
-      const [fc, fkey] = locate(doc, from, `copy operation does not apply: doc is missing from path: ${from}: missing value`);
+      const [fc, fkey] = locate(
+        doc,
+        from,
+        `copy operation does not apply: doc is missing from path: ${from}: missing value`,
+      );
       const value = wrap(`error in copy for from: '${from}'`, () => get(fc, fkey));
       const path = stringField(op, 'path', 'copy');
-      const [c, key] = locate(doc, path, `copy operation does not apply: doc is missing destination path: ${path}: missing value`);
+      const [c, key] = locate(
+        doc,
+        path,
+        `copy operation does not apply: doc is missing destination path: ${path}: missing value`,
+      );
       wrap('error while adding value during copy', () => add(c, key, structuredClone(value ?? null)));
       return doc;
     }

@@ -39,7 +39,20 @@ test('parseLabelSelector: the good and bad strings of upstream TestSelectorParse
   ]) {
     assert.doesNotThrow(() => parseLabelSelector(good), good);
   }
-  for (const bad of ['x=a||y=b', 'x==a==b', '!x=a', 'x<a', ',x,y', 'x nott in (y)', 'a in (xyz),', 'a in (xyz)b notin ()', 'a in (xyz abc)', 'a notin(', 'a (', '(']) {
+  for (const bad of [
+    'x=a||y=b',
+    'x==a==b',
+    '!x=a',
+    'x<a',
+    ',x,y',
+    'x nott in (y)',
+    'a in (xyz),',
+    'a in (xyz)b notin ()',
+    'a in (xyz abc)',
+    'a notin(',
+    'a (',
+    '(',
+  ]) {
     assert.throws(() => parseLabelSelector(bad), ApiError, bad);
   }
 });
@@ -69,7 +82,8 @@ test('parseLabelSelector: matching follows upstream TestSelectorMatches (in/noti
     ['x==a', { x: 'a' }, true],
     ['x!=', { x: '' }, false],
   ];
-  for (const [sel, labels, want] of cases) assert.equal(parseLabelSelector(sel).matches(labels), want, `${sel} on ${JSON.stringify(labels)}`);
+  for (const [sel, labels, want] of cases)
+    assert.equal(parseLabelSelector(sel).matches(labels), want, `${sel} on ${JSON.stringify(labels)}`);
   assert.equal(parseLabelSelector('x=y').matches(undefined), false);
   assert.equal(parseLabelSelector('').empty, true);
   assert.equal(parseLabelSelector('a').empty, false);
@@ -78,10 +92,16 @@ test('parseLabelSelector: matching follows upstream TestSelectorMatches (in/noti
 test('parseLabelSelector: syntax errors are 400 BadRequest worded as labels.Parse words them', () => {
   badRequest(() => parseLabelSelector('x=a,'), "found '', expected: identifier after ','");
   badRequest(() => parseLabelSelector('x=a b'), "found 'b', expected: ',' or 'end of string'");
-  badRequest(() => parseLabelSelector('a b'), "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt");
+  badRequest(
+    () => parseLabelSelector('a b'),
+    "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt",
+  );
   badRequest(() => parseLabelSelector('!x=a'), "found '=', expected: ',' or 'end of string'");
   badRequest(() => parseLabelSelector('('), "found '(', expected: !, identifier, or 'end of string'");
-  badRequest(() => parseLabelSelector('a notin('), "unable to parse requirement: found '', expected: ',', ')' or identifier");
+  badRequest(
+    () => parseLabelSelector('a notin('),
+    "unable to parse requirement: found '', expected: ',', ')' or identifier",
+  );
   badRequest(() => parseLabelSelector('a in x'), "unable to parse requirement: found 'x' expected: '('");
   badRequest(() => parseLabelSelector('a in (x y)'), "unable to parse requirement: found 'y', expected: ',' or ')'");
   badRequest(() => parseLabelSelector('x==a==b'), "found '==', expected: ',' or 'end of string'");
@@ -90,7 +110,7 @@ test('parseLabelSelector: syntax errors are 400 BadRequest worded as labels.Pars
 test('parseLabelSelector: invalid keys and values are refused with field.Error wording, values sorted as sets.String', () => {
   badRequest(
     () => parseLabelSelector('-a=b'),
-    'unable to parse requirement: <nil>: Invalid value: "-a": name part must consist of alphanumeric characters, \'-\', \'_\' or \'.\', and must start and end with an alphanumeric character (e.g. \'MyName\',  or \'my.name\',  or \'123-abc\', regex used for validation is \'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\')',
+    "unable to parse requirement: <nil>: Invalid value: \"-a\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
   );
   badRequest(
     () => parseLabelSelector('Example.com/a=b'),
@@ -105,8 +125,14 @@ test('parseLabelSelector: invalid keys and values are refused with field.Error w
     () => parseLabelSelector('a in (z_, b_)'),
     "unable to parse requirement: [values[0][a]: Invalid value: \"b_\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'), values[1][a]: Invalid value: \"z_\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')]",
   );
-  badRequest(() => parseLabelSelector('x<a'), 'unable to parse requirement: values[0]: Invalid value: "a": for \'Gt\', \'Lt\' operators, the value must be an integer');
-  badRequest(() => parseLabelSelector('a'.repeat(254)), `unable to parse requirement: <nil>: Invalid value: "${'a'.repeat(254)}": name part must be no more than 63 characters`);
+  badRequest(
+    () => parseLabelSelector('x<a'),
+    "unable to parse requirement: values[0]: Invalid value: \"a\": for 'Gt', 'Lt' operators, the value must be an integer",
+  );
+  badRequest(
+    () => parseLabelSelector('a'.repeat(254)),
+    `unable to parse requirement: <nil>: Invalid value: "${'a'.repeat(254)}": name part must be no more than 63 characters`,
+  );
 });
 
 test('parseLabelSelector: requiresExactMatch finds =, == and single-valued in', () => {
@@ -139,7 +165,10 @@ test('labelSelectorFromObject: nil selects nothing, empty everything, matchLabel
 });
 
 test('labelSelectorFromObject: bad operators, value counts and keys are 400 BadRequest with NewRequirement wording', () => {
-  badRequest(() => labelSelectorFromObject({ matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] }), '"Gt" is not a valid pod selector operator');
+  badRequest(
+    () => labelSelectorFromObject({ matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] }),
+    '"Gt" is not a valid pod selector operator',
+  );
   badRequest(
     () => labelSelectorFromObject({ matchExpressions: [{ key: 'a', operator: 'In', values: [] }] }),
     "values: Invalid value: []string(nil): for 'in', 'notin' operators, values set can't be empty",

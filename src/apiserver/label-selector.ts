@@ -54,22 +54,33 @@ function newRequirement(key: string, operator: Operator, values: string[] | unde
   switch (operator) {
     case 'in':
     case 'notin':
-      if (vals.length === 0) errs.push(invalidValue('values', goStringSlice(values), "for 'in', 'notin' operators, values set can't be empty"));
+      if (vals.length === 0)
+        errs.push(
+          invalidValue('values', goStringSlice(values), "for 'in', 'notin' operators, values set can't be empty"),
+        );
       break;
     case '=':
     case '==':
     case '!=':
-      if (vals.length !== 1) errs.push(invalidValue('values', goStringSlice(values), 'exact-match compatibility requires one single value'));
+      if (vals.length !== 1)
+        errs.push(invalidValue('values', goStringSlice(values), 'exact-match compatibility requires one single value'));
       break;
     case 'exists':
     case '!':
-      if (vals.length !== 0) errs.push(invalidValue('values', goStringSlice(values), 'values set must be empty for exists and does not exist'));
+      if (vals.length !== 0)
+        errs.push(
+          invalidValue('values', goStringSlice(values), 'values set must be empty for exists and does not exist'),
+        );
       break;
     case 'gt':
     case 'lt':
-      if (vals.length !== 1) errs.push(invalidValue('values', goStringSlice(values), "for 'Gt', 'Lt' operators, exactly one value is required"));
+      if (vals.length !== 1)
+        errs.push(
+          invalidValue('values', goStringSlice(values), "for 'Gt', 'Lt' operators, exactly one value is required"),
+        );
       vals.forEach((v, i) => {
-        if (parseInt64(v) === undefined) errs.push(invalidValue(`values[${i}]`, goQuote(v), "for 'Gt', 'Lt' operators, the value must be an integer"));
+        if (parseInt64(v) === undefined)
+          errs.push(invalidValue(`values[${i}]`, goQuote(v), "for 'Gt', 'Lt' operators, the value must be an integer"));
       });
       break;
   }
@@ -181,7 +192,9 @@ class Parser {
   }
 
   private asContext(item: Scanned, ctx: Context): Scanned {
-    return ctx === 'values' && (item.tok === 'in' || item.tok === 'notIn') ? { tok: 'identifier', lit: item.lit } : item;
+    return ctx === 'values' && (item.tok === 'in' || item.tok === 'notIn')
+      ? { tok: 'identifier', lit: item.lit }
+      : item;
   }
 
   parse(): Requirement[] {
@@ -189,7 +202,8 @@ class Parser {
     for (;;) {
       const { tok, lit } = this.lookahead('values');
       if (tok === 'end') return requirements;
-      if (tok !== 'identifier' && tok !== 'doesNotExist') throw new SelectorError(`found '${lit}', expected: !, identifier, or 'end of string'`);
+      if (tok !== 'identifier' && tok !== 'doesNotExist')
+        throw new SelectorError(`found '${lit}', expected: !, identifier, or 'end of string'`);
       let r: Requirement;
       try {
         r = this.parseRequirement();
@@ -202,7 +216,8 @@ class Parser {
       if (next.tok === 'end') return requirements;
       if (next.tok !== 'comma') throw new SelectorError(`found '${next.lit}', expected: ',' or 'end of string'`);
       const after = this.lookahead('values');
-      if (after.tok !== 'identifier' && after.tok !== 'doesNotExist') throw new SelectorError(`found '${after.lit}', expected: identifier after ','`);
+      if (after.tok !== 'identifier' && after.tok !== 'doesNotExist')
+        throw new SelectorError(`found '${after.lit}', expected: identifier after ','`);
     }
   }
 
@@ -330,16 +345,26 @@ function requirementMatches(r: Requirement, labels: Readonly<Record<string, stri
 function selectorOf(requirements: readonly Requirement[]): LabelSelector {
   return Object.freeze({
     empty: requirements.length === 0,
-    matches: (labels: Readonly<Record<string, string>> | undefined) => requirements.every((r) => requirementMatches(r, labels ?? {})),
+    matches: (labels: Readonly<Record<string, string>> | undefined) =>
+      requirements.every((r) => requirementMatches(r, labels ?? {})),
     requiresExactMatch(key: string): string | undefined {
       const r = requirements.find((x) => x.key === key);
-      if (r === undefined || !(r.operator === '=' || r.operator === '==' || r.operator === 'in') || r.values.length !== 1) return undefined;
+      if (
+        r === undefined ||
+        !(r.operator === '=' || r.operator === '==' || r.operator === 'in') ||
+        r.values.length !== 1
+      )
+        return undefined;
       return r.values[0];
     },
   });
 }
 
-const NOTHING: LabelSelector = Object.freeze({ empty: false, matches: () => false, requiresExactMatch: () => undefined });
+const NOTHING: LabelSelector = Object.freeze({
+  empty: false,
+  matches: () => false,
+  requiresExactMatch: () => undefined,
+});
 
 function asBadRequest<T>(fn: () => T): T {
   try {
@@ -368,7 +393,12 @@ export interface LabelSelectorObject {
   matchExpressions?: LabelSelectorRequirement[];
 }
 
-const EXPRESSION_OPERATORS: Readonly<Record<string, Operator>> = { In: 'in', NotIn: 'notin', Exists: 'exists', DoesNotExist: '!' };
+const EXPRESSION_OPERATORS: Readonly<Record<string, Operator>> = {
+  In: 'in',
+  NotIn: 'notin',
+  Exists: 'exists',
+  DoesNotExist: '!',
+};
 
 /**
  * The selector a `metav1.LabelSelector` stands for: absent (null) selects nothing, an empty one everything.
@@ -381,7 +411,13 @@ export function labelSelectorFromObject(sel: LabelSelectorObject | null | undefi
     for (const expr of sel.matchExpressions ?? []) {
       const op = Object.hasOwn(EXPRESSION_OPERATORS, expr.operator) ? EXPRESSION_OPERATORS[expr.operator] : undefined;
       if (op === undefined) throw new SelectorError(`${goQuote(expr.operator)} is not a valid pod selector operator`);
-      requirements.push(newRequirement(expr.key, op, expr.values !== undefined && expr.values.length > 0 ? [...expr.values] : undefined));
+      requirements.push(
+        newRequirement(
+          expr.key,
+          op,
+          expr.values !== undefined && expr.values.length > 0 ? [...expr.values] : undefined,
+        ),
+      );
     }
     return selectorOf(requirements);
   });

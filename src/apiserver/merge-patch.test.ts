@@ -31,15 +31,28 @@ test('applyMergePatch: evanphx v4 prunes nulls from objects it adds, also inside
   assert.deepEqual(applyMergePatch(doc({}), { a: [{ x: null, y: 1 }, null] }), doc({ a: [{ y: 1 }, null] }));
   assert.deepEqual(applyMergePatch(doc({ a: { b: 1 } }), { a: [{ x: null }] }), doc({ a: [{ x: null }] }));
   assert.deepEqual(applyMergePatch(doc({ a: 'scalar' }), { a: { x: null, y: { z: null } } }), doc({ a: { y: {} } }));
-  assert.deepEqual(applyMergePatch(doc({ metadata: { name: 'c', labels: { a: '1', b: '2' } } }), { metadata: { labels: { a: null, c: '3' } } }), doc({ metadata: { name: 'c', labels: { b: '2', c: '3' } } }));
+  assert.deepEqual(
+    applyMergePatch(doc({ metadata: { name: 'c', labels: { a: '1', b: '2' } } }), {
+      metadata: { labels: { a: null, c: '3' } },
+    }),
+    doc({ metadata: { name: 'c', labels: { b: '2', c: '3' } } }),
+  );
 });
 
 test('applyMergePatch: a null or scalar patch is 400 "Invalid JSON Patch"; an array patch leaves no object (422)', () => {
-  for (const bad of [null, 'x', 5, true]) assert.throws(() => applyMergePatch(doc({}), bad), { reason: 'BadRequest', code: 400, message: 'Invalid JSON Patch' });
-  assert.throws(() => applyMergePatch(doc({}), [{ a: null }]), (e: unknown) => {
-    assert.ok(e instanceof ApiError);
-    assert.equal(e.code, 422);
-    assert.match(e.message, /^ "" is invalid: patch: Invalid value: "\[\{\}\]": json: cannot unmarshal array/);
-    return true;
-  });
+  for (const bad of [null, 'x', 5, true])
+    assert.throws(() => applyMergePatch(doc({}), bad), {
+      reason: 'BadRequest',
+      code: 400,
+      message: 'Invalid JSON Patch',
+    });
+  assert.throws(
+    () => applyMergePatch(doc({}), [{ a: null }]),
+    (e: unknown) => {
+      assert.ok(e instanceof ApiError);
+      assert.equal(e.code, 422);
+      assert.match(e.message, /^ "" is invalid: patch: Invalid value: "\[\{\}\]": json: cannot unmarshal array/);
+      return true;
+    },
+  );
 });

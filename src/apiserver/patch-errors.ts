@@ -18,5 +18,7 @@ export function patchNotApplicable(cause: Error): ApiError {
 /** The `422 Invalid` on field `patch` when the patched document does not decode into an object of the kind. */
 export function patchResultNotAnObject(result: unknown): ApiError {
   const message = `Invalid value: ${goQuote(JSON.stringify(result))}: json: cannot unmarshal ${goJsonKind(result)} into Go value of type map[string]interface {}`;
-  return new ApiError('Invalid', ` "" is invalid: patch: ${message}`, { causes: [{ reason: 'FieldValueInvalid', message, field: 'patch' }] });
+  return new ApiError('Invalid', ` "" is invalid: patch: ${message}`, {
+    causes: [{ reason: 'FieldValueInvalid', message, field: 'patch' }],
+  });
 }

@@ -91,7 +91,6 @@ export function qualifiedResource(k: KindInfo): string {
   return k.group === '' ? k.plural : `${k.plural}.${k.group}`;
 }
 
-
 function clone<T>(v: T): T {
   return structuredClone(v);
 }
@@ -136,7 +135,8 @@ export class Registry {
     const obj = this.checkBody(k, body);
     const meta = obj.metadata;
     ensureRequestNamespace(k, obj, namespace);
-    if (meta.resourceVersion !== undefined && meta.resourceVersion !== '') throw new ApiError('BadRequest', 'resourceVersion should not be set on objects to be created');
+    if (meta.resourceVersion !== undefined && meta.resourceVersion !== '')
+      throw new ApiError('BadRequest', 'resourceVersion should not be set on objects to be created');
     if ((meta.name === undefined || meta.name === '') && meta.generateName !== undefined && meta.generateName !== '') {
       meta.name = meta.generateName.slice(0, MAX_GENERATED_NAME_PREFIX) + randomSafeString(NAME_SUFFIX_LENGTH);
     }
@@ -165,44 +165,98 @@ export class Registry {
   }
 
   /** Update of the main resource or of a subresource (`status`), with `body` as the whole new object. */
-  async update(k: KindInfo, namespace: string | undefined, name: string, body: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
+  async update(
+    k: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    body: KubeObject,
+    opts: WriteOptions = {},
+  ): Promise<KubeObject> {
     const obj = this.checkBody(k, body);
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
-      throw new ApiError('BadRequest', `the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`);
+      throw new ApiError(
+        'BadRequest',
+        `the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`,
+      );
     }
     const key = storageKey(k, namespace, name);
     const rv = obj.metadata.resourceVersion;
     if ((rv === undefined || rv === '') && !allowsUnconditionalUpdate(k)) {
-      throw this.invalid(k, name, [{ reason: 'FieldValueInvalid', field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' }]);
+      throw this.invalid(k, name, [
+        {
+          reason: 'FieldValueInvalid',
+          field: 'metadata.resourceVersion',
+          message: 'Invalid value: 0x0: must be specified for an update',
+        },
+      ]);
     }
     if (this.storage.get(key) === undefined) throw this.notFound(k, name);
-    return this.writeUpdate(k, namespace, name, (current) => {
-      if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);
-      return clone(obj);
-    }, opts);
+    return this.writeUpdate(
+      k,
+      namespace,
+      name,
+      (current) => {
+        if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);
+        return clone(obj);
+      },
+      opts,
+    );
   }
 
-  async patch(k: KindInfo, namespace: string | undefined, name: string, type: PatchType, patch: unknown, opts: WriteOptions = {}): Promise<KubeObject> {
+  async patch(
+    k: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    opts: WriteOptions = {},
+  ): Promise<KubeObject> {
     if (type === 'strategic' && !supportsStrategicMergePatch(k)) {
-      throw new ApiError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.json}, ${PATCH_TYPES.merge}, application/apply-patch+yaml`);
+      throw new ApiError(
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.json}, ${PATCH_TYPES.merge}, application/apply-patch+yaml`,
+      );
     }
     if (this.storage.get(storageKey(k, namespace, name)) === undefined) throw this.notFound(k, name);
-    return this.writeUpdate(k, namespace, name, (current) => {
-      const patched = type === 'json' ? applyJsonPatch(current, patch) : type === 'merge' ? applyMergePatch(current, patch) : applyStrategicMergePatch(current, patch, k);
-      const obj = this.checkBody(k, patched);
-      const rv = obj.metadata.resourceVersion;
-      if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);
-      return obj;
-    }, opts);
+    return this.writeUpdate(
+      k,
+      namespace,
+      name,
+      (current) => {
+        const patched =
+          type === 'json'
+            ? applyJsonPatch(current, patch)
+            : type === 'merge'
+              ? applyMergePatch(current, patch)
+              : applyStrategicMergePatch(current, patch, k);
+        const obj = this.checkBody(k, patched);
+        const rv = obj.metadata.resourceVersion;
+        if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);
+        return obj;
+      },
+      opts,
+    );
   }
 
   /** Applies `change` to the current object and writes it as an update (of `subresource`, if given). */
-  async mutate(k: KindInfo, namespace: string | undefined, name: string, change: (o: KubeObject) => void, subresource?: string): Promise<KubeObject> {
-    return this.writeUpdate(k, namespace, name, (current) => {
-      const o = clone(current);
-      change(o);
-      return o;
-    }, { subresource });
+  async mutate(
+    k: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    change: (o: KubeObject) => void,
+    subresource?: string,
+  ): Promise<KubeObject> {
+    return this.writeUpdate(
+      k,
+      namespace,
+      name,
+      (current) => {
+        const o = clone(current);
+        change(o);
+        return o;
+      },
+      { subresource },
+    );
   }
 
   /**
@@ -211,21 +265,46 @@ export class Registry {
    */
   async bindPod(namespace: string, name: string, binding: KubeObject): Promise<void> {
     const target = (binding as { target?: { kind?: unknown; name?: unknown } }).target ?? {};
-    if (binding.metadata.name !== name) throw new ApiError('BadRequest', 'name in URL does not match name in Binding object');
+    if (binding.metadata.name !== name)
+      throw new ApiError('BadRequest', 'name in URL does not match name in Binding object');
     const causes: StatusCause[] = [];
-    if (target.kind !== undefined && target.kind !== '' && target.kind !== 'Node') causes.push({ reason: 'FieldValueNotSupported', field: 'target.kind', message: `Unsupported value: ${JSON.stringify(target.kind)}: must be empty or Node` });
-    if (typeof target.name !== 'string' || target.name === '') causes.push({ reason: 'FieldValueRequired', field: 'target.name', message: 'Required value' });
+    if (target.kind !== undefined && target.kind !== '' && target.kind !== 'Node')
+      causes.push({
+        reason: 'FieldValueNotSupported',
+        field: 'target.kind',
+        message: `Unsupported value: ${JSON.stringify(target.kind)}: must be empty or Node`,
+      });
+    if (typeof target.name !== 'string' || target.name === '')
+      causes.push({ reason: 'FieldValueRequired', field: 'target.name', message: 'Required value' });
     if (causes.length > 0) throw invalid('Binding', '', name, causes);
     const node = target.name as string;
-    await this.mutate(PODS, namespace, name, (pod) => {
-      const spec = (pod.spec ??= {}) as { nodeName?: string };
-      if (pod.metadata.deletionTimestamp !== undefined) throw new ApiError('Conflict', `pod ${name} is being deleted, cannot be assigned to a host`, { name, kind: 'pods' });
-      if (spec.nodeName !== undefined && spec.nodeName !== '') throw new ApiError('Conflict', `pod ${name} is already assigned to node "${spec.nodeName}"`, { name, kind: 'pods' });
-      spec.nodeName = node;
-      const status = (pod.status ??= {}) as { conditions?: Record<string, unknown>[] };
-      status.conditions = [...(status.conditions ?? []).filter((c) => c.type !== 'PodScheduled'), { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: kubeTime() }];
-      if (binding.metadata.annotations !== undefined) pod.metadata.annotations = { ...pod.metadata.annotations, ...binding.metadata.annotations };
-    }, 'binding');
+    await this.mutate(
+      PODS,
+      namespace,
+      name,
+      (pod) => {
+        const spec = (pod.spec ??= {}) as { nodeName?: string };
+        if (pod.metadata.deletionTimestamp !== undefined)
+          throw new ApiError('Conflict', `pod ${name} is being deleted, cannot be assigned to a host`, {
+            name,
+            kind: 'pods',
+          });
+        if (spec.nodeName !== undefined && spec.nodeName !== '')
+          throw new ApiError('Conflict', `pod ${name} is already assigned to node "${spec.nodeName}"`, {
+            name,
+            kind: 'pods',
+          });
+        spec.nodeName = node;
+        const status = (pod.status ??= {}) as { conditions?: Record<string, unknown>[] };
+        status.conditions = [
+          ...(status.conditions ?? []).filter((c) => c.type !== 'PodScheduled'),
+          { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: kubeTime() },
+        ];
+        if (binding.metadata.annotations !== undefined)
+          pod.metadata.annotations = { ...pod.metadata.annotations, ...binding.metadata.annotations };
+      },
+      'binding',
+    );
   }
 
   /**
@@ -233,7 +312,13 @@ export class Registry {
    * precondition failure); system fields are kept, the strategy and validation run, and a concurrent write
    * retries the whole step, as GuaranteedUpdate does. A dry run does all of that and writes nothing.
    */
-  private async writeUpdate(k: KindInfo, namespace: string | undefined, name: string, next: (current: KubeObject) => KubeObject, opts: WriteOptions): Promise<KubeObject> {
+  private async writeUpdate(
+    k: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    next: (current: KubeObject) => KubeObject,
+    opts: WriteOptions,
+  ): Promise<KubeObject> {
     const key = storageKey(k, namespace, name);
     if (opts.dryRun === true) {
       const current = this.storage.get(key);
@@ -260,7 +345,10 @@ export class Registry {
       const current = removal.current;
       if (result !== undefined || current === undefined) return result as KubeObject;
       try {
-        const deleted = await this.storage.delete(key, { uid: current.metadata.uid, resourceVersion: current.metadata.resourceVersion });
+        const deleted = await this.storage.delete(key, {
+          uid: current.metadata.uid,
+          resourceVersion: current.metadata.resourceVersion,
+        });
         if (k === SERVICES) this.clusterIps.release(deleted);
         return deleted;
       } catch (e) {
@@ -271,7 +359,13 @@ export class Registry {
   }
 
   /** The object an update of `current` writes, and whether that update completes a pending deletion. */
-  private nextVersion(k: KindInfo, name: string, current: KubeObject, next: (current: KubeObject) => KubeObject, opts: WriteOptions): { obj: KubeObject; removed: boolean } {
+  private nextVersion(
+    k: KindInfo,
+    name: string,
+    current: KubeObject,
+    next: (current: KubeObject) => KubeObject,
+    opts: WriteOptions,
+  ): { obj: KubeObject; removed: boolean } {
     const subresource = opts.subresource;
     const obj = next(current);
     const meta = obj.metadata;
@@ -303,29 +397,59 @@ export class Registry {
     if (subresource === 'binding' && k === PODS) return { obj, removed: false };
     if (subresource === 'finalize' && k === NAMESPACES) {
       const merged = clone(current);
-      merged.spec = { ...(merged.spec as object | undefined), finalizers: (obj.spec as { finalizers?: unknown } | undefined)?.finalizers ?? [] };
-      return { obj: merged, removed: merged.metadata.deletionTimestamp !== undefined && namespaceFinalizers(merged).length === 0 && (merged.metadata.finalizers ?? []).length === 0 };
+      merged.spec = {
+        ...(merged.spec as object | undefined),
+        finalizers: (obj.spec as { finalizers?: unknown } | undefined)?.finalizers ?? [],
+      };
+      return {
+        obj: merged,
+        removed:
+          merged.metadata.deletionTimestamp !== undefined &&
+          namespaceFinalizers(merged).length === 0 &&
+          (merged.metadata.finalizers ?? []).length === 0,
+      };
     }
-    if (subresource !== undefined) throw new ApiError('NotFound', `the server could not find the requested resource (${qualifiedResource(k)}/${subresource})`);
+    if (subresource !== undefined)
+      throw new ApiError(
+        'NotFound',
+        `the server could not find the requested resource (${qualifiedResource(k)}/${subresource})`,
+      );
     if (k.subresources.includes('status')) {
       if ('status' in current) obj.status = clone(current.status);
       else delete obj.status;
     }
     k.strategy?.prepareForUpdate?.(obj, current);
-    const causes = [...validateObjectMetaUpdate(k, obj, current), ...(k.strategy?.validateUpdate?.(obj, current) ?? [])];
+    const causes = [
+      ...validateObjectMetaUpdate(k, obj, current),
+      ...(k.strategy?.validateUpdate?.(obj, current) ?? []),
+    ];
     if (causes.length > 0) throw this.invalid(k, name, causes);
     if (k === SERVICES && opts.dryRun !== true) this.clusterIps.update(obj, current);
     // A delete waiting on finalizers completes when an update clears the last one.
-    return { obj, removed: meta.deletionTimestamp !== undefined && (meta.finalizers ?? []).length === 0 && (k !== NAMESPACES || namespaceFinalizers(obj).length === 0) };
+    return {
+      obj,
+      removed:
+        meta.deletionTimestamp !== undefined &&
+        (meta.finalizers ?? []).length === 0 &&
+        (k !== NAMESPACES || namespaceFinalizers(obj).length === 0),
+    };
   }
 
   /**
    * Deletes one object. One with finalizers gets a deletionTimestamp and stays until they are cleared; a
    * Namespace is emptied first (its `kubernetes` finalizer is the namespace controller's).
    */
-  async delete(k: KindInfo, namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<KubeObject> {
+  async delete(
+    k: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    opts: DeleteOptions = {},
+  ): Promise<KubeObject> {
     if (k === NAMESPACES && IMMORTAL_NAMESPACES.has(name)) {
-      throw new ApiError('Forbidden', `namespaces "${name}" is forbidden: this namespace may not be deleted`, { name, kind: 'namespaces' });
+      throw new ApiError('Forbidden', `namespaces "${name}" is forbidden: this namespace may not be deleted`, {
+        name,
+        kind: 'namespaces',
+      });
     }
     const key = storageKey(k, namespace, name);
     // The checks below hold for the version they read: the write is conditional on it, and a concurrent change
@@ -335,10 +459,18 @@ export class Registry {
       if (current === undefined) throw this.notFound(k, name);
       const pre = opts.preconditions;
       if (pre?.uid !== undefined && pre.uid !== current.metadata.uid) {
-        throw new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid ?? ''}`, { name, group: k.group, kind: k.plural });
+        throw new ApiError(
+          'Conflict',
+          `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid ?? ''}`,
+          { name, group: k.group, kind: k.plural },
+        );
       }
       if (pre?.resourceVersion !== undefined && pre.resourceVersion !== current.metadata.resourceVersion) {
-        throw new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in meta: ${current.metadata.resourceVersion ?? ''}`, { name, group: k.group, kind: k.plural });
+        throw new ApiError(
+          'Conflict',
+          `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in meta: ${current.metadata.resourceVersion ?? ''}`,
+          { name, group: k.group, kind: k.plural },
+        );
       }
       if (opts.dryRun === true) return current;
       const rv = current.metadata.resourceVersion;
@@ -349,7 +481,10 @@ export class Registry {
         if (policy === 'Foreground' && k !== NAMESPACES && current.metadata.deletionTimestamp === undefined) {
           const marked = clone(current);
           marked.metadata.deletionTimestamp = kubeTime();
-          marked.metadata.finalizers = [...(marked.metadata.finalizers ?? []).filter((f) => f !== FOREGROUND_DELETION), FOREGROUND_DELETION];
+          marked.metadata.finalizers = [
+            ...(marked.metadata.finalizers ?? []).filter((f) => f !== FOREGROUND_DELETION),
+            FOREGROUND_DELETION,
+          ];
           return await this.storage.update(key, marked, rv);
         }
         // A Namespace is always emptied first: the namespace controller removes it once nothing is left in it.
@@ -360,7 +495,8 @@ export class Registry {
           if (k === NAMESPACES) marked.status = { ...(marked.status as object | undefined), phase: 'Terminating' };
           return await this.storage.update(key, marked, rv);
         }
-        if (policy === 'Orphan' && current.metadata.uid !== undefined) await this.orphanDependents?.(current.metadata.uid);
+        if (policy === 'Orphan' && current.metadata.uid !== undefined)
+          await this.orphanDependents?.(current.metadata.uid);
         const deleted = await this.storage.delete(key, { uid: current.metadata.uid, resourceVersion: rv });
         if (k === SERVICES) this.clusterIps.release(deleted);
         return deleted;
@@ -371,7 +507,12 @@ export class Registry {
     }
   }
 
-  async deleteCollection(k: KindInfo, namespace: string | undefined, listOpts: ListOptions, opts: DeleteOptions): Promise<KubeList> {
+  async deleteCollection(
+    k: KindInfo,
+    namespace: string | undefined,
+    listOpts: ListOptions,
+    opts: DeleteOptions,
+  ): Promise<KubeList> {
     const list = this.list(k, namespace, listOpts);
     const deleted: KubeObject[] = [];
     for (const o of list.items) {
@@ -389,37 +530,63 @@ export class Registry {
    * filters them (an object that stops matching arrives as DELETED, one that starts matching as ADDED).
    * Throws 410 Expired when `fromRevision` is older than the retained history.
    */
-  watch(k: KindInfo, namespace: string | undefined, fromRevision: number, opts: ListOptions, send: (e: RegistryEvent) => void, onError: (e: unknown) => void): () => void {
+  watch(
+    k: KindInfo,
+    namespace: string | undefined,
+    fromRevision: number,
+    opts: ListOptions,
+    send: (e: RegistryEvent) => void,
+    onError: (e: unknown) => void,
+  ): () => void {
     const match = this.matcher(k, opts);
-    return this.storage.watch(storagePrefix(k, namespace), fromRevision, (e: StorageEvent) => {
-      if (match === undefined) {
-        send({ type: e.type, object: e.object });
-        return;
-      }
-      const now = e.type !== 'DELETED' && match(e.object);
-      const before = e.prevObject !== undefined && match(e.prevObject);
-      if (e.type === 'DELETED') {
-        if (match(e.object)) send({ type: 'DELETED', object: e.object });
-      } else if (now && before) send({ type: 'MODIFIED', object: e.object });
-      else if (now) send({ type: 'ADDED', object: e.object });
-      else if (before) send({ type: 'DELETED', object: e.object });
-    }, onError);
+    return this.storage.watch(
+      storagePrefix(k, namespace),
+      fromRevision,
+      (e: StorageEvent) => {
+        if (match === undefined) {
+          send({ type: e.type, object: e.object });
+          return;
+        }
+        const now = e.type !== 'DELETED' && match(e.object);
+        const before = e.prevObject !== undefined && match(e.prevObject);
+        if (e.type === 'DELETED') {
+          if (match(e.object)) send({ type: 'DELETED', object: e.object });
+        } else if (now && before) send({ type: 'MODIFIED', object: e.object });
+        else if (now) send({ type: 'ADDED', object: e.object });
+        else if (before) send({ type: 'DELETED', object: e.object });
+      },
+      onError,
+    );
   }
 
   private matcher(k: KindInfo, opts: ListOptions): Matcher | undefined {
-    const labels = opts.labelSelector !== undefined && opts.labelSelector !== '' ? parseLabelSelector(opts.labelSelector) : undefined;
-    const fields = opts.fieldSelector !== undefined && opts.fieldSelector !== '' ? parseFieldSelector(opts.fieldSelector, k) : undefined;
+    const labels =
+      opts.labelSelector !== undefined && opts.labelSelector !== ''
+        ? parseLabelSelector(opts.labelSelector)
+        : undefined;
+    const fields =
+      opts.fieldSelector !== undefined && opts.fieldSelector !== ''
+        ? parseFieldSelector(opts.fieldSelector, k)
+        : undefined;
     if (labels === undefined && fields === undefined) return undefined;
-    return (o) => (labels === undefined || labels.matches(o.metadata.labels ?? {})) && (fields === undefined || fields.matches(o));
+    return (o) =>
+      (labels === undefined || labels.matches(o.metadata.labels ?? {})) && (fields === undefined || fields.matches(o));
   }
 
   /** The body must be an object of this kind; apiVersion and kind may be left out, as the API allows. */
   private checkBody(k: KindInfo, body: KubeObject): KubeObject {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError('BadRequest', `the body of the request is not a ${k.kind} object`);
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new ApiError('BadRequest', `the body of the request is not a ${k.kind} object`);
     const obj = clone(body);
     const apiVersion = apiVersionOf(k);
-    if ((obj.apiVersion !== undefined && obj.apiVersion !== apiVersion) || (obj.kind !== undefined && obj.kind !== k.kind)) {
-      throw new ApiError('BadRequest', `the API version in the data (${obj.apiVersion}) does not match the expected API version (${apiVersion})`);
+    if (
+      (obj.apiVersion !== undefined && obj.apiVersion !== apiVersion) ||
+      (obj.kind !== undefined && obj.kind !== k.kind)
+    ) {
+      throw new ApiError(
+        'BadRequest',
+        `the API version in the data (${obj.apiVersion}) does not match the expected API version (${apiVersion})`,
+      );
     }
     obj.apiVersion = apiVersion;
     obj.kind = k.kind;
@@ -431,18 +598,41 @@ export class Registry {
 
   private checkNamespaceAcceptsContent(namespace: string): void {
     const ns = this.storage.get(storageKey(NAMESPACES, undefined, namespace));
-    if (ns === undefined) throw new ApiError('NotFound', `namespaces "${namespace}" not found`, { name: namespace, kind: 'namespaces' });
+    if (ns === undefined)
+      throw new ApiError('NotFound', `namespaces "${namespace}" not found`, { name: namespace, kind: 'namespaces' });
     if (ns.metadata.deletionTimestamp !== undefined) {
-      throw new ApiError('Forbidden', `unable to create new content in namespace ${namespace} because it is being terminated`, { name: namespace, kind: 'namespaces', causes: [{ reason: 'NamespaceTerminating', message: `namespace ${namespace} is being terminated`, field: 'metadata.namespace' }] });
+      throw new ApiError(
+        'Forbidden',
+        `unable to create new content in namespace ${namespace} because it is being terminated`,
+        {
+          name: namespace,
+          kind: 'namespaces',
+          causes: [
+            {
+              reason: 'NamespaceTerminating',
+              message: `namespace ${namespace} is being terminated`,
+              field: 'metadata.namespace',
+            },
+          ],
+        },
+      );
     }
   }
 
   private notFound(k: KindInfo, name: string): ApiError {
-    return new ApiError('NotFound', `${qualifiedResource(k)} "${name}" not found`, { name, group: k.group, kind: k.plural });
+    return new ApiError('NotFound', `${qualifiedResource(k)} "${name}" not found`, {
+      name,
+      group: k.group,
+      kind: k.plural,
+    });
   }
 
   private conflict(k: KindInfo, name: string): ApiError {
-    return new ApiError('Conflict', `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, group: k.group, kind: k.plural });
+    return new ApiError(
+      'Conflict',
+      `Operation cannot be fulfilled on ${qualifiedResource(k)} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      { name, group: k.group, kind: k.plural },
+    );
   }
 
   private invalid(k: KindInfo, name: string, causes: StatusCause[]): ApiError {
@@ -453,7 +643,12 @@ export class Registry {
   private renamed(k: KindInfo, name: string, e: unknown): unknown {
     if (!(e instanceof ApiError)) return e;
     if (e.reason === 'NotFound') return this.notFound(k, name);
-    if (e.reason === 'AlreadyExists') return new ApiError('AlreadyExists', `${qualifiedResource(k)} "${name}" already exists`, { name, group: k.group, kind: k.plural });
+    if (e.reason === 'AlreadyExists')
+      return new ApiError('AlreadyExists', `${qualifiedResource(k)} "${name}" already exists`, {
+        name,
+        group: k.group,
+        kind: k.plural,
+      });
     if (e.reason === 'Conflict' && e.details?.name === undefined) return this.conflict(k, name);
     return e;
   }
@@ -464,7 +659,7 @@ export class Registry {
  * custom resources (Istio's, Gateway API's) do not.
  */
 function allowsUnconditionalUpdate(k: KindInfo): boolean {
-  return !k.group.includes('.') || k.group.endsWith('.k8s.io') && k.group !== 'gateway.networking.k8s.io';
+  return !k.group.includes('.') || (k.group.endsWith('.k8s.io') && k.group !== 'gateway.networking.k8s.io');
 }
 
 /** A Namespace's `spec.finalizers`: `kubernetes` until the namespace controller has emptied it. */
@@ -472,4 +667,3 @@ function namespaceFinalizers(ns: KubeObject): unknown[] {
   const f = (ns.spec as { finalizers?: unknown } | undefined)?.finalizers;
   return Array.isArray(f) ? f : [];
 }
-

@@ -19,7 +19,11 @@ function tempDir(): string {
 }
 
 /** Opens a store (in a new temporary directory unless `dir` is given), runs `fn` on it and closes it. */
-async function withStore(fn: (s: Storage) => unknown, dir = tempDir(), options: { historyLimit?: number } = {}): Promise<void> {
+async function withStore(
+  fn: (s: Storage) => unknown,
+  dir = tempDir(),
+  options: { historyLimit?: number } = {},
+): Promise<void> {
   const s = await Storage.open(dir, options);
   try {
     await fn(s);
@@ -32,7 +36,13 @@ const PODS = '/registry/core/pods/';
 const podKey = (name: string, ns = 'default'): string => `${PODS}${ns}/${name}`;
 
 function pod(name: string, extra: Record<string, unknown> = {}): KubeObject {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default', uid: `uid-${name}` }, spec: { nodeName: 'node-1' }, ...extra };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default', uid: `uid-${name}` },
+    spec: { nodeName: 'node-1' },
+    ...extra,
+  };
 }
 
 /** Creates pods p0..p<n-1> from ten concurrent writers; resolves when all are acknowledged. */
@@ -65,7 +75,12 @@ async function apiError(p: Promise<unknown> | (() => unknown)): Promise<ApiError
 }
 
 /** Collects a watch's events until one with `revision` arrives. */
-function collect(s: Storage, prefix: string, from: number, until: number): { events: StorageEvent[]; done: Promise<StorageEvent[]>; stop: () => void } {
+function collect(
+  s: Storage,
+  prefix: string,
+  from: number,
+  until: number,
+): { events: StorageEvent[]; done: Promise<StorageEvent[]>; stop: () => void } {
   const events: StorageEvent[] = [];
   let resolve!: (e: StorageEvent[]) => void;
   const done = new Promise<StorageEvent[]>((r) => (resolve = r));
@@ -91,7 +106,11 @@ test('create, get, list, update, delete: every object carries the revision of it
 
     const listed = s.list(PODS);
     assert.equal(listed.revision, 3);
-    assert.deepEqual(listed.items.map((o) => o.metadata.name), ['a', 'b'], 'key order, services excluded');
+    assert.deepEqual(
+      listed.items.map((o) => o.metadata.name),
+      ['a', 'b'],
+      'key order, services excluded',
+    );
     assert.equal(s.list('').items.length, 3);
 
     const a2 = await s.update(podKey('a'), { ...a, spec: { nodeName: 'node-2' } }, '1');
@@ -102,14 +121,21 @@ test('create, get, list, update, delete: every object carries the revision of it
     assert.equal(gone.metadata.resourceVersion, '5', 'delete returns the last state at the deletion revision');
     assert.deepEqual(gone.spec, { nodeName: 'node-2' });
     assert.equal(s.get(podKey('a')), undefined);
-    assert.deepEqual(s.list(PODS).items.map((o) => o.metadata.name), ['b']);
+    assert.deepEqual(
+      s.list(PODS).items.map((o) => o.metadata.name),
+      ['b'],
+    );
   });
 });
 
 test('AlreadyExists, NotFound and Conflict come back as Kubernetes words them, and change nothing', async () => {
   await withStore(async (s) => {
     await s.create(podKey('a'), pod('a'));
-    await s.create('/registry/apps/deployments/default/d', { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd', uid: 'uid-d' } });
+    await s.create('/registry/apps/deployments/default/d', {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'd', uid: 'uid-d' },
+    });
 
     const exists = await apiError(s.create(podKey('a'), pod('a')));
     assert.equal(exists.reason, 'AlreadyExists');
@@ -120,18 +146,30 @@ test('AlreadyExists, NotFound and Conflict come back as Kubernetes words them, a
     const missing = await apiError(s.update(podKey('nope'), pod('nope')));
     assert.equal(missing.reason, 'NotFound');
     assert.equal(missing.message, 'pods "nope" not found');
-    assert.equal((await apiError(s.delete('/registry/apps/deployments/default/x'))).message, 'deployments.apps "x" not found');
+    assert.equal(
+      (await apiError(s.delete('/registry/apps/deployments/default/x'))).message,
+      'deployments.apps "x" not found',
+    );
     assert.equal((await apiError(s.guaranteedUpdate(podKey('nope'), (o) => o))).reason, 'NotFound');
 
     const stale = await apiError(s.update(podKey('a'), pod('a', { spec: { nodeName: 'n9' } }), '7'));
     assert.equal(stale.reason, 'Conflict');
-    assert.equal(stale.message, 'Operation cannot be fulfilled on pods "a": the object has been modified; please apply your changes to the latest version and try again');
+    assert.equal(
+      stale.message,
+      'Operation cannot be fulfilled on pods "a": the object has been modified; please apply your changes to the latest version and try again',
+    );
 
     const uid = await apiError(s.delete('/registry/apps/deployments/default/d', { uid: 'other' }));
     assert.equal(uid.reason, 'Conflict');
-    assert.match(uid.message, /^Operation cannot be fulfilled on deployments\.apps "d": StorageError: invalid object, Code: 4, .*Precondition failed: UID in precondition: other, UID in object meta: uid-d$/);
+    assert.match(
+      uid.message,
+      /^Operation cannot be fulfilled on deployments\.apps "d": StorageError: invalid object, Code: 4, .*Precondition failed: UID in precondition: other, UID in object meta: uid-d$/,
+    );
     const rv = await apiError(s.delete(podKey('a'), { resourceVersion: '2' }));
-    assert.match(rv.message, /Precondition failed: ResourceVersion in precondition: 2, ResourceVersion in object meta: 1$/);
+    assert.match(
+      rv.message,
+      /Precondition failed: ResourceVersion in precondition: 2, ResourceVersion in object meta: 1$/,
+    );
 
     assert.equal(s.revision(), 2, 'no refused write took a revision');
     assert.equal(s.get(podKey('a'))!.metadata.resourceVersion, '1');
@@ -152,23 +190,40 @@ test('an update that changes nothing writes nothing: same resourceVersion, no ev
     assert.equal((await s.guaranteedUpdate(podKey('a'), (o) => o)).metadata.resourceVersion, '1');
     const changed = await s.update(podKey('a'), { ...a, status: { phase: 'Running' } });
     assert.equal(changed.metadata.resourceVersion, '2');
-    assert.deepEqual(events.map((e) => e.revision), [2]);
+    assert.deepEqual(
+      events.map((e) => e.revision),
+      [2],
+    );
   });
 });
 
 test('guaranteedUpdate: concurrent read-modify-writes of one object are retried on conflict and none is lost', async () => {
   await withStore(async (s) => {
-    await s.create('/registry/core/configmaps/default/counter', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'counter' }, data: { n: '0' } });
+    await s.create('/registry/core/configmaps/default/counter', {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'counter' },
+      data: { n: '0' },
+    });
     const bump = (o: KubeObject): Promise<KubeObject> =>
       // An asynchronous mutate lets the other writers commit in between, forcing conflicts.
-      new Promise((resolve) => setImmediate(() => resolve({ ...o, data: { n: String(Number((o.data as { n: string }).n) + 1) } })));
-    const results = await Promise.all(Array.from({ length: 25 }, () => s.guaranteedUpdate('/registry/core/configmaps/default/counter', bump)));
+      new Promise((resolve) =>
+        setImmediate(() => resolve({ ...o, data: { n: String(Number((o.data as { n: string }).n) + 1) } })),
+      );
+    const results = await Promise.all(
+      Array.from({ length: 25 }, () => s.guaranteedUpdate('/registry/core/configmaps/default/counter', bump)),
+    );
     assert.deepEqual(s.get('/registry/core/configmaps/default/counter')!.data, { n: '25' });
-    assert.deepEqual(results.map((r) => Number(r.metadata.resourceVersion)).sort((x, y) => x - y), Array.from({ length: 25 }, (_, i) => i + 2));
+    assert.deepEqual(
+      results.map((r) => Number(r.metadata.resourceVersion)).sort((x, y) => x - y),
+      Array.from({ length: 25 }, (_, i) => i + 2),
+    );
 
-    const refused = await apiError(s.guaranteedUpdate('/registry/core/configmaps/default/counter', () => {
-      throw new ApiError('Invalid', 'mutate refused');
-    }));
+    const refused = await apiError(
+      s.guaranteedUpdate('/registry/core/configmaps/default/counter', () => {
+        throw new ApiError('Invalid', 'mutate refused');
+      }),
+    );
     assert.equal(refused.message, 'mutate refused');
     assert.equal(s.revision(), 26);
   });
@@ -185,19 +240,34 @@ test('watch: many concurrent writers; every watcher sees each write once, in rev
       Array.from({ length: WRITERS }, async (_, w) => {
         const key = podKey(`w${w}`);
         acked.push(Number((await s.create(key, pod(`w${w}`))).metadata.resourceVersion));
-        for (let i = 1; i < PER_WRITER - 1; i++) acked.push(Number((await s.update(key, pod(`w${w}`, { status: { i } }))).metadata.resourceVersion));
+        for (let i = 1; i < PER_WRITER - 1; i++)
+          acked.push(Number((await s.update(key, pod(`w${w}`, { status: { i } }))).metadata.resourceVersion));
         acked.push(Number((await s.delete(key)).metadata.resourceVersion));
       }),
     );
-    assert.deepEqual(acked.sort((a, b) => a - b), Array.from({ length: total }, (_, i) => i + 1), 'each write got exactly its own revision');
+    assert.deepEqual(
+      acked.sort((a, b) => a - b),
+      Array.from({ length: total }, (_, i) => i + 1),
+      'each write got exactly its own revision',
+    );
     for (const w of watchers) {
       const events = await w.done;
-      assert.deepEqual(events.map((e) => e.revision), Array.from({ length: total }, (_, i) => i + 1));
+      assert.deepEqual(
+        events.map((e) => e.revision),
+        Array.from({ length: total }, (_, i) => i + 1),
+      );
       for (const e of events) assert.equal(e.object.metadata.resourceVersion, String(e.revision));
     }
     const first = (await watchers[0]!.done).filter((e) => e.key === podKey('w0'));
-    assert.deepEqual(first.map((e) => e.type), ['ADDED', ...Array<string>(PER_WRITER - 2).fill('MODIFIED'), 'DELETED']);
-    assert.equal(first.at(-1)!.prevObject!.metadata.resourceVersion, first.at(-2)!.object.metadata.resourceVersion, 'DELETED carries the last state as prevObject');
+    assert.deepEqual(
+      first.map((e) => e.type),
+      ['ADDED', ...Array<string>(PER_WRITER - 2).fill('MODIFIED'), 'DELETED'],
+    );
+    assert.equal(
+      first.at(-1)!.prevObject!.metadata.resourceVersion,
+      first.at(-2)!.object.metadata.resourceVersion,
+      'DELETED carries the last state as prevObject',
+    );
   });
 });
 
@@ -212,7 +282,10 @@ test('list then watch in the same turn, while writers run: every later event exa
     await writers;
     const events = await seen.done;
     assert.ok(snapshot.revision < N, 'the list was taken mid-burst');
-    assert.deepEqual(events.map((e) => e.revision), Array.from({ length: N - snapshot.revision }, (_, i) => snapshot.revision + i + 1));
+    assert.deepEqual(
+      events.map((e) => e.revision),
+      Array.from({ length: N - snapshot.revision }, (_, i) => snapshot.revision + i + 1),
+    );
     const names = new Set(snapshot.items.map((o) => o.metadata.name));
     for (const e of events) {
       assert.ok(!names.has(e.object.metadata.name), `${e.object.metadata.name ?? ''} was both listed and watched`);
@@ -234,12 +307,15 @@ test('watch from before a restart replays from the persisted history, with types
     assert.equal(s.revision(), 12);
     const w = collect(s, PODS, 8, 12);
     const events = await w.done;
-    assert.deepEqual(events.map((e) => [e.type, e.revision, e.object.metadata.name]), [
-      ['ADDED', 9, 'p8'],
-      ['ADDED', 10, 'p9'],
-      ['MODIFIED', 11, 'p3'],
-      ['DELETED', 12, 'p4'],
-    ]);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.revision, e.object.metadata.name]),
+      [
+        ['ADDED', 9, 'p8'],
+        ['ADDED', 10, 'p9'],
+        ['MODIFIED', 11, 'p3'],
+        ['DELETED', 12, 'p4'],
+      ],
+    );
     assert.equal(events[2]!.prevObject!.metadata.resourceVersion, '4');
     assert.equal(events[3]!.object.metadata.resourceVersion, '12');
     await s.create(podKey('late'), pod('late'));
@@ -249,15 +325,22 @@ test('watch from before a restart replays from the persisted history, with types
 
 test('a watch older than the in-memory ring is replayed from lmdb history, then the ring, then live events, without a gap while writers run', async () => {
   // The ring holds 1,024 events; with 1,500 kept in history, a watch from 600 revisions back starts on disk.
-  await withStore(async (s) => {
-    const N = 2000;
-    const writers = createBurst(s, N);
-    await revisionReached(s, 1700);
-    const from = s.revision() - 1200;
-    const events = await collect(s, PODS, from, N).done;
-    await writers;
-    assert.deepEqual(events.map((e) => e.revision), Array.from({ length: N - from }, (_, i) => from + i + 1));
-  }, tempDir(), { historyLimit: 1500 });
+  await withStore(
+    async (s) => {
+      const N = 2000;
+      const writers = createBurst(s, N);
+      await revisionReached(s, 1700);
+      const from = s.revision() - 1200;
+      const events = await collect(s, PODS, from, N).done;
+      await writers;
+      assert.deepEqual(
+        events.map((e) => e.revision),
+        Array.from({ length: N - from }, (_, i) => from + i + 1),
+      );
+    },
+    tempDir(),
+    { historyLimit: 1500 },
+  );
 });
 
 test('history is bounded: a watch from a compacted revision gets 410 Expired, before and after a restart', async () => {
@@ -265,22 +348,39 @@ test('history is bounded: a watch from a compacted revision gets 410 Expired, be
   // Revisions 8..12 are kept: 7 is compacted, so a watch from 7 is complete and one from 6 is not.
   const check = async (st: Storage): Promise<void> => {
     const from7 = await collect(st, PODS, 7, 12).done;
-    assert.deepEqual(from7.map((e) => e.revision), [8, 9, 10, 11, 12]);
+    assert.deepEqual(
+      from7.map((e) => e.revision),
+      [8, 9, 10, 11, 12],
+    );
     const err = await apiError(() => st.watch(PODS, 6, () => undefined));
     assert.equal(err.reason, 'Expired');
     assert.equal(err.code, 410);
     assert.equal(err.message, 'too old resource version: 6 (7)');
   };
-  await withStore(async (s) => {
-    for (let i = 0; i < 12; i++) await s.create(podKey(`p${i}`), pod(`p${i}`));
-    await check(s);
-  }, dir, { historyLimit: 5 });
+  await withStore(
+    async (s) => {
+      for (let i = 0; i < 12; i++) await s.create(podKey(`p${i}`), pod(`p${i}`));
+      await check(s);
+    },
+    dir,
+    { historyLimit: 5 },
+  );
   await withStore(check, dir, { historyLimit: 5 });
   // Reopened with a smaller limit, the store compacts down to it before serving.
-  await withStore(async (s) => {
-    assert.equal((await apiError(() => s.watch(PODS, 9, () => undefined))).message, 'too old resource version: 9 (10)');
-    assert.deepEqual((await collect(s, PODS, 10, 12).done).map((e) => e.revision), [11, 12]);
-  }, dir, { historyLimit: 2 });
+  await withStore(
+    async (s) => {
+      assert.equal(
+        (await apiError(() => s.watch(PODS, 9, () => undefined))).message,
+        'too old resource version: 9 (10)',
+      );
+      assert.deepEqual(
+        (await collect(s, PODS, 10, 12).done).map((e) => e.revision),
+        [11, 12],
+      );
+    },
+    dir,
+    { historyLimit: 2 },
+  );
 });
 
 test('a watch from beyond the store revision is refused with ResourceVersionTooLarge (504)', async () => {
@@ -310,12 +410,20 @@ test('restart: revisions keep increasing and are never reused, even after every 
 test('a listener that throws ends only its own watch; other watchers and the store carry on', async () => {
   await withStore(async (s) => {
     const errors: unknown[] = [];
-    s.watch(PODS, 0, () => {
-      throw new Error('broken consumer');
-    }, (err) => errors.push(err));
+    s.watch(
+      PODS,
+      0,
+      () => {
+        throw new Error('broken consumer');
+      },
+      (err) => errors.push(err),
+    );
     const good = collect(s, PODS, 0, 3);
     for (const n of ['a', 'b', 'c']) await s.create(podKey(n), pod(n));
-    assert.deepEqual((await good.done).map((e) => e.revision), [1, 2, 3]);
+    assert.deepEqual(
+      (await good.done).map((e) => e.revision),
+      [1, 2, 3],
+    );
     assert.equal(errors.length, 1);
     assert.equal(s.get(podKey('c'))!.metadata.resourceVersion, '3');
   });
@@ -340,11 +448,18 @@ test('bad input is refused with BadRequest and leaves the store as it was', asyn
       ['fractional watch revision', () => s.watch(PODS, 1.5, () => undefined)],
     ];
     for (const [what, act] of refusals) assert.equal((await apiError(act)).reason, 'BadRequest', what);
-    await assert.rejects(s.create('relative', pod('x')), ApiError, 'a refused write is a rejected promise, not a synchronous throw');
+    await assert.rejects(
+      s.create('relative', pod('x')),
+      ApiError,
+      'a refused write is a rejected promise, not a synchronous throw',
+    );
     const huge = await apiError(s.create(podKey('huge'), pod('huge', { data: 'x'.repeat(2 * 1024 * 1024) })));
     assert.equal(huge.reason, 'RequestEntityTooLarge');
     assert.equal(s.revision(), 1);
-    assert.deepEqual(s.list('').items.map((o) => o.metadata.name), ['a']);
+    assert.deepEqual(
+      s.list('').items.map((o) => o.metadata.name),
+      ['a'],
+    );
     assert.equal((await s.create(podKey('b'), pod('b'))).metadata.resourceVersion, '2');
     await assert.rejects(Storage.open(tempDir(), { historyLimit: 0 }), RangeError);
   });

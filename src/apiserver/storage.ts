@@ -66,7 +66,11 @@ type Decision =
  * What a write decides, inside its transaction, from the current state of its key (undefined if absent) and
  * the validated copy of the object it writes (`next`, undefined for a delete).
  */
-type Decide = (current: KubeObject | undefined, currentJson: string | undefined, next: KubeObject | undefined) => Decision;
+type Decide = (
+  current: KubeObject | undefined,
+  currentJson: string | undefined,
+  next: KubeObject | undefined,
+) => Decision;
 
 /** One write as it goes through its transaction. */
 interface WriteSlot {
@@ -90,24 +94,40 @@ function describeKey(key: string): { qualifiedResource: string; group: string; r
   if (parts.length >= 5 && parts[1] === 'registry') {
     const group = parts[2] === 'core' ? '' : parts[2]!;
     const resource = parts[3]!;
-    return { qualifiedResource: group === '' ? resource : `${resource}.${group}`, group, resource, name: parts[parts.length - 1]! };
+    return {
+      qualifiedResource: group === '' ? resource : `${resource}.${group}`,
+      group,
+      resource,
+      name: parts[parts.length - 1]!,
+    };
   }
   return { qualifiedResource: 'objects', group: '', resource: 'objects', name: key };
 }
 
 function notFound(key: string): ApiError {
   const d = describeKey(key);
-  return new ApiError('NotFound', `${d.qualifiedResource} "${d.name}" not found`, { name: d.name, group: d.group, kind: d.resource });
+  return new ApiError('NotFound', `${d.qualifiedResource} "${d.name}" not found`, {
+    name: d.name,
+    group: d.group,
+    kind: d.resource,
+  });
 }
 
 function conflict(key: string, why: string): ApiError {
   const d = describeKey(key);
-  return new ApiError('Conflict', `Operation cannot be fulfilled on ${d.qualifiedResource} "${d.name}": ${why}`, { name: d.name, group: d.group, kind: d.resource });
+  return new ApiError('Conflict', `Operation cannot be fulfilled on ${d.qualifiedResource} "${d.name}": ${why}`, {
+    name: d.name,
+    group: d.group,
+    kind: d.resource,
+  });
 }
 
 /** A failed delete precondition, worded as etcd3 store's storage.NewInvalidObjError is served. */
 function preconditionFailed(key: string, what: string, wanted: string, actual: string | undefined): ApiError {
-  return conflict(key, `StorageError: invalid object, Code: 4, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ${what} in precondition: ${wanted}, ${what} in object meta: ${actual ?? ''}`);
+  return conflict(
+    key,
+    `StorageError: invalid object, Code: 4, Key: ${key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ${what} in precondition: ${wanted}, ${what} in object meta: ${actual ?? ''}`,
+  );
 }
 
 function expired(from: number, compacted: number): ApiError {
@@ -118,10 +138,19 @@ function badRequest(message: string): ApiError {
   return new ApiError('BadRequest', message);
 }
 
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTER = /[\u0000-\u001f]/;
+
 function checkKey(key: unknown): asserts key is string {
-  // eslint-disable-next-line no-control-regex
-  if (typeof key !== 'string' || !key.startsWith('/') || /[\u0000-\u001f]/.test(key) || Buffer.byteLength(key) > MAX_KEY_BYTES) {
-    throw badRequest(`invalid storage key ${JSON.stringify(key)}: it must start with "/", hold no control characters and be at most ${MAX_KEY_BYTES} bytes`);
+  if (
+    typeof key !== 'string' ||
+    !key.startsWith('/') ||
+    CONTROL_CHARACTER.test(key) ||
+    Buffer.byteLength(key) > MAX_KEY_BYTES
+  ) {
+    throw badRequest(
+      `invalid storage key ${JSON.stringify(key)}: it must start with "/", hold no control characters and be at most ${MAX_KEY_BYTES} bytes`,
+    );
   }
 }
 
@@ -135,14 +164,16 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 /** A private copy of `obj` as it will be stored, or BadRequest when it cannot be stored. */
 function copyForStorage(obj: unknown): KubeObject {
-  if (!isRecord(obj) || !isRecord(obj.metadata)) throw badRequest('an object to store must be a JSON object with a metadata object');
+  if (!isRecord(obj) || !isRecord(obj.metadata))
+    throw badRequest('an object to store must be a JSON object with a metadata object');
   let json: string;
   try {
     json = JSON.stringify(obj);
   } catch (err) {
     throw badRequest(`the object cannot be stored as JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (json.length > MAX_OBJECT_BYTES) throw new ApiError('RequestEntityTooLarge', `the object is ${json.length} bytes; the limit is ${MAX_OBJECT_BYTES}`);
+  if (json.length > MAX_OBJECT_BYTES)
+    throw new ApiError('RequestEntityTooLarge', `the object is ${json.length} bytes; the limit is ${MAX_OBJECT_BYTES}`);
   return JSON.parse(json) as KubeObject;
 }
 
@@ -184,7 +215,8 @@ export class Storage {
   /** Opens (creating if needed) the store in `dir`. `historyLimit`: revisions of history kept for watches. */
   static async open(dir: string, options: { historyLimit?: number } = {}): Promise<Storage> {
     const historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
-    if (!Number.isSafeInteger(historyLimit) || historyLimit < 1) throw new RangeError(`historyLimit must be a positive integer, got ${historyLimit}`);
+    if (!Number.isSafeInteger(historyLimit) || historyLimit < 1)
+      throw new RangeError(`historyLimit must be a positive integer, got ${historyLimit}`);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const env = open({
       path: dir,
@@ -241,7 +273,10 @@ export class Storage {
     try {
       const revision = this.meta.get('revision', { transaction: txn }) ?? 0;
       const items: KubeObject[] = [];
-      for (const { key, value } of this.objects.getRange({ start: prefix === '' ? undefined : prefix, transaction: txn })) {
+      for (const { key, value } of this.objects.getRange({
+        start: prefix === '' ? undefined : prefix,
+        transaction: txn,
+      })) {
         if (!key.startsWith(prefix)) break;
         items.push(JSON.parse(value) as KubeObject);
       }
@@ -256,7 +291,13 @@ export class Storage {
     return this.write(key, obj, (current, _json, next) => {
       if (current !== undefined) {
         const d = describeKey(key);
-        return { error: new ApiError('AlreadyExists', `${d.qualifiedResource} "${d.name}" already exists`, { name: d.name, group: d.group, kind: d.resource }) };
+        return {
+          error: new ApiError('AlreadyExists', `${d.qualifiedResource} "${d.name}" already exists`, {
+            name: d.name,
+            group: d.group,
+            kind: d.resource,
+          }),
+        };
       }
       return { type: 'ADDED', next: next! };
     });
@@ -271,7 +312,8 @@ export class Storage {
     return this.write(key, obj, (current, currentJson, next) => {
       if (current === undefined) return { error: notFound(key) };
       const currentRv = current.metadata.resourceVersion ?? '';
-      if (expectedResourceVersion !== undefined && expectedResourceVersion !== currentRv) return { error: conflict(key, CONFLICT_MODIFIED) };
+      if (expectedResourceVersion !== undefined && expectedResourceVersion !== currentRv)
+        return { error: conflict(key, CONFLICT_MODIFIED) };
       if (serialize(next!, currentRv) === currentJson) return { unchanged: current };
       return { type: 'MODIFIED', next: next! };
     });
@@ -282,7 +324,10 @@ export class Storage {
    * written if the object has not changed since it was read; otherwise `mutate` runs again on the newer
    * object, as etcd3 store's GuaranteedUpdate retries. `404 NotFound` if absent; errors from `mutate` pass through.
    */
-  async guaranteedUpdate(key: string, mutate: (current: KubeObject) => KubeObject | Promise<KubeObject>): Promise<KubeObject> {
+  async guaranteedUpdate(
+    key: string,
+    mutate: (current: KubeObject) => KubeObject | Promise<KubeObject>,
+  ): Promise<KubeObject> {
     for (;;) {
       const current = this.get(key);
       if (current === undefined) throw notFound(key);
@@ -305,7 +350,8 @@ export class Storage {
     return this.write(key, undefined, (current) => {
       if (current === undefined) return { error: notFound(key) };
       const { uid, resourceVersion } = preconditions;
-      if (uid !== undefined && uid !== current.metadata.uid) return { error: preconditionFailed(key, 'UID', uid, current.metadata.uid) };
+      if (uid !== undefined && uid !== current.metadata.uid)
+        return { error: preconditionFailed(key, 'UID', uid, current.metadata.uid) };
       if (resourceVersion !== undefined && resourceVersion !== current.metadata.resourceVersion) {
         return { error: preconditionFailed(key, 'ResourceVersion', resourceVersion, current.metadata.resourceVersion) };
       }
@@ -326,7 +372,8 @@ export class Storage {
   watch(prefix: string, fromRevision: number, listener: StorageListener, onError?: (err: unknown) => void): () => void {
     this.checkOpen();
     checkPrefix(prefix);
-    if (!Number.isSafeInteger(fromRevision) || fromRevision < 0) throw badRequest(`invalid resource version: ${String(fromRevision)}`);
+    if (!Number.isSafeInteger(fromRevision) || fromRevision < 0)
+      throw badRequest(`invalid resource version: ${String(fromRevision)}`);
     const cached = this.cache.since(fromRevision);
     if (cached !== undefined) {
       if (fromRevision > this.cache.lastRevision) this.checkNotTooLarge(fromRevision);
@@ -408,7 +455,10 @@ export class Storage {
         (err: unknown) => {
           if (slot.pending !== undefined) slot.pending.state = 'failed';
           this.dispatch();
-          throw new ApiError('InternalError', `the store could not commit the write to ${key}: ${err instanceof Error ? err.message : String(err)}`);
+          throw new ApiError(
+            'InternalError',
+            `the store could not commit the write to ${key}: ${err instanceof Error ? err.message : String(err)}`,
+          );
         },
       );
     this.inflight.add(done);

@@ -32,7 +32,11 @@ interface FieldTags {
 }
 type Schema = Readonly<Record<string, FieldTags>>;
 
-const merge = (mergeKey?: string, fields?: Schema): FieldTags => ({ merge: true, ...(mergeKey !== undefined ? { mergeKey } : {}), ...(fields !== undefined ? { fields } : {}) });
+const merge = (mergeKey?: string, fields?: Schema): FieldTags => ({
+  merge: true,
+  ...(mergeKey !== undefined ? { mergeKey } : {}),
+  ...(fields !== undefined ? { fields } : {}),
+});
 const struct = (fields: Schema): FieldTags => ({ fields });
 
 const OBJECT_META: Schema = { finalizers: merge(), ownerReferences: merge('uid') };
@@ -65,17 +69,34 @@ const SCHEMAS: ReadonlyMap<string, Schema> = new Map<string, Schema>([
     '/Pod',
     metaOnly({
       spec: struct(POD_SPEC),
-      status: struct({ conditions: merge('type'), hostIPs: merge('ip'), podIPs: merge('ip'), resourceClaimStatuses: merge('name') }),
+      status: struct({
+        conditions: merge('type'),
+        hostIPs: merge('ip'),
+        podIPs: merge('ip'),
+        resourceClaimStatuses: merge('name'),
+      }),
     }),
   ],
   ['/Service', metaOnly({ spec: struct({ ports: merge('port') }), status: struct(CONDITIONS_STATUS) })],
-  ['/Node', metaOnly({ spec: struct({ podCIDRs: merge() }), status: struct({ conditions: merge('type'), addresses: merge('type') }) })],
+  [
+    '/Node',
+    metaOnly({
+      spec: struct({ podCIDRs: merge() }),
+      status: struct({ conditions: merge('type'), addresses: merge('type') }),
+    }),
+  ],
   ['/ServiceAccount', metaOnly({ secrets: merge('name') })],
   ['/Secret', metaOnly()],
   ['/ConfigMap', metaOnly()],
   ['/Event', metaOnly()],
-  ['apps/Deployment', metaOnly({ spec: struct({ template: struct(POD_TEMPLATE_SPEC) }), status: struct(CONDITIONS_STATUS) })],
-  ['apps/ReplicaSet', metaOnly({ spec: struct({ template: struct(POD_TEMPLATE_SPEC) }), status: struct(CONDITIONS_STATUS) })],
+  [
+    'apps/Deployment',
+    metaOnly({ spec: struct({ template: struct(POD_TEMPLATE_SPEC) }), status: struct(CONDITIONS_STATUS) }),
+  ],
+  [
+    'apps/ReplicaSet',
+    metaOnly({ spec: struct({ template: struct(POD_TEMPLATE_SPEC) }), status: struct(CONDITIONS_STATUS) }),
+  ],
   ['batch/Job', metaOnly({ spec: struct(JOB_SPEC), status: struct(CONDITIONS_STATUS) })],
   ['batch/CronJob', metaOnly({ spec: struct({ jobTemplate: struct(metaOnly({ spec: struct(JOB_SPEC) })) }) })],
   ['discovery.k8s.io/EndpointSlice', metaOnly()],
@@ -105,13 +126,20 @@ class PatchError extends Error {
 }
 
 const errNoListOfLists = (): PatchError => new PatchError('lists of lists are not supported', 'invalid');
-const errBadPatchFormatForPrimitiveList = (): PatchError => new PatchError('invalid patch format of primitive list', 'badRequest');
-const errBadPatchFormatForRetainKeys = (): PatchError => new PatchError('invalid patch format of retainKeys', 'badRequest');
-const errBadPatchFormatForSetElementOrderList = (): PatchError => new PatchError('invalid patch format of setElementOrder list', 'badRequest');
-const errNoMergeKey = (m: unknown, key: string): PatchError => new PatchError(`map: ${goValue(m)} does not contain declared merge key: ${key}`);
-const errBadArgType = (expected: GoType, actual: unknown): PatchError => new PatchError(`expected a ${expected}, but received a ${goTypeOf(actual)}`);
+const errBadPatchFormatForPrimitiveList = (): PatchError =>
+  new PatchError('invalid patch format of primitive list', 'badRequest');
+const errBadPatchFormatForRetainKeys = (): PatchError =>
+  new PatchError('invalid patch format of retainKeys', 'badRequest');
+const errBadPatchFormatForSetElementOrderList = (): PatchError =>
+  new PatchError('invalid patch format of setElementOrder list', 'badRequest');
+const errNoMergeKey = (m: unknown, key: string): PatchError =>
+  new PatchError(`map: ${goValue(m)} does not contain declared merge key: ${key}`);
+const errBadArgType = (expected: GoType, actual: unknown): PatchError =>
+  new PatchError(`expected a ${expected}, but received a ${goTypeOf(actual)}`);
 const errBadPatchType = (t: unknown, m: JsonMap): PatchError =>
-  new PatchError(`unknown patch type: ${typeof t === 'string' ? t : `%!s(${goTypeOf(t)}=${goValue(t)})`} in map: ${goValue(m)}`);
+  new PatchError(
+    `unknown patch type: ${typeof t === 'string' ? t : `%!s(${goTypeOf(t)}=${goValue(t)})`} in map: ${goValue(m)}`,
+  );
 
 function toApiError(e: PatchError): ApiError {
   switch (e.disposition) {
@@ -338,7 +366,13 @@ function normalizeSliceOrder(toSort: unknown[], order: readonly unknown[], merge
 }
 
 /** Interleaves server-only items into the patch items, keeping each list's order and the live order where known. */
-function mergeSortedSlice(left: readonly unknown[], right: readonly unknown[], serverOrder: readonly unknown[], mergeKey: string, kind: GoType): unknown[] {
+function mergeSortedSlice(
+  left: readonly unknown[],
+  right: readonly unknown[],
+  serverOrder: readonly unknown[],
+  mergeKey: string,
+  kind: GoType,
+): unknown[] {
   const isMapKind = kind === 'map[string]interface {}';
   const out: unknown[] = [];
   let i = 0;
@@ -370,7 +404,11 @@ function normalizeElementOrder(
 }
 
 /** Splits `list` into the items present in `by` and the server-only rest. */
-function partitionByPresence(list: readonly unknown[], by: readonly unknown[], mergeKey: string): [unknown[], unknown[]] {
+function partitionByPresence(
+  list: readonly unknown[],
+  by: readonly unknown[],
+  mergeKey: string,
+): [unknown[], unknown[]] {
   const present: unknown[] = [];
   const serverOnly: unknown[] = [];
   if (mergeKey === '') {
@@ -396,7 +434,9 @@ function lookup(schema: Schema | undefined, key: string): FieldTags {
 function extractKey(s: string, prefix: string): string {
   const slash = s.indexOf('/');
   if (slash < 0 || s.slice(0, slash) !== prefix) {
-    throw prefix === DELETE_FROM_PRIMITIVE_LIST_PREFIX ? errBadPatchFormatForPrimitiveList() : errBadPatchFormatForSetElementOrderList();
+    throw prefix === DELETE_FROM_PRIMITIVE_LIST_PREFIX
+      ? errBadPatchFormatForPrimitiveList()
+      : errBadPatchFormatForSetElementOrderList();
   }
   return s.slice(slash + 1);
 }
@@ -426,7 +466,9 @@ function validatePatchWithSetOrderList(patchList: unknown, setOrderList: unknown
     s++;
   }
   if (p < nonDelete.length && s >= setOrderList.length) {
-    throw new PatchError(`The order in patch list:\n${goValue(patchList)}\n doesn't match ${SET_ELEMENT_ORDER_PREFIX} list:\n${goValue(setOrderList)}\n`);
+    throw new PatchError(
+      `The order in patch list:\n${goValue(patchList)}\n doesn't match ${SET_ELEMENT_ORDER_PREFIX} list:\n${goValue(setOrderList)}\n`,
+    );
   }
 }
 
@@ -448,7 +490,8 @@ function applyRetainKeysDirective(original: JsonMap, patch: JsonMap): void {
   if (!Array.isArray(list)) throw errBadPatchFormatForRetainKeys();
   const retained = new Set<unknown>(list);
   for (const [k, v] of Object.entries(patch)) {
-    if (v === null || k.startsWith(DELETE_FROM_PRIMITIVE_LIST_PREFIX) || k.startsWith(SET_ELEMENT_ORDER_PREFIX)) continue;
+    if (v === null || k.startsWith(DELETE_FROM_PRIMITIVE_LIST_PREFIX) || k.startsWith(SET_ELEMENT_ORDER_PREFIX))
+      continue;
     if (!retained.has(k)) throw errBadPatchFormatForRetainKeys();
   }
   for (const k of Object.keys(original)) if (!retained.has(k)) Reflect.deleteProperty(original, k);
@@ -488,10 +531,18 @@ function mergePatchIntoOriginal(original: JsonMap, patch: JsonMap, schema: Schem
 
 /** A list field: merged by its tags when it has `patchStrategy: merge`, otherwise replaced by the patch. */
 function mergeListField(original: unknown[], patch: unknown[], tags: FieldTags, isDeleteList: boolean): unknown[] {
-  return tags.merge === true ? mergeSlice(original, patch, tags.fields, tags.mergeKey ?? '', isDeleteList) : (asDecoded(patch) as unknown[]);
+  return tags.merge === true
+    ? mergeSlice(original, patch, tags.fields, tags.mergeKey ?? '', isDeleteList)
+    : (asDecoded(patch) as unknown[]);
 }
 
-function mergeSlice(original: unknown[], patch: unknown[], elemSchema: Schema | undefined, mergeKey: string, isDeleteList: boolean): unknown[] {
+function mergeSlice(
+  original: unknown[],
+  patch: unknown[],
+  elemSchema: Schema | undefined,
+  mergeKey: string,
+  isDeleteList: boolean,
+): unknown[] {
   if (original.length === 0 && patch.length === 0) return original;
   const kind = sliceElementType(original, patch);
   let merged: unknown[];
@@ -514,7 +565,11 @@ function mergeSlice(original: unknown[], patch: unknown[], elemSchema: Schema | 
 }
 
 /** Applies `$patch: delete` and `$patch: replace` elements; returns the new base and the plain patch items. */
-function mergeSliceWithSpecialElements(original: unknown[], patch: unknown[], mergeKey: string): [unknown[], unknown[]] {
+function mergeSliceWithSpecialElements(
+  original: unknown[],
+  patch: unknown[],
+  mergeKey: string,
+): [unknown[], unknown[]] {
   const plain: unknown[] = [];
   let replace = false;
   let base = original;
@@ -542,12 +597,18 @@ function mergeSliceWithSpecialElements(original: unknown[], patch: unknown[], me
 /** Removes every item whose merge key has `value`. */
 function deleteMatchingEntries(list: readonly unknown[], mergeKey: string, value: unknown): unknown[] {
   const out = [...list];
-  for (let i = findMapByKeyValue(out, mergeKey, value); i >= 0; i = findMapByKeyValue(out, mergeKey, value)) out.splice(i, 1);
+  for (let i = findMapByKeyValue(out, mergeKey, value); i >= 0; i = findMapByKeyValue(out, mergeKey, value))
+    out.splice(i, 1);
   return out;
 }
 
 /** Merges each patch item into the original item with the same merge key value, or appends it. */
-function mergeSliceWithoutSpecialElements(original: unknown[], patch: unknown[], mergeKey: string, elemSchema: Schema | undefined): unknown[] {
+function mergeSliceWithoutSpecialElements(
+  original: unknown[],
+  patch: unknown[],
+  mergeKey: string,
+  elemSchema: Schema | undefined,
+): unknown[] {
   const out = [...original];
   for (const v of patch) {
     const item = v as JsonMap;
@@ -608,7 +669,10 @@ export function applyStrategicMergePatch(doc: KubeObject, patch: unknown, kind: 
   }
   if (patch === null) return structuredClone(doc);
   if (!isMap(patch)) {
-    throw new ApiError('BadRequest', `json: cannot unmarshal ${goJsonKind(patch)} into Go value of type map[string]interface {}`);
+    throw new ApiError(
+      'BadRequest',
+      `json: cannot unmarshal ${goJsonKind(patch)} into Go value of type map[string]interface {}`,
+    );
   }
   try {
     return mergeMap(structuredClone(doc), structuredClone(patch), schema) as KubeObject;

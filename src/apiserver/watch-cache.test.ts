@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { WatchCache, deepFreeze, type StorageEvent } from './watch-cache.js';
 
 function event(revision: number, key = `/registry/core/pods/default/p${revision}`): StorageEvent {
-  return deepFreeze({ type: 'ADDED', key, revision, object: { apiVersion: 'v1', kind: 'Pod', metadata: { name: `p${revision}`, resourceVersion: String(revision) } } });
+  return deepFreeze({
+    type: 'ADDED',
+    key,
+    revision,
+    object: { apiVersion: 'v1', kind: 'Pod', metadata: { name: `p${revision}`, resourceVersion: String(revision) } },
+  });
 }
 
 const revisions = (events: readonly StorageEvent[] | undefined): number[] | undefined => events?.map((e) => e.revision);
@@ -57,10 +62,16 @@ test('watch: a listener that throws ends its own watch only; onError gets the er
   const good: number[] = [];
   const errors: unknown[] = [];
   let badCalls = 0;
-  c.watch('', 0, [], () => {
-    badCalls++;
-    throw new Error('listener failed');
-  }, (err) => errors.push(err));
+  c.watch(
+    '',
+    0,
+    [],
+    () => {
+      badCalls++;
+      throw new Error('listener failed');
+    },
+    (err) => errors.push(err),
+  );
   c.watch('', 0, [], (e) => good.push(e.revision));
   c.watch('', 0, [], () => {
     throw new Error('no onError');
@@ -75,9 +86,15 @@ test('watch: a listener that throws ends its own watch only; onError gets the er
 
   // A throw during the replay ends that watch too.
   const replayErrors: unknown[] = [];
-  c.watch('', 0, c.since(0)!, () => {
-    throw new Error('replay failed');
-  }, (err) => replayErrors.push(err));
+  c.watch(
+    '',
+    0,
+    c.since(0)!,
+    () => {
+      throw new Error('replay failed');
+    },
+    (err) => replayErrors.push(err),
+  );
   await afterMicrotasks();
   assert.equal(replayErrors.length, 1);
   assert.equal(c.watcherCount, 1);

@@ -53,7 +53,8 @@ export class WatchCache {
 
   /** `lastRevision` is the store's revision when the cache starts: events after it are appended. */
   constructor(capacity: number, lastRevision: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`watch cache capacity must be a positive integer, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError(`watch cache capacity must be a positive integer, got ${capacity}`);
     this.ring = new Array<StorageEvent | undefined>(capacity).fill(undefined);
     this.last = lastRevision;
   }
@@ -74,7 +75,8 @@ export class WatchCache {
 
   /** Adds the next event (its revision must be `lastRevision + 1`) and hands it to every watcher of its key. */
   append(e: StorageEvent): void {
-    if (e.revision !== this.last + 1) throw new Error(`watch cache: event revision ${e.revision} does not follow ${this.last}`);
+    if (e.revision !== this.last + 1)
+      throw new Error(`watch cache: event revision ${e.revision} does not follow ${this.last}`);
     const capacity = this.ring.length;
     if (this.size === capacity) {
       this.ring[this.start] = e;
@@ -110,9 +112,22 @@ export class WatchCache {
    * to {@link lastRevision}, oldest first; they are delivered (filtered by prefix) from a microtask, so never
    * before this returns, and live events follow them in order. Returns the function that stops the watch.
    */
-  watch(prefix: string, from: number, replay: readonly StorageEvent[], listener: StorageListener, onError?: (err: unknown) => void): () => void {
+  watch(
+    prefix: string,
+    from: number,
+    replay: readonly StorageEvent[],
+    listener: StorageListener,
+    onError?: (err: unknown) => void,
+  ): () => void {
     const backlog = replay.filter((e) => e.revision > from && e.key.startsWith(prefix));
-    const w: Watcher = { prefix, listener, onError, seen: Math.max(from, this.last), backlog: backlog.length > 0 ? backlog : undefined, active: true };
+    const w: Watcher = {
+      prefix,
+      listener,
+      onError,
+      seen: Math.max(from, this.last),
+      backlog: backlog.length > 0 ? backlog : undefined,
+      active: true,
+    };
     this.watchers.add(w);
     if (w.backlog !== undefined) queueMicrotask(() => this.drain(w));
     return () => this.stop(w);

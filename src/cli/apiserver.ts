@@ -7,10 +7,18 @@ import { fatal } from './fatal.js';
 export function apiserverCommand(): Command {
   return new Command('apiserver')
     .description('run the embedded Kubernetes API server (kubectl works against DATA_DIR/kubeconfig)')
-    .option('--data-dir <dir>', 'where the store, the cluster CA and the admin kubeconfig live (mode 0700)', APISERVER_DEFAULTS.dataDir)
+    .option(
+      '--data-dir <dir>',
+      'where the store, the cluster CA and the admin kubeconfig live (mode 0700)',
+      APISERVER_DEFAULTS.dataDir,
+    )
     .option('--listen <host:port>', 'HTTPS address', APISERVER_DEFAULTS.listen)
     .option('--service-cidr <cidr>', 'range Service ClusterIPs are allocated from', APISERVER_DEFAULTS.serviceCidr)
-    .option('--event-history <n>', 'events kept for watches to resume from; older versions get 410 Expired', String(APISERVER_DEFAULTS.eventHistory))
+    .option(
+      '--event-history <n>',
+      'events kept for watches to resume from; older versions get 410 Expired',
+      String(APISERVER_DEFAULTS.eventHistory),
+    )
     .option('--log-level <level>', 'log level, or scope=level list')
     .action(async (o) => {
       let logs: LogControl | undefined;

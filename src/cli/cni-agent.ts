@@ -16,10 +16,18 @@ import { fatal } from './fatal.js';
  */
 export function cniAgentCommand(): Command {
   return new Command('cni-agent')
-    .description("run Istio's CNI node agent for one node (NODE_NAME): the CNI plugin's /cmdadd, in-pod rules, ZDS to ztunnel, enrollment by labels")
+    .description(
+      "run Istio's CNI node agent for one node (NODE_NAME): the CNI plugin's /cmdadd, in-pod rules, ZDS to ztunnel, enrollment by labels",
+    )
     .option('--kubeconfig <file>', 'the API to watch (default: KUBECONFIG, else the in-cluster service account)')
-    .option('--cni-agent-run-dir <dir>', `where pluginevent.sock and istio-cni-kubeconfig go (CNI_AGENT_RUN_DIR; default ${CNI_AGENT_DEFAULTS.runDir})`)
-    .option('--ztunnel-uds-address <path>', `the ZDS socket ztunnel connects to (ZTUNNEL_UDS_ADDRESS; default ${CNI_AGENT_DEFAULTS.ztunnelSocket})`)
+    .option(
+      '--cni-agent-run-dir <dir>',
+      `where pluginevent.sock and istio-cni-kubeconfig go (CNI_AGENT_RUN_DIR; default ${CNI_AGENT_DEFAULTS.runDir})`,
+    )
+    .option(
+      '--ztunnel-uds-address <path>',
+      `the ZDS socket ztunnel connects to (ZTUNNEL_UDS_ADDRESS; default ${CNI_AGENT_DEFAULTS.ztunnelSocket})`,
+    )
     .option('--readiness-address <host:port>', `/healthz and /readyz (default ${CNI_AGENT_DEFAULTS.readinessAddress})`)
     .option('--monitoring-address <host:port>', `Prometheus /metrics (default ${CNI_AGENT_DEFAULTS.monitoringAddress})`)
     .option('--log-level <level>', 'log level, or scope=level list (default LOG_LEVEL or info)')
@@ -29,12 +37,17 @@ export function cniAgentCommand(): Command {
         const cfg = loadCniAgentConfig(o);
         const kc = loadKubeConfig(cfg.kubeconfig);
         logs = new LogControl({ format: cfg.logFormat, level: cfg.logLevel, component: 'cni-agent' });
-        const agent = await CniAgent.start(cfg, kc, {
-          rules: new PodRules(cfg),
-          hostProbes: new HostProbeRules(cfg),
-          netns: new PodNetnsCache(),
-          zdsServer: (socket, snapshot, log) => new ZtunnelServer(socket, snapshot, log),
-        }, logs);
+        const agent = await CniAgent.start(
+          cfg,
+          kc,
+          {
+            rules: new PodRules(cfg),
+            hostProbes: new HostProbeRules(cfg),
+            netns: new PodNetnsCache(),
+            zdsServer: (socket, snapshot, log) => new ZtunnelServer(socket, snapshot, log),
+          },
+          logs,
+        );
         const stop = (): void => void agent.stop().then(() => process.exit(0));
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);

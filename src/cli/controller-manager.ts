@@ -21,10 +21,15 @@ export function controllerManagerCommand(): Command {
       let logs: LogControl | undefined;
       try {
         const format = (process.env['LOG_FORMAT'] ?? 'text').toLowerCase();
-        if (format !== 'text' && format !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${format}" must be text or json`);
+        if (format !== 'text' && format !== 'json')
+          throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${format}" must be text or json`);
         const kc = loadKubeConfig(o.kubeconfig);
         logs = new LogControl({ format, level: o.logLevel, component: 'controller-manager' });
-        const controllers = [new DeploymentController(kc, logs.scope('deployment')), new ReplicaSetController(kc, logs.scope('replicaset')), new Scheduler(kc, logs.scope('scheduler'))];
+        const controllers = [
+          new DeploymentController(kc, logs.scope('deployment')),
+          new ReplicaSetController(kc, logs.scope('replicaset')),
+          new Scheduler(kc, logs.scope('scheduler')),
+        ];
         for (const c of controllers) c.start();
         await Promise.all(controllers.map((c) => c.synced));
         logs.scope('main').info({ server: kc.getCurrentCluster()?.server }, 'controllers synced');

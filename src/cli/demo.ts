@@ -6,11 +6,20 @@ import { fatal } from './fatal.js';
 
 export function demoCommand(): Command {
   return new Command('demo')
-    .description('a tour of ambient mode (root): amesh up on examples/mesh, an unchanged curl captured across nodes over mTLS, the identities, a policy that denies, metrics; then teardown')
+    .description(
+      'a tour of ambient mode (root): amesh up on examples/mesh, an unchanged curl captured across nodes over mTLS, the identities, a policy that denies, metrics; then teardown',
+    )
     .option('--keep', 'leave the cluster (or, with --socks5, the mesh) running until Ctrl-C')
-    .option('--data-dir <dir>', 'the cluster\'s data dir, for amesh exec, logs and kubectl while it runs', UP_DEFAULTS.dataDir)
-    .option('--name <name>', 'the cluster\'s name: prefixes its network namespaces and links', UP_DEFAULTS.name)
-    .option('--socks5', 'the tour without root: istiod serving examples/local-mesh and two ztunnels on loopback, the client entering the mesh through SOCKS5')
+    .option(
+      '--data-dir <dir>',
+      "the cluster's data dir, for amesh exec, logs and kubectl while it runs",
+      UP_DEFAULTS.dataDir,
+    )
+    .option('--name <name>', "the cluster's name: prefixes its network namespaces and links", UP_DEFAULTS.name)
+    .option(
+      '--socks5',
+      'the tour without root: istiod serving examples/local-mesh and two ztunnels on loopback, the client entering the mesh through SOCKS5',
+    )
     .action(async (o) => {
       try {
         if (o.socks5 === true) await runLocalMeshDemo({ keep: o.keep === true });

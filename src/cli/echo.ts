@@ -30,19 +30,43 @@ export function echoCommand(): Command {
     .command('client')
     .description('send N requests to an echo server, directly or through a SOCKS5 proxy (a ztunnel)')
     .requiredOption('--target <host:port>', 'echo server address (or a service VIP)')
-    .option('--socks5 <ip:port>', 'SOCKS5 proxy, e.g. a ztunnel at <workload IP>:15080 (started with UNSTABLE_ENABLE_SOCKS5=true)')
-    .option('--source <ip>', 'local address to connect from; through SOCKS5 it defaults to the proxy IP, since ztunnel serves only its workload')
+    .option(
+      '--socks5 <ip:port>',
+      'SOCKS5 proxy, e.g. a ztunnel at <workload IP>:15080 (started with UNSTABLE_ENABLE_SOCKS5=true)',
+    )
+    .option(
+      '--source <ip>',
+      'local address to connect from; through SOCKS5 it defaults to the proxy IP, since ztunnel serves only its workload',
+    )
     .option('-n, --count <n>', 'number of requests', '1')
     .option('--http', 'send HTTP GET instead of raw TCP')
     .option('--message <text>', 'TCP payload', 'hello amesh')
     .option('--timeout <ms>', 'per-request timeout', '5000')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'yaml'] as const).default('table' as const))
+    .addOption(
+      new Option('-o, --output <format>', 'output format')
+        .choices(['table', 'json', 'yaml'] as const)
+        .default('table' as const),
+    )
     .action(async (o) => {
       try {
         const count = Number(o.count);
-        if (!Number.isInteger(count) || count < 1) throw new MeshError('AMESH_ERR_CONFIG', '--count must be a positive integer');
-        const results = await runEchoClient({ target: o.target, socks5: o.socks5, source: o.source, count, http: o.http === true, message: o.message, timeoutMs: Number(o.timeout) });
-        const rows = results.map((r) => [String(r.i), r.ok ? 'ok' : 'FAILED', r.ms.toFixed(1), r.ok ? (r.response ?? '').replace(/\s+/g, ' ').slice(0, 100) : (r.error ?? '')]);
+        if (!Number.isInteger(count) || count < 1)
+          throw new MeshError('AMESH_ERR_CONFIG', '--count must be a positive integer');
+        const results = await runEchoClient({
+          target: o.target,
+          socks5: o.socks5,
+          source: o.source,
+          count,
+          http: o.http === true,
+          message: o.message,
+          timeoutMs: Number(o.timeout),
+        });
+        const rows = results.map((r) => [
+          String(r.i),
+          r.ok ? 'ok' : 'FAILED',
+          r.ms.toFixed(1),
+          r.ok ? (r.response ?? '').replace(/\s+/g, ' ').slice(0, 100) : (r.error ?? ''),
+        ]);
         process.stdout.write(render(o.output, ['#', 'RESULT', 'MS', 'RESPONSE'], rows, results));
         process.exitCode = results.every((r) => r.ok) ? 0 : 1;
       } catch (e) {

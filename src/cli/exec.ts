@@ -9,14 +9,17 @@ import { fatal } from './fatal.js';
 /** `NS/POD` (or `POD` in the default namespace), as kubectl names a pod. */
 export function parsePodRef(ref: string): { namespace: string; name: string } {
   const parts = ref.split('/');
-  if (parts.length > 2 || parts.some((p) => p === '')) throw new MeshError('AMESH_ERR_CONFIG', `"${ref}" is not NAMESPACE/POD`);
+  if (parts.length > 2 || parts.some((p) => p === ''))
+    throw new MeshError('AMESH_ERR_CONFIG', `"${ref}" is not NAMESPACE/POD`);
   return parts.length === 2 ? { namespace: parts[0]!, name: parts[1]! } : { namespace: 'default', name: parts[0]! };
 }
 
 /** `amesh exec`: runs a command inside a pod's (or a node's) network namespace of an `amesh up` cluster. */
 export function execCommand(): Command<[string[]], { node?: string | undefined; dataDir: string }> {
   return new Command('exec')
-    .description("run a command in a pod's network namespace (NS/POD -- CMD), or a node's (--node NODE -- CMD), of the amesh up cluster")
+    .description(
+      "run a command in a pod's network namespace (NS/POD -- CMD), or a node's (--node NODE -- CMD), of the amesh up cluster",
+    )
     .argument('<args...>', 'NS/POD -- CMD [ARGS...], or with --node: -- CMD [ARGS...]')
     .option('--node <node>', "run in this node's network namespace (where its ztunnel and node agent listen)")
     .option('--data-dir <dir>', 'the data dir amesh up uses', UP_DEFAULTS.dataDir)
@@ -38,7 +41,10 @@ export function execCommand(): Command<[string[]], { node?: string | undefined; 
           cmd = args.slice(1);
         }
         if (cmd.length === 0) throw new MeshError('AMESH_ERR_CONFIG', 'no command: amesh exec NS/POD -- CMD [ARGS...]');
-        const r = spawnSync('ip', ['netns', 'exec', netns, ...cmd], { stdio: 'inherit', env: { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env['PATH'] ?? ''}` } });
+        const r = spawnSync('ip', ['netns', 'exec', netns, ...cmd], {
+          stdio: 'inherit',
+          env: { ...process.env, PATH: `${path.dirname(process.execPath)}:${process.env['PATH'] ?? ''}` },
+        });
         if (r.error !== undefined) throw r.error;
         process.exitCode = r.status ?? 1;
       } catch (e) {

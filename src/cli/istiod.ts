@@ -14,13 +14,29 @@ export function istiodCommand(): Command {
     // `istiod token --state-dir X`: options after the subcommand belong to it, not to `istiod`.
     .enablePositionalOptions()
     .description('run the control plane: certificate authority (and workload discovery) on 15012, monitoring on 15014')
-    .option('--config-dir <dir>', 'directory of Kubernetes manifests (Namespace, Pod, Service, AuthorizationPolicy, ...), applied to an embedded API server as kubectl apply --prune would, on start and on every change')
-    .option('--kubeconfig <file>', 'the Kubernetes API to watch, review tokens with and publish istio-ca-root-cert to (default without --config-dir: KUBECONFIG, else the in-cluster service account)')
-    .option('--ca-dir <dir>', 'Istio plug-in CA files (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem); default: a self-signed root kept in the state dir')
-    .option('--state-dir <dir>', 'where the generated root, the token issuer key and root-cert.pem live', ISTIOD_DEFAULTS.stateDir)
+    .option(
+      '--config-dir <dir>',
+      'directory of Kubernetes manifests (Namespace, Pod, Service, AuthorizationPolicy, ...), applied to an embedded API server as kubectl apply --prune would, on start and on every change',
+    )
+    .option(
+      '--kubeconfig <file>',
+      'the Kubernetes API to watch, review tokens with and publish istio-ca-root-cert to (default without --config-dir: KUBECONFIG, else the in-cluster service account)',
+    )
+    .option(
+      '--ca-dir <dir>',
+      'Istio plug-in CA files (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem); default: a self-signed root kept in the state dir',
+    )
+    .option(
+      '--state-dir <dir>',
+      'where the generated root, the token issuer key and root-cert.pem live',
+      ISTIOD_DEFAULTS.stateDir,
+    )
     .option('--grpc-address <host:port>', 'xDS and CA (gRPC over TLS)', ISTIOD_DEFAULTS.grpcAddress)
     .option('--monitoring-address <host:port>', 'metrics, debug and readiness', ISTIOD_DEFAULTS.monitoringAddress)
-    .option('--apiserver-address <host:port>', `with --config-dir: the embedded Kubernetes API the directory is applied to (kubeconfig in <state-dir>/apiserver) (default: "${ISTIOD_DEFAULTS.apiserverAddress}")`)
+    .option(
+      '--apiserver-address <host:port>',
+      `with --config-dir: the embedded Kubernetes API the directory is applied to (kubeconfig in <state-dir>/apiserver) (default: "${ISTIOD_DEFAULTS.apiserverAddress}")`,
+    )
     .option('--log-level <level>', 'log level, or scope=level list')
     .action(async (o) => {
       let logs: LogControl | undefined;
@@ -38,7 +54,9 @@ export function istiodCommand(): Command {
     });
   cmd
     .command('token')
-    .description('print a service-account token istiod trusts: from the API\'s TokenRequest with --kubeconfig, else from the local issuer in --state-dir')
+    .description(
+      "print a service-account token istiod trusts: from the API's TokenRequest with --kubeconfig, else from the local issuer in --state-dir",
+    )
     .requiredOption('--namespace <ns>', 'service account namespace')
     .requiredOption('--service-account <sa>', 'service account name')
     .option('--kubeconfig <file>', 'ask this Kubernetes API for the token (TokenRequest)')
@@ -50,14 +68,32 @@ export function istiodCommand(): Command {
     .action(async (o) => {
       try {
         const ttl = Number(o.ttl);
-        if (!Number.isInteger(ttl) || ttl < 1) throw new MeshError('AMESH_ERR_CONFIG', '--ttl must be a positive number of seconds');
+        if (!Number.isInteger(ttl) || ttl < 1)
+          throw new MeshError('AMESH_ERR_CONFIG', '--ttl must be a positive number of seconds');
         let token: string;
         if (o.kubeconfig !== undefined) {
-          if (o.node !== undefined) throw new MeshError('AMESH_ERR_CONFIG', '--node is for the local issuer; with --kubeconfig, name the pod (--pod) and the API adds its node');
-          token = await requestToken(loadKubeConfig(o.kubeconfig), { namespace: o.namespace, serviceAccount: o.serviceAccount, pod: o.pod, audience: o.audience, ttlSeconds: ttl });
+          if (o.node !== undefined)
+            throw new MeshError(
+              'AMESH_ERR_CONFIG',
+              '--node is for the local issuer; with --kubeconfig, name the pod (--pod) and the API adds its node',
+            );
+          token = await requestToken(loadKubeConfig(o.kubeconfig), {
+            namespace: o.namespace,
+            serviceAccount: o.serviceAccount,
+            pod: o.pod,
+            audience: o.audience,
+            ttlSeconds: ttl,
+          });
         } else {
           const issuer = await LocalIssuer.loadOrCreate(path.resolve(o.stateDir));
-          token = await issuer.issue({ namespace: o.namespace, serviceAccount: o.serviceAccount, node: o.node, pod: o.pod, audience: o.audience, ttlSeconds: ttl });
+          token = await issuer.issue({
+            namespace: o.namespace,
+            serviceAccount: o.serviceAccount,
+            node: o.node,
+            pod: o.pod,
+            audience: o.audience,
+            ttlSeconds: ttl,
+          });
         }
         process.stdout.write(token + '\n');
       } catch (e) {

@@ -21,10 +21,24 @@ export function logsCommand(): Command<[string], { container?: string | undefine
         const { namespace, name } = parsePodRef(ref);
         const { dir, record } = await new UpDataDir(path.resolve(o.dataDir)).sandbox(namespace, name);
         const container = o.container ?? (record.containers.length === 1 ? record.containers[0] : undefined);
-        if (container === undefined) throw new MeshError('AMESH_ERR_CONFIG', `a container name must be specified for pod ${namespace}/${name}, choose one of: [${record.containers.join(' ')}]`);
-        if (!record.containers.includes(container)) throw new MeshError('UP_ERR_NOT_FOUND', `container ${container} is not valid for pod ${namespace}/${name}; its containers are [${record.containers.join(' ')}]`);
+        if (container === undefined)
+          throw new MeshError(
+            'AMESH_ERR_CONFIG',
+            `a container name must be specified for pod ${namespace}/${name}, choose one of: [${record.containers.join(' ')}]`,
+          );
+        if (!record.containers.includes(container))
+          throw new MeshError(
+            'UP_ERR_NOT_FOUND',
+            `container ${container} is not valid for pod ${namespace}/${name}; its containers are [${record.containers.join(' ')}]`,
+          );
         const file = path.join(dir, `${container}.log`);
-        if (!(await access(file).then(() => true, () => false))) return;
+        if (
+          !(await access(file).then(
+            () => true,
+            () => false,
+          ))
+        )
+          return;
         await pipeline(createReadStream(file), process.stdout, { end: false });
       } catch (e) {
         fatal(e);

@@ -35,5 +35,6 @@ program
     process.stdout.write(`amesh ${VERSION} (Istio ${ISTIO_COMPAT} wire protocols, node ${process.version})\n`);
   });
 const named = COMMANDS[process.argv[2] ?? ''];
-for (const load of named === undefined ? Object.values(COMMANDS) : [named]) for (const c of await load()) program.addCommand(c);
+for (const load of named === undefined ? Object.values(COMMANDS) : [named])
+  for (const c of await load()) program.addCommand(c);
 await program.parseAsync(process.argv);

@@ -16,14 +16,32 @@ const progress = (line: string): void => void process.stderr.write(`${line}\n`);
  */
 export function upCommand(): Command {
   return new Command('up')
-    .description('bring up a local cluster: an API server, istiod, and N nodes (network namespaces) running the manifests\' pods; Ctrl-C tears it down')
-    .option('--config-dir <dir>', 'Kubernetes manifests to apply (kubectl apply --prune), followed as they change', UP_DEFAULTS.configDir)
+    .description(
+      "bring up a local cluster: an API server, istiod, and N nodes (network namespaces) running the manifests' pods; Ctrl-C tears it down",
+    )
+    .option(
+      '--config-dir <dir>',
+      'Kubernetes manifests to apply (kubectl apply --prune), followed as they change',
+      UP_DEFAULTS.configDir,
+    )
     .option('--nodes <n>', 'how many nodes', String(UP_DEFAULTS.nodes))
-    .option('--data-dir <dir>', 'the kubeconfig, pod logs, component logs (up.log) and the record amesh down uses', UP_DEFAULTS.dataDir)
+    .option(
+      '--data-dir <dir>',
+      'the kubeconfig, pod logs, component logs (up.log) and the record amesh down uses',
+      UP_DEFAULTS.dataDir,
+    )
     .option('--name <name>', 'cluster name: prefixes the network namespaces and links', UP_DEFAULTS.name)
     .option('--node-cidr <cidr>', 'the node network (the host takes its first address)', UP_DEFAULTS.nodeCidr)
-    .option('--dataplane <mode>', 'ambient: a node agent and a ztunnel on every node (istio-system), amesh-cni in the pod network chain; none: the pods only', UP_DEFAULTS.dataplane)
-    .option('--wait <seconds>', 'how long to wait for the pods to be ready before showing the table anyway', String(UP_DEFAULTS.waitSeconds))
+    .option(
+      '--dataplane <mode>',
+      'ambient: a node agent and a ztunnel on every node (istio-system), amesh-cni in the pod network chain; none: the pods only',
+      UP_DEFAULTS.dataplane,
+    )
+    .option(
+      '--wait <seconds>',
+      'how long to wait for the pods to be ready before showing the table anyway',
+      String(UP_DEFAULTS.waitSeconds),
+    )
     .option('-o, --output <format>', 'json or yaml instead of the table')
     .option('--log-level <level>', 'log level of up.log, or scope=level list')
     .action(async (o) => {
@@ -32,7 +50,10 @@ export function upCommand(): Command {
       const stop = (): void => {
         signalled = true;
         if (cluster === undefined) return;
-        void cluster.stop().then(() => process.exit(0), (e: unknown) => fatal(e));
+        void cluster.stop().then(
+          () => process.exit(0),
+          (e: unknown) => fatal(e),
+        );
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
@@ -45,7 +66,9 @@ export function upCommand(): Command {
         if (signalled) return;
         if (!settled) progress('Not every pod is ready yet; the table shows where they are');
         process.stdout.write(clusterTable(await cluster.snapshot(), cfg.output));
-        progress(`Cluster ${cfg.name} is up. kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec NS/POD -- CMD; Ctrl-C tears it down`);
+        progress(
+          `Cluster ${cfg.name} is up. kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec NS/POD -- CMD; Ctrl-C tears it down`,
+        );
       } catch (e) {
         fatal(e);
       }
@@ -55,7 +78,9 @@ export function upCommand(): Command {
 /** `amesh down`: removes what an `amesh up` with this data dir left (stopping it first if it still runs). */
 export function downCommand(): Command {
   return new Command('down')
-    .description('remove everything an amesh up left behind (network namespaces, links, processes), stopping it first if it runs')
+    .description(
+      'remove everything an amesh up left behind (network namespaces, links, processes), stopping it first if it runs',
+    )
     .option('--data-dir <dir>', 'the data dir amesh up used', UP_DEFAULTS.dataDir)
     .action(async (o) => {
       try {
@@ -64,7 +89,11 @@ export function downCommand(): Command {
         for (const p of dataDir.created) await rm(p, { recursive: true, force: true });
         await rmdir(dataDir.root).catch(() => undefined);
         for (const r of removed) progress(`Removed ${r}`);
-        progress(removed.length === 0 ? `Nothing left to remove in ${dataDir.root}` : `Removed ${String(removed.length)} things amesh up left`);
+        progress(
+          removed.length === 0
+            ? `Nothing left to remove in ${dataDir.root}`
+            : `Removed ${String(removed.length)} things amesh up left`,
+        );
       } catch (e) {
         fatal(e);
       }

@@ -9,7 +9,9 @@ import { fatal } from './fatal.js';
 export function xCommand(): Command {
   const x = new Command('x').description('helper and experimental commands');
   x.command('create-ca')
-    .description('write a new Istio plug-in CA directory (root + intermediate): root-cert.pem, ca-cert.pem, ca-key.pem (0600), cert-chain.pem; refuses a directory that already holds any of them')
+    .description(
+      'write a new Istio plug-in CA directory (root + intermediate): root-cert.pem, ca-cert.pem, ca-key.pem (0600), cert-chain.pem; refuses a directory that already holds any of them',
+    )
     .argument('<dir>', 'directory to create')
     .option('--trust-domain <td>', 'trust domain', 'cluster.local')
     .action(async (dir, o) => {
@@ -21,7 +23,9 @@ export function xCommand(): Command {
       }
     });
   x.command('cni')
-    .description("run a CNI network configuration list for one sandbox, as a container runtime does (cnitool's job): ADD prints the result, DEL and CHECK print nothing")
+    .description(
+      "run a CNI network configuration list for one sandbox, as a container runtime does (cnitool's job): ADD prints the result, DEL and CHECK print nothing",
+    )
     .argument('<command>', 'ADD, DEL or CHECK')
     .requiredOption('--conflist <file>', 'network configuration list (JSON: cniVersion, name, plugins)')
     .requiredOption('--netns <path>', "the sandbox's network namespace, e.g. /run/netns/pod1")
@@ -34,10 +38,20 @@ export function xCommand(): Command {
     .action(async (command, o) => {
       try {
         const verb = command.toUpperCase();
-        if (verb !== 'ADD' && verb !== 'DEL' && verb !== 'CHECK') throw new MeshError('AMESH_ERR_CONFIG', `command "${command}" must be ADD, DEL or CHECK`);
+        if (verb !== 'ADD' && verb !== 'DEL' && verb !== 'CHECK')
+          throw new MeshError('AMESH_ERR_CONFIG', `command "${command}" must be ADD, DEL or CHECK`);
         const list = parseNetworkConfigList(await readFile(o.conflist, 'utf8'), o.conflist);
-        const args = Object.fromEntries(o.args.split(';').filter((kv) => kv !== '').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as const));
-        const rt = new CniRuntime({ pluginDirs: o.cniPath.split(':').filter((d) => d !== ''), cacheDir: o.cacheDir, inNetns: o.inNetns });
+        const args = Object.fromEntries(
+          o.args
+            .split(';')
+            .filter((kv) => kv !== '')
+            .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as const),
+        );
+        const rt = new CniRuntime({
+          pluginDirs: o.cniPath.split(':').filter((d) => d !== ''),
+          cacheDir: o.cacheDir,
+          inNetns: o.inNetns,
+        });
         const at = { containerId: o.containerId, netns: o.netns, ifName: o.ifname, args };
         if (verb === 'ADD') process.stdout.write(JSON.stringify(await rt.add(list, at), null, 2) + '\n');
         else if (verb === 'DEL') await rt.del(list, at);

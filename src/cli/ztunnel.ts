@@ -8,14 +8,22 @@ import { dataPathFlagsMissing } from '../lib/node-flags.js';
 
 export function ztunnelCommand(): Command {
   return new Command('ztunnel')
-    .description('run the node L4 proxy (HBONE). Config comes from Istio env names (LOCAL_XDS_PATH, NODE_NAME, TRUST_DOMAIN, ...) and these flags')
+    .description(
+      'run the node L4 proxy (HBONE). Config comes from Istio env names (LOCAL_XDS_PATH, NODE_NAME, TRUST_DOMAIN, ...) and these flags',
+    )
     .option('--local-config <file>', 'local config YAML (same as LOCAL_XDS_PATH)')
-    .option('--local-ca <dir>', "issue certificates from Istio plug-in CA files in DIR (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem)")
+    .option(
+      '--local-ca <dir>',
+      'issue certificates from Istio plug-in CA files in DIR (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem)',
+    )
     .option('--admin-address <host:port>', 'admin server (config_dump, logging, quitquitquit)', '127.0.0.1:15000')
     .option('--metrics-address <host:port>', 'Prometheus metrics', '0.0.0.0:15020')
     .option('--readiness-address <host:port>', 'readiness probe', '0.0.0.0:15021')
     .option('--log-level <level>', 'log level, or scope=level list (default RUST_LOG or info)')
-    .option('--node-metrics', 'also export Node.js runtime metrics (nodejs_*, process_cpu_*, process_resident_memory_bytes, ...); ztunnel exports none of them, and they cost memory')
+    .option(
+      '--node-metrics',
+      'also export Node.js runtime metrics (nodejs_*, process_cpu_*, process_resident_memory_bytes, ...); ztunnel exports none of them, and they cost memory',
+    )
     .action(async (o) => {
       let logs: LogControl | undefined;
       try {

@@ -12,7 +12,14 @@
  * counts kubectl shows (READY, UP-TO-DATE, AVAILABLE) and the Available and Progressing conditions. A hash that
  * collides with a ReplicaSet the Deployment does not own bumps `status.collisionCount`, as Kubernetes does.
  */
-import { AppsV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Deployment, type V1ReplicaSet } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Deployment,
+  type V1ReplicaSet,
+} from '@kubernetes/client-node';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
@@ -31,7 +38,8 @@ const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 const revisionOf = (rs: V1ReplicaSet): number => Number(rs.metadata?.annotations?.[REVISION] ?? '0') || 0;
 const specReplicas = (rs: V1ReplicaSet): number => rs.spec?.replicas ?? 1;
-const sum = (rss: readonly V1ReplicaSet[], f: (rs: V1ReplicaSet) => number | undefined): number => rss.reduce((n, rs) => n + (f(rs) ?? 0), 0);
+const sum = (rss: readonly V1ReplicaSet[], f: (rs: V1ReplicaSet) => number | undefined): number =>
+  rss.reduce((n, rs) => n + (f(rs) ?? 0), 0);
 
 /** An int-or-percent of `total`, percentages rounded down (maxUnavailable's rounding). */
 function scaledValue(v: number | string | undefined, total: number): number {
@@ -58,8 +66,20 @@ export class DeploymentController {
       const ref = controllerOf(rs.metadata);
       if (ref?.kind === 'Deployment') this.queue.add(`${rs.metadata?.namespace ?? ''}/${ref.name}`);
     };
-    this.deployments = new RestartingInformer<V1Deployment>(kc, '/apis/apps/v1/deployments', () => listJson(kc, '/apis/apps/v1/deployments'), { add: enqueue, update: enqueue }, log);
-    this.replicaSets = new RestartingInformer<V1ReplicaSet>(kc, '/apis/apps/v1/replicasets', () => listJson(kc, '/apis/apps/v1/replicasets'), { add: owner, update: owner, delete: owner }, log);
+    this.deployments = new RestartingInformer<V1Deployment>(
+      kc,
+      '/apis/apps/v1/deployments',
+      () => listJson(kc, '/apis/apps/v1/deployments'),
+      { add: enqueue, update: enqueue },
+      log,
+    );
+    this.replicaSets = new RestartingInformer<V1ReplicaSet>(
+      kc,
+      '/apis/apps/v1/replicasets',
+      () => listJson(kc, '/apis/apps/v1/replicasets'),
+      { add: owner, update: owner, delete: owner },
+      log,
+    );
     this.synced = Promise.all([this.deployments.synced, this.replicaSets.synced]).then(() => undefined);
   }
 
@@ -92,11 +112,17 @@ export class DeploymentController {
     await this.updateStatus(d, current, owned, desired);
   }
 
-  private async createReplicaSet(d: V1Deployment, hash: string, old: readonly V1ReplicaSet[], desired: number): Promise<void> {
+  private async createReplicaSet(
+    d: V1Deployment,
+    hash: string,
+    old: readonly V1ReplicaSet[],
+    desired: number,
+  ): Promise<void> {
     const meta = d.metadata ?? {};
     const template = d.spec?.template ?? {};
     const labels = { ...template.metadata?.labels, [POD_TEMPLATE_HASH]: hash };
-    const recreating = d.spec?.strategy?.type === 'Recreate' && sum(old, (rs) => rs.status?.replicas) + sum(old, specReplicas) > 0;
+    const recreating =
+      d.spec?.strategy?.type === 'Recreate' && sum(old, (rs) => rs.status?.replicas) + sum(old, specReplicas) > 0;
     const body: V1ReplicaSet = {
       apiVersion: 'apps/v1',
       kind: 'ReplicaSet',
@@ -104,13 +130,19 @@ export class DeploymentController {
         name: `${meta.name ?? ''}-${hash}`,
         namespace: meta.namespace,
         labels,
-        annotations: { [REVISION]: String(Math.max(0, ...old.map(revisionOf)) + 1), 'deployment.kubernetes.io/desired-replicas': String(desired) },
+        annotations: {
+          [REVISION]: String(Math.max(0, ...old.map(revisionOf)) + 1),
+          'deployment.kubernetes.io/desired-replicas': String(desired),
+        },
         ownerReferences: [controllerReference('apps/v1', 'Deployment', meta)],
       },
       spec: {
         replicas: recreating ? 0 : desired,
         minReadySeconds: d.spec?.minReadySeconds,
-        selector: { matchExpressions: d.spec?.selector.matchExpressions, matchLabels: { ...d.spec?.selector.matchLabels, [POD_TEMPLATE_HASH]: hash } },
+        selector: {
+          matchExpressions: d.spec?.selector.matchExpressions,
+          matchLabels: { ...d.spec?.selector.matchLabels, [POD_TEMPLATE_HASH]: hash },
+        },
         template: { metadata: { labels, annotations: template.metadata?.annotations }, spec: template.spec },
       },
     };
@@ -120,14 +152,22 @@ export class DeploymentController {
     } catch (e) {
       if ((e as { code?: number }).code !== 409) throw e;
       // A ReplicaSet of that name the Deployment does not own: hash again with the next collision count.
-      const existing = await this.apps.readNamespacedReplicaSet({ name: body.metadata?.name ?? '', namespace: meta.namespace ?? '' });
+      const existing = await this.apps.readNamespacedReplicaSet({
+        name: body.metadata?.name ?? '',
+        namespace: meta.namespace ?? '',
+      });
       if (controllerOf(existing.metadata)?.uid === meta.uid) return;
       await this.patchStatus(d, { collisionCount: (d.status?.collisionCount ?? 0) + 1 });
     }
   }
 
   /** Scales the current ReplicaSet up and the old ones down, as the strategy allows. */
-  private async rollOut(d: V1Deployment, current: V1ReplicaSet, old: readonly V1ReplicaSet[], desired: number): Promise<void> {
+  private async rollOut(
+    d: V1Deployment,
+    current: V1ReplicaSet,
+    old: readonly V1ReplicaSet[],
+    desired: number,
+  ): Promise<void> {
     if (d.spec?.strategy?.type === 'Recreate') {
       for (const rs of old) await this.scale(rs, 0);
       if (sum(old, (rs) => rs.status?.replicas) === 0) await this.scale(current, desired);
@@ -145,7 +185,10 @@ export class DeploymentController {
 
   private async scale(rs: V1ReplicaSet, replicas: number): Promise<void> {
     if (specReplicas(rs) === replicas) return;
-    await this.apps.patchNamespacedReplicaSet({ name: rs.metadata?.name ?? '', namespace: rs.metadata?.namespace ?? '', body: { spec: { replicas } } }, MERGE_PATCH);
+    await this.apps.patchNamespacedReplicaSet(
+      { name: rs.metadata?.name ?? '', namespace: rs.metadata?.namespace ?? '', body: { spec: { replicas } } },
+      MERGE_PATCH,
+    );
     this.log.info({ replicaSet: keyOf(rs.metadata), replicas }, 'replica set scaled');
   }
 
@@ -154,16 +197,28 @@ export class DeploymentController {
     const retired = old.filter((rs) => specReplicas(rs) === 0 && (rs.status?.replicas ?? 0) === 0);
     const excess = retired.length - (d.spec?.revisionHistoryLimit ?? DEFAULT_REVISION_HISTORY_LIMIT);
     for (const rs of retired.slice(0, Math.max(0, excess))) {
-      await this.apps.deleteNamespacedReplicaSet({ name: rs.metadata?.name ?? '', namespace: rs.metadata?.namespace ?? '' }).catch((e: unknown) => {
-        if ((e as { code?: number }).code !== 404) throw e;
-      });
+      await this.apps
+        .deleteNamespacedReplicaSet({ name: rs.metadata?.name ?? '', namespace: rs.metadata?.namespace ?? '' })
+        .catch((e: unknown) => {
+          if ((e as { code?: number }).code !== 404) throw e;
+        });
     }
   }
 
-  private async updateStatus(d: V1Deployment, current: V1ReplicaSet, owned: readonly V1ReplicaSet[], desired: number): Promise<void> {
+  private async updateStatus(
+    d: V1Deployment,
+    current: V1ReplicaSet,
+    owned: readonly V1ReplicaSet[],
+    desired: number,
+  ): Promise<void> {
     const available = sum(owned, (rs) => rs.status?.availableReplicas);
-    const maxUnavailable = d.spec?.strategy?.type === 'Recreate' ? 0 : scaledValue(d.spec?.strategy?.rollingUpdate?.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE, desired);
-    const done = (current.status?.availableReplicas ?? 0) >= desired && sum(owned, (rs) => rs.status?.replicas) === (current.status?.replicas ?? 0);
+    const maxUnavailable =
+      d.spec?.strategy?.type === 'Recreate'
+        ? 0
+        : scaledValue(d.spec?.strategy?.rollingUpdate?.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE, desired);
+    const done =
+      (current.status?.availableReplicas ?? 0) >= desired &&
+      sum(owned, (rs) => rs.status?.replicas) === (current.status?.replicas ?? 0);
     const counts = {
       observedGeneration: d.metadata?.generation,
       replicas: sum(owned, (rs) => rs.status?.replicas),
@@ -174,26 +229,58 @@ export class DeploymentController {
     };
     const conditions = [
       available >= desired - maxUnavailable
-        ? { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' }
-        : { type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable', message: 'Deployment does not have minimum availability.' },
+        ? {
+            type: 'Available',
+            status: 'True',
+            reason: 'MinimumReplicasAvailable',
+            message: 'Deployment has minimum availability.',
+          }
+        : {
+            type: 'Available',
+            status: 'False',
+            reason: 'MinimumReplicasUnavailable',
+            message: 'Deployment does not have minimum availability.',
+          },
       done
-        ? { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: `ReplicaSet "${current.metadata?.name ?? ''}" has successfully progressed.` }
-        : { type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', message: `ReplicaSet "${current.metadata?.name ?? ''}" is progressing.` },
+        ? {
+            type: 'Progressing',
+            status: 'True',
+            reason: 'NewReplicaSetAvailable',
+            message: `ReplicaSet "${current.metadata?.name ?? ''}" has successfully progressed.`,
+          }
+        : {
+            type: 'Progressing',
+            status: 'True',
+            reason: 'ReplicaSetUpdated',
+            message: `ReplicaSet "${current.metadata?.name ?? ''}" is progressing.`,
+          },
     ];
     const before = d.status ?? {};
-    const sameCounts = (Object.keys(counts) as (keyof typeof counts)[]).every((k) => (before[k] ?? 0) === (counts[k] ?? 0));
-    const sameConditions = conditions.every((c) => before.conditions?.some((b) => b.type === c.type && b.status === c.status && b.reason === c.reason) === true);
+    const sameCounts = (Object.keys(counts) as (keyof typeof counts)[]).every(
+      (k) => (before[k] ?? 0) === (counts[k] ?? 0),
+    );
+    const sameConditions = conditions.every(
+      (c) =>
+        before.conditions?.some((b) => b.type === c.type && b.status === c.status && b.reason === c.reason) === true,
+    );
     if (sameCounts && sameConditions) return;
     const now = kubeTime();
     // Times as the API writes them (RFC 3339 text): the informer's objects are the API's JSON, not client-node models.
     const stamped = conditions.map((c) => {
       const prev = before.conditions?.find((b) => b.type === c.type);
-      return { ...c, lastUpdateTime: now, lastTransitionTime: prev !== undefined && prev.status === c.status ? prev.lastTransitionTime : now };
+      return {
+        ...c,
+        lastUpdateTime: now,
+        lastTransitionTime: prev !== undefined && prev.status === c.status ? prev.lastTransitionTime : now,
+      };
     });
     await this.patchStatus(d, { ...counts, conditions: stamped });
   }
 
   private async patchStatus(d: V1Deployment, status: Record<string, unknown>): Promise<void> {
-    await this.apps.patchNamespacedDeploymentStatus({ name: d.metadata?.name ?? '', namespace: d.metadata?.namespace ?? '', body: { status } }, MERGE_PATCH);
+    await this.apps.patchNamespacedDeploymentStatus(
+      { name: d.metadata?.name ?? '', namespace: d.metadata?.namespace ?? '', body: { status } },
+      MERGE_PATCH,
+    );
   }
 }

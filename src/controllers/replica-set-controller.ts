@@ -6,7 +6,17 @@
  * ready, newest first. Orphaned pods that match the selector are not adopted (Kubernetes would); pods are only
  * ever this controller's own.
  */
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Pod, type V1PodTemplateSpec, type V1ReplicaSet, type V1ReplicaSetStatus } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Pod,
+  type V1PodTemplateSpec,
+  type V1ReplicaSet,
+  type V1ReplicaSetStatus,
+} from '@kubernetes/client-node';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
@@ -21,7 +31,13 @@ const WRITE_CONCURRENCY = 16;
 const MAX_ATTEMPTS = 15;
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** The status fields this controller owns; a zero and an absent field are the same (Go's omitempty). */
-const STATUS_FIELDS = ['replicas', 'fullyLabeledReplicas', 'readyReplicas', 'availableReplicas', 'observedGeneration'] as const;
+const STATUS_FIELDS = [
+  'replicas',
+  'fullyLabeledReplicas',
+  'readyReplicas',
+  'availableReplicas',
+  'observedGeneration',
+] as const;
 type StatusField = (typeof STATUS_FIELDS)[number];
 
 /** Lower first: the pods a scale-down removes first (controller.ActivePods ordering, simplified). */
@@ -55,12 +71,24 @@ export class ReplicaSetController {
     this.core = kc.makeApiClient(CoreV1Api);
     this.queue = new ReconcileQueue((key) => this.reconcile(key), MAX_ATTEMPTS, log);
     const enqueue = (rs: V1ReplicaSet): void => this.queue.add(keyOf(rs.metadata));
-    this.replicaSets = new RestartingInformer<V1ReplicaSet>(kc, '/apis/apps/v1/replicasets', () => listJson(kc, '/apis/apps/v1/replicasets'), { add: enqueue, update: enqueue, delete: (rs) => this.expectations.forget(keyOf(rs.metadata)) }, log);
-    this.pods = new RestartingInformer<V1Pod>(kc, '/api/v1/pods', () => listJson(kc, '/api/v1/pods'), {
-      add: (p) => this.podEvent(p, 'add'),
-      update: (p) => this.podEvent(p, 'update'),
-      delete: (p) => this.podEvent(p, 'delete'),
-    }, log);
+    this.replicaSets = new RestartingInformer<V1ReplicaSet>(
+      kc,
+      '/apis/apps/v1/replicasets',
+      () => listJson(kc, '/apis/apps/v1/replicasets'),
+      { add: enqueue, update: enqueue, delete: (rs) => this.expectations.forget(keyOf(rs.metadata)) },
+      log,
+    );
+    this.pods = new RestartingInformer<V1Pod>(
+      kc,
+      '/api/v1/pods',
+      () => listJson(kc, '/api/v1/pods'),
+      {
+        add: (p) => this.podEvent(p, 'add'),
+        update: (p) => this.podEvent(p, 'update'),
+        delete: (p) => this.podEvent(p, 'delete'),
+      },
+      log,
+    );
     this.synced = Promise.all([this.replicaSets.synced, this.pods.synced]).then(() => undefined);
   }
 
@@ -109,7 +137,13 @@ export class ReplicaSetController {
     const body: V1Pod = {
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { generateName: `${meta.name ?? ''}-`, namespace: meta.namespace, labels: template.metadata?.labels, annotations: template.metadata?.annotations, ownerReferences: [controllerReference('apps/v1', 'ReplicaSet', meta)] },
+      metadata: {
+        generateName: `${meta.name ?? ''}-`,
+        namespace: meta.namespace,
+        labels: template.metadata?.labels,
+        annotations: template.metadata?.annotations,
+        ownerReferences: [controllerReference('apps/v1', 'ReplicaSet', meta)],
+      },
       spec: template.spec,
     };
     await forEachLimited([...Array(n).keys()], WRITE_CONCURRENCY, async () => {
@@ -141,13 +175,18 @@ export class ReplicaSetController {
     const ready = active.filter(isPodReady).length;
     const status: Pick<V1ReplicaSetStatus, StatusField> = {
       replicas: active.length,
-      fullyLabeledReplicas: active.filter((p) => Object.entries(labels).every(([k, v]) => p.metadata?.labels?.[k] === v)).length,
+      fullyLabeledReplicas: active.filter((p) =>
+        Object.entries(labels).every(([k, v]) => p.metadata?.labels?.[k] === v),
+      ).length,
       readyReplicas: ready,
       // minReadySeconds is not waited out: a ready pod counts as available at once.
       availableReplicas: ready,
       observedGeneration: rs.metadata?.generation,
     };
     if (STATUS_FIELDS.every((f) => (rs.status?.[f] ?? 0) === (status[f] ?? 0))) return;
-    await this.apps.patchNamespacedReplicaSetStatus({ name: rs.metadata?.name ?? '', namespace: rs.metadata?.namespace ?? '', body: { status } }, MERGE_PATCH);
+    await this.apps.patchNamespacedReplicaSetStatus(
+      { name: rs.metadata?.name ?? '', namespace: rs.metadata?.namespace ?? '', body: { status } },
+      MERGE_PATCH,
+    );
   }
 }

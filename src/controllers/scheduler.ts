@@ -6,7 +6,16 @@
  * the fewest active pods, then by name. It binds through `pods/binding`, as kube-scheduler does. A pod that fits
  * nowhere gets `PodScheduled=False` with reason `Unschedulable` and waits for a node to change.
  */
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Node, type V1Pod, type V1Taint, type V1Toleration } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Node,
+  type V1Pod,
+  type V1Taint,
+  type V1Toleration,
+} from '@kubernetes/client-node';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
@@ -18,7 +27,10 @@ export const DEFAULT_SCHEDULER_NAME = 'default-scheduler';
 const MAX_ATTEMPTS = 15;
 const STRATEGIC_MERGE = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
-const unscheduled = (p: V1Pod): boolean => (p.spec?.nodeName ?? '') === '' && (p.spec?.schedulerName ?? DEFAULT_SCHEDULER_NAME) === DEFAULT_SCHEDULER_NAME && isPodActive(p);
+const unscheduled = (p: V1Pod): boolean =>
+  (p.spec?.nodeName ?? '') === '' &&
+  (p.spec?.schedulerName ?? DEFAULT_SCHEDULER_NAME) === DEFAULT_SCHEDULER_NAME &&
+  isPodActive(p);
 
 /** A toleration matches a taint by key (or any key, with Exists and no key), value (Equal) and effect (or any). */
 function tolerates(tolerations: readonly V1Toleration[], taint: V1Taint): boolean {
@@ -33,11 +45,13 @@ function tolerates(tolerations: readonly V1Toleration[], taint: V1Taint): boolea
 function unfit(node: V1Node, pod: V1Pod): string | undefined {
   if (node.spec?.unschedulable === true) return 'node(s) were unschedulable';
   const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
-  if (node.status?.conditions !== undefined && node.status.conditions.length > 0 && ready?.status !== 'True') return 'node(s) were not ready';
+  if (node.status?.conditions !== undefined && node.status.conditions.length > 0 && ready?.status !== 'True')
+    return 'node(s) were not ready';
   const labels = node.metadata?.labels ?? {};
-  if (Object.entries(pod.spec?.nodeSelector ?? {}).some(([k, v]) => labels[k] !== v)) return "node(s) didn't match Pod's node affinity/selector";
+  if (Object.entries(pod.spec?.nodeSelector ?? {}).some(([k, v]) => labels[k] !== v))
+    return "node(s) didn't match Pod's node affinity/selector";
   const blocking = (node.spec?.taints ?? []).filter((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
-  if (blocking.some((t) => !tolerates(pod.spec?.tolerations ?? [], t))) return "node(s) had untolerated taint(s)";
+  if (blocking.some((t) => !tolerates(pod.spec?.tolerations ?? [], t))) return 'node(s) had untolerated taint(s)';
   return undefined;
 }
 
@@ -66,8 +80,20 @@ export class Scheduler {
     const onNode = (): void => {
       for (const p of this.pods.list()) onPod(p);
     };
-    this.pods = new RestartingInformer<V1Pod>(kc, '/api/v1/pods', () => listJson(kc, '/api/v1/pods'), { add: onPod, update: onPod, delete: (p) => this.assumed.delete(keyOf(p.metadata)) }, log);
-    this.nodes = new RestartingInformer<V1Node>(kc, '/api/v1/nodes', () => listJson(kc, '/api/v1/nodes'), { add: onNode, update: onNode }, log);
+    this.pods = new RestartingInformer<V1Pod>(
+      kc,
+      '/api/v1/pods',
+      () => listJson(kc, '/api/v1/pods'),
+      { add: onPod, update: onPod, delete: (p) => this.assumed.delete(keyOf(p.metadata)) },
+      log,
+    );
+    this.nodes = new RestartingInformer<V1Node>(
+      kc,
+      '/api/v1/nodes',
+      () => listJson(kc, '/api/v1/nodes'),
+      { add: onNode, update: onNode },
+      log,
+    );
     this.synced = Promise.all([this.pods.synced, this.nodes.synced]).then(() => undefined);
   }
 
@@ -96,7 +122,10 @@ export class Scheduler {
     }
     if (fit.length === 0) {
       const detail = [...reasons].map(([why, count]) => `${String(count)} ${why}`).join(', ');
-      await this.markUnschedulable(pod, `0/${String(nodes.length)} nodes are available${detail === '' ? '' : `: ${detail}`}.`);
+      await this.markUnschedulable(
+        pod,
+        `0/${String(nodes.length)} nodes are available${detail === '' ? '' : `: ${detail}`}.`,
+      );
       return;
     }
     const load = new Map<string, number>();
@@ -104,9 +133,15 @@ export class Scheduler {
       const on = p.spec?.nodeName || this.assumed.get(keyOf(p.metadata));
       if (isPodActive(p) && on !== undefined && on !== '') load.set(on, (load.get(on) ?? 0) + 1);
     }
-    const node = fit.map((n) => n.metadata?.name ?? '').sort((a, b) => (load.get(a) ?? 0) - (load.get(b) ?? 0) || (a < b ? -1 : a > b ? 1 : 0))[0]!;
+    const node = fit
+      .map((n) => n.metadata?.name ?? '')
+      .sort((a, b) => (load.get(a) ?? 0) - (load.get(b) ?? 0) || (a < b ? -1 : a > b ? 1 : 0))[0]!;
     try {
-      await this.core.createNamespacedPodBinding({ name, namespace, body: { metadata: { name, namespace }, target: { apiVersion: 'v1', kind: 'Node', name: node } } });
+      await this.core.createNamespacedPodBinding({
+        name,
+        namespace,
+        body: { metadata: { name, namespace }, target: { apiVersion: 'v1', kind: 'Node', name: node } },
+      });
     } catch (e) {
       // Bound meanwhile (by another scheduler, or by hand), or deleted: nothing left to do.
       const code = (e as { code?: number }).code;
@@ -120,8 +155,22 @@ export class Scheduler {
   private async markUnschedulable(pod: V1Pod, message: string): Promise<void> {
     const current = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
     if (current?.status === 'False' && current.message === message) return;
-    const condition = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastProbeTime: null, lastTransitionTime: kubeTime() };
-    await this.core.patchNamespacedPodStatus({ name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', body: { status: { phase: 'Pending', conditions: [condition] } } }, STRATEGIC_MERGE);
+    const condition = {
+      type: 'PodScheduled',
+      status: 'False',
+      reason: 'Unschedulable',
+      message,
+      lastProbeTime: null,
+      lastTransitionTime: kubeTime(),
+    };
+    await this.core.patchNamespacedPodStatus(
+      {
+        name: pod.metadata?.name ?? '',
+        namespace: pod.metadata?.namespace ?? '',
+        body: { status: { phase: 'Pending', conditions: [condition] } },
+      },
+      STRATEGIC_MERGE,
+    );
     this.log.info({ pod: keyOf(pod.metadata), message }, 'pod unschedulable');
   }
 }

@@ -70,13 +70,19 @@ interface EchoAnswer {
 }
 
 export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
-  if (process.getuid?.() !== 0) throw new MeshError('UP_ERR_NETWORK', 'amesh demo needs root: it brings up a cluster of network namespaces with iptables rules (run it as root; amesh demo --socks5 is the tour that needs no root)');
+  if (process.getuid?.() !== 0)
+    throw new MeshError(
+      'UP_ERR_NETWORK',
+      'amesh demo needs root: it brings up a cluster of network namespaces with iptables rules (run it as root; amesh demo --socks5 is the tour that needs no root)',
+    );
   requireHostTools([{ cmd: 'curl', pkg: 'curl', why: "the web pod's client" }]);
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-demo-'));
   const config = path.join(dir, 'mesh');
   await cp(examplesDir('mesh'), config, { recursive: true });
   const cfg = loadUpConfig({ configDir: config, dataDir: o.dataDir, name: o.name, dataplane: 'ambient' });
-  say(`==> amesh up: the API server, istiod, ${String(cfg.nodes)} nodes each with a node agent and a ztunnel, and the pods of ${config} (copied from examples/mesh)`);
+  say(
+    `==> amesh up: the API server, istiod, ${String(cfg.nodes)} nodes each with a node agent and a ztunnel, and the pods of ${config} (copied from examples/mesh)`,
+  );
   let cluster: Cluster | undefined;
   let starting = true;
   let interrupted = false;
@@ -108,7 +114,9 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   if (interrupted) return;
   if (o.keep && cluster !== undefined) {
     if (failure !== undefined) say(`==> ${describeError(failure)}`);
-    say(`==> the cluster keeps running: kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec --data-dir ${cluster.dataDir.root} ${CLIENT.namespace}/${CLIENT.pod} -- curl -s ${SERVICE_URL}; edit ${config} and watch it apply. Ctrl-C tears it down`);
+    say(
+      `==> the cluster keeps running: kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec --data-dir ${cluster.dataDir.root} ${CLIENT.namespace}/${CLIENT.pod} -- curl -s ${SERVICE_URL}; edit ${config} and watch it apply. Ctrl-C tears it down`,
+    );
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
     await new Promise<void>((resolve) => {
@@ -124,7 +132,11 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
 }
 
 async function tour(cluster: Cluster, config: string): Promise<void> {
-  if (!(await cluster.settle())) throw stepFailed('waiting for the pods', `not every pod is ready:\n${clusterTable(await cluster.snapshot(), 'table')}`);
+  if (!(await cluster.settle()))
+    throw stepFailed(
+      'waiting for the pods',
+      `not every pod is ready:\n${clusterTable(await cluster.snapshot(), 'table')}`,
+    );
   const snapshot = await cluster.snapshot();
   say('==> the cluster (kubectl get nodes,pods -A -o wide shows the same):');
   say(indent(clusterTable(snapshot, 'table')));
@@ -133,10 +145,15 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
   const metricsUrl = `http://${serverNode?.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? ''}:15020/metrics`;
   const webIp = web?.status?.podIP ?? '';
   const { record } = await cluster.dataDir.sandbox(CLIENT.namespace, CLIENT.pod);
-  const curl = (): Promise<{ code: number | null; stdout: string; stderr: string }> => runCommand('ip', ['netns', 'exec', record.netns, 'curl', '-sS', '--max-time', CURL_MAX_SECONDS, SERVICE_URL]);
+  const curl = (): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+    runCommand('ip', ['netns', 'exec', record.netns, 'curl', '-sS', '--max-time', CURL_MAX_SECONDS, SERVICE_URL]);
 
-  say(`==> ${CLIENT.namespace}/${CLIENT.pod} (${webIp}, ${web?.spec?.nodeName ?? '?'}) runs an unchanged curl ${SERVICE_URL}: the Service's pods are on ${SERVER_NODE}`);
-  say(`    ${CLIENT.pod}'s iptables send it to ${web?.spec?.nodeName ?? '?'}'s ztunnel (15001), which opens HBONE (mTLS 1.3, 15008) to ${SERVER_NODE}'s; the name is answered by the ztunnel's DNS proxy`);
+  say(
+    `==> ${CLIENT.namespace}/${CLIENT.pod} (${webIp}, ${web?.spec?.nodeName ?? '?'}) runs an unchanged curl ${SERVICE_URL}: the Service's pods are on ${SERVER_NODE}`,
+  );
+  say(
+    `    ${CLIENT.pod}'s iptables send it to ${web?.spec?.nodeName ?? '?'}'s ztunnel (15001), which opens HBONE (mTLS 1.3, 15008) to ${SERVER_NODE}'s; the name is answered by the ztunnel's DNS proxy`,
+  );
   for (let i = 0; i < REQUESTS; i++) {
     const answer = await until('curl through the mesh', async () => {
       const r = await curl();
@@ -147,18 +164,32 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
         return `not the echo server's answer: ${r.stdout.slice(0, 200)}`;
       }
     });
-    say(`    ${answer.hostname} answered; it saw the client at ${answer.peer} (${CLIENT.pod}'s own address: ztunnel keeps the source)`);
+    say(
+      `    ${answer.hostname} answered; it saw the client at ${answer.peer} (${CLIENT.pod}'s own address: ztunnel keeps the source)`,
+    );
   }
 
   const opened = await until(`${SERVER_NODE}'s ztunnel metrics`, async () => {
-    const text = await fetch(metricsUrl).then((r) => r.text(), (e: unknown) => `cannot fetch ${metricsUrl}: ${describeError(e)}`);
-    const line = text.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"') && l.includes(`source_principal="${CLIENT.principal}"`));
+    const text = await fetch(metricsUrl).then(
+      (r) => r.text(),
+      (e: unknown) => `cannot fetch ${metricsUrl}: ${describeError(e)}`,
+    );
+    const line = text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith('istio_tcp_connections_opened_total{') &&
+          l.includes('reporter="destination"') &&
+          l.includes(`source_principal="${CLIENT.principal}"`),
+      );
     return line === undefined ? `no connection from ${CLIENT.principal} in ${metricsUrl}` : { line, text };
   });
   const label = (k: string): string => new RegExp(`${k}="([^"]*)"`).exec(opened.line)?.[1] ?? '?';
   say(`==> ${SERVER_NODE}'s ztunnel verified both ends (${metricsUrl}):`);
   say(`    source_principal=${label('source_principal')}`);
-  say(`    destination_principal=${label('destination_principal')} (connection_security_policy=${label('connection_security_policy')})`);
+  say(
+    `    destination_principal=${label('destination_principal')} (connection_security_policy=${label('connection_security_policy')})`,
+  );
 
   const policies = path.join(config, 'policies.yaml');
   say(`==> editing ${policies}: backend's ALLOW policy now names ${DENIED_PRINCIPAL} instead of web`);
@@ -170,8 +201,14 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
     return r.code === 0 ? 'curl still succeeds' : r;
   });
   say(`    the same curl now fails (exit ${String(denied.code)}): ${denied.stderr.trim()}`);
-  const log = await readFile(path.join((await cluster.dataDir.sandbox('istio-system', `ztunnel-${SERVER_NODE}`)).dir, 'istio-proxy.log'), 'utf8');
-  const why = log.split('\n').filter((l) => l.includes('connection complete') && l.includes('error')).at(-1);
+  const log = await readFile(
+    path.join((await cluster.dataDir.sandbox('istio-system', `ztunnel-${SERVER_NODE}`)).dir, 'istio-proxy.log'),
+    'utf8',
+  );
+  const why = log
+    .split('\n')
+    .filter((l) => l.includes('connection complete') && l.includes('error'))
+    .at(-1);
   if (why !== undefined) {
     say(`    ${SERVER_NODE}'s ztunnel logged it (amesh logs istio-system/ztunnel-${SERVER_NODE}):`);
     for (const key of ['src.identity', 'dst.identity', 'error']) say(`      ${key}=${logField(why, key)}`);
@@ -179,7 +216,14 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
 
   say(`==> metrics from ${SERVER_NODE}'s ztunnel (reporter="destination"; some labels left out):`);
   const metrics = await (await fetch(metricsUrl)).text();
-  for (const l of metrics.split('\n').filter((x) => /^istio_tcp_(connections_opened|connections_failed)_total\{/.test(x) && x.includes('reporter="destination"'))) {
-    say(`    ${l.replace(/(source_|destination_)(canonical_revision|app|version|cluster|service_namespace|canonical_service|workload_namespace)="[^"]*",/g, '').slice(0, 400)}`);
+  for (const l of metrics
+    .split('\n')
+    .filter(
+      (x) =>
+        /^istio_tcp_(connections_opened|connections_failed)_total\{/.test(x) && x.includes('reporter="destination"'),
+    )) {
+    say(
+      `    ${l.replace(/(source_|destination_)(canonical_revision|app|version|cluster|service_namespace|canonical_service|workload_namespace)="[^"]*",/g, '').slice(0, 400)}`,
+    );
   }
 }

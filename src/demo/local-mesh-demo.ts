@@ -28,7 +28,13 @@ async function run(args: string[]): Promise<string> {
 async function waitHttp(url: string, what: string, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(url).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${what} did not become ready within ${timeoutMs / 1000}s (${url})`);
@@ -59,46 +65,97 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
   const config = path.join(dir, 'config');
   const state = path.join(dir, 'state');
   await cp(examplesDir('local-mesh'), config, { recursive: true });
-  say(`==> istiod serves ${config} (copied from examples/local-mesh: 2 namespaces, 3 pods, 1 service, an ALLOW policy, STRICT mTLS)`);
+  say(
+    `==> istiod serves ${config} (copied from examples/local-mesh: 2 namespaces, 3 pods, 1 service, an ALLOW policy, STRICT mTLS)`,
+  );
   const { cmd, args } = ameshCommand();
-  const istiod: ChildProcess = spawn(cmd, [...args, 'istiod', '--config-dir', config, '--state-dir', state, '--grpc-address', '127.0.0.1:15012', '--monitoring-address', '127.0.0.1:15014'], { stdio: ['ignore', 'ignore', 'inherit'] });
-  const echos = await Promise.all([startEchoServer('127.0.10.2', 8080, 'echo-0'), startEchoServer('127.0.10.3', 8080, 'echo-1')]);
+  const istiod: ChildProcess = spawn(
+    cmd,
+    [
+      ...args,
+      'istiod',
+      '--config-dir',
+      config,
+      '--state-dir',
+      state,
+      '--grpc-address',
+      '127.0.0.1:15012',
+      '--monitoring-address',
+      '127.0.0.1:15014',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const echos = await Promise.all([
+    startEchoServer('127.0.10.2', 8080, 'echo-0'),
+    startEchoServer('127.0.10.3', 8080, 'echo-1'),
+  ]);
   const zts: ReturnType<typeof spawnZtunnel>[] = [];
   try {
     await waitHttp('http://127.0.0.1:15014/ready', 'istiod');
-    for (const [node, ip] of [['node1', '127.0.0.1'], ['node2', '127.0.0.2']] as const) {
+    for (const [node, ip] of [
+      ['node1', '127.0.0.1'],
+      ['node2', '127.0.0.2'],
+    ] as const) {
       const tokenFile = path.join(dir, `${node}.token`);
-      await writeFile(tokenFile, await run(['istiod', 'token', '--namespace', 'istio-system', '--service-account', 'ztunnel', '--node', node, '--state-dir', state]));
-      zts.push(spawnZtunnel({
-        localConfig: '',
-        nodeName: node,
-        controlIp: ip,
-        env: {
-          LOCAL_XDS_PATH: '',
-          XDS_ADDRESS: 'https://127.0.0.1:15012',
-          CA_ADDRESS: 'https://127.0.0.1:15012',
-          // The demo's client is a process on this host, sending as web-0 from web-0's IP.
-          UNSTABLE_ENABLE_SOCKS5: 'true',
-          ALT_XDS_HOSTNAME: 'istiod.istio-system.svc',
-          ALT_CA_HOSTNAME: 'istiod.istio-system.svc',
-          XDS_ROOT_CA: path.join(state, 'root-cert.pem'),
-          CA_ROOT_CA: path.join(state, 'root-cert.pem'),
-          AUTH_TOKEN: tokenFile,
-          POD_NAME: `ztunnel-${node}`,
-          POD_NAMESPACE: 'istio-system',
-          LOG_FORMAT: 'text',
-        },
-      }));
+      await writeFile(
+        tokenFile,
+        await run([
+          'istiod',
+          'token',
+          '--namespace',
+          'istio-system',
+          '--service-account',
+          'ztunnel',
+          '--node',
+          node,
+          '--state-dir',
+          state,
+        ]),
+      );
+      zts.push(
+        spawnZtunnel({
+          localConfig: '',
+          nodeName: node,
+          controlIp: ip,
+          env: {
+            LOCAL_XDS_PATH: '',
+            XDS_ADDRESS: 'https://127.0.0.1:15012',
+            CA_ADDRESS: 'https://127.0.0.1:15012',
+            // The demo's client is a process on this host, sending as web-0 from web-0's IP.
+            UNSTABLE_ENABLE_SOCKS5: 'true',
+            ALT_XDS_HOSTNAME: 'istiod.istio-system.svc',
+            ALT_CA_HOSTNAME: 'istiod.istio-system.svc',
+            XDS_ROOT_CA: path.join(state, 'root-cert.pem'),
+            CA_ROOT_CA: path.join(state, 'root-cert.pem'),
+            AUTH_TOKEN: tokenFile,
+            POD_NAME: `ztunnel-${node}`,
+            POD_NAMESPACE: 'istio-system',
+            LOG_FORMAT: 'text',
+          },
+        }),
+      );
     }
-    say('==> two ztunnels (node1: admin 127.0.0.1:15000, node2: admin 127.0.0.2:15000) get workloads, policies and certificates from istiod');
+    say(
+      '==> two ztunnels (node1: admin 127.0.0.1:15000, node2: admin 127.0.0.2:15000) get workloads, policies and certificates from istiod',
+    );
     await Promise.all(zts.map((z) => z.waitReady()));
     await showPods(path.join(state, EMBEDDED_API_DIR, 'kubeconfig'));
-    say('==> frontend/web-0 (127.0.10.1) calls echo.backend (VIP 10.96.0.10:80) through SOCKS5 127.0.10.1:15080, over HBONE');
+    say(
+      '==> frontend/web-0 (127.0.10.1) calls echo.backend (VIP 10.96.0.10:80) through SOCKS5 127.0.10.1:15080, over HBONE',
+    );
     // ztunnel picks a service endpoint at random: call until echo-0 on node2 has answered too, so the tour can
     // show what the other node's ztunnel saw.
     let crossedNodes = false;
     for (let batch = 0; batch < DEMO_MAX_BATCHES && !crossedNodes; batch++) {
-      const results = await runEchoClient({ target: '10.96.0.10:80', socks5: '127.0.10.1:15080', source: '127.0.10.1', count: 4, http: true, message: '', timeoutMs: 5000 });
+      const results = await runEchoClient({
+        target: '10.96.0.10:80',
+        socks5: '127.0.10.1:15080',
+        source: '127.0.10.1',
+        count: 4,
+        http: true,
+        message: '',
+        timeoutMs: 5000,
+      });
       for (const r of results) {
         if (!r.ok) throw new Error(`request through the mesh failed: ${r.error ?? ''}`);
         const seen = JSON.parse(r.response ?? '{}') as { hostname?: string; peer?: string; local?: string };
@@ -107,18 +164,33 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
       }
     }
     const m2 = await (await fetch('http://127.0.0.2:15020/metrics')).text();
-    const line = m2.split('\n').find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
+    const line = m2
+      .split('\n')
+      .find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
     const label = (k: string): string => new RegExp(`${k}="([^"]*)"`).exec(line ?? '')?.[1] ?? '?';
-    say(`    node2's ztunnel authenticated the client as ${label('source_principal')} (connection_security_policy=${label('connection_security_policy')})`);
+    say(
+      `    node2's ztunnel authenticated the client as ${label('source_principal')} (connection_security_policy=${label('connection_security_policy')})`,
+    );
     const policies = path.join(config, 'policies.yaml');
     say(`==> editing ${policies}: the ALLOW policy now names another service account`);
     const text = await readFile(policies, 'utf8');
-    await writeFile(`${policies}.tmp`, text.replace('cluster.local/ns/frontend/sa/web', 'cluster.local/ns/frontend/sa/admin'));
+    await writeFile(
+      `${policies}.tmp`,
+      text.replace('cluster.local/ns/frontend/sa/web', 'cluster.local/ns/frontend/sa/admin'),
+    );
     await rename(`${policies}.tmp`, policies);
     let denied = '';
     for (let i = 0; i < 50 && denied === ''; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      const [r] = await runEchoClient({ target: '10.96.0.10:80', socks5: '127.0.10.1:15080', source: '127.0.10.1', count: 1, http: true, message: '', timeoutMs: 5000 });
+      const [r] = await runEchoClient({
+        target: '10.96.0.10:80',
+        socks5: '127.0.10.1:15080',
+        source: '127.0.10.1',
+        count: 1,
+        http: true,
+        message: '',
+        timeoutMs: 5000,
+      });
       if (r !== undefined && !r.ok) denied = r.error ?? 'denied';
     }
     if (denied === '') throw new Error('the policy edit did not take effect within 5s');
@@ -126,7 +198,15 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
     say('==> metrics excerpt from node2 (reporter="destination"):');
     const m = await (await fetch('http://127.0.0.2:15020/metrics')).text();
     for (const l of m.split('\n').filter((x) => /^istio_tcp_(connections_opened|connections_failed)_total\{/.test(x))) {
-      say('    ' + l.replace(/(source_|destination_)(canonical_revision|app|version|cluster|service_namespace|service_name|canonical_service)="[^"]*",/g, '').slice(0, 400));
+      say(
+        '    ' +
+          l
+            .replace(
+              /(source_|destination_)(canonical_revision|app|version|cluster|service_namespace|service_name|canonical_service)="[^"]*",/g,
+              '',
+            )
+            .slice(0, 400),
+      );
     }
     if (o.keep) {
       say(`==> the mesh keeps running: edit ${config} and watch it change; Ctrl-C stops it`);

@@ -9,7 +9,10 @@ export function ameshCommand(): { cmd: string; args: string[] } {
   const here = path.dirname(fileURLToPath(import.meta.url));
   const js = path.resolve(here, '../cli/main.js');
   if (existsSync(js)) return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, js] };
-  return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, '--import', 'tsx', path.resolve(here, '../cli/main.ts')] };
+  return {
+    cmd: process.execPath,
+    args: [...DATA_PATH_NODE_FLAGS, '--import', 'tsx', path.resolve(here, '../cli/main.ts')],
+  };
 }
 
 /** ztunnel's admin, metrics and readiness ports (ztunnel `src/config.rs`). */
@@ -45,7 +48,16 @@ export function spawnZtunnel(o: ZtunnelProcessOptions): ZtunnelProcess {
   const admin = `${o.controlIp}:${ports.admin}`;
   const metrics = `${o.controlIp}:${ports.metrics}`;
   const readiness = `${o.controlIp}:${ports.readiness}`;
-  const argv = [...args, 'ztunnel', '--admin-address', admin, '--metrics-address', metrics, '--readiness-address', readiness];
+  const argv = [
+    ...args,
+    'ztunnel',
+    '--admin-address',
+    admin,
+    '--metrics-address',
+    metrics,
+    '--readiness-address',
+    readiness,
+  ];
   if (o.localCa !== undefined) argv.push('--local-ca', o.localCa);
   const child = spawn(cmd, argv, {
     env: { ...process.env, LOCAL_XDS_PATH: o.localConfig, NODE_NAME: o.nodeName, ...o.env },

@@ -41,12 +41,21 @@ export async function runEchoClient(o: EchoClientOptions): Promise<EchoResult[]>
   for (let i = 0; i < o.count; i++) {
     const start = performance.now();
     try {
-      const sock = proxy === undefined ? await tcpConnect(t.host, t.port, source) : await socks5Connect(proxy.host, proxy.port, t.host, t.port, source);
+      const sock =
+        proxy === undefined
+          ? await tcpConnect(t.host, t.port, source)
+          : await socks5Connect(proxy.host, proxy.port, t.host, t.port, source);
       const payload = o.http ? `GET / HTTP/1.1\r\nHost: ${o.target}\r\nConnection: close\r\n\r\n` : o.message;
       const response = await exchange(sock, payload, o.timeoutMs);
       const body = o.http ? response.slice(response.indexOf('\r\n\r\n') + 4) : response;
       const ok = o.http ? response.startsWith('HTTP/1.1 200') : response === o.message;
-      out.push({ i, ok, ms: performance.now() - start, response: body, ...(ok ? {} : { error: `unexpected response: ${response.slice(0, 80)}` }) });
+      out.push({
+        i,
+        ok,
+        ms: performance.now() - start,
+        response: body,
+        ...(ok ? {} : { error: `unexpected response: ${response.slice(0, 80)}` }),
+      });
     } catch (e) {
       out.push({ i, ok: false, ms: performance.now() - start, error: (e as Error).message });
     }

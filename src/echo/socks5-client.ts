@@ -4,12 +4,21 @@ import { tcpSocket } from '../lib/native.js';
 
 /** SOCKS5 CONNECT reply codes (RFC 1928 §6), for messages. */
 const REPLIES: Record<number, string> = {
-  1: 'general failure', 2: 'connection not allowed by ruleset', 3: 'network unreachable', 4: 'host unreachable',
-  5: 'connection refused', 6: 'TTL expired', 7: 'command not supported', 8: 'address type not supported',
+  1: 'general failure',
+  2: 'connection not allowed by ruleset',
+  3: 'network unreachable',
+  4: 'host unreachable',
+  5: 'connection refused',
+  6: 'TTL expired',
+  7: 'command not supported',
+  8: 'address type not supported',
 };
 
 export class Socks5Error extends Error {
-  constructor(readonly reply: number, message: string) {
+  constructor(
+    readonly reply: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -19,9 +28,18 @@ export class Socks5Error extends Error {
  * `localAddress` when given (its port chosen at connect, so many short connections from one address never starve
  * bind: see `tcpSocket`).
  */
-export function socks5Connect(proxyHost: string, proxyPort: number, host: string, port: number, localAddress?: string): Promise<net.Socket> {
+export function socks5Connect(
+  proxyHost: string,
+  proxyPort: number,
+  host: string,
+  port: number,
+  localAddress?: string,
+): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    const s = localAddress === undefined ? new net.Socket({ allowHalfOpen: true }) : tcpSocket(net.isIPv6(localAddress) ? 6 : 4, { allowHalfOpen: true });
+    const s =
+      localAddress === undefined
+        ? new net.Socket({ allowHalfOpen: true })
+        : tcpSocket(net.isIPv6(localAddress) ? 6 : 4, { allowHalfOpen: true });
     // On the socket, not in connect()'s options, which Node 20 ignores for a socket it did not construct with them.
     s.setNoDelay(true);
     s.connect({ host: proxyHost, port: proxyPort, localAddress });
@@ -65,7 +83,12 @@ export function socks5Connect(proxyHost: string, proxyPort: number, host: string
       if (stage === 'reply') {
         if (buf.length < 10) return;
         if (buf[1] !== 0x00) {
-          return fail(new Socks5Error(buf[1]!, `SOCKS5 connect to ${formatHostPort(host, port)} failed: ${REPLIES[buf[1]!] ?? `reply ${buf[1]}`}`));
+          return fail(
+            new Socks5Error(
+              buf[1]!,
+              `SOCKS5 connect to ${formatHostPort(host, port)} failed: ${REPLIES[buf[1]!] ?? `reply ${buf[1]}`}`,
+            ),
+          );
         }
         s.off('data', onData);
         s.removeAllListeners('error');

@@ -53,7 +53,12 @@ export const ISTIOD_DEFAULTS = Object.freeze({
 });
 
 /** DNS names on istiod's serving certificate: the in-cluster service name ztunnel verifies, and localhost. */
-export const ISTIOD_SERVING_NAMES = ['istiod.istio-system.svc', 'istiod.istio-system.svc.cluster.local', 'istiod', 'localhost'] as const;
+export const ISTIOD_SERVING_NAMES = [
+  'istiod.istio-system.svc',
+  'istiod.istio-system.svc.cluster.local',
+  'istiod',
+  'localhost',
+] as const;
 
 export interface IstiodConfig {
   readonly configDir: string | undefined;
@@ -94,24 +99,41 @@ function positiveInt(env: Readonly<Record<string, string | undefined>>, name: st
   const v = env[name];
   if (v === undefined || v === '') return dflt;
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 1) throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${v}" is not a positive whole number of bytes`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${v}" is not a positive whole number of bytes`);
   return n;
 }
 
-const list = (s: string): string[] => s.split(',').map((x) => x.trim()).filter((x) => x !== '');
+const list = (s: string): string[] =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
 
-export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string, string | undefined>> = process.env): IstiodConfig {
+export function loadIstiodConfig(
+  flags: IstiodFlags,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): IstiodConfig {
   const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  if (logFormat !== 'text' && logFormat !== 'json')
+    throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
   const logLevel = flags.logLevel ?? env['LOG_LEVEL'] ?? 'info';
   LogControl.parseSpec(logLevel);
   const trusted = list(env['CA_TRUSTED_NODE_ACCOUNTS'] ?? ISTIOD_DEFAULTS.trustedNodeAccounts);
-  for (const t of trusted) if (!/^[^/]+\/[^/]+$/.test(t)) throw new MeshError('AMESH_ERR_CONFIG', `CA_TRUSTED_NODE_ACCOUNTS: "${t}" is not <namespace>/<serviceaccount>`);
+  for (const t of trusted)
+    if (!/^[^/]+\/[^/]+$/.test(t))
+      throw new MeshError('AMESH_ERR_CONFIG', `CA_TRUSTED_NODE_ACCOUNTS: "${t}" is not <namespace>/<serviceaccount>`);
   if (flags.apiserverAddress !== undefined && flags.configDir === undefined) {
-    throw new MeshError('AMESH_ERR_CONFIG', '--apiserver-address is where the embedded API server for --config-dir listens; without --config-dir istiod uses the API its kubeconfig names');
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      '--apiserver-address is where the embedded API server for --config-dir listens; without --config-dir istiod uses the API its kubeconfig names',
+    );
   }
   if (flags.kubeconfig !== undefined && flags.configDir !== undefined) {
-    throw new MeshError('AMESH_ERR_CONFIG', '--kubeconfig and --config-dir both name where the mesh is described; give one (--config-dir for a manifest directory, --kubeconfig for a Kubernetes API)');
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      '--kubeconfig and --config-dir both name where the mesh is described; give one (--config-dir for a manifest directory, --kubeconfig for a Kubernetes API)',
+    );
   }
   const cfg: IstiodConfig = {
     configDir: flags.configDir === undefined ? undefined : path.resolve(flags.configDir),
@@ -122,18 +144,36 @@ export function loadIstiodConfig(flags: IstiodFlags, env: Readonly<Record<string
     rootNamespace: env['ROOT_NAMESPACE'] ?? ISTIOD_DEFAULTS.rootNamespace,
     domainSuffix: env['CLUSTER_DOMAIN'] ?? 'cluster.local',
     grpcAddress: parseListenAddress(flags.grpcAddress ?? ISTIOD_DEFAULTS.grpcAddress, '--grpc-address'),
-    monitoringAddress: parseListenAddress(flags.monitoringAddress ?? ISTIOD_DEFAULTS.monitoringAddress, '--monitoring-address'),
-    apiserverAddress: parseListenAddress(flags.apiserverAddress ?? ISTIOD_DEFAULTS.apiserverAddress, '--apiserver-address'),
+    monitoringAddress: parseListenAddress(
+      flags.monitoringAddress ?? ISTIOD_DEFAULTS.monitoringAddress,
+      '--monitoring-address',
+    ),
+    apiserverAddress: parseListenAddress(
+      flags.apiserverAddress ?? ISTIOD_DEFAULTS.apiserverAddress,
+      '--apiserver-address',
+    ),
     tokenAudiences: list(env['TOKEN_AUDIENCES'] ?? ISTIOD_DEFAULTS.tokenAudiences),
     trustedNodeAccounts: trusted,
     jwtRules: parseJwtRules(env['JWT_RULE']),
-    defaultCertTtlMs: parseDuration(env['DEFAULT_WORKLOAD_CERT_TTL'] ?? ISTIOD_DEFAULTS.workloadCertTtl, 'DEFAULT_WORKLOAD_CERT_TTL'),
-    maxCertTtlMs: parseDuration(env['MAX_WORKLOAD_CERT_TTL'] ?? ISTIOD_DEFAULTS.maxWorkloadCertTtl, 'MAX_WORKLOAD_CERT_TTL'),
+    defaultCertTtlMs: parseDuration(
+      env['DEFAULT_WORKLOAD_CERT_TTL'] ?? ISTIOD_DEFAULTS.workloadCertTtl,
+      'DEFAULT_WORKLOAD_CERT_TTL',
+    ),
+    maxCertTtlMs: parseDuration(
+      env['MAX_WORKLOAD_CERT_TTL'] ?? ISTIOD_DEFAULTS.maxWorkloadCertTtl,
+      'MAX_WORKLOAD_CERT_TTL',
+    ),
     grpcLimits: Object.freeze({
       ...GRPC_LIMIT_DEFAULTS,
       maxReceiveMessageBytes: positiveInt(env, 'ISTIO_GPRC_MAXRECVMSGSIZE', GRPC_LIMIT_DEFAULTS.maxReceiveMessageBytes),
-      keepaliveTimeMs: env['GRPC_KEEPALIVE_INTERVAL'] === undefined ? GRPC_LIMIT_DEFAULTS.keepaliveTimeMs : parseDuration(env['GRPC_KEEPALIVE_INTERVAL'], 'GRPC_KEEPALIVE_INTERVAL'),
-      keepaliveTimeoutMs: env['GRPC_KEEPALIVE_TIMEOUT'] === undefined ? GRPC_LIMIT_DEFAULTS.keepaliveTimeoutMs : parseDuration(env['GRPC_KEEPALIVE_TIMEOUT'], 'GRPC_KEEPALIVE_TIMEOUT'),
+      keepaliveTimeMs:
+        env['GRPC_KEEPALIVE_INTERVAL'] === undefined
+          ? GRPC_LIMIT_DEFAULTS.keepaliveTimeMs
+          : parseDuration(env['GRPC_KEEPALIVE_INTERVAL'], 'GRPC_KEEPALIVE_INTERVAL'),
+      keepaliveTimeoutMs:
+        env['GRPC_KEEPALIVE_TIMEOUT'] === undefined
+          ? GRPC_LIMIT_DEFAULTS.keepaliveTimeoutMs
+          : parseDuration(env['GRPC_KEEPALIVE_TIMEOUT'], 'GRPC_KEEPALIVE_TIMEOUT'),
     }),
     logFormat,
     logLevel,

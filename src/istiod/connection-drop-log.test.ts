@@ -8,7 +8,15 @@ import { ConnectionDropLog } from './connection-drop-log.js';
 test('refused connections: the first is logged at once, the rest of the interval in one line that names at most 16 peers and counts the others', async () => {
   const out = new PassThrough();
   const lines: Record<string, unknown>[] = [];
-  out.on('data', (d: Buffer) => lines.push(...d.toString().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>)));
+  out.on('data', (d: Buffer) =>
+    lines.push(
+      ...d
+        .toString()
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+    ),
+  );
   const log = new LogControl({ format: 'json', level: 'info', component: 'istiod', out }).scope('grpc');
   const drops = new ConnectionDropLog(log, { maxConnectionsPerSource: 2 }, 50);
   // The interval's timer is unref'd (it must not keep istiod alive); hold the loop open while testing.

@@ -42,7 +42,17 @@ export class ConnectionDropLog {
     this.timer = undefined;
     if (this.dropped === 0) return;
     const peers = Object.fromEntries([...this.peers].sort((a, b) => b[1] - a[1]));
-    this.log.warn({ dropped: this.dropped, peers, ...(this.otherPeers > 0 ? { otherPeers: this.otherPeers } : {}), reasons: Object.fromEntries(this.reasons), ...this.limits, intervalMs: this.intervalMs }, 'connection refused: too many connections');
+    this.log.warn(
+      {
+        dropped: this.dropped,
+        peers,
+        ...(this.otherPeers > 0 ? { otherPeers: this.otherPeers } : {}),
+        reasons: Object.fromEntries(this.reasons),
+        ...this.limits,
+        intervalMs: this.intervalMs,
+      },
+      'connection refused: too many connections',
+    );
     this.dropped = 0;
     this.otherPeers = 0;
     this.peers.clear();

@@ -42,7 +42,14 @@ export interface RunningGrpcServer {
 
 /** A grpc-js server with `limits`, `interceptors` and `addServices` on `address`, serving `keyPem`/`certChainPem`. */
 export async function startGrpcServer(
-  o: { address: ListenAddress; keyPem: string; certChainPem: string; limits: GrpcLimits; interceptors: grpc.ServerInterceptor[]; addServices: (s: grpc.Server) => void },
+  o: {
+    address: ListenAddress;
+    keyPem: string;
+    certChainPem: string;
+    limits: GrpcLimits;
+    interceptors: grpc.ServerInterceptor[];
+    addServices: (s: grpc.Server) => void;
+  },
   log: Logger,
 ): Promise<RunningGrpcServer> {
   const server = new grpc.Server({
@@ -55,7 +62,13 @@ export async function startGrpcServer(
   o.addServices(server);
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   // TLS 1.3 only: ztunnel's control-plane client offers nothing older unless TLS12_ENABLED (ztunnel src/tls/lib.rs).
-  const tlsServer = tls.createServer({ key: o.keyPem, cert: o.certChainPem, ALPNProtocols: ['h2'], minVersion: 'TLSv1.3', handshakeTimeout: o.limits.handshakeTimeoutMs });
+  const tlsServer = tls.createServer({
+    key: o.keyPem,
+    cert: o.certChainPem,
+    ALPNProtocols: ['h2'],
+    minVersion: 'TLSv1.3',
+    handshakeTimeout: o.limits.handshakeTimeoutMs,
+  });
   tlsServer.on('tlsClientError', (_e: Error, s: tls.TLSSocket) => s.destroy());
   tlsServer.on('secureConnection', (secure: tls.TLSSocket) => {
     secure.on('error', () => secure.destroy());
@@ -63,7 +76,11 @@ export async function startGrpcServer(
   });
   const sockets = new Set<net.Socket>();
   const perSource = new Map<string, number>();
-  const drops = new ConnectionDropLog(log, { maxConnections: o.limits.maxConnections, maxConnectionsPerSource: o.limits.maxConnectionsPerSource }, o.limits.refusedLogIntervalMs);
+  const drops = new ConnectionDropLog(
+    log,
+    { maxConnections: o.limits.maxConnections, maxConnectionsPerSource: o.limits.maxConnectionsPerSource },
+    o.limits.refusedLogIntervalMs,
+  );
   const listener = net.createServer((socket) => {
     const source = socket.remoteAddress ?? '?';
     const n = perSource.get(source) ?? 0;
@@ -85,7 +102,14 @@ export async function startGrpcServer(
   listener.maxConnections = o.limits.maxConnections;
   listener.on('drop', (d?: { remoteAddress?: string }) => drops.record(d?.remoteAddress ?? '?', 'global'));
   await new Promise<void>((resolve, reject) => {
-    listener.once('error', (e) => reject(new MeshError('AMESH_ERR_CONFIG', `cannot listen for gRPC on ${o.address.host}:${o.address.port}: ${e.message}`)));
+    listener.once('error', (e) =>
+      reject(
+        new MeshError(
+          'AMESH_ERR_CONFIG',
+          `cannot listen for gRPC on ${o.address.host}:${o.address.port}: ${e.message}`,
+        ),
+      ),
+    );
     listener.listen(o.address.port, o.address.host, resolve);
   });
   const addr = listener.address() as net.AddressInfo;

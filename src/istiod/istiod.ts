@@ -5,7 +5,12 @@ import { Registry as MetricsRegistry, collectDefaultMetrics, Gauge } from 'prom-
 import { IstioCertificateService } from '../api/istio/v1/auth/ca_pb.js';
 import { AggregatedDiscoveryService } from '../api/envoy/service/discovery/v3/discovery_pb.js';
 import { grpcServiceDefinition } from '../lib/grpc-service.js';
-import { CertificateAuthority, issueServingCertificate, PLUGIN_CA_FILES, writePluginCaDir } from '../lib/pki/certificate-authority.js';
+import {
+  CertificateAuthority,
+  issueServingCertificate,
+  PLUGIN_CA_FILES,
+  writePluginCaDir,
+} from '../lib/pki/certificate-authority.js';
 import { ensurePrivateDir } from '../lib/pki/private-files.js';
 import { isMeshError, MeshError } from '../lib/errors.js';
 import { startHttpServer, boundPort } from '../lib/http-server.js';
@@ -36,7 +41,10 @@ export const ROOT_CERT_FILE = 'root-cert.pem';
 async function loadSigningCa(cfg: IstiodConfig): Promise<CertificateAuthority> {
   if (cfg.caDir !== undefined) return CertificateAuthority.fromPluginDir(cfg.caDir);
   const dir = path.join(cfg.stateDir, 'ca');
-  const exists = await access(path.join(dir, PLUGIN_CA_FILES.caKey)).then(() => true, () => false);
+  const exists = await access(path.join(dir, PLUGIN_CA_FILES.caKey)).then(
+    () => true,
+    () => false,
+  );
   if (!exists) {
     try {
       await writePluginCaDir(dir, cfg.trustDomain);
@@ -71,8 +79,17 @@ export class Istiod {
 
   static async start(cfg: IstiodConfig, logs: LogControl): Promise<Istiod> {
     const log = logs.scope('istiod');
-    if (cfg.configDir !== undefined && !(await access(cfg.configDir).then(() => true, () => false))) {
-      throw new MeshError('AMESH_ERR_CONFIG', `--config-dir ${cfg.configDir} does not exist (create it, or point at a directory of manifests such as examples/mesh)`);
+    if (
+      cfg.configDir !== undefined &&
+      !(await access(cfg.configDir).then(
+        () => true,
+        () => false,
+      ))
+    ) {
+      throw new MeshError(
+        'AMESH_ERR_CONFIG',
+        `--config-dir ${cfg.configDir} does not exist (create it, or point at a directory of manifests such as examples/mesh)`,
+      );
     }
     await ensurePrivateDir(cfg.stateDir, 'ISTIOD_ERR_STATE', 'istiod state directory');
     const ca = await loadSigningCa(cfg);
@@ -83,10 +100,16 @@ export class Istiod {
     // Whatever has started is stopped again if a later step fails (a port taken, a bad CA file).
     const started: { stop(): unknown }[] = [registry];
     try {
-      const configDirApi = cfg.configDir === undefined ? undefined : await ConfigDirApi.start(cfg.configDir, cfg.stateDir, cfg.apiserverAddress, registry, logs);
+      const configDirApi =
+        cfg.configDir === undefined
+          ? undefined
+          : await ConfigDirApi.start(cfg.configDir, cfg.stateDir, cfg.apiserverAddress, registry, logs);
       if (configDirApi !== undefined) started.push(configDirApi);
       // As on a cluster, every namespace of the embedded API gets istio-ca-root-cert (the CA keeps its local issuer).
-      const rootPublisher = configDirApi === undefined ? undefined : new NamespaceController(configDirApi.kubeconfig, ca.rootBundlePem, logs.scope('namespace-controller'));
+      const rootPublisher =
+        configDirApi === undefined
+          ? undefined
+          : new NamespaceController(configDirApi.kubeconfig, ca.rootBundlePem, logs.scope('namespace-controller'));
       if (rootPublisher !== undefined) {
         rootPublisher.start();
         started.push(rootPublisher);
@@ -97,7 +120,12 @@ export class Istiod {
       const metrics = new MetricsRegistry();
       const ads = new AdsServer(auth, metrics, logs.scope('ads'));
       const modelLog = logs.scope('model');
-      const model = new IncrementalMeshModel({ clusterId: cfg.clusterId, trustDomain: cfg.trustDomain, rootNamespace: cfg.rootNamespace, domainSuffix: cfg.domainSuffix });
+      const model = new IncrementalMeshModel({
+        clusterId: cfg.clusterId,
+        trustDomain: cfg.trustDomain,
+        rootNamespace: cfg.rootNamespace,
+        domainSuffix: cfg.domainSuffix,
+      });
       const xds = new XdsSnapshot(model);
       /** Until the registry holds every object (every informer synced), nothing is served. */
       let ready = false;
@@ -114,7 +142,8 @@ export class Istiod {
         ads.update(xds.snapshot);
       };
       const kubeConfig = configDirApi?.kubeconfig ?? cfg.kube;
-      if (kubeConfig === undefined) throw new MeshError('AMESH_ERR_CONFIG', 'istiod needs --config-dir or a Kubernetes API');
+      if (kubeConfig === undefined)
+        throw new MeshError('AMESH_ERR_CONFIG', 'istiod needs --config-dir or a Kubernetes API');
       const kube = new KubeSource(kubeConfig, registry, logs.scope('kube'));
       started.push(kube);
       kube.start();
@@ -125,8 +154,20 @@ export class Istiod {
       // The embedded API is local and already holds the directory: serve only once it is all in the registry.
       if (configDirApi !== undefined) await synced;
       collectDefaultMetrics({ register: metrics });
-      new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers: [metrics] }).set({ component: 'pilot', tag: VERSION }, 1);
-      const caServer = new CaServer(cfg, ca, auth, kubeCa?.nodeAuthorizer ?? new ManifestNodeAuthorizer(registry), metrics, logs.scope('ca'));
+      new Gauge({
+        name: 'istio_build',
+        help: 'Istio component build info',
+        labelNames: ['component', 'tag'],
+        registers: [metrics],
+      }).set({ component: 'pilot', tag: VERSION }, 1);
+      const caServer = new CaServer(
+        cfg,
+        ca,
+        auth,
+        kubeCa?.nodeAuthorizer ?? new ManifestNodeAuthorizer(registry),
+        metrics,
+        logs.scope('ca'),
+      );
       const serving = await issueServingCertificate(ca, ISTIOD_SERVING_NAMES, SERVING_CERT_TTL_SECONDS);
       const grpcServer = await startGrpcServer(
         {
@@ -145,14 +186,36 @@ export class Istiod {
       started.push(grpcServer);
       const ist = new Istiod(cfg, started, issuer, registry, rootCertPath, configDirApi?.kubeconfigPath);
       ist.ports.grpc = grpcServer.port;
-      ist.monitoring = await startHttpServer(cfg.monitoringAddress, {
-        '/ready': () => (ready ? { status: 200, body: 'ready\n' } : { status: 503, body: 'not ready: waiting for the Kubernetes informers to sync\n' }),
-        '/debug/': () => ({ status: 200, body: '/debug/connections\n' }),
-        '/debug/connections': () => ({ status: 200, body: JSON.stringify(ads.debug(), null, 2), type: 'application/json' }),
-        '/metrics': async () => ({ status: 200, body: await metrics.metrics(), type: metrics.contentType }),
-      }, 'monitoring');
+      ist.monitoring = await startHttpServer(
+        cfg.monitoringAddress,
+        {
+          '/ready': () =>
+            ready
+              ? { status: 200, body: 'ready\n' }
+              : { status: 503, body: 'not ready: waiting for the Kubernetes informers to sync\n' },
+          '/debug/': () => ({ status: 200, body: '/debug/connections\n' }),
+          '/debug/connections': () => ({
+            status: 200,
+            body: JSON.stringify(ads.debug(), null, 2),
+            type: 'application/json',
+          }),
+          '/metrics': async () => ({ status: 200, body: await metrics.metrics(), type: metrics.contentType }),
+        },
+        'monitoring',
+      );
       ist.ports.monitoring = boundPort(ist.monitoring);
-      log.info({ version: VERSION, grpc: ist.ports.grpc, monitoring: ist.ports.monitoring, root: rootCertPath, configDir: cfg.configDir, kube: kubeConfig.getCurrentCluster()?.server, kubeconfig: ist.kubeconfigPath }, 'istiod started');
+      log.info(
+        {
+          version: VERSION,
+          grpc: ist.ports.grpc,
+          monitoring: ist.ports.monitoring,
+          root: rootCertPath,
+          configDir: cfg.configDir,
+          kube: kubeConfig.getCurrentCluster()?.server,
+          kubeconfig: ist.kubeconfigPath,
+        },
+        'istiod started',
+      );
       return ist;
     } catch (e) {
       await stopAll(started);

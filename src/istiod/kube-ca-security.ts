@@ -16,7 +16,9 @@ import type { IstiodConfig } from './config.js';
 import { NamespaceController } from './namespace-controller.js';
 
 /** server.go's answer when no node authorizer runs. */
-const NO_NODE_AUTHORIZER: NodeAuthorizer = { denial: () => 'impersonation not allowed, as node authorizer (CA_TRUSTED_NODE_ACCOUNTS) is not configured' };
+const NO_NODE_AUTHORIZER: NodeAuthorizer = {
+  denial: () => 'impersonation not allowed, as node authorizer (CA_TRUSTED_NODE_ACCOUNTS) is not configured',
+};
 
 export class KubeCaSecurity {
   /** Resolves once the informers have listed what they watch; istiod is not ready before. */
@@ -37,7 +39,10 @@ export class KubeCaSecurity {
    */
   static start(cfg: IstiodConfig, kc: KubeConfig, rootPem: string, logs: LogControl): KubeCaSecurity {
     const kubeJwt = new KubeJwtAuthenticator(kc, cfg.clusterId, cfg.tokenAudiences);
-    const authenticator = cfg.jwtRules.length === 0 ? kubeJwt : new AuthenticatorChain([new Authenticator(cfg.jwtRules, undefined, cfg.tokenAudiences), kubeJwt]);
+    const authenticator =
+      cfg.jwtRules.length === 0
+        ? kubeJwt
+        : new AuthenticatorChain([new Authenticator(cfg.jwtRules, undefined, cfg.tokenAudiences), kubeJwt]);
     const pods = cfg.trustedNodeAccounts.length === 0 ? undefined : new ClusterNodeAuthorizer(kc, logs.scope('ca'));
     const namespaces = new NamespaceController(kc, rootPem, logs.scope('namespace-controller'));
     pods?.start();

@@ -41,15 +41,30 @@ export class NamespaceController {
   ) {
     this.core = kc.makeApiClient(CoreV1Api);
     this.queue = new ReconcileQueue((ns) => this.reconcile(ns), MAX_ATTEMPTS, log);
-    const enqueue = <T extends V1Namespace | V1ConfigMap>(namespaceOf: (o: T) => string | undefined): InformerHandlers<T> => {
+    const enqueue = <T extends V1Namespace | V1ConfigMap>(
+      namespaceOf: (o: T) => string | undefined,
+    ): InformerHandlers<T> => {
       const h = (o: T): void => {
         const ns = namespaceOf(o);
         if (ns !== undefined && !IGNORED_NAMESPACES.has(ns)) this.queue.add(ns);
       };
       return { add: h, update: h, delete: h };
     };
-    this.namespaces = new RestartingInformer<V1Namespace>(kc, '/api/v1/namespaces', () => this.core.listNamespace(), enqueue((n) => n.metadata?.name), log);
-    this.configMaps = new RestartingInformer<V1ConfigMap>(kc, '/api/v1/configmaps', () => this.core.listConfigMapForAllNamespaces({ fieldSelector: BY_NAME }), enqueue((c) => c.metadata?.namespace), log, BY_NAME);
+    this.namespaces = new RestartingInformer<V1Namespace>(
+      kc,
+      '/api/v1/namespaces',
+      () => this.core.listNamespace(),
+      enqueue((n) => n.metadata?.name),
+      log,
+    );
+    this.configMaps = new RestartingInformer<V1ConfigMap>(
+      kc,
+      '/api/v1/configmaps',
+      () => this.core.listConfigMapForAllNamespaces({ fieldSelector: BY_NAME }),
+      enqueue((c) => c.metadata?.namespace),
+      log,
+      BY_NAME,
+    );
   }
 
   /** Resolves once both informers have listed, which is when reconciling starts. */
@@ -76,27 +91,54 @@ export class NamespaceController {
     }
     if (existing.data?.[CA_ROOT_CONFIGMAP_KEY] === this.rootPem) return;
     try {
-      const body: V1ConfigMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: existing.metadata, data: { ...existing.data, [CA_ROOT_CONFIGMAP_KEY]: this.rootPem }, binaryData: existing.binaryData, immutable: existing.immutable };
+      const body: V1ConfigMap = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: existing.metadata,
+        data: { ...existing.data, [CA_ROOT_CONFIGMAP_KEY]: this.rootPem },
+        binaryData: existing.binaryData,
+        immutable: existing.immutable,
+      };
       await this.core.replaceNamespacedConfigMap({ name: CA_ROOT_CONFIGMAP, namespace, body });
     } catch (e) {
-      throw new MeshError('ISTIOD_ERR_KUBE_API', `cannot update ConfigMap ${namespace}/${CA_ROOT_CONFIGMAP}: ${describeKubeError(e)}`, { cause: e });
+      throw new MeshError(
+        'ISTIOD_ERR_KUBE_API',
+        `cannot update ConfigMap ${namespace}/${CA_ROOT_CONFIGMAP}: ${describeKubeError(e)}`,
+        { cause: e },
+      );
     }
     this.log.info({ namespace, configMap: CA_ROOT_CONFIGMAP }, 'root certificate restored');
   }
 
   private async create(namespace: string): Promise<void> {
-    const body: V1ConfigMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CA_ROOT_CONFIGMAP, namespace, labels: { ...CA_ROOT_CONFIGMAP_LABELS } }, data: { [CA_ROOT_CONFIGMAP_KEY]: this.rootPem } };
+    const body: V1ConfigMap = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: CA_ROOT_CONFIGMAP, namespace, labels: { ...CA_ROOT_CONFIGMAP_LABELS } },
+      data: { [CA_ROOT_CONFIGMAP_KEY]: this.rootPem },
+    };
     try {
       await this.core.createNamespacedConfigMap({ namespace, body });
     } catch (e) {
       const s = kubeStatus(e);
       // Created meanwhile, or the namespace is gone or going: nothing to do (configutil.go).
-      if (s !== undefined && (s.reason === 'AlreadyExists' || s.reason === 'NotFound' || s.causes.includes('NamespaceTerminating'))) return;
+      if (
+        s !== undefined &&
+        (s.reason === 'AlreadyExists' || s.reason === 'NotFound' || s.causes.includes('NamespaceTerminating'))
+      )
+        return;
       if (s?.reason === 'Forbidden') {
-        this.log.info({ namespace, configMap: CA_ROOT_CONFIGMAP, error: describeKubeError(e) }, 'skip writing the root ConfigMap: no permission to');
+        this.log.info(
+          { namespace, configMap: CA_ROOT_CONFIGMAP, error: describeKubeError(e) },
+          'skip writing the root ConfigMap: no permission to',
+        );
         return;
       }
-      throw new MeshError('ISTIOD_ERR_KUBE_API', `cannot create ConfigMap ${namespace}/${CA_ROOT_CONFIGMAP}: ${describeKubeError(e)}`, { cause: e });
+      throw new MeshError(
+        'ISTIOD_ERR_KUBE_API',
+        `cannot create ConfigMap ${namespace}/${CA_ROOT_CONFIGMAP}: ${describeKubeError(e)}`,
+        { cause: e },
+      );
     }
     this.log.info({ namespace, configMap: CA_ROOT_CONFIGMAP }, 'root certificate published');
   }

@@ -11,7 +11,15 @@
  * The list function should return the API's JSON as it is (`listJson`): client-node's typed list calls turn
  * timestamps into Date objects, which its watch does not.
  */
-import { ListWatch, Watch, type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, type ObjectCache } from '@kubernetes/client-node';
+import {
+  ListWatch,
+  Watch,
+  type Informer,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type ObjectCache,
+} from '@kubernetes/client-node';
 import { Backoff } from '../lib/backoff.js';
 import type { Logger } from '../lib/log.js';
 
@@ -58,7 +66,10 @@ export class RestartingInformer<T extends KubernetesObject> {
     this.inf.on('error', (e: unknown) => {
       if (this.stopped) return;
       const delay = this.backoff.next();
-      this.log.warn({ path, err: e instanceof Error ? e.message : String(e), retryMs: delay }, 'watch failed; restarting');
+      this.log.warn(
+        { path, err: e instanceof Error ? e.message : String(e), retryMs: delay },
+        'watch failed; restarting',
+      );
       this.timer = setTimeout(() => void (this.running = this.run()), delay);
       this.timer.unref();
     });

@@ -6,7 +6,12 @@ import path from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig, tokenFileKubeconfig, userTokenFile } from './kube-config.js';
 
-const CLUSTER = { name: 'amesh', server: 'https://127.0.0.1:6443', caData: Buffer.from('ca').toString('base64'), skipTLSVerify: false };
+const CLUSTER = {
+  name: 'amesh',
+  server: 'https://127.0.0.1:6443',
+  caData: Buffer.from('ca').toString('base64'),
+  skipTLSVerify: false,
+};
 
 async function tempDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-kube-config-'));
@@ -46,7 +51,7 @@ test('a renewed token file is read again within a minute, as client-go rereads a
   assert.equal(await authorization(kc), 'Bearer renewed-token');
 });
 
-test('a relative tokenFile is relative to the kubeconfig\'s directory, as client-go resolves it', async (t) => {
+test("a relative tokenFile is relative to the kubeconfig's directory, as client-go resolves it", async (t) => {
   const dir = await tempDir(t);
   const file = path.join(dir, 'kubeconfig');
   await writeFile(path.join(dir, 'sa-token'), 'relative-token');
@@ -59,13 +64,16 @@ test('a relative tokenFile is relative to the kubeconfig\'s directory, as client
 test('a user with an inline token keeps it and reads no file', async (t) => {
   const dir = await tempDir(t);
   const file = path.join(dir, 'kubeconfig');
-  await writeFile(file, `apiVersion: v1
+  await writeFile(
+    file,
+    `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
 users: [{name: u, user: {token: inline, tokenFile: /nonexistent}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
-`);
+`,
+  );
   const kc = loadKubeConfig(file, {});
   assert.equal(userTokenFile(kc), undefined);
   assert.equal(await authorization(kc), 'Bearer inline');

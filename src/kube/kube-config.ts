@@ -20,7 +20,10 @@ const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 /** client-node's authenticator for a token kept in a file (its FileAuth, chosen by `authProvider.config.tokenFile`). */
 const TOKEN_FILE_PROVIDER = 'tokenFile';
 
-export function loadKubeConfig(flag: string | undefined, env: Readonly<Record<string, string | undefined>> = process.env): KubeConfig {
+export function loadKubeConfig(
+  flag: string | undefined,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): KubeConfig {
   const kc = new KubeConfig();
   const file = flag ?? env['KUBECONFIG'];
   try {
@@ -33,9 +36,14 @@ export function loadKubeConfig(flag: string | undefined, env: Readonly<Record<st
       throw new Error('no --kubeconfig, no KUBECONFIG and not running in a pod');
     }
   } catch (e) {
-    throw new MeshError('AMESH_ERR_CONFIG', `cannot load a Kubernetes API configuration: ${(e as Error).message} (pass --kubeconfig FILE, e.g. the kubeconfig in amesh apiserver's --data-dir)`, { cause: e });
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `cannot load a Kubernetes API configuration: ${(e as Error).message} (pass --kubeconfig FILE, e.g. the kubeconfig in amesh apiserver's --data-dir)`,
+      { cause: e },
+    );
   }
-  if (kc.getCurrentCluster() === null) throw new MeshError('AMESH_ERR_CONFIG', `the kubeconfig ${file ?? ''} has no current context with a cluster`);
+  if (kc.getCurrentCluster() === null)
+    throw new MeshError('AMESH_ERR_CONFIG', `the kubeconfig ${file ?? ''} has no current context with a cluster`);
   return kc;
 }
 
@@ -49,7 +57,8 @@ function useTokenFiles(kc: KubeConfig, file: string): void {
   const tokenFiles = new Map<string, string>();
   for (const u of raw?.users ?? []) {
     const tokenFile = u.user?.tokenFile;
-    if (typeof u.name === 'string' && typeof tokenFile === 'string' && tokenFile !== '' && (u.user?.token ?? '') === '') tokenFiles.set(u.name, path.resolve(path.dirname(file), tokenFile));
+    if (typeof u.name === 'string' && typeof tokenFile === 'string' && tokenFile !== '' && (u.user?.token ?? '') === '')
+      tokenFiles.set(u.name, path.resolve(path.dirname(file), tokenFile));
   }
   if (tokenFiles.size === 0) return;
   kc.users = kc.users.map((u) => {
@@ -68,7 +77,12 @@ export function userTokenFile(kc: KubeConfig): string | undefined {
 export function tokenFileKubeconfig(cluster: Cluster, userName: string, tokenFile: string): string {
   const kc = new KubeConfig();
   const context = `${userName}@${cluster.name}`;
-  kc.loadFromOptions({ clusters: [cluster], users: [{ name: userName }], contexts: [{ name: context, cluster: cluster.name, user: userName }], currentContext: context });
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: userName }],
+    contexts: [{ name: context, cluster: cluster.name, user: userName }],
+    currentContext: context,
+  });
   const doc = JSON.parse(kc.exportConfig()) as { users: { user: Record<string, unknown> }[] };
   for (const u of doc.users) u.user = { tokenFile };
   return JSON.stringify(doc, null, 2);

@@ -28,7 +28,9 @@ export function kubeStatus(e: unknown): KubeStatus | undefined {
   }
   const s = isRecord(body) ? body : {};
   const details = isRecord(s['details']) ? s['details'] : {};
-  const causes = Array.isArray(details['causes']) ? details['causes'].filter(isRecord).map((c) => (typeof c['reason'] === 'string' ? c['reason'] : '')) : [];
+  const causes = Array.isArray(details['causes'])
+    ? details['causes'].filter(isRecord).map((c) => (typeof c['reason'] === 'string' ? c['reason'] : ''))
+    : [];
   return {
     code: e.code,
     reason: typeof s['reason'] === 'string' ? s['reason'] : '',

@@ -9,7 +9,10 @@ import https from 'node:https';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 
 /** GET `path` (a list endpoint, e.g. `/api/v1/pods`); rejects with `statusCode` set when the API answers with an error. */
-export async function listJson<T extends KubernetesObject>(kc: KubeConfig, path: string): Promise<KubernetesListObject<T>> {
+export async function listJson<T extends KubernetesObject>(
+  kc: KubeConfig,
+  path: string,
+): Promise<KubernetesListObject<T>> {
   const cluster = kc.getCurrentCluster();
   if (cluster === null) throw new Error('the kubeconfig has no current cluster');
   const url = new URL(cluster.server + path);
@@ -23,7 +26,11 @@ export async function listJson<T extends KubernetesObject>(kc: KubeConfig, path:
       res.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
         if (res.statusCode !== 200) {
-          reject(Object.assign(new Error(`GET ${path}: ${String(res.statusCode)} ${body.slice(0, 200)}`), { statusCode: res.statusCode }));
+          reject(
+            Object.assign(new Error(`GET ${path}: ${String(res.statusCode)} ${body.slice(0, 200)}`), {
+              statusCode: res.statusCode,
+            }),
+          );
           return;
         }
         try {

@@ -4,7 +4,12 @@ import { CapturedLogs } from '../../test/helpers/captured-logs.js';
 import { ReconcileQueue } from './reconcile-queue.js';
 
 /** A queue whose reconciles are recorded; `fail(key, attempt)` decides which attempts throw. */
-function recording(fail: (key: string, attempt: number) => boolean = () => false): { queue: ReconcileQueue; calls: string[]; logs: CapturedLogs; reconciled: (n: number) => Promise<void> } {
+function recording(fail: (key: string, attempt: number) => boolean = () => false): {
+  queue: ReconcileQueue;
+  calls: string[];
+  logs: CapturedLogs;
+  reconciled: (n: number) => Promise<void>;
+} {
   const logs = new CapturedLogs('test');
   const calls: string[] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
@@ -18,7 +23,8 @@ function recording(fail: (key: string, attempt: number) => boolean = () => false
     5,
     logs.control.scope('queue'),
   );
-  const reconciled = (n: number): Promise<void> => (calls.length >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve })));
+  const reconciled = (n: number): Promise<void> =>
+    calls.length >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve }));
   return { queue, calls, logs, reconciled };
 }
 
@@ -58,7 +64,10 @@ test('a key that keeps failing is dropped after maxAttempts with an error, and t
   const { queue, calls, logs, reconciled } = recording(() => true);
   queue.run();
   queue.add('a');
-  const dropped = await logs.waitFor('budget exceeded', (l) => l['message'] === 'reconcile failed; retry budget exceeded, waiting for the next event');
+  const dropped = await logs.waitFor(
+    'budget exceeded',
+    (l) => l['message'] === 'reconcile failed; retry budget exceeded, waiting for the next event',
+  );
   assert.deepEqual([dropped['key'], dropped['attempts'], calls.length], ['a', 5, 5]);
   queue.add('a');
   await reconciled(6);
@@ -68,10 +77,18 @@ test('a key that keeps failing is dropped after maxAttempts with an error, and t
 test('retry delays double from 5 ms up to maxRetryDelayMs and stay there', async () => {
   const logs = new CapturedLogs('test');
   let calls = 0;
-  const queue = new ReconcileQueue(() => (++calls < 6 ? Promise.reject(new Error('not yet')) : Promise.resolve()), Number.MAX_SAFE_INTEGER, logs.control.scope('queue'), 20);
+  const queue = new ReconcileQueue(
+    () => (++calls < 6 ? Promise.reject(new Error('not yet')) : Promise.resolve()),
+    Number.MAX_SAFE_INTEGER,
+    logs.control.scope('queue'),
+    20,
+  );
   queue.run();
   queue.add('a');
   await logs.waitFor('fifth retry', (l) => l['message'] === 'reconcile failed; retrying' && l['attempts'] === 5);
-  assert.deepEqual(logs.lines.filter((l) => l['message'] === 'reconcile failed; retrying').map((l) => l['retryMs']), [5, 10, 20, 20, 20]);
+  assert.deepEqual(
+    logs.lines.filter((l) => l['message'] === 'reconcile failed; retrying').map((l) => l['retryMs']),
+    [5, 10, 20, 20, 20],
+  );
   queue.stop();
 });

@@ -70,7 +70,10 @@ export class ReconcileQueue {
     const attempts = (this.failures.get(key) ?? 0) + 1;
     if (attempts >= this.maxAttempts) {
       this.failures.delete(key);
-      this.log.error({ key, attempts, error: describeError(e) }, 'reconcile failed; retry budget exceeded, waiting for the next event');
+      this.log.error(
+        { key, attempts, error: describeError(e) },
+        'reconcile failed; retry budget exceeded, waiting for the next event',
+      );
       return;
     }
     this.failures.set(key, attempts);

@@ -25,7 +25,11 @@ export async function requestToken(kc: KubeConfig, r: ServiceAccountTokenRequest
     try {
       uid = (await core.readNamespacedPod({ name: r.pod, namespace: r.namespace })).metadata?.uid;
     } catch (e) {
-      throw new MeshError('ISTIOD_ERR_KUBE_API', `cannot read pod ${r.namespace}/${r.pod} to bind the token to: ${describeKubeError(e)}`, { cause: e });
+      throw new MeshError(
+        'ISTIOD_ERR_KUBE_API',
+        `cannot read pod ${r.namespace}/${r.pod} to bind the token to: ${describeKubeError(e)}`,
+        { cause: e },
+      );
     }
   }
   const boundObjectRef = r.pod === undefined ? undefined : { apiVersion: 'v1', kind: 'Pod', name: r.pod, uid };
@@ -35,12 +39,22 @@ export async function requestToken(kc: KubeConfig, r: ServiceAccountTokenRequest
     const tr = await core.createNamespacedServiceAccountToken({
       name: r.serviceAccount,
       namespace: r.namespace,
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', metadata: { name: r.serviceAccount, namespace: r.namespace }, spec: { audiences: r.audience === undefined ? [] : [r.audience], expirationSeconds: r.ttlSeconds, boundObjectRef } },
+      body: {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        metadata: { name: r.serviceAccount, namespace: r.namespace },
+        spec: {
+          audiences: r.audience === undefined ? [] : [r.audience],
+          expirationSeconds: r.ttlSeconds,
+          boundObjectRef,
+        },
+      },
     });
     token = tr.status?.token;
   } catch (e) {
     throw new MeshError('ISTIOD_ERR_KUBE_API', `${what} failed: ${describeKubeError(e)}`, { cause: e });
   }
-  if (token === undefined || token === '') throw new MeshError('ISTIOD_ERR_KUBE_API', `${what}: the API answered without status.token`);
+  if (token === undefined || token === '')
+    throw new MeshError('ISTIOD_ERR_KUBE_API', `${what}: the API answered without status.token`);
   return token;
 }

@@ -10,6 +10,7 @@ export interface ListenAddress {
 export function parseListenAddress(s: string, what: string): ListenAddress {
   const withPort = /:0$/.test(s) ? s.replace(/:0$/, ':1') : s;
   const hp = parseHostPort(withPort);
-  if (hp === undefined) throw new MeshError('AMESH_ERR_CONFIG', `${what}: "${s}" is not host:port (for example 127.0.0.1:15000)`);
+  if (hp === undefined)
+    throw new MeshError('AMESH_ERR_CONFIG', `${what}: "${s}" is not host:port (for example 127.0.0.1:15000)`);
   return { host: hp.host, port: withPort === s ? hp.port : 0 };
 }

@@ -17,4 +17,3 @@ export function parseDuration(s: string, what: string): number {
   }
   return Math.round(total);
 }
-

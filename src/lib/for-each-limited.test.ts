@@ -14,7 +14,10 @@ test('forEachLimited never has more than the limit in flight and visits every it
     inFlight--;
   });
   assert.equal(peak, 4);
-  assert.deepEqual(seen.sort((a, b) => a - b), [...Array(50).keys()]);
+  assert.deepEqual(
+    seen.sort((a, b) => a - b),
+    [...Array(50).keys()],
+  );
 });
 
 test('forEachLimited rejects with the first failure after the started calls settle', async () => {

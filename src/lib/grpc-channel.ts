@@ -29,7 +29,10 @@ export async function readRootCa(v: string, what: string): Promise<string | unde
   try {
     return await readFile(v, 'utf8');
   } catch (e) {
-    throw new MeshError('AMESH_ERR_CONFIG', `${what}: cannot read ${v}: ${(e as Error).message} (point ${what} at istiod's root-cert.pem, give the PEM itself, or SYSTEM for the OS trust store)`);
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `${what}: cannot read ${v}: ${(e as Error).message} (point ${what} at istiod's root-cert.pem, give the PEM itself, or SYSTEM for the OS trust store)`,
+    );
   }
 }
 
@@ -38,14 +41,20 @@ export async function readRootCa(v: string, what: string): Promise<string | unde
  * against `rootPem` (the OS trust store when undefined). The TLS name is the URL's host, or `altHostname` (ztunnel's ALT_CA_HOSTNAME /
  * ALT_XDS_HOSTNAME) when given. Connect timeout and keepalives follow ztunnel's control-plane channel.
  */
-export function grpcClient(svc: DescService, address: string, rootPem: string | undefined, altHostname?: string): grpc.Client {
+export function grpcClient(
+  svc: DescService,
+  address: string,
+  rootPem: string | undefined,
+  altHostname?: string,
+): grpc.Client {
   let url: URL;
   try {
     url = new URL(address.includes('://') ? address : `https://${address}`);
   } catch {
     throw new MeshError('AMESH_ERR_CONFIG', `"${address}" is not a control plane address (expected https://host:port)`);
   }
-  if (url.protocol !== 'https:') throw new MeshError('AMESH_ERR_CONFIG', `${address}: the control plane is reached over TLS; use https://`);
+  if (url.protocol !== 'https:')
+    throw new MeshError('AMESH_ERR_CONFIG', `${address}: the control plane is reached over TLS; use https://`);
   const Ctor = grpc.makeGenericClientConstructor(grpcServiceDefinition(svc), svc.name);
   const options: grpc.ChannelOptions = {
     'grpc.keepalive_time_ms': 30_000,
@@ -58,7 +67,11 @@ export function grpcClient(svc: DescService, address: string, rootPem: string | 
   const tlsName = altHostname ?? host;
   if (tlsName !== host) options['grpc.ssl_target_name_override'] = tlsName;
   options['grpc.default_authority'] = tlsName;
-  return new Ctor(`${url.hostname}:${url.port || '15012'}`, grpc.credentials.createSsl(rootPem === undefined ? null : Buffer.from(rootPem)), options);
+  return new Ctor(
+    `${url.hostname}:${url.port || '15012'}`,
+    grpc.credentials.createSsl(rootPem === undefined ? null : Buffer.from(rootPem)),
+    options,
+  );
 }
 
 /**
@@ -67,12 +80,19 @@ export function grpcClient(svc: DescService, address: string, rootPem: string | 
  * tokens rotate) and `clusterid`, which the extra headers cannot override. Throws when the token file is missing or
  * empty, naming it.
  */
-export async function controlPlaneMetadata(tokenFile: string, clusterId: string, headers: readonly (readonly [string, string])[]): Promise<grpc.Metadata> {
+export async function controlPlaneMetadata(
+  tokenFile: string,
+  clusterId: string,
+  headers: readonly (readonly [string, string])[],
+): Promise<grpc.Metadata> {
   let token: string;
   try {
     token = (await readFile(tokenFile, 'utf8')).trim();
   } catch (e) {
-    throw new MeshError('AMESH_ERR_CONFIG', `cannot read the token ${tokenFile}: ${(e as Error).message} (set AUTH_TOKEN or mount the istio-ca token)`);
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `cannot read the token ${tokenFile}: ${(e as Error).message} (set AUTH_TOKEN or mount the istio-ca token)`,
+    );
   }
   if (token === '') throw new MeshError('AMESH_ERR_CONFIG', `the token file ${tokenFile} is empty (AUTH_TOKEN)`);
   const md = new grpc.Metadata();

@@ -1,5 +1,12 @@
 import type * as grpc from '@grpc/grpc-js';
-import { create, fromBinary, toBinary, type DescMessage, type DescService, type MessageShape } from '@bufbuild/protobuf';
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type DescService,
+  type MessageShape,
+} from '@bufbuild/protobuf';
 
 /**
  * A grpc-js service definition derived from a protobuf-es service descriptor, so generated code stays the one

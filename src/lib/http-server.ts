@@ -2,10 +2,17 @@ import http from 'node:http';
 import type { ListenAddress } from './address.js';
 import { MeshError } from './errors.js';
 
-export type Handler = (req: http.IncomingMessage, url: URL) => Promise<{ status: number; body: string; type?: string }> | { status: number; body: string; type?: string };
+export type Handler = (
+  req: http.IncomingMessage,
+  url: URL,
+) => Promise<{ status: number; body: string; type?: string }> | { status: number; body: string; type?: string };
 
 /** A small HTTP server for admin, metrics and readiness endpoints: routes by path, never throws into Node. */
-export async function startHttpServer(addr: ListenAddress, routes: Record<string, Handler>, what: string): Promise<http.Server> {
+export async function startHttpServer(
+  addr: ListenAddress,
+  routes: Record<string, Handler>,
+  what: string,
+): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const h = routes[url.pathname];
@@ -19,11 +26,21 @@ export async function startHttpServer(addr: ListenAddress, routes: Record<string
     }
     Promise.resolve()
       .then(() => h(req, url))
-      .then((r) => send(r.status, r.body, r.type), (e: unknown) => send(500, `${(e as Error).message}\n`));
+      .then(
+        (r) => send(r.status, r.body, r.type),
+        (e: unknown) => send(500, `${(e as Error).message}\n`),
+      );
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (e: NodeJS.ErrnoException) => reject(new MeshError('AMESH_ERR_CONFIG', `cannot listen for ${what} on ${addr.host}:${addr.port}: ${e.code ?? e.message}${e.code === 'EADDRINUSE' ? ' (is another ztunnel running? pass a different --' + what + '-address)' : ''}`)));
+    server.once('error', (e: NodeJS.ErrnoException) =>
+      reject(
+        new MeshError(
+          'AMESH_ERR_CONFIG',
+          `cannot listen for ${what} on ${addr.host}:${addr.port}: ${e.code ?? e.message}${e.code === 'EADDRINUSE' ? ' (is another ztunnel running? pass a different --' + what + '-address)' : ''}`,
+        ),
+      ),
+    );
     server.listen(addr.port, addr.host, () => resolve());
   });
   server.unref();

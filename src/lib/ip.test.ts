@@ -10,7 +10,8 @@ test('canonicalIp: every spelling of an IPv6 address becomes the one Node prints
     ['1:0:3:4:5:6:7:8', '1:0:3:4:5:6:7:8'], // a single zero group is not
     ['0:0:0:0:0:ffff:0a00:0001', '::ffff:10.0.0.1'], // mapped IPv4 keeps the dotted tail
     ['10.0.0.1', '10.0.0.1'],
-  ]) assert.equal(canonicalIp(given!), canonical, given);
+  ])
+    assert.equal(canonicalIp(given!), canonical, given);
   assert.equal(canonicalIp('fd00::1::2'), undefined);
   assert.equal(canonicalIp('example.com'), undefined);
 });

@@ -89,7 +89,11 @@ export class LogControl {
   private levelOf(scope: string): LevelWithSilent {
     let best: [string, LevelWithSilent] | undefined;
     for (const [target, level] of this.overrides) {
-      if ((scope === target || scope.startsWith(`${target}::`)) && (best === undefined || target.length > best[0].length)) best = [target, level];
+      if (
+        (scope === target || scope.startsWith(`${target}::`)) &&
+        (best === undefined || target.length > best[0].length)
+      )
+        best = [target, level];
     }
     return best?.[1] ?? this.defaultLevel;
   }
@@ -102,14 +106,21 @@ export class LogControl {
   static parseSpec(spec: string): { def: LevelWithSilent | undefined; per: [string, LevelWithSilent][] } {
     let def: LevelWithSilent | undefined;
     const per: [string, LevelWithSilent][] = [];
-    for (const part of spec.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+    for (const part of spec
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '')) {
       const eq = part.indexOf('=');
       if (eq < 0) {
         def = LogControl.checkLevel(part);
         continue;
       }
-      const target = part.slice(0, eq).trim().replace(/^ztunnel::/, '');
-      if (target === '') throw new MeshError('AMESH_ERR_CONFIG', `log level "${part}" names no scope (use scope=level, e.g. xds=debug)`);
+      const target = part
+        .slice(0, eq)
+        .trim()
+        .replace(/^ztunnel::/, '');
+      if (target === '')
+        throw new MeshError('AMESH_ERR_CONFIG', `log level "${part}" names no scope (use scope=level, e.g. xds=debug)`);
       per.push([target, LogControl.checkLevel(part.slice(eq + 1).trim())]);
     }
     return { def, per };

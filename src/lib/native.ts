@@ -72,8 +72,18 @@ export interface FdWatcher {
 
 interface Addon {
   netnsId(netns: NetnsRef): NetnsId;
-  tcpListenInNetns(netns: NetnsRef, host: string, port: number, options: PodSocketOptions & { reusePort?: boolean; backlog?: number }): number;
-  udpBindInNetns(netns: NetnsRef, host: string, port: number, options: PodSocketOptions & { reusePort?: boolean }): number;
+  tcpListenInNetns(
+    netns: NetnsRef,
+    host: string,
+    port: number,
+    options: PodSocketOptions & { reusePort?: boolean; backlog?: number },
+  ): number;
+  udpBindInNetns(
+    netns: NetnsRef,
+    host: string,
+    port: number,
+    options: PodSocketOptions & { reusePort?: boolean },
+  ): number;
   tcpSocketInNetns(netns: NetnsRef, family: 4 | 6, options: PodConnectOptions): number;
   tcpSocket(family: 4 | 6): number;
   setMark(fd: number, mark: number): void;
@@ -99,7 +109,11 @@ function addon(): Addon {
   try {
     loaded = createRequire(import.meta.url)(file) as Addon;
   } catch (e) {
-    throw new MeshError('AMESH_ERR_NATIVE', `cannot load the native addon ${file}: ${(e as Error).message} (npm ci builds it)`, { cause: e });
+    throw new MeshError(
+      'AMESH_ERR_NATIVE',
+      `cannot load the native addon ${file}: ${(e as Error).message} (npm ci builds it)`,
+      { cause: e },
+    );
   }
   return loaded;
 }
@@ -113,7 +127,11 @@ function inNetns<T>(netns: NetnsRef, call: (a: Addon) => T): T {
     const { syscall, code } = e as NodeJS.ErrnoException;
     if (syscall === 'open' || syscall === 'setns') {
       const name = typeof netns === 'number' ? `fd ${netns}` : netns;
-      throw new MeshError('AMESH_ERR_NETNS', `cannot enter network namespace ${name}: ${code ?? (e as Error).message}`, { cause: e });
+      throw new MeshError(
+        'AMESH_ERR_NETNS',
+        `cannot enter network namespace ${name}: ${code ?? (e as Error).message}`,
+        { cause: e },
+      );
     }
     throw e;
   }
@@ -180,7 +198,12 @@ export async function udpSocketInNetns(netns: NetnsRef, options: PodBindOptions)
  * bind an address that is not the pod's own. `socket` holds Node's own options for the net.Socket (e.g.
  * `allowHalfOpen`). Its port is chosen at connect, not at that bind (IP_BIND_ADDRESS_NO_PORT): see `tcpSocket`.
  */
-export function tcpSocketInNetns(netns: NetnsRef, family: 4 | 6, options: PodConnectOptions = {}, socket: Omit<net.SocketConstructorOpts, 'fd' | 'handle'> = {}): net.Socket {
+export function tcpSocketInNetns(
+  netns: NetnsRef,
+  family: 4 | 6,
+  options: PodConnectOptions = {},
+  socket: Omit<net.SocketConstructorOpts, 'fd' | 'handle'> = {},
+): net.Socket {
   const fd = inNetns(netns, (a) => a.tcpSocketInNetns(netns, family, options));
   return adopt(fd, () => new net.Socket({ ...socket, fd }));
 }

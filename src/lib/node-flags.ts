@@ -16,12 +16,17 @@
  *   process. It reserves nothing (idle RSS is unchanged); under load garbage may fill the old generation up to the
  *   floor before a mark (~25 MiB more RSS per ztunnel after the bench's connection churn).
  */
-export const DATA_PATH_NODE_FLAGS: readonly string[] = Object.freeze(['--min-semi-space-size=16', '--initial-old-space-size=64']);
+export const DATA_PATH_NODE_FLAGS: readonly string[] = Object.freeze([
+  '--min-semi-space-size=16',
+  '--initial-old-space-size=64',
+]);
 
 /** Why the running process lacks the data-path flags (as given on node's command line), or undefined when it has them. */
 export function dataPathFlagsMissing(execArgv: readonly string[] = process.execArgv): string | undefined {
   const missing = DATA_PATH_NODE_FLAGS.filter((f) => !execArgv.some((a) => a.startsWith(f.split('=')[0]!)));
   if (missing.length === 0) return undefined;
-  return `node was started without ${missing.join(' ')}: under load after idle periods, CPU per byte rises and throughput drops; ` +
-    `start it as \`node ${DATA_PATH_NODE_FLAGS.join(' ')} dist/src/cli/main.js ztunnel\` or through the \`amesh\` bin`;
+  return (
+    `node was started without ${missing.join(' ')}: under load after idle periods, CPU per byte rises and throughput drops; ` +
+    `start it as \`node ${DATA_PATH_NODE_FLAGS.join(' ')} dist/src/cli/main.js ztunnel\` or through the \`amesh\` bin`
+  );
 }

@@ -12,7 +12,9 @@ import { SeqpacketServer, SeqpacketSocket } from './seqpacket-socket.js';
 const O_CLOEXEC = 0o2000000;
 
 function fdFlags(fd: number): number {
-  const line = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').split('\n').find((l) => l.startsWith('flags:'))!;
+  const line = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('flags:'))!;
   return parseInt(line.split(/\s+/)[1]!, 8);
 }
 

@@ -17,13 +17,25 @@ import { seqpacket, type FdWatcher } from './native.js';
  * accept(2) errors that say nothing about the listening socket (accept(2) ERRORS): the process or system is out of
  * fds or memory, or a peer left before it was taken. The listener stays good; accepting resumes after a pause.
  */
-const TRANSIENT_ACCEPT_ERRORS: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM', 'ECONNABORTED', 'EPROTO', 'EPERM', 'EINTR']);
+const TRANSIENT_ACCEPT_ERRORS: ReadonlySet<string> = new Set([
+  'EMFILE',
+  'ENFILE',
+  'ENOBUFS',
+  'ENOMEM',
+  'ECONNABORTED',
+  'EPROTO',
+  'EPERM',
+  'EINTR',
+]);
 /** The pause after a transient accept error, doubled while they go on: long enough for fds to be freed, short enough that a peer waiting in the backlog is not given up on. */
 const ACCEPT_RETRY_INITIAL_MS = 50;
 const ACCEPT_RETRY_MAX_MS = 5_000;
 
 /** Watches `fd` for reading; if that fails, closes it, so a socket that never got its object does not leak. */
-function watchOrClose(fd: number, onEvent: (err: Error | null, readable: boolean, writable: boolean) => void): FdWatcher {
+function watchOrClose(
+  fd: number,
+  onEvent: (err: Error | null, readable: boolean, writable: boolean) => void,
+): FdWatcher {
   try {
     const watcher = seqpacket.watch(fd, onEvent);
     watcher.watch(true, false);
@@ -40,7 +52,12 @@ function watchOrClose(fd: number, onEvent: (err: Error | null, readable: boolean
  * e.g. ECONNRESET when the peer closed with our datagrams unread), then 'close'; 'close'
  * when either side closed it.
  */
-export class SeqpacketSocket extends EventEmitter<{ message: [Buffer, number[]]; drain: []; error: [Error]; close: [] }> {
+export class SeqpacketSocket extends EventEmitter<{
+  message: [Buffer, number[]];
+  drain: [];
+  error: [Error];
+  close: [];
+}> {
   private readonly watcher: FdWatcher;
   private closed = false;
 
@@ -125,7 +142,12 @@ export interface SeqpacketServerOptions {
  * `retryMs` and goes on; 'error' (err) when the listener itself failed, and the server is closed; 'close'. A
  * connection that no listener takes is closed.
  */
-export class SeqpacketServer extends EventEmitter<{ connection: [SeqpacketSocket]; acceptError: [Error, number]; error: [Error]; close: [] }> {
+export class SeqpacketServer extends EventEmitter<{
+  connection: [SeqpacketSocket];
+  acceptError: [Error, number];
+  error: [Error];
+  close: [];
+}> {
   private readonly watcher: FdWatcher;
   private closed = false;
   private readonly retry = new Backoff(ACCEPT_RETRY_INITIAL_MS, ACCEPT_RETRY_MAX_MS);

@@ -19,7 +19,10 @@ export const DEFAULT_SERVICE_ACCOUNT = 'default';
 export function parseTrustDomain(value: string | undefined, name = 'TRUST_DOMAIN'): string {
   if (value === undefined || value === '') return DEFAULT_TRUST_DOMAIN;
   if (!/^[a-z0-9._-]+$/.test(value)) {
-    throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${value}" is not a SPIFFE trust domain (use lowercase letters, digits, ".", "-" and "_", e.g. cluster.local)`);
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `${name}: "${value}" is not a SPIFFE trust domain (use lowercase letters, digits, ".", "-" and "_", e.g. cluster.local)`,
+    );
   }
   return value;
 }
@@ -31,11 +34,17 @@ export function identityToString(id: Identity): string {
 /** Parses exactly `spiffe://td/ns/<ns>/sa/<sa>`, as ztunnel does; anything else is an error. */
 export function parseIdentity(uri: string): Identity {
   if (!uri.startsWith(SPIFFE_PREFIX)) {
-    throw new MeshError('ZT_ERR_IDENTITY_MISMATCH', `"${uri}" is not a SPIFFE URI (expected spiffe://<td>/ns/<ns>/sa/<sa>)`);
+    throw new MeshError(
+      'ZT_ERR_IDENTITY_MISMATCH',
+      `"${uri}" is not a SPIFFE URI (expected spiffe://<td>/ns/<ns>/sa/<sa>)`,
+    );
   }
   const parts = uri.slice(SPIFFE_PREFIX.length).split('/');
   if (parts.length !== 5 || parts[1] !== 'ns' || parts[3] !== 'sa' || parts.some((p) => p === '')) {
-    throw new MeshError('ZT_ERR_IDENTITY_MISMATCH', `"${uri}" is not a workload identity (expected spiffe://<td>/ns/<ns>/sa/<sa>)`);
+    throw new MeshError(
+      'ZT_ERR_IDENTITY_MISMATCH',
+      `"${uri}" is not a workload identity (expected spiffe://<td>/ns/<ns>/sa/<sa>)`,
+    );
   }
   return Object.freeze({ trustDomain: parts[0]!, namespace: parts[2]!, serviceAccount: parts[4]! });
 }

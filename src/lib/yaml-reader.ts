@@ -41,7 +41,12 @@ export class YamlReader {
    * A mapping with string keys; keys outside `allowed` are rejected, and a missing `required` key is reported at
    * the mapping's line.
    */
-  object(node: Node | null | undefined, path: string, allowed: readonly string[], required: readonly string[] = []): Map<string, Node | null> {
+  object(
+    node: Node | null | undefined,
+    path: string,
+    allowed: readonly string[],
+    required: readonly string[] = [],
+  ): Map<string, Node | null> {
     if (!isMap(node)) this.fail(node, path, 'expected a mapping');
     const out = new Map<string, Node | null>();
     for (const pair of node.items) {
@@ -55,7 +60,8 @@ export class YamlReader {
     }
     for (const k of required) {
       const v = out.get(k);
-      if (v === undefined || v === null || (isScalar(v) && v.value === null)) this.fail(node, path === '' ? k : `${path}.${k}`, 'is required');
+      if (v === undefined || v === null || (isScalar(v) && v.value === null))
+        this.fail(node, path === '' ? k : `${path}.${k}`, 'is required');
     }
     return out;
   }
@@ -83,7 +89,8 @@ export class YamlReader {
       this.fail(node, path, 'is required');
     }
     const v = isScalar(node) ? node.value : undefined;
-    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') this.fail(node, path, 'expected a string');
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
+      this.fail(node, path, 'expected a string');
     return String(v);
   }
 
@@ -94,7 +101,8 @@ export class YamlReader {
     }
     const v = isScalar(node) ? node.value : undefined;
     const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
-    if (!Number.isInteger(n) || n < min || n > max) this.fail(node, path, `expected an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      this.fail(node, path, `expected an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
     return n;
   }
 
@@ -106,7 +114,8 @@ export class YamlReader {
 
   oneOf<T extends string>(node: Node | null | undefined, path: string, values: readonly T[], def?: T): T {
     const s = this.str(node, path, def);
-    if (!(values as readonly string[]).includes(s)) this.fail(node, path, `expected one of ${values.join(', ')}, got "${s}"`);
+    if (!(values as readonly string[]).includes(s))
+      this.fail(node, path, `expected one of ${values.join(', ')}, got "${s}"`);
     return s as T;
   }
 

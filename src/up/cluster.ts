@@ -42,7 +42,9 @@ const ISTIOD_MONITORING_PORT = 15014;
 export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
 const SETTLE_POLL_MS = 250;
 /** What every node needs on the host: network namespaces, links and routes, and entering them. */
-const CLUSTER_TOOLS: readonly HostTool[] = [{ cmd: 'ip', pkg: 'iproute2', why: 'network namespaces, links and routes' }];
+const CLUSTER_TOOLS: readonly HostTool[] = [
+  { cmd: 'ip', pkg: 'iproute2', why: 'network namespaces, links and routes' },
+];
 /** What the node agent runs in each captured pod and on each node (Istio's iptables backend). */
 const AMBIENT_TOOLS: readonly HostTool[] = [
   { cmd: 'iptables-restore', pkg: 'iptables', why: "the node agent's pod and host rules" },
@@ -65,23 +67,55 @@ const ISTIO_ENABLEMENT_SELECTORS: unknown = JSON.parse(CNI_AGENT_DEFAULTS.enable
  * a node agent (`agentRunDir`) amesh-cni chained last, as Istio's installer appends its plugin.
  */
 function nodeNetworkConfig(podCidr: string, ipamDir: string, agentRunDir?: string): NetworkConfigList {
-  const bridge = { type: 'bridge', bridge: 'cni0', isGateway: true, ipMasq: false, hairpinMode: true, ipam: { type: 'host-local', ranges: [[{ subnet: podCidr }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir } };
-  const istio = { type: 'amesh-cni', plugin_log_level: 'info', cni_agent_run_dir: agentRunDir, ambient_enabled: true, enablement_selectors: ISTIO_ENABLEMENT_SELECTORS, exclude_namespaces: ['kube-system'], pod_namespace: 'istio-system' };
-  return parseNetworkConfigList(JSON.stringify({ cniVersion: '1.0.0', name: 'amesh', plugins: agentRunDir === undefined ? [bridge] : [bridge, istio] }), 'amesh up node network');
+  const bridge = {
+    type: 'bridge',
+    bridge: 'cni0',
+    isGateway: true,
+    ipMasq: false,
+    hairpinMode: true,
+    ipam: { type: 'host-local', ranges: [[{ subnet: podCidr }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir },
+  };
+  const istio = {
+    type: 'amesh-cni',
+    plugin_log_level: 'info',
+    cni_agent_run_dir: agentRunDir,
+    ambient_enabled: true,
+    enablement_selectors: ISTIO_ENABLEMENT_SELECTORS,
+    exclude_namespaces: ['kube-system'],
+    pod_namespace: 'istio-system',
+  };
+  return parseNetworkConfigList(
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'amesh',
+      plugins: agentRunDir === undefined ? [bridge] : [bridge, istio],
+    }),
+    'amesh up node network',
+  );
 }
 
 const podSettled = (p: V1Pod): boolean => {
   const phase = p.status?.phase;
   if (phase === 'Succeeded' || phase === 'Failed') return true;
-  if ((p.spec?.nodeName ?? '') === '') return p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable') === true;
+  if ((p.spec?.nodeName ?? '') === '')
+    return p.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.reason === 'Unschedulable') === true;
   // Stuck (a container that cannot be created, or crashes): the table says why; waiting longer shows nothing new.
-  if (p.status?.containerStatuses?.some((c) => c.state?.waiting?.reason !== undefined && c.state.waiting.reason !== 'ContainerCreating') === true) return true;
+  if (
+    p.status?.containerStatuses?.some(
+      (c) => c.state?.waiting?.reason !== undefined && c.state.waiting.reason !== 'ContainerCreating',
+    ) === true
+  )
+    return true;
   return phase === 'Running' && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 };
 
 const deploymentSettled = (d: V1Deployment): boolean => {
   const want = d.spec?.replicas ?? 1;
-  return (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1) && (d.status?.updatedReplicas ?? 0) === want && (d.status?.replicas ?? 0) === want;
+  return (
+    (d.status?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1) &&
+    (d.status?.updatedReplicas ?? 0) === want &&
+    (d.status?.replicas ?? 0) === want
+  );
 };
 
 export class Cluster {
@@ -129,13 +163,22 @@ export class Cluster {
   private async build(journal: ResourceJournal): Promise<void> {
     const { cfg, dataDir, progress } = this;
     const records = Array.from({ length: cfg.nodes }, (_, i) => nodeRecord(cfg, i + 1));
-    if (process.getuid?.() !== 0) throw new MeshError('UP_ERR_NETWORK', 'amesh up needs root: it makes network namespaces, links and routes (run it with sudo)');
+    if (process.getuid?.() !== 0)
+      throw new MeshError(
+        'UP_ERR_NETWORK',
+        'amesh up needs root: it makes network namespaces, links and routes (run it with sudo)',
+      );
     requireHostTools(cfg.dataplane === 'ambient' ? [...CLUSTER_TOOLS, ...AMBIENT_TOOLS] : CLUSTER_TOOLS);
-    await new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS], cacheDir: dataDir.root }).checkPlugins(nodeNetworkConfig(records[0]!.podCidr, ''));
+    await new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS], cacheDir: dataDir.root }).checkPlugins(
+      nodeNetworkConfig(records[0]!.podCidr, ''),
+    );
     await dataDir.writeCluster({ name: cfg.name, hostIp: cfg.hostIp, nodes: records });
 
     progress(`Creating the node network: bridge ${hostBridgeName(cfg)} at ${cfg.hostIp} (${cfg.nodeCidr})`);
-    this.undo.push({ what: `bridge ${hostBridgeName(cfg)}`, run: () => ip('link', 'del', hostBridgeName(cfg)).then(() => undefined) });
+    this.undo.push({
+      what: `bridge ${hostBridgeName(cfg)}`,
+      run: () => ip('link', 'del', hostBridgeName(cfg)).then(() => undefined),
+    });
     await createHostBridge(cfg, journal);
     const nodes: UpNode[] = [];
     for (const r of records) {
@@ -145,7 +188,10 @@ export class Cluster {
       this.undo.push({ what: `node ${r.name}`, run: () => node.remove() });
     }
 
-    const apiCfg = loadApiServerConfig({ dataDir: dataDir.apiserverDir, listen: `${cfg.hostIp}:${String(APISERVER_PORT)}` }, {});
+    const apiCfg = loadApiServerConfig(
+      { dataDir: dataDir.apiserverDir, listen: `${cfg.hostIp}:${String(APISERVER_PORT)}` },
+      {},
+    );
     const api = await ApiServer.start(apiCfg, this.logs);
     this.undo.push({ what: 'the API server', run: () => api.stop() });
     await rm(dataDir.kubeconfig, { force: true });
@@ -164,8 +210,16 @@ export class Cluster {
         nodeNetnsPath: node.netnsPath,
         dataDir,
         journal,
-        cniList: nodeNetworkConfig(node.record.podCidr, path.join(cniDir, 'ipam'), cfg.dataplane === 'ambient' ? agentRunDir(dataDir, node.name) : undefined),
-        cni: new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS, path.join(packageRoot(), 'bin')], cacheDir: path.join(cniDir, 'cache'), inNetns: node.netnsPath }),
+        cniList: nodeNetworkConfig(
+          node.record.podCidr,
+          path.join(cniDir, 'ipam'),
+          cfg.dataplane === 'ambient' ? agentRunDir(dataDir, node.name) : undefined,
+        ),
+        cni: new CniRuntime({
+          pluginDirs: [...CNI_PLUGIN_DIRS, path.join(packageRoot(), 'bin')],
+          cacheDir: path.join(cniDir, 'cache'),
+          inNetns: node.netnsPath,
+        }),
         log: this.logs.scope(`kubelet.${node.name}`),
       });
     });
@@ -175,13 +229,28 @@ export class Cluster {
     progress(`Applying ${cfg.configDir}`);
     await this.applyManifests(kc);
 
-    const istiod = await Istiod.start(loadIstiodConfig({ kubeconfig: api.kubeconfigPath, stateDir: dataDir.istiodDir, grpcAddress: `${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`, monitoringAddress: `${cfg.hostIp}:${String(ISTIOD_MONITORING_PORT)}` }), this.logs);
+    const istiod = await Istiod.start(
+      loadIstiodConfig({
+        kubeconfig: api.kubeconfigPath,
+        stateDir: dataDir.istiodDir,
+        grpcAddress: `${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`,
+        monitoringAddress: `${cfg.hostIp}:${String(ISTIOD_MONITORING_PORT)}`,
+      }),
+      this.logs,
+    );
     this.undo.push({ what: 'istiod', run: () => istiod.stop() });
     progress(`istiod serving xDS and its CA on ${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`);
 
-    const controllers = [new DeploymentController(kc, this.logs.scope('deployment')), new ReplicaSetController(kc, this.logs.scope('replicaset')), new Scheduler(kc, this.logs.scope('scheduler'))];
+    const controllers = [
+      new DeploymentController(kc, this.logs.scope('deployment')),
+      new ReplicaSetController(kc, this.logs.scope('replicaset')),
+      new Scheduler(kc, this.logs.scope('scheduler')),
+    ];
     for (const c of controllers) c.start();
-    this.undo.push({ what: 'the controllers', run: () => Promise.all(controllers.map((c) => c.stop())).then(() => undefined) });
+    this.undo.push({
+      what: 'the controllers',
+      run: () => Promise.all(controllers.map((c) => c.stop())).then(() => undefined),
+    });
     await Promise.all(controllers.map((c) => c.synced));
     progress('Controllers running: deployments, replicasets, scheduler');
 
@@ -193,9 +262,18 @@ export class Cluster {
     progress('Kubelets running');
 
     if (cfg.dataplane === 'none') return;
-    const daemons = await NodeDaemons.start({ kc, dataDir, nodes: records, istiodAddress: `https://${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`, rootCertPath: istiod.rootCertPath, log: this.logs.scope('daemons') });
+    const daemons = await NodeDaemons.start({
+      kc,
+      dataDir,
+      nodes: records,
+      istiodAddress: `https://${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`,
+      rootCertPath: istiod.rootCertPath,
+      log: this.logs.scope('daemons'),
+    });
     this.undo.push({ what: 'the node daemons', run: () => daemons.stop() });
-    progress(`Node agent and ztunnel starting on ${records.map((r) => r.name).join(', ')} (istio-system/istio-cni-node-<node>, istio-system/ztunnel-<node>)`);
+    progress(
+      `Node agent and ztunnel starting on ${records.map((r) => r.name).join(', ')} (istio-system/istio-cni-node-<node>, istio-system/ztunnel-<node>)`,
+    );
   }
 
   /**
@@ -215,7 +293,11 @@ export class Cluster {
     });
     await files.reload();
     const first = await applier.apply();
-    if (first.errors.length > 0) throw new MeshError('UP_ERR_MANIFESTS', `the API refused objects of ${this.cfg.configDir}:\n  ${first.errors.join('\n  ')}`);
+    if (first.errors.length > 0)
+      throw new MeshError(
+        'UP_ERR_MANIFESTS',
+        `the API refused objects of ${this.cfg.configDir}:\n  ${first.errors.join('\n  ')}`,
+      );
     this.progress(`Applied ${String(first.applied)} objects`);
     const retry = new Backoff(500, 15_000);
     const applyNow = (keys: ReadonlySet<string> | undefined): void => {
@@ -227,7 +309,10 @@ export class Cluster {
         },
         (e: unknown) => {
           const delayMs = retry.next();
-          this.log.error({ error: describeError(e), retryInMs: delayMs }, 'cannot apply the config directory; retrying');
+          this.log.error(
+            { error: describeError(e), retryInMs: delayMs },
+            'cannot apply the config directory; retrying',
+          );
           this.applyRetry = setTimeout(() => applyNow(undefined), delayMs);
         },
       );
@@ -240,7 +325,10 @@ export class Cluster {
 
   /** Nodes and pods as the API has them now. */
   async snapshot(): Promise<ClusterSnapshot> {
-    const [nodes, pods] = await Promise.all([listJson<V1Node>(this.kubeconfig, '/api/v1/nodes'), listJson<V1Pod>(this.kubeconfig, '/api/v1/pods')]);
+    const [nodes, pods] = await Promise.all([
+      listJson<V1Node>(this.kubeconfig, '/api/v1/nodes'),
+      listJson<V1Pod>(this.kubeconfig, '/api/v1/pods'),
+    ]);
     return { nodes: nodes.items, pods: pods.items };
   }
 
@@ -248,7 +336,10 @@ export class Cluster {
   async settle(): Promise<boolean> {
     const deadline = Date.now() + this.cfg.waitSeconds * 1000;
     while (this.stopping === undefined) {
-      const [deployments, { pods }] = await Promise.all([listJson<V1Deployment>(this.kubeconfig, '/apis/apps/v1/deployments'), this.snapshot()]);
+      const [deployments, { pods }] = await Promise.all([
+        listJson<V1Deployment>(this.kubeconfig, '/apis/apps/v1/deployments'),
+        this.snapshot(),
+      ]);
       if (deployments.items.every(deploymentSettled) && pods.every(podSettled)) return true;
       if (Date.now() > deadline) return false;
       await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));

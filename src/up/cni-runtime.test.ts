@@ -22,7 +22,11 @@ exit 1
 
 before(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'amesh-cni-runtime-'));
-  for (const [name, text] of [['first', recorder('first')], ['second', recorder('second')], ['failing', FAILING]] as const) {
+  for (const [name, text] of [
+    ['first', recorder('first')],
+    ['second', recorder('second')],
+    ['failing', FAILING],
+  ] as const) {
     await writeFile(path.join(dir, name), text);
     await chmod(path.join(dir, name), 0o755);
   }
@@ -31,8 +35,17 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const AT = { containerId: 'c1', netns: '/run/netns/none', ifName: 'eth0', args: { K8S_POD_NAMESPACE: 'ns', K8S_POD_NAME: 'p' } };
-const list = (...types: string[]) => parseNetworkConfigList(JSON.stringify({ cniVersion: '1.0.0', name: 'k8s-pod-network', plugins: types.map((type) => ({ type })) }), 'test');
+const AT = {
+  containerId: 'c1',
+  netns: '/run/netns/none',
+  ifName: 'eth0',
+  args: { K8S_POD_NAMESPACE: 'ns', K8S_POD_NAME: 'p' },
+};
+const list = (...types: string[]) =>
+  parseNetworkConfigList(
+    JSON.stringify({ cniVersion: '1.0.0', name: 'k8s-pod-network', plugins: types.map((type) => ({ type })) }),
+    'test',
+  );
 
 test('CNI chain: ADD passes each result on as prevResult; DEL runs in reverse with the cached result', async () => {
   const rt = new CniRuntime({ pluginDirs: [dir], cacheDir: path.join(dir, 'cache') });
@@ -50,12 +63,24 @@ test('CNI chain: ADD passes each result on as prevResult; DEL runs in reverse wi
 
 test("CNI chain: a plugin's error result fails the ADD with its code, message and details", async () => {
   const rt = new CniRuntime({ pluginDirs: [dir], cacheDir: path.join(dir, 'cache') });
-  await assert.rejects(rt.add(list('failing'), AT), (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && /failing ADD failed with code 7: invalid network config \(bridge name missing\)/.test(e.message));
-  await assert.rejects(rt.add(list('absent'), AT), (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && /"absent" not found/.test(e.message));
+  await assert.rejects(
+    rt.add(list('failing'), AT),
+    (e: unknown) =>
+      isMeshError(e, 'UP_ERR_CNI') &&
+      /failing ADD failed with code 7: invalid network config \(bridge name missing\)/.test(e.message),
+  );
+  await assert.rejects(
+    rt.add(list('absent'), AT),
+    (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && /"absent" not found/.test(e.message),
+  );
 });
 
 test('CNI network configuration lists are refused with the field that is wrong', () => {
-  const bad = (text: string, field: RegExp): void => assert.throws(() => parseNetworkConfigList(text, 'net.conflist'), (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && field.test(e.message));
+  const bad = (text: string, field: RegExp): void =>
+    assert.throws(
+      () => parseNetworkConfigList(text, 'net.conflist'),
+      (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && field.test(e.message),
+    );
   bad('{', /net\.conflist: not JSON/);
   bad('{"name":"n","plugins":[{"type":"bridge"}]}', /cniVersion is required/);
   bad('{"cniVersion":"1.0.0","name":"n","plugins":[]}', /plugins must be a non-empty list/);
@@ -64,8 +89,18 @@ test('CNI network configuration lists are refused with the field that is wrong',
 
 test('checkPlugins names a missing plugin, or a missing IPAM plugin a plugin delegates to, before anything runs', async () => {
   const rt = new CniRuntime({ pluginDirs: [dir], cacheDir: path.join(dir, 'cache') });
-  const withIpam = (ipam: string) => parseNetworkConfigList(JSON.stringify({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'first', ipam: { type: ipam } }] }), 'test');
+  const withIpam = (ipam: string) =>
+    parseNetworkConfigList(
+      JSON.stringify({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'first', ipam: { type: ipam } }] }),
+      'test',
+    );
   await rt.checkPlugins(withIpam('second'));
-  await assert.rejects(rt.checkPlugins(withIpam('host-local-absent')), (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && /"host-local-absent" not found/.test(e.message));
-  await assert.rejects(rt.checkPlugins(list('first', 'absent')), (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && /"absent" not found/.test(e.message));
+  await assert.rejects(
+    rt.checkPlugins(withIpam('host-local-absent')),
+    (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && /"host-local-absent" not found/.test(e.message),
+  );
+  await assert.rejects(
+    rt.checkPlugins(list('first', 'absent')),
+    (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && /"absent" not found/.test(e.message),
+  );
 });

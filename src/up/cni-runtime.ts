@@ -51,14 +51,22 @@ export function parseNetworkConfigList(text: string, source: string): NetworkCon
     throw new MeshError('UP_ERR_CNI', `${source}: not JSON: ${(e as Error).message}`);
   }
   const o = (typeof v === 'object' && v !== null ? v : {}) as Record<string, unknown>;
-  if (typeof o['cniVersion'] !== 'string' || o['cniVersion'] === '') throw new MeshError('UP_ERR_CNI', `${source}: cniVersion is required`);
-  if (typeof o['name'] !== 'string' || o['name'] === '') throw new MeshError('UP_ERR_CNI', `${source}: name is required`);
+  if (typeof o['cniVersion'] !== 'string' || o['cniVersion'] === '')
+    throw new MeshError('UP_ERR_CNI', `${source}: cniVersion is required`);
+  if (typeof o['name'] !== 'string' || o['name'] === '')
+    throw new MeshError('UP_ERR_CNI', `${source}: name is required`);
   const plugins = o['plugins'];
-  if (!Array.isArray(plugins) || plugins.length === 0) throw new MeshError('UP_ERR_CNI', `${source}: plugins must be a non-empty list`);
+  if (!Array.isArray(plugins) || plugins.length === 0)
+    throw new MeshError('UP_ERR_CNI', `${source}: plugins must be a non-empty list`);
   plugins.forEach((p, i) => {
-    if (typeof (p as { type?: unknown } | null)?.type !== 'string') throw new MeshError('UP_ERR_CNI', `${source}: plugins[${String(i)}].type is required`);
+    if (typeof (p as { type?: unknown } | null)?.type !== 'string')
+      throw new MeshError('UP_ERR_CNI', `${source}: plugins[${String(i)}].type is required`);
   });
-  return Object.freeze({ cniVersion: o['cniVersion'], name: o['name'], plugins: plugins as NetworkConfigList['plugins'] });
+  return Object.freeze({
+    cniVersion: o['cniVersion'],
+    name: o['name'],
+    plugins: plugins as NetworkConfigList['plugins'],
+  });
 }
 
 export class CniRuntime {
@@ -82,7 +90,9 @@ export class CniRuntime {
     const cached = await this.cached(list, at);
     const failures: Error[] = [];
     for (const plugin of [...list.plugins].reverse()) {
-      await this.exec('DEL', list, plugin, at, cached).catch((e: unknown) => failures.push(e instanceof Error ? e : new Error(String(e))));
+      await this.exec('DEL', list, plugin, at, cached).catch((e: unknown) =>
+        failures.push(e instanceof Error ? e : new Error(String(e))),
+      );
     }
     if (failures[0] !== undefined) throw failures[0];
     await rm(this.cachePath(list, at), { force: true });
@@ -91,7 +101,8 @@ export class CniRuntime {
   /** Runs CHECK through the chain with the cached result. */
   async check(list: NetworkConfigList, at: Attachment): Promise<void> {
     const cached = await this.cached(list, at);
-    if (cached === undefined) throw new MeshError('UP_ERR_CNI', `no cached result for ${at.containerId}/${at.ifName}: CHECK needs a prior ADD`);
+    if (cached === undefined)
+      throw new MeshError('UP_ERR_CNI', `no cached result for ${at.containerId}/${at.ifName}: CHECK needs a prior ADD`);
     for (const plugin of list.plugins) await this.exec('CHECK', list, plugin, at, cached);
   }
 
@@ -117,38 +128,72 @@ export class CniRuntime {
     if (type.includes('/')) throw new MeshError('UP_ERR_CNI', `plugin type "${type}" must be a name, not a path`);
     for (const dir of this.opts.pluginDirs) {
       const p = path.join(dir, type);
-      if (await access(p, constants.X_OK).then(() => true, () => false)) return p;
+      if (
+        await access(p, constants.X_OK).then(
+          () => true,
+          () => false,
+        )
+      )
+        return p;
     }
-    throw new MeshError('UP_ERR_CNI', `CNI plugin "${type}" not found in ${this.opts.pluginDirs.join(':')} (install containernetworking-plugins, or check CNI_PATH)`);
+    throw new MeshError(
+      'UP_ERR_CNI',
+      `CNI plugin "${type}" not found in ${this.opts.pluginDirs.join(':')} (install containernetworking-plugins, or check CNI_PATH)`,
+    );
   }
 
   /** Runs one plugin: config on stdin with the list's name and version (and prevResult), CNI_* in the environment. */
-  private async exec(command: Command, list: NetworkConfigList, plugin: NetworkConfigList['plugins'][number], at: Attachment, prev: Record<string, unknown> | undefined): Promise<Record<string, unknown>> {
+  private async exec(
+    command: Command,
+    list: NetworkConfigList,
+    plugin: NetworkConfigList['plugins'][number],
+    at: Attachment,
+    prev: Record<string, unknown> | undefined,
+  ): Promise<Record<string, unknown>> {
     const binary = await this.find(plugin.type);
-    const config = { ...plugin, cniVersion: list.cniVersion, name: list.name, ...(prev === undefined ? {} : { prevResult: prev }) };
+    const config = {
+      ...plugin,
+      cniVersion: list.cniVersion,
+      name: list.name,
+      ...(prev === undefined ? {} : { prevResult: prev }),
+    };
     const env = {
       PATH: process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin',
       CNI_COMMAND: command,
       CNI_CONTAINERID: at.containerId,
       CNI_NETNS: at.netns,
       CNI_IFNAME: at.ifName,
-      CNI_ARGS: Object.entries({ IgnoreUnknown: '1', ...at.args }).map(([k, v]) => `${k}=${v}`).join(';'),
+      CNI_ARGS: Object.entries({ IgnoreUnknown: '1', ...at.args })
+        .map(([k, v]) => `${k}=${v}`)
+        .join(';'),
       CNI_PATH: this.opts.pluginDirs.join(':'),
     };
-    const { code, stdout, stderr } = this.opts.inNetns === undefined ? await runCommand(binary, [], { env, stdin: JSON.stringify(config) }) : await runCommand('nsenter', [`--net=${this.opts.inNetns}`, '--', binary], { env, stdin: JSON.stringify(config) });
+    const { code, stdout, stderr } =
+      this.opts.inNetns === undefined
+        ? await runCommand(binary, [], { env, stdin: JSON.stringify(config) })
+        : await runCommand('nsenter', [`--net=${this.opts.inNetns}`, '--', binary], {
+            env,
+            stdin: JSON.stringify(config),
+          });
     let out: Record<string, unknown> = {};
     if (stdout.trim() !== '') {
       try {
         out = JSON.parse(stdout) as Record<string, unknown>;
       } catch {
-        throw new MeshError('UP_ERR_CNI', `CNI plugin ${plugin.type} ${command}: output is not JSON: ${stdout.slice(0, 200)}`);
+        throw new MeshError(
+          'UP_ERR_CNI',
+          `CNI plugin ${plugin.type} ${command}: output is not JSON: ${stdout.slice(0, 200)}`,
+        );
       }
     }
     if (code !== 0) {
       const msg = typeof out['msg'] === 'string' ? out['msg'] : stderr.trim() || `exit status ${String(code)}`;
       const details = typeof out['details'] === 'string' && out['details'] !== '' ? ` (${out['details']})` : '';
       const pluginCode = typeof out['code'] === 'number' ? out['code'] : code;
-      throw new MeshError('UP_ERR_CNI', `CNI plugin ${plugin.type} ${command} failed with code ${String(pluginCode)}: ${msg}${details}`);
+      throw new MeshError(
+        'UP_ERR_CNI',
+        `CNI plugin ${plugin.type} ${command} failed with code ${String(pluginCode)}: ${msg}${details}`,
+      );
     }
     // ADD returns the new result; DEL and CHECK print nothing, and the chain keeps the result it had.
     return command === 'ADD' ? out : (prev ?? {});

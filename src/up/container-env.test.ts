@@ -12,7 +12,10 @@ test('$(VAR) expands as Kubernetes does: defined names replaced, undefined ones 
 });
 
 test("a container's env resolves fieldRefs and earlier variables in order, and its command and args are expanded against it", () => {
-  const pod: V1Pod = { metadata: { name: 'echo-7f9c-abcde', namespace: 'backend' }, spec: { nodeName: 'node2', containers: [] } };
+  const pod: V1Pod = {
+    metadata: { name: 'echo-7f9c-abcde', namespace: 'backend' },
+    spec: { nodeName: 'node2', containers: [] },
+  };
   const c = {
     name: 'echo',
     command: ['amesh', 'echo', 'server'],
@@ -28,5 +31,14 @@ test("a container's env resolves fieldRefs and earlier variables in order, and i
   assert.equal(env['HOSTNAME'], 'echo-7f9c-abcde');
   assert.equal(env['WHERE'], 'echo-7f9c-abcde on $(NODE)', 'a variable defined later is not seen');
   assert.ok(env['PATH']!.split(':').some((d) => d.endsWith('/bin')));
-  assert.deepEqual(containerArgv(c, env), ['amesh', 'echo', 'server', '--name', 'echo-7f9c-abcde', '--address', '10.244.1.5:8080', '$(LATER)']);
+  assert.deepEqual(containerArgv(c, env), [
+    'amesh',
+    'echo',
+    'server',
+    '--name',
+    'echo-7f9c-abcde',
+    '--address',
+    '10.244.1.5:8080',
+    '$(LATER)',
+  ]);
 });

@@ -33,7 +33,9 @@ export function containerEnv(pod: V1Pod, c: V1Container, podIp: string, hostIp: 
     'status.hostIPs': hostIp,
   };
   const env: Record<string, string> = {
-    PATH: [path.dirname(process.execPath), path.join(packageRoot(), 'bin'), process.env['PATH'] ?? DEFAULT_PATH].join(':'),
+    PATH: [path.dirname(process.execPath), path.join(packageRoot(), 'bin'), process.env['PATH'] ?? DEFAULT_PATH].join(
+      ':',
+    ),
     HOSTNAME: pod.metadata?.name ?? '',
     HOME: '/root',
   };

@@ -15,7 +15,12 @@ export interface HostTool {
 
 /** Finds `cmd` as execvp would, on `envPath`; undefined when it is not there. */
 export function resolveCommand(cmd: string, envPath: string): string | undefined {
-  const candidates = cmd.includes('/') ? [cmd] : envPath.split(':').filter((d) => d !== '').map((d) => path.join(d, cmd));
+  const candidates = cmd.includes('/')
+    ? [cmd]
+    : envPath
+        .split(':')
+        .filter((d) => d !== '')
+        .map((d) => path.join(d, cmd));
   return candidates.find((c) => {
     try {
       accessSync(c, constants.X_OK);
@@ -31,5 +36,8 @@ export function requireHostTools(tools: readonly HostTool[], envPath = process.e
   const missing = tools.filter((t) => resolveCommand(t.cmd, envPath) === undefined);
   if (missing.length === 0) return;
   const pkgs = [...new Set(missing.map((t) => t.pkg))].join(' ');
-  throw new MeshError('UP_ERR_HOST_TOOL', `not on this machine's PATH: ${missing.map((t) => `${t.cmd} (${t.why})`).join(', ')}; install them: apt-get install ${pkgs}`);
+  throw new MeshError(
+    'UP_ERR_HOST_TOOL',
+    `not on this machine's PATH: ${missing.map((t) => `${t.cmd} (${t.why})`).join(', ')}; install them: apt-get install ${pkgs}`,
+  );
 }

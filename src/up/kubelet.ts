@@ -9,7 +9,17 @@
 import { mkdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Container, type V1ContainerStatus, type V1Pod, type V1PodCondition, type V1PodStatus } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Container,
+  type V1ContainerStatus,
+  type V1Pod,
+  type V1PodCondition,
+  type V1PodStatus,
+} from '@kubernetes/client-node';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { Backoff } from '../lib/backoff.js';
@@ -50,12 +60,28 @@ export interface KubeletOptions {
 }
 
 const condition = (type: string, ok: boolean, since: number, reason?: string, message?: string): V1PodCondition =>
-  ({ type, status: ok ? 'True' : 'False', lastProbeTime: null, lastTransitionTime: kubeTime(since), ...(reason === undefined ? {} : { reason }), ...(message === undefined ? {} : { message }) }) as unknown as V1PodCondition;
+  ({
+    type,
+    status: ok ? 'True' : 'False',
+    lastProbeTime: null,
+    lastTransitionTime: kubeTime(since),
+    ...(reason === undefined ? {} : { reason }),
+    ...(message === undefined ? {} : { message }),
+  }) as unknown as V1PodCondition;
 
 function stateJson(s: ContainerState): V1ContainerStatus['state'] {
-  if (s.t === 'waiting') return { waiting: { reason: s.reason, ...(s.message === undefined ? {} : { message: s.message }) } };
+  if (s.t === 'waiting')
+    return { waiting: { reason: s.reason, ...(s.message === undefined ? {} : { message: s.message }) } };
   if (s.t === 'running') return { running: { startedAt: kubeTime(s.startedAt) as unknown as Date } };
-  return { terminated: { exitCode: s.exitCode, reason: s.reason, ...(s.signal === undefined ? {} : { signal: os.constants.signals[s.signal as NodeJS.Signals] }), startedAt: kubeTime(s.startedAt) as unknown as Date, finishedAt: kubeTime(s.finishedAt) as unknown as Date } };
+  return {
+    terminated: {
+      exitCode: s.exitCode,
+      reason: s.reason,
+      ...(s.signal === undefined ? {} : { signal: os.constants.signals[s.signal as NodeJS.Signals] }),
+      startedAt: kubeTime(s.startedAt) as unknown as Date,
+      finishedAt: kubeTime(s.finishedAt) as unknown as Date,
+    },
+  };
 }
 
 /** One pod on this node: its sandbox, containers and probes, and the status it reports. */
@@ -95,7 +121,12 @@ class PodWorker {
 
   private get at(): { containerId: string; netns: string; ifName: string; args: Record<string, string> } {
     const { namespace = '', name = '', uid = '' } = this.pod.metadata ?? {};
-    return { containerId: uid, netns: `/run/netns/${this.netns}`, ifName: POD_IFNAME, args: { K8S_POD_NAMESPACE: namespace, K8S_POD_NAME: name, K8S_POD_INFRA_CONTAINER_ID: uid, K8S_POD_UID: uid } };
+    return {
+      containerId: uid,
+      netns: `/run/netns/${this.netns}`,
+      ifName: POD_IFNAME,
+      args: { K8S_POD_NAMESPACE: namespace, K8S_POD_NAME: name, K8S_POD_INFRA_CONTAINER_ID: uid, K8S_POD_UID: uid },
+    };
   }
 
   update(pod: V1Pod): void {
@@ -113,7 +144,14 @@ class PodWorker {
       this.podIp = podIp = address;
       this.sandboxError = undefined;
       const containers = (this.pod.spec?.containers ?? []).map((c) => c.name);
-      await this.k.dataDir.writeSandbox(this.dir, { namespace, name, uid, node: this.k.node.name, netns: this.netns, containers });
+      await this.k.dataDir.writeSandbox(this.dir, {
+        namespace,
+        name,
+        uid,
+        node: this.k.node.name,
+        netns: this.netns,
+        containers,
+      });
       this.log.info({ ip: address, netns: this.netns }, 'sandbox ready');
     } catch (e) {
       this.sandboxError = describeError(e);
@@ -121,7 +159,7 @@ class PodWorker {
       this.writeStatus();
       await this.removeSandbox();
       if (!this.terminating) {
-        this.retryTimer = setTimeout(() => void (this.createSandbox()), this.retry.next());
+        this.retryTimer = setTimeout(() => void this.createSandbox(), this.retry.next());
       }
       return;
     }
@@ -144,7 +182,18 @@ class PodWorker {
   private startContainer(c: V1Container, podIp: string): void {
     const policy = (this.pod.spec?.restartPolicy ?? 'Always') as RestartPolicy;
     const env = containerEnv(this.pod, c, podIp, this.k.node.ip);
-    const p = new ContainerProcess({ name: c.name, argv: containerArgv(c, env), env, cwd: c.workingDir, netns: this.netns, logFile: path.join(this.dir, `${c.name}.log`), restartPolicy: policy }, this.log);
+    const p = new ContainerProcess(
+      {
+        name: c.name,
+        argv: containerArgv(c, env),
+        env,
+        cwd: c.workingDir,
+        netns: this.netns,
+        logFile: path.join(this.dir, `${c.name}.log`),
+        restartPolicy: policy,
+      },
+      this.log,
+    );
     let lastState = p.state.t;
     p.on('change', () => {
       // A (re)started container is not ready until its probe says so again.
@@ -152,7 +201,11 @@ class PodWorker {
         this.probes.get(c.name)?.stop();
         this.probes.delete(c.name);
         if (p.state.t === 'running') {
-          const probe = new ReadinessProbe(c.readinessProbe, { podIp, podNetns: this.netns, nodeNetnsPath: this.k.nodeNetnsPath, ports: c.ports ?? [] }, this.log.child({ container: c.name }));
+          const probe = new ReadinessProbe(
+            c.readinessProbe,
+            { podIp, podNetns: this.netns, nodeNetnsPath: this.k.nodeNetnsPath, ports: c.ports ?? [] },
+            this.log.child({ container: c.name }),
+          );
           probe.on('change', () => this.writeStatus());
           this.probes.set(c.name, probe);
           probe.start();
@@ -214,13 +267,29 @@ class PodWorker {
       ...(sandbox ? { podIP: this.podIp, podIPs: [{ ip: this.podIp! }] } : {}),
       startTime: kubeTime(this.created) as unknown as Date,
       conditions: [
-        condition('PodReadyToStartContainers', sandbox, this.created, sandbox ? undefined : 'FailedCreatePodSandBox', this.sandboxError),
+        condition(
+          'PodReadyToStartContainers',
+          sandbox,
+          this.created,
+          sandbox ? undefined : 'FailedCreatePodSandBox',
+          this.sandboxError,
+        ),
         condition('Initialized', true, this.created),
         condition('Ready', ready, this.readyChanged, ready ? undefined : 'ContainersNotReady', why),
         condition('ContainersReady', ready, this.readyChanged, ready ? undefined : 'ContainersNotReady', why),
         condition('PodScheduled', true, this.created),
       ],
-      containerStatuses: sandbox ? containerStatuses : (this.pod.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } })),
+      containerStatuses: sandbox
+        ? containerStatuses
+        : (this.pod.spec?.containers ?? []).map((c) => ({
+            name: c.name,
+            image: c.image ?? '',
+            imageID: '',
+            ready: false,
+            started: false,
+            restartCount: 0,
+            state: { waiting: { reason: 'ContainerCreating' } },
+          })),
     };
   }
 
@@ -248,8 +317,12 @@ class PodWorker {
   private async removeSandbox(): Promise<void> {
     this.podIp = undefined;
     if (this.hostNetwork) return;
-    await this.k.cni.del(this.k.cniList, this.at).catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'CNI DEL failed'));
-    await deleteNetns(this.netns).catch((e: unknown) => this.log.debug({ error: describeError(e) }, 'no sandbox namespace to remove'));
+    await this.k.cni
+      .del(this.k.cniList, this.at)
+      .catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'CNI DEL failed'));
+    await deleteNetns(this.netns).catch((e: unknown) =>
+      this.log.debug({ error: describeError(e) }, 'no sandbox namespace to remove'),
+    );
   }
 
   /** Stops the containers (SIGTERM, then SIGKILL after the grace period), runs CNI DEL and removes the sandbox. */
@@ -278,14 +351,28 @@ export class Kubelet {
     this.core = k.kc.makeApiClient(CoreV1Api);
     const selector = `spec.nodeName=${k.node.name}`;
     const onPod = (p: V1Pod): void => this.sync(p);
-    this.pods = new RestartingInformer<V1Pod>(k.kc, '/api/v1/pods', () => listJson(k.kc, `/api/v1/pods?fieldSelector=${encodeURIComponent(selector)}`), { add: onPod, update: onPod, delete: (p) => this.remove(p) }, k.log, selector);
+    this.pods = new RestartingInformer<V1Pod>(
+      k.kc,
+      '/api/v1/pods',
+      () => listJson(k.kc, `/api/v1/pods?fieldSelector=${encodeURIComponent(selector)}`),
+      { add: onPod, update: onPod, delete: (p) => this.remove(p) },
+      k.log,
+      selector,
+    );
     this.synced = this.pods.synced;
   }
 
   /** Registers the Node (or takes over one the manifests define), with its pod CIDR, address and Ready condition. */
   async register(): Promise<void> {
     const { name, ip: address, podCidr } = this.k.node;
-    const meta = { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': process.arch === 'x64' ? 'amd64' : process.arch } };
+    const meta = {
+      name,
+      labels: {
+        'kubernetes.io/hostname': name,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': process.arch === 'x64' ? 'amd64' : process.arch,
+      },
+    };
     const spec = { podCIDR: podCidr, podCIDRs: [podCidr] };
     try {
       await this.core.createNode({ body: { metadata: meta, spec } });
@@ -295,9 +382,32 @@ export class Kubelet {
     }
     const now = kubeTime();
     const status = {
-      addresses: [{ type: 'InternalIP', address }, { type: 'Hostname', address: name }],
-      conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: now, lastTransitionTime: now }],
-      nodeInfo: { kubeletVersion: KUBELET_VERSION, kubeProxyVersion: '', containerRuntimeVersion: `amesh://${VERSION}`, kernelVersion: os.release(), osImage: os.version(), operatingSystem: 'linux', architecture: meta.labels['kubernetes.io/arch'], machineID: '', systemUUID: '', bootID: '' },
+      addresses: [
+        { type: 'InternalIP', address },
+        { type: 'Hostname', address: name },
+      ],
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'KubeletReady',
+          message: 'kubelet is posting ready status',
+          lastHeartbeatTime: now,
+          lastTransitionTime: now,
+        },
+      ],
+      nodeInfo: {
+        kubeletVersion: KUBELET_VERSION,
+        kubeProxyVersion: '',
+        containerRuntimeVersion: `amesh://${VERSION}`,
+        kernelVersion: os.release(),
+        osImage: os.version(),
+        operatingSystem: 'linux',
+        architecture: meta.labels['kubernetes.io/arch'],
+        machineID: '',
+        systemUUID: '',
+        bootID: '',
+      },
     };
     await this.core.patchNodeStatus({ name, body: { status } }, MERGE_PATCH);
   }
@@ -318,7 +428,9 @@ export class Kubelet {
     const w = this.workers.get(uid);
     if (w === undefined) return;
     this.workers.delete(uid);
-    const done = w.terminate().catch((e: unknown) => this.k.log.error({ error: describeError(e) }, 'cannot remove pod'));
+    const done = w
+      .terminate()
+      .catch((e: unknown) => this.k.log.error({ error: describeError(e) }, 'cannot remove pod'));
     this.terminations.add(done);
     void done.then(() => this.terminations.delete(done));
   }

@@ -139,13 +139,39 @@ function ztunnelPod(node: NodeRecord, o: NodeDaemonsOptions, tokenFile: string):
     INPOD_ENABLED: 'true',
     INPOD_UDS: zdsSocket(o.dataDir, node.name),
   };
-  return daemonPod({ name: ztunnelPodName(node.name), node: node.name, labels: { app: 'ztunnel' }, serviceAccount: ZTUNNEL_SERVICE_ACCOUNT, container: 'istio-proxy', amesh: ['ztunnel'], env, probe: ZTUNNEL_READINESS });
+  return daemonPod({
+    name: ztunnelPodName(node.name),
+    node: node.name,
+    labels: { app: 'ztunnel' },
+    serviceAccount: ZTUNNEL_SERVICE_ACCOUNT,
+    container: 'istio-proxy',
+    amesh: ['ztunnel'],
+    env,
+    probe: ZTUNNEL_READINESS,
+  });
 }
 
 /** The node's agent pod, as the istio-cni-node DaemonSet's would be; it reaches the API as istio-cni. */
 function agentPod(node: NodeRecord, o: NodeDaemonsOptions, kubeconfig: string): V1Pod {
-  const args = ['cni-agent', '--kubeconfig', kubeconfig, '--cni-agent-run-dir', agentRunDir(o.dataDir, node.name), '--ztunnel-uds-address', zdsSocket(o.dataDir, node.name)];
-  return daemonPod({ name: agentPodName(node.name), node: node.name, labels: { 'k8s-app': 'istio-cni-node' }, serviceAccount: AGENT_SERVICE_ACCOUNT, container: 'install-cni', amesh: args, env: {}, probe: AGENT_READINESS });
+  const args = [
+    'cni-agent',
+    '--kubeconfig',
+    kubeconfig,
+    '--cni-agent-run-dir',
+    agentRunDir(o.dataDir, node.name),
+    '--ztunnel-uds-address',
+    zdsSocket(o.dataDir, node.name),
+  ];
+  return daemonPod({
+    name: agentPodName(node.name),
+    node: node.name,
+    labels: { 'k8s-app': 'istio-cni-node' },
+    serviceAccount: AGENT_SERVICE_ACCOUNT,
+    container: 'install-cni',
+    amesh: args,
+    env: {},
+    probe: AGENT_READINESS,
+  });
 }
 
 /** A token the kubelet would project into a daemon's pod: for its service account, bound to the pod. */
@@ -174,20 +200,44 @@ export class NodeDaemons {
     const cluster = o.kc.getCurrentCluster();
     if (cluster === null) throw new MeshError('AMESH_ERR_CONFIG', "up's kubeconfig has no current cluster");
     await core.createNamespace({ body: { metadata: { name: SYSTEM_NAMESPACE } } }).catch(ignoreConflict);
-    for (const sa of [AGENT_SERVICE_ACCOUNT, ZTUNNEL_SERVICE_ACCOUNT]) await core.createNamespacedServiceAccount({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: sa, namespace: SYSTEM_NAMESPACE } } }).catch(ignoreConflict);
+    for (const sa of [AGENT_SERVICE_ACCOUNT, ZTUNNEL_SERVICE_ACCOUNT])
+      await core
+        .createNamespacedServiceAccount({
+          namespace: SYSTEM_NAMESPACE,
+          body: { metadata: { name: sa, namespace: SYSTEM_NAMESPACE } },
+        })
+        .catch(ignoreConflict);
     const d = new NodeDaemons(o);
     for (const node of o.nodes) {
       const ztunnelDir = path.join(o.dataDir.nodeDir(node.name), 'ztunnel');
       const agentDir = agentCredentialsDir(o.dataDir, node.name);
-      for (const dir of [ztunnelDir, agentDir, agentRunDir(o.dataDir, node.name)]) await mkdir(dir, { recursive: true, mode: 0o700 });
+      for (const dir of [ztunnelDir, agentDir, agentRunDir(o.dataDir, node.name)])
+        await mkdir(dir, { recursive: true, mode: 0o700 });
       const agentToken = path.join(agentDir, 'token');
       const agentKubeconfig = path.join(agentDir, 'kubeconfig');
-      await writeFile(agentKubeconfig, tokenFileKubeconfig(cluster, AGENT_SERVICE_ACCOUNT, agentToken), { mode: 0o600 });
-      await core.createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: agentPod(node, o, agentKubeconfig) }).catch(ignoreConflict);
-      await d.renewToken({ node: node.name, serviceAccount: AGENT_SERVICE_ACCOUNT, pod: agentPodName(node.name), file: agentToken });
+      await writeFile(agentKubeconfig, tokenFileKubeconfig(cluster, AGENT_SERVICE_ACCOUNT, agentToken), {
+        mode: 0o600,
+      });
+      await core
+        .createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: agentPod(node, o, agentKubeconfig) })
+        .catch(ignoreConflict);
+      await d.renewToken({
+        node: node.name,
+        serviceAccount: AGENT_SERVICE_ACCOUNT,
+        pod: agentPodName(node.name),
+        file: agentToken,
+      });
       const ztunnelToken = path.join(ztunnelDir, 'istio-token');
-      await core.createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: ztunnelPod(node, o, ztunnelToken) }).catch(ignoreConflict);
-      await d.renewToken({ node: node.name, serviceAccount: ZTUNNEL_SERVICE_ACCOUNT, pod: ztunnelPodName(node.name), audience: CA_AUDIENCE, file: ztunnelToken });
+      await core
+        .createNamespacedPod({ namespace: SYSTEM_NAMESPACE, body: ztunnelPod(node, o, ztunnelToken) })
+        .catch(ignoreConflict);
+      await d.renewToken({
+        node: node.name,
+        serviceAccount: ZTUNNEL_SERVICE_ACCOUNT,
+        pod: ztunnelPodName(node.name),
+        audience: CA_AUDIENCE,
+        file: ztunnelToken,
+      });
     }
     return d;
   }
@@ -196,12 +246,21 @@ export class NodeDaemons {
   private async renewToken(t: PodToken): Promise<void> {
     let next = TOKEN_TTL_SECONDS * 1000 * TOKEN_RENEW_FRACTION;
     try {
-      const token = await requestToken(this.o.kc, { namespace: SYSTEM_NAMESPACE, serviceAccount: t.serviceAccount, pod: t.pod, audience: t.audience, ttlSeconds: TOKEN_TTL_SECONDS });
+      const token = await requestToken(this.o.kc, {
+        namespace: SYSTEM_NAMESPACE,
+        serviceAccount: t.serviceAccount,
+        pod: t.pod,
+        audience: t.audience,
+        ttlSeconds: TOKEN_TTL_SECONDS,
+      });
       await writeFile(`${t.file}.tmp`, token, { mode: 0o600 });
       await rename(`${t.file}.tmp`, t.file);
     } catch (e) {
       next = TOKEN_RETRY_MS;
-      this.o.log.error({ node: t.node, pod: t.pod, error: describeError(e), retryInMs: next }, `cannot renew the ${t.serviceAccount} service-account token`);
+      this.o.log.error(
+        { node: t.node, pod: t.pod, error: describeError(e), retryInMs: next },
+        `cannot renew the ${t.serviceAccount} service-account token`,
+      );
     }
     if (this.stopped) return;
     const timer = setTimeout(() => {

@@ -15,7 +15,12 @@ import { ip, runCommand } from './run-command.js';
 export function nodeRecord(cfg: UpConfig, i: number): NodeRecord {
   const name = `node${String(i)}`;
   const [a, b] = cfg.clusterCidr.split('.');
-  return { name, netns: `${cfg.name}-${name}`, ip: addressInCidr(cfg.nodeCidr, 1 + i), podCidr: `${a ?? ''}.${b ?? ''}.${String(i - 1)}.0/24` };
+  return {
+    name,
+    netns: `${cfg.name}-${name}`,
+    ip: addressInCidr(cfg.nodeCidr, 1 + i),
+    podCidr: `${a ?? ''}.${b ?? ''}.${String(i - 1)}.0/24`,
+  };
 }
 
 /** The bridge in the host namespace that every node's veth joins. */
@@ -45,7 +50,12 @@ export class UpNode {
   }
 
   /** Makes node `i` of `cfg`: its namespace, veth, address and routes (to the host and to `others`' pods). */
-  static async create(cfg: UpConfig, i: number, others: readonly NodeRecord[], journal: ResourceJournal): Promise<UpNode> {
+  static async create(
+    cfg: UpConfig,
+    i: number,
+    others: readonly NodeRecord[],
+    journal: ResourceJournal,
+  ): Promise<UpNode> {
     const r = nodeRecord(cfg, i);
     const hostLink = `${cfg.name}-v${String(i)}`;
     journal.record({ t: 'netns', name: r.netns });
@@ -60,8 +70,16 @@ export class UpNode {
     for (const o of others) if (o.name !== r.name) await ip('-n', r.netns, 'route', 'add', o.podCidr, 'via', o.ip);
     // The host reaches pods too (kubectl port-forward's job on a cluster; here, curl from the host).
     await ip('route', 'add', r.podCidr, 'via', r.ip);
-    const fwd = await runCommand('ip', ['netns', 'exec', r.netns, 'sh', '-c', 'echo 1 > /proc/sys/net/ipv4/ip_forward']);
-    if (fwd.code !== 0) throw new MeshError('UP_ERR_NETWORK', `cannot turn on IP forwarding in ${r.netns}: ${fwd.stderr.trim()}`);
+    const fwd = await runCommand('ip', [
+      'netns',
+      'exec',
+      r.netns,
+      'sh',
+      '-c',
+      'echo 1 > /proc/sys/net/ipv4/ip_forward',
+    ]);
+    if (fwd.code !== 0)
+      throw new MeshError('UP_ERR_NETWORK', `cannot turn on IP forwarding in ${r.netns}: ${fwd.stderr.trim()}`);
     return new UpNode(r, hostLink);
   }
 
@@ -71,6 +89,7 @@ export class UpNode {
     // Deleting the namespace destroys the veth pair, the host end too, though the kernel may do it only after
     // `ip netns del` returns: a host end already gone is what we want.
     const del = await runCommand('ip', ['link', 'del', this.hostLink]);
-    if (del.code !== 0 && !del.stderr.includes('Cannot find device')) throw new MeshError('UP_ERR_NETWORK', `ip link del ${this.hostLink} failed: ${del.stderr.trim()}`);
+    if (del.code !== 0 && !del.stderr.includes('Cannot find device'))
+      throw new MeshError('UP_ERR_NETWORK', `ip link del ${this.hostLink} failed: ${del.stderr.trim()}`);
   }
 }

@@ -65,13 +65,15 @@ export class ReadinessProbe extends EventEmitter<{ change: [] }> {
     if (outcome.ok) {
       this.failures = 0;
       this.successes++;
-      if (!this._ready && this.successes >= (this.probe.successThreshold ?? PROBE_DEFAULTS.successThreshold)) this.flip(true);
+      if (!this._ready && this.successes >= (this.probe.successThreshold ?? PROBE_DEFAULTS.successThreshold))
+        this.flip(true);
     } else {
       this.successes = 0;
       this.failures++;
       this._lastFailure = outcome.why;
       this.log.debug({ why: outcome.why }, 'readiness probe failed');
-      if (this._ready && this.failures >= (this.probe.failureThreshold ?? PROBE_DEFAULTS.failureThreshold)) this.flip(false);
+      if (this._ready && this.failures >= (this.probe.failureThreshold ?? PROBE_DEFAULTS.failureThreshold))
+        this.flip(false);
     }
     this.timer = setTimeout(() => void this.tick(), (this.probe.periodSeconds ?? PROBE_DEFAULTS.periodSeconds) * 1000);
   }
@@ -92,19 +94,33 @@ export class ReadinessProbe extends EventEmitter<{ change: [] }> {
     const timeoutMs = (this.probe.timeoutSeconds ?? PROBE_DEFAULTS.timeoutSeconds) * 1000;
     const { exec, tcpSocket, httpGet } = this.probe;
     if (exec !== undefined) return this.exec(exec.command ?? [], timeoutMs);
-    if (tcpSocket !== undefined) return this.connect(tcpSocket.host ?? this.target.podIp, this.port(tcpSocket.port), timeoutMs);
-    if (httpGet !== undefined) return this.get(httpGet.host ?? this.target.podIp, this.port(httpGet.port), httpGet.path ?? '/', timeoutMs);
-    return Promise.resolve({ ok: false, why: 'the probe has no exec, tcpSocket or httpGet handler (amesh up runs these three)' });
+    if (tcpSocket !== undefined)
+      return this.connect(tcpSocket.host ?? this.target.podIp, this.port(tcpSocket.port), timeoutMs);
+    if (httpGet !== undefined)
+      return this.get(httpGet.host ?? this.target.podIp, this.port(httpGet.port), httpGet.path ?? '/', timeoutMs);
+    return Promise.resolve({
+      ok: false,
+      why: 'the probe has no exec, tcpSocket or httpGet handler (amesh up runs these three)',
+    });
   }
 
   private async exec(command: readonly string[], timeoutMs: number): Promise<Outcome> {
     if (command.length === 0) return { ok: false, why: 'exec probe without a command' };
     const r = await runCommand('ip', ['netns', 'exec', this.target.podNetns, ...command], { timeoutMs });
-    return r.code === 0 ? { ok: true } : { ok: false, why: r.code === null ? `timed out after ${String(timeoutMs)} ms` : `exit status ${String(r.code)}: ${r.stderr.trim()}` };
+    return r.code === 0
+      ? { ok: true }
+      : {
+          ok: false,
+          why:
+            r.code === null
+              ? `timed out after ${String(timeoutMs)} ms`
+              : `exit status ${String(r.code)}: ${r.stderr.trim()}`,
+        };
   }
 
   private connect(host: string, port: number | undefined, timeoutMs: number): Promise<Outcome> {
-    if (port === undefined) return Promise.resolve({ ok: false, why: 'the probe names a port the container does not declare' });
+    if (port === undefined)
+      return Promise.resolve({ ok: false, why: 'the probe names a port the container does not declare' });
     return new Promise((resolve) => {
       const s = tcpSocketInNetns(this.target.nodeNetnsPath, 4);
       const timer = setTimeout(() => s.destroy(new Error(`timed out after ${String(timeoutMs)} ms`)), timeoutMs);
@@ -122,13 +138,28 @@ export class ReadinessProbe extends EventEmitter<{ change: [] }> {
   }
 
   private get(host: string, port: number | undefined, urlPath: string, timeoutMs: number): Promise<Outcome> {
-    if (port === undefined) return Promise.resolve({ ok: false, why: 'the probe names a port the container does not declare' });
+    if (port === undefined)
+      return Promise.resolve({ ok: false, why: 'the probe names a port the container does not declare' });
     return new Promise((resolve) => {
-      const req = http.get({ host, port, path: urlPath, timeout: timeoutMs, createConnection: () => tcpSocketInNetns(this.target.nodeNetnsPath, 4).connect(port, host), headers: { 'user-agent': 'kube-probe/1.32' } }, (res) => {
-        res.resume();
-        const code = res.statusCode ?? 0;
-        resolve(code >= 200 && code < 400 ? { ok: true } : { ok: false, why: `HTTP probe failed with statuscode: ${String(code)}` });
-      });
+      const req = http.get(
+        {
+          host,
+          port,
+          path: urlPath,
+          timeout: timeoutMs,
+          createConnection: () => tcpSocketInNetns(this.target.nodeNetnsPath, 4).connect(port, host),
+          headers: { 'user-agent': 'kube-probe/1.32' },
+        },
+        (res) => {
+          res.resume();
+          const code = res.statusCode ?? 0;
+          resolve(
+            code >= 200 && code < 400
+              ? { ok: true }
+              : { ok: false, why: `HTTP probe failed with statuscode: ${String(code)}` },
+          );
+        },
+      );
       req.once('timeout', () => req.destroy(new Error(`timed out after ${String(timeoutMs)} ms`)));
       req.once('error', (e) => resolve({ ok: false, why: e.message }));
     });

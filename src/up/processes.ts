@@ -37,7 +37,14 @@ export interface ContainerSpec {
 export type ContainerState =
   | { readonly t: 'waiting'; readonly reason: string; readonly message?: string }
   | { readonly t: 'running'; readonly pid: number; readonly startedAt: number }
-  | { readonly t: 'terminated'; readonly exitCode: number; readonly signal?: string; readonly reason: string; readonly startedAt: number; readonly finishedAt: number };
+  | {
+      readonly t: 'terminated';
+      readonly exitCode: number;
+      readonly signal?: string;
+      readonly reason: string;
+      readonly startedAt: number;
+      readonly finishedAt: number;
+    };
 
 /** Emits 'change' whenever its state or restart count changes. */
 export class ContainerProcess extends EventEmitter<{ change: [] }> {
@@ -73,7 +80,12 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
     const { argv, env, netns, logFile, cwd } = this.spec;
     const cmd = argv[0] === undefined ? undefined : resolveCommand(argv[0], env['PATH'] ?? '');
     if (cmd === undefined) {
-      const e = new MeshError('UP_ERR_CONTAINER', argv[0] === undefined ? `container ${this.spec.name} has no command: amesh up runs a container's command and args, not its image` : `container ${this.spec.name}: "${argv[0]}" is not an executable on its PATH`);
+      const e = new MeshError(
+        'UP_ERR_CONTAINER',
+        argv[0] === undefined
+          ? `container ${this.spec.name} has no command: amesh up runs a container's command and args, not its image`
+          : `container ${this.spec.name}: "${argv[0]}" is not an executable on its PATH`,
+      );
       this.log.warn({ container: this.spec.name, error: e.message, code: e.code }, 'cannot start container');
       this.set({ t: 'waiting', reason: 'CreateContainerError', message: describeError(e) });
       this.scheduleRestart(true);
@@ -82,7 +94,12 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
     const out = openSync(logFile, 'a', 0o600);
     let child: ChildProcess;
     try {
-      child = spawn('ip', ['netns', 'exec', netns, cmd, ...argv.slice(1)], { env: { ...env }, cwd: cwd ?? '/', detached: true, stdio: ['ignore', out, out] });
+      child = spawn('ip', ['netns', 'exec', netns, cmd, ...argv.slice(1)], {
+        env: { ...env },
+        cwd: cwd ?? '/',
+        detached: true,
+        stdio: ['ignore', out, out],
+      });
     } finally {
       closeSync(out);
     }
@@ -92,7 +109,14 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
       child.once('exit', (code, signal) => {
         this.child = undefined;
         const failed = code !== 0;
-        const t = { t: 'terminated', exitCode: code ?? 128 + (signal === null ? 0 : os.constants.signals[signal]), ...(signal === null ? {} : { signal }), reason: failed ? 'Error' : 'Completed', startedAt, finishedAt: Date.now() } as const;
+        const t = {
+          t: 'terminated',
+          exitCode: code ?? 128 + (signal === null ? 0 : os.constants.signals[signal]),
+          ...(signal === null ? {} : { signal }),
+          reason: failed ? 'Error' : 'Completed',
+          startedAt,
+          finishedAt: Date.now(),
+        } as const;
         this._lastTerminated = t;
         this.log.info({ container: this.spec.name, exitCode: code, signal }, 'container exited');
         if (Date.now() - startedAt >= RESTART_BACKOFF_RESET_MS) {
@@ -101,10 +125,16 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
         }
         this.set(t);
         resolve();
-        if (!this.stopped && (this.spec.restartPolicy === 'Always' || (this.spec.restartPolicy === 'OnFailure' && failed))) this.scheduleRestart(false);
+        if (
+          !this.stopped &&
+          (this.spec.restartPolicy === 'Always' || (this.spec.restartPolicy === 'OnFailure' && failed))
+        )
+          this.scheduleRestart(false);
       });
     });
-    child.once('error', (e) => this.log.warn({ container: this.spec.name, error: e.message }, 'container process error'));
+    child.once('error', (e) =>
+      this.log.warn({ container: this.spec.name, error: e.message }, 'container process error'),
+    );
     if (child.pid !== undefined) this.set({ t: 'running', pid: child.pid, startedAt });
   }
 
@@ -112,7 +142,12 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
   private scheduleRestart(createFailed: boolean): void {
     const delay = this.failedBefore ? this.backoff.next() : 0;
     this.failedBefore = true;
-    if (delay > 0 && !createFailed) this.set({ t: 'waiting', reason: 'CrashLoopBackOff', message: `back-off ${String(Math.round(delay / 1000))}s restarting failed container=${this.spec.name}` });
+    if (delay > 0 && !createFailed)
+      this.set({
+        t: 'waiting',
+        reason: 'CrashLoopBackOff',
+        message: `back-off ${String(Math.round(delay / 1000))}s restarting failed container=${this.spec.name}`,
+      });
     this.timer = setTimeout(() => {
       if (!createFailed) this._restartCount++;
       this.start();

@@ -10,7 +10,10 @@ import { readFile, rm } from 'node:fs/promises';
 import { MeshError } from '../lib/errors.js';
 import { ip, runCommand } from './run-command.js';
 
-export type JournalEntry = { readonly t: 'up'; readonly pid: number; readonly start: string; readonly hostNetns: string } | { readonly t: 'netns'; readonly name: string } | { readonly t: 'link'; readonly name: string };
+export type JournalEntry =
+  | { readonly t: 'up'; readonly pid: number; readonly start: string; readonly hostNetns: string }
+  | { readonly t: 'netns'; readonly name: string }
+  | { readonly t: 'link'; readonly name: string };
 
 /** How long a running `up` has to tear itself down after SIGTERM before `down` kills it. */
 const UP_STOP_TIMEOUT_MS = 60_000;
@@ -35,7 +38,11 @@ export class ResourceJournal {
   /** Starts a record for this process; refuses while one from an earlier `up` is left. */
   static async open(file: string): Promise<ResourceJournal> {
     const left = await readJournal(file);
-    if (left.length > 0) throw new MeshError('UP_ERR_LEFTOVERS', `${file} records ${String(left.length)} things an earlier amesh up created and did not remove (it crashed, or still runs): run amesh down with the same --data-dir first`);
+    if (left.length > 0)
+      throw new MeshError(
+        'UP_ERR_LEFTOVERS',
+        `${file} records ${String(left.length)} things an earlier amesh up created and did not remove (it crashed, or still runs): run amesh down with the same --data-dir first`,
+      );
     const j = new ResourceJournal(file);
     j.record({ t: 'up', pid: process.pid, start: processStart(process.pid) ?? '', hostNetns: ownNetns() });
     return j;
@@ -86,7 +93,11 @@ export async function removeRecorded(file: string): Promise<string[]> {
   const entries = await readJournal(file);
   const removed: string[] = [];
   const host = entries.find((e) => e.t === 'up');
-  if (host !== undefined && host.hostNetns !== ownNetns()) throw new MeshError('UP_ERR_NETWORK', `amesh up ran in network namespace ${host.hostNetns}, this is ${ownNetns()}: its links are only visible there; run amesh down in that namespace (e.g. ip netns exec NAME amesh down)`);
+  if (host !== undefined && host.hostNetns !== ownNetns())
+    throw new MeshError(
+      'UP_ERR_NETWORK',
+      `amesh up ran in network namespace ${host.hostNetns}, this is ${ownNetns()}: its links are only visible there; run amesh down in that namespace (e.g. ip netns exec NAME amesh down)`,
+    );
   for (const e of entries) {
     if (e.t !== 'up' || e.pid === process.pid || !alive(e.pid, e.start)) continue;
     process.kill(e.pid, 'SIGTERM');

@@ -11,16 +11,27 @@ export interface CommandResult {
  * Runs a command to its exit without blocking the event loop, `stdin` written and closed; after `timeoutMs` its
  * process group is killed (the result then has a null code).
  */
-export function runCommand(cmd: string, args: readonly string[], o: { env?: NodeJS.ProcessEnv; stdin?: string; timeoutMs?: number } = {}): Promise<CommandResult> {
+export function runCommand(
+  cmd: string,
+  args: readonly string[],
+  o: { env?: NodeJS.ProcessEnv; stdin?: string; timeoutMs?: number } = {},
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { env: o.env ?? process.env, stdio: [o.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], detached: o.timeoutMs !== undefined });
-    const timer = o.timeoutMs === undefined ? undefined : setTimeout(() => {
-      try {
-        process.kill(-p.pid!, 'SIGKILL');
-      } catch {
-        // exited meanwhile
-      }
-    }, o.timeoutMs);
+    const p = spawn(cmd, args, {
+      env: o.env ?? process.env,
+      stdio: [o.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      detached: o.timeoutMs !== undefined,
+    });
+    const timer =
+      o.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            try {
+              process.kill(-p.pid!, 'SIGKILL');
+            } catch {
+              // exited meanwhile
+            }
+          }, o.timeoutMs);
     let stdout = '';
     let stderr = '';
     p.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -43,6 +54,10 @@ export async function ip(...args: string[]): Promise<string> {
   const r = await runCommand('ip', args).catch((e: unknown) => {
     throw new MeshError('UP_ERR_NETWORK', `cannot run ip: ${(e as Error).message} (install iproute2)`, { cause: e });
   });
-  if (r.code !== 0) throw new MeshError('UP_ERR_NETWORK', `ip ${args.join(' ')} failed: ${r.stderr.trim() || `exit status ${String(r.code)}`}`);
+  if (r.code !== 0)
+    throw new MeshError(
+      'UP_ERR_NETWORK',
+      `ip ${args.join(' ')} failed: ${r.stderr.trim() || `exit status ${String(r.code)}`}`,
+    );
   return r.stdout;
 }

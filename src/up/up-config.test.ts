@@ -8,8 +8,18 @@ test('amesh up defaults: two nodes on 10.240.0.0/24 behind the host at .1, one /
   const cfg = loadUpConfig({}, {});
   assert.equal(cfg.nodes, 2);
   assert.equal(cfg.hostIp, '10.240.0.1');
-  assert.deepEqual(nodeRecord(cfg, 1), { name: 'node1', netns: 'amesh-node1', ip: '10.240.0.2', podCidr: '10.244.0.0/24' });
-  assert.deepEqual(nodeRecord(cfg, 2), { name: 'node2', netns: 'amesh-node2', ip: '10.240.0.3', podCidr: '10.244.1.0/24' });
+  assert.deepEqual(nodeRecord(cfg, 1), {
+    name: 'node1',
+    netns: 'amesh-node1',
+    ip: '10.240.0.2',
+    podCidr: '10.244.0.0/24',
+  });
+  assert.deepEqual(nodeRecord(cfg, 2), {
+    name: 'node2',
+    netns: 'amesh-node2',
+    ip: '10.240.0.3',
+    podCidr: '10.244.1.0/24',
+  });
   assert.ok(Object.isFrozen(cfg));
 });
 
@@ -18,7 +28,11 @@ test('addressInCidr carries across octets', () => {
 });
 
 test('amesh up refuses names that would make interface names longer than 15 bytes, node counts out of range, and a node CIDR too small', () => {
-  const refused = (flags: Parameters<typeof loadUpConfig>[0]): void => assert.throws(() => loadUpConfig(flags, {}), (e) => isMeshError(e, 'AMESH_ERR_CONFIG'));
+  const refused = (flags: Parameters<typeof loadUpConfig>[0]): void =>
+    assert.throws(
+      () => loadUpConfig(flags, {}),
+      (e) => isMeshError(e, 'AMESH_ERR_CONFIG'),
+    );
   refused({ name: 'averylongname' });
   refused({ name: 'Upper' });
   refused({ nodes: '0' });

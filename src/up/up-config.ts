@@ -74,23 +74,42 @@ export function addressInCidr(cidr: string, n: number): string {
 
 function ipv4Cidr(text: string, flag: string, maxPrefix: number): string {
   const c = parseCidr(text);
-  if (c === undefined || c.bytes.length !== 4 || !text.includes('/') || c.prefix > maxPrefix) throw new MeshError('AMESH_ERR_CONFIG', `${flag}: "${text}" is not an IPv4 CIDR of /${String(maxPrefix)} or larger`);
+  if (c === undefined || c.bytes.length !== 4 || !text.includes('/') || c.prefix > maxPrefix)
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `${flag}: "${text}" is not an IPv4 CIDR of /${String(maxPrefix)} or larger`,
+    );
   return text;
 }
 
 export function loadUpConfig(flags: UpFlags, env: NodeJS.ProcessEnv = process.env): UpConfig {
   const name = flags.name ?? UP_DEFAULTS.name;
-  if (!NAME_PATTERN.test(name)) throw new MeshError('AMESH_ERR_CONFIG', `--name: "${name}" must be 1 to 10 lowercase letters and digits, starting with a letter (it names network namespaces and interfaces, which are at most 15 bytes)`);
+  if (!NAME_PATTERN.test(name))
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `--name: "${name}" must be 1 to 10 lowercase letters and digits, starting with a letter (it names network namespaces and interfaces, which are at most 15 bytes)`,
+    );
   const nodes = Number(flags.nodes ?? UP_DEFAULTS.nodes);
-  if (!Number.isInteger(nodes) || nodes < 1 || nodes > UP_DEFAULTS.maxNodes) throw new MeshError('AMESH_ERR_CONFIG', `--nodes: "${flags.nodes ?? ''}" must be a whole number from 1 to ${String(UP_DEFAULTS.maxNodes)}`);
+  if (!Number.isInteger(nodes) || nodes < 1 || nodes > UP_DEFAULTS.maxNodes)
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `--nodes: "${flags.nodes ?? ''}" must be a whole number from 1 to ${String(UP_DEFAULTS.maxNodes)}`,
+    );
   const nodeCidr = ipv4Cidr(flags.nodeCidr ?? UP_DEFAULTS.nodeCidr, '--node-cidr', 30);
-  if (2 ** (32 - Number(nodeCidr.split('/')[1])) < nodes + 3) throw new MeshError('AMESH_ERR_CONFIG', `--node-cidr: ${nodeCidr} has no room for the host and ${String(nodes)} nodes`);
+  if (2 ** (32 - Number(nodeCidr.split('/')[1])) < nodes + 3)
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `--node-cidr: ${nodeCidr} has no room for the host and ${String(nodes)} nodes`,
+    );
   const dataplane = flags.dataplane ?? UP_DEFAULTS.dataplane;
-  if (dataplane !== 'none' && dataplane !== 'ambient') throw new MeshError('AMESH_ERR_CONFIG', `--dataplane: "${dataplane}" must be none or ambient`);
+  if (dataplane !== 'none' && dataplane !== 'ambient')
+    throw new MeshError('AMESH_ERR_CONFIG', `--dataplane: "${dataplane}" must be none or ambient`);
   const waitSeconds = Number(flags.wait ?? UP_DEFAULTS.waitSeconds);
-  if (!Number.isInteger(waitSeconds) || waitSeconds < 0) throw new MeshError('AMESH_ERR_CONFIG', `--wait: "${flags.wait ?? ''}" must be a whole number of seconds`);
+  if (!Number.isInteger(waitSeconds) || waitSeconds < 0)
+    throw new MeshError('AMESH_ERR_CONFIG', `--wait: "${flags.wait ?? ''}" must be a whole number of seconds`);
   const output = flags.output ?? 'table';
-  if (output !== 'table' && output !== 'json' && output !== 'yaml') throw new MeshError('AMESH_ERR_CONFIG', `-o: "${output}" must be json or yaml (or left out for the table)`);
+  if (output !== 'table' && output !== 'json' && output !== 'yaml')
+    throw new MeshError('AMESH_ERR_CONFIG', `-o: "${output}" must be json or yaml (or left out for the table)`);
   const logLevel = flags.logLevel ?? env['LOG_LEVEL'] ?? 'info';
   LogControl.parseSpec(logLevel);
   return Object.freeze({

@@ -34,7 +34,16 @@ export interface SandboxRecord {
 const SANDBOX_FILE = 'sandbox.json';
 
 /** The entries `up` makes in the data directory: teardown removes these (the directory itself only when empty). */
-const ENTRIES = { kubeconfig: 'kubeconfig', apiserverDir: 'apiserver', istiodDir: 'istiod', journal: 'created.jsonl', clusterFile: 'cluster.json', logFile: 'up.log', podsDir: 'pods', nodesDir: 'nodes' } as const;
+const ENTRIES = {
+  kubeconfig: 'kubeconfig',
+  apiserverDir: 'apiserver',
+  istiodDir: 'istiod',
+  journal: 'created.jsonl',
+  clusterFile: 'cluster.json',
+  logFile: 'up.log',
+  podsDir: 'pods',
+  nodesDir: 'nodes',
+} as const;
 
 export class UpDataDir {
   /** The admin kubeconfig (a link to the API server's). */
@@ -75,14 +84,22 @@ export class UpDataDir {
 
   async readCluster(): Promise<ClusterRecord> {
     const text = await readFile(this.clusterFile, 'utf8').catch(() => undefined);
-    if (text === undefined) throw new MeshError('UP_ERR_NOT_FOUND', `no cluster in ${this.root} (start one with amesh up, or pass its --data-dir)`);
+    if (text === undefined)
+      throw new MeshError(
+        'UP_ERR_NOT_FOUND',
+        `no cluster in ${this.root} (start one with amesh up, or pass its --data-dir)`,
+      );
     return JSON.parse(text) as ClusterRecord;
   }
 
   async node(name: string): Promise<NodeRecord> {
     const c = await this.readCluster();
     const n = c.nodes.find((x) => x.name === name);
-    if (n === undefined) throw new MeshError('UP_ERR_NOT_FOUND', `no node "${name}" in cluster ${c.name}; its nodes are ${c.nodes.map((x) => x.name).join(', ')}`);
+    if (n === undefined)
+      throw new MeshError(
+        'UP_ERR_NOT_FOUND',
+        `no node "${name}" in cluster ${c.name}; its nodes are ${c.nodes.map((x) => x.name).join(', ')}`,
+      );
     return n;
   }
 
@@ -105,7 +122,11 @@ export class UpDataDir {
       found.push({ dir, record: JSON.parse(text) as SandboxRecord, mtime: mtimeMs });
     }
     const newest = found.sort((a, b) => b.mtime - a.mtime)[0];
-    if (newest === undefined) throw new MeshError('UP_ERR_NOT_FOUND', `pod ${ns}/${name} has no sandbox on this cluster (kubectl --kubeconfig ${this.kubeconfig} get pods -A -o wide lists the pods)`);
+    if (newest === undefined)
+      throw new MeshError(
+        'UP_ERR_NOT_FOUND',
+        `pod ${ns}/${name} has no sandbox on this cluster (kubectl --kubeconfig ${this.kubeconfig} get pods -A -o wide lists the pods)`,
+      );
     return newest;
   }
 }

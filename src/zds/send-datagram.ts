@@ -6,9 +6,18 @@ import type { SeqpacketSocket } from '../lib/seqpacket-socket.js';
  * Sends one ZDS datagram (with `fds` as SCM_RIGHTS; they stay the caller's), waiting for 'drain' when the socket's
  * buffer is full. Rejects with `lost` (the system error as its cause) when the connection is gone or closes first.
  */
-export async function sendDatagram(socket: SeqpacketSocket, data: Buffer, fds: readonly number[], lost: 'ZDS_ERR_NO_ZTUNNEL' | 'ZDS_ERR_NO_NODE_AGENT'): Promise<void> {
+export async function sendDatagram(
+  socket: SeqpacketSocket,
+  data: Buffer,
+  fds: readonly number[],
+  lost: 'ZDS_ERR_NO_ZTUNNEL' | 'ZDS_ERR_NO_NODE_AGENT',
+): Promise<void> {
   const gone = (cause?: unknown): MeshError =>
-    new MeshError(lost, `the ZDS connection is gone; a datagram could not be sent${cause === undefined ? '' : `: ${describeError(cause)}`}`, { cause });
+    new MeshError(
+      lost,
+      `the ZDS connection is gone; a datagram could not be sent${cause === undefined ? '' : `: ${describeError(cause)}`}`,
+      { cause },
+    );
   for (;;) {
     let sent: boolean;
     try {

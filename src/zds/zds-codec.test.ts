@@ -1,7 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isMeshError } from '../lib/errors.js';
-import { decodeAck, decodeHello, decodeWorkloadRequest, encodeAck, encodeHello, encodeWorkloadRequest, ZdsVersion } from './zds-codec.js';
+import {
+  decodeAck,
+  decodeHello,
+  decodeWorkloadRequest,
+  encodeAck,
+  encodeHello,
+  encodeWorkloadRequest,
+  ZdsVersion,
+} from './zds-codec.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 const isDecodeError = (e: unknown): boolean => isMeshError(e, 'ZDS_ERR_DECODE');
@@ -14,14 +22,18 @@ test('ZdsHello{version: V1} is field 1 varint 1', () => {
 });
 
 test('WorkloadRequest oneof numbers: add 1 (uid 1, workload_info 2 = name 1, namespace 2, service_account 3), del 2 (uid 2), snapshot_sent 3, keep 5 (uid 1)', () => {
-  const add = encodeWorkloadRequest({ kind: 'add', uid: 'u', info: { name: 'n', namespace: 's', serviceAccount: 'a' } });
+  const add = encodeWorkloadRequest({
+    kind: 'add',
+    uid: 'u',
+    info: { name: 'n', namespace: 's', serviceAccount: 'a' },
+  });
   assert.equal(hex(add), '0a0e' + '0a0175' + '1209' + '0a016e' + '120173' + '1a0161');
   assert.equal(hex(encodeWorkloadRequest({ kind: 'del', uid: 'u' })), '1203' + '120175');
   assert.equal(hex(encodeWorkloadRequest({ kind: 'snapshotSent' })), '1a00');
   assert.equal(hex(encodeWorkloadRequest({ kind: 'keep', uid: 'u' })), '2a03' + '0a0175');
 });
 
-test('WorkloadRequest round trip, and an add without workload_info decodes with info undefined (refusing it is the state manager\'s call)', () => {
+test("WorkloadRequest round trip, and an add without workload_info decodes with info undefined (refusing it is the state manager's call)", () => {
   for (const r of [
     { kind: 'add', uid: 'pod-1', info: { name: 'web', namespace: 'default', serviceAccount: 'sa' } },
     { kind: 'add', uid: 'pod-2', info: undefined },

@@ -30,7 +30,11 @@ function decode<Desc extends DescMessage>(schema: Desc, data: Uint8Array): Messa
   try {
     return fromBinary(schema, data);
   } catch (e) {
-    throw new MeshError('ZDS_ERR_DECODE', `a ZDS datagram of ${data.length} bytes is not a ${schema.typeName}: ${(e as Error).message}`, { cause: e });
+    throw new MeshError(
+      'ZDS_ERR_DECODE',
+      `a ZDS datagram of ${data.length} bytes is not a ${schema.typeName}: ${(e as Error).message}`,
+      { cause: e },
+    );
   }
 }
 
@@ -80,18 +84,24 @@ export function decodeWorkloadRequest(data: Uint8Array): WorkloadRequest {
     case 'snapshotSent':
       return { kind: 'snapshotSent' };
     case undefined:
-      throw new MeshError('ZDS_ERR_DECODE', `a ZDS WorkloadRequest of ${data.length} bytes has no payload (add, keep, del or snapshot_sent)`);
+      throw new MeshError(
+        'ZDS_ERR_DECODE',
+        `a ZDS WorkloadRequest of ${data.length} bytes has no payload (add, keep, del or snapshot_sent)`,
+      );
   }
 }
 
 /** ztunnel's reply to each request: an ack, or a nack when `error` is not empty. */
 export function encodeAck(error = ''): Buffer {
-  return Buffer.from(toBinary(WorkloadResponseSchema, create(WorkloadResponseSchema, { payload: { case: 'ack', value: { error } } })));
+  return Buffer.from(
+    toBinary(WorkloadResponseSchema, create(WorkloadResponseSchema, { payload: { case: 'ack', value: { error } } })),
+  );
 }
 
 /** The `Ack`'s error ('' for an ack); a response without an ack is `ZDS_ERR_DECODE`. */
 export function decodeAck(data: Uint8Array): string {
   const { payload } = decode(WorkloadResponseSchema, data);
-  if (payload.case !== 'ack') throw new MeshError('ZDS_ERR_DECODE', `a ZDS WorkloadResponse of ${data.length} bytes carries no ack`);
+  if (payload.case !== 'ack')
+    throw new MeshError('ZDS_ERR_DECODE', `a ZDS WorkloadResponse of ${data.length} bytes carries no ack`);
   return payload.value.error;
 }

@@ -16,7 +16,12 @@ export const SOCKS5_PORT = 15080;
 export const OUTBOUND_CAPTURE_PORT = 15001;
 export const INBOUND_PLAINTEXT_PORT = 15006;
 /** Ports ztunnel itself owns: a connection targeting one of them would loop (ztunnel `src/config.rs` `illegal_ports`). */
-export const ILLEGAL_PORTS: ReadonlySet<number> = new Set([OUTBOUND_CAPTURE_PORT, INBOUND_PLAINTEXT_PORT, HBONE_PORT, SOCKS5_PORT]);
+export const ILLEGAL_PORTS: ReadonlySet<number> = new Set([
+  OUTBOUND_CAPTURE_PORT,
+  INBOUND_PLAINTEXT_PORT,
+  HBONE_PORT,
+  SOCKS5_PORT,
+]);
 
 /** ztunnel defaults (ztunnel src/config.rs), each the value Istio ships. */
 export const DEFAULTS = Object.freeze({
@@ -77,10 +82,14 @@ const ISTIO_METAJSON_PREFIX = 'ISTIO_METAJSON_';
 /** Extra gRPC metadata, `[lowercased key, value]` pairs. */
 export type GrpcHeaders = readonly (readonly [string, string])[];
 /** A JSON value of xDS node metadata (a google.protobuf.Struct field). */
-export type NodeMetadataValue = string | number | boolean | null | NodeMetadataValue[] | { [k: string]: NodeMetadataValue };
+export type NodeMetadataValue =
+  string | number | boolean | null | NodeMetadataValue[] | { [k: string]: NodeMetadataValue };
 
 /** Where certificates come from: istiod's CA, Istio plug-in CA files (`--local-ca`), or a generated root (`FAKE_CA`). */
-export type CaSource = { readonly t: 'istiod'; readonly address: string } | { readonly t: 'local'; readonly dir: string } | { readonly t: 'fake' };
+export type CaSource =
+  | { readonly t: 'istiod'; readonly address: string }
+  | { readonly t: 'local'; readonly dir: string }
+  | { readonly t: 'fake' };
 
 export interface ZtunnelConfig {
   readonly localXdsPath: string | undefined;
@@ -159,7 +168,8 @@ function envInt(env: Env, name: string, def: number, min: number, max: number): 
   const v = env[name];
   if (v === undefined || v === '') return def;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < min || n > max) throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${v}" must be an integer in ${min}..${max}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${v}" must be an integer in ${min}..${max}`);
   return n;
 }
 
@@ -185,7 +195,11 @@ function terminationDeadline(env: Env): number {
 function checkProxyMode(env: Env): void {
   const mode = env['PROXY_MODE'];
   if (mode === undefined || mode === '' || mode === 'shared') return;
-  if (mode === 'dedicated') throw new MeshError('AMESH_ERR_CONFIG', 'PROXY_MODE=dedicated is not supported yet: run ztunnel in shared mode (unset PROXY_MODE)');
+  if (mode === 'dedicated')
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      'PROXY_MODE=dedicated is not supported yet: run ztunnel in shared mode (unset PROXY_MODE)',
+    );
   throw new MeshError('AMESH_ERR_CONFIG', `PROXY_MODE: "${mode}" must be one of dedicated, shared`);
 }
 
@@ -193,7 +207,11 @@ function checkProxyMode(env: Env): void {
 function inpodConfig(env: Env): InpodConfig | undefined {
   if (!envBool(env, 'INPOD_ENABLED', false)) return undefined;
   const mark = envInt(env, 'PACKET_MARK', DEFAULT_INPOD_MARK, 1, 2 ** 32 - 1);
-  return Object.freeze({ uds: nonEmpty(env['INPOD_UDS']) ?? ZDS_SOCKET_PATH, mark, portReuse: envBool(env, 'INPOD_PORT_REUSE', true) });
+  return Object.freeze({
+    uds: nonEmpty(env['INPOD_UDS']) ?? ZDS_SOCKET_PATH,
+    mark,
+    portReuse: envBool(env, 'INPOD_PORT_REUSE', true),
+  });
 }
 
 function dnsProxyEnabled(env: Env): boolean {
@@ -208,7 +226,8 @@ const withScheme = (a: string): string => (a.includes('://') ? a : `https://${a}
  * Orders `[name, value]` pairs by name in UTF-16 code units: the same order in every locale, and no ICU collator, which
  * `localeCompare` builds (its data add ~2.4 MiB to an idle ztunnel's RSS, docs/performance.md).
  */
-const byName = ([a]: readonly [string, unknown], [b]: readonly [string, unknown]): number => (a < b ? -1 : a > b ? 1 : 0);
+const byName = ([a]: readonly [string, unknown], [b]: readonly [string, unknown]): number =>
+  a < b ? -1 : a > b ? 1 : 0;
 
 /** XDS_HEADER_* / CA_HEADER_*: the rest of the name is the metadata key (lowercased, as gRPC sends it). */
 function grpcHeaders(env: Env, prefix: string): GrpcHeaders {
@@ -216,8 +235,13 @@ function grpcHeaders(env: Env, prefix: string): GrpcHeaders {
   for (const [name, value] of Object.entries(env)) {
     if (!name.startsWith(prefix) || value === undefined) continue;
     const key = name.slice(prefix.length).toLowerCase();
-    if (!/^[0-9a-z_.-]+$/.test(key) || key.endsWith('-bin')) throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${key}" is not an ASCII gRPC metadata key (letters, digits, "_", "-", "."; no "-bin" suffix)`);
-    if (!/^[\x20-\x7e]*$/.test(value)) throw new MeshError('AMESH_ERR_CONFIG', `${name}: the value must be printable ASCII`);
+    if (!/^[0-9a-z_.-]+$/.test(key) || key.endsWith('-bin'))
+      throw new MeshError(
+        'AMESH_ERR_CONFIG',
+        `${name}: "${key}" is not an ASCII gRPC metadata key (letters, digits, "_", "-", "."; no "-bin" suffix)`,
+      );
+    if (!/^[\x20-\x7e]*$/.test(value))
+      throw new MeshError('AMESH_ERR_CONFIG', `${name}: the value must be printable ASCII`);
     out.push([key, value]);
   }
   return out.sort(byName);
@@ -250,22 +274,37 @@ function nodeMetadata(env: Env): Record<string, NodeMetadataValue> {
  * LOCAL_XDS_PATH (or --local-config) without XDS_ADDRESS means no xDS client, as ztunnel's `XDS_ADDRESS=""` does (amesh
  * applies one source, not a merge of both); and `--local-ca DIR` takes the CA's place as `FAKE_CA=true` does.
  */
-function sources(flags: ZtunnelFlags, env: Env): { localXdsPath: string | undefined; xdsAddress: string | undefined; ca: CaSource } {
+function sources(
+  flags: ZtunnelFlags,
+  env: Env,
+): { localXdsPath: string | undefined; xdsAddress: string | undefined; ca: CaSource } {
   const localXdsPath = nonEmpty(flags.localConfig ?? env['LOCAL_XDS_PATH']);
   const istiod = env['KUBERNETES_SERVICE_HOST'] === undefined ? ISTIOD_LOCAL_ADDRESS : ISTIOD_IN_CLUSTER_ADDRESS;
   const xdsEnv = env['XDS_ADDRESS'];
-  if (localXdsPath !== undefined && nonEmpty(xdsEnv) !== undefined) throw new MeshError('AMESH_ERR_CONFIG', 'set either XDS_ADDRESS or LOCAL_XDS_PATH, not both');
+  if (localXdsPath !== undefined && nonEmpty(xdsEnv) !== undefined)
+    throw new MeshError('AMESH_ERR_CONFIG', 'set either XDS_ADDRESS or LOCAL_XDS_PATH, not both');
   const xdsAddress = localXdsPath !== undefined ? undefined : xdsEnv === undefined ? istiod : nonEmpty(xdsEnv);
   if (localXdsPath === undefined && xdsAddress === undefined) {
-    throw new MeshError('AMESH_ERR_CONFIG', 'no configuration source: XDS_ADDRESS is empty; set it (istiod, e.g. https://localhost:15012) or LOCAL_XDS_PATH / --local-config FILE');
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      'no configuration source: XDS_ADDRESS is empty; set it (istiod, e.g. https://localhost:15012) or LOCAL_XDS_PATH / --local-config FILE',
+    );
   }
   const caEnv = env['CA_ADDRESS'];
   const fakeCa = envBool(env, 'FAKE_CA', false);
-  if (flags.localCa !== undefined && (fakeCa || nonEmpty(caEnv) !== undefined)) throw new MeshError('AMESH_ERR_CONFIG', '--local-ca replaces the CA: unset CA_ADDRESS and FAKE_CA, or drop --local-ca');
+  if (flags.localCa !== undefined && (fakeCa || nonEmpty(caEnv) !== undefined))
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      '--local-ca replaces the CA: unset CA_ADDRESS and FAKE_CA, or drop --local-ca',
+    );
   let ca: CaSource;
   if (flags.localCa !== undefined) ca = { t: 'local', dir: flags.localCa };
   else if (fakeCa) ca = { t: 'fake' };
-  else if (caEnv === '') throw new MeshError('AMESH_ERR_CONFIG', 'CA_ADDRESS is empty: set it to istiod (e.g. https://localhost:15012), or use --local-ca DIR or FAKE_CA=true');
+  else if (caEnv === '')
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      'CA_ADDRESS is empty: set it to istiod (e.g. https://localhost:15012), or use --local-ca DIR or FAKE_CA=true',
+    );
   else ca = { t: 'istiod', address: withScheme(caEnv ?? istiod) };
   return { localXdsPath, xdsAddress: xdsAddress === undefined ? undefined : withScheme(xdsAddress), ca };
 }
@@ -274,10 +313,15 @@ function sources(flags: ZtunnelFlags, env: Env): { localXdsPath: string | undefi
 export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): ZtunnelConfig {
   const { localXdsPath, xdsAddress, ca } = sources(flags, env);
   const nodeName = env['NODE_NAME'] ?? '';
-  if (nodeName === '') throw new MeshError('AMESH_ERR_CONFIG', 'NODE_NAME is not set: ztunnel proxies the workloads whose "node" equals it');
+  if (nodeName === '')
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      'NODE_NAME is not set: ztunnel proxies the workloads whose "node" equals it',
+    );
   checkProxyMode(env);
   const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json') throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  if (logFormat !== 'text' && logFormat !== 'json')
+    throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
   const logLevel = flags.logLevel ?? nonEmpty(env['RUST_LOG']) ?? nonEmpty(env['LOG_LEVEL']) ?? 'info';
   // Validate now, so a bad level fails at start and not at the first /logging call.
   LogControl.parseSpec(logLevel);
@@ -301,11 +345,26 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
     trustDomain: parseTrustDomain(env['TRUST_DOMAIN']),
     network: env['NETWORK'] ?? '',
     secretTtlMs: parseDuration(env['SECRET_TTL'] ?? DEFAULTS.secretTtl, 'SECRET_TTL'),
-    poolMaxStreamsPerConnection: envInt(env, 'POOL_MAX_STREAMS_PER_CONNECTION', DEFAULTS.poolMaxStreamsPerConnection, 1, 10_000),
-    poolUnusedReleaseTimeoutMs: parseDuration(env['POOL_UNUSED_RELEASE_TIMEOUT'] ?? DEFAULTS.poolUnusedReleaseTimeout, 'POOL_UNUSED_RELEASE_TIMEOUT'),
+    poolMaxStreamsPerConnection: envInt(
+      env,
+      'POOL_MAX_STREAMS_PER_CONNECTION',
+      DEFAULTS.poolMaxStreamsPerConnection,
+      1,
+      10_000,
+    ),
+    poolUnusedReleaseTimeoutMs: parseDuration(
+      env['POOL_UNUSED_RELEASE_TIMEOUT'] ?? DEFAULTS.poolUnusedReleaseTimeout,
+      'POOL_UNUSED_RELEASE_TIMEOUT',
+    ),
     connectionTerminationDeadlineMs: terminationDeadline(env),
     http2StreamWindowSize: envInt(env, 'HTTP2_STREAM_WINDOW_SIZE', DEFAULTS.http2StreamWindowSize, 65_535, 2 ** 31 - 1),
-    http2ConnectionWindowSize: envInt(env, 'HTTP2_CONNECTION_WINDOW_SIZE', DEFAULTS.http2ConnectionWindowSize, 65_535, 2 ** 31 - 1),
+    http2ConnectionWindowSize: envInt(
+      env,
+      'HTTP2_CONNECTION_WINDOW_SIZE',
+      DEFAULTS.http2ConnectionWindowSize,
+      65_535,
+      2 ** 31 - 1,
+    ),
     http2FrameSize: envInt(env, 'HTTP2_FRAME_SIZE', DEFAULTS.http2FrameSize, 16_384, 16_777_215),
     enableSocks5: envBool(env, 'UNSTABLE_ENABLE_SOCKS5', DEFAULTS.enableSocks5),
     enableResponseBaggage: envBool(env, 'ENABLE_RESPONSE_BAGGAGE', true),

@@ -5,7 +5,13 @@ import { evaluate, type RbacConnection } from './rbac.js';
 import type { Authorization } from './state/policy.js';
 
 const web = { trustDomain: 'cluster.local', namespace: 'frontend', serviceAccount: 'web' };
-const conn = (over: Partial<RbacConnection> = {}): RbacConnection => ({ srcIp: '127.0.10.1', dstIp: '127.0.10.2', dstPort: 8080, srcIdentity: web, ...over });
+const conn = (over: Partial<RbacConnection> = {}): RbacConnection => ({
+  srcIp: '127.0.10.1',
+  dstIp: '127.0.10.2',
+  dstPort: 8080,
+  srcIdentity: web,
+  ...over,
+});
 
 function policies(yaml: string): Authorization[] {
   return [...parseLocalConfig('p.yaml', `policies:\n${yaml}`).policies];
@@ -32,7 +38,10 @@ test('ALLOW policy with zero rules denies everything (allow policies exist, but 
 });
 
 test('a rule with zero clauses matches everything', () => {
-  assert.equal(evaluate(policies('- {name: a, namespace: ns, scope: Namespace, action: Allow, rules: [[]]}'), conn()).allowed, true);
+  assert.equal(
+    evaluate(policies('- {name: a, namespace: ns, scope: Namespace, action: Allow, rules: [[]]}'), conn()).allowed,
+    true,
+  );
 });
 
 test('an empty Match is skipped, so a clause of only empty matches never matches', () => {
@@ -41,21 +50,29 @@ test('an empty Match is skipped, so a clause of only empty matches never matches
 });
 
 test('principals match without the spiffe:// prefix; plaintext (no identity) never matches a principal', () => {
-  const p = policies('- {name: a, namespace: ns, scope: Namespace, action: Allow, rules: [[[{principals: [{Exact: cluster.local/ns/frontend/sa/web}]}]]]}');
+  const p = policies(
+    '- {name: a, namespace: ns, scope: Namespace, action: Allow, rules: [[[{principals: [{Exact: cluster.local/ns/frontend/sa/web}]}]]]}',
+  );
   assert.equal(evaluate(p, conn()).allowed, true);
   assert.equal(evaluate(p, conn({ srcIdentity: undefined })).allowed, false);
-  const withPrefix = policies('- {name: a, namespace: ns, scope: Namespace, action: Allow, rules: [[[{principals: [{Exact: "spiffe://cluster.local/ns/frontend/sa/web"}]}]]]}');
+  const withPrefix = policies(
+    '- {name: a, namespace: ns, scope: Namespace, action: Allow, rules: [[[{principals: [{Exact: "spiffe://cluster.local/ns/frontend/sa/web"}]}]]]}',
+  );
   assert.equal(evaluate(withPrefix, conn()).allowed, false);
 });
 
 test('STRICT-style deny: notPrincipals presence denies plaintext only', () => {
-  const p = policies('- {name: s, namespace: istio-system, scope: WorkloadSelector, action: Deny, rules: [[[{notPrincipals: [{Presence: []}]}]]]}');
+  const p = policies(
+    '- {name: s, namespace: istio-system, scope: WorkloadSelector, action: Deny, rules: [[[{notPrincipals: [{Presence: []}]}]]]}',
+  );
   assert.equal(evaluate(p, conn()).allowed, true);
   assert.equal(evaluate(p, conn({ srcIdentity: undefined })).allowed, false);
 });
 
 test('destination port is the application port; notDestinationPorts excludes', () => {
-  const p = policies('- {name: a, namespace: ns, scope: Namespace, action: Allow, rules: [[[{notDestinationPorts: [9999]}]]]}');
+  const p = policies(
+    '- {name: a, namespace: ns, scope: Namespace, action: Allow, rules: [[[{notDestinationPorts: [9999]}]]]}',
+  );
   assert.equal(evaluate(p, conn({ dstPort: 8080 })).allowed, true);
   assert.equal(evaluate(p, conn({ dstPort: 9999 })).allowed, false);
 });
@@ -73,7 +90,11 @@ test('clauses are AND-ed, matches within a clause OR-ed; namespaces, service acc
   assert.equal(evaluate(p, conn()).allowed, true);
   assert.equal(evaluate(p, conn({ srcIp: '127.0.11.1' })).allowed, false);
   assert.equal(evaluate(p, conn({ srcIdentity: { ...web, namespace: 'back' } })).allowed, false);
-  assert.equal(evaluate(p, conn({ srcIdentity: { trustDomain: 'cluster.local', namespace: 'other', serviceAccount: 'x' } })).allowed, true);
+  assert.equal(
+    evaluate(p, conn({ srcIdentity: { trustDomain: 'cluster.local', namespace: 'other', serviceAccount: 'x' } }))
+      .allowed,
+    true,
+  );
 });
 
 test('dry-run policies are only noted, never enforced', () => {

@@ -1,6 +1,12 @@
 import { ipBytes, cidrContains, type Cidr } from '../lib/ip.js';
 import { identityToString, type Identity } from '../lib/spiffe.js';
-import { policyKey, type Authorization, type RbacMatch, type StringMatch, type ServiceAccountMatch } from './state/policy.js';
+import {
+  policyKey,
+  type Authorization,
+  type RbacMatch,
+  type StringMatch,
+  type ServiceAccountMatch,
+} from './state/policy.js';
 
 /** The attributes L4 authorization sees (ztunnel `src/rbac.rs`). `dstPort` is the application port, after port mapping. */
 export interface RbacConnection {
@@ -13,7 +19,12 @@ export interface RbacConnection {
 
 export type RbacDecision =
   | { readonly allowed: true; readonly dryRunNotes: readonly string[] }
-  | { readonly allowed: false; readonly reason: string; readonly policy: string | undefined; readonly dryRunNotes: readonly string[] };
+  | {
+      readonly allowed: false;
+      readonly reason: string;
+      readonly policy: string | undefined;
+      readonly dryRunNotes: readonly string[];
+    };
 
 function stringMatches(m: StringMatch, v: string): boolean {
   if ('Exact' in m) return v === m.Exact;
@@ -45,9 +56,18 @@ function group<T>(pos: readonly T[], neg: readonly T[], hit: (x: T) => boolean):
 
 export function isEmptyMatch(m: RbacMatch): boolean {
   return (
-    m.namespaces.length + m.notNamespaces.length + m.serviceAccounts.length + m.notServiceAccounts.length +
-      m.principals.length + m.notPrincipals.length + m.sourceIps.length + m.notSourceIps.length +
-      m.destinationIps.length + m.notDestinationIps.length + m.destinationPorts.length + m.notDestinationPorts.length ===
+    m.namespaces.length +
+      m.notNamespaces.length +
+      m.serviceAccounts.length +
+      m.notServiceAccounts.length +
+      m.principals.length +
+      m.notPrincipals.length +
+      m.sourceIps.length +
+      m.notSourceIps.length +
+      m.destinationIps.length +
+      m.notDestinationIps.length +
+      m.destinationPorts.length +
+      m.notDestinationPorts.length ===
     0
   );
 }
@@ -83,24 +103,41 @@ export function policyMatches(p: Authorization, c: RbacConnection): boolean {
  */
 export function evaluate(policies: readonly Authorization[], c: RbacConnection): RbacDecision {
   const notes: string[] = [];
-  for (const p of policies) if (p.rejected !== undefined && p.dryRun) notes.push(`dry-run: policy ${policyKey(p)} could not be accepted (${p.rejected})`);
+  for (const p of policies)
+    if (p.rejected !== undefined && p.dryRun)
+      notes.push(`dry-run: policy ${policyKey(p)} could not be accepted (${p.rejected})`);
   const broken = policies.find((p) => p.rejected !== undefined && !p.dryRun);
   if (broken !== undefined) {
-    return { allowed: false, reason: `policy ${policyKey(broken)} could not be accepted (${broken.rejected ?? ''}); denying what it covers`, policy: policyKey(broken), dryRunNotes: notes };
+    return {
+      allowed: false,
+      reason: `policy ${policyKey(broken)} could not be accepted (${broken.rejected ?? ''}); denying what it covers`,
+      policy: policyKey(broken),
+      dryRunNotes: notes,
+    };
   }
   for (const p of policies) {
-    if (p.action === 'Deny' && p.dryRun && policyMatches(p, c)) notes.push(`dry-run: would be denied by ${policyKey(p)}`);
+    if (p.action === 'Deny' && p.dryRun && policyMatches(p, c))
+      notes.push(`dry-run: would be denied by ${policyKey(p)}`);
   }
   for (const p of policies) {
     if (p.action === 'Deny' && !p.dryRun && policyMatches(p, c)) {
-      return { allowed: false, reason: `explicitly denied by: ${policyKey(p)}`, policy: policyKey(p), dryRunNotes: notes };
+      return {
+        allowed: false,
+        reason: `explicitly denied by: ${policyKey(p)}`,
+        policy: policyKey(p),
+        dryRunNotes: notes,
+      };
     }
   }
   const allows = policies.filter((p) => p.action === 'Allow');
   const dryAllows = allows.filter((p) => p.dryRun);
   if (dryAllows.length > 0) {
     const hit = dryAllows.find((p) => policyMatches(p, c));
-    notes.push(hit === undefined ? 'dry-run: allow policies exist, none would allow' : `dry-run: would be allowed by ${policyKey(hit)}`);
+    notes.push(
+      hit === undefined
+        ? 'dry-run: allow policies exist, none would allow'
+        : `dry-run: would be allowed by ${policyKey(hit)}`,
+    );
   }
   const enforced = allows.filter((p) => !p.dryRun);
   if (enforced.length === 0) return { allowed: true, dryRunNotes: notes };

@@ -77,12 +77,18 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
     state.on('change', (c) => {
       if (proxies !== undefined && changesWorkloadsOn(c, config.nodeName)) proxies.reconcile();
       if (mayAlterPolicyDecision(c, config.nodeName)) {
-        log.debug({ policies: c.policies.length, workloads: c.workloads.length, connections: ctx.connections.size }, 're-evaluating live connections against policy');
+        log.debug(
+          { policies: c.policies.length, workloads: c.workloads.length, connections: ctx.connections.size },
+          're-evaluating live connections against policy',
+        );
         ctx.connections.reevaluate(state);
       }
     });
     const source = await startConfigSource(config, state, secrets, metrics, logs);
-    const zds = inpod === undefined ? undefined : new (await import('./inpod/zds-client.js')).ZdsClient(config.inpod!.uds, inpod, logs.scope('inpod'));
+    const zds =
+      inpod === undefined
+        ? undefined
+        : new (await import('./inpod/zds-client.js')).ZdsClient(config.inpod!.uds, inpod, logs.scope('inpod'));
     const zt = new Ztunnel(config, logs, ctx, proxies, inpod, zds, metrics, source);
     await zt.startServers();
     zt.lifecycle = { t: 'running' };
@@ -90,7 +96,16 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
       zds.on('stopped', (e) => zt.emit('fatal', e));
       zds.start();
     }
-    log.info({ version: VERSION, node: config.nodeName, admin: zt.ports.admin, metrics: zt.ports.metrics, readiness: zt.ports.readiness }, 'ztunnel started');
+    log.info(
+      {
+        version: VERSION,
+        node: config.nodeName,
+        admin: zt.ports.admin,
+        metrics: zt.ports.metrics,
+        readiness: zt.ports.readiness,
+      },
+      'ztunnel started',
+    );
     return zt;
   }
 
@@ -106,11 +121,16 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
   private inpodPending(): string[] {
     if (this.zds === undefined || this.zds.ready) return [];
     const pods = this.zds.pending();
-    return pods.length > 0 ? pods.map((uid) => `pod ${uid}: proxy failed to start, retrying`) : [`no snapshot from the node agent on ${this.config.inpod!.uds} yet`];
+    return pods.length > 0
+      ? pods.map((uid) => `pod ${uid}: proxy failed to start, retrying`)
+      : [`no snapshot from the node agent on ${this.config.inpod!.uds} yet`];
   }
 
   dump(): object {
-    return configDump(this.config, this.ctx.state, this.ctx.secrets, { ...this.proxies?.dump(), ...this.inpod?.dump() });
+    return configDump(this.config, this.ctx.state, this.ctx.secrets, {
+      ...this.proxies?.dump(),
+      ...this.inpod?.dump(),
+    });
   }
 
   /**
@@ -125,7 +145,10 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
   private async doShutdown(): Promise<void> {
     const log = this.logs.scope('ztunnel');
     this.lifecycle = { t: 'draining' };
-    log.info({ open: this.ctx.connections.size, deadlineMs: this.config.connectionTerminationDeadlineMs }, 'shutting down: draining connections');
+    log.info(
+      { open: this.ctx.connections.size, deadlineMs: this.config.connectionTerminationDeadlineMs },
+      'shutting down: draining connections',
+    );
     this.source.stop();
     this.proxies?.close(false);
     this.inpod?.close(false);
@@ -143,44 +166,61 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
 
   private async startServers(): Promise<void> {
     const c = this.config;
-    const admin = await startHttpServer(c.adminAddress, {
-      '/': () => ({ status: 200, body: ['/config_dump', '/logging', '/quitquitquit', '/healthz/ready'].join('\n') + '\n' }),
-      '/config_dump': () => ({ status: 200, body: JSON.stringify(this.dump(), null, 2), type: 'application/json' }),
-      '/logging': (req, url) => {
-        if (req.method !== 'POST') return { status: 405, body: 'use POST /logging[?level=<level>|<scope>=<level>,...][&reset]\n' };
-        try {
-          if (url.searchParams.has('reset')) this.logs.reset(c.logLevel);
-          const level = url.searchParams.get('level');
-          if (level !== null) this.logs.apply(level);
-          return { status: 200, body: this.logs.describe() };
-        } catch (e) {
-          return { status: 400, body: `${describeError(e)}\n` };
-        }
+    const admin = await startHttpServer(
+      c.adminAddress,
+      {
+        '/': () => ({
+          status: 200,
+          body: ['/config_dump', '/logging', '/quitquitquit', '/healthz/ready'].join('\n') + '\n',
+        }),
+        '/config_dump': () => ({ status: 200, body: JSON.stringify(this.dump(), null, 2), type: 'application/json' }),
+        '/logging': (req, url) => {
+          if (req.method !== 'POST')
+            return { status: 405, body: 'use POST /logging[?level=<level>|<scope>=<level>,...][&reset]\n' };
+          try {
+            if (url.searchParams.has('reset')) this.logs.reset(c.logLevel);
+            const level = url.searchParams.get('level');
+            if (level !== null) this.logs.apply(level);
+            return { status: 200, body: this.logs.describe() };
+          } catch (e) {
+            return { status: 400, body: `${describeError(e)}\n` };
+          }
+        },
+        '/quitquitquit': (req) => {
+          if (req.method !== 'POST') return { status: 405, body: 'use POST /quitquitquit\n' };
+          setImmediate(() => void this.shutdown().then(() => process.exit(0)));
+          return { status: 200, body: 'shutting down\n' };
+        },
       },
-      '/quitquitquit': (req) => {
-        if (req.method !== 'POST') return { status: 405, body: 'use POST /quitquitquit\n' };
-        setImmediate(() => void this.shutdown().then(() => process.exit(0)));
-        return { status: 200, body: 'shutting down\n' };
-      },
-    }, 'admin');
+      'admin',
+    );
     const metricsHandler = async (): Promise<{ status: number; body: string; type: string }> => {
       this.ctx.connections.flushBytes();
       return { status: 200, body: await this.metrics.registry.metrics(), type: this.metrics.registry.contentType };
     };
-    const metrics = await startHttpServer(c.metricsAddress, { '/metrics': metricsHandler, '/stats/prometheus': metricsHandler }, 'metrics');
-    const readiness = await startHttpServer(c.readinessAddress, {
-      '/healthz/ready': () => {
-        const p = this.pending();
-        return p.length === 0 ? { status: 200, body: 'ready\n' } : { status: 500, body: `not ready, pending: ${JSON.stringify(p)}\n` };
+    const metrics = await startHttpServer(
+      c.metricsAddress,
+      { '/metrics': metricsHandler, '/stats/prometheus': metricsHandler },
+      'metrics',
+    );
+    const readiness = await startHttpServer(
+      c.readinessAddress,
+      {
+        '/healthz/ready': () => {
+          const p = this.pending();
+          return p.length === 0
+            ? { status: 200, body: 'ready\n' }
+            : { status: 500, body: `not ready, pending: ${JSON.stringify(p)}\n` };
+        },
       },
-    }, 'readiness');
+      'readiness',
+    );
     this.servers = [admin, metrics, readiness];
     this.ports.admin = boundPort(admin);
     this.ports.metrics = boundPort(metrics);
     this.ports.readiness = boundPort(readiness);
   }
 }
-
 
 /*
  * Each mode's parts are imported when that mode starts (issue 10's footprint: a ztunnel loads nothing it does not
@@ -190,28 +230,66 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
 
 async function startCaClient(config: ZtunnelConfig, log: Logger): Promise<CaClient> {
   if (config.ca.t === 'istiod') {
-    const [{ IstioCaClient }, { readRootCa }] = await Promise.all([import('./identity/istio-ca-client.js'), import('../lib/grpc-channel.js')]);
+    const [{ IstioCaClient }, { readRootCa }] = await Promise.all([
+      import('./identity/istio-ca-client.js'),
+      import('../lib/grpc-channel.js'),
+    ]);
     // Shared (node proxy) mode: every workload's certificate is requested by impersonation (ztunnel src/identity/caclient.rs).
-    return new IstioCaClient({ address: config.ca.address, rootPem: await readRootCa(config.caRootCa, 'CA_ROOT_CA'), tokenFile: config.authToken, clusterId: config.clusterId, impersonate: true, altHostname: config.altCaHostname, headers: config.caHeaders });
+    return new IstioCaClient({
+      address: config.ca.address,
+      rootPem: await readRootCa(config.caRootCa, 'CA_ROOT_CA'),
+      tokenFile: config.authToken,
+      clusterId: config.clusterId,
+      impersonate: true,
+      altHostname: config.altCaHostname,
+      headers: config.caHeaders,
+    });
   }
-  const [{ LocalCaClient }, { CertificateAuthority }] = await Promise.all([import('./identity/local-ca-client.js'), import('../lib/pki/certificate-authority.js')]);
+  const [{ LocalCaClient }, { CertificateAuthority }] = await Promise.all([
+    import('./identity/local-ca-client.js'),
+    import('../lib/pki/certificate-authority.js'),
+  ]);
   if (config.ca.t === 'local') return new LocalCaClient(await CertificateAuthority.fromPluginDir(config.ca.dir));
   const selfSigned = await CertificateAuthority.selfSigned(config.trustDomain);
-  log.warn('FAKE_CA=true: generated a self-signed root; only this ztunnel trusts it, so HBONE to other ztunnels will fail verification');
+  log.warn(
+    'FAKE_CA=true: generated a self-signed root; only this ztunnel trusts it, so HBONE to other ztunnels will fail verification',
+  );
   return new LocalCaClient(selfSigned);
 }
 
-async function startInpodProxies(ctx: ProxyContext, inpod: InpodConfig, metrics: ZtunnelMetrics, logs: LogControl): Promise<InpodProxies> {
+async function startInpodProxies(
+  ctx: ProxyContext,
+  inpod: InpodConfig,
+  metrics: ZtunnelMetrics,
+  logs: LogControl,
+): Promise<InpodProxies> {
   const { InpodProxies } = await import('./inpod/inpod-proxies.js');
   const c = ctx.config;
   if (!c.dnsProxy) return new InpodProxies(ctx, inpod, undefined);
-  const [{ podDnsStarter }, { DnsMetrics }, { readResolvConf }] = await Promise.all([import('./inpod/pod-dns.js'), import('./dns/dns-metrics.js'), import('./dns/resolv-conf.js')]);
-  const dns = podDnsStarter({ state: ctx.state, upstream: await readResolvConf(), metrics: new DnsMetrics(metrics.registry), clusterDomain: c.clusterDomain, ipv6Enabled: c.ipv6Enabled, log: logs.scope('dns') });
+  const [{ podDnsStarter }, { DnsMetrics }, { readResolvConf }] = await Promise.all([
+    import('./inpod/pod-dns.js'),
+    import('./dns/dns-metrics.js'),
+    import('./dns/resolv-conf.js'),
+  ]);
+  const dns = podDnsStarter({
+    state: ctx.state,
+    upstream: await readResolvConf(),
+    metrics: new DnsMetrics(metrics.registry),
+    clusterDomain: c.clusterDomain,
+    ipv6Enabled: c.ipv6Enabled,
+    log: logs.scope('dns'),
+  });
   return new InpodProxies(ctx, inpod, dns);
 }
 
 /** Where workloads, services and policies come from: istiod's delta xDS, or the LOCAL_XDS_PATH file. */
-async function startConfigSource(config: ZtunnelConfig, state: ProxyState, secrets: SecretManager, metrics: ZtunnelMetrics, logs: LogControl): Promise<ConfigSource> {
+async function startConfigSource(
+  config: ZtunnelConfig,
+  state: ProxyState,
+  secrets: SecretManager,
+  metrics: ZtunnelMetrics,
+  logs: LogControl,
+): Promise<ConfigSource> {
   if (config.xdsAddress === undefined) {
     const { LocalConfigWatcher } = await import('./state/local-config-watcher.js');
     const watcher = new LocalConfigWatcher(config.localXdsPath!, (c) => state.apply(c), logs.scope('xds'));
@@ -229,7 +307,17 @@ async function startConfigSource(config: ZtunnelConfig, state: ProxyState, secre
       altHostname: config.altXdsHostname,
       headers: config.xdsHeaders,
       // The node ID istiod recognises as a ztunnel; ISTIO_META_* / ISTIO_METAJSON_* added (ztunnel src/xds/client.rs).
-      node: { id: `ztunnel~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`, metadata: { NAME: config.podName, NAMESPACE: ns, INSTANCE_IPS: config.instanceIp, NODE_NAME: config.nodeName, CLUSTER_ID: config.clusterId, ...config.nodeMetadata } },
+      node: {
+        id: `ztunnel~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`,
+        metadata: {
+          NAME: config.podName,
+          NAMESPACE: ns,
+          INSTANCE_IPS: config.instanceIp,
+          NODE_NAME: config.nodeName,
+          CLUSTER_ID: config.clusterId,
+          ...config.nodeMetadata,
+        },
+      },
     },
     (delta) => state.update(delta),
     metrics.registry,

@@ -13,14 +13,26 @@ import { kubectlSkip } from './kubectl.js';
 import { netnsSkip, type TestNetns } from './netns.js';
 
 /** Why `amesh up` tests cannot run here (not root, no CNI plugins, no kubectl), or false. */
-export const upSkip = netnsSkip() || (!existsSync('/usr/lib/cni/bridge') && 'no /usr/lib/cni/bridge: apt-get install containernetworking-plugins (.ci/run does)') || kubectlSkip;
+export const upSkip =
+  netnsSkip() ||
+  (!existsSync('/usr/lib/cni/bridge') &&
+    'no /usr/lib/cni/bridge: apt-get install containernetworking-plugins (.ci/run does)') ||
+  kubectlSkip;
 
 /** Starting a cluster runs the API server, istiod, controllers and a CNI chain per pod: seconds, not minutes. */
 export const UP_DEADLINE_MS = 90_000;
 
 export interface UpTable {
   nodes: { name: string; status: string; internalIP: string; podCIDR: string }[];
-  pods: { namespace: string; name: string; ready: string; status: string; restarts: number; ip: string; node: string }[];
+  pods: {
+    namespace: string;
+    name: string;
+    ready: string;
+    status: string;
+    restarts: number;
+    ip: string;
+    node: string;
+  }[];
 }
 
 export type RunResult = Awaited<ReturnType<typeof runToExit>>;
@@ -51,7 +63,9 @@ export interface LaunchedUp {
 /** Starts `amesh up` in the host namespace (the caller owns the process from here on, even if it never comes up). */
 export function launchUp(host: TestNetns, args: string[]): LaunchedUp {
   const { cmd, args: pre } = ameshCommand();
-  const up = spawn('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, 'up', '-o', 'json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const up = spawn('nsenter', [`--net=${host.path}`, '--', cmd, ...pre, 'up', '-o', 'json', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   up.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -80,21 +94,39 @@ export interface HostState {
 }
 
 export async function hostState(host: TestNetns, cluster: string, marker: string): Promise<HostState> {
-  const run = async (cmd: string, ...args: string[]): Promise<string> => (await runToExit('ip', ['netns', 'exec', host.name, cmd, ...args], 10_000)).stdout;
+  const run = async (cmd: string, ...args: string[]): Promise<string> =>
+    (await runToExit('ip', ['netns', 'exec', host.name, cmd, ...args], 10_000)).stdout;
   const netns = (await runToExit('ip', ['netns', 'list'], 10_000)).stdout;
   const procs = (await runToExit('ps', ['-e', '-o', 'args='], 10_000)).stdout;
   return {
     links: await run('ip', '-o', 'link'),
     routes: await run('ip', 'route'),
-    iptables: (await run('iptables-save')).split('\n').filter((l) => !l.startsWith('#')).map((l) => l.replace(/\[\d+:\d+\]/g, '')).join('\n'),
+    iptables: (await run('iptables-save'))
+      .split('\n')
+      .filter((l) => !l.startsWith('#'))
+      .map((l) => l.replace(/\[\d+:\d+\]/g, ''))
+      .join('\n'),
     ipsets: await run('ipset', 'list'),
-    netns: netns.split('\n').filter((l) => l.startsWith(`${cluster}-`)).join('\n'),
-    processes: procs.split('\n').filter((l) => l.includes(marker)).join('\n'),
+    netns: netns
+      .split('\n')
+      .filter((l) => l.startsWith(`${cluster}-`))
+      .join('\n'),
+    processes: procs
+      .split('\n')
+      .filter((l) => l.includes(marker))
+      .join('\n'),
   };
 }
 
 /** SIGTERMs `up` and asserts it exits 0 leaving the host as `clean` and no data dir. */
-export async function assertTornDown(launched: LaunchedUp, host: TestNetns, cluster: string, marker: string, clean: HostState, dataDir: string): Promise<void> {
+export async function assertTornDown(
+  launched: LaunchedUp,
+  host: TestNetns,
+  cluster: string,
+  marker: string,
+  clean: HostState,
+  dataDir: string,
+): Promise<void> {
   launched.up.kill('SIGTERM');
   const [code] = (await once(launched.up, 'exit')) as [number | null];
   assert.equal(code, 0, launched.stderr());

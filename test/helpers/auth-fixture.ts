@@ -4,7 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { KubeObject } from '../../src/apiserver/kube-object.js';
 import { Authenticator } from '../../src/apiserver/auth/authenticator.js';
-import { loadOrCreateClusterCredentials, type ClusterCredentials } from '../../src/apiserver/auth/cluster-credentials.js';
+import {
+  loadOrCreateClusterCredentials,
+  type ClusterCredentials,
+} from '../../src/apiserver/auth/cluster-credentials.js';
 import { ServiceAccountTokenIssuer, type ObjectLookups } from '../../src/apiserver/auth/service-account-token.js';
 import { CapturedLogs } from './captured-logs.js';
 
@@ -26,25 +29,46 @@ export class AuthFixture {
   readonly issuer: ServiceAccountTokenIssuer;
   readonly authenticator: Authenticator;
 
-  private constructor(
-    readonly creds: ClusterCredentials,
-  ) {
+  private constructor(readonly creds: ClusterCredentials) {
     const now = (): number => Date.now() + this.clockOffsetMs;
     this.issuer = new ServiceAccountTokenIssuer({ key: creds.serviceAccountKey, lookups: this.lookups, now });
-    this.authenticator = new Authenticator({ adminToken: creds.adminToken, key: creds.serviceAccountKey, issuer: this.issuer.issuer, apiAudiences: this.issuer.apiAudiences, lookups: this.lookups, log: this.logs.control.scope('authn'), now });
+    this.authenticator = new Authenticator({
+      adminToken: creds.adminToken,
+      key: creds.serviceAccountKey,
+      issuer: this.issuer.issuer,
+      apiAudiences: this.issuer.apiAudiences,
+      lookups: this.lookups,
+      log: this.logs.control.scope('authn'),
+      now,
+    });
   }
 
   static async create(t: { after: (fn: () => Promise<void>) => void }): Promise<AuthFixture> {
     const base = await mkdtemp(path.join(tmpdir(), 'amesh-auth-'));
     t.after(() => rm(base, { recursive: true, force: true }));
-    const creds = await loadOrCreateClusterCredentials({ dataDir: path.join(base, 'data'), listenHost: '127.0.0.1', listenPort: 6443, serviceIp: '10.96.0.1' });
+    const creds = await loadOrCreateClusterCredentials({
+      dataDir: path.join(base, 'data'),
+      listenHost: '127.0.0.1',
+      listenPort: 6443,
+      serviceIp: '10.96.0.1',
+    });
     return new AuthFixture(creds);
   }
 
   /** Stores a new object (a fresh uid each time, as a re-created object gets) and returns it. */
-  put(resource: 'serviceaccounts' | 'pods' | 'secrets' | 'nodes', namespace: string, name: string, extra: Record<string, unknown> = {}): KubeObject {
+  put(
+    resource: 'serviceaccounts' | 'pods' | 'secrets' | 'nodes',
+    namespace: string,
+    name: string,
+    extra: Record<string, unknown> = {},
+  ): KubeObject {
     const kind = { serviceaccounts: 'ServiceAccount', pods: 'Pod', secrets: 'Secret', nodes: 'Node' }[resource];
-    const obj: KubeObject = { apiVersion: 'v1', kind, metadata: { name, ...(namespace !== '' ? { namespace } : {}), uid: randomUUID() }, ...extra };
+    const obj: KubeObject = {
+      apiVersion: 'v1',
+      kind,
+      metadata: { name, ...(namespace !== '' ? { namespace } : {}), uid: randomUUID() },
+      ...extra,
+    };
     this.objects.set(`${resource}/${namespace}/${name}`, obj);
     return obj;
   }
@@ -65,7 +89,11 @@ export class AuthFixture {
 
   /** A TokenRequest's token for `namespace/name`. */
   async token(namespace: string, name: string, spec: Record<string, unknown> = {}): Promise<string> {
-    const tr = await this.issuer.createToken(namespace, name, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec });
+    const tr = await this.issuer.createToken(namespace, name, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec,
+    });
     return (tr['status'] as { token: string }).token;
   }
 }

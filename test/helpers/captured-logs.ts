@@ -14,7 +14,10 @@ export class CapturedLogs {
   constructor(component: string, level = 'info') {
     const out = new Writable({
       write: (chunk: Buffer, _enc, cb) => {
-        for (const text of chunk.toString().split('\n').filter((l) => l !== '')) {
+        for (const text of chunk
+          .toString()
+          .split('\n')
+          .filter((l) => l !== '')) {
           const line = JSON.parse(text) as Record<string, unknown>;
           this.lines.push(line);
           this.events.emit('line', line);
@@ -26,7 +29,11 @@ export class CapturedLogs {
   }
 
   /** The first line (already written or still to come) that `match` accepts; fails after `timeoutMs`. */
-  waitFor(what: string, match: (line: Record<string, unknown>) => boolean, timeoutMs = 10_000): Promise<Record<string, unknown>> {
+  waitFor(
+    what: string,
+    match: (line: Record<string, unknown>) => boolean,
+    timeoutMs = 10_000,
+  ): Promise<Record<string, unknown>> {
     const seen = this.lines.find(match);
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {

@@ -4,7 +4,9 @@ import path from 'node:path';
 
 /** `false` when dnsmasq runs, else the reason to skip. */
 export function dnsmasqSkip(): false | string {
-  return spawnSync('dnsmasq', ['--version'], { stdio: 'ignore' }).status === 0 ? false : 'dnsmasq is not installed (apt-get install dnsmasq-base; .ci/run does this)';
+  return spawnSync('dnsmasq', ['--version'], { stdio: 'ignore' }).status === 0
+    ? false
+    : 'dnsmasq is not installed (apt-get install dnsmasq-base; .ci/run does this)';
 }
 
 export interface DnsmasqZone {
@@ -19,13 +21,33 @@ export interface DnsmasqZone {
  * NXDOMAIN for other names under `example`, `cluster.local` and single labels. `prefix` runs it under another
  * command (`ip netns exec NS`). Resolves once it serves.
  */
-export async function startDnsmasq(dir: string, ip: string, port: number, zone: DnsmasqZone, prefix: readonly string[] = []): Promise<ChildProcess> {
+export async function startDnsmasq(
+  dir: string,
+  ip: string,
+  port: number,
+  zone: DnsmasqZone,
+  prefix: readonly string[] = [],
+): Promise<ChildProcess> {
   const hosts = path.join(dir, `hosts-${ip}-${port}`);
   await writeFile(hosts, zone.hosts.join('\n') + '\n');
   const args = [
-    'dnsmasq', '--keep-in-foreground', '--conf-file=/dev/null', '--no-resolv', '--no-hosts', `--addn-hosts=${hosts}`, '--local=/example/',
-    '--local=/cluster.local/', '--local=//', `--listen-address=${ip}`, '--bind-interfaces', `--port=${port}`, '--user=root', '--group=root',
-    '--pid-file=', '--log-facility=-', ...(zone.txt ?? []).map((t) => `--txt-record=${t}`),
+    'dnsmasq',
+    '--keep-in-foreground',
+    '--conf-file=/dev/null',
+    '--no-resolv',
+    '--no-hosts',
+    `--addn-hosts=${hosts}`,
+    '--local=/example/',
+    '--local=/cluster.local/',
+    '--local=//',
+    `--listen-address=${ip}`,
+    '--bind-interfaces',
+    `--port=${port}`,
+    '--user=root',
+    '--group=root',
+    '--pid-file=',
+    '--log-facility=-',
+    ...(zone.txt ?? []).map((t) => `--txt-record=${t}`),
   ];
   const all = [...prefix, ...args];
   const p = spawn(all[0]!, all.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -11,9 +11,16 @@ export const WATCH_DEADLINE_MS = 10_000;
  * deadline is a ref'd timer: watchers are usually unref'd, so without it a watcher that never fires would end the
  * event loop instead of failing the test.
  */
-export async function eventAfter<T extends unknown[]>(emitter: EventEmitter, event: string, act: () => Promise<unknown>): Promise<T> {
+export async function eventAfter<T extends unknown[]>(
+  emitter: EventEmitter,
+  event: string,
+  act: () => Promise<unknown>,
+): Promise<T> {
   const ac = new AbortController();
-  const deadline = setTimeout(() => ac.abort(new Error(`no "${event}" within ${WATCH_DEADLINE_MS} ms: the watcher never fired`)), WATCH_DEADLINE_MS);
+  const deadline = setTimeout(
+    () => ac.abort(new Error(`no "${event}" within ${WATCH_DEADLINE_MS} ms: the watcher never fired`)),
+    WATCH_DEADLINE_MS,
+  );
   try {
     const seen = once(emitter, event, { signal: ac.signal });
     await act();
@@ -37,6 +44,7 @@ export async function atomicWriterUpdate(dir: string, files: Readonly<Record<str
   const old = await readlink(path.join(dir, '..data')).catch(() => undefined);
   await symlink(ts, path.join(dir, '..data_tmp'));
   await rename(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
-  for (const name of Object.keys(files)) await symlink(path.join('..data', name), path.join(dir, name)).catch(() => undefined);
+  for (const name of Object.keys(files))
+    await symlink(path.join('..data', name), path.join(dir, name)).catch(() => undefined);
   if (old !== undefined) await rm(path.join(dir, old), { recursive: true, force: true });
 }

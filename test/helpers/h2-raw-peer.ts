@@ -33,7 +33,12 @@ export class RawPeer {
       while (this.buffered.length >= 9) {
         const length = this.buffered.readUIntBE(0, 3);
         if (this.buffered.length < 9 + length) break;
-        this.frames.push({ type: this.buffered[3]!, flags: this.buffered[4]!, streamId: this.buffered.readUInt32BE(5) & 0x7fff_ffff, payload: this.buffered.subarray(9, 9 + length) });
+        this.frames.push({
+          type: this.buffered[3]!,
+          flags: this.buffered[4]!,
+          streamId: this.buffered.readUInt32BE(5) & 0x7fff_ffff,
+          payload: this.buffered.subarray(9, 9 + length),
+        });
         this.buffered = this.buffered.subarray(9 + length);
       }
       this.wake();
@@ -54,7 +59,10 @@ export class RawPeer {
     for (;;) {
       const f = this.frames.find(match);
       if (f !== undefined) return f;
-      if (this.ended) throw new Error(`connection ended without ${what}; frames seen: ${this.frames.map((x) => `${x.type}/${x.streamId}`).join(' ')}`);
+      if (this.ended)
+        throw new Error(
+          `connection ended without ${what}; frames seen: ${this.frames.map((x) => `${x.type}/${x.streamId}`).join(' ')}`,
+        );
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }

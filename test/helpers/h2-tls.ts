@@ -23,7 +23,8 @@ export function h2Options(role: H2Role, overrides: Partial<H2SessionOptions> = {
     maxFrameSize: DEFAULTS.http2FrameSize,
     maxConcurrentStreams: 100,
     maxHeaderListSize: MAX_HEADER_LIST_SIZE,
-    createDecoder: () => new HpackDecoder({ maxTableSize: DEFAULT_HEADER_TABLE_SIZE, maxHeaderListSize: MAX_HEADER_LIST_SIZE }),
+    createDecoder: () =>
+      new HpackDecoder({ maxTableSize: DEFAULT_HEADER_TABLE_SIZE, maxHeaderListSize: MAX_HEADER_LIST_SIZE }),
     encoder: new HpackEncoder(),
     ...overrides,
   };
@@ -69,7 +70,13 @@ export async function connectHboneTls(fx: MeshFixture, host: string, port: numbe
 }
 
 /** Our client session and our server session on one TLS connection. */
-export async function sessionPair(fx: MeshFixture, server: TlsServer, host: string, client: Partial<H2SessionOptions> = {}, serverOptions: Partial<H2SessionOptions> = {}): Promise<{ client: H2Session; server: H2Session; clientSocket: tls.TLSSocket }> {
+export async function sessionPair(
+  fx: MeshFixture,
+  server: TlsServer,
+  host: string,
+  client: Partial<H2SessionOptions> = {},
+  serverOptions: Partial<H2SessionOptions> = {},
+): Promise<{ client: H2Session; server: H2Session; clientSocket: tls.TLSSocket }> {
   const accepted = server.accepted();
   const clientSocket = await connectHboneTls(fx, host, server.port);
   const c = new H2Session(clientSocket, h2Options('client', client));

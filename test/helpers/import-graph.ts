@@ -28,7 +28,10 @@ export function importGraph(entry: string): ImportGraph {
         const target = path.resolve(path.dirname(file), spec).replace(/\.js$/, '.ts');
         if (existsSync(target)) walk(target);
       } else if (!spec.startsWith('node:')) {
-        const name = spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/');
+        const name = spec
+          .split('/')
+          .slice(0, spec.startsWith('@') ? 2 : 1)
+          .join('/');
         if (!packages.has(name)) packages.set(name, rel);
       }
     }

@@ -13,9 +13,21 @@ import { ApiServer } from '../../src/apiserver/api-server.js';
  * ready (unless `waitReady` is false). SOCKS5 is on (UNSTABLE_ENABLE_SOCKS5=true; `env` may turn it off): the suite
  * drives traffic through it.
  */
-export async function startZtunnel(localConfig: string, nodeName: string, localCa: string | undefined, env: Record<string, string> = {}, waitReady = true): Promise<Ztunnel> {
+export async function startZtunnel(
+  localConfig: string,
+  nodeName: string,
+  localCa: string | undefined,
+  env: Record<string, string> = {},
+  waitReady = true,
+): Promise<Ztunnel> {
   const cfg = loadZtunnelConfig(
-    { localConfig, localCa, adminAddress: '127.0.0.1:0', metricsAddress: '127.0.0.1:0', readinessAddress: '127.0.0.1:0' },
+    {
+      localConfig,
+      localCa,
+      adminAddress: '127.0.0.1:0',
+      metricsAddress: '127.0.0.1:0',
+      readinessAddress: '127.0.0.1:0',
+    },
     { NODE_NAME: nodeName, UNSTABLE_ENABLE_SOCKS5: 'true', ...env },
   );
   const sink = new Writable({ write: (_c, _e, cb) => cb() });
@@ -35,16 +47,45 @@ export async function startZtunnel(localConfig: string, nodeName: string, localC
  * `o.kubeconfig`), with its state under `stateDir`; optionally with a plug-in CA (`caDir`), on another loopback
  * `host`, other limits on its gRPC port, and its JSON log lines (info and up) sent to `log`.
  */
-export async function startIstiod(configDir: string | undefined, stateDir: string, o: { caDir?: string; host?: string; log?: (line: string) => void; grpcLimits?: Partial<GrpcLimits>; kubeconfig?: string } = {}): Promise<Istiod> {
+export async function startIstiod(
+  configDir: string | undefined,
+  stateDir: string,
+  o: {
+    caDir?: string;
+    host?: string;
+    log?: (line: string) => void;
+    grpcLimits?: Partial<GrpcLimits>;
+    kubeconfig?: string;
+  } = {},
+): Promise<Istiod> {
   const host = o.host ?? '127.0.0.1';
-  const loaded = loadIstiodConfig({ configDir, stateDir, caDir: o.caDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0`, apiserverAddress: configDir === undefined ? undefined : `${host}:0`, kubeconfig: o.kubeconfig }, {});
+  const loaded = loadIstiodConfig(
+    {
+      configDir,
+      stateDir,
+      caDir: o.caDir,
+      grpcAddress: `${host}:0`,
+      monitoringAddress: `${host}:0`,
+      apiserverAddress: configDir === undefined ? undefined : `${host}:0`,
+      kubeconfig: o.kubeconfig,
+    },
+    {},
+  );
   const cfg = { ...loaded, grpcLimits: { ...loaded.grpcLimits, ...o.grpcLimits } };
   return Istiod.start(cfg, jsonLogsTo(o.log, 'istiod'));
 }
 
 /** An istiod in this process against the Kubernetes API `kubeconfig` names, on ephemeral ports of `host`, logging to `logs`. */
-export async function startIstiodOnApi(kubeconfig: string, stateDir: string, host: string, logs: LogControl): Promise<Istiod> {
-  return Istiod.start(loadIstiodConfig({ kubeconfig, stateDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0` }, {}), logs);
+export async function startIstiodOnApi(
+  kubeconfig: string,
+  stateDir: string,
+  host: string,
+  logs: LogControl,
+): Promise<Istiod> {
+  return Istiod.start(
+    loadIstiodConfig({ kubeconfig, stateDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0` }, {}),
+    logs,
+  );
 }
 
 /** JSON log lines (info and up) of `component` sent to `log`, or nothing logged when there is no `log`. */
@@ -62,7 +103,17 @@ function jsonLogsTo(log: ((line: string) => void) | undefined, component: string
  * An embedded API server in this process (on a kernel-chosen loopback port unless `listen` names one), its data
  * (store, credentials, the admin kubeconfig) in `dataDir`, logs discarded unless `log` takes them.
  */
-export async function startApiServer(dataDir: string, o: { log?: (line: string) => void; listen?: string; eventHistory?: number } = {}): Promise<ApiServer> {
-  const cfg = loadApiServerConfig({ dataDir, listen: o.listen ?? '127.0.0.1:0', eventHistory: o.eventHistory === undefined ? undefined : String(o.eventHistory) }, {});
+export async function startApiServer(
+  dataDir: string,
+  o: { log?: (line: string) => void; listen?: string; eventHistory?: number } = {},
+): Promise<ApiServer> {
+  const cfg = loadApiServerConfig(
+    {
+      dataDir,
+      listen: o.listen ?? '127.0.0.1:0',
+      eventHistory: o.eventHistory === undefined ? undefined : String(o.eventHistory),
+    },
+    {},
+  );
   return ApiServer.start(cfg, jsonLogsTo(o.log, 'apiserver'));
 }

@@ -14,7 +14,8 @@ export function normalizeSave(save: string): string {
     if (line.startsWith('*')) blocks.push({ table: line.slice(1), lines: [line] });
     else blocks.at(-1)?.lines.push(line);
   }
-  const empty = (b: { lines: string[] }): boolean => b.lines.every((l) => l.startsWith('*') || l === 'COMMIT' || /^:\S+ ACCEPT$/.test(l));
+  const empty = (b: { lines: string[] }): boolean =>
+    b.lines.every((l) => l.startsWith('*') || l === 'COMMIT' || /^:\S+ ACCEPT$/.test(l));
   return blocks
     .filter((b) => !empty(b))
     .sort((a, b) => a.table.localeCompare(b.table))

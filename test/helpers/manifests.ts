@@ -11,7 +11,11 @@ export function namespaces(...names: readonly string[]): string {
 
 /** A Namespace enrolled in ambient mode (`istio.io/dataplane-mode: ambient`). */
 export function ambientNamespace(name: string): string {
-  return doc({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'istio.io/dataplane-mode': 'ambient' } } });
+  return doc({
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name, labels: { 'istio.io/dataplane-mode': 'ambient' } },
+  });
 }
 
 /** Any object as one more document (ServiceAccounts, Services, policies). */
@@ -38,8 +42,17 @@ export function pod(p: TestPod): string {
   return doc({
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: p.name, namespace: p.namespace, ...(p.labels === undefined ? {} : { labels: p.labels }), ...(p.ambient === false ? {} : { annotations: { 'ambient.istio.io/redirection': 'enabled' } }) },
-    spec: { ...(p.serviceAccount === undefined ? {} : { serviceAccountName: p.serviceAccount }), nodeName: p.node, containers: [{ name: 'app', image: 'amesh-echo', ...(ports.length === 0 ? {} : { ports }) }] },
+    metadata: {
+      name: p.name,
+      namespace: p.namespace,
+      ...(p.labels === undefined ? {} : { labels: p.labels }),
+      ...(p.ambient === false ? {} : { annotations: { 'ambient.istio.io/redirection': 'enabled' } }),
+    },
+    spec: {
+      ...(p.serviceAccount === undefined ? {} : { serviceAccountName: p.serviceAccount }),
+      nodeName: p.node,
+      containers: [{ name: 'app', image: 'amesh-echo', ...(ports.length === 0 ? {} : { ports }) }],
+    },
     status: { phase: 'Running', podIP: p.ip },
   });
 }
@@ -56,22 +69,44 @@ const container = (c: CommandContainer): object => ({
   name: c.name,
   image: 'command',
   command: c.command,
-  ...(c.ports === undefined ? {} : { ports: Object.entries(c.ports).map(([name, containerPort]) => ({ name, containerPort })) }),
+  ...(c.ports === undefined
+    ? {}
+    : { ports: Object.entries(c.ports).map(([name, containerPort]) => ({ name, containerPort })) }),
   ...(c.readinessProbe === undefined ? {} : { readinessProbe: c.readinessProbe }),
 });
 
 /** A Deployment of `replicas` pods labelled `app: <name>`, each running `c`. */
-export function deployment(d: { name: string; namespace: string; replicas: number; container: CommandContainer }): string {
+export function deployment(d: {
+  name: string;
+  namespace: string;
+  replicas: number;
+  container: CommandContainer;
+}): string {
   return doc({
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { name: d.name, namespace: d.namespace },
-    spec: { replicas: d.replicas, selector: { matchLabels: { app: d.name } }, template: { metadata: { labels: { app: d.name } }, spec: { terminationGracePeriodSeconds: 2, containers: [container(d.container)] } } },
+    spec: {
+      replicas: d.replicas,
+      selector: { matchLabels: { app: d.name } },
+      template: {
+        metadata: { labels: { app: d.name } },
+        spec: { terminationGracePeriodSeconds: 2, containers: [container(d.container)] },
+      },
+    },
   });
 }
 
 /** A pod running `c`, left for the scheduler to place unless `nodeName` pins it. */
-export function commandPod(p: { name: string; namespace: string; container: CommandContainer; restartPolicy?: 'Always' | 'OnFailure' | 'Never'; nodeName?: string; serviceAccountName?: string; labels?: Readonly<Record<string, string>> }): string {
+export function commandPod(p: {
+  name: string;
+  namespace: string;
+  container: CommandContainer;
+  restartPolicy?: 'Always' | 'OnFailure' | 'Never';
+  nodeName?: string;
+  serviceAccountName?: string;
+  labels?: Readonly<Record<string, string>>;
+}): string {
   return doc({
     apiVersion: 'v1',
     kind: 'Pod',
@@ -88,5 +123,9 @@ export function commandPod(p: { name: string; namespace: string; container: Comm
 
 /** A Node one-liner: a TCP echo server on `port` that prints `listening` once it listens; `marker` names it in `ps`. */
 export function nodeEchoCommand(port: number, marker: string): string[] {
-  return ['node', '-e', `/* ${marker} */ require('net').createServer((s) => s.pipe(s)).listen(${String(port)}, () => console.log('listening'))`];
+  return [
+    'node',
+    '-e',
+    `/* ${marker} */ require('net').createServer((s) => s.pipe(s)).listen(${String(port)}, () => console.log('listening'))`,
+  ];
 }

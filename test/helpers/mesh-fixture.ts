@@ -8,7 +8,10 @@ import { once } from 'node:events';
 import { CertificateAuthority, writePluginCaDir } from '../../src/lib/pki/certificate-authority.js';
 import { createKeyAndCsr } from '../../src/lib/pki/csr.js';
 import { parseIdentity } from '../../src/lib/spiffe.js';
-import { workloadCertificateFromChain, type WorkloadCertificate } from '../../src/ztunnel/identity/workload-certificate.js';
+import {
+  workloadCertificateFromChain,
+  type WorkloadCertificate,
+} from '../../src/ztunnel/identity/workload-certificate.js';
 import { clientTlsOptions } from '../../src/ztunnel/tls/workload-tls.js';
 
 export interface MeshFixture {
@@ -45,14 +48,24 @@ export async function meshFixture(): Promise<MeshFixture> {
 }
 
 /** An HBONE client session built by hand (for status-code and handshake tests). */
-export async function hboneSession(host: string, cert: WorkloadCertificate, expected: string[], localAddress?: string): Promise<ClientHttp2Session> {
+export async function hboneSession(
+  host: string,
+  cert: WorkloadCertificate,
+  expected: string[],
+  localAddress?: string,
+): Promise<ClientHttp2Session> {
   const tcp = net.connect({ host, port: 15008, localAddress });
   await once(tcp, 'connect');
   return hboneSessionOver(tcp, host, cert, expected);
 }
 
 /** The same over a TCP connection to `host:15008` made by the caller (e.g. inside a network namespace). */
-export async function hboneSessionOver(tcp: net.Socket, host: string, cert: WorkloadCertificate, expected: string[]): Promise<ClientHttp2Session> {
+export async function hboneSessionOver(
+  tcp: net.Socket,
+  host: string,
+  cert: WorkloadCertificate,
+  expected: string[],
+): Promise<ClientHttp2Session> {
   const socket = tls.connect({ ...clientTlsOptions(cert, expected), socket: tcp });
   await once(socket, 'secureConnect');
   const s = http2.connect(`https://${net.isIPv6(host) ? `[${host}]` : host}:15008`, { createConnection: () => socket });
@@ -70,7 +83,11 @@ export async function requestStatus(s: ClientHttp2Session, headers: http2.Outgoi
   return Number(h[':status']);
 }
 
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 5000): Promise<number> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 5000,
+): Promise<number> {
   const start = Date.now();
   while (Date.now() - start < timeoutMs) {
     if (await check()) return Date.now() - start;

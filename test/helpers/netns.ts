@@ -6,7 +6,8 @@ import { runToExit } from './run-to-exit.js';
 export function netnsSkip(): false | string {
   if (process.getuid?.() !== 0) return 'needs root: network namespaces, setns, SO_MARK and iptables (CI runs as root)';
   for (const tool of ['ip', 'iptables', 'ip6tables', 'ss', 'ipset', 'nsenter']) {
-    if (spawnSync(tool, ['-V'], { stdio: 'ignore' }).status !== 0) return `${tool} is not installed (iproute2, iptables, ipset, util-linux; .ci/run installs them)`;
+    if (spawnSync(tool, ['-V'], { stdio: 'ignore' }).status !== 0)
+      return `${tool} is not installed (iproute2, iptables, ipset, util-linux; .ci/run installs them)`;
   }
   return false;
 }

@@ -24,8 +24,24 @@ export async function podPair(clientIp: string, serverIp: string, enroll: boolea
     made.push(client);
     const server = await TestNetns.create();
     made.push(server);
-    await mustRun('ip', ['-n', client.name, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', server.name]);
-    for (const [ns, ip] of [[client, clientIp], [server, serverIp]] as const) {
+    await mustRun('ip', [
+      '-n',
+      client.name,
+      'link',
+      'add',
+      'eth0',
+      'type',
+      'veth',
+      'peer',
+      'name',
+      'eth0',
+      'netns',
+      server.name,
+    ]);
+    for (const [ns, ip] of [
+      [client, clientIp],
+      [server, serverIp],
+    ] as const) {
       await mustRun('ip', ['-n', ns.name, 'addr', 'add', `${ip}/24`, 'dev', 'eth0']);
       await mustRun('ip', ['-n', ns.name, 'link', 'set', 'eth0', 'up']);
       await mustRun('ip', ['-n', ns.name, 'route', 'add', 'default', 'dev', 'eth0']);

@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_POD_RULES_CONFIG, NO_OVERRIDES, type PodRulesConfig, type PodTrafficOverrides } from '../../src/cni/agent/pod-rules.js';
+import {
+  DEFAULT_POD_RULES_CONFIG,
+  NO_OVERRIDES,
+  type PodRulesConfig,
+  type PodTrafficOverrides,
+} from '../../src/cni/agent/pod-rules.js';
 
 const GOLDEN_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'golden');
 
@@ -30,7 +35,11 @@ export const POD_RULES_CASES: readonly PodRulesCase[] = [
   { name: 'default', dns: true, overrides: {} },
   { name: 'ingress', dns: false, overrides: { ingressMode: true } },
   { name: 'virtual_interfaces', dns: false, overrides: { virtualInterfaces: FAKE_VIRTUAL_INTERFACES } },
-  { name: 'ingress_and_virtual_interfaces', dns: false, overrides: { ingressMode: true, virtualInterfaces: FAKE_VIRTUAL_INTERFACES } },
+  {
+    name: 'ingress_and_virtual_interfaces',
+    dns: false,
+    overrides: { ingressMode: true, virtualInterfaces: FAKE_VIRTUAL_INTERFACES },
+  },
   { name: 'dns_pod_enabled_and_off_globally', dns: false, overrides: { dnsCapture: true } },
   { name: 'dns_pod_disabled_and_on_globally', dns: true, overrides: { dnsCapture: false } },
 ].map(({ name, dns, overrides }) => ({

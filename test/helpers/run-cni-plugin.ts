@@ -13,9 +13,17 @@ export interface PluginRun {
  * variables in the environment, the network config on stdin, the result on stdout. `wrapper` runs it through another
  * command (`ip netns exec NODE`, to run it in a node's network namespace). Bounded by 20 s.
  */
-export async function runCniPlugin(executable: string, env: Record<string, string>, stdin: string, wrapper: readonly string[] = []): Promise<PluginRun> {
+export async function runCniPlugin(
+  executable: string,
+  env: Record<string, string>,
+  stdin: string,
+  wrapper: readonly string[] = [],
+): Promise<PluginRun> {
   const argv = [...wrapper, executable];
-  const p = spawn(argv[0]!, argv.slice(1), { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const p = spawn(argv[0]!, argv.slice(1), {
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

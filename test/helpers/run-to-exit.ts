@@ -2,7 +2,11 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 
 /** Runs a peer process to completion without blocking this process's event loop (servers under test live here). */
-export async function runToExit(cmd: string, args: string[], timeoutMs: number): Promise<{ status: number | null; stdout: string; stderr: string }> {
+export async function runToExit(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

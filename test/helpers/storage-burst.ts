@@ -16,7 +16,12 @@ await Promise.all(
     for (;;) {
       const name = `p${next++}`;
       const key = `/registry/core/pods/default/${name}`;
-      const created = await store.create(key, { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'default' }, spec: { nodeName: 'node-1' } });
+      const created = await store.create(key, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'default' },
+        spec: { nodeName: 'node-1' },
+      });
       process.stdout.write(`${created.metadata.resourceVersion ?? ''} ${key}\n`);
     }
   }),

@@ -18,7 +18,10 @@ import type { KubernetesClaim, ObjectLookups } from './service-account-token.js'
 import { SYSTEM_AUTHENTICATED, SYSTEM_MASTERS, serviceAccountUser, type UserInfo } from './user-info.js';
 
 /** The admin token's user: kubeadm's admin kubeconfig user, in the privileged group. */
-export const ADMIN_USER: UserInfo = Object.freeze({ username: 'kubernetes-admin', groups: Object.freeze([SYSTEM_MASTERS, SYSTEM_AUTHENTICATED]) });
+export const ADMIN_USER: UserInfo = Object.freeze({
+  username: 'kubernetes-admin',
+  groups: Object.freeze([SYSTEM_MASTERS, SYSTEM_AUTHENTICATED]),
+});
 
 /** go-jose's jwt.DefaultLeeway, which Kubernetes validates `exp`, `nbf` and `iat` with. */
 export const JWT_LEEWAY_SECONDS = 60;
@@ -40,7 +43,9 @@ export interface AuthenticatorOptions {
 }
 
 /** The outcome of one token, as TokenReview reports it. */
-export type TokenAuthentication = { readonly authenticated: true; readonly user: UserInfo; readonly audiences: readonly string[] } | { readonly authenticated: false; readonly error: string; readonly subject?: string };
+export type TokenAuthentication =
+  | { readonly authenticated: true; readonly user: UserInfo; readonly audiences: readonly string[] }
+  | { readonly authenticated: false; readonly error: string; readonly subject?: string };
 
 class TokenRejected extends Error {}
 
@@ -63,12 +68,22 @@ export class Authenticator {
   async authenticate(authorization: string | undefined): Promise<UserInfo | undefined> {
     const token = bearerToken(authorization);
     if (token === undefined) {
-      this.opts.log.debug({ code: 'APISERVER_ERR_AUTHENTICATION' }, 'request without a bearer token is unauthenticated');
+      this.opts.log.debug(
+        { code: 'APISERVER_ERR_AUTHENTICATION' },
+        'request without a bearer token is unauthenticated',
+      );
       return undefined;
     }
     const r = await this.authenticateToken(token);
     if (r.authenticated) return r.user;
-    this.opts.log.warn({ code: 'APISERVER_ERR_AUTHENTICATION', reason: r.error, ...(r.subject !== undefined ? { subject: r.subject } : {}) }, 'APISERVER_ERR_AUTHENTICATION: unable to authenticate the request');
+    this.opts.log.warn(
+      {
+        code: 'APISERVER_ERR_AUTHENTICATION',
+        reason: r.error,
+        ...(r.subject !== undefined ? { subject: r.subject } : {}),
+      },
+      'APISERVER_ERR_AUTHENTICATION: unable to authenticate the request',
+    );
     return undefined;
   }
 
@@ -107,7 +122,12 @@ export class Authenticator {
     if (parts.length !== 3) return undefined;
     try {
       const claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as unknown;
-      if (typeof claims === 'object' && claims !== null && (claims as Record<string, unknown>)['iss'] === this.opts.issuer) return claims as Record<string, unknown>;
+      if (
+        typeof claims === 'object' &&
+        claims !== null &&
+        (claims as Record<string, unknown>)['iss'] === this.opts.issuer
+      )
+        return claims as Record<string, unknown>;
     } catch {
       // Not JSON: not ours.
     }
@@ -124,39 +144,61 @@ export class Authenticator {
   }
 
   /** jwt.go after the signature: audiences, then claims.go's Validate. */
-  private async validate(c: Record<string, unknown>, requested: readonly string[]): Promise<{ user: UserInfo; audiences: string[] }> {
+  private async validate(
+    c: Record<string, unknown>,
+    requested: readonly string[],
+  ): Promise<{ user: UserInfo; audiences: string[] }> {
     const aud = c['aud'];
-    const tokenAuds = typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud.filter((a): a is string => typeof a === 'string') : [];
+    const tokenAuds =
+      typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud.filter((a): a is string => typeof a === 'string') : [];
     const effective = tokenAuds.length > 0 ? tokenAuds : this.opts.apiAudiences;
     const auds = intersect(effective, requested);
-    if (auds.length === 0) throw new TokenRejected(`token audiences ${goQuotedList(effective)} is invalid for the target audiences ${goQuotedList(requested)}`);
+    if (auds.length === 0)
+      throw new TokenRejected(
+        `token audiences ${goQuotedList(effective)} is invalid for the target audiences ${goQuotedList(requested)}`,
+      );
 
     const now = Math.floor(this.now() / 1000);
-    const num = (k: string): number | undefined => (typeof c[k] === 'number' ? (c[k]) : undefined);
+    const num = (k: string): number | undefined => (typeof c[k] === 'number' ? c[k] : undefined);
     const exp = num('exp');
     const nbf = num('nbf');
     const iat = num('iat');
-    if (exp !== undefined && now - JWT_LEEWAY_SECONDS > exp) throw new TokenRejected('service account token has expired');
-    if (nbf !== undefined && now + JWT_LEEWAY_SECONDS < nbf) throw new TokenRejected('service account token is not valid yet');
-    if (iat !== undefined && now + JWT_LEEWAY_SECONDS < iat) throw new TokenRejected('service account token claims could not be validated due to unexpected validation error');
+    if (exp !== undefined && now - JWT_LEEWAY_SECONDS > exp)
+      throw new TokenRejected('service account token has expired');
+    if (nbf !== undefined && now + JWT_LEEWAY_SECONDS < nbf)
+      throw new TokenRejected('service account token is not valid yet');
+    if (iat !== undefined && now + JWT_LEEWAY_SECONDS < iat)
+      throw new TokenRejected('service account token claims could not be validated due to unexpected validation error');
 
-    const k8s = (typeof c['kubernetes.io'] === 'object' && c['kubernetes.io'] !== null ? c['kubernetes.io'] : {}) as Partial<Record<keyof KubernetesClaim, unknown>>;
-    const ref = (v: unknown): { name: string; uid: string } | undefined => (isRef(v) ? { name: str(v.name), uid: str(v.uid) } : undefined);
+    const k8s = (
+      typeof c['kubernetes.io'] === 'object' && c['kubernetes.io'] !== null ? c['kubernetes.io'] : {}
+    ) as Partial<Record<keyof KubernetesClaim, unknown>>;
+    const ref = (v: unknown): { name: string; uid: string } | undefined =>
+      isRef(v) ? { name: str(v.name), uid: str(v.uid) } : undefined;
     const namespace = str(k8s.namespace);
     const saRef = ref(k8s.serviceaccount) ?? { name: '', uid: '' };
-    const deletedBefore = (this.now() - JWT_LEEWAY_SECONDS * 1000);
-    const gone = (o: KubeObject): boolean => o.metadata.deletionTimestamp !== undefined && Date.parse(o.metadata.deletionTimestamp) < deletedBefore;
+    const deletedBefore = this.now() - JWT_LEEWAY_SECONDS * 1000;
+    const gone = (o: KubeObject): boolean =>
+      o.metadata.deletionTimestamp !== undefined && Date.parse(o.metadata.deletionTimestamp) < deletedBefore;
     const l = this.opts.lookups;
 
     const sa = await l.getServiceAccount(namespace, saRef.name);
     if (sa === undefined) throw new TokenRejected(`serviceaccounts "${saRef.name}" not found`);
     if (gone(sa)) throw new TokenRejected(`service account ${namespace}/${saRef.name} has been deleted`);
-    if ((sa.metadata.uid ?? '') !== saRef.uid) throw new TokenRejected(`service account UID (${sa.metadata.uid ?? ''}) does not match claim (${saRef.uid})`);
+    if ((sa.metadata.uid ?? '') !== saRef.uid)
+      throw new TokenRejected(`service account UID (${sa.metadata.uid ?? ''}) does not match claim (${saRef.uid})`);
 
-    const checkBound = async (what: string, r: { name: string; uid: string }, get: () => Promise<KubeObject | undefined> | KubeObject | undefined): Promise<void> => {
+    const checkBound = async (
+      what: string,
+      r: { name: string; uid: string },
+      get: () => Promise<KubeObject | undefined> | KubeObject | undefined,
+    ): Promise<void> => {
       const o = await get();
       if (o === undefined || gone(o)) throw new TokenRejected('service account token has been invalidated');
-      if ((o.metadata.uid ?? '') !== r.uid) throw new TokenRejected(`${what} UID (${o.metadata.uid ?? ''}) does not match service account ${what} ref claim (${r.uid})`);
+      if ((o.metadata.uid ?? '') !== r.uid)
+        throw new TokenRejected(
+          `${what} UID (${o.metadata.uid ?? ''}) does not match service account ${what} ref claim (${r.uid})`,
+        );
     };
     const secretRef = ref(k8s.secret);
     if (secretRef !== undefined) await checkBound('secret', secretRef, () => l.getSecret(namespace, secretRef.name));
@@ -167,7 +209,16 @@ export class Authenticator {
     if (nodeRef !== undefined && podRef === undefined) await checkBound('node', nodeRef, () => l.getNode(nodeRef.name));
 
     const jti = str(c['jti']);
-    const user = serviceAccountUser({ namespace, name: saRef.name, uid: saRef.uid, podName: podRef?.name, podUid: podRef?.uid, nodeName: nodeRef?.name, nodeUid: nodeRef?.uid, tokenId: jti === '' ? undefined : jti });
+    const user = serviceAccountUser({
+      namespace,
+      name: saRef.name,
+      uid: saRef.uid,
+      podName: podRef?.name,
+      podUid: podRef?.uid,
+      nodeName: nodeRef?.name,
+      nodeUid: nodeRef?.uid,
+      tokenId: jti === '' ? undefined : jti,
+    });
     return { user, audiences: auds };
   }
 }

@@ -11,7 +11,15 @@ const WEB = saUser('default', 'web');
 const ADMIN: UserInfo = { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] };
 const ANONYMOUS: UserInfo = { username: 'system:anonymous', groups: ['system:unauthenticated'] };
 
-type Row = [user: UserInfo, verb: string, apiGroup: string, resource: string, namespace: string, allowed: boolean, name?: string];
+type Row = [
+  user: UserInfo,
+  verb: string,
+  apiGroup: string,
+  resource: string,
+  namespace: string,
+  allowed: boolean,
+  name?: string,
+];
 
 /** The table: who may do what, as Istio's charts and Kubernetes' bootstrap policy grant it. */
 const ROWS: Row[] = [
@@ -75,13 +83,31 @@ const ROWS: Row[] = [
 for (const [user, verb, apiGroup, res, namespace, allowed, name] of ROWS) {
   const [resource, subresource] = res.split('/') as [string, string | undefined];
   test(`${user.username} ${allowed ? 'may' : 'may not'} ${verb} ${res}${apiGroup === '' ? '' : `.${apiGroup}`}${name !== undefined ? ` "${name}"` : ''}${namespace !== '' ? ` in ${namespace}` : ''}`, () => {
-    const a: Attributes = { user, verb, apiGroup, resource, ...(subresource !== undefined ? { subresource } : {}), namespace, ...(name !== undefined ? { name } : {}) };
+    const a: Attributes = {
+      user,
+      verb,
+      apiGroup,
+      resource,
+      ...(subresource !== undefined ? { subresource } : {}),
+      namespace,
+      ...(name !== undefined ? { name } : {}),
+    };
     assert.equal(authorize(a).allowed, allowed);
   });
 }
 
 test('non-resource paths: discovery, /version and health for every authenticated user; nothing for anonymous; other paths only for system:masters', () => {
-  for (const path of ['/api', '/api/v1', '/apis', '/apis/apps/v1', '/version', '/healthz', '/readyz', '/livez', '/openapi/v3']) {
+  for (const path of [
+    '/api',
+    '/api/v1',
+    '/apis',
+    '/apis/apps/v1',
+    '/version',
+    '/healthz',
+    '/readyz',
+    '/livez',
+    '/openapi/v3',
+  ]) {
     assert.equal(authorize({ user: ZTUNNEL, verb: 'get', path }).allowed, true, path);
     assert.equal(authorize({ user: ANONYMOUS, verb: 'get', path }).allowed, false, path);
   }
@@ -91,7 +117,7 @@ test('non-resource paths: discovery, /version and health for every authenticated
   assert.equal(authorize({ user: ADMIN, verb: 'get', path: '/metrics' }).allowed, true);
 });
 
-test('the reason names the binding, role and subject as Kubernetes\' RBAC authorizer does', () => {
+test("the reason names the binding, role and subject as Kubernetes' RBAC authorizer does", () => {
   assert.equal(
     authorize({ user: ISTIOD, verb: 'create', apiGroup: 'authentication.k8s.io', resource: 'tokenreviews' }).reason,
     'RBAC: allowed by ClusterRoleBinding "istiod-clusterrole-istio-system" of ClusterRole "istiod-clusterrole-istio-system" to ServiceAccount "istiod/istio-system"',
@@ -100,21 +126,59 @@ test('the reason names the binding, role and subject as Kubernetes\' RBAC author
     authorize({ user: ISTIOD, verb: 'create', apiGroup: '', resource: 'secrets', namespace: 'istio-system' }).reason,
     'RBAC: allowed by RoleBinding "istiod/istio-system" of Role "istiod" to ServiceAccount "istiod/istio-system"',
   );
-  assert.equal(authorize({ user: WEB, verb: 'get', path: '/version' }).reason, 'RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"');
+  assert.equal(
+    authorize({ user: WEB, verb: 'get', path: '/version' }).reason,
+    'RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"',
+  );
 });
 
 test('a 403 is worded as kube-apiserver words it, for namespaced, named, cluster-scoped and non-resource requests', () => {
   const e = forbidden({ user: ZTUNNEL, verb: 'list', apiGroup: '', resource: 'pods', namespace: 'default' });
   assert.equal(e.code, 403);
   assert.equal(e.reason, 'Forbidden');
-  assert.equal(e.message, 'pods is forbidden: User "system:serviceaccount:istio-system:ztunnel" cannot list resource "pods" in API group "" in the namespace "default"');
+  assert.equal(
+    e.message,
+    'pods is forbidden: User "system:serviceaccount:istio-system:ztunnel" cannot list resource "pods" in API group "" in the namespace "default"',
+  );
   assert.deepEqual(e.details, { kind: 'pods' });
-  const named = forbidden({ user: CNI, verb: 'patch', apiGroup: '', resource: 'pods', namespace: 'default', name: 'web-1' });
-  assert.equal(named.message, 'pods "web-1" is forbidden: User "system:serviceaccount:istio-system:istio-cni" cannot patch resource "pods" in API group "" in the namespace "default"');
+  const named = forbidden({
+    user: CNI,
+    verb: 'patch',
+    apiGroup: '',
+    resource: 'pods',
+    namespace: 'default',
+    name: 'web-1',
+  });
+  assert.equal(
+    named.message,
+    'pods "web-1" is forbidden: User "system:serviceaccount:istio-system:istio-cni" cannot patch resource "pods" in API group "" in the namespace "default"',
+  );
   assert.deepEqual(named.details, { name: 'web-1', kind: 'pods' });
-  const cluster = forbidden({ user: ZTUNNEL, verb: 'list', apiGroup: 'security.istio.io', resource: 'authorizationpolicies' });
-  assert.equal(cluster.message, 'authorizationpolicies.security.istio.io is forbidden: User "system:serviceaccount:istio-system:ztunnel" cannot list resource "authorizationpolicies" in API group "security.istio.io" at the cluster scope');
-  const sub = forbidden({ user: ZTUNNEL, verb: 'create', apiGroup: '', resource: 'serviceaccounts', subresource: 'token', namespace: 'istio-system', name: 'istiod' });
-  assert.match(sub.message, /^serviceaccounts "istiod" is forbidden: .* cannot create resource "serviceaccounts\/token" in API group "" in the namespace "istio-system"$/);
-  assert.equal(forbidden({ user: ZTUNNEL, verb: 'get', path: '/metrics' }).message, 'forbidden: User "system:serviceaccount:istio-system:ztunnel" cannot get path "/metrics"');
+  const cluster = forbidden({
+    user: ZTUNNEL,
+    verb: 'list',
+    apiGroup: 'security.istio.io',
+    resource: 'authorizationpolicies',
+  });
+  assert.equal(
+    cluster.message,
+    'authorizationpolicies.security.istio.io is forbidden: User "system:serviceaccount:istio-system:ztunnel" cannot list resource "authorizationpolicies" in API group "security.istio.io" at the cluster scope',
+  );
+  const sub = forbidden({
+    user: ZTUNNEL,
+    verb: 'create',
+    apiGroup: '',
+    resource: 'serviceaccounts',
+    subresource: 'token',
+    namespace: 'istio-system',
+    name: 'istiod',
+  });
+  assert.match(
+    sub.message,
+    /^serviceaccounts "istiod" is forbidden: .* cannot create resource "serviceaccounts\/token" in API group "" in the namespace "istio-system"$/,
+  );
+  assert.equal(
+    forbidden({ user: ZTUNNEL, verb: 'get', path: '/metrics' }).message,
+    'forbidden: User "system:serviceaccount:istio-system:ztunnel" cannot get path "/metrics"',
+  );
 });

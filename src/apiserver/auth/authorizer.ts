@@ -44,19 +44,26 @@ export interface Decision {
 
 export const isResourceRequest = (a: Attributes): a is ResourceAttributes => 'resource' in a;
 
-const has = (list: readonly string[] | undefined, v: string): boolean => list !== undefined && (list.includes('*') || list.includes(v));
+const has = (list: readonly string[] | undefined, v: string): boolean =>
+  list !== undefined && (list.includes('*') || list.includes(v));
 
 function ruleAllows(a: Attributes, rule: PolicyRule): boolean {
   if (!has(rule.verbs, a.verb)) return false;
   if (!isResourceRequest(a)) {
-    return (rule.nonResourceURLs ?? []).some((u) => u === '*' || u === a.path || (u.endsWith('*') && a.path.startsWith(u.replace(/\*+$/, ''))));
+    return (rule.nonResourceURLs ?? []).some(
+      (u) => u === '*' || u === a.path || (u.endsWith('*') && a.path.startsWith(u.replace(/\*+$/, ''))),
+    );
   }
   if (!has(rule.apiGroups, a.apiGroup)) return false;
   const sub = a.subresource ?? '';
   const combined = sub === '' ? a.resource : `${a.resource}/${sub}`;
-  const resourceOk = (rule.resources ?? []).some((r) => r === '*' || r === combined || (sub !== '' && r === `*/${sub}`));
+  const resourceOk = (rule.resources ?? []).some(
+    (r) => r === '*' || r === combined || (sub !== '' && r === `*/${sub}`),
+  );
   if (!resourceOk) return false;
-  return rule.resourceNames === undefined || rule.resourceNames.length === 0 || rule.resourceNames.includes(a.name ?? '');
+  return (
+    rule.resourceNames === undefined || rule.resourceNames.length === 0 || rule.resourceNames.includes(a.name ?? '')
+  );
 }
 
 function appliesTo(user: UserInfo, s: Subject, bindingNamespace: string): boolean {
@@ -99,7 +106,8 @@ export function forbiddenMessage(a: Attributes): string {
   const user = a.user.username;
   if (!isResourceRequest(a)) return `User "${user}" cannot ${a.verb} path "${a.path}"`;
   const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
-  if (a.namespace) return `User "${user}" cannot ${a.verb} resource "${resource}" in API group "${a.apiGroup}" in the namespace "${a.namespace}"`;
+  if (a.namespace)
+    return `User "${user}" cannot ${a.verb} resource "${resource}" in API group "${a.apiGroup}" in the namespace "${a.namespace}"`;
   return `User "${user}" cannot ${a.verb} resource "${resource}" in API group "${a.apiGroup}" at the cluster scope`;
 }
 
@@ -112,6 +120,14 @@ export function forbidden(a: Attributes, reason = ''): ApiError {
   const why = reason === '' ? forbiddenMessage(a) : `${forbiddenMessage(a)}: ${reason}`;
   if (!isResourceRequest(a)) return new ApiError('Forbidden', `forbidden: ${why}`, {});
   const qualified = a.apiGroup === '' ? a.resource : `${a.resource}.${a.apiGroup}`;
-  const details: StatusDetails = { ...(a.name ? { name: a.name } : {}), ...(a.apiGroup !== '' ? { group: a.apiGroup } : {}), kind: a.resource };
-  return new ApiError('Forbidden', a.name ? `${qualified} "${a.name}" is forbidden: ${why}` : `${qualified} is forbidden: ${why}`, details);
+  const details: StatusDetails = {
+    ...(a.name ? { name: a.name } : {}),
+    ...(a.apiGroup !== '' ? { group: a.apiGroup } : {}),
+    kind: a.resource,
+  };
+  return new ApiError(
+    'Forbidden',
+    a.name ? `${qualified} "${a.name}" is forbidden: ${why}` : `${qualified} is forbidden: ${why}`,
+    details,
+  );
 }

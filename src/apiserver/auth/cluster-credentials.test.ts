@@ -6,7 +6,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { isMeshError } from '../../lib/errors.js';
-import { KUBECONFIG_NAMES, PKI_DIR, PKI_FILES, loadOrCreateClusterCredentials, serverUrl, type ClusterCredentialsOptions } from './cluster-credentials.js';
+import {
+  KUBECONFIG_NAMES,
+  PKI_DIR,
+  PKI_FILES,
+  loadOrCreateClusterCredentials,
+  serverUrl,
+  type ClusterCredentialsOptions,
+} from './cluster-credentials.js';
 
 async function dataDir(t: { after: (fn: () => Promise<void>) => void }): Promise<string> {
   const base = await mkdtemp(path.join(tmpdir(), 'amesh-creds-'));
@@ -14,7 +21,13 @@ async function dataDir(t: { after: (fn: () => Promise<void>) => void }): Promise
   return path.join(base, 'data');
 }
 
-const opts = (dir: string, o: Partial<ClusterCredentialsOptions> = {}): ClusterCredentialsOptions => ({ dataDir: dir, listenHost: '127.0.0.1', listenPort: 6443, serviceIp: '10.96.0.1', ...o });
+const opts = (dir: string, o: Partial<ClusterCredentialsOptions> = {}): ClusterCredentialsOptions => ({
+  dataDir: dir,
+  listenHost: '127.0.0.1',
+  listenPort: 6443,
+  serviceIp: '10.96.0.1',
+  ...o,
+});
 const mode = async (p: string): Promise<number> => (await stat(p)).mode & 0o777;
 
 test('credentials are created once, private (0700 dirs, 0600 files), and reloaded unchanged on the next start', async (t) => {
@@ -32,7 +45,10 @@ test('credentials are created once, private (0700 dirs, 0600 files), and reloade
   assert.equal(again.caCertPem, first.caCertPem);
   assert.equal(again.servingCertPem, first.servingCertPem);
   assert.equal(again.serviceAccountKey.keyId, first.serviceAccountKey.keyId);
-  assert.deepEqual(await Promise.all(Object.values(PKI_FILES).map((f) => readFile(path.join(dir, PKI_DIR, f), 'utf8'))), files);
+  assert.deepEqual(
+    await Promise.all(Object.values(PKI_FILES).map((f) => readFile(path.join(dir, PKI_DIR, f), 'utf8'))),
+    files,
+  );
   assert.deepEqual((await readdir(dir)).sort(), ['kubeconfig', 'pki'], 'no temporary directory is left behind');
 });
 
@@ -46,7 +62,14 @@ test('the CA is a self-signed P-256 CA and the serving certificate it signs name
   const serving = new X509Certificate(c.servingCertPem);
   assert.ok(serving.checkIssued(ca) && serving.verify(ca.publicKey));
   for (const h of ['127.0.0.1', '::1', '10.96.0.1', '127.0.9.1']) assert.equal(serving.checkIP(h), h, h);
-  for (const h of ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local']) assert.equal(serving.checkHost(h), h, h);
+  for (const h of [
+    'localhost',
+    'kubernetes',
+    'kubernetes.default',
+    'kubernetes.default.svc',
+    'kubernetes.default.svc.cluster.local',
+  ])
+    assert.equal(serving.checkHost(h), h, h);
 });
 
 test('a new listen address reissues the serving certificate with the same key and rewrites the kubeconfig; keys and token stay', async (t) => {
@@ -85,7 +108,10 @@ test('a data directory group or others can access is refused, as istiod refuses 
   const dir = await dataDir(t);
   await mkdir(dir, { mode: 0o700 });
   await chmod(dir, 0o750);
-  await assert.rejects(loadOrCreateClusterCredentials(opts(dir)), (e: unknown) => isMeshError(e, 'APISERVER_ERR_DATA_DIR') && /chmod 700/.test(e.message));
+  await assert.rejects(
+    loadOrCreateClusterCredentials(opts(dir)),
+    (e: unknown) => isMeshError(e, 'APISERVER_ERR_DATA_DIR') && /chmod 700/.test(e.message),
+  );
   assert.deepEqual(await readdir(dir), [], 'nothing is written into it');
 });
 
@@ -93,7 +119,10 @@ test('a credentials directory missing a file is refused naming the file, never s
   const dir = await dataDir(t);
   await loadOrCreateClusterCredentials(opts(dir));
   await unlink(path.join(dir, PKI_DIR, PKI_FILES.serviceAccountKey));
-  await assert.rejects(loadOrCreateClusterCredentials(opts(dir)), (e: unknown) => isMeshError(e, 'APISERVER_ERR_DATA_DIR') && e.message.includes(PKI_FILES.serviceAccountKey));
+  await assert.rejects(
+    loadOrCreateClusterCredentials(opts(dir)),
+    (e: unknown) => isMeshError(e, 'APISERVER_ERR_DATA_DIR') && e.message.includes(PKI_FILES.serviceAccountKey),
+  );
   await assert.rejects(readFile(path.join(dir, PKI_DIR, PKI_FILES.serviceAccountKey)), /ENOENT/);
 });
 
@@ -102,6 +131,12 @@ test('a service-account public key that does not match its private key is refuse
   await loadOrCreateClusterCredentials(opts(dir));
   const other = await dataDir(t);
   await loadOrCreateClusterCredentials(opts(other));
-  await writeFile(path.join(dir, PKI_DIR, PKI_FILES.serviceAccountPublicKey), await readFile(path.join(other, PKI_DIR, PKI_FILES.serviceAccountPublicKey)));
-  await assert.rejects(loadOrCreateClusterCredentials(opts(dir)), (e: unknown) => isMeshError(e, 'APISERVER_ERR_DATA_DIR') && /sa\.pub does not match/.test(e.message));
+  await writeFile(
+    path.join(dir, PKI_DIR, PKI_FILES.serviceAccountPublicKey),
+    await readFile(path.join(other, PKI_DIR, PKI_FILES.serviceAccountPublicKey)),
+  );
+  await assert.rejects(
+    loadOrCreateClusterCredentials(opts(dir)),
+    (e: unknown) => isMeshError(e, 'APISERVER_ERR_DATA_DIR') && /sa\.pub does not match/.test(e.message),
+  );
 });

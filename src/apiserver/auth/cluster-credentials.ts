@@ -17,7 +17,12 @@ import path from 'node:path';
 import { importPKCS8, importSPKI, type CryptoKey as JoseKey } from 'jose';
 import { stringify } from 'yaml';
 import { MeshError } from '../../lib/errors.js';
-import { CLOCK_SKEW_GRACE_MS, createSelfSignedRoot, exactSubjectName, randomSerial } from '../../lib/pki/ca-certificates.js';
+import {
+  CLOCK_SKEW_GRACE_MS,
+  createSelfSignedRoot,
+  exactSubjectName,
+  randomSerial,
+} from '../../lib/pki/ca-certificates.js';
 import { ensurePrivateDir, writeNewPrivateFile } from '../../lib/pki/private-files.js';
 import { EC_P256, subtle, x509 } from '../../lib/pki/x509.js';
 
@@ -50,7 +55,13 @@ export const SERVICE_ACCOUNT_ALG = 'ES256';
  * The in-cluster names of the API server (the `kubernetes` Service in `default`), and loopback, which every
  * serving certificate carries, as kube-apiserver's self-signed and kubeadm's certificates do.
  */
-const SERVING_DNS_NAMES = ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
+const SERVING_DNS_NAMES = [
+  'localhost',
+  'kubernetes',
+  'kubernetes.default',
+  'kubernetes.default.svc',
+  'kubernetes.default.svc.cluster.local',
+];
 const SERVING_IPS = ['127.0.0.1', '::1'];
 
 export interface ClusterCredentialsOptions {
@@ -109,7 +120,9 @@ export function kubeconfigYaml(caCertPem: string, server: string, token: string)
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: n.cluster, cluster: { 'certificate-authority-data': Buffer.from(caCertPem).toString('base64'), server } }],
+    clusters: [
+      { name: n.cluster, cluster: { 'certificate-authority-data': Buffer.from(caCertPem).toString('base64'), server } },
+    ],
     contexts: [{ name: n.context, context: { cluster: n.cluster, user: n.user } }],
     'current-context': n.context,
     preferences: {},
@@ -139,12 +152,15 @@ function canonicalIp(ip: string): string {
 async function exists(p: string): Promise<boolean> {
   return access(p).then(
     () => true,
-    (e: unknown) => ((e as NodeJS.ErrnoException).code === 'ENOENT' ? false : fail(`cannot access ${p}: ${(e as Error).message}`)),
+    (e: unknown) =>
+      (e as NodeJS.ErrnoException).code === 'ENOENT' ? false : fail(`cannot access ${p}: ${(e as Error).message}`),
   );
 }
 
 async function createPkiDir(dataDir: string, pki: string, sans: Sans): Promise<void> {
-  const tmp = await mkdtemp(path.join(dataDir, '.pki-')).catch((e: unknown) => fail(`cannot create credentials in ${dataDir}: ${(e as Error).message}`));
+  const tmp = await mkdtemp(path.join(dataDir, '.pki-')).catch((e: unknown) =>
+    fail(`cannot create credentials in ${dataDir}: ${(e as Error).message}`),
+  );
   try {
     const root = await createSelfSignedRoot('CN=amesh-cluster-ca');
     const caCertPem = root.cert.toString('pem') + '\n';
@@ -177,10 +193,21 @@ async function pkcs8Pem(key: CryptoKey): Promise<string> {
 }
 
 /** A serving certificate for `servingKeyPem`'s public key, signed by the cluster CA. */
-async function issueServingCert(caCertPem: string, caKeyPem: string, servingKeyPem: string, sans: Sans): Promise<string> {
+async function issueServingCert(
+  caCertPem: string,
+  caKeyPem: string,
+  servingKeyPem: string,
+  sans: Sans,
+): Promise<string> {
   const caCert = new x509.X509Certificate(caCertPem);
   const ecdsa = { name: 'ECDSA', namedCurve: 'P-256' } as const;
-  const caKey = await subtle.importKey('pkcs8', createPrivateKey(caKeyPem).export({ type: 'pkcs8', format: 'der' }), ecdsa, false, ['sign']);
+  const caKey = await subtle.importKey(
+    'pkcs8',
+    createPrivateKey(caKeyPem).export({ type: 'pkcs8', format: 'der' }),
+    ecdsa,
+    false,
+    ['sign'],
+  );
   const spki = createPublicKey(servingKeyPem).export({ type: 'spki', format: 'der' });
   const publicKey = await subtle.importKey('spki', spki, ecdsa, true, ['verify']);
   const now = Date.now();
@@ -198,7 +225,10 @@ async function issueServingCert(caCertPem: string, caKeyPem: string, servingKeyP
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
       await x509.AuthorityKeyIdentifierExtension.create(caCert, false),
-      new x509.SubjectAlternativeNameExtension([...sans.dns.map((value) => ({ type: 'dns' as const, value })), ...sans.ips.map((value) => ({ type: 'ip' as const, value }))]),
+      new x509.SubjectAlternativeNameExtension([
+        ...sans.dns.map((value) => ({ type: 'dns' as const, value })),
+        ...sans.ips.map((value) => ({ type: 'ip' as const, value })),
+      ]),
     ],
   });
   return cert.toString('pem') + '\n';
@@ -212,13 +242,28 @@ function missingSans(pem: string, want: Sans): string[] {
   return [...want.dns.filter((d) => !dns.has(d)), ...want.ips.filter((i) => !ips.has(i))];
 }
 
-async function loadPkiDir(pki: string, opts: ClusterCredentialsOptions): Promise<Omit<ClusterCredentials, 'kubeconfigPath'>> {
+async function loadPkiDir(
+  pki: string,
+  opts: ClusterCredentialsOptions,
+): Promise<Omit<ClusterCredentials, 'kubeconfigPath'>> {
   const file = (f: string): string => path.join(pki, f);
   const read = async (f: string): Promise<string> =>
-    readFile(file(f), 'utf8').catch((e: unknown) => fail(`cannot read ${file(f)} (${(e as Error).message}); the cluster credentials in ${pki} are incomplete: restore the file, or move ${pki} away to create new ones`));
-  const [caCertPem, caKeyPem, servingCertPem0, servingKeyPem, saKeyPem, saPubPem, tokenText] = await Promise.all(
-    [PKI_FILES.caCert, PKI_FILES.caKey, PKI_FILES.servingCert, PKI_FILES.servingKey, PKI_FILES.serviceAccountKey, PKI_FILES.serviceAccountPublicKey, PKI_FILES.adminToken].map(read),
-  ) as [string, string, string, string, string, string, string];
+    readFile(file(f), 'utf8').catch((e: unknown) =>
+      fail(
+        `cannot read ${file(f)} (${(e as Error).message}); the cluster credentials in ${pki} are incomplete: restore the file, or move ${pki} away to create new ones`,
+      ),
+    );
+  const [caCertPem, caKeyPem, servingCertPem0, servingKeyPem, saKeyPem, saPubPem, tokenText] = (await Promise.all(
+    [
+      PKI_FILES.caCert,
+      PKI_FILES.caKey,
+      PKI_FILES.servingCert,
+      PKI_FILES.servingKey,
+      PKI_FILES.serviceAccountKey,
+      PKI_FILES.serviceAccountPublicKey,
+      PKI_FILES.adminToken,
+    ].map(read),
+  )) as [string, string, string, string, string, string, string];
 
   const parseCert = (f: string, pem: string): X509Certificate => {
     try {
@@ -235,17 +280,23 @@ async function loadPkiDir(pki: string, opts: ClusterCredentialsOptions): Promise
     }
   };
   const ca = parseCert(PKI_FILES.caCert, caCertPem);
-  if (!ca.checkPrivateKey(parseKey(PKI_FILES.caKey, caKeyPem))) fail(`${file(PKI_FILES.caKey)} does not match ${file(PKI_FILES.caCert)}`);
-  if (Date.now() > Date.parse(ca.validTo)) fail(`${file(PKI_FILES.caCert)} expired on ${ca.validTo}; move ${pki} away to create a new cluster identity`);
+  if (!ca.checkPrivateKey(parseKey(PKI_FILES.caKey, caKeyPem)))
+    fail(`${file(PKI_FILES.caKey)} does not match ${file(PKI_FILES.caCert)}`);
+  if (Date.now() > Date.parse(ca.validTo))
+    fail(`${file(PKI_FILES.caCert)} expired on ${ca.validTo}; move ${pki} away to create a new cluster identity`);
   const servingKey = parseKey(PKI_FILES.servingKey, servingKeyPem);
   const serving = parseCert(PKI_FILES.servingCert, servingCertPem0);
-  if (!serving.checkPrivateKey(servingKey)) fail(`${file(PKI_FILES.servingKey)} does not match ${file(PKI_FILES.servingCert)}`);
+  if (!serving.checkPrivateKey(servingKey))
+    fail(`${file(PKI_FILES.servingKey)} does not match ${file(PKI_FILES.servingCert)}`);
 
   // Reissue the serving certificate (same key) when it is not signed by this CA, lacks an address clients use,
   // or is about to expire.
   const sans = requiredSans(opts);
   let servingCertPem = servingCertPem0;
-  const stale = !(serving.checkIssued(ca) && serving.verify(ca.publicKey)) || missingSans(servingCertPem0, sans).length > 0 || Date.parse(serving.validTo) - Date.now() < SERVING_CERT_RENEW_BEFORE_MS;
+  const stale =
+    !(serving.checkIssued(ca) && serving.verify(ca.publicKey)) ||
+    missingSans(servingCertPem0, sans).length > 0 ||
+    Date.parse(serving.validTo) - Date.now() < SERVING_CERT_RENEW_BEFORE_MS;
   if (stale) {
     servingCertPem = await issueServingCert(caCertPem, caKeyPem, servingKeyPem, sans);
     await replaceFile(file(PKI_FILES.servingCert), servingCertPem);
@@ -259,7 +310,8 @@ async function loadPkiDir(pki: string, opts: ClusterCredentialsOptions): Promise
   } catch (e) {
     return fail(`${file(PKI_FILES.serviceAccountPublicKey)}: not a PEM public key: ${(e as Error).message}`);
   }
-  if (!saPubDer.equals(spki)) fail(`${file(PKI_FILES.serviceAccountPublicKey)} does not match ${file(PKI_FILES.serviceAccountKey)}`);
+  if (!saPubDer.equals(spki))
+    fail(`${file(PKI_FILES.serviceAccountPublicKey)} does not match ${file(PKI_FILES.serviceAccountKey)}`);
   const adminToken = tokenText.trim();
   if (Buffer.from(adminToken, 'base64url').length < ADMIN_TOKEN_BYTES || /[^A-Za-z0-9_-]/.test(adminToken)) {
     fail(`${file(PKI_FILES.adminToken)} does not hold a ${ADMIN_TOKEN_BYTES * 8}-bit base64url token`);

@@ -8,7 +8,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError } from '../api-error.js';
 import { authorize, forbidden, type Attributes } from './authorizer.js';
-import { ALL_SERVICE_ACCOUNTS_GROUP, SYSTEM_AUTHENTICATED, parseServiceAccountUsername, type UserInfo } from './user-info.js';
+import {
+  ALL_SERVICE_ACCOUNTS_GROUP,
+  SYSTEM_AUTHENTICATED,
+  parseServiceAccountUsername,
+  type UserInfo,
+} from './user-info.js';
 
 const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
@@ -19,21 +24,36 @@ export function impersonatedUser(user: UserInfo, headers: IncomingHttpHeaders): 
   const uid = headers['impersonate-uid'];
   const extra = Object.keys(headers).filter((h) => h.startsWith('impersonate-extra-'));
   if (name === undefined && groups.length === 0 && uid === undefined && extra.length === 0) return user;
-  if (typeof name !== 'string' || name === '') throw new ApiError('BadRequest', 'requested impersonation of groups, uid or extra fields without impersonating a user');
-  if (extra.length > 0) throw new ApiError('BadRequest', `impersonating extra fields (${extra.join(', ')}) is not supported by this API server`);
+  if (typeof name !== 'string' || name === '')
+    throw new ApiError(
+      'BadRequest',
+      'requested impersonation of groups, uid or extra fields without impersonating a user',
+    );
+  if (extra.length > 0)
+    throw new ApiError(
+      'BadRequest',
+      `impersonating extra fields (${extra.join(', ')}) is not supported by this API server`,
+    );
   const sa = parseServiceAccountUsername(name);
   const checks: Attributes[] = [
     sa !== undefined
       ? { user, verb: 'impersonate', apiGroup: '', resource: 'serviceaccounts', namespace: sa.namespace, name: sa.name }
       : { user, verb: 'impersonate', apiGroup: '', resource: 'users', name },
     ...groups.map((g): Attributes => ({ user, verb: 'impersonate', apiGroup: '', resource: 'groups', name: g })),
-    ...(typeof uid === 'string' ? [{ user, verb: 'impersonate', apiGroup: 'authentication.k8s.io', resource: 'uids', name: uid }] : []),
+    ...(typeof uid === 'string'
+      ? [{ user, verb: 'impersonate', apiGroup: 'authentication.k8s.io', resource: 'uids', name: uid }]
+      : []),
   ];
   for (const a of checks) if (!authorize(a).allowed) throw forbidden(a);
-  const impersonatedGroups = groups.length > 0 || sa === undefined ? groups : [ALL_SERVICE_ACCOUNTS_GROUP, `${ALL_SERVICE_ACCOUNTS_GROUP}:${sa.namespace}`];
+  const impersonatedGroups =
+    groups.length > 0 || sa === undefined
+      ? groups
+      : [ALL_SERVICE_ACCOUNTS_GROUP, `${ALL_SERVICE_ACCOUNTS_GROUP}:${sa.namespace}`];
   return {
     username: name,
     ...(typeof uid === 'string' ? { uid } : {}),
-    groups: impersonatedGroups.includes(SYSTEM_AUTHENTICATED) ? impersonatedGroups : [...impersonatedGroups, SYSTEM_AUTHENTICATED],
+    groups: impersonatedGroups.includes(SYSTEM_AUTHENTICATED)
+      ? impersonatedGroups
+      : [...impersonatedGroups, SYSTEM_AUTHENTICATED],
   };
 }

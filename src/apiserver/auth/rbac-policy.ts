@@ -31,7 +31,11 @@ export interface PolicyBinding {
   /** The upstream file the role and binding come from. */
   readonly source: string;
   /** A RoleBinding (with its namespace) grants its rules in that namespace only. */
-  readonly binding: { readonly kind: 'ClusterRoleBinding' | 'RoleBinding'; readonly name: string; readonly namespace?: string };
+  readonly binding: {
+    readonly kind: 'ClusterRoleBinding' | 'RoleBinding';
+    readonly name: string;
+    readonly namespace?: string;
+  };
   readonly role: { readonly kind: 'ClusterRole' | 'Role'; readonly name: string };
   readonly subjects: readonly Subject[];
   readonly rules: readonly PolicyRule[];
@@ -45,10 +49,26 @@ const group = (name: string): Subject => ({ kind: 'Group', name });
 
 const READ = ['get', 'list', 'watch'];
 const MANAGE = ['get', 'watch', 'list', 'update', 'patch', 'create', 'delete'];
-const ISTIO_CONFIG_GROUPS = ['config.istio.io', 'security.istio.io', 'networking.istio.io', 'authentication.istio.io', 'rbac.istio.io', 'telemetry.istio.io', 'extensions.istio.io'];
+const ISTIO_CONFIG_GROUPS = [
+  'config.istio.io',
+  'security.istio.io',
+  'networking.istio.io',
+  'authentication.istio.io',
+  'rbac.istio.io',
+  'telemetry.istio.io',
+  'extensions.istio.io',
+];
 const MCS_GROUP = 'multicluster.x-k8s.io';
-const TOKEN_REVIEW: PolicyRule = { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] };
-const SUBJECT_ACCESS_REVIEW: PolicyRule = { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] };
+const TOKEN_REVIEW: PolicyRule = {
+  apiGroups: ['authentication.k8s.io'],
+  resources: ['tokenreviews'],
+  verbs: ['create'],
+};
+const SUBJECT_ACCESS_REVIEW: PolicyRule = {
+  apiGroups: ['authorization.k8s.io'],
+  resources: ['subjectaccessreviews'],
+  verbs: ['create'],
+};
 
 const ISTIOD_CHARTS = 'istio manifests/charts/istio-control/istio-discovery/templates';
 const CNI_CHARTS = 'istio manifests/charts/istio-cni/templates';
@@ -60,7 +80,24 @@ export const RBAC_POLICY: readonly PolicyBinding[] = [
     binding: { kind: 'ClusterRoleBinding', name: 'system:discovery' },
     role: { kind: 'ClusterRole', name: 'system:discovery' },
     subjects: [group('system:authenticated')],
-    rules: [{ verbs: ['get'], nonResourceURLs: ['/livez', '/readyz', '/healthz', '/version', '/version/', '/api', '/api/*', '/apis', '/apis/*', '/openapi', '/openapi/*'] }],
+    rules: [
+      {
+        verbs: ['get'],
+        nonResourceURLs: [
+          '/livez',
+          '/readyz',
+          '/healthz',
+          '/version',
+          '/version/',
+          '/api',
+          '/api/*',
+          '/apis',
+          '/apis/*',
+          '/openapi',
+          '/openapi/*',
+        ],
+      },
+    ],
   },
   {
     source: `${BOOTSTRAP_POLICY} (system:basic-user)`,
@@ -68,7 +105,11 @@ export const RBAC_POLICY: readonly PolicyBinding[] = [
     role: { kind: 'ClusterRole', name: 'system:basic-user' },
     subjects: [group('system:authenticated')],
     rules: [
-      { verbs: ['create'], apiGroups: ['authorization.k8s.io'], resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'] },
+      {
+        verbs: ['create'],
+        apiGroups: ['authorization.k8s.io'],
+        resources: ['selfsubjectaccessreviews', 'selfsubjectrulesreviews'],
+      },
       { verbs: ['create'], apiGroups: ['authentication.k8s.io'], resources: ['selfsubjectreviews'] },
     ],
   },
@@ -84,7 +125,17 @@ export const RBAC_POLICY: readonly PolicyBinding[] = [
     binding: { kind: 'ClusterRoleBinding', name: 'system:service-account-issuer-discovery' },
     role: { kind: 'ClusterRole', name: 'system:service-account-issuer-discovery' },
     subjects: [group('system:serviceaccounts')],
-    rules: [{ verbs: ['get'], nonResourceURLs: ['/.well-known/openid-configuration', '/.well-known/openid-configuration/', '/openid/v1/jwks', '/openid/v1/jwks/'] }],
+    rules: [
+      {
+        verbs: ['get'],
+        nonResourceURLs: [
+          '/.well-known/openid-configuration',
+          '/.well-known/openid-configuration/',
+          '/openid/v1/jwks',
+          '/openid/v1/jwks/',
+        ],
+      },
+    ],
   },
   {
     source: `${ISTIOD_CHARTS}/clusterrole.yaml, clusterrolebinding.yaml (istiod-clusterrole)`,
@@ -92,11 +143,23 @@ export const RBAC_POLICY: readonly PolicyBinding[] = [
     role: { kind: 'ClusterRole', name: 'istiod-clusterrole-istio-system' },
     subjects: [sa('istiod')],
     rules: [
-      { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-      { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], verbs: ['get', 'list', 'watch', 'update'] },
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations'],
+        verbs: ['get', 'list', 'watch', 'update', 'patch'],
+      },
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['validatingwebhookconfigurations'],
+        verbs: ['get', 'list', 'watch', 'update'],
+      },
       { apiGroups: ISTIO_CONFIG_GROUPS, verbs: ['get', 'watch', 'list'], resources: ['*'] },
       { apiGroups: ['networking.istio.io'], verbs: MANAGE, resources: ['workloadentries'] },
-      { apiGroups: ['networking.istio.io'], verbs: MANAGE, resources: ['workloadentries/status', 'serviceentries/status'] },
+      {
+        apiGroups: ['networking.istio.io'],
+        verbs: MANAGE,
+        resources: ['workloadentries/status', 'serviceentries/status'],
+      },
       { apiGroups: ['security.istio.io'], verbs: MANAGE, resources: ['authorizationpolicies/status'] },
       { apiGroups: [''], verbs: MANAGE, resources: ['services/status'] },
       { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: READ },
@@ -107,14 +170,37 @@ export const RBAC_POLICY: readonly PolicyBinding[] = [
       { apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get', 'list', 'watch', 'update'] },
       TOKEN_REVIEW,
       SUBJECT_ACCESS_REVIEW,
-      { apiGroups: ['gateway.networking.k8s.io', 'gateway.networking.x-k8s.io'], resources: ['*'], verbs: ['get', 'watch', 'list'] },
-      { apiGroups: ['gateway.networking.x-k8s.io'], resources: ['xbackends/status', 'xbackendtrafficpolicies/status'], verbs: ['update', 'patch'] },
       {
-        apiGroups: ['gateway.networking.k8s.io'],
-        resources: ['backendtlspolicies/status', 'gatewayclasses/status', 'gateways/status', 'grpcroutes/status', 'httproutes/status', 'referencegrants/status', 'tcproutes/status', 'tlsroutes/status', 'udproutes/status', 'listenersets/status'],
+        apiGroups: ['gateway.networking.k8s.io', 'gateway.networking.x-k8s.io'],
+        resources: ['*'],
+        verbs: ['get', 'watch', 'list'],
+      },
+      {
+        apiGroups: ['gateway.networking.x-k8s.io'],
+        resources: ['xbackends/status', 'xbackendtrafficpolicies/status'],
         verbs: ['update', 'patch'],
       },
-      { apiGroups: ['gateway.networking.k8s.io'], resources: ['gatewayclasses'], verbs: ['create', 'update', 'patch', 'delete'] },
+      {
+        apiGroups: ['gateway.networking.k8s.io'],
+        resources: [
+          'backendtlspolicies/status',
+          'gatewayclasses/status',
+          'gateways/status',
+          'grpcroutes/status',
+          'httproutes/status',
+          'referencegrants/status',
+          'tcproutes/status',
+          'tlsroutes/status',
+          'udproutes/status',
+          'listenersets/status',
+        ],
+        verbs: ['update', 'patch'],
+      },
+      {
+        apiGroups: ['gateway.networking.k8s.io'],
+        resources: ['gatewayclasses'],
+        verbs: ['create', 'update', 'patch', 'delete'],
+      },
       { apiGroups: ['inference.networking.k8s.io'], resources: ['inferencepools'], verbs: ['get', 'watch', 'list'] },
       { apiGroups: ['inference.networking.k8s.io'], resources: ['inferencepools/status'], verbs: ['update', 'patch'] },
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'watch', 'list'] },
@@ -154,9 +240,26 @@ export const RBAC_POLICY: readonly PolicyBinding[] = [
     subjects: [sa('istio-reader-service-account')],
     rules: [
       { apiGroups: ISTIO_CONFIG_GROUPS, resources: ['*'], verbs: READ },
-      { apiGroups: [''], resources: ['endpoints', 'pods', 'services', 'nodes', 'replicationcontrollers', 'namespaces', 'secrets', 'configmaps'], verbs: READ },
+      {
+        apiGroups: [''],
+        resources: [
+          'endpoints',
+          'pods',
+          'services',
+          'nodes',
+          'replicationcontrollers',
+          'namespaces',
+          'secrets',
+          'configmaps',
+        ],
+        verbs: READ,
+      },
       { apiGroups: ['networking.istio.io'], verbs: ['get', 'watch', 'list'], resources: ['workloadentries'] },
-      { apiGroups: ['networking.x-k8s.io', 'gateway.networking.k8s.io'], resources: ['gateways'], verbs: ['get', 'watch', 'list'] },
+      {
+        apiGroups: ['networking.x-k8s.io', 'gateway.networking.k8s.io'],
+        resources: ['gateways'],
+        verbs: ['get', 'watch', 'list'],
+      },
       { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: READ },
       { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: READ },
       { apiGroups: [MCS_GROUP], resources: ['serviceexports'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },

@@ -14,14 +14,30 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 export function reviewSelfSubjectAccess(body: KubeObject, user: UserInfo): KubeObject {
   const spec = body['spec'] ?? {};
-  if (!isRecord(spec)) throw new ApiError('BadRequest', 'SelfSubjectAccessReview in version "v1" cannot be handled as a SelfSubjectAccessReview: spec is not an object');
+  if (!isRecord(spec))
+    throw new ApiError(
+      'BadRequest',
+      'SelfSubjectAccessReview in version "v1" cannot be handled as a SelfSubjectAccessReview: spec is not an object',
+    );
   const asSar = reviewSubjectAccess({
     apiVersion: 'authorization.k8s.io/v1',
     kind: 'SubjectAccessReview',
     metadata: {},
-    spec: { ...spec, user: user.username, ...(user.uid !== undefined ? { uid: user.uid } : {}), groups: [...user.groups], extra: user.extra ?? {} },
+    spec: {
+      ...spec,
+      user: user.username,
+      ...(user.uid !== undefined ? { uid: user.uid } : {}),
+      groups: [...user.groups],
+      extra: user.extra ?? {},
+    },
   });
-  return { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', metadata: body.metadata, spec, status: asSar['status'] };
+  return {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SelfSubjectAccessReview',
+    metadata: body.metadata,
+    spec,
+    status: asSar['status'],
+  };
 }
 
 export function reviewSelf(user: UserInfo): KubeObject {
@@ -29,6 +45,13 @@ export function reviewSelf(user: UserInfo): KubeObject {
     apiVersion: 'authentication.k8s.io/v1',
     kind: 'SelfSubjectReview',
     metadata: { creationTimestamp: kubeTime() },
-    status: { userInfo: { username: user.username, ...(user.uid !== undefined ? { uid: user.uid } : {}), groups: [...user.groups], ...(user.extra !== undefined ? { extra: user.extra } : {}) } },
+    status: {
+      userInfo: {
+        username: user.username,
+        ...(user.uid !== undefined ? { uid: user.uid } : {}),
+        groups: [...user.groups],
+        ...(user.extra !== undefined ? { extra: user.extra } : {}),
+      },
+    },
   };
 }

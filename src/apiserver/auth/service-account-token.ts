@@ -63,10 +63,11 @@ export interface ServiceAccountTokenIssuerOptions {
   readonly now?: () => number;
 }
 
-
-const notFound = (resource: string, name: string): ApiError => new ApiError('NotFound', `${resource} "${name}" not found`, { name, group: '', kind: resource });
+const notFound = (resource: string, name: string): ApiError =>
+  new ApiError('NotFound', `${resource} "${name}" not found`, { name, group: '', kind: resource });
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const badBody = (why: string): ApiError => new ApiError('BadRequest', `TokenRequest in version "v1" cannot be handled as a TokenRequest: ${why}`);
+const badBody = (why: string): ApiError =>
+  new ApiError('BadRequest', `TokenRequest in version "v1" cannot be handled as a TokenRequest: ${why}`);
 
 interface BoundObjectRef {
   kind: string;
@@ -76,16 +77,24 @@ interface BoundObjectRef {
 }
 
 /** Reads the fields of a TokenRequest body that issuing uses; wrong types are a 400, as a failed decode is. */
-function decodeTokenRequest(body: unknown): { meta: Record<string, unknown>; audiences: string[] | undefined; expirationSeconds: number; bound: BoundObjectRef | undefined } {
+function decodeTokenRequest(body: unknown): {
+  meta: Record<string, unknown>;
+  audiences: string[] | undefined;
+  expirationSeconds: number;
+  bound: BoundObjectRef | undefined;
+} {
   if (!isRecord(body)) throw badBody('the body is not a JSON object');
-  if (body['kind'] !== undefined && body['kind'] !== 'TokenRequest') throw badBody(`kind is ${JSON.stringify(body['kind'])}`);
-  if (body['apiVersion'] !== undefined && body['apiVersion'] !== TOKEN_REQUEST_API_VERSION) throw badBody(`apiVersion is ${JSON.stringify(body['apiVersion'])}`);
+  if (body['kind'] !== undefined && body['kind'] !== 'TokenRequest')
+    throw badBody(`kind is ${JSON.stringify(body['kind'])}`);
+  if (body['apiVersion'] !== undefined && body['apiVersion'] !== TOKEN_REQUEST_API_VERSION)
+    throw badBody(`apiVersion is ${JSON.stringify(body['apiVersion'])}`);
   const meta = body['metadata'] ?? {};
   if (!isRecord(meta)) throw badBody('metadata is not an object');
   const spec = body['spec'] ?? {};
   if (!isRecord(spec)) throw badBody('spec is not an object');
   const auds = spec['audiences'];
-  if (auds !== undefined && auds !== null && !(Array.isArray(auds) && auds.every((a) => typeof a === 'string'))) throw badBody('spec.audiences is not a list of strings');
+  if (auds !== undefined && auds !== null && !(Array.isArray(auds) && auds.every((a) => typeof a === 'string')))
+    throw badBody('spec.audiences is not a list of strings');
   const exp = spec['expirationSeconds'] ?? DEFAULT_EXPIRATION_SECONDS;
   if (typeof exp !== 'number' || !Number.isInteger(exp)) throw badBody('spec.expirationSeconds is not an integer');
   const ref = spec['boundObjectRef'];
@@ -99,7 +108,7 @@ function decodeTokenRequest(body: unknown): { meta: Record<string, unknown>; aud
     };
     bound = { kind: str('kind'), apiVersion: str('apiVersion'), name: str('name'), uid: str('uid') };
   }
-  return { meta, audiences: Array.isArray(auds) && auds.length > 0 ? (auds) : undefined, expirationSeconds: exp, bound };
+  return { meta, audiences: Array.isArray(auds) && auds.length > 0 ? auds : undefined, expirationSeconds: exp, bound };
 }
 
 /** Issues service-account tokens for TokenRequests. */
@@ -124,9 +133,21 @@ export class ServiceAccountTokenIssuer {
   async createToken(namespace: string, name: string, body: unknown): Promise<KubeObject> {
     const req = decodeTokenRequest(body);
     const fieldMismatch = (field: string, value: unknown, what: string): ApiError =>
-      invalid('TokenRequest', TOKEN_REQUEST_GROUP, name, [{ reason: 'FieldValueInvalid', field, message: `Invalid value: ${JSON.stringify(value)}: must match the service account ${what} if specified` }]);
-    if (typeof req.meta['name'] === 'string' && req.meta['name'] !== '' && req.meta['name'] !== name) throw fieldMismatch('metadata.name', req.meta['name'], 'name');
-    if (typeof req.meta['namespace'] === 'string' && req.meta['namespace'] !== '' && req.meta['namespace'] !== namespace) throw fieldMismatch('metadata.namespace', req.meta['namespace'], 'namespace');
+      invalid('TokenRequest', TOKEN_REQUEST_GROUP, name, [
+        {
+          reason: 'FieldValueInvalid',
+          field,
+          message: `Invalid value: ${JSON.stringify(value)}: must match the service account ${what} if specified`,
+        },
+      ]);
+    if (typeof req.meta['name'] === 'string' && req.meta['name'] !== '' && req.meta['name'] !== name)
+      throw fieldMismatch('metadata.name', req.meta['name'], 'name');
+    if (
+      typeof req.meta['namespace'] === 'string' &&
+      req.meta['namespace'] !== '' &&
+      req.meta['namespace'] !== namespace
+    )
+      throw fieldMismatch('metadata.namespace', req.meta['namespace'], 'namespace');
 
     const sa = await this.opts.lookups.getServiceAccount(namespace, name);
     if (sa === undefined) throw notFound('serviceaccounts', name);
@@ -135,7 +156,8 @@ export class ServiceAccountTokenIssuer {
 
     const exp = req.expirationSeconds;
     if (exp < MIN_EXPIRATION_SECONDS) throw invalidExpiration(exp, 'may not specify a duration less than 10 minutes');
-    if (exp > MAX_EXPIRATION_SECONDS) throw invalidExpiration(exp, 'may not specify a duration larger than 2^32 seconds');
+    if (exp > MAX_EXPIRATION_SECONDS)
+      throw invalidExpiration(exp, 'may not specify a duration larger than 2^32 seconds');
 
     const claim: KubernetesClaim = { namespace, serviceaccount: { name, uid: sa.metadata.uid ?? '' } };
     if (req.bound !== undefined) await this.bind(claim, namespace, name, req.bound);
@@ -148,7 +170,13 @@ export class ServiceAccountTokenIssuer {
       iss: this.issuer,
       jti: randomUUID(),
       // Keys in the order Kubernetes' JSON has them (go-jose merges the claims through a map).
-      'kubernetes.io': { namespace: claim.namespace, node: claim.node, pod: claim.pod, secret: claim.secret, serviceaccount: claim.serviceaccount },
+      'kubernetes.io': {
+        namespace: claim.namespace,
+        node: claim.node,
+        pod: claim.pod,
+        secret: claim.secret,
+        serviceaccount: claim.serviceaccount,
+      },
       nbf: nowSeconds,
       sub: serviceAccountUsername(namespace, name),
     })
@@ -169,7 +197,9 @@ export class ServiceAccountTokenIssuer {
   /** Adds the bound object (and a pod's node) to `claim`, as token.go resolves `spec.boundObjectRef`. */
   private async bind(claim: KubernetesClaim, namespace: string, saName: string, ref: BoundObjectRef): Promise<void> {
     const group = ref.apiVersion.includes('/') ? ref.apiVersion.slice(0, ref.apiVersion.indexOf('/')) : '';
-    const version = ref.apiVersion.includes('/') ? ref.apiVersion.slice(ref.apiVersion.indexOf('/') + 1) : ref.apiVersion;
+    const version = ref.apiVersion.includes('/')
+      ? ref.apiVersion.slice(ref.apiVersion.indexOf('/') + 1)
+      : ref.apiVersion;
     const l = this.opts.lookups;
     let obj: KubeObject | undefined;
     if (group === '' && ref.kind === 'Pod') {
@@ -177,8 +207,15 @@ export class ServiceAccountTokenIssuer {
       if (obj === undefined) throw notFound('pods', ref.name);
       const spec = isRecord(obj['spec']) ? obj['spec'] : {};
       // The ServiceAccount admission plugin sets an empty serviceAccountName to "default".
-      const podSa = typeof spec['serviceAccountName'] === 'string' && spec['serviceAccountName'] !== '' ? spec['serviceAccountName'] : 'default';
-      if (podSa !== saName) throw new ApiError('BadRequest', `cannot bind token for serviceaccount "${saName}" to pod running with different serviceaccount name.`);
+      const podSa =
+        typeof spec['serviceAccountName'] === 'string' && spec['serviceAccountName'] !== ''
+          ? spec['serviceAccountName']
+          : 'default';
+      if (podSa !== saName)
+        throw new ApiError(
+          'BadRequest',
+          `cannot bind token for serviceaccount "${saName}" to pod running with different serviceaccount name.`,
+        );
       claim.pod = { name: ref.name, uid: obj.metadata.uid ?? '' };
       const nodeName = spec['nodeName'];
       if (typeof nodeName === 'string' && nodeName !== '') {
@@ -198,11 +235,17 @@ export class ServiceAccountTokenIssuer {
       throw new ApiError('BadRequest', `cannot bind token to object of type ${group}/${version}, Kind=${ref.kind}`);
     }
     if (ref.uid !== '' && ref.uid !== obj.metadata.uid) {
-      throw new ApiError('Conflict', `Operation cannot be fulfilled on ${ref.kind} "${ref.name}": the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`, { name: ref.name, group, kind: ref.kind });
+      throw new ApiError(
+        'Conflict',
+        `Operation cannot be fulfilled on ${ref.kind} "${ref.name}": the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`,
+        { name: ref.name, group, kind: ref.kind },
+      );
     }
   }
 }
 
 function invalidExpiration(value: number, message: string): ApiError {
-  return invalid('TokenRequest', TOKEN_REQUEST_GROUP, '', [{ reason: 'FieldValueInvalid', field: 'spec.expirationSeconds', message: `Invalid value: ${value}: ${message}` }]);
+  return invalid('TokenRequest', TOKEN_REQUEST_GROUP, '', [
+    { reason: 'FieldValueInvalid', field: 'spec.expirationSeconds', message: `Invalid value: ${value}: ${message}` },
+  ]);
 }

@@ -4,36 +4,104 @@ import { ApiError } from '../api-error.js';
 import type { KubeObject } from '../kube-object.js';
 import { reviewSubjectAccess } from './subject-access-review.js';
 
-const sar = (spec: Record<string, unknown>, metadata: KubeObject['metadata'] = {}): KubeObject => ({ apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', metadata, spec });
+const sar = (spec: Record<string, unknown>, metadata: KubeObject['metadata'] = {}): KubeObject => ({
+  apiVersion: 'authorization.k8s.io/v1',
+  kind: 'SubjectAccessReview',
+  metadata,
+  spec,
+});
 const status = (spec: Record<string, unknown>): unknown => reviewSubjectAccess(sar(spec))['status'];
 
 test('a SubjectAccessReview answers from the same rules: istiod may create tokenreviews, with the reason', () => {
-  assert.deepEqual(status({ user: 'system:serviceaccount:istio-system:istiod', resourceAttributes: { verb: 'create', group: 'authentication.k8s.io', resource: 'tokenreviews' } }), {
-    allowed: true,
-    reason: 'RBAC: allowed by ClusterRoleBinding "istiod-clusterrole-istio-system" of ClusterRole "istiod-clusterrole-istio-system" to ServiceAccount "istiod/istio-system"',
-  });
+  assert.deepEqual(
+    status({
+      user: 'system:serviceaccount:istio-system:istiod',
+      resourceAttributes: { verb: 'create', group: 'authentication.k8s.io', resource: 'tokenreviews' },
+    }),
+    {
+      allowed: true,
+      reason:
+        'RBAC: allowed by ClusterRoleBinding "istiod-clusterrole-istio-system" of ClusterRole "istiod-clusterrole-istio-system" to ServiceAccount "istiod/istio-system"',
+    },
+  );
 });
 
 test('a refused SubjectAccessReview is allowed: false, with no reason and no denied field', () => {
-  assert.deepEqual(status({ user: 'system:serviceaccount:istio-system:ztunnel', groups: ['system:serviceaccounts', 'system:authenticated'], resourceAttributes: { namespace: 'default', verb: 'list', resource: 'secrets' } }), { allowed: false });
+  assert.deepEqual(
+    status({
+      user: 'system:serviceaccount:istio-system:ztunnel',
+      groups: ['system:serviceaccounts', 'system:authenticated'],
+      resourceAttributes: { namespace: 'default', verb: 'list', resource: 'secrets' },
+    }),
+    { allowed: false },
+  );
 });
 
-test('the user\'s groups are taken as given: system:authenticated grants discovery only when the review names it', () => {
-  assert.deepEqual(status({ user: 'alice', nonResourceAttributes: { path: '/version', verb: 'get' } }), { allowed: false });
-  assert.equal((status({ user: 'alice', groups: ['system:authenticated'], nonResourceAttributes: { path: '/version', verb: 'get' } }) as { allowed: boolean }).allowed, true);
-  assert.equal((status({ groups: ['system:masters'], resourceAttributes: { verb: 'delete', resource: 'nodes', name: 'n' } }) as { allowed: boolean }).allowed, true);
+test("the user's groups are taken as given: system:authenticated grants discovery only when the review names it", () => {
+  assert.deepEqual(status({ user: 'alice', nonResourceAttributes: { path: '/version', verb: 'get' } }), {
+    allowed: false,
+  });
+  assert.equal(
+    (
+      status({
+        user: 'alice',
+        groups: ['system:authenticated'],
+        nonResourceAttributes: { path: '/version', verb: 'get' },
+      }) as { allowed: boolean }
+    ).allowed,
+    true,
+  );
+  assert.equal(
+    (
+      status({ groups: ['system:masters'], resourceAttributes: { verb: 'delete', resource: 'nodes', name: 'n' } }) as {
+        allowed: boolean;
+      }
+    ).allowed,
+    true,
+  );
 });
 
-test('an invalid SubjectAccessReview is 422 with Kubernetes\' field errors', () => {
+test("an invalid SubjectAccessReview is 422 with Kubernetes' field errors", () => {
   const invalid = (body: KubeObject, field: string, message: RegExp): void => {
     assert.throws(
       () => reviewSubjectAccess(body),
-      (e: unknown) => e instanceof ApiError && e.code === 422 && e.details?.causes?.some((c) => c.field === field && message.test(c.message)) === true && e.message.startsWith('SubjectAccessReview.authorization.k8s.io "" is invalid: '),
+      (e: unknown) =>
+        e instanceof ApiError &&
+        e.code === 422 &&
+        e.details?.causes?.some((c) => c.field === field && message.test(c.message)) === true &&
+        e.message.startsWith('SubjectAccessReview.authorization.k8s.io "" is invalid: '),
     );
   };
-  invalid(sar({ user: 'a' }), 'spec.resourceAttributes', /exactly one of nonResourceAttributes or resourceAttributes must be specified/);
-  invalid(sar({ user: 'a', resourceAttributes: { verb: 'get' }, nonResourceAttributes: { path: '/', verb: 'get' } }), 'spec.nonResourceAttributes', /cannot be specified in combination with resourceAttributes/);
-  invalid(sar({ resourceAttributes: { verb: 'get', resource: 'pods' } }), 'spec.user', /at least one of user or group must be specified/);
-  invalid(sar({ user: 'a', resourceAttributes: { verb: 'get', resource: 'pods' } }, { name: 'x' }), 'metadata', /must be empty/);
-  assert.equal((reviewSubjectAccess(sar({ user: 'a', resourceAttributes: { verb: 'get', resource: 'pods' } }, JSON.parse('{"creationTimestamp":null}') as KubeObject['metadata']))['status'] as { allowed: boolean }).allowed, false, 'client-go\'s {"creationTimestamp":null} is empty metadata');
+  invalid(
+    sar({ user: 'a' }),
+    'spec.resourceAttributes',
+    /exactly one of nonResourceAttributes or resourceAttributes must be specified/,
+  );
+  invalid(
+    sar({ user: 'a', resourceAttributes: { verb: 'get' }, nonResourceAttributes: { path: '/', verb: 'get' } }),
+    'spec.nonResourceAttributes',
+    /cannot be specified in combination with resourceAttributes/,
+  );
+  invalid(
+    sar({ resourceAttributes: { verb: 'get', resource: 'pods' } }),
+    'spec.user',
+    /at least one of user or group must be specified/,
+  );
+  invalid(
+    sar({ user: 'a', resourceAttributes: { verb: 'get', resource: 'pods' } }, { name: 'x' }),
+    'metadata',
+    /must be empty/,
+  );
+  assert.equal(
+    (
+      reviewSubjectAccess(
+        sar(
+          { user: 'a', resourceAttributes: { verb: 'get', resource: 'pods' } },
+          JSON.parse('{"creationTimestamp":null}') as KubeObject['metadata'],
+        ),
+      )['status'] as { allowed: boolean }
+    ).allowed,
+    false,
+    'client-go\'s {"creationTimestamp":null} is empty metadata',
+  );
 });

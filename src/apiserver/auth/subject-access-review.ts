@@ -12,7 +12,8 @@ import { RBAC_POLICY, type PolicyBinding } from './rbac-policy.js';
 
 const GROUP = 'authorization.k8s.io';
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const badBody = (why: string): ApiError => new ApiError('BadRequest', `SubjectAccessReview in version "v1" cannot be handled as a SubjectAccessReview: ${why}`);
+const badBody = (why: string): ApiError =>
+  new ApiError('BadRequest', `SubjectAccessReview in version "v1" cannot be handled as a SubjectAccessReview: ${why}`);
 
 function strings(o: Record<string, unknown>, keys: readonly string[], where: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -30,9 +31,14 @@ export function reviewSubjectAccess(body: KubeObject, policy: readonly PolicyBin
   if (!isRecord(spec)) throw badBody('spec is not an object');
   const { user, uid } = strings(spec, ['user', 'uid'], 'spec') as { user: string; uid: string };
   const groups = spec['groups'] ?? [];
-  if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string')) throw badBody('spec.groups is not a list of strings');
+  if (!Array.isArray(groups) || !groups.every((g) => typeof g === 'string'))
+    throw badBody('spec.groups is not a list of strings');
   const extraIn = spec['extra'] ?? {};
-  if (!isRecord(extraIn) || !Object.values(extraIn).every((v) => Array.isArray(v) && v.every((s) => typeof s === 'string'))) throw badBody('spec.extra is not a map of string lists');
+  if (
+    !isRecord(extraIn) ||
+    !Object.values(extraIn).every((v) => Array.isArray(v) && v.every((s) => typeof s === 'string'))
+  )
+    throw badBody('spec.extra is not a map of string lists');
   const extra = extraIn as Record<string, string[]>;
   const ra = spec['resourceAttributes'] ?? undefined;
   const nra = spec['nonResourceAttributes'] ?? undefined;
@@ -43,10 +49,22 @@ export function reviewSubjectAccess(body: KubeObject, policy: readonly PolicyBin
   const cause = (field: string, value: string, message: string): void => {
     causes.push({ reason: 'FieldValueInvalid', field, message: `Invalid value: ${value}: ${message}` });
   };
-  if (ra !== undefined && nra !== undefined) cause('spec.nonResourceAttributes', JSON.stringify(nra), 'cannot be specified in combination with resourceAttributes');
-  if (ra === undefined && nra === undefined) cause('spec.resourceAttributes', '"null"', 'exactly one of nonResourceAttributes or resourceAttributes must be specified');
+  if (ra !== undefined && nra !== undefined)
+    cause(
+      'spec.nonResourceAttributes',
+      JSON.stringify(nra),
+      'cannot be specified in combination with resourceAttributes',
+    );
+  if (ra === undefined && nra === undefined)
+    cause(
+      'spec.resourceAttributes',
+      '"null"',
+      'exactly one of nonResourceAttributes or resourceAttributes must be specified',
+    );
   if (user === '' && groups.length === 0) cause('spec.user', '""', 'at least one of user or group must be specified');
-  const meta = Object.fromEntries(Object.entries(body.metadata).filter(([k, v]) => v !== null && v !== undefined && k !== 'managedFields'));
+  const meta = Object.fromEntries(
+    Object.entries(body.metadata).filter(([k, v]) => v !== null && v !== undefined && k !== 'managedFields'),
+  );
   if (Object.keys(meta).length > 0) cause('metadata', JSON.stringify(meta), 'must be empty');
   if (causes.length > 0) throw invalid('SubjectAccessReview', GROUP, '', causes);
 
@@ -54,11 +72,24 @@ export function reviewSubjectAccess(body: KubeObject, policy: readonly PolicyBin
   let attrs: Attributes;
   if (ra !== undefined) {
     const r = strings(ra, ['namespace', 'verb', 'group', 'resource', 'subresource', 'name'], 'spec.resourceAttributes');
-    attrs = { user: who, verb: r['verb']!, apiGroup: r['group']!, resource: r['resource']!, subresource: r['subresource']!, namespace: r['namespace']!, name: r['name']! };
+    attrs = {
+      user: who,
+      verb: r['verb']!,
+      apiGroup: r['group']!,
+      resource: r['resource']!,
+      subresource: r['subresource']!,
+      namespace: r['namespace']!,
+      name: r['name']!,
+    };
   } else {
     const r = strings(nra!, ['path', 'verb'], 'spec.nonResourceAttributes');
     attrs = { user: who, verb: r['verb']!, path: r['path']! };
   }
   const d = authorize(attrs, policy);
-  return { ...body, apiVersion: `${GROUP}/v1`, kind: 'SubjectAccessReview', status: { allowed: d.allowed, ...(d.reason !== '' ? { reason: d.reason } : {}) } };
+  return {
+    ...body,
+    apiVersion: `${GROUP}/v1`,
+    kind: 'SubjectAccessReview',
+    status: { allowed: d.allowed, ...(d.reason !== '' ? { reason: d.reason } : {}) },
+  };
 }

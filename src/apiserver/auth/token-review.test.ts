@@ -8,7 +8,12 @@ import { DEFAULT_ISSUER } from './service-account-token.js';
 import { reviewToken } from './token-review.js';
 
 const review = async (f: AuthFixture, token: string, audiences?: string[]): Promise<Record<string, unknown>> => {
-  const body: KubeObject = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', metadata: {}, spec: { token, ...(audiences !== undefined ? { audiences } : {}) } };
+  const body: KubeObject = {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenReview',
+    metadata: {},
+    spec: { token, ...(audiences !== undefined ? { audiences } : {}) },
+  };
   return (await reviewToken(f.authenticator, body))['status'] as Record<string, unknown>;
 };
 const refusedWith = async (f: AuthFixture, token: string, error: string, audiences?: string[]): Promise<void> => {
@@ -16,11 +21,18 @@ const refusedWith = async (f: AuthFixture, token: string, error: string, audienc
 };
 
 /** istio-system/ztunnel with a pod on node-a, and a pod-bound token for the CA audience. */
-async function boundToken(f: AuthFixture): Promise<{ token: string; sa: KubeObject; pod: KubeObject; node: KubeObject }> {
+async function boundToken(
+  f: AuthFixture,
+): Promise<{ token: string; sa: KubeObject; pod: KubeObject; node: KubeObject }> {
   const sa = f.put('serviceaccounts', 'istio-system', 'ztunnel');
-  const pod = f.put('pods', 'istio-system', 'ztunnel-x', { spec: { serviceAccountName: 'ztunnel', nodeName: 'node-a' } });
+  const pod = f.put('pods', 'istio-system', 'ztunnel-x', {
+    spec: { serviceAccountName: 'ztunnel', nodeName: 'node-a' },
+  });
   const node = f.put('nodes', '', 'node-a');
-  const token = await f.token('istio-system', 'ztunnel', { audiences: ['istio-ca'], boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'ztunnel-x', uid: pod.metadata.uid } });
+  const token = await f.token('istio-system', 'ztunnel', {
+    audiences: ['istio-ca'],
+    boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: 'ztunnel-x', uid: pod.metadata.uid },
+  });
   return { token, sa, pod, node };
 }
 
@@ -47,21 +59,21 @@ test('a valid pod-bound token is authenticated with the service-account user, it
   });
 });
 
-test('status.audiences is the intersection of spec.audiences with the token\'s', async (t) => {
+test("status.audiences is the intersection of spec.audiences with the token's", async (t) => {
   const f = await AuthFixture.create(t);
   f.put('serviceaccounts', 'default', 'web');
   const token = await f.token('default', 'web', { audiences: ['a', 'b'] });
   assert.deepEqual((await review(f, token, ['b', 'c']))['audiences'], ['b']);
 });
 
-test('an expired token fails TokenReview with Kubernetes\' error', async (t) => {
+test("an expired token fails TokenReview with Kubernetes' error", async (t) => {
   const f = await AuthFixture.create(t);
   f.put('serviceaccounts', 'default', 'web');
   const token = await f.expiredToken('default', 'web');
   await refusedWith(f, token, '[invalid bearer token, service account token has expired]');
 });
 
-test('an expired token is still accepted within go-jose\'s one-minute leeway, and refused after it', async (t) => {
+test("an expired token is still accepted within go-jose's one-minute leeway, and refused after it", async (t) => {
   const f = await AuthFixture.create(t);
   f.put('serviceaccounts', 'default', 'web');
   const token = await f.token('default', 'web', { expirationSeconds: 600 });
@@ -75,8 +87,17 @@ test('a token for another audience fails TokenReview, naming both audience lists
   const f = await AuthFixture.create(t);
   f.put('serviceaccounts', 'default', 'web');
   const token = await f.token('default', 'web', { audiences: ['istio-ca'] });
-  await refusedWith(f, token, `[invalid bearer token, token audiences ["istio-ca"] is invalid for the target audiences ["${DEFAULT_ISSUER}"]]`);
-  await refusedWith(f, token, '[invalid bearer token, token audiences ["istio-ca"] is invalid for the target audiences ["vault"]]', ['vault']);
+  await refusedWith(
+    f,
+    token,
+    `[invalid bearer token, token audiences ["istio-ca"] is invalid for the target audiences ["${DEFAULT_ISSUER}"]]`,
+  );
+  await refusedWith(
+    f,
+    token,
+    '[invalid bearer token, token audiences ["istio-ca"] is invalid for the target audiences ["vault"]]',
+    ['vault'],
+  );
 });
 
 test('a token whose signature was tampered with fails TokenReview', async (t) => {
@@ -94,8 +115,19 @@ test('a token signed by another key under our issuer, or from another issuer, or
   const f = await AuthFixture.create(t);
   f.put('serviceaccounts', 'default', 'web');
   const { privateKey } = await generateKeyPair('ES256');
-  const mint = (iss: string): Promise<string> => new SignJWT({}).setProtectedHeader({ alg: 'ES256' }).setIssuer(iss).setSubject('system:serviceaccount:default:web').setAudience(DEFAULT_ISSUER).setExpirationTime('1h').sign(privateKey);
-  await refusedWith(f, await mint(DEFAULT_ISSUER), '[invalid bearer token, go-jose/go-jose: error in cryptographic primitive]');
+  const mint = (iss: string): Promise<string> =>
+    new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256' })
+      .setIssuer(iss)
+      .setSubject('system:serviceaccount:default:web')
+      .setAudience(DEFAULT_ISSUER)
+      .setExpirationTime('1h')
+      .sign(privateKey);
+  await refusedWith(
+    f,
+    await mint(DEFAULT_ISSUER),
+    '[invalid bearer token, go-jose/go-jose: error in cryptographic primitive]',
+  );
   await refusedWith(f, await mint('https://evil.example'), 'invalid bearer token');
   await refusedWith(f, 'not-a-token', 'invalid bearer token');
 });
@@ -105,8 +137,15 @@ test('a token bound to a deleted pod fails TokenReview; so does one whose pod wa
   const { token, pod } = await boundToken(f);
   f.remove('pods', 'istio-system', 'ztunnel-x');
   await refusedWith(f, token, '[invalid bearer token, service account token has been invalidated]', ['istio-ca']);
-  const again = f.put('pods', 'istio-system', 'ztunnel-x', { spec: { serviceAccountName: 'ztunnel', nodeName: 'node-a' } });
-  await refusedWith(f, token, `[invalid bearer token, pod UID (${again.metadata.uid}) does not match service account pod ref claim (${pod.metadata.uid})]`, ['istio-ca']);
+  const again = f.put('pods', 'istio-system', 'ztunnel-x', {
+    spec: { serviceAccountName: 'ztunnel', nodeName: 'node-a' },
+  });
+  await refusedWith(
+    f,
+    token,
+    `[invalid bearer token, pod UID (${again.metadata.uid}) does not match service account pod ref claim (${pod.metadata.uid})]`,
+    ['istio-ca'],
+  );
 });
 
 test('a pod being deleted invalidates its tokens once its deletionTimestamp is older than the leeway', async (t) => {
@@ -118,14 +157,18 @@ test('a pod being deleted invalidates its tokens once its deletionTimestamp is o
   await refusedWith(f, token, '[invalid bearer token, service account token has been invalidated]', ['istio-ca']);
 });
 
-test('a deleted service account\'s token fails TokenReview; so does one of a recreated account with a new uid', async (t) => {
+test("a deleted service account's token fails TokenReview; so does one of a recreated account with a new uid", async (t) => {
   const f = await AuthFixture.create(t);
   const sa = f.put('serviceaccounts', 'default', 'web');
   const token = await f.token('default', 'web');
   f.remove('serviceaccounts', 'default', 'web');
   await refusedWith(f, token, '[invalid bearer token, serviceaccounts "web" not found]');
   const again = f.put('serviceaccounts', 'default', 'web');
-  await refusedWith(f, token, `[invalid bearer token, service account UID (${again.metadata.uid}) does not match claim (${sa.metadata.uid})]`);
+  await refusedWith(
+    f,
+    token,
+    `[invalid bearer token, service account UID (${again.metadata.uid}) does not match claim (${sa.metadata.uid})]`,
+  );
 });
 
 test('a node-bound token fails once its node is deleted or recreated; a secret-bound one once its secret is', async (t) => {
@@ -133,22 +176,43 @@ test('a node-bound token fails once its node is deleted or recreated; a secret-b
   f.put('serviceaccounts', 'default', 'web');
   const node = f.put('nodes', '', 'node-a');
   f.put('secrets', 'default', 's');
-  const nodeToken = await f.token('default', 'web', { boundObjectRef: { kind: 'Node', apiVersion: 'v1', name: 'node-a' } });
-  const secretToken = await f.token('default', 'web', { boundObjectRef: { kind: 'Secret', apiVersion: 'v1', name: 's' } });
+  const nodeToken = await f.token('default', 'web', {
+    boundObjectRef: { kind: 'Node', apiVersion: 'v1', name: 'node-a' },
+  });
+  const secretToken = await f.token('default', 'web', {
+    boundObjectRef: { kind: 'Secret', apiVersion: 'v1', name: 's' },
+  });
   assert.equal((await review(f, nodeToken))['authenticated'], true);
   const again = f.put('nodes', '', 'node-a');
-  await refusedWith(f, nodeToken, `[invalid bearer token, node UID (${again.metadata.uid}) does not match service account node ref claim (${node.metadata.uid})]`);
+  await refusedWith(
+    f,
+    nodeToken,
+    `[invalid bearer token, node UID (${again.metadata.uid}) does not match service account node ref claim (${node.metadata.uid})]`,
+  );
   f.remove('secrets', 'default', 's');
   await refusedWith(f, secretToken, '[invalid bearer token, service account token has been invalidated]');
 });
 
 test('the admin token reviews as kubernetes-admin in system:masters for the API audiences only', async (t) => {
   const f = await AuthFixture.create(t);
-  assert.deepEqual(await review(f, f.creds.adminToken), { authenticated: true, user: { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] }, audiences: [DEFAULT_ISSUER] });
+  assert.deepEqual(await review(f, f.creds.adminToken), {
+    authenticated: true,
+    user: { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] },
+    audiences: [DEFAULT_ISSUER],
+  });
   await refusedWith(f, f.creds.adminToken, 'invalid bearer token', ['istio-ca']);
 });
 
 test('a TokenReview without a token is 400, as Kubernetes answers it', async (t) => {
   const f = await AuthFixture.create(t);
-  await assert.rejects(reviewToken(f.authenticator, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', metadata: {}, spec: {} }), (e: unknown) => e instanceof ApiError && e.code === 400 && e.message === 'token is required for TokenReview in authentication');
+  await assert.rejects(
+    reviewToken(f.authenticator, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenReview',
+      metadata: {},
+      spec: {},
+    }),
+    (e: unknown) =>
+      e instanceof ApiError && e.code === 400 && e.message === 'token is required for TokenReview in authentication',
+  );
 });

@@ -15,13 +15,21 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export async function reviewToken(authenticator: Authenticator, body: KubeObject): Promise<KubeObject> {
   const spec = isRecord(body['spec']) ? body['spec'] : {};
   const token = spec['token'];
-  if (token !== undefined && typeof token !== 'string') throw new ApiError('BadRequest', 'TokenReview in version "v1" cannot be handled as a TokenReview: spec.token is not a string');
-  if (token === undefined || token === '') throw new ApiError('BadRequest', 'token is required for TokenReview in authentication');
+  if (token !== undefined && typeof token !== 'string')
+    throw new ApiError(
+      'BadRequest',
+      'TokenReview in version "v1" cannot be handled as a TokenReview: spec.token is not a string',
+    );
+  if (token === undefined || token === '')
+    throw new ApiError('BadRequest', 'token is required for TokenReview in authentication');
   const auds = spec['audiences'];
   if (auds !== undefined && auds !== null && !(Array.isArray(auds) && auds.every((a) => typeof a === 'string'))) {
-    throw new ApiError('BadRequest', 'TokenReview in version "v1" cannot be handled as a TokenReview: spec.audiences is not a list of strings');
+    throw new ApiError(
+      'BadRequest',
+      'TokenReview in version "v1" cannot be handled as a TokenReview: spec.audiences is not a list of strings',
+    );
   }
-  const r = await authenticator.authenticateToken(token, (auds ?? undefined));
+  const r = await authenticator.authenticateToken(token, auds ?? undefined);
   let status: Record<string, unknown>;
   if (r.authenticated) {
     const u = r.user;
@@ -31,7 +39,9 @@ export async function reviewToken(authenticator: Authenticator, body: KubeObject
         username: u.username,
         ...(u.uid !== undefined && u.uid !== '' ? { uid: u.uid } : {}),
         groups: [...u.groups],
-        ...(u.extra !== undefined ? { extra: Object.fromEntries(Object.entries(u.extra).map(([k, v]) => [k, [...v]])) } : {}),
+        ...(u.extra !== undefined
+          ? { extra: Object.fromEntries(Object.entries(u.extra).map(([k, v]) => [k, [...v]])) }
+          : {}),
       },
       audiences: [...r.audiences],
     };

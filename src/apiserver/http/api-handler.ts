@@ -39,11 +39,25 @@ export function apiHandler(d: ApiHandlerDeps): (req: http.IncomingMessage, res: 
           sendError(res, e);
           return;
         }
-        d.log.error({ method: req.method, path: req.url, err: e instanceof Error ? e.stack : String(e) }, 'request failed');
-        sendError(res, new ApiError('InternalError', 'an error on the server has prevented the request from succeeding'));
+        d.log.error(
+          { method: req.method, path: req.url, err: e instanceof Error ? e.stack : String(e) },
+          'request failed',
+        );
+        sendError(
+          res,
+          new ApiError('InternalError', 'an error on the server has prevented the request from succeeding'),
+        );
       })
       .finally(() => {
-        d.log.debug({ method: req.method, path: req.url, status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }, 'request');
+        d.log.debug(
+          {
+            method: req.method,
+            path: req.url,
+            status: res.statusCode,
+            ms: Number(process.hrtime.bigint() - started) / 1e6,
+          },
+          'request',
+        );
       });
   };
 }
@@ -60,7 +74,8 @@ async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.Ser
     await handleResource(req, res, url, info, d.registry, d.computed, user);
     return;
   }
-  if (req.method !== 'GET' && req.method !== 'HEAD') throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
+  if (req.method !== 'GET' && req.method !== 'HEAD')
+    throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
   const p = url.pathname.replace(/\/+$/, '') || '/';
   if (p === '/livez' || p === '/healthz') return sendText(res, 200, 'ok');
   if (p === '/readyz') return d.ready() ? sendText(res, 200, 'ok') : sendText(res, 500, 'readyz check failed');
@@ -80,7 +95,14 @@ async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.Ser
     return;
   }
   const parts = p.split('/').filter((s) => s !== '');
-  const doc = parts[0] === 'api' && parts.length === 2 ? apiResourceList('', parts[1] ?? '') : parts[0] === 'apis' && parts.length === 2 ? apiGroupDocument(parts[1] ?? '') : parts[0] === 'apis' && parts.length === 3 ? apiResourceList(parts[1] ?? '', parts[2] ?? '') : undefined;
+  const doc =
+    parts[0] === 'api' && parts.length === 2
+      ? apiResourceList('', parts[1] ?? '')
+      : parts[0] === 'apis' && parts.length === 2
+        ? apiGroupDocument(parts[1] ?? '')
+        : parts[0] === 'apis' && parts.length === 3
+          ? apiResourceList(parts[1] ?? '', parts[2] ?? '')
+          : undefined;
   if (doc === undefined) throw new ApiError('NotFound', 'the server could not find the requested resource');
   sendJson(res, 200, doc);
 }

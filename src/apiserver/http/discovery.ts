@@ -19,7 +19,11 @@ function groupVersion(k: KindInfo): string {
 }
 
 export function apiVersions(serverAddress: string): unknown {
-  return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
+  return {
+    kind: 'APIVersions',
+    versions: ['v1'],
+    serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }],
+  };
 }
 
 /** Every named group with its versions, in the order the kinds table lists them. */
@@ -65,7 +69,13 @@ export function apiResourceList(group: string, version: string): unknown {
       ...(k.shortNames.length > 0 ? { shortNames: k.shortNames } : {}),
       ...(k.categories.length > 0 ? { categories: k.categories } : {}),
     });
-    for (const sub of k.subresources) resources.push({ name: `${k.plural}/${sub}`, singularName: '', namespaced: k.namespaced, ...SUBRESOURCE_DISCOVERY[sub](k) });
+    for (const sub of k.subresources)
+      resources.push({
+        name: `${k.plural}/${sub}`,
+        singularName: '',
+        namespaced: k.namespaced,
+        ...SUBRESOURCE_DISCOVERY[sub](k),
+      });
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: groupVersion(kinds[0] as KindInfo), resources };
 }

@@ -15,13 +15,19 @@ function gvPath(group: string, version: string): string {
 /** The component name kube-openapi uses: `io.k8s.api.core.v1.Pod`, `io.istio.security.v1.AuthorizationPolicy`. */
 function schemaName(k: KindInfo): string {
   if (k.group === '') return `io.k8s.api.core.${k.version}.${k.kind}`;
-  if (k.group.endsWith('.k8s.io') && !k.group.startsWith('gateway.')) return `io.k8s.api.${k.group.split('.')[0] ?? ''}.${k.version}.${k.kind}`;
+  if (k.group.endsWith('.k8s.io') && !k.group.startsWith('gateway.'))
+    return `io.k8s.api.${k.group.split('.')[0] ?? ''}.${k.version}.${k.kind}`;
   if (!k.group.includes('.')) return `io.k8s.api.${k.group}.${k.version}.${k.kind}`;
   return `${k.group.split('.').reverse().join('.')}.${k.version}.${k.kind}`;
 }
 
 const QUERY = (name: string): unknown => ({ name, in: 'query', schema: { type: 'string', uniqueItems: true } });
-const PATH = (name: string): unknown => ({ name, in: 'path', required: true, schema: { type: 'string', uniqueItems: true } });
+const PATH = (name: string): unknown => ({
+  name,
+  in: 'path',
+  required: true,
+  schema: { type: 'string', uniqueItems: true },
+});
 
 function documentFor(group: string, version: string): unknown {
   const kinds = KINDS.filter((k) => k.group === group && k.version === version);
@@ -32,7 +38,12 @@ function documentFor(group: string, version: string): unknown {
     const ref = { $ref: `#/components/schemas/${schemaName(k)}` };
     const body = { content: { 'application/json': { schema: ref } } };
     const ok = { responses: { '200': { description: 'OK', content: { 'application/json': { schema: ref } } } } };
-    const op = (action: string, extra: object = {}): unknown => ({ 'x-kubernetes-action': action, 'x-kubernetes-group-version-kind': gvk[0], ...ok, ...extra });
+    const op = (action: string, extra: object = {}): unknown => ({
+      'x-kubernetes-action': action,
+      'x-kubernetes-group-version-kind': gvk[0],
+      ...ok,
+      ...extra,
+    });
     const writeParams = [QUERY('dryRun'), QUERY('fieldManager'), QUERY('fieldValidation')];
     const base = `/${gvPath(group, version)}${k.namespaced ? '/namespaces/{namespace}' : ''}/${k.plural}`;
     const scope = k.namespaced ? [PATH('namespace')] : [];
@@ -44,10 +55,26 @@ function documentFor(group: string, version: string): unknown {
         parameters: [PATH('name'), ...scope],
         get: op('get'),
         put: op('put', { requestBody: body, parameters: writeParams }),
-        patch: op('patch', { requestBody: { content: { 'application/json-patch+json': { schema: { type: 'object' } }, 'application/merge-patch+json': { schema: { type: 'object' } }, 'application/strategic-merge-patch+json': { schema: { type: 'object' } } } }, parameters: [...writeParams, QUERY('force')] }),
+        patch: op('patch', {
+          requestBody: {
+            content: {
+              'application/json-patch+json': { schema: { type: 'object' } },
+              'application/merge-patch+json': { schema: { type: 'object' } },
+              'application/strategic-merge-patch+json': { schema: { type: 'object' } },
+            },
+          },
+          parameters: [...writeParams, QUERY('force')],
+        }),
         delete: op('delete'),
       };
-      for (const sub of k.subresources) if (sub === 'status') paths[`${base}/{name}/status`] = { parameters: [PATH('name'), ...scope], get: op('get'), put: op('put', { requestBody: body, parameters: writeParams }), patch: op('patch', { parameters: writeParams }) };
+      for (const sub of k.subresources)
+        if (sub === 'status')
+          paths[`${base}/{name}/status`] = {
+            parameters: [PATH('name'), ...scope],
+            get: op('get'),
+            put: op('put', { requestBody: body, parameters: writeParams }),
+            patch: op('patch', { parameters: writeParams }),
+          };
     }
     schemas[schemaName(k)] = {
       type: 'object',

@@ -28,64 +28,111 @@ const INCLUDE_OBJECT: readonly IncludeObject[] = ['None', 'Metadata', 'Object'];
 const PROPAGATION_POLICIES: readonly string[] = ['Foreground', 'Background', 'Orphan'];
 
 /** The verbs each subresource serves (status: get, update, patch; token and binding: create; a Namespace's finalize: update). */
-const SUBRESOURCE_VERBS: Readonly<Record<string, readonly string[]>> = { status: ['get', 'update', 'patch'], token: ['create'], binding: ['create'], finalize: ['update'] };
+const SUBRESOURCE_VERBS: Readonly<Record<string, readonly string[]>> = {
+  status: ['get', 'update', 'patch'],
+  token: ['create'],
+  binding: ['create'],
+  finalize: ['update'],
+};
 
 export function resolveKind(r: ResourceRequest): KindInfo {
   const k = findKind(r.group, r.version, r.plural);
   if (k === undefined) throw new ApiError('NotFound', 'the server could not find the requested resource');
   if (r.subresource !== undefined) {
-    const served = (k.subresources as readonly string[]).includes(r.subresource) || (k.kind === 'Namespace' && r.subresource === 'finalize');
+    const served =
+      (k.subresources as readonly string[]).includes(r.subresource) ||
+      (k.kind === 'Namespace' && r.subresource === 'finalize');
     if (!served) throw new ApiError('NotFound', 'the server could not find the requested resource');
-    if (!(SUBRESOURCE_VERBS[r.subresource] ?? []).includes(r.verb)) throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    if (!(SUBRESOURCE_VERBS[r.subresource] ?? []).includes(r.verb))
+      throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
   }
-  if (k.kind === 'Namespace' && k.group === '' && r.verb === 'deletecollection') throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
+  if (k.kind === 'Namespace' && k.group === '' && r.verb === 'deletecollection')
+    throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
   if (k.namespaced && r.namespace === undefined && r.verb !== 'list' && r.verb !== 'watch') {
     throw new ApiError('NotFound', 'the server could not find the requested resource');
   }
-  if (!k.namespaced && r.namespace !== undefined) throw new ApiError('NotFound', 'the server could not find the requested resource');
-  if (k.review && r.verb !== 'create') throw new ApiError('MethodNotAllowed', `the server does not allow this method on the requested resource`);
+  if (!k.namespaced && r.namespace !== undefined)
+    throw new ApiError('NotFound', 'the server could not find the requested resource');
+  if (k.review && r.verb !== 'create')
+    throw new ApiError('MethodNotAllowed', `the server does not allow this method on the requested resource`);
   return k;
 }
 
 function patchTypeOf(contentType: string | undefined): PatchType {
   const t = (contentType ?? '').split(';')[0]?.trim();
   for (const [name, media] of Object.entries(PATCH_TYPES)) if (media === t) return name as PatchType;
-  throw new ApiError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`);
+  throw new ApiError(
+    'UnsupportedMediaType',
+    `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`,
+  );
 }
 
 function deleteOptions(body: Buffer, url: URL): DeleteOptions {
   const parsed = body.length > 0 ? parseJsonBody(body, 'application/json') : {};
-  const o = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { preconditions?: { resourceVersion?: string; uid?: string }; propagationPolicy?: string; orphanDependents?: boolean };
-  const policy = url.searchParams.get('propagationPolicy') ?? o.propagationPolicy ?? (o.orphanDependents === true ? 'Orphan' : undefined);
+  const o = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as {
+    preconditions?: { resourceVersion?: string; uid?: string };
+    propagationPolicy?: string;
+    orphanDependents?: boolean;
+  };
+  const policy =
+    url.searchParams.get('propagationPolicy') ??
+    o.propagationPolicy ??
+    (o.orphanDependents === true ? 'Orphan' : undefined);
   if (policy !== undefined && !PROPAGATION_POLICIES.includes(policy)) {
-    throw invalid('DeleteOptions', 'meta.k8s.io', '', [{ reason: 'FieldValueNotSupported', field: 'propagationPolicy', message: `Unsupported value: "${policy}": supported values: ${PROPAGATION_POLICIES.map((p) => `"${p}"`).join(', ')}` }]);
+    throw invalid('DeleteOptions', 'meta.k8s.io', '', [
+      {
+        reason: 'FieldValueNotSupported',
+        field: 'propagationPolicy',
+        message: `Unsupported value: "${policy}": supported values: ${PROPAGATION_POLICIES.map((p) => `"${p}"`).join(', ')}`,
+      },
+    ]);
   }
-  const dryRun = isDryRun(url) || (Array.isArray((o as { dryRun?: unknown }).dryRun) && ((o as { dryRun: unknown[] }).dryRun).includes('All'));
+  const dryRun =
+    isDryRun(url) ||
+    (Array.isArray((o as { dryRun?: unknown }).dryRun) && (o as { dryRun: unknown[] }).dryRun.includes('All'));
   return { preconditions: o.preconditions, propagationPolicy: policy, dryRun };
 }
 
 function selectors(url: URL): { labelSelector: string | undefined; fieldSelector: string | undefined } {
-  return { labelSelector: url.searchParams.get('labelSelector') ?? undefined, fieldSelector: url.searchParams.get('fieldSelector') ?? undefined };
+  return {
+    labelSelector: url.searchParams.get('labelSelector') ?? undefined,
+    fieldSelector: url.searchParams.get('fieldSelector') ?? undefined,
+  };
 }
 
 /** A watch on one named object is a watch with `metadata.name=<name>` (k8s.io/apiserver handlers/get.go). */
-function watchSelectors(url: URL, name: string | undefined): { labelSelector: string | undefined; fieldSelector: string | undefined } {
+function watchSelectors(
+  url: URL,
+  name: string | undefined,
+): { labelSelector: string | undefined; fieldSelector: string | undefined } {
   const s = selectors(url);
   if (name === undefined) return s;
   const byName = `metadata.name=${name}`;
   if (s.fieldSelector !== undefined && s.fieldSelector !== '' && s.fieldSelector !== byName) {
-    throw new ApiError('BadRequest', `fieldSelector ${s.fieldSelector} does not match the name of the watched object (${byName})`);
+    throw new ApiError(
+      'BadRequest',
+      `fieldSelector ${s.fieldSelector} does not match the name of the watched object (${byName})`,
+    );
   }
   return { ...s, fieldSelector: byName };
 }
 
 function isDryRun(url: URL): boolean {
   const d = url.searchParams.getAll('dryRun');
-  for (const v of d) if (v !== 'All') throw new ApiError('BadRequest', `dryRun: Unsupported value: "${v}": supported values: "All"`);
+  for (const v of d)
+    if (v !== 'All') throw new ApiError('BadRequest', `dryRun: Unsupported value: "${v}": supported values: "All"`);
   return d.length > 0;
 }
 
-export async function handleResource(req: http.IncomingMessage, res: http.ServerResponse, url: URL, r: ResourceRequest, registry: Registry, computed: ComputedResources, user: UserInfo): Promise<void> {
+export async function handleResource(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  url: URL,
+  r: ResourceRequest,
+  registry: Registry,
+  computed: ComputedResources,
+  user: UserInfo,
+): Promise<void> {
   const k = resolveKind(r);
   const ns = k.namespaced ? r.namespace : undefined;
   const name = r.name ?? '';
@@ -93,20 +140,33 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
   switch (r.verb) {
     case 'get': {
       const o = registry.get(k, ns, name);
-      if (wantsTable(req.headers.accept)) sendJson(res, 200, toTable(k, [o], o.metadata.resourceVersion ?? '', includeObject(url)), 'application/json;as=Table;v=v1;g=meta.k8s.io');
+      if (wantsTable(req.headers.accept))
+        sendJson(
+          res,
+          200,
+          toTable(k, [o], o.metadata.resourceVersion ?? '', includeObject(url)),
+          'application/json;as=Table;v=v1;g=meta.k8s.io',
+        );
       else reply(200, o);
       return;
     }
     case 'list': {
       const list = registry.list(k, ns, selectors(url));
-      if (wantsTable(req.headers.accept)) sendJson(res, 200, toTable(k, list.items, list.metadata.resourceVersion, includeObject(url)), 'application/json;as=Table;v=v1;g=meta.k8s.io');
+      if (wantsTable(req.headers.accept))
+        sendJson(
+          res,
+          200,
+          toTable(k, list.items, list.metadata.resourceVersion, includeObject(url)),
+          'application/json;as=Table;v=v1;g=meta.k8s.io',
+        );
       else sendJson(res, 200, list);
       return;
     }
     case 'watch': {
       const timeout = url.searchParams.get('timeoutSeconds');
       const timeoutSeconds = timeout === null ? undefined : Number(timeout);
-      if (timeoutSeconds !== undefined && !(Number.isInteger(timeoutSeconds) && timeoutSeconds >= 0)) throw new ApiError('BadRequest', `timeoutSeconds: Invalid value: "${timeout ?? ''}"`);
+      if (timeoutSeconds !== undefined && !(Number.isInteger(timeoutSeconds) && timeoutSeconds >= 0))
+        throw new ApiError('BadRequest', `timeoutSeconds: Invalid value: "${timeout ?? ''}"`);
       const sendInitialEvents = url.searchParams.get('sendInitialEvents');
       serveWatch(req, res, registry, k, ns, {
         resourceVersion: url.searchParams.get('resourceVersion') ?? undefined,
@@ -134,7 +194,8 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
         reply(201, await computed.review(k, body, user));
         return;
       }
-      if (r.name !== undefined) throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
+      if (r.name !== undefined)
+        throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
       reply(201, await registry.create(k, ns, body, isDryRun(url)));
       return;
     }
@@ -164,6 +225,7 @@ export async function handleResource(req: http.IncomingMessage, res: http.Server
 
 function includeObject(url: URL): IncludeObject {
   const v = url.searchParams.get('includeObject') ?? 'Metadata';
-  if (!(INCLUDE_OBJECT as readonly string[]).includes(v)) throw new ApiError('BadRequest', `includeObject: Unsupported value: "${v}"`);
+  if (!(INCLUDE_OBJECT as readonly string[]).includes(v))
+    throw new ApiError('BadRequest', `includeObject: Unsupported value: "${v}"`);
   return v as IncludeObject;
 }

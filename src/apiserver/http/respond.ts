@@ -9,9 +9,18 @@ import { decodeProtobufBody, PROTOBUF_MEDIA_TYPE } from '../protobuf/convert.js'
 /** The API server refuses request bodies over 3 MiB (k8s.io/apiserver's default MaxRequestBodyBytes). */
 export const MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024;
 
-export function sendJson(res: http.ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
+export function sendJson(
+  res: http.ServerResponse,
+  status: number,
+  body: unknown,
+  contentType = 'application/json',
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-cache, private' });
+  res.writeHead(status, {
+    'content-type': contentType,
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-cache, private',
+  });
   res.end(text);
 }
 
@@ -24,7 +33,11 @@ export function sendError(res: http.ServerResponse, e: ApiError): void {
 }
 
 export function sendText(res: http.ServerResponse, status: number, text: string): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text), 'x-content-type-options': 'nosniff' });
+  res.writeHead(status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'x-content-type-options': 'nosniff',
+  });
   res.end(text);
 }
 
@@ -34,7 +47,8 @@ export async function readBody(req: http.IncomingMessage): Promise<Buffer> {
   let size = 0;
   for await (const c of req as AsyncIterable<Buffer>) {
     size += c.length;
-    if (size > MAX_REQUEST_BODY_BYTES) throw new ApiError('RequestEntityTooLarge', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
+    if (size > MAX_REQUEST_BODY_BYTES)
+      throw new ApiError('RequestEntityTooLarge', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
     chunks.push(c);
   }
   return Buffer.concat(chunks);
@@ -49,7 +63,10 @@ export function parseObjectBody(body: Buffer, contentType: string | undefined): 
 export function parseJsonBody(body: Buffer, contentType: string | undefined): unknown {
   const type = mediaTypeOf(contentType);
   if (type !== '' && !type.endsWith('json') && type !== '*/*') {
-    throw new ApiError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, ${PROTOBUF_MEDIA_TYPE}`);
+    throw new ApiError(
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: application/json, ${PROTOBUF_MEDIA_TYPE}`,
+    );
   }
   try {
     return JSON.parse(body.toString('utf8')) as unknown;

@@ -16,7 +16,8 @@ interface Column {
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const str = (v: unknown, dflt = '<none>'): string => (typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : dflt);
+const str = (v: unknown, dflt = '<none>'): string =>
+  typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : dflt;
 
 /** kubectl's human durations (k8s.io/apimachinery pkg/util/duration HumanDuration). */
 export function humanDuration(ms: number): string {
@@ -35,7 +36,13 @@ export function humanDuration(ms: number): string {
 }
 
 const NAME: Column = { name: 'Name', cell: (o) => o.metadata.name ?? '' };
-const AGE: Column = { name: 'Age', cell: (o) => (o.metadata.creationTimestamp === undefined ? '<unknown>' : humanDuration(Date.now() - Date.parse(o.metadata.creationTimestamp))) };
+const AGE: Column = {
+  name: 'Age',
+  cell: (o) =>
+    o.metadata.creationTimestamp === undefined
+      ? '<unknown>'
+      : humanDuration(Date.now() - Date.parse(o.metadata.creationTimestamp)),
+};
 const spec = (o: KubeObject): Obj => obj(o.spec);
 const status = (o: KubeObject): Obj => obj(o.status);
 
@@ -59,7 +66,15 @@ const COLUMNS: Record<string, Column[]> = {
     NAME,
     { name: 'Ready', cell: podReady },
     { name: 'Status', cell: (o) => str(status(o).reason, str(status(o).phase, 'Unknown')) },
-    { name: 'Restarts', type: 'integer', cell: (o) => arr(status(o).containerStatuses).reduce<number>((n, c) => n + (typeof obj(c).restartCount === 'number' ? (obj(c).restartCount as number) : 0), 0) },
+    {
+      name: 'Restarts',
+      type: 'integer',
+      cell: (o) =>
+        arr(status(o).containerStatuses).reduce<number>(
+          (n, c) => n + (typeof obj(c).restartCount === 'number' ? (obj(c).restartCount as number) : 0),
+          0,
+        ),
+    },
     AGE,
     { name: 'IP', priority: 1, cell: (o) => str(status(o).podIP) },
     { name: 'Node', priority: 1, cell: (o) => str(spec(o).nodeName) },
@@ -68,26 +83,70 @@ const COLUMNS: Record<string, Column[]> = {
     NAME,
     { name: 'Type', cell: (o) => str(spec(o).type, 'ClusterIP') },
     { name: 'Cluster-IP', cell: (o) => str(spec(o).clusterIP) },
-    { name: 'External-IP', cell: (o) => (arr(spec(o).externalIPs).length > 0 ? arr(spec(o).externalIPs).join(',') : '<none>') },
+    {
+      name: 'External-IP',
+      cell: (o) => (arr(spec(o).externalIPs).length > 0 ? arr(spec(o).externalIPs).join(',') : '<none>'),
+    },
     { name: 'Port(s)', cell: servicePorts },
     AGE,
-    { name: 'Selector', priority: 1, cell: (o) => Object.entries(obj(spec(o).selector)).map(([k, v]) => `${k}=${str(v, '')}`).join(',') || '<none>' },
+    {
+      name: 'Selector',
+      priority: 1,
+      cell: (o) =>
+        Object.entries(obj(spec(o).selector))
+          .map(([k, v]) => `${k}=${str(v, '')}`)
+          .join(',') || '<none>',
+    },
   ],
   '/Namespace': [NAME, { name: 'Status', cell: (o) => str(status(o).phase, 'Active') }, AGE],
   '/Node': [
     NAME,
-    { name: 'Status', cell: (o) => (arr(status(o).conditions).some((c) => obj(c).type === 'Ready' && obj(c).status === 'True') ? 'Ready' : 'NotReady') },
-    { name: 'Roles', cell: (o) => Object.keys(o.metadata.labels ?? {}).filter((l) => l.startsWith('node-role.kubernetes.io/')).map((l) => l.slice('node-role.kubernetes.io/'.length)).join(',') || '<none>' },
+    {
+      name: 'Status',
+      cell: (o) =>
+        arr(status(o).conditions).some((c) => obj(c).type === 'Ready' && obj(c).status === 'True')
+          ? 'Ready'
+          : 'NotReady',
+    },
+    {
+      name: 'Roles',
+      cell: (o) =>
+        Object.keys(o.metadata.labels ?? {})
+          .filter((l) => l.startsWith('node-role.kubernetes.io/'))
+          .map((l) => l.slice('node-role.kubernetes.io/'.length))
+          .join(',') || '<none>',
+    },
     AGE,
     { name: 'Version', cell: (o) => str(obj(status(o).nodeInfo).kubeletVersion, '') },
   ],
-  '/ConfigMap': [NAME, { name: 'Data', type: 'integer', cell: (o) => Object.keys(obj(o.data)).length + Object.keys(obj(o.binaryData)).length }, AGE],
-  '/Secret': [NAME, { name: 'Type', cell: (o) => str(o.type, 'Opaque') }, { name: 'Data', type: 'integer', cell: (o) => Object.keys(obj(o.data)).length }, AGE],
+  '/ConfigMap': [
+    NAME,
+    {
+      name: 'Data',
+      type: 'integer',
+      cell: (o) => Object.keys(obj(o.data)).length + Object.keys(obj(o.binaryData)).length,
+    },
+    AGE,
+  ],
+  '/Secret': [
+    NAME,
+    { name: 'Type', cell: (o) => str(o.type, 'Opaque') },
+    { name: 'Data', type: 'integer', cell: (o) => Object.keys(obj(o.data)).length },
+    AGE,
+  ],
   'apps/Deployment': [
     NAME,
     { name: 'Ready', cell: (o) => `${str(status(o).readyReplicas, '0')}/${str(spec(o).replicas, '1')}` },
-    { name: 'Up-to-date', type: 'integer', cell: (o) => (typeof status(o).updatedReplicas === 'number' ? (status(o).updatedReplicas as number) : 0) },
-    { name: 'Available', type: 'integer', cell: (o) => (typeof status(o).availableReplicas === 'number' ? (status(o).availableReplicas as number) : 0) },
+    {
+      name: 'Up-to-date',
+      type: 'integer',
+      cell: (o) => (typeof status(o).updatedReplicas === 'number' ? (status(o).updatedReplicas as number) : 0),
+    },
+    {
+      name: 'Available',
+      type: 'integer',
+      cell: (o) => (typeof status(o).availableReplicas === 'number' ? (status(o).availableReplicas as number) : 0),
+    },
     AGE,
   ],
   'security.istio.io/AuthorizationPolicy': [NAME, { name: 'Action', cell: (o) => str(spec(o).action, '') }, AGE],
@@ -110,16 +169,34 @@ export function wantsTable(accept: string | undefined): boolean {
   return /;\s*as=Table/.test(first) && /;\s*g=meta\.k8s\.io/.test(first);
 }
 
-export function toTable(k: KindInfo, items: readonly KubeObject[], resourceVersion: string, include: IncludeObject): unknown {
+export function toTable(
+  k: KindInfo,
+  items: readonly KubeObject[],
+  resourceVersion: string,
+  include: IncludeObject,
+): unknown {
   const cols = COLUMNS[`${k.group}/${k.kind}`] ?? [NAME, AGE];
   return {
     kind: 'Table',
     apiVersion: 'meta.k8s.io/v1',
     metadata: { resourceVersion },
-    columnDefinitions: cols.map((c) => ({ name: c.name, type: c.type ?? 'string', format: c === NAME ? 'name' : '', description: '', priority: c.priority ?? 0 })),
+    columnDefinitions: cols.map((c) => ({
+      name: c.name,
+      type: c.type ?? 'string',
+      format: c === NAME ? 'name' : '',
+      description: '',
+      priority: c.priority ?? 0,
+    })),
     rows: items.map((o) => ({
       cells: cols.map((c) => c.cell(o)),
-      ...(include === 'None' ? {} : { object: include === 'Object' ? o : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata } }),
+      ...(include === 'None'
+        ? {}
+        : {
+            object:
+              include === 'Object'
+                ? o
+                : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata },
+          }),
     })),
   };
 }

@@ -45,16 +45,35 @@ export interface WatchParams {
 /** Checks the parameters as ListOptions validation does, before anything is sent. */
 function validate(p: WatchParams): void {
   const rv = p.resourceVersion ?? '';
-  if (rv !== '' && !/^\d+$/.test(rv)) throw new ApiError('BadRequest', `resourceVersion: Invalid value: "${rv}": must be a non-negative integer`);
+  if (rv !== '' && !/^\d+$/.test(rv))
+    throw new ApiError('BadRequest', `resourceVersion: Invalid value: "${rv}": must be a non-negative integer`);
   if (p.sendInitialEvents !== undefined) {
-    if (!p.allowWatchBookmarks) throw new ApiError('Invalid', 'ListOptions.meta.k8s.io "" is invalid: allowWatchBookmarks: Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true');
-    if (p.resourceVersionMatch !== 'NotOlderThan') throw new ApiError('Invalid', `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan`);
+    if (!p.allowWatchBookmarks)
+      throw new ApiError(
+        'Invalid',
+        'ListOptions.meta.k8s.io "" is invalid: allowWatchBookmarks: Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true',
+      );
+    if (p.resourceVersionMatch !== 'NotOlderThan')
+      throw new ApiError(
+        'Invalid',
+        `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan`,
+      );
   } else if (p.resourceVersionMatch !== undefined && p.resourceVersionMatch !== '') {
-    throw new ApiError('Invalid', 'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided');
+    throw new ApiError(
+      'Invalid',
+      'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided',
+    );
   }
 }
 
-export function serveWatch(req: http.IncomingMessage, res: http.ServerResponse, registry: Registry, k: KindInfo, namespace: string | undefined, p: WatchParams): void {
+export function serveWatch(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  registry: Registry,
+  k: KindInfo,
+  namespace: string | undefined,
+  p: WatchParams,
+): void {
   validate(p);
   // A client that left while it was being authenticated has nothing to watch.
   if (req.socket.destroyed || res.destroyed) return;
@@ -84,7 +103,8 @@ export function serveWatch(req: http.IncomingMessage, res: http.ServerResponse, 
     columns = false;
     return t;
   };
-  const write = (type: string, object: KubeObject): boolean => (closed ? false : res.write(JSON.stringify({ type, object: asTable(type, object) }) + '\n'));
+  const write = (type: string, object: KubeObject): boolean =>
+    closed ? false : res.write(JSON.stringify({ type, object: asTable(type, object) }) + '\n');
   const live = (e: RegistryEvent): void => {
     if (queued !== undefined) {
       queued.push(e);
@@ -102,21 +122,38 @@ export function serveWatch(req: http.IncomingMessage, res: http.ServerResponse, 
     close();
     return;
   }
-  res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private', 'transfer-encoding': 'chunked' });
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    'cache-control': 'no-cache, private',
+    'transfer-encoding': 'chunked',
+  });
   // Clients (client-node's Watch) wait for the response headers before they consider the watch established.
   res.flushHeaders();
   res.on('close', close);
   const bookmark = (annotations?: Record<string, string>): void => {
     // The store's revision: every event up to it has reached this watcher's listener (filtered or not).
-    write('BOOKMARK', { apiVersion: apiVersionOf(k), kind: k.kind, metadata: { resourceVersion: String(Math.max(registry.revision(), from)), ...(annotations !== undefined ? { annotations } : {}) } });
+    write('BOOKMARK', {
+      apiVersion: apiVersionOf(k),
+      kind: k.kind,
+      metadata: {
+        resourceVersion: String(Math.max(registry.revision(), from)),
+        ...(annotations !== undefined ? { annotations } : {}),
+      },
+    });
   };
-  const timeoutS = p.timeoutSeconds === undefined || p.timeoutSeconds === 0 ? MIN_REQUEST_TIMEOUT_S * (1 + Math.random()) : p.timeoutSeconds;
+  const timeoutS =
+    p.timeoutSeconds === undefined || p.timeoutSeconds === 0
+      ? MIN_REQUEST_TIMEOUT_S * (1 + Math.random())
+      : p.timeoutSeconds;
   // As the watch cache does, a watcher that allows bookmarks gets one before its timeout ends the stream, so it
   // resumes from the newest version rather than relisting.
-  timers.timeout = setTimeout(() => {
-    if (p.allowWatchBookmarks) bookmark();
-    close();
-  }, Math.min(timeoutS * 1000, MAX_TIMER_MS)).unref();
+  timers.timeout = setTimeout(
+    () => {
+      if (p.allowWatchBookmarks) bookmark();
+      close();
+    },
+    Math.min(timeoutS * 1000, MAX_TIMER_MS),
+  ).unref();
   if (p.allowWatchBookmarks) timers.bookmarks = setInterval(() => bookmark(), BOOKMARK_INTERVAL_MS).unref();
   if (initial === undefined) return;
   void (async () => {
@@ -124,7 +161,12 @@ export function serveWatch(req: http.IncomingMessage, res: http.ServerResponse, 
       if (!write('ADDED', o) && !closed) await Promise.race([once(res, 'drain'), once(res, 'close')]);
       if (closed) return;
     }
-    if (p.sendInitialEvents === true) write('BOOKMARK', { apiVersion: apiVersionOf(k), kind: k.kind, metadata: { resourceVersion: String(from), annotations: { [INITIAL_EVENTS_END]: 'true' } } });
+    if (p.sendInitialEvents === true)
+      write('BOOKMARK', {
+        apiVersion: apiVersionOf(k),
+        kind: k.kind,
+        metadata: { resourceVersion: String(from), annotations: { [INITIAL_EVENTS_END]: 'true' } },
+      });
     const backlog = queued ?? [];
     queued = undefined;
     for (const e of backlog) live(e);

@@ -19,7 +19,14 @@ import { DeploymentSchema } from '../../api/k8s/io/api/apps/v1/generated_pb.js';
 import { SelfSubjectReviewSchema, TokenRequestSchema } from '../../api/k8s/io/api/authentication/v1/generated_pb.js';
 import { SelfSubjectAccessReviewSchema } from '../../api/k8s/io/api/authorization/v1/generated_pb.js';
 import { CronJobSchema, JobSchema } from '../../api/k8s/io/api/batch/v1/generated_pb.js';
-import { ConfigMapSchema, NamespaceSchema, PodSchema, SecretSchema, ServiceAccountSchema, ServiceSchema } from '../../api/k8s/io/api/core/v1/generated_pb.js';
+import {
+  ConfigMapSchema,
+  NamespaceSchema,
+  PodSchema,
+  SecretSchema,
+  ServiceAccountSchema,
+  ServiceSchema,
+} from '../../api/k8s/io/api/core/v1/generated_pb.js';
 import { TypeMetaSchema, UnknownSchema } from '../../api/k8s/io/apimachinery/pkg/runtime/generated_pb.js';
 import { ApiError } from '../api-error.js';
 import { kindOfObject } from '../kinds.js';
@@ -58,22 +65,35 @@ const INT_OR_STRING_STRING = 1n;
 /** Decodes a protobuf request body into the JSON form of its object; 400 or 415 with a clear message otherwise. */
 export function decodeProtobufBody(body: Buffer): KubeObject {
   if (body.length < MAGIC.length || !body.subarray(0, MAGIC.length).equals(MAGIC)) {
-    throw new ApiError('BadRequest', `the body of the request could not be decoded as ${PROTOBUF_MEDIA_TYPE}: it does not start with the prefix "k8s\\x00"`);
+    throw new ApiError(
+      'BadRequest',
+      `the body of the request could not be decoded as ${PROTOBUF_MEDIA_TYPE}: it does not start with the prefix "k8s\\x00"`,
+    );
   }
   const envelope = parse(UnknownSchema, body.subarray(MAGIC.length), 'the runtime.Unknown envelope');
   refuseUnknownFields(reflect(UnknownSchema, envelope), '');
   const { typeMeta, raw, contentEncoding, contentType } = envelope;
   if (typeMeta !== undefined) refuseUnknownFields(reflect(TypeMetaSchema, typeMeta), '');
   if (contentEncoding !== '' || (contentType !== '' && contentType !== PROTOBUF_MEDIA_TYPE)) {
-    throw new ApiError('UnsupportedMediaType', `the protobuf envelope carries contentEncoding "${contentEncoding}" and contentType "${contentType}"; only unencoded ${PROTOBUF_MEDIA_TYPE} objects are accepted`);
+    throw new ApiError(
+      'UnsupportedMediaType',
+      `the protobuf envelope carries contentEncoding "${contentEncoding}" and contentType "${contentType}"; only unencoded ${PROTOBUF_MEDIA_TYPE} objects are accepted`,
+    );
   }
   const apiVersion = typeMeta?.apiVersion ?? '';
   const kind = typeMeta?.kind ?? '';
-  if (kind === '') throw new ApiError('BadRequest', `the body of the request could not be decoded as ${PROTOBUF_MEDIA_TYPE}: its envelope names no kind`);
+  if (kind === '')
+    throw new ApiError(
+      'BadRequest',
+      `the body of the request could not be decoded as ${PROTOBUF_MEDIA_TYPE}: its envelope names no kind`,
+    );
   const schema = MESSAGES.get(`${apiVersion}/${kind}`);
   if (schema === undefined) {
     if (kindOfObject(apiVersion, kind) !== undefined) {
-      throw new ApiError('UnsupportedMediaType', `${kind} (${apiVersion}) objects are not accepted as ${PROTOBUF_MEDIA_TYPE} by this server; send the object as JSON (kubectl create -f or kubectl apply -f)`);
+      throw new ApiError(
+        'UnsupportedMediaType',
+        `${kind} (${apiVersion}) objects are not accepted as ${PROTOBUF_MEDIA_TYPE} by this server; send the object as JSON (kubectl create -f or kubectl apply -f)`,
+      );
     }
     throw new ApiError('BadRequest', `no kind "${kind}" is registered for version "${apiVersion}"`);
   }
@@ -85,7 +105,10 @@ function parse<Desc extends DescMessage>(schema: Desc, bytes: Uint8Array, what: 
   try {
     return fromBinary(schema, bytes);
   } catch (e) {
-    throw new ApiError('BadRequest', `the body of the request could not be decoded as ${PROTOBUF_MEDIA_TYPE}: ${what}: ${(e as Error).message}`);
+    throw new ApiError(
+      'BadRequest',
+      `the body of the request could not be decoded as ${PROTOBUF_MEDIA_TYPE}: ${what}: ${(e as Error).message}`,
+    );
   }
 }
 
@@ -93,7 +116,10 @@ function refuseUnknownFields(m: ReflectMessage, path: string): void {
   const unknown = m.getUnknown();
   if (unknown === undefined || unknown.length === 0) return;
   const numbers = [...new Set(unknown.map((u) => u.no))].join(', ');
-  throw new ApiError('UnsupportedMediaType', `field ${numbers} of ${m.desc.typeName}${path === '' ? '' : ` (at ${path})`} is not supported in ${PROTOBUF_MEDIA_TYPE} bodies by this server; send the object as JSON (kubectl create -f or kubectl apply -f)`);
+  throw new ApiError(
+    'UnsupportedMediaType',
+    `field ${numbers} of ${m.desc.typeName}${path === '' ? '' : ` (at ${path})`} is not supported in ${PROTOBUF_MEDIA_TYPE} bodies by this server; send the object as JSON (kubectl create -f or kubectl apply -f)`,
+  );
 }
 
 function toJson(m: ReflectMessage, path: string): Record<string, unknown> {
@@ -121,13 +147,24 @@ function toJson(m: ReflectMessage, path: string): Record<string, unknown> {
       case 'list': {
         const list = m.get(f);
         if (list.size === 0) continue;
-        out[name] = [...list].map((v, i) => (f.listKind === 'message' ? messageJson(v as ReflectMessage, `${at}[${i}]`) : scalarJson(f.scalar ?? ScalarType.INT64, v)));
+        out[name] = [...list].map((v, i) =>
+          f.listKind === 'message'
+            ? messageJson(v as ReflectMessage, `${at}[${i}]`)
+            : scalarJson(f.scalar ?? ScalarType.INT64, v),
+        );
         break;
       }
       case 'map': {
         const map = m.get(f);
         if (map.size === 0) continue;
-        out[name] = Object.fromEntries([...map].map(([k, v]) => [String(k), f.mapKind === 'message' ? messageJson(v as ReflectMessage, `${at}[${String(k)}]`) : scalarJson(f.scalar ?? ScalarType.STRING, v)]));
+        out[name] = Object.fromEntries(
+          [...map].map(([k, v]) => [
+            String(k),
+            f.mapKind === 'message'
+              ? messageJson(v as ReflectMessage, `${at}[${String(k)}]`)
+              : scalarJson(f.scalar ?? ScalarType.STRING, v),
+          ]),
+        );
         break;
       }
       case 'enum':
@@ -163,7 +200,6 @@ function fieldValue(m: ReflectMessage, name: string): unknown {
 }
 
 /** Go's metav1.Time JSON: RFC 3339 in UTC at second precision. */
-
 
 function isZero(v: unknown): boolean {
   return v === '' || v === 0 || v === 0n || v === false || (v instanceof Uint8Array && v.length === 0);

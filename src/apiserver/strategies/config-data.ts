@@ -26,6 +26,7 @@ export function validateImmutableData(obj: KubeObject, old: KubeObject, fields: 
   const errs: StatusCause[] = [];
   if (obj.immutable !== true) errs.push(forbidden('immutable', 'field is immutable when `immutable` is set'));
   for (const f of fields)
-    if (!isDeepStrictEqual(asObject(obj[f]) ?? {}, asObject(old[f]) ?? {})) errs.push(forbidden(f, 'field is immutable when `immutable` is set'));
+    if (!isDeepStrictEqual(asObject(obj[f]) ?? {}, asObject(old[f]) ?? {}))
+      errs.push(forbidden(f, 'field is immutable when `immutable` is set'));
   return errs;
 }

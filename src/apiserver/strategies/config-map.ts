@@ -14,8 +14,10 @@ function validateConfigMap(obj: KubeObject): StatusCause[] {
   const data = asObject(obj.data) ?? {};
   const binary = asObject(obj.binaryData) ?? {};
   const errs = [...validateDataKeys(data, 'data'), ...validateDataKeys(binary, 'binaryData')];
-  for (const k of Object.keys(data)) if (Object.hasOwn(binary, k)) errs.push(invalid(key('data', k), k, 'duplicate of key present in binaryData'));
-  for (const k of Object.keys(binary)) if (Object.hasOwn(data, k)) errs.push(invalid(key('binaryData', k), k, 'duplicate of key present in data'));
+  for (const k of Object.keys(data))
+    if (Object.hasOwn(binary, k)) errs.push(invalid(key('data', k), k, 'duplicate of key present in binaryData'));
+  for (const k of Object.keys(binary))
+    if (Object.hasOwn(data, k)) errs.push(invalid(key('binaryData', k), k, 'duplicate of key present in data'));
   let size = 0;
   for (const v of Object.values(data)) if (typeof v === 'string') size += Buffer.byteLength(v);
   for (const v of Object.values(binary)) if (typeof v === 'string') size += Buffer.from(v, 'base64').length;

@@ -15,8 +15,20 @@ import { nextGeneration } from './generation.js';
 function validateCustomResource(obj: KubeObject): StatusCause[] {
   const spec = obj.spec;
   if (spec === undefined || spec === null || asObject(spec) !== undefined) return [];
-  const type = Array.isArray(spec) ? 'array' : typeof spec === 'number' ? (Number.isInteger(spec) ? 'integer' : 'number') : typeof spec;
-  return [{ reason: 'FieldValueTypeInvalid', field: 'spec', message: `Invalid value: "${type}": spec in body must be of type object: "${type}"` }];
+  const type = Array.isArray(spec)
+    ? 'array'
+    : typeof spec === 'number'
+      ? Number.isInteger(spec)
+        ? 'integer'
+        : 'number'
+      : typeof spec;
+  return [
+    {
+      reason: 'FieldValueTypeInvalid',
+      field: 'spec',
+      message: `Invalid value: "${type}": spec in body must be of type object: "${type}"`,
+    },
+  ];
 }
 
 function tracked(o: KubeObject): unknown {

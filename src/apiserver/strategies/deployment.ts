@@ -42,7 +42,11 @@ function defaultDeployment(obj: KubeObject): void {
 
 export function validateDeployment(obj: KubeObject): StatusCause[] {
   const spec = specOf(obj);
-  const errs = [...nonNegative(spec.replicas, 'spec.replicas'), ...validateSelectorAndTemplate(spec, 'spec'), ...validateReplicatedTemplate(spec, 'spec')];
+  const errs = [
+    ...nonNegative(spec.replicas, 'spec.replicas'),
+    ...validateSelectorAndTemplate(spec, 'spec'),
+    ...validateReplicatedTemplate(spec, 'spec'),
+  ];
   const strategy = asObject(spec.strategy) ?? {};
   errs.push(...oneOf(strategy.type, 'spec.strategy.type', STRATEGY_TYPES));
   if (strategy.type === 'Recreate' && strategy.rollingUpdate !== undefined && strategy.rollingUpdate !== null)
@@ -52,7 +56,8 @@ export function validateDeployment(obj: KubeObject): StatusCause[] {
   const deadline = asNumber(spec.progressDeadlineSeconds);
   if (deadline !== undefined) {
     errs.push(...nonNegative(deadline, 'spec.progressDeadlineSeconds'));
-    if (deadline <= (asNumber(spec.minReadySeconds) ?? 0)) errs.push(invalid('spec.progressDeadlineSeconds', deadline, 'must be greater than minReadySeconds'));
+    if (deadline <= (asNumber(spec.minReadySeconds) ?? 0))
+      errs.push(invalid('spec.progressDeadlineSeconds', deadline, 'must be greater than minReadySeconds'));
   }
   return errs;
 }

@@ -25,7 +25,8 @@ function validateEndpointSlice(obj: KubeObject): StatusCause[] {
     const addresses = asArray(asObject(entry)?.addresses) ?? [];
     const at = child(index('endpoints', i), 'addresses');
     if (addresses.length === 0) errs.push(required(at, 'must contain at least 1 address'));
-    else if (addresses.length > MAX_ADDRESSES) errs.push(invalid(at, addresses.length, `must contain at most ${MAX_ADDRESSES} addresses`));
+    else if (addresses.length > MAX_ADDRESSES)
+      errs.push(invalid(at, addresses.length, `must contain at most ${MAX_ADDRESSES} addresses`));
   });
   (asArray(obj.ports) ?? []).forEach((entry, i) => {
     const p = asObject(entry) ?? {};
@@ -36,7 +37,8 @@ function validateEndpointSlice(obj: KubeObject): StatusCause[] {
     if (port !== undefined) for (const m of isValidPortNum(port)) errs.push(invalid(child(at, 'port'), port, m));
     if (p.protocol !== undefined) errs.push(...oneOf(p.protocol, child(at, 'protocol'), PROTOCOLS));
     const appProtocol = asString(p.appProtocol);
-    if (appProtocol !== undefined) for (const m of isQualifiedName(appProtocol)) errs.push(invalid(child(at, 'appProtocol'), appProtocol, m));
+    if (appProtocol !== undefined)
+      for (const m of isQualifiedName(appProtocol)) errs.push(invalid(child(at, 'appProtocol'), appProtocol, m));
   });
   return errs;
 }

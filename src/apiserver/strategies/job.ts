@@ -44,7 +44,8 @@ function defaultJob(obj: KubeObject): void {
   setDefault(spec, 'podReplacementPolicy', spec.podFailurePolicy === undefined ? 'TerminatingOrFailed' : 'Failed');
   const template = objectField(spec, 'template');
   const templateLabels = asObject(asObject(template.metadata)?.labels);
-  if (templateLabels !== undefined && Object.keys(obj.metadata.labels ?? {}).length === 0) obj.metadata.labels = { ...(templateLabels as Record<string, string>) };
+  if (templateLabels !== undefined && Object.keys(obj.metadata.labels ?? {}).length === 0)
+    obj.metadata.labels = { ...(templateLabels as Record<string, string>) };
   defaultPodTemplate(template);
 }
 
@@ -75,7 +76,8 @@ function validateGeneratedSelector(obj: KubeObject): StatusCause[] {
   const at = `spec.template.metadata.labels[${CONTROLLER_UID_LABEL}]`;
   if (labels[CONTROLLER_UID_LABEL] === undefined) errs.push(required(at, `must be '${uid}'`));
   else if (labels[CONTROLLER_UID_LABEL] !== uid) errs.push(invalid(at, jsonValue(labels), `must be '${uid}'`));
-  if (!isDeepStrictEqual(selector, { matchLabels: { [CONTROLLER_UID_LABEL]: uid } })) errs.push(invalid('spec.selector', goLabelSelector(selector), '`selector` not auto-generated'));
+  if (!isDeepStrictEqual(selector, { matchLabels: { [CONTROLLER_UID_LABEL]: uid } }))
+    errs.push(invalid('spec.selector', goLabelSelector(selector), '`selector` not auto-generated'));
   return errs;
 }
 
@@ -84,8 +86,10 @@ export function validateJobSpecCommon(spec: JsonObject, path: string): StatusCau
   const errs: StatusCause[] = [];
   for (const f of ['parallelism', 'completions', 'backoffLimit']) errs.push(...nonNegative(spec[f], child(path, f)));
   const deadline = asNumber(spec.activeDeadlineSeconds);
-  if (deadline !== undefined && deadline <= 0) errs.push(invalid(child(path, 'activeDeadlineSeconds'), deadline, 'must be greater than zero'));
-  if (spec.completionMode !== undefined) errs.push(...oneOf(spec.completionMode, child(path, 'completionMode'), COMPLETION_MODES));
+  if (deadline !== undefined && deadline <= 0)
+    errs.push(invalid(child(path, 'activeDeadlineSeconds'), deadline, 'must be greater than zero'));
+  if (spec.completionMode !== undefined)
+    errs.push(...oneOf(spec.completionMode, child(path, 'completionMode'), COMPLETION_MODES));
   const restartPolicy = asString(asObject(asObject(spec.template)?.spec)?.restartPolicy) ?? '';
   if (restartPolicy !== '' && !JOB_RESTART_POLICIES.includes(restartPolicy))
     errs.push(notSupported(child(path, 'template.spec.restartPolicy'), restartPolicy, JOB_RESTART_POLICIES));
@@ -94,7 +98,11 @@ export function validateJobSpecCommon(spec: JsonObject, path: string): StatusCau
 
 function validateJob(obj: KubeObject): StatusCause[] {
   const spec = specOf(obj);
-  return [...validateGeneratedSelector(obj), ...validateJobSpecCommon(spec, 'spec'), ...validateSelectorAndTemplate(spec, 'spec', true)];
+  return [
+    ...validateGeneratedSelector(obj),
+    ...validateJobSpecCommon(spec, 'spec'),
+    ...validateSelectorAndTemplate(spec, 'spec', true),
+  ];
 }
 
 export const jobStrategy: Strategy = {

@@ -22,7 +22,10 @@ export const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
 function labelWithName(obj: KubeObject): void {
   const name = asString(obj.metadata.name);
   if (name === undefined) return;
-  obj.metadata.labels = { ...(asObject(obj.metadata.labels) as Record<string, string> | undefined), [NAMESPACE_NAME_LABEL]: name };
+  obj.metadata.labels = {
+    ...(asObject(obj.metadata.labels) as Record<string, string> | undefined),
+    [NAMESPACE_NAME_LABEL]: name,
+  };
 }
 
 export const namespaceStrategy: Strategy = {

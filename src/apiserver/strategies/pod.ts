@@ -35,7 +35,9 @@ function specOf(obj: KubeObject): JsonObject {
 
 /** The pod's QoS class from its containers' cpu and memory requests and limits (`qos.ComputePodQOS`). */
 export function podQosClass(spec: JsonObject): string {
-  const containers = [...(asArray(spec.containers) ?? []), ...(asArray(spec.initContainers) ?? [])].map((c) => asObject(c) ?? {});
+  const containers = [...(asArray(spec.containers) ?? []), ...(asArray(spec.initContainers) ?? [])].map(
+    (c) => asObject(c) ?? {},
+  );
   let any = false;
   let guaranteed = true;
   for (const c of containers) {
@@ -44,15 +46,24 @@ export function podQosClass(spec: JsonObject): string {
     const requests = asObject(resources.requests) ?? {};
     for (const r of ['cpu', 'memory']) {
       if (limits[r] !== undefined || requests[r] !== undefined) any = true;
-      if (limits[r] === undefined || (requests[r] !== undefined && JSON.stringify(requests[r]) !== JSON.stringify(limits[r]))) guaranteed = false;
+      if (
+        limits[r] === undefined ||
+        (requests[r] !== undefined && JSON.stringify(requests[r]) !== JSON.stringify(limits[r]))
+      )
+        guaranteed = false;
     }
   }
   if (!any) return 'BestEffort';
   return guaranteed ? 'Guaranteed' : 'Burstable';
 }
 
-function validateContainerUpdates(now: unknown[], before: unknown[], path: string): { errs: StatusCause[]; stop: boolean } {
-  if (now.length !== before.length) return { errs: [forbidden(path, 'pod updates may not add or remove containers')], stop: true };
+function validateContainerUpdates(
+  now: unknown[],
+  before: unknown[],
+  path: string,
+): { errs: StatusCause[]; stop: boolean } {
+  if (now.length !== before.length)
+    return { errs: [forbidden(path, 'pod updates may not add or remove containers')], stop: true };
   const errs: StatusCause[] = [];
   now.forEach((entry, i) => {
     const image = asString(asObject(entry)?.image) ?? '';
@@ -92,7 +103,8 @@ function munged(spec: JsonObject, old: JsonObject): JsonObject {
   out.tolerations = old.tolerations;
 
   const oldGrace = asNumber(old.terminationGracePeriodSeconds);
-  if (oldGrace !== undefined && oldGrace < 0 && out.terminationGracePeriodSeconds === 1) out.terminationGracePeriodSeconds = oldGrace;
+  if (oldGrace !== undefined && oldGrace < 0 && out.terminationGracePeriodSeconds === 1)
+    out.terminationGracePeriodSeconds = oldGrace;
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
 }
 
@@ -120,17 +132,29 @@ export function validatePodUpdate(obj: KubeObject, old: KubeObject): StatusCause
   const deadline = asNumber(spec.activeDeadlineSeconds);
   const oldDeadline = asNumber(oldSpec.activeDeadlineSeconds);
   if (deadline !== undefined) {
-    if (deadline < 0 || deadline > MAX_INT32) return [...errs, invalid('spec.activeDeadlineSeconds', deadline, inclusiveRangeError(0, MAX_INT32))];
+    if (deadline < 0 || deadline > MAX_INT32)
+      return [...errs, invalid('spec.activeDeadlineSeconds', deadline, inclusiveRangeError(0, MAX_INT32))];
     if (oldDeadline !== undefined && oldDeadline < deadline)
       return [...errs, invalid('spec.activeDeadlineSeconds', deadline, 'must be less than or equal to previous value')];
   } else if (oldDeadline !== undefined) {
     errs.push(invalid('spec.activeDeadlineSeconds', null, 'must not update from a positive integer to nil value'));
   }
-  errs.push(...validateOnlyAddedTolerations(asArray(spec.tolerations) ?? [], asArray(oldSpec.tolerations) ?? [], 'spec.tolerations'));
+  errs.push(
+    ...validateOnlyAddedTolerations(
+      asArray(spec.tolerations) ?? [],
+      asArray(oldSpec.tolerations) ?? [],
+      'spec.tolerations',
+    ),
+  );
   if (isDeepStrictEqual(spec, oldSpec)) return errs;
   const m = munged(spec, oldSpec);
   if (!isDeepStrictEqual(m, oldSpec))
-    errs.push(forbidden('spec', `pod updates may not change fields other than ${UPDATABLE_POD_SPEC_FIELDS.join(',')}\n${specDiff(oldSpec, m)}`));
+    errs.push(
+      forbidden(
+        'spec',
+        `pod updates may not change fields other than ${UPDATABLE_POD_SPEC_FIELDS.join(',')}\n${specDiff(oldSpec, m)}`,
+      ),
+    );
   return errs;
 }
 

@@ -28,7 +28,8 @@ function prepare(obj: KubeObject): void {
   const stringData = asObject(obj.stringData);
   if (stringData !== undefined) {
     const data = { ...(asObject(obj.data) ?? {}) };
-    for (const [k, v] of Object.entries(stringData)) if (typeof v === 'string') data[k] = Buffer.from(v, 'utf8').toString('base64');
+    for (const [k, v] of Object.entries(stringData))
+      if (typeof v === 'string') data[k] = Buffer.from(v, 'utf8').toString('base64');
     obj.data = data;
   }
   delete obj.stringData;
@@ -42,7 +43,10 @@ function validateSecret(obj: KubeObject): StatusCause[] {
   for (const v of Object.values(data)) if (typeof v === 'string') size += Buffer.from(v, 'base64').length;
   if (size > MAX_CONFIG_DATA_SIZE) errs.push(tooLong('data', MAX_CONFIG_DATA_SIZE));
   const type = asString(obj.type) ?? '';
-  if (type === 'kubernetes.io/service-account-token' && (asString(obj.metadata.annotations?.[SERVICE_ACCOUNT_NAME_ANNOTATION]) ?? '') === '')
+  if (
+    type === 'kubernetes.io/service-account-token' &&
+    (asString(obj.metadata.annotations?.[SERVICE_ACCOUNT_NAME_ANNOTATION]) ?? '') === ''
+  )
     errs.push(required(key('metadata.annotations', SERVICE_ACCOUNT_NAME_ANNOTATION)));
   if (type === 'kubernetes.io/basic-auth' && !Object.hasOwn(data, 'username') && !Object.hasOwn(data, 'password'))
     errs.push(required(key('data', 'username')), required(key('data', 'password')));
@@ -55,6 +59,10 @@ export const secretStrategy: Strategy = {
   prepareForUpdate: prepare,
   validate: validateSecret,
   validateUpdate(obj, old) {
-    return [...immutable('type', obj.type ?? '', old.type ?? ''), ...validateImmutableData(obj, old, ['data']), ...validateSecret(obj)];
+    return [
+      ...immutable('type', obj.type ?? '', old.type ?? ''),
+      ...validateImmutableData(obj, old, ['data']),
+      ...validateSecret(obj),
+    ];
   },
 };

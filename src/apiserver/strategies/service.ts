@@ -2,9 +2,32 @@ import net from 'node:net';
 import type { StatusCause } from '../api-error.js';
 import type { Strategy } from '../kinds.js';
 import type { KubeObject } from '../kube-object.js';
-import { child, duplicate, forbidden, goStringSlice, index, invalid, notSupported, required } from '../validation/field-errors.js';
-import { isDns1123Label, isDns1123Subdomain, isQualifiedName, isValidPortName, isValidPortNum } from '../validation/formats.js';
-import { asArray, asNumber, asObject, asString, objectField, objectsOf, setDefault } from '../validation/json-fields.js';
+import {
+  child,
+  duplicate,
+  forbidden,
+  goStringSlice,
+  index,
+  invalid,
+  notSupported,
+  required,
+} from '../validation/field-errors.js';
+import {
+  isDns1123Label,
+  isDns1123Subdomain,
+  isQualifiedName,
+  isValidPortName,
+  isValidPortNum,
+} from '../validation/formats.js';
+import {
+  asArray,
+  asNumber,
+  asObject,
+  asString,
+  objectField,
+  objectsOf,
+  setDefault,
+} from '../validation/json-fields.js';
 import type { JsonObject } from '../validation/json-fields.js';
 import { validateLabels } from '../validation/object-meta.js';
 import { PROTOCOLS, oneOf } from '../validation/pod-spec.js';
@@ -44,13 +67,18 @@ export function isHeadless(spec: JsonObject): boolean {
 
 function externallyAccessible(spec: JsonObject): boolean {
   const type = serviceType(spec);
-  return type === 'LoadBalancer' || type === 'NodePort' || (type === 'ClusterIP' && (asArray(spec.externalIPs) ?? []).length > 0);
+  return (
+    type === 'LoadBalancer' ||
+    type === 'NodePort' ||
+    (type === 'ClusterIP' && (asArray(spec.externalIPs) ?? []).length > 0)
+  );
 }
 
 function defaultService(spec: JsonObject): void {
   setDefault(spec, 'type', 'ClusterIP');
   setDefault(spec, 'sessionAffinity', 'None');
-  if (spec.sessionAffinity === 'ClientIP') setDefault(spec, 'sessionAffinityConfig', { clientIP: { timeoutSeconds: DEFAULT_CLIENT_IP_AFFINITY_SECONDS } });
+  if (spec.sessionAffinity === 'ClientIP')
+    setDefault(spec, 'sessionAffinityConfig', { clientIP: { timeoutSeconds: DEFAULT_CLIENT_IP_AFFINITY_SECONDS } });
   for (const p of objectsOf(spec.ports)) {
     setDefault(p, 'protocol', 'TCP');
     if (p.targetPort === undefined || p.targetPort === 0 || p.targetPort === '') p.targetPort = p.port;
@@ -67,14 +95,17 @@ function defaultService(spec: JsonObject): void {
 function patchAllocatedValues(spec: JsonObject, old: JsonObject): void {
   if (serviceType(spec) === 'ExternalName' || serviceType(old) === 'ExternalName') return;
   if ((asString(spec.clusterIP) ?? '') === '' && old.clusterIP !== undefined) spec.clusterIP = old.clusterIP;
-  if ((asArray(spec.clusterIPs) ?? []).length === 0 && (asArray(old.clusterIPs) ?? []).length > 0) spec.clusterIPs = structuredClone(old.clusterIPs);
+  if ((asArray(spec.clusterIPs) ?? []).length === 0 && (asArray(old.clusterIPs) ?? []).length > 0)
+    spec.clusterIPs = structuredClone(old.clusterIPs);
   const oldNodePorts = new Map(objectsOf(old.ports).map((p) => [asString(p.name) ?? '', p.nodePort]));
   const used = new Set(objectsOf(spec.ports).map((p) => p.nodePort));
   for (const p of objectsOf(spec.ports)) {
     const previous = oldNodePorts.get(asString(p.name) ?? '');
-    if ((p.nodePort === undefined || p.nodePort === 0) && previous !== undefined && !used.has(previous)) p.nodePort = previous;
+    if ((p.nodePort === undefined || p.nodePort === 0) && previous !== undefined && !used.has(previous))
+      p.nodePort = previous;
   }
-  if (spec.healthCheckNodePort === undefined && old.healthCheckNodePort !== undefined) spec.healthCheckNodePort = old.healthCheckNodePort;
+  if (spec.healthCheckNodePort === undefined && old.healthCheckNodePort !== undefined)
+    spec.healthCheckNodePort = old.healthCheckNodePort;
   if (spec.ipFamilyPolicy === undefined && old.ipFamilyPolicy !== undefined) spec.ipFamilyPolicy = old.ipFamilyPolicy;
   if (spec.ipFamilies === undefined && old.ipFamilies !== undefined) spec.ipFamilies = structuredClone(old.ipFamilies);
 }
@@ -99,10 +130,13 @@ function validateServicePort(p: JsonObject, requireName: boolean, names: Set<str
   for (const m of isValidPortNum(port)) errs.push(invalid(child(path, 'port'), port, m));
   errs.push(...oneOf(p.protocol, child(path, 'protocol'), PROTOCOLS));
   const target = p.targetPort;
-  if (typeof target === 'number') for (const m of isValidPortNum(target)) errs.push(invalid(child(path, 'targetPort'), target, m));
-  if (typeof target === 'string') for (const m of isValidPortName(target)) errs.push(invalid(child(path, 'targetPort'), target, m));
+  if (typeof target === 'number')
+    for (const m of isValidPortNum(target)) errs.push(invalid(child(path, 'targetPort'), target, m));
+  if (typeof target === 'string')
+    for (const m of isValidPortName(target)) errs.push(invalid(child(path, 'targetPort'), target, m));
   const appProtocol = asString(p.appProtocol);
-  if (appProtocol !== undefined) for (const m of isQualifiedName(appProtocol)) errs.push(invalid(child(path, 'appProtocol'), appProtocol, m));
+  if (appProtocol !== undefined)
+    for (const m of isQualifiedName(appProtocol)) errs.push(invalid(child(path, 'appProtocol'), appProtocol, m));
   return errs;
 }
 
@@ -111,13 +145,18 @@ function validateClusterIPs(spec: JsonObject): StatusCause[] {
   const ips = asArray(spec.clusterIPs) ?? [];
   const clusterIP = asString(spec.clusterIP) ?? '';
   if (clusterIP !== '' && ips.length === 0) errs.push(required('spec.clusterIPs'));
-  else if (clusterIP !== '' && clusterIP !== ips[0]) errs.push(invalid('spec.clusterIPs', goStringSlice(ips), 'first value must match `clusterIP`'));
-  else if (clusterIP === '' && ips.length > 0) errs.push(invalid('spec.clusterIPs', goStringSlice(ips), 'must be empty when `clusterIP` is not specified'));
-  if (ips.includes(CLUSTER_IP_NONE) && ips.length > 1) errs.push(invalid('spec.clusterIPs', goStringSlice(ips), "'None' must be the first and only value"));
+  else if (clusterIP !== '' && clusterIP !== ips[0])
+    errs.push(invalid('spec.clusterIPs', goStringSlice(ips), 'first value must match `clusterIP`'));
+  else if (clusterIP === '' && ips.length > 0)
+    errs.push(invalid('spec.clusterIPs', goStringSlice(ips), 'must be empty when `clusterIP` is not specified'));
+  if (ips.includes(CLUSTER_IP_NONE) && ips.length > 1)
+    errs.push(invalid('spec.clusterIPs', goStringSlice(ips), "'None' must be the first and only value"));
   ips.forEach((ip, i) => {
     const s = asString(ip) ?? '';
     if (s !== CLUSTER_IP_NONE && net.isIP(s) === 0) {
-      errs.push(invalid(index('spec.clusterIPs', i), s, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
+      errs.push(
+        invalid(index('spec.clusterIPs', i), s, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'),
+      );
     }
   });
   const policy = spec.ipFamilyPolicy;
@@ -144,34 +183,50 @@ export function validateService(obj: KubeObject): StatusCause[] {
     errs.push(invalid('spec.clusterIPs[0]', CLUSTER_IP_NONE, `may not be set to 'None' for ${type} services`));
   if (type === 'ExternalName') {
     for (const f of ['clusterIPs', 'ipFamilies'])
-      if ((asArray(spec[f]) ?? []).length > 0) errs.push(forbidden(`spec.${f}`, 'may not be set for ExternalName services'));
-    if (spec.ipFamilyPolicy !== undefined && spec.ipFamilyPolicy !== null) errs.push(forbidden('spec.ipFamilyPolicy', 'may not be set for ExternalName services'));
+      if ((asArray(spec[f]) ?? []).length > 0)
+        errs.push(forbidden(`spec.${f}`, 'may not be set for ExternalName services'));
+    if (spec.ipFamilyPolicy !== undefined && spec.ipFamilyPolicy !== null)
+      errs.push(forbidden('spec.ipFamilyPolicy', 'may not be set for ExternalName services'));
     const cname = (asString(spec.externalName) ?? '').replace(/\.$/, '');
     if (cname === '') errs.push(required('spec.externalName'));
     else for (const m of isDns1123Subdomain(cname)) errs.push(invalid('spec.externalName', cname, m));
   }
   const names = new Set<string>();
-  ports.forEach((p, i) => errs.push(...validateServicePort(asObject(p) ?? {}, ports.length > 1, names, index('spec.ports', i))));
+  ports.forEach((p, i) =>
+    errs.push(...validateServicePort(asObject(p) ?? {}, ports.length > 1, names, index('spec.ports', i))),
+  );
   errs.push(...validateLabels(asObject(spec.selector), 'spec.selector'));
   errs.push(...oneOf(spec.sessionAffinity, 'spec.sessionAffinity', SESSION_AFFINITIES));
-  if (spec.sessionAffinity === 'None' && spec.sessionAffinityConfig !== undefined && spec.sessionAffinityConfig !== null)
+  if (
+    spec.sessionAffinity === 'None' &&
+    spec.sessionAffinityConfig !== undefined &&
+    spec.sessionAffinityConfig !== null
+  )
     errs.push(forbidden('spec.sessionAffinityConfig', 'must not be set when session affinity is None'));
   if (type !== 'ExternalName') errs.push(...validateClusterIPs(spec));
   errs.push(...oneOf(spec.type, 'spec.type', SERVICE_TYPES));
   const seen = new Set<string>();
   ports.forEach((entry, i) => {
     const p = asObject(entry) ?? {};
-    if (type === 'ClusterIP' && (asNumber(p.nodePort) ?? 0) !== 0) errs.push(forbidden(child(index('spec.ports', i), 'nodePort'), "may not be used when `type` is 'ClusterIP'"));
+    if (type === 'ClusterIP' && (asNumber(p.nodePort) ?? 0) !== 0)
+      errs.push(forbidden(child(index('spec.ports', i), 'nodePort'), "may not be used when `type` is 'ClusterIP'"));
     const protocol = asString(p.protocol) ?? '';
     const port = asNumber(p.port) ?? 0;
     const k = `${protocol}/${port}`;
     if (seen.has(k)) errs.push(duplicate(index('spec.ports', i), goServicePortKey(protocol, port)));
     seen.add(k);
   });
-  if (spec.internalTrafficPolicy !== undefined) errs.push(...oneOf(spec.internalTrafficPolicy, 'spec.internalTrafficPolicy', TRAFFIC_POLICIES));
+  if (spec.internalTrafficPolicy !== undefined)
+    errs.push(...oneOf(spec.internalTrafficPolicy, 'spec.internalTrafficPolicy', TRAFFIC_POLICIES));
   if (!externallyAccessible(spec)) {
     if ((asString(spec.externalTrafficPolicy) ?? '') !== '')
-      errs.push(invalid('spec.externalTrafficPolicy', asString(spec.externalTrafficPolicy) ?? '', 'may only be set for externally-accessible services'));
+      errs.push(
+        invalid(
+          'spec.externalTrafficPolicy',
+          asString(spec.externalTrafficPolicy) ?? '',
+          'may only be set for externally-accessible services',
+        ),
+      );
   } else {
     errs.push(...oneOf(spec.externalTrafficPolicy, 'spec.externalTrafficPolicy', TRAFFIC_POLICIES));
   }
@@ -185,10 +240,12 @@ function validateClusterIPsUpdate(spec: JsonObject, old: JsonObject): StatusCaus
   const now = asArray(spec.clusterIPs) ?? [];
   const before = asArray(old.clusterIPs) ?? [];
   const shown = goStringSlice(now.length === 0 ? undefined : now);
-  if (before.length > 0 && now.length === 0) return [invalid('spec.clusterIPs[0]', shown, 'primary clusterIP can not be unset')];
+  if (before.length > 0 && now.length === 0)
+    return [invalid('spec.clusterIPs[0]', shown, 'primary clusterIP can not be unset')];
   const errs: StatusCause[] = [];
   before.forEach((ip, i) => {
-    if (i < now.length && (i === 0 || before.length === now.length) && now[i] !== ip) errs.push(invalid(index('spec.clusterIPs', i), shown, 'may not change once set'));
+    if (i < now.length && (i === 0 || before.length === now.length) && now[i] !== ip)
+      errs.push(invalid(index('spec.clusterIPs', i), shown, 'may not change once set'));
   });
   return errs;
 }

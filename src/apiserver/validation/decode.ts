@@ -16,7 +16,10 @@ import { isBuiltIn } from './object-meta.js';
 export function decodeError(kind: KindInfo, obj: KubeObject): ApiError | undefined {
   const problem = firstProblem(kind, obj);
   if (problem === undefined) return undefined;
-  return new ApiError('BadRequest', `${kind.kind} in version "${kind.version}" cannot be handled as a ${kind.kind}: ${problem}`);
+  return new ApiError(
+    'BadRequest',
+    `${kind.kind} in version "${kind.version}" cannot be handled as a ${kind.kind}: ${problem}`,
+  );
 }
 
 /** Go's name for a JSON value's type in an `UnmarshalTypeError`. */
@@ -40,14 +43,24 @@ function wrong(v: unknown, want: 'string' | 'number' | 'boolean' | 'object' | 'a
   return typeof v !== want;
 }
 
-const META_STRINGS = ['name', 'generateName', 'namespace', 'uid', 'resourceVersion', 'creationTimestamp', 'deletionTimestamp'];
+const META_STRINGS = [
+  'name',
+  'generateName',
+  'namespace',
+  'uid',
+  'resourceVersion',
+  'creationTimestamp',
+  'deletionTimestamp',
+];
 const OWNER_REFERENCE_STRINGS = ['apiVersion', 'kind', 'name', 'uid'];
 
 function firstProblem(kind: KindInfo, obj: KubeObject): string | undefined {
   const meta: unknown = obj.metadata;
   if (wrong(meta, 'object')) return mismatch(meta, kind.kind, 'metadata', 'v1.ObjectMeta');
   const m = asObject(meta) ?? {};
-  for (const f of META_STRINGS) if (wrong(m[f], 'string')) return mismatch(m[f], 'ObjectMeta', `metadata.${f}`, f.endsWith('Timestamp') ? 'v1.Time' : 'string');
+  for (const f of META_STRINGS)
+    if (wrong(m[f], 'string'))
+      return mismatch(m[f], 'ObjectMeta', `metadata.${f}`, f.endsWith('Timestamp') ? 'v1.Time' : 'string');
   if (wrong(m.generation, 'number')) return mismatch(m.generation, 'ObjectMeta', 'metadata.generation', 'int64');
   for (const f of ['labels', 'annotations']) {
     const problem = stringMapProblem(m[f], 'ObjectMeta', `metadata.${f}`);
@@ -55,22 +68,30 @@ function firstProblem(kind: KindInfo, obj: KubeObject): string | undefined {
   }
   const finalizers = stringListProblem(m.finalizers, 'ObjectMeta', 'metadata.finalizers');
   if (finalizers !== undefined) return finalizers;
-  if (wrong(m.ownerReferences, 'array')) return mismatch(m.ownerReferences, 'ObjectMeta', 'metadata.ownerReferences', '[]v1.OwnerReference');
+  if (wrong(m.ownerReferences, 'array'))
+    return mismatch(m.ownerReferences, 'ObjectMeta', 'metadata.ownerReferences', '[]v1.OwnerReference');
   for (const entry of asArray(m.ownerReferences) ?? []) {
     if (wrong(entry, 'object')) return mismatch(entry, 'ObjectMeta', 'metadata.ownerReferences', 'v1.OwnerReference');
     const ref = asObject(entry) ?? {};
-    for (const f of OWNER_REFERENCE_STRINGS) if (wrong(ref[f], 'string')) return mismatch(ref[f], 'OwnerReference', `metadata.ownerReferences.${f}`, 'string');
-    for (const f of ['controller', 'blockOwnerDeletion']) if (wrong(ref[f], 'boolean')) return mismatch(ref[f], 'OwnerReference', `metadata.ownerReferences.${f}`, 'bool');
+    for (const f of OWNER_REFERENCE_STRINGS)
+      if (wrong(ref[f], 'string')) return mismatch(ref[f], 'OwnerReference', `metadata.ownerReferences.${f}`, 'string');
+    for (const f of ['controller', 'blockOwnerDeletion'])
+      if (wrong(ref[f], 'boolean')) return mismatch(ref[f], 'OwnerReference', `metadata.ownerReferences.${f}`, 'bool');
   }
-  if (isBuiltIn(kind) && !kind.review && wrong(obj.spec, 'object')) return mismatch(obj.spec, kind.kind, 'spec', `${kind.version}.${kind.kind}Spec`);
+  if (isBuiltIn(kind) && !kind.review && wrong(obj.spec, 'object'))
+    return mismatch(obj.spec, kind.kind, 'spec', `${kind.version}.${kind.kind}Spec`);
   if (kind.group === '' && kind.kind === 'Secret') return secretProblem(obj);
-  if (kind.group === '' && kind.kind === 'ConfigMap') return stringMapProblem(obj.data, 'ConfigMap', 'data') ?? bytesMapProblem(obj.binaryData, 'ConfigMap', 'binaryData');
+  if (kind.group === '' && kind.kind === 'ConfigMap')
+    return (
+      stringMapProblem(obj.data, 'ConfigMap', 'data') ?? bytesMapProblem(obj.binaryData, 'ConfigMap', 'binaryData')
+    );
   return undefined;
 }
 
 function stringMapProblem(v: unknown, struct: string, field: string): string | undefined {
   if (wrong(v, 'object')) return mismatch(v, struct, field, 'map[string]string');
-  for (const value of Object.values(asObject(v) ?? {})) if (wrong(value, 'string')) return mismatch(value, struct, field, 'string');
+  for (const value of Object.values(asObject(v) ?? {}))
+    if (wrong(value, 'string')) return mismatch(value, struct, field, 'string');
   return undefined;
 }
 
@@ -93,7 +114,11 @@ function bytesMapProblem(v: unknown, struct: string, field: string): string | un
 }
 
 function secretProblem(obj: KubeObject): string | undefined {
-  return bytesMapProblem(obj.data, 'Secret', 'data') ?? stringMapProblem(obj.stringData, 'Secret', 'stringData') ?? (wrong(obj.type, 'string') ? mismatch(obj.type, 'Secret', 'type', 'v1.SecretType') : undefined);
+  return (
+    bytesMapProblem(obj.data, 'Secret', 'data') ??
+    stringMapProblem(obj.stringData, 'Secret', 'stringData') ??
+    (wrong(obj.type, 'string') ? mismatch(obj.type, 'Secret', 'type', 'v1.SecretType') : undefined)
+  );
 }
 
 const BASE64_ALPHABET = /[A-Za-z0-9+/]/;

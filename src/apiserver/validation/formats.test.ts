@@ -1,6 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isConfigMapKey, isDns1035Label, isDns1123Label, isDns1123Subdomain, isLabelValue, isQualifiedName, isValidPortName, nameIsDnsSubdomain } from './formats.js';
+import {
+  isConfigMapKey,
+  isDns1035Label,
+  isDns1123Label,
+  isDns1123Subdomain,
+  isLabelValue,
+  isQualifiedName,
+  isValidPortName,
+  nameIsDnsSubdomain,
+} from './formats.js';
 
 const SUBDOMAIN_MSG =
   "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
@@ -36,11 +45,20 @@ test('qualified names (label and annotation keys): prefix and name parts', () =>
     ['app.kubernetes.io/name', []],
     ['/app', ['prefix part must be non-empty']],
     ['Example.com/app', [`prefix part ${SUBDOMAIN_MSG}`]],
-    ['example.com/', ['name part must be non-empty', "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]],
+    [
+      'example.com/',
+      [
+        'name part must be non-empty',
+        "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+      ],
+    ],
     ['a'.repeat(64), ['name part must be no more than 63 characters']],
   ];
   for (const [key, errs] of table) assert.deepEqual(isQualifiedName(key), errs, key);
-  assert.match(isQualifiedName('a/b/c')[0]!, /^a valid label key .* with an optional DNS subdomain prefix and '\/' \(e\.g\. 'example\.com\/MyName'\)$/);
+  assert.match(
+    isQualifiedName('a/b/c')[0]!,
+    /^a valid label key .* with an optional DNS subdomain prefix and '\/' \(e\.g\. 'example\.com\/MyName'\)$/,
+  );
 });
 
 test('label values: empty is valid; at most 63 characters of the label alphabet', () => {
@@ -56,5 +74,8 @@ test('ConfigMap and Secret keys; port names', () => {
   assert.match(isConfigMapKey('a/b')[0]!, /^a valid config key must consist of alphanumeric characters/);
   assert.deepEqual(isValidPortName('http-web'), []);
   assert.deepEqual(isValidPortName('8080'), ['must contain at least one letter (a-z)']);
-  assert.deepEqual(isValidPortName('a--b-'), ['must not contain consecutive hyphens', 'must not begin or end with a hyphen']);
+  assert.deepEqual(isValidPortName('a--b-'), [
+    'must not contain consecutive hyphens',
+    'must not begin or end with a hyphen',
+  ]);
 });

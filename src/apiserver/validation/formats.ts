@@ -97,7 +97,8 @@ export function isDns1035Label(value: string): string[] {
   );
 }
 
-const LABEL_KEY_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_KEY_MSG =
+  "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
 /** A label key, also called a qualified name: an optional DNS subdomain prefix and `/`, then a name part. */
 export function isQualifiedName(value: string): string[] {
@@ -117,8 +118,10 @@ export function isQualifiedName(value: string): string[] {
     ];
   }
   if (name.length === 0) errs.push('name part must be non-empty');
-  else if (byteLength(name) > LABEL_KEY_NAME_MAX_LENGTH) errs.push(`name part ${maxLenError(LABEL_KEY_NAME_MAX_LENGTH)}`);
-  if (!LABEL_KEY.test(name)) errs.push(`name part ${regexError(LABEL_KEY_MSG, LABEL_KEY_FMT, 'MyName', 'my.name', '123-abc')}`);
+  else if (byteLength(name) > LABEL_KEY_NAME_MAX_LENGTH)
+    errs.push(`name part ${maxLenError(LABEL_KEY_NAME_MAX_LENGTH)}`);
+  if (!LABEL_KEY.test(name))
+    errs.push(`name part ${regexError(LABEL_KEY_MSG, LABEL_KEY_FMT, 'MyName', 'my.name', '123-abc')}`);
   return errs;
 }
 
@@ -143,7 +146,13 @@ export function isConfigMapKey(value: string): string[] {
     value,
     DNS1123_SUBDOMAIN_MAX_LENGTH,
     CONFIG_MAP_KEY,
-    regexError("a valid config key must consist of alphanumeric characters, '-', '_' or '.'", CONFIG_MAP_KEY_FMT, 'key.name', 'KEY_NAME', 'key-name'),
+    regexError(
+      "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+      CONFIG_MAP_KEY_FMT,
+      'key.name',
+      'KEY_NAME',
+      'key-name',
+    ),
   );
   if (value === '.') errs.push("must not be '.'");
   else if (value === '..') errs.push("must not be '..'");

@@ -21,9 +21,11 @@ export function validateLabelSelector(selector: JsonObject, path: string): Statu
     const values = asArray(expr.values) ?? [];
     const operator = asString(expr.operator) ?? '';
     if (operator === 'In' || operator === 'NotIn') {
-      if (values.length === 0) errs.push(required(child(at, 'values'), "must be specified when `operator` is 'In' or 'NotIn'"));
+      if (values.length === 0)
+        errs.push(required(child(at, 'values'), "must be specified when `operator` is 'In' or 'NotIn'"));
     } else if (operator === 'Exists' || operator === 'DoesNotExist') {
-      if (values.length > 0) errs.push(forbidden(child(at, 'values'), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
+      if (values.length > 0)
+        errs.push(forbidden(child(at, 'values'), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"));
     } else {
       errs.push(invalid(child(at, 'operator'), operator, 'not a valid selector operator'));
     }
@@ -40,13 +42,18 @@ export function selectorParses(selector: JsonObject): boolean {
 
 /** True when the selector has neither match labels nor expressions (it selects everything). */
 export function selectorIsEmpty(selector: JsonObject): boolean {
-  return Object.keys(asObject(selector.matchLabels) ?? {}).length === 0 && (asArray(selector.matchExpressions) ?? []).length === 0;
+  return (
+    Object.keys(asObject(selector.matchLabels) ?? {}).length === 0 &&
+    (asArray(selector.matchExpressions) ?? []).length === 0
+  );
 }
 
 /** Whether `labels` satisfy every match label and expression of `selector` (one that does not parse matches nothing). */
 export function selectorMatches(selector: JsonObject, labels: Record<string, unknown>): boolean {
   if (!selectorParses(selector)) return false;
-  const strings = Object.fromEntries(Object.entries(labels).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  const strings = Object.fromEntries(
+    Object.entries(labels).filter((e): e is [string, string] => typeof e[1] === 'string'),
+  );
   return labelSelectorFromObject(selector).matches(strings);
 }
 
@@ -68,5 +75,7 @@ export function goLabelSelector(selector: JsonObject | undefined): GoValue {
       return `LabelSelectorRequirement{Key:${asString(x.key) ?? ''},Operator:${asString(x.operator) ?? ''},Values:[${values}],},`;
     })
     .join('');
-  return { go: `&LabelSelector{MatchLabels:map[string]string{${labelText}},MatchExpressions:[]LabelSelectorRequirement{${exprText}},}` };
+  return {
+    go: `&LabelSelector{MatchLabels:map[string]string{${labelText}},MatchExpressions:[]LabelSelectorRequirement{${exprText}},}`,
+  };
 }

@@ -4,9 +4,27 @@ import type { StatusCause } from '../api-error.js';
 import { ApiError } from '../api-error.js';
 import type { KindInfo } from '../kinds.js';
 import type { KubeObject, ObjectMeta } from '../kube-object.js';
-import { FIELD_IMMUTABLE, child, forbidden, goStringSlice, index, invalid, jsonValue, required, tooLong } from './field-errors.js';
+import {
+  FIELD_IMMUTABLE,
+  child,
+  forbidden,
+  goStringSlice,
+  index,
+  invalid,
+  jsonValue,
+  required,
+  tooLong,
+} from './field-errors.js';
 import type { BadValue } from './field-errors.js';
-import { NameRule, isDns1123Subdomain, isLabelValue, isQualifiedName, nameIsDns1035Label, nameIsDnsLabel, nameIsDnsSubdomain } from './formats.js';
+import {
+  NameRule,
+  isDns1123Subdomain,
+  isLabelValue,
+  isQualifiedName,
+  nameIsDns1035Label,
+  nameIsDnsLabel,
+  nameIsDnsSubdomain,
+} from './formats.js';
 import { asArray, asNumber, asObject, asString } from './json-fields.js';
 
 /**
@@ -30,7 +48,14 @@ export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
 const STANDARD_FINALIZERS = new Set(['kubernetes', 'orphan', 'foregroundDeletion']);
 
 /** Groups served by the API server itself; every other group is a CustomResourceDefinition's upstream. */
-const BUILT_IN_GROUPS = new Set(['', 'apps', 'batch', 'discovery.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io']);
+const BUILT_IN_GROUPS = new Set([
+  '',
+  'apps',
+  'batch',
+  'discovery.k8s.io',
+  'authentication.k8s.io',
+  'authorization.k8s.io',
+]);
 
 export function isBuiltIn(kind: KindInfo): boolean {
   return BUILT_IN_GROUPS.has(kind.group);
@@ -66,7 +91,10 @@ export function ensureRequestNamespace(kind: KindInfo, obj: KubeObject, urlNames
     delete obj.metadata.namespace;
     return;
   }
-  throw new ApiError('BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+  throw new ApiError(
+    'BadRequest',
+    'the namespace of the provided object does not match the namespace sent on the request',
+  );
 }
 
 /** Generated names end in 5 random characters and stay within a 63-character label (`names.SimpleNameGenerator`). */
@@ -93,7 +121,8 @@ export function validateObjectMeta(kind: KindInfo, obj: KubeObject): StatusCause
     if ((asString(meta.name) ?? '') === '') errs.push(required('metadata.name', 'name or generateName is required'));
     return [...errs, ...validateEventNamespace(meta.namespace)];
   }
-  if (generateName !== '') for (const m of rule(generateName, true)) errs.push(invalid('metadata.generateName', generateName, m));
+  if (generateName !== '')
+    for (const m of rule(generateName, true)) errs.push(invalid('metadata.generateName', generateName, m));
   const name = asString(meta.name) ?? '';
   if (name === '') errs.push(required('metadata.name', 'name or generateName is required'));
   else for (const m of rule(name, false)) errs.push(invalid('metadata.name', name, m));
@@ -119,16 +148,37 @@ export function validateObjectMetaUpdate(kind: KindInfo, obj: KubeObject, old: K
     const oldFinalizers = new Set(stringsOf(before.finalizers));
     const added = [...new Set(stringsOf(now.finalizers).filter((f) => !oldFinalizers.has(f)))].sort();
     if (added.length > 0)
-      errs.push(forbidden('metadata.finalizers', `no new finalizers can be added if the object is being deleted, found new finalizers ${goStringSlice(added).go}`));
+      errs.push(
+        forbidden(
+          'metadata.finalizers',
+          `no new finalizers can be added if the object is being deleted, found new finalizers ${goStringSlice(added).go}`,
+        ),
+      );
   }
   const rv = asString(now.resourceVersion) ?? '';
   if (rv === '') errs.push(invalid('metadata.resourceVersion', '', 'must be specified for an update'));
   const generation = asNumber(now.generation) ?? 0;
-  if (generation < (asNumber(before.generation) ?? 0)) errs.push(invalid('metadata.generation', generation, 'must not be decremented'));
-  for (const f of ['name', 'namespace', 'uid'] as const) errs.push(...immutable(`metadata.${f}`, now[f] ?? '', before[f] ?? ''));
-  errs.push(...immutable('metadata.creationTimestamp', goTime(now.creationTimestamp), goTime(before.creationTimestamp)));
-  errs.push(...immutable('metadata.deletionTimestamp', goTime(now.deletionTimestamp, null), goTime(before.deletionTimestamp, null)));
-  errs.push(...immutable('metadata.deletionGracePeriodSeconds', now.deletionGracePeriodSeconds ?? null, before.deletionGracePeriodSeconds ?? null));
+  if (generation < (asNumber(before.generation) ?? 0))
+    errs.push(invalid('metadata.generation', generation, 'must not be decremented'));
+  for (const f of ['name', 'namespace', 'uid'] as const)
+    errs.push(...immutable(`metadata.${f}`, now[f] ?? '', before[f] ?? ''));
+  errs.push(
+    ...immutable('metadata.creationTimestamp', goTime(now.creationTimestamp), goTime(before.creationTimestamp)),
+  );
+  errs.push(
+    ...immutable(
+      'metadata.deletionTimestamp',
+      goTime(now.deletionTimestamp, null),
+      goTime(before.deletionTimestamp, null),
+    ),
+  );
+  errs.push(
+    ...immutable(
+      'metadata.deletionGracePeriodSeconds',
+      now.deletionGracePeriodSeconds ?? null,
+      before.deletionGracePeriodSeconds ?? null,
+    ),
+  );
   return [...errs, ...validateMetaCommon(kind, obj)];
 }
 
@@ -139,7 +189,8 @@ export function immutable(field: string, now: unknown, before: unknown, shown?: 
 }
 
 function toBadValue(v: unknown): BadValue {
-  if (v === null || v === undefined || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return v;
+  if (v === null || v === undefined || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')
+    return v;
   if (typeof v === 'object' && 'go' in v) return v as BadValue;
   return jsonValue(v);
 }
@@ -155,7 +206,7 @@ function goTime(v: unknown, absent: BadValue = { go: '0001-01-01 00:00:00 +0000 
 
 /** The object's metadata, or none for a body that has no `metadata` object (its fields are then missing). */
 function metaOf(obj: KubeObject): ObjectMeta {
-  return (asObject(obj.metadata) ?? {});
+  return asObject(obj.metadata) ?? {};
 }
 
 function stringsOf(v: unknown): string[] {
@@ -215,13 +266,18 @@ function validateOwnerReferences(refs: unknown[], path: string): StatusCause[] {
     if (kind === '') errs.push(invalid(child(path, 'kind'), kind, 'must not be empty'));
     if (name === '') errs.push(invalid(child(path, 'name'), name, 'must not be empty'));
     if (uid === '') errs.push(invalid(child(path, 'uid'), uid, 'must not be empty'));
-    if (gv.group === '' && gv.version === 'v1' && kind === 'Event') errs.push(invalid(path, jsonValue(ref), '/v1, Kind=Event is disallowed from being an owner'));
+    if (gv.group === '' && gv.version === 'v1' && kind === 'Event')
+      errs.push(invalid(path, jsonValue(ref), '/v1, Kind=Event is disallowed from being an owner'));
     if (ref.controller === true) {
       const current = `${kind}/${name}`;
       if (firstController === '') firstController = current;
       else
         errs.push(
-          invalid(path, jsonValue(refs), `Only one reference can have Controller set to true. Found "true" in references for ${firstController} and ${current}`),
+          invalid(
+            path,
+            jsonValue(refs),
+            `Only one reference can have Controller set to true. Found "true" in references for ${firstController} and ${current}`,
+          ),
         );
     }
   }

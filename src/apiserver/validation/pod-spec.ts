@@ -125,10 +125,13 @@ function validateContainer(c: JsonObject, path: string, names: Set<string>): Sta
   if (name !== '' && names.has(name)) errs.push(duplicate(child(path, 'name'), name));
   names.add(name);
   if ((asString(c.image) ?? '') === '') errs.push(required(child(path, 'image')));
-  errs.push(...oneOf(c.terminationMessagePolicy, child(path, 'terminationMessagePolicy'), TERMINATION_MESSAGE_POLICIES));
+  errs.push(
+    ...oneOf(c.terminationMessagePolicy, child(path, 'terminationMessagePolicy'), TERMINATION_MESSAGE_POLICIES),
+  );
   errs.push(...validateContainerPorts(asArray(c.ports) ?? [], child(path, 'ports')));
   (asArray(c.env) ?? []).forEach((entry, i) => {
-    if ((asString(asObject(entry)?.name) ?? '') === '') errs.push(required(child(index(child(path, 'env'), i), 'name')));
+    if ((asString(asObject(entry)?.name) ?? '') === '')
+      errs.push(required(child(index(child(path, 'env'), i), 'name')));
   });
   errs.push(...oneOf(c.imagePullPolicy, child(path, 'imagePullPolicy'), PULL_POLICIES));
   return errs;
@@ -149,9 +152,11 @@ function validateContainerPorts(ports: unknown[], path: string): StatusCause[] {
     }
     const containerPort = asNumber(p.containerPort) ?? 0;
     if (containerPort === 0) errs.push(required(child(at, 'containerPort')));
-    else for (const m of isValidPortNum(containerPort)) errs.push(invalid(child(at, 'containerPort'), containerPort, m));
+    else
+      for (const m of isValidPortNum(containerPort)) errs.push(invalid(child(at, 'containerPort'), containerPort, m));
     const hostPort = asNumber(p.hostPort) ?? 0;
-    if (hostPort !== 0) for (const m of isValidPortNum(hostPort)) errs.push(invalid(child(at, 'hostPort'), hostPort, m));
+    if (hostPort !== 0)
+      for (const m of isValidPortNum(hostPort)) errs.push(invalid(child(at, 'hostPort'), hostPort, m));
     errs.push(...oneOf(p.protocol, child(at, 'protocol'), PROTOCOLS));
   });
   return errs;

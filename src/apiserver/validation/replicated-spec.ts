@@ -2,7 +2,13 @@ import type { StatusCause } from '../api-error.js';
 import { child, forbidden, goStringMap, invalid, notSupported, required } from './field-errors.js';
 import { asNumber, asObject } from './json-fields.js';
 import type { JsonObject } from './json-fields.js';
-import { goLabelSelector, selectorIsEmpty, selectorMatches, selectorParses, validateLabelSelector } from './label-selector.js';
+import {
+  goLabelSelector,
+  selectorIsEmpty,
+  selectorMatches,
+  selectorParses,
+  validateLabelSelector,
+} from './label-selector.js';
 import { validatePodTemplateSpec } from './pod-spec.js';
 
 /**
@@ -29,16 +35,24 @@ export function validateSelectorAndTemplate(spec: JsonObject, path: string, allo
   if (selector === undefined) errs.push(required(selectorPath));
   else {
     errs.push(...validateLabelSelector(selector, selectorPath));
-    if (!allowEmpty && selectorIsEmpty(selector)) errs.push(invalid(selectorPath, goLabelSelector(selector), 'empty selector is invalid for deployment'));
+    if (!allowEmpty && selectorIsEmpty(selector))
+      errs.push(invalid(selectorPath, goLabelSelector(selector), 'empty selector is invalid for deployment'));
   }
   const parses = selector === undefined || selectorParses(selector);
-  if (!parses && !allowEmpty) return [...errs, invalid(selectorPath, goLabelSelector(selector), 'invalid label selector')];
+  if (!parses && !allowEmpty)
+    return [...errs, invalid(selectorPath, goLabelSelector(selector), 'invalid label selector')];
   const templatePath = child(path, 'template');
   const template = asObject(spec.template);
   if (template === undefined) return [...errs, required(templatePath)];
   const labels = asObject(asObject(template.metadata)?.labels);
   if (selector !== undefined && parses && !selectorIsEmpty(selector) && !selectorMatches(selector, labels ?? {}))
-    errs.push(invalid(child(templatePath, 'metadata.labels'), goStringMap(labels), '`selector` does not match template `labels`'));
+    errs.push(
+      invalid(
+        child(templatePath, 'metadata.labels'),
+        goStringMap(labels),
+        '`selector` does not match template `labels`',
+      ),
+    );
   errs.push(...validatePodTemplateSpec(template, templatePath));
   return errs;
 }
@@ -51,6 +65,11 @@ export function validateReplicatedTemplate(spec: JsonObject, path: string): Stat
   if (typeof restartPolicy === 'string' && restartPolicy !== '' && restartPolicy !== 'Always')
     errs.push(notSupported(child(path, 'template.spec.restartPolicy'), restartPolicy, ['Always']));
   if (podSpec.activeDeadlineSeconds !== undefined && podSpec.activeDeadlineSeconds !== null)
-    errs.push(forbidden(child(path, 'template.spec.activeDeadlineSeconds'), 'activeDeadlineSeconds in ReplicaSet is not Supported'));
+    errs.push(
+      forbidden(
+        child(path, 'template.spec.activeDeadlineSeconds'),
+        'activeDeadlineSeconds in ReplicaSet is not Supported',
+      ),
+    );
   return errs;
 }

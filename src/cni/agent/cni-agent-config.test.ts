@@ -9,24 +9,43 @@ test("with only NODE_NAME the agent runs with an Istio install's defaults", () =
   assert.equal(c.pluginSocket, '/var/run/istio-cni/pluginevent.sock');
   assert.equal(c.pluginKubeconfig, '/var/run/istio-cni/istio-cni-kubeconfig');
   assert.equal(c.ztunnelSocket, '/var/run/ztunnel/ztunnel.sock');
-  assert.deepEqual([c.dnsCapture, c.ipv6, c.reconcilePodRulesOnStartup, c.disableSafeUpgrade], [true, true, true, false]);
+  assert.deepEqual(
+    [c.dnsCapture, c.ipv6, c.reconcilePodRulesOnStartup, c.disableSafeUpgrade],
+    [true, true, true, false],
+  );
   assert.deepEqual(c.excludeNamespaces, ['kube-system']);
   assert.equal(c.systemNamespace, 'istio-system');
-  assert.deepEqual([c.hostProbeSnatIp, c.hostProbeSnatIpv6], ['169.254.7.127', 'fd16:9254:7127:1337:ffff:ffff:ffff:ffff']);
+  assert.deepEqual(
+    [c.hostProbeSnatIp, c.hostProbeSnatIpv6],
+    ['169.254.7.127', 'fd16:9254:7127:1337:ffff:ffff:ffff:ffff'],
+  );
   assert.deepEqual(c.readinessAddress, { host: '0.0.0.0', port: 8000 });
   assert.deepEqual(c.monitoringAddress, { host: '0.0.0.0', port: 15014 });
   assert.equal(c.enablementSelectors.selects({ 'istio.io/dataplane-mode': 'ambient' }, {}), true);
   assert.equal(c.enablementSelectors.selects({}, { 'istio.io/dataplane-mode': 'ambient' }), true);
-  assert.equal(c.enablementSelectors.selects({ 'istio.io/dataplane-mode': 'none' }, { 'istio.io/dataplane-mode': 'ambient' }), false);
+  assert.equal(
+    c.enablementSelectors.selects({ 'istio.io/dataplane-mode': 'none' }, { 'istio.io/dataplane-mode': 'ambient' }),
+    false,
+  );
   assert.equal(Object.isFrozen(c), true);
 });
 
 test("Istio's env names set it; a flag wins over its env var", () => {
-  const c = loadCniAgentConfig({ cniAgentRunDir: '/run/flag' }, {
-    NODE_NAME: 'n', CNI_AGENT_RUN_DIR: '/run/env', ZTUNNEL_UDS_ADDRESS: '/run/zt.sock', AMBIENT_DNS_CAPTURE: 'false', AMBIENT_IPV6: 'F',
-    AMBIENT_RECONCILE_POD_RULES_ON_STARTUP: '0', EXCLUDE_NAMESPACES: ' a, ,b ', SYSTEM_NAMESPACE: 'mesh', POD_NAMESPACE: 'istio-system',
-    AMBIENT_ENABLEMENT_SELECTOR: '- podSelector:\n    matchLabels: {mesh: "yes"}\n',
-  });
+  const c = loadCniAgentConfig(
+    { cniAgentRunDir: '/run/flag' },
+    {
+      NODE_NAME: 'n',
+      CNI_AGENT_RUN_DIR: '/run/env',
+      ZTUNNEL_UDS_ADDRESS: '/run/zt.sock',
+      AMBIENT_DNS_CAPTURE: 'false',
+      AMBIENT_IPV6: 'F',
+      AMBIENT_RECONCILE_POD_RULES_ON_STARTUP: '0',
+      EXCLUDE_NAMESPACES: ' a, ,b ',
+      SYSTEM_NAMESPACE: 'mesh',
+      POD_NAMESPACE: 'istio-system',
+      AMBIENT_ENABLEMENT_SELECTOR: '- podSelector:\n    matchLabels: {mesh: "yes"}\n',
+    },
+  );
   assert.equal(c.runDir, '/run/flag');
   assert.equal(c.ztunnelSocket, '/run/zt.sock');
   assert.deepEqual([c.dnsCapture, c.ipv6, c.reconcilePodRulesOnStartup], [false, false, false]);
@@ -41,11 +60,18 @@ test('a bad value is AMESH_ERR_CONFIG naming the variable', () => {
     [{}, 'NODE_NAME'],
     [{ NODE_NAME: 'n', AMBIENT_DNS_CAPTURE: 'yes' }, 'AMBIENT_DNS_CAPTURE'],
     [{ NODE_NAME: 'n', CNI_AGENT_RUN_DIR: 'relative' }, '--cni-agent-run-dir'],
-    [{ NODE_NAME: 'n', AMBIENT_ENABLEMENT_SELECTOR: '[{podSelector: {matchExpressions: [{key: k, operator: Is}]}}]' }, 'AMBIENT_ENABLEMENT_SELECTOR'],
+    [
+      { NODE_NAME: 'n', AMBIENT_ENABLEMENT_SELECTOR: '[{podSelector: {matchExpressions: [{key: k, operator: Is}]}}]' },
+      'AMBIENT_ENABLEMENT_SELECTOR',
+    ],
     [{ NODE_NAME: 'n', AMBIENT_ENABLEMENT_SELECTOR: '{' }, 'AMBIENT_ENABLEMENT_SELECTOR'],
     [{ NODE_NAME: 'n', HOST_PROBE_SNAT_IP: 'fd00::1' }, 'HOST_PROBE_SNAT_IP'],
   ] as const) {
-    assert.throws(() => loadCniAgentConfig({}, env), (e: unknown) => isMeshError(e, 'AMESH_ERR_CONFIG') && e.message.includes(name), JSON.stringify(env));
+    assert.throws(
+      () => loadCniAgentConfig({}, env),
+      (e: unknown) => isMeshError(e, 'AMESH_ERR_CONFIG') && e.message.includes(name),
+      JSON.stringify(env),
+    );
   }
 });
 

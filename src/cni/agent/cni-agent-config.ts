@@ -13,7 +13,12 @@ import { parseGoBool } from '../../lib/go-bool.js';
 import { LogControl, type LogFormat } from '../../lib/log.js';
 import { compileEnablementSelectors, type EnablementSelectors } from '../plugin/enablement-selectors.js';
 import { CNI_EVENT_SOCKET_NAME, CNI_PLUGIN_KUBECONFIG_NAME } from '../plugin/plugin-config.js';
-import { DEFAULT_HOST_PROBE_SNAT_IP, DEFAULT_HOST_PROBE_SNAT_IPV6, checkProbeSnatIps, type PodRulesConfig } from './pod-rules.js';
+import {
+  DEFAULT_HOST_PROBE_SNAT_IP,
+  DEFAULT_HOST_PROBE_SNAT_IPV6,
+  checkProbeSnatIps,
+  type PodRulesConfig,
+} from './pod-rules.js';
 
 export const CNI_AGENT_DEFAULTS = Object.freeze({
   /** Istio's --cni-agent-run-dir: the plugin finds the agent's socket and kubeconfig there. */
@@ -79,7 +84,8 @@ export interface CniAgentFlags {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const configError = (name: string, problem: string): MeshError => new MeshError('AMESH_ERR_CONFIG', `${name}: ${problem}`);
+const configError = (name: string, problem: string): MeshError =>
+  new MeshError('AMESH_ERR_CONFIG', `${name}: ${problem}`);
 
 function envBool(env: Env, name: string, def: boolean): boolean {
   const v = env[name];
@@ -96,7 +102,10 @@ function envString(env: Env, name: string, def: string): string {
 
 /** Istio's util.SplitExcludeNamespaces: comma-separated, blanks dropped. */
 export function splitExcludeNamespaces(s: string): string[] {
-  return s.split(',').map((n) => n.trim()).filter((n) => n !== '');
+  return s
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
 }
 
 function enablementSelectors(text: string): EnablementSelectors {
@@ -122,13 +131,24 @@ function absoluteDir(v: string, name: string): string {
 
 export function loadCniAgentConfig(flags: CniAgentFlags, env: Env = process.env): CniAgentConfig {
   const nodeName = env['NODE_NAME'] ?? '';
-  if (nodeName === '') throw configError('NODE_NAME', 'is not set: the node agent enrolls only the pods on its own node (set it to the Node name, as the DaemonSet does from spec.nodeName)');
-  const runDir = absoluteDir(flags.cniAgentRunDir ?? envString(env, 'CNI_AGENT_RUN_DIR', CNI_AGENT_DEFAULTS.runDir), '--cni-agent-run-dir');
+  if (nodeName === '')
+    throw configError(
+      'NODE_NAME',
+      'is not set: the node agent enrolls only the pods on its own node (set it to the Node name, as the DaemonSet does from spec.nodeName)',
+    );
+  const runDir = absoluteDir(
+    flags.cniAgentRunDir ?? envString(env, 'CNI_AGENT_RUN_DIR', CNI_AGENT_DEFAULTS.runDir),
+    '--cni-agent-run-dir',
+  );
   const logFormat = envString(env, 'LOG_FORMAT', 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json') throw configError('LOG_FORMAT', `"${logFormat}" must be text or json`);
+  if (logFormat !== 'text' && logFormat !== 'json')
+    throw configError('LOG_FORMAT', `"${logFormat}" must be text or json`);
   const logLevel = flags.logLevel ?? envString(env, 'LOG_LEVEL', 'info');
   LogControl.parseSpec(logLevel);
-  const snat = { hostProbeSnatIp: envString(env, 'HOST_PROBE_SNAT_IP', DEFAULT_HOST_PROBE_SNAT_IP), hostProbeSnatIpv6: envString(env, 'HOST_PROBE_SNAT_IPV6', DEFAULT_HOST_PROBE_SNAT_IPV6) };
+  const snat = {
+    hostProbeSnatIp: envString(env, 'HOST_PROBE_SNAT_IP', DEFAULT_HOST_PROBE_SNAT_IP),
+    hostProbeSnatIpv6: envString(env, 'HOST_PROBE_SNAT_IPV6', DEFAULT_HOST_PROBE_SNAT_IPV6),
+  };
   checkProbeSnatIps('AMESH_ERR_CONFIG', snat);
   return Object.freeze({
     nodeName,
@@ -137,17 +157,34 @@ export function loadCniAgentConfig(flags: CniAgentFlags, env: Env = process.env)
     runDir,
     pluginSocket: path.join(runDir, CNI_EVENT_SOCKET_NAME),
     pluginKubeconfig: path.join(runDir, CNI_PLUGIN_KUBECONFIG_NAME),
-    ztunnelSocket: absoluteDir(flags.ztunnelUdsAddress ?? envString(env, 'ZTUNNEL_UDS_ADDRESS', CNI_AGENT_DEFAULTS.ztunnelSocket), '--ztunnel-uds-address'),
+    ztunnelSocket: absoluteDir(
+      flags.ztunnelUdsAddress ?? envString(env, 'ZTUNNEL_UDS_ADDRESS', CNI_AGENT_DEFAULTS.ztunnelSocket),
+      '--ztunnel-uds-address',
+    ),
     dnsCapture: envBool(env, 'AMBIENT_DNS_CAPTURE', CNI_AGENT_DEFAULTS.dnsCapture),
     ipv6: envBool(env, 'AMBIENT_IPV6', CNI_AGENT_DEFAULTS.ipv6),
-    reconcilePodRulesOnStartup: envBool(env, 'AMBIENT_RECONCILE_POD_RULES_ON_STARTUP', CNI_AGENT_DEFAULTS.reconcilePodRulesOnStartup),
-    enablementSelectors: enablementSelectors(envString(env, 'AMBIENT_ENABLEMENT_SELECTOR', CNI_AGENT_DEFAULTS.enablementSelector)),
-    excludeNamespaces: Object.freeze(splitExcludeNamespaces(env['EXCLUDE_NAMESPACES'] ?? CNI_AGENT_DEFAULTS.excludeNamespaces)),
+    reconcilePodRulesOnStartup: envBool(
+      env,
+      'AMBIENT_RECONCILE_POD_RULES_ON_STARTUP',
+      CNI_AGENT_DEFAULTS.reconcilePodRulesOnStartup,
+    ),
+    enablementSelectors: enablementSelectors(
+      envString(env, 'AMBIENT_ENABLEMENT_SELECTOR', CNI_AGENT_DEFAULTS.enablementSelector),
+    ),
+    excludeNamespaces: Object.freeze(
+      splitExcludeNamespaces(env['EXCLUDE_NAMESPACES'] ?? CNI_AGENT_DEFAULTS.excludeNamespaces),
+    ),
     systemNamespace: envString(env, 'SYSTEM_NAMESPACE', CNI_AGENT_DEFAULTS.systemNamespace),
     podNamespace: env['POD_NAMESPACE'] ?? '',
     disableSafeUpgrade: envBool(env, 'AMBIENT_DISABLE_SAFE_UPGRADE', false),
-    readinessAddress: parseListenAddress(flags.readinessAddress ?? CNI_AGENT_DEFAULTS.readinessAddress, '--readiness-address'),
-    monitoringAddress: parseListenAddress(flags.monitoringAddress ?? CNI_AGENT_DEFAULTS.monitoringAddress, '--monitoring-address'),
+    readinessAddress: parseListenAddress(
+      flags.readinessAddress ?? CNI_AGENT_DEFAULTS.readinessAddress,
+      '--readiness-address',
+    ),
+    monitoringAddress: parseListenAddress(
+      flags.monitoringAddress ?? CNI_AGENT_DEFAULTS.monitoringAddress,
+      '--monitoring-address',
+    ),
     logFormat,
     logLevel,
   });

@@ -57,7 +57,13 @@ export class CniAgent {
     private readonly logs: LogControl,
   ) {
     this.log = logs.scope('cni-agent');
-    this.dataplane = new MeshDataplane(parts.rules, parts.hostProbes, parts.netns, new PodMarker(kc, cfg.nodeName), logs.scope('dataplane'));
+    this.dataplane = new MeshDataplane(
+      parts.rules,
+      parts.hostProbes,
+      parts.netns,
+      new PodMarker(kc, cfg.nodeName),
+      logs.scope('dataplane'),
+    );
     this.enrollment = new Enrollment(kc, cfg, this.dataplane, logs.scope('enrollment'));
   }
 
@@ -82,16 +88,32 @@ export class CniAgent {
     try {
       await mkdir(cfg.runDir, { recursive: true, mode: 0o755 });
     } catch (e) {
-      throw new MeshError('AGENT_ERR_RUN_DIR', `cannot create the run directory ${cfg.runDir}: ${describeError(e)}`, { cause: e });
+      throw new MeshError('AGENT_ERR_RUN_DIR', `cannot create the run directory ${cfg.runDir}: ${describeError(e)}`, {
+        cause: e,
+      });
     }
-    this.pluginKubeconfig = await PluginKubeconfig.start(this.kc, cfg.pluginKubeconfig, this.logs.scope('plugin-kubeconfig'));
+    this.pluginKubeconfig = await PluginKubeconfig.start(
+      this.kc,
+      cfg.pluginKubeconfig,
+      this.logs.scope('plugin-kubeconfig'),
+    );
     collectDefaultMetrics({ register: this.metrics });
     this.servers.push(
-      await startHttpServer(cfg.readinessAddress, {
-        '/healthz': () => ({ status: 200, body: '' }),
-        '/readyz': () => (this.isReady ? { status: 200, body: '' } : { status: 503, body: 'Service Unavailable\n' }),
-      }, 'readiness'),
-      await startHttpServer(cfg.monitoringAddress, { '/metrics': async () => ({ status: 200, body: await this.metrics.metrics(), type: this.metrics.contentType }) }, 'monitoring'),
+      await startHttpServer(
+        cfg.readinessAddress,
+        {
+          '/healthz': () => ({ status: 200, body: '' }),
+          '/readyz': () => (this.isReady ? { status: 200, body: '' } : { status: 503, body: 'Service Unavailable\n' }),
+        },
+        'readiness',
+      ),
+      await startHttpServer(
+        cfg.monitoringAddress,
+        {
+          '/metrics': async () => ({ status: 200, body: await this.metrics.metrics(), type: this.metrics.contentType }),
+        },
+        'monitoring',
+      ),
     );
     // A daemon: its readiness server keeps the process up while it waits for the API (the informers' retry timers do not).
     this.servers[0]?.ref();
@@ -100,16 +122,27 @@ export class CniAgent {
     this.log.info({ node: cfg.nodeName }, 'pod and namespace caches synced');
     await this.parts.hostProbes.create();
     const enrolled = this.enrollment.activeAmbientPods();
-    await this.dataplane.constructInitialSnapshot(enrolled, cfg.reconcilePodRulesOnStartup).catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'failed to construct the initial snapshot'));
+    await this.dataplane
+      .constructInitialSnapshot(enrolled, cfg.reconcilePodRulesOnStartup)
+      .catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'failed to construct the initial snapshot'));
     this.log.info({ pods: enrolled.length }, 'initial snapshot built');
     this.enrollment.run();
     this.zds = this.parts.zdsServer(cfg.ztunnelSocket, () => this.dataplane.snapshot(), this.logs.scope('zds'));
     this.dataplane.attach(this.zds);
     this.zds.listen();
-    this.plugin = new PluginServer(cfg.pluginSocket, (name, namespace) => this.enrollment.podIfAmbientEnabled(name, namespace), this.dataplane, this.metrics, this.logs.scope('plugin'));
+    this.plugin = new PluginServer(
+      cfg.pluginSocket,
+      (name, namespace) => this.enrollment.podIfAmbientEnabled(name, namespace),
+      this.dataplane,
+      this.metrics,
+      this.logs.scope('plugin'),
+    );
     await this.plugin.start();
     this.isReady = true;
-    this.log.info({ pluginSocket: cfg.pluginSocket, ztunnelSocket: cfg.ztunnelSocket }, 'CNI ambient server marking ready');
+    this.log.info(
+      { pluginSocket: cfg.pluginSocket, ztunnelSocket: cfg.ztunnelSocket },
+      'CNI ambient server marking ready',
+    );
   }
 
   /** Stops the agent; `decideCleanup` false skips the DaemonSet lookup and leaves the host rules (a failed start). */
@@ -120,7 +153,9 @@ export class CniAgent {
     await this.enrollment.stop();
     const cleanup = decideCleanup && (await this.shouldCleanUp());
     this.log.info({ cleanup }, 'node agent shutting down');
-    await this.dataplane.stop(cleanup).catch((e: unknown) => this.log.error({ error: describeError(e) }, 'cannot remove the host probe rules'));
+    await this.dataplane
+      .stop(cleanup)
+      .catch((e: unknown) => this.log.error({ error: describeError(e) }, 'cannot remove the host probe rules'));
     this.zds?.close();
     await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   }
@@ -130,9 +165,15 @@ export class CniAgent {
     if (this.cfg.disableSafeUpgrade) return true;
     if (this.cfg.podNamespace === '') return true;
     try {
-      const ds = await this.kc.makeApiClient(AppsV1Api).readNamespacedDaemonSet({ name: AGENT_DAEMONSET_NAME, namespace: this.cfg.podNamespace });
+      const ds = await this.kc
+        .makeApiClient(AppsV1Api)
+        .readNamespacedDaemonSet({ name: AGENT_DAEMONSET_NAME, namespace: this.cfg.podNamespace });
       const upgrading = ds.metadata?.deletionTimestamp === undefined;
-      if (upgrading) this.log.info({ daemonSet: `${this.cfg.podNamespace}/${AGENT_DAEMONSET_NAME}` }, 'parent DaemonSet still present (upgrade or node reboot); leaving the host rules in place');
+      if (upgrading)
+        this.log.info(
+          { daemonSet: `${this.cfg.podNamespace}/${AGENT_DAEMONSET_NAME}` },
+          'parent DaemonSet still present (upgrade or node reboot); leaving the host rules in place',
+        );
       return !upgrading;
     } catch {
       return true;

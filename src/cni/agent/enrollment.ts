@@ -32,7 +32,8 @@ export interface EnrollmentConfig {
 const POD_PREFIX = 'pod:';
 const NAMESPACE_PREFIX = 'ns:';
 const podKey = (p: V1Pod): string => `${POD_PREFIX}${p.metadata?.namespace ?? ''}/${p.metadata?.name ?? ''}`;
-const sameIps = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((ip) => b.includes(ip));
+const sameIps = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && a.every((ip) => b.includes(ip));
 
 export class Enrollment {
   private readonly pods: RestartingInformer<V1Pod>;
@@ -85,11 +86,17 @@ export class Enrollment {
       this.namespaceLabels.set(name, labels);
       this.queue.add(`${NAMESPACE_PREFIX}${name}`);
     };
-    this.namespaces = new RestartingInformer<V1Namespace>(kc, '/api/v1/namespaces', () => listJson(kc, '/api/v1/namespaces'), {
-      add: onNamespace,
-      update: onNamespace,
-      delete: (ns) => this.namespaceLabels.delete(ns.metadata?.name ?? ''),
-    }, log);
+    this.namespaces = new RestartingInformer<V1Namespace>(
+      kc,
+      '/api/v1/namespaces',
+      () => listJson(kc, '/api/v1/namespaces'),
+      {
+        add: onNamespace,
+        update: onNamespace,
+        delete: (ns) => this.namespaceLabels.delete(ns.metadata?.name ?? ''),
+      },
+      log,
+    );
     this.synced = Promise.all([this.pods.synced, this.namespaces.synced]).then(() => undefined);
   }
 
@@ -114,15 +121,22 @@ export class Enrollment {
    */
   podIfAmbientEnabled(name: string, namespace: string): V1Pod | undefined {
     const ns = this.namespaces.get(namespace);
-    if (ns === undefined) throw new MeshError('AGENT_ERR_POD_NOT_FOUND', `namespace ${namespace} is not in the node agent's cache`);
+    if (ns === undefined)
+      throw new MeshError('AGENT_ERR_POD_NOT_FOUND', `namespace ${namespace} is not in the node agent's cache`);
     const pod = this.pods.get(name, namespace);
-    if (pod === undefined) throw new MeshError('AGENT_ERR_POD_NOT_FOUND', `pod ${namespace}/${name} is not in the node agent's cache of node ${this.cfg.nodeName}'s pods`);
+    if (pod === undefined)
+      throw new MeshError(
+        'AGENT_ERR_POD_NOT_FOUND',
+        `pod ${namespace}/${name} is not in the node agent's cache of node ${this.cfg.nodeName}'s pods`,
+      );
     return this.matches(pod, ns) ? pod : undefined;
   }
 
   /** The pods enrolled before the agent started (annotated `enabled`), still running, not ztunnel. */
   activeAmbientPods(): V1Pod[] {
-    return this.pods.list().filter((p) => !isZtunnelPod(this.cfg.systemNamespace, p) && !isPodTerminal(p) && podFullyEnrolled(p));
+    return this.pods
+      .list()
+      .filter((p) => !isZtunnelPod(this.cfg.systemNamespace, p) && !isPodTerminal(p) && podFullyEnrolled(p));
   }
 
   private matches(pod: V1Pod, ns: V1Namespace | undefined): boolean {
@@ -138,7 +152,8 @@ export class Enrollment {
   private async reconcile(key: string): Promise<void> {
     if (key.startsWith(NAMESPACE_PREFIX)) {
       const namespace = key.slice(NAMESPACE_PREFIX.length);
-      for (const p of this.pods.list(namespace)) if (!isZtunnelPod(this.cfg.systemNamespace, p)) this.queue.add(podKey(p));
+      for (const p of this.pods.list(namespace))
+        if (!isZtunnelPod(this.cfg.systemNamespace, p)) this.queue.add(podKey(p));
       return;
     }
     const slash = key.indexOf('/');
@@ -178,7 +193,8 @@ export class Enrollment {
     const excluded = this.cfg.excludeNamespaces.includes(pod.metadata?.namespace ?? '');
     const shouldBeEnabled = matches && !excluded;
     const terminated = isPodTerminal(pod);
-    if (matches && excluded) log.debug('pod is selected for the mesh but its namespace is excluded (EXCLUDE_NAMESPACES)');
+    if (matches && excluded)
+      log.debug('pod is selected for the mesh but its namespace is excluded (EXCLUDE_NAMESPACES)');
     if ((enrolled || partial) && terminated) {
       await this.dataplane.removePodFromMesh(this.withIps(pod), true);
       this.syncedIps.delete(key);

@@ -38,7 +38,24 @@ function hostRules(config: HostProbeRulesConfig, family: IpFamily): IptablesRule
   const snat = family === 4 ? config.hostProbeSnatIp : config.hostProbeSnatIpv6;
   return new IptablesRules()
     .insert('nat', 'POSTROUTING', 1, '-j', CHAIN_HOST_POSTROUTING)
-    .append('nat', CHAIN_HOST_POSTROUTING, '-m', 'owner', '--socket-exists', '-p', 'tcp', '-m', 'set', '--match-set', set, 'dst', '-j', 'SNAT', '--to-source', snat);
+    .append(
+      'nat',
+      CHAIN_HOST_POSTROUTING,
+      '-m',
+      'owner',
+      '--socket-exists',
+      '-p',
+      'tcp',
+      '-m',
+      'set',
+      '--match-set',
+      set,
+      'dst',
+      '-j',
+      'SNAT',
+      '--to-source',
+      snat,
+    );
 }
 
 /** The `iptables-restore` / `ip6tables-restore` input of the host rules; `v6` is undefined unless `config.ipv6`. */
@@ -79,7 +96,15 @@ export class HostProbeRules {
 
   private async createNow(): Promise<void> {
     for (const family of this.families) {
-      await this.ipset(['create', setName(family), 'hash:ip', 'family', family === 4 ? 'inet' : 'inet6', 'comment', '-exist']);
+      await this.ipset([
+        'create',
+        setName(family),
+        'hash:ip',
+        'family',
+        family === 4 ? 'inet' : 'inet6',
+        'comment',
+        '-exist',
+      ]);
       await replaceChains('AGENT_ERR_HOST_RULES', this.netns, family, isHostChain, hostRules(this.config, family));
     }
   }
@@ -94,7 +119,14 @@ export class HostProbeRules {
       // With IPv6 off, ip6tables may not work here at all; leftovers from when it was on still go if it does.
       const removed = replaceChains('AGENT_ERR_HOST_RULES', this.netns, family, isHostChain);
       await (this.families.includes(family) ? removed : removed.catch(() => undefined));
-      await mustRunInNetns('AGENT_ERR_HOST_RULES', this.netns, 'ipset', ['destroy', setName(family)], '', (r) => r.status === 0 || r.stderr.includes('does not exist'));
+      await mustRunInNetns(
+        'AGENT_ERR_HOST_RULES',
+        this.netns,
+        'ipset',
+        ['destroy', setName(family)],
+        '',
+        (r) => r.status === 0 || r.stderr.includes('does not exist'),
+      );
     }
   }
 
@@ -128,7 +160,10 @@ export class HostProbeRules {
     }
     await this.queue.run(ONE_QUEUE, async () => {
       const stale = (await this.entriesNow()).filter((e) => e.uid === uid && !wanted.has(e.ip));
-      await this.restore([...stale.map((e) => delLine(e)), ...[...wanted].map(([ip, family]) => `add ${setName(family)} ${ip} comment "${uid}"`)]);
+      await this.restore([
+        ...stale.map((e) => delLine(e)),
+        ...[...wanted].map(([ip, family]) => `add ${setName(family)} ${ip} comment "${uid}"`),
+      ]);
     });
   }
 
@@ -156,7 +191,8 @@ export class HostProbeRules {
   }
 
   private async restore(lines: readonly string[]): Promise<void> {
-    if (lines.length > 0) await mustRunInNetns('AGENT_ERR_HOST_RULES', this.netns, 'ipset', ['-exist', 'restore'], lines.join('\n') + '\n');
+    if (lines.length > 0)
+      await mustRunInNetns('AGENT_ERR_HOST_RULES', this.netns, 'ipset', ['-exist', 'restore'], lines.join('\n') + '\n');
   }
 }
 
@@ -169,7 +205,11 @@ function delLine(e: ProbeIpEntry): string {
 }
 
 function checkUid(uid: string): void {
-  if (!POD_UID.test(uid)) throw new MeshError('AGENT_ERR_HOST_RULES', `pod UID ${JSON.stringify(uid)} cannot be an ipset comment (1 to 255 of A-Z a-z 0-9 . _ : -)`);
+  if (!POD_UID.test(uid))
+    throw new MeshError(
+      'AGENT_ERR_HOST_RULES',
+      `pod UID ${JSON.stringify(uid)} cannot be an ipset comment (1 to 255 of A-Z a-z 0-9 . _ : -)`,
+    );
 }
 
 /** An address as ipset prints it; an IPv4-mapped IPv6 address is its IPv4 one (as Istio's `Unmap`). */

@@ -13,7 +13,22 @@ import { mustRunInNetns } from './netns-command.js';
 export type IpFamily = 4 | 6;
 
 /** The chains and targets iptables has built in: no `-N` for them (istio `tools/istio-iptables/pkg/constants`). */
-const BUILTIN_CHAINS: ReadonlySet<string> = new Set(['INPUT', 'OUTPUT', 'FORWARD', 'PREROUTING', 'POSTROUTING', 'ACCEPT', 'DROP', 'RETURN', 'REDIRECT', 'MARK', 'CONNMARK', 'CT', 'SNAT', 'TPROXY']);
+const BUILTIN_CHAINS: ReadonlySet<string> = new Set([
+  'INPUT',
+  'OUTPUT',
+  'FORWARD',
+  'PREROUTING',
+  'POSTROUTING',
+  'ACCEPT',
+  'DROP',
+  'RETURN',
+  'REDIRECT',
+  'MARK',
+  'CONNMARK',
+  'CT',
+  'SNAT',
+  'TPROXY',
+]);
 
 /** How long iptables-restore waits for the xtables lock (legacy backend; nft has none) before failing. */
 const XTABLES_LOCK_WAIT_SECONDS = '10';
@@ -81,11 +96,18 @@ function formatRestore(tables: ReadonlyMap<string, readonly string[]>): string {
 
 /** The binaries for a family. */
 function tools(family: IpFamily): { save: string; restore: string } {
-  return family === 4 ? { save: 'iptables-save', restore: 'iptables-restore' } : { save: 'ip6tables-save', restore: 'ip6tables-restore' };
+  return family === 4
+    ? { save: 'iptables-save', restore: 'iptables-restore' }
+    : { save: 'ip6tables-save', restore: 'ip6tables-restore' };
 }
 
 /** Applies `text` with `iptables-restore --noflush` (or ip6tables-restore) in `netns`. */
-export async function restoreRules(code: ErrorCode, netns: NetnsRef | undefined, family: IpFamily, text: string): Promise<void> {
+export async function restoreRules(
+  code: ErrorCode,
+  netns: NetnsRef | undefined,
+  family: IpFamily,
+  text: string,
+): Promise<void> {
   await mustRunInNetns(code, netns, tools(family).restore, ['--noflush', '--wait', XTABLES_LOCK_WAIT_SECONDS], text);
 }
 
@@ -128,7 +150,13 @@ export function removalLines(save: string, ours: (chain: string) => boolean): Ma
  * Replaces, in one family's tables in `netns`, every chain `ours` accepts (and the jumps to them) with `rules`,
  * one table at a time atomically; with no `rules`, only removes them. Nothing to do runs nothing.
  */
-export async function replaceChains(code: ErrorCode, netns: NetnsRef | undefined, family: IpFamily, ours: (chain: string) => boolean, rules?: IptablesRules): Promise<void> {
+export async function replaceChains(
+  code: ErrorCode,
+  netns: NetnsRef | undefined,
+  family: IpFamily,
+  ours: (chain: string) => boolean,
+  rules?: IptablesRules,
+): Promise<void> {
   const tables = removalLines(await saveRules(code, netns, family), ours);
   for (const [table, lines] of rules?.tableLines() ?? []) linesOf(tables, table).push(...lines);
   const text = formatRestore(tables);

@@ -58,7 +58,10 @@ export interface PodDataplane {
 }
 
 /** Failures Istio does not retry (ErrNonRetryableAdd): the pod's netns, its rules, or an annotation its rules cannot take. */
-export const isNonRetryableAdd = (e: unknown): boolean => isMeshError(e, 'AGENT_ERR_POD_NETNS') || isMeshError(e, 'AGENT_ERR_POD_RULES') || isMeshError(e, 'AGENT_ERR_POD_ANNOTATION');
+export const isNonRetryableAdd = (e: unknown): boolean =>
+  isMeshError(e, 'AGENT_ERR_POD_NETNS') ||
+  isMeshError(e, 'AGENT_ERR_POD_RULES') ||
+  isMeshError(e, 'AGENT_ERR_POD_ANNOTATION');
 
 export class MeshDataplane implements PodDataplane {
   /** With the netns cache, Istio's podNetnsCache: every pod being or already enrolled, by UID. */
@@ -94,24 +97,36 @@ export class MeshDataplane implements PodDataplane {
       const ips = podIps(pod);
       if (ips.length === 0) continue;
       await this.hostProbes.addPod(uidOf(pod), ips).catch((e: unknown) => {
-        this.log.error({ pod: nameOf(pod), error: describeError(e) }, 'cannot add an enrolled pod to the host probe ipset; its kubelet probes will fail');
+        this.log.error(
+          { pod: nameOf(pod), error: describeError(e) },
+          'cannot add an enrolled pod to the host probe ipset; its kubelet probes will fail',
+        );
       });
     }
     await this.probes(() => this.hostProbes.prune(new Set(pods.map(uidOf))), 'prune');
     for (const pod of pods) this.pods.set(uidOf(pod), workloadInfo(pod));
     await this.netns.scanProc(pods.map((p) => ({ uid: uidOf(p), ips: podIps(p) }))).catch((e: unknown) => {
       // The pods found unambiguously are cached; the others go to ztunnel as Keep, as a pod with no process does.
-      this.log.error({ error: describeError(e) }, 'some enrolled pods have no single network namespace holding their IPs; they are not re-sent to ztunnel');
+      this.log.error(
+        { error: describeError(e) },
+        'some enrolled pods have no single network namespace holding their IPs; they are not re-sent to ztunnel',
+      );
     });
     if (!reconcileRules) return;
     for (const pod of pods) {
       const fd = this.netns.get(uidOf(pod));
       if (fd === undefined) {
-        this.log.warn({ pod: nameOf(pod) }, 'enrolled pod has no running process with its IP; ztunnel keeps its proxy (Keep) until it is deleted');
+        this.log.warn(
+          { pod: nameOf(pod) },
+          'enrolled pod has no running process with its IP; ztunnel keeps its proxy (Keep) until it is deleted',
+        );
         continue;
       }
       await this.applyRules(pod, fd).catch((e: unknown) => {
-        this.log.error({ pod: nameOf(pod), error: describeError(e) }, 'cannot reconcile the in-pod rules of an enrolled pod; restart the pod, or remove it from the mesh and add it again');
+        this.log.error(
+          { pod: nameOf(pod), error: describeError(e) },
+          'cannot reconcile the in-pod rules of an enrolled pod; restart the pod, or remove it from the mesh and add it again',
+        );
       });
     }
   }
@@ -153,10 +168,17 @@ export class MeshDataplane implements PodDataplane {
     try {
       await this.ztunnel().addWorkload(uid, info, fd);
     } catch (e) {
-      const err = new MeshError('AGENT_ERR_ZTUNNEL', `ztunnel did not take pod ${nameOf(pod)}: ${describeError(e)}`, { cause: e });
-      log.error({ error: describeError(err) }, 'pod partially added (rules in place); annotating it pending and retrying');
+      const err = new MeshError('AGENT_ERR_ZTUNNEL', `ztunnel did not take pod ${nameOf(pod)}: ${describeError(e)}`, {
+        cause: e,
+      });
+      log.error(
+        { error: describeError(err) },
+        'pod partially added (rules in place); annotating it pending and retrying',
+      );
       if (!podPartiallyEnrolled(pod)) {
-        await this.marker.warn(pod, ZTUNNEL_ADD_FAILED_REASON, err.message).catch((w: unknown) => log.warn({ error: describeError(w) }, 'cannot record the Event'));
+        await this.marker
+          .warn(pod, ZTUNNEL_ADD_FAILED_REASON, err.message)
+          .catch((w: unknown) => log.warn({ error: describeError(w) }, 'cannot record the Event'));
       }
       await this.marker.pending(pod);
       throw err;
@@ -183,7 +205,9 @@ export class MeshDataplane implements PodDataplane {
     try {
       await this.ztunnel().delWorkload(uid);
     } catch (e) {
-      throw new MeshError('AGENT_ERR_ZTUNNEL', `cannot remove pod ${nameOf(pod)} from ztunnel: ${describeError(e)}`, { cause: e });
+      throw new MeshError('AGENT_ERR_ZTUNNEL', `cannot remove pod ${nameOf(pod)} from ztunnel: ${describeError(e)}`, {
+        cause: e,
+      });
     }
     try {
       await this.marker.unenrolled(pod);
@@ -195,7 +219,8 @@ export class MeshDataplane implements PodDataplane {
   }
 
   private ztunnel(): ZtunnelLink {
-    if (this.link === undefined) throw new MeshError('AGENT_ERR_ZTUNNEL', 'no ztunnel connection (the ZDS server is not running)');
+    if (this.link === undefined)
+      throw new MeshError('AGENT_ERR_ZTUNNEL', 'no ztunnel connection (the ZDS server is not running)');
     return this.link;
   }
 
@@ -203,7 +228,11 @@ export class MeshDataplane implements PodDataplane {
     const uid = uidOf(pod);
     if (netnsPath !== '') return this.netns.open(uid, netnsPath);
     const fd = this.netns.get(uid) ?? (await this.netns.scanProc([{ uid, ips: podIps(pod) }])).get(uid);
-    if (fd === undefined) throw new MeshError('AGENT_ERR_POD_NETNS', `pod ${nameOf(pod)}: no process under /proc has a network namespace with its IP ${podIps(pod).join(', ')} (a pod still starting is captured through the CNI plugin)`);
+    if (fd === undefined)
+      throw new MeshError(
+        'AGENT_ERR_POD_NETNS',
+        `pod ${nameOf(pod)}: no process under /proc has a network namespace with its IP ${podIps(pod).join(', ')} (a pod still starting is captured through the CNI plugin)`,
+      );
     return fd;
   }
 
@@ -224,7 +253,9 @@ export class MeshDataplane implements PodDataplane {
       await op();
     } catch (e) {
       if (isMeshError(e)) throw e;
-      throw new MeshError('AGENT_ERR_HOST_RULES', `cannot ${what} the host probe rules: ${describeError(e)}`, { cause: e });
+      throw new MeshError('AGENT_ERR_HOST_RULES', `cannot ${what} the host probe rules: ${describeError(e)}`, {
+        cause: e,
+      });
     }
   }
 

@@ -61,14 +61,22 @@ export class PodNetnsCache {
       // Non-blocking: a FIFO (or a device) at the path must fail the netns check below, not block the agent in open.
       fd = openSync(netnsPath, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (e) {
-      throw new MeshError('AGENT_ERR_POD_NETNS', `cannot open network namespace ${netnsPath} of pod ${uid}: ${describeError(e)}`, { cause: e });
+      throw new MeshError(
+        'AGENT_ERR_POD_NETNS',
+        `cannot open network namespace ${netnsPath} of pod ${uid}: ${describeError(e)}`,
+        { cause: e },
+      );
     }
     let id: NetnsId;
     try {
       id = netnsId(fd);
     } catch (e) {
       closeSync(fd);
-      throw new MeshError('AGENT_ERR_POD_NETNS', `${netnsPath} of pod ${uid} is not a network namespace: ${describeError(e)}`, { cause: e });
+      throw new MeshError(
+        'AGENT_ERR_POD_NETNS',
+        `${netnsPath} of pod ${uid} is not a network namespace: ${describeError(e)}`,
+        { cause: e },
+      );
     }
     this.changed(uid);
     return this.keep(uid, fd, id);
@@ -142,7 +150,11 @@ export class PodNetnsCache {
     try {
       pids = await readdir(this.procRoot);
     } catch (e) {
-      throw new MeshError('AGENT_ERR_POD_NETNS', `cannot list ${this.procRoot} to find running pods' network namespaces: ${describeError(e)}`, { cause: e });
+      throw new MeshError(
+        'AGENT_ERR_POD_NETNS',
+        `cannot list ${this.procRoot} to find running pods' network namespaces: ${describeError(e)}`,
+        { cause: e },
+      );
     }
     for (const pid of pids) {
       if (!/^\d+$/.test(pid)) continue;
@@ -177,7 +189,10 @@ export class PodNetnsCache {
       if (fd !== undefined) found.set(uid, this.keep(uid, fd, ns.id));
     }
     if (ambiguous.length > 0) {
-      throw new MeshError('AGENT_ERR_POD_NETNS', `more than one network namespace holds the IPs of ${ambiguous.join('; ')}: a stale sandbox? None is taken, so the pod is not captured in the wrong one`);
+      throw new MeshError(
+        'AGENT_ERR_POD_NETNS',
+        `more than one network namespace holds the IPs of ${ambiguous.join('; ')}: a stale sandbox? None is taken, so the pod is not captured in the wrong one`,
+      );
     }
     return found;
   }
@@ -224,7 +239,10 @@ async function processStartTime(statFile: string): Promise<bigint | undefined> {
   } catch {
     return undefined;
   }
-  const field = stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)[19];
+  const field = stat
+    .slice(stat.lastIndexOf(')') + 1)
+    .trim()
+    .split(/\s+/)[19];
   return field !== undefined && /^\d+$/.test(field) ? BigInt(field) : undefined;
 }
 

@@ -26,7 +26,12 @@ function netnsName(netns: NetnsRef | undefined): string {
  * Runs `cmd args` in `netns` (undefined: this process's own) with `input` on stdin, and resolves with its exit
  * status and output; rejects only when the program cannot be started (e.g. ENOENT: not installed).
  */
-function runInNetns(netns: NetnsRef | undefined, cmd: string, args: readonly string[], input = ''): Promise<CommandResult> {
+function runInNetns(
+  netns: NetnsRef | undefined,
+  cmd: string,
+  args: readonly string[],
+  input = '',
+): Promise<CommandResult> {
   let argv: string[] = [cmd, ...args];
   const stdio: ('pipe' | number)[] = ['pipe', 'pipe', 'pipe'];
   if (typeof netns === 'number') {
@@ -66,11 +71,18 @@ export async function mustRunInNetns(
     r = await runInNetns(netns, cmd, args, input);
   } catch (e) {
     const missing = typeof netns === 'undefined' ? cmd : `nsenter (util-linux) or ${cmd}`;
-    throw new MeshError(code, `cannot run ${cmd} in ${netnsName(netns)}: ${(e as Error).message} (is ${missing} installed?)`, { cause: e });
+    throw new MeshError(
+      code,
+      `cannot run ${cmd} in ${netnsName(netns)}: ${(e as Error).message} (is ${missing} installed?)`,
+      { cause: e },
+    );
   }
   if (!succeeded(r)) {
     const status = r.status === null ? 'was killed' : `exited ${r.status}`;
-    throw new MeshError(code, `${cmd} ${args.join(' ')} in ${netnsName(netns)} ${status}: ${r.stderr.trim() || '(no stderr)'}`);
+    throw new MeshError(
+      code,
+      `${cmd} ${args.join(' ')} in ${netnsName(netns)} ${status}: ${r.stderr.trim() || '(no stderr)'}`,
+    );
   }
   return r.stdout;
 }

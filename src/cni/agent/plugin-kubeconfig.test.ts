@@ -28,8 +28,21 @@ async function setup(t: { after: (fn: () => Promise<void>) => void }): Promise<S
   const tokenFile = path.join(dir, 'sa', 'token');
   await mkdir(path.dirname(tokenFile));
   const agentKubeconfig = path.join(dir, 'kubeconfig');
-  await writeFile(agentKubeconfig, tokenFileKubeconfig({ name: 'amesh', server: 'https://127.0.0.1:6443', caFile: path.join(dir, 'ca.crt'), skipTLSVerify: false }, 'istio-cni', tokenFile));
-  return { dir, tokenFile, pluginFile: path.join(dir, 'istio-cni-kubeconfig'), logs: new CapturedLogs('cni-agent'), agentKubeconfig };
+  await writeFile(
+    agentKubeconfig,
+    tokenFileKubeconfig(
+      { name: 'amesh', server: 'https://127.0.0.1:6443', caFile: path.join(dir, 'ca.crt'), skipTLSVerify: false },
+      'istio-cni',
+      tokenFile,
+    ),
+  );
+  return {
+    dir,
+    tokenFile,
+    pluginFile: path.join(dir, 'istio-cni-kubeconfig'),
+    logs: new CapturedLogs('cni-agent'),
+    agentKubeconfig,
+  };
 }
 
 /** The plugin's view: its kubeconfig loaded as amesh-cni loads it (client-node's loadFromFile, no tokenFile support). */
@@ -50,7 +63,11 @@ async function renew(tokenFile: string, token: string): Promise<void> {
 test("the plugin's kubeconfig carries the agent's service-account token and CA written in, under Istio's names, mode 0600", async (t) => {
   const s = await setup(t);
   await writeFile(s.tokenFile, 'istio-cni-token-1\n');
-  const p = await PluginKubeconfig.start(loadKubeConfig(s.agentKubeconfig, {}), s.pluginFile, s.logs.control.scope('plugin-kubeconfig'));
+  const p = await PluginKubeconfig.start(
+    loadKubeConfig(s.agentKubeconfig, {}),
+    s.pluginFile,
+    s.logs.control.scope('plugin-kubeconfig'),
+  );
   t.after(() => p.close());
   const plugin = await asPlugin(s.pluginFile);
   assert.equal(plugin.authorization, 'Bearer istio-cni-token-1');
@@ -66,7 +83,11 @@ test("the plugin's kubeconfig carries the agent's service-account token and CA w
 test("a renewed token is written into the plugin's kubeconfig, so a plugin started after the old token expired still authenticates", async (t) => {
   const s = await setup(t);
   await writeFile(s.tokenFile, 'istio-cni-token-1');
-  const p = await PluginKubeconfig.start(loadKubeConfig(s.agentKubeconfig, {}), s.pluginFile, s.logs.control.scope('plugin-kubeconfig'));
+  const p = await PluginKubeconfig.start(
+    loadKubeConfig(s.agentKubeconfig, {}),
+    s.pluginFile,
+    s.logs.control.scope('plugin-kubeconfig'),
+  );
   t.after(() => p.close());
   await eventAfter(p, 'written', () => renew(s.tokenFile, 'istio-cni-token-2'));
   assert.equal((await asPlugin(s.pluginFile)).authorization, 'Bearer istio-cni-token-2');
@@ -74,25 +95,39 @@ test("a renewed token is written into the plugin's kubeconfig, so a plugin start
 
 test('the agent waits for its token file, as kubelet starts no container before its projected token exists', async (t) => {
   const s = await setup(t);
-  const started = PluginKubeconfig.start(loadKubeConfig(s.agentKubeconfig, {}), s.pluginFile, s.logs.control.scope('plugin-kubeconfig'));
-  await s.logs.waitFor('waiting for the token', (l) => l['message'] === 'waiting for the service-account token file' && l['tokenFile'] === s.tokenFile);
+  const started = PluginKubeconfig.start(
+    loadKubeConfig(s.agentKubeconfig, {}),
+    s.pluginFile,
+    s.logs.control.scope('plugin-kubeconfig'),
+  );
+  await s.logs.waitFor(
+    'waiting for the token',
+    (l) => l['message'] === 'waiting for the service-account token file' && l['tokenFile'] === s.tokenFile,
+  );
   await renew(s.tokenFile, 'late-token');
   const p = await started;
   t.after(() => p.close());
   assert.equal((await asPlugin(s.pluginFile)).authorization, 'Bearer late-token');
 });
 
-test("an agent run with an inline token (no token file) gives the plugin that token and watches nothing", async (t) => {
+test('an agent run with an inline token (no token file) gives the plugin that token and watches nothing', async (t) => {
   const s = await setup(t);
   const file = path.join(s.dir, 'admin-kubeconfig');
-  await writeFile(file, `apiVersion: v1
+  await writeFile(
+    file,
+    `apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]
 users: [{name: admin, user: {token: admin-token}}]
 contexts: [{name: x, context: {cluster: c, user: admin}}]
 current-context: x
-`);
-  const p = await PluginKubeconfig.start(loadKubeConfig(file, {}), s.pluginFile, s.logs.control.scope('plugin-kubeconfig'));
+`,
+  );
+  const p = await PluginKubeconfig.start(
+    loadKubeConfig(file, {}),
+    s.pluginFile,
+    s.logs.control.scope('plugin-kubeconfig'),
+  );
   p.close();
   const plugin = await asPlugin(s.pluginFile);
   assert.equal(plugin.authorization, 'Bearer admin-token');
@@ -103,6 +138,16 @@ test('a token file in a directory that does not exist is a configuration error n
   const s = await setup(t);
   const file = path.join(s.dir, 'elsewhere-kubeconfig');
   const missing = path.join(s.dir, 'no-such-dir', 'token');
-  await writeFile(file, tokenFileKubeconfig({ name: 'amesh', server: 'https://127.0.0.1:6443', skipTLSVerify: false }, 'istio-cni', missing));
-  await assert.rejects(PluginKubeconfig.start(loadKubeConfig(file, {}), s.pluginFile, s.logs.control.scope('plugin-kubeconfig')), (e) => isMeshError(e, 'AMESH_ERR_CONFIG') && e.message.includes(missing));
+  await writeFile(
+    file,
+    tokenFileKubeconfig(
+      { name: 'amesh', server: 'https://127.0.0.1:6443', skipTLSVerify: false },
+      'istio-cni',
+      missing,
+    ),
+  );
+  await assert.rejects(
+    PluginKubeconfig.start(loadKubeConfig(file, {}), s.pluginFile, s.logs.control.scope('plugin-kubeconfig')),
+    (e) => isMeshError(e, 'AMESH_ERR_CONFIG') && e.message.includes(missing),
+  );
 });

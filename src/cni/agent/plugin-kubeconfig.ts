@@ -33,7 +33,11 @@ const DEBOUNCE_MS = 50;
 function pluginKubeconfig(kc: KubeConfig, caData: string | undefined, token: string | undefined): string {
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
-  if (cluster === null || user === null) throw new MeshError('AMESH_ERR_CONFIG', "the node agent's kubeconfig has no current context with a cluster and a user");
+  if (cluster === null || user === null)
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      "the node agent's kubeconfig has no current context with a cluster and a user",
+    );
   const out = new KubeConfig();
   out.loadFromOptions({
     clusters: [{ ...cluster, name: CLUSTER_NAME, ...(caData === undefined ? {} : { caData, caFile: undefined }) }],
@@ -88,7 +92,11 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
       try {
         this.caData = (await readFile(caFile)).toString('base64');
       } catch (e) {
-        throw new MeshError('AMESH_ERR_CONFIG', `cannot read the API's certificate authority ${caFile}: ${describeError(e)}`, { cause: e });
+        throw new MeshError(
+          'AMESH_ERR_CONFIG',
+          `cannot read the API's certificate authority ${caFile}: ${describeError(e)}`,
+          { cause: e },
+        );
       }
     }
     const { tokenFile } = this;
@@ -99,9 +107,18 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
     try {
       this.watcher = watch(path.dirname(tokenFile));
     } catch (e) {
-      throw new MeshError('AMESH_ERR_CONFIG', `cannot watch the directory of the service-account token ${tokenFile}: ${describeError(e)}`, { cause: e });
+      throw new MeshError(
+        'AMESH_ERR_CONFIG',
+        `cannot watch the directory of the service-account token ${tokenFile}: ${describeError(e)}`,
+        { cause: e },
+      );
     }
-    this.watcher.on('error', (e) => this.log.error({ tokenFile, error: describeError(e) }, 'the service-account token directory can no longer be watched; the plugin keeps the last token'));
+    this.watcher.on('error', (e) =>
+      this.log.error(
+        { tokenFile, error: describeError(e) },
+        'the service-account token directory can no longer be watched; the plugin keeps the last token',
+      ),
+    );
     // Watching before the first read: a token written meanwhile is seen. Reads take turns, so two never write at once.
     this.watcher.on('change', () => {
       clearTimeout(this.timer);
@@ -133,7 +150,11 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
       token = (await readFile(tokenFile, 'utf8')).trim();
     } catch (e) {
       if (isMissing(e)) return undefined;
-      throw new MeshError('AMESH_ERR_CONFIG', `cannot read the service-account token ${tokenFile}: ${describeError(e)}`, { cause: e });
+      throw new MeshError(
+        'AMESH_ERR_CONFIG',
+        `cannot read the service-account token ${tokenFile}: ${describeError(e)}`,
+        { cause: e },
+      );
     }
     if (token === '') return undefined;
     if (token !== this.written) await this.write(token);
@@ -143,7 +164,10 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
   private async refresh(): Promise<void> {
     try {
       if ((await this.readToken()) !== undefined || this.written === undefined) return;
-      this.log.warn({ tokenFile: this.tokenFile }, 'the service-account token file is gone or empty; the plugin keeps the last token');
+      this.log.warn(
+        { tokenFile: this.tokenFile },
+        'the service-account token file is gone or empty; the plugin keeps the last token',
+      );
     } catch (e) {
       this.log.error({ error: describeError(e) }, "cannot renew the CNI plugin's token; the plugin keeps the last one");
     }
@@ -156,10 +180,18 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
       await writeFile(tmp, text, { mode: KUBECONFIG_MODE });
       await rename(tmp, this.file);
     } catch (e) {
-      throw new MeshError('AGENT_ERR_RUN_DIR', `cannot write the CNI plugin's kubeconfig ${this.file}: ${describeError(e)}`, { cause: e });
+      throw new MeshError(
+        'AGENT_ERR_RUN_DIR',
+        `cannot write the CNI plugin's kubeconfig ${this.file}: ${describeError(e)}`,
+        { cause: e },
+      );
     }
     this.written = token;
     this.emit('written');
-    if (token !== undefined) this.log.info({ file: this.file, tokenFile: this.tokenFile }, "wrote the CNI plugin's kubeconfig with the agent's service-account token");
+    if (token !== undefined)
+      this.log.info(
+        { file: this.file, tokenFile: this.tokenFile },
+        "wrote the CNI plugin's kubeconfig with the agent's service-account token",
+      );
   }
 }

@@ -14,7 +14,12 @@ import { parsePrevResult } from '../plugin/prev-result.js';
 import { PluginServer, type PodLookup } from './plugin-server.js';
 
 const POD: V1Pod = { metadata: { name: 'web-0', namespace: 'shop', uid: 'u-1' } };
-const EVENT = cniPluginAddEvent('/var/run/netns/cni-1', 'web-0', 'shop', parsePrevResult({ ips: [{ address: '10.244.1.5/24' }] }).ips);
+const EVENT = cniPluginAddEvent(
+  '/var/run/netns/cni-1',
+  'web-0',
+  'shop',
+  parsePrevResult({ ips: [{ address: '10.244.1.5/24' }] }).ips,
+);
 
 interface Added {
   pod: V1Pod;
@@ -22,18 +27,32 @@ interface Added {
   netns: string;
 }
 
-async function serve(lookup: PodLookup, add: (a: Added) => Promise<void> = () => Promise.resolve()): Promise<{ server: PluginServer; metrics: Registry; added: Added[]; done: () => Promise<void> }> {
+async function serve(
+  lookup: PodLookup,
+  add: (a: Added) => Promise<void> = () => Promise.resolve(),
+): Promise<{ server: PluginServer; metrics: Registry; added: Added[]; done: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'amesh-plugin-server-'));
   const metrics = new Registry();
   const added: Added[] = [];
-  const server = new PluginServer(path.join(dir, 'pluginevent.sock'), lookup, {
-    addPodToMesh: (pod, ips, netns) => {
-      added.push({ pod, ips, netns });
-      return add({ pod, ips, netns });
+  const server = new PluginServer(
+    path.join(dir, 'pluginevent.sock'),
+    lookup,
+    {
+      addPodToMesh: (pod, ips, netns) => {
+        added.push({ pod, ips, netns });
+        return add({ pod, ips, netns });
+      },
     },
-  }, metrics, new CapturedLogs('cni-agent').control.scope('plugin'));
+    metrics,
+    new CapturedLogs('cni-agent').control.scope('plugin'),
+  );
   await server.start();
-  return { server, metrics, added, done: async () => (await server.stop(), await rm(dir, { recursive: true, force: true })) };
+  return {
+    server,
+    metrics,
+    added,
+    done: async () => (await server.stop(), await rm(dir, { recursive: true, force: true })),
+  };
 }
 
 function rawPost(socketPath: string, body: string): Promise<{ status: number; text: string }> {
@@ -89,7 +108,10 @@ test('a pod never cached fails the ADD after 10 retries (500)', async () => {
     lookups++;
     throw new MeshError('AGENT_ERR_POD_NOT_FOUND', 'pod shop/web-0 is not in the cache');
   });
-  await assert.rejects(postCniAddEvent(s.server.socketPath, EVENT), (e: unknown) => isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && /500 AGENT_ERR_POD_NOT_FOUND/.test(e.message));
+  await assert.rejects(
+    postCniAddEvent(s.server.socketPath, EVENT),
+    (e: unknown) => isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && /500 AGENT_ERR_POD_NOT_FOUND/.test(e.message),
+  );
   assert.equal(lookups, 11);
   assert.equal(await counted(s.metrics, '500'), 1);
   await s.done();
@@ -97,14 +119,25 @@ test('a pod never cached fails the ADD after 10 retries (500)', async () => {
 
 test('a pod the selectors no longer select is 500 "unexpectedly not eligible"', async () => {
   const s = await serve(() => undefined);
-  await assert.rejects(postCniAddEvent(s.server.socketPath, EVENT), (e: unknown) => isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && /AGENT_ERR_NOT_ELIGIBLE.*unexpectedly not eligible/.test(e.message));
+  await assert.rejects(
+    postCniAddEvent(s.server.socketPath, EVENT),
+    (e: unknown) =>
+      isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && /AGENT_ERR_NOT_ELIGIBLE.*unexpectedly not eligible/.test(e.message),
+  );
   assert.deepEqual(s.added, []);
   await s.done();
 });
 
 test("a failed capture is 500 with the agent's reason, which the plugin quotes", async () => {
-  const s = await serve(() => POD, () => Promise.reject(new MeshError('AGENT_ERR_ZTUNNEL', 'ztunnel did not take pod shop/web-0: no ztunnel connection')));
-  await assert.rejects(postCniAddEvent(s.server.socketPath, EVENT), (e: unknown) => isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && e.message.includes('no ztunnel connection'));
+  const s = await serve(
+    () => POD,
+    () =>
+      Promise.reject(new MeshError('AGENT_ERR_ZTUNNEL', 'ztunnel did not take pod shop/web-0: no ztunnel connection')),
+  );
+  await assert.rejects(
+    postCniAddEvent(s.server.socketPath, EVENT),
+    (e: unknown) => isMeshError(e, 'CNI_ERR_CAPTURE_FAILED') && e.message.includes('no ztunnel connection'),
+  );
   await s.done();
 });
 
@@ -112,7 +145,13 @@ test('a stale socket file left by a previous agent is replaced', async () => {
   const s = await serve(() => POD);
   await s.server.stop();
   await writeFile(s.server.socketPath, 'stale');
-  const again = new PluginServer(s.server.socketPath, () => POD, { addPodToMesh: () => Promise.resolve() }, new Registry(), new CapturedLogs('cni-agent').control.scope('plugin'));
+  const again = new PluginServer(
+    s.server.socketPath,
+    () => POD,
+    { addPodToMesh: () => Promise.resolve() },
+    new Registry(),
+    new CapturedLogs('cni-agent').control.scope('plugin'),
+  );
   await again.start();
   await postCniAddEvent(again.socketPath, EVENT);
   await again.stop();

@@ -38,11 +38,18 @@ export class PluginServer {
     metrics: Registry,
     private readonly log: Logger,
   ) {
-    this.requests = new Counter({ name: 'istio_cni_plugin_requests_total', help: 'The total number of CNI plugin requests handled by the node agent.', labelNames: ['response_code'], registers: [metrics] });
+    this.requests = new Counter({
+      name: 'istio_cni_plugin_requests_total',
+      help: 'The total number of CNI plugin requests handled by the node agent.',
+      labelNames: ['response_code'],
+      registers: [metrics],
+    });
     this.server = http.createServer((req, res) => {
       void this.handle(req).then(({ status, message }) => {
         this.requests.inc({ response_code: String(status) });
-        res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' }).end(message === '' ? '' : `${message}\n`);
+        res
+          .writeHead(status, { 'content-type': 'text/plain; charset=utf-8' })
+          .end(message === '' ? '' : `${message}\n`);
       });
     });
   }
@@ -59,7 +66,11 @@ export class PluginServer {
         });
       });
     } catch (e) {
-      throw new MeshError('AGENT_ERR_RUN_DIR', `cannot listen for CNI plugin events on ${this.socketPath}: ${describeError(e)}`, { cause: e });
+      throw new MeshError(
+        'AGENT_ERR_RUN_DIR',
+        `cannot listen for CNI plugin events on ${this.socketPath}: ${describeError(e)}`,
+        { cause: e },
+      );
     }
     this.log.info({ socket: this.socketPath }, 'listening for CNI plugin events');
   }
@@ -108,11 +119,18 @@ export class PluginServer {
         pod = this.lookup(name, namespace);
       } catch (e) {
         if (!isMeshError(e, 'AGENT_ERR_POD_NOT_FOUND') || attempt >= STALE_CACHE_RETRIES || this.stopped) throw e;
-        this.log.warn({ pod: `${namespace}/${name}`, retry: attempt + 1 }, 'pod of a CNI event not in the cache yet; retrying');
+        this.log.warn(
+          { pod: `${namespace}/${name}`, retry: attempt + 1 },
+          'pod of a CNI event not in the cache yet; retrying',
+        );
         await sleep(STALE_CACHE_RETRY_MS);
         continue;
       }
-      if (pod === undefined) throw new MeshError('AGENT_ERR_NOT_ELIGIBLE', `pod ${namespace}/${name} is unexpectedly not eligible for ambient enrollment`);
+      if (pod === undefined)
+        throw new MeshError(
+          'AGENT_ERR_NOT_ELIGIBLE',
+          `pod ${namespace}/${name} is unexpectedly not eligible for ambient enrollment`,
+        );
       return pod;
     }
   }

@@ -14,14 +14,18 @@ export const REDIRECTION_PENDING = 'pending';
 
 const annotation = (pod: V1Pod | undefined, name: string): string | undefined => pod?.metadata?.annotations?.[name];
 
-export const podFullyEnrolled = (pod: V1Pod | undefined): boolean => annotation(pod, REDIRECTION_ANNOTATION) === REDIRECTION_ENABLED;
-export const podPartiallyEnrolled = (pod: V1Pod | undefined): boolean => annotation(pod, REDIRECTION_ANNOTATION) === REDIRECTION_PENDING;
+export const podFullyEnrolled = (pod: V1Pod | undefined): boolean =>
+  annotation(pod, REDIRECTION_ANNOTATION) === REDIRECTION_ENABLED;
+export const podPartiallyEnrolled = (pod: V1Pod | undefined): boolean =>
+  annotation(pod, REDIRECTION_ANNOTATION) === REDIRECTION_PENDING;
 
 /** Succeeded or Failed: its containers are gone for good, though the object stays. */
-export const isPodTerminal = (pod: V1Pod): boolean => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+export const isPodTerminal = (pod: V1Pod): boolean =>
+  pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
 
 /** ztunnel's own pods are never enrolled (Istio util.IsZtunnelPod). */
-export const isZtunnelPod = (systemNamespace: string, pod: V1Pod): boolean => pod.metadata?.namespace === systemNamespace && pod.metadata.labels?.['app'] === 'ztunnel';
+export const isZtunnelPod = (systemNamespace: string, pod: V1Pod): boolean =>
+  pod.metadata?.namespace === systemNamespace && pod.metadata.labels?.['app'] === 'ztunnel';
 
 /** `status.podIPs`, else `status.podIP`, else none (early in a pod's life the API has none yet). */
 export function podIps(pod: V1Pod): string[] {
@@ -32,5 +36,9 @@ export function podIps(pod: V1Pod): string[] {
 }
 
 export function workloadInfo(pod: V1Pod): WorkloadInfo {
-  return { name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', serviceAccount: pod.spec?.serviceAccountName ?? 'default' };
+  return {
+    name: pod.metadata?.name ?? '',
+    namespace: pod.metadata?.namespace ?? '',
+    serviceAccount: pod.spec?.serviceAccountName ?? 'default',
+  };
 }

@@ -4,7 +4,14 @@
  * and it may change metadata), and a Warning Event when ztunnel does not take the pod, so `kubectl describe pod`
  * shows why it is pending.
  */
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type CoreV1Event, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Event,
+  type KubeConfig,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { MeshError } from '../../lib/errors.js';
 import { kubeStatus, describeKubeError } from '../../kube/kube-status.js';
 import { REDIRECTION_ANNOTATION, REDIRECTION_ENABLED, REDIRECTION_PENDING } from './pod-enrollment.js';
@@ -58,7 +65,11 @@ export class PodMarker {
     try {
       await this.core.createNamespacedEvent({ namespace, body });
     } catch (e) {
-      throw new MeshError('AGENT_ERR_KUBE_API', `cannot record Event ${reason} on pod ${namespace}/${name}: ${describeKubeError(e)}`, { cause: e });
+      throw new MeshError(
+        'AGENT_ERR_KUBE_API',
+        `cannot record Event ${reason} on pod ${namespace}/${name}: ${describeKubeError(e)}`,
+        { cause: e },
+      );
     }
   }
 
@@ -66,10 +77,17 @@ export class PodMarker {
     const namespace = pod.metadata?.namespace ?? '';
     const name = pod.metadata?.name ?? '';
     try {
-      await this.core.patchNamespacedPodStatus({ name, namespace, body: { metadata: { annotations: { [REDIRECTION_ANNOTATION]: value } } } }, MERGE_PATCH);
+      await this.core.patchNamespacedPodStatus(
+        { name, namespace, body: { metadata: { annotations: { [REDIRECTION_ANNOTATION]: value } } } },
+        MERGE_PATCH,
+      );
     } catch (e) {
       if (goneIsFine && kubeStatus(e)?.code === 404) return;
-      throw new MeshError('AGENT_ERR_KUBE_API', `cannot ${value === null ? 'remove' : `set to ${value}`} the ${REDIRECTION_ANNOTATION} annotation of pod ${namespace}/${name}: ${describeKubeError(e)}`, { cause: e });
+      throw new MeshError(
+        'AGENT_ERR_KUBE_API',
+        `cannot ${value === null ? 'remove' : `set to ${value}`} the ${REDIRECTION_ANNOTATION} annotation of pod ${namespace}/${name}: ${describeKubeError(e)}`,
+        { cause: e },
+      );
     }
   }
 }

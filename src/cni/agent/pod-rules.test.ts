@@ -1,7 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isMeshError } from '../../lib/errors.js';
-import { ANNOTATION_BYPASS_INBOUND_CAPTURE, ANNOTATION_DNS_CAPTURE, ANNOTATION_REROUTE_VIRTUAL_INTERFACES, DEFAULT_POD_RULES_CONFIG, podTrafficOverrides, renderPodRules } from './pod-rules.js';
+import {
+  ANNOTATION_BYPASS_INBOUND_CAPTURE,
+  ANNOTATION_DNS_CAPTURE,
+  ANNOTATION_REROUTE_VIRTUAL_INTERFACES,
+  DEFAULT_POD_RULES_CONFIG,
+  podTrafficOverrides,
+  renderPodRules,
+} from './pod-rules.js';
 import { removalLines } from './iptables-rules.js';
 import { ISTIO_TEST_PROBE_SNAT_IPV6, POD_RULES_CASES, readGolden } from '../../../test/helpers/pod-rules-cases.js';
 
@@ -9,17 +16,32 @@ for (const c of POD_RULES_CASES) {
   for (const ipv6 of [false, true]) {
     const golden = `pod-rules/${c.name}${ipv6 ? '_ipv6' : ''}.golden`;
     test(`in-pod iptables-restore input is byte for byte Istio's ${golden}`, () => {
-      const { v4, v6 } = renderPodRules({ ...c.config, ipv6, hostProbeSnatIpv6: ISTIO_TEST_PROBE_SNAT_IPV6 }, c.overrides);
+      const { v4, v6 } = renderPodRules(
+        { ...c.config, ipv6, hostProbeSnatIpv6: ISTIO_TEST_PROBE_SNAT_IPV6 },
+        c.overrides,
+      );
       // Istio's stub records each restore's input trimmed, one after the other.
-      const recorded = [v4, v6].filter((t) => t !== undefined).map((t) => t.trimEnd()).join('\n');
+      const recorded = [v4, v6]
+        .filter((t) => t !== undefined)
+        .map((t) => t.trimEnd())
+        .join('\n');
       assert.equal(recorded, readGolden(golden).trimEnd());
     });
   }
 }
 
 test('pod annotations: dns-capture and bypass-inbound-capture take Go booleans, reroute-virtual-interfaces a comma list', () => {
-  assert.deepEqual(podTrafficOverrides(undefined), { ingressMode: false, dnsCapture: undefined, virtualInterfaces: [], warnings: [] });
-  const o = podTrafficOverrides({ [ANNOTATION_DNS_CAPTURE]: 'F', [ANNOTATION_BYPASS_INBOUND_CAPTURE]: 'True', [ANNOTATION_REROUTE_VIRTUAL_INTERFACES]: ' eth1, ,net+ ' });
+  assert.deepEqual(podTrafficOverrides(undefined), {
+    ingressMode: false,
+    dnsCapture: undefined,
+    virtualInterfaces: [],
+    warnings: [],
+  });
+  const o = podTrafficOverrides({
+    [ANNOTATION_DNS_CAPTURE]: 'F',
+    [ANNOTATION_BYPASS_INBOUND_CAPTURE]: 'True',
+    [ANNOTATION_REROUTE_VIRTUAL_INTERFACES]: ' eth1, ,net+ ',
+  });
   assert.deepEqual(o, { ingressMode: true, dnsCapture: false, virtualInterfaces: ['eth1', 'net+'], warnings: [] });
 });
 
@@ -27,12 +49,18 @@ test('a boolean annotation that Go cannot parse is ignored with a warning, as Is
   const o = podTrafficOverrides({ [ANNOTATION_DNS_CAPTURE]: 'yes' });
   assert.equal(o.dnsCapture, undefined);
   assert.match(o.warnings[0]!, /ambient\.istio\.io\/dns-capture="yes" is not a boolean/);
-  assert.ok(renderPodRules(DEFAULT_POD_RULES_CONFIG, o).v4.includes('--to-port 15053'), 'the agent default (capture DNS) applies');
+  assert.ok(
+    renderPodRules(DEFAULT_POD_RULES_CONFIG, o).v4.includes('--to-port 15053'),
+    'the agent default (capture DNS) applies',
+  );
 });
 
 test('a virtual interface that is not an interface name cannot inject rules: AGENT_ERR_POD_ANNOTATION', () => {
   for (const bad of ['eth1\n-A OUTPUT -j DROP', 'eth1 -j ACCEPT', 'averyveryverylongname0']) {
-    assert.throws(() => podTrafficOverrides({ [ANNOTATION_REROUTE_VIRTUAL_INTERFACES]: bad }), (e) => isMeshError(e, 'AGENT_ERR_POD_ANNOTATION'));
+    assert.throws(
+      () => podTrafficOverrides({ [ANNOTATION_REROUTE_VIRTUAL_INTERFACES]: bad }),
+      (e) => isMeshError(e, 'AGENT_ERR_POD_ANNOTATION'),
+    );
   }
 });
 
@@ -52,6 +80,12 @@ test('removal from iptables-save deletes the jumps into our chains, then flushes
     ':INPUT ACCEPT [0:0]',
     'COMMIT',
   ].join('\n');
-  assert.deepEqual(removalLines(save, (c) => c.startsWith('ISTIO_')), new Map([['nat', ['-D OUTPUT -j ISTIO_OUTPUT', '-F ISTIO_OUTPUT', '-X ISTIO_OUTPUT']]]));
-  assert.deepEqual(removalLines('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j ACCEPT\nCOMMIT\n', (c) => c.startsWith('ISTIO_')), new Map());
+  assert.deepEqual(
+    removalLines(save, (c) => c.startsWith('ISTIO_')),
+    new Map([['nat', ['-D OUTPUT -j ISTIO_OUTPUT', '-F ISTIO_OUTPUT', '-X ISTIO_OUTPUT']]]),
+  );
+  assert.deepEqual(
+    removalLines('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j ACCEPT\nCOMMIT\n', (c) => c.startsWith('ISTIO_')),
+    new Map(),
+  );
 });

@@ -68,7 +68,12 @@ export interface PodTrafficOverrides {
   readonly warnings: readonly string[];
 }
 
-export const NO_OVERRIDES: PodTrafficOverrides = Object.freeze({ ingressMode: false, dnsCapture: undefined, virtualInterfaces: [], warnings: [] });
+export const NO_OVERRIDES: PodTrafficOverrides = Object.freeze({
+  ingressMode: false,
+  dnsCapture: undefined,
+  virtualInterfaces: [],
+  warnings: [],
+});
 
 /** The values Go's strconv.ParseBool accepts, which Istio's boolean annotations use. */
 const GO_BOOLS: ReadonlyMap<string, boolean> = new Map([
@@ -99,16 +104,29 @@ export function podTrafficOverrides(annotations: Readonly<Record<string, string>
     .filter((s) => s !== '');
   for (const name of virtualInterfaces) {
     if (!INTERFACE_NAME.test(name)) {
-      throw new MeshError('AGENT_ERR_POD_ANNOTATION', `annotation ${ANNOTATION_REROUTE_VIRTUAL_INTERFACES}: ${JSON.stringify(name)} is not a network interface name (1 to 15 of A-Z a-z 0-9 _ . + -)`);
+      throw new MeshError(
+        'AGENT_ERR_POD_ANNOTATION',
+        `annotation ${ANNOTATION_REROUTE_VIRTUAL_INTERFACES}: ${JSON.stringify(name)} is not a network interface name (1 to 15 of A-Z a-z 0-9 _ . + -)`,
+      );
     }
   }
-  return Object.freeze({ ingressMode: bool(ANNOTATION_BYPASS_INBOUND_CAPTURE) ?? false, dnsCapture: bool(ANNOTATION_DNS_CAPTURE), virtualInterfaces, warnings });
+  return Object.freeze({
+    ingressMode: bool(ANNOTATION_BYPASS_INBOUND_CAPTURE) ?? false,
+    dnsCapture: bool(ANNOTATION_DNS_CAPTURE),
+    virtualInterfaces,
+    warnings,
+  });
 }
 
 /** Fails with `code` unless the probe SNAT addresses are an IPv4 and an IPv6 literal (they go into rules as they are). */
-export function checkProbeSnatIps(code: ErrorCode, ips: { readonly hostProbeSnatIp: string; readonly hostProbeSnatIpv6: string }): void {
-  if (!net.isIPv4(ips.hostProbeSnatIp)) throw new MeshError(code, `HOST_PROBE_SNAT_IP ${JSON.stringify(ips.hostProbeSnatIp)} is not an IPv4 address`);
-  if (!net.isIPv6(ips.hostProbeSnatIpv6)) throw new MeshError(code, `HOST_PROBE_SNAT_IPV6 ${JSON.stringify(ips.hostProbeSnatIpv6)} is not an IPv6 address`);
+export function checkProbeSnatIps(
+  code: ErrorCode,
+  ips: { readonly hostProbeSnatIp: string; readonly hostProbeSnatIpv6: string },
+): void {
+  if (!net.isIPv4(ips.hostProbeSnatIp))
+    throw new MeshError(code, `HOST_PROBE_SNAT_IP ${JSON.stringify(ips.hostProbeSnatIp)} is not an IPv4 address`);
+  if (!net.isIPv6(ips.hostProbeSnatIpv6))
+    throw new MeshError(code, `HOST_PROBE_SNAT_IPV6 ${JSON.stringify(ips.hostProbeSnatIpv6)} is not an IPv6 address`);
 }
 
 const hex = (n: number): string => `0x${n.toString(16)}`;
@@ -131,37 +149,189 @@ function inpodRules(config: PodRulesConfig, overrides: PodTrafficOverrides, fami
   r.append('nat', 'PREROUTING', '-j', CHAIN_PREROUTING);
   // Inbound TCP on a virtual interface goes to ztunnel's outbound port, and stops there.
   for (const iface of overrides.virtualInterfaces) {
-    r.append('nat', CHAIN_PREROUTING, '-i', iface, '-p', 'tcp', '-j', 'REDIRECT', '--to-ports', String(OUTBOUND_CAPTURE_PORT));
+    r.append(
+      'nat',
+      CHAIN_PREROUTING,
+      '-i',
+      iface,
+      '-p',
+      'tcp',
+      '-j',
+      'REDIRECT',
+      '--to-ports',
+      String(OUTBOUND_CAPTURE_PORT),
+    );
     r.append('nat', CHAIN_PREROUTING, '-i', iface, '-p', 'tcp', '-j', 'RETURN');
   }
   // Packets from ztunnel's own sockets mark their connection, so the app's replies can be routed back to it.
-  r.append('mangle', CHAIN_PREROUTING, '-m', 'mark', '--mark', INPOD_MARK_MATCH, '-j', 'CONNMARK', '--set-xmark', TPROXY_MARK_MATCH);
+  r.append(
+    'mangle',
+    CHAIN_PREROUTING,
+    '-m',
+    'mark',
+    '--mark',
+    INPOD_MARK_MATCH,
+    '-j',
+    'CONNMARK',
+    '--set-xmark',
+    TPROXY_MARK_MATCH,
+  );
   // Kubelet's probes arrive SNATed from the probe address and are not captured, nor are their replies.
-  if (!overrides.ingressMode) r.append('nat', CHAIN_PREROUTING, '-s', probeSource, '-p', 'tcp', '-m', 'tcp', '-j', 'ACCEPT');
+  if (!overrides.ingressMode)
+    r.append('nat', CHAIN_PREROUTING, '-s', probeSource, '-p', 'tcp', '-m', 'tcp', '-j', 'ACCEPT');
   r.append('nat', CHAIN_OUTPUT, '-d', probeSource, '-p', 'tcp', '-m', 'tcp', '-j', 'ACCEPT');
   // Inbound TCP, except HBONE to 15008 and ztunnel's own, goes to ztunnel's inbound plaintext port.
   if (!overrides.ingressMode) {
-    r.append('nat', CHAIN_PREROUTING, '!', '-d', localhost, '-p', 'tcp', '!', '--dport', String(HBONE_PORT), '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-j', 'REDIRECT', '--to-ports', String(INBOUND_PLAINTEXT_PORT));
+    r.append(
+      'nat',
+      CHAIN_PREROUTING,
+      '!',
+      '-d',
+      localhost,
+      '-p',
+      'tcp',
+      '!',
+      '--dport',
+      String(HBONE_PORT),
+      '-m',
+      'mark',
+      '!',
+      '--mark',
+      INPOD_MARK_MATCH,
+      '-j',
+      'REDIRECT',
+      '--to-ports',
+      String(INBOUND_PLAINTEXT_PORT),
+    );
   }
-  r.append('mangle', CHAIN_OUTPUT, '-m', 'connmark', '--mark', TPROXY_MARK_MATCH, '-j', 'CONNMARK', '--restore-mark', '--nfmask', hex(INPOD_RESTORE_MASK), '--ctmask', hex(INPOD_RESTORE_MASK));
+  r.append(
+    'mangle',
+    CHAIN_OUTPUT,
+    '-m',
+    'connmark',
+    '--mark',
+    TPROXY_MARK_MATCH,
+    '-j',
+    'CONNMARK',
+    '--restore-mark',
+    '--nfmask',
+    hex(INPOD_RESTORE_MASK),
+    '--ctmask',
+    hex(INPOD_RESTORE_MASK),
+  );
   if (dns) {
-    r.append('nat', CHAIN_OUTPUT, '!', '-o', 'lo', '-p', 'udp', '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-m', 'udp', '--dport', '53', '-j', 'REDIRECT', '--to-port', String(DNS_PROXY_PORT));
-    r.append('nat', CHAIN_OUTPUT, '!', '-d', localhost, '-p', 'tcp', '--dport', '53', '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-j', 'REDIRECT', '--to-ports', String(DNS_PROXY_PORT));
+    r.append(
+      'nat',
+      CHAIN_OUTPUT,
+      '!',
+      '-o',
+      'lo',
+      '-p',
+      'udp',
+      '-m',
+      'mark',
+      '!',
+      '--mark',
+      INPOD_MARK_MATCH,
+      '-m',
+      'udp',
+      '--dport',
+      '53',
+      '-j',
+      'REDIRECT',
+      '--to-port',
+      String(DNS_PROXY_PORT),
+    );
+    r.append(
+      'nat',
+      CHAIN_OUTPUT,
+      '!',
+      '-d',
+      localhost,
+      '-p',
+      'tcp',
+      '--dport',
+      '53',
+      '-m',
+      'mark',
+      '!',
+      '--mark',
+      INPOD_MARK_MATCH,
+      '-j',
+      'REDIRECT',
+      '--to-ports',
+      String(DNS_PROXY_PORT),
+    );
     // ztunnel's queries upstream and their answers get their own conntrack zone, apart from the app's (istio#33469).
-    r.append('raw', CHAIN_OUTPUT, '-p', 'udp', '-m', 'mark', '--mark', INPOD_MARK_MATCH, '-m', 'udp', '--dport', '53', '-j', 'CT', '--zone', '1');
-    r.append('raw', CHAIN_PREROUTING, '-p', 'udp', '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-m', 'udp', '--sport', '53', '-j', 'CT', '--zone', '1');
+    r.append(
+      'raw',
+      CHAIN_OUTPUT,
+      '-p',
+      'udp',
+      '-m',
+      'mark',
+      '--mark',
+      INPOD_MARK_MATCH,
+      '-m',
+      'udp',
+      '--dport',
+      '53',
+      '-j',
+      'CT',
+      '--zone',
+      '1',
+    );
+    r.append(
+      'raw',
+      CHAIN_PREROUTING,
+      '-p',
+      'udp',
+      '-m',
+      'mark',
+      '!',
+      '--mark',
+      INPOD_MARK_MATCH,
+      '-m',
+      'udp',
+      '--sport',
+      '53',
+      '-j',
+      'CT',
+      '--zone',
+      '1',
+    );
   }
   // The app's replies on connections ztunnel opened to it are not captured.
   r.append('nat', CHAIN_OUTPUT, '-p', 'tcp', '-m', 'mark', '--mark', TPROXY_MARK_MATCH, '-j', 'ACCEPT');
   // The app talking to its own pod IP over lo is not captured.
   r.append('nat', CHAIN_OUTPUT, '!', '-d', localhost, '-o', 'lo', '-j', 'ACCEPT');
   // Everything else the app sends over TCP goes to ztunnel's outbound port.
-  r.append('nat', CHAIN_OUTPUT, '!', '-d', localhost, '-p', 'tcp', '-m', 'mark', '!', '--mark', INPOD_MARK_MATCH, '-j', 'REDIRECT', '--to-ports', String(OUTBOUND_CAPTURE_PORT));
+  r.append(
+    'nat',
+    CHAIN_OUTPUT,
+    '!',
+    '-d',
+    localhost,
+    '-p',
+    'tcp',
+    '-m',
+    'mark',
+    '!',
+    '--mark',
+    INPOD_MARK_MATCH,
+    '-j',
+    'REDIRECT',
+    '--to-ports',
+    String(OUTBOUND_CAPTURE_PORT),
+  );
   return r;
 }
 
 /** The `iptables-restore` and `ip6tables-restore` input of a pod's rules; `v6` is undefined unless `config.ipv6`. */
-export function renderPodRules(config: PodRulesConfig, overrides: PodTrafficOverrides): { v4: string; v6: string | undefined } {
+export function renderPodRules(
+  config: PodRulesConfig,
+  overrides: PodTrafficOverrides,
+): { v4: string; v6: string | undefined } {
   return {
     v4: inpodRules(config, overrides, 4).restoreText(),
     v6: config.ipv6 ? inpodRules(config, overrides, 6).restoreText() : undefined,
@@ -169,8 +339,16 @@ export function renderPodRules(config: PodRulesConfig, overrides: PodTrafficOver
 }
 
 const isIstioChain = (chain: string): boolean => chain.startsWith('ISTIO_');
-const MARK_RULE = ['fwmark', TPROXY_MARK_MATCH, 'pref', String(INPOD_RULE_PRIORITY), 'lookup', String(INPOD_ROUTE_TABLE)].join(' ');
-const localRoute = (family: IpFamily): string => `local ${family === 4 ? '0.0.0.0/0' : '::/0'} dev lo table ${INPOD_ROUTE_TABLE}`;
+const MARK_RULE = [
+  'fwmark',
+  TPROXY_MARK_MATCH,
+  'pref',
+  String(INPOD_RULE_PRIORITY),
+  'lookup',
+  String(INPOD_ROUTE_TABLE),
+].join(' ');
+const localRoute = (family: IpFamily): string =>
+  `local ${family === 4 ? '0.0.0.0/0' : '::/0'} dev lo table ${INPOD_ROUTE_TABLE}`;
 
 /**
  * Adds table 100's local route (when `withRoute`) and the fwmark ip rule for one family. The kernel refuses a second
@@ -178,14 +356,29 @@ const localRoute = (family: IpFamily): string => `local ${family === 4 ? '0.0.0.
  */
 async function addRouting(netns: NetnsRef, family: IpFamily, withRoute: boolean): Promise<void> {
   const lines = [...(withRoute ? [`route replace ${localRoute(family)}`] : []), `rule add ${MARK_RULE}`];
-  const ruleWasThere = (r: CommandResult): boolean => r.stderr.includes('File exists') && r.stderr.includes(`Command failed -:${lines.length}`);
-  await mustRunInNetns('AGENT_ERR_POD_RULES', netns, 'ip', [`-${family}`, '-batch', '-'], lines.join('\n') + '\n', (r) => r.status === 0 || ruleWasThere(r));
+  const ruleWasThere = (r: CommandResult): boolean =>
+    r.stderr.includes('File exists') && r.stderr.includes(`Command failed -:${lines.length}`);
+  await mustRunInNetns(
+    'AGENT_ERR_POD_RULES',
+    netns,
+    'ip',
+    [`-${family}`, '-batch', '-'],
+    lines.join('\n') + '\n',
+    (r) => r.status === 0 || ruleWasThere(r),
+  );
 }
 
 /** Deletes one family's ip rule, table 100 route and Istio chains, whichever exist. */
 async function removeFamily(netns: NetnsRef, family: IpFamily): Promise<void> {
   const anyway = (): boolean => true;
-  await mustRunInNetns('AGENT_ERR_POD_RULES', netns, 'ip', [`-${family}`, '-force', '-batch', '-'], `rule del ${MARK_RULE}\nroute del ${localRoute(family)}\n`, anyway);
+  await mustRunInNetns(
+    'AGENT_ERR_POD_RULES',
+    netns,
+    'ip',
+    [`-${family}`, '-force', '-batch', '-'],
+    `rule del ${MARK_RULE}\nroute del ${localRoute(family)}\n`,
+    anyway,
+  );
   await replaceChains('AGENT_ERR_POD_RULES', netns, family, isIstioChain);
 }
 
@@ -194,7 +387,14 @@ const removeIpv6Leftovers = (netns: NetnsRef): Promise<void> => removeFamily(net
 
 /** True unless `net.ipv6.conf.lo.disable_ipv6` is 1 in the namespace (Istio then skips the IPv6 local route). */
 async function loopbackHasIpv6(netns: NetnsRef): Promise<boolean> {
-  const disabled = await mustRunInNetns('AGENT_ERR_POD_RULES', netns, 'cat', ['/proc/sys/net/ipv6/conf/lo/disable_ipv6'], '', () => true);
+  const disabled = await mustRunInNetns(
+    'AGENT_ERR_POD_RULES',
+    netns,
+    'cat',
+    ['/proc/sys/net/ipv6/conf/lo/disable_ipv6'],
+    '',
+    () => true,
+  );
   return disabled.trim() !== '1';
 }
 
@@ -239,7 +439,8 @@ export class PodRules {
     await addRouting(netns, 4, true);
     if (this.config.ipv6) await addRouting(netns, 6, await loopbackHasIpv6(netns));
     await replaceChains('AGENT_ERR_POD_RULES', netns, 4, isIstioChain, inpodRules(this.config, overrides, 4));
-    if (this.config.ipv6) await replaceChains('AGENT_ERR_POD_RULES', netns, 6, isIstioChain, inpodRules(this.config, overrides, 6));
+    if (this.config.ipv6)
+      await replaceChains('AGENT_ERR_POD_RULES', netns, 6, isIstioChain, inpodRules(this.config, overrides, 6));
     else await removeIpv6Leftovers(netns);
   }
 

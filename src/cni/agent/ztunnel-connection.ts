@@ -3,7 +3,13 @@ import { describeError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import type { SeqpacketSocket } from '../../lib/seqpacket-socket.js';
 import { sendDatagram } from '../../zds/send-datagram.js';
-import { decodeAck, decodeHello, encodeWorkloadRequest, ZdsVersion, type WorkloadRequest } from '../../zds/zds-codec.js';
+import {
+  decodeAck,
+  decodeHello,
+  encodeWorkloadRequest,
+  ZdsVersion,
+  type WorkloadRequest,
+} from '../../zds/zds-codec.js';
 import type { SnapshotPod } from './ztunnel-link.js';
 
 /** How long ztunnel has to say hello, and to ack each request (Istio's `readWriteDeadline`). */
@@ -18,7 +24,9 @@ export function copyFd(fd: number): number {
   try {
     return openSync(`/proc/self/fd/${fd}`, 'r');
   } catch (e) {
-    throw new MeshError('AGENT_ERR_POD_NETNS', `cannot copy network namespace fd ${fd}: ${describeError(e)}`, { cause: e });
+    throw new MeshError('AGENT_ERR_POD_NETNS', `cannot copy network namespace fd ${fd}: ${describeError(e)}`, {
+      cause: e,
+    });
   }
 }
 
@@ -50,7 +58,8 @@ export class ZtunnelConnection {
     socket.on('message', (data, fds) => {
       for (const fd of fds) closeSync(fd);
       const waiter = this.waiter;
-      if (waiter === undefined) this.fail(new MeshError('ZDS_ERR_PROTOCOL', `ztunnel sent ${data.length} bytes unasked`));
+      if (waiter === undefined)
+        this.fail(new MeshError('ZDS_ERR_PROTOCOL', `ztunnel sent ${data.length} bytes unasked`));
       else {
         this.waiter = undefined;
         waiter.resolve(data);
@@ -86,15 +95,23 @@ export class ZtunnelConnection {
       try {
         pods.push({ ...pod, netns: pod.netns === undefined ? undefined : copyFd(pod.netns) });
       } catch (e) {
-        this.log.error({ conn: this.id, uid: pod.uid, err: describeError(e) }, 'snapshot: pod left out, its netns fd is not open');
+        this.log.error(
+          { conn: this.id, uid: pod.uid, err: describeError(e) },
+          'snapshot: pod left out, its netns fd is not open',
+        );
       }
     }
     try {
       for (const pod of pods) {
-        const request: WorkloadRequest = pod.netns === undefined ? { kind: 'keep', uid: pod.uid } : { kind: 'add', uid: pod.uid, info: pod.info };
-        this.log.info({ conn: this.id, uid: pod.uid, name: pod.info.name, namespace: pod.info.namespace, kind: request.kind }, 'snapshot: sending pod to ztunnel');
+        const request: WorkloadRequest =
+          pod.netns === undefined ? { kind: 'keep', uid: pod.uid } : { kind: 'add', uid: pod.uid, info: pod.info };
+        this.log.info(
+          { conn: this.id, uid: pod.uid, name: pod.info.name, namespace: pod.info.namespace, kind: request.kind },
+          'snapshot: sending pod to ztunnel',
+        );
         const error = await this.exchange(request, pod.netns);
-        if (error !== '') this.log.error({ conn: this.id, uid: pod.uid, ackError: error }, 'snapshot: ztunnel nacked the pod');
+        if (error !== '')
+          this.log.error({ conn: this.id, uid: pod.uid, ackError: error }, 'snapshot: ztunnel nacked the pod');
         if (pod.netns !== undefined) closeSync(pod.netns);
         pod.netns = undefined;
       }
@@ -111,7 +128,12 @@ export class ZtunnelConnection {
     if (this.closed) throw new MeshError('ZDS_ERR_NO_ZTUNNEL', `ztunnel connection ${this.id} is closed`);
     const reply = this.next(`the ack of ${request.kind}`);
     try {
-      await sendDatagram(this.socket, encodeWorkloadRequest(request), netns === undefined ? [] : [netns], 'ZDS_ERR_NO_ZTUNNEL');
+      await sendDatagram(
+        this.socket,
+        encodeWorkloadRequest(request),
+        netns === undefined ? [] : [netns],
+        'ZDS_ERR_NO_ZTUNNEL',
+      );
     } catch (e) {
       this.fail(e);
     }
@@ -128,7 +150,9 @@ export class ZtunnelConnection {
   private next(what: string): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.fail(new MeshError('ZDS_ERR_TIMEOUT', `ztunnel connection ${this.id}: no ${what} within ${this.deadlineMs} ms`));
+        this.fail(
+          new MeshError('ZDS_ERR_TIMEOUT', `ztunnel connection ${this.id}: no ${what} within ${this.deadlineMs} ms`),
+        );
       }, this.deadlineMs);
       this.waiter = {
         resolve: (data) => {

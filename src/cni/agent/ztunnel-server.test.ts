@@ -126,7 +126,7 @@ describe('node agent ZDS server (Istio cni/pkg/nodeagent/ztunnelserver.go)', () 
     await deleted;
   });
 
-  test('addWorkload: ZDS_ERR_NO_ZTUNNEL with no ztunnel connected, ZDS_ERR_NACK quoting ztunnel\'s reason on a nack', async () => {
+  test("addWorkload: ZDS_ERR_NO_ZTUNNEL with no ztunnel connected, ZDS_ERR_NACK quoting ztunnel's reason on a nack", async () => {
     server.listen();
     const fd = ownNetnsFd();
     await assert.rejects(server.addWorkload('a', info, fd), code('ZDS_ERR_NO_ZTUNNEL'));
@@ -134,7 +134,10 @@ describe('node agent ZDS server (Istio cni/pkg/nodeagent/ztunnelserver.go)', () 
     const added = server.addWorkload('a', info, fd);
     await z.request();
     z.ack('failure to start proxy : EADDRINUSE');
-    await assert.rejects(added, (e: unknown) => isMeshError(e, 'ZDS_ERR_NACK') && e.message.includes('failure to start proxy : EADDRINUSE'));
+    await assert.rejects(
+      added,
+      (e: unknown) => isMeshError(e, 'ZDS_ERR_NACK') && e.message.includes('failure to start proxy : EADDRINUSE'),
+    );
     closeSync(fd);
   });
 
@@ -187,7 +190,7 @@ describe('node agent ZDS server (Istio cni/pkg/nodeagent/ztunnelserver.go)', () 
     assert.equal(server.ready, false);
   });
 
-  test('a snapshot pod\'s fd closed by the caller while earlier pods are sent (its number reused) still sends that pod\'s netns', async () => {
+  test("a snapshot pod's fd closed by the caller while earlier pods are sent (its number reused) still sends that pod's netns", async () => {
     const second = ownNetnsFd();
     pods = [
       { uid: 'first', info, netns: undefined },
@@ -218,44 +221,63 @@ describe('node agent ZDS server (Istio cni/pkg/nodeagent/ztunnelserver.go)', () 
     const fd = ownNetnsFd();
     try {
       z.socket.close();
-      await assert.rejects(server.addWorkload('a', info, fd), (e: unknown) => isMeshError(e, 'ZDS_ERR_NO_ZTUNNEL') && e.cause !== undefined);
+      await assert.rejects(
+        server.addWorkload('a', info, fd),
+        (e: unknown) => isMeshError(e, 'ZDS_ERR_NO_ZTUNNEL') && e.cause !== undefined,
+      );
     } finally {
       closeSync(fd);
     }
   });
 
-  test('an accept that fails with EMFILE (fd limit reached) does not stop the server: it accepts the ztunnel once fds are free', { skip: spawnSync('prlimit', ['--version']).status === 0 ? false : 'needs prlimit (util-linux) to lower this process\'s fd limit' }, async () => {
-    const logs = new CapturedLogs('agent', 'info');
-    server = new ZtunnelServer(sockPath, () => pods, logs.control.scope('zds'), { readWriteDeadlineMs: DEADLINE_MS });
-    server.listen();
-    const limit = (soft: string): void => {
-      const r = spawnSync('prlimit', ['--pid', String(process.pid), `--nofile=${soft}:`], { encoding: 'utf8' });
-      assert.equal(r.status, 0, r.error?.message ?? r.stderr);
-    };
-    const original = spawnSync('prlimit', ['--pid', String(process.pid), '--nofile', '--raw', '--noheadings', '--output=SOFT'], { encoding: 'utf8' }).stdout.trim();
-    const z = ZtunnelEnd.connect(sockPath);
-    const snapshot = once(server, 'snapshot');
-    // Every fd number below the limit in use: the accepted socket can get none. The limit leaves
-    // room above today's highest fd, so closing the fillers frees enough for spawning prlimit again.
-    const fillers: number[] = [];
-    try {
-      limit(String(Math.max(...readdirSync('/proc/self/fd').map(Number)) + 64));
-      for (;;) {
-        try {
-          fillers.push(openSync('/dev/null', 'r'));
-        } catch (e) {
-          assert.equal((e as NodeJS.ErrnoException).code, 'EMFILE');
-          break;
+  test(
+    'an accept that fails with EMFILE (fd limit reached) does not stop the server: it accepts the ztunnel once fds are free',
+    {
+      skip:
+        spawnSync('prlimit', ['--version']).status === 0
+          ? false
+          : "needs prlimit (util-linux) to lower this process's fd limit",
+    },
+    async () => {
+      const logs = new CapturedLogs('agent', 'info');
+      server = new ZtunnelServer(sockPath, () => pods, logs.control.scope('zds'), { readWriteDeadlineMs: DEADLINE_MS });
+      server.listen();
+      const limit = (soft: string): void => {
+        const r = spawnSync('prlimit', ['--pid', String(process.pid), `--nofile=${soft}:`], { encoding: 'utf8' });
+        assert.equal(r.status, 0, r.error?.message ?? r.stderr);
+      };
+      const original = spawnSync(
+        'prlimit',
+        ['--pid', String(process.pid), '--nofile', '--raw', '--noheadings', '--output=SOFT'],
+        { encoding: 'utf8' },
+      ).stdout.trim();
+      const z = ZtunnelEnd.connect(sockPath);
+      const snapshot = once(server, 'snapshot');
+      // Every fd number below the limit in use: the accepted socket can get none. The limit leaves
+      // room above today's highest fd, so closing the fillers frees enough for spawning prlimit again.
+      const fillers: number[] = [];
+      try {
+        limit(String(Math.max(...readdirSync('/proc/self/fd').map(Number)) + 64));
+        for (;;) {
+          try {
+            fillers.push(openSync('/dev/null', 'r'));
+          } catch (e) {
+            assert.equal((e as NodeJS.ErrnoException).code, 'EMFILE');
+            break;
+          }
         }
+        const failed = await logs.waitFor(
+          'the failed accept',
+          (l) => typeof l.err === 'string' && l.err.includes('EMFILE'),
+        );
+        assert.equal(failed.message, 'could not take a ztunnel connection; accepting again after a pause');
+      } finally {
+        for (const fd of fillers) closeSync(fd);
+        limit(original);
       }
-      const failed = await logs.waitFor('the failed accept', (l) => typeof l.err === 'string' && l.err.includes('EMFILE'));
-      assert.equal(failed.message, 'could not take a ztunnel connection; accepting again after a pause');
-    } finally {
-      for (const fd of fillers) closeSync(fd);
-      limit(original);
-    }
-    assert.equal((await z.request()).kind, 'snapshotSent');
-    z.ack();
-    await snapshot;
-  });
+      assert.equal((await z.request()).kind, 'snapshotSent');
+      z.ack();
+      await snapshot;
+    },
+  );
 });

@@ -50,14 +50,25 @@ export class ZtunnelServer extends EventEmitter<{ snapshot: [number]; disconnect
     try {
       mkdirSync(path.dirname(this.socketPath), { recursive: true });
       rmSync(this.socketPath, { force: true });
-      this.server = SeqpacketServer.listen(this.socketPath, { acceptsPerSecond: this.options.acceptsPerSecond ?? ZDS_ACCEPTS_PER_SECOND });
+      this.server = SeqpacketServer.listen(this.socketPath, {
+        acceptsPerSecond: this.options.acceptsPerSecond ?? ZDS_ACCEPTS_PER_SECOND,
+      });
     } catch (e) {
-      throw new MeshError('ZDS_ERR_LISTEN', `cannot listen for ztunnel on ${this.socketPath}: ${describeError(e)}`, { cause: e });
+      throw new MeshError('ZDS_ERR_LISTEN', `cannot listen for ztunnel on ${this.socketPath}: ${describeError(e)}`, {
+        cause: e,
+      });
     }
     this.server.on('connection', (socket) => {
       const id = this.nextId++;
       this.log.info({ conn: id }, 'ztunnel connected');
-      const conn = new ZtunnelConnection(id, socket, this.log, this.snapshot, () => this.emit('snapshot', id), this.options.readWriteDeadlineMs ?? ZDS_READ_WRITE_DEADLINE_MS);
+      const conn = new ZtunnelConnection(
+        id,
+        socket,
+        this.log,
+        this.snapshot,
+        () => this.emit('snapshot', id),
+        this.options.readWriteDeadlineMs ?? ZDS_READ_WRITE_DEADLINE_MS,
+      );
       this.connections.push(conn);
       socket.on('close', () => {
         const at = this.connections.indexOf(conn);
@@ -66,8 +77,15 @@ export class ZtunnelServer extends EventEmitter<{ snapshot: [number]; disconnect
         this.emit('disconnected', id);
       });
     });
-    this.server.on('acceptError', (e, retryMs) => this.log.error({ err: describeError(e), path: this.socketPath, retryMs }, 'could not take a ztunnel connection; accepting again after a pause'));
-    this.server.on('error', (e) => this.log.error({ err: describeError(e), path: this.socketPath }, 'ZDS server stopped accepting'));
+    this.server.on('acceptError', (e, retryMs) =>
+      this.log.error(
+        { err: describeError(e), path: this.socketPath, retryMs },
+        'could not take a ztunnel connection; accepting again after a pause',
+      ),
+    );
+    this.server.on('error', (e) =>
+      this.log.error({ err: describeError(e), path: this.socketPath }, 'ZDS server stopped accepting'),
+    );
   }
 
   get ready(): boolean {
@@ -76,8 +94,12 @@ export class ZtunnelServer extends EventEmitter<{ snapshot: [number]; disconnect
 
   async addWorkload(uid: string, info: WorkloadInfo, netns: number): Promise<void> {
     const latest = this.connections.at(-1);
-    if (latest === undefined) throw new MeshError('ZDS_ERR_NO_ZTUNNEL', `no ztunnel is connected to ${this.socketPath} to add pod ${uid}`);
-    this.log.info({ conn: latest.id, uid, name: info.name, namespace: info.namespace, serviceAccount: info.serviceAccount }, 'AddWorkload to the newest ztunnel');
+    if (latest === undefined)
+      throw new MeshError('ZDS_ERR_NO_ZTUNNEL', `no ztunnel is connected to ${this.socketPath} to add pod ${uid}`);
+    this.log.info(
+      { conn: latest.id, uid, name: info.name, namespace: info.namespace, serviceAccount: info.serviceAccount },
+      'AddWorkload to the newest ztunnel',
+    );
     // The caller may close its fd (and the number be reused) while the request waits its turn: send a copy.
     const copy = copyFd(netns);
     let error: string;
@@ -96,7 +118,11 @@ export class ZtunnelServer extends EventEmitter<{ snapshot: [number]; disconnect
           (error) => {
             if (error !== '') this.log.warn({ conn: conn.id, uid, ackError: error }, 'ztunnel nacked the pod delete');
           },
-          (e: unknown) => this.log.warn({ conn: conn.id, uid, err: describeError(e) }, 'pod delete not acked; the connection is gone'),
+          (e: unknown) =>
+            this.log.warn(
+              { conn: conn.id, uid, err: describeError(e) },
+              'pod delete not acked; the connection is gone',
+            ),
         ),
       ),
     );

@@ -12,7 +12,14 @@ export const AGENT_POD_PREFIX = 'istio-cni-node-';
 /** Set by the sidecar injector; ztunnel and a sidecar in one pod are not supported (Istio opts such pods out). */
 export const SIDECAR_STATUS_ANNOTATION = 'sidecar.istio.io/status';
 
-export type SkipReason = 'node agent pod' | 'not a Kubernetes pod' | 'excluded namespace' | 'ambient disabled' | 'host network' | 'has a sidecar' | 'not selected';
+export type SkipReason =
+  | 'node agent pod'
+  | 'not a Kubernetes pod'
+  | 'excluded namespace'
+  | 'ambient disabled'
+  | 'host network'
+  | 'has a sidecar'
+  | 'not selected';
 
 export type CaptureDecision = { readonly capture: true } | { readonly capture: false; readonly reason: SkipReason };
 
@@ -30,8 +37,12 @@ const skip = (reason: SkipReason): CaptureDecision => ({ capture: false, reason 
  * The decision from the CNI arguments alone, or `undefined` when it takes the pod's facts (`decideForPod`).
  * With `ambient_enabled` false Istio goes on to its sidecar path, which amesh does not have: nothing is captured.
  */
-export function decideBeforeLookup(cfg: Pick<PluginConfig, 'podNamespace' | 'excludeNamespaces' | 'ambientEnabled'>, args: K8sArgs): CaptureDecision | undefined {
-  if (args.podName.startsWith(AGENT_POD_PREFIX) && args.podNamespace === cfg.podNamespace) return skip('node agent pod');
+export function decideBeforeLookup(
+  cfg: Pick<PluginConfig, 'podNamespace' | 'excludeNamespaces' | 'ambientEnabled'>,
+  args: K8sArgs,
+): CaptureDecision | undefined {
+  if (args.podName.startsWith(AGENT_POD_PREFIX) && args.podNamespace === cfg.podNamespace)
+    return skip('node agent pod');
   if (args.podName === '' || args.podNamespace === '') return skip('not a Kubernetes pod');
   if (cfg.excludeNamespaces.includes(args.podNamespace)) return skip('excluded namespace');
   if (!cfg.ambientEnabled) return skip('ambient disabled');

@@ -34,7 +34,13 @@ export interface AddDeps {
 const LOOKUP_ATTEMPTS = 2;
 const LOOKUP_ATTEMPTS_WITH_RETRY = 31;
 
-async function lookUp(deps: AddDeps, kubeconfigPath: string, namespace: string, name: string, attempts: number): Promise<PodFacts> {
+async function lookUp(
+  deps: AddDeps,
+  kubeconfigPath: string,
+  namespace: string,
+  name: string,
+  attempts: number,
+): Promise<PodFacts> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await deps.readPod(kubeconfigPath, namespace, name);
@@ -46,17 +52,34 @@ async function lookUp(deps: AddDeps, kubeconfigPath: string, namespace: string, 
   }
 }
 
-export async function cmdAdd(env: CniEnv, net: NetworkConfig, deps: AddDeps): Promise<Readonly<Record<string, unknown>>> {
+export async function cmdAdd(
+  env: CniEnv,
+  net: NetworkConfig,
+  deps: AddDeps,
+): Promise<Readonly<Record<string, unknown>>> {
   const cfg = parsePluginConfig(net);
   deps.setLogLevel(cfg.logLevel);
-  if (deps.isOwnNetns(env.netns)) throw new MeshError('CNI_ERR_NETNS', `CNI_NETNS ${env.netns} is amesh-cni's own network namespace, not a pod's`);
+  if (deps.isOwnNetns(env.netns))
+    throw new MeshError('CNI_ERR_NETNS', `CNI_NETNS ${env.netns} is amesh-cni's own network namespace, not a pod's`);
   const args = parseK8sArgs(env.args);
   const pod = `${args.podNamespace}/${args.podName}`;
   const decision =
     decideBeforeLookup(cfg, args) ??
-    decideForPod(cfg, await lookUp(deps, cfg.kubeconfigPath, args.podNamespace, args.podName, cfg.enableAmbientDetectionRetry ? LOOKUP_ATTEMPTS_WITH_RETRY : LOOKUP_ATTEMPTS));
+    decideForPod(
+      cfg,
+      await lookUp(
+        deps,
+        cfg.kubeconfigPath,
+        args.podNamespace,
+        args.podName,
+        cfg.enableAmbientDetectionRetry ? LOOKUP_ATTEMPTS_WITH_RETRY : LOOKUP_ATTEMPTS,
+      ),
+    );
   if (decision.capture) {
-    await deps.postAddEvent(cfg.socketPath, cniPluginAddEvent(env.netns, args.podName, args.podNamespace, cfg.prevResult?.ips ?? []));
+    await deps.postAddEvent(
+      cfg.socketPath,
+      cniPluginAddEvent(env.netns, args.podName, args.podNamespace, cfg.prevResult?.ips ?? []),
+    );
     deps.log.info({ pod, netns: env.netns, containerId: env.containerId }, 'pod handed to the node agent for capture');
   } else {
     deps.log.info({ pod, reason: decision.reason }, 'pod not captured');

@@ -8,8 +8,18 @@ const ADD = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c0ffee', CNI_NETNS: '/var/ru
 const envError = (message: RegExp) => (e: unknown) => isMeshError(e, 'CNI_ERR_ENV') && message.test(e.message);
 
 test('ADD needs CNI_CONTAINERID, CNI_NETNS and CNI_IFNAME, all missing ones named at once; CNI_PATH and CNI_ARGS are optional', () => {
-  assert.deepEqual(parseCniEnv(ADD), { command: 'ADD', containerId: 'c0ffee', netns: '/var/run/netns/cni-1', ifName: 'eth0', args: '', path: '' });
-  assert.throws(() => parseCniEnv({ CNI_COMMAND: 'ADD', CNI_IFNAME: 'eth0' }), envError(/missing for ADD: CNI_CONTAINERID, CNI_NETNS$/));
+  assert.deepEqual(parseCniEnv(ADD), {
+    command: 'ADD',
+    containerId: 'c0ffee',
+    netns: '/var/run/netns/cni-1',
+    ifName: 'eth0',
+    args: '',
+    path: '',
+  });
+  assert.throws(
+    () => parseCniEnv({ CNI_COMMAND: 'ADD', CNI_IFNAME: 'eth0' }),
+    envError(/missing for ADD: CNI_CONTAINERID, CNI_NETNS$/),
+  );
 });
 
 test('DEL needs no CNI_NETNS (the pod netns may be gone), GC needs CNI_PATH, VERSION and STATUS only the command', () => {
@@ -26,7 +36,10 @@ test('a missing or unknown CNI_COMMAND is an environment error naming the variab
 });
 
 test('container IDs and interface names follow the reference library rules', () => {
-  assert.throws(() => parseCniEnv({ ...ADD, CNI_CONTAINERID: '-leading-dash' }), envError(/CNI_CONTAINERID "-leading-dash" has invalid characters/));
+  assert.throws(
+    () => parseCniEnv({ ...ADD, CNI_CONTAINERID: '-leading-dash' }),
+    envError(/CNI_CONTAINERID "-leading-dash" has invalid characters/),
+  );
   assert.throws(() => parseCniEnv({ ...ADD, CNI_CONTAINERID: 'a/b' }), envError(/CNI_CONTAINERID/));
   assert.throws(() => parseCniEnv({ ...ADD, CNI_IFNAME: 'a-very-long-name0' }), envError(/longer than 15/));
   assert.throws(() => parseCniEnv({ ...ADD, CNI_IFNAME: '..' }), envError(/CNI_IFNAME/));

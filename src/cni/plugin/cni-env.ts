@@ -44,17 +44,30 @@ const envError = (message: string): MeshError => new MeshError('CNI_ERR_ENV', me
 export function parseCniEnv(env: Readonly<Record<string, string | undefined>>): CniEnv {
   const get = (name: string): string => env[name] ?? '';
   const command = get('CNI_COMMAND');
-  if (command === '') throw envError(`required environment variable CNI_COMMAND is missing (one of ${CNI_COMMANDS.join(', ')}); amesh-cni is a CNI plugin, run by a container runtime`);
-  if (!(CNI_COMMANDS as readonly string[]).includes(command)) throw envError(`unknown CNI_COMMAND "${command}" (one of ${CNI_COMMANDS.join(', ')})`);
+  if (command === '')
+    throw envError(
+      `required environment variable CNI_COMMAND is missing (one of ${CNI_COMMANDS.join(', ')}); amesh-cni is a CNI plugin, run by a container runtime`,
+    );
+  if (!(CNI_COMMANDS as readonly string[]).includes(command))
+    throw envError(`unknown CNI_COMMAND "${command}" (one of ${CNI_COMMANDS.join(', ')})`);
   const cmd = command as CniCommand;
   const missing = REQUIRED[cmd].filter((name) => get(name) === '');
   if (missing.length > 0) throw envError(`required environment variables missing for ${cmd}: ${missing.join(', ')}`);
   const containerId = get('CNI_CONTAINERID');
   if (REQUIRED[cmd].includes('CNI_CONTAINERID') && !isCniName(containerId)) {
-    throw envError(`CNI_CONTAINERID "${containerId}" has invalid characters (an alphanumeric, then alphanumerics, "_", "." or "-")`);
+    throw envError(
+      `CNI_CONTAINERID "${containerId}" has invalid characters (an alphanumeric, then alphanumerics, "_", "." or "-")`,
+    );
   }
   const ifName = get('CNI_IFNAME');
   const ifProblem = REQUIRED[cmd].includes('CNI_IFNAME') ? interfaceNameProblem(ifName) : undefined;
   if (ifProblem !== undefined) throw envError(`CNI_IFNAME "${ifName}" ${ifProblem}`);
-  return Object.freeze({ command: cmd, containerId, netns: get('CNI_NETNS'), ifName, args: get('CNI_ARGS'), path: get('CNI_PATH') });
+  return Object.freeze({
+    command: cmd,
+    containerId,
+    netns: get('CNI_NETNS'),
+    ifName,
+    args: get('CNI_ARGS'),
+    path: get('CNI_PATH'),
+  });
 }

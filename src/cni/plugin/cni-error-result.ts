@@ -32,5 +32,10 @@ const INTERNAL = 999;
 
 export function cniErrorResult(e: unknown, cniVersion: string): CniErrorResult {
   const known = isMeshError(e) && Object.hasOwn(CNI_CODES, e.code) ? CNI_CODES[e.code as CniErrorCode] : undefined;
-  return { cniVersion, code: known?.code ?? INTERNAL, msg: known?.msg ?? 'internal error in amesh-cni', details: describeError(e) };
+  return {
+    cniVersion,
+    code: known?.code ?? INTERNAL,
+    msg: known?.msg ?? 'internal error in amesh-cni',
+    details: describeError(e),
+  };
 }

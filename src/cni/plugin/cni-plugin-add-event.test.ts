@@ -13,7 +13,9 @@ test("the body is Go's JSON of Istio's CNIPluginAddEvent: capitalised fields, ne
 });
 
 test('IPv6 is printed as Go prints it, a missing interface is null, a missing gateway ""', () => {
-  const ips = parsePrevResult({ ips: [{ address: 'FD00:10:244:0:0::5/64' }, { address: '::ffff:10.1.2.3/120', gateway: '::ffff:10.1.2.1' }] }).ips;
+  const ips = parsePrevResult({
+    ips: [{ address: 'FD00:10:244:0:0::5/64' }, { address: '::ffff:10.1.2.3/120', gateway: '::ffff:10.1.2.1' }],
+  }).ips;
   assert.deepEqual(cniPluginAddEvent('/n', 'p', 'ns', ips).IPs, [
     { Interface: null, Address: { IP: 'fd00:10:244::5', Mask: '//////////8AAAAAAAAAAA==' }, Gateway: '' },
     { Interface: null, Address: { IP: '10.1.2.3', Mask: '////////////////////AA==' }, Gateway: '10.1.2.1' },
@@ -25,12 +27,16 @@ test('no IPs is null, as Go marshals a nil slice', () => {
 });
 
 test('the agent reads back what the plugin sends, mapped IPv4 unmapped', () => {
-  const ips = parsePrevResult({ ips: [{ interface: 2, address: '10.244.1.5/24', gateway: '10.244.1.1' }, { address: 'fd00::5/64' }] }).ips;
+  const ips = parsePrevResult({
+    ips: [{ interface: 2, address: '10.244.1.5/24', gateway: '10.244.1.1' }, { address: 'fd00::5/64' }],
+  }).ips;
   const sent = cniPluginAddEvent('/var/run/netns/cni-1', 'web-0', 'shop', ips);
   const read = parseCniPluginAddEvent(JSON.stringify(sent));
   assert.deepEqual(read, sent);
   assert.deepEqual(addEventPodIps(read), ['10.244.1.5', 'fd00::5']);
-  assert.deepEqual(addEventPodIps(parseCniPluginAddEvent('{"IPs":[{"Address":{"IP":"::ffff:10.1.2.3"}}]}')), ['10.1.2.3']);
+  assert.deepEqual(addEventPodIps(parseCniPluginAddEvent('{"IPs":[{"Address":{"IP":"::ffff:10.1.2.3"}}]}')), [
+    '10.1.2.3',
+  ]);
 });
 
 test('absent fields and null are zero values, as Go unmarshals them', () => {
@@ -46,6 +52,10 @@ test('a body that is not the event is AGENT_ERR_BAD_EVENT naming the field', () 
     ['{"IPs":[{"Address":{"IP":"10.0.0.300"}}]}', '"IPs[0].Address.IP"'],
     ['{"IPs":[{"Interface":"eth0"}]}', '"IPs[0].Interface"'],
   ] as const) {
-    assert.throws(() => parseCniPluginAddEvent(body), (e: unknown) => isMeshError(e, 'AGENT_ERR_BAD_EVENT') && e.message.includes(field), body);
+    assert.throws(
+      () => parseCniPluginAddEvent(body),
+      (e: unknown) => isMeshError(e, 'AGENT_ERR_BAD_EVENT') && e.message.includes(field),
+      body,
+    );
   }
 });

@@ -36,7 +36,12 @@ function mask(prefixLength: number, bytes: number): Buffer {
   return m;
 }
 
-export function cniPluginAddEvent(netns: string, podName: string, podNamespace: string, ips: readonly PrevResultIp[]): CniPluginAddEvent {
+export function cniPluginAddEvent(
+  netns: string,
+  podName: string,
+  podNamespace: string,
+  ips: readonly PrevResultIp[],
+): CniPluginAddEvent {
   return {
     Netns: netns,
     PodName: podName,
@@ -53,7 +58,8 @@ export function cniPluginAddEvent(netns: string, podName: string, podNamespace: 
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const badEvent = (field: string, problem: string): MeshError => new MeshError('AGENT_ERR_BAD_EVENT', `CNI plugin event: "${field}" ${problem}`);
+const badEvent = (field: string, problem: string): MeshError =>
+  new MeshError('AGENT_ERR_BAD_EVENT', `CNI plugin event: "${field}" ${problem}`);
 
 function stringField(o: Record<string, unknown>, field: string, at: string): string {
   const v = o[field];
@@ -65,14 +71,20 @@ function stringField(o: Record<string, unknown>, field: string, at: string): str
 function parseIpConfig(v: unknown, at: string): GoIpConfig {
   if (!isObject(v)) throw badEvent(at, 'must be an object ({Interface, Address, Gateway})');
   const iface = v['Interface'];
-  if (iface !== undefined && iface !== null && !Number.isInteger(iface)) throw badEvent(`${at}.Interface`, 'must be an integer or null');
+  if (iface !== undefined && iface !== null && !Number.isInteger(iface))
+    throw badEvent(`${at}.Interface`, 'must be an integer or null');
   const address = v['Address'] ?? {};
   if (!isObject(address)) throw badEvent(`${at}.Address`, 'must be an object ({IP, Mask})');
   const ip = stringField(address, 'IP', `${at}.Address.IP`);
   if (ip !== '' && ipBytes(ip) === undefined) throw badEvent(`${at}.Address.IP`, `"${ip}" is not an IP address`);
   const gateway = stringField(v, 'Gateway', `${at}.Gateway`);
-  if (gateway !== '' && ipBytes(gateway) === undefined) throw badEvent(`${at}.Gateway`, `"${gateway}" is not an IP address`);
-  return { Interface: (iface as number | undefined) ?? null, Address: { IP: ip, Mask: stringField(address, 'Mask', `${at}.Address.Mask`) }, Gateway: gateway };
+  if (gateway !== '' && ipBytes(gateway) === undefined)
+    throw badEvent(`${at}.Gateway`, `"${gateway}" is not an IP address`);
+  return {
+    Interface: (iface as number | undefined) ?? null,
+    Address: { IP: ip, Mask: stringField(address, 'Mask', `${at}.Address.Mask`) },
+    Gateway: gateway,
+  };
 }
 
 /** Reads a `/cmdadd` body; throws AGENT_ERR_BAD_EVENT when it is not the event's JSON. */
@@ -83,7 +95,11 @@ export function parseCniPluginAddEvent(body: string): CniPluginAddEvent {
   } catch (e) {
     throw new MeshError('AGENT_ERR_BAD_EVENT', `CNI plugin event is not JSON: ${(e as Error).message}`);
   }
-  if (!isObject(v)) throw new MeshError('AGENT_ERR_BAD_EVENT', 'CNI plugin event must be a JSON object ({Netns, PodName, PodNamespace, IPs})');
+  if (!isObject(v))
+    throw new MeshError(
+      'AGENT_ERR_BAD_EVENT',
+      'CNI plugin event must be a JSON object ({Netns, PodName, PodNamespace, IPs})',
+    );
   const ips = v['IPs'];
   if (ips !== undefined && ips !== null && !Array.isArray(ips)) throw badEvent('IPs', 'must be a list or null');
   return {

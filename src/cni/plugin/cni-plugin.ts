@@ -19,7 +19,11 @@ export interface CniOutcome {
   readonly exitCode: 0 | 1;
 }
 
-export async function runCniPlugin(env: Readonly<Record<string, string | undefined>>, readStdin: () => Promise<string>, deps: AddDeps): Promise<CniOutcome> {
+export async function runCniPlugin(
+  env: Readonly<Record<string, string | undefined>>,
+  readStdin: () => Promise<string>,
+  deps: AddDeps,
+): Promise<CniOutcome> {
   // An error result carries the config's cniVersion once stdin has one, else the newest this plugin speaks.
   let cniVersion: string = LATEST_CNI_VERSION;
   try {
@@ -28,7 +32,9 @@ export async function runCniPlugin(env: Readonly<Record<string, string | undefin
     try {
       stdin = await readStdin();
     } catch (e) {
-      throw new MeshError('CNI_ERR_STDIN', `cannot read the network config from stdin: ${(e as Error).message}`, { cause: e });
+      throw new MeshError('CNI_ERR_STDIN', `cannot read the network config from stdin: ${(e as Error).message}`, {
+        cause: e,
+      });
     }
     if (cni.command === 'VERSION') return { stdout: JSON.stringify(versionResult(stdin)), exitCode: 0 };
     const fields = decodeNetworkConfig(stdin);

@@ -11,15 +11,24 @@ export const CNI_VERSIONS = ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as con
 export type CniVersion = (typeof CNI_VERSIONS)[number];
 export const LATEST_CNI_VERSION: CniVersion = '1.1.0';
 
-const INTRODUCED_IN: Readonly<Partial<Record<CniCommand, CniVersion>>> = { CHECK: '0.4.0', GC: '1.1.0', STATUS: '1.1.0' };
+const INTRODUCED_IN: Readonly<Partial<Record<CniCommand, CniVersion>>> = {
+  CHECK: '0.4.0',
+  GC: '1.1.0',
+  STATUS: '1.1.0',
+};
 
 export const isCniVersion = (v: unknown): v is CniVersion => (CNI_VERSIONS as readonly unknown[]).includes(v);
 
 /** The config's `cniVersion` when amesh-cni speaks it and it allows `command`; throws CNI_ERR_VERSION otherwise. */
 export function checkCniVersion(version: unknown, command: CniCommand): CniVersion {
   const supported = `amesh-cni supports ${CNI_VERSIONS.join(', ')}`;
-  if (version === undefined) throw new MeshError('CNI_ERR_VERSION', `the network config has no "cniVersion" (${supported})`);
-  if (!isCniVersion(version)) throw new MeshError('CNI_ERR_VERSION', `the network config's cniVersion ${JSON.stringify(version)} is not supported (${supported})`);
+  if (version === undefined)
+    throw new MeshError('CNI_ERR_VERSION', `the network config has no "cniVersion" (${supported})`);
+  if (!isCniVersion(version))
+    throw new MeshError(
+      'CNI_ERR_VERSION',
+      `the network config's cniVersion ${JSON.stringify(version)} is not supported (${supported})`,
+    );
   const since = INTRODUCED_IN[command];
   if (since !== undefined && CNI_VERSIONS.indexOf(version) < CNI_VERSIONS.indexOf(since)) {
     throw new MeshError('CNI_ERR_VERSION', `cniVersion ${version} does not allow ${command} (it came in CNI ${since})`);

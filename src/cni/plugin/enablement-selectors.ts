@@ -42,7 +42,8 @@ function requirementHolds(r: Requirement, labels: Labels): boolean {
 
 function parseStringList(v: unknown, field: string): string[] {
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw configError(field, 'must be a list of strings');
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))
+    throw configError(field, 'must be a list of strings');
   return v;
 }
 
@@ -52,11 +53,14 @@ function parseSelector(v: unknown, field: string): Selector {
   const reqs: Requirement[] = [];
   const matchLabels = v['matchLabels'];
   if (matchLabels !== undefined && matchLabels !== null) {
-    if (!isObject(matchLabels) || !Object.values(matchLabels).every((x) => typeof x === 'string')) throw configError(`${field}.matchLabels`, 'must map label keys to string values');
-    for (const [key, value] of Object.entries(matchLabels)) reqs.push({ key, operator: 'In', values: [value as string] });
+    if (!isObject(matchLabels) || !Object.values(matchLabels).every((x) => typeof x === 'string'))
+      throw configError(`${field}.matchLabels`, 'must map label keys to string values');
+    for (const [key, value] of Object.entries(matchLabels))
+      reqs.push({ key, operator: 'In', values: [value as string] });
   }
   const exprs = v['matchExpressions'];
-  if (exprs !== undefined && exprs !== null && !Array.isArray(exprs)) throw configError(`${field}.matchExpressions`, 'must be a list');
+  if (exprs !== undefined && exprs !== null && !Array.isArray(exprs))
+    throw configError(`${field}.matchExpressions`, 'must be a list');
   ((exprs ?? []) as unknown[]).forEach((e, i) => {
     const at = `${field}.matchExpressions[${i}]`;
     if (!isObject(e)) throw configError(at, 'must be an object ({key, operator, values})');
@@ -69,7 +73,10 @@ function parseSelector(v: unknown, field: string): Selector {
     } else if (operator === 'Exists' || operator === 'DoesNotExist') {
       if (values.length > 0) throw configError(`${at}.values`, `must be empty for operator ${operator}`);
     } else {
-      throw configError(`${at}.operator`, `${JSON.stringify(operator)} is not a label selector operator (In, NotIn, Exists, DoesNotExist)`);
+      throw configError(
+        `${at}.operator`,
+        `${JSON.stringify(operator)} is not a label selector operator (In, NotIn, Exists, DoesNotExist)`,
+      );
     }
     reqs.push({ key, operator, values });
   });
@@ -78,11 +85,18 @@ function parseSelector(v: unknown, field: string): Selector {
 
 /** Compiles the `enablement_selectors` field (`field` names it in errors); absent or null is the empty list. */
 export function compileEnablementSelectors(v: unknown, field: string): EnablementSelectors {
-  if (v !== undefined && v !== null && !Array.isArray(v)) throw configError(field, 'must be a list of {podSelector, namespaceSelector}');
+  if (v !== undefined && v !== null && !Array.isArray(v))
+    throw configError(field, 'must be a list of {podSelector, namespaceSelector}');
   const pairs = ((v ?? []) as unknown[]).map((s, i) => {
     if (!isObject(s)) throw configError(`${field}[${i}]`, 'must be an object ({podSelector, namespaceSelector})');
-    return { pod: parseSelector(s['podSelector'], `${field}[${i}].podSelector`), namespace: parseSelector(s['namespaceSelector'], `${field}[${i}].namespaceSelector`) };
+    return {
+      pod: parseSelector(s['podSelector'], `${field}[${i}].podSelector`),
+      namespace: parseSelector(s['namespaceSelector'], `${field}[${i}].namespaceSelector`),
+    };
   });
   const holds = (sel: Selector, labels: Labels): boolean => sel.every((r) => requirementHolds(r, labels));
-  return Object.freeze({ selects: (podLabels: Labels, namespaceLabels: Labels) => pairs.some((p) => holds(p.pod, podLabels) && holds(p.namespace, namespaceLabels)) });
+  return Object.freeze({
+    selects: (podLabels: Labels, namespaceLabels: Labels) =>
+      pairs.some((p) => holds(p.pod, podLabels) && holds(p.namespace, namespaceLabels)),
+  });
 }

@@ -6,7 +6,9 @@ import { parseK8sArgs } from './k8s-args.js';
 const argsError = (message: RegExp) => (e: unknown) => isMeshError(e, 'CNI_ERR_ENV') && message.test(e.message);
 
 test('the arguments containerd passes for a pod sandbox give its name and namespace', () => {
-  const a = parseK8sArgs('IgnoreUnknown=1;K8S_POD_NAMESPACE=istio-system;K8S_POD_NAME=web-7d9c;K8S_POD_INFRA_CONTAINER_ID=3c41e9;K8S_POD_UID=a09038c7');
+  const a = parseK8sArgs(
+    'IgnoreUnknown=1;K8S_POD_NAMESPACE=istio-system;K8S_POD_NAME=web-7d9c;K8S_POD_INFRA_CONTAINER_ID=3c41e9;K8S_POD_UID=a09038c7',
+  );
   assert.deepEqual(a, { podName: 'web-7d9c', podNamespace: 'istio-system' });
   assert.ok(Object.isFrozen(a));
 });

@@ -28,7 +28,8 @@ export function parseK8sArgs(cniArgs: string): K8sArgs {
     const [key, value] = kv as [string, string];
     if (key === 'IgnoreUnknown') {
       const v = value.toLowerCase();
-      if (!['1', 'true', '0', 'false'].includes(v)) throw argsError(`IgnoreUnknown=${value} is not a boolean (1, true, 0, false)`);
+      if (!['1', 'true', '0', 'false'].includes(v))
+        throw argsError(`IgnoreUnknown=${value} is not a boolean (1, true, 0, false)`);
       ignoreUnknown = v === '1' || v === 'true';
     } else if (Object.hasOwn(KEYS, key)) {
       out[KEYS[key as keyof typeof KEYS]] = value;
@@ -36,6 +37,7 @@ export function parseK8sArgs(cniArgs: string): K8sArgs {
       unknown.push(pair);
     }
   }
-  if (unknown.length > 0 && !ignoreUnknown) throw argsError(`has unknown keys (${unknown.join('; ')}) and no IgnoreUnknown=1`);
+  if (unknown.length > 0 && !ignoreUnknown)
+    throw argsError(`has unknown keys (${unknown.join('; ')}) and no IgnoreUnknown=1`);
   return Object.freeze(out);
 }

@@ -22,7 +22,8 @@ async function readStdin(): Promise<string> {
 const logs = new LogControl({ format: 'json', level: 'info', component: 'amesh-cni', out: process.stderr });
 const outcome = await runCniPlugin(process.env, readStdin, {
   // Loaded only here: @kubernetes/client-node takes most of a second to import, and most runs never need it.
-  readPod: async (kubeconfig, namespace, name) => (await import('./pod-reader.js')).readPodFacts(kubeconfig, namespace, name),
+  readPod: async (kubeconfig, namespace, name) =>
+    (await import('./pod-reader.js')).readPodFacts(kubeconfig, namespace, name),
   postAddEvent: postCniAddEvent,
   isOwnNetns,
   retryDelayMs: LOOKUP_RETRY_DELAY_MS,

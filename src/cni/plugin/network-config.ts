@@ -16,7 +16,8 @@ export interface NetworkConfig {
 }
 
 /** A network config field with the wrong type or value; `field` is its path (`prevResult.ips[0].address`). */
-export const configError = (field: string, problem: string): MeshError => new MeshError('CNI_ERR_CONFIG', `"${field}" ${problem}`);
+export const configError = (field: string, problem: string): MeshError =>
+  new MeshError('CNI_ERR_CONFIG', `"${field}" ${problem}`);
 
 /** The decoded stdin when it is a JSON object; throws CNI_ERR_DECODE otherwise. */
 export function decodeNetworkConfig(stdin: string): Readonly<Record<string, unknown>> {
@@ -26,14 +27,23 @@ export function decodeNetworkConfig(stdin: string): Readonly<Record<string, unkn
   } catch (e) {
     throw new MeshError('CNI_ERR_DECODE', `the network config on stdin is not JSON: ${(e as Error).message}`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new MeshError('CNI_ERR_DECODE', `the network config on stdin is not a JSON object (got ${Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v})`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new MeshError(
+      'CNI_ERR_DECODE',
+      `the network config on stdin is not a JSON object (got ${Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v})`,
+    );
   return v as Record<string, unknown>;
 }
 
 export function parseNetworkConfig(fields: Readonly<Record<string, unknown>>, command: CniCommand): NetworkConfig {
   const name = fields['name'];
-  if (name === undefined || name === null || name === '') throw new MeshError('CNI_ERR_CONFIG', 'the network config has no "name"');
-  if (typeof name !== 'string' || !isCniName(name)) throw new MeshError('CNI_ERR_CONFIG', `the network config's "name" ${JSON.stringify(name)} is not a valid network name (an alphanumeric, then alphanumerics, "_", "." or "-")`);
+  if (name === undefined || name === null || name === '')
+    throw new MeshError('CNI_ERR_CONFIG', 'the network config has no "name"');
+  if (typeof name !== 'string' || !isCniName(name))
+    throw new MeshError(
+      'CNI_ERR_CONFIG',
+      `the network config's "name" ${JSON.stringify(name)} is not a valid network name (an alphanumeric, then alphanumerics, "_", "." or "-")`,
+    );
   const cniVersion = checkCniVersion(fields['cniVersion'], command);
   return Object.freeze({ cniVersion, name, fields });
 }

@@ -23,7 +23,15 @@ test("Istio's installer config: socket and kubeconfig under cni_agent_run_dir, s
 });
 
 test("absent and null fields take Go's zero values, as Istio's own testdata writes them (exclude_namespaces: null)", () => {
-  const cfg = parse({ cniVersion: '0.3.1', name: 'istio-cni', type: 'istio-cni', exclude_namespaces: null, plugin_log_level: null, ipam: {}, dns: {} });
+  const cfg = parse({
+    cniVersion: '0.3.1',
+    name: 'istio-cni',
+    type: 'istio-cni',
+    exclude_namespaces: null,
+    plugin_log_level: null,
+    ipam: {},
+    dns: {},
+  });
   assert.equal(cfg.ambientEnabled, false);
   assert.deepEqual(cfg.excludeNamespaces, []);
   assert.equal(cfg.podNamespace, '');
@@ -34,20 +42,46 @@ test("absent and null fields take Go's zero values, as Istio's own testdata writ
 test("plugin_log_level takes Istio's names, none meaning silent", () => {
   assert.equal(parse(pluginNetworkConfig('/r', { plugin_log_level: 'debug' })).logLevel, 'debug');
   assert.equal(parse(pluginNetworkConfig('/r', { plugin_log_level: 'none' })).logLevel, 'silent');
-  assert.throws(() => parse(pluginNetworkConfig('/r', { plugin_log_level: 'loud' })), configError(/^"plugin_log_level" "loud" is not a log level/));
+  assert.throws(
+    () => parse(pluginNetworkConfig('/r', { plugin_log_level: 'loud' })),
+    configError(/^"plugin_log_level" "loud" is not a log level/),
+  );
 });
 
 test('a field of the wrong type is a config error naming the field', () => {
-  assert.throws(() => parse(pluginNetworkConfig('/r', { ambient_enabled: 'true' })), configError(/^"ambient_enabled" must be true or false \(got "true"\)/));
-  assert.throws(() => parse(pluginNetworkConfig('/r', { exclude_namespaces: 'kube-system' })), configError(/^"exclude_namespaces" must be a list of namespace names/));
+  assert.throws(
+    () => parse(pluginNetworkConfig('/r', { ambient_enabled: 'true' })),
+    configError(/^"ambient_enabled" must be true or false \(got "true"\)/),
+  );
+  assert.throws(
+    () => parse(pluginNetworkConfig('/r', { exclude_namespaces: 'kube-system' })),
+    configError(/^"exclude_namespaces" must be a list of namespace names/),
+  );
   assert.throws(() => parse(pluginNetworkConfig('/r', { pod_namespace: 7 })), configError(/^"pod_namespace"/));
-  assert.throws(() => parse(pluginNetworkConfig('/r', { enable_ambient_detection_retry: 1 })), configError(/^"enable_ambient_detection_retry"/));
-  assert.throws(() => parse(pluginNetworkConfig('/r', { enablement_selectors: [{ podSelector: { matchExpressions: [{ key: 'k', operator: 'Gt', values: ['1'] }] } }] })), configError(/^"enablement_selectors\[0\]\.podSelector\.matchExpressions\[0\]\.operator"/));
-  assert.throws(() => parse(pluginNetworkConfig('/r', { prevResult: { ips: [{ address: '10.0.0.5' }] } })), configError(/^"prevResult\.ips\[0\]\.address" must be an IP address in CIDR notation/));
+  assert.throws(
+    () => parse(pluginNetworkConfig('/r', { enable_ambient_detection_retry: 1 })),
+    configError(/^"enable_ambient_detection_retry"/),
+  );
+  assert.throws(
+    () =>
+      parse(
+        pluginNetworkConfig('/r', {
+          enablement_selectors: [{ podSelector: { matchExpressions: [{ key: 'k', operator: 'Gt', values: ['1'] }] } }],
+        }),
+      ),
+    configError(/^"enablement_selectors\[0\]\.podSelector\.matchExpressions\[0\]\.operator"/),
+  );
+  assert.throws(
+    () => parse(pluginNetworkConfig('/r', { prevResult: { ips: [{ address: '10.0.0.5' }] } })),
+    configError(/^"prevResult\.ips\[0\]\.address" must be an IP address in CIDR notation/),
+  );
 });
 
 test('with ambient on, cni_agent_run_dir must be an absolute path', () => {
-  assert.throws(() => parse(pluginNetworkConfig('', {})), configError(/^"cni_agent_run_dir" must be the node agent's run directory as an absolute path/));
+  assert.throws(
+    () => parse(pluginNetworkConfig('', {})),
+    configError(/^"cni_agent_run_dir" must be the node agent's run directory as an absolute path/),
+  );
   assert.throws(() => parse(pluginNetworkConfig('run/istio-cni', {})), configError(/"cni_agent_run_dir"/));
   assert.equal(parse(pluginNetworkConfig('', { ambient_enabled: false })).ambientEnabled, false);
 });
@@ -58,7 +92,10 @@ test('stdin that is not a JSON object is a decoding error; a missing or invalid 
   assert.throws(() => decodeNetworkConfig('[1]'), decodeError(/not a JSON object \(got an array\)/));
   assert.throws(() => decodeNetworkConfig('null'), decodeError(/got null/));
   assert.throws(() => parseNetworkConfig({ cniVersion: '1.0.0' }, 'DEL'), configError(/no "name"/));
-  assert.throws(() => parseNetworkConfig({ cniVersion: '1.0.0', name: 'my net' }, 'DEL'), configError(/"my net" is not a valid network name/));
+  assert.throws(
+    () => parseNetworkConfig({ cniVersion: '1.0.0', name: 'my net' }, 'DEL'),
+    configError(/"my net" is not a valid network name/),
+  );
 });
 
 test("DEL and CHECK read only the spec's fields: a broken plugin field does not fail them", () => {

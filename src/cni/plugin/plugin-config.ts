@@ -36,7 +36,13 @@ export interface PluginConfig {
 /** Istio's plugin default when `plugin_log_level` is unset (its log package's default level). */
 const DEFAULT_LOG_LEVEL = 'info';
 
-function optional<T>(fields: Readonly<Record<string, unknown>>, field: string, what: string, ok: (v: unknown) => v is T, zero: T): T {
+function optional<T>(
+  fields: Readonly<Record<string, unknown>>,
+  field: string,
+  what: string,
+  ok: (v: unknown) => v is T,
+  zero: T,
+): T {
   const v = fields[field];
   if (v === undefined || v === null) return zero;
   if (!ok(v)) throw configError(field, `must be ${what} (got ${JSON.stringify(v)})`);
@@ -64,16 +70,23 @@ export function parsePluginConfig(net: NetworkConfig): PluginConfig {
   const cniAgentRunDir = optional(f, 'cni_agent_run_dir', 'a directory path', isString, '');
   // Istio's installer always writes it; without it the socket and kubeconfig would resolve against whatever
   // directory the runtime started the plugin in.
-  if (ambientEnabled && !path.isAbsolute(cniAgentRunDir)) throw configError('cni_agent_run_dir', `must be the node agent's run directory as an absolute path (e.g. /var/run/istio-cni), got ${JSON.stringify(cniAgentRunDir)}`);
+  if (ambientEnabled && !path.isAbsolute(cniAgentRunDir))
+    throw configError(
+      'cni_agent_run_dir',
+      `must be the node agent's run directory as an absolute path (e.g. /var/run/istio-cni), got ${JSON.stringify(cniAgentRunDir)}`,
+    );
   return Object.freeze({
     cniVersion: net.cniVersion,
     logLevel: logLevelSpec(optional(f, 'plugin_log_level', 'a log level', isString, '')),
     ambientEnabled,
     enablementSelectors: compileEnablementSelectors(f['enablement_selectors'], 'enablement_selectors'),
-    excludeNamespaces: Object.freeze([...optional(f, 'exclude_namespaces', 'a list of namespace names', isStringList, [])]),
+    excludeNamespaces: Object.freeze([
+      ...optional(f, 'exclude_namespaces', 'a list of namespace names', isStringList, []),
+    ]),
     podNamespace: optional(f, 'pod_namespace', 'a namespace name', isString, ''),
     enableAmbientDetectionRetry: optional(f, 'enable_ambient_detection_retry', 'true or false', isBoolean, false),
-    prevResult: f['prevResult'] === undefined || f['prevResult'] === null ? undefined : parsePrevResult(f['prevResult']),
+    prevResult:
+      f['prevResult'] === undefined || f['prevResult'] === null ? undefined : parsePrevResult(f['prevResult']),
     socketPath: path.join(cniAgentRunDir, CNI_EVENT_SOCKET_NAME),
     kubeconfigPath: path.join(cniAgentRunDir, CNI_PLUGIN_KUBECONFIG_NAME),
   });

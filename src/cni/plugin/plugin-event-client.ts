@@ -13,7 +13,11 @@ export const CNI_ADD_EVENT_PATH = '/cmdadd';
 export const PLUGIN_EVENT_TIMEOUT_MS = 5_000;
 const MAX_ERROR_BODY = 1024 * 1024;
 
-export function postCniAddEvent(socketPath: string, event: CniPluginAddEvent, timeoutMs = PLUGIN_EVENT_TIMEOUT_MS): Promise<void> {
+export function postCniAddEvent(
+  socketPath: string,
+  event: CniPluginAddEvent,
+  timeoutMs = PLUGIN_EVENT_TIMEOUT_MS,
+): Promise<void> {
   const pod = `${event.PodNamespace}/${event.PodName}`;
   const body = JSON.stringify(event);
   return new Promise((resolve, reject) => {
@@ -23,29 +27,51 @@ export function postCniAddEvent(socketPath: string, event: CniPluginAddEvent, ti
       reject(e);
     };
     const unavailable = (why: string): MeshError =>
-      new MeshError('CNI_ERR_AGENT_UNAVAILABLE', `cannot hand pod ${pod} to the node agent at ${socketPath}: ${why} (is amesh cni-agent running on this node?)`);
+      new MeshError(
+        'CNI_ERR_AGENT_UNAVAILABLE',
+        `cannot hand pod ${pod} to the node agent at ${socketPath}: ${why} (is amesh cni-agent running on this node?)`,
+      );
     // No keep-alive agent: one request, then the socket closes and the plugin process can exit.
-    const req = http.request({ socketPath, path: CNI_ADD_EVENT_PATH, method: 'POST', agent: false, headers: { host: 'unix', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        if (size < MAX_ERROR_BODY) chunks.push(c.subarray(0, MAX_ERROR_BODY - size));
-        size += c.length;
-      });
-      res.on('error', (e) => fail(unavailable(`the answer broke off: ${describeError(e)}`)));
-      res.on('end', () => {
-        clearTimeout(timer);
-        if (res.statusCode === 200) {
-          resolve();
-          return;
-        }
-        const text = Buffer.concat(chunks).toString('utf8').trim();
-        reject(new MeshError('CNI_ERR_CAPTURE_FAILED', `the node agent at ${socketPath} did not capture pod ${pod}: ${String(res.statusCode)} ${text === '' ? '(no message)' : text}`));
-      });
-    });
+    const req = http.request(
+      {
+        socketPath,
+        path: CNI_ADD_EVENT_PATH,
+        method: 'POST',
+        agent: false,
+        headers: { host: 'unix', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          if (size < MAX_ERROR_BODY) chunks.push(c.subarray(0, MAX_ERROR_BODY - size));
+          size += c.length;
+        });
+        res.on('error', (e) => fail(unavailable(`the answer broke off: ${describeError(e)}`)));
+        res.on('end', () => {
+          clearTimeout(timer);
+          if (res.statusCode === 200) {
+            resolve();
+            return;
+          }
+          const text = Buffer.concat(chunks).toString('utf8').trim();
+          reject(
+            new MeshError(
+              'CNI_ERR_CAPTURE_FAILED',
+              `the node agent at ${socketPath} did not capture pod ${pod}: ${String(res.statusCode)} ${text === '' ? '(no message)' : text}`,
+            ),
+          );
+        });
+      },
+    );
     const timer = setTimeout(() => fail(unavailable(`no answer within ${timeoutMs} ms`)), timeoutMs);
     req.on('error', (e: NodeJS.ErrnoException) => {
-      const why = e.code === 'ENOENT' ? 'the socket does not exist' : e.code === 'ECONNREFUSED' ? 'nothing accepts connections on the socket' : describeError(e);
+      const why =
+        e.code === 'ENOENT'
+          ? 'the socket does not exist'
+          : e.code === 'ECONNREFUSED'
+            ? 'nothing accepts connections on the socket'
+            : describeError(e);
       fail(unavailable(why));
     });
     req.end(body);

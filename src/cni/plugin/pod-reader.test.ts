@@ -22,7 +22,12 @@ current-context: x
 
 test('a missing kubeconfig is a Kubernetes API error naming the file the node agent writes', async () => {
   const file = path.join(dir, 'istio-cni-kubeconfig');
-  await assert.rejects(readPodFacts(file, 'shop', 'web-0'), (e) => isMeshError(e, 'CNI_ERR_KUBE_API') && e.message.startsWith(`cannot load the plugin's kubeconfig ${file} (the node agent writes it)`));
+  await assert.rejects(
+    readPodFacts(file, 'shop', 'web-0'),
+    (e) =>
+      isMeshError(e, 'CNI_ERR_KUBE_API') &&
+      e.message.startsWith(`cannot load the plugin's kubeconfig ${file} (the node agent writes it)`),
+  );
 });
 
 test('an API that accepts the connection but never answers fails the lookup after the timeout', async () => {
@@ -32,7 +37,14 @@ test('an API that accepts the connection but never answers fails the lookup afte
   const file = path.join(dir, 'hung-kubeconfig');
   await writeFile(file, kubeconfig(`http://127.0.0.1:${String((hung.address() as net.AddressInfo).port)}`));
   try {
-    await assert.rejects(readPodFacts(file, 'shop', 'web-0', 100), (e) => isMeshError(e, 'CNI_ERR_KUBE_API') && /^cannot read (pod shop\/web-0|namespace shop) from the Kubernetes API at http:\/\/127\.0\.0\.1:\d+: .*abort/i.test(e.message));
+    await assert.rejects(
+      readPodFacts(file, 'shop', 'web-0', 100),
+      (e) =>
+        isMeshError(e, 'CNI_ERR_KUBE_API') &&
+        /^cannot read (pod shop\/web-0|namespace shop) from the Kubernetes API at http:\/\/127\.0\.0\.1:\d+: .*abort/i.test(
+          e.message,
+        ),
+    );
   } finally {
     for (const s of sockets) s.destroy();
     hung.close();

@@ -15,25 +15,44 @@ export const KUBE_API_TIMEOUT_MS = 5_000;
 /** Options that abort a request after `ms` (client-node's object-style API takes Observable middleware). */
 function timeout(ms: number): ConfigurationOptions {
   return {
-    middleware: [{ pre: (ctx) => (ctx.setSignal(AbortSignal.timeout(ms)), new Observable(Promise.resolve(ctx))), post: (res) => new Observable(Promise.resolve(res)) }],
+    middleware: [
+      {
+        pre: (ctx) => (ctx.setSignal(AbortSignal.timeout(ms)), new Observable(Promise.resolve(ctx))),
+        post: (res) => new Observable(Promise.resolve(res)),
+      },
+    ],
     middlewareMergeStrategy: 'append',
   };
 }
 
-export async function readPodFacts(kubeconfigPath: string, namespace: string, name: string, timeoutMs = KUBE_API_TIMEOUT_MS): Promise<PodFacts> {
+export async function readPodFacts(
+  kubeconfigPath: string,
+  namespace: string,
+  name: string,
+  timeoutMs = KUBE_API_TIMEOUT_MS,
+): Promise<PodFacts> {
   const kc = new KubeConfig();
   try {
     kc.loadFromFile(kubeconfigPath);
   } catch (e) {
-    throw new MeshError('CNI_ERR_KUBE_API', `cannot load the plugin's kubeconfig ${kubeconfigPath} (the node agent writes it): ${(e as Error).message}`, { cause: e });
+    throw new MeshError(
+      'CNI_ERR_KUBE_API',
+      `cannot load the plugin's kubeconfig ${kubeconfigPath} (the node agent writes it): ${(e as Error).message}`,
+      { cause: e },
+    );
   }
-  if (kc.getCurrentCluster() === null) throw new MeshError('CNI_ERR_KUBE_API', `the kubeconfig ${kubeconfigPath} has no current context with a cluster`);
+  if (kc.getCurrentCluster() === null)
+    throw new MeshError('CNI_ERR_KUBE_API', `the kubeconfig ${kubeconfigPath} has no current context with a cluster`);
   const core = kc.makeApiClient(CoreV1Api);
   const read = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
     try {
       return await call();
     } catch (e) {
-      throw new MeshError('CNI_ERR_KUBE_API', `cannot read ${what} from the Kubernetes API at ${kc.getCurrentCluster()?.server ?? '?'}: ${describeKubeError(e)}`, { cause: e });
+      throw new MeshError(
+        'CNI_ERR_KUBE_API',
+        `cannot read ${what} from the Kubernetes API at ${kc.getCurrentCluster()?.server ?? '?'}: ${describeKubeError(e)}`,
+        { cause: e },
+      );
     }
   };
   const [pod, ns] = await Promise.all([

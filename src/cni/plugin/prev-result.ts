@@ -35,8 +35,16 @@ function parseIpConfig(v: unknown, field: string): PrevResultIp {
   const slash = typeof address === 'string' ? address.indexOf('/') : -1;
   const bytes = typeof address === 'string' && slash > 0 ? parseIp(address.slice(0, slash)) : undefined;
   const prefix = typeof address === 'string' ? address.slice(slash + 1) : '';
-  if (typeof address !== 'string' || bytes === undefined || !/^\d{1,3}$/.test(prefix) || Number(prefix) > bytes.length * 8) {
-    throw configError(`${field}.address`, `must be an IP address in CIDR notation, e.g. "10.244.1.5/24" (got ${JSON.stringify(address)})`);
+  if (
+    typeof address !== 'string' ||
+    bytes === undefined ||
+    !/^\d{1,3}$/.test(prefix) ||
+    Number(prefix) > bytes.length * 8
+  ) {
+    throw configError(
+      `${field}.address`,
+      `must be an IP address in CIDR notation, e.g. "10.244.1.5/24" (got ${JSON.stringify(address)})`,
+    );
   }
   const iface = o['interface'];
   if (iface !== undefined && iface !== null && !(typeof iface === 'number' && Number.isInteger(iface) && iface >= 0)) {
@@ -44,20 +52,31 @@ function parseIpConfig(v: unknown, field: string): PrevResultIp {
   }
   const gw = o['gateway'];
   const gateway = typeof gw === 'string' && gw !== '' ? parseIp(gw) : undefined;
-  if (gw !== undefined && gw !== null && gw !== '' && gateway === undefined) throw configError(`${field}.gateway`, `must be an IP address (got ${JSON.stringify(gw)})`);
-  return { interface: typeof iface === 'number' ? iface : undefined, address: bytes, prefixLength: Number(prefix), gateway };
+  if (gw !== undefined && gw !== null && gw !== '' && gateway === undefined)
+    throw configError(`${field}.gateway`, `must be an IP address (got ${JSON.stringify(gw)})`);
+  return {
+    interface: typeof iface === 'number' ? iface : undefined,
+    address: bytes,
+    prefixLength: Number(prefix),
+    gateway,
+  };
 }
 
 export function parsePrevResult(v: unknown): PrevResult {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw configError('prevResult', 'must be an object (the result of the plugins before amesh-cni in the chain)');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw configError('prevResult', 'must be an object (the result of the plugins before amesh-cni in the chain)');
   const fields = v as Record<string, unknown>;
   const ips = fields['ips'];
   if (ips !== undefined && ips !== null && !Array.isArray(ips)) throw configError('prevResult.ips', 'must be a list');
-  return Object.freeze({ fields, ips: Object.freeze((ips ?? []).map((ip, i) => parseIpConfig(ip, `prevResult.ips[${i}]`))) });
+  return Object.freeze({
+    fields,
+    ips: Object.freeze((ips ?? []).map((ip, i) => parseIpConfig(ip, `prevResult.ips[${i}]`))),
+  });
 }
 
 /** Results of 0.3.0 to 0.4.0 share one shape, as do 1.0.0 and 1.1.0 (SPEC.md "Released versions"). */
-const shapeOf = (v: unknown): 'v0' | 'v1' | undefined => (v === '0.3.0' || v === '0.3.1' || v === '0.4.0' ? 'v0' : v === '1.0.0' || v === '1.1.0' ? 'v1' : undefined);
+const shapeOf = (v: unknown): 'v0' | 'v1' | undefined =>
+  v === '0.3.0' || v === '0.3.1' || v === '0.4.0' ? 'v0' : v === '1.0.0' || v === '1.1.0' ? 'v1' : undefined;
 
 /**
  * What ADD prints: `prevResult` unchanged (this plugin adds no interface, IP or route), labelled with the config's

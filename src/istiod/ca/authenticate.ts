@@ -1,4 +1,13 @@
-import { createLocalJWKSet, createRemoteJWKSet, decodeJwt, jwtVerify, errors as joseErrors, type JWK, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeJwt,
+  jwtVerify,
+  errors as joseErrors,
+  type JWK,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+} from 'jose';
 import { MeshError, describeError, isMeshError } from '../../lib/errors.js';
 import { LOCAL_ISSUER } from './local-issuer.js';
 
@@ -38,12 +47,15 @@ export function authenticationFailure(why: string): never {
 
 /** Why an authenticator refused: the `why` of an authentication failure, else the error itself. */
 export function authenticationReason(e: unknown): string {
-  return isMeshError(e, 'ISTIOD_ERR_AUTHENTICATION') && e.message.startsWith(FAILURE_PREFIX) ? e.message.slice(FAILURE_PREFIX.length) : describeError(e);
+  return isMeshError(e, 'ISTIOD_ERR_AUTHENTICATION') && e.message.startsWith(FAILURE_PREFIX)
+    ? e.message.slice(FAILURE_PREFIX.length)
+    : describeError(e);
 }
 
 /** The token of `authorization: Bearer <token>` metadata (istio `pkg/security/security.go` ExtractBearerToken). */
 export function bearerTokenOf(authorization: string | undefined): string {
-  if (authorization === undefined || authorization === '') return authenticationFailure('no "authorization: Bearer <token>" metadata');
+  if (authorization === undefined || authorization === '')
+    return authenticationFailure('no "authorization: Bearer <token>" metadata');
   const m = /^Bearer\s+(\S+)$/i.exec(authorization);
   if (m === null) return authenticationFailure('authorization metadata is not "Bearer <token>"');
   return m[1]!;
@@ -68,9 +80,16 @@ export function parseJwtRules(env: string | undefined): JwtRule[] {
   const list = Array.isArray(v) ? v : [v];
   return list.map((r, i) => {
     const o = r as Partial<JwtRule>;
-    if (typeof o.issuer !== 'string' || o.issuer === '') throw new MeshError('AMESH_ERR_CONFIG', `JWT_RULE[${i}]: "issuer" is required`);
-    if (o.jwks === undefined && o.jwksUri === undefined) throw new MeshError('AMESH_ERR_CONFIG', `JWT_RULE[${i}] (${o.issuer}): give "jwks" (inline JSON) or "jwksUri"`);
-    return { issuer: o.issuer, audiences: o.audiences ?? [], ...(o.jwks !== undefined ? { jwks: o.jwks } : {}), ...(o.jwksUri !== undefined ? { jwksUri: o.jwksUri } : {}) };
+    if (typeof o.issuer !== 'string' || o.issuer === '')
+      throw new MeshError('AMESH_ERR_CONFIG', `JWT_RULE[${i}]: "issuer" is required`);
+    if (o.jwks === undefined && o.jwksUri === undefined)
+      throw new MeshError('AMESH_ERR_CONFIG', `JWT_RULE[${i}] (${o.issuer}): give "jwks" (inline JSON) or "jwksUri"`);
+    return {
+      issuer: o.issuer,
+      audiences: o.audiences ?? [],
+      ...(o.jwks !== undefined ? { jwks: o.jwks } : {}),
+      ...(o.jwksUri !== undefined ? { jwksUri: o.jwksUri } : {}),
+    };
   });
 }
 
@@ -82,10 +101,18 @@ export function parseJwtRules(env: string | undefined): JwtRule[] {
 export class Authenticator implements CallerAuthenticator {
   private readonly issuers = new Map<string, Issuer>();
 
-  constructor(rules: readonly JwtRule[], localJwk: JWK | undefined, private readonly audiences: readonly string[]) {
-    if (localJwk !== undefined) this.issuers.set(LOCAL_ISSUER, { keys: createLocalJWKSet({ keys: [localJwk] }), audiences: [] });
+  constructor(
+    rules: readonly JwtRule[],
+    localJwk: JWK | undefined,
+    private readonly audiences: readonly string[],
+  ) {
+    if (localJwk !== undefined)
+      this.issuers.set(LOCAL_ISSUER, { keys: createLocalJWKSet({ keys: [localJwk] }), audiences: [] });
     for (const r of rules) {
-      const keys = r.jwks !== undefined ? createLocalJWKSet(JSON.parse(r.jwks) as { keys: JWK[] }) : createRemoteJWKSet(new URL(r.jwksUri!));
+      const keys =
+        r.jwks !== undefined
+          ? createLocalJWKSet(JSON.parse(r.jwks) as { keys: JWK[] })
+          : createRemoteJWKSet(new URL(r.jwksUri!));
       this.issuers.set(r.issuer, { keys, audiences: r.audiences ?? [] });
     }
   }
@@ -101,19 +128,32 @@ export class Authenticator implements CallerAuthenticator {
     }
     const iss = unverified.iss ?? '';
     const issuer = this.issuers.get(iss);
-    if (issuer === undefined) return fail(`unknown issuer "${iss}" (trusted: ${[...this.issuers.keys()].join(', ')}; add it with JWT_RULE)`);
+    if (issuer === undefined)
+      return fail(`unknown issuer "${iss}" (trusted: ${[...this.issuers.keys()].join(', ')}; add it with JWT_RULE)`);
     const audiences = issuer.audiences.length > 0 ? issuer.audiences : this.audiences;
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, issuer.keys, { issuer: iss, audience: [...audiences], requiredClaims: ['exp', 'sub'] }));
+      ({ payload } = await jwtVerify(token, issuer.keys, {
+        issuer: iss,
+        audience: [...audiences],
+        requiredClaims: ['exp', 'sub'],
+      }));
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) return fail('the token has expired');
-      if (e instanceof joseErrors.JWTClaimValidationFailed && e.claim === 'aud') return fail(`the token's audience ${JSON.stringify(unverified.aud)} is not one of ${audiences.join(', ')}`);
+      if (e instanceof joseErrors.JWTClaimValidationFailed && e.claim === 'aud')
+        return fail(`the token's audience ${JSON.stringify(unverified.aud)} is not one of ${audiences.join(', ')}`);
       return fail(describeError(e));
     }
     const sub = SUB_RE.exec(payload.sub ?? '');
     if (sub === null) return fail(`subject "${payload.sub ?? ''}" is not system:serviceaccount:<namespace>:<name>`);
     const k8s = (payload['kubernetes.io'] ?? {}) as { node?: { name?: string }; pod?: { name?: string } };
-    return { namespace: sub[1]!, serviceAccount: sub[2]!, node: k8s.node?.name, pod: k8s.pod?.name, podUid: undefined, issuer: iss };
+    return {
+      namespace: sub[1]!,
+      serviceAccount: sub[2]!,
+      node: k8s.node?.name,
+      pod: k8s.pod?.name,
+      podUid: undefined,
+      issuer: iss,
+    };
   }
 }

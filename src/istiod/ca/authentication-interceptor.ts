@@ -22,7 +22,10 @@ const authenticated = new WeakMap<grpc.Metadata, Caller>();
 function authenticateMetadata(auth: CallerAuthenticator, md: grpc.Metadata): Promise<Caller> {
   const header = md.get('authorization')[0];
   const cluster = md.get(CLUSTER_ID_METADATA);
-  return auth.authenticate(typeof header === 'string' ? header : undefined, cluster.length === 1 && typeof cluster[0] === 'string' ? cluster[0] : '');
+  return auth.authenticate(
+    typeof header === 'string' ? header : undefined,
+    cluster.length === 1 && typeof cluster[0] === 'string' ? cluster[0] : '',
+  );
 }
 
 /** The caller of a call: the one the interceptor authenticated, else authenticated now. */
@@ -36,26 +39,42 @@ export function authenticatedCaller(auth: CallerAuthenticator, md: grpc.Metadata
  * keeps the HTTP/2 stream paused until the handler asks for the message, and a rejected call never gets there, so
  * an unauthenticated body is neither buffered nor decoded (HTTP/2 flow control holds the sender to one window).
  */
-export function authenticationInterceptor(auth: CallerAuthenticator, log: Logger, onReject: (path: string) => void): grpc.ServerInterceptor {
+export function authenticationInterceptor(
+  auth: CallerAuthenticator,
+  log: Logger,
+  onReject: (path: string) => void,
+): grpc.ServerInterceptor {
   return (method, call) =>
     new grpc.ServerInterceptingCall(call, {
       start: (next) => {
         next({
           onReceiveMetadata: (metadata, proceed) => {
-            authenticateMetadata(auth, metadata).then(
-              (caller) => {
-                authenticated.set(metadata, caller);
-                proceed(metadata);
-              },
-              (e: unknown) => {
-                log.warn({ method: method.path, peer: call.getPeer(), error: describeError(e) }, 'unauthenticated call rejected');
-                onReject(method.path);
-                call.sendStatus({ code: grpc.status.UNAUTHENTICATED, details: AUTHENTICATION_FAILURE, metadata: new grpc.Metadata() });
-              },
-            ).catch((e: unknown) => {
-              // The call may be gone by now (the peer hung up): nothing to answer, and never an unhandled rejection.
-              log.debug({ method: method.path, error: describeError(e) }, 'authentication outcome could not be delivered');
-            });
+            authenticateMetadata(auth, metadata)
+              .then(
+                (caller) => {
+                  authenticated.set(metadata, caller);
+                  proceed(metadata);
+                },
+                (e: unknown) => {
+                  log.warn(
+                    { method: method.path, peer: call.getPeer(), error: describeError(e) },
+                    'unauthenticated call rejected',
+                  );
+                  onReject(method.path);
+                  call.sendStatus({
+                    code: grpc.status.UNAUTHENTICATED,
+                    details: AUTHENTICATION_FAILURE,
+                    metadata: new grpc.Metadata(),
+                  });
+                },
+              )
+              .catch((e: unknown) => {
+                // The call may be gone by now (the peer hung up): nothing to answer, and never an unhandled rejection.
+                log.debug(
+                  { method: method.path, error: describeError(e) },
+                  'authentication outcome could not be delivered',
+                );
+              });
           },
         });
       },

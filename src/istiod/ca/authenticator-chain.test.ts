@@ -9,7 +9,13 @@ import { AuthenticatorChain } from './authenticator-chain.js';
 async function issuer(iss: string): Promise<{ auth: Authenticator; token: string }> {
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   const jwks = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), alg: 'ES256' }] });
-  const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256' }).setIssuer(iss).setSubject('system:serviceaccount:app:web').setAudience('istio-ca').setExpirationTime('1h').sign(privateKey);
+  const token = await new SignJWT({})
+    .setProtectedHeader({ alg: 'ES256' })
+    .setIssuer(iss)
+    .setSubject('system:serviceaccount:app:web')
+    .setAudience('istio-ca')
+    .setExpirationTime('1h')
+    .sign(privateKey);
   return { auth: new Authenticator([{ issuer: iss, jwks }], undefined, ['istio-ca']), token };
 }
 
@@ -26,7 +32,10 @@ test('when every authenticator refuses, the failure is opaque-coded and lists ea
   const other = await issuer('https://c.example');
   await assert.rejects(new AuthenticatorChain([a.auth, b.auth]).authenticate(`Bearer ${other.token}`), (e: unknown) => {
     assert.ok(isMeshError(e, 'ISTIOD_ERR_AUTHENTICATION'));
-    assert.equal(e.message, 'request authenticate failure: unknown issuer "https://c.example" (trusted: https://a.example; add it with JWT_RULE); unknown issuer "https://c.example" (trusted: https://b.example; add it with JWT_RULE)');
+    assert.equal(
+      e.message,
+      'request authenticate failure: unknown issuer "https://c.example" (trusted: https://a.example; add it with JWT_RULE); unknown issuer "https://c.example" (trusted: https://b.example; add it with JWT_RULE)',
+    );
     return true;
   });
 });

@@ -23,7 +23,8 @@ function saNode(pod: V1Pod): string | undefined {
   return indexKey(pod.metadata?.namespace ?? '', sa, node);
 }
 
-const indexKey = (namespace: string, serviceAccount: string, node: string): string => `${node}/${namespace}/${serviceAccount}`;
+const indexKey = (namespace: string, serviceAccount: string, node: string): string =>
+  `${node}/${namespace}/${serviceAccount}`;
 const podKey = (pod: V1Pod): string => `${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`;
 
 export class ClusterNodeAuthorizer implements NodeAuthorizer {
@@ -60,15 +61,19 @@ export class ClusterNodeAuthorizer implements NodeAuthorizer {
 
   denial(caller: Caller, requested: Identity): string | undefined {
     // As Istio, only a TokenReview's pod counts: a JWT_RULE token's claims name none here.
-    if (caller.pod === undefined || caller.podUid === undefined) return `the token of ${caller.namespace}/${caller.serviceAccount} is bound to no pod (no ${POD_NAME_EXTRA} in its TokenReview); node proxies need pod-bound tokens`;
+    if (caller.pod === undefined || caller.podUid === undefined)
+      return `the token of ${caller.namespace}/${caller.serviceAccount} is bound to no pod (no ${POD_NAME_EXTRA} in its TokenReview); node proxies need pod-bound tokens`;
     const pod = this.pods.get(caller.pod, caller.namespace);
     if (pod === undefined) return `pod ${caller.namespace}/${caller.pod} not found`;
     // A pod recreated under the same name: the token belongs to the old one.
-    if (pod.metadata?.uid !== caller.podUid) return `pod found, but UID does not match: ${pod.metadata?.uid ?? ''} vs ${caller.podUid}`;
-    if (pod.spec?.serviceAccountName !== caller.serviceAccount) return `pod found, but ServiceAccount does not match: ${pod.spec?.serviceAccountName ?? ''} vs ${caller.serviceAccount}`;
+    if (pod.metadata?.uid !== caller.podUid)
+      return `pod found, but UID does not match: ${pod.metadata?.uid ?? ''} vs ${caller.podUid}`;
+    if (pod.spec?.serviceAccountName !== caller.serviceAccount)
+      return `pod found, but ServiceAccount does not match: ${pod.spec?.serviceAccountName ?? ''} vs ${caller.serviceAccount}`;
     const node = pod.spec?.nodeName ?? '';
     const found = this.index.get(indexKey(requested.namespace, requested.serviceAccount, node));
-    if (found === undefined || found.size === 0) return `no instances of "${requested.namespace}/${requested.serviceAccount}" found on node "${node}"`;
+    if (found === undefined || found.size === 0)
+      return `no instances of "${requested.namespace}/${requested.serviceAccount}" found on node "${node}"`;
     return undefined;
   }
 

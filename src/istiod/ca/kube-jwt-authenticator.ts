@@ -32,17 +32,29 @@ export class KubeJwtAuthenticator implements CallerAuthenticator {
   async authenticate(authorization: string | undefined, clusterId = ''): Promise<Caller> {
     const token = bearerTokenOf(authorization);
     if (clusterId !== '' && clusterId !== this.clusterId) {
-      return authenticationFailure(`client claims to be in cluster "${clusterId}", but we only know about local cluster "${this.clusterId}"`);
+      return authenticationFailure(
+        `client claims to be in cluster "${clusterId}", but we only know about local cluster "${this.clusterId}"`,
+      );
     }
     let review: V1TokenReview;
     try {
-      review = await this.api.createTokenReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token, audiences: [...this.audiences] } } });
+      review = await this.api.createTokenReview({
+        body: {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenReview',
+          spec: { token, audiences: [...this.audiences] },
+        },
+      });
     } catch (e) {
-      return authenticationFailure(`failed to validate the JWT from cluster "${this.clusterId}": TokenReview failed: ${describeKubeError(e)}`);
+      return authenticationFailure(
+        `failed to validate the JWT from cluster "${this.clusterId}": TokenReview failed: ${describeKubeError(e)}`,
+      );
     }
     const status = review.status ?? {};
-    const fail = (why: string): never => authenticationFailure(`failed to validate the JWT from cluster "${this.clusterId}": ${why}`);
-    if (status.error !== undefined && status.error !== '') return fail(`the service account authentication returns an error: ${status.error}`);
+    const fail = (why: string): never =>
+      authenticationFailure(`failed to validate the JWT from cluster "${this.clusterId}": ${why}`);
+    if (status.error !== undefined && status.error !== '')
+      return fail(`the service account authentication returns an error: ${status.error}`);
     if (status.authenticated !== true) return fail('the token is not authenticated');
     const user = status.user ?? {};
     if (!(user.groups ?? []).includes(SERVICE_ACCOUNTS_GROUP)) return fail('the token is not a service account');
@@ -55,6 +67,13 @@ export class KubeJwtAuthenticator implements CallerAuthenticator {
       const v = user.extra?.[key]?.[0];
       return v === undefined || v === '' ? undefined : v;
     };
-    return { namespace, serviceAccount, node: undefined, pod: extra(POD_NAME_EXTRA), podUid: extra(POD_UID_EXTRA), issuer: this.server };
+    return {
+      namespace,
+      serviceAccount,
+      node: undefined,
+      pod: extra(POD_NAME_EXTRA),
+      podUid: extra(POD_UID_EXTRA),
+      issuer: this.server,
+    };
   }
 }

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { SignJWT, exportPKCS8, generateKeyPair, importPKCS8, exportJWK, type JWK, type CryptoKey as JoseKey } from 'jose';
+import {
+  SignJWT,
+  exportPKCS8,
+  generateKeyPair,
+  importPKCS8,
+  exportJWK,
+  type JWK,
+  type CryptoKey as JoseKey,
+} from 'jose';
 import { MeshError } from '../../lib/errors.js';
 import { ensurePrivateDir, writeNewPrivateFile } from '../../lib/pki/private-files.js';
 
@@ -40,7 +48,8 @@ export class LocalIssuer {
     try {
       pem = await readFile(file, 'utf8');
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new MeshError('ISTIOD_ERR_STATE', `cannot read ${file}: ${(e as Error).message}`);
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+        throw new MeshError('ISTIOD_ERR_STATE', `cannot read ${file}: ${(e as Error).message}`);
       const { privateKey } = await generateKeyPair(ALG, { extractable: true });
       pem = await exportPKCS8(privateKey);
       try {
@@ -58,7 +67,10 @@ export class LocalIssuer {
   }
 
   async issue(r: TokenRequest): Promise<string> {
-    const k8s: Record<string, unknown> = { namespace: r.namespace, serviceaccount: { name: r.serviceAccount, uid: randomUUID() } };
+    const k8s: Record<string, unknown> = {
+      namespace: r.namespace,
+      serviceaccount: { name: r.serviceAccount, uid: randomUUID() },
+    };
     if (r.pod !== undefined) k8s['pod'] = { name: r.pod, uid: randomUUID() };
     if (r.node !== undefined) k8s['node'] = { name: r.node, uid: randomUUID() };
     return new SignJWT({ 'kubernetes.io': k8s })

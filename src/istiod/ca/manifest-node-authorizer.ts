@@ -11,9 +11,12 @@ export class ManifestNodeAuthorizer implements NodeAuthorizer {
   constructor(private readonly registry: Registry) {}
 
   denial(caller: Caller, id: Identity): string | undefined {
-    const node = caller.node ?? (caller.pod === undefined ? undefined : this.registry.nodeOfPod(caller.namespace, caller.pod));
-    if (node === undefined || node === '') return 'the token names no node (kubernetes.io node or pod claim) to check the impersonated pod against';
-    if (!this.registry.hasPodOnNode(id.namespace, id.serviceAccount, node)) return `no pod of ${id.namespace}/${id.serviceAccount} runs on node ${node}`;
+    const node =
+      caller.node ?? (caller.pod === undefined ? undefined : this.registry.nodeOfPod(caller.namespace, caller.pod));
+    if (node === undefined || node === '')
+      return 'the token names no node (kubernetes.io node or pod claim) to check the impersonated pod against';
+    if (!this.registry.hasPodOnNode(id.namespace, id.serviceAccount, node))
+      return `no pod of ${id.namespace}/${id.serviceAccount} runs on node ${node}`;
     return undefined;
   }
 }

@@ -1,7 +1,15 @@
 import { ipBytes } from '../../lib/ip.js';
 import { isPolicyIp, isPolicyPort } from '../registry/manifest-schema.js';
 import type { Manifest } from '../registry/manifest-dir.js';
-import { AuthzAction, AuthzScope, emptyMatch, type AuthorizationModel, type IpMatchModel, type MatchModel, type StringMatchModel } from './types.js';
+import {
+  AuthzAction,
+  AuthzScope,
+  emptyMatch,
+  type AuthorizationModel,
+  type IpMatchModel,
+  type MatchModel,
+  type StringMatchModel,
+} from './types.js';
 
 export interface ConvertResult {
   /** Undefined when the policy is not for ztunnel (waypoint-targeted, AUDIT/CUSTOM, dry-run). */
@@ -13,7 +21,7 @@ export interface ConvertResult {
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const strs = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
-const has = (o: Obj, k: string): boolean => Array.isArray(o[k]) ? (o[k] as unknown[]).length > 0 : o[k] !== undefined;
+const has = (o: Obj, k: string): boolean => (Array.isArray(o[k]) ? (o[k] as unknown[]).length > 0 : o[k] !== undefined);
 
 /** Istio's string patterns: `*` presence, `*x` suffix, `x*` prefix, else exact. */
 export function stringMatch(s: string): StringMatchModel {
@@ -45,7 +53,12 @@ function valid<T>(v: unknown, ok: (s: string) => boolean, parse: (s: string) => 
   return { values, never: all.length > 0 && values.length === 0 };
 }
 const portValues = (v: unknown): { values: number[]; never: boolean } => valid(v, isPolicyPort, Number);
-const ipValues = (v: unknown): { values: IpMatchModel[]; never: boolean } => valid(v, (s) => isPolicyIp(s) && ipMatch(s) !== undefined, (s) => ipMatch(s)!);
+const ipValues = (v: unknown): { values: IpMatchModel[]; never: boolean } =>
+  valid(
+    v,
+    (s) => isPolicyIp(s) && ipMatch(s) !== undefined,
+    (s) => ipMatch(s)!,
+  );
 
 const L7_OPERATION = ['hosts', 'notHosts', 'methods', 'notMethods', 'paths', 'notPaths'];
 const L7_SOURCE = ['remoteIpBlocks', 'notRemoteIpBlocks', 'requestPrincipals', 'notRequestPrincipals'];
@@ -62,10 +75,17 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
     return { policy: undefined, warnings: [`${name}: targets a waypoint or gateway; not sent to ztunnel`] };
   }
   const action = typeof spec['action'] === 'string' ? spec['action'] : 'ALLOW';
-  if (action !== 'ALLOW' && action !== 'DENY') return { policy: undefined, warnings: [`${name}: ztunnel does not support the ${action} action`] };
-  if (ap.metadata.annotations['istio.io/dry-run'] === 'true') return { policy: undefined, warnings: [`${name}: dry-run policies are not sent to ztunnel`] };
+  if (action !== 'ALLOW' && action !== 'DENY')
+    return { policy: undefined, warnings: [`${name}: ztunnel does not support the ${action} action`] };
+  if (ap.metadata.annotations['istio.io/dry-run'] === 'true')
+    return { policy: undefined, warnings: [`${name}: dry-run policies are not sent to ztunnel`] };
   const selector = obj(obj(spec['selector'])['matchLabels']);
-  const scope = Object.keys(selector).length > 0 ? AuthzScope.WORKLOAD_SELECTOR : ap.metadata.namespace === rootNamespace ? AuthzScope.GLOBAL : AuthzScope.NAMESPACE;
+  const scope =
+    Object.keys(selector).length > 0
+      ? AuthzScope.WORKLOAD_SELECTOR
+      : ap.metadata.namespace === rootNamespace
+        ? AuthzScope.GLOBAL
+        : AuthzScope.NAMESPACE;
   const deny = action === 'DENY';
   const rules: AuthorizationModel['rules'][number][] = [];
   (Array.isArray(spec['rules']) ? spec['rules'] : []).forEach((raw, i) => {
@@ -82,34 +102,49 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
     };
     const to = Array.isArray(rule['to']) ? rule['to'].map((t) => obj(obj(t)['operation'])) : [];
     if (to.length > 0) {
-      clause(to.map((op) => {
-        if (L7_OPERATION.some((k) => has(op, k))) l7 = true;
-        const p = portValues(op['ports']);
-        return { match: { ...emptyMatch(), destinationPorts: p.values, notDestinationPorts: portValues(op['notPorts']).values }, never: p.never };
-      }));
+      clause(
+        to.map((op) => {
+          if (L7_OPERATION.some((k) => has(op, k))) l7 = true;
+          const p = portValues(op['ports']);
+          return {
+            match: {
+              ...emptyMatch(),
+              destinationPorts: p.values,
+              notDestinationPorts: portValues(op['notPorts']).values,
+            },
+            never: p.never,
+          };
+        }),
+      );
     }
     const from = Array.isArray(rule['from']) ? rule['from'].map((f) => obj(obj(f)['source'])) : [];
     if (from.length > 0) {
-      clause(from.map((src) => {
-        if (L7_SOURCE.some((k) => has(src, k))) l7 = true;
-        const sas = (k: string): { namespace: string; serviceAccount: string }[] =>
-          strs(src[k]).map((s) => (s.includes('/') ? { namespace: s.split('/')[0]!, serviceAccount: s.split('/')[1]! } : { namespace: ap.metadata.namespace, serviceAccount: s }));
-        const ips = ipValues(src['ipBlocks']);
-        return {
-          match: {
-            ...emptyMatch(),
-            sourceIps: ips.values,
-            notSourceIps: ipValues(src['notIpBlocks']).values,
-            namespaces: strs(src['namespaces']).map(stringMatch),
-            notNamespaces: strs(src['notNamespaces']).map(stringMatch),
-            principals: strs(src['principals']).map(stringMatch),
-            notPrincipals: strs(src['notPrincipals']).map(stringMatch),
-            serviceAccounts: sas('serviceAccounts'),
-            notServiceAccounts: sas('notServiceAccounts'),
-          },
-          never: ips.never,
-        };
-      }));
+      clause(
+        from.map((src) => {
+          if (L7_SOURCE.some((k) => has(src, k))) l7 = true;
+          const sas = (k: string): { namespace: string; serviceAccount: string }[] =>
+            strs(src[k]).map((s) =>
+              s.includes('/')
+                ? { namespace: s.split('/')[0]!, serviceAccount: s.split('/')[1]! }
+                : { namespace: ap.metadata.namespace, serviceAccount: s },
+            );
+          const ips = ipValues(src['ipBlocks']);
+          return {
+            match: {
+              ...emptyMatch(),
+              sourceIps: ips.values,
+              notSourceIps: ipValues(src['notIpBlocks']).values,
+              namespaces: strs(src['namespaces']).map(stringMatch),
+              notNamespaces: strs(src['notNamespaces']).map(stringMatch),
+              principals: strs(src['principals']).map(stringMatch),
+              notPrincipals: strs(src['notPrincipals']).map(stringMatch),
+              serviceAccounts: sas('serviceAccounts'),
+              notServiceAccounts: sas('notServiceAccounts'),
+            },
+            never: ips.never,
+          };
+        }),
+      );
     }
     for (const c of Array.isArray(rule['when']) ? rule['when'].map(obj) : []) {
       const key = typeof c['key'] === 'string' ? c['key'] : '';
@@ -124,8 +159,10 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
       };
       if (key === 'source.ip') ips('sourceIps', 'notSourceIps');
       else if (key === 'destination.ip') ips('destinationIps', 'notDestinationIps');
-      else if (key === 'source.namespace') Object.assign(m, { namespaces: values.map(stringMatch), notNamespaces: notValues.map(stringMatch) });
-      else if (key === 'source.principal') Object.assign(m, { principals: values.map(stringMatch), notPrincipals: notValues.map(stringMatch) });
+      else if (key === 'source.namespace')
+        Object.assign(m, { namespaces: values.map(stringMatch), notNamespaces: notValues.map(stringMatch) });
+      else if (key === 'source.principal')
+        Object.assign(m, { principals: values.map(stringMatch), notPrincipals: notValues.map(stringMatch) });
       else if (key === 'destination.port') {
         const p = portValues(values);
         none = p.never;
@@ -140,7 +177,9 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
       clause([{ match: m as unknown as MatchModel, never: none }]);
     }
     if (never) {
-      warnings.push(`${where}: every value of one of its port or IP lists is invalid, so it can never match; rule dropped`);
+      warnings.push(
+        `${where}: every value of one of its port or IP lists is invalid, so it can never match; rule dropped`,
+      );
       return;
     }
     if (l7) {
@@ -153,7 +192,14 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
     rules.push({ clauses });
   });
   return {
-    policy: { name: ap.metadata.name, namespace: ap.metadata.namespace, scope, action: deny ? AuthzAction.DENY : AuthzAction.ALLOW, rules, dryRun: false },
+    policy: {
+      name: ap.metadata.name,
+      namespace: ap.metadata.namespace,
+      scope,
+      action: deny ? AuthzAction.DENY : AuthzAction.ALLOW,
+      rules,
+      dryRun: false,
+    },
     warnings,
   };
 }

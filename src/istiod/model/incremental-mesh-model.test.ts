@@ -4,7 +4,12 @@ import { objectKey, parseManifests, type Manifest } from '../registry/manifest-d
 import { buildMeshModel } from './mesh-model.js';
 import { IncrementalMeshModel } from './incremental-mesh-model.js';
 
-const CFG = { clusterId: 'Kubernetes', trustDomain: 'cluster.local', rootNamespace: 'istio-system', domainSuffix: 'cluster.local' };
+const CFG = {
+  clusterId: 'Kubernetes',
+  trustDomain: 'cluster.local',
+  rootNamespace: 'istio-system',
+  domainSuffix: 'cluster.local',
+};
 
 function objects(yaml: string): readonly Manifest[] {
   const { objects: out, errors } = parseManifests('m.yaml', yaml);
@@ -64,7 +69,10 @@ spec: {selector: {matchLabels: {app: db}}, portLevelMtls: {"5432": {mode: PERMIS
 const find = (key: string): Manifest => MESH.find((o) => objectKey(o) === key)!;
 const POD_EDIT: Manifest = { ...find('Pod/shop/web-0'), status: { phase: 'Running', podIP: '10.1.0.9' } };
 const NODE: Manifest = find('Node//n1');
-const NODE_EDIT: Manifest = { ...NODE, metadata: { ...NODE.metadata, labels: { 'topology.kubernetes.io/region': 'r2' } } };
+const NODE_EDIT: Manifest = {
+  ...NODE,
+  metadata: { ...NODE.metadata, labels: { 'topology.kubernetes.io/region': 'r2' } },
+};
 
 const withSpec = (o: Manifest, spec: Record<string, unknown>): Manifest => ({ ...o, spec: { ...o.spec, ...spec } });
 /** Edits that move each shared kind's selection from the web workloads to the db ones. */
@@ -75,7 +83,10 @@ const SELECTOR_EDITS: readonly [string, (o: Manifest) => Manifest][] = [
   ['PeerAuthentication/shop/db-ports', (o) => withSpec(o, { selector: { matchLabels: { app: 'web' } } })],
 ];
 
-const plain = (m: { addresses: ReadonlyMap<string, unknown>; authorizations: ReadonlyMap<string, unknown> }): unknown => ({
+const plain = (m: {
+  addresses: ReadonlyMap<string, unknown>;
+  authorizations: ReadonlyMap<string, unknown>;
+}): unknown => ({
   addresses: Object.fromEntries([...m.addresses].sort(([a], [b]) => (a < b ? -1 : 1))),
   authorizations: Object.fromEntries([...m.authorizations].sort(([a], [b]) => (a < b ? -1 : 1))),
 });
@@ -87,7 +98,11 @@ test('objects added, edited and deleted one at a time give the model built from 
     if (o === undefined) current.delete(key);
     else current.set(key, o);
     model.update(new Map([[key, o]]));
-    assert.deepEqual(plain(model), plain(buildMeshModel([...current.values()], CFG)), `after ${o === undefined ? 'deleting' : 'setting'} ${key}`);
+    assert.deepEqual(
+      plain(model),
+      plain(buildMeshModel([...current.values()], CFG)),
+      `after ${o === undefined ? 'deleting' : 'setting'} ${key}`,
+    );
   };
   // Leaves first, shared objects after: each shared object's arrival must re-derive the workloads already there.
   for (const o of [...MESH].reverse()) step(objectKey(o), o);

@@ -1,10 +1,22 @@
 import { isDeepStrictEqual } from 'node:util';
 import { objectKey, type Manifest } from '../registry/manifest-dir.js';
 import { convertAuthorizationPolicy, type ConvertResult } from './authorization.js';
-import { convertPortLevelMtls, effectiveMtlsMode, staticStrictPolicy, STATIC_STRICT_POLICY, workloadPeerAuthentication } from './peer-authentication.js';
+import {
+  convertPortLevelMtls,
+  effectiveMtlsMode,
+  staticStrictPolicy,
+  STATIC_STRICT_POLICY,
+  workloadPeerAuthentication,
+} from './peer-authentication.js';
 import { nodeLocality } from './locality.js';
 import { selectWorkloadServices, type ServiceSelection } from './select-workload-services.js';
-import { convertService, convertServiceEntry, serviceBackends, serviceEntryHosts, type ServiceBackend } from './services.js';
+import {
+  convertService,
+  convertServiceEntry,
+  serviceBackends,
+  serviceEntryHosts,
+  type ServiceBackend,
+} from './services.js';
 import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
 import { convertPod, convertServiceEntryEndpoints, convertWorkloadEntry, type WorkloadContext } from './workloads.js';
 
@@ -29,7 +41,13 @@ export interface ModelChanges {
  * Nodes give localities, policies give policy keys): a change to one re-derives those inputs, then the workloads
  * whose inputs changed.
  */
-const SHARED_KINDS: ReadonlySet<string> = new Set(['Service', 'ServiceEntry', 'Node', 'AuthorizationPolicy', 'PeerAuthentication']);
+const SHARED_KINDS: ReadonlySet<string> = new Set([
+  'Service',
+  'ServiceEntry',
+  'Node',
+  'AuthorizationPolicy',
+  'PeerAuthentication',
+]);
 /** Kinds whose objects produce resources of their own. */
 const PRODUCER_KINDS: ReadonlySet<string> = new Set(['Pod', 'WorkloadEntry', 'ServiceEntry', 'Service']);
 /** Producers whose conversion reads only the shared inputs that match them (a Service or ServiceEntry reads the selection). */
@@ -50,20 +68,30 @@ interface Shared {
   readonly selection: ServiceSelection;
   readonly backends: readonly ServiceBackend[];
   readonly nodeLocalities: ReadonlyMap<string, LocalityModel>;
-  readonly selectorPolicies: readonly { readonly key: string; readonly matchLabels: Readonly<Record<string, string>>; readonly namespace: string }[];
+  readonly selectorPolicies: readonly {
+    readonly key: string;
+    readonly matchLabels: Readonly<Record<string, string>>;
+    readonly namespace: string;
+  }[];
   readonly peerAuthentications: readonly Manifest[];
   readonly authorizations: ReadonlyMap<string, AuthorizationModel>;
 }
 
 function matchLabels(m: Manifest): Record<string, string> {
-  return ((m.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels) ?? {};
+  return (m.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {};
 }
 
-const selects = (selector: Readonly<Record<string, string>>, labels: Readonly<Record<string, string>>): boolean => Object.entries(selector).every(([k, v]) => labels[k] === v);
+const selects = (selector: Readonly<Record<string, string>>, labels: Readonly<Record<string, string>>): boolean =>
+  Object.entries(selector).every(([k, v]) => labels[k] === v);
 
 /** What a workload-like object is matched on: its namespace, labels (a WorkloadEntry's own labels too) and node. */
 function workloadFacts(o: Manifest): { namespace: string; labels: Readonly<Record<string, string>>; node: unknown } {
-  if (o.kind === 'WorkloadEntry') return { namespace: o.metadata.namespace, labels: { ...o.metadata.labels, ...((o.spec['labels'] as Record<string, string> | undefined) ?? {}) }, node: undefined };
+  if (o.kind === 'WorkloadEntry')
+    return {
+      namespace: o.metadata.namespace,
+      labels: { ...o.metadata.labels, ...((o.spec['labels'] as Record<string, string> | undefined) ?? {}) },
+      node: undefined,
+    };
   return { namespace: o.metadata.namespace, labels: o.metadata.labels, node: o.spec['nodeName'] };
 }
 
@@ -83,17 +111,25 @@ function changedEntries<T>(a: readonly T[], b: readonly T[]): T[] {
  * come out the same.
  */
 function affectedWorkloads(before: Shared, after: Shared, rootNamespace: string): (o: Manifest) => boolean {
-  const peerAuthenticationsChanged = before.peerAuthentications.length !== after.peerAuthentications.length || before.peerAuthentications.some((pa, i) => pa !== after.peerAuthentications[i]);
+  const peerAuthenticationsChanged =
+    before.peerAuthentications.length !== after.peerAuthentications.length ||
+    before.peerAuthentications.some((pa, i) => pa !== after.peerAuthentications[i]);
   if (peerAuthenticationsChanged) return () => true;
   const backends = changedEntries(before.backends, after.backends);
   const policies = changedEntries(before.selectorPolicies, after.selectorPolicies);
-  const nodes = new Set([...before.nodeLocalities.keys(), ...after.nodeLocalities.keys()].filter((n) => !isDeepStrictEqual(before.nodeLocalities.get(n), after.nodeLocalities.get(n))));
+  const nodes = new Set(
+    [...before.nodeLocalities.keys(), ...after.nodeLocalities.keys()].filter(
+      (n) => !isDeepStrictEqual(before.nodeLocalities.get(n), after.nodeLocalities.get(n)),
+    ),
+  );
   return (o) => {
     const w = workloadFacts(o);
     return (
       (typeof w.node === 'string' && nodes.has(w.node)) ||
       backends.some((b) => b.namespace === w.namespace && selects(b.selector, w.labels)) ||
-      policies.some((p) => (p.namespace === w.namespace || p.namespace === rootNamespace) && selects(p.matchLabels, w.labels))
+      policies.some(
+        (p) => (p.namespace === w.namespace || p.namespace === rootNamespace) && selects(p.matchLabels, w.labels),
+      )
     );
   };
 }
@@ -164,7 +200,8 @@ export class IncrementalMeshModel {
       const before = this.shared;
       this.shared = this.deriveShared(out.warnings);
       this.settle(SHARED, { addresses: new Map(), authorizations: this.shared.authorizations }, out);
-      const affected = before === undefined ? undefined : affectedWorkloads(before, this.shared, this.cfg.rootNamespace);
+      const affected =
+        before === undefined ? undefined : affectedWorkloads(before, this.shared, this.cfg.rootNamespace);
       for (const kind of PRODUCER_KINDS) {
         for (const [key, o] of this.byKind.get(kind) ?? []) {
           if (affected !== undefined && WORKLOAD_KINDS.has(kind) && !changes.has(key) && !affected(o)) continue;
@@ -186,7 +223,9 @@ export class IncrementalMeshModel {
 
   private deriveShared(warnings: string[]): Shared {
     const { domainSuffix, rootNamespace } = this.cfg;
-    const shared = [...SHARED_KINDS].flatMap((k) => this.objectsOf(k)).sort((a, b) => (objectKey(a) < objectKey(b) ? -1 : 1));
+    const shared = [...SHARED_KINDS]
+      .flatMap((k) => this.objectsOf(k))
+      .sort((a, b) => (objectKey(a) < objectKey(b) ? -1 : 1));
     const selection = selectWorkloadServices(shared, domainSuffix);
     const shadowWarnings = new Set<string>();
     for (const { owner, hostname, by } of selection.shadowed) {
@@ -213,23 +252,39 @@ export class IncrementalMeshModel {
       if (r.policy === undefined) continue;
       const key = `${r.policy.namespace}/${r.policy.name}`;
       authorizations.set(key, r.policy);
-      if (Object.keys(matchLabels(ap)).length > 0) selectorPolicies.push({ key, matchLabels: matchLabels(ap), namespace: ap.metadata.namespace });
+      if (Object.keys(matchLabels(ap)).length > 0)
+        selectorPolicies.push({ key, matchLabels: matchLabels(ap), namespace: ap.metadata.namespace });
     }
     this.converted = converted;
     const peerAuthentications = shared.filter((o) => o.kind === 'PeerAuthentication');
-    if (peerAuthentications.length > 0) authorizations.set(`${rootNamespace}/${STATIC_STRICT_POLICY}`, staticStrictPolicy(rootNamespace));
-    return { selection, backends: serviceBackends(shared, domainSuffix, selection), nodeLocalities, selectorPolicies, peerAuthentications, authorizations };
+    if (peerAuthentications.length > 0)
+      authorizations.set(`${rootNamespace}/${STATIC_STRICT_POLICY}`, staticStrictPolicy(rootNamespace));
+    return {
+      selection,
+      backends: serviceBackends(shared, domainSuffix, selection),
+      nodeLocalities,
+      selectorPolicies,
+      peerAuthentications,
+      authorizations,
+    };
   }
 
   /**
    * Policy keys for a workload: selector policies from its namespace or the root namespace, and STRICT mTLS; a
    * workload PeerAuthentication with port-level mTLS replaces the static policy with a converted one.
    */
-  private policies(namespace: string, labels: Readonly<Record<string, string>>): { keys: string[]; converted: AuthorizationModel | undefined } {
+  private policies(
+    namespace: string,
+    labels: Readonly<Record<string, string>>,
+  ): { keys: string[]; converted: AuthorizationModel | undefined } {
     const { rootNamespace } = this.cfg;
     const s = this.shared!;
     const keys = s.selectorPolicies
-      .filter((p) => (p.namespace === namespace || p.namespace === rootNamespace) && Object.entries(p.matchLabels).every(([k, v]) => labels[k] === v))
+      .filter(
+        (p) =>
+          (p.namespace === namespace || p.namespace === rootNamespace) &&
+          Object.entries(p.matchLabels).every(([k, v]) => labels[k] === v),
+      )
       .map((p) => p.key);
     let converted: AuthorizationModel | undefined;
     if (s.peerAuthentications.length > 0) {
@@ -250,7 +305,13 @@ export class IncrementalMeshModel {
     const ctx = (namespace: string, labels: Readonly<Record<string, string>>): WorkloadContext => {
       const p = this.policies(namespace, labels);
       if (p.converted !== undefined) authorizations.set(`${p.converted.namespace}/${p.converted.name}`, p.converted);
-      return { clusterId: this.cfg.clusterId, trustDomain: this.cfg.trustDomain, backends: s.backends, authorizationPolicies: p.keys, nodeLocalities: s.nodeLocalities };
+      return {
+        clusterId: this.cfg.clusterId,
+        trustDomain: this.cfg.trustDomain,
+        backends: s.backends,
+        authorizationPolicies: p.keys,
+        nodeLocalities: s.nodeLocalities,
+      };
     };
     const workload = (w: WorkloadModel | undefined): void => {
       if (w !== undefined) addresses.set(w.uid, { workload: w });
@@ -263,11 +324,20 @@ export class IncrementalMeshModel {
         workload(convertPod(o, ctx(o.metadata.namespace, o.metadata.labels)));
         break;
       case 'WorkloadEntry':
-        workload(convertWorkloadEntry(o, ctx(o.metadata.namespace, { ...o.metadata.labels, ...((o.spec['labels'] as Record<string, string> | undefined) ?? {}) })));
+        workload(
+          convertWorkloadEntry(
+            o,
+            ctx(o.metadata.namespace, {
+              ...o.metadata.labels,
+              ...((o.spec['labels'] as Record<string, string> | undefined) ?? {}),
+            }),
+          ),
+        );
         break;
       case 'ServiceEntry': {
         const hosts = serviceEntryHosts(o).filter((h) => s.selection.serves(o, h));
-        for (const w of convertServiceEntryEndpoints(o, hosts, ctx(o.metadata.namespace, o.metadata.labels))) workload(w);
+        for (const w of convertServiceEntryEndpoints(o, hosts, ctx(o.metadata.namespace, o.metadata.labels)))
+          workload(w);
         for (const v of convertServiceEntry(o, s.selection)) service(v);
         break;
       }
@@ -289,7 +359,12 @@ export class IncrementalMeshModel {
 }
 
 /** Moves one producer's contribution to `held` from `prev` to `next`, adding the names whose value changed to `changed`. */
-function reconcile<T>(held: Map<string, Held<T>>, prev: ReadonlyMap<string, T>, next: ReadonlyMap<string, T>, changed: Set<string>): void {
+function reconcile<T>(
+  held: Map<string, Held<T>>,
+  prev: ReadonlyMap<string, T>,
+  next: ReadonlyMap<string, T>,
+  changed: Set<string>,
+): void {
   for (const name of prev.keys()) {
     if (next.has(name)) continue;
     const h = held.get(name);

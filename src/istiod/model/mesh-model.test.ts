@@ -4,7 +4,12 @@ import { parseManifests } from '../registry/manifest-dir.js';
 import { buildMeshModel } from './mesh-model.js';
 import { TunnelProtocol, WorkloadStatus, type ServiceModel, type WorkloadModel } from './types.js';
 
-const CFG = { clusterId: 'Kubernetes', trustDomain: 'cluster.local', rootNamespace: 'istio-system', domainSuffix: 'cluster.local' };
+const CFG = {
+  clusterId: 'Kubernetes',
+  trustDomain: 'cluster.local',
+  rootNamespace: 'istio-system',
+  domainSuffix: 'cluster.local',
+};
 
 function model(yaml: string): ReturnType<typeof buildMeshModel> {
   const { objects, errors } = parseManifests('m.yaml', yaml);
@@ -84,24 +89,44 @@ test('Service -> Service with port mapping; named target ports resolve per pod, 
   const s = m.addresses.get('shop/web.shop.svc.cluster.local');
   assert.ok(s !== undefined && 'service' in s);
   const svc: ServiceModel = s.service;
-  assert.deepEqual(svc.ports, [{ servicePort: 80, targetPort: 0 }, { servicePort: 81, targetPort: 0 }, { servicePort: 9000, targetPort: 9000 }]);
+  assert.deepEqual(svc.ports, [
+    { servicePort: 80, targetPort: 0 },
+    { servicePort: 81, targetPort: 0 },
+    { servicePort: 9000, targetPort: 9000 },
+  ]);
   assert.deepEqual([...svc.addresses[0]!.address], [10, 96, 0, 20]);
   assert.equal(svc.canonical, true);
-  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/web-0').services, { 'shop/web.shop.svc.cluster.local': [{ servicePort: 80, targetPort: 8080 }, { servicePort: 9000, targetPort: 9000 }] });
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/web-0').services, {
+    'shop/web.shop.svc.cluster.local': [
+      { servicePort: 80, targetPort: 8080 },
+      { servicePort: 9000, targetPort: 9000 },
+    ],
+  });
   assert.equal(m.addresses.get('shop/ext.shop.svc.cluster.local'), undefined, 'ExternalName is skipped');
 });
 
 test('selector policies and STRICT PeerAuthentication are listed on the workloads they apply to', () => {
   const m = model(MESH);
-  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/web-0').authorizationPolicies, ['istio-system/istio_converted_static_strict', 'shop/web-only']);
-  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/legacy-0').authorizationPolicies, [], 'a workload-level PERMISSIVE overrides the namespace STRICT');
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/web-0').authorizationPolicies, [
+    'istio-system/istio_converted_static_strict',
+    'shop/web-only',
+  ]);
+  assert.deepEqual(
+    wl(m, 'Kubernetes//Pod/shop/legacy-0').authorizationPolicies,
+    [],
+    'a workload-level PERMISSIVE overrides the namespace STRICT',
+  );
   const strict = m.authorizations.get('istio-system/istio_converted_static_strict');
   assert.ok(strict !== undefined);
   assert.deepEqual(strict.rules[0]!.clauses[0]!.matches[0]!.notPrincipals, [{ presence: true }]);
 });
 
 test('the static STRICT policy is sent only when some PeerAuthentication exists', () => {
-  const m = model(MESH.split('---').filter((d) => !d.includes('PeerAuthentication')).join('---'));
+  const m = model(
+    MESH.split('---')
+      .filter((d) => !d.includes('PeerAuthentication'))
+      .join('---'),
+  );
   assert.equal(m.authorizations.get('istio-system/istio_converted_static_strict'), undefined);
 });
 
@@ -134,7 +159,10 @@ test('ServiceEntry -> one Service per host (CIDR VIPs, NONE = PASSTHROUGH); inli
   const m = model(EXTERNAL);
   const db = m.addresses.get('data/db.example.internal');
   assert.ok(db !== undefined && 'service' in db);
-  assert.deepEqual(db.service.addresses.map((a) => [[...a.address].join('.'), a.length]), [['10.200.0.0', 24]]);
+  assert.deepEqual(
+    db.service.addresses.map((a) => [[...a.address].join('.'), a.length]),
+    [['10.200.0.0', 24]],
+  );
   assert.deepEqual(db.service.ports, [{ servicePort: 5432, targetPort: 5432 }]);
   const any = m.addresses.get('data/api.example.com');
   assert.ok(any !== undefined && 'service' in any);
@@ -144,7 +172,11 @@ test('ServiceEntry -> one Service per host (CIDR VIPs, NONE = PASSTHROUGH); inli
   assert.deepEqual([...ep.addresses[0]!], [10, 20, 0, 1]);
   assert.equal(ep.capacity, 3);
   assert.equal(ep.serviceAccount, 'db');
-  assert.deepEqual(ep.services, { 'data/db.example.internal': [{ servicePort: 5432, targetPort: 6432 }] }, 'endpoint port by name');
+  assert.deepEqual(
+    ep.services,
+    { 'data/db.example.internal': [{ servicePort: 5432, targetPort: 6432 }] },
+    'endpoint port by name',
+  );
   const dns = wl(m, 'Kubernetes/networking.istio.io/ServiceEntry/data/db/db-2.example.internal');
   assert.equal(dns.hostname, 'db-2.example.internal');
   assert.deepEqual(dns.addresses, []);
@@ -153,7 +185,11 @@ test('ServiceEntry -> one Service per host (CIDR VIPs, NONE = PASSTHROUGH); inli
   assert.equal(vm.capacity, 2);
   assert.equal(vm.tunnelProtocol, TunnelProtocol.HBONE);
   assert.equal(vm.nativeTunnel, true);
-  assert.deepEqual(vm.services, { 'data/db.example.internal': [{ servicePort: 5432, targetPort: 15432 }] }, 'selected by workloadSelector, port by name');
+  assert.deepEqual(
+    vm.services,
+    { 'data/db.example.internal': [{ servicePort: 5432, targetPort: 15432 }] },
+    'selected by workloadSelector, port by name',
+  );
 });
 
 test('PeerAuthentication portLevelMtls becomes converted_peer_authentication_<name> in place of the static policy', () => {
@@ -183,14 +219,23 @@ kind: PeerAuthentication
 metadata: {name: b-admin, namespace: ns}
 spec: {selector: {matchLabels: {app: b}}, mtls: {mode: PERMISSIVE}, portLevelMtls: {"8443": {mode: STRICT}}}
 `);
-  assert.deepEqual(wl(m, 'Kubernetes//Pod/ns/a-0').authorizationPolicies, ['ns/converted_peer_authentication_a-metrics']);
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/ns/a-0').authorizationPolicies, [
+    'ns/converted_peer_authentication_a-metrics',
+  ]);
   const a = m.authorizations.get('ns/converted_peer_authentication_a-metrics');
   assert.ok(a !== undefined);
   assert.equal(a.rules.length, 1, 'under STRICT: one rule AND-ing the open ports and "no identity"');
-  assert.deepEqual(a.rules[0]!.clauses.map((c) => c.matches[0]!.notDestinationPorts), [[9090], []]);
+  assert.deepEqual(
+    a.rules[0]!.clauses.map((c) => c.matches[0]!.notDestinationPorts),
+    [[9090], []],
+  );
   assert.deepEqual(a.rules[0]!.clauses[1]!.matches[0]!.notPrincipals, [{ presence: true }]);
   const b = m.authorizations.get('ns/converted_peer_authentication_b-admin');
   assert.ok(b !== undefined);
-  assert.deepEqual(b.rules.map((r) => [r.clauses[0]!.matches[0]!.destinationPorts, r.clauses[0]!.matches[0]!.notPrincipals]), [[[8443], [{ presence: true }]]], 'under PERMISSIVE: a rule per STRICT port');
+  assert.deepEqual(
+    b.rules.map((r) => [r.clauses[0]!.matches[0]!.destinationPorts, r.clauses[0]!.matches[0]!.notPrincipals]),
+    [[[8443], [{ presence: true }]]],
+    'under PERMISSIVE: a rule per STRICT port',
+  );
   assert.deepEqual(wl(m, 'Kubernetes//Pod/ns/b-0').authorizationPolicies, ['ns/converted_peer_authentication_b-admin']);
 });

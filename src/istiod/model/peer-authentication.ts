@@ -23,7 +23,7 @@ function mode(pa: Manifest): Mode {
 }
 
 function selectorOf(pa: Manifest): Record<string, string> {
-  return ((pa.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels) ?? {};
+  return (pa.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {};
 }
 
 /** Oldest wins per level; manifests carry no creation time, so the first by name stands in for it. */
@@ -35,9 +35,21 @@ function first(pas: Manifest[]): Manifest | undefined {
  * The effective mTLS mode of a workload: workload-selector PA, then namespace PA, then the mesh-wide PA in the root
  * namespace; UNSET inherits; nothing set means PERMISSIVE (istio `pilot/pkg/serviceregistry/ambient/authorization.go`).
  */
-export function effectiveMtlsMode(pas: readonly Manifest[], rootNamespace: string, namespace: string, labels: Readonly<Record<string, string>>): Mode {
+export function effectiveMtlsMode(
+  pas: readonly Manifest[],
+  rootNamespace: string,
+  namespace: string,
+  labels: Readonly<Record<string, string>>,
+): Mode {
   const noSel = (p: Manifest): boolean => Object.keys(selectorOf(p)).length === 0;
-  const workload = first(pas.filter((p) => p.metadata.namespace === namespace && !noSel(p) && Object.entries(selectorOf(p)).every(([k, v]) => labels[k] === v)));
+  const workload = first(
+    pas.filter(
+      (p) =>
+        p.metadata.namespace === namespace &&
+        !noSel(p) &&
+        Object.entries(selectorOf(p)).every(([k, v]) => labels[k] === v),
+    ),
+  );
   const ns = first(pas.filter((p) => p.metadata.namespace === namespace && noSel(p) && namespace !== rootNamespace));
   const mesh = first(pas.filter((p) => p.metadata.namespace === rootNamespace && noSel(p)));
   for (const p of [workload, ns, mesh]) {
@@ -47,12 +59,25 @@ export function effectiveMtlsMode(pas: readonly Manifest[], rootNamespace: strin
 }
 
 /** The workload-level PeerAuthentication that applies to a workload (oldest by name), if any. */
-export function workloadPeerAuthentication(pas: readonly Manifest[], rootNamespace: string, namespace: string, labels: Readonly<Record<string, string>>): Manifest | undefined {
+export function workloadPeerAuthentication(
+  pas: readonly Manifest[],
+  rootNamespace: string,
+  namespace: string,
+  labels: Readonly<Record<string, string>>,
+): Manifest | undefined {
   if (namespace === rootNamespace) return undefined;
-  return first(pas.filter((p) => p.metadata.namespace === namespace && Object.keys(selectorOf(p)).length > 0 && Object.entries(selectorOf(p)).every(([k, v]) => labels[k] === v)));
+  return first(
+    pas.filter(
+      (p) =>
+        p.metadata.namespace === namespace &&
+        Object.keys(selectorOf(p)).length > 0 &&
+        Object.entries(selectorOf(p)).every(([k, v]) => labels[k] === v),
+    ),
+  );
 }
 
-export const convertedPeerAuthenticationName = (pa: Manifest): string => `converted_peer_authentication_${pa.metadata.name}`;
+export const convertedPeerAuthenticationName = (pa: Manifest): string =>
+  `converted_peer_authentication_${pa.metadata.name}`;
 
 /**
  * A workload-selector PeerAuthentication with `portLevelMtls` → a DENY policy (istio `pilot/pkg/serviceregistry/ambient/authorization.go`), given the workload's
@@ -65,18 +90,34 @@ export function convertPortLevelMtls(pa: Manifest, effective: Mode): Authorizati
   const ports = Object.entries(levels).flatMap(([p, v]) => {
     const n = Number(p);
     const m = v?.mode;
-    return Number.isInteger(n) && n > 0 && n <= 65535 && (m === 'STRICT' || m === 'PERMISSIVE' || m === 'DISABLE') ? [{ port: n, mode: m }] : [];
+    return Number.isInteger(n) && n > 0 && n <= 65535 && (m === 'STRICT' || m === 'PERMISSIVE' || m === 'DISABLE')
+      ? [{ port: n, mode: m }]
+      : [];
   });
   const noPrincipal = { ...emptyMatch(), notPrincipals: [{ presence: true as const }] };
   let rules: AuthorizationModel['rules'];
   if (effective === 'STRICT') {
     const open = ports.filter((p) => p.mode !== 'STRICT').map((p) => p.port);
     if (open.length === 0) return undefined;
-    rules = [{ clauses: [...open.map((p) => ({ matches: [{ ...emptyMatch(), notDestinationPorts: [p] }] })), { matches: [noPrincipal] }] }];
+    rules = [
+      {
+        clauses: [
+          ...open.map((p) => ({ matches: [{ ...emptyMatch(), notDestinationPorts: [p] }] })),
+          { matches: [noPrincipal] },
+        ],
+      },
+    ];
   } else {
     const strict = ports.filter((p) => p.mode === 'STRICT').map((p) => p.port);
     if (strict.length === 0) return undefined;
     rules = strict.map((p) => ({ clauses: [{ matches: [{ ...noPrincipal, destinationPorts: [p] }] }] }));
   }
-  return { name: convertedPeerAuthenticationName(pa), namespace: pa.metadata.namespace, scope: AuthzScope.WORKLOAD_SELECTOR, action: AuthzAction.DENY, rules, dryRun: false };
+  return {
+    name: convertedPeerAuthenticationName(pa),
+    namespace: pa.metadata.namespace,
+    scope: AuthzScope.WORKLOAD_SELECTOR,
+    action: AuthzAction.DENY,
+    rules,
+    dryRun: false,
+  };
 }

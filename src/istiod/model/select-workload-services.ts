@@ -23,7 +23,8 @@ export interface ServiceSelection {
  * `SortServicesByCreationTime` uses, so the result never depends on file order.
  */
 function older(a: Manifest, b: Manifest): boolean {
-  const t = (m: Manifest): number => (m.metadata.creationTimestamp === undefined ? Number.NEGATIVE_INFINITY : Date.parse(m.metadata.creationTimestamp));
+  const t = (m: Manifest): number =>
+    m.metadata.creationTimestamp === undefined ? Number.NEGATIVE_INFINITY : Date.parse(m.metadata.creationTimestamp);
   if (t(a) !== t(b)) return t(a) < t(b);
   if (a.metadata.name !== b.metadata.name) return a.metadata.name < b.metadata.name;
   return a.metadata.namespace < b.metadata.namespace;

@@ -17,7 +17,12 @@ export function servicePorts(svc: Manifest): ServicePortSpec[] {
     const port = Number(p['port']);
     if (!Number.isInteger(port) || port < 1 || port > 65535) return [];
     const t = p['targetPort'];
-    return [{ port, targetPort: typeof t === 'number' ? t : typeof t === 'string' ? (/^\d+$/.test(t) ? Number(t) : t) : undefined }];
+    return [
+      {
+        port,
+        targetPort: typeof t === 'number' ? t : typeof t === 'string' ? (/^\d+$/.test(t) ? Number(t) : t) : undefined,
+      },
+    ];
   });
 }
 
@@ -29,23 +34,58 @@ export function serviceHostname(svc: Manifest, domain: string): string {
 export function convertService(svc: Manifest, domain: string): ServiceModel | undefined {
   const spec = svc.spec;
   if (spec['type'] === 'ExternalName') return undefined;
-  const ips = Array.isArray(spec['clusterIPs']) ? spec['clusterIPs'].map(String) : typeof spec['clusterIP'] === 'string' ? [spec['clusterIP']] : [];
+  const ips = Array.isArray(spec['clusterIPs'])
+    ? spec['clusterIPs'].map(String)
+    : typeof spec['clusterIP'] === 'string'
+      ? [spec['clusterIP']]
+      : [];
   const addresses = ips.flatMap((ip) => {
     const b = ipBytes(ip);
     return b === undefined ? [] : [{ network: '', address: new Uint8Array(b) }];
   });
-  const ports: PortModel[] = servicePorts(svc).map((p) => ({ servicePort: p.port, targetPort: p.targetPort === undefined ? p.port : typeof p.targetPort === 'number' ? p.targetPort : 0 }));
+  const ports: PortModel[] = servicePorts(svc).map((p) => ({
+    servicePort: p.port,
+    targetPort: p.targetPort === undefined ? p.port : typeof p.targetPort === 'number' ? p.targetPort : 0,
+  }));
   let loadBalancing: ServiceModel['loadBalancing'];
-  const distribution = spec['trafficDistribution'] ?? svc.metadata.annotations['networking.istio.io/traffic-distribution'];
-  if (spec['internalTrafficPolicy'] === 'Local') loadBalancing = { routingPreference: [LbScope.NODE], mode: LbMode.STRICT, healthPolicy: LbHealthPolicy.ONLY_HEALTHY };
-  else if (distribution === 'PreferClose' || distribution === 'PreferSameZone') loadBalancing = { routingPreference: [LbScope.NETWORK, LbScope.REGION, LbScope.ZONE], mode: LbMode.FAILOVER, healthPolicy: LbHealthPolicy.ONLY_HEALTHY };
-  else if (distribution === 'PreferSameNode') loadBalancing = { routingPreference: [LbScope.NETWORK, LbScope.REGION, LbScope.ZONE, LbScope.SUBZONE, LbScope.NODE], mode: LbMode.FAILOVER, healthPolicy: LbHealthPolicy.ONLY_HEALTHY };
+  const distribution =
+    spec['trafficDistribution'] ?? svc.metadata.annotations['networking.istio.io/traffic-distribution'];
+  if (spec['internalTrafficPolicy'] === 'Local')
+    loadBalancing = {
+      routingPreference: [LbScope.NODE],
+      mode: LbMode.STRICT,
+      healthPolicy: LbHealthPolicy.ONLY_HEALTHY,
+    };
+  else if (distribution === 'PreferClose' || distribution === 'PreferSameZone')
+    loadBalancing = {
+      routingPreference: [LbScope.NETWORK, LbScope.REGION, LbScope.ZONE],
+      mode: LbMode.FAILOVER,
+      healthPolicy: LbHealthPolicy.ONLY_HEALTHY,
+    };
+  else if (distribution === 'PreferSameNode')
+    loadBalancing = {
+      routingPreference: [LbScope.NETWORK, LbScope.REGION, LbScope.ZONE, LbScope.SUBZONE, LbScope.NODE],
+      mode: LbMode.FAILOVER,
+      healthPolicy: LbHealthPolicy.ONLY_HEALTHY,
+    };
   if (spec['publishNotReadyAddresses'] === true) {
-    loadBalancing = { routingPreference: loadBalancing?.routingPreference ?? [], mode: loadBalancing?.mode ?? LbMode.UNSPECIFIED_MODE, healthPolicy: LbHealthPolicy.ALLOW_ALL };
+    loadBalancing = {
+      routingPreference: loadBalancing?.routingPreference ?? [],
+      mode: loadBalancing?.mode ?? LbMode.UNSPECIFIED_MODE,
+      healthPolicy: LbHealthPolicy.ALLOW_ALL,
+    };
   }
-  return { name: svc.metadata.name, namespace: svc.metadata.namespace, hostname: serviceHostname(svc, domain), addresses, ports, subjectAltNames: [], loadBalancing, canonical: true };
+  return {
+    name: svc.metadata.name,
+    namespace: svc.metadata.namespace,
+    hostname: serviceHostname(svc, domain),
+    addresses,
+    ports,
+    subjectAltNames: [],
+    loadBalancing,
+    canonical: true,
+  };
 }
-
 
 /**
  * Something workloads can back: a Kubernetes Service (by selector) or one host of a ServiceEntry (by
@@ -62,7 +102,11 @@ export interface ServiceBackend {
 }
 
 /** Backends of every Service, and of every ServiceEntry host its ServiceEntry won (`selection`). */
-export function serviceBackends(objects: readonly Manifest[], domain: string, selection: ServiceSelection): ServiceBackend[] {
+export function serviceBackends(
+  objects: readonly Manifest[],
+  domain: string,
+  selection: ServiceSelection,
+): ServiceBackend[] {
   const out: ServiceBackend[] = [];
   for (const o of objects) {
     if (o.kind === 'Service' && o.spec['type'] !== 'ExternalName') {
@@ -80,7 +124,13 @@ export function serviceBackends(objects: readonly Manifest[], domain: string, se
       const sel = obj(obj(o.spec['workloadSelector'])['labels']);
       if (Object.keys(sel).length === 0) continue;
       for (const host of serviceEntryHosts(o).filter((h) => selection.serves(o, h))) {
-        out.push({ key: `${o.metadata.namespace}/${host}`, namespace: o.metadata.namespace, selector: Object.fromEntries(Object.entries(sel).map(([k, v]) => [k, String(v)])), ports: serviceEntryPorts(o), byPortName: true });
+        out.push({
+          key: `${o.metadata.namespace}/${host}`,
+          namespace: o.metadata.namespace,
+          selector: Object.fromEntries(Object.entries(sel).map(([k, v]) => [k, String(v)])),
+          ports: serviceEntryPorts(o),
+          byPortName: true,
+        });
       }
     }
   }
@@ -88,14 +138,24 @@ export function serviceBackends(objects: readonly Manifest[], domain: string, se
 }
 
 /** The service ports a workload serves for each backend that selects it, target ports resolved with `namedPorts`. */
-export function backendsFor(backends: readonly ServiceBackend[], namespace: string, labels: Readonly<Record<string, string>>, namedPorts: Readonly<Record<string, number>>): Record<string, PortModel[]> {
+export function backendsFor(
+  backends: readonly ServiceBackend[],
+  namespace: string,
+  labels: Readonly<Record<string, string>>,
+  namedPorts: Readonly<Record<string, number>>,
+): Record<string, PortModel[]> {
   const out: Record<string, PortModel[]> = {};
   for (const b of backends) {
     if (b.namespace !== namespace || !Object.entries(b.selector).every(([k, v]) => labels[k] === v)) continue;
     out[b.key] = b.ports.flatMap((p) => {
       const target = b.byPortName
-        ? (p.name !== undefined ? namedPorts[p.name] : undefined) ?? (typeof p.targetPort === 'number' ? p.targetPort : p.port)
-        : p.targetPort === undefined ? p.port : typeof p.targetPort === 'number' ? p.targetPort : namedPorts[p.targetPort];
+        ? ((p.name !== undefined ? namedPorts[p.name] : undefined) ??
+          (typeof p.targetPort === 'number' ? p.targetPort : p.port))
+        : p.targetPort === undefined
+          ? p.port
+          : typeof p.targetPort === 'number'
+            ? p.targetPort
+            : namedPorts[p.targetPort];
       return target === undefined ? [] : [{ servicePort: p.port, targetPort: target }];
     });
   }
@@ -103,7 +163,9 @@ export function backendsFor(backends: readonly ServiceBackend[], namespace: stri
 }
 
 export function serviceEntryHosts(se: Manifest): string[] {
-  return Array.isArray(se.spec['hosts']) ? se.spec['hosts'].filter((h): h is string => typeof h === 'string' && h !== '') : [];
+  return Array.isArray(se.spec['hosts'])
+    ? se.spec['hosts'].filter((h): h is string => typeof h === 'string' && h !== '')
+    : [];
 }
 
 export function serviceEntryPorts(se: Manifest): (ServicePortSpec & { name: string | undefined })[] {
@@ -111,7 +173,13 @@ export function serviceEntryPorts(se: Manifest): (ServicePortSpec & { name: stri
     const port = Number(p['number']);
     if (!Number.isInteger(port) || port < 1 || port > 65535) return [];
     const t = Number(p['targetPort']);
-    return [{ port, targetPort: Number.isInteger(t) && t > 0 ? t : undefined, name: typeof p['name'] === 'string' ? p['name'] : undefined }];
+    return [
+      {
+        port,
+        targetPort: Number.isInteger(t) && t > 0 ? t : undefined,
+        name: typeof p['name'] === 'string' ? p['name'] : undefined,
+      },
+    ];
   });
 }
 
@@ -127,17 +195,24 @@ export function convertServiceEntry(se: Manifest, selection: ServiceSelection): 
     if (b === undefined) return [];
     return [{ network: '', address: new Uint8Array(b), ...(len === undefined ? {} : { length: Number(len) }) }];
   });
-  const ports: PortModel[] = serviceEntryPorts(se).map((p) => ({ servicePort: p.port, targetPort: typeof p.targetPort === 'number' ? p.targetPort : p.port }));
+  const ports: PortModel[] = serviceEntryPorts(se).map((p) => ({
+    servicePort: p.port,
+    targetPort: typeof p.targetPort === 'number' ? p.targetPort : p.port,
+  }));
   const passthrough = se.spec['resolution'] === 'NONE';
   const sans = Array.isArray(se.spec['subjectAltNames']) ? se.spec['subjectAltNames'].map(String) : [];
-  return serviceEntryHosts(se).filter((h) => selection.serves(se, h)).map((hostname) => ({
-    name: se.metadata.name,
-    namespace: se.metadata.namespace,
-    hostname,
-    addresses,
-    ports,
-    subjectAltNames: sans,
-    loadBalancing: passthrough ? { routingPreference: [], mode: LbMode.PASSTHROUGH, healthPolicy: LbHealthPolicy.ONLY_HEALTHY } : undefined,
-    canonical: selection.isCanonical(se, hostname),
-  }));
+  return serviceEntryHosts(se)
+    .filter((h) => selection.serves(se, h))
+    .map((hostname) => ({
+      name: se.metadata.name,
+      namespace: se.metadata.namespace,
+      hostname,
+      addresses,
+      ports,
+      subjectAltNames: sans,
+      loadBalancing: passthrough
+        ? { routingPreference: [], mode: LbMode.PASSTHROUGH, healthPolicy: LbHealthPolicy.ONLY_HEALTHY }
+        : undefined,
+      canonical: selection.isCanonical(se, hostname),
+    }));
 }

@@ -71,11 +71,13 @@ export interface ServiceModel {
   readonly addresses: readonly NetworkAddressModel[];
   readonly ports: readonly PortModel[];
   readonly subjectAltNames: readonly string[];
-  readonly loadBalancing: { readonly routingPreference: readonly number[]; readonly mode: number; readonly healthPolicy: number } | undefined;
+  readonly loadBalancing:
+    { readonly routingPreference: readonly number[]; readonly mode: number; readonly healthPolicy: number } | undefined;
   readonly canonical: boolean;
 }
 
-export type StringMatchModel = { readonly exact: string } | { readonly prefix: string } | { readonly suffix: string } | { readonly presence: true };
+export type StringMatchModel =
+  { readonly exact: string } | { readonly prefix: string } | { readonly suffix: string } | { readonly presence: true };
 
 export interface IpMatchModel {
   readonly address: Uint8Array;
@@ -109,7 +111,17 @@ export interface AuthorizationModel {
 
 export function emptyMatch(): MatchModel {
   return {
-    namespaces: [], notNamespaces: [], serviceAccounts: [], notServiceAccounts: [], principals: [], notPrincipals: [],
-    sourceIps: [], notSourceIps: [], destinationIps: [], notDestinationIps: [], destinationPorts: [], notDestinationPorts: [],
+    namespaces: [],
+    notNamespaces: [],
+    serviceAccounts: [],
+    notServiceAccounts: [],
+    principals: [],
+    notPrincipals: [],
+    sourceIps: [],
+    notSourceIps: [],
+    destinationIps: [],
+    notDestinationIps: [],
+    destinationPorts: [],
+    notDestinationPorts: [],
   };
 }

@@ -22,7 +22,12 @@ export interface WorkloadContext {
 }
 
 function podIps(pod: Manifest): string[] {
-  const list = Array.isArray(pod.status['podIPs']) ? pod.status['podIPs'].map((x) => { const ip = obj(x)['ip']; return typeof ip === 'string' ? ip : ''; }) : [];
+  const list = Array.isArray(pod.status['podIPs'])
+    ? pod.status['podIPs'].map((x) => {
+        const ip = obj(x)['ip'];
+        return typeof ip === 'string' ? ip : '';
+      })
+    : [];
   const one = typeof pod.status['podIP'] === 'string' ? [pod.status['podIP']] : [];
   return [...new Set([...list, ...one])].filter((ip) => ipBytes(ip) !== undefined);
 }
@@ -41,11 +46,16 @@ const CRONJOB_JOB_NAME = /^(.+)-\d{8,10}$/;
 export function podWorkloadName(pod: Manifest): string {
   const override = pod.metadata.labels[WORKLOAD_NAME_LABEL];
   if (override !== undefined) return override;
-  const owner = pod.metadata.generateName === undefined || pod.metadata.generateName === '' ? undefined : pod.metadata.ownerReferences?.find((r) => r.controller === true);
+  const owner =
+    pod.metadata.generateName === undefined || pod.metadata.generateName === ''
+      ? undefined
+      : pod.metadata.ownerReferences?.find((r) => r.controller === true);
   if (owner === undefined || owner.name === '') return pod.metadata.name;
   const hash = pod.metadata.labels['pod-template-hash'] ?? pod.metadata.labels['rollouts-pod-template-hash'];
-  if (owner.kind === 'ReplicaSet' && hash !== undefined && hash !== '' && owner.name.endsWith(`-${hash}`)) return owner.name.slice(0, -hash.length - 1);
-  if (owner.kind === 'ReplicationController' && (pod.metadata.labels['deploymentconfig'] ?? '') !== '') return pod.metadata.labels['deploymentconfig']!;
+  if (owner.kind === 'ReplicaSet' && hash !== undefined && hash !== '' && owner.name.endsWith(`-${hash}`))
+    return owner.name.slice(0, -hash.length - 1);
+  if (owner.kind === 'ReplicationController' && (pod.metadata.labels['deploymentconfig'] ?? '') !== '')
+    return pod.metadata.labels['deploymentconfig']!;
   if (owner.kind === 'Job') return CRONJOB_JOB_NAME.exec(owner.name)?.[1] ?? owner.name;
   return owner.name;
 }
@@ -69,15 +79,30 @@ function containerPorts(pod: Manifest): Record<string, number> {
 const trustDomainField = (td: string): string => (td === DEFAULT_TRUST_DOMAIN ? '' : td);
 
 /** HBONE when istio-cni captured the workload, or (VMs) when it declares a native HBONE tunnel. */
-function tunnel(labels: Readonly<Record<string, string>>, annotations: Readonly<Record<string, string>>): { tunnelProtocol: number; nativeTunnel: boolean } {
-  if (labels['networking.istio.io/tunnel'] === 'http') return { tunnelProtocol: TunnelProtocol.HBONE, nativeTunnel: true };
-  return { tunnelProtocol: annotations[REDIRECTION_ANNOTATION] === 'enabled' ? TunnelProtocol.HBONE : TunnelProtocol.NONE, nativeTunnel: false };
+function tunnel(
+  labels: Readonly<Record<string, string>>,
+  annotations: Readonly<Record<string, string>>,
+): { tunnelProtocol: number; nativeTunnel: boolean } {
+  if (labels['networking.istio.io/tunnel'] === 'http')
+    return { tunnelProtocol: TunnelProtocol.HBONE, nativeTunnel: true };
+  return {
+    tunnelProtocol: annotations[REDIRECTION_ANNOTATION] === 'enabled' ? TunnelProtocol.HBONE : TunnelProtocol.NONE,
+    nativeTunnel: false,
+  };
 }
 
-function canonical(labels: Readonly<Record<string, string>>, fallback: string): { canonicalName: string; canonicalRevision: string } {
+function canonical(
+  labels: Readonly<Record<string, string>>,
+  fallback: string,
+): { canonicalName: string; canonicalRevision: string } {
   return {
-    canonicalName: labels['service.istio.io/canonical-name'] ?? labels['app.kubernetes.io/name'] ?? labels['app'] ?? fallback,
-    canonicalRevision: labels['service.istio.io/canonical-revision'] ?? labels['app.kubernetes.io/version'] ?? labels['version'] ?? 'latest',
+    canonicalName:
+      labels['service.istio.io/canonical-name'] ?? labels['app.kubernetes.io/name'] ?? labels['app'] ?? fallback,
+    canonicalRevision:
+      labels['service.istio.io/canonical-revision'] ??
+      labels['app.kubernetes.io/version'] ??
+      labels['version'] ??
+      'latest',
   };
 }
 
@@ -87,13 +112,17 @@ function addressOrHostname(a: string): { addresses: Uint8Array[]; hostname: stri
   return b === undefined ? { addresses: [], hostname: a } : { addresses: [new Uint8Array(b)], hostname: '' };
 }
 
-const numberMap = (v: unknown): Record<string, number> => Object.fromEntries(Object.entries(obj(v)).filter(([, x]) => typeof x === 'number') as [string, number][]);
+const numberMap = (v: unknown): Record<string, number> =>
+  Object.fromEntries(Object.entries(obj(v)).filter(([, x]) => typeof x === 'number') as [string, number][]);
 
 /** A WorkloadEntry → Workload (istio `pilot/pkg/serviceregistry/ambient/workloads.go` `workloadEntryWorkloadBuilder`): address or hostname, weight as capacity, its ports for named targets. */
 export function convertWorkloadEntry(we: Manifest, ctx: WorkloadContext): WorkloadModel | undefined {
   const address = typeof we.spec['address'] === 'string' ? we.spec['address'] : '';
   if (address === '') return undefined;
-  const labels = { ...we.metadata.labels, ...Object.fromEntries(Object.entries(obj(we.spec['labels'])).map(([k, v]) => [k, String(v)])) };
+  const labels = {
+    ...we.metadata.labels,
+    ...Object.fromEntries(Object.entries(obj(we.spec['labels'])).map(([k, v]) => [k, String(v)])),
+  };
   const weight = Number(we.spec['weight']);
   return {
     uid: `${ctx.clusterId}/networking.istio.io/WorkloadEntry/${we.metadata.namespace}/${we.metadata.name}`,
@@ -127,40 +156,54 @@ const DNS_RESOLUTIONS: ReadonlySet<unknown> = new Set(['DNS', 'DNS_ROUND_ROBIN',
  * with no endpoints and no workloadSelector gets one implicit workload per host, addressed by that hostname and
  * backing only that host. Labels, canonical names and policies come from the ServiceEntry itself.
  */
-export function convertServiceEntryEndpoints(se: Manifest, hosts: readonly string[], ctx: WorkloadContext): WorkloadModel[] {
+export function convertServiceEntryEndpoints(
+  se: Manifest,
+  hosts: readonly string[],
+  ctx: WorkloadContext,
+): WorkloadModel[] {
   const listed = Array.isArray(se.spec['endpoints']) ? se.spec['endpoints'].map(obj) : [];
-  const implicit = listed.length === 0 && DNS_RESOLUTIONS.has(se.spec['resolution']) && se.spec['workloadSelector'] === undefined;
+  const implicit =
+    listed.length === 0 && DNS_RESOLUTIONS.has(se.spec['resolution']) && se.spec['workloadSelector'] === undefined;
   const ports = serviceEntryPorts(se);
   const key = (h: string): string => `${se.metadata.namespace}/${h}`;
   // Istio builds each implicit endpoint as a WorkloadEntry whose address is the host.
-  const endpoints: { ep: Obj; backs: readonly string[] }[] = implicit ? hosts.map((h) => ({ ep: { address: h }, backs: [h] })) : listed.map((ep) => ({ ep, backs: hosts }));
+  const endpoints: { ep: Obj; backs: readonly string[] }[] = implicit
+    ? hosts.map((h) => ({ ep: { address: h }, backs: [h] }))
+    : listed.map((ep) => ({ ep, backs: hosts }));
   return endpoints.flatMap(({ ep, backs }) => {
     const address = typeof ep['address'] === 'string' ? ep['address'] : '';
     if (address === '' || backs.length === 0) return [];
     const named = numberMap(ep['ports']);
-    const svcPorts = ports.map((p) => ({ servicePort: p.port, targetPort: (p.name !== undefined ? named[p.name] : undefined) ?? (typeof p.targetPort === 'number' ? p.targetPort : p.port) }));
+    const svcPorts = ports.map((p) => ({
+      servicePort: p.port,
+      targetPort:
+        (p.name !== undefined ? named[p.name] : undefined) ??
+        (typeof p.targetPort === 'number' ? p.targetPort : p.port),
+    }));
     const weight = Number(ep['weight']);
-    return [{
-      uid: `${ctx.clusterId}/networking.istio.io/ServiceEntry/${se.metadata.namespace}/${se.metadata.name}/${address}`,
-      name: se.metadata.name,
-      namespace: se.metadata.namespace,
-      ...addressOrHostname(address),
-      network: typeof ep['network'] === 'string' ? ep['network'] : '',
-      ...tunnel(se.metadata.labels, se.metadata.annotations),
-      trustDomain: trustDomainField(ctx.trustDomain),
-      serviceAccount: typeof ep['serviceAccount'] === 'string' ? ep['serviceAccount'] : 'default',
-      node: '',
-      ...canonical(se.metadata.labels, se.metadata.name),
-      workloadType: WorkloadType.POD,
-      workloadName: se.metadata.name,
-      services: Object.fromEntries(backs.map((h) => [key(h), svcPorts])),
-      authorizationPolicies: ctx.authorizationPolicies,
-      status: WorkloadStatus.HEALTHY,
-      clusterId: ctx.clusterId,
-      networkMode: 0,
-      capacity: Number.isInteger(weight) && weight > 0 ? weight : undefined,
-      locality: typeof ep['locality'] === 'string' ? parseLocality(ep['locality']) : undefined,
-    }];
+    return [
+      {
+        uid: `${ctx.clusterId}/networking.istio.io/ServiceEntry/${se.metadata.namespace}/${se.metadata.name}/${address}`,
+        name: se.metadata.name,
+        namespace: se.metadata.namespace,
+        ...addressOrHostname(address),
+        network: typeof ep['network'] === 'string' ? ep['network'] : '',
+        ...tunnel(se.metadata.labels, se.metadata.annotations),
+        trustDomain: trustDomainField(ctx.trustDomain),
+        serviceAccount: typeof ep['serviceAccount'] === 'string' ? ep['serviceAccount'] : 'default',
+        node: '',
+        ...canonical(se.metadata.labels, se.metadata.name),
+        workloadType: WorkloadType.POD,
+        workloadName: se.metadata.name,
+        services: Object.fromEntries(backs.map((h) => [key(h), svcPorts])),
+        authorizationPolicies: ctx.authorizationPolicies,
+        status: WorkloadStatus.HEALTHY,
+        clusterId: ctx.clusterId,
+        networkMode: 0,
+        capacity: Number.isInteger(weight) && weight > 0 ? weight : undefined,
+        locality: typeof ep['locality'] === 'string' ? parseLocality(ep['locality']) : undefined,
+      },
+    ];
   });
 }
 

@@ -48,8 +48,17 @@ export class ConfigDirApi {
    * Starts the API server (listening on `listen`, its data in `<stateDir>/apiserver`), and applies the directory
    * once; then follows every change of it. `served` is the registry the informers feed.
    */
-  static async start(configDir: string, stateDir: string, listen: ListenAddress, served: Registry, logs: LogControl): Promise<ConfigDirApi> {
-    const apiConfig = loadApiServerConfig({ dataDir: path.join(stateDir, EMBEDDED_API_DIR), listen: `${listen.host}:${listen.port}` }, {});
+  static async start(
+    configDir: string,
+    stateDir: string,
+    listen: ListenAddress,
+    served: Registry,
+    logs: LogControl,
+  ): Promise<ConfigDirApi> {
+    const apiConfig = loadApiServerConfig(
+      { dataDir: path.join(stateDir, EMBEDDED_API_DIR), listen: `${listen.host}:${listen.port}` },
+      {},
+    );
     const api = await ApiServer.start(apiConfig, logs);
     const kc = new KubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
@@ -92,7 +101,10 @@ export class ConfigDirApi {
       (e: unknown) => {
         if (this.stopped) return;
         const delayMs = this.retry.next();
-        this.log.error({ error: describeError(e), retryInMs: delayMs }, 'cannot apply the config directory to the API; retrying');
+        this.log.error(
+          { error: describeError(e), retryInMs: delayMs },
+          'cannot apply the config directory to the API; retrying',
+        );
         this.retryTimer = setTimeout(() => this.applyNow(undefined), delayMs);
         this.retryTimer.unref();
       },

@@ -32,8 +32,16 @@ export const WATCHED_KINDS: readonly Watched[] = [
   { kind: 'Node', apiVersion: 'v1', path: '/api/v1/nodes' },
   { kind: 'ServiceEntry', apiVersion: 'networking.istio.io/v1', path: '/apis/networking.istio.io/v1/serviceentries' },
   { kind: 'WorkloadEntry', apiVersion: 'networking.istio.io/v1', path: '/apis/networking.istio.io/v1/workloadentries' },
-  { kind: 'AuthorizationPolicy', apiVersion: 'security.istio.io/v1', path: '/apis/security.istio.io/v1/authorizationpolicies' },
-  { kind: 'PeerAuthentication', apiVersion: 'security.istio.io/v1', path: '/apis/security.istio.io/v1/peerauthentications' },
+  {
+    kind: 'AuthorizationPolicy',
+    apiVersion: 'security.istio.io/v1',
+    path: '/apis/security.istio.io/v1/authorizationpolicies',
+  },
+  {
+    kind: 'PeerAuthentication',
+    apiVersion: 'security.istio.io/v1',
+    path: '/apis/security.istio.io/v1/peerauthentications',
+  },
 ];
 
 export interface CheckedObject {
@@ -49,9 +57,25 @@ export function checkApiObject(w: Watched, o: KubernetesObject): CheckedObject {
   const value = { ...o, apiVersion: o.apiVersion ?? w.apiVersion, kind: o.kind ?? w.kind };
   const ns = o.metadata?.namespace ?? '';
   const name = o.metadata?.name ?? '';
-  const out = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[] };
-  checkDocument(value, new Document(value), new SchemaWalker(new LineCounter()), { where: ns === '' ? name : `${ns}/${name}`, file: '', at: () => '' }, out);
-  return { manifest: out.objects[0], rejected: out.rejected[0], errors: out.errors.map((e) => e.message), warnings: out.warnings };
+  const out = {
+    objects: [] as Manifest[],
+    errors: [] as MeshError[],
+    warnings: [] as string[],
+    rejected: [] as RejectedObject[],
+  };
+  checkDocument(
+    value,
+    new Document(value),
+    new SchemaWalker(new LineCounter()),
+    { where: ns === '' ? name : `${ns}/${name}`, file: '', at: () => '' },
+    out,
+  );
+  return {
+    manifest: out.objects[0],
+    rejected: out.rejected[0],
+    errors: out.errors.map((e) => e.message),
+    warnings: out.warnings,
+  };
 }
 
 /** Feeds `registry` from the API: `synced` resolves once every informer has listed and the registry has the lists. */
@@ -66,11 +90,23 @@ export class KubeSource {
   ) {
     this.informers = WATCHED_KINDS.map((w) => {
       const set = (o: KubernetesObject): void => this.set(w, o);
-      return new RestartingInformer<KubernetesObject>(kc, w.path, () => listJson(kc, w.path), {
-        add: set,
-        update: set,
-        delete: (o) => registry.remove(objectKey({ kind: w.kind, metadata: { namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' } })),
-      }, log);
+      return new RestartingInformer<KubernetesObject>(
+        kc,
+        w.path,
+        () => listJson(kc, w.path),
+        {
+          add: set,
+          update: set,
+          delete: (o) =>
+            registry.remove(
+              objectKey({
+                kind: w.kind,
+                metadata: { namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' },
+              }),
+            ),
+        },
+        log,
+      );
     });
     this.synced = Promise.all(this.informers.map((i) => i.synced)).then(() => registry.flush());
   }

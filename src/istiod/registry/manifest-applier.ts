@@ -12,7 +12,14 @@
  * kubelet would report it; owner references written by name get the owner's uid from the API.
  */
 import { createHash } from 'node:crypto';
-import { CoreV1Api, KubernetesObjectApi, PatchStrategy, type KubeConfig, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import type { Logger } from '../../lib/log.js';
 import { VERSION } from '../../lib/version.js';
 import { objectKey, type Manifest, type RejectedObject } from './manifest-dir.js';
@@ -21,7 +28,11 @@ import type { Registry } from './registry.js';
 import { threeWayMergePatch } from './three-way-merge-patch.js';
 
 const PARENT = { name: 'amesh-config-dir', namespace: 'kube-system' } as const;
-const PARENT_HEADER = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: PARENT.name, namespace: PARENT.namespace } };
+const PARENT_HEADER = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: PARENT.name, namespace: PARENT.namespace },
+};
 const PART_OF = 'applyset.kubernetes.io/part-of';
 const APPLYSET_ID = 'applyset.kubernetes.io/id';
 const CONTAINS = 'applyset.kubernetes.io/contains-group-kinds';
@@ -29,13 +40,30 @@ const ADDITIONAL_NAMESPACES = 'applyset.kubernetes.io/additional-namespaces';
 const TOOLING = 'applyset.kubernetes.io/tooling';
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 /** Metadata the API owns; a manifest that carries it (a copied `kubectl get -o yaml`) must not fight the server. */
-const SERVER_METADATA = ['uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'managedFields', 'selfLink'];
+const SERVER_METADATA = [
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'deletionTimestamp',
+  'managedFields',
+  'selfLink',
+];
 
 /** The ApplySet id kubectl derives from the parent: base64url(sha256("<name>.<namespace>.<kind>.<group>")). */
 export const APPLYSET = `applyset-${createHash('sha256').update(`${PARENT.name}.${PARENT.namespace}.ConfigMap.`).digest('base64url')}-v1`;
 
 /** Owners before what they own, namespaces before everything; deletes run in the reverse order. */
-const RANK: Readonly<Record<string, number>> = { Namespace: 0, Node: 0, ServiceAccount: 1, Deployment: 2, CronJob: 2, ReplicaSet: 3, Job: 3, Pod: 5 };
+const RANK: Readonly<Record<string, number>> = {
+  Namespace: 0,
+  Node: 0,
+  ServiceAccount: 1,
+  Deployment: 2,
+  CronJob: 2,
+  ReplicaSet: 3,
+  Job: 3,
+  Pod: 5,
+};
 const rank = (kind: string): number => RANK[kind] ?? 4;
 /** Objects of one rank go to the API this many at a time: each write waits for its commit's fsync, which concurrent writes share. */
 const APPLY_CONCURRENCY = 16;
@@ -79,8 +107,15 @@ function servedVersion(gk: string): string {
 
 /** True when every field `want` sets has the same value in `have`: fields only `have` holds are ignored. */
 function contains(have: unknown, want: unknown): boolean {
-  if (Array.isArray(want)) return Array.isArray(have) && have.length === want.length && want.every((w, i) => contains(have[i], w));
-  if (want !== null && typeof want === 'object') return have !== null && typeof have === 'object' && !Array.isArray(have) && Object.entries(want).every(([k, v]) => contains((have as Json)[k], v));
+  if (Array.isArray(want))
+    return Array.isArray(have) && have.length === want.length && want.every((w, i) => contains(have[i], w));
+  if (want !== null && typeof want === 'object')
+    return (
+      have !== null &&
+      typeof have === 'object' &&
+      !Array.isArray(have) &&
+      Object.entries(want).every(([k, v]) => contains((have as Json)[k], v))
+    );
   return have === want;
 }
 
@@ -93,8 +128,17 @@ class ApplyTally {
   readonly refused: RejectedObject[] = [];
 
   report(log: Logger): ApplyResult {
-    log.info({ applied: this.applied, unchanged: this.unchanged, pruned: this.pruned, errors: this.errors.length }, 'config directory applied');
-    return { applied: this.applied, unchanged: this.unchanged, pruned: this.pruned, errors: this.errors, refused: this.refused };
+    log.info(
+      { applied: this.applied, unchanged: this.unchanged, pruned: this.pruned, errors: this.errors.length },
+      'config directory applied',
+    );
+    return {
+      applied: this.applied,
+      unchanged: this.unchanged,
+      pruned: this.pruned,
+      errors: this.errors,
+      refused: this.refused,
+    };
   }
 }
 
@@ -157,7 +201,9 @@ export class ManifestApplier {
     const members = await this.listMembers(new Set([...previous, ...versions.keys()]), versions);
     await this.applyEach(desired, members, result);
     await this.writeParent(desired);
-    const doomed = [...members.values()].filter((o) => !keep.has(`${o.kind ?? ''}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`));
+    const doomed = [...members.values()].filter(
+      (o) => !keep.has(`${o.kind ?? ''}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`),
+    );
     result.pruned = await this.prune(doomed, result.errors);
     return result.report(this.log);
   }
@@ -175,7 +221,11 @@ export class ManifestApplier {
       const apiVersion = this.appliedVersions.get(key);
       if (apiVersion === undefined) continue;
       const [kind = '', namespace = '', name = ''] = key.split('/');
-      const current = await this.readIfExists({ apiVersion, kind, metadata: { name, ...(namespace === '' ? {} : { namespace }) } });
+      const current = await this.readIfExists({
+        apiVersion,
+        kind,
+        metadata: { name, ...(namespace === '' ? {} : { namespace }) },
+      });
       if (current?.metadata?.labels?.[PART_OF] === APPLYSET) doomed.push({ ...current, apiVersion, kind });
     }
     await this.applyEach(desired, new Map(), result);
@@ -185,7 +235,11 @@ export class ManifestApplier {
   }
 
   /** Applies `desired`, owners before what they own, each rank `APPLY_CONCURRENCY` at a time. */
-  private async applyEach(desired: readonly Manifest[], members: ReadonlyMap<string, KubernetesObject>, result: ApplyTally): Promise<void> {
+  private async applyEach(
+    desired: readonly Manifest[],
+    members: ReadonlyMap<string, KubernetesObject>,
+    result: ApplyTally,
+  ): Promise<void> {
     for (const group of byRank(desired)) {
       await forEachLimited(group, APPLY_CONCURRENCY, async (m) => {
         try {
@@ -196,7 +250,14 @@ export class ManifestApplier {
           const msg = `${m.source}: ${m.kind} ${m.metadata.namespace === '' ? '' : m.metadata.namespace + '/'}${m.metadata.name}: the API refused it: ${messageOf(e)}`;
           result.errors.push(msg);
           this.log.error({ code: 'ISTIOD_ERR_MANIFEST' }, msg);
-          if (FAIL_CLOSED_KINDS.has(m.kind)) result.refused.push({ key: objectKey(m), kind: m.kind, namespace: m.metadata.namespace, name: m.metadata.name, source: m.source });
+          if (FAIL_CLOSED_KINDS.has(m.kind))
+            result.refused.push({
+              key: objectKey(m),
+              kind: m.kind,
+              namespace: m.metadata.namespace,
+              name: m.metadata.name,
+              source: m.source,
+            });
         }
       });
     }
@@ -205,11 +266,21 @@ export class ManifestApplier {
   /** Creates or patches one object; true when it changed anything. */
   private async applyOne(m: Manifest, member: KubernetesObject | undefined): Promise<boolean> {
     const doc = await this.documentOf(m);
-    const header = { apiVersion: m.apiVersion, kind: m.kind, metadata: { name: m.metadata.name, ...(m.metadata.namespace === '' ? {} : { namespace: m.metadata.namespace }) } };
+    const header = {
+      apiVersion: m.apiVersion,
+      kind: m.kind,
+      metadata: { name: m.metadata.name, ...(m.metadata.namespace === '' ? {} : { namespace: m.metadata.namespace }) },
+    };
     // An object not yet in the set may still exist (created by hand, or by an earlier apply that was cut short).
     const current = member ?? (await this.readIfExists(header));
     const lastApplied = JSON.stringify(doc);
-    const body: Json = { ...doc, metadata: { ...(doc.metadata as Json), annotations: { ...((doc.metadata as Json).annotations as Json | undefined), [LAST_APPLIED]: lastApplied } } };
+    const body: Json = {
+      ...doc,
+      metadata: {
+        ...(doc.metadata as Json),
+        annotations: { ...((doc.metadata as Json).annotations as Json | undefined), [LAST_APPLIED]: lastApplied },
+      },
+    };
     let changed = true;
     let after: KubernetesObject;
     if (current === undefined) {
@@ -219,28 +290,47 @@ export class ManifestApplier {
       const patch = threeWayMergePatch(previous === undefined ? undefined : JSON.parse(previous), body, current);
       changed = Object.keys(patch).length > 0;
       // The patch's own metadata changes (labels, annotations) go with the name that addresses it.
-      after = changed ? await this.objects.patch({ ...patch, ...header, metadata: { ...(patch.metadata as Json | undefined), ...header.metadata } }, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch) : current;
+      after = changed
+        ? await this.objects.patch(
+            { ...patch, ...header, metadata: { ...(patch.metadata as Json | undefined), ...header.metadata } },
+            undefined,
+            undefined,
+            undefined,
+            undefined,
+            PatchStrategy.MergePatch,
+          )
+        : current;
     }
-    if (m.kind === 'Pod' && Object.keys(m.status).length > 0) changed = (await this.writePodStatus(m, after)) || changed;
+    if (m.kind === 'Pod' && Object.keys(m.status).length > 0)
+      changed = (await this.writePodStatus(m, after)) || changed;
     return changed;
   }
 
   /** The document to apply: as written, without server-owned metadata, labelled as a member, owners by uid. */
   private async documentOf(m: Manifest): Promise<Json> {
-    const source: Json = m.document !== undefined ? { ...m.document } : { apiVersion: m.apiVersion, kind: m.kind, metadata: { ...m.metadata }, spec: m.spec };
+    const source: Json =
+      m.document !== undefined
+        ? { ...m.document }
+        : { apiVersion: m.apiVersion, kind: m.kind, metadata: { ...m.metadata }, spec: m.spec };
     delete source.status;
-    const meta: Json = Object.fromEntries(Object.entries((source.metadata ?? {}) as Json).filter(([k]) => !SERVER_METADATA.includes(k)));
+    const meta: Json = Object.fromEntries(
+      Object.entries((source.metadata ?? {}) as Json).filter(([k]) => !SERVER_METADATA.includes(k)),
+    );
     meta.name = m.metadata.name;
     if (m.metadata.namespace !== '') meta.namespace = m.metadata.namespace;
     meta.labels = { ...(meta.labels as Json | undefined), [PART_OF]: APPLYSET };
-    const annotations = Object.fromEntries(Object.entries((meta.annotations ?? {}) as Json).filter(([k]) => k !== LAST_APPLIED));
+    const annotations = Object.fromEntries(
+      Object.entries((meta.annotations ?? {}) as Json).filter(([k]) => k !== LAST_APPLIED),
+    );
     if (Object.keys(annotations).length > 0) meta.annotations = annotations;
     else delete meta.annotations;
     const owners = m.metadata.ownerReferences;
     if (owners !== undefined) {
       const resolved: Json[] = [];
       for (const o of owners) {
-        const owner = await this.objects.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, namespace: m.metadata.namespace } }).catch(() => undefined);
+        const owner = await this.objects
+          .read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, namespace: m.metadata.namespace } })
+          .catch(() => undefined);
         if (owner?.metadata?.uid === undefined) {
           this.log.warn(`${m.source}: owner ${o.kind} ${o.name} is not in the API; the reference is left out`);
           continue;
@@ -264,7 +354,11 @@ export class ManifestApplier {
     return true;
   }
 
-  private async readIfExists(o: { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } }): Promise<KubernetesObject | undefined> {
+  private async readIfExists(o: {
+    apiVersion: string;
+    kind: string;
+    metadata: { name: string; namespace?: string };
+  }): Promise<KubernetesObject | undefined> {
     return this.objects.read(o).catch((e: unknown) => {
       if (statusOf(e) === 404) return undefined;
       throw e;
@@ -278,16 +372,21 @@ export class ManifestApplier {
   }
 
   /** Every member of the set, by object key, with one labelled list per group-kind. */
-  private async listMembers(groupKinds: ReadonlySet<string>, versions: ReadonlyMap<string, string>): Promise<Map<string, KubernetesObject>> {
+  private async listMembers(
+    groupKinds: ReadonlySet<string>,
+    versions: ReadonlyMap<string, string>,
+  ): Promise<Map<string, KubernetesObject>> {
     const out = new Map<string, KubernetesObject>();
     for (const gk of groupKinds) {
       const apiVersion = versions.get(gk) ?? servedVersion(gk);
       const kind = gk.includes('.') ? gk.slice(0, gk.indexOf('.')) : gk;
       // A kind the API does not serve has no members; applying its documents reports them.
-      const list = await this.objects.list(apiVersion, kind, undefined, undefined, undefined, undefined, undefined, `${PART_OF}=${APPLYSET}`).catch((e: unknown) => {
-        if (statusOf(e) === 404) return { items: [] };
-        throw e;
-      });
+      const list = await this.objects
+        .list(apiVersion, kind, undefined, undefined, undefined, undefined, undefined, `${PART_OF}=${APPLYSET}`)
+        .catch((e: unknown) => {
+          if (statusOf(e) === 404) return { items: [] };
+          throw e;
+        });
       for (const o of list.items) {
         const key = `${kind}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
         out.set(key, { ...o, apiVersion, kind });
@@ -300,12 +399,21 @@ export class ManifestApplier {
   /** Records the members' group-kinds and namespaces on the parent, when they differ from what it was last given. */
   private async writeParent(desired: readonly Manifest[]): Promise<void> {
     const groupKinds = [...new Set(desired.map((m) => groupKind(m.apiVersion, m.kind)))].sort();
-    const namespaces = [...new Set(desired.map((m) => m.metadata.namespace).filter((n) => n !== '' && n !== PARENT.namespace))].sort();
-    const annotations = { [TOOLING]: `amesh/${VERSION}`, [CONTAINS]: groupKinds.join(','), [ADDITIONAL_NAMESPACES]: namespaces.join(',') };
+    const namespaces = [
+      ...new Set(desired.map((m) => m.metadata.namespace).filter((n) => n !== '' && n !== PARENT.namespace)),
+    ].sort();
+    const annotations = {
+      [TOOLING]: `amesh/${VERSION}`,
+      [CONTAINS]: groupKinds.join(','),
+      [ADDITIONAL_NAMESPACES]: namespaces.join(','),
+    };
     const text = JSON.stringify(annotations);
     if (text === this.parentWritten) return;
     const current = await this.readIfExists(PARENT_HEADER);
-    const body = { ...PARENT_HEADER, metadata: { ...PARENT_HEADER.metadata, labels: { [APPLYSET_ID]: APPLYSET }, annotations } };
+    const body = {
+      ...PARENT_HEADER,
+      metadata: { ...PARENT_HEADER.metadata, labels: { [APPLYSET_ID]: APPLYSET }, annotations },
+    };
     if (current === undefined) await this.objects.create(body);
     else await this.objects.patch(body, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch);
     this.parentWritten = text;
@@ -321,7 +429,9 @@ export class ManifestApplier {
         pruned++;
       } catch (e) {
         if (statusOf(e) === 404) continue;
-        errors.push(`${o.kind ?? ''} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}: cannot delete it: ${messageOf(e)}`);
+        errors.push(
+          `${o.kind ?? ''} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}: cannot delete it: ${messageOf(e)}`,
+        );
       }
     }
     return pruned;

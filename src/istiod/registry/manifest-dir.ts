@@ -93,9 +93,18 @@ const PARSE_SLICE_MS = 10;
  * `previous` parsed is reused: a file whose text is unchanged, and in a changed file each document whose text
  * and first line are unchanged, give the very same objects without being parsed again.
  */
-export async function loadManifestDir(dir: string, previous: ParsedFiles = new Map()): Promise<ManifestLoad & { readonly parsed: ParsedFiles }> {
+export async function loadManifestDir(
+  dir: string,
+  previous: ParsedFiles = new Map(),
+): Promise<ManifestLoad & { readonly parsed: ParsedFiles }> {
   const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f) && !f.startsWith('.')).sort();
-  const all = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[], damaged: [] as string[] };
+  const all = {
+    objects: [] as Manifest[],
+    errors: [] as MeshError[],
+    warnings: [] as string[],
+    rejected: [] as RejectedObject[],
+    damaged: [] as string[],
+  };
   const parsed = new Map<string, ParsedFile>();
   for (const f of files) {
     const file = path.join(dir, f);
@@ -128,7 +137,11 @@ export function parseManifests(file: string, text: string): ManifestLoad {
 }
 
 /** Parses a file, reusing `previous` documents, yielding to the event loop whenever it has worked for PARSE_SLICE_MS. */
-async function parseFileYielding(file: string, text: string, previous: ReadonlyMap<string, DocumentResult> = new Map()): Promise<ParsedFile> {
+async function parseFileYielding(
+  file: string,
+  text: string,
+  previous: ReadonlyMap<string, DocumentResult> = new Map(),
+): Promise<ParsedFile> {
   const parsing = parseDocuments(file, text, previous);
   let sliceStart = performance.now();
   for (let step = parsing.next(); ; step = parsing.next()) {
@@ -150,8 +163,18 @@ function documentStarts(text: string): number[] {
 }
 
 /** Parses the documents one at a time (reusing those `previous` holds), pausing after each; returns what they hold. */
-function* parseDocuments(file: string, text: string, previous: ReadonlyMap<string, DocumentResult>): Generator<void, ParsedFile> {
-  const out = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[], damaged: [] as string[] };
+function* parseDocuments(
+  file: string,
+  text: string,
+  previous: ReadonlyMap<string, DocumentResult>,
+): Generator<void, ParsedFile> {
+  const out = {
+    objects: [] as Manifest[],
+    errors: [] as MeshError[],
+    warnings: [] as string[],
+    rejected: [] as RejectedObject[],
+    damaged: [] as string[],
+  };
   const documents = new Map<string, DocumentResult>();
   const fileLines = new LineCounter();
   fileLines.addNewLine(0);
@@ -175,12 +198,26 @@ function* parseDocuments(file: string, text: string, previous: ReadonlyMap<strin
 }
 
 /** Parses the text of one document (or of none: a comment, an empty stream); `linePos` maps its offsets to the file's lines. */
-function parseDocument(file: string, source: string, linePos: (offset: number) => { line: number; col: number }): DocumentResult {
-  const out = { objects: [] as Manifest[], errors: [] as MeshError[], warnings: [] as string[], rejected: [] as RejectedObject[] };
+function parseDocument(
+  file: string,
+  source: string,
+  linePos: (offset: number) => { line: number; col: number },
+): DocumentResult {
+  const out = {
+    objects: [] as Manifest[],
+    errors: [] as MeshError[],
+    warnings: [] as string[],
+    rejected: [] as RejectedObject[],
+  };
   const lines = { linePos };
   for (const doc of parseAllDocuments(source, { uniqueKeys: true })) {
     if (doc.errors.length > 0) {
-      out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`));
+      out.errors.push(
+        new MeshError(
+          'ISTIOD_ERR_MANIFEST',
+          `${file}:${lines.linePos(doc.errors[0]!.pos[0]).line}: invalid YAML: ${doc.errors[0]!.message.split('\n')[0] ?? ''}`,
+        ),
+      );
       continue;
     }
     const contents = doc.contents as Node | null;
@@ -207,28 +244,51 @@ type Collected = { objects: Manifest[]; errors: MeshError[]; warnings: string[];
  * Checks one document, its value `o` and its YAML node tree `doc` (for lines and paths), against its kind's
  * schema, and adds the object, or its problems, to `out`.
  */
-export function checkDocument(o: unknown, doc: Document.Parsed | Document, walker: SchemaWalker, origin: DocumentOrigin, out: Collected): void {
+export function checkDocument(
+  o: unknown,
+  doc: Document.Parsed | Document,
+  walker: SchemaWalker,
+  origin: DocumentOrigin,
+  out: Collected,
+): void {
   const { where, file, at } = origin;
   const contents = doc.contents as Node;
   const r = (typeof o === 'object' && o !== null && !Array.isArray(o) ? o : {}) as Record<string, unknown>;
-  const meta = (typeof r['metadata'] === 'object' && r['metadata'] !== null ? r['metadata'] : {}) as Record<string, unknown>;
+  const meta = (typeof r['metadata'] === 'object' && r['metadata'] !== null ? r['metadata'] : {}) as Record<
+    string,
+    unknown
+  >;
   const kind = typeof r['kind'] === 'string' ? r['kind'] : undefined;
   const name = typeof meta['name'] === 'string' ? meta['name'] : undefined;
-  const namespace = kind !== undefined && KINDS[kind]?.clusterScoped === true ? '' : typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
+  const namespace =
+    kind !== undefined && KINDS[kind]?.clusterScoped === true
+      ? ''
+      : typeof meta['namespace'] === 'string'
+        ? meta['namespace']
+        : 'default';
   const what = `${kind ?? 'document'}${name === undefined ? '' : ` ${namespace === '' ? '' : namespace + '/'}${name}`}`;
   const schema = kind === undefined ? undefined : KINDS[kind];
-  if (kind !== undefined && schema === undefined) out.warnings.push(`${at(walker.line(contents))}${what}: kind ${kind} is not used by amesh istiod; ignored`);
+  if (kind !== undefined && schema === undefined)
+    out.warnings.push(`${at(walker.line(contents))}${what}: kind ${kind} is not used by amesh istiod; ignored`);
   walker.walk(contents, documentSchema(schema), '');
   const spec = (typeof r['spec'] === 'object' && r['spec'] !== null ? r['spec'] : {}) as Record<string, unknown>;
   if (kind === 'AuthorizationPolicy' && walker.errors.length === 0) {
     for (const p of denyListsWithNothingValid(spec)) {
-      walker.errors.push({ line: walker.line(doc.getIn(p, true) as Node | undefined), path: p.join('.').replace(/\.(\d+)/g, '[$1]'), reason: 'no valid value left once invalid ones are skipped; this DENY rule would deny nothing' });
+      walker.errors.push({
+        line: walker.line(doc.getIn(p, true) as Node | undefined),
+        path: p.join('.').replace(/\.(\d+)/g, '[$1]'),
+        reason: 'no valid value left once invalid ones are skipped; this DENY rule would deny nothing',
+      });
     }
   }
   for (const w of walker.warnings) out.warnings.push(`${at(w.line)}${what}: ${w.path}: ${w.reason}`);
   if (walker.errors.length > 0) {
-    for (const e of walker.errors) out.errors.push(new MeshError('ISTIOD_ERR_MANIFEST', `${at(e.line)}${what}: ${e.path === '' ? '' : e.path + ': '}${e.reason}`));
-    if (kind !== undefined && name !== undefined) out.rejected.push({ key: `${kind}/${namespace}/${name}`, kind, namespace, name, source: where });
+    for (const e of walker.errors)
+      out.errors.push(
+        new MeshError('ISTIOD_ERR_MANIFEST', `${at(e.line)}${what}: ${e.path === '' ? '' : e.path + ': '}${e.reason}`),
+      );
+    if (kind !== undefined && name !== undefined)
+      out.rejected.push({ key: `${kind}/${namespace}/${name}`, kind, namespace, name, source: where });
     return;
   }
   out.objects.push({
@@ -240,7 +300,9 @@ export function checkDocument(o: unknown, doc: Document.Parsed | Document, walke
       ...(typeof meta['uid'] === 'string' ? { uid: meta['uid'] } : {}),
       ...(typeof meta['generateName'] === 'string' ? { generateName: meta['generateName'] } : {}),
       ...(typeof meta['creationTimestamp'] === 'string' ? { creationTimestamp: meta['creationTimestamp'] } : {}),
-      ...(Array.isArray(meta['ownerReferences']) ? { ownerReferences: meta['ownerReferences'] as OwnerReference[] } : {}),
+      ...(Array.isArray(meta['ownerReferences'])
+        ? { ownerReferences: meta['ownerReferences'] as OwnerReference[] }
+        : {}),
       labels: (meta['labels'] ?? {}) as Record<string, string>,
       annotations: (meta['annotations'] ?? {}) as Record<string, string>,
     },

@@ -7,25 +7,120 @@ const POD = 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: web-0\n  namespace: s
 
 /** Each document is refused, as the Kubernetes API server would refuse it, with the line of the offending node. */
 const refused: { name: string; yaml: string; line: number; why: RegExp }[] = [
-  { name: 'AuthorizationPolicy rules given as a string', yaml: `${AP}  action: DENY\n  rules: "deny everything"\n`, line: 6, why: /spec\.rules: expected a list/ },
-  { name: 'AuthorizationPolicy principals given as a number', yaml: `${AP}  action: DENY\n  rules:\n  - from:\n    - source:\n        principals: 5\n`, line: 9, why: /principals: expected a list/ },
-  { name: 'a principal given as a number inside the list', yaml: `${AP}  rules:\n  - from:\n    - source: {principals: [5]}\n`, line: 7, why: /principals\[0\]: expected a string, got 5 \(quote it\)/ },
-  { name: 'selector.matchLabels given as a list (never widened to the namespace)', yaml: `${AP}  selector:\n    matchLabels: [app, web]\n`, line: 6, why: /spec\.selector\.matchLabels: expected a mapping, got a list/ },
-  { name: 'a selector label value that YAML reads as a number', yaml: `${AP}  selector:\n    matchLabels: {version: 2}\n`, line: 6, why: /matchLabels\.version: expected a string, got 2 \(quote it\)/ },
-  { name: 'a pod label value that YAML reads as a number', yaml: `${POD}  labels:\n    app: web\n    version: 2\n`, line: 8, why: /metadata\.labels\.version: expected a string, got 2/ },
-  { name: 'a Service selector value that YAML reads as a boolean', yaml: 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec:\n  selector: {canary: true}\n', line: 5, why: /spec\.selector\.canary: expected a string, got true/ },
-  { name: 'an unknown AuthorizationPolicy action', yaml: `${AP}  action: DENNY\n`, line: 5, why: /expected one of ALLOW, DENY, AUDIT, CUSTOM, got "DENNY"/ },
-  { name: 'an unknown field in a rule (typo)', yaml: `${AP}  rules:\n  - form: [{source: {principals: [x]}}]\n`, line: 6, why: /unknown field "form"/ },
-  { name: 'a DENY whose only port is invalid (it would deny nothing)', yaml: `${AP}  action: DENY\n  rules:\n  - to:\n    - operation:\n        ports: ["80a"]\n`, line: 9, why: /ports: no valid value left .* would deny nothing/ },
-  { name: 'a DENY whose only ipBlock is invalid', yaml: `${AP}  action: DENY\n  rules:\n  - from: [{source: {ipBlocks: ["10.0.0.0/33"]}}]\n`, line: 7, why: /ipBlocks: no valid value left/ },
-  { name: 'a PeerAuthentication mode typo (never read as UNSET)', yaml: 'apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: default, namespace: shop}\nspec:\n  mtls: {mode: STRIKT}\n', line: 5, why: /expected one of UNSET, DISABLE, PERMISSIVE, STRICT/ },
-  { name: 'a name that is not DNS-1123', yaml: 'apiVersion: v1\nkind: Pod\nmetadata: {name: Web_0, namespace: shop}\n', line: 3, why: /metadata\.name: "Web_0" is not a DNS-1123 subdomain/ },
-  { name: 'a Service name that is not a DNS-1123 label', yaml: 'apiVersion: v1\nkind: Service\nmetadata: {name: web.v1, namespace: shop}\n', line: 3, why: /"web\.v1" is not a DNS-1123 label/ },
-  { name: 'a namespace that is not DNS-1123', yaml: 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: Shop}\n', line: 3, why: /metadata\.namespace: "Shop" is not a DNS-1123 label/ },
-  { name: 'a label value that is not a valid label value', yaml: `${POD}  labels: {app: "web app"}\n`, line: 6, why: /label value "web app" is not valid/ },
-  { name: 'a creationTimestamp that is not an RFC 3339 time', yaml: 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop, creationTimestamp: yesterday}\n', line: 3, why: /metadata\.creationTimestamp: "yesterday" is not an RFC 3339 time/ },
-  { name: 'a Node label value that YAML reads as a number', yaml: 'apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels: {topology.istio.io/subzone: 7}\n', line: 5, why: /metadata\.labels\.topology\.istio\.io\/subzone: expected a string, got 7/ },
-  { name: 'a containerPort given as a string', yaml: `${POD}spec:\n  containers: [{name: c, ports: [{containerPort: "8080"}]}]\n`, line: 7, why: /containerPort: expected an integer/ },
+  {
+    name: 'AuthorizationPolicy rules given as a string',
+    yaml: `${AP}  action: DENY\n  rules: "deny everything"\n`,
+    line: 6,
+    why: /spec\.rules: expected a list/,
+  },
+  {
+    name: 'AuthorizationPolicy principals given as a number',
+    yaml: `${AP}  action: DENY\n  rules:\n  - from:\n    - source:\n        principals: 5\n`,
+    line: 9,
+    why: /principals: expected a list/,
+  },
+  {
+    name: 'a principal given as a number inside the list',
+    yaml: `${AP}  rules:\n  - from:\n    - source: {principals: [5]}\n`,
+    line: 7,
+    why: /principals\[0\]: expected a string, got 5 \(quote it\)/,
+  },
+  {
+    name: 'selector.matchLabels given as a list (never widened to the namespace)',
+    yaml: `${AP}  selector:\n    matchLabels: [app, web]\n`,
+    line: 6,
+    why: /spec\.selector\.matchLabels: expected a mapping, got a list/,
+  },
+  {
+    name: 'a selector label value that YAML reads as a number',
+    yaml: `${AP}  selector:\n    matchLabels: {version: 2}\n`,
+    line: 6,
+    why: /matchLabels\.version: expected a string, got 2 \(quote it\)/,
+  },
+  {
+    name: 'a pod label value that YAML reads as a number',
+    yaml: `${POD}  labels:\n    app: web\n    version: 2\n`,
+    line: 8,
+    why: /metadata\.labels\.version: expected a string, got 2/,
+  },
+  {
+    name: 'a Service selector value that YAML reads as a boolean',
+    yaml: 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec:\n  selector: {canary: true}\n',
+    line: 5,
+    why: /spec\.selector\.canary: expected a string, got true/,
+  },
+  {
+    name: 'an unknown AuthorizationPolicy action',
+    yaml: `${AP}  action: DENNY\n`,
+    line: 5,
+    why: /expected one of ALLOW, DENY, AUDIT, CUSTOM, got "DENNY"/,
+  },
+  {
+    name: 'an unknown field in a rule (typo)',
+    yaml: `${AP}  rules:\n  - form: [{source: {principals: [x]}}]\n`,
+    line: 6,
+    why: /unknown field "form"/,
+  },
+  {
+    name: 'a DENY whose only port is invalid (it would deny nothing)',
+    yaml: `${AP}  action: DENY\n  rules:\n  - to:\n    - operation:\n        ports: ["80a"]\n`,
+    line: 9,
+    why: /ports: no valid value left .* would deny nothing/,
+  },
+  {
+    name: 'a DENY whose only ipBlock is invalid',
+    yaml: `${AP}  action: DENY\n  rules:\n  - from: [{source: {ipBlocks: ["10.0.0.0/33"]}}]\n`,
+    line: 7,
+    why: /ipBlocks: no valid value left/,
+  },
+  {
+    name: 'a PeerAuthentication mode typo (never read as UNSET)',
+    yaml: 'apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: default, namespace: shop}\nspec:\n  mtls: {mode: STRIKT}\n',
+    line: 5,
+    why: /expected one of UNSET, DISABLE, PERMISSIVE, STRICT/,
+  },
+  {
+    name: 'a name that is not DNS-1123',
+    yaml: 'apiVersion: v1\nkind: Pod\nmetadata: {name: Web_0, namespace: shop}\n',
+    line: 3,
+    why: /metadata\.name: "Web_0" is not a DNS-1123 subdomain/,
+  },
+  {
+    name: 'a Service name that is not a DNS-1123 label',
+    yaml: 'apiVersion: v1\nkind: Service\nmetadata: {name: web.v1, namespace: shop}\n',
+    line: 3,
+    why: /"web\.v1" is not a DNS-1123 label/,
+  },
+  {
+    name: 'a namespace that is not DNS-1123',
+    yaml: 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: Shop}\n',
+    line: 3,
+    why: /metadata\.namespace: "Shop" is not a DNS-1123 label/,
+  },
+  {
+    name: 'a label value that is not a valid label value',
+    yaml: `${POD}  labels: {app: "web app"}\n`,
+    line: 6,
+    why: /label value "web app" is not valid/,
+  },
+  {
+    name: 'a creationTimestamp that is not an RFC 3339 time',
+    yaml: 'apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop, creationTimestamp: yesterday}\n',
+    line: 3,
+    why: /metadata\.creationTimestamp: "yesterday" is not an RFC 3339 time/,
+  },
+  {
+    name: 'a Node label value that YAML reads as a number',
+    yaml: 'apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels: {topology.istio.io/subzone: 7}\n',
+    line: 5,
+    why: /metadata\.labels\.topology\.istio\.io\/subzone: expected a string, got 7/,
+  },
+  {
+    name: 'a containerPort given as a string',
+    yaml: `${POD}spec:\n  containers: [{name: c, ports: [{containerPort: "8080"}]}]\n`,
+    line: 7,
+    why: /containerPort: expected an integer/,
+  },
 ];
 
 for (const c of refused) {
@@ -42,11 +137,36 @@ for (const c of refused) {
 
 /** Each document is in use, with a warning naming the value amesh ignores. */
 const warned: { name: string; yaml: string; line: number; why: RegExp }[] = [
-  { name: 'podIP 999.1.2.3', yaml: `${POD}status: {podIP: 999.1.2.3}\n`, line: 6, why: /status\.podIP: "999\.1\.2\.3" is not an IP address/ },
-  { name: 'clusterIP not-an-ip', yaml: 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec:\n  clusterIP: not-an-ip\n', line: 5, why: /spec\.clusterIP: "not-an-ip" is not an IP address/ },
-  { name: 'Service port 99999', yaml: 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec:\n  ports:\n  - port: 99999\n', line: 6, why: /spec\.ports\[0\]\.port: port 99999 is out of range/ },
-  { name: 'an unknown kind', yaml: 'apiVersion: v1\nkind: Gizmo\nmetadata: {name: g, namespace: shop}\n', line: 1, why: /kind Gizmo is not used by amesh istiod; ignored/ },
-  { name: 'an AuthorizationPolicy port Istio skips, next to a valid one', yaml: `${AP}  action: DENY\n  rules:\n  - to: [{operation: {ports: ["8080", "80a"]}}]\n`, line: 7, why: /ports\[1\]: "80a" is not a port; Istio skips it/ },
+  {
+    name: 'podIP 999.1.2.3',
+    yaml: `${POD}status: {podIP: 999.1.2.3}\n`,
+    line: 6,
+    why: /status\.podIP: "999\.1\.2\.3" is not an IP address/,
+  },
+  {
+    name: 'clusterIP not-an-ip',
+    yaml: 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec:\n  clusterIP: not-an-ip\n',
+    line: 5,
+    why: /spec\.clusterIP: "not-an-ip" is not an IP address/,
+  },
+  {
+    name: 'Service port 99999',
+    yaml: 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec:\n  ports:\n  - port: 99999\n',
+    line: 6,
+    why: /spec\.ports\[0\]\.port: port 99999 is out of range/,
+  },
+  {
+    name: 'an unknown kind',
+    yaml: 'apiVersion: v1\nkind: Gizmo\nmetadata: {name: g, namespace: shop}\n',
+    line: 1,
+    why: /kind Gizmo is not used by amesh istiod; ignored/,
+  },
+  {
+    name: 'an AuthorizationPolicy port Istio skips, next to a valid one',
+    yaml: `${AP}  action: DENY\n  rules:\n  - to: [{operation: {ports: ["8080", "80a"]}}]\n`,
+    line: 7,
+    why: /ports\[1\]: "80a" is not a port; Istio skips it/,
+  },
 ];
 
 for (const c of warned) {
@@ -60,7 +180,10 @@ for (const c of warned) {
 }
 
 test('a creationTimestamp as the API server writes it (unquoted RFC 3339) is kept on the object', () => {
-  const r = parseManifests('m.yaml', 'apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: db, namespace: shop, creationTimestamp: 2024-05-01T10:00:00Z}\nspec: {hosts: [db.example.com]}\n');
+  const r = parseManifests(
+    'm.yaml',
+    'apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: db, namespace: shop, creationTimestamp: 2024-05-01T10:00:00Z}\nspec: {hosts: [db.example.com]}\n',
+  );
   assert.deepEqual(r.errors, []);
   assert.equal(r.objects[0]?.metadata.creationTimestamp, '2024-05-01T10:00:00Z');
 });

@@ -21,7 +21,12 @@ export type Schema =
   | { readonly t: 'bool' }
   | { readonly t: 'intOrString'; readonly warn?: Check }
   | { readonly t: 'list'; readonly of: Schema }
-  | { readonly t: 'object'; readonly fields: Readonly<Record<string, Schema>>; readonly required?: readonly string[]; readonly open?: boolean }
+  | {
+      readonly t: 'object';
+      readonly fields: Readonly<Record<string, Schema>>;
+      readonly required?: readonly string[];
+      readonly open?: boolean;
+    }
   | { readonly t: 'map'; readonly of: Schema; readonly key?: Check }
   | { readonly t: 'any' };
 
@@ -30,27 +35,42 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 
 const dns1123Label: Check = (v) =>
-  typeof v === 'string' && v.length <= 63 && DNS1123_LABEL.test(v) ? undefined : `"${String(v)}" is not a DNS-1123 label (lower case alphanumerics and '-', at most 63)`;
+  typeof v === 'string' && v.length <= 63 && DNS1123_LABEL.test(v)
+    ? undefined
+    : `"${String(v)}" is not a DNS-1123 label (lower case alphanumerics and '-', at most 63)`;
 const dns1123Subdomain: Check = (v) =>
-  typeof v === 'string' && v.length <= 253 && DNS1123_SUBDOMAIN.test(v) ? undefined : `"${String(v)}" is not a DNS-1123 subdomain (lower case alphanumerics, '-' and '.', at most 253)`;
+  typeof v === 'string' && v.length <= 253 && DNS1123_SUBDOMAIN.test(v)
+    ? undefined
+    : `"${String(v)}" is not a DNS-1123 subdomain (lower case alphanumerics, '-' and '.', at most 253)`;
 
 /** A label key: `[prefix/]name`, prefix a DNS-1123 subdomain, name at most 63 characters. */
 const labelKey: Check = (k) => {
   const s = String(k);
   const slash = s.lastIndexOf('/');
   const name = slash < 0 ? s : s.slice(slash + 1);
-  const bad = (slash >= 0 && dns1123Subdomain(s.slice(0, slash)) !== undefined) || name.length > 63 || !LABEL_NAME.test(name);
+  const bad =
+    (slash >= 0 && dns1123Subdomain(s.slice(0, slash)) !== undefined) || name.length > 63 || !LABEL_NAME.test(name);
   return bad ? `label key "${s}" is not a qualified name` : undefined;
 };
-const labelValue: Check = (v) => (typeof v === 'string' && (v === '' || (v.length <= 63 && LABEL_NAME.test(v))) ? undefined : `label value "${String(v)}" is not valid (at most 63 alphanumerics, '-', '_' or '.')`);
+const labelValue: Check = (v) =>
+  typeof v === 'string' && (v === '' || (v.length <= 63 && LABEL_NAME.test(v)))
+    ? undefined
+    : `label value "${String(v)}" is not valid (at most 63 alphanumerics, '-', '_' or '.')`;
 
-const portNumber: Check = (v) => (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 65535 ? undefined : `port ${String(v)} is out of range 1..65535; ignored`);
+const portNumber: Check = (v) =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 65535
+    ? undefined
+    : `port ${String(v)} is out of range 1..65535; ignored`;
 const anyPort: Check = (v) => (typeof v === 'string' ? undefined : portNumber(v));
-const ipAddress: Check = (v) => (typeof v === 'string' && ipBytes(v) !== undefined ? undefined : `"${String(v)}" is not an IP address; ignored`);
+const ipAddress: Check = (v) =>
+  typeof v === 'string' && ipBytes(v) !== undefined ? undefined : `"${String(v)}" is not an IP address; ignored`;
 const clusterIp: Check = (v) => (v === 'None' || v === '' ? undefined : ipAddress(v));
 /** `metav1.Time`: RFC 3339 in UTC or with an offset, to the second (`2024-05-01T10:00:00Z`). */
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-const timestamp: Check = (v) => (typeof v === 'string' && RFC3339.test(v) && !Number.isNaN(Date.parse(v)) ? undefined : `"${String(v)}" is not an RFC 3339 time (quote it, e.g. "2024-05-01T10:00:00Z")`);
+const timestamp: Check = (v) =>
+  typeof v === 'string' && RFC3339.test(v) && !Number.isNaN(Date.parse(v))
+    ? undefined
+    : `"${String(v)}" is not an RFC 3339 time (quote it, e.g. "2024-05-01T10:00:00Z")`;
 
 /** `stringToPort` in Istio's ambient controller: a base-10 number up to 65535; anything else is skipped. */
 export function isPolicyPort(s: string): boolean {
@@ -63,22 +83,48 @@ export function isPolicyIp(s: string): boolean {
   if (len === undefined) return true;
   return /^\d+$/.test(len) && Number(len) <= (net.isIPv4(ip) ? 32 : 128);
 }
-const policyPort: Check = (v) => (typeof v === 'string' && isPolicyPort(v) ? undefined : `"${String(v)}" is not a port; Istio skips it`);
-const policyIp: Check = (v) => (typeof v === 'string' && isPolicyIp(v) ? undefined : `"${String(v)}" is not an IP address or CIDR; Istio skips it`);
+const policyPort: Check = (v) =>
+  typeof v === 'string' && isPolicyPort(v) ? undefined : `"${String(v)}" is not a port; Istio skips it`;
+const policyIp: Check = (v) =>
+  typeof v === 'string' && isPolicyIp(v) ? undefined : `"${String(v)}" is not an IP address or CIDR; Istio skips it`;
 
 const str: Schema = { t: 'string' };
 const strs: Schema = { t: 'list', of: str };
 const labels: Schema = { t: 'map', of: { t: 'string', check: labelValue }, key: labelKey };
 const annotations: Schema = { t: 'map', of: str };
 const selector: Schema = { t: 'object', fields: { matchLabels: labels } };
-const obj = (fields: Record<string, Schema>, required?: readonly string[]): Schema => ({ t: 'object', fields, ...(required === undefined ? {} : { required }) });
+const obj = (fields: Record<string, Schema>, required?: readonly string[]): Schema => ({
+  t: 'object',
+  fields,
+  ...(required === undefined ? {} : { required }),
+});
 const open = (fields: Record<string, Schema>): Schema => ({ t: 'object', fields, open: true });
 const any: Schema = { t: 'any' };
 
 const METADATA: Record<string, Schema> = {
-  name: str, namespace: { t: 'string', check: dns1123Label }, labels, annotations, uid: str, generateName: str,
-  ownerReferences: { t: 'list', of: open({ apiVersion: str, kind: str, name: str, uid: str, controller: { t: 'bool' }, blockOwnerDeletion: { t: 'bool' } }) },
-  creationTimestamp: { t: 'string', check: timestamp }, resourceVersion: str, generation: { t: 'int' }, finalizers: strs, managedFields: any, deletionTimestamp: any,
+  name: str,
+  namespace: { t: 'string', check: dns1123Label },
+  labels,
+  annotations,
+  uid: str,
+  generateName: str,
+  ownerReferences: {
+    t: 'list',
+    of: open({
+      apiVersion: str,
+      kind: str,
+      name: str,
+      uid: str,
+      controller: { t: 'bool' },
+      blockOwnerDeletion: { t: 'bool' },
+    }),
+  },
+  creationTimestamp: { t: 'string', check: timestamp },
+  resourceVersion: str,
+  generation: { t: 'int' },
+  finalizers: strs,
+  managedFields: any,
+  deletionTimestamp: any,
   deletionGracePeriodSeconds: { t: 'int' },
 };
 
@@ -93,38 +139,119 @@ const AUTHORIZATION_POLICY = obj({
   rules: {
     t: 'list',
     of: obj({
-      from: { t: 'list', of: obj({ source: obj({
-        principals: strs, notPrincipals: strs, requestPrincipals: strs, notRequestPrincipals: strs, namespaces: strs, notNamespaces: strs,
-        ipBlocks: policyIps, notIpBlocks: policyIps, remoteIpBlocks: policyIps, notRemoteIpBlocks: policyIps, serviceAccounts: strs, notServiceAccounts: strs,
-      }) }) },
-      to: { t: 'list', of: obj({ operation: obj({ hosts: strs, notHosts: strs, ports: policyPorts, notPorts: policyPorts, methods: strs, notMethods: strs, paths: strs, notPaths: strs }) }) },
+      from: {
+        t: 'list',
+        of: obj({
+          source: obj({
+            principals: strs,
+            notPrincipals: strs,
+            requestPrincipals: strs,
+            notRequestPrincipals: strs,
+            namespaces: strs,
+            notNamespaces: strs,
+            ipBlocks: policyIps,
+            notIpBlocks: policyIps,
+            remoteIpBlocks: policyIps,
+            notRemoteIpBlocks: policyIps,
+            serviceAccounts: strs,
+            notServiceAccounts: strs,
+          }),
+        }),
+      },
+      to: {
+        t: 'list',
+        of: obj({
+          operation: obj({
+            hosts: strs,
+            notHosts: strs,
+            ports: policyPorts,
+            notPorts: policyPorts,
+            methods: strs,
+            notMethods: strs,
+            paths: strs,
+            notPaths: strs,
+          }),
+        }),
+      },
       when: { t: 'list', of: obj({ key: str, values: strs, notValues: strs }, ['key']) },
     }),
   },
 });
 
 const MTLS_MODE: Schema = { t: 'string', enum: ['UNSET', 'DISABLE', 'PERMISSIVE', 'STRICT'] };
-const PEER_AUTHENTICATION = obj({ selector, mtls: obj({ mode: MTLS_MODE }), portLevelMtls: { t: 'map', of: obj({ mode: MTLS_MODE }), key: (k) => portNumber(Number(k)) } });
+const PEER_AUTHENTICATION = obj({
+  selector,
+  mtls: obj({ mode: MTLS_MODE }),
+  portLevelMtls: { t: 'map', of: obj({ mode: MTLS_MODE }), key: (k) => portNumber(Number(k)) },
+});
 
-const containerPort = open({ name: str, containerPort: { t: 'int', warn: portNumber }, protocol: str, hostPort: { t: 'int' }, hostIP: str });
+const containerPort = open({
+  name: str,
+  containerPort: { t: 'int', warn: portNumber },
+  protocol: str,
+  hostPort: { t: 'int' },
+  hostIP: str,
+});
 const POD_SPEC = open({
-  serviceAccountName: str, serviceAccount: str, nodeName: str, hostNetwork: { t: 'bool' },
+  serviceAccountName: str,
+  serviceAccount: str,
+  nodeName: str,
+  hostNetwork: { t: 'bool' },
   containers: { t: 'list', of: open({ name: str, ports: { t: 'list', of: containerPort } }) },
 });
-const POD_STATUS = open({ phase: str, podIP: { t: 'string', warn: ipAddress }, podIPs: { t: 'list', of: open({ ip: { t: 'string', warn: ipAddress } }) }, conditions: { t: 'list', of: open({ type: str, status: str }) } });
+const POD_STATUS = open({
+  phase: str,
+  podIP: { t: 'string', warn: ipAddress },
+  podIPs: { t: 'list', of: open({ ip: { t: 'string', warn: ipAddress } }) },
+  conditions: { t: 'list', of: open({ type: str, status: str }) },
+});
 
 const SERVICE_SPEC = open({
-  selector: labels, type: str, clusterIP: { t: 'string', warn: clusterIp }, clusterIPs: { t: 'list', of: { t: 'string', warn: clusterIp } },
-  ports: { t: 'list', of: open({ name: str, port: { t: 'int', warn: portNumber }, targetPort: { t: 'intOrString', warn: anyPort }, protocol: str, appProtocol: str, nodePort: { t: 'int' } }) },
-  publishNotReadyAddresses: { t: 'bool' }, internalTrafficPolicy: str, trafficDistribution: str, ipFamilies: strs, externalName: str,
+  selector: labels,
+  type: str,
+  clusterIP: { t: 'string', warn: clusterIp },
+  clusterIPs: { t: 'list', of: { t: 'string', warn: clusterIp } },
+  ports: {
+    t: 'list',
+    of: open({
+      name: str,
+      port: { t: 'int', warn: portNumber },
+      targetPort: { t: 'intOrString', warn: anyPort },
+      protocol: str,
+      appProtocol: str,
+      nodePort: { t: 'int' },
+    }),
+  },
+  publishNotReadyAddresses: { t: 'bool' },
+  internalTrafficPolicy: str,
+  trafficDistribution: str,
+  ipFamilies: strs,
+  externalName: str,
 });
 
 const WORKLOAD_ENTRY_FIELDS: Record<string, Schema> = {
-  address: str, ports: { t: 'map', of: { t: 'int', warn: portNumber } }, labels, network: str, locality: str, weight: { t: 'int' }, serviceAccount: str,
+  address: str,
+  ports: { t: 'map', of: { t: 'int', warn: portNumber } },
+  labels,
+  network: str,
+  locality: str,
+  weight: { t: 'int' },
+  serviceAccount: str,
 };
 const SERVICE_ENTRY = obj({
-  hosts: strs, addresses: { t: 'list', of: { t: 'string', warn: policyIp } }, exportTo: strs, subjectAltNames: strs,
-  ports: { t: 'list', of: obj({ number: { t: 'int', warn: portNumber }, protocol: str, name: str, targetPort: { t: 'int', warn: portNumber } }) },
+  hosts: strs,
+  addresses: { t: 'list', of: { t: 'string', warn: policyIp } },
+  exportTo: strs,
+  subjectAltNames: strs,
+  ports: {
+    t: 'list',
+    of: obj({
+      number: { t: 'int', warn: portNumber },
+      protocol: str,
+      name: str,
+      targetPort: { t: 'int', warn: portNumber },
+    }),
+  },
   location: { t: 'string', enum: ['MESH_EXTERNAL', 'MESH_INTERNAL'] },
   resolution: { t: 'string', enum: ['NONE', 'STATIC', 'DNS', 'DNS_ROUND_ROBIN', 'DYNAMIC_DNS'] },
   endpoints: { t: 'list', of: obj(WORKLOAD_ENTRY_FIELDS) },
@@ -152,7 +279,12 @@ export const KINDS: Readonly<Record<string, KindSchema>> = {
   WorkloadEntry: { spec: obj(WORKLOAD_ENTRY_FIELDS) },
   AuthorizationPolicy: { spec: AUTHORIZATION_POLICY },
   PeerAuthentication: { spec: PEER_AUTHENTICATION },
-  Deployment: {}, ReplicaSet: {}, StatefulSet: {}, DaemonSet: {}, Job: {}, CronJob: {},
+  Deployment: {},
+  ReplicaSet: {},
+  StatefulSet: {},
+  DaemonSet: {},
+  Job: {},
+  CronJob: {},
 };
 
 export interface Problem {
@@ -185,10 +317,28 @@ export class SchemaWalker {
       case 'bool':
       case 'intOrString': {
         const v = isScalar(n) ? n.value : undefined;
-        const ok = s.t === 'string' ? typeof v === 'string' : s.t === 'bool' ? typeof v === 'boolean' : s.t === 'int' ? Number.isInteger(v) : typeof v === 'string' || Number.isInteger(v);
-        const want = { string: 'a string', int: 'an integer', bool: 'true or false', intOrString: 'an integer or a string' }[s.t];
-        if (!ok) return this.err(n, path, `expected ${want}, got ${isScalar(n) ? JSON.stringify(v) : isSeq(n) ? 'a list' : 'a mapping'}${s.t === 'string' && isScalar(n) ? ' (quote it)' : ''}`);
-        if (s.t === 'string' && s.enum !== undefined && !s.enum.includes(v as string)) return this.err(n, path, `expected one of ${s.enum.join(', ')}, got "${String(v)}"`);
+        const ok =
+          s.t === 'string'
+            ? typeof v === 'string'
+            : s.t === 'bool'
+              ? typeof v === 'boolean'
+              : s.t === 'int'
+                ? Number.isInteger(v)
+                : typeof v === 'string' || Number.isInteger(v);
+        const want = {
+          string: 'a string',
+          int: 'an integer',
+          bool: 'true or false',
+          intOrString: 'an integer or a string',
+        }[s.t];
+        if (!ok)
+          return this.err(
+            n,
+            path,
+            `expected ${want}, got ${isScalar(n) ? JSON.stringify(v) : isSeq(n) ? 'a list' : 'a mapping'}${s.t === 'string' && isScalar(n) ? ' (quote it)' : ''}`,
+          );
+        if (s.t === 'string' && s.enum !== undefined && !s.enum.includes(v as string))
+          return this.err(n, path, `expected one of ${s.enum.join(', ')}, got "${String(v)}"`);
         const bad = s.t === 'string' ? s.check?.(v) : undefined;
         if (bad !== undefined) return this.err(n, path, bad);
         const warn = 'warn' in s ? s.warn?.(v) : undefined;
@@ -213,12 +363,16 @@ export class SchemaWalker {
             if (bad !== undefined) this.err(k, p, bad);
             // A map's values are never null (a label `app:` with no value would be a selector matching nothing).
             const v = pair.value as Node | null;
-            if (v === null || (isScalar(v) && v.value === null)) this.err(v ?? k, p, 'has no value (write "" for an empty string)');
+            if (v === null || (isScalar(v) && v.value === null))
+              this.err(v ?? k, p, 'has no value (write "" for an empty string)');
             else this.walk(v, s.of, p);
           } else if (key in s.fields) this.walk(pair.value as Node | null, s.fields[key]!, p);
-          else if (s.open !== true) this.err(k, p, `unknown field "${key}" (expected one of: ${Object.keys(s.fields).join(', ')})`);
+          else if (s.open !== true)
+            this.err(k, p, `unknown field "${key}" (expected one of: ${Object.keys(s.fields).join(', ')})`);
         }
-        if (s.t === 'object') for (const r of s.required ?? []) if (!seen.has(r)) this.err(n, path === '' ? r : `${path}.${r}`, 'is required');
+        if (s.t === 'object')
+          for (const r of s.required ?? [])
+            if (!seen.has(r)) this.err(n, path === '' ? r : `${path}.${r}`, 'is required');
         return;
       }
     }
@@ -231,8 +385,16 @@ export function documentSchema(kind: KindSchema | undefined): Schema {
   return {
     t: 'object',
     fields: {
-      apiVersion: str, kind: str, metadata: obj({ ...METADATA, name }, ['name']),
-      spec: kind?.spec ?? any, status: kind?.status ?? any, data: any, stringData: any, binaryData: any, type: any, immutable: any,
+      apiVersion: str,
+      kind: str,
+      metadata: obj({ ...METADATA, name }, ['name']),
+      spec: kind?.spec ?? any,
+      status: kind?.status ?? any,
+      data: any,
+      stringData: any,
+      binaryData: any,
+      type: any,
+      immutable: any,
     },
     required: ['apiVersion', 'kind', 'metadata'],
   };
@@ -247,7 +409,8 @@ export function documentSchema(kind: KindSchema | undefined): Schema {
 export function denyListsWithNothingValid(spec: Record<string, unknown>): (string | number)[][] {
   if (spec['action'] !== 'DENY' || !Array.isArray(spec['rules'])) return [];
   const out: (string | number)[][] = [];
-  const empty = (v: unknown, ok: (s: string) => boolean): boolean => Array.isArray(v) && v.length > 0 && !v.some((x) => typeof x === 'string' && ok(x));
+  const empty = (v: unknown, ok: (s: string) => boolean): boolean =>
+    Array.isArray(v) && v.length > 0 && !v.some((x) => typeof x === 'string' && ok(x));
   (spec['rules'] as unknown[]).forEach((rule, i) => {
     const r = (rule ?? {}) as Record<string, unknown>;
     const each = (k: string, f: (x: Record<string, unknown>, j: number) => void): void => {
@@ -255,15 +418,23 @@ export function denyListsWithNothingValid(spec: Record<string, unknown>): (strin
     };
     each('to', (t, j) => {
       const op = (t['operation'] ?? {}) as Record<string, unknown>;
-      for (const k of ['ports', 'notPorts']) if (empty(op[k], isPolicyPort)) out.push(['spec', 'rules', i, 'to', j, 'operation', k]);
+      for (const k of ['ports', 'notPorts'])
+        if (empty(op[k], isPolicyPort)) out.push(['spec', 'rules', i, 'to', j, 'operation', k]);
     });
     each('from', (f, j) => {
       const src = (f['source'] ?? {}) as Record<string, unknown>;
-      for (const k of ['ipBlocks', 'notIpBlocks']) if (empty(src[k], isPolicyIp)) out.push(['spec', 'rules', i, 'from', j, 'source', k]);
+      for (const k of ['ipBlocks', 'notIpBlocks'])
+        if (empty(src[k], isPolicyIp)) out.push(['spec', 'rules', i, 'from', j, 'source', k]);
     });
     each('when', (w, j) => {
-      const ok = w['key'] === 'destination.port' ? isPolicyPort : w['key'] === 'source.ip' || w['key'] === 'destination.ip' ? isPolicyIp : undefined;
-      if (ok !== undefined) for (const k of ['values', 'notValues']) if (empty(w[k], ok)) out.push(['spec', 'rules', i, 'when', j, k]);
+      const ok =
+        w['key'] === 'destination.port'
+          ? isPolicyPort
+          : w['key'] === 'source.ip' || w['key'] === 'destination.ip'
+            ? isPolicyIp
+            : undefined;
+      if (ok !== undefined)
+        for (const k of ['values', 'notValues']) if (empty(w[k], ok)) out.push(['spec', 'rules', i, 'when', j, k]);
     });
   });
   return out;

@@ -5,7 +5,14 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { describeError } from '../../lib/errors.js';
 import { PodIndex, type PodFacts } from './pod-index.js';
-import { loadManifestDir, objectKey, type Manifest, type ManifestLoad, type ParsedFiles, type RejectedObject } from './manifest-dir.js';
+import {
+  loadManifestDir,
+  objectKey,
+  type Manifest,
+  type ManifestLoad,
+  type ParsedFiles,
+  type RejectedObject,
+} from './manifest-dir.js';
 
 /** Comparing a reload with what was held yields to the event loop after this long. */
 const DIFF_SLICE_MS = 10;
@@ -19,9 +26,22 @@ const RELOAD_DEBOUNCE_MS = 50;
  * stands in as STRICT for its namespace. Fail closed: a policy we cannot read never opens anything.
  */
 function failClosedStandIn(r: RejectedObject, file: string): Manifest | undefined {
-  const spec = r.kind === 'AuthorizationPolicy' ? { action: 'DENY', rules: [{}] } : r.kind === 'PeerAuthentication' ? { mtls: { mode: 'STRICT' } } : undefined;
+  const spec =
+    r.kind === 'AuthorizationPolicy'
+      ? { action: 'DENY', rules: [{}] }
+      : r.kind === 'PeerAuthentication'
+        ? { mtls: { mode: 'STRICT' } }
+        : undefined;
   if (spec === undefined) return undefined;
-  return { apiVersion: 'security.istio.io/v1', kind: r.kind, metadata: { name: r.name, namespace: r.namespace, labels: {}, annotations: {} }, spec, status: {}, source: r.source, file };
+  return {
+    apiVersion: 'security.istio.io/v1',
+    kind: r.kind,
+    metadata: { name: r.name, namespace: r.namespace, labels: {}, annotations: {} },
+    spec,
+    status: {},
+    source: r.source,
+    file,
+  };
 }
 
 /** Every IP a workload-like object claims, for the duplicate-IP warning. */
@@ -115,7 +135,9 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
   }
 
   private warnStandIn(r: RejectedObject): void {
-    this.log.warn(`${r.source}: ${r.key} has no good version; it stands in as ${r.kind === 'PeerAuthentication' ? 'STRICT' : 'deny-all'} for its namespace until fixed`);
+    this.log.warn(
+      `${r.source}: ${r.key} has no good version; it stands in as ${r.kind === 'PeerAuthentication' ? 'STRICT' : 'deny-all'} for its namespace until fixed`,
+    );
   }
 
   private set(key: string, o: Manifest | undefined): void {
@@ -149,11 +171,15 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
     try {
       load = await loadManifestDir(this.dir, this.parsed);
     } catch (e) {
-      this.log.error({ dir: this.dir, error: describeError(e) }, 'cannot read the config directory; serving the last good state');
+      this.log.error(
+        { dir: this.dir, error: describeError(e) },
+        'cannot read the config directory; serving the last good state',
+      );
       return;
     }
     this.parsed = load.parsed;
-    for (const e of load.errors) this.log.error({ error: e.message }, 'refused an invalid manifest; its object keeps its last good version');
+    for (const e of load.errors)
+      this.log.error({ error: e.message }, 'refused an invalid manifest; its object keeps its last good version');
     for (const w of load.warnings) this.log.warn(w);
     const merged = this.merge(load);
     const before = this.objects;
@@ -210,7 +236,10 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
         first.set(key, o);
         for (const ip of claimedIps(o)) {
           const other = ips.get(ip);
-          if (other !== undefined) this.log.warn(`${o.source}: ${key} claims IP ${ip}, already claimed by ${objectKey(other)} at ${other.source}`);
+          if (other !== undefined)
+            this.log.warn(
+              `${o.source}: ${key} claims IP ${ip}, already claimed by ${objectKey(other)} at ${other.source}`,
+            );
           else ips.set(ip, o);
         }
         out.push(o);
@@ -265,14 +294,19 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
       this.dirWatcher.on('error', () => this.schedule());
       this.dirWatcher.unref();
     } catch (e) {
-      this.log.error({ dir: this.dir, error: describeError(e) }, 'cannot watch the config directory; waiting for it to appear');
+      this.log.error(
+        { dir: this.dir, error: describeError(e) },
+        'cannot watch the config directory; waiting for it to appear',
+      );
     }
   }
 
   private schedule(): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      this.reloading = this.reloading.then(() => this.rewatchAndReload()).catch((e: unknown) => this.log.error({ error: describeError(e) }, 'manifest reload failed'));
+      this.reloading = this.reloading
+        .then(() => this.rewatchAndReload())
+        .catch((e: unknown) => this.log.error({ error: describeError(e) }, 'manifest reload failed'));
     }, RELOAD_DEBOUNCE_MS);
   }
 

@@ -9,7 +9,10 @@ import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { anyPack } from '@bufbuild/protobuf/wkt';
 import { Registry as MetricsRegistry } from 'prom-client';
-import { AggregatedDiscoveryService, type DeltaDiscoveryResponse } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
+import {
+  AggregatedDiscoveryService,
+  type DeltaDiscoveryResponse,
+} from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { AddressSchema } from '../../api/istio/workload/workload_pb.js';
 import { grpcServiceDefinition } from '../../lib/grpc-service.js';
 import { LogControl } from '../../lib/log.js';
@@ -22,7 +25,9 @@ type ClientStream = grpc.ClientDuplexStream<object, DeltaDiscoveryResponse>;
 
 /** An Address resource of about `size` bytes; `version` tells the client which update it came from. */
 function resource(name: string, version: string, size = 64): XdsResource {
-  const wl = create(AddressSchema, { type: { case: 'workload', value: { uid: name, name, namespace: 'ns', workloadName: 'x'.repeat(size) } } });
+  const wl = create(AddressSchema, {
+    type: { case: 'workload', value: { uid: name, name, namespace: 'ns', workloadName: 'x'.repeat(size) } },
+  });
   return { name, version, resource: anyPack(AddressSchema, wl) };
 }
 
@@ -41,13 +46,27 @@ describe('istiod delta ADS server, per connection', () => {
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-ads-'));
     const issuer = await LocalIssuer.loadOrCreate(dir);
-    token = await issuer.issue({ namespace: 'istio-system', serviceAccount: 'ztunnel', audience: 'istio-ca', node: 'n1' });
+    token = await issuer.issue({
+      namespace: 'istio-system',
+      serviceAccount: 'ztunnel',
+      audience: 'istio-ca',
+      node: 'n1',
+    });
     metrics = new MetricsRegistry();
-    const logs = new LogControl({ format: 'json', level: 'silent', component: 'istiod', out: new Writable({ write: (_c, _e, cb) => cb() }) });
+    const logs = new LogControl({
+      format: 'json',
+      level: 'silent',
+      component: 'istiod',
+      out: new Writable({ write: (_c, _e, cb) => cb() }),
+    });
     ads = new AdsServer(new Authenticator([], issuer.publicJwk, ['istio-ca']), metrics, logs.scope('ads'));
     server = new grpc.Server();
     server.addService(grpcServiceDefinition(AggregatedDiscoveryService), ads.handlers);
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e === null ? resolve(p) : reject(e))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+        e === null ? resolve(p) : reject(e),
+      ),
+    );
     const Ctor = grpc.makeGenericClientConstructor(grpcServiceDefinition(AggregatedDiscoveryService), 'ads');
     client = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   });
@@ -60,7 +79,9 @@ describe('istiod delta ADS server, per connection', () => {
   function open(): ClientStream {
     const md = new grpc.Metadata();
     md.set('authorization', `Bearer ${token}`);
-    const s = (client as unknown as Record<string, (m: grpc.Metadata) => ClientStream>)['deltaAggregatedResources']!.call(client, md);
+    const s = (client as unknown as Record<string, (m: grpc.Metadata) => ClientStream>)[
+      'deltaAggregatedResources'
+    ]!.call(client, md);
     s.on('error', () => undefined);
     return s;
   }
@@ -96,27 +117,42 @@ describe('istiod delta ADS server, per connection', () => {
     s.removeAllListeners('data');
     s.cancel();
     assert.ok(seen.every((r) => r.resources.every((x) => x.name === 'a')));
-    assert.equal(seen.length, written + 1, 'what was written, then one diff with the latest version once the stream drained');
+    assert.equal(
+      seen.length,
+      written + 1,
+      'what was written, then one diff with the latest version once the stream drained',
+    );
   });
 
-  test('a client re-subscribing in a loop on one stream is answered once (istiod delta.go shouldRespondDelta)', { timeout: 10_000 }, async () => {
-    ads.update(snapshot([resource('a', '1'), resource('b', '1')]));
-    const s = open();
-    const got: DeltaDiscoveryResponse[] = [];
-    s.on('data', (r: DeltaDiscoveryResponse) => got.push(r));
-    for (let i = 0; i < 50; i++) s.write({ typeUrl: ADDRESS_TYPE });
-    // A named subscription on the same stream is answered with just that name; it also orders the stream:
-    // its answer comes after any answer to the loop above.
-    s.write({ typeUrl: ADDRESS_TYPE, resourceNamesSubscribe: ['b', 'missing'] });
-    await new Promise<void>((resolve) => {
-      s.on('data', (r: DeltaDiscoveryResponse) => {
-        if (r.removedResources.includes('missing')) resolve();
+  test(
+    'a client re-subscribing in a loop on one stream is answered once (istiod delta.go shouldRespondDelta)',
+    { timeout: 10_000 },
+    async () => {
+      ads.update(snapshot([resource('a', '1'), resource('b', '1')]));
+      const s = open();
+      const got: DeltaDiscoveryResponse[] = [];
+      s.on('data', (r: DeltaDiscoveryResponse) => got.push(r));
+      for (let i = 0; i < 50; i++) s.write({ typeUrl: ADDRESS_TYPE });
+      // A named subscription on the same stream is answered with just that name; it also orders the stream:
+      // its answer comes after any answer to the loop above.
+      s.write({ typeUrl: ADDRESS_TYPE, resourceNamesSubscribe: ['b', 'missing'] });
+      await new Promise<void>((resolve) => {
+        s.on('data', (r: DeltaDiscoveryResponse) => {
+          if (r.removedResources.includes('missing')) resolve();
+        });
       });
-    });
-    assert.equal(got.length, 2, got.map((r) => JSON.stringify({ n: r.resources.map((x) => x.name), rm: r.removedResources })).join(' '));
-    assert.deepEqual(got[0]!.resources.map((r) => r.name).sort(), ['a', 'b']);
-    assert.deepEqual(got[1]!.resources.map((r) => r.name), ['b']);
-    assert.deepEqual(got[1]!.removedResources, ['missing']);
-    s.cancel();
-  });
+      assert.equal(
+        got.length,
+        2,
+        got.map((r) => JSON.stringify({ n: r.resources.map((x) => x.name), rm: r.removedResources })).join(' '),
+      );
+      assert.deepEqual(got[0]!.resources.map((r) => r.name).sort(), ['a', 'b']);
+      assert.deepEqual(
+        got[1]!.resources.map((r) => r.name),
+        ['b'],
+      );
+      assert.deepEqual(got[1]!.removedResources, ['missing']);
+      s.cancel();
+    },
+  );
 });

@@ -3,7 +3,10 @@ import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry as MetricsRegistry } from 'prom-client';
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { DeltaDiscoveryRequest, DeltaDiscoveryResponseSchema } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
+import type {
+  DeltaDiscoveryRequest,
+  DeltaDiscoveryResponseSchema,
+} from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { describeError } from '../../lib/errors.js';
 import type { Caller, CallerAuthenticator } from '../ca/authenticate.js';
 import { AUTHENTICATION_FAILURE, authenticatedCaller } from '../ca/authentication-interceptor.js';
@@ -62,9 +65,23 @@ export class AdsServer {
   ) {
     const registers = [metrics];
     this.metrics = {
-      connected: new Gauge({ name: 'pilot_xds', help: 'Number of endpoints connected to this pilot using XDS.', registers }),
-      pushes: new Counter({ name: 'pilot_xds_pushes', help: 'Pilot build and send errors for lds, rds, cds and eds.', labelNames: ['type'], registers }),
-      rejects: new Counter({ name: 'pilot_total_xds_rejects', help: 'Total number of XDS responses from pilot rejected by proxy.', labelNames: ['type_url'], registers }),
+      connected: new Gauge({
+        name: 'pilot_xds',
+        help: 'Number of endpoints connected to this pilot using XDS.',
+        registers,
+      }),
+      pushes: new Counter({
+        name: 'pilot_xds_pushes',
+        help: 'Pilot build and send errors for lds, rds, cds and eds.',
+        labelNames: ['type'],
+        registers,
+      }),
+      rejects: new Counter({
+        name: 'pilot_total_xds_rejects',
+        help: 'Total number of XDS responses from pilot rejected by proxy.',
+        labelNames: ['type_url'],
+        registers,
+      }),
     };
   }
 
@@ -83,7 +100,9 @@ export class AdsServer {
   update(snapshot: Snapshot, touched?: ReadonlyMap<string, ReadonlySet<string>>): void {
     const first = this.snapshot === undefined;
     this.snapshot = snapshot;
-    for (const c of this.conns) for (const [typeUrl, st] of c.types) this.push(c, typeUrl, st, first || touched === undefined ? undefined : (touched.get(typeUrl) ?? new Set()));
+    for (const c of this.conns)
+      for (const [typeUrl, st] of c.types)
+        this.push(c, typeUrl, st, first || touched === undefined ? undefined : (touched.get(typeUrl) ?? new Set()));
   }
 
   /** `/debug/connections`: who is connected and what each was last sent. */
@@ -94,7 +113,17 @@ export class AdsServer {
       caller: `${c.caller.namespace}/${c.caller.serviceAccount}`,
       connectedAt: c.connectedAt,
       blocked: c.blocked,
-      types: Object.fromEntries([...c.types].map(([t, s]) => [t, { acked: s.acked, lastNonce: s.lastNonce, lastNack: s.lastNack, resources: Object.fromEntries([...s.sent].sort()) }])),
+      types: Object.fromEntries(
+        [...c.types].map(([t, s]) => [
+          t,
+          {
+            acked: s.acked,
+            lastNonce: s.lastNonce,
+            lastNack: s.lastNack,
+            resources: Object.fromEntries([...s.sent].sort()),
+          },
+        ]),
+      ),
     }));
   }
 
@@ -107,7 +136,15 @@ export class AdsServer {
       stream.emit('error', { code: grpc.status.UNAUTHENTICATED, details: AUTHENTICATION_FAILURE });
       return;
     }
-    const c: Connection = { id: `ztunnel-${this.nextId++}`, caller, stream, connectedAt: new Date().toISOString(), nodeId: '', types: new Map(), blocked: false };
+    const c: Connection = {
+      id: `ztunnel-${this.nextId++}`,
+      caller,
+      stream,
+      connectedAt: new Date().toISOString(),
+      nodeId: '',
+      types: new Map(),
+      blocked: false,
+    };
     this.conns.add(c);
     this.metrics.connected.set(this.conns.size);
     this.log.info({ connection: c.id, caller: `${caller.namespace}/${caller.serviceAccount}` }, 'xDS client connected');
@@ -143,7 +180,10 @@ export class AdsServer {
       if (req.errorDetail !== undefined && req.errorDetail.message !== '') {
         st.lastNack = req.errorDetail.message;
         this.metrics.rejects.inc({ type_url: typeUrl });
-        this.log.warn({ connection: c.id, node: c.nodeId, typeUrl, error: req.errorDetail.message }, 'ztunnel rejected (NACKed) resources');
+        this.log.warn(
+          { connection: c.id, node: c.nodeId, typeUrl, error: req.errorDetail.message },
+          'ztunnel rejected (NACKed) resources',
+        );
       } else {
         st.acked = true;
       }
@@ -160,7 +200,14 @@ export class AdsServer {
       return;
     }
     // The first subscription on this stream: trust what the client says it holds, then send everything else.
-    const fresh: TypeState = { sent: new Map(Object.entries(req.initialResourceVersions)), lastNonce: '', acked: false, lastNack: undefined, requested: new Set(), answerDue: true };
+    const fresh: TypeState = {
+      sent: new Map(Object.entries(req.initialResourceVersions)),
+      lastNonce: '',
+      acked: false,
+      lastNack: undefined,
+      requested: new Set(),
+      answerDue: true,
+    };
     c.types.set(typeUrl, fresh);
     this.push(c, typeUrl, fresh);
   }
@@ -202,6 +249,9 @@ export class AdsServer {
       removedResources: removed,
     });
     if (!more) c.blocked = true;
-    this.log.debug({ connection: c.id, typeUrl, upserts: changed.size, removals: removed.length, nonce, blocked: c.blocked }, 'xDS push');
+    this.log.debug(
+      { connection: c.id, typeUrl, upserts: changed.size, removals: removed.length, nonce, blocked: c.blocked },
+      'xDS push',
+    );
   }
 }

@@ -3,7 +3,12 @@ import { create, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { anyPack, EmptySchema } from '@bufbuild/protobuf/wkt';
 import type { Any } from '@bufbuild/protobuf/wkt';
 import { AddressSchema, PortListSchema, type Address } from '../../api/istio/workload/workload_pb.js';
-import { AuthorizationSchema, type MatchSchema, type StringMatchSchema, type Authorization } from '../../api/istio/security/authorization_pb.js';
+import {
+  AuthorizationSchema,
+  type MatchSchema,
+  type StringMatchSchema,
+  type Authorization,
+} from '../../api/istio/security/authorization_pb.js';
 import type { AuthorizationModel, MatchModel, ServiceModel, StringMatchModel, WorkloadModel } from '../model/types.js';
 
 /** xDS type URLs ztunnel subscribes to (ztunnel `src/xds/client.rs`). */
@@ -28,7 +33,12 @@ function workloadAddress(w: WorkloadModel): Address {
       value: {
         ...w,
         addresses: [...w.addresses],
-        services: Object.fromEntries(Object.entries(w.services).map(([k, ports]) => [k, create(PortListSchema, { ports: ports.map((p) => ({ ...p })) })])),
+        services: Object.fromEntries(
+          Object.entries(w.services).map(([k, ports]) => [
+            k,
+            create(PortListSchema, { ports: ports.map((p) => ({ ...p })) }),
+          ]),
+        ),
         authorizationPolicies: [...w.authorizationPolicies],
       },
     },
@@ -43,10 +53,22 @@ function serviceAddress(s: ServiceModel): Address {
         name: s.name,
         namespace: s.namespace,
         hostname: s.hostname,
-        addresses: s.addresses.map((a) => ({ network: a.network, address: a.address, ...(a.length === undefined ? {} : { length: a.length }) })),
+        addresses: s.addresses.map((a) => ({
+          network: a.network,
+          address: a.address,
+          ...(a.length === undefined ? {} : { length: a.length }),
+        })),
         ports: s.ports.map((p) => ({ ...p })),
         subjectAltNames: [...s.subjectAltNames],
-        ...(s.loadBalancing === undefined ? {} : { loadBalancing: { routingPreference: [...s.loadBalancing.routingPreference], mode: s.loadBalancing.mode, healthPolicy: s.loadBalancing.healthPolicy } }),
+        ...(s.loadBalancing === undefined
+          ? {}
+          : {
+              loadBalancing: {
+                routingPreference: [...s.loadBalancing.routingPreference],
+                mode: s.loadBalancing.mode,
+                healthPolicy: s.loadBalancing.healthPolicy,
+              },
+            }),
         canonical: s.canonical,
       },
     },

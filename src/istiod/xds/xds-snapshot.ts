@@ -1,6 +1,12 @@
 import type { IncrementalMeshModel, ModelChanges } from '../model/incremental-mesh-model.js';
 import type { Snapshot } from './ads-server.js';
-import { ADDRESS_TYPE, AUTHORIZATION_TYPE, addressResource, authorizationResource, type XdsResource } from './convert.js';
+import {
+  ADDRESS_TYPE,
+  AUTHORIZATION_TYPE,
+  addressResource,
+  authorizationResource,
+  type XdsResource,
+} from './convert.js';
 
 /**
  * The encoded resources of a model, kept in step with it: only the names a model update changed are encoded
@@ -10,7 +16,10 @@ export class XdsSnapshot {
   private readonly addresses = new Map<string, XdsResource>();
   private readonly authorizations = new Map<string, XdsResource>();
   /** The live snapshot: the same maps, updated in place by `apply`. */
-  readonly snapshot: Snapshot = new Map([[ADDRESS_TYPE, this.addresses], [AUTHORIZATION_TYPE, this.authorizations]]);
+  readonly snapshot: Snapshot = new Map([
+    [ADDRESS_TYPE, this.addresses],
+    [AUTHORIZATION_TYPE, this.authorizations],
+  ]);
 
   constructor(private readonly model: IncrementalMeshModel) {}
 
@@ -26,7 +35,10 @@ export class XdsSnapshot {
       if (a === undefined) this.authorizations.delete(name);
       else this.authorizations.set(name, authorizationResource(name, a));
     }
-    return new Map([[ADDRESS_TYPE, changes.addresses], [AUTHORIZATION_TYPE, changes.authorizations]]);
+    return new Map([
+      [ADDRESS_TYPE, changes.addresses],
+      [AUTHORIZATION_TYPE, changes.authorizations],
+    ]);
   }
 
   get size(): { addresses: number; authorizations: number } {

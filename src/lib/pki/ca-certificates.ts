@@ -22,12 +22,19 @@ export { CLOCK_SKEW_GRACE_MS, randomSerial, SELF_SIGNED_ROOT_TTL_MS };
 export function exactSubjectName(cert: x509.X509Certificate, file: string): x509.Name {
   const der = Buffer.from(cert.subjectName.toArrayBuffer());
   if (!Buffer.from(cert.rawData).includes(der)) {
-    throw new MeshError('ZT_ERR_CA_FILES', `${file}: the subject name "${cert.subject}" uses an encoding that cannot be copied byte for byte into issued certificates; reissue the CA certificate with DER-encoded names (openssl does)`);
+    throw new MeshError(
+      'ZT_ERR_CA_FILES',
+      `${file}: the subject name "${cert.subject}" uses an encoding that cannot be copied byte for byte into issued certificates; reissue the CA certificate with DER-encoded names (openssl does)`,
+    );
   }
   return new x509.Name(der);
 }
 
-const caKeyUsages = (): x509.KeyUsagesExtension => new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature, true);
+const caKeyUsages = (): x509.KeyUsagesExtension =>
+  new x509.KeyUsagesExtension(
+    x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
+    true,
+  );
 
 /** A new self-signed ECDSA P-256 root named `name`. */
 export async function createSelfSignedRoot(name: string): Promise<{ cert: x509.X509Certificate; keys: CryptoKeyPair }> {
@@ -50,7 +57,11 @@ export async function createSelfSignedRoot(name: string): Promise<{ cert: x509.X
 }
 
 /** A new P-256 intermediate CA (path length 0) named `subject`, signed by `root`. */
-export async function createIntermediate(root: { cert: x509.X509Certificate; keys: CryptoKeyPair }, subject: string, ttlMs: number): Promise<{ cert: x509.X509Certificate; keys: CryptoKeyPair }> {
+export async function createIntermediate(
+  root: { cert: x509.X509Certificate; keys: CryptoKeyPair },
+  subject: string,
+  ttlMs: number,
+): Promise<{ cert: x509.X509Certificate; keys: CryptoKeyPair }> {
   const keys = await subtle.generateKey(EC_P256, true, ['sign', 'verify']);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.create({

@@ -28,13 +28,19 @@ async function utf8CaDir(validDays: number): Promise<{ dir: string; subjectDer: 
     notAfter: new Date(now + validDays * DAY_MS),
     keys,
     signingAlgorithm: EC_P256,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), await x509.SubjectKeyIdentifierExtension.create(keys.publicKey)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
   });
   const pem = cert.toString('pem') + '\n';
   await writeFile(path.join(dir, PLUGIN_CA_FILES.caCert), pem);
   await writeFile(path.join(dir, PLUGIN_CA_FILES.rootCert), pem);
   await writeFile(path.join(dir, PLUGIN_CA_FILES.certChain), pem);
-  await writeFile(path.join(dir, PLUGIN_CA_FILES.caKey), x509.PemConverter.encode(await subtle.exportKey('pkcs8', keys.privateKey), 'PRIVATE KEY'));
+  await writeFile(
+    path.join(dir, PLUGIN_CA_FILES.caKey),
+    x509.PemConverter.encode(await subtle.exportKey('pkcs8', keys.privateKey), 'PRIVATE KEY'),
+  );
   return { dir, subjectDer: Buffer.from(name.toArrayBuffer()) };
 }
 
@@ -60,10 +66,16 @@ test("a leaf is backdated by Istio's 2 minute clock-skew grace, carries exactly 
     const before = Date.now();
     const leaf = await signLeaf(dir, 3600);
     const nb = leaf.notBefore.getTime();
-    assert.ok(nb <= before - CLOCK_SKEW_GRACE_MS + 1000 && nb >= before - CLOCK_SKEW_GRACE_MS - 1000, `notBefore ${leaf.notBefore.toISOString()}`);
+    assert.ok(
+      nb <= before - CLOCK_SKEW_GRACE_MS + 1000 && nb >= before - CLOCK_SKEW_GRACE_MS - 1000,
+      `notBefore ${leaf.notBefore.toISOString()}`,
+    );
     const san = leaf.getExtension(x509.SubjectAlternativeNameExtension)!;
     assert.equal(san.critical, true);
-    assert.deepEqual(san.names.items.map((n) => [n.type, n.value]), [['url', URI]]);
+    assert.deepEqual(
+      san.names.items.map((n) => [n.type, n.value]),
+      [['url', URI]],
+    );
     assert.equal(new X509Certificate(leaf.toString('pem')).ca, false);
     assert.equal(leaf.subject, '');
   } finally {
@@ -96,31 +108,67 @@ test('a CSR with data after its DER, text after its PEM block, or a bad signatur
     [csrPem + csrPem, /not exactly one PEM/],
     [pem(tampered), /signature does not verify|cannot parse/],
   ] as const) {
-    await assert.rejects(ca.sign(bad, URI, 3600), (e: unknown) => isMeshError(e, 'ISTIOD_ERR_CSR') && why.test(e.message), bad.slice(0, 60));
+    await assert.rejects(
+      ca.sign(bad, URI, 3600),
+      (e: unknown) => isMeshError(e, 'ISTIOD_ERR_CSR') && why.test(e.message),
+      bad.slice(0, 60),
+    );
   }
 });
 
-test('a leaf verifies in OpenSSL through the plug-in CA\'s intermediate to its root, with Istio\'s extensions', { skip: spawnSync('openssl', ['version']).status === 0 ? false : 'needs the openssl command' }, async () => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-ca-unit-'));
-  try {
-    await writePluginCaDir(path.join(dir, 'ca'));
-    const ca = await CertificateAuthority.fromPluginDir(path.join(dir, 'ca'));
-    const { csrPem } = await createKeyAndCsr(URI);
-    const [leaf, ...rest] = await ca.sign(csrPem, URI, 3600);
-    await writeFile(path.join(dir, 'leaf.pem'), leaf!);
-    await writeFile(path.join(dir, 'chain.pem'), rest.slice(0, -1).join(''));
-    await writeFile(path.join(dir, 'root.pem'), rest[rest.length - 1]!);
-    const verify = spawnSync('openssl', ['verify', '-x509_strict', '-purpose', 'sslclient', '-CAfile', 'root.pem', '-untrusted', 'chain.pem', 'leaf.pem'], { cwd: dir, encoding: 'utf8' });
-    assert.equal(verify.status, 0, verify.stdout + verify.stderr);
-    const text = spawnSync('openssl', ['x509', '-noout', '-text', '-in', 'leaf.pem'], { cwd: dir, encoding: 'utf8' }).stdout;
-    assert.match(text, /Version: 3 \(0x2\)/);
-    assert.match(text, /X509v3 Basic Constraints: critical\n\s+CA:FALSE\n/);
-    assert.match(text, /X509v3 Key Usage: critical\n\s+Digital Signature, Key Encipherment\n/);
-    assert.match(text, /X509v3 Extended Key Usage: \n\s+TLS Web Server Authentication, TLS Web Client Authentication\n/);
-    assert.match(text, /X509v3 Subject Alternative Name: critical\n\s+URI:spiffe:\/\/cluster\.local\/ns\/a\/sa\/b\n/);
-    const caSki = /X509v3 Subject Key Identifier: \n\s+([0-9A-F:]+)\n/.exec(spawnSync('openssl', ['x509', '-noout', '-text', '-in', path.join('ca', PLUGIN_CA_FILES.caCert)], { cwd: dir, encoding: 'utf8' }).stdout)?.[1];
-    assert.ok(caSki !== undefined && text.includes(caSki), 'the leaf\'s authority key identifier is its CA\'s subject key identifier');
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+test(
+  "a leaf verifies in OpenSSL through the plug-in CA's intermediate to its root, with Istio's extensions",
+  { skip: spawnSync('openssl', ['version']).status === 0 ? false : 'needs the openssl command' },
+  async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-ca-unit-'));
+    try {
+      await writePluginCaDir(path.join(dir, 'ca'));
+      const ca = await CertificateAuthority.fromPluginDir(path.join(dir, 'ca'));
+      const { csrPem } = await createKeyAndCsr(URI);
+      const [leaf, ...rest] = await ca.sign(csrPem, URI, 3600);
+      await writeFile(path.join(dir, 'leaf.pem'), leaf!);
+      await writeFile(path.join(dir, 'chain.pem'), rest.slice(0, -1).join(''));
+      await writeFile(path.join(dir, 'root.pem'), rest[rest.length - 1]!);
+      const verify = spawnSync(
+        'openssl',
+        [
+          'verify',
+          '-x509_strict',
+          '-purpose',
+          'sslclient',
+          '-CAfile',
+          'root.pem',
+          '-untrusted',
+          'chain.pem',
+          'leaf.pem',
+        ],
+        { cwd: dir, encoding: 'utf8' },
+      );
+      assert.equal(verify.status, 0, verify.stdout + verify.stderr);
+      const text = spawnSync('openssl', ['x509', '-noout', '-text', '-in', 'leaf.pem'], {
+        cwd: dir,
+        encoding: 'utf8',
+      }).stdout;
+      assert.match(text, /Version: 3 \(0x2\)/);
+      assert.match(text, /X509v3 Basic Constraints: critical\n\s+CA:FALSE\n/);
+      assert.match(text, /X509v3 Key Usage: critical\n\s+Digital Signature, Key Encipherment\n/);
+      assert.match(
+        text,
+        /X509v3 Extended Key Usage: \n\s+TLS Web Server Authentication, TLS Web Client Authentication\n/,
+      );
+      assert.match(text, /X509v3 Subject Alternative Name: critical\n\s+URI:spiffe:\/\/cluster\.local\/ns\/a\/sa\/b\n/);
+      const caSki = /X509v3 Subject Key Identifier: \n\s+([0-9A-F:]+)\n/.exec(
+        spawnSync('openssl', ['x509', '-noout', '-text', '-in', path.join('ca', PLUGIN_CA_FILES.caCert)], {
+          cwd: dir,
+          encoding: 'utf8',
+        }).stdout,
+      )?.[1];
+      assert.ok(
+        caSki !== undefined && text.includes(caSki),
+        "the leaf's authority key identifier is its CA's subject key identifier",
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  },
+);

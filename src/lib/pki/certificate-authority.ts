@@ -2,7 +2,19 @@ import { generateKeyPair, KeyObject, sign, X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
 import { MeshError } from '../errors.js';
 import { keyIdentifier, subjectDer } from './certificate-fields.js';
-import { bitString, booleanTrue, contextTag, nullValue, objectIdentifier, octetString, sequence, smallInteger, time, tlv, unsignedInteger } from './der-writer.js';
+import {
+  bitString,
+  booleanTrue,
+  contextTag,
+  nullValue,
+  objectIdentifier,
+  octetString,
+  sequence,
+  smallInteger,
+  time,
+  tlv,
+  unsignedInteger,
+} from './der-writer.js';
 import { CLOCK_SKEW_GRACE_MS, randomSerial } from './issue-policy.js';
 import { parseCsrPem } from './parse-csr.js';
 import { pemEncode } from './pem.js';
@@ -19,9 +31,15 @@ export interface SubjectAltName {
 
 /** RFC 5280 and RFC 5758 object identifiers of what a workload certificate carries. */
 const OID = {
-  basicConstraints: '2.5.29.19', keyUsage: '2.5.29.15', extKeyUsage: '2.5.29.37', authorityKeyIdentifier: '2.5.29.35', subjectAltName: '2.5.29.17',
-  serverAuth: '1.3.6.1.5.5.7.3.1', clientAuth: '1.3.6.1.5.5.7.3.2',
-  ecdsaWithSha256: '1.2.840.10045.4.3.2', sha256WithRsa: '1.2.840.113549.1.1.11',
+  basicConstraints: '2.5.29.19',
+  keyUsage: '2.5.29.15',
+  extKeyUsage: '2.5.29.37',
+  authorityKeyIdentifier: '2.5.29.35',
+  subjectAltName: '2.5.29.17',
+  serverAuth: '1.3.6.1.5.5.7.3.1',
+  clientAuth: '1.3.6.1.5.5.7.3.2',
+  ecdsaWithSha256: '1.2.840.10045.4.3.2',
+  sha256WithRsa: '1.2.840.113549.1.1.11',
 } as const;
 /** keyUsage digitalSignature (bit 0) and keyEncipherment (bit 2): a BIT STRING of one byte 1010 0000, its last 5 bits unused. */
 const BIT_STRING_TAG = 0x03;
@@ -62,7 +80,13 @@ export class CertificateAuthority {
     const { cert, keys } = await createSelfSignedRoot(`O=${trustDomain}`);
     const pem = cert.toString('pem') + '\n';
     const caCert = new X509Certificate(pem);
-    return new CertificateAuthority({ caCert, issuerDer: subjectDer(caCert), caKey: KeyObject.from(keys.privateKey), intermediatesPem: [], rootBundlePem: pem });
+    return new CertificateAuthority({
+      caCert,
+      issuerDer: subjectDer(caCert),
+      caKey: KeyObject.from(keys.privateKey),
+      intermediatesPem: [],
+      rootBundlePem: pem,
+    });
   }
 
   /** Signs `csrPem` for exactly `uri`. Returns [leaf, ...intermediates, rootBundle]. */
@@ -87,25 +111,47 @@ export class CertificateAuthority {
   /** The chain for a certificate to `spki` (SubjectPublicKeyInfo DER) for `sans`. */
   issue(spki: Buffer, sans: readonly SubjectAltName[], ttlSeconds: number): string[] {
     const now = Date.now();
-    if (now >= this.caNotAfter) throw new MeshError('ZT_ERR_CA_FILES', `the signing CA certificate expired on ${new Date(this.caNotAfter).toISOString()}; install a new one`);
+    if (now >= this.caNotAfter)
+      throw new MeshError(
+        'ZT_ERR_CA_FILES',
+        `the signing CA certificate expired on ${new Date(this.caNotAfter).toISOString()}; install a new one`,
+      );
     const ec = this.ca.caKey.asymmetricKeyType === 'ec';
-    const algorithm = ec ? sequence(objectIdentifier(OID.ecdsaWithSha256)) : sequence(objectIdentifier(OID.sha256WithRsa), nullValue());
-    const extension = (oid: string, critical: boolean, value: Buffer): Buffer => sequence(objectIdentifier(oid), ...(critical ? [booleanTrue()] : []), octetString(value));
+    const algorithm = ec
+      ? sequence(objectIdentifier(OID.ecdsaWithSha256))
+      : sequence(objectIdentifier(OID.sha256WithRsa), nullValue());
+    const extension = (oid: string, critical: boolean, value: Buffer): Buffer =>
+      sequence(objectIdentifier(oid), ...(critical ? [booleanTrue()] : []), octetString(value));
     const tbs = sequence(
       contextTag(0, true, smallInteger(X509_V3)),
       unsignedInteger(Buffer.from(randomSerial(), 'hex')),
       algorithm,
       this.ca.issuerDer,
-      sequence(time(new Date(now - CLOCK_SKEW_GRACE_MS)), time(new Date(Math.min(now + ttlSeconds * 1000, this.caNotAfter)))),
+      sequence(
+        time(new Date(now - CLOCK_SKEW_GRACE_MS)),
+        time(new Date(Math.min(now + ttlSeconds * 1000, this.caNotAfter))),
+      ),
       sequence(),
       spki,
-      contextTag(3, true, sequence(
-        extension(OID.basicConstraints, true, sequence()),
-        extension(OID.keyUsage, true, tlv(BIT_STRING_TAG, LEAF_KEY_USAGE)),
-        extension(OID.extKeyUsage, false, sequence(objectIdentifier(OID.serverAuth), objectIdentifier(OID.clientAuth))),
-        extension(OID.authorityKeyIdentifier, false, sequence(contextTag(0, false, keyIdentifier(this.ca.caCert)))),
-        extension(OID.subjectAltName, true, sequence(...sans.map((n) => contextTag(GENERAL_NAME_TAG[n.type], false, Buffer.from(n.value, 'ascii'))))),
-      )),
+      contextTag(
+        3,
+        true,
+        sequence(
+          extension(OID.basicConstraints, true, sequence()),
+          extension(OID.keyUsage, true, tlv(BIT_STRING_TAG, LEAF_KEY_USAGE)),
+          extension(
+            OID.extKeyUsage,
+            false,
+            sequence(objectIdentifier(OID.serverAuth), objectIdentifier(OID.clientAuth)),
+          ),
+          extension(OID.authorityKeyIdentifier, false, sequence(contextTag(0, false, keyIdentifier(this.ca.caCert)))),
+          extension(
+            OID.subjectAltName,
+            true,
+            sequence(...sans.map((n) => contextTag(GENERAL_NAME_TAG[n.type], false, Buffer.from(n.value, 'ascii')))),
+          ),
+        ),
+      ),
     );
     const signature = sign('sha256', tbs, ec ? { key: this.ca.caKey, dsaEncoding: 'der' } : this.ca.caKey);
     const leaf = pemEncode('CERTIFICATE', sequence(tbs, algorithm, bitString(signature)));
@@ -117,8 +163,16 @@ export class CertificateAuthority {
  * A serving certificate (for istiod's gRPC port) with DNS SANs, from a fresh P-256 key. Returns the key and the
  * chain as `sign` does.
  */
-export async function issueServingCertificate(ca: CertificateAuthority, dnsNames: readonly string[], ttlSeconds: number): Promise<{ keyPem: string; chain: string[] }> {
+export async function issueServingCertificate(
+  ca: CertificateAuthority,
+  dnsNames: readonly string[],
+  ttlSeconds: number,
+): Promise<{ keyPem: string; chain: string[] }> {
   const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' });
-  const chain = ca.issue(publicKey.export({ type: 'spki', format: 'der' }), dnsNames.map((value) => ({ type: 'dns' as const, value })), ttlSeconds);
+  const chain = ca.issue(
+    publicKey.export({ type: 'spki', format: 'der' }),
+    dnsNames.map((value) => ({ type: 'dns' as const, value })),
+    ttlSeconds,
+  );
   return { keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, chain };
 }

@@ -20,5 +20,7 @@ export function subjectDer(cert: X509Certificate): Buffer {
 export function keyIdentifier(cert: X509Certificate): Buffer {
   const spki = cert.publicKey.export({ type: 'spki', format: 'der' });
   const [, bits] = children(spki, expectTag(readTlv(spki, 0), TAG.sequence, 'subjectPublicKeyInfo'));
-  return createHash('sha1').update(content(spki, expectTag(bits, TAG.bitString, 'subjectPublicKey')).subarray(1)).digest();
+  return createHash('sha1')
+    .update(content(spki, expectTag(bits, TAG.bitString, 'subjectPublicKey')).subarray(1))
+    .digest();
 }

@@ -4,7 +4,16 @@
  */
 import { generateKeyPair, sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import { bitString, booleanTrue, contextTag, objectIdentifier, octetString, sequence, set, smallInteger } from './der-writer.js';
+import {
+  bitString,
+  booleanTrue,
+  contextTag,
+  objectIdentifier,
+  octetString,
+  sequence,
+  set,
+  smallInteger,
+} from './der-writer.js';
 import { pemEncode } from './pem.js';
 
 export interface KeyAndCsr {
@@ -14,7 +23,11 @@ export interface KeyAndCsr {
 }
 
 /** RFC 2985 extensionRequest, RFC 5280 subjectAltName, RFC 5758 ecdsa-with-SHA256. */
-const OID = { extensionRequest: '1.2.840.113549.1.9.14', subjectAltName: '2.5.29.17', ecdsaWithSha256: '1.2.840.10045.4.3.2' } as const;
+const OID = {
+  extensionRequest: '1.2.840.113549.1.9.14',
+  subjectAltName: '2.5.29.17',
+  ecdsaWithSha256: '1.2.840.10045.4.3.2',
+} as const;
 /** GeneralName's uniformResourceIdentifier: [6] IMPLICIT IA5String. */
 const URI_NAME_TAG = 6;
 const PKCS10_VERSION_1 = 0;
@@ -27,11 +40,18 @@ const generateEcKeyPair = promisify(generateKeyPair);
  */
 export async function createKeyAndCsr(uri: string): Promise<KeyAndCsr> {
   const { publicKey, privateKey } = await generateEcKeyPair('ec', { namedCurve: 'P-256' });
-  return { keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, csrPem: pemEncode('CERTIFICATE REQUEST', csrDer(uri, publicKey, privateKey)) };
+  return {
+    keyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
+    csrPem: pemEncode('CERTIFICATE REQUEST', csrDer(uri, publicKey, privateKey)),
+  };
 }
 
 function csrDer(uri: string, publicKey: KeyObject, privateKey: KeyObject): Buffer {
-  const san = sequence(objectIdentifier(OID.subjectAltName), booleanTrue(), octetString(sequence(contextTag(URI_NAME_TAG, false, Buffer.from(uri, 'ascii')))));
+  const san = sequence(
+    objectIdentifier(OID.subjectAltName),
+    booleanTrue(),
+    octetString(sequence(contextTag(URI_NAME_TAG, false, Buffer.from(uri, 'ascii')))),
+  );
   const info = sequence(
     smallInteger(PKCS10_VERSION_1),
     sequence(),

@@ -25,7 +25,8 @@ export function readTlv(b: Buffer, at: number, limit = b.length): Tlv {
   let length = first;
   if (first >= 0x80) {
     const n = first & 0x7f;
-    if (n === 0 || n > MAX_LENGTH_BYTES) throw new Error(`DER element at ${at} has ${n === 0 ? 'an indefinite' : 'an oversized'} length`);
+    if (n === 0 || n > MAX_LENGTH_BYTES)
+      throw new Error(`DER element at ${at} has ${n === 0 ? 'an indefinite' : 'an oversized'} length`);
     if (contentStart + n > limit) throw new Error(`DER element at ${at} is truncated`);
     length = 0;
     for (let i = 0; i < n; i++) length = length * 256 + b[contentStart + i]!;
@@ -40,7 +41,7 @@ export function readTlv(b: Buffer, at: number, limit = b.length): Tlv {
 /** The elements inside constructed element `t`, which must fill it exactly. */
 export function children(b: Buffer, t: Tlv): Tlv[] {
   const out: Tlv[] = [];
-  for (let at = t.contentStart; at < t.end; ) {
+  for (let at = t.contentStart; at < t.end;) {
     const c = readTlv(b, at, t.end);
     out.push(c);
     at = c.end;
@@ -50,7 +51,10 @@ export function children(b: Buffer, t: Tlv): Tlv[] {
 
 /** `t` if it has `tag`, else an error naming `what`. */
 export function expectTag(t: Tlv | undefined, tag: number, what: string): Tlv {
-  if (t?.tag !== tag) throw new Error(`${what}: expected DER tag 0x${tag.toString(16)}, found ${t === undefined ? 'nothing' : `0x${t.tag.toString(16)}`}`);
+  if (t?.tag !== tag)
+    throw new Error(
+      `${what}: expected DER tag 0x${tag.toString(16)}, found ${t === undefined ? 'nothing' : `0x${t.tag.toString(16)}`}`,
+    );
   return t;
 }
 

@@ -9,7 +9,7 @@ test('DER lengths take the short form below 128 bytes and the minimal long form 
   assert.deepEqual(sequence(), Buffer.from([0x30, 0x00]));
 });
 
-test('DER integers are minimal two\'s complement: a leading zero only before a set high bit (X.690 §8.3.2)', () => {
+test("DER integers are minimal two's complement: a leading zero only before a set high bit (X.690 §8.3.2)", () => {
   assert.deepEqual(smallInteger(0), Buffer.from([0x02, 0x01, 0x00]));
   assert.deepEqual(smallInteger(127), Buffer.from([0x02, 0x01, 0x7f]));
   assert.deepEqual(smallInteger(128), Buffer.from([0x02, 0x02, 0x00, 0x80]));

@@ -49,7 +49,9 @@ export function time(d: Date): Buffer {
   const iso = d.toISOString();
   const digits = iso.slice(0, 19).replace(/[-:T]/g, '') + 'Z';
   const year = d.getUTCFullYear();
-  return year >= 1950 && year < 2050 ? tlv(0x17, Buffer.from(digits.slice(2), 'ascii')) : tlv(0x18, Buffer.from(digits, 'ascii'));
+  return year >= 1950 && year < 2050
+    ? tlv(0x17, Buffer.from(digits.slice(2), 'ascii'))
+    : tlv(0x18, Buffer.from(digits, 'ascii'));
 }
 
 /** An OBJECT IDENTIFIER from its dotted form. */
@@ -65,4 +67,5 @@ export function objectIdentifier(dotted: string): Buffer {
 }
 
 /** A context-specific tag `[n]`: constructed (EXPLICIT, or IMPLICIT of a constructed type) or primitive. */
-export const contextTag = (n: number, constructed: boolean, ...content: readonly Buffer[]): Buffer => tlv((constructed ? 0xa0 : 0x80) | n, ...content);
+export const contextTag = (n: number, constructed: boolean, ...content: readonly Buffer[]): Buffer =>
+  tlv((constructed ? 0xa0 : 0x80) | n, ...content);

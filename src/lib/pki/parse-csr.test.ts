@@ -13,7 +13,10 @@ async function csrDer(): Promise<Buffer> {
 }
 
 const refused = (der: Buffer, why: RegExp): void => {
-  assert.throws(() => parseCsrPem(pemEncode('CERTIFICATE REQUEST', der)), (e: unknown) => isMeshError(e, 'ISTIOD_ERR_CSR') && why.test(e.message));
+  assert.throws(
+    () => parseCsrPem(pemEncode('CERTIFICATE REQUEST', der)),
+    (e: unknown) => isMeshError(e, 'ISTIOD_ERR_CSR') && why.test(e.message),
+  );
 };
 
 test('a CSR whose DER has an indefinite or non-minimal length, or an element past its container, is refused with ISTIOD_ERR_CSR', async () => {

@@ -12,8 +12,12 @@ const PEM_RE = /^\s*-----BEGIN CERTIFICATE REQUEST-----\r?\n([A-Za-z0-9+/=\r\n]+
 
 /** Signature algorithms a CSR may use (RFC 5758, RFC 4055, RFC 8410), by OID: the digest, or null for Ed25519. */
 const SIGNATURE_DIGESTS: ReadonlyMap<string, string | null> = new Map([
-  ['1.2.840.10045.4.3.2', 'sha256'], ['1.2.840.10045.4.3.3', 'sha384'], ['1.2.840.10045.4.3.4', 'sha512'],
-  ['1.2.840.113549.1.1.11', 'sha256'], ['1.2.840.113549.1.1.12', 'sha384'], ['1.2.840.113549.1.1.13', 'sha512'],
+  ['1.2.840.10045.4.3.2', 'sha256'],
+  ['1.2.840.10045.4.3.3', 'sha384'],
+  ['1.2.840.10045.4.3.4', 'sha512'],
+  ['1.2.840.113549.1.1.11', 'sha256'],
+  ['1.2.840.113549.1.1.12', 'sha384'],
+  ['1.2.840.113549.1.1.13', 'sha512'],
   ['1.3.101.112', null],
 ]);
 const OID_EXTENSION_REQUEST = '1.2.840.113549.1.9.14';
@@ -34,7 +38,11 @@ export interface ParsedCsr {
 /** Parses `pem` or throws ISTIOD_ERR_CSR saying what is wrong with it. */
 export function parseCsrPem(pem: string): ParsedCsr {
   const m = PEM_RE.exec(pem);
-  if (m === null) throw new MeshError('ISTIOD_ERR_CSR', 'the CSR is not exactly one PEM "CERTIFICATE REQUEST" block (no data may come before or after it)');
+  if (m === null)
+    throw new MeshError(
+      'ISTIOD_ERR_CSR',
+      'the CSR is not exactly one PEM "CERTIFICATE REQUEST" block (no data may come before or after it)',
+    );
   const der = Buffer.from(m[1]!.replace(/\s/g, ''), 'base64');
   let outer;
   try {
@@ -42,9 +50,18 @@ export function parseCsrPem(pem: string): ParsedCsr {
   } catch {
     outer = undefined;
   }
-  if (outer?.tag !== TAG.sequence) throw new MeshError('ISTIOD_ERR_CSR', "the CSR's DER is not a definite-length SEQUENCE");
-  if (outer.end > der.length) throw new MeshError('ISTIOD_ERR_CSR', `the CSR's DER is truncated: its SEQUENCE declares ${outer.end} bytes, the block holds ${der.length}`);
-  if (outer.end < der.length) throw new MeshError('ISTIOD_ERR_CSR', `the CSR's DER is ${outer.end} bytes followed by ${der.length - outer.end} bytes of trailing data`);
+  if (outer?.tag !== TAG.sequence)
+    throw new MeshError('ISTIOD_ERR_CSR', "the CSR's DER is not a definite-length SEQUENCE");
+  if (outer.end > der.length)
+    throw new MeshError(
+      'ISTIOD_ERR_CSR',
+      `the CSR's DER is truncated: its SEQUENCE declares ${outer.end} bytes, the block holds ${der.length}`,
+    );
+  if (outer.end < der.length)
+    throw new MeshError(
+      'ISTIOD_ERR_CSR',
+      `the CSR's DER is ${outer.end} bytes followed by ${der.length - outer.end} bytes of trailing data`,
+    );
   try {
     return parseCsrDer(der);
   } catch (e) {
@@ -57,7 +74,8 @@ function parseCsrDer(der: Buffer): ParsedCsr {
   if (extra.length > 0) throw new Error('CertificationRequest has more than three elements');
   expectTag(info, TAG.sequence, 'certificationRequestInfo');
   const [version, subject, spki, attributes] = children(der, info!);
-  if (!content(der, expectTag(version, TAG.integer, 'version')).equals(Buffer.from([0]))) throw new Error('version is not v1 (0)');
+  if (!content(der, expectTag(version, TAG.integer, 'version')).equals(Buffer.from([0])))
+    throw new Error('version is not v1 (0)');
   expectTag(subject, TAG.sequence, 'subject');
   expectTag(spki, TAG.sequence, 'subjectPKInfo');
   const [algOid] = children(der, expectTag(alg, TAG.sequence, 'signatureAlgorithm'));
@@ -78,7 +96,12 @@ function parseCsrDer(der: Buffer): ParsedCsr {
     verify: () => {
       const digest = SIGNATURE_DIGESTS.get(algorithm) ?? null;
       try {
-        return verify(digest, signed, key.asymmetricKeyType === 'ec' ? { key, dsaEncoding: 'der' } : key, signature.subarray(1));
+        return verify(
+          digest,
+          signed,
+          key.asymmetricKeyType === 'ec' ? { key, dsaEncoding: 'der' } : key,
+          signature.subarray(1),
+        );
       } catch {
         return false;
       }

@@ -47,7 +47,11 @@ test('a root-cert.pem that ca-cert.pem does not chain to is refused, naming ca-c
   await withDirs(async (a, b) => {
     await copyFile(path.join(b, PLUGIN_CA_FILES.rootCert), path.join(a, PLUGIN_CA_FILES.rootCert));
     await copyFile(path.join(b, PLUGIN_CA_FILES.rootCert), path.join(a, PLUGIN_CA_FILES.certChain));
-    await refused(readPluginCaDir(a), 'ZT_ERR_CA_FILES', /ca-cert\.pem: does not chain to a certificate in root-cert\.pem through cert-chain\.pem/);
+    await refused(
+      readPluginCaDir(a),
+      'ZT_ERR_CA_FILES',
+      /ca-cert\.pem: does not chain to a certificate in root-cert\.pem through cert-chain\.pem/,
+    );
   });
 });
 
@@ -55,9 +59,12 @@ test('a ca-cert.pem that is not a CA certificate is refused', async () => {
   await withDirs(async (a, _b, base) => {
     // A leaf issued by the CA, with its own key, posing as the signing certificate.
     const { keyPem, csrPem } = await createKeyAndCsr('spiffe://cluster.local/ns/a/sa/b');
-    const [leaf] = await (await CertificateAuthority.fromPluginDir(a)).sign(csrPem, 'spiffe://cluster.local/ns/a/sa/b', 3600);
+    const [leaf] = await (
+      await CertificateAuthority.fromPluginDir(a)
+    ).sign(csrPem, 'spiffe://cluster.local/ns/a/sa/b', 3600);
     await mkdir(path.join(base, 'leaf'));
-    for (const f of [PLUGIN_CA_FILES.rootCert, PLUGIN_CA_FILES.certChain]) await copyFile(path.join(a, f), path.join(base, 'leaf', f));
+    for (const f of [PLUGIN_CA_FILES.rootCert, PLUGIN_CA_FILES.certChain])
+      await copyFile(path.join(a, f), path.join(base, 'leaf', f));
     await writeFile(path.join(base, 'leaf', PLUGIN_CA_FILES.caCert), leaf!);
     await writeFile(path.join(base, 'leaf', PLUGIN_CA_FILES.caKey), keyPem);
     await refused(readPluginCaDir(path.join(base, 'leaf')), 'ZT_ERR_CA_FILES', /ca-cert\.pem: is not a CA certificate/);
@@ -66,7 +73,11 @@ test('a ca-cert.pem that is not a CA certificate is refused', async () => {
 
 test('a CA outside its validity is refused', async () => {
   await withDirs(async (a) => {
-    await refused(readPluginCaDir(a, Date.now() + 100 * 365 * 24 * 3600_000), 'ZT_ERR_CA_FILES', /ca-cert\.pem: certificate ".*" expired/);
+    await refused(
+      readPluginCaDir(a, Date.now() + 100 * 365 * 24 * 3600_000),
+      'ZT_ERR_CA_FILES',
+      /ca-cert\.pem: certificate ".*" expired/,
+    );
   });
 });
 
@@ -80,7 +91,11 @@ test('a missing file is refused, naming it', async () => {
 test('create-ca refuses a directory that already holds CA files, and leaves them as they were', async () => {
   await withDirs(async (a) => {
     const before = await readFile(path.join(a, PLUGIN_CA_FILES.caKey), 'utf8');
-    await refused(writePluginCaDir(a), 'AMESH_ERR_CA_EXISTS', /already holds CA material \(ca-cert\.pem, ca-key\.pem, root-cert\.pem, cert-chain\.pem\)/);
+    await refused(
+      writePluginCaDir(a),
+      'AMESH_ERR_CA_EXISTS',
+      /already holds CA material \(ca-cert\.pem, ca-key\.pem, root-cert\.pem, cert-chain\.pem\)/,
+    );
     assert.equal(await readFile(path.join(a, PLUGIN_CA_FILES.caKey), 'utf8'), before);
   });
 });
@@ -104,7 +119,11 @@ test('a state directory that group or others may use is refused; a new one is cr
     await ensurePrivateDir(path.join(base, 'new'), 'ISTIOD_ERR_STATE', 'istiod state directory');
     assert.equal((await stat(path.join(base, 'new'))).mode & 0o777, 0o700);
     await chmod(path.join(base, 'new'), 0o755);
-    await refused(ensurePrivateDir(path.join(base, 'new'), 'ISTIOD_ERR_STATE', 'istiod state directory'), 'ISTIOD_ERR_STATE', /has mode 755.*chmod 700/);
+    await refused(
+      ensurePrivateDir(path.join(base, 'new'), 'ISTIOD_ERR_STATE', 'istiod state directory'),
+      'ISTIOD_ERR_STATE',
+      /has mode 755.*chmod 700/,
+    );
   } finally {
     await rm(base, { recursive: true, force: true });
   }

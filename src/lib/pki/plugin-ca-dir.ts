@@ -48,10 +48,18 @@ export async function readPluginCaDir(dir: string, now = Date.now()): Promise<Pl
     try {
       return await readFile(file(f), 'utf8');
     } catch (e) {
-      return fail(f, `cannot read it (${(e as Error).message}); a plug-in CA directory needs ${Object.values(PLUGIN_CA_FILES).join(', ')}`);
+      return fail(
+        f,
+        `cannot read it (${(e as Error).message}); a plug-in CA directory needs ${Object.values(PLUGIN_CA_FILES).join(', ')}`,
+      );
     }
   };
-  const [certPem, keyPem, rootPem, chainPem] = await Promise.all([read(PLUGIN_CA_FILES.caCert), read(PLUGIN_CA_FILES.caKey), read(PLUGIN_CA_FILES.rootCert), read(PLUGIN_CA_FILES.certChain)]);
+  const [certPem, keyPem, rootPem, chainPem] = await Promise.all([
+    read(PLUGIN_CA_FILES.caCert),
+    read(PLUGIN_CA_FILES.caKey),
+    read(PLUGIN_CA_FILES.rootCert),
+    read(PLUGIN_CA_FILES.certChain),
+  ]);
   const parse = (f: string, pems: string[]): X509Certificate[] =>
     pems.map((p, i) => {
       try {
@@ -69,18 +77,25 @@ export async function readPluginCaDir(dir: string, now = Date.now()): Promise<Pl
   const chain = parse(PLUGIN_CA_FILES.certChain, chainPems);
   const [ca] = parse(PLUGIN_CA_FILES.caCert, caPems.slice(0, 1)) as [X509Certificate];
 
-  if (!ca.ca) fail(PLUGIN_CA_FILES.caCert, 'is not a CA certificate (it needs basicConstraints CA:TRUE to sign workload certificates)');
+  if (!ca.ca)
+    fail(
+      PLUGIN_CA_FILES.caCert,
+      'is not a CA certificate (it needs basicConstraints CA:TRUE to sign workload certificates)',
+    );
   const checkValidity = (f: string, c: X509Certificate): void => {
-    if (now < Date.parse(c.validFrom)) fail(f, `certificate "${c.subject.replace(/\n/g, ', ')}" is not valid until ${c.validFrom}`);
+    if (now < Date.parse(c.validFrom))
+      fail(f, `certificate "${c.subject.replace(/\n/g, ', ')}" is not valid until ${c.validFrom}`);
     if (now > Date.parse(c.validTo)) fail(f, `certificate "${c.subject.replace(/\n/g, ', ')}" expired on ${c.validTo}`);
   };
   checkValidity(PLUGIN_CA_FILES.caCert, ca);
   const key = parsePrivateKey(keyPem, file(PLUGIN_CA_FILES.caKey));
-  if (!ca.checkPrivateKey(key)) fail(PLUGIN_CA_FILES.caKey, `does not match the public key of ${PLUGIN_CA_FILES.caCert}`);
+  if (!ca.checkPrivateKey(key))
+    fail(PLUGIN_CA_FILES.caKey, `does not match the public key of ${PLUGIN_CA_FILES.caCert}`);
 
   // Walk ca-cert -> cert-chain.pem certificates -> a root.
   const isRoot = new Set(roots.map((r) => r.fingerprint256));
-  const issues = (parent: X509Certificate, child: X509Certificate): boolean => child.checkIssued(parent) && child.verify(parent.publicKey);
+  const issues = (parent: X509Certificate, child: X509Certificate): boolean =>
+    child.checkIssued(parent) && child.verify(parent.publicKey);
   let cur = ca;
   for (let links = 0; !isRoot.has(cur.fingerprint256); links++) {
     const root = roots.find((r) => issues(r, cur));
@@ -90,7 +105,10 @@ export async function readPluginCaDir(dir: string, now = Date.now()): Promise<Pl
     }
     const next = chain.find((c) => c.fingerprint256 !== cur.fingerprint256 && c.ca && issues(c, cur));
     if (next === undefined || links >= MAX_CHAIN_LINKS) {
-      fail(PLUGIN_CA_FILES.caCert, `does not chain to a certificate in ${PLUGIN_CA_FILES.rootCert} through ${PLUGIN_CA_FILES.certChain} (no issuer found for "${cur.subject.replace(/\n/g, ', ')}"); put the intermediates in ${PLUGIN_CA_FILES.certChain} and the root in ${PLUGIN_CA_FILES.rootCert}`);
+      fail(
+        PLUGIN_CA_FILES.caCert,
+        `does not chain to a certificate in ${PLUGIN_CA_FILES.rootCert} through ${PLUGIN_CA_FILES.certChain} (no issuer found for "${cur.subject.replace(/\n/g, ', ')}"); put the intermediates in ${PLUGIN_CA_FILES.certChain} and the root in ${PLUGIN_CA_FILES.rootCert}`,
+      );
     }
     checkValidity(PLUGIN_CA_FILES.certChain, next!);
     cur = next!;
@@ -100,7 +118,11 @@ export async function readPluginCaDir(dir: string, now = Date.now()): Promise<Pl
   // Serve ca-cert and its chain up to, but not including, the roots.
   const served = chainPems.length > 0 ? chainPems : caPems.slice(0, 1);
   const intermediatesPem = served.filter((p) => !isRoot.has(new X509Certificate(p).fingerprint256));
-  if (!isRoot.has(ca.fingerprint256) && !intermediatesPem.some((p) => new X509Certificate(p).fingerprint256 === ca.fingerprint256)) intermediatesPem.unshift(caPems[0]!);
+  if (
+    !isRoot.has(ca.fingerprint256) &&
+    !intermediatesPem.some((p) => new X509Certificate(p).fingerprint256 === ca.fingerprint256)
+  )
+    intermediatesPem.unshift(caPems[0]!);
   return {
     caCert: ca,
     issuerDer: subjectDer(ca),
@@ -121,10 +143,15 @@ function parsePrivateKey(pem: string, file: string): KeyObject {
 function checkSigningKey(k: KeyObject, file: string): void {
   if (k.asymmetricKeyType === 'ec') {
     const curve = k.asymmetricKeyDetails?.namedCurve;
-    if (curve !== 'prime256v1' && curve !== 'secp384r1') throw new MeshError('ZT_ERR_CA_FILES', `${file}: unsupported EC curve ${String(curve)} (use P-256 or P-384)`);
+    if (curve !== 'prime256v1' && curve !== 'secp384r1')
+      throw new MeshError('ZT_ERR_CA_FILES', `${file}: unsupported EC curve ${String(curve)} (use P-256 or P-384)`);
     return;
   }
-  if (k.asymmetricKeyType !== 'rsa') throw new MeshError('ZT_ERR_CA_FILES', `${file}: unsupported key type ${String(k.asymmetricKeyType)} (use EC or RSA)`);
+  if (k.asymmetricKeyType !== 'rsa')
+    throw new MeshError(
+      'ZT_ERR_CA_FILES',
+      `${file}: unsupported key type ${String(k.asymmetricKeyType)} (use EC or RSA)`,
+    );
 }
 
 /**
@@ -132,19 +159,35 @@ function checkSigningKey(k: KeyObject, file: string): void {
  * already holds any plug-in CA file: CA material is never overwritten. The key is written 0600.
  */
 export async function writePluginCaDir(dir: string, trustDomain = 'cluster.local'): Promise<void> {
-  const exists = (f: string): Promise<boolean> => access(path.join(dir, f)).then(() => true, () => false);
-  const present = (await Promise.all(Object.values(PLUGIN_CA_FILES).map(async (f) => ((await exists(f)) ? f : undefined)))).filter((f) => f !== undefined);
+  const exists = (f: string): Promise<boolean> =>
+    access(path.join(dir, f)).then(
+      () => true,
+      () => false,
+    );
+  const present = (
+    await Promise.all(Object.values(PLUGIN_CA_FILES).map(async (f) => ((await exists(f)) ? f : undefined)))
+  ).filter((f) => f !== undefined);
   if (present.length > 0) {
-    throw new MeshError('AMESH_ERR_CA_EXISTS', `${dir} already holds CA material (${present.join(', ')}); amesh never overwrites it: choose an empty directory, or move these files away yourself`);
+    throw new MeshError(
+      'AMESH_ERR_CA_EXISTS',
+      `${dir} already holds CA material (${present.join(', ')}); amesh never overwrites it: choose an empty directory, or move these files away yourself`,
+    );
   }
   const { createSelfSignedRoot, createIntermediate } = await import('./ca-certificates.js');
   const root = await createSelfSignedRoot('O=Istio, CN=Root CA');
-  const inter = await createIntermediate(root, `O=Istio, CN=Intermediate CA, L=${trustDomain}`, SELF_SIGNED_ROOT_TTL_MS / 2);
+  const inter = await createIntermediate(
+    root,
+    `O=Istio, CN=Intermediate CA, L=${trustDomain}`,
+    SELF_SIGNED_ROOT_TTL_MS / 2,
+  );
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const rootPem = root.cert.toString('pem') + '\n';
   const interPem = inter.cert.toString('pem') + '\n';
   const create = { flag: 'wx' } as const;
-  await writeNewPrivateFile(path.join(dir, PLUGIN_CA_FILES.caKey), KeyObject.from(inter.keys.privateKey).export({ type: 'pkcs8', format: 'pem' }) as string);
+  await writeNewPrivateFile(
+    path.join(dir, PLUGIN_CA_FILES.caKey),
+    KeyObject.from(inter.keys.privateKey).export({ type: 'pkcs8', format: 'pem' }) as string,
+  );
   await writeFile(path.join(dir, PLUGIN_CA_FILES.rootCert), rootPem, create);
   await writeFile(path.join(dir, PLUGIN_CA_FILES.caCert), interPem, create);
   await writeFile(path.join(dir, PLUGIN_CA_FILES.certChain), interPem + rootPem, create);

@@ -30,6 +30,9 @@ export async function ensurePrivateDir(dir: string, code: ErrorCode, what: strin
   const st = await stat(dir);
   if (!st.isDirectory()) throw new MeshError(code, `${what} ${dir} is not a directory`);
   if ((st.mode & 0o077) !== 0) {
-    throw new MeshError(code, `${what} ${dir} has mode ${(st.mode & 0o777).toString(8)}, but it holds private keys and must be accessible by its owner only: run "chmod 700 ${dir}" (and check whether its keys were exposed)`);
+    throw new MeshError(
+      code,
+      `${what} ${dir} has mode ${(st.mode & 0o777).toString(8)}, but it holds private keys and must be accessible by its owner only: run "chmod 700 ${dir}" (and check whether its keys were exposed)`,
+    );
   }
 }

@@ -18,8 +18,18 @@ const CSR = 'csr';
  */
 export function registerCertificateMetrics(registry: Registry, secrets: SecretManager): void {
   const registers = [registry];
-  const sent = new Counter({ name: 'istio_agent_num_outgoing_requests_total', help: 'Number of total outgoing requests (e.g. to a token exchange server, CA, etc.)', labelNames: ['request_type'], registers });
-  const failed = new Counter({ name: 'istio_agent_num_failed_outgoing_requests_total', help: 'Number of failed outgoing requests (e.g. to a token exchange server, CA, etc.)', labelNames: ['request_type'], registers });
+  const sent = new Counter({
+    name: 'istio_agent_num_outgoing_requests_total',
+    help: 'Number of total outgoing requests (e.g. to a token exchange server, CA, etc.)',
+    labelNames: ['request_type'],
+    registers,
+  });
+  const failed = new Counter({
+    name: 'istio_agent_num_failed_outgoing_requests_total',
+    help: 'Number of failed outgoing requests (e.g. to a token exchange server, CA, etc.)',
+    labelNames: ['request_type'],
+    registers,
+  });
   secrets.on('updated', () => sent.inc({ request_type: CSR }));
   secrets.on('failed', () => {
     sent.inc({ request_type: CSR });
@@ -32,7 +42,9 @@ export function registerCertificateMetrics(registry: Registry, secrets: SecretMa
     registers,
     collect() {
       this.reset();
-      for (const c of secrets.snapshot()) if (c.cert !== undefined) this.set({ resource_name: c.identity }, (c.cert.notAfter.getTime() - Date.now()) / 1000);
+      for (const c of secrets.snapshot())
+        if (c.cert !== undefined)
+          this.set({ resource_name: c.identity }, (c.cert.notAfter.getTime() - Date.now()) / 1000);
     },
   });
   new Gauge({
@@ -42,7 +54,8 @@ export function registerCertificateMetrics(registry: Registry, secrets: SecretMa
     registers,
     collect() {
       this.reset();
-      for (const c of secrets.snapshot()) this.set({ resource_name: c.identity }, c.lastError === undefined ? 0 : c.lastError.at.getTime() / 1000);
+      for (const c of secrets.snapshot())
+        this.set({ resource_name: c.identity }, c.lastError === undefined ? 0 : c.lastError.at.getTime() / 1000);
     },
   });
 }

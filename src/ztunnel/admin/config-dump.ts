@@ -31,7 +31,12 @@ export function policyDump(p: Authorization): object {
 }
 
 /** `/config_dump` in ztunnel's schema (ztunnel `src/admin.rs`), which `istioctl ztunnel-config` parses. */
-export function configDump(cfg: ZtunnelConfig, state: ProxyState, secrets: SecretManager, workloadState: Record<string, object>): object {
+export function configDump(
+  cfg: ZtunnelConfig,
+  state: ProxyState,
+  secrets: SecretManager,
+  workloadState: Record<string, object>,
+): object {
   const s = state.dump();
   return {
     workloads: s.workloads,
@@ -39,9 +44,22 @@ export function configDump(cfg: ZtunnelConfig, state: ProxyState, secrets: Secre
     policies: s.policies.map(policyDump),
     stagedServices: s.stagedServices,
     staticConfig: { workloads: [], policies: [], services: [] },
-    version: { version: VERSION, istioVersion: ISTIO_COMPAT, rustVersion: '', gitRevision: '', buildProfile: 'release', buildStatus: 'Clean', gitTag: VERSION, runtime: `node ${process.version}` },
+    version: {
+      version: VERSION,
+      istioVersion: ISTIO_COMPAT,
+      rustVersion: '',
+      gitRevision: '',
+      buildProfile: 'release',
+      buildStatus: 'Clean',
+      gitTag: VERSION,
+      runtime: `node ${process.version}`,
+    },
     // Header values may be credentials: keys only.
-    config: { ...cfg, xdsHeaders: cfg.xdsHeaders.map(([k]) => [k, '<redacted>']), caHeaders: cfg.caHeaders.map(([k]) => [k, '<redacted>']) },
+    config: {
+      ...cfg,
+      xdsHeaders: cfg.xdsHeaders.map(([k]) => [k, '<redacted>']),
+      caHeaders: cfg.caHeaders.map(([k]) => [k, '<redacted>']),
+    },
     certificates: secrets.snapshot().map(({ identity, state: st, cert }) => ({
       identity,
       state: st,

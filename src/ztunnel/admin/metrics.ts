@@ -5,11 +5,29 @@ import { workloadIdentity, type Workload } from '../state/workload.js';
 
 /** Istio's traffic labels (ztunnel `src/proxy/metrics.rs` `CommonTrafficLabels`), every one defaulting to "unknown". */
 export const TRAFFIC_LABELS = [
-  'reporter', 'source_workload', 'source_canonical_service', 'source_canonical_revision', 'source_workload_namespace',
-  'source_principal', 'source_app', 'source_version', 'source_cluster', 'destination_service',
-  'destination_service_namespace', 'destination_service_name', 'destination_workload', 'destination_canonical_service',
-  'destination_canonical_revision', 'destination_workload_namespace', 'destination_principal', 'destination_app',
-  'destination_version', 'destination_cluster', 'request_protocol', 'response_flags', 'connection_security_policy',
+  'reporter',
+  'source_workload',
+  'source_canonical_service',
+  'source_canonical_revision',
+  'source_workload_namespace',
+  'source_principal',
+  'source_app',
+  'source_version',
+  'source_cluster',
+  'destination_service',
+  'destination_service_namespace',
+  'destination_service_name',
+  'destination_workload',
+  'destination_canonical_service',
+  'destination_canonical_revision',
+  'destination_workload_namespace',
+  'destination_principal',
+  'destination_app',
+  'destination_version',
+  'destination_cluster',
+  'request_protocol',
+  'response_flags',
+  'connection_security_policy',
 ] as const;
 /**
  * ztunnel's `LocalityLabels`: region and zone of the source and destination workloads, "unknown" where a known
@@ -17,9 +35,11 @@ export const TRAFFIC_LABELS = [
  */
 const LOCALITY_LABELS = ['source_region', 'source_zone', 'destination_region', 'destination_zone'] as const;
 type LabelName = (typeof TRAFFIC_LABELS)[number] | (typeof LOCALITY_LABELS)[number];
-export type TrafficLabels = Record<(typeof TRAFFIC_LABELS)[number], string> & Partial<Record<(typeof LOCALITY_LABELS)[number], string>>;
+export type TrafficLabels = Record<(typeof TRAFFIC_LABELS)[number], string> &
+  Partial<Record<(typeof LOCALITY_LABELS)[number], string>>;
 
-export type ResponseFlags = '-' | 'DENY' | 'CONNECT' | 'TLS_FAILURE' | 'H2_HANDSHAKE_FAILURE' | 'NETWORK_POLICY' | 'IDENTITY_ERROR';
+export type ResponseFlags =
+  '-' | 'DENY' | 'CONNECT' | 'TLS_FAILURE' | 'H2_HANDSHAKE_FAILURE' | 'NETWORK_POLICY' | 'IDENTITY_ERROR';
 
 const UNKNOWN = 'unknown';
 const or = (s: string | undefined): string => (s === undefined || s === '' ? UNKNOWN : s);
@@ -38,12 +58,15 @@ export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficL
   const d = p.destination;
   const sid = p.sourceIdentity ?? (s === undefined ? undefined : workloadIdentity(s));
   // ztunnel fills them once it knows either party: the peer's mTLS identity counts as a (derived) source.
-  const locality = s === undefined && d === undefined && p.sourceIdentity === undefined ? {} : {
-    source_region: or(s?.locality?.region),
-    source_zone: or(s?.locality?.zone),
-    destination_region: or(d?.locality?.region),
-    destination_zone: or(d?.locality?.zone),
-  };
+  const locality =
+    s === undefined && d === undefined && p.sourceIdentity === undefined
+      ? {}
+      : {
+          source_region: or(s?.locality?.region),
+          source_zone: or(s?.locality?.zone),
+          destination_region: or(d?.locality?.region),
+          destination_zone: or(d?.locality?.zone),
+        };
   return {
     reporter: p.reporter,
     source_workload: or(s?.workloadName || s?.name),
@@ -105,11 +128,30 @@ export class ZtunnelMetrics {
     const c = (name: string, help: string): Counter<LabelName> => new Counter({ name, help, labelNames, registers });
     this.opened = c('istio_tcp_connections_opened_total', 'The total number of TCP connections opened');
     this.closed = c('istio_tcp_connections_closed_total', 'The total number of TCP connections closed');
-    this.sent = c('istio_tcp_sent_bytes_total', 'The size of total bytes sent during response in case of a TCP connection');
-    this.received = c('istio_tcp_received_bytes_total', 'The size of total bytes received during request in case of a TCP connection');
-    this.failed = c('istio_tcp_connections_failed_total', 'The total number of TCP connections that failed to establish');
-    this.socketsOpen = new Gauge({ name: 'istio_tcp_sockets_open', help: 'The current number of open sockets', labelNames: ['reporter'], registers });
-    new Gauge({ name: 'istio_build', help: 'Istio component build info', labelNames: ['component', 'tag'], registers }).set({ component: 'ztunnel', tag: version }, 1);
+    this.sent = c(
+      'istio_tcp_sent_bytes_total',
+      'The size of total bytes sent during response in case of a TCP connection',
+    );
+    this.received = c(
+      'istio_tcp_received_bytes_total',
+      'The size of total bytes received during request in case of a TCP connection',
+    );
+    this.failed = c(
+      'istio_tcp_connections_failed_total',
+      'The total number of TCP connections that failed to establish',
+    );
+    this.socketsOpen = new Gauge({
+      name: 'istio_tcp_sockets_open',
+      help: 'The current number of open sockets',
+      labelNames: ['reporter'],
+      registers,
+    });
+    new Gauge({
+      name: 'istio_build',
+      help: 'Istio component build info',
+      labelNames: ['component', 'tag'],
+      registers,
+    }).set({ component: 'ztunnel', tag: version }, 1);
     registerProcessMetrics(this.registry);
   }
 }

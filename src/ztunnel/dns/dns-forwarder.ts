@@ -52,21 +52,40 @@ export class DnsForwarder {
             failures.push(`${formatHostPort(ns.host, ns.port)}: ${r.rcode ?? 'no response code'}`);
             continue;
           }
-          return { rcode: RCODES[r.rcode]!, authoritative: false, answers: r.answers ?? [], additionals: (r.additionals ?? []).filter((a: Answer) => a.type !== 'OPT') };
+          return {
+            rcode: RCODES[r.rcode]!,
+            authoritative: false,
+            answers: r.answers ?? [],
+            additionals: (r.additionals ?? []).filter((a: Answer) => a.type !== 'OPT'),
+          };
         } catch (e) {
           signal?.throwIfAborted();
           failures.push(`${formatHostPort(ns.host, ns.port)}: ${describeError(e)}`);
         }
       }
     }
-    throw new MeshError('ZT_ERR_DNS_UPSTREAM', `no upstream answered ${question.type} ${question.name}: ${failures.join('; ')}`);
+    throw new MeshError(
+      'ZT_ERR_DNS_UPSTREAM',
+      `no upstream answered ${question.type} ${question.name}: ${failures.join('; ')}`,
+    );
   }
 
-  private async ask(ns: DnsNameserver, question: Question, signal: AbortSignal | undefined): Promise<DecodedPacket & { rcode?: string }> {
+  private async ask(
+    ns: DnsNameserver,
+    question: Question,
+    signal: AbortSignal | undefined,
+  ): Promise<DecodedPacket & { rcode?: string }> {
     const id = randomInt(0x10000);
-    const query = encode({ type: 'query', id, flags: RECURSION_DESIRED, questions: [{ name: question.name, type: question.type, class: question.class ?? 'IN' }] });
+    const query = encode({
+      type: 'query',
+      id,
+      flags: RECURSION_DESIRED,
+      questions: [{ name: question.name, type: question.type, class: question.class ?? 'IN' }],
+    });
     const family = isIP(withoutScope(ns.host)) === 6 ? 6 : 4;
-    const udp = await this.exchange(id, question, signal, (accept, fail) => this.udpExchange(ns, family, query, accept, fail));
+    const udp = await this.exchange(id, question, signal, (accept, fail) =>
+      this.udpExchange(ns, family, query, accept, fail),
+    );
     if (!udp.flag_tc) return udp;
     return this.exchange(id, question, signal, (accept, fail) => this.tcpExchange(ns, family, query, accept, fail));
   }
@@ -94,7 +113,10 @@ export class DnsForwarder {
         if (p === undefined) reject(e instanceof Error ? e : new Error(String(e)));
         else resolve(p);
       };
-      const timer = setTimeout(() => finish(new Error(`no answer within ${this.upstream.timeoutMs} ms`)), this.upstream.timeoutMs);
+      const timer = setTimeout(
+        () => finish(new Error(`no answer within ${this.upstream.timeoutMs} ms`)),
+        this.upstream.timeoutMs,
+      );
       if (signal?.aborted === true) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });
       const accept = (msg: Buffer): void => {
@@ -105,7 +127,14 @@ export class DnsForwarder {
           return;
         }
         const q = p.questions?.[0];
-        if (p.id === id && p.flag_qr && q !== undefined && q.type === question.type && q.name.toLowerCase() === question.name.toLowerCase()) finish(undefined, p);
+        if (
+          p.id === id &&
+          p.flag_qr &&
+          q !== undefined &&
+          q.type === question.type &&
+          q.name.toLowerCase() === question.name.toLowerCase()
+        )
+          finish(undefined, p);
       };
       start(accept, finish).then(
         (r) => {
@@ -117,7 +146,13 @@ export class DnsForwarder {
     });
   }
 
-  private async udpExchange(ns: DnsNameserver, family: 4 | 6, query: Buffer, accept: (msg: Buffer) => void, fail: (e: unknown) => void): Promise<() => void> {
+  private async udpExchange(
+    ns: DnsNameserver,
+    family: 4 | 6,
+    query: Buffer,
+    accept: (msg: Buffer) => void,
+    fail: (e: unknown) => void,
+  ): Promise<() => void> {
     const s = await this.sockets.udp(family);
     const server = canonicalUnmappedIp(withoutScope(ns.host));
     s.on('message', (msg, rinfo) => {
@@ -130,7 +165,13 @@ export class DnsForwarder {
     return () => s.close();
   }
 
-  private tcpExchange(ns: DnsNameserver, family: 4 | 6, query: Buffer, accept: (msg: Buffer) => void, fail: (e: unknown) => void): Promise<() => void> {
+  private tcpExchange(
+    ns: DnsNameserver,
+    family: 4 | 6,
+    query: Buffer,
+    accept: (msg: Buffer) => void,
+    fail: (e: unknown) => void,
+  ): Promise<() => void> {
     const s = this.sockets.tcp(family);
     const frames = new FrameDecoder(MAX_TCP_MESSAGE);
     s.on('data', (chunk: Buffer) => {

@@ -10,15 +10,34 @@ function parsed(buf: Buffer): DnsQuery {
   return p.query;
 }
 
-const many = (n: number): StringAnswer[] => Array.from({ length: n }, (_, i) => ({ type: 'A', name: 'big.example', ttl: 30, data: `198.18.0.${i + 1}` }));
+const many = (n: number): StringAnswer[] =>
+  Array.from({ length: n }, (_, i) => ({ type: 'A', name: 'big.example', ttl: 30, data: `198.18.0.${i + 1}` }));
 
 test('a response echoes ID, question, RD and the EDNS version and DO bit, with a payload size of at least 512', () => {
-  const q = parsed(encode({
-    type: 'query', id: 77, flags: RECURSION_DESIRED, questions: [{ type: 'A', name: 'x.example' }],
-    additionals: [{ type: 'OPT', name: '.', udpPayloadSize: 256, extendedRcode: 0, ednsVersion: 0, flags: 0x8000, flag_do: true, options: [] }],
-  }));
+  const q = parsed(
+    encode({
+      type: 'query',
+      id: 77,
+      flags: RECURSION_DESIRED,
+      questions: [{ type: 'A', name: 'x.example' }],
+      additionals: [
+        {
+          type: 'OPT',
+          name: '.',
+          udpPayloadSize: 256,
+          extendedRcode: 0,
+          ednsVersion: 0,
+          flags: 0x8000,
+          flag_do: true,
+          options: [],
+        },
+      ],
+    }),
+  );
   assert.equal(udpLimit(q), 512);
-  const r = decode(encodeResponse(q, { rcode: RCODE.NXDOMAIN, authoritative: false, answers: [], additionals: [] }, 512)) as ReturnType<typeof decode> & { rcode: string };
+  const r = decode(
+    encodeResponse(q, { rcode: RCODE.NXDOMAIN, authoritative: false, answers: [], additionals: [] }, 512),
+  ) as ReturnType<typeof decode> & { rcode: string };
   assert.equal(r.id, 77);
   assert.equal(r.rcode, 'NXDOMAIN');
   assert.ok(r.flag_rd && r.flag_ra && !r.flag_aa);
@@ -31,7 +50,11 @@ test('a response echoes ID, question, RD and the EDNS version and DO bit, with a
 
 test('UDP truncation keeps as many answers as fit the limit, drops additionals and sets TC', () => {
   const q = parsed(encode({ type: 'query', id: 1, questions: [{ type: 'A', name: 'big.example' }] }));
-  const out = encodeResponse(q, { rcode: RCODE.NOERROR, authoritative: false, answers: many(100), additionals: many(1) }, 512);
+  const out = encodeResponse(
+    q,
+    { rcode: RCODE.NOERROR, authoritative: false, answers: many(100), additionals: many(1) },
+    512,
+  );
   assert.ok(out.length <= 512);
   const r = decode(out);
   assert.equal(r.flag_tc, true);
@@ -40,7 +63,9 @@ test('UDP truncation keeps as many answers as fit the limit, drops additionals a
   assert.ok(fitted > 0 && fitted < 100);
   const oneMore = encode({ ...r, answers: many(fitted + 1) });
   assert.ok(oneMore.length > 512, 'no room was left for another answer');
-  const whole = decode(encodeResponse(q, { rcode: RCODE.NOERROR, authoritative: false, answers: many(100), additionals: [] }, 65_535));
+  const whole = decode(
+    encodeResponse(q, { rcode: RCODE.NOERROR, authoritative: false, answers: many(100), additionals: [] }, 65_535),
+  );
   assert.equal(whole.flag_tc, false);
   assert.equal(whole.answers?.length, 100);
 });

@@ -1,4 +1,15 @@
-import { encode, encodingLength, RECURSION_AVAILABLE, AUTHORITATIVE_ANSWER, TRUNCATED_RESPONSE, decode, type Answer, type OptAnswer, type Packet, type Question } from 'dns-packet';
+import {
+  encode,
+  encodingLength,
+  RECURSION_AVAILABLE,
+  AUTHORITATIVE_ANSWER,
+  TRUNCATED_RESPONSE,
+  decode,
+  type Answer,
+  type OptAnswer,
+  type Packet,
+  type Question,
+} from 'dns-packet';
 
 /** Response codes (RFC 1035 4.1.1). */
 export const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4 } as const;
@@ -42,7 +53,9 @@ export function parseQuery(buf: Buffer): ParsedQuery {
   const id = buf.readUInt16BE(0);
   const flags = buf.readUInt16BE(2);
   const echoFlags = flags & (RD | CD);
-  const error = (rcode: Rcode): ParsedQuery => ({ reply: encode({ type: 'response', id, flags: echoFlags | RECURSION_AVAILABLE | rcode }) });
+  const error = (rcode: Rcode): ParsedQuery => ({
+    reply: encode({ type: 'response', id, flags: echoFlags | RECURSION_AVAILABLE | rcode }),
+  });
   if ((flags & QR) !== 0) return error(RCODE.FORMERR);
   if (((flags >> OPCODE_SHIFT) & 0xf) !== OPCODE_QUERY) return error(RCODE.NOTIMP);
   let packet: Packet;
@@ -75,13 +88,29 @@ export function udpLimit(q: DnsQuery): number {
  * as many answers as do, no additionals and TC set, so the client retries over TCP (RFC 7766 5).
  */
 export function encodeResponse(q: DnsQuery, a: DnsAnswer, limit: number): Buffer {
-  const opt: Answer[] = q.edns === undefined ? [] : [{
-    type: 'OPT', name: '.', udpPayloadSize: Math.max(q.edns.udpPayloadSize, MIN_UDP_PAYLOAD), extendedRcode: 0,
-    ednsVersion: q.edns.ednsVersion, flags: q.edns.flags & EDNS_DO, flag_do: (q.edns.flags & EDNS_DO) !== 0, options: [],
-  }];
+  const opt: Answer[] =
+    q.edns === undefined
+      ? []
+      : [
+          {
+            type: 'OPT',
+            name: '.',
+            udpPayloadSize: Math.max(q.edns.udpPayloadSize, MIN_UDP_PAYLOAD),
+            extendedRcode: 0,
+            ednsVersion: q.edns.ednsVersion,
+            flags: q.edns.flags & EDNS_DO,
+            flag_do: (q.edns.flags & EDNS_DO) !== 0,
+            options: [],
+          },
+        ];
   const flags = q.echoFlags | RECURSION_AVAILABLE | (a.authoritative ? AUTHORITATIVE_ANSWER : 0) | a.rcode;
   const packet = (answers: readonly Answer[], additionals: readonly Answer[], tc: number): Packet => ({
-    type: 'response', id: q.id, flags: flags | tc, questions: [q.question], answers: [...answers], additionals: [...additionals, ...opt],
+    type: 'response',
+    id: q.id,
+    flags: flags | tc,
+    questions: [q.question],
+    answers: [...answers],
+    additionals: [...additionals, ...opt],
   });
   const whole = packet(a.answers, a.additionals, 0);
   if (encodingLength(whole) <= limit) return encode(whole);

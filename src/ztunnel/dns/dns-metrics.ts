@@ -1,7 +1,12 @@
 import { Counter, Histogram, type Registry } from '../../lib/prom-client-core.js';
 import type { DnsClient } from './dns-store.js';
 
-const LABELS = ['request_query_type', 'request_protocol', 'source_canonical_service', 'source_canonical_revision'] as const;
+const LABELS = [
+  'request_query_type',
+  'request_protocol',
+  'source_canonical_service',
+  'source_canonical_revision',
+] as const;
 type DnsLabel = (typeof LABELS)[number];
 
 /** ztunnel's buckets for the upstream duration, in seconds. */
@@ -10,7 +15,11 @@ const UPSTREAM_BUCKETS = [0.0005, 0.001, 0.01, 0.1, 1, 5];
 export type DnsProtocol = 'udp' | 'tcp';
 
 /** The labels of one request: its record type (lowercase), transport and the asking workload ("unknown" if none). */
-export function dnsLabels(type: string, protocol: DnsProtocol, client: DnsClient | undefined): Record<DnsLabel, string> {
+export function dnsLabels(
+  type: string,
+  protocol: DnsProtocol,
+  client: DnsClient | undefined,
+): Record<DnsLabel, string> {
   return {
     request_query_type: type.toLowerCase(),
     request_protocol: protocol,
@@ -33,13 +42,30 @@ export class DnsMetrics {
   constructor(registry: Registry) {
     const registers = [registry];
     const labelNames = LABELS;
-    this.requests = new Counter({ name: 'istio_dns_requests_total', help: 'Total number of DNS requests (unstable)', labelNames, registers });
-    this.upstreamRequests = new Counter({ name: 'istio_dns_upstream_requests_total', help: 'Total number of DNS requests forwarded to upstream (unstable)', labelNames, registers });
-    this.upstreamFailures = new Counter({ name: 'istio_dns_upstream_failures_total', help: 'Total number of DNS requests that failed to forward upstream (unstable)', labelNames, registers });
+    this.requests = new Counter({
+      name: 'istio_dns_requests_total',
+      help: 'Total number of DNS requests (unstable)',
+      labelNames,
+      registers,
+    });
+    this.upstreamRequests = new Counter({
+      name: 'istio_dns_upstream_requests_total',
+      help: 'Total number of DNS requests forwarded to upstream (unstable)',
+      labelNames,
+      registers,
+    });
+    this.upstreamFailures = new Counter({
+      name: 'istio_dns_upstream_failures_total',
+      help: 'Total number of DNS requests that failed to forward upstream (unstable)',
+      labelNames,
+      registers,
+    });
     this.upstreamDuration = new Histogram({
       name: 'istio_dns_upstream_request_duration_seconds',
       help: 'Total time in seconds Istio takes to get DNS response from upstream (unstable)',
-      labelNames, buckets: UPSTREAM_BUCKETS, registers,
+      labelNames,
+      buckets: UPSTREAM_BUCKETS,
+      registers,
     });
   }
 }

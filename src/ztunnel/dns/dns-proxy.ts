@@ -82,7 +82,8 @@ export class DnsProxy {
    * closed as soon as they are bound.
    */
   async start(): Promise<void> {
-    if (this.started) throw new MeshError('ZT_ERR_BIND', 'the DNS proxy was already started; make a new one to listen again');
+    if (this.started)
+      throw new MeshError('ZT_ERR_BIND', 'the DNS proxy was already started; make a new one to listen again');
     this.started = true;
     const l = await this.opts.listen();
     if (this.closed) {
@@ -99,12 +100,18 @@ export class DnsProxy {
       s.on('error', (e) => this.opts.log.warn({ error: describeError(e) }, 'DNS UDP socket error'));
     }
     for (const server of l.tcp) server.on('connection', (c) => this.serveTcp(c));
-    this.opts.log.info({ udp: l.udp.map((s) => s.address()), tcp: l.tcp.map((s) => s.address()) }, 'DNS proxy listening');
+    this.opts.log.info(
+      { udp: l.udp.map((s) => s.address()), tcp: l.tcp.map((s) => s.address()) },
+      'DNS proxy listening',
+    );
   }
 
   /** Where the proxy listens, once started. */
   addresses(): { udp: AddressInfo[]; tcp: AddressInfo[] } {
-    return { udp: this.listeners?.udp.map((s) => s.address()) ?? [], tcp: this.listeners?.tcp.map((s) => s.address() as AddressInfo) ?? [] };
+    return {
+      udp: this.listeners?.udp.map((s) => s.address()) ?? [],
+      tcp: this.listeners?.tcp.map((s) => s.address() as AddressInfo) ?? [],
+    };
   }
 
   /**
@@ -155,7 +162,10 @@ export class DnsProxy {
     c.on('data', (chunk: Buffer) => {
       const queries = frames.push(chunk);
       if (queries === undefined) {
-        this.opts.log.debug({ code: 'ZT_ERR_DNS_BAD_QUERY', peer: c.remoteAddress }, `DNS TCP frame longer than ${MAX_TCP_QUERY_BYTES} bytes; connection closed`);
+        this.opts.log.debug(
+          { code: 'ZT_ERR_DNS_BAD_QUERY', peer: c.remoteAddress },
+          `DNS TCP frame longer than ${MAX_TCP_QUERY_BYTES} bytes; connection closed`,
+        );
         c.destroy();
         return;
       }
@@ -168,7 +178,12 @@ export class DnsProxy {
   private async respond(msg: Buffer, protocol: DnsProtocol): Promise<Buffer | undefined> {
     const parsed = parseQuery(msg);
     if (parsed === undefined || 'reply' in parsed) {
-      this.opts.log.debug({ code: 'ZT_ERR_DNS_BAD_QUERY', protocol, bytes: msg.length }, parsed === undefined ? 'DNS message shorter than a header; dropped' : 'malformed DNS query; answered with an error');
+      this.opts.log.debug(
+        { code: 'ZT_ERR_DNS_BAD_QUERY', protocol, bytes: msg.length },
+        parsed === undefined
+          ? 'DNS message shorter than a header; dropped'
+          : 'malformed DNS query; answered with an error',
+      );
       return parsed?.reply;
     }
     const q = parsed.query;
@@ -178,7 +193,10 @@ export class DnsProxy {
       return encodeResponse(q, answer, limit);
     } catch (e) {
       // An upstream record the encoder cannot write back.
-      this.opts.log.debug({ code: 'ZT_ERR_DNS_UPSTREAM', domain: q.question.name, error: describeError(e) }, 'cannot encode the upstream answer');
+      this.opts.log.debug(
+        { code: 'ZT_ERR_DNS_UPSTREAM', domain: q.question.name, error: describeError(e) },
+        'cannot encode the upstream answer',
+      );
       return encodeResponse(q, SERVFAIL, limit);
     }
   }
@@ -223,7 +241,10 @@ export class DnsProxy {
   /** Takes one of the proxy's forward slots: UDP only if one is free now, TCP once one is; false when closed or UDP is over the cap. */
   private async forwardSlot(protocol: DnsProtocol): Promise<boolean> {
     while (this.forwards >= MAX_FORWARDS_IN_FLIGHT && protocol === 'tcp' && !this.closed) {
-      this.opts.log.debug({ waiting: this.forwardWaiters.length + 1 }, `DNS TCP query waits: ${MAX_FORWARDS_IN_FLIGHT} forwards in flight`);
+      this.opts.log.debug(
+        { waiting: this.forwardWaiters.length + 1 },
+        `DNS TCP query waits: ${MAX_FORWARDS_IN_FLIGHT} forwards in flight`,
+      );
       await new Promise<void>((resolve) => this.forwardWaiters.push(resolve));
     }
     if (this.closed || this.forwards >= MAX_FORWARDS_IN_FLIGHT) return false;
@@ -233,7 +254,17 @@ export class DnsProxy {
 
   /** ztunnel's DNS access log line, at debug. */
   private access(q: Question, client: DnsClient | undefined, result: string, endpoints: number): void {
-    this.opts.log.debug({ 'src.workload': client?.name ?? 'unknown', 'src.namespace': client?.namespace ?? 'unknown', query: q.type, domain: q.name, result, endpoints }, 'dns');
+    this.opts.log.debug(
+      {
+        'src.workload': client?.name ?? 'unknown',
+        'src.namespace': client?.namespace ?? 'unknown',
+        query: q.type,
+        domain: q.name,
+        result,
+        endpoints,
+      },
+      'dns',
+    );
   }
 }
 

@@ -21,7 +21,10 @@ export type DnsListen = () => Promise<DnsListeners>;
 export const DNS_PROXY_PORT = 15053;
 
 /** Binds every listener `bind` makes, one address at a time; on a failure closes those already bound. */
-async function bindAll(hosts: readonly string[], bind: (host: string) => Promise<{ udp: dgram.Socket; tcp: net.Server } | undefined>): Promise<DnsListeners> {
+async function bindAll(
+  hosts: readonly string[],
+  bind: (host: string) => Promise<{ udp: dgram.Socket; tcp: net.Server } | undefined>,
+): Promise<DnsListeners> {
   const udp: dgram.Socket[] = [];
   const tcp: net.Server[] = [];
   try {
@@ -40,27 +43,32 @@ async function bindAll(hosts: readonly string[], bind: (host: string) => Promise
 }
 
 function bindError(host: string, port: number, e: unknown): MeshError {
-  return new MeshError('ZT_ERR_BIND', `cannot bind the DNS proxy on ${formatHostPort(host, port)}: ${describeError(e)}`, { cause: e });
+  return new MeshError(
+    'ZT_ERR_BIND',
+    `cannot bind the DNS proxy on ${formatHostPort(host, port)}: ${describeError(e)}`,
+    { cause: e },
+  );
 }
 
 /** Local mode: UDP and TCP on `port` (0: any) of each host address, on the host. */
 export function hostDnsListen(hosts: readonly string[], port: number): DnsListen {
-  return () => bindAll(hosts, async (host) => {
-    const udp = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
-    const tcp = net.createServer();
-    try {
-      udp.bind(port, host);
-      await once(udp, 'listening');
-      // One port for both transports, as a resolver expects.
-      tcp.listen({ host, port: udp.address().port, exclusive: true });
-      await once(tcp, 'listening');
-    } catch (e) {
-      udp.close();
-      tcp.close();
-      throw bindError(host, port, e);
-    }
-    return { udp, tcp };
-  });
+  return () =>
+    bindAll(hosts, async (host) => {
+      const udp = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
+      const tcp = net.createServer();
+      try {
+        udp.bind(port, host);
+        await once(udp, 'listening');
+        // One port for both transports, as a resolver expects.
+        tcp.listen({ host, port: udp.address().port, exclusive: true });
+        await once(tcp, 'listening');
+      } catch (e) {
+        udp.close();
+        tcp.close();
+        throw bindError(host, port, e);
+      }
+      return { udp, tcp };
+    });
 }
 
 /** Local mode's upstream sockets: plain host sockets. */
@@ -91,23 +99,24 @@ const POD_DNS_DEFAULTS: PodDnsSocketOptions = { mark: DEFAULT_INPOD_MARK, reuseP
  */
 export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT, options = POD_DNS_DEFAULTS): DnsListen {
   const { mark, reusePort } = options;
-  return () => bindAll(['127.0.0.1', '::1'], async (host) => {
-    let udp: dgram.Socket;
-    try {
-      udp = await udpSocketInNetns(netns, { host, port, mark, reusePort });
-    } catch (e) {
-      if (host === '::1' && (e as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') return undefined;
-      throw e instanceof MeshError ? e : bindError(host, port, e);
-    }
-    const tcp = net.createServer();
-    try {
-      await listenInNetns(tcp, netns, { host, port, mark, reusePort, backlog: INPOD_LISTEN_BACKLOG });
-    } catch (e) {
-      udp.close();
-      throw e instanceof MeshError ? e : bindError(host, port, e);
-    }
-    return { udp, tcp };
-  });
+  return () =>
+    bindAll(['127.0.0.1', '::1'], async (host) => {
+      let udp: dgram.Socket;
+      try {
+        udp = await udpSocketInNetns(netns, { host, port, mark, reusePort });
+      } catch (e) {
+        if (host === '::1' && (e as NodeJS.ErrnoException).code === 'EADDRNOTAVAIL') return undefined;
+        throw e instanceof MeshError ? e : bindError(host, port, e);
+      }
+      const tcp = net.createServer();
+      try {
+        await listenInNetns(tcp, netns, { host, port, mark, reusePort, backlog: INPOD_LISTEN_BACKLOG });
+      } catch (e) {
+        udp.close();
+        throw e instanceof MeshError ? e : bindError(host, port, e);
+      }
+      return { udp, tcp };
+    });
 }
 
 /**
@@ -118,7 +127,8 @@ export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT, options = P
  */
 export function podUpstreamSockets(netns: NetnsRef, mark = DEFAULT_INPOD_MARK): DnsUpstreamSockets {
   return {
-    udp: (family) => udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark, reusePort: false }),
+    udp: (family) =>
+      udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark, reusePort: false }),
     tcp: (family) => tcpSocketInNetns(netns, family, { mark }),
   };
 }

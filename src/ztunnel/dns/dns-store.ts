@@ -57,7 +57,10 @@ export class DnsStore {
   private readonly ipv6Enabled: boolean;
   private readonly random: () => number;
 
-  constructor(private readonly state: ProxyState, opts: DnsStoreOptions = {}) {
+  constructor(
+    private readonly state: ProxyState,
+    opts: DnsStoreOptions = {},
+  ) {
     this.domain = labelsOf(opts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN);
     this.svcDomain = [...SVC, ...this.domain];
     this.preferredNs = opts.preferredServiceNamespace ?? '';
@@ -95,9 +98,17 @@ export class DnsStore {
       case 1:
         return [[...name, ...namespacedDomain]];
       case 2:
-        return [[...name, ...this.svcDomain], [...name, ...namespacedDomain]];
+        return [
+          [...name, ...this.svcDomain],
+          [...name, ...namespacedDomain],
+        ];
       case 3:
-        return hasDomain(name, SVC) ? [[...name, ...this.domain], [...name, ...this.svcDomain]] : [[...name, ...this.svcDomain]];
+        return hasDomain(name, SVC)
+          ? [
+              [...name, ...this.domain],
+              [...name, ...this.svcDomain],
+            ]
+          : [[...name, ...this.svcDomain]];
       case 4:
         return hasDomain(name, SVC) ? [[...name, ...this.domain]] : [];
       default:
@@ -135,7 +146,11 @@ export class DnsStore {
       for (const candidate of wildcardsOf(alias.name)) {
         const services = this.state
           .servicesByHostname(nameOf(candidate))
-          .filter((s) => (s.vips.length > 0 || s.hostname.endsWith(headlessSuffix)) && (s.visibility !== 'Namespace' || s.namespace === client.namespace));
+          .filter(
+            (s) =>
+              (s.vips.length > 0 || s.hostname.endsWith(headlessSuffix)) &&
+              (s.visibility !== 'Namespace' || s.namespace === client.namespace),
+          );
         const service = bestMatch(services, client.namespace, this.preferredNs);
         if (service !== undefined) return { service, alias, wildcard: candidate[0] === '*' };
       }
@@ -182,7 +197,8 @@ function bestMatch(services: readonly Service[], clientNs: string, preferredNs: 
   for (const s of services) {
     if (s.namespace === clientNs) return s;
     if (s.canonical) best = { s, canonical: true };
-    else if (preferredNs !== '' && s.namespace === preferredNs && best?.canonical !== true) best = { s, canonical: false };
+    else if (preferredNs !== '' && s.namespace === preferredNs && best?.canonical !== true)
+      best = { s, canonical: false };
     else best ??= { s, canonical: false };
   }
   return best?.s;

@@ -33,8 +33,12 @@ export function parseResolvConf(text: string, source: string): UpstreamConfig {
   let timeoutS = DEFAULT_TIMEOUT_S;
   let attempts = DEFAULT_ATTEMPTS;
   for (const line of text.split('\n')) {
-    const [key, ...args] = line.replace(/[#;].*/, '').trim().split(/\s+/);
-    if (key === 'nameserver' && args[0] !== undefined && isIP(args[0].replace(/%.*/, '')) !== 0) nameservers.push({ host: args[0], port: DNS_PORT });
+    const [key, ...args] = line
+      .replace(/[#;].*/, '')
+      .trim()
+      .split(/\s+/);
+    if (key === 'nameserver' && args[0] !== undefined && isIP(args[0].replace(/%.*/, '')) !== 0)
+      nameservers.push({ host: args[0], port: DNS_PORT });
     if (key !== 'options') continue;
     for (const o of args) {
       const [name, value] = o.split(':');
@@ -44,7 +48,8 @@ export function parseResolvConf(text: string, source: string): UpstreamConfig {
       if (name === 'attempts') attempts = n;
     }
   }
-  if (nameservers.length === 0) throw new MeshError('ZT_ERR_DNS_RESOLV_CONF', `${source} names no nameserver to forward DNS queries to`);
+  if (nameservers.length === 0)
+    throw new MeshError('ZT_ERR_DNS_RESOLV_CONF', `${source} names no nameserver to forward DNS queries to`);
   return { nameservers, timeoutMs: timeoutS * 1000, attempts };
 }
 
@@ -62,6 +67,7 @@ export async function readResolvConf(path = RESOLV_CONF): Promise<UpstreamConfig
 export function parseNameserver(s: string): DnsNameserver {
   if (isIP(s) !== 0) return { host: s, port: DNS_PORT };
   const hp = parseHostPort(s);
-  if (hp === undefined || isIP(hp.host) === 0) throw new MeshError('ZT_ERR_DNS_RESOLV_CONF', `DNS upstream "${s}" is not ip, ip:port or [ipv6]:port`);
+  if (hp === undefined || isIP(hp.host) === 0)
+    throw new MeshError('ZT_ERR_DNS_RESOLV_CONF', `DNS upstream "${s}" is not ip, ip:port or [ipv6]:port`);
   return hp;
 }

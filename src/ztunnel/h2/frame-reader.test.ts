@@ -55,7 +55,12 @@ const u32 = (...v: number[]): Buffer => {
 const SAMPLE = Buffer.concat([
   rawFrame(FrameType.SETTINGS, 0, 0, Buffer.from('000400100000', 'hex')),
   rawFrame(FrameType.SETTINGS, FrameFlag.ACK, 0, Buffer.alloc(0)),
-  rawFrame(FrameType.HEADERS, FrameFlag.PADDED | FrameFlag.PRIORITY, 1, Buffer.concat([Buffer.from([3]), u32(0), Buffer.from([16]), txt('hea'), Buffer.alloc(3)])),
+  rawFrame(
+    FrameType.HEADERS,
+    FrameFlag.PADDED | FrameFlag.PRIORITY,
+    1,
+    Buffer.concat([Buffer.from([3]), u32(0), Buffer.from([16]), txt('hea'), Buffer.alloc(3)]),
+  ),
   rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 1, txt('ders')),
   rawFrame(FrameType.DATA, 0, 1, txt('hello ')),
   rawFrame(FrameType.DATA, FrameFlag.PADDED, 1, Buffer.concat([Buffer.from([4]), txt('world'), Buffer.alloc(4)])),
@@ -91,7 +96,8 @@ function merged(events: Event[]): Event[] {
   const out: Event[] = [];
   for (const e of events) {
     const prev = out[out.length - 1];
-    if (e[0] === 'data' && prev?.[0] === 'data') out[out.length - 1] = ['data', e[1], `${String(prev[2])}${String(e[2])}`];
+    if (e[0] === 'data' && prev?.[0] === 'data')
+      out[out.length - 1] = ['data', e[1], `${String(prev[2])}${String(e[2])}`];
     else out.push(e);
   }
   return out;
@@ -110,8 +116,15 @@ function connectionErrorOf(frame: Buffer): { streamId: number; h2Code: number } 
 
 describe('FrameReader (RFC 9113 §4, §6)', () => {
   test('the first frame of a connection must be SETTINGS (not an ACK): anything else is a PROTOCOL_ERROR', () => {
-    for (const first of [rawFrame(FrameType.PING, 0, 0, Buffer.alloc(8)), rawFrame(FrameType.SETTINGS, FrameFlag.ACK, 0, Buffer.alloc(0)), rawFrame(0xfa, 0, 0, Buffer.alloc(0))]) {
-      assert.throws(() => new FrameReader(recorder().sink, MAX_FRAME, 4096).push(first), (e) => e instanceof H2Error && e.streamId === 0 && e.h2Code === H2ErrorCode.PROTOCOL_ERROR);
+    for (const first of [
+      rawFrame(FrameType.PING, 0, 0, Buffer.alloc(8)),
+      rawFrame(FrameType.SETTINGS, FrameFlag.ACK, 0, Buffer.alloc(0)),
+      rawFrame(0xfa, 0, 0, Buffer.alloc(0)),
+    ]) {
+      assert.throws(
+        () => new FrameReader(recorder().sink, MAX_FRAME, 4096).push(first),
+        (e) => e instanceof H2Error && e.streamId === 0 && e.h2Code === H2ErrorCode.PROTOCOL_ERROR,
+      );
     }
   });
 
@@ -137,21 +150,34 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
 
   test('DATA payloads are handed out as views of the input chunks, never copies, across TLS-record-sized chunks', () => {
     const payload = Buffer.alloc(40_000, 7);
-    const wire = Buffer.concat([rawFrame(FrameType.DATA, 0, 1, payload.subarray(0, 16_000)), rawFrame(FrameType.DATA, 0, 1, payload.subarray(16_000, 32_000)), rawFrame(FrameType.DATA, 0, 1, payload.subarray(32_000))]);
+    const wire = Buffer.concat([
+      rawFrame(FrameType.DATA, 0, 1, payload.subarray(0, 16_000)),
+      rawFrame(FrameType.DATA, 0, 1, payload.subarray(16_000, 32_000)),
+      rawFrame(FrameType.DATA, 0, 1, payload.subarray(32_000)),
+    ]);
     const r = recorder();
     const reader = newReader(r);
     const chunks: Buffer[] = [];
     for (let off = 0; off < wire.length; off += 16_384) chunks.push(Buffer.from(wire.subarray(off, off + 16_384)));
     for (const c of chunks) reader.push(c);
     assert.equal(Buffer.concat(r.pieces).compare(payload), 0);
-    for (const p of r.pieces) assert.ok(chunks.some((c) => c.buffer === p.buffer && p.byteOffset >= c.byteOffset && p.byteOffset + p.length <= c.byteOffset + c.length));
+    for (const p of r.pieces)
+      assert.ok(
+        chunks.some(
+          (c) =>
+            c.buffer === p.buffer && p.byteOffset >= c.byteOffset && p.byteOffset + p.length <= c.byteOffset + c.length,
+        ),
+      );
     assert.ok(r.pieces.length > 3, 'frames split across chunks come out in pieces');
   });
 
   test('a DATA frame the sink refuses (its stream is gone) is skipped and still ends', () => {
     const r = recorder(false);
     newReader(r).push(rawFrame(FrameType.DATA, FrameFlag.END_STREAM, 5, txt('dropped')));
-    assert.deepEqual(r.events, [['dataStart', 5, 7, 7], ['dataEnd', 5, true]]);
+    assert.deepEqual(r.events, [
+      ['dataStart', 5, 7, 7],
+      ['dataEnd', 5, true],
+    ]);
   });
 
   test('a control frame split across chunks is assembled; whole in one chunk it is a view', () => {
@@ -164,34 +190,112 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
   });
 
   const CONNECTION_ERRORS: [string, Buffer, number][] = [
-    ['a frame longer than our SETTINGS_MAX_FRAME_SIZE', rawFrame(FrameType.DATA, 0, 1, Buffer.alloc(MAX_FRAME + 1)), H2ErrorCode.FRAME_SIZE_ERROR],
-    ['an unknown frame type longer than our max frame size', rawFrame(0xee, 0, 0, Buffer.alloc(MAX_FRAME + 1)), H2ErrorCode.FRAME_SIZE_ERROR],
+    [
+      'a frame longer than our SETTINGS_MAX_FRAME_SIZE',
+      rawFrame(FrameType.DATA, 0, 1, Buffer.alloc(MAX_FRAME + 1)),
+      H2ErrorCode.FRAME_SIZE_ERROR,
+    ],
+    [
+      'an unknown frame type longer than our max frame size',
+      rawFrame(0xee, 0, 0, Buffer.alloc(MAX_FRAME + 1)),
+      H2ErrorCode.FRAME_SIZE_ERROR,
+    ],
     ['DATA on stream 0', rawFrame(FrameType.DATA, 0, 0, txt('x')), H2ErrorCode.PROTOCOL_ERROR],
-    ['DATA padding longer than the payload', rawFrame(FrameType.DATA, FrameFlag.PADDED, 1, Buffer.from([5, 1, 2, 3])), H2ErrorCode.PROTOCOL_ERROR],
-    ['DATA padded with no room for Pad Length', rawFrame(FrameType.DATA, FrameFlag.PADDED, 1, Buffer.alloc(0)), H2ErrorCode.FRAME_SIZE_ERROR],
-    ['HEADERS on stream 0', rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS, 0, txt('x')), H2ErrorCode.PROTOCOL_ERROR],
-    ['HEADERS padding longer than the payload', rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS | FrameFlag.PADDED, 1, Buffer.from([3, 1, 2])), H2ErrorCode.PROTOCOL_ERROR],
-    ['HEADERS with PRIORITY too short for its fields', rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS | FrameFlag.PRIORITY, 1, Buffer.from([0, 0, 0])), H2ErrorCode.FRAME_SIZE_ERROR],
+    [
+      'DATA padding longer than the payload',
+      rawFrame(FrameType.DATA, FrameFlag.PADDED, 1, Buffer.from([5, 1, 2, 3])),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'DATA padded with no room for Pad Length',
+      rawFrame(FrameType.DATA, FrameFlag.PADDED, 1, Buffer.alloc(0)),
+      H2ErrorCode.FRAME_SIZE_ERROR,
+    ],
+    [
+      'HEADERS on stream 0',
+      rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS, 0, txt('x')),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'HEADERS padding longer than the payload',
+      rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS | FrameFlag.PADDED, 1, Buffer.from([3, 1, 2])),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'HEADERS with PRIORITY too short for its fields',
+      rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS | FrameFlag.PRIORITY, 1, Buffer.from([0, 0, 0])),
+      H2ErrorCode.FRAME_SIZE_ERROR,
+    ],
     ['PRIORITY on stream 0', rawFrame(FrameType.PRIORITY, 0, 0, Buffer.alloc(5)), H2ErrorCode.PROTOCOL_ERROR],
     ['RST_STREAM on stream 0', rawFrame(FrameType.RST_STREAM, 0, 0, u32(0)), H2ErrorCode.PROTOCOL_ERROR],
     ['RST_STREAM of 3 bytes', rawFrame(FrameType.RST_STREAM, 0, 1, Buffer.alloc(3)), H2ErrorCode.FRAME_SIZE_ERROR],
     ['SETTINGS on stream 1', rawFrame(FrameType.SETTINGS, 0, 1, Buffer.alloc(0)), H2ErrorCode.PROTOCOL_ERROR],
     ['SETTINGS of 7 bytes', rawFrame(FrameType.SETTINGS, 0, 0, Buffer.alloc(7)), H2ErrorCode.FRAME_SIZE_ERROR],
-    ['SETTINGS ACK with a payload', rawFrame(FrameType.SETTINGS, FrameFlag.ACK, 0, Buffer.alloc(6)), H2ErrorCode.FRAME_SIZE_ERROR],
-    ['PUSH_PROMISE (push is never enabled)', rawFrame(FrameType.PUSH_PROMISE, FrameFlag.END_HEADERS, 1, u32(2)), H2ErrorCode.PROTOCOL_ERROR],
+    [
+      'SETTINGS ACK with a payload',
+      rawFrame(FrameType.SETTINGS, FrameFlag.ACK, 0, Buffer.alloc(6)),
+      H2ErrorCode.FRAME_SIZE_ERROR,
+    ],
+    [
+      'PUSH_PROMISE (push is never enabled)',
+      rawFrame(FrameType.PUSH_PROMISE, FrameFlag.END_HEADERS, 1, u32(2)),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
     ['PING on stream 1', rawFrame(FrameType.PING, 0, 1, Buffer.alloc(8)), H2ErrorCode.PROTOCOL_ERROR],
     ['PING of 7 bytes', rawFrame(FrameType.PING, 0, 0, Buffer.alloc(7)), H2ErrorCode.FRAME_SIZE_ERROR],
     ['GOAWAY on stream 1', rawFrame(FrameType.GOAWAY, 0, 1, Buffer.alloc(8)), H2ErrorCode.PROTOCOL_ERROR],
     ['GOAWAY of 7 bytes', rawFrame(FrameType.GOAWAY, 0, 0, Buffer.alloc(7)), H2ErrorCode.FRAME_SIZE_ERROR],
-    ['WINDOW_UPDATE of 5 bytes', rawFrame(FrameType.WINDOW_UPDATE, 0, 1, Buffer.alloc(5)), H2ErrorCode.FRAME_SIZE_ERROR],
-    ['WINDOW_UPDATE of 0 on the connection', rawFrame(FrameType.WINDOW_UPDATE, 0, 0, u32(0)), H2ErrorCode.PROTOCOL_ERROR],
-    ['WINDOW_UPDATE of 0 with only the reserved bit set', rawFrame(FrameType.WINDOW_UPDATE, 0, 0, u32(0x8000_0000)), H2ErrorCode.PROTOCOL_ERROR],
-    ['CONTINUATION with no HEADERS before it', rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 1, txt('x')), H2ErrorCode.PROTOCOL_ERROR],
-    ['CONTINUATION on stream 0', rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 0, txt('x')), H2ErrorCode.PROTOCOL_ERROR],
-    ['another frame between HEADERS and its CONTINUATION', Buffer.concat([rawFrame(FrameType.HEADERS, 0, 1, txt('a')), rawFrame(FrameType.PING, 0, 0, Buffer.alloc(8))]), H2ErrorCode.PROTOCOL_ERROR],
-    ['an unknown frame type between HEADERS and its CONTINUATION', Buffer.concat([rawFrame(FrameType.HEADERS, 0, 1, txt('a')), rawFrame(0xfa, 0, 1, Buffer.alloc(0))]), H2ErrorCode.PROTOCOL_ERROR],
-    ['a CONTINUATION of another stream', Buffer.concat([rawFrame(FrameType.HEADERS, 0, 1, txt('a')), rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 3, txt('b'))]), H2ErrorCode.PROTOCOL_ERROR],
-    ['a header block past the cap across CONTINUATIONs', Buffer.concat([rawFrame(FrameType.HEADERS, 0, 1, Buffer.alloc(3000)), rawFrame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(3000))]), H2ErrorCode.ENHANCE_YOUR_CALM],
+    [
+      'WINDOW_UPDATE of 5 bytes',
+      rawFrame(FrameType.WINDOW_UPDATE, 0, 1, Buffer.alloc(5)),
+      H2ErrorCode.FRAME_SIZE_ERROR,
+    ],
+    [
+      'WINDOW_UPDATE of 0 on the connection',
+      rawFrame(FrameType.WINDOW_UPDATE, 0, 0, u32(0)),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'WINDOW_UPDATE of 0 with only the reserved bit set',
+      rawFrame(FrameType.WINDOW_UPDATE, 0, 0, u32(0x8000_0000)),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'CONTINUATION with no HEADERS before it',
+      rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 1, txt('x')),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'CONTINUATION on stream 0',
+      rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 0, txt('x')),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'another frame between HEADERS and its CONTINUATION',
+      Buffer.concat([rawFrame(FrameType.HEADERS, 0, 1, txt('a')), rawFrame(FrameType.PING, 0, 0, Buffer.alloc(8))]),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'an unknown frame type between HEADERS and its CONTINUATION',
+      Buffer.concat([rawFrame(FrameType.HEADERS, 0, 1, txt('a')), rawFrame(0xfa, 0, 1, Buffer.alloc(0))]),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'a CONTINUATION of another stream',
+      Buffer.concat([
+        rawFrame(FrameType.HEADERS, 0, 1, txt('a')),
+        rawFrame(FrameType.CONTINUATION, FrameFlag.END_HEADERS, 3, txt('b')),
+      ]),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
+    [
+      'a header block past the cap across CONTINUATIONs',
+      Buffer.concat([
+        rawFrame(FrameType.HEADERS, 0, 1, Buffer.alloc(3000)),
+        rawFrame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(3000)),
+      ]),
+      H2ErrorCode.ENHANCE_YOUR_CALM,
+    ],
   ];
   for (const [what, frame, code] of CONNECTION_ERRORS) {
     test(`connection error: ${what}`, () => {
@@ -201,7 +305,11 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
 
   const STREAM_ERRORS: [string, Buffer, number][] = [
     ['PRIORITY of 4 bytes', rawFrame(FrameType.PRIORITY, 0, 3, Buffer.alloc(4)), H2ErrorCode.FRAME_SIZE_ERROR],
-    ['PRIORITY making a stream depend on itself', rawFrame(FrameType.PRIORITY, 0, 3, Buffer.from([0, 0, 0, 3, 1])), H2ErrorCode.PROTOCOL_ERROR],
+    [
+      'PRIORITY making a stream depend on itself',
+      rawFrame(FrameType.PRIORITY, 0, 3, Buffer.from([0, 0, 0, 3, 1])),
+      H2ErrorCode.PROTOCOL_ERROR,
+    ],
     ['WINDOW_UPDATE of 0 on a stream', rawFrame(FrameType.WINDOW_UPDATE, 0, 3, u32(0)), H2ErrorCode.PROTOCOL_ERROR],
   ];
   for (const [what, frame, code] of STREAM_ERRORS) {
@@ -209,12 +317,23 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
       const r = recorder();
       const reader = newReader(r);
       reader.push(Buffer.concat([frame, rawFrame(FrameType.PING, 0, 0, txt('still up'))]));
-      assert.deepEqual(r.events, [['streamError', 3, code], ['ping', 'still up', false]]);
+      assert.deepEqual(r.events, [
+        ['streamError', 3, code],
+        ['ping', 'still up', false],
+      ]);
     });
   }
 
   const SELF_DEPENDENT: [string, Buffer][] = [
-    ['in one frame', rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS | FrameFlag.PRIORITY, 5, Buffer.concat([u32(5), Buffer.from([1]), txt('blk')]))],
+    [
+      'in one frame',
+      rawFrame(
+        FrameType.HEADERS,
+        FrameFlag.END_HEADERS | FrameFlag.PRIORITY,
+        5,
+        Buffer.concat([u32(5), Buffer.from([1]), txt('blk')]),
+      ),
+    ],
     [
       'with its block continued in CONTINUATION frames',
       Buffer.concat([
@@ -228,14 +347,22 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
     test(`HEADERS that make their stream depend on itself, ${what}: the whole block is still delivered (HPACK state), then a stream error`, () => {
       const r = recorder();
       newReader(r).push(Buffer.concat([frames, rawFrame(FrameType.HEADERS, FrameFlag.END_HEADERS, 7, txt('next'))]));
-      assert.deepEqual(r.events, [['headers', 5, 'blk', false], ['streamError', 5, H2ErrorCode.PROTOCOL_ERROR], ['headers', 7, 'next', false]]);
+      assert.deepEqual(r.events, [
+        ['headers', 5, 'blk', false],
+        ['streamError', 5, H2ErrorCode.PROTOCOL_ERROR],
+        ['headers', 7, 'next', false],
+      ]);
     });
   }
 
   test('the reserved bit of a stream id is ignored', () => {
     const r = recorder();
     newReader(r).push(rawFrame(FrameType.DATA, FrameFlag.END_STREAM, 0x8000_0001, txt('r')));
-    assert.deepEqual(r.events, [['dataStart', 1, 1, 1], ['data', 1, 'r'], ['dataEnd', 1, true]]);
+    assert.deepEqual(r.events, [
+      ['dataStart', 1, 1, 1],
+      ['data', 1, 'r'],
+      ['dataEnd', 1, true],
+    ]);
   });
 
   test('a frame of exactly our max frame size is accepted', () => {

@@ -153,30 +153,48 @@ export class FrameReader {
     this.streamId = streamId;
     if (!this.settingsSeen) {
       // §3.4: each side's preface ends with a SETTINGS frame, so the first frame of a connection is one.
-      if (type !== FrameType.SETTINGS || flags & FrameFlag.ACK) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `the connection preface's first frame is type ${type}, not SETTINGS (RFC 9113 §3.4)`);
+      if (type !== FrameType.SETTINGS || flags & FrameFlag.ACK)
+        throw connectionError(
+          H2ErrorCode.PROTOCOL_ERROR,
+          `the connection preface's first frame is type ${type}, not SETTINGS (RFC 9113 §3.4)`,
+        );
       this.settingsSeen = true;
     }
-    if (length > this.maxFrameSize) throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, `a ${length}-byte frame (type ${type}) exceeds our SETTINGS_MAX_FRAME_SIZE ${this.maxFrameSize}`);
+    if (length > this.maxFrameSize)
+      throw connectionError(
+        H2ErrorCode.FRAME_SIZE_ERROR,
+        `a ${length}-byte frame (type ${type}) exceeds our SETTINGS_MAX_FRAME_SIZE ${this.maxFrameSize}`,
+      );
     if (this.blockStreamId !== 0 && (type !== FrameType.CONTINUATION || streamId !== this.blockStreamId)) {
-      throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `frame type ${type} on stream ${streamId} where a CONTINUATION of stream ${this.blockStreamId}'s header block must come (RFC 9113 §6.10)`);
+      throw connectionError(
+        H2ErrorCode.PROTOCOL_ERROR,
+        `frame type ${type} on stream ${streamId} where a CONTINUATION of stream ${this.blockStreamId}'s header block must come (RFC 9113 §6.10)`,
+      );
     }
     switch (type) {
       case FrameType.DATA:
         this.needStream('DATA');
         if (flags & FrameFlag.PADDED) {
-          if (length === 0) throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, 'a padded DATA frame too short for its Pad Length');
+          if (length === 0)
+            throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, 'a padded DATA frame too short for its Pad Length');
           this.state = State.DataPadLength;
         } else this.beginData(0);
         return;
       case FrameType.HEADERS:
       case FrameType.CONTINUATION:
         this.needStream(type === FrameType.HEADERS ? 'HEADERS' : 'CONTINUATION');
-        if (type === FrameType.CONTINUATION && this.blockStreamId === 0) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `CONTINUATION on stream ${streamId} follows no HEADERS (RFC 9113 §6.10)`);
+        if (type === FrameType.CONTINUATION && this.blockStreamId === 0)
+          throw connectionError(
+            H2ErrorCode.PROTOCOL_ERROR,
+            `CONTINUATION on stream ${streamId} follows no HEADERS (RFC 9113 §6.10)`,
+          );
         break;
       case FrameType.PRIORITY:
         this.needStream('PRIORITY');
         if (length !== PRIORITY_FIELDS_LENGTH) {
-          this.sink.onStreamError(streamError(streamId, H2ErrorCode.FRAME_SIZE_ERROR, `PRIORITY of ${length} bytes, not 5`));
+          this.sink.onStreamError(
+            streamError(streamId, H2ErrorCode.FRAME_SIZE_ERROR, `PRIORITY of ${length} bytes, not 5`),
+          );
           this.skip(length);
           return;
         }
@@ -188,7 +206,8 @@ export class FrameReader {
       case FrameType.SETTINGS:
         this.needConnection('SETTINGS');
         if (flags & FrameFlag.ACK) this.needLength('SETTINGS with ACK', 0);
-        else if (length % 6 !== 0) throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, `SETTINGS of ${length} bytes, not a multiple of 6`);
+        else if (length % 6 !== 0)
+          throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, `SETTINGS of ${length} bytes, not a multiple of 6`);
         break;
       case FrameType.PUSH_PROMISE:
         // We never enable push (a client says ENABLE_PUSH 0; a server cannot receive push at all).
@@ -199,7 +218,11 @@ export class FrameReader {
         break;
       case FrameType.GOAWAY:
         this.needConnection('GOAWAY');
-        if (length < 8) throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, `GOAWAY of ${length} bytes, shorter than its 8 fixed bytes`);
+        if (length < 8)
+          throw connectionError(
+            H2ErrorCode.FRAME_SIZE_ERROR,
+            `GOAWAY of ${length} bytes, shorter than its 8 fixed bytes`,
+          );
         break;
       case FrameType.WINDOW_UPDATE:
         this.needLength('WINDOW_UPDATE', 4);
@@ -221,11 +244,13 @@ export class FrameReader {
   }
 
   private needConnection(name: string): void {
-    if (this.streamId !== 0) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `${name} on stream ${this.streamId}, not 0`);
+    if (this.streamId !== 0)
+      throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `${name} on stream ${this.streamId}, not 0`);
   }
 
   private needLength(name: string, expected: number): void {
-    if (this.length !== expected) throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, `${name} of ${this.length} bytes, not ${expected}`);
+    if (this.length !== expected)
+      throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, `${name} of ${this.length} bytes, not ${expected}`);
   }
 
   private skip(n: number): void {
@@ -237,7 +262,11 @@ export class FrameReader {
   private beginData(padLength: number): void {
     const padded = (this.flags & FrameFlag.PADDED) !== 0;
     const dataLength = this.length - (padded ? 1 + padLength : 0);
-    if (dataLength < 0) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `DATA padding of ${padLength} bytes does not fit its ${this.length}-byte frame`);
+    if (dataLength < 0)
+      throw connectionError(
+        H2ErrorCode.PROTOCOL_ERROR,
+        `DATA padding of ${padLength} bytes does not fit its ${this.length}-byte frame`,
+      );
     this.padding = padded ? padLength : 0;
     this.deliverData = this.sink.onDataStart(this.streamId, this.length, dataLength);
     this.remaining = dataLength;
@@ -265,7 +294,10 @@ export class FrameReader {
         if (this.flags & FrameFlag.END_HEADERS) this.endBlock();
         return;
       case FrameType.PRIORITY:
-        if ((p.readUInt32BE(0) & 0x7fff_ffff) === id) this.sink.onStreamError(streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'the stream depends on itself (RFC 9113 §5.3.1)'));
+        if ((p.readUInt32BE(0) & 0x7fff_ffff) === id)
+          this.sink.onStreamError(
+            streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'the stream depends on itself (RFC 9113 §5.3.1)'),
+          );
         return;
       case FrameType.RST_STREAM:
         this.sink.onRstStream(id, p.readUInt32BE(0));
@@ -283,8 +315,10 @@ export class FrameReader {
       case FrameType.WINDOW_UPDATE: {
         const increment = p.readUInt32BE(0) & 0x7fff_ffff;
         if (increment !== 0) this.sink.onWindowUpdate(id, increment);
-        else if (id === 0) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE with a zero increment on the connection');
-        else this.sink.onStreamError(streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE with a zero increment'));
+        else if (id === 0)
+          throw connectionError(H2ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE with a zero increment on the connection');
+        else
+          this.sink.onStreamError(streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'WINDOW_UPDATE with a zero increment'));
         return;
       }
     }
@@ -294,17 +328,26 @@ export class FrameReader {
     let start = 0;
     let padLength = 0;
     if (this.flags & FrameFlag.PADDED) {
-      if (p.length < 1) throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, 'a padded HEADERS frame too short for its Pad Length');
+      if (p.length < 1)
+        throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, 'a padded HEADERS frame too short for its Pad Length');
       padLength = p[0]!;
       start = 1;
     }
     this.blockSelfDependent = false;
     if (this.flags & FrameFlag.PRIORITY) {
-      if (p.length < start + PRIORITY_FIELDS_LENGTH) throw connectionError(H2ErrorCode.FRAME_SIZE_ERROR, 'a HEADERS frame with PRIORITY too short for its priority fields');
+      if (p.length < start + PRIORITY_FIELDS_LENGTH)
+        throw connectionError(
+          H2ErrorCode.FRAME_SIZE_ERROR,
+          'a HEADERS frame with PRIORITY too short for its priority fields',
+        );
       this.blockSelfDependent = (p.readUInt32BE(start) & 0x7fff_ffff) === this.streamId;
       start += PRIORITY_FIELDS_LENGTH;
     }
-    if (padLength > p.length - start) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `HEADERS padding of ${padLength} bytes does not fit its ${p.length}-byte frame`);
+    if (padLength > p.length - start)
+      throw connectionError(
+        H2ErrorCode.PROTOCOL_ERROR,
+        `HEADERS padding of ${padLength} bytes does not fit its ${p.length}-byte frame`,
+      );
     this.blockStreamId = this.streamId;
     this.blockEndStream = (this.flags & FrameFlag.END_STREAM) !== 0;
     this.addFragment(p.subarray(start, p.length - padLength));
@@ -314,7 +357,10 @@ export class FrameReader {
   private addFragment(f: Buffer): void {
     this.blockSize += f.length;
     if (this.blockSize > this.maxHeaderBlockSize) {
-      throw connectionError(H2ErrorCode.ENHANCE_YOUR_CALM, `stream ${this.blockStreamId}'s header block exceeds ${this.maxHeaderBlockSize} bytes`);
+      throw connectionError(
+        H2ErrorCode.ENHANCE_YOUR_CALM,
+        `stream ${this.blockStreamId}'s header block exceeds ${this.maxHeaderBlockSize} bytes`,
+      );
     }
     this.blockFragments.push(f);
   }
@@ -328,6 +374,9 @@ export class FrameReader {
     this.blockStreamId = 0;
     // The block is decoded even when its stream fails, so the peer's HPACK dynamic table stays in step with ours.
     this.sink.onHeaders(id, block, this.blockEndStream);
-    if (this.blockSelfDependent) this.sink.onStreamError(streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'the stream depends on itself (RFC 9113 §5.3.1)'));
+    if (this.blockSelfDependent)
+      this.sink.onStreamError(
+        streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'the stream depends on itself (RFC 9113 §5.3.1)'),
+      );
   }
 }

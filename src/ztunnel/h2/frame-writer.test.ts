@@ -1,6 +1,14 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FrameWriter, goawayFrame, headersFrames, pingFrame, rstStreamFrame, SETTINGS_ACK_FRAME, settingsFrame } from './frame-writer.js';
+import {
+  FrameWriter,
+  goawayFrame,
+  headersFrames,
+  pingFrame,
+  rstStreamFrame,
+  SETTINGS_ACK_FRAME,
+  settingsFrame,
+} from './frame-writer.js';
 import { FrameFlag, FrameType } from './frame.js';
 
 describe('FrameWriter and frame encoders (RFC 9113 §4.1, §6)', () => {
@@ -20,7 +28,10 @@ describe('FrameWriter and frame encoders (RFC 9113 §4.1, §6)', () => {
   });
 
   test('WINDOW_UPDATE', () => {
-    assert.equal(new FrameWriter().windowUpdate(0, 0x10000).toString('hex'), '000004' + '08' + '00' + '00000000' + '00010000');
+    assert.equal(
+      new FrameWriter().windowUpdate(0, 0x10000).toString('hex'),
+      '000004' + '08' + '00' + '00000000' + '00010000',
+    );
   });
 
   test('a header block larger than the peer frame size goes out as HEADERS + CONTINUATIONs, END_HEADERS on the last', () => {
@@ -33,13 +44,25 @@ describe('FrameWriter and frame encoders (RFC 9113 §4.1, §6)', () => {
         [7232, FrameType.CONTINUATION, FrameFlag.END_HEADERS],
       ],
     );
-    assert.deepEqual(headersFrames(3, Buffer.from('ab'), false, 16_384).map((f) => f.toString('hex')), ['000002' + '01' + '04' + '00000003' + '6162']);
+    assert.deepEqual(
+      headersFrames(3, Buffer.from('ab'), false, 16_384).map((f) => f.toString('hex')),
+      ['000002' + '01' + '04' + '00000003' + '6162'],
+    );
   });
 
   test('SETTINGS, its ACK, PING, GOAWAY, RST_STREAM', () => {
-    assert.equal(settingsFrame([[4, 65_536], [2, 0]]).toString('hex'), '00000c040000000000' + '000400010000' + '000200000000');
+    assert.equal(
+      settingsFrame([
+        [4, 65_536],
+        [2, 0],
+      ]).toString('hex'),
+      '00000c040000000000' + '000400010000' + '000200000000',
+    );
     assert.equal(SETTINGS_ACK_FRAME.toString('hex'), '000000040100000000');
-    assert.equal(pingFrame(Buffer.from('abcdefgh'), true).toString('hex'), '000008060100000000' + Buffer.from('abcdefgh').toString('hex'));
+    assert.equal(
+      pingFrame(Buffer.from('abcdefgh'), true).toString('hex'),
+      '000008060100000000' + Buffer.from('abcdefgh').toString('hex'),
+    );
     assert.equal(goawayFrame(7, 1, 'x').toString('hex'), '000009070000000000' + '00000007' + '00000001' + '78');
     assert.equal(rstStreamFrame(9, 8).toString('hex'), '000004030000000009' + '00000008');
   });

@@ -22,7 +22,10 @@ export class H2Error extends MeshError {
     readonly h2Code: number,
     message: string,
   ) {
-    super(CATALOGUE[h2Code] ?? 'H2_ERR_PROTOCOL', `${h2ErrorName(h2Code)}${streamId === 0 ? '' : ` on stream ${streamId}`}: ${message}`);
+    super(
+      CATALOGUE[h2Code] ?? 'H2_ERR_PROTOCOL',
+      `${h2ErrorName(h2Code)}${streamId === 0 ? '' : ` on stream ${streamId}`}: ${message}`,
+    );
   }
 }
 

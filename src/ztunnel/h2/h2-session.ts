@@ -4,7 +4,15 @@ import { describeError, MeshError } from '../../lib/errors.js';
 import { CONNECT_TIMEOUT_MS } from '../config.js';
 import { CLIENT_PREFACE, DEFAULT_WINDOW_SIZE, H2ErrorCode, h2ErrorName, MAX_WINDOW_SIZE, SettingId } from './frame.js';
 import { FrameReader, type FrameSink } from './frame-reader.js';
-import { FrameWriter, goawayFrame, headersFrames, pingFrame, rstStreamFrame, SETTINGS_ACK_FRAME, settingsFrame } from './frame-writer.js';
+import {
+  FrameWriter,
+  goawayFrame,
+  headersFrames,
+  pingFrame,
+  rstStreamFrame,
+  SETTINGS_ACK_FRAME,
+  settingsFrame,
+} from './frame-writer.js';
 import { connectionError, H2Error, streamError } from './h2-error.js';
 import { H2Stream, type StreamHost } from './h2-stream.js';
 import type { HeaderBlockDecoder, HeaderBlockDecoderLimits, HeaderBlockEncoder, HeaderField } from './header-block.js';
@@ -126,13 +134,18 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     const client = options.role === 'client';
     this.nextLocalStreamId = client ? 1 : 2;
     this.prefaceLeft = client ? 0 : CLIENT_PREFACE.length;
-    this.decoder = options.createDecoder({ maxTableSize: DECODER_TABLE_SIZE, maxHeaderListSize: options.maxHeaderListSize });
+    this.decoder = options.createDecoder({
+      maxTableSize: DECODER_TABLE_SIZE,
+      maxHeaderListSize: options.maxHeaderListSize,
+    });
     this.connectionReceive = new ReceiveWindow(options.connectionWindowSize);
     this.reader = new FrameReader(this, options.maxFrameSize, options.maxHeaderListSize);
     socket.on('data', (chunk: Buffer) => this.onSocketData(chunk));
     socket.on('drain', () => this.onDrain());
     socket.on('error', (e) => {
-      this.closeError ??= new MeshError('H2_ERR_SESSION_CLOSED', `HTTP/2 connection failed: ${describeError(e)}`, { cause: e });
+      this.closeError ??= new MeshError('H2_ERR_SESSION_CLOSED', `HTTP/2 connection failed: ${describeError(e)}`, {
+        cause: e,
+      });
     });
     socket.on('close', () => this.onSocketClose());
     const settings: [number, number][] = [
@@ -141,15 +154,22 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       [SettingId.MAX_HEADER_LIST_SIZE, options.maxHeaderListSize],
     ];
     if (client) settings.unshift([SettingId.ENABLE_PUSH, 0]);
-    if (options.maxConcurrentStreams !== undefined) settings.unshift([SettingId.MAX_CONCURRENT_STREAMS, options.maxConcurrentStreams]);
+    if (options.maxConcurrentStreams !== undefined)
+      settings.unshift([SettingId.MAX_CONCURRENT_STREAMS, options.maxConcurrentStreams]);
     socket.cork();
     if (client) socket.write(CLIENT_PREFACE);
     socket.write(settingsFrame(settings));
-    if (options.connectionWindowSize > DEFAULT_WINDOW_SIZE) socket.write(this.writer.windowUpdate(0, options.connectionWindowSize - DEFAULT_WINDOW_SIZE));
+    if (options.connectionWindowSize > DEFAULT_WINDOW_SIZE)
+      socket.write(this.writer.windowUpdate(0, options.connectionWindowSize - DEFAULT_WINDOW_SIZE));
     socket.uncork();
     const ackTimeout = options.settingsAckTimeoutMs ?? SETTINGS_ACK_TIMEOUT_MS;
     this.settingsAckTimer = setTimeout(() => {
-      this.fail(connectionError(H2ErrorCode.SETTINGS_TIMEOUT, `the peer did not acknowledge our SETTINGS within ${ackTimeout} ms (RFC 9113 §6.5.3)`));
+      this.fail(
+        connectionError(
+          H2ErrorCode.SETTINGS_TIMEOUT,
+          `the peer did not acknowledge our SETTINGS within ${ackTimeout} ms (RFC 9113 §6.5.3)`,
+        ),
+      );
     }, ackTimeout).unref();
   }
 
@@ -176,9 +196,18 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   /** Client side: opens a CONNECT stream to `authority` (RFC 9113 §8.5), with HBONE's extra fields. */
   connect(authority: string, fields: readonly HeaderField[] = []): H2Stream {
     if (this.options.role !== 'client') throw new MeshError('H2_ERR_PROTOCOL', 'only a client opens streams');
-    if (!this.canOpenStreams) throw new MeshError('H2_ERR_REFUSED_STREAM', 'the HTTP/2 connection is closing; open the stream on another connection');
-    if (this.localStreamCount >= this.peer.maxConcurrentStreams) throw new MeshError('H2_ERR_REFUSED_STREAM', `the peer allows ${this.peer.maxConcurrentStreams} concurrent streams on this connection`);
-    if (this.nextLocalStreamId > MAX_WINDOW_SIZE) throw new MeshError('H2_ERR_REFUSED_STREAM', 'stream ids of this connection are used up');
+    if (!this.canOpenStreams)
+      throw new MeshError(
+        'H2_ERR_REFUSED_STREAM',
+        'the HTTP/2 connection is closing; open the stream on another connection',
+      );
+    if (this.localStreamCount >= this.peer.maxConcurrentStreams)
+      throw new MeshError(
+        'H2_ERR_REFUSED_STREAM',
+        `the peer allows ${this.peer.maxConcurrentStreams} concurrent streams on this connection`,
+      );
+    if (this.nextLocalStreamId > MAX_WINDOW_SIZE)
+      throw new MeshError('H2_ERR_REFUSED_STREAM', 'stream ids of this connection are used up');
     const s = this.openStream(this.nextLocalStreamId);
     this.nextLocalStreamId += 2;
     this.localStreamCount++;
@@ -251,8 +280,13 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
   /** Why DATA cannot go out on `s` now, if it cannot: closed, already ended, or (server side) not yet answered. */
   private sendRefusal(s: H2Stream): MeshError | undefined {
-    if (this.dead || s.streamClosed || s.localEnded) return new MeshError('H2_ERR_STREAM_CLOSED', `stream ${s.id} can no longer send`);
-    if (!s.headersSent) return new MeshError('H2_ERR_PROTOCOL', `stream ${s.id}: DATA before respond() would precede the response HEADERS`);
+    if (this.dead || s.streamClosed || s.localEnded)
+      return new MeshError('H2_ERR_STREAM_CLOSED', `stream ${s.id} can no longer send`);
+    if (!s.headersSent)
+      return new MeshError(
+        'H2_ERR_PROTOCOL',
+        `stream ${s.id}: DATA before respond() would precede the response HEADERS`,
+      );
     return undefined;
   }
 
@@ -264,7 +298,8 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   }
 
   respond(s: H2Stream, status: number, fields: readonly HeaderField[], endStream: boolean): void {
-    if (this.options.role !== 'server' || s.headersSent) throw new MeshError('H2_ERR_PROTOCOL', `stream ${s.id}: respond() is for a server, once`);
+    if (this.options.role !== 'server' || s.headersSent)
+      throw new MeshError('H2_ERR_PROTOCOL', `stream ${s.id}: respond() is for a server, once`);
     if (this.dead || s.streamClosed) return;
     this.writeHeaders(s.id, [[':status', String(status)], ...fields], endStream);
     s.headersSent = true;
@@ -302,16 +337,26 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   // ---- FrameSink: frames from the peer ----
 
   onDataStart(id: number, frameLength: number, dataLength: number): boolean {
-    if (!this.connectionReceive.receive(frameLength)) throw connectionError(H2ErrorCode.FLOW_CONTROL_ERROR, `a ${frameLength}-byte DATA frame exceeds the connection window`);
+    if (!this.connectionReceive.receive(frameLength))
+      throw connectionError(
+        H2ErrorCode.FLOW_CONTROL_ERROR,
+        `a ${frameLength}-byte DATA frame exceeds the connection window`,
+      );
     const s = this.streams.get(id);
     if (s === undefined || s.remoteEnded) {
-      if (s === undefined && this.isIdle(id)) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `DATA on stream ${id}, which was never opened`);
+      if (s === undefined && this.isIdle(id))
+        throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `DATA on stream ${id}, which was never opened`);
       this.releaseConnectionCredit(frameLength);
-      if (s !== undefined || !this.recentlyReset.has(id)) this.resetStream(streamError(id, H2ErrorCode.STREAM_CLOSED, 'DATA after the stream ended (RFC 9113 §5.1)'));
+      if (s !== undefined || !this.recentlyReset.has(id))
+        this.resetStream(streamError(id, H2ErrorCode.STREAM_CLOSED, 'DATA after the stream ended (RFC 9113 §5.1)'));
       this.dataStream = undefined;
       return false;
     }
-    if (!s.receiveWindow.receive(frameLength)) throw connectionError(H2ErrorCode.FLOW_CONTROL_ERROR, `a ${frameLength}-byte DATA frame exceeds stream ${id}'s window`);
+    if (!s.receiveWindow.receive(frameLength))
+      throw connectionError(
+        H2ErrorCode.FLOW_CONTROL_ERROR,
+        `a ${frameLength}-byte DATA frame exceeds stream ${id}'s window`,
+      );
     this.dataStream = s;
     if (frameLength > dataLength) this.releaseCredit(s, frameLength - dataLength);
     return true;
@@ -348,7 +393,8 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   onRstStream(id: number, code: number): void {
     const s = this.streams.get(id);
     if (s === undefined) {
-      if (this.isIdle(id)) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `RST_STREAM on stream ${id}, which was never opened`);
+      if (this.isIdle(id))
+        throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `RST_STREAM on stream ${id}, which was never opened`);
       return;
     }
     this.closeStream(s);
@@ -366,13 +412,20 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       // §6.9.2: a new initial window moves every open stream's send window by the difference.
       for (const s of this.streams.values()) {
         s.sendWindow += delta;
-        if (s.sendWindow > MAX_WINDOW_SIZE) throw connectionError(H2ErrorCode.FLOW_CONTROL_ERROR, `SETTINGS_INITIAL_WINDOW_SIZE pushes stream ${s.id}'s window past 2^31-1`);
+        if (s.sendWindow > MAX_WINDOW_SIZE)
+          throw connectionError(
+            H2ErrorCode.FLOW_CONTROL_ERROR,
+            `SETTINGS_INITIAL_WINDOW_SIZE pushes stream ${s.id}'s window past 2^31-1`,
+          );
       }
     }
-    if (this.peer.headerTableSize !== old.headerTableSize) this.options.encoder.setPeerMaxTableSize(this.peer.headerTableSize);
+    if (this.peer.headerTableSize !== old.headerTableSize)
+      this.options.encoder.setPeerMaxTableSize(this.peer.headerTableSize);
     this.socket.write(SETTINGS_ACK_FRAME);
     this.emit('remoteSettings', this.peer);
-    if (delta > 0) for (const s of this.streams.values()) if (s.pendingDone !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
+    if (delta > 0)
+      for (const s of this.streams.values())
+        if (s.pendingDone !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
   }
 
   onSettingsAck(): void {
@@ -397,7 +450,12 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       if (this.isPeerId(s.id) || s.id <= lastStreamId) continue;
       // §6.8: streams above last-stream-id were not processed, so they may be retried on another connection.
       this.closeStream(s);
-      s.destroy(new MeshError('H2_ERR_REFUSED_STREAM', `the peer's GOAWAY (${h2ErrorName(code)}) did not process stream ${s.id}`));
+      s.destroy(
+        new MeshError(
+          'H2_ERR_REFUSED_STREAM',
+          `the peer's GOAWAY (${h2ErrorName(code)}) did not process stream ${s.id}`,
+        ),
+      );
     }
     this.emit('goaway', code, lastStreamId, debug.toString('utf8'));
     if (code === H2ErrorCode.NO_ERROR) {
@@ -414,7 +472,8 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   onWindowUpdate(id: number, increment: number): void {
     if (id === 0) {
       this.connectionSendWindow += increment;
-      if (this.connectionSendWindow > MAX_WINDOW_SIZE) throw connectionError(H2ErrorCode.FLOW_CONTROL_ERROR, 'WINDOW_UPDATE pushes the connection window past 2^31-1');
+      if (this.connectionSendWindow > MAX_WINDOW_SIZE)
+        throw connectionError(H2ErrorCode.FLOW_CONTROL_ERROR, 'WINDOW_UPDATE pushes the connection window past 2^31-1');
       const blocked = this.connectionBlocked;
       this.connectionBlocked = [];
       for (const s of blocked) {
@@ -425,11 +484,15 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     }
     const s = this.streams.get(id);
     if (s === undefined) {
-      if (this.isIdle(id)) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `WINDOW_UPDATE on stream ${id}, which was never opened`);
+      if (this.isIdle(id))
+        throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `WINDOW_UPDATE on stream ${id}, which was never opened`);
       return;
     }
     s.sendWindow += increment;
-    if (s.sendWindow > MAX_WINDOW_SIZE) this.resetStream(streamError(id, H2ErrorCode.FLOW_CONTROL_ERROR, 'WINDOW_UPDATE pushes the stream window past 2^31-1'));
+    if (s.sendWindow > MAX_WINDOW_SIZE)
+      this.resetStream(
+        streamError(id, H2ErrorCode.FLOW_CONTROL_ERROR, 'WINDOW_UPDATE pushes the stream window past 2^31-1'),
+      );
     else if (s.pendingDone !== undefined && !s.queuedForConnectionWindow) this.flushStream(s);
   }
 
@@ -446,7 +509,11 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       if (this.prefaceLeft > 0) {
         const at = CLIENT_PREFACE.length - this.prefaceLeft;
         const n = Math.min(this.prefaceLeft, input.length);
-        if (input.compare(CLIENT_PREFACE, at, at + n, 0, n) !== 0) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, 'the connection does not start with the HTTP/2 client preface (RFC 9113 §3.4)');
+        if (input.compare(CLIENT_PREFACE, at, at + n, 0, n) !== 0)
+          throw connectionError(
+            H2ErrorCode.PROTOCOL_ERROR,
+            'the connection does not start with the HTTP/2 client preface (RFC 9113 §3.4)',
+          );
         this.prefaceLeft -= n;
         input = input.subarray(n);
         if (input.length === 0) return;
@@ -472,7 +539,10 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     if (this.socket.destroyed) return;
     const grace = this.options.finishGraceMs ?? FINISH_GRACE_MS;
     this.finishTimer = setTimeout(() => {
-      this.closeError ??= new MeshError('H2_ERR_SESSION_CLOSED', `the peer did not read the connection's last frames within ${grace} ms`);
+      this.closeError ??= new MeshError(
+        'H2_ERR_SESSION_CLOSED',
+        `the peer did not read the connection's last frames within ${grace} ms`,
+      );
       this.socket.destroy();
     }, grace).unref();
   }
@@ -494,7 +564,13 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     const error = this.closeError ?? new MeshError('H2_ERR_SESSION_CLOSED', 'the HTTP/2 connection closed');
     for (const s of [...this.streams.values()]) {
       this.closeStream(s);
-      s.destroy(error instanceof MeshError && error.code === 'H2_ERR_SESSION_CLOSED' ? error : new MeshError('H2_ERR_SESSION_CLOSED', `stream ${s.id} ended with its connection: ${error.message}`, { cause: error }));
+      s.destroy(
+        error instanceof MeshError && error.code === 'H2_ERR_SESSION_CLOSED'
+          ? error
+          : new MeshError('H2_ERR_SESSION_CLOSED', `stream ${s.id} ended with its connection: ${error.message}`, {
+              cause: error,
+            }),
+      );
     }
     for (const p of this.pings.splice(0)) p.reject(error);
     this.onDrain();
@@ -520,7 +596,8 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
         s.response = head;
         s.emit('response', head);
       } else {
-        if (!endStream) throw streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'trailers without END_STREAM (RFC 9113 §8.1)');
+        if (!endStream)
+          throw streamError(id, H2ErrorCode.PROTOCOL_ERROR, 'trailers without END_STREAM (RFC 9113 §8.1)');
         parseTrailers(id, fields);
       }
       if (endStream) this.onRemoteEnd(s);
@@ -528,13 +605,25 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     }
     if (this.recentlyReset.has(id)) return;
     if (!this.isPeerId(id) || this.options.role === 'client') {
-      throw connectionError(this.isIdle(id) ? H2ErrorCode.PROTOCOL_ERROR : H2ErrorCode.STREAM_CLOSED, `HEADERS on stream ${id}, which ${this.isIdle(id) ? 'this end never opened' : 'is closed'}`);
+      throw connectionError(
+        this.isIdle(id) ? H2ErrorCode.PROTOCOL_ERROR : H2ErrorCode.STREAM_CLOSED,
+        `HEADERS on stream ${id}, which ${this.isIdle(id) ? 'this end never opened' : 'is closed'}`,
+      );
     }
-    if (id <= this.lastPeerStreamId) throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `stream ${id} is not above the last opened stream ${this.lastPeerStreamId} (RFC 9113 §5.1.1)`);
+    if (id <= this.lastPeerStreamId)
+      throw connectionError(
+        H2ErrorCode.PROTOCOL_ERROR,
+        `stream ${id} is not above the last opened stream ${this.lastPeerStreamId} (RFC 9113 §5.1.1)`,
+      );
     this.lastPeerStreamId = id;
     if (this.goawaySent) throw streamError(id, H2ErrorCode.REFUSED_STREAM, 'the connection is closing (GOAWAY sent)');
     const limit = this.options.maxConcurrentStreams ?? Infinity;
-    if (this.peerStreamCount >= limit) throw streamError(id, H2ErrorCode.REFUSED_STREAM, `${this.peerStreamCount} streams open, SETTINGS_MAX_CONCURRENT_STREAMS is ${limit}`);
+    if (this.peerStreamCount >= limit)
+      throw streamError(
+        id,
+        H2ErrorCode.REFUSED_STREAM,
+        `${this.peerStreamCount} streams open, SETTINGS_MAX_CONCURRENT_STREAMS is ${limit}`,
+      );
     const head = parseRequestHead(id, fields);
     const s2 = this.openStream(id);
     this.peerStreamCount++;
@@ -649,7 +738,8 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     if (this.dead) return;
     this.socket.write(rstStreamFrame(id, code));
     this.recentlyReset.add(id);
-    if (this.recentlyReset.size > RECENTLY_RESET_LIMIT) this.recentlyReset.delete(this.recentlyReset.values().next().value!);
+    if (this.recentlyReset.size > RECENTLY_RESET_LIMIT)
+      this.recentlyReset.delete(this.recentlyReset.values().next().value!);
   }
 
   private isPeerId(id: number): boolean {
@@ -664,5 +754,8 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
 /** An error code the peer sent (RST_STREAM or GOAWAY): REFUSED_STREAM means retry elsewhere, anything else a reset. */
 function peerError(code: number, message: string): MeshError {
-  return new MeshError(code === H2ErrorCode.REFUSED_STREAM ? 'H2_ERR_REFUSED_STREAM' : 'H2_ERR_PEER_RESET', `${message}: ${h2ErrorName(code)}`);
+  return new MeshError(
+    code === H2ErrorCode.REFUSED_STREAM ? 'H2_ERR_REFUSED_STREAM' : 'H2_ERR_PEER_RESET',
+    `${message}: ${h2ErrorName(code)}`,
+  );
 }

@@ -33,13 +33,19 @@ const STATUS = /^[1-9][0-9][0-9]$/;
  * fields first, each once, only the allowed names; lowercase token names; values without NUL/CR/LF or edge
  * whitespace; no connection-specific fields. A violation is a malformed message: stream error PROTOCOL_ERROR.
  */
-function split(streamId: number, fields: readonly HeaderField[], allowed: ReadonlySet<string>): { pseudo: Map<string, string>; regular: HeaderField[] } {
+function split(
+  streamId: number,
+  fields: readonly HeaderField[],
+  allowed: ReadonlySet<string>,
+): { pseudo: Map<string, string>; regular: HeaderField[] } {
   const pseudo = new Map<string, string>();
   const regular: HeaderField[] = [];
-  const malformed = (why: string): Error => streamError(streamId, H2ErrorCode.PROTOCOL_ERROR, `malformed header fields: ${why} (RFC 9113 §8.2)`);
+  const malformed = (why: string): Error =>
+    streamError(streamId, H2ErrorCode.PROTOCOL_ERROR, `malformed header fields: ${why} (RFC 9113 §8.2)`);
   for (const field of fields) {
     const [name, value] = field;
-    if (BAD_VALUE.test(value)) throw malformed(`the value of ${JSON.stringify(name)} has NUL, CR, LF or edge whitespace`);
+    if (BAD_VALUE.test(value))
+      throw malformed(`the value of ${JSON.stringify(name)} has NUL, CR, LF or edge whitespace`);
     if (name.startsWith(':')) {
       if (regular.length > 0) throw malformed(`pseudo-header ${name} after a regular field`);
       if (!allowed.has(name)) throw malformed(`pseudo-header ${name} is not allowed here`);
@@ -62,7 +68,8 @@ export function parseRequestHead(streamId: number, fields: readonly HeaderField[
   const authority = pseudo.get(':authority');
   const scheme = pseudo.get(':scheme');
   const path = pseudo.get(':path');
-  const malformed = (why: string): Error => streamError(streamId, H2ErrorCode.PROTOCOL_ERROR, `malformed request: ${why}`);
+  const malformed = (why: string): Error =>
+    streamError(streamId, H2ErrorCode.PROTOCOL_ERROR, `malformed request: ${why}`);
   if (method === undefined) throw malformed('no :method');
   if (method === 'CONNECT') {
     if (authority === undefined || authority === '') throw malformed('CONNECT without :authority (RFC 9113 §8.5)');
@@ -77,7 +84,8 @@ export function parseRequestHead(streamId: number, fields: readonly HeaderField[
 export function parseResponseHead(streamId: number, fields: readonly HeaderField[]): ResponseHead {
   const { pseudo, regular } = split(streamId, fields, STATUS_PSEUDO);
   const status = pseudo.get(':status');
-  if (status === undefined || !STATUS.test(status)) throw streamError(streamId, H2ErrorCode.PROTOCOL_ERROR, `malformed response: :status ${status ?? 'missing'}`);
+  if (status === undefined || !STATUS.test(status))
+    throw streamError(streamId, H2ErrorCode.PROTOCOL_ERROR, `malformed response: :status ${status ?? 'missing'}`);
   return { status: Number(status), fields: regular };
 }
 

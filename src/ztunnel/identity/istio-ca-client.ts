@@ -6,7 +6,12 @@ import { describeError, MeshError } from '../../lib/errors.js';
 import { identityToString, type Identity } from '../../lib/spiffe.js';
 import type { CaClient } from './ca-client.js';
 
-type UnaryCall = (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, value?: unknown) => void) => void;
+type UnaryCall = (
+  req: unknown,
+  md: grpc.Metadata,
+  opts: grpc.CallOptions,
+  cb: (err: grpc.ServiceError | null, value?: unknown) => void,
+) => void;
 
 /** A CSR that has not been answered in this long fails (and is retried with backoff by the SecretManager). */
 const CALL_TIMEOUT_MS = 10_000;
@@ -34,19 +39,32 @@ export class IstioCaClient implements CaClient {
   }
 
   async fetchCertificate(identity: Identity, csrPem: string, ttlSeconds: number): Promise<string[]> {
-    const md = await controlPlaneMetadata(this.o.tokenFile, this.o.clusterId, this.o.headers ?? []).catch((e: unknown) => {
-      throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', describeError(e));
-    });
+    const md = await controlPlaneMetadata(this.o.tokenFile, this.o.clusterId, this.o.headers ?? []).catch(
+      (e: unknown) => {
+        throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', describeError(e));
+      },
+    );
     const uri = identityToString(identity);
-    const req: Partial<IstioCertificateRequest> = { csr: csrPem, validityDuration: BigInt(ttlSeconds), ...(this.o.impersonate ? { metadata: { ImpersonatedIdentity: uri } } : {}) };
+    const req: Partial<IstioCertificateRequest> = {
+      csr: csrPem,
+      validityDuration: BigInt(ttlSeconds),
+      ...(this.o.impersonate ? { metadata: { ImpersonatedIdentity: uri } } : {}),
+    };
     const res = await new Promise<IstioCertificateResponse>((resolve, reject) => {
       const call = (this.client as unknown as Record<string, UnaryCall>)['createCertificate']!;
       call.call(this.client, req, md, { deadline: Date.now() + CALL_TIMEOUT_MS }, (err, value) => {
-        if (err !== null) reject(new MeshError('ZT_ERR_CERT_UNAVAILABLE', `CreateCertificate for ${uri} failed: ${grpc.status[err.code]}: ${err.details}`));
+        if (err !== null)
+          reject(
+            new MeshError(
+              'ZT_ERR_CERT_UNAVAILABLE',
+              `CreateCertificate for ${uri} failed: ${grpc.status[err.code]}: ${err.details}`,
+            ),
+          );
         else resolve(value as IstioCertificateResponse);
       });
     });
-    if (res.certChain.length === 0) throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `CA returned an empty chain for ${uri}`);
+    if (res.certChain.length === 0)
+      throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `CA returned an empty chain for ${uri}`);
     return res.certChain;
   }
 

@@ -10,7 +10,12 @@ import type { Identity } from '../../lib/spiffe.js';
 import type { CaClient } from './ca-client.js';
 import { MAX_CONCURRENT_CSRS, SecretManager } from './secret-manager.js';
 
-const log = new LogControl({ format: 'json', level: 'silent', component: 't', out: new Writable({ write: (_c, _e, cb) => cb() }) }).scope('identity');
+const log = new LogControl({
+  format: 'json',
+  level: 'silent',
+  component: 't',
+  out: new Writable({ write: (_c, _e, cb) => cb() }),
+}).scope('identity');
 const id = (sa: string): Identity => ({ trustDomain: 'cluster.local', namespace: 'ns', serviceAccount: sa });
 
 /** A CA that holds every CSR until released, recording the order they arrived in. */
@@ -81,9 +86,18 @@ test('a dial that needs a certificate whose fetch failed fails at once with ZT_E
   const ca = new OutageCa(await CertificateAuthority.selfSigned('cluster.local'));
   const sm = new SecretManager(ca, 3600_000, log);
   try {
-    await assert.rejects(sm.fetch(id('web')), (e: unknown) => isMeshError(e, 'ZT_ERR_CERT_UNAVAILABLE') && /istiod is down/.test(e.message), 'the first fetch is waited for and fails with the cause');
+    await assert.rejects(
+      sm.fetch(id('web')),
+      (e: unknown) => isMeshError(e, 'ZT_ERR_CERT_UNAVAILABLE') && /istiod is down/.test(e.message),
+      'the first fetch is waited for and fails with the cause',
+    );
     const calls = ca.calls;
-    await assert.rejects(sm.fetch(id('web')), (e: unknown) => isMeshError(e, 'ZT_ERR_CERT_UNAVAILABLE') && /last fetch failed .*istiod is down.*retrying in the background/.test(e.message));
+    await assert.rejects(
+      sm.fetch(id('web')),
+      (e: unknown) =>
+        isMeshError(e, 'ZT_ERR_CERT_UNAVAILABLE') &&
+        /last fetch failed .*istiod is down.*retrying in the background/.test(e.message),
+    );
     assert.equal(ca.calls, calls, 'a dial does not trigger a CSR of its own');
   } finally {
     sm.stop();
@@ -118,8 +132,15 @@ test('a connection waiting for a first certificate is settled when its workload 
   const leaving = sm.fetch(id('leaving'));
   const staying = sm.fetch(id('staying'));
   sm.retain(new Set(['spiffe://cluster.local/ns/ns/sa/staying']));
-  await assert.rejects(leaving, (e: unknown) => isMeshError(e, 'ZT_ERR_CERT_UNAVAILABLE') && /no workload on this node uses the identity/.test(e.message));
+  await assert.rejects(
+    leaving,
+    (e: unknown) =>
+      isMeshError(e, 'ZT_ERR_CERT_UNAVAILABLE') && /no workload on this node uses the identity/.test(e.message),
+  );
   sm.stop();
-  await assert.rejects(staying, (e: unknown) => isMeshError(e, 'ZT_ERR_CERT_UNAVAILABLE') && /ztunnel is stopping/.test(e.message));
+  await assert.rejects(
+    staying,
+    (e: unknown) => isMeshError(e, 'ZT_ERR_CERT_UNAVAILABLE') && /ztunnel is stopping/.test(e.message),
+  );
   gate.releaseAll();
 });

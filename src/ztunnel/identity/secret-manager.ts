@@ -21,7 +21,12 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 type CertState =
   | { t: 'initializing'; waiters: ((c: WorkloadCertificate | Error) => void)[] }
   | { t: 'available'; cert: WorkloadCertificate }
-  | { t: 'unavailable'; error: string; cert: WorkloadCertificate | undefined; waiters: ((c: WorkloadCertificate | Error) => void)[] };
+  | {
+      t: 'unavailable';
+      error: string;
+      cert: WorkloadCertificate | undefined;
+      waiters: ((c: WorkloadCertificate | Error) => void)[];
+    };
 
 interface Entry {
   readonly identity: Identity;
@@ -74,7 +79,10 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
     if (s.t === 'available') return s.cert;
     if (s.t === 'unavailable') {
       if (s.cert !== undefined && s.cert.notAfter.getTime() > Date.now()) return s.cert;
-      throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `no certificate for ${key}: the last fetch failed (${s.error}); retrying in the background`);
+      throw new MeshError(
+        'ZT_ERR_CERT_UNAVAILABLE',
+        `no certificate for ${key}: the last fetch failed (${s.error}); retrying in the background`,
+      );
     }
     return new Promise((resolve, reject) => {
       s.waiters.push((c) => (c instanceof Error ? reject(c) : resolve(c)));
@@ -97,7 +105,13 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
       if (!keep.has(k)) {
         clearTimeout(e.timer);
         this.entries.delete(k);
-        this.settleWaiters(e, new MeshError('ZT_ERR_CERT_UNAVAILABLE', `no certificate for ${k}: no workload on this node uses the identity any more`));
+        this.settleWaiters(
+          e,
+          new MeshError(
+            'ZT_ERR_CERT_UNAVAILABLE',
+            `no certificate for ${k}: no workload on this node uses the identity any more`,
+          ),
+        );
       }
     }
   }
@@ -118,12 +132,19 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
 
   /** For `/config_dump` and metrics: identity, state, the certificate if any and the last failure. */
   snapshot(): CertificateSnapshot[] {
-    return [...this.entries.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, e]) => ({
-      identity: k,
-      state: e.state.t === 'initializing' ? 'Initializing' : e.state.t === 'available' ? 'Available' : `Unavailable: ${e.state.error}`,
-      cert: e.state.t === 'available' ? e.state.cert : e.state.t === 'unavailable' ? e.state.cert : undefined,
-      lastError: e.lastError,
-    }));
+    return [...this.entries.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, e]) => ({
+        identity: k,
+        state:
+          e.state.t === 'initializing'
+            ? 'Initializing'
+            : e.state.t === 'available'
+              ? 'Available'
+              : `Unavailable: ${e.state.error}`,
+        cert: e.state.t === 'available' ? e.state.cert : e.state.t === 'unavailable' ? e.state.cert : undefined,
+        lastError: e.lastError,
+      }));
   }
 
   stop(): void {
@@ -143,7 +164,15 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
   private ensure(key: string, id: Identity, prio: Priority): Entry {
     let e = this.entries.get(key);
     if (e === undefined) {
-      e = { identity: id, state: { t: 'initializing', waiters: [] }, lastError: undefined, timer: undefined, backoff: new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS), fetching: false, queued: undefined };
+      e = {
+        identity: id,
+        state: { t: 'initializing', waiters: [] },
+        lastError: undefined,
+        timer: undefined,
+        backoff: new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS),
+        fetching: false,
+        queued: undefined,
+      };
       this.entries.set(key, e);
       this.enqueue(key, e, prio);
     } else if (e.queued !== undefined && prio < e.queued) {
@@ -178,10 +207,13 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
   private schedule(key: string, e: Entry, at: number): void {
     clearTimeout(e.timer);
     const delay = Math.max(0, at - Date.now());
-    e.timer = setTimeout(() => {
-      if (Date.now() + 5 < at) this.schedule(key, e, at);
-      else this.enqueue(key, e, Priority.Background);
-    }, Math.min(delay, MAX_TIMER_MS));
+    e.timer = setTimeout(
+      () => {
+        if (Date.now() + 5 < at) this.schedule(key, e, at);
+        else this.enqueue(key, e, Priority.Background);
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    );
     e.timer.unref();
   }
 
@@ -210,7 +242,10 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
       this.emit('failed', key, msg);
       const valid = prev !== undefined && prev.notAfter.getTime() > Date.now();
       e.state = { t: 'unavailable', error: msg, cert: valid ? prev : undefined, waiters: valid ? [] : waiters };
-      this.log.warn({ identity: key, error: msg, retryInMs: retry }, valid ? 'certificate refresh failed; keeping the still-valid certificate' : 'certificate fetch failed');
+      this.log.warn(
+        { identity: key, error: msg, retryInMs: retry },
+        valid ? 'certificate refresh failed; keeping the still-valid certificate' : 'certificate fetch failed',
+      );
       if (valid) for (const w of waiters) w(prev);
       else {
         const failure = new MeshError('ZT_ERR_CERT_UNAVAILABLE', `no certificate for ${key}: ${msg}`);

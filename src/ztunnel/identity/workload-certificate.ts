@@ -19,16 +19,28 @@ export interface WorkloadCertificate {
   readonly leaf: X509Certificate;
 }
 
-export function workloadCertificateFromChain(identity: Identity, keyPem: string, chain: readonly string[]): WorkloadCertificate {
-  if (chain.length < 2) throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `CA returned a chain of ${chain.length} element(s); expected leaf, intermediates and the root bundle`);
+export function workloadCertificateFromChain(
+  identity: Identity,
+  keyPem: string,
+  chain: readonly string[],
+): WorkloadCertificate {
+  if (chain.length < 2)
+    throw new MeshError(
+      'ZT_ERR_CERT_UNAVAILABLE',
+      `CA returned a chain of ${chain.length} element(s); expected leaf, intermediates and the root bundle`,
+    );
   const leafPem = chain[0]!;
   const leaf = new X509Certificate(leafPem);
   const want = identityToString(identity);
   if (!uriSans(leaf.subjectAltName).includes(want)) {
-    throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', `CA issued a certificate for ${leaf.subjectAltName ?? 'no SAN'}, not ${want}`);
+    throw new MeshError(
+      'ZT_ERR_CERT_UNAVAILABLE',
+      `CA issued a certificate for ${leaf.subjectAltName ?? 'no SAN'}, not ${want}`,
+    );
   }
   const rootsPem = splitPemCertificates(chain[chain.length - 1]!);
-  if (rootsPem.length === 0) throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', 'CA response has no root certificate in its last element');
+  if (rootsPem.length === 0)
+    throw new MeshError('ZT_ERR_CERT_UNAVAILABLE', 'CA response has no root certificate in its last element');
   return Object.freeze({
     identity,
     keyPem,

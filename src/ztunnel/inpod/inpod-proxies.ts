@@ -77,7 +77,11 @@ export class InpodProxies implements InpodProxyRunner {
     const local = LocalWorkloadInformation.byInfo(state, config.nodeName, uid, info);
     const outbound = new Outbound(ctx, local);
     const hosts = config.ipv6Enabled ? [WILDCARD_V4, WILDCARD_V6] : [WILDCARD_V4];
-    const listeners: Listener[] = hosts.flatMap((h) => [outboundCaptureListener(ctx, outbound, h), inboundPassthroughListener(ctx, local, h), new InboundHbone(ctx, local, h)]);
+    const listeners: Listener[] = hosts.flatMap((h) => [
+      outboundCaptureListener(ctx, outbound, h),
+      inboundPassthroughListener(ctx, local, h),
+      new InboundHbone(ctx, local, h),
+    ]);
     let dns: { close(): void } | undefined;
     try {
       for (const l of listeners) await l.start();
@@ -86,11 +90,17 @@ export class InpodProxies implements InpodProxyRunner {
       for (const l of listeners) l.close(true);
       sockets.close();
       pool.destroy();
-      log.error({ pod: uid, name: `${info.namespace}/${info.name}`, error: describeError(e) }, 'failed to start the pod proxy');
+      log.error(
+        { pod: uid, name: `${info.namespace}/${info.name}`, error: describeError(e) },
+        'failed to start the pod proxy',
+      );
       throw e;
     }
     this.pods.set(uid, { uid, info, netns, local, sockets, pool, listeners, dns });
-    log.info({ pod: uid, name: `${info.namespace}/${info.name}`, listeners: listeners.map((l) => l.address) }, 'pod proxy started in the pod network namespace');
+    log.info(
+      { pod: uid, name: `${info.namespace}/${info.name}`, listeners: listeners.map((l) => l.address) },
+      'pod proxy started in the pod network namespace',
+    );
   }
 
   stop(uid: string): void {
@@ -100,10 +110,14 @@ export class InpodProxies implements InpodProxyRunner {
     this.closePod(p);
     this.ctx.connections.closeWorkload(uid, 'pod removed from this ztunnel');
     // Certificates of identities no other pod here uses stop refreshing.
-    this.ctx.secrets.retain(new Set([...this.pods.values()].flatMap((o) => {
-      const w = o.local.current();
-      return w === undefined ? [] : [identityToString(workloadIdentity(w))];
-    })));
+    this.ctx.secrets.retain(
+      new Set(
+        [...this.pods.values()].flatMap((o) => {
+          const w = o.local.current();
+          return w === undefined ? [] : [identityToString(workloadIdentity(w))];
+        }),
+      ),
+    );
     this.ctx.log.info({ pod: uid, name: `${p.info.namespace}/${p.info.name}` }, 'pod proxy stopped');
   }
 

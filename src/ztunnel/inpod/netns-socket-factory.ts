@@ -32,19 +32,40 @@ export class NetnsSocketFactory implements SocketFactory {
   async listen(server: net.Server, host: string, port: number): Promise<void> {
     this.checkOpen();
     try {
-      await listenInNetns(server, this.netns, { host, port, mark: this.options.mark, reusePort: this.options.reusePort, transparent: true, backlog: INPOD_LISTEN_BACKLOG });
+      await listenInNetns(server, this.netns, {
+        host,
+        port,
+        mark: this.options.mark,
+        reusePort: this.options.reusePort,
+        transparent: true,
+        backlog: INPOD_LISTEN_BACKLOG,
+      });
     } catch (e) {
       if (e instanceof MeshError) throw e;
       const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-      const why = code === 'EADDRINUSE' ? ' (another process in the pod owns it; with INPOD_PORT_REUSE=false, also an older ztunnel)' : code === 'EPERM' ? ' (IP_TRANSPARENT and SO_MARK need CAP_NET_ADMIN)' : '';
-      throw new MeshError('ZT_ERR_BIND', `cannot listen on ${formatHostPort(host, port)} in the pod's network namespace: ${code}${why}`, { cause: e });
+      const why =
+        code === 'EADDRINUSE'
+          ? ' (another process in the pod owns it; with INPOD_PORT_REUSE=false, also an older ztunnel)'
+          : code === 'EPERM'
+            ? ' (IP_TRANSPARENT and SO_MARK need CAP_NET_ADMIN)'
+            : '';
+      throw new MeshError(
+        'ZT_ERR_BIND',
+        `cannot listen on ${formatHostPort(host, port)} in the pod's network namespace: ${code}${why}`,
+        { cause: e },
+      );
     }
   }
 
   async connect(host: string, port: number, localAddress: string | undefined, hint?: string): Promise<net.Socket> {
     this.checkOpen();
     const spoof = localAddress !== undefined && localAddress !== host;
-    const s = tcpSocketInNetns(this.netns, net.isIPv6(host) ? 6 : 4, { mark: this.options.mark, transparent: spoof, freebind: spoof }, APP_SOCKET_OPTIONS);
+    const s = tcpSocketInNetns(
+      this.netns,
+      net.isIPv6(host) ? 6 : 4,
+      { mark: this.options.mark, transparent: spoof, freebind: spoof },
+      APP_SOCKET_OPTIONS,
+    );
     return connectSocket(s, host, port, spoof ? localAddress : undefined, hint);
   }
 
@@ -68,6 +89,7 @@ export class NetnsSocketFactory implements SocketFactory {
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new MeshError('ZT_ERR_POD_STOPPED', "the pod's proxy stopped: no new sockets in its network namespace");
+    if (this.closed)
+      throw new MeshError('ZT_ERR_POD_STOPPED', "the pod's proxy stopped: no new sockets in its network namespace");
   }
 }

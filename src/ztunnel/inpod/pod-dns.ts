@@ -28,7 +28,8 @@ export function podDnsStarter(s: PodDnsSettings): PodDnsStarter {
     let closed = false;
     const inner = podUpstreamSockets(pod.netns, pod.mark);
     // After the pod stops, its netns fd is closed (and its number may be reused): no query may make a socket with it.
-    const stopped = (): MeshError => new MeshError('ZT_ERR_POD_STOPPED', `pod ${pod.uid} stopped: no upstream DNS socket in its network namespace`);
+    const stopped = (): MeshError =>
+      new MeshError('ZT_ERR_POD_STOPPED', `pod ${pod.uid} stopped: no upstream DNS socket in its network namespace`);
     const upstreamSockets: DnsUpstreamSockets = {
       udp: (family) => (closed ? Promise.reject(stopped()) : inner.udp(family)),
       tcp: (family) => {

@@ -18,7 +18,12 @@ const isClosed = (fd: number): boolean => {
 
 test('an AddWorkload with exactly one fd (SCM_RIGHTS) reads as an add that owns it', () => {
   const fd = ownNetnsFd();
-  assert.deepEqual(readWorkloadMessage(encodeWorkloadRequest({ kind: 'add', uid: 'a', info }), [fd]), { kind: 'add', uid: 'a', info, netns: fd });
+  assert.deepEqual(readWorkloadMessage(encodeWorkloadRequest({ kind: 'add', uid: 'a', info }), [fd]), {
+    kind: 'add',
+    uid: 'a',
+    info,
+    netns: fd,
+  });
   closeSync(fd);
 });
 
@@ -30,11 +35,20 @@ test('fds with a datagram that is refused are closed: two fds with an Add, an fd
   ];
   for (const [data, n] of cases) {
     const fds = Array.from({ length: n }, ownNetnsFd);
-    assert.throws(() => readWorkloadMessage(data, fds), (e: unknown) => isMeshError(e, 'ZDS_ERR_DECODE'));
-    assert.deepEqual(fds.map(isClosed), fds.map(() => true));
+    assert.throws(
+      () => readWorkloadMessage(data, fds),
+      (e: unknown) => isMeshError(e, 'ZDS_ERR_DECODE'),
+    );
+    assert.deepEqual(
+      fds.map(isClosed),
+      fds.map(() => true),
+    );
   }
 });
 
 test('an AddWorkload without an fd is ZDS_ERR_DECODE', () => {
-  assert.throws(() => readWorkloadMessage(encodeWorkloadRequest({ kind: 'add', uid: 'a', info }), []), (e: unknown) => isMeshError(e, 'ZDS_ERR_DECODE'));
+  assert.throws(
+    () => readWorkloadMessage(encodeWorkloadRequest({ kind: 'add', uid: 'a', info }), []),
+    (e: unknown) => isMeshError(e, 'ZDS_ERR_DECODE'),
+  );
 });

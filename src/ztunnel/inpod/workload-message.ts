@@ -3,7 +3,8 @@ import { MeshError } from '../../lib/errors.js';
 import { decodeWorkloadRequest, type WorkloadRequest } from '../../zds/zds-codec.js';
 
 /** A ZDS request as ztunnel acts on it: an `add` comes with its netns fd, which the receiver then owns. */
-export type WorkloadMessage = Exclude<WorkloadRequest, { kind: 'add' }> | (Extract<WorkloadRequest, { kind: 'add' }> & { readonly netns: number });
+export type WorkloadMessage =
+  Exclude<WorkloadRequest, { kind: 'add' }> | (Extract<WorkloadRequest, { kind: 'add' }> & { readonly netns: number });
 
 /**
  * One datagram from the node agent and the fds that came with it (ztunnel `src/inpod/protocol.rs`): an Add carries
@@ -15,10 +16,15 @@ export function readWorkloadMessage(data: Buffer, fds: readonly number[]): Workl
     const request = decodeWorkloadRequest(data);
     const [netns] = fds;
     if (request.kind === 'add') {
-      if (netns === undefined) throw new MeshError('ZDS_ERR_DECODE', `AddWorkload for ${request.uid} came without a netns fd (SCM_RIGHTS)`);
+      if (netns === undefined)
+        throw new MeshError('ZDS_ERR_DECODE', `AddWorkload for ${request.uid} came without a netns fd (SCM_RIGHTS)`);
       return { ...request, netns };
     }
-    if (netns !== undefined) throw new MeshError('ZDS_ERR_DECODE', `a ZDS ${request.kind} request came with an fd; only AddWorkload carries one`);
+    if (netns !== undefined)
+      throw new MeshError(
+        'ZDS_ERR_DECODE',
+        `a ZDS ${request.kind} request came with an fd; only AddWorkload carries one`,
+      );
     return request;
   } catch (e) {
     for (const fd of fds) closeSync(fd);

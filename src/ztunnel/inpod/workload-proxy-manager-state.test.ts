@@ -42,18 +42,22 @@ describe('ztunnel in-pod state manager (ztunnel src/inpod/statemanager.rs)', () 
     state.stopAll();
   });
 
-  test('Add of a running uid with another netns stops the old proxy and starts one in the new netns', { skip: netnsSkip() }, async () => {
-    const ns = await TestNetns.create();
-    try {
-      await add('a');
-      await snapshotSent();
-      await add('a', openSync(ns.path, 'r'));
-      assert.deepEqual(runner.events, ['start a', 'stop a', 'start a']);
-      state.stopAll();
-    } finally {
-      await ns.remove();
-    }
-  });
+  test(
+    'Add of a running uid with another netns stops the old proxy and starts one in the new netns',
+    { skip: netnsSkip() },
+    async () => {
+      const ns = await TestNetns.create();
+      try {
+        await add('a');
+        await snapshotSent();
+        await add('a', openSync(ns.path, 'r'));
+        assert.deepEqual(runner.events, ['start a', 'stop a', 'start a']);
+        state.stopAll();
+      } finally {
+        await ns.remove();
+      }
+    },
+  );
 
   test('a new connection: Keep before SnapshotSent keeps a running proxy, SnapshotSent stops every proxy not Added or Kept', async () => {
     await add('kept');
@@ -75,7 +79,10 @@ describe('ztunnel in-pod state manager (ztunnel src/inpod/statemanager.rs)', () 
     await assert.rejects(state.processMsg({ kind: 'keep', uid: 'a' }), code('ZDS_ERR_PROTOCOL'));
     await assert.rejects(snapshotSent(), code('ZDS_ERR_PROTOCOL'));
     const before = openFdCount();
-    await assert.rejects(state.processMsg({ kind: 'add', uid: 'a', info: undefined, netns: ownNetnsFd() }), code('ZDS_ERR_PROTOCOL'));
+    await assert.rejects(
+      state.processMsg({ kind: 'add', uid: 'a', info: undefined, netns: ownNetnsFd() }),
+      code('ZDS_ERR_PROTOCOL'),
+    );
     assert.equal(openFdCount(), before);
     assert.deepEqual(runner.events, []);
   });
@@ -122,7 +129,10 @@ describe('ztunnel in-pod state manager (ztunnel src/inpod/statemanager.rs)', () 
   test('an Add whose fd is not a network namespace is ZDS_ERR_PROXY_START, nothing starts, the fd is closed and nothing is pending', async () => {
     await snapshotSent();
     const before = openFdCount();
-    await assert.rejects(state.processMsg({ kind: 'add', uid: 'a', info, netns: openSync('/proc/self/ns/uts', 'r') }), code('ZDS_ERR_PROXY_START'));
+    await assert.rejects(
+      state.processMsg({ kind: 'add', uid: 'a', info, netns: openSync('/proc/self/ns/uts', 'r') }),
+      code('ZDS_ERR_PROXY_START'),
+    );
     assert.equal(openFdCount(), before);
     assert.deepEqual(state.pendingUids(), []);
     assert.deepEqual(runner.events, []);

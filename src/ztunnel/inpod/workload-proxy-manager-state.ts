@@ -12,7 +12,6 @@ interface PendingWorkload {
   readonly id: NetnsId;
 }
 
-
 /**
  * ztunnel's in-pod workload state (ztunnel `src/inpod/statemanager.rs`): which pods have a running proxy, which
  * failed to start and wait for a retry, and what the snapshot of the current ZDS connection has named so far.
@@ -63,7 +62,10 @@ export class WorkloadProxyManagerState {
   async processMsg(msg: WorkloadMessage): Promise<void> {
     switch (msg.kind) {
       case 'add': {
-        this.log.info({ uid: msg.uid, name: msg.info?.name, namespace: msg.info?.namespace }, 'AddWorkload: starting the pod\'s proxy');
+        this.log.info(
+          { uid: msg.uid, name: msg.info?.name, namespace: msg.info?.namespace },
+          "AddWorkload: starting the pod's proxy",
+        );
         if (msg.info === undefined) {
           closeSync(msg.netns);
           throw new MeshError('ZDS_ERR_PROTOCOL', `AddWorkload for ${msg.uid} has no workload_info`);
@@ -74,18 +76,23 @@ export class WorkloadProxyManagerState {
           id = netnsId(msg.netns);
         } catch (e) {
           closeSync(msg.netns);
-          throw new MeshError('ZDS_ERR_PROXY_START', `the fd sent with ${msg.uid} is not a network namespace: ${describeError(e)}`, { cause: e });
+          throw new MeshError(
+            'ZDS_ERR_PROXY_START',
+            `the fd sent with ${msg.uid} is not a network namespace: ${describeError(e)}`,
+            { cause: e },
+          );
         }
         await this.addWorkload(msg.uid, { info: msg.info, netns: msg.netns, id });
         return;
       }
       case 'keep':
-        this.log.info({ uid: msg.uid }, 'KeepWorkload: the pod\'s proxy stays after the snapshot');
-        if (this.snapshotReceived) throw new MeshError('ZDS_ERR_PROTOCOL', `KeepWorkload for ${msg.uid} after SnapshotSent`);
+        this.log.info({ uid: msg.uid }, "KeepWorkload: the pod's proxy stays after the snapshot");
+        if (this.snapshotReceived)
+          throw new MeshError('ZDS_ERR_PROTOCOL', `KeepWorkload for ${msg.uid} after SnapshotSent`);
         this.snapshotNames.add(msg.uid);
         return;
       case 'del':
-        this.log.info({ uid: msg.uid }, 'DelWorkload: stopping the pod\'s proxy');
+        this.log.info({ uid: msg.uid }, "DelWorkload: stopping the pod's proxy");
         if (!this.snapshotReceived) {
           // A proxy an Add started before the snapshot goes at SnapshotSent, as it is no longer named; a pending
           // one would stay pending, so it goes now.
@@ -96,7 +103,7 @@ export class WorkloadProxyManagerState {
         this.delWorkload(msg.uid);
         return;
       case 'snapshotSent':
-        this.log.info('SnapshotSent: the node agent\'s snapshot is complete');
+        this.log.info("SnapshotSent: the node agent's snapshot is complete");
         if (this.snapshotReceived) throw new MeshError('ZDS_ERR_PROTOCOL', 'a second SnapshotSent on one connection');
         this.reconcile();
         this.snapshotReceived = true;
@@ -109,11 +116,11 @@ export class WorkloadProxyManagerState {
     const pending = [...this.pendingWorkloads];
     this.pendingWorkloads.clear();
     for (const [uid, workload] of pending) {
-      this.log.info({ uid }, 'starting a pending pod\'s proxy again');
+      this.log.info({ uid }, "starting a pending pod's proxy again");
       try {
         await this.addWorkload(uid, workload);
       } catch (e) {
-        this.log.info({ uid, err: describeError(e) }, 'pending pod\'s proxy still does not start');
+        this.log.info({ uid, err: describeError(e) }, "pending pod's proxy still does not start");
       }
     }
   }

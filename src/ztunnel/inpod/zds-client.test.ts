@@ -8,7 +8,13 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { isMeshError, type MeshError } from '../../lib/errors.js';
 import { SeqpacketServer } from '../../lib/seqpacket-socket.js';
-import { decodeAck, decodeHello, encodeWorkloadRequest, ZdsVersion, type WorkloadRequest } from '../../zds/zds-codec.js';
+import {
+  decodeAck,
+  decodeHello,
+  encodeWorkloadRequest,
+  ZdsVersion,
+  type WorkloadRequest,
+} from '../../zds/zds-codec.js';
 import { DatagramPeer } from '../../../test/helpers/datagram-peer.js';
 import { ownNetnsFd, RecordingRunner } from '../../../test/helpers/recording-runner.js';
 import { CapturedLogs } from '../../../test/helpers/captured-logs.js';
@@ -101,7 +107,8 @@ describe('ztunnel ZDS client (ztunnel src/inpod/workloadmanager.rs, protocol.rs)
     client = new ZdsClient(sockPath, runner, logs.control.scope('inpod'), { pendingRetryMs: RETRY_MS });
     client.start();
     // Nothing listens yet: connects fail and are retried, the delay doubling (jittered within [d/2, d]).
-    const retries = (): number[] => logs.lines.filter((l) => l.code === 'ZDS_ERR_NO_NODE_AGENT').map((l) => l.retryMs as number);
+    const retries = (): number[] =>
+      logs.lines.filter((l) => l.code === 'ZDS_ERR_NO_NODE_AGENT').map((l) => l.retryMs as number);
     await logs.waitFor('a fourth failed connect', () => retries().length >= 4);
     const delays = retries();
     for (let i = 2; i < delays.length; i++) assert.ok(delays[i]! > delays[i - 2]!, `delays grow: ${delays.join(', ')}`);
@@ -145,9 +152,15 @@ describe('ztunnel ZDS client (ztunnel src/inpod/workloadmanager.rs, protocol.rs)
     listen();
     client.start();
     const agent = await connected();
-    assert.match(await agent.request({ kind: 'add', uid: 'a', info }, []), /^failure to read message : .*without a netns fd/);
+    assert.match(
+      await agent.request({ kind: 'add', uid: 'a', info }, []),
+      /^failure to read message : .*without a netns fd/,
+    );
     const again = await connected();
-    assert.match(await again.request({ kind: 'del', uid: 'a' }, [ownNetnsFd()]), /^failure to read message : .*only AddWorkload carries one/);
+    assert.match(
+      await again.request({ kind: 'del', uid: 'a' }, [ownNetnsFd()]),
+      /^failure to read message : .*only AddWorkload carries one/,
+    );
     assert.deepEqual(runner.events, []);
   });
 
@@ -180,21 +193,25 @@ describe('ztunnel ZDS client (ztunnel src/inpod/workloadmanager.rs, protocol.rs)
     assert.deepEqual(client.pending(), []);
   });
 
-  test('close() while a pod\'s proxy is still starting: the proxy is stopped once its start completes', { timeout: 10_000 }, async () => {
-    listen();
-    client.start();
-    const agent = await connected();
-    let release!: () => void;
-    runner.hold = new Promise((resolve) => (release = resolve));
-    const starting = runner.waitFor('starting a');
-    const fd = ownNetnsFd();
-    agent.socket.send(encodeWorkloadRequest({ kind: 'add', uid: 'a', info }), [fd]);
-    closeSync(fd);
-    await starting;
-    client.close();
-    const stopped = runner.waitFor('stop a');
-    release();
-    await stopped;
-    assert.deepEqual(runner.events, ['start a', 'stop a']);
-  });
+  test(
+    "close() while a pod's proxy is still starting: the proxy is stopped once its start completes",
+    { timeout: 10_000 },
+    async () => {
+      listen();
+      client.start();
+      const agent = await connected();
+      let release!: () => void;
+      runner.hold = new Promise((resolve) => (release = resolve));
+      const starting = runner.waitFor('starting a');
+      const fd = ownNetnsFd();
+      agent.socket.send(encodeWorkloadRequest({ kind: 'add', uid: 'a', info }), [fd]);
+      closeSync(fd);
+      await starting;
+      client.close();
+      const stopped = runner.waitFor('stop a');
+      release();
+      await stopped;
+      assert.deepEqual(runner.events, ['start a', 'stop a']);
+    },
+  );
 });

@@ -110,7 +110,10 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
     try {
       socket = SeqpacketSocket.connect(this.socketPath);
     } catch (e) {
-      this.reconnectLater({ code: 'ZDS_ERR_NO_NODE_AGENT', path: this.socketPath, err: describeError(e) }, 'cannot reach the node agent\'s ZDS socket; is the node agent running?');
+      this.reconnectLater(
+        { code: 'ZDS_ERR_NO_NODE_AGENT', path: this.socketPath, err: describeError(e) },
+        "cannot reach the node agent's ZDS socket; is the node agent running?",
+      );
       return;
     }
     this.log.info({ path: this.socketPath }, 'connected to the node agent');
@@ -172,7 +175,10 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
       await this.state.processMsg(msg);
     } catch (e) {
       if (isMeshError(e, 'ZDS_ERR_PROXY_START')) {
-        this.log.error({ uid: 'uid' in msg ? msg.uid : undefined, err: describeError(e) }, 'pod proxy did not start; it stays pending');
+        this.log.error(
+          { uid: 'uid' in msg ? msg.uid : undefined, err: describeError(e) },
+          'pod proxy did not start; it stays pending',
+        );
         this.scheduleRetry(conn);
         await this.reply(conn, `failure to start proxy : ${describeError(e)}`);
         return;
@@ -201,8 +207,14 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
 
   private scheduleRetry(conn: Connection): void {
     if (conn.retryTimer !== undefined || conn.closed) return;
-    this.log.info({ uids: this.state.pendingUids(), retryMs: this.options.pendingRetryMs ?? ZDS_PENDING_RETRY_MS }, 'pending pods will be tried again');
-    conn.retryTimer = setTimeout(() => this.enqueue(conn, () => this.retry(conn)), this.options.pendingRetryMs ?? ZDS_PENDING_RETRY_MS);
+    this.log.info(
+      { uids: this.state.pendingUids(), retryMs: this.options.pendingRetryMs ?? ZDS_PENDING_RETRY_MS },
+      'pending pods will be tried again',
+    );
+    conn.retryTimer = setTimeout(
+      () => this.enqueue(conn, () => this.retry(conn)),
+      this.options.pendingRetryMs ?? ZDS_PENDING_RETRY_MS,
+    );
   }
 
   private async retry(conn: Connection): Promise<void> {

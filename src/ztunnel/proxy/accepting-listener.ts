@@ -35,7 +35,9 @@ export class AcceptingListener {
         s.destroy();
       });
     });
-    server.on('error', (e) => this.ctx.log.error({ component: this.component, error: describeError(e), addr: this.address }, 'listener error'));
+    server.on('error', (e) =>
+      this.ctx.log.error({ component: this.component, error: describeError(e), addr: this.address }, 'listener error'),
+    );
     await this.ctx.sockets.listen(server, this.host, this.port);
     this.server = server;
   }

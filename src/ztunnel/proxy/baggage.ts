@@ -14,5 +14,8 @@ export function baggageFor(w: Workload): string {
     ['cloud.region', w.locality?.region ?? ''],
     ['cloud.availability_zone', w.locality?.zone ?? ''],
   ];
-  return items.filter(([, v]) => v !== '').map(([k, v]) => `${k}=${v}`).join(',');
+  return items
+    .filter(([, v]) => v !== '')
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
 }

@@ -4,7 +4,13 @@ import { identityToString } from '../../lib/spiffe.js';
 import { evaluate, type RbacConnection } from '../rbac.js';
 import type { ProxyState } from '../state/proxy-state.js';
 import { workloadIdentity } from '../state/workload.js';
-import { trafficLabels, type ResponseFlags, type TrafficLabels, type TrafficParties, type ZtunnelMetrics } from '../admin/metrics.js';
+import {
+  trafficLabels,
+  type ResponseFlags,
+  type TrafficLabels,
+  type TrafficParties,
+  type ZtunnelMetrics,
+} from '../admin/metrics.js';
 
 export interface ConnectionInfo {
   readonly direction: 'inbound' | 'outbound';
@@ -141,7 +147,10 @@ export class ConnectionManager {
     const labels = trafficLabels(info.parties, flags);
     this.metrics.closed.inc(labels);
     if (flags !== '-') this.metrics.failed.inc(labels);
-    this.access.error({ ...this.fields(info), bytes_sent: 0, bytes_recv: 0, error: describeError(error) }, 'connection complete');
+    this.access.error(
+      { ...this.fields(info), bytes_sent: 0, bytes_recv: 0, error: describeError(error) },
+      'connection complete',
+    );
   }
 
   /** Re-checks every live inbound connection against the current policies and closes the newly denied ones. */
@@ -157,7 +166,10 @@ export class ConnectionManager {
       }
       const d = evaluate(state.policiesFor(w), c.info.rbac);
       if (!d.allowed) {
-        this.log.info({ src: c.info.src, dst: c.info.actualDst, reason: d.reason }, 'closing connection: no longer allowed by policy');
+        this.log.info(
+          { src: c.info.src, dst: c.info.actualDst, reason: d.reason },
+          'closing connection: no longer allowed by policy',
+        );
         // ztunnel records such a connection as a late authorization rejection (DENY), not a completion.
         c.closedBy = new MeshError('ZT_ERR_POLICY_DENIED', `policy changed: ${d.reason}`);
         c.abort(`policy changed: ${d.reason}`);
@@ -171,7 +183,12 @@ export class ConnectionManager {
     const outbound: object[] = [];
     for (const c of this.live) {
       if (c.info.workloadUid !== uid) continue;
-      const o = { src: c.info.src, originalDst: c.info.originalDst, actualDst: c.info.actualDst, protocol: c.info.protocol };
+      const o = {
+        src: c.info.src,
+        originalDst: c.info.originalDst,
+        actualDst: c.info.actualDst,
+        protocol: c.info.protocol,
+      };
       (c.info.direction === 'inbound' ? inbound : outbound).push(o);
     }
     return { inbound, outbound };

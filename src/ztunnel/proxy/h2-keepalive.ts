@@ -11,7 +11,12 @@ export interface PingableConnection {
   once(event: 'close', listener: () => void): unknown;
 }
 
-export function startKeepalive(conn: PingableConnection, onDead: (why: string) => void, intervalMs = PING_INTERVAL_MS, timeoutMs = PING_TIMEOUT_MS): void {
+export function startKeepalive(
+  conn: PingableConnection,
+  onDead: (why: string) => void,
+  intervalMs = PING_INTERVAL_MS,
+  timeoutMs = PING_TIMEOUT_MS,
+): void {
   let waiting: NodeJS.Timeout | undefined;
   let closed = false;
   const acknowledged = (): void => {

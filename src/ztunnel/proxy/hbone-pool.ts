@@ -86,7 +86,12 @@ export class HbonePool {
    * Opens a CONNECT stream to `authority` with HBONE's other header `fields`, through a connection to
    * `key.dstIp:key.dstPort`, dialing if needed with `cert`. Resolves with the stream and its response status.
    */
-  async connect(key: WorkloadKey, cert: () => Promise<WorkloadCertificate>, authority: string, fields: readonly HeaderField[]): Promise<{ stream: H2Stream; status: number }> {
+  async connect(
+    key: WorkloadKey,
+    cert: () => Promise<WorkloadCertificate>,
+    authority: string,
+    fields: readonly HeaderField[],
+  ): Promise<{ stream: H2Stream; status: number }> {
     if (this.closing) throw new MeshError('ZT_ERR_SHUTTING_DOWN', 'ztunnel is shutting down');
     const conn = await this.checkout(key, cert);
     const dst = formatHostPort(key.dstIp, key.dstPort);
@@ -113,7 +118,12 @@ export class HbonePool {
       };
       const onClose = (): void => {
         settle();
-        reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${dst} closed before a response (code ${stream.resetCode ?? '?'})`));
+        reject(
+          new MeshError(
+            'ZT_ERR_HBONE_STREAM',
+            `HBONE stream to ${dst} closed before a response (code ${stream.resetCode ?? '?'})`,
+          ),
+        );
       };
       const onResponse = (head: { status: number }): void => {
         settle();
@@ -123,7 +133,12 @@ export class HbonePool {
       const timer = setTimeout(() => {
         settle();
         stream.reset();
-        reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `no response to the HBONE CONNECT from ${dst} within ${CONNECT_TIMEOUT_MS / 1000}s`));
+        reject(
+          new MeshError(
+            'ZT_ERR_HBONE_CONNECT_TIMEOUT',
+            `no response to the HBONE CONNECT from ${dst} within ${CONNECT_TIMEOUT_MS / 1000}s`,
+          ),
+        );
       }, CONNECT_TIMEOUT_MS);
       timer.unref();
       stream.once('error', onError);
@@ -163,7 +178,11 @@ export class HbonePool {
       if (nc.hasCapacity()) return this.take(nc);
       // Full already (others waiting on the same dial took its streams): dial another. Never redial a connection
       // that closed as it opened, or a peer that fails every connection would be dialed in a loop.
-      if (!nc.session.canOpenStreams) throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE connection to ${formatHostPort(key.dstIp, key.dstPort)} closed as it opened: ${describeError(nc.session.failure ?? 'GOAWAY')}`);
+      if (!nc.session.canOpenStreams)
+        throw new MeshError(
+          'ZT_ERR_HBONE_HANDSHAKE',
+          `HBONE connection to ${formatHostPort(key.dstIp, key.dstPort)} closed as it opened: ${describeError(nc.session.failure ?? 'GOAWAY')}`,
+        );
     }
   }
 
@@ -174,7 +193,12 @@ export class HbonePool {
   }
 
   /** Dials a connection for `entry`; whoever needs one meanwhile waits for this dial instead of starting another. */
-  private startDial(key: WorkloadKey, cert: () => Promise<WorkloadCertificate>, entry: KeyEntry, ks: string): Promise<PooledConnection> {
+  private startDial(
+    key: WorkloadKey,
+    cert: () => Promise<WorkloadCertificate>,
+    entry: KeyEntry,
+    ks: string,
+  ): Promise<PooledConnection> {
     const dial = this.dial(key, cert).then(
       (nc) => {
         entry.conns.push(nc);
@@ -187,9 +211,11 @@ export class HbonePool {
       },
     );
     entry.dialing = dial;
-    void dial.finally(() => {
-      if (entry.dialing === dial) entry.dialing = undefined;
-    }).catch(() => undefined);
+    void dial
+      .finally(() => {
+        if (entry.dialing === dial) entry.dialing = undefined;
+      })
+      .catch(() => undefined);
     return dial;
   }
 
@@ -220,7 +246,8 @@ export class HbonePool {
     const remove = (): void => {
       const i = entry.conns.indexOf(c);
       if (i >= 0) entry.conns.splice(i, 1);
-      if (entry.conns.length === 0 && entry.dialing === undefined && this.entries.get(ks) === entry) this.entries.delete(ks);
+      if (entry.conns.length === 0 && entry.dialing === undefined && this.entries.get(ks) === entry)
+        this.entries.delete(ks);
     };
     c.session.once('goaway', () => {
       // In-flight streams finish; new ones go to a fresh connection.
@@ -237,13 +264,22 @@ export class HbonePool {
   private async dial(key: WorkloadKey, certFn: () => Promise<WorkloadCertificate>): Promise<PooledConnection> {
     const dst = formatHostPort(key.dstIp, key.dstPort);
     const cert = await certFn();
-    const tcp = await this.sockets.connect(key.dstIp, key.dstPort, key.srcIp, 'maybe a NetworkPolicy is blocking HBONE port 15008');
+    const tcp = await this.sockets.connect(
+      key.dstIp,
+      key.dstPort,
+      key.srcIp,
+      'maybe a NetworkPolicy is blocking HBONE port 15008',
+    );
     const socket = tls.connect({ ...clientTlsOptions(cert, key.dstIds), socket: tcp });
-    const timer = setTimeout(() => socket.destroy(new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${dst} timed out`)), CONNECT_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => socket.destroy(new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${dst} timed out`)),
+      CONNECT_TIMEOUT_MS,
+    );
     timer.unref();
     try {
       await once(socket, 'secureConnect');
-      if (socket.alpnProtocol !== 'h2') throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${dst} did not negotiate ALPN h2`);
+      if (socket.alpnProtocol !== 'h2')
+        throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${dst} did not negotiate ALPN h2`);
       const session = new H2Session(socket, this.settings.sessionOptions());
       session.once('close', (e) => {
         if (e !== undefined) this.log.debug({ dst, error: describeError(e) }, 'HBONE connection error');
@@ -251,19 +287,30 @@ export class HbonePool {
       // The peer's SETTINGS complete its preface and carry its stream limit.
       const settings = await new Promise<H2Session['remoteSettings']>((resolve, reject) => {
         session.once('remoteSettings', resolve);
-        session.once('close', (e) => reject(e ?? new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${dst} closed the connection before its SETTINGS`)));
+        session.once('close', (e) =>
+          reject(e ?? new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${dst} closed the connection before its SETTINGS`)),
+        );
       });
       // A peer that broke the protocol right after its SETTINGS (in the same read) has already failed the connection.
-      if (!session.canOpenStreams) throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE connection to ${dst} failed as it opened: ${describeError(session.failure ?? 'GOAWAY')}`);
+      if (!session.canOpenStreams)
+        throw new MeshError(
+          'ZT_ERR_HBONE_HANDSHAKE',
+          `HBONE connection to ${dst} failed as it opened: ${describeError(session.failure ?? 'GOAWAY')}`,
+        );
       startKeepalive(session, (why) => {
         this.log.warn({ dst, reason: why }, 'HBONE connection is dead; closing it');
         session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection to ${dst} lost: ${why}`));
       });
-      return new PooledConnection(session, Math.min(this.settings.maxStreamsPerConnection, settings.maxConcurrentStreams));
+      return new PooledConnection(
+        session,
+        Math.min(this.settings.maxStreamsPerConnection, settings.maxConcurrentStreams),
+      );
     } catch (e) {
       socket.destroy();
       if (e instanceof MeshError && e.code.startsWith('ZT_')) throw e;
-      throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${dst} failed: ${describeError(e)}`, { cause: e });
+      throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${dst} failed: ${describeError(e)}`, {
+        cause: e,
+      });
     } finally {
       clearTimeout(timer);
     }

@@ -6,8 +6,20 @@ import { hboneSessionOptions } from './hbone-session-options.js';
 test("HBONE client settings are ztunnel's client's: Istio's windows and frame size, a 16 KiB header list, no stream limit advertised", () => {
   const o = hboneSessionOptions(DEFAULTS, 'client');
   assert.deepEqual(
-    { streamWindowSize: o.streamWindowSize, connectionWindowSize: o.connectionWindowSize, maxFrameSize: o.maxFrameSize, maxHeaderListSize: o.maxHeaderListSize, maxConcurrentStreams: o.maxConcurrentStreams },
-    { streamWindowSize: 4 * 1024 * 1024, connectionWindowSize: 16 * 1024 * 1024, maxFrameSize: 1024 * 1024, maxHeaderListSize: 16 * 1024, maxConcurrentStreams: undefined },
+    {
+      streamWindowSize: o.streamWindowSize,
+      connectionWindowSize: o.connectionWindowSize,
+      maxFrameSize: o.maxFrameSize,
+      maxHeaderListSize: o.maxHeaderListSize,
+      maxConcurrentStreams: o.maxConcurrentStreams,
+    },
+    {
+      streamWindowSize: 4 * 1024 * 1024,
+      connectionWindowSize: 16 * 1024 * 1024,
+      maxFrameSize: 1024 * 1024,
+      maxHeaderListSize: 16 * 1024,
+      maxConcurrentStreams: undefined,
+    },
   );
 });
 

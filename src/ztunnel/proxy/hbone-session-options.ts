@@ -10,7 +10,10 @@ const SERVER_MAX_HEADER_LIST_SIZE = 64 * 1024;
 const CLIENT_MAX_HEADER_LIST_SIZE = 16 * 1024;
 
 /** The HTTP/2 settings of an HBONE connection as ztunnel makes them, from HTTP2_* (a fresh HPACK codec each call). */
-export function hboneSessionOptions(c: Pick<ZtunnelConfig, 'http2StreamWindowSize' | 'http2ConnectionWindowSize' | 'http2FrameSize'>, role: H2Role): H2SessionOptions {
+export function hboneSessionOptions(
+  c: Pick<ZtunnelConfig, 'http2StreamWindowSize' | 'http2ConnectionWindowSize' | 'http2FrameSize'>,
+  role: H2Role,
+): H2SessionOptions {
   const server = role === 'server';
   return {
     role,

@@ -16,8 +16,14 @@ import { relay } from './relay.js';
  * require an identity deny. A denied connection is closed without a byte; an allowed one reaches the app from the
  * client's own address. Telemetry names the service the workload backs on the destination port, as a guess.
  */
-export function inboundPassthroughListener(ctx: ProxyContext, local: LocalWorkloadInformation, listenIp: string): AcceptingListener {
-  return new AcceptingListener(ctx, 'inbound plaintext', listenIp, INBOUND_PLAINTEXT_PORT, (s) => handle(ctx, local, s));
+export function inboundPassthroughListener(
+  ctx: ProxyContext,
+  local: LocalWorkloadInformation,
+  listenIp: string,
+): AcceptingListener {
+  return new AcceptingListener(ctx, 'inbound plaintext', listenIp, INBOUND_PLAINTEXT_PORT, (s) =>
+    handle(ctx, local, s),
+  );
 }
 
 async function handle(ctx: ProxyContext, localInfo: LocalWorkloadInformation, client: net.Socket): Promise<void> {
@@ -27,13 +33,32 @@ async function handle(ctx: ProxyContext, localInfo: LocalWorkloadInformation, cl
   const dst = sockets.originalDst(client);
   const dstAddr = formatHostPort(dst.ip, dst.port);
   if (ILLEGAL_PORTS.has(dst.port)) {
-    ctx.log.warn({ src, dst: dstAddr, error: describeError(new MeshError('ZT_ERR_SELF_CALL', `target port ${dst.port} belongs to ztunnel itself`)) }, 'inbound plaintext connection refused');
+    ctx.log.warn(
+      {
+        src,
+        dst: dstAddr,
+        error: describeError(new MeshError('ZT_ERR_SELF_CALL', `target port ${dst.port} belongs to ztunnel itself`)),
+      },
+      'inbound plaintext connection refused',
+    );
     client.destroy();
     return;
   }
   const local = await localInfo.wait();
   if (local === undefined) {
-    ctx.log.warn({ src, dst: dstAddr, error: describeError(new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${localInfo.key} is not known to this ztunnel (waited ${WORKLOAD_WAIT_MS / 1000}s)`)) }, 'inbound plaintext connection refused');
+    ctx.log.warn(
+      {
+        src,
+        dst: dstAddr,
+        error: describeError(
+          new MeshError(
+            'ZT_ERR_UNKNOWN_WORKLOAD',
+            `workload ${localInfo.key} is not known to this ztunnel (waited ${WORKLOAD_WAIT_MS / 1000}s)`,
+          ),
+        ),
+      },
+      'inbound plaintext connection refused',
+    );
     client.destroy();
     return;
   }
@@ -48,7 +73,14 @@ async function handle(ctx: ProxyContext, localInfo: LocalWorkloadInformation, cl
     actualDst: dstAddr,
     hboneAddr: undefined,
     protocol: 'TCP' as const,
-    parties: { reporter: 'destination' as const, source, sourceIdentity: undefined, destination: local, destinationService: guessInboundService(state, local, dst.port), mtls: false },
+    parties: {
+      reporter: 'destination' as const,
+      source,
+      sourceIdentity: undefined,
+      destination: local,
+      destinationService: guessInboundService(state, local, dst.port),
+      mtls: false,
+    },
     rbac,
   };
   const decision = evaluate(state.policiesFor(local), rbac);
@@ -65,7 +97,11 @@ async function handle(ctx: ProxyContext, localInfo: LocalWorkloadInformation, cl
   try {
     upstream = await sockets.connect(dst.ip, dst.port, sockets.inboundSource(srcIp, dst.ip));
   } catch (e) {
-    connections.builtThenFailed(info, 'CONNECT', e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)));
+    connections.builtThenFailed(
+      info,
+      'CONNECT',
+      e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)),
+    );
     client.resetAndDestroy();
     return;
   }

@@ -62,11 +62,21 @@ export class InboundHbone {
       // A peer that stalls mid-handshake is dropped (Node's default would hold the socket for 120s).
       handshakeTimeout: CONNECT_TIMEOUT_MS,
     });
-    server.on('tlsClientError', (e: Error, s: TLSSocket) => this.ctx.log.debug({ src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) }, 'HBONE TLS handshake failed'));
+    server.on('tlsClientError', (e: Error, s: TLSSocket) =>
+      this.ctx.log.debug(
+        { src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) },
+        'HBONE TLS handshake failed',
+      ),
+    );
     server.on('secureConnection', (socket: TLSSocket) => this.onSecureConnection(socket));
     // Accepted sockets are not read until the certificate is known; then the TLS server takes them over.
-    const listener = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => void this.accept(socket, server));
-    listener.on('error', (e) => this.ctx.log.error({ error: describeError(e), addr: this.address }, 'HBONE listener error'));
+    const listener = net.createServer(
+      { pauseOnConnect: true, noDelay: true },
+      (socket) => void this.accept(socket, server),
+    );
+    listener.on('error', (e) =>
+      this.ctx.log.error({ error: describeError(e), addr: this.address }, 'HBONE listener error'),
+    );
     await this.ctx.sockets.listen(listener, this.listenIp, HBONE_PORT);
     this.listener = listener;
   }
@@ -78,14 +88,21 @@ export class InboundHbone {
     this.waiting.add(socket);
     try {
       const w = await this.local.wait();
-      if (w === undefined) throw new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is not known to this ztunnel (waited ${WORKLOAD_WAIT_MS / 1000}s)`);
+      if (w === undefined)
+        throw new MeshError(
+          'ZT_ERR_UNKNOWN_WORKLOAD',
+          `workload ${this.local.key} is not known to this ztunnel (waited ${WORKLOAD_WAIT_MS / 1000}s)`,
+        );
       const cert = await this.ctx.secrets.fetch(workloadIdentity(w));
       if (cert !== this.cert) {
         server.setSecureContext(serverTlsOptions(cert));
         this.cert = cert;
       }
     } catch (e) {
-      this.ctx.log.warn({ src, dst: this.address, error: describeError(e) }, 'HBONE connection dropped before its handshake');
+      this.ctx.log.warn(
+        { src, dst: this.address, error: describeError(e) },
+        'HBONE connection dropped before its handshake',
+      );
       socket.destroy();
       return;
     } finally {
@@ -109,15 +126,23 @@ export class InboundHbone {
     const addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     socket.on('error', (e) => this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error'));
     const local = this.local.current();
-    const id = local === undefined
-      ? new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is no longer known to this ztunnel`)
-      : socket.alpnProtocol === 'h2' ? verifyClientIdentity(socket, workloadIdentity(local).trustDomain) : new MeshError('ZT_ERR_HBONE_HANDSHAKE', 'client did not negotiate ALPN h2');
+    const id =
+      local === undefined
+        ? new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is no longer known to this ztunnel`)
+        : socket.alpnProtocol === 'h2'
+          ? verifyClientIdentity(socket, workloadIdentity(local).trustDomain)
+          : new MeshError('ZT_ERR_HBONE_HANDSHAKE', 'client did not negotiate ALPN h2');
     if (id instanceof MeshError) {
       this.ctx.log.warn({ src: addr, error: describeError(id) }, 'rejected HBONE client');
       socket.destroy();
       return;
     }
-    const peer: Peer = { identity: id, addr, ip: canonicalIp(socket.remoteAddress ?? '') ?? '', localIp: canonicalIp(socket.localAddress ?? '') ?? '' };
+    const peer: Peer = {
+      identity: id,
+      addr,
+      ip: canonicalIp(socket.remoteAddress ?? '') ?? '',
+      localIp: canonicalIp(socket.localAddress ?? '') ?? '',
+    };
     const session = new H2Session(socket, hboneSessionOptions(this.ctx.config, 'server'));
     this.sessions.add(session);
     session.once('close', (e) => {
@@ -154,7 +179,14 @@ export class InboundHbone {
       hboneAddr: authority,
       protocol: 'HBONE' as const,
     };
-    const parties = (dst: Workload | undefined, svc: Service | undefined) => ({ reporter: 'destination' as const, source, sourceIdentity: peer.identity, destination: dst, destinationService: svc, mtls: true });
+    const parties = (dst: Workload | undefined, svc: Service | undefined) => ({
+      reporter: 'destination' as const,
+      source,
+      sourceIdentity: peer.identity,
+      destination: dst,
+      destinationService: svc,
+      mtls: true,
+    });
     // The service the connection was for, once known: refusals after that point are attributed to it too.
     let svc: Service | undefined;
     const reject = (status: number, flags: ResponseFlags, err: MeshError, built = false): void => {
@@ -174,21 +206,39 @@ export class InboundHbone {
       return;
     }
     if (local === undefined) {
-      reject(503, 'CONNECT', new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is no longer known to this ztunnel`));
+      reject(
+        503,
+        'CONNECT',
+        new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is no longer known to this ztunnel`),
+      );
       return;
     }
     let targetPort = target.port;
     // A CONNECT names the IP the connection arrived on (ztunnel src/proxy/inbound.rs `validate_destination`): a
     // dual-stack workload is reached on each family's own listener, never across them.
     if (net.isIP(target.host) !== 0 && target.host !== ip) {
-      reject(400, '-', new MeshError('ZT_ERR_HBONE_IP_MISMATCH', `CONNECT target ${target.host} is not the IP this connection arrived on (${ip})`));
+      reject(
+        400,
+        '-',
+        new MeshError(
+          'ZT_ERR_HBONE_IP_MISMATCH',
+          `CONNECT target ${target.host} is not the IP this connection arrived on (${ip})`,
+        ),
+      );
       return;
     }
     if (target.host !== ip) {
       svc = state.serviceByHostname(target.host, local.namespace);
-      const mapped = svc === undefined ? undefined : (svc.endpoints[local.uid]?.port[String(target.port)] ?? svc.ports[String(target.port)]);
+      const mapped =
+        svc === undefined
+          ? undefined
+          : (svc.endpoints[local.uid]?.port[String(target.port)] ?? svc.ports[String(target.port)]);
       if (svc === undefined || mapped === undefined || mapped === 0) {
-        reject(503, 'CONNECT', new MeshError('ZT_ERR_SERVICE_PORT', `no service port for ${authority} on workload ${local.uid}`));
+        reject(
+          503,
+          'CONNECT',
+          new MeshError('ZT_ERR_SERVICE_PORT', `no service port for ${authority} on workload ${local.uid}`),
+        );
         return;
       }
       targetPort = mapped;
@@ -199,7 +249,10 @@ export class InboundHbone {
       const forwarded = head.fields.find(([name]) => name === 'forwarded')?.[1];
       const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(forwarded ?? '')?.[2];
       const named = fwdHost === undefined ? undefined : state.serviceByHostname(fwdHost, local.namespace);
-      svc = named !== undefined && local.services.includes(serviceKey(named)) ? named : guessInboundService(state, local, targetPort);
+      svc =
+        named !== undefined && local.services.includes(serviceKey(named))
+          ? named
+          : guessInboundService(state, local, targetPort);
     }
     if (ILLEGAL_PORTS.has(targetPort)) {
       reject(503, 'CONNECT', new MeshError('ZT_ERR_SELF_CALL', `target port ${targetPort} belongs to ztunnel itself`));
@@ -210,7 +263,10 @@ export class InboundHbone {
     for (const n of decision.dryRunNotes) this.ctx.log.info({ src: peer.addr, dst: authority }, n);
     const policyLevel = config.authzPolicyInfoLogging ? 'info' : 'debug';
     if (!decision.allowed) {
-      this.ctx.log[policyLevel]({ src: peer.addr, dst: authority, reason: decision.reason }, 'connection denied by policy');
+      this.ctx.log[policyLevel](
+        { src: peer.addr, dst: authority, reason: decision.reason },
+        'connection denied by policy',
+      );
       reject(401, 'DENY', new MeshError('ZT_ERR_POLICY_DENIED', decision.reason), true);
       return;
     }
@@ -221,7 +277,12 @@ export class InboundHbone {
     try {
       upstream = await this.ctx.sockets.connect(ip, targetPort, this.ctx.sockets.inboundSource(peer.ip, ip));
     } catch (e) {
-      reject(503, 'CONNECT', e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)), true);
+      reject(
+        503,
+        'CONNECT',
+        e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)),
+        true,
+      );
       return;
     }
     if (stream.destroyed || stream.streamClosed) {

@@ -27,7 +27,14 @@ export class LocalWorkloadInformation {
    */
   static byInfo(state: ProxyState, node: string, podUid: string, info: WorkloadInfo): LocalWorkloadInformation {
     return new LocalWorkloadInformation(state, podUid, (s) =>
-      s.workloadsOnNode(node).find((w) => w.name === info.name && w.namespace === info.namespace && workloadIdentity(w).serviceAccount === info.serviceAccount),
+      s
+        .workloadsOnNode(node)
+        .find(
+          (w) =>
+            w.name === info.name &&
+            w.namespace === info.namespace &&
+            workloadIdentity(w).serviceAccount === info.serviceAccount,
+        ),
     );
   }
 

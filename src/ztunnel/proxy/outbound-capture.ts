@@ -11,7 +11,9 @@ import type { ProxyContext } from './proxy-context.js';
  * that cannot be set up is reset: the app sees a refused connection, as without the mesh.
  */
 export function outboundCaptureListener(ctx: ProxyContext, outbound: Outbound, listenIp: string): AcceptingListener {
-  return new AcceptingListener(ctx, 'outbound capture', listenIp, OUTBOUND_CAPTURE_PORT, (s) => handle(ctx, outbound, s));
+  return new AcceptingListener(ctx, 'outbound capture', listenIp, OUTBOUND_CAPTURE_PORT, (s) =>
+    handle(ctx, outbound, s),
+  );
 }
 
 async function handle(ctx: ProxyContext, outbound: Outbound, client: net.Socket): Promise<void> {

@@ -31,7 +31,12 @@ type Fail = (err: MeshError, flags: ResponseFlags, up?: Upstream, built?: Outbou
 export function failureKind(e: unknown): OutboundFailure {
   if (e instanceof MeshError) {
     if (e.code === 'ZT_ERR_POLICY_DENIED') return 'denied';
-    if (e.code === 'ZT_ERR_NO_HEALTHY_UPSTREAM' || e.code === 'ZT_ERR_HBONE_CONNECT_TIMEOUT' || e.code === 'ZT_ERR_SERVICE_PORT') return 'unreachable';
+    if (
+      e.code === 'ZT_ERR_NO_HEALTHY_UPSTREAM' ||
+      e.code === 'ZT_ERR_HBONE_CONNECT_TIMEOUT' ||
+      e.code === 'ZT_ERR_SERVICE_PORT'
+    )
+      return 'unreachable';
     if (e.code === 'ZT_ERR_UPSTREAM_CONNECT' || e.code === 'ZT_ERR_HBONE_STATUS') return 'refused';
   }
   return 'error';
@@ -69,9 +74,21 @@ export class Outbound {
       else {
         connections.failed(
           {
-            direction: 'outbound', workloadUid: uid, src, originalDst, actualDst: originalDst, hboneAddr: undefined,
+            direction: 'outbound',
+            workloadUid: uid,
+            src,
+            originalDst,
+            actualDst: originalDst,
+            hboneAddr: undefined,
             protocol: up?.kind === 'workload' ? up.protocol : 'TCP',
-            parties: { reporter: 'source', source, sourceIdentity: undefined, destination: up?.kind === 'workload' ? up.workload : undefined, destinationService: up?.service, mtls: up?.kind === 'workload' && up.protocol === 'HBONE' },
+            parties: {
+              reporter: 'source',
+              source,
+              sourceIdentity: undefined,
+              destination: up?.kind === 'workload' ? up.workload : undefined,
+              destinationService: up?.service,
+              mtls: up?.kind === 'workload' && up.protocol === 'HBONE',
+            },
           },
           flags,
           err,
@@ -79,14 +96,26 @@ export class Outbound {
       }
       throw err;
     };
-    if (source === undefined) fail(new MeshError('ZT_ERR_UNKNOWN_SOURCE_WORKLOAD', `workload ${uid} is not known to this ztunnel (waited ${WORKLOAD_WAIT_MS / 1000}s)`), 'CONNECT');
-    if (isLoopback(dstIp) && ILLEGAL_PORTS.has(dstPort)) fail(new MeshError('ZT_ERR_SELF_CALL', `refusing to proxy to ztunnel's own port ${dstPort}`), '-');
+    if (source === undefined)
+      fail(
+        new MeshError(
+          'ZT_ERR_UNKNOWN_SOURCE_WORKLOAD',
+          `workload ${uid} is not known to this ztunnel (waited ${WORKLOAD_WAIT_MS / 1000}s)`,
+        ),
+        'CONNECT',
+      );
+    if (isLoopback(dstIp) && ILLEGAL_PORTS.has(dstPort))
+      fail(new MeshError('ZT_ERR_SELF_CALL', `refusing to proxy to ztunnel's own port ${dstPort}`), '-');
     let up: Upstream;
     try {
       up = resolveUpstream(state, source, dstIp, dstPort);
-      if (up.kind === 'workload' && up.ip === '') up = { ...up, ip: await resolveWorkloadHostname(up.workload.hostname, net.isIP(dstIp)) };
+      if (up.kind === 'workload' && up.ip === '')
+        up = { ...up, ip: await resolveWorkloadHostname(up.workload.hostname, net.isIP(dstIp)) };
     } catch (e) {
-      return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', describeError(e)), 'CONNECT');
+      return fail(
+        e instanceof MeshError ? e : new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', describeError(e)),
+        'CONNECT',
+      );
     }
     const base = { direction: 'outbound' as const, workloadUid: uid, originalDst, rbac: undefined };
     const fromIp = sourceIpFor(source, srcIp, up.ip);
@@ -94,14 +123,29 @@ export class Outbound {
       const ip = up.ip;
       const port = up.kind === 'passthrough' ? up.port : up.targetPort;
       const info = {
-        ...base, actualDst: formatHostPort(ip, port), hboneAddr: undefined, protocol: 'TCP' as const,
-        parties: { reporter: 'source' as const, source, sourceIdentity: undefined, destination: up.kind === 'workload' ? up.workload : undefined, destinationService: up.service, mtls: false },
+        ...base,
+        actualDst: formatHostPort(ip, port),
+        hboneAddr: undefined,
+        protocol: 'TCP' as const,
+        parties: {
+          reporter: 'source' as const,
+          source,
+          sourceIdentity: undefined,
+          destination: up.kind === 'workload' ? up.workload : undefined,
+          destinationService: up.service,
+          mtls: false,
+        },
       };
       try {
         const sock = await this.ctx.sockets.connect(ip, port, fromIp);
         return { upstream: sock, info };
       } catch (e) {
-        return fail(e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)), 'CONNECT', up, info);
+        return fail(
+          e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)),
+          'CONNECT',
+          up,
+          info,
+        );
       }
     }
     return this.connectHbone(source, src, fromIp, up, base, fail);
@@ -123,25 +167,53 @@ export class Outbound {
       ['traceparent', `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`],
       ['forwarded', `for="${src}"${up.service !== undefined ? `;host=${up.service.hostname}` : ''}`],
     ];
-    const key = { srcId: identityToString(srcId), dstIds: up.expectedIdentities, srcIp, dstIp: up.ip, dstPort: HBONE_PORT };
+    const key = {
+      srcId: identityToString(srcId),
+      dstIds: up.expectedIdentities,
+      srcIp,
+      dstIp: up.ip,
+      dstPort: HBONE_PORT,
+    };
     const info = {
-      ...base, actualDst: formatHostPort(up.ip, HBONE_PORT), hboneAddr: authority, protocol: 'HBONE' as const,
-      parties: { reporter: 'source' as const, source, sourceIdentity: srcId, destination: up.workload, destinationService: up.service, mtls: true },
+      ...base,
+      actualDst: formatHostPort(up.ip, HBONE_PORT),
+      hboneAddr: authority,
+      protocol: 'HBONE' as const,
+      parties: {
+        reporter: 'source' as const,
+        source,
+        sourceIdentity: srcId,
+        destination: up.workload,
+        destinationService: up.service,
+        mtls: true,
+      },
     };
     let res;
     try {
       res = await this.ctx.pool.connect(key, () => this.ctx.secrets.fetch(srcId), authority, fields);
     } catch (e) {
       const err = e instanceof MeshError ? e : new MeshError('ZT_ERR_HBONE_STREAM', describeError(e));
-      const flags: ResponseFlags = err.code === 'ZT_ERR_IDENTITY_MISMATCH' ? 'IDENTITY_ERROR' : err.code === 'ZT_ERR_HBONE_HANDSHAKE' ? 'TLS_FAILURE' : 'CONNECT';
+      const flags: ResponseFlags =
+        err.code === 'ZT_ERR_IDENTITY_MISMATCH'
+          ? 'IDENTITY_ERROR'
+          : err.code === 'ZT_ERR_HBONE_HANDSHAKE'
+            ? 'TLS_FAILURE'
+            : 'CONNECT';
       return fail(err, flags, up, info);
     }
     if (res.status !== 200) {
       // The answer ended the stream from the peer's side; NO_ERROR tells it our side is done too (RFC 9113 §8.1).
       res.stream.reset(H2ErrorCode.NO_ERROR);
-      const err = res.status === 401
-        ? new MeshError('ZT_ERR_POLICY_DENIED', `destination ${authority} denied the connection (HTTP 401: authorization policy)`)
-        : new MeshError('ZT_ERR_HBONE_STATUS', `destination ztunnel answered HTTP ${res.status} for ${authority}${res.status === 503 ? ' (app not reachable or port not served)' : res.status === 400 ? ' (bad request)' : ''}`);
+      const err =
+        res.status === 401
+          ? new MeshError(
+              'ZT_ERR_POLICY_DENIED',
+              `destination ${authority} denied the connection (HTTP 401: authorization policy)`,
+            )
+          : new MeshError(
+              'ZT_ERR_HBONE_STATUS',
+              `destination ztunnel answered HTTP ${res.status} for ${authority}${res.status === 503 ? ' (app not reachable or port not served)' : res.status === 400 ? ' (bad request)' : ''}`,
+            );
       return fail(err, res.status === 401 ? 'DENY' : 'CONNECT', up, info);
     }
     return { upstream: res.stream, info };

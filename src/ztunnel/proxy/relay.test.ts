@@ -16,13 +16,22 @@ import { APP_SOCKET_OPTIONS } from './socket-factory.js';
 const FRAME = 16384;
 
 /** A client and a server HBONE session on one connection (TLS when `secure` is given), as two ztunnels run them. */
-async function sessionPair(host: string, secure?: { key: string; cert: string; ca: string }): Promise<{ client: H2Session; server: H2Session; close: () => void }> {
-  const listener = secure === undefined ? net.createServer() : tls.createServer({ key: secure.key, cert: secure.cert, minVersion: 'TLSv1.3' });
+async function sessionPair(
+  host: string,
+  secure?: { key: string; cert: string; ca: string },
+): Promise<{ client: H2Session; server: H2Session; close: () => void }> {
+  const listener =
+    secure === undefined
+      ? net.createServer()
+      : tls.createServer({ key: secure.key, cert: secure.cert, minVersion: 'TLSv1.3' });
   listener.listen(0, host);
   await once(listener, 'listening');
   const port = (listener.address() as net.AddressInfo).port;
   const accepted = once(listener, secure === undefined ? 'connection' : 'secureConnection') as Promise<[net.Socket]>;
-  const socket = secure === undefined ? net.connect(port, host) : tls.connect({ host, port, servername: 'localhost', ca: secure.ca });
+  const socket =
+    secure === undefined
+      ? net.connect(port, host)
+      : tls.connect({ host, port, servername: 'localhost', ca: secure.ca });
   await once(socket, secure === undefined ? 'connect' : 'secureConnect');
   const client = new H2Session(socket, hboneSessionOptions(DEFAULTS, 'client'));
   const server = new H2Session((await accepted)[0], hboneSessionOptions(DEFAULTS, 'server'));
@@ -39,7 +48,10 @@ async function sessionPair(host: string, secure?: { key: string; cert: string; c
 }
 
 /** An HBONE-over-TLS session pair whose server streams are relayed into a counting TCP sink, as ztunnel's inbound does. */
-async function relayThroughTls(payload: Buffer, appOptions: net.SocketConstructorOpts): Promise<{ received: number; appWrites: number }> {
+async function relayThroughTls(
+  payload: Buffer,
+  appOptions: net.SocketConstructorOpts,
+): Promise<{ received: number; appWrites: number }> {
   const ca = await CertificateAuthority.selfSigned('cluster.local');
   const { keyPem, chain } = await issueServingCertificate(ca, ['localhost'], 3600);
   let received = 0;
@@ -70,7 +82,7 @@ async function relayThroughTls(payload: Buffer, appOptions: net.SocketConstructo
   return { received, appWrites };
 }
 
-test('relay: into an app-facing socket (ztunnel\'s buffer), the DATA of one loop turn leaves in one write', async (t) => {
+test("relay: into an app-facing socket (ztunnel's buffer), the DATA of one loop turn leaves in one write", async (t) => {
   const payload = Buffer.alloc(64 * FRAME, 0x61);
   const { received, appWrites } = await relayThroughTls(payload, APP_SOCKET_OPTIONS);
   assert.equal(received, payload.length);
@@ -105,8 +117,14 @@ test('relay: an app socket is read on while its HBONE stream holds less than STR
   const paused = once(appSide, 'pause');
   app.end(payload);
   await paused;
-  assert.ok(stream.writableLength >= STREAM_WRITE_BOUND, `paused with only ${stream.writableLength} bytes queued in the stream`);
-  assert.ok(stream.writableLength < STREAM_WRITE_BOUND + 64 * 1024, `${stream.writableLength} bytes queued in the stream`);
+  assert.ok(
+    stream.writableLength >= STREAM_WRITE_BOUND,
+    `paused with only ${stream.writableLength} bytes queued in the stream`,
+  );
+  assert.ok(
+    stream.writableLength < STREAM_WRITE_BOUND + 64 * 1024,
+    `${stream.writableLength} bytes queued in the stream`,
+  );
   streams[0]!.resume();
   await allIn;
   assert.equal(received, payload.length);
@@ -117,30 +135,38 @@ test('relay: an app socket is read on while its HBONE stream holds less than STR
   tcp.close();
 });
 
-test('relay: an HBONE stream reset before the relay began (right after its 200) ends the relay at once: the app socket is reset and the connection reported failed', { timeout: 20_000 }, async () => {
-  const pair = await sessionPair('127.0.101.2');
-  pair.server.on('stream', (s: H2Stream) => {
-    s.on('error', () => undefined);
-    s.respond(200);
-    s.reset(H2ErrorCode.INTERNAL_ERROR);
-  });
-  const stream = pair.client.connect('127.0.101.2:80');
-  stream.on('error', () => undefined);
-  await new Promise((resolve) => stream.once('close', resolve));
-  const tcp = net.createServer({ allowHalfOpen: true });
-  tcp.listen(0, '127.0.101.2');
-  await once(tcp, 'listening');
-  const accepted = once(tcp, 'connection') as Promise<[net.Socket]>;
-  const app = net.connect({ port: (tcp.address() as net.AddressInfo).port, host: '127.0.101.2', allowHalfOpen: true });
-  const appEnded = new Promise<string>((resolve) => {
-    app.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
-    app.once('end', () => resolve('fin'));
-  });
-  const [appSide] = await accepted;
-  const error = await new Promise<Error | undefined>((resolve) => relay(appSide, stream, resolve));
-  assert.ok(isMeshError(error, 'ZT_ERR_HBONE_CONNECTION_LOST'), String(error));
-  assert.match(error.message, /INTERNAL_ERROR/);
-  assert.equal(await appEnded, 'ECONNRESET');
-  pair.close();
-  tcp.close();
-});
+test(
+  'relay: an HBONE stream reset before the relay began (right after its 200) ends the relay at once: the app socket is reset and the connection reported failed',
+  { timeout: 20_000 },
+  async () => {
+    const pair = await sessionPair('127.0.101.2');
+    pair.server.on('stream', (s: H2Stream) => {
+      s.on('error', () => undefined);
+      s.respond(200);
+      s.reset(H2ErrorCode.INTERNAL_ERROR);
+    });
+    const stream = pair.client.connect('127.0.101.2:80');
+    stream.on('error', () => undefined);
+    await new Promise((resolve) => stream.once('close', resolve));
+    const tcp = net.createServer({ allowHalfOpen: true });
+    tcp.listen(0, '127.0.101.2');
+    await once(tcp, 'listening');
+    const accepted = once(tcp, 'connection') as Promise<[net.Socket]>;
+    const app = net.connect({
+      port: (tcp.address() as net.AddressInfo).port,
+      host: '127.0.101.2',
+      allowHalfOpen: true,
+    });
+    const appEnded = new Promise<string>((resolve) => {
+      app.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+      app.once('end', () => resolve('fin'));
+    });
+    const [appSide] = await accepted;
+    const error = await new Promise<Error | undefined>((resolve) => relay(appSide, stream, resolve));
+    assert.ok(isMeshError(error, 'ZT_ERR_HBONE_CONNECTION_LOST'), String(error));
+    assert.match(error.message, /INTERNAL_ERROR/);
+    assert.equal(await appEnded, 'ECONNRESET');
+    pair.close();
+    tcp.close();
+  },
+);

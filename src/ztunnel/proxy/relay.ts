@@ -57,7 +57,10 @@ function abort(s: Duplex): void {
  */
 function unendedStreamError(s: H2Stream): Error | undefined {
   if (s.resetCode === H2ErrorCode.CANCEL) return undefined;
-  return new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `the HBONE stream was reset (HTTP/2 error code ${s.resetCode ?? '?'})`);
+  return new MeshError(
+    'ZT_ERR_HBONE_CONNECTION_LOST',
+    `the HBONE stream was reset (HTTP/2 error code ${s.resetCode ?? '?'})`,
+  );
 }
 
 /** A failed HBONE stream as the connection's error: its HBONE connection closed under it, or the peer reset it. */
@@ -93,7 +96,8 @@ export function relay(a: Duplex, b: Duplex, done: (error: Error | undefined) => 
     const clean = isH2Stream(self)
       ? !self.errored && self.readableEnded && (self.resetCode === undefined || self.resetCode === H2ErrorCode.NO_ERROR)
       : !self.errored && self.readableEnded && self.writableFinished;
-    if (!clean && closed === 0 && isH2Stream(self)) firstError ??= self.errored !== null ? streamFailure(self.errored) : unendedStreamError(self);
+    if (!clean && closed === 0 && isH2Stream(self))
+      firstError ??= self.errored !== null ? streamFailure(self.errored) : unendedStreamError(self);
     if (!clean && !other.destroyed) abort(other);
     if (++closed === 2) done(firstError);
   };

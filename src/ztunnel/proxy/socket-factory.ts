@@ -35,7 +35,10 @@ export interface SocketFactory {
 export const APP_SOCKET_HIGH_WATER_MARK = 256 * 1024;
 
 /** A socket ztunnel connects to an app: half-open allowed (relay needs it), the app-facing buffer. */
-export const APP_SOCKET_OPTIONS: net.SocketConstructorOpts & DuplexOptions = Object.freeze({ allowHalfOpen: true, writableHighWaterMark: APP_SOCKET_HIGH_WATER_MARK });
+export const APP_SOCKET_OPTIONS: net.SocketConstructorOpts & DuplexOptions = Object.freeze({
+  allowHalfOpen: true,
+  writableHighWaterMark: APP_SOCKET_HIGH_WATER_MARK,
+});
 
 /**
  * ztunnel's KEEPALIVE_TIME (ztunnel `src/config.rs`): idle time before the first keepalive probe. The probes after it
@@ -47,14 +50,22 @@ export const APP_SOCKET_OPTIONS: net.SocketConstructorOpts & DuplexOptions = Obj
 export const KEEPALIVE_TIME_MS = 180_000;
 
 /** A listener whose sockets face apps: half-open allowed, TCP_NODELAY (as ztunnel sets it on every socket), the app-facing buffer. */
-export const APP_SERVER_OPTIONS: net.ServerOpts = Object.freeze({ allowHalfOpen: true, noDelay: true, highWaterMark: APP_SOCKET_HIGH_WATER_MARK });
+export const APP_SERVER_OPTIONS: net.ServerOpts = Object.freeze({
+  allowHalfOpen: true,
+  noDelay: true,
+  highWaterMark: APP_SOCKET_HIGH_WATER_MARK,
+});
 
 /**
  * The outbound-capture and inbound-passthrough listeners: APP_SERVER_OPTIONS and keepalive after KEEPALIVE_TIME_MS,
  * which ztunnel sets on the sockets those two listeners accept (ztunnel `src/socket.rs` Listener::accept, given
  * the socket config in `src/proxy/outbound.rs` and `src/proxy/inbound_passthrough.rs`; its other listeners get none).
  */
-export const CAPTURE_SERVER_OPTIONS: net.ServerOpts = Object.freeze({ ...APP_SERVER_OPTIONS, keepAlive: true, keepAliveInitialDelay: KEEPALIVE_TIME_MS });
+export const CAPTURE_SERVER_OPTIONS: net.ServerOpts = Object.freeze({
+  ...APP_SERVER_OPTIONS,
+  keepAlive: true,
+  keepAliveInitialDelay: KEEPALIVE_TIME_MS,
+});
 
 /** Where an accepted connection arrived: the destination when nothing redirected it. */
 export function localDst(socket: net.Socket): { ip: string; port: number } {
@@ -67,7 +78,13 @@ export class LocalSocketFactory implements SocketFactory {
   async listen(server: net.Server, host: string, port: number): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException): void => {
-        reject(new MeshError('ZT_ERR_BIND', `cannot listen on ${formatHostPort(host, port)}: ${e.code ?? e.message}${e.code === 'EADDRNOTAVAIL' ? ' (the workload IP is not an address of this host; in local mode use addresses such as 127.0.10.1)' : e.code === 'EADDRINUSE' ? ' (another process, maybe another ztunnel, owns it)' : ''}`, { cause: e }));
+        reject(
+          new MeshError(
+            'ZT_ERR_BIND',
+            `cannot listen on ${formatHostPort(host, port)}: ${e.code ?? e.message}${e.code === 'EADDRNOTAVAIL' ? ' (the workload IP is not an address of this host; in local mode use addresses such as 127.0.10.1)' : e.code === 'EADDRINUSE' ? ' (another process, maybe another ztunnel, owns it)' : ''}`,
+            { cause: e },
+          ),
+        );
       };
       server.once('error', onError);
       server.listen({ host, port, backlog: 1024, exclusive: true }, () => {
@@ -79,7 +96,10 @@ export class LocalSocketFactory implements SocketFactory {
 
   /** From a chosen address, the port is picked at connect (`tcpSocket`), so TIME_WAIT from that address never starves bind. */
   connect(host: string, port: number, localAddress: string | undefined, hint?: string): Promise<net.Socket> {
-    const s = localAddress === undefined ? new net.Socket(APP_SOCKET_OPTIONS) : tcpSocket(net.isIPv6(localAddress) ? 6 : 4, APP_SOCKET_OPTIONS);
+    const s =
+      localAddress === undefined
+        ? new net.Socket(APP_SOCKET_OPTIONS)
+        : tcpSocket(net.isIPv6(localAddress) ? 6 : 4, APP_SOCKET_OPTIONS);
     return connectSocket(s, host, port, localAddress, hint);
   }
 
@@ -103,14 +123,25 @@ export class LocalSocketFactory implements SocketFactory {
  * `keepAlive` only from the Socket constructor's options (and `net.connect`'s), and ignores them in `connect()`.
  * Fails after CONNECT_TIMEOUT_MS.
  */
-export function connectSocket(s: net.Socket, host: string, port: number, localAddress: string | undefined, hint?: string): Promise<net.Socket> {
+export function connectSocket(
+  s: net.Socket,
+  host: string,
+  port: number,
+  localAddress: string | undefined,
+  hint?: string,
+): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     s.setNoDelay(true);
     s.setKeepAlive(true, KEEPALIVE_TIME_MS);
     s.connect({ host, port, localAddress });
     const timer = setTimeout(() => {
       s.destroy();
-      reject(new MeshError('ZT_ERR_HBONE_CONNECT_TIMEOUT', `connection to ${formatHostPort(host, port)} timed out after ${CONNECT_TIMEOUT_MS / 1000}s${hint === undefined ? '' : `; ${hint}`}`));
+      reject(
+        new MeshError(
+          'ZT_ERR_HBONE_CONNECT_TIMEOUT',
+          `connection to ${formatHostPort(host, port)} timed out after ${CONNECT_TIMEOUT_MS / 1000}s${hint === undefined ? '' : `; ${hint}`}`,
+        ),
+      );
     }, CONNECT_TIMEOUT_MS);
     timer.unref();
     s.once('connect', () => {
@@ -120,7 +151,13 @@ export function connectSocket(s: net.Socket, host: string, port: number, localAd
     });
     s.once('error', (e: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(new MeshError('ZT_ERR_UPSTREAM_CONNECT', `connect to ${formatHostPort(host, port)} failed: ${e.code ?? e.message}`, { cause: e }));
+      reject(
+        new MeshError(
+          'ZT_ERR_UPSTREAM_CONNECT',
+          `connect to ${formatHostPort(host, port)} failed: ${e.code ?? e.message}`,
+          { cause: e },
+        ),
+      );
     });
   });
 }

@@ -14,7 +14,13 @@ const MAX_HANDSHAKE_BYTES = 1024;
 
 /** RFC 1928 reply codes. */
 const REP: Record<OutboundFailure | 'ok' | 'command' | 'atyp', number> = {
-  ok: 0x00, error: 0x01, denied: 0x02, unreachable: 0x04, refused: 0x05, command: 0x07, atyp: 0x08,
+  ok: 0x00,
+  error: 0x01,
+  denied: 0x02,
+  unreachable: 0x04,
+  refused: 0x05,
+  command: 0x07,
+  atyp: 0x08,
 };
 
 /** A parse step: need more bytes, a protocol error (with the reply to send, if RFC 1928 has one), or a value. */
@@ -55,7 +61,8 @@ export function parseRequest(b: Buffer): Parse<Target> {
   let host: string;
   if (atyp === 0x03) {
     host = raw.toString('latin1');
-    if (!DOMAIN.test(host)) return { t: 'bad', why: `domain name ${JSON.stringify(host)} is not a hostname`, rep: REP.unreachable };
+    if (!DOMAIN.test(host))
+      return { t: 'bad', why: `domain name ${JSON.stringify(host)} is not a hostname`, rep: REP.unreachable };
   } else host = formatIp(raw)!; // 4 or 16 bytes: always an address
   const port = b.readUInt16BE(start + addrLen);
   if (port === 0) return { t: 'bad', why: 'port 0', rep: REP.unreachable };
@@ -90,7 +97,9 @@ export class Socks5Listener {
 
   async start(): Promise<void> {
     const server = net.createServer(APP_SERVER_OPTIONS, (s) => this.onClient(s));
-    server.on('error', (e) => this.ctx.log.error({ error: describeError(e), addr: this.address }, 'SOCKS5 listener error'));
+    server.on('error', (e) =>
+      this.ctx.log.error({ error: describeError(e), addr: this.address }, 'SOCKS5 listener error'),
+    );
     await this.ctx.sockets.listen(server, this.ip, SOCKS5_PORT);
     this.server = server;
   }
@@ -103,7 +112,10 @@ export class Socks5Listener {
   private onClient(s: net.Socket): void {
     const src = canonicalIp(s.remoteAddress ?? '');
     if (src !== this.ip) {
-      const e = new MeshError('ZT_ERR_SOCKS5_FOREIGN_CLIENT', `SOCKS5 client ${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'} is not workload ${this.uid} (${this.ip}); only the workload itself may send through its SOCKS5 port`);
+      const e = new MeshError(
+        'ZT_ERR_SOCKS5_FOREIGN_CLIENT',
+        `SOCKS5 client ${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'} is not workload ${this.uid} (${this.ip}); only the workload itself may send through its SOCKS5 port`,
+      );
       this.ctx.log.warn({ workload: this.uid, src: s.remoteAddress, error: describeError(e) }, 'SOCKS5 client refused');
       s.on('error', () => undefined);
       s.destroy();
@@ -113,7 +125,10 @@ export class Socks5Listener {
     s.once('close', () => this.clients.delete(s));
     s.on('error', () => undefined);
     void this.handshake(s).catch((e: unknown) => {
-      this.ctx.log.debug({ src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) }, 'SOCKS5 handshake failed');
+      this.ctx.log.debug(
+        { src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) },
+        'SOCKS5 handshake failed',
+      );
       s.destroy();
     });
   }
@@ -143,7 +158,8 @@ export class Socks5Listener {
           throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', r.why);
         }
         if (buf.length > MAX_HANDSHAKE_BYTES) throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', 'handshake too long');
-        if (s.destroyed || s.readableEnded) throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', 'client went away during the handshake');
+        if (s.destroyed || s.readableEnded)
+          throw new MeshError('ZT_ERR_SOCKS5_PROTOCOL', 'client went away during the handshake');
         await new Promise<void>((resolve) => {
           waiter = resolve;
         });

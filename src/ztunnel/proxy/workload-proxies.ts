@@ -55,7 +55,8 @@ export class WorkloadProxyManager {
   reconcile(): void {
     if (this.closed) return;
     const want = new Map<string, Workload>();
-    for (const w of this.ctx.state.workloadsOnNode(this.ctx.config.nodeName)) if (w.workloadIps.length > 0) want.set(w.uid, w);
+    for (const w of this.ctx.state.workloadsOnNode(this.ctx.config.nodeName))
+      if (w.workloadIps.length > 0) want.set(w.uid, w);
     for (const [uid, p] of this.proxies) {
       const w = want.get(uid);
       if (w === undefined || this.signature(w) !== p.signature) {
@@ -69,7 +70,9 @@ export class WorkloadProxyManager {
 
   /** Workloads whose listeners are not up yet, for readiness. */
   pending(): string[] {
-    return [...this.proxies.values()].filter((p) => p.state.t !== 'up').map((p) => `${p.uid}: ${p.state.t === 'failed' ? p.state.error : p.state.t}`);
+    return [...this.proxies.values()]
+      .filter((p) => p.state.t !== 'up')
+      .map((p) => `${p.uid}: ${p.state.t === 'failed' ? p.state.error : p.state.t}`);
   }
 
   /** `/config_dump` `workloadState`. */
@@ -77,7 +80,11 @@ export class WorkloadProxyManager {
     const out: Record<string, object> = {};
     for (const p of this.proxies.values()) {
       const w = this.ctx.state.workloadByUid(p.uid);
-      const info = { name: w?.name ?? '', namespace: w?.namespace ?? '', serviceAccount: w === undefined ? '' : workloadIdentity(w).serviceAccount };
+      const info = {
+        name: w?.name ?? '',
+        namespace: w?.namespace ?? '',
+        serviceAccount: w === undefined ? '' : workloadIdentity(w).serviceAccount,
+      };
       out[p.uid] = workloadStateEntry(p.state.t === 'up', info, this.ctx.connections, p.uid);
     }
     return out;
@@ -105,7 +112,9 @@ export class WorkloadProxyManager {
       signature: this.signature(w),
       identity: identityToString(workloadIdentity(w)),
       inbound: w.workloadIps.map((ip) => new InboundHbone(this.ctx, local, ip)),
-      socks: this.ctx.config.enableSocks5 ? w.workloadIps.map((ip) => new Socks5Listener(this.ctx, w.uid, ip, outbound)) : [],
+      socks: this.ctx.config.enableSocks5
+        ? w.workloadIps.map((ip) => new Socks5Listener(this.ctx, w.uid, ip, outbound))
+        : [],
       state: { t: 'starting' },
       retry: undefined,
     };
@@ -127,13 +136,19 @@ export class WorkloadProxyManager {
         return;
       }
       p.state = { t: 'up' };
-      this.ctx.log.info({ workload: p.uid, hbone: p.inbound.map((l) => l.address), socks5: p.socks.map((l) => l.address) }, 'workload proxy started');
+      this.ctx.log.info(
+        { workload: p.uid, hbone: p.inbound.map((l) => l.address), socks5: p.socks.map((l) => l.address) },
+        'workload proxy started',
+      );
     } catch (e) {
       for (const l of p.inbound) l.close(true);
       for (const l of p.socks) l.close(true);
       if (stopped(p)) return;
       p.state = { t: 'failed', error: describeError(e) };
-      this.ctx.log.error({ workload: p.uid, error: describeError(e), retryInMs: RETRY_MS }, 'failed to start workload proxy');
+      this.ctx.log.error(
+        { workload: p.uid, error: describeError(e), retryInMs: RETRY_MS },
+        'failed to start workload proxy',
+      );
       p.retry = setTimeout(() => {
         p.state = { t: 'starting' };
         void this.bring(p);

@@ -1,9 +1,33 @@
 import { anyUnpack, type Any } from '@bufbuild/protobuf/wkt';
-import { AddressSchema, LoadBalancing_HealthPolicy, LoadBalancing_Mode, LoadBalancing_Scope, TunnelProtocol, WorkloadStatus, WorkloadType, type GatewayAddress as PbGateway, type Service as PbService, type Workload as PbWorkload } from '../../api/istio/workload/workload_pb.js';
-import { Action, AuthorizationSchema, Scope, type Match, type StringMatch as PbStringMatch } from '../../api/istio/security/authorization_pb.js';
+import {
+  AddressSchema,
+  LoadBalancing_HealthPolicy,
+  LoadBalancing_Mode,
+  LoadBalancing_Scope,
+  TunnelProtocol,
+  WorkloadStatus,
+  WorkloadType,
+  type GatewayAddress as PbGateway,
+  type Service as PbService,
+  type Workload as PbWorkload,
+} from '../../api/istio/workload/workload_pb.js';
+import {
+  Action,
+  AuthorizationSchema,
+  Scope,
+  type Match,
+  type StringMatch as PbStringMatch,
+} from '../../api/istio/security/authorization_pb.js';
 import { formatIp, parseCidr, type Cidr } from '../../lib/ip.js';
 import type { LocalWorkload } from './local-config.js';
-import { failClosedPolicy, type Authorization, type RbacAction, type RbacMatch, type RbacScope, type StringMatch } from './policy.js';
+import {
+  failClosedPolicy,
+  type Authorization,
+  type RbacAction,
+  type RbacMatch,
+  type RbacScope,
+  type StringMatch,
+} from './policy.js';
 import type { LoadBalancerScope, Service } from './service.js';
 import { DEFAULT_CLUSTER_ID, type GatewayAddress, type Workload } from './workload.js';
 
@@ -17,19 +41,32 @@ export type ConvertedAddress = { readonly workload: LocalWorkload } | { readonly
 function gateway(g: PbGateway | undefined): GatewayAddress | undefined {
   if (g === undefined) return undefined;
   const d = g.destination;
-  if (d.case === 'hostname') return { destination: { namespace: d.value.namespace, hostname: d.value.hostname }, hboneMtlsPort: g.hboneMtlsPort };
-  if (d.case === 'address') return { destination: { address: `${d.value.network}/${formatIp(d.value.address) ?? ''}` }, hboneMtlsPort: g.hboneMtlsPort };
+  if (d.case === 'hostname')
+    return {
+      destination: { namespace: d.value.namespace, hostname: d.value.hostname },
+      hboneMtlsPort: g.hboneMtlsPort,
+    };
+  if (d.case === 'address')
+    return {
+      destination: { address: `${d.value.network}/${formatIp(d.value.address) ?? ''}` },
+      hboneMtlsPort: g.hboneMtlsPort,
+    };
   return undefined;
 }
 
 const SCOPES: Record<number, LoadBalancerScope> = {
-  [LoadBalancing_Scope.REGION]: 'Region', [LoadBalancing_Scope.ZONE]: 'Zone', [LoadBalancing_Scope.SUBZONE]: 'Subzone',
-  [LoadBalancing_Scope.NODE]: 'Node', [LoadBalancing_Scope.CLUSTER]: 'Cluster', [LoadBalancing_Scope.NETWORK]: 'Network',
+  [LoadBalancing_Scope.REGION]: 'Region',
+  [LoadBalancing_Scope.ZONE]: 'Zone',
+  [LoadBalancing_Scope.SUBZONE]: 'Subzone',
+  [LoadBalancing_Scope.NODE]: 'Node',
+  [LoadBalancing_Scope.CLUSTER]: 'Cluster',
+  [LoadBalancing_Scope.NETWORK]: 'Network',
 };
 
 function workloadFromXds(w: PbWorkload): { workload: LocalWorkload } | Rejected {
   if (w.uid === '') return { rejected: 'workload has no uid' };
-  if (w.tunnelProtocol === TunnelProtocol.LEGACY_ISTIO_MTLS) return { rejected: `workload ${w.uid}: unsupported tunnel protocol: legacy istio mtls` };
+  if (w.tunnelProtocol === TunnelProtocol.LEGACY_ISTIO_MTLS)
+    return { rejected: `workload ${w.uid}: unsupported tunnel protocol: legacy istio mtls` };
   const ips: string[] = [];
   for (const a of w.addresses) {
     const ip = formatIp(a);
@@ -37,7 +74,8 @@ function workloadFromXds(w: PbWorkload): { workload: LocalWorkload } | Rejected 
     ips.push(ip);
   }
   const services: Record<string, Record<string, number>> = {};
-  for (const [k, pl] of Object.entries(w.services)) services[k] = Object.fromEntries(pl.ports.map((p) => [String(p.servicePort), p.targetPort]));
+  for (const [k, pl] of Object.entries(w.services))
+    services[k] = Object.fromEntries(pl.ports.map((p) => [String(p.servicePort), p.targetPort]));
   const workload: Workload = {
     uid: w.uid,
     workloadIps: ips,
@@ -57,11 +95,20 @@ function workloadFromXds(w: PbWorkload): { workload: LocalWorkload } | Rejected 
     hostname: w.hostname,
     node: w.node,
     nativeTunnel: w.nativeTunnel,
-    applicationTunnel: w.applicationTunnel === undefined ? undefined : { protocol: w.applicationTunnel.protocol === 1 ? 'PROXY' : 'NONE', port: w.applicationTunnel.port === 0 ? undefined : w.applicationTunnel.port },
+    applicationTunnel:
+      w.applicationTunnel === undefined
+        ? undefined
+        : {
+            protocol: w.applicationTunnel.protocol === 1 ? 'PROXY' : 'NONE',
+            port: w.applicationTunnel.port === 0 ? undefined : w.applicationTunnel.port,
+          },
     authorizationPolicies: [...w.authorizationPolicies],
     status: w.status === WorkloadStatus.UNHEALTHY ? 'Unhealthy' : 'Healthy',
     clusterId: w.clusterId === '' ? DEFAULT_CLUSTER_ID : w.clusterId,
-    locality: w.locality === undefined ? undefined : { region: w.locality.region, zone: w.locality.zone, subzone: w.locality.subzone },
+    locality:
+      w.locality === undefined
+        ? undefined
+        : { region: w.locality.region, zone: w.locality.zone, subzone: w.locality.subzone },
     services: Object.keys(services),
     capacity: w.capacity ?? 1,
   };
@@ -89,11 +136,21 @@ function serviceFromXds(s: PbService): { service: Service } | Rejected {
       endpoints: {},
       subjectAltNames: [...s.subjectAltNames],
       waypoint: gateway(s.waypoint),
-      loadBalancer: lb === undefined ? undefined : {
-        routingPreferences: lb.routingPreference.flatMap((x) => (SCOPES[x] === undefined ? [] : [SCOPES[x]])),
-        mode: lb.mode === LoadBalancing_Mode.STRICT ? 'Strict' : lb.mode === LoadBalancing_Mode.FAILOVER ? 'Failover' : lb.mode === LoadBalancing_Mode.PASSTHROUGH ? 'Passthrough' : 'Standard',
-        healthPolicy: lb.healthPolicy === LoadBalancing_HealthPolicy.ALLOW_ALL ? 'AllowAll' : 'OnlyHealthy',
-      },
+      loadBalancer:
+        lb === undefined
+          ? undefined
+          : {
+              routingPreferences: lb.routingPreference.flatMap((x) => (SCOPES[x] === undefined ? [] : [SCOPES[x]])),
+              mode:
+                lb.mode === LoadBalancing_Mode.STRICT
+                  ? 'Strict'
+                  : lb.mode === LoadBalancing_Mode.FAILOVER
+                    ? 'Failover'
+                    : lb.mode === LoadBalancing_Mode.PASSTHROUGH
+                      ? 'Passthrough'
+                      : 'Standard',
+              healthPolicy: lb.healthPolicy === LoadBalancing_HealthPolicy.ALLOW_ALL ? 'AllowAll' : 'OnlyHealthy',
+            },
       ipFamilies: s.ipFamilies === 1 ? 'IPv4' : s.ipFamilies === 2 ? 'IPv6' : s.ipFamilies === 3 ? 'Dual' : undefined,
       canonical: s.canonical,
       visibility: s.visibility === 1 ? 'Namespace' : 'Public',
@@ -145,8 +202,14 @@ function matchFromXds(m: Match): RbacMatch | string {
     return out;
   };
   const fields = {
-    namespaces: sm(m.namespaces), notNamespaces: sm(m.notNamespaces), principals: sm(m.principals), notPrincipals: sm(m.notPrincipals),
-    sourceIps: cidr(m.sourceIps), notSourceIps: cidr(m.notSourceIps), destinationIps: cidr(m.destinationIps), notDestinationIps: cidr(m.notDestinationIps),
+    namespaces: sm(m.namespaces),
+    notNamespaces: sm(m.notNamespaces),
+    principals: sm(m.principals),
+    notPrincipals: sm(m.notPrincipals),
+    sourceIps: cidr(m.sourceIps),
+    notSourceIps: cidr(m.notSourceIps),
+    destinationIps: cidr(m.destinationIps),
+    notDestinationIps: cidr(m.notDestinationIps),
   };
   for (const v of Object.values(fields)) if (typeof v === 'string') return v;
   return {
@@ -158,7 +221,11 @@ function matchFromXds(m: Match): RbacMatch | string {
   };
 }
 
-const RBAC_SCOPES: Partial<Record<number, RbacScope>> = { [Scope.GLOBAL]: 'Global', [Scope.NAMESPACE]: 'Namespace', [Scope.WORKLOAD_SELECTOR]: 'WorkloadSelector' };
+const RBAC_SCOPES: Partial<Record<number, RbacScope>> = {
+  [Scope.GLOBAL]: 'Global',
+  [Scope.NAMESPACE]: 'Namespace',
+  [Scope.WORKLOAD_SELECTOR]: 'WorkloadSelector',
+};
 const RBAC_ACTIONS: Partial<Record<number, RbacAction>> = { [Action.ALLOW]: 'Allow', [Action.DENY]: 'Deny' };
 
 /**
@@ -171,7 +238,14 @@ const RBAC_ACTIONS: Partial<Record<number, RbacAction>> = { [Action.ALLOW]: 'All
  */
 export function authorizationFromXds(name: string, any: Any | undefined): { policy: Authorization; rejected?: string } {
   // The stand-in of a dry-run policy is dry-run too: a policy that never changes traffic cannot start to.
-  const reject = (why: string, scope: RbacScope = 'Global', dryRun = false): { policy: Authorization; rejected: string } => ({ policy: { ...failClosedPolicy(name, scope, why), dryRun }, rejected: why });
+  const reject = (
+    why: string,
+    scope: RbacScope = 'Global',
+    dryRun = false,
+  ): { policy: Authorization; rejected: string } => ({
+    policy: { ...failClosedPolicy(name, scope, why), dryRun },
+    rejected: why,
+  });
   let a;
   try {
     a = any === undefined ? undefined : anyUnpack(any, AuthorizationSchema);

@@ -10,9 +10,13 @@ import { LocalConfigWatcher } from './local-config-watcher.js';
 import type { LocalConfig } from './local-config.js';
 
 const TEST_TIMEOUT_MS = 4 * WATCH_DEADLINE_MS;
-const config = (name: string): string => `workloads:\n- {uid: u, name: ${name}, namespace: a, workloadIps: [127.72.1.1]}\n`;
+const config = (name: string): string =>
+  `workloads:\n- {uid: u, name: ${name}, namespace: a, workloadIps: [127.72.1.1]}\n`;
 
-async function withWatcher(fn: (w: LocalConfigWatcher, file: string, dir: string, applied: LocalConfig[]) => Promise<void>, layout?: (dir: string) => Promise<string>): Promise<void> {
+async function withWatcher(
+  fn: (w: LocalConfigWatcher, file: string, dir: string, applied: LocalConfig[]) => Promise<void>,
+  layout?: (dir: string) => Promise<string>,
+): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-local-config-'));
   const file = layout === undefined ? path.join(dir, 'mesh.yaml') : await layout(dir);
   if (layout === undefined) await writeFile(file, config('v1'));
@@ -29,16 +33,20 @@ async function withWatcher(fn: (w: LocalConfigWatcher, file: string, dir: string
 
 const nameOf = (c: LocalConfig | undefined): string | undefined => c?.workloads[0]?.workload.name;
 
-test('an invalid local config edit is rejected with file:line (the watcher must fire) and the last good config stays', { timeout: TEST_TIMEOUT_MS }, async () => {
-  await withWatcher(async (w, file, _dir, applied) => {
-    const [e] = await eventAfter<[unknown]>(w, 'rejected', () => writeFile(file, `${config('v2')}  bogus: [\n`));
-    assert.ok(isMeshError(e, 'ZT_ERR_LOCAL_CONFIG_INVALID'), String(e));
-    assert.match(e.message, new RegExp(`^${file.replace(/[.]/g, '\\.')}:\\d+: invalid YAML`));
-    assert.deepEqual(applied.map(nameOf), ['v1']);
-    await eventAfter(w, 'applied', () => writeFile(file, config('v3')));
-    assert.deepEqual(applied.map(nameOf), ['v1', 'v3']);
-  });
-});
+test(
+  'an invalid local config edit is rejected with file:line (the watcher must fire) and the last good config stays',
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    await withWatcher(async (w, file, _dir, applied) => {
+      const [e] = await eventAfter<[unknown]>(w, 'rejected', () => writeFile(file, `${config('v2')}  bogus: [\n`));
+      assert.ok(isMeshError(e, 'ZT_ERR_LOCAL_CONFIG_INVALID'), String(e));
+      assert.match(e.message, new RegExp(`^${file.replace(/[.]/g, '\\.')}:\\d+: invalid YAML`));
+      assert.deepEqual(applied.map(nameOf), ['v1']);
+      await eventAfter(w, 'applied', () => writeFile(file, config('v3')));
+      assert.deepEqual(applied.map(nameOf), ['v1', 'v3']);
+    });
+  },
+);
 
 test('an editor replacing the file by rename is seen', { timeout: TEST_TIMEOUT_MS }, async () => {
   await withWatcher(async (w, file, dir, applied) => {
@@ -48,15 +56,19 @@ test('an editor replacing the file by rename is seen', { timeout: TEST_TIMEOUT_M
   });
 });
 
-test("a ConfigMap mount's ..data symlink swap is seen, though the file's own name never changes", { timeout: TEST_TIMEOUT_MS }, async () => {
-  await withWatcher(
-    async (w, _file, dir, applied) => {
-      await eventAfter(w, 'applied', () => atomicWriterUpdate(dir, { 'mesh.yaml': config('v2') }));
-      assert.deepEqual(applied.map(nameOf), ['v1', 'v2']);
-    },
-    async (dir) => {
-      await atomicWriterUpdate(dir, { 'mesh.yaml': config('v1') });
-      return path.join(dir, 'mesh.yaml');
-    },
-  );
-});
+test(
+  "a ConfigMap mount's ..data symlink swap is seen, though the file's own name never changes",
+  { timeout: TEST_TIMEOUT_MS },
+  async () => {
+    await withWatcher(
+      async (w, _file, dir, applied) => {
+        await eventAfter(w, 'applied', () => atomicWriterUpdate(dir, { 'mesh.yaml': config('v2') }));
+        assert.deepEqual(applied.map(nameOf), ['v1', 'v2']);
+      },
+      async (dir) => {
+        await atomicWriterUpdate(dir, { 'mesh.yaml': config('v1') });
+        return path.join(dir, 'mesh.yaml');
+      },
+    );
+  },
+);

@@ -63,7 +63,15 @@ export class LocalConfigWatcher extends EventEmitter<{ applied: [LocalConfig]; r
     }
     this.text = text;
     this.apply(cfg);
-    this.log.info({ file: this.file, workloads: cfg.workloads.length, services: cfg.services.length, policies: cfg.policies.length }, 'applied local config');
+    this.log.info(
+      {
+        file: this.file,
+        workloads: cfg.workloads.length,
+        services: cfg.services.length,
+        policies: cfg.policies.length,
+      },
+      'applied local config',
+    );
     this.emit('applied', cfg);
   }
 }

@@ -62,7 +62,11 @@ function rejects(text: string, line: number, reason: RegExp): void {
 }
 
 test('an unknown field is rejected at its line', () => {
-  rejects('workloads:\n- uid: a\n  namespace: x\n  workloadIps: [127.0.0.1]\n  protcol: HBONE\n', 5, /unknown field "protcol"/);
+  rejects(
+    'workloads:\n- uid: a\n  namespace: x\n  workloadIps: [127.0.0.1]\n  protcol: HBONE\n',
+    5,
+    /unknown field "protcol"/,
+  );
 });
 
 test('a bad IP is rejected at its line', () => {
@@ -74,7 +78,11 @@ test('a bad enum value names the accepted values', () => {
 });
 
 test('an unknown policy scope is rejected at its line, never read as WorkloadSelector', () => {
-  rejects('policies:\n- name: p\n  namespace: n\n  scope: Selector\n  action: Allow\n', 4, /Global, Namespace, WorkloadSelector, got "Selector"/);
+  rejects(
+    'policies:\n- name: p\n  namespace: n\n  scope: Selector\n  action: Allow\n',
+    4,
+    /Global, Namespace, WorkloadSelector, got "Selector"/,
+  );
 });
 
 test('a policy without an action or scope is rejected, never defaulted to Allow', () => {
@@ -87,14 +95,27 @@ test('YAML syntax errors carry the line', () => {
 });
 
 test('duplicate workload uids are rejected', () => {
-  rejects('workloads:\n- {uid: a, namespace: x, workloadIps: [127.0.0.1]}\n- {uid: a, namespace: x, workloadIps: [127.0.0.2]}\n', 3, /duplicate uid/);
+  rejects(
+    'workloads:\n- {uid: a, namespace: x, workloadIps: [127.0.0.1]}\n- {uid: a, namespace: x, workloadIps: [127.0.0.2]}\n',
+    3,
+    /duplicate uid/,
+  );
 });
 
 test('ports out of range are rejected', () => {
-  rejects('services:\n- name: s\n  namespace: n\n  hostname: h\n  vips: []\n  ports:\n    80: 70000\n', 7, /0\.\.65535/);
+  rejects(
+    'services:\n- name: s\n  namespace: n\n  hostname: h\n  vips: []\n  ports:\n    80: 70000\n',
+    7,
+    /0\.\.65535/,
+  );
 });
 
 test('a missing local config file is an actionable error, not a bare ENOENT', async () => {
   const { loadLocalConfig } = await import('./local-config.js');
-  await assert.rejects(loadLocalConfig('/nonexistent/mesh.yaml'), (e: unknown) => isMeshError(e, 'ZT_ERR_LOCAL_CONFIG_INVALID') && /cannot read local config \/nonexistent\/mesh\.yaml: ENOENT .*LOCAL_XDS_PATH/.test(e.message));
+  await assert.rejects(
+    loadLocalConfig('/nonexistent/mesh.yaml'),
+    (e: unknown) =>
+      isMeshError(e, 'ZT_ERR_LOCAL_CONFIG_INVALID') &&
+      /cannot read local config \/nonexistent\/mesh\.yaml: ENOENT .*LOCAL_XDS_PATH/.test(e.message),
+  );
 });

@@ -22,18 +22,61 @@ export interface LocalConfig {
 }
 
 const WORKLOAD_FIELDS = [
-  'uid', 'workloadIps', 'waypoint', 'networkGateway', 'protocol', 'networkMode', 'name', 'namespace', 'trustDomain',
-  'serviceAccount', 'network', 'workloadName', 'workloadType', 'canonicalName', 'canonicalRevision', 'hostname', 'node',
-  'nativeTunnel', 'applicationTunnel', 'authorizationPolicies', 'status', 'clusterId', 'locality', 'services', 'capacity',
+  'uid',
+  'workloadIps',
+  'waypoint',
+  'networkGateway',
+  'protocol',
+  'networkMode',
+  'name',
+  'namespace',
+  'trustDomain',
+  'serviceAccount',
+  'network',
+  'workloadName',
+  'workloadType',
+  'canonicalName',
+  'canonicalRevision',
+  'hostname',
+  'node',
+  'nativeTunnel',
+  'applicationTunnel',
+  'authorizationPolicies',
+  'status',
+  'clusterId',
+  'locality',
+  'services',
+  'capacity',
 ] as const;
 const SERVICE_FIELDS = [
-  'name', 'namespace', 'hostname', 'vips', 'cidrVips', 'ports', 'endpoints', 'subjectAltNames', 'waypoint',
-  'loadBalancer', 'ipFamilies', 'canonical', 'visibility',
+  'name',
+  'namespace',
+  'hostname',
+  'vips',
+  'cidrVips',
+  'ports',
+  'endpoints',
+  'subjectAltNames',
+  'waypoint',
+  'loadBalancer',
+  'ipFamilies',
+  'canonical',
+  'visibility',
 ] as const;
 const POLICY_FIELDS = ['name', 'namespace', 'scope', 'action', 'rules', 'dryRun'] as const;
 const MATCH_FIELDS = [
-  'namespaces', 'notNamespaces', 'serviceAccounts', 'notServiceAccounts', 'principals', 'notPrincipals', 'sourceIps',
-  'notSourceIps', 'destinationIps', 'notDestinationIps', 'destinationPorts', 'notDestinationPorts',
+  'namespaces',
+  'notNamespaces',
+  'serviceAccounts',
+  'notServiceAccounts',
+  'principals',
+  'notPrincipals',
+  'sourceIps',
+  'notSourceIps',
+  'destinationIps',
+  'notDestinationIps',
+  'destinationPorts',
+  'notDestinationPorts',
 ] as const;
 const SCOPES: readonly LoadBalancerScope[] = ['Region', 'Zone', 'Subzone', 'Node', 'Cluster', 'Network'];
 
@@ -42,7 +85,10 @@ export async function readLocalConfigText(file: string): Promise<string> {
   try {
     return await readFile(file, 'utf8');
   } catch (e) {
-    throw new MeshError('ZT_ERR_LOCAL_CONFIG_INVALID', `cannot read local config ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (LOCAL_XDS_PATH / --local-config must name a ztunnel local-config YAML file)`);
+    throw new MeshError(
+      'ZT_ERR_LOCAL_CONFIG_INVALID',
+      `cannot read local config ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message} (LOCAL_XDS_PATH / --local-config must name a ztunnel local-config YAML file)`,
+    );
   }
 }
 
@@ -63,7 +109,12 @@ export function parseLocalConfig(file: string, text: string): LocalConfig {
   const seen = new Map<string, string>();
   workloads.forEach((w, i) => {
     const prev = seen.get(w.workload.uid);
-    if (prev !== undefined) r.fail(r.list(top.get('workloads'), '')[i], `workloads[${i}]`, `duplicate uid "${w.workload.uid}" (also ${prev})`);
+    if (prev !== undefined)
+      r.fail(
+        r.list(top.get('workloads'), '')[i],
+        `workloads[${i}]`,
+        `duplicate uid "${w.workload.uid}" (also ${prev})`,
+      );
     seen.set(w.workload.uid, `workloads[${i}]`);
   });
   return Object.freeze({ workloads, services, policies });
@@ -101,7 +152,13 @@ function gateway(r: YamlReader, n: Node | null | undefined, path: string): Gatew
   const hboneMtlsPort = r.int(o.get('hboneMtlsPort'), `${path}.hboneMtlsPort`, 1, 65535, 15008);
   if (d !== null && d !== undefined && 'items' in d) {
     const h = r.object(d, `${path}.destination`, ['namespace', 'hostname']);
-    return { destination: { namespace: r.str(h.get('namespace'), `${path}.destination.namespace`), hostname: r.str(h.get('hostname'), `${path}.destination.hostname`) }, hboneMtlsPort };
+    return {
+      destination: {
+        namespace: r.str(h.get('namespace'), `${path}.destination.namespace`),
+        hostname: r.str(h.get('hostname'), `${path}.destination.hostname`),
+      },
+      hboneMtlsPort,
+    };
   }
   return { destination: { address: networkAddress(r, d, `${path}.destination`) }, hboneMtlsPort };
 }
@@ -113,7 +170,9 @@ function readWorkload(r: YamlReader, n: Node, path: string): LocalWorkload {
   const name = r.str(g('name'), `${path}.name`, '');
   const clusterId = r.str(g('clusterId'), `${path}.clusterId`, DEFAULT_CLUSTER_ID);
   const uid = r.str(g('uid'), `${path}.uid`, name === '' ? undefined : `${clusterId}//Pod/${namespace}/${name}`);
-  const workloadIps = r.list(g('workloadIps'), `${path}.workloadIps`).map((x, i) => ip(r, x, `${path}.workloadIps[${i}]`));
+  const workloadIps = r
+    .list(g('workloadIps'), `${path}.workloadIps`)
+    .map((x, i) => ip(r, x, `${path}.workloadIps[${i}]`));
   const hostname = r.str(g('hostname'), `${path}.hostname`, '');
   if (workloadIps.length === 0 && hostname === '') r.fail(n, path, 'a workload needs workloadIps or a hostname');
   const services: Record<string, Record<string, number>> = {};
@@ -124,13 +183,20 @@ function readWorkload(r: YamlReader, n: Node, path: string): LocalWorkload {
   let locality: Workload['locality'];
   if (g('locality') !== undefined && g('locality') !== null) {
     const l = r.object(g('locality'), `${path}.locality`, ['region', 'zone', 'subzone']);
-    locality = { region: r.str(l.get('region'), `${path}.locality.region`, ''), zone: r.str(l.get('zone'), `${path}.locality.zone`, ''), subzone: r.str(l.get('subzone'), `${path}.locality.subzone`, '') };
+    locality = {
+      region: r.str(l.get('region'), `${path}.locality.region`, ''),
+      zone: r.str(l.get('zone'), `${path}.locality.zone`, ''),
+      subzone: r.str(l.get('subzone'), `${path}.locality.subzone`, ''),
+    };
   }
   let applicationTunnel: Workload['applicationTunnel'];
   if (g('applicationTunnel') !== undefined && g('applicationTunnel') !== null) {
     const a = r.object(g('applicationTunnel'), `${path}.applicationTunnel`, ['protocol', 'port']);
     const port = a.get('port');
-    applicationTunnel = { protocol: r.oneOf(a.get('protocol'), `${path}.applicationTunnel.protocol`, ['NONE', 'PROXY']), port: port === undefined || port === null ? undefined : r.int(port, `${path}.applicationTunnel.port`, 1, 65535) };
+    applicationTunnel = {
+      protocol: r.oneOf(a.get('protocol'), `${path}.applicationTunnel.protocol`, ['NONE', 'PROXY']),
+      port: port === undefined || port === null ? undefined : r.int(port, `${path}.applicationTunnel.port`, 1, 65535),
+    };
   }
   const workload: Workload = {
     uid,
@@ -168,15 +234,31 @@ function readService(r: YamlReader, n: Node, path: string): Service {
   const endpoints: Record<string, Endpoint> = {};
   for (const [k, , v] of r.entries(g('endpoints'), `${path}.endpoints`)) {
     const e = r.object(v, `${path}.endpoints.${k}`, ['workloadUid', 'port', 'status']);
-    endpoints[k] = { workloadUid: r.str(e.get('workloadUid'), `${path}.endpoints.${k}.workloadUid`, k), port: portMap(r, e.get('port'), `${path}.endpoints.${k}.port`), status: r.oneOf(e.get('status'), `${path}.endpoints.${k}.status`, ['Healthy', 'Unhealthy'], 'Healthy') };
+    endpoints[k] = {
+      workloadUid: r.str(e.get('workloadUid'), `${path}.endpoints.${k}.workloadUid`, k),
+      port: portMap(r, e.get('port'), `${path}.endpoints.${k}.port`),
+      status: r.oneOf(e.get('status'), `${path}.endpoints.${k}.status`, ['Healthy', 'Unhealthy'], 'Healthy'),
+    };
   }
   let loadBalancer: Service['loadBalancer'];
   if (g('loadBalancer') !== undefined && g('loadBalancer') !== null) {
     const lb = r.object(g('loadBalancer'), `${path}.loadBalancer`, ['routingPreferences', 'mode', 'healthPolicy']);
     loadBalancer = {
-      routingPreferences: r.list(lb.get('routingPreferences'), `${path}.loadBalancer.routingPreferences`).map((x, i) => r.oneOf(x, `${path}.loadBalancer.routingPreferences[${i}]`, SCOPES)),
-      mode: r.oneOf(lb.get('mode'), `${path}.loadBalancer.mode`, ['Standard', 'Strict', 'Failover', 'Passthrough'], 'Standard'),
-      healthPolicy: r.oneOf(lb.get('healthPolicy'), `${path}.loadBalancer.healthPolicy`, ['OnlyHealthy', 'AllowAll'], 'OnlyHealthy'),
+      routingPreferences: r
+        .list(lb.get('routingPreferences'), `${path}.loadBalancer.routingPreferences`)
+        .map((x, i) => r.oneOf(x, `${path}.loadBalancer.routingPreferences[${i}]`, SCOPES)),
+      mode: r.oneOf(
+        lb.get('mode'),
+        `${path}.loadBalancer.mode`,
+        ['Standard', 'Strict', 'Failover', 'Passthrough'],
+        'Standard',
+      ),
+      healthPolicy: r.oneOf(
+        lb.get('healthPolicy'),
+        `${path}.loadBalancer.healthPolicy`,
+        ['OnlyHealthy', 'AllowAll'],
+        'OnlyHealthy',
+      ),
     };
   }
   const ipf = g('ipFamilies');
@@ -191,7 +273,10 @@ function readService(r: YamlReader, n: Node, path: string): Service {
     subjectAltNames: r.strings(g('subjectAltNames'), `${path}.subjectAltNames`),
     waypoint: gateway(r, g('waypoint'), `${path}.waypoint`),
     loadBalancer,
-    ipFamilies: ipf === undefined || ipf === null ? undefined : r.oneOf<'Dual' | 'IPv4' | 'IPv6'>(ipf, `${path}.ipFamilies`, ['Dual', 'IPv4', 'IPv6']),
+    ipFamilies:
+      ipf === undefined || ipf === null
+        ? undefined
+        : r.oneOf<'Dual' | 'IPv4' | 'IPv6'>(ipf, `${path}.ipFamilies`, ['Dual', 'IPv4', 'IPv6']),
     canonical: r.bool(g('canonical'), `${path}.canonical`, false),
     visibility: r.oneOf(g('visibility'), `${path}.visibility`, ['Public', 'Namespace'], 'Public'),
   };
@@ -222,12 +307,16 @@ function stringMatch(r: YamlReader, n: Node, path: string): StringMatch {
 
 function saMatch(r: YamlReader, n: Node, path: string): ServiceAccountMatch {
   const o = r.object(n, path, ['namespace', 'serviceAccount']);
-  return { namespace: r.str(o.get('namespace'), `${path}.namespace`), serviceAccount: r.str(o.get('serviceAccount'), `${path}.serviceAccount`) };
+  return {
+    namespace: r.str(o.get('namespace'), `${path}.namespace`),
+    serviceAccount: r.str(o.get('serviceAccount'), `${path}.serviceAccount`),
+  };
 }
 
 function readMatch(r: YamlReader, n: Node, path: string): RbacMatch {
   const o = r.object(n, path, MATCH_FIELDS);
-  const l = <T>(k: (typeof MATCH_FIELDS)[number], f: (r: YamlReader, n: Node, p: string) => T): T[] => r.list(o.get(k), `${path}.${k}`).map((x, i) => f(r, x, `${path}.${k}[${i}]`));
+  const l = <T>(k: (typeof MATCH_FIELDS)[number], f: (r: YamlReader, n: Node, p: string) => T): T[] =>
+    r.list(o.get(k), `${path}.${k}`).map((x, i) => f(r, x, `${path}.${k}[${i}]`));
   const port = (rr: YamlReader, x: Node, p: string): number => rr.int(x, p, 0, 65535);
   return {
     namespaces: l('namespaces', stringMatch),
@@ -247,11 +336,15 @@ function readMatch(r: YamlReader, n: Node, path: string): RbacMatch {
 
 function readPolicy(r: YamlReader, n: Node, path: string): Authorization {
   const o = r.object(n, path, POLICY_FIELDS, ['name', 'namespace', 'scope', 'action']);
-  const rules = r.list(o.get('rules'), `${path}.rules`).map((rule, i) =>
-    r.list(rule, `${path}.rules[${i}]`).map((clause, j) =>
-      r.list(clause, `${path}.rules[${i}][${j}]`).map((m, k) => readMatch(r, m, `${path}.rules[${i}][${j}][${k}]`)),
-    ),
-  );
+  const rules = r
+    .list(o.get('rules'), `${path}.rules`)
+    .map((rule, i) =>
+      r
+        .list(rule, `${path}.rules[${i}]`)
+        .map((clause, j) =>
+          r.list(clause, `${path}.rules[${i}][${j}]`).map((m, k) => readMatch(r, m, `${path}.rules[${i}][${j}][${k}]`)),
+        ),
+    );
   return {
     name: r.str(o.get('name'), `${path}.name`),
     namespace: r.str(o.get('namespace'), `${path}.namespace`),

@@ -12,15 +12,45 @@ const SVC = 'backend/echo.backend.svc.cluster.local';
 
 function wl(uid: string, o: Partial<Workload> = {}, services: LocalWorkload['services'] = {}): LocalWorkload {
   const workload: Workload = {
-    uid, workloadIps: ['127.75.10.1'], protocol: 'HBONE', networkMode: 'Standard', name: uid, namespace: 'backend', trustDomain: 'cluster.local',
-    serviceAccount: 'echo', network: '', workloadName: 'echo', workloadType: 'pod', canonicalName: 'echo', canonicalRevision: 'latest', hostname: '',
-    node: 'n1', nativeTunnel: false, authorizationPolicies: [], status: 'Healthy', clusterId: 'Kubernetes', services: Object.keys(services), capacity: 1, ...o,
+    uid,
+    workloadIps: ['127.75.10.1'],
+    protocol: 'HBONE',
+    networkMode: 'Standard',
+    name: uid,
+    namespace: 'backend',
+    trustDomain: 'cluster.local',
+    serviceAccount: 'echo',
+    network: '',
+    workloadName: 'echo',
+    workloadType: 'pod',
+    canonicalName: 'echo',
+    canonicalRevision: 'latest',
+    hostname: '',
+    node: 'n1',
+    nativeTunnel: false,
+    authorizationPolicies: [],
+    status: 'Healthy',
+    clusterId: 'Kubernetes',
+    services: Object.keys(services),
+    capacity: 1,
+    ...o,
   };
   return { workload, services };
 }
 
 function svc(o: Partial<Service> = {}): Service {
-  return { name: 'echo', namespace: 'backend', hostname: 'echo.backend.svc.cluster.local', vips: ['/10.96.75.1'], ports: { '80': 8080 }, endpoints: {}, subjectAltNames: [], canonical: true, visibility: 'Public', ...o };
+  return {
+    name: 'echo',
+    namespace: 'backend',
+    hostname: 'echo.backend.svc.cluster.local',
+    vips: ['/10.96.75.1'],
+    ports: { '80': 8080 },
+    endpoints: {},
+    subjectAltNames: [],
+    canonical: true,
+    visibility: 'Public',
+    ...o,
+  };
 }
 
 function policy(name: string, o: Partial<Authorization> = {}): Authorization {
@@ -34,7 +64,10 @@ test('a workload whose IP changes is no longer found by its old IP, and one that
   assert.equal(s.workloadByAddr('', '127.75.10.1'), undefined);
   assert.equal(s.workloadByAddr('', '127.75.10.2')?.uid, 'u1');
   assert.deepEqual(s.workloadsOnNode('n1'), []);
-  assert.deepEqual(s.workloadsOnNode('n2').map((w) => w.uid), ['u1']);
+  assert.deepEqual(
+    s.workloadsOnNode('n2').map((w) => w.uid),
+    ['u1'],
+  );
   s.update({ removedWorkloads: ['u1'] });
   assert.equal(s.workloadByAddr('', '127.75.10.2'), undefined);
   assert.equal(s.workloadByUid('u1'), undefined);
@@ -43,7 +76,9 @@ test('a workload whose IP changes is no longer found by its old IP, and one that
 
 test('two workloads on one address: the Pod is preferred, and removing one leaves the other found there', () => {
   const s = new ProxyState();
-  s.update({ workloads: [wl('Kubernetes//Pod/backend/echo-0'), wl('Kubernetes/networking.istio.io/WorkloadEntry/backend/vm')] });
+  s.update({
+    workloads: [wl('Kubernetes//Pod/backend/echo-0'), wl('Kubernetes/networking.istio.io/WorkloadEntry/backend/vm')],
+  });
   assert.equal(s.workloadByAddr('', '127.75.10.1')?.uid, 'Kubernetes//Pod/backend/echo-0');
   s.update({ removedWorkloads: ['Kubernetes//Pod/backend/echo-0'] });
   assert.equal(s.workloadByAddr('', '127.75.10.1')?.uid, 'Kubernetes/networking.istio.io/WorkloadEntry/backend/vm');
@@ -75,11 +110,29 @@ test('endpoints of a service not yet known are staged, attach when it arrives, f
   assert.deepEqual(Object.keys(s.dump().stagedServices), [SVC]);
   s.update({ services: [svc()] });
   assert.deepEqual(s.dump().stagedServices, {});
-  assert.deepEqual(s.serviceByKey(SVC)?.endpoints, { u1: { workloadUid: 'u1', port: { '80': 8080 }, status: 'Healthy' } });
-  assert.equal(s.serviceByVip('', '10.96.75.1', 'backend')?.endpoints['u1']?.workloadUid, 'u1', 'the VIP index holds the service with its endpoints');
+  assert.deepEqual(s.serviceByKey(SVC)?.endpoints, {
+    u1: { workloadUid: 'u1', port: { '80': 8080 }, status: 'Healthy' },
+  });
+  assert.equal(
+    s.serviceByVip('', '10.96.75.1', 'backend')?.endpoints['u1']?.workloadUid,
+    'u1',
+    'the VIP index holds the service with its endpoints',
+  );
   // The workload turns unhealthy and backs another service too: the endpoint follows.
-  s.update({ workloads: [wl('u1', { status: 'Unhealthy' }, { [SVC]: { '80': 9090 }, 'backend/other.backend.svc.cluster.local': { '81': 8081 } })] });
-  assert.deepEqual(s.serviceByKey(SVC)?.endpoints['u1'], { workloadUid: 'u1', port: { '80': 9090 }, status: 'Unhealthy' });
+  s.update({
+    workloads: [
+      wl(
+        'u1',
+        { status: 'Unhealthy' },
+        { [SVC]: { '80': 9090 }, 'backend/other.backend.svc.cluster.local': { '81': 8081 } },
+      ),
+    ],
+  });
+  assert.deepEqual(s.serviceByKey(SVC)?.endpoints['u1'], {
+    workloadUid: 'u1',
+    port: { '80': 9090 },
+    status: 'Unhealthy',
+  });
   assert.deepEqual(Object.keys(s.dump().stagedServices), ['backend/other.backend.svc.cluster.local']);
   // It stops backing the service, then comes back and leaves for good.
   s.update({ workloads: [wl('u1')] });
@@ -90,7 +143,7 @@ test('endpoints of a service not yet known are staged, attach when it arrives, f
   assert.deepEqual(s.serviceByKey(SVC)?.endpoints, {});
 });
 
-test('a removed service keeps its workloads\' endpoints staged, and a service defined again finds them', () => {
+test("a removed service keeps its workloads' endpoints staged, and a service defined again finds them", () => {
   const s = new ProxyState();
   s.update({ workloads: [wl('u1', {}, { [SVC]: { '80': 8080 } })], services: [svc()] });
   s.update({ removedServices: [SVC] });
@@ -103,10 +156,19 @@ test('a policy whose scope changes leaves its namespace; a removed policy no lon
   const s = new ProxyState();
   const w = wl('u1').workload;
   s.update({ policies: [policy('p'), policy('g', { namespace: 'istio-system', scope: 'Global' })] });
-  assert.deepEqual(s.policiesFor(w).map((p) => p.name), ['p', 'g']);
+  assert.deepEqual(
+    s.policiesFor(w).map((p) => p.name),
+    ['p', 'g'],
+  );
   s.update({ policies: [policy('p', { scope: 'WorkloadSelector' })] });
-  assert.deepEqual(s.policiesFor(w).map((p) => p.name), ['g']);
-  assert.deepEqual(s.policiesFor({ ...w, authorizationPolicies: ['backend/p'] }).map((p) => p.name), ['g', 'p']);
+  assert.deepEqual(
+    s.policiesFor(w).map((p) => p.name),
+    ['g'],
+  );
+  assert.deepEqual(
+    s.policiesFor({ ...w, authorizationPolicies: ['backend/p'] }).map((p) => p.name),
+    ['g', 'p'],
+  );
   s.update({ removedPolicies: ['istio-system/g'] });
   assert.deepEqual(s.policiesFor(w), []);
 });
@@ -116,23 +178,44 @@ test('the change event says what changed, and an update identical to what is hel
   const seen = once(s, 'change') as Promise<[StateChange]>;
   s.update({ workloads: [wl('u1', {}, { [SVC]: { '80': 8080 } })], policies: [policy('p')] });
   const [c] = await seen;
-  assert.deepEqual(c.workloads.map((w) => [w.uid, w.before, w.after?.uid]), [['u1', undefined, 'u1']]);
+  assert.deepEqual(
+    c.workloads.map((w) => [w.uid, w.before, w.after?.uid]),
+    [['u1', undefined, 'u1']],
+  );
   assert.deepEqual([c.services, c.policies], [[SVC], ['backend/p']]);
   let events = 0;
   s.on('change', () => events++);
-  assert.equal(s.update({ workloads: [wl('u1', {}, { [SVC]: { '80': 8080 } })], policies: [policy('p')], removedServices: ['absent/x'] }), undefined);
+  assert.equal(
+    s.update({
+      workloads: [wl('u1', {}, { [SVC]: { '80': 8080 } })],
+      policies: [policy('p')],
+      removedServices: ['absent/x'],
+    }),
+    undefined,
+  );
   assert.equal(events, 0);
   const relabelled = s.update({ workloads: [wl('u1', { canonicalRevision: 'v2' }, { [SVC]: { '80': 8080 } })] });
-  assert.deepEqual([relabelled?.workloads.map((w) => w.before?.canonicalRevision), relabelled?.services, relabelled?.policies], [['latest'], [], []], 'a workload-only change touches neither services nor policies');
+  assert.deepEqual(
+    [relabelled?.workloads.map((w) => w.before?.canonicalRevision), relabelled?.services, relabelled?.policies],
+    [['latest'], [], []],
+    'a workload-only change touches neither services nor policies',
+  );
 });
 
 test('a whole local config applies as the difference from what is held', () => {
   const s = new ProxyState();
-  const cfg = { workloads: [wl('u1'), wl('u2', { workloadIps: ['127.75.10.2'] })], services: [svc()], policies: [policy('p')] };
+  const cfg = {
+    workloads: [wl('u1'), wl('u2', { workloadIps: ['127.75.10.2'] })],
+    services: [svc()],
+    policies: [policy('p')],
+  };
   s.apply(cfg);
   assert.equal(s.apply(cfg), undefined, 'the same file again changes nothing');
   const c = s.apply({ ...cfg, workloads: [wl('u1')], policies: [] });
-  assert.deepEqual([c?.workloads.map((w) => [w.uid, w.after]), c?.services, c?.policies], [[['u2', undefined]], [], ['backend/p']]);
+  assert.deepEqual(
+    [c?.workloads.map((w) => [w.uid, w.after]), c?.services, c?.policies],
+    [[['u2', undefined]], [], ['backend/p']],
+  );
   assert.equal(s.workloadByAddr('', '127.75.10.2'), undefined);
   assert.equal(s.apply({ workloads: [], services: [], policies: [] })?.services.length, 1);
   assert.deepEqual(s.dump(), { workloads: [], services: [], policies: [], stagedServices: {} });

@@ -62,7 +62,8 @@ export class ProxyState extends EventEmitter<{ change: [StateChange] }> {
       workloads.push(this.endpointsFollow(uid, this.workloads.insert(lw), lw));
     }
     for (const key of d.removedServices ?? []) this.services.remove(key);
-    for (const s of d.services ?? []) if (!isDeepStrictEqual(this.services.definition(serviceKey(s)), s)) this.services.insert(s);
+    for (const s of d.services ?? [])
+      if (!isDeepStrictEqual(this.services.definition(serviceKey(s)), s)) this.services.insert(s);
     const services = this.services.flush();
     if (policies.length === 0 && workloads.length === 0 && services.length === 0) return undefined;
     const change: StateChange = { workloads, services, policies };
@@ -89,9 +90,15 @@ export class ProxyState extends EventEmitter<{ change: [StateChange] }> {
   }
 
   /** Moves workload `uid`'s endpoints from the services `prev` backed to those `next` backs. */
-  private endpointsFollow(uid: string, prev: LocalWorkload | undefined, next: LocalWorkload | undefined): WorkloadChange {
-    for (const key of Object.keys(prev?.services ?? {})) if (next === undefined || !Object.hasOwn(next.services, key)) this.services.removeEndpoint(key, uid);
-    for (const [key, port] of Object.entries(next?.services ?? {})) this.services.upsertEndpoint(key, { workloadUid: uid, port, status: next!.workload.status });
+  private endpointsFollow(
+    uid: string,
+    prev: LocalWorkload | undefined,
+    next: LocalWorkload | undefined,
+  ): WorkloadChange {
+    for (const key of Object.keys(prev?.services ?? {}))
+      if (next === undefined || !Object.hasOwn(next.services, key)) this.services.removeEndpoint(key, uid);
+    for (const [key, port] of Object.entries(next?.services ?? {}))
+      this.services.upsertEndpoint(key, { workloadUid: uid, port, status: next!.workload.status });
     return { uid, before: prev?.workload, after: next?.workload };
   }
 
@@ -112,7 +119,9 @@ export class ProxyState extends EventEmitter<{ change: [StateChange] }> {
    * canonical one, then any (ztunnel `get_best_by_vip`).
    */
   serviceByVip(network: string, ip: string, clientNs: string): Service | undefined {
-    const all = this.services.atVip(`${network}/${ip}`).filter((s) => s.visibility === 'Public' || s.namespace === clientNs);
+    const all = this.services
+      .atVip(`${network}/${ip}`)
+      .filter((s) => s.visibility === 'Public' || s.namespace === clientNs);
     return all.find((s) => s.namespace === clientNs) ?? all.find((s) => s.canonical) ?? all[0];
   }
 
@@ -139,12 +148,23 @@ export class ProxyState extends EventEmitter<{ change: [StateChange] }> {
    * missing one was rejected or has not arrived yet, and the workload denies until it is there.
    */
   policiesFor(w: Workload): Authorization[] {
-    const keys = new Set([...this.policies.keysFor(w.namespace), ...this.policies.keysFor(''), ...w.authorizationPolicies]);
-    return [...keys].map((k) => this.policies.get(k) ?? failClosedPolicy(k, 'WorkloadSelector', 'named by the workload but not received'));
+    const keys = new Set([
+      ...this.policies.keysFor(w.namespace),
+      ...this.policies.keysFor(''),
+      ...w.authorizationPolicies,
+    ]);
+    return [...keys].map(
+      (k) => this.policies.get(k) ?? failClosedPolicy(k, 'WorkloadSelector', 'named by the workload but not received'),
+    );
   }
 
   /** The state in ztunnel's `/config_dump` shape (top-level `workloads`, `services`, `policies`, `stagedServices`). */
-  dump(): { workloads: Workload[]; services: Service[]; policies: Authorization[]; stagedServices: Record<string, Record<string, Endpoint>> } {
+  dump(): {
+    workloads: Workload[];
+    services: Service[];
+    policies: Authorization[];
+    stagedServices: Record<string, Record<string, Endpoint>>;
+  } {
     return {
       workloads: [...this.workloads.values()].map((w) => w.workload).sort((a, b) => a.uid.localeCompare(b.uid)),
       services: [...this.services.values()].sort((a, b) => serviceKey(a).localeCompare(serviceKey(b))),

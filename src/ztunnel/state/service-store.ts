@@ -86,11 +86,20 @@ export class ServiceStore {
       const prev = this.services.get(key);
       const def = this.definitions.get(key);
       const eps = this.endpoints.get(key);
-      const next = def === undefined ? undefined : { ...def, endpoints: eps === undefined ? def.endpoints : { ...def.endpoints, ...Object.fromEntries(eps) } };
+      const next =
+        def === undefined
+          ? undefined
+          : { ...def, endpoints: eps === undefined ? def.endpoints : { ...def.endpoints, ...Object.fromEntries(eps) } };
       if (next === undefined) this.services.delete(key);
       else this.services.set(key, next);
       reindex(this.byVip, key, prev?.vips ?? NONE, next?.vips ?? NONE, next);
-      reindex(this.byHost, key, prev === undefined ? NONE : [prev.hostname], next === undefined ? NONE : [next.hostname], next);
+      reindex(
+        this.byHost,
+        key,
+        prev === undefined ? NONE : [prev.hostname],
+        next === undefined ? NONE : [next.hostname],
+        next,
+      );
     }
     return keys;
   }
@@ -99,7 +108,13 @@ export class ServiceStore {
 const NONE: readonly never[] = [];
 
 /** Moves service `key` from the entries `before` to `after` of `index`, keeping its slot where it stays. */
-function reindex(index: Map<string, Service[]>, key: string, before: readonly string[], after: readonly string[], next: Service | undefined): void {
+function reindex(
+  index: Map<string, Service[]>,
+  key: string,
+  before: readonly string[],
+  after: readonly string[],
+  next: Service | undefined,
+): void {
   for (const k of before) {
     if (after.includes(k)) continue;
     const rest = (index.get(k) ?? []).filter((s) => serviceKey(s) !== key);

@@ -36,10 +36,16 @@ export function changesWorkloadsOn(c: StateChange, node: string): boolean {
  */
 export function mayAlterPolicyDecision(c: StateChange, node: string): boolean {
   if (c.policies.length > 0) return true;
-  return c.workloads.some(({ before, after }) => (before?.node === node || after?.node === node) && !samePolicyLookup(before, after));
+  return c.workloads.some(
+    ({ before, after }) => (before?.node === node || after?.node === node) && !samePolicyLookup(before, after),
+  );
 }
 
 function samePolicyLookup(a: Workload | undefined, b: Workload | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
-  return a.namespace === b.namespace && a.authorizationPolicies.length === b.authorizationPolicies.length && a.authorizationPolicies.every((k, i) => b.authorizationPolicies[i] === k);
+  return (
+    a.namespace === b.namespace &&
+    a.authorizationPolicies.length === b.authorizationPolicies.length &&
+    a.authorizationPolicies.every((k, i) => b.authorizationPolicies[i] === k)
+  );
 }

@@ -56,7 +56,11 @@ test('a service VIP maps the port per endpoint, skips unhealthy endpoints and we
     if (u.kind !== 'workload') return;
     counts.set(u.workload.uid, (counts.get(u.workload.uid) ?? 0) + 1);
     assert.equal(u.targetPort, u.workload.uid === 's1' ? 8080 : 9090);
-    if (u.workload.uid === 's1') assert.deepEqual([...u.expectedIdentities].sort(), ['spiffe://cluster.local/ns/b/sa/extra', 'spiffe://cluster.local/ns/b/sa/sa1']);
+    if (u.workload.uid === 's1')
+      assert.deepEqual([...u.expectedIdentities].sort(), [
+        'spiffe://cluster.local/ns/b/sa/extra',
+        'spiffe://cluster.local/ns/b/sa/sa1',
+      ]);
   }
   assert.equal(counts.get('u'), undefined, 'unhealthy endpoint never picked');
   assert.equal(counts.get('s1'), 300, 'capacity 3 vs 1');
@@ -65,19 +69,30 @@ test('a service VIP maps the port per endpoint, skips unhealthy endpoints and we
 
 test('unknown destinations pass through; Passthrough services keep the original destination', () => {
   const s = state(MESH);
-  assert.deepEqual(resolveUpstream(s, s.workloadByUid('c')!, '127.0.9.9', 80), { kind: 'passthrough', ip: '127.0.9.9', port: 80, service: undefined });
+  assert.deepEqual(resolveUpstream(s, s.workloadByUid('c')!, '127.0.9.9', 80), {
+    kind: 'passthrough',
+    ip: '127.0.9.9',
+    port: 80,
+    service: undefined,
+  });
   const pt = resolveUpstream(s, s.workloadByUid('c')!, '10.96.0.3', 80);
   assert.equal(pt.kind, 'passthrough');
 });
 
 test('a known service with no endpoint fails instead of passing through', () => {
   const s = state(MESH);
-  assert.throws(() => resolveUpstream(s, s.workloadByUid('c')!, '10.96.0.2', 80), (e) => isMeshError(e, 'ZT_ERR_NO_HEALTHY_UPSTREAM'));
+  assert.throws(
+    () => resolveUpstream(s, s.workloadByUid('c')!, '10.96.0.2', 80),
+    (e) => isMeshError(e, 'ZT_ERR_NO_HEALTHY_UPSTREAM'),
+  );
 });
 
 test('a service port the service does not define fails', () => {
   const s = state(MESH);
-  assert.throws(() => resolveUpstream(s, s.workloadByUid('c')!, '10.96.0.1', 81), (e) => isMeshError(e, 'ZT_ERR_SERVICE_PORT'));
+  assert.throws(
+    () => resolveUpstream(s, s.workloadByUid('c')!, '10.96.0.1', 81),
+    (e) => isMeshError(e, 'ZT_ERR_SERVICE_PORT'),
+  );
 });
 
 test('a hostname-only endpoint is chosen with ip "" for the caller to resolve by DNS', () => {

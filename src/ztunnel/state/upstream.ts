@@ -25,7 +25,13 @@ export type Upstream =
  * load-balanced over healthy endpoints that have the port; unknown destinations pass through; a known
  * service with no usable endpoint fails.
  */
-export function resolveUpstream(state: ProxyState, source: Workload, dstIp: string, dstPort: number, random: () => number = Math.random): Upstream {
+export function resolveUpstream(
+  state: ProxyState,
+  source: Workload,
+  dstIp: string,
+  dstPort: number,
+  random: () => number = Math.random,
+): Upstream {
   const w = state.workloadByAddr(source.network, dstIp);
   if (w !== undefined) return toWorkload(w, undefined, dstPort, dstIp);
   const svc = state.serviceByVip(source.network, dstIp, source.namespace);
@@ -33,7 +39,10 @@ export function resolveUpstream(state: ProxyState, source: Workload, dstIp: stri
   if (svc.loadBalancer?.mode === 'Passthrough') return { kind: 'passthrough', ip: dstIp, port: dstPort, service: svc };
   const svcTarget = svc.ports[String(dstPort)];
   if (svcTarget === undefined) {
-    throw new MeshError('ZT_ERR_SERVICE_PORT', `service ${svc.namespace}/${svc.hostname} has no port ${dstPort} (ports: ${Object.keys(svc.ports).join(', ') || 'none'})`);
+    throw new MeshError(
+      'ZT_ERR_SERVICE_PORT',
+      `service ${svc.namespace}/${svc.hostname} has no port ${dstPort} (ports: ${Object.keys(svc.ports).join(', ') || 'none'})`,
+    );
   }
   const allowUnhealthy = svc.loadBalancer?.healthPolicy === 'AllowAll';
   const candidates: { w: Workload; ep: Endpoint; port: number }[] = [];
@@ -48,7 +57,10 @@ export function resolveUpstream(state: ProxyState, source: Workload, dstIp: stri
   const ranked = rankByLocality(svc, source, candidates);
   const pick = weightedPick(ranked, random);
   if (pick === undefined) {
-    throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `no healthy upstream for ${svc.namespace}/${svc.hostname}:${dstPort} (${Object.keys(svc.endpoints).length} endpoint(s), none usable)`);
+    throw new MeshError(
+      'ZT_ERR_NO_HEALTHY_UPSTREAM',
+      `no healthy upstream for ${svc.namespace}/${svc.hostname}:${dstPort} (${Object.keys(svc.endpoints).length} endpoint(s), none usable)`,
+    );
   }
   return toWorkload(pick.w, svc, pick.port, dstIp);
 }
@@ -56,10 +68,19 @@ export function resolveUpstream(state: ProxyState, source: Workload, dstIp: stri
 function toWorkload(w: Workload, svc: Service | undefined, port: number, originalIp: string): Upstream {
   // A workload known only by DNS name gets ip '' here; the caller resolves `workload.hostname` (ztunnel `src/proxy/outbound.rs`).
   const ip = chooseIp(w, svc, originalIp) ?? (w.hostname !== '' ? '' : undefined);
-  if (ip === undefined) throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `workload ${w.uid} has neither an IP address nor a hostname`);
+  if (ip === undefined)
+    throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `workload ${w.uid} has neither an IP address nor a hostname`);
   const ids = new Set<string>(svc?.subjectAltNames ?? []);
   ids.add(identityToString(workloadIdentity(w)));
-  return { kind: 'workload', protocol: w.protocol, workload: w, service: svc, ip, targetPort: port, expectedIdentities: [...ids] };
+  return {
+    kind: 'workload',
+    protocol: w.protocol,
+    workload: w,
+    service: svc,
+    ip,
+    targetPort: port,
+    expectedIdentities: [...ids],
+  };
 }
 
 /** Step 7: the original IP if the workload has it; else one of the service's family, else the original's family, else any. */
@@ -94,7 +115,8 @@ function scopeMatches(scope: LoadBalancerScope, a: Workload, b: Workload): boole
 /** STRICT/FAILOVER: rank by how many routing preferences match in order; keep the best (STRICT: only full matches). */
 function rankByLocality<T extends { w: Workload }>(svc: Service, source: Workload, cands: T[]): T[] {
   const lb = svc.loadBalancer;
-  if (lb === undefined || (lb.mode !== 'Strict' && lb.mode !== 'Failover') || lb.routingPreferences.length === 0) return cands;
+  if (lb === undefined || (lb.mode !== 'Strict' && lb.mode !== 'Failover') || lb.routingPreferences.length === 0)
+    return cands;
   const rank = (c: T): number => {
     let n = 0;
     for (const s of lb.routingPreferences) {

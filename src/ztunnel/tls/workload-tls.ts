@@ -48,7 +48,10 @@ export function clientTlsOptions(c: WorkloadCertificate, expected: readonly stri
 export function verifyServerSan(subjectAltName: string | undefined, expected: readonly string[]): Error | undefined {
   const sans = uriSans(subjectAltName);
   if (sans.some((s) => expected.includes(s))) return undefined;
-  return new MeshError('ZT_ERR_IDENTITY_MISMATCH', `server identity ${sans.join(', ') || '(none)'} is not one of the expected ${expected.join(', ')}; the destination may be impersonated or misconfigured`);
+  return new MeshError(
+    'ZT_ERR_IDENTITY_MISMATCH',
+    `server identity ${sans.join(', ') || '(none)'} is not one of the expected ${expected.join(', ')}; the destination may be impersonated or misconfigured`,
+  );
 }
 
 /**
@@ -57,11 +60,19 @@ export function verifyServerSan(subjectAltName: string | undefined, expected: re
  */
 export function verifyClientIdentity(socket: tls.TLSSocket, serverTrustDomain: string): Identity | MeshError {
   const cert = socket.getPeerCertificate();
-  if (cert === null || Object.keys(cert).length === 0) return new MeshError('ZT_ERR_NO_CLIENT_CERT', 'client presented no certificate');
+  if (cert === null || Object.keys(cert).length === 0)
+    return new MeshError('ZT_ERR_NO_CLIENT_CERT', 'client presented no certificate');
   const id = identityFromSans(cert.subjectaltname);
-  if (id === undefined) return new MeshError('ZT_ERR_TRUST_DOMAIN_MISMATCH', `client certificate has no SPIFFE identity (SANs: ${cert.subjectaltname ?? 'none'})`);
+  if (id === undefined)
+    return new MeshError(
+      'ZT_ERR_TRUST_DOMAIN_MISMATCH',
+      `client certificate has no SPIFFE identity (SANs: ${cert.subjectaltname ?? 'none'})`,
+    );
   if (id.trustDomain !== serverTrustDomain) {
-    return new MeshError('ZT_ERR_TRUST_DOMAIN_MISMATCH', `client trust domain "${id.trustDomain}" is not ours ("${serverTrustDomain}")`);
+    return new MeshError(
+      'ZT_ERR_TRUST_DOMAIN_MISMATCH',
+      `client trust domain "${id.trustDomain}" is not ours ("${serverTrustDomain}")`,
+    );
   }
   return id;
 }

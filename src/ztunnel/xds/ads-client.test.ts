@@ -9,7 +9,10 @@ import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { anyPack } from '@bufbuild/protobuf/wkt';
 import { Registry } from 'prom-client';
-import { AggregatedDiscoveryService, type DeltaDiscoveryRequest } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
+import {
+  AggregatedDiscoveryService,
+  type DeltaDiscoveryRequest,
+} from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { AddressSchema, TunnelProtocol } from '../../api/istio/workload/workload_pb.js';
 import { grpcServiceDefinition } from '../../lib/grpc-service.js';
 import { CertificateAuthority, issueServingCertificate } from '../../lib/pki/certificate-authority.js';
@@ -38,7 +41,13 @@ class FakeIstiod extends EventEmitter<{ stream: [Stream]; request: [Stream, Delt
       },
     });
     this.port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync('127.73.5.1:0', grpc.ServerCredentials.createSsl(null, [{ private_key: Buffer.from(keyPem), cert_chain: Buffer.from(chain.slice(0, -1).join('')) }]), (e, p) => (e === null ? resolve(p) : reject(e))),
+      this.server.bindAsync(
+        '127.73.5.1:0',
+        grpc.ServerCredentials.createSsl(null, [
+          { private_key: Buffer.from(keyPem), cert_chain: Buffer.from(chain.slice(0, -1).join('')) },
+        ]),
+        (e, p) => (e === null ? resolve(p) : reject(e)),
+      ),
     );
   }
 
@@ -60,9 +69,22 @@ class FakeIstiod extends EventEmitter<{ stream: [Stream]; request: [Stream, Delt
 const workload = (uid: string, ip: number[], proto = TunnelProtocol.HBONE, version = '1') => ({
   name: uid,
   version,
-  resource: anyPack(AddressSchema, create(AddressSchema, { type: { case: 'workload', value: { uid, name: uid, namespace: 'ns', addresses: [new Uint8Array(ip)], tunnelProtocol: proto } } })),
+  resource: anyPack(
+    AddressSchema,
+    create(AddressSchema, {
+      type: {
+        case: 'workload',
+        value: { uid, name: uid, namespace: 'ns', addresses: [new Uint8Array(ip)], tunnelProtocol: proto },
+      },
+    }),
+  ),
 });
-const silent = new LogControl({ format: 'json', level: 'silent', component: 't', out: new Writable({ write: (_c, _e, cb) => cb() }) }).scope('xds');
+const silent = new LogControl({
+  format: 'json',
+  level: 'silent',
+  component: 't',
+  out: new Writable({ write: (_c, _e, cb) => cb() }),
+}).scope('xds');
 
 test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals, and a reconnect that sends initial_resource_versions of what it holds', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-ads-'));
@@ -81,7 +103,10 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
       clusterId: 'c1',
       altHostname: 'istiod.istio-system.svc',
       headers: [['x-tenant', 't1']],
-      node: { id: 'ztunnel~10.0.0.1~zt.istio-system~istio-system.svc.cluster.local', metadata: { NODE_NAME: 'n1', LABELS: { a: 'b' } } },
+      node: {
+        id: 'ztunnel~10.0.0.1~zt.istio-system~istio-system.svc.cluster.local',
+        metadata: { NODE_NAME: 'n1', LABELS: { a: 'b' } },
+      },
     },
     (delta) => state.update(delta),
     new Registry(),
@@ -92,27 +117,54 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
     await ads.start();
     const [call] = (await firstStream) as [Stream];
     const md = call.metadata.getMap();
-    assert.deepEqual([md['authorization'], md['clusterid'], md['x-tenant']], ['Bearer a-token', 'c1', 't1'], 'token, cluster and XDS_HEADER_* metadata');
+    assert.deepEqual(
+      [md['authorization'], md['clusterid'], md['x-tenant']],
+      ['Bearer a-token', 'c1', 't1'],
+      'token, cluster and XDS_HEADER_* metadata',
+    );
     const addr = await istiod.next(call, (r) => r.typeUrl === ADDRESS_TYPE);
     const authz = await istiod.next(call, (r) => r.typeUrl === AUTHORIZATION_TYPE);
-    assert.deepEqual(istiod.requests.get(call)!.map((r) => r.typeUrl), [ADDRESS_TYPE, AUTHORIZATION_TYPE], 'Address first, then Authorization');
+    assert.deepEqual(
+      istiod.requests.get(call)!.map((r) => r.typeUrl),
+      [ADDRESS_TYPE, AUTHORIZATION_TYPE],
+      'Address first, then Authorization',
+    );
     assert.equal(addr.node?.id, 'ztunnel~10.0.0.1~zt.istio-system~istio-system.svc.cluster.local');
     assert.deepEqual(addr.node?.metadata, { NODE_NAME: 'n1', LABELS: { a: 'b' } });
     assert.equal(authz.node, undefined, 'the node goes on the first request only');
-    assert.deepEqual([addr.resourceNamesSubscribe, addr.initialResourceVersions], [[], {}], 'wildcard, nothing held yet');
+    assert.deepEqual(
+      [addr.resourceNamesSubscribe, addr.initialResourceVersions],
+      [[], {}],
+      'wildcard, nothing held yet',
+    );
 
     // One good and one unacceptable resource: the good one applies, the other is NACKed by name with this nonce.
     const connected = once(ads, 'connected');
-    call.write({ typeUrl: ADDRESS_TYPE, nonce: 'n1', resources: [workload('good', [127, 73, 5, 2]), workload('legacy', [127, 73, 5, 3], TunnelProtocol.LEGACY_ISTIO_MTLS)] });
+    call.write({
+      typeUrl: ADDRESS_TYPE,
+      nonce: 'n1',
+      resources: [
+        workload('good', [127, 73, 5, 2]),
+        workload('legacy', [127, 73, 5, 3], TunnelProtocol.LEGACY_ISTIO_MTLS),
+      ],
+    });
     await connected;
     const nack = await istiod.next(call, (r) => r.responseNonce === 'n1');
     assert.equal(nack.typeUrl, ADDRESS_TYPE);
     assert.match(nack.errorDetail?.message ?? '', /^legacy: /);
     assert.deepEqual(uids(), ['good']);
-    assert.deepEqual(ads.pending(), [`xds ${AUTHORIZATION_TYPE.slice(AUTHORIZATION_TYPE.lastIndexOf('/') + 1)}`], 'readiness waits for every type');
+    assert.deepEqual(
+      ads.pending(),
+      [`xds ${AUTHORIZATION_TYPE.slice(AUTHORIZATION_TYPE.lastIndexOf('/') + 1)}`],
+      'readiness waits for every type',
+    );
 
     // A clean response is ACKed: its nonce, no error.
-    call.write({ typeUrl: ADDRESS_TYPE, nonce: 'n2', resources: [workload('other', [127, 73, 5, 4], TunnelProtocol.HBONE, '7')] });
+    call.write({
+      typeUrl: ADDRESS_TYPE,
+      nonce: 'n2',
+      resources: [workload('other', [127, 73, 5, 4], TunnelProtocol.HBONE, '7')],
+    });
     const ack = await istiod.next(call, (r) => r.responseNonce === 'n2');
     assert.deepEqual([ack.typeUrl, ack.errorDetail], [ADDRESS_TYPE, undefined]);
     assert.deepEqual(uids(), ['good', 'other'], 'a delta adds to what is held');
@@ -126,7 +178,20 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
     assert.deepEqual(uids(), ['good']);
     // A service is removed by its resource name, which is not a workload uid.
     const svcName = 'backend/echo.backend.svc.cluster.local';
-    const service = anyPack(AddressSchema, create(AddressSchema, { type: { case: 'service', value: { name: 'echo', namespace: 'backend', hostname: 'echo.backend.svc.cluster.local', addresses: [{ address: new Uint8Array([10, 96, 73, 1]) }] } } }));
+    const service = anyPack(
+      AddressSchema,
+      create(AddressSchema, {
+        type: {
+          case: 'service',
+          value: {
+            name: 'echo',
+            namespace: 'backend',
+            hostname: 'echo.backend.svc.cluster.local',
+            addresses: [{ address: new Uint8Array([10, 96, 73, 1]) }],
+          },
+        },
+      }),
+    );
     call.write({ typeUrl: ADDRESS_TYPE, nonce: 's1', resources: [{ name: svcName, version: '1', resource: service }] });
     await istiod.next(call, (r) => r.responseNonce === 's1');
     assert.equal(state.serviceByVip('', '10.96.73.1', 'backend')?.name, 'echo');
@@ -135,7 +200,10 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
     assert.equal(state.serviceByVip('', '10.96.73.1', 'backend'), undefined);
     assert.equal(state.serviceByKey(svcName), undefined);
     call.write({ typeUrl: 'type.googleapis.com/istio.workload.Workload', nonce: 'w1', resources: [] });
-    assert.match((await istiod.next(call, (r) => r.responseNonce === 'w1')).errorDetail?.message ?? '', /does not handle/);
+    assert.match(
+      (await istiod.next(call, (r) => r.responseNonce === 'w1')).errorDetail?.message ?? '',
+      /does not handle/,
+    );
 
     // istiod ends the stream (as on max connection age): the client comes back at once and says what it holds,
     // without the NACKed resource, so istiod sends only what changed.
@@ -144,7 +212,11 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
     const [call2] = (await second) as [Stream];
     const again = await istiod.next(call2, (r) => r.typeUrl === ADDRESS_TYPE);
     assert.deepEqual(again.initialResourceVersions, { good: '1' });
-    assert.equal(again.node?.id, 'ztunnel~10.0.0.1~zt.istio-system~istio-system.svc.cluster.local', 'a new stream sends the node again');
+    assert.equal(
+      again.node?.id,
+      'ztunnel~10.0.0.1~zt.istio-system~istio-system.svc.cluster.local',
+      'a new stream sends the node again',
+    );
   } finally {
     ads.stop();
     istiod.server.forceShutdown();

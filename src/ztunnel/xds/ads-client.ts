@@ -54,7 +54,11 @@ export interface AdsClientOptions {
   readonly node: { readonly id: string; readonly metadata: Readonly<Record<string, NodeMetadataValue>> };
 }
 
-type ClientState = { t: 'connecting' } | { t: 'streaming'; call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>; answered: boolean } | { t: 'backoff'; timer: NodeJS.Timeout } | { t: 'stopped' };
+type ClientState =
+  | { t: 'connecting' }
+  | { t: 'streaming'; call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>; answered: boolean }
+  | { t: 'backoff'; timer: NodeJS.Timeout }
+  | { t: 'stopped' };
 
 /**
  * ztunnel's delta ADS client (ztunnel `src/xds/client.rs`): wildcard subscriptions for Address then Authorization, the node sent on
@@ -81,8 +85,18 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
     super();
     const registers = [metrics];
     this.metrics = {
-      terminations: new Counter({ name: 'istio_xds_connection_terminations_total', help: 'The total number of completed connections to xds server (unstable)', labelNames: ['reason'], registers }),
-      messages: new Counter({ name: 'istio_xds_message_total', help: 'Total number of messages received (unstable)', labelNames: ['url'], registers }),
+      terminations: new Counter({
+        name: 'istio_xds_connection_terminations_total',
+        help: 'The total number of completed connections to xds server (unstable)',
+        labelNames: ['reason'],
+        registers,
+      }),
+      messages: new Counter({
+        name: 'istio_xds_message_total',
+        help: 'Total number of messages received (unstable)',
+        labelNames: ['url'],
+        registers,
+      }),
     };
   }
 
@@ -126,7 +140,12 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
       this.retry(describeError(e), true);
       return;
     }
-    const method = (this.client as unknown as Record<string, (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>>)['deltaAggregatedResources']!;
+    const method = (
+      this.client as unknown as Record<
+        string,
+        (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>
+      >
+    )['deltaAggregatedResources']!;
     const call = method.call(this.client, md);
     if (this.stopped()) {
       call.cancel();
@@ -139,7 +158,10 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
       ended = true;
       if (this.state.t === 'stopped') return;
       // istiod ends streams on purpose (max connection age, restarts): reconnect at once, else back off.
-      const benign = error === undefined || error.code === grpc.status.CANCELLED || (error.code === grpc.status.UNAVAILABLE && /transport is closing|goaway/i.test(error.details));
+      const benign =
+        error === undefined ||
+        error.code === grpc.status.CANCELLED ||
+        (error.code === grpc.status.UNAVAILABLE && /transport is closing|goaway/i.test(error.details));
       this.metrics.terminations.inc({ reason: error === undefined ? 'Complete' : benign ? 'Reconnect' : 'Error' });
       this.retry(reason, !benign);
     };
@@ -148,7 +170,11 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
     call.on('end', () => end('xDS stream closed by istiod'));
     TYPES.forEach((typeUrl, i) => {
       const versions = Object.fromEntries([...this.held.get(typeUrl)!].map(([name, h]) => [name, h.version]));
-      call.write({ typeUrl, initialResourceVersions: versions, ...(i === 0 ? { node: { id: this.o.node.id, metadata: { ...this.o.node.metadata } } } : {}) });
+      call.write({
+        typeUrl,
+        initialResourceVersions: versions,
+        ...(i === 0 ? { node: { id: this.o.node.id, metadata: { ...this.o.node.metadata } } } : {}),
+      });
     });
   }
 
@@ -161,7 +187,10 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
     this.transition({ t: 'backoff', timer });
   }
 
-  private onResponse(call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>, res: DeltaDiscoveryResponse): void {
+  private onResponse(
+    call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>,
+    res: DeltaDiscoveryResponse,
+  ): void {
     this.metrics.messages.inc({ url: res.typeUrl });
     if (this.state.t === 'streaming' && this.state.call === call && !this.state.answered) {
       this.state.answered = true;
@@ -170,11 +199,22 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
     }
     const held = this.held.get(res.typeUrl);
     if (held === undefined) {
-      call.write({ typeUrl: res.typeUrl, responseNonce: res.nonce, errorDetail: { code: grpc.status.UNIMPLEMENTED, message: `ztunnel does not handle ${res.typeUrl}` } });
+      call.write({
+        typeUrl: res.typeUrl,
+        responseNonce: res.nonce,
+        errorDetail: { code: grpc.status.UNIMPLEMENTED, message: `ztunnel does not handle ${res.typeUrl}` },
+      });
       return;
     }
     const rejects: string[] = [];
-    const delta: DeltaBuilder = { workloads: [], services: [], policies: [], removedWorkloads: [], removedServices: [], removedPolicies: [] };
+    const delta: DeltaBuilder = {
+      workloads: [],
+      services: [],
+      policies: [],
+      removedWorkloads: [],
+      removedServices: [],
+      removedPolicies: [],
+    };
     // A name that now stands for another key (or kind) first gives up the old one.
     const hold = (name: string, h: Held): void => {
       const prev = held.get(name);
@@ -211,8 +251,15 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
     this.update(delta);
     this.backoff.reset();
     if (rejects.length > 0) {
-      this.log.warn({ typeUrl: res.typeUrl, rejects }, 'rejected resources (NACK); the rest of the response is applied');
-      call.write({ typeUrl: res.typeUrl, responseNonce: res.nonce, errorDetail: { code: grpc.status.INVALID_ARGUMENT, message: rejects.join('; ') } });
+      this.log.warn(
+        { typeUrl: res.typeUrl, rejects },
+        'rejected resources (NACK); the rest of the response is applied',
+      );
+      call.write({
+        typeUrl: res.typeUrl,
+        responseNonce: res.nonce,
+        errorDetail: { code: grpc.status.INVALID_ARGUMENT, message: rejects.join('; ') },
+      });
     } else {
       call.write({ typeUrl: res.typeUrl, responseNonce: res.nonce });
     }

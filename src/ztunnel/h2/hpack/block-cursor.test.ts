@@ -12,7 +12,9 @@ test('reads a view of the block (a subarray keeps its offset), and a read past t
   assert.equal(c.remaining, 0);
   assert.throws(
     () => c.next('a field representation'),
-    (e: unknown) => isMeshError(e, 'H2_ERR_COMPRESSION') && e.message === 'HPACK: block ends inside a field representation at byte 2 of the header block',
+    (e: unknown) =>
+      isMeshError(e, 'H2_ERR_COMPRESSION') &&
+      e.message === 'HPACK: block ends inside a field representation at byte 2 of the header block',
   );
   backing[2] = 0x84;
   assert.equal(c.bytes[0], 0x84, 'no copy');

@@ -11,14 +11,21 @@ test('an entry is name + value + 32 octets (§4.1), and the newest entry is inde
   t.add(['foo', 'bar']);
   assert.equal(entrySize('foo', 'bar'), 38);
   assert.equal(t.size, 47 + 38);
-  assert.deepEqual(entries(t), [['foo', 'bar'], ['blake', 'eats pizza']]);
+  assert.deepEqual(entries(t), [
+    ['foo', 'bar'],
+    ['blake', 'eats pizza'],
+  ]);
   assert.equal(t.get(2), undefined);
 });
 
 test('adding evicts the oldest entries until the new one fits (§4.4)', () => {
   const t = new DynamicTable(38 * 3);
   for (const v of ['001', '002', '003', '004']) t.add(['foo', v]);
-  assert.deepEqual(entries(t), [['foo', '004'], ['foo', '003'], ['foo', '002']]);
+  assert.deepEqual(entries(t), [
+    ['foo', '004'],
+    ['foo', '003'],
+    ['foo', '002'],
+  ]);
   assert.equal(t.size, 38 * 3);
 });
 

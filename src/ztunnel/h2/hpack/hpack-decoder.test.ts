@@ -5,13 +5,17 @@ import type { HeaderField } from '../header-block.js';
 import { HpackDecoder } from './hpack-decoder.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
-const decoder = (maxTableSize = 4096, maxHeaderListSize = 1 << 16): HpackDecoder => new HpackDecoder({ maxTableSize, maxHeaderListSize });
+const decoder = (maxTableSize = 4096, maxHeaderListSize = 1 << 16): HpackDecoder =>
+  new HpackDecoder({ maxTableSize, maxHeaderListSize });
 
 /** Asserts `block` is refused with H2_ERR_COMPRESSION, a message matching `message`, at byte `offset`. */
 function refuses(d: HpackDecoder, block: Uint8Array, message: RegExp, offset: number): void {
   assert.throws(
     () => d.decode(block),
-    (e: unknown) => isMeshError(e, 'H2_ERR_COMPRESSION') && message.test(e.message) && e.message.endsWith(`at byte ${offset} of the header block`),
+    (e: unknown) =>
+      isMeshError(e, 'H2_ERR_COMPRESSION') &&
+      message.test(e.message) &&
+      e.message.endsWith(`at byte ${offset} of the header block`),
   );
 }
 
@@ -33,8 +37,20 @@ const h = (name: string, value: string): HeaderField => [name, value];
 // RFC 7541 Appendix C, byte for byte: each series runs on one decoder, as on one connection.
 const C3_C4_HEADERS = [
   [h(':method', 'GET'), h(':scheme', 'http'), h(':path', '/'), h(':authority', 'www.example.com')],
-  [h(':method', 'GET'), h(':scheme', 'http'), h(':path', '/'), h(':authority', 'www.example.com'), h('cache-control', 'no-cache')],
-  [h(':method', 'GET'), h(':scheme', 'https'), h(':path', '/index.html'), h(':authority', 'www.example.com'), h('custom-key', 'custom-value')],
+  [
+    h(':method', 'GET'),
+    h(':scheme', 'http'),
+    h(':path', '/'),
+    h(':authority', 'www.example.com'),
+    h('cache-control', 'no-cache'),
+  ],
+  [
+    h(':method', 'GET'),
+    h(':scheme', 'https'),
+    h(':path', '/index.html'),
+    h(':authority', 'www.example.com'),
+    h('custom-key', 'custom-value'),
+  ],
 ];
 const C3_C4_TABLES = [
   [h(':authority', 'www.example.com')],
@@ -48,7 +64,14 @@ const COOKIE = 'foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1';
 const C5_C6_HEADERS = [
   [h(':status', '302'), h('cache-control', 'private'), h('date', DATE_21), h('location', LOCATION)],
   [h(':status', '307'), h('cache-control', 'private'), h('date', DATE_21), h('location', LOCATION)],
-  [h(':status', '200'), h('cache-control', 'private'), h('date', DATE_22), h('location', LOCATION), h('content-encoding', 'gzip'), h('set-cookie', COOKIE)],
+  [
+    h(':status', '200'),
+    h('cache-control', 'private'),
+    h('date', DATE_22),
+    h('location', LOCATION),
+    h('content-encoding', 'gzip'),
+    h('set-cookie', COOKIE),
+  ],
 ];
 const C5_C6_TABLES = [
   [h('location', LOCATION), h('date', DATE_21), h('cache-control', 'private'), h(':status', '302')],
@@ -67,7 +90,9 @@ function series(maxTableSize: number, blocks: string[], headers: HeaderField[][]
 describe('RFC 7541 Appendix C examples', () => {
   test('C.2.1 literal with indexing enters the dynamic table', () => {
     const d = decoder();
-    assert.deepEqual(d.decode(hex('400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572')), [h('custom-key', 'custom-header')]);
+    assert.deepEqual(d.decode(hex('400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572')), [
+      h('custom-key', 'custom-header'),
+    ]);
     assert.deepEqual(dynamicTable(d), [h('custom-key', 'custom-header')]);
   });
 
@@ -80,11 +105,29 @@ describe('RFC 7541 Appendix C examples', () => {
   });
 
   test('C.3 requests without Huffman coding', () => {
-    series(4096, ['8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d', '8286 84be 5808 6e6f 2d63 6163 6865', '8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65'], C3_C4_HEADERS, C3_C4_TABLES);
+    series(
+      4096,
+      [
+        '8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d',
+        '8286 84be 5808 6e6f 2d63 6163 6865',
+        '8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65',
+      ],
+      C3_C4_HEADERS,
+      C3_C4_TABLES,
+    );
   });
 
   test('C.4 requests with Huffman coding', () => {
-    series(4096, ['8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff', '8286 84be 5886 a8eb 1064 9cbf', '8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf'], C3_C4_HEADERS, C3_C4_TABLES);
+    series(
+      4096,
+      [
+        '8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff',
+        '8286 84be 5886 a8eb 1064 9cbf',
+        '8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf',
+      ],
+      C3_C4_HEADERS,
+      C3_C4_TABLES,
+    );
   });
 
   test('C.5 responses without Huffman coding, with evictions from a 256-octet table', () => {
@@ -134,7 +177,11 @@ describe('decoding errors (H2_ERR_COMPRESSION, with what and where)', () => {
 
   test('a dynamic table size update is allowed only before the first field (§4.2)', () => {
     const d = decoder();
-    assert.deepEqual(d.decode(hex('3f e1 1f 20 82')), [h(':method', 'GET')], 'updates to 4096 and 0 before the first field');
+    assert.deepEqual(
+      d.decode(hex('3f e1 1f 20 82')),
+      [h(':method', 'GET')],
+      'updates to 4096 and 0 before the first field',
+    );
     refuses(decoder(), hex('82 20'), /table size update after a field/, 1);
   });
 
@@ -153,7 +200,11 @@ describe('decoding errors (H2_ERR_COMPRESSION, with what and where)', () => {
   test('an integer longer than 32 bits, or with too many continuation bytes, overflows', () => {
     refuses(decoder(), hex('ff ff ff ff ff 0f'), /an index is an integer above 4294967295/, 0);
     refuses(decoder(), hex('ff 80 80 80 80 80 00'), /an index is an integer longer than 32 bits/, 0);
-    assert.throws(() => decoder().decode(hex('ff 80 80 80 80 00')), /index \d+ past/, 'five continuation bytes are still an integer');
+    assert.throws(
+      () => decoder().decode(hex('ff 80 80 80 80 00')),
+      /index \d+ past/,
+      'five continuation bytes are still an integer',
+    );
   });
 
   test('a block that ends inside an integer, a string length or a string is truncated', () => {
@@ -179,8 +230,16 @@ describe('decoding errors (H2_ERR_COMPRESSION, with what and where)', () => {
 
   test('fields RFC 9113 §8.2.1 calls malformed are passed on intact, the table kept in step: the message layer refuses them as a stream error', () => {
     const d = decoder();
-    assert.deepEqual(d.decode(hex('82 40 01 41 01 76')), [h(':method', 'GET'), h('A', 'v')], 'an uppercase name, inserted into the table');
-    assert.deepEqual(d.decode(hex('be 82 01 02 61 20')), [h('A', 'v'), h(':method', 'GET'), h(':authority', 'a ')], 'the next block still reaches that entry');
+    assert.deepEqual(
+      d.decode(hex('82 40 01 41 01 76')),
+      [h(':method', 'GET'), h('A', 'v')],
+      'an uppercase name, inserted into the table',
+    );
+    assert.deepEqual(
+      d.decode(hex('be 82 01 02 61 20')),
+      [h('A', 'v'), h(':method', 'GET'), h(':authority', 'a ')],
+      'the next block still reaches that entry',
+    );
   });
 
   test('the header list is counted as RFC 9113 §6.5.2 counts it: name + value + 32 per field', () => {
@@ -209,7 +268,8 @@ describe('decoding errors (H2_ERR_COMPRESSION, with what and where)', () => {
     const valid = hex('8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf');
     for (let i = 0; i < 5000; i++) {
       const block = i % 2 === 0 ? Buffer.from(valid) : Buffer.alloc(1 + Math.floor(random() * 40));
-      for (let j = 0; j < (i % 2 === 0 ? 3 : block.length); j++) block[Math.floor(random() * block.length)] = Math.floor(random() * 256);
+      for (let j = 0; j < (i % 2 === 0 ? 3 : block.length); j++)
+        block[Math.floor(random() * block.length)] = Math.floor(random() * 256);
       try {
         decoder(256, 4096).decode(block);
       } catch (e) {

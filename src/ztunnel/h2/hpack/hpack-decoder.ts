@@ -54,7 +54,10 @@ export class HpackDecoder implements HeaderBlockDecoder {
       }
       listSize += entrySize(field[0], field[1]);
       if (listSize > this.limits.maxHeaderListSize) {
-        throw compressionError(`header list grows past SETTINGS_MAX_HEADER_LIST_SIZE ${this.limits.maxHeaderListSize} (field ${fields.length + 1})`, at);
+        throw compressionError(
+          `header list grows past SETTINGS_MAX_HEADER_LIST_SIZE ${this.limits.maxHeaderListSize} (field ${fields.length + 1})`,
+          at,
+        );
       }
       fields.push(field);
     }
@@ -64,9 +67,13 @@ export class HpackDecoder implements HeaderBlockDecoder {
   /** Index space of §2.3.3: 1-61 the static table, from 62 on the dynamic table, newest first. */
   private entry(index: number, at: number): HeaderField {
     if (index === 0) throw compressionError('index 0', at);
-    const field = index <= STATIC_TABLE.length ? STATIC_TABLE[index - 1] : this.table.get(index - STATIC_TABLE.length - 1);
+    const field =
+      index <= STATIC_TABLE.length ? STATIC_TABLE[index - 1] : this.table.get(index - STATIC_TABLE.length - 1);
     if (field === undefined) {
-      throw compressionError(`index ${index} past the static table (61) and the dynamic table (${this.table.length} entries)`, at);
+      throw compressionError(
+        `index ${index} past the static table (61) and the dynamic table (${this.table.length} entries)`,
+        at,
+      );
     }
     return field;
   }
@@ -79,8 +86,13 @@ export class HpackDecoder implements HeaderBlockDecoder {
   }
 
   private sizeUpdate(size: number, fieldsBefore: number, at: number): void {
-    if (fieldsBefore > 0) throw compressionError('dynamic table size update after a field (allowed only at the start of a block)', at);
-    if (size > this.limits.maxTableSize) throw compressionError(`dynamic table size update to ${size} above SETTINGS_HEADER_TABLE_SIZE ${this.limits.maxTableSize}`, at);
+    if (fieldsBefore > 0)
+      throw compressionError('dynamic table size update after a field (allowed only at the start of a block)', at);
+    if (size > this.limits.maxTableSize)
+      throw compressionError(
+        `dynamic table size update to ${size} above SETTINGS_HEADER_TABLE_SIZE ${this.limits.maxTableSize}`,
+        at,
+      );
     this.table.setMaxSize(size);
   }
 }

@@ -9,8 +9,22 @@ const hex = (b: Buffer): string => b.toString('hex');
 test('static matches are indexed, static names are indexed names, the rest literal, all without indexing', () => {
   const e = new HpackEncoder();
   // RFC 7541 C.4.1's request, but ':authority' as a literal without indexing (0x01) instead of with (0x41).
-  assert.equal(hex(e.encode([[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com']])), '828684018cf1e3c2e5f23a6ba0ab90f4ff');
-  assert.equal(hex(e.encode([['custom-key', 'custom-value']])), '008825a849e95ba97d7f8925a849e95bb8e8b4bf', 'C.4.3 custom-key, literal name');
+  assert.equal(
+    hex(
+      e.encode([
+        [':method', 'GET'],
+        [':scheme', 'http'],
+        [':path', '/'],
+        [':authority', 'www.example.com'],
+      ]),
+    ),
+    '828684018cf1e3c2e5f23a6ba0ab90f4ff',
+  );
+  assert.equal(
+    hex(e.encode([['custom-key', 'custom-value']])),
+    '008825a849e95ba97d7f8925a849e95bb8e8b4bf',
+    'C.4.3 custom-key, literal name',
+  );
   assert.equal(hex(e.encode([[':status', '200']])), '88');
   assert.equal(hex(e.encode([])), '');
 });
@@ -31,7 +45,10 @@ test('an HBONE CONNECT request and its response round-trip through our decoder',
 
 test('blocks do not depend on each other: the same fields encode to the same bytes every time', () => {
   const e = new HpackEncoder();
-  const fields: HeaderField[] = [[':authority', '10.0.0.1:80'], ['x-custom', 'v']];
+  const fields: HeaderField[] = [
+    [':authority', '10.0.0.1:80'],
+    ['x-custom', 'v'],
+  ];
   assert.equal(hex(e.encode(fields)), hex(e.encode(fields)));
 });
 
@@ -48,7 +65,11 @@ test('a peer lowering SETTINGS_HEADER_TABLE_SIZE gets a size update at the start
   assert.equal(hex(e.encode([[':method', 'GET']])), '82', 'the default size needs no update');
   e.setPeerMaxTableSize(1000);
   e.setPeerMaxTableSize(100);
-  assert.equal(hex(e.encode([[':method', 'GET']])), '3f4582', 'one update to the latest (and smallest) size, 100 = 31 + 69');
+  assert.equal(
+    hex(e.encode([[':method', 'GET']])),
+    '3f4582',
+    'one update to the latest (and smallest) size, 100 = 31 + 69',
+  );
   assert.equal(hex(e.encode([[':method', 'GET']])), '82', 'only once');
   e.setPeerMaxTableSize(8192);
   assert.equal(hex(e.encode([[':method', 'GET']])), '82', 'raising it needs nothing: the table stays at 100');

@@ -9,15 +9,24 @@ const decode = (s: string): string => {
   const b = hex(s);
   return huffmanDecode(b, 0, b.length);
 };
-const invalid = (what: RegExp, offset: number) => (e: unknown): boolean =>
-  isMeshError(e, 'H2_ERR_COMPRESSION') && what.test(e.message) && e.message.endsWith(`at byte ${offset} of the header block`);
+const invalid =
+  (what: RegExp, offset: number) =>
+  (e: unknown): boolean =>
+    isMeshError(e, 'H2_ERR_COMPRESSION') &&
+    what.test(e.message) &&
+    e.message.endsWith(`at byte ${offset} of the header block`);
 
 test('RFC 7541 C.4 and C.6 Huffman strings decode', () => {
   assert.equal(decode('f1e3 c2e5 f23a 6ba0 ab90 f4ff'), 'www.example.com');
   assert.equal(decode('a8eb 1064 9cbf'), 'no-cache');
   assert.equal(decode('25a8 49e9 5bb8 e8b4 bf'), 'custom-value');
   assert.equal(decode('d07a be94 1054 d444 a820 0595 040b 8166 e082 a62d 1bff'), 'Mon, 21 Oct 2013 20:13:21 GMT');
-  assert.equal(decode('94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f 9587 3160 65c0 03ed 4ee5 b106 3d50 07'), 'foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1');
+  assert.equal(
+    decode(
+      '94e7 821d d7f2 e6c7 b335 dfdf cd5b 3960 d5af 2708 7f36 72c1 ab27 0fb5 291f 9587 3160 65c0 03ed 4ee5 b106 3d50 07',
+    ),
+    'foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1',
+  );
   assert.equal(decode(''), '', 'an empty string is valid');
 });
 

@@ -44,7 +44,8 @@ function buildTransitions(): Uint32Array {
     children[node * 2 + (code & 1)] = ~sym;
   }
   const states = depth.length;
-  if (states !== 256 || children.includes(0, 2)) throw new Error('HPACK Huffman code table is not a complete prefix code');
+  if (states !== 256 || children.includes(0, 2))
+    throw new Error('HPACK Huffman code table is not a complete prefix code');
 
   const table = new Uint32Array(states * 16);
   for (let state = 0; state < states; state++) {
@@ -89,6 +90,7 @@ export function huffmanDecode(src: Uint8Array, start: number, end: number): stri
       accepts = (entry & ACCEPTS) !== 0;
     }
   }
-  if (!accepts) throw compressionError('Huffman-coded string ends in padding longer than 7 bits or not all ones', end - 1);
+  if (!accepts)
+    throw compressionError('Huffman-coded string ends in padding longer than 7 bits or not all ones', end - 1);
   return scratch.toString('latin1', 0, n);
 }

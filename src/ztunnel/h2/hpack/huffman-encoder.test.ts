@@ -16,7 +16,10 @@ test('RFC 7541 C.4 and C.6 strings encode byte for byte, padded with the top bit
   assert.equal(encode('private'), 'aec3771a4b');
   assert.equal(encode('Mon, 21 Oct 2013 20:13:21 GMT'), 'd07abe941054d444a8200595040b8166e082a62d1bff');
   assert.equal(encode('https://www.example.com'), '9d29ad171863c78f0b97c8e9ae82ae43d3');
-  assert.equal(encode('foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1'), '94e7821dd7f2e6c7b335dfdfcd5b3960d5af27087f3672c1ab270fb5291f9587316065c003ed4ee5b1063d5007');
+  assert.equal(
+    encode('foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1'),
+    '94e7821dd7f2e6c7b335dfdfcd5b3960d5af27087f3672c1ab270fb5291f9587316065c003ed4ee5b1063d5007',
+  );
   assert.equal(encode(''), '');
 });
 

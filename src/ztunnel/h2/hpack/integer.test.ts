@@ -39,12 +39,24 @@ test('round trip at every prefix width up to the largest accepted integer', () =
 });
 
 test('2^32 overflows; a sixth continuation byte overflows even when it adds nothing', () => {
-  const overflow = (e: unknown): boolean => isMeshError(e, 'H2_ERR_COMPRESSION') && /integer above 4294967295 at byte 0/.test(e.message);
-  assert.throws(() => decode(encode(HPACK_MAX_INTEGER, 5).map((b, i, a) => (i === a.length - 1 ? b + 1 : b)), 5), overflow);
+  const overflow = (e: unknown): boolean =>
+    isMeshError(e, 'H2_ERR_COMPRESSION') && /integer above 4294967295 at byte 0/.test(e.message);
+  assert.throws(
+    () =>
+      decode(
+        encode(HPACK_MAX_INTEGER, 5).map((b, i, a) => (i === a.length - 1 ? b + 1 : b)),
+        5,
+      ),
+    overflow,
+  );
   assert.throws(() => decode([0x1f, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00], 5), /integer longer than 32 bits at byte 0/);
   assert.equal(decode([0x1f, 0x80, 0x80, 0x80, 0x80, 0x00], 5), 31);
 });
 
 test('a block ending inside the continuation bytes is truncated, with the offset where it ends', () => {
-  assert.throws(() => decode([0x1f, 0x9a], 5), (e: unknown) => isMeshError(e, 'H2_ERR_COMPRESSION') && /block ends inside a test integer at byte 2/.test(e.message));
+  assert.throws(
+    () => decode([0x1f, 0x9a], 5),
+    (e: unknown) =>
+      isMeshError(e, 'H2_ERR_COMPRESSION') && /block ends inside a test integer at byte 2/.test(e.message),
+  );
 });

@@ -25,12 +25,17 @@ test('the encoder Huffman-codes a string only when that is shorter', () => {
 test('latin1: octets above 0x7f pass through both ways, and a long raw string gets a multi-byte length', () => {
   const s = '\u00e9\u00ff'.repeat(100);
   assert.equal(decode(encode(s)), s);
-  assert.ok(encode(s).startsWith('7f49e9ff'), 'raw (these octets have codes longer than 8 bits), length 200 = 127 + 73');
+  assert.ok(
+    encode(s).startsWith('7f49e9ff'),
+    'raw (these octets have codes longer than 8 bits), length 200 = 127 + 73',
+  );
 });
 
 test('a length past the end of the block is refused before reading anything', () => {
   assert.throws(
     () => decode('0a6162'),
-    (e: unknown) => isMeshError(e, 'H2_ERR_COMPRESSION') && /a test string of 10 octets runs past the end of the block \(2 left\) at byte 1/.test(e.message),
+    (e: unknown) =>
+      isMeshError(e, 'H2_ERR_COMPRESSION') &&
+      /a test string of 10 octets runs past the end of the block \(2 left\) at byte 1/.test(e.message),
   );
 });

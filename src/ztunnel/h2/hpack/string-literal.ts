@@ -14,7 +14,8 @@ const HUFFMAN = 0x80;
 export function decodeStringLiteral(c: BlockCursor, what: string): string {
   const first = c.next(`${what} length`);
   const length = decodeInteger(c, first, 7, `${what} length`);
-  if (length > c.remaining) throw compressionError(`${what} of ${length} octets runs past the end of the block (${c.remaining} left)`, c.pos);
+  if (length > c.remaining)
+    throw compressionError(`${what} of ${length} octets runs past the end of the block (${c.remaining} left)`, c.pos);
   const start = c.pos;
   c.pos += length;
   return (first & HUFFMAN) !== 0 ? huffmanDecode(c.bytes, start, c.pos) : c.bytes.toString('latin1', start, c.pos);
