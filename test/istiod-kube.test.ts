@@ -341,19 +341,17 @@ describe('istiod on the Kubernetes API', () => {
 
       // A refused edit keeps the last good policy: the next push is the valid edit after it, nothing in between.
       const patchPolicy = (spec: object): Promise<unknown> =>
-        kc
-          .makeApiClient(k8s.CustomObjectsApi)
-          .patchNamespacedCustomObject(
-            {
-              group: 'security.istio.io',
-              version: 'v1',
-              plural: 'authorizationpolicies',
-              namespace: 'backend',
-              name: 'allow-web',
-              body: { spec },
-            },
-            k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-          );
+        kc.makeApiClient(k8s.CustomObjectsApi).patchNamespacedCustomObject(
+          {
+            group: 'security.istio.io',
+            version: 'v1',
+            plural: 'authorizationpolicies',
+            namespace: 'backend',
+            name: 'allow-web',
+            body: { spec },
+          },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        );
       await patchPolicy({ action: 'PERHAPS' });
       await patchPolicy({ action: 'DENY' });
       const policy = await s.next();
