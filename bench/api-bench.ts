@@ -2,7 +2,7 @@
  * The API section of `npm run bench`: `amesh apiserver` as its own process, on a fresh data directory each
  * round, driven by a fresh load-generator process per phase (bench/api-load.ts): 10,000 pod creates with 64 in
  * flight, then lists of all 10,000 pods, then 50 watchers of all pods while creates arrive at a steady rate.
- * Each figure is the median over rounds; the table sets them against issue 8's aims.
+ * Each figure is the median over rounds; the table sets them against the API server's aims (AIMS).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -41,7 +41,7 @@ const PEAK_AFTER: Record<ApiPhase, keyof PeakMemory> = {
  */
 type ApiRow = CreateFigures & ListFigures & WatchFigures & PeakMemory & { hostLoad1m: number };
 
-/** Issue 8's aims: a 10,000-pod list under 1 s, 1,000 creates/s, p99 write-to-event under 50 ms. */
+/** The API server's aims: a 10,000-pod list under 1 s, 1,000 creates/s, p99 write-to-event under 50 ms. */
 const AIMS = { listMs: 1000, createsPerSec: 1000, sendToEventP99Ms: 50 } as const;
 
 /** `amesh apiserver` on `dataDir`; resolves with the process once it logs that it is ready. */

@@ -13,7 +13,7 @@ import type http from 'node:http';
 import { loadKubeConfig } from '../src/kube/kube-config.js';
 import { cpuSeconds, median, quantile, runQueueSeconds } from './proc-stats.js';
 
-/** The pods the list phase lists: the scale for one machine. */
+/** The pods the list phase lists: the scale the API server's aims are set for, on one machine. */
 const LIST_PODS = 10_000;
 /** Namespaces the pods are spread over, as a few applications would be. */
 const POD_NAMESPACES = ['bench-a', 'bench-b', 'bench-c', 'bench-d'] as const;

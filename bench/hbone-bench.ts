@@ -460,7 +460,7 @@ async function benchDataPaths(only: readonly string[] | undefined): Promise<void
     );
   const met = performanceTargets({ rows, rounds, idleZtunnelRssMiB: idleRss });
   process.stdout.write(
-    `\nissue 10's targets (amesh against the Node floor node-tls; flat over time needs BENCH_ROUNDS=10)\n${renderTargets(met)}`,
+    `\ndata-path targets (amesh against the Node floor node-tls; flat over time needs BENCH_ROUNDS=10)\n${renderTargets(met)}`,
   );
   const file = await writeResults('hbone', {
     rounds: ROUNDS,

@@ -1,5 +1,5 @@
 /**
- * Issue 10's data-path targets, each with what this run measured and whether it is met: throughput, CPU per
+ * The data-path targets, each with what this run measured and whether it is met: throughput, CPU per
  * byte and latency against `node-tls` (the Node floor: a plain mTLS tunnel pair doing no HTTP/2), connection
  * rate against stunnel, the in-pod capture path's ratios against the SOCKS5 path's, the idle ztunnel's RSS, and
  * flat over time (meaningful with BENCH_ROUNDS=10): the last round against the first, and a line fitted through

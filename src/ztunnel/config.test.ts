@@ -14,7 +14,7 @@ const configError = (env: Record<string, string>, message: RegExp): void => {
   );
 };
 
-test('config: the issue contract (LOCAL_XDS_PATH, NODE_NAME, flags) with Istio defaults, frozen', () => {
+test('config: local mode (LOCAL_XDS_PATH, NODE_NAME, flags) with Istio defaults, frozen', () => {
   const c = load({}, { localCa: 'ca', adminAddress: '127.0.0.1:15000' });
   assert.equal(c.localXdsPath, 'mesh.yaml');
   assert.equal(c.nodeName, 'node1');

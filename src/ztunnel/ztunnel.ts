@@ -223,9 +223,10 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
 }
 
 /*
- * Each mode's parts are imported when that mode starts (issue 10's footprint: a ztunnel loads nothing it does not
- * use). istiod's CA and xDS clients bring gRPC and the generated protobuf code; the local config brings the YAML
- * parser; in-pod mode brings ZDS, the native addon and the DNS proxy.
+ * Each mode's parts are imported when that mode starts, so a ztunnel loads nothing it does not use and an idle
+ * node proxy stays small (docs/performance.md, "Idle ztunnel: what it loads"). istiod's CA and xDS clients bring
+ * gRPC and the generated protobuf code; the local config brings the YAML parser; in-pod mode brings ZDS, the
+ * native addon and the DNS proxy.
  */
 
 async function startCaClient(config: ZtunnelConfig, log: Logger): Promise<CaClient> {
