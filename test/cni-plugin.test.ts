@@ -18,12 +18,14 @@ const EXECUTABLE = path.join(REPO, 'bin', 'amesh-cni');
 const AMBIENT = { 'istio.io/dataplane-mode': 'ambient' };
 /** Debian's containernetworking-plugins. */
 const CNI_PLUGINS = '/usr/lib/cni';
-const chainSkip =
-  process.getuid?.() !== 0
-    ? 'network namespaces need root'
-    : !existsSync(path.join(CNI_PLUGINS, 'bridge'))
-      ? `no ${CNI_PLUGINS}/bridge: install Debian's containernetworking-plugins`
-      : false;
+
+/** `false` when the chained-plugin test can run here, else why it is skipped. */
+function chainSkip(): string | false {
+  if (process.getuid?.() !== 0) return 'network namespaces need root';
+  if (!existsSync(path.join(CNI_PLUGINS, 'bridge')))
+    return `no ${CNI_PLUGINS}/bridge: install Debian's containernetworking-plugins`;
+  return false;
+}
 
 /** The CNI environment containerd gives a pod sandbox's ADD. */
 const addEnv = (namespace: string, name: string): Record<string, string> => ({
@@ -223,7 +225,7 @@ describe('amesh-cni run as a container runtime runs it', () => {
 
   test(
     'chained after bridge and host-local in a throwaway node netns: the agent gets the IP the pod netns has; DEL releases it',
-    { skip: chainSkip },
+    { skip: chainSkip() },
     async () => {
       const tag = String(process.pid);
       const [node, pod] = [`amesh-cni-node-${tag}`, `amesh-cni-pod-${tag}`];

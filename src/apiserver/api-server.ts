@@ -20,7 +20,11 @@ import { ClusterIpAllocator } from './cluster-ip-allocator.js';
 import { KINDS, findKind, type KindInfo } from './kinds.js';
 import { ApiError } from './api-error.js';
 import type { KubeObject } from './kube-object.js';
-import { loadOrCreateClusterCredentials, type ClusterCredentials } from './auth/cluster-credentials.js';
+import {
+  loadOrCreateClusterCredentials,
+  loopbackForWildcard,
+  type ClusterCredentials,
+} from './auth/cluster-credentials.js';
 import { Authenticator } from './auth/authenticator.js';
 import { DEFAULT_ISSUER, ServiceAccountTokenIssuer, type ObjectLookups } from './auth/service-account-token.js';
 import { reviewToken } from './auth/token-review.js';
@@ -184,12 +188,7 @@ export class ApiServer {
     server.on('tlsClientError', (e: Error) => log.debug({ err: e.message }, 'TLS handshake failed'));
     gc.start();
     // The EndpointSlice needs an address: a wildcard or a name listens on loopback too.
-    const host =
-      isIP(cfg.listen.host) !== 0 && cfg.listen.host !== '0.0.0.0' && cfg.listen.host !== '::'
-        ? cfg.listen.host
-        : cfg.listen.host === '::'
-          ? '::1'
-          : '127.0.0.1';
+    const host = isIP(cfg.listen.host) === 0 ? '127.0.0.1' : loopbackForWildcard(cfg.listen.host);
     await bootstrapCluster(registry, { serviceIp: clusterIps.kubernetesServiceIp, host, port }, log);
     ready = true;
     log.info(

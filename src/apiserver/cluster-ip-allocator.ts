@@ -47,6 +47,15 @@ function bytesOf(v: bigint, len: number): Buffer {
   return b;
 }
 
+/** How many addresses at the bottom of a range are kept for explicit `clusterIP`s (`calculateRangeOffset`). */
+function reservedBandSize(rangeSize: bigint): number {
+  if (rangeSize <= BigInt(RESERVED_BAND.min)) return 0;
+  const band = rangeSize / BigInt(RESERVED_BAND.step);
+  if (band < RESERVED_BAND.min) return RESERVED_BAND.min;
+  if (band > RESERVED_BAND.max) return RESERVED_BAND.max;
+  return Number(band);
+}
+
 export class ClusterIpAllocator {
   readonly cidr: string;
   readonly family: Family;
@@ -75,11 +84,7 @@ export class ClusterIpAllocator {
       );
     this.first = network + 1n;
     this.cidr = `${formatIp(bytesOf(network, this.width))}/${c.prefix}`;
-    const band = rangeSize <= BigInt(RESERVED_BAND.min) ? 0n : rangeSize / BigInt(RESERVED_BAND.step);
-    this.bandStart =
-      rangeSize <= BigInt(RESERVED_BAND.min)
-        ? 0
-        : Number(band < RESERVED_BAND.min ? RESERVED_BAND.min : band > RESERVED_BAND.max ? RESERVED_BAND.max : band);
+    this.bandStart = reservedBandSize(rangeSize);
   }
 
   /** The address reserved for the `kubernetes` Service (the first of the range). */
@@ -145,8 +150,9 @@ export class ClusterIpAllocator {
   private clusterIpsOf(svc: KubeObject): string[] {
     const spec = asObject(svc.spec) ?? {};
     const ips = (asArray(spec.clusterIPs) ?? []).filter((x): x is string => typeof x === 'string');
+    if (ips.length > 0) return ips;
     const single = asString(spec.clusterIP);
-    return ips.length > 0 ? ips : single !== undefined ? [single] : [];
+    return single !== undefined ? [single] : [];
   }
 
   private ipAt(offset: number): string {

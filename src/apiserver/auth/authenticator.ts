@@ -55,6 +55,13 @@ const goQuotedList = (l: readonly string[]): string => `[${l.map((s) => JSON.str
 const isRef = (v: unknown): v is { name?: unknown; uid?: unknown } => typeof v === 'object' && v !== null;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
+/** A token's `aud` claim as a list: one string or an array of them (RFC 7519 section 4.1.3); anything else is none. */
+function audienceClaim(aud: unknown): string[] {
+  if (typeof aud === 'string') return [aud];
+  if (Array.isArray(aud)) return aud.filter((a): a is string => typeof a === 'string');
+  return [];
+}
+
 export class Authenticator {
   private readonly adminToken: Buffer;
   private readonly now: () => number;
@@ -149,8 +156,7 @@ export class Authenticator {
     requested: readonly string[],
   ): Promise<{ user: UserInfo; audiences: string[] }> {
     const aud = c['aud'];
-    const tokenAuds =
-      typeof aud === 'string' ? [aud] : Array.isArray(aud) ? aud.filter((a): a is string => typeof a === 'string') : [];
+    const tokenAuds = audienceClaim(aud);
     const effective = tokenAuds.length > 0 ? tokenAuds : this.opts.apiAudiences;
     const auds = intersect(effective, requested);
     if (auds.length === 0)

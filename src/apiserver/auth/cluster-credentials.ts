@@ -108,9 +108,16 @@ export async function loadOrCreateClusterCredentials(opts: ClusterCredentialsOpt
   return { ...creds, kubeconfigPath };
 }
 
+/** A wildcard listen address's loopback of the same family, where a local client reaches it; any other host as is. */
+export function loopbackForWildcard(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '::1';
+  return host;
+}
+
 /** The URL clients use: a wildcard listen address is reached on loopback of the same family. */
 export function serverUrl(host: string, port: number): string {
-  const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  const h = loopbackForWildcard(host);
   return `https://${isIP(h) === 6 ? `[${h}]` : h}:${port}`;
 }
 

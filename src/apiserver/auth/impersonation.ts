@@ -15,7 +15,11 @@ import {
   type UserInfo,
 } from './user-info.js';
 
-const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+/** A header's values: Node gives a repeated header as an array, a single one as a string. */
+function list(v: string | string[] | undefined): string[] {
+  if (v === undefined) return [];
+  return Array.isArray(v) ? v : [v];
+}
 
 /** The user a request acts as: `user` itself, or whom it impersonates once `user` may. Throws 403 otherwise. */
 export function impersonatedUser(user: UserInfo, headers: IncomingHttpHeaders): UserInfo {

@@ -94,15 +94,15 @@ async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.Ser
     res.end(doc);
     return;
   }
-  const parts = p.split('/').filter((s) => s !== '');
-  const doc =
-    parts[0] === 'api' && parts.length === 2
-      ? apiResourceList('', parts[1] ?? '')
-      : parts[0] === 'apis' && parts.length === 2
-        ? apiGroupDocument(parts[1] ?? '')
-        : parts[0] === 'apis' && parts.length === 3
-          ? apiResourceList(parts[1] ?? '', parts[2] ?? '')
-          : undefined;
+  const doc = discoveryDocument(p.split('/').filter((s) => s !== ''));
   if (doc === undefined) throw new ApiError('NotFound', 'the server could not find the requested resource');
   sendJson(res, 200, doc);
+}
+
+/** The discovery document at `/api/<version>`, `/apis/<group>` or `/apis/<group>/<version>`; undefined if unserved. */
+function discoveryDocument(parts: readonly string[]): unknown {
+  if (parts[0] === 'api' && parts.length === 2) return apiResourceList('', parts[1] ?? '');
+  if (parts[0] === 'apis' && parts.length === 2) return apiGroupDocument(parts[1] ?? '');
+  if (parts[0] === 'apis' && parts.length === 3) return apiResourceList(parts[1] ?? '', parts[2] ?? '');
+  return undefined;
 }

@@ -71,7 +71,8 @@ export function requestInfo(method: string, url: URL): RequestInfo {
   switch (method) {
     case 'GET':
     case 'HEAD':
-      verb = isWatch ? 'watch' : name === undefined ? 'list' : 'get';
+      if (isWatch) verb = 'watch';
+      else verb = name === undefined ? 'list' : 'get';
       break;
     case 'POST':
       verb = 'create';

@@ -16,8 +16,11 @@ interface Column {
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const str = (v: unknown, dflt = '<none>'): string =>
-  typeof v === 'string' && v !== '' ? v : typeof v === 'number' ? String(v) : dflt;
+/** A cell's text: a non-empty string, a number, else `dflt` (kubectl's `<none>`). */
+function str(v: unknown, dflt = '<none>'): string {
+  if (typeof v === 'string' && v !== '') return v;
+  return typeof v === 'number' ? String(v) : dflt;
+}
 
 /** kubectl's human durations (k8s.io/apimachinery pkg/util/duration HumanDuration). */
 export function humanDuration(ms: number): string {

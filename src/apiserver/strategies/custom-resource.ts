@@ -12,16 +12,17 @@ import { nextGeneration } from './generation.js';
  * when present, is an object, refused as the schema validator words it.
  */
 
+/** The OpenAPI type name of a JSON value, as the schema validator reports a mismatch. */
+function schemaTypeOf(v: unknown): string {
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v;
+}
+
 function validateCustomResource(obj: KubeObject): StatusCause[] {
   const spec = obj.spec;
   if (spec === undefined || spec === null || asObject(spec) !== undefined) return [];
-  const type = Array.isArray(spec)
-    ? 'array'
-    : typeof spec === 'number'
-      ? Number.isInteger(spec)
-        ? 'integer'
-        : 'number'
-      : typeof spec;
+  const type = schemaTypeOf(spec);
   return [
     {
       reason: 'FieldValueTypeInvalid',

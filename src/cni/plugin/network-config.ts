@@ -19,6 +19,12 @@ export interface NetworkConfig {
 export const configError = (field: string, problem: string): MeshError =>
   new MeshError('CNI_ERR_CONFIG', `"${field}" ${problem}`);
 
+/** What a decoded JSON value is, for an error that says what was given instead of an object. */
+function jsonKind(v: unknown): string {
+  if (Array.isArray(v)) return 'an array';
+  return v === null ? 'null' : typeof v;
+}
+
 /** The decoded stdin when it is a JSON object; throws CNI_ERR_DECODE otherwise. */
 export function decodeNetworkConfig(stdin: string): Readonly<Record<string, unknown>> {
   let v: unknown;
@@ -28,10 +34,7 @@ export function decodeNetworkConfig(stdin: string): Readonly<Record<string, unkn
     throw new MeshError('CNI_ERR_DECODE', `the network config on stdin is not JSON: ${(e as Error).message}`);
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v))
-    throw new MeshError(
-      'CNI_ERR_DECODE',
-      `the network config on stdin is not a JSON object (got ${Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v})`,
-    );
+    throw new MeshError('CNI_ERR_DECODE', `the network config on stdin is not a JSON object (got ${jsonKind(v)})`);
   return v as Record<string, unknown>;
 }
 

@@ -13,6 +13,13 @@ export const CNI_ADD_EVENT_PATH = '/cmdadd';
 export const PLUGIN_EVENT_TIMEOUT_MS = 5_000;
 const MAX_ERROR_BODY = 1024 * 1024;
 
+/** Why the agent's socket could not be reached, in words an operator acts on for the two usual causes. */
+function connectFailure(e: NodeJS.ErrnoException): string {
+  if (e.code === 'ENOENT') return 'the socket does not exist';
+  if (e.code === 'ECONNREFUSED') return 'nothing accepts connections on the socket';
+  return describeError(e);
+}
+
 export function postCniAddEvent(
   socketPath: string,
   event: CniPluginAddEvent,
@@ -65,15 +72,7 @@ export function postCniAddEvent(
       },
     );
     const timer = setTimeout(() => fail(unavailable(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    req.on('error', (e: NodeJS.ErrnoException) => {
-      const why =
-        e.code === 'ENOENT'
-          ? 'the socket does not exist'
-          : e.code === 'ECONNREFUSED'
-            ? 'nothing accepts connections on the socket'
-            : describeError(e);
-      fail(unavailable(why));
-    });
+    req.on('error', (e: NodeJS.ErrnoException) => fail(unavailable(connectFailure(e))));
     req.end(body);
   });
 }

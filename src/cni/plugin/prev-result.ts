@@ -75,8 +75,19 @@ export function parsePrevResult(v: unknown): PrevResult {
 }
 
 /** Results of 0.3.0 to 0.4.0 share one shape, as do 1.0.0 and 1.1.0 (SPEC.md "Released versions"). */
-const shapeOf = (v: unknown): 'v0' | 'v1' | undefined =>
-  v === '0.3.0' || v === '0.3.1' || v === '0.4.0' ? 'v0' : v === '1.0.0' || v === '1.1.0' ? 'v1' : undefined;
+function shapeOf(v: unknown): 'v0' | 'v1' | undefined {
+  switch (v) {
+    case '0.3.0':
+    case '0.3.1':
+    case '0.4.0':
+      return 'v0';
+    case '1.0.0':
+    case '1.1.0':
+      return 'v1';
+    default:
+      return undefined;
+  }
+}
 
 /**
  * What ADD prints: `prevResult` unchanged (this plugin adds no interface, IP or route), labelled with the config's

@@ -63,6 +63,12 @@ const ipValues = (v: unknown): { values: IpMatchModel[]; never: boolean } =>
 const L7_OPERATION = ['hosts', 'notHosts', 'methods', 'notMethods', 'paths', 'notPaths'];
 const L7_SOURCE = ['remoteIpBlocks', 'notRemoteIpBlocks', 'requestPrincipals', 'notRequestPrincipals'];
 
+/** Whom a policy applies to: the pods its selector picks, else the mesh (root namespace), else its own namespace. */
+function policyScope(selector: Obj, namespace: string, rootNamespace: string): AuthorizationModel['scope'] {
+  if (Object.keys(selector).length > 0) return AuthzScope.WORKLOAD_SELECTOR;
+  return namespace === rootNamespace ? AuthzScope.GLOBAL : AuthzScope.NAMESPACE;
+}
+
 /**
  * One AuthorizationPolicy (security.istio.io/v1) → the L4 Authorization ztunnel enforces (istio `pilot/pkg/serviceregistry/ambient/authorization.go`).
  * L7-only attributes make an ALLOW rule disappear (more restrictive) and are left out of a DENY rule.
@@ -80,12 +86,7 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
   if (ap.metadata.annotations['istio.io/dry-run'] === 'true')
     return { policy: undefined, warnings: [`${name}: dry-run policies are not sent to ztunnel`] };
   const selector = obj(obj(spec['selector'])['matchLabels']);
-  const scope =
-    Object.keys(selector).length > 0
-      ? AuthzScope.WORKLOAD_SELECTOR
-      : ap.metadata.namespace === rootNamespace
-        ? AuthzScope.GLOBAL
-        : AuthzScope.NAMESPACE;
+  const scope = policyScope(selector, ap.metadata.namespace, rootNamespace);
   const deny = action === 'DENY';
   const rules: AuthorizationModel['rules'][number][] = [];
   (Array.isArray(spec['rules']) ? spec['rules'] : []).forEach((raw, i) => {

@@ -16,37 +16,42 @@ export function servicePorts(svc: Manifest): ServicePortSpec[] {
   return (Array.isArray(svc.spec['ports']) ? svc.spec['ports'] : []).map(obj).flatMap((p) => {
     const port = Number(p['port']);
     if (!Number.isInteger(port) || port < 1 || port > 65535) return [];
-    const t = p['targetPort'];
-    return [
-      {
-        port,
-        targetPort: typeof t === 'number' ? t : typeof t === 'string' ? (/^\d+$/.test(t) ? Number(t) : t) : undefined,
-      },
-    ];
+    return [{ port, targetPort: targetPortOf(p['targetPort']) }];
   });
+}
+
+/** A Service port's `targetPort` field: a number (also when written as digits), a port name, or undefined. */
+function targetPortOf(t: unknown): number | string | undefined {
+  if (typeof t === 'number') return t;
+  if (typeof t !== 'string') return undefined;
+  return /^\d+$/.test(t) ? Number(t) : t;
 }
 
 export function serviceHostname(svc: Manifest, domain: string): string {
   return `${svc.metadata.name}.${svc.metadata.namespace}.svc.${domain}`;
 }
 
+/** A Service's cluster IPs: `clusterIPs` when given, else the single `clusterIP`. */
+function clusterIps(spec: Obj): string[] {
+  if (Array.isArray(spec['clusterIPs'])) return spec['clusterIPs'].map(String);
+  return typeof spec['clusterIP'] === 'string' ? [spec['clusterIP']] : [];
+}
+
+/** The target port the Service itself carries: the port when unset, 0 for a named one (each workload resolves it). */
+function serviceTargetPort(p: ServicePortSpec): number {
+  if (p.targetPort === undefined) return p.port;
+  return typeof p.targetPort === 'number' ? p.targetPort : 0;
+}
+
 /** A Kubernetes Service → Service (istio `pilot/pkg/serviceregistry/ambient/` `constructService`). ExternalName services are not sent. */
 export function convertService(svc: Manifest, domain: string): ServiceModel | undefined {
   const spec = svc.spec;
   if (spec['type'] === 'ExternalName') return undefined;
-  const ips = Array.isArray(spec['clusterIPs'])
-    ? spec['clusterIPs'].map(String)
-    : typeof spec['clusterIP'] === 'string'
-      ? [spec['clusterIP']]
-      : [];
-  const addresses = ips.flatMap((ip) => {
+  const addresses = clusterIps(spec).flatMap((ip) => {
     const b = ipBytes(ip);
     return b === undefined ? [] : [{ network: '', address: new Uint8Array(b) }];
   });
-  const ports: PortModel[] = servicePorts(svc).map((p) => ({
-    servicePort: p.port,
-    targetPort: p.targetPort === undefined ? p.port : typeof p.targetPort === 'number' ? p.targetPort : 0,
-  }));
+  const ports: PortModel[] = servicePorts(svc).map((p) => ({ servicePort: p.port, targetPort: serviceTargetPort(p) }));
   let loadBalancing: ServiceModel['loadBalancing'];
   const distribution =
     spec['trafficDistribution'] ?? svc.metadata.annotations['networking.istio.io/traffic-distribution'];
@@ -148,18 +153,25 @@ export function backendsFor(
   for (const b of backends) {
     if (b.namespace !== namespace || !Object.entries(b.selector).every(([k, v]) => labels[k] === v)) continue;
     out[b.key] = b.ports.flatMap((p) => {
-      const target = b.byPortName
-        ? ((p.name !== undefined ? namedPorts[p.name] : undefined) ??
-          (typeof p.targetPort === 'number' ? p.targetPort : p.port))
-        : p.targetPort === undefined
-          ? p.port
-          : typeof p.targetPort === 'number'
-            ? p.targetPort
-            : namedPorts[p.targetPort];
+      const target = backendTargetPort(p, b.byPortName, namedPorts);
       return target === undefined ? [] : [{ servicePort: p.port, targetPort: target }];
     });
   }
   return out;
+}
+
+/** One backend port's target on a workload with `namedPorts`; undefined when the name it needs is not there. */
+function backendTargetPort(
+  p: ServiceBackend['ports'][number],
+  byPortName: boolean,
+  namedPorts: Readonly<Record<string, number>>,
+): number | undefined {
+  if (byPortName) {
+    const named = p.name === undefined ? undefined : namedPorts[p.name];
+    return named ?? (typeof p.targetPort === 'number' ? p.targetPort : p.port);
+  }
+  if (p.targetPort === undefined) return p.port;
+  return typeof p.targetPort === 'number' ? p.targetPort : namedPorts[p.targetPort];
 }
 
 export function serviceEntryHosts(se: Manifest): string[] {

@@ -28,6 +28,23 @@ type CertState =
       waiters: ((c: WorkloadCertificate | Error) => void)[];
     };
 
+/** The certificate a state holds: the current one, or the last one kept through a failed refresh. */
+function heldCert(s: CertState): WorkloadCertificate | undefined {
+  return s.t === 'initializing' ? undefined : s.cert;
+}
+
+/** A state as `/config_dump` and metrics show it. */
+function stateLabel(s: CertState): string {
+  switch (s.t) {
+    case 'initializing':
+      return 'Initializing';
+    case 'available':
+      return 'Available';
+    case 'unavailable':
+      return `Unavailable: ${s.error}`;
+  }
+}
+
 interface Entry {
   readonly identity: Identity;
   state: CertState;
@@ -136,13 +153,8 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([k, e]) => ({
         identity: k,
-        state:
-          e.state.t === 'initializing'
-            ? 'Initializing'
-            : e.state.t === 'available'
-              ? 'Available'
-              : `Unavailable: ${e.state.error}`,
-        cert: e.state.t === 'available' ? e.state.cert : e.state.t === 'unavailable' ? e.state.cert : undefined,
+        state: stateLabel(e.state),
+        cert: heldCert(e.state),
         lastError: e.lastError,
       }));
   }
@@ -235,7 +247,7 @@ export class SecretManager extends EventEmitter<{ updated: [string, WorkloadCert
     } catch (err) {
       if (this.entries.get(key) !== e) return;
       const msg = describeError(err);
-      const prev = e.state.t === 'available' ? e.state.cert : e.state.t === 'unavailable' ? e.state.cert : undefined;
+      const prev = heldCert(e.state);
       const waiters = e.state.t === 'available' ? [] : e.state.waiters;
       const retry = e.backoff.next();
       e.lastError = { message: msg, at: new Date() };

@@ -1,6 +1,7 @@
 import { anyUnpack, type Any } from '@bufbuild/protobuf/wkt';
 import {
   AddressSchema,
+  IPFamilies,
   LoadBalancing_HealthPolicy,
   LoadBalancing_Mode,
   LoadBalancing_Scope,
@@ -28,7 +29,7 @@ import {
   type RbacScope,
   type StringMatch,
 } from './policy.js';
-import type { LoadBalancerScope, Service } from './service.js';
+import type { LoadBalancerMode, LoadBalancerScope, Service } from './service.js';
 import { DEFAULT_CLUSTER_ID, type GatewayAddress, type Workload } from './workload.js';
 
 /** A resource ztunnel could not take: its name and why (sent back in the NACK). */
@@ -61,6 +62,20 @@ const SCOPES: Record<number, LoadBalancerScope> = {
   [LoadBalancing_Scope.NODE]: 'Node',
   [LoadBalancing_Scope.CLUSTER]: 'Cluster',
   [LoadBalancing_Scope.NETWORK]: 'Network',
+};
+
+/** Modes ztunnel names; an unspecified or unknown one is `Standard`. */
+const MODES: Record<number, LoadBalancerMode> = {
+  [LoadBalancing_Mode.STRICT]: 'Strict',
+  [LoadBalancing_Mode.FAILOVER]: 'Failover',
+  [LoadBalancing_Mode.PASSTHROUGH]: 'Passthrough',
+};
+
+/** `AUTOMATIC` (and an unknown value) leaves the families unset. */
+const IP_FAMILIES: Record<number, NonNullable<Service['ipFamilies']>> = {
+  [IPFamilies.IPV4_ONLY]: 'IPv4',
+  [IPFamilies.IPV6_ONLY]: 'IPv6',
+  [IPFamilies.DUAL]: 'Dual',
 };
 
 function workloadFromXds(w: PbWorkload): { workload: LocalWorkload } | Rejected {
@@ -141,17 +156,10 @@ function serviceFromXds(s: PbService): { service: Service } | Rejected {
           ? undefined
           : {
               routingPreferences: lb.routingPreference.flatMap((x) => (SCOPES[x] === undefined ? [] : [SCOPES[x]])),
-              mode:
-                lb.mode === LoadBalancing_Mode.STRICT
-                  ? 'Strict'
-                  : lb.mode === LoadBalancing_Mode.FAILOVER
-                    ? 'Failover'
-                    : lb.mode === LoadBalancing_Mode.PASSTHROUGH
-                      ? 'Passthrough'
-                      : 'Standard',
+              mode: MODES[lb.mode] ?? 'Standard',
               healthPolicy: lb.healthPolicy === LoadBalancing_HealthPolicy.ALLOW_ALL ? 'AllowAll' : 'OnlyHealthy',
             },
-      ipFamilies: s.ipFamilies === 1 ? 'IPv4' : s.ipFamilies === 2 ? 'IPv6' : s.ipFamilies === 3 ? 'Dual' : undefined,
+      ipFamilies: IP_FAMILIES[s.ipFamilies],
       canonical: s.canonical,
       visibility: s.visibility === 1 ? 'Namespace' : 'Public',
     },

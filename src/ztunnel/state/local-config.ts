@@ -302,7 +302,9 @@ function stringMatch(r: YamlReader, n: Node, path: string): StringMatch {
   const [k, v] = [...o][0]!;
   if (k === 'Presence') return { Presence: [] };
   const s = r.str(v, `${path}.${k}`);
-  return k === 'Exact' ? { Exact: s } : k === 'Prefix' ? { Prefix: s } : { Suffix: s };
+  if (k === 'Exact') return { Exact: s };
+  if (k === 'Prefix') return { Prefix: s };
+  return { Suffix: s };
 }
 
 function saMatch(r: YamlReader, n: Node, path: string): ServiceAccountMatch {

@@ -47,6 +47,8 @@ export class PolicyStore {
 
 const EMPTY: ReadonlySet<string> = new Set();
 
+/** The namespace a policy is indexed under (`""` for Global); none for a WorkloadSelector policy. */
 function scopeNamespace(p: Authorization): string | undefined {
-  return p.scope === 'Global' ? '' : p.scope === 'Namespace' ? p.namespace : undefined;
+  if (p.scope === 'Global') return '';
+  return p.scope === 'Namespace' ? p.namespace : undefined;
 }
