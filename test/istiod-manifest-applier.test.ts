@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { LogControl } from '../src/lib/log.js';
-import { Registry } from '../src/istiod/registry/registry.js';
+import { ManifestDirectory } from '../src/istiod/registry/manifest-directory.js';
 import { APPLYSET, ManifestApplier } from '../src/istiod/registry/manifest-applier.js';
 import { startApiServer } from './helpers/in-process.js';
 import { ApiFront } from './helpers/api-front.js';
@@ -54,7 +54,7 @@ const silentLogs = (): LogControl =>
 describe('applying a manifest directory to the API as kubectl apply --prune with an ApplySet', () => {
   let dir: string;
   let api: ApiServer;
-  let registry: Registry;
+  let directory: ManifestDirectory;
   let applier: ManifestApplier;
   let core: k8s.CoreV1Api;
   let custom: k8s.CustomObjectsApi;
@@ -71,12 +71,12 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     custom = kc.makeApiClient(k8s.CustomObjectsApi);
     apps = kc.makeApiClient(k8s.AppsV1Api);
     const logs = silentLogs();
-    registry = new Registry(path.join(dir, 'config'), logs.scope('registry'));
-    applier = new ManifestApplier(registry, kc, logs.scope('applier'));
-    await registry.reload();
+    directory = new ManifestDirectory(path.join(dir, 'config'), logs.scope('directory'));
+    applier = new ManifestApplier(directory, kc, logs.scope('applier'));
+    await directory.reload();
   });
   after(async () => {
-    registry.stop();
+    directory.stop();
     await api.stop();
     await rm(dir, { recursive: true, force: true });
   });
@@ -118,7 +118,7 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
       path.join(dir, 'config', 'bad.yaml'),
       'apiVersion: v1\nkind: Pod\nmetadata: {name: no-containers, namespace: backend}\nspec: {nodeName: node1}\n',
     );
-    await registry.reload();
+    await directory.reload();
     const r = await applier.apply();
     assert.equal(r.errors.length, 1);
     assert.match(
@@ -142,7 +142,7 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     await core.createNamespacedConfigMap({ namespace: 'backend', body: { metadata: { name: 'not-ours' } } });
     await unlink(path.join(dir, 'config', 'extra.yaml'));
     await unlink(path.join(dir, 'config', 'bad.yaml'));
-    await registry.reload();
+    await directory.reload();
     const r = await applier.apply();
     assert.equal(r.pruned, 3);
     await assert.rejects(
@@ -165,7 +165,7 @@ describe('an owner the API cannot be asked about', () => {
   let dir: string;
   let api: ApiServer;
   let front: ApiFront;
-  let registry: Registry;
+  let directory: ManifestDirectory;
   let applier: ManifestApplier;
   let apps: k8s.AppsV1Api;
 
@@ -177,13 +177,13 @@ describe('an owner the API cannot be asked about', () => {
     front = await ApiFront.start(api, path.join(dir, 'data'));
     apps = front.kubeconfig.makeApiClient(k8s.AppsV1Api);
     const logs = silentLogs();
-    registry = new Registry(path.join(dir, 'config'), logs.scope('registry'));
-    applier = new ManifestApplier(registry, front.kubeconfig, logs.scope('applier'));
-    await registry.reload();
+    directory = new ManifestDirectory(path.join(dir, 'config'), logs.scope('directory'));
+    applier = new ManifestApplier(directory, front.kubeconfig, logs.scope('applier'));
+    await directory.reload();
     assert.deepEqual((await applier.apply()).errors, []);
   });
   after(async () => {
-    registry.stop();
+    directory.stop();
     await front.stop();
     await api.stop();
     await rm(dir, { recursive: true, force: true });
@@ -202,7 +202,7 @@ describe('an owner the API cannot be asked about', () => {
       file,
       (await readFile(file, 'utf8')).replace('  name: api-5d9c\n', '  name: api-5d9c\n  labels: {v: "2"}\n'),
     );
-    await registry.reload();
+    await directory.reload();
     const edited = new Set(['ReplicaSet/backend/api-5d9c']);
     front.fail = (method, p) => (method === 'GET' && p.endsWith('/deployments/api') ? 503 : undefined);
     await assert.rejects(applier.apply(edited), (e: unknown) => (e as { code?: unknown }).code === 503);

@@ -19,7 +19,7 @@ import { Scheduler } from '../controllers/scheduler.js';
 import { loadIstiodConfig } from '../istiod/config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { ManifestApplier, type ApplyResult } from '../istiod/registry/manifest-applier.js';
-import { Registry } from '../istiod/registry/registry.js';
+import { ManifestDirectory } from '../istiod/registry/manifest-directory.js';
 import { listJson } from '../kube/list-json.js';
 import { Backoff } from '../lib/backoff.js';
 import { describeError, MeshError } from '../lib/errors.js';
@@ -281,7 +281,7 @@ export class Cluster {
    * a policy missing from the cluster would allow what it should deny.
    */
   private async applyManifests(kc: KubeConfig): Promise<void> {
-    const files = new Registry(this.cfg.configDir, this.logs.scope('registry'));
+    const files = new ManifestDirectory(this.cfg.configDir, this.logs.scope('directory'));
     const applier = new ManifestApplier(files, kc, this.logs.scope('applier'));
     this.undo.push({
       what: 'the manifest watcher',

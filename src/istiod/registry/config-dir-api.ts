@@ -18,13 +18,14 @@ import { describeError } from '../../lib/errors.js';
 import type { LogControl, Logger } from '../../lib/log.js';
 import type { ListenAddress } from '../../lib/address.js';
 import { ManifestApplier, type ApplyResult } from './manifest-applier.js';
-import { Registry } from './registry.js';
+import type { ConfigStore } from './config-store.js';
+import { ManifestDirectory } from './manifest-directory.js';
 
 /** The embedded API server's data (store, cluster CA, admin kubeconfig) under istiod's state directory. */
 export const EMBEDDED_API_DIR = 'apiserver';
 
 export class ConfigDirApi {
-  private readonly files: Registry;
+  private readonly files: ManifestDirectory;
   private readonly applier: ManifestApplier;
   /** Keys the served registry stands in for because the API refused them. */
   private readonly standIns = new Set<string>();
@@ -36,11 +37,11 @@ export class ConfigDirApi {
     private readonly api: ApiServer,
     readonly kubeconfig: KubeConfig,
     configDir: string,
-    private readonly served: Registry,
+    private readonly served: ConfigStore,
     private readonly log: Logger,
     logs: LogControl,
   ) {
-    this.files = new Registry(configDir, logs.scope('registry'));
+    this.files = new ManifestDirectory(configDir, logs.scope('directory'));
     this.applier = new ManifestApplier(this.files, kubeconfig, logs.scope('applier'));
   }
 
@@ -52,7 +53,7 @@ export class ConfigDirApi {
     configDir: string,
     stateDir: string,
     listen: ListenAddress,
-    served: Registry,
+    served: ConfigStore,
     logs: LogControl,
   ): Promise<ConfigDirApi> {
     const apiConfig = loadApiServerConfig(

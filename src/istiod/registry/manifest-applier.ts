@@ -1,6 +1,6 @@
 /**
  * Applies a manifest directory to a Kubernetes API, as `kubectl apply --prune --applyset` would: every object the
- * directory registry holds (its last good version per object, fail-closed stand-ins included) is created or
+ * `ManifestDirectory` holds (its last good version per object, fail-closed stand-ins included) is created or
  * patched, and objects this directory applied before and no longer defines are deleted. Membership follows
  * kubectl's ApplySet convention (KEP-3659): a parent ConfigMap `amesh-config-dir` in kube-system carries
  * `applyset.kubernetes.io/id` and the group-kinds it contains, and each member is labelled
@@ -24,7 +24,7 @@ import type { Logger } from '../../lib/log.js';
 import { VERSION } from '../../lib/version.js';
 import { objectKey, type Manifest, type RejectedObject } from './manifest-dir.js';
 import { forEachLimited } from '../../lib/for-each-limited.js';
-import type { Registry } from './registry.js';
+import type { ManifestDirectory } from './manifest-directory.js';
 import { threeWayMergePatch } from './three-way-merge-patch.js';
 
 const PARENT = { name: 'amesh-config-dir', namespace: 'kube-system' } as const;
@@ -67,7 +67,7 @@ const RANK: Readonly<Record<string, number>> = {
 const rank = (kind: string): number => RANK[kind] ?? 4;
 /** Objects of one rank go to the API this many at a time: each write waits for its commit's fsync, which concurrent writes share. */
 const APPLY_CONCURRENCY = 16;
-/** Kinds that fail closed when the API refuses them (as when the directory does: `registry.ts`). */
+/** Kinds that fail closed when the API refuses them, as when the directory does (`fail-closed-stand-in.ts`). */
 const FAIL_CLOSED_KINDS = new Set(['AuthorizationPolicy', 'PeerAuthentication']);
 
 /** Manifests grouped by rank, lowest first. */
@@ -89,7 +89,7 @@ export interface ApplyResult {
   readonly pruned: number;
   /** `file:line: kind ns/name: reason` for each object the API refused. */
   readonly errors: readonly string[];
-  /** Policies the API refused: what the served registry must stand in for, fail-closed. */
+  /** Policies the API refused: what istiod's config store must stand in for, fail-closed. */
   readonly refused: readonly RejectedObject[];
 }
 
@@ -177,7 +177,7 @@ export class ManifestApplier {
   private parentWritten: string | undefined;
 
   constructor(
-    private readonly registry: Registry,
+    private readonly directory: ManifestDirectory,
     kc: KubeConfig,
     private readonly log: Logger,
   ) {
@@ -186,8 +186,8 @@ export class ManifestApplier {
   }
 
   /**
-   * Applies the registry's current objects, all of them (listing the set's members to find what to prune), or
-   * only the objects at `keys` (each as the registry holds it when the apply runs; a key it no longer holds is
+   * Applies the directory's current objects, all of them (listing the set's members to find what to prune), or
+   * only the objects at `keys` (each as the directory holds it when the apply runs; a key it no longer holds is
    * deleted if it is a member). Calls run one after another. What the API refuses is in the result; an error a
    * retry may clear (a 5xx, no answer) rejects, and the objects not reached are then left for that retry.
    */
@@ -206,7 +206,7 @@ export class ManifestApplier {
   }
 
   private async applyAll(): Promise<ApplyResult> {
-    const desired = [...this.registry.all()];
+    const desired = [...this.directory.all()];
     const result = new ApplyTally();
     const keep = new Set(desired.map(objectKey));
     const versions = new Map(desired.map((m) => [groupKind(m.apiVersion, m.kind), m.apiVersion]));
@@ -226,7 +226,7 @@ export class ManifestApplier {
     const desired: Manifest[] = [];
     const doomed: KubernetesObject[] = [];
     for (const key of keys) {
-      const m = this.registry.get(key);
+      const m = this.directory.get(key);
       if (m !== undefined) {
         desired.push(m);
         continue;
@@ -242,7 +242,7 @@ export class ManifestApplier {
       if (current?.metadata?.labels?.[PART_OF] === APPLYSET) doomed.push({ ...current, apiVersion, kind });
     }
     await this.applyEach(desired, new Map(), result);
-    await this.writeParent(this.registry.all());
+    await this.writeParent(this.directory.all());
     result.pruned = await this.prune(doomed, result.errors);
     return result.report(this.log);
   }
