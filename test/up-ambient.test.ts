@@ -4,8 +4,8 @@
  * namespace on node2, and an un-enrolled pod. Shows transparent capture across nodes by ClusterIP and by DNS name
  * (ztunnel's DNS proxy), the SPIFFE identities in the server ztunnel's metrics, Istio's rules in the enrolled pod,
  * un-enrolling and enrolling a running pod by label, the node agent and its plugin reaching the API as istio-cni
- * (not as up's admin), PeerAuthentication STRICT / AuthorizationPolicy DENY written into the config dir, and
- * SIGTERM leaving nothing behind.
+ * (not as up's admin), PeerAuthentication STRICT / AuthorizationPolicy DENY written into the config dir (a DENY
+ * the API refuses included), and SIGTERM leaving nothing behind.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -426,6 +426,36 @@ describe(
         CHANGE_DEADLINE_MS,
       ).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
       await unlink(deny);
+      await waitFor(
+        'the client allowed again',
+        async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`,
+        CHANGE_DEADLINE_MS,
+      );
+    });
+
+    test("a DENY AuthorizationPolicy the API refuses at run time still denies: up's istiod serves it as deny-all for its namespace until it leaves the config dir", async () => {
+      const clientIp = await podIp('cli', 'client');
+      assert.equal(await dial(CLIENT, clusterIp, SERVICE_PORT), `${clientIp}\n`, 'allowed before');
+      const refused = path.join(manifests, 'refused.yaml');
+      await writeFile(
+        refused,
+        object({
+          apiVersion: 'security.istio.io/v1',
+          kind: 'AuthorizationPolicy',
+          // The API refuses both finalizers together (422); the directory's own checks do not look at finalizers.
+          metadata: { name: 'deny-client-refused', namespace: 'srv', finalizers: ['orphan', 'foregroundDeletion'] },
+          spec: { action: 'DENY', rules: [{ from: [{ source: { principals: ['cluster.local/ns/cli/sa/client'] } }] }] },
+        }),
+      );
+      let got = '';
+      await waitFor(
+        'the client denied',
+        async () => /^(ERR|CLOSED)/.test((got = await dial(CLIENT, clusterIp, SERVICE_PORT))),
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+      const inApi = await kubectl('get', 'authorizationpolicy', '-n', 'srv', 'deny-client-refused');
+      assert.match(inApi.stderr, /NotFound/, 'the API never took the policy');
+      await unlink(refused);
       await waitFor(
         'the client allowed again',
         async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`,
