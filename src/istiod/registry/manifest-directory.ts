@@ -161,12 +161,12 @@ export class ManifestDirectory extends EventEmitter<{ change: [changes: ObjectCh
     return out;
   }
 
-  /** The object at `key` (`Kind/namespace/name`), if the registry holds it. */
+  /** The object at `key` (`Kind/namespace/name`), if the directory holds it. */
   get(key: string): Manifest | undefined {
     return this.objects.get(key);
   }
 
-  /** Every object currently in the registry. */
+  /** Every object the directory holds now. */
   all(): readonly Manifest[] {
     this.list ??= [...this.objects.values()];
     return this.list;
