@@ -1,5 +1,5 @@
 /**
- * Authorization fails closed end to end: manifests in a config directory → istiod's registry and model → the
+ * Authorization fails closed end to end: manifests in a config directory → istiod's manifest directory and model → the
  * xDS resources istiod sends → ztunnel's conversion and state → the decision for one connection. Each case is a
  * policy that, before, let the connection through.
  */
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { Registry } from '../src/istiod/registry/registry.js';
+import { ManifestDirectory } from '../src/istiod/registry/manifest-directory.js';
 import { buildMeshModel } from '../src/istiod/model/mesh-model.js';
 import { addressResource, authorizationResource } from '../src/istiod/xds/convert.js';
 import { addressFromXds, authorizationFromXds } from '../src/ztunnel/state/convert.js';
@@ -39,7 +39,7 @@ async function decide(manifests: string, mtls = true): Promise<{ decision: RbacD
   const logs: string[] = [];
   try {
     await writeFile(path.join(dir, 'mesh.yaml'), manifests);
-    const registry = new Registry(
+    const directory = new ManifestDirectory(
       dir,
       pino(
         { level: 'trace' },
@@ -51,8 +51,8 @@ async function decide(manifests: string, mtls = true): Promise<{ decision: RbacD
         }),
       ),
     );
-    await registry.reload();
-    const model = buildMeshModel(registry.all(), CFG);
+    await directory.reload();
+    const model = buildMeshModel(directory.all(), CFG);
     const workloads: LocalWorkload[] = [];
     for (const [name, a] of model.addresses) {
       const r = addressFromXds(name, addressResource(name, a).resource);

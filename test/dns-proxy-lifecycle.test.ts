@@ -9,7 +9,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { EventEmitter, once } from 'node:events';
 import { decode, encode, RECURSION_DESIRED, type DecodedPacket, type Packet } from 'dns-packet';
-import { Registry } from 'prom-client';
+import { Registry as MetricsRegistry } from 'prom-client';
 import { isMeshError } from '../src/lib/errors.js';
 import { ProxyState } from '../src/ztunnel/state/proxy-state.js';
 import { DnsMetrics } from '../src/ztunnel/dns/dns-metrics.js';
@@ -114,7 +114,7 @@ class UdpAsker {
 
 describe('ztunnel DNS proxy lifecycle and limits', { timeout: 60_000 }, () => {
   let upstream: TestUpstream;
-  let registry: Registry;
+  let registry: MetricsRegistry;
   const logs = new CapturedLogs('ztunnel', 'debug');
 
   const proxy = (config: Partial<UpstreamConfig> = {}, listen: DnsListen = hostDnsListen([PROXY_IP], 0)): DnsProxy =>
@@ -135,7 +135,7 @@ describe('ztunnel DNS proxy lifecycle and limits', { timeout: 60_000 }, () => {
 
   beforeEach(async () => {
     upstream = await TestUpstream.start(UPSTREAM_IP);
-    registry = new Registry();
+    registry = new MetricsRegistry();
   });
   afterEach(() => upstream.socket.close());
 

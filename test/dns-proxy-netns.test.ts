@@ -11,7 +11,7 @@ import net from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Registry } from 'prom-client';
+import { Registry as MetricsRegistry } from 'prom-client';
 import { ProxyState } from '../src/ztunnel/state/proxy-state.js';
 import { DnsMetrics } from '../src/ztunnel/dns/dns-metrics.js';
 import { DnsProxy } from '../src/ztunnel/dns/dns-proxy.js';
@@ -32,7 +32,7 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
   let go: string;
   let dnsmasq: ChildProcess;
   const logs = new CapturedLogs('ztunnel', 'debug');
-  const metrics = new DnsMetrics(new Registry());
+  const metrics = new DnsMetrics(new MetricsRegistry());
   const state = new ProxyState();
   state.update({ services: [kubeService('echo', 'shop', ['/10.96.0.10'])] });
 

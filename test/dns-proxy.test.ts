@@ -13,7 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { decode, encode, RECURSION_DESIRED, type DecodedPacket, type Packet } from 'dns-packet';
-import { Registry } from 'prom-client';
+import { Registry as MetricsRegistry } from 'prom-client';
 import { ProxyState } from '../src/ztunnel/state/proxy-state.js';
 import { DnsMetrics } from '../src/ztunnel/dns/dns-metrics.js';
 import { DnsProxy } from '../src/ztunnel/dns/dns-proxy.js';
@@ -103,7 +103,7 @@ describe('ztunnel DNS proxy', { skip }, () => {
   let go: string;
   let dnsmasq: ChildProcess;
   let upstream: UpstreamConfig;
-  let registry: Registry;
+  let registry: MetricsRegistry;
   let shop: DnsProxy;
   let web: DnsProxy;
   let shopPort: number;
@@ -116,7 +116,7 @@ describe('ztunnel DNS proxy', { skip }, () => {
     const [port = 0] = await freePorts(UPSTREAM_IP, 1);
     dnsmasq = await startDnsmasq(dir, UPSTREAM_IP, port, ZONE);
     upstream = { nameservers: [{ host: UPSTREAM_IP, port }], timeoutMs: 2000, attempts: 1 };
-    registry = new Registry();
+    registry = new MetricsRegistry();
     const metrics = new DnsMetrics(registry);
     const state = meshState();
     const log = logs.control.scope('dns');
@@ -309,7 +309,7 @@ describe('ztunnel DNS proxy', { skip }, () => {
   });
 
   test('an unknown source gets SERVFAIL; an upstream that never answers gives SERVFAIL and counts istio_dns_upstream_failures_total', async () => {
-    const reg = new Registry();
+    const reg = new MetricsRegistry();
     const metrics = new DnsMetrics(reg);
     const unknown = new DnsProxy({
       state: meshState(),

@@ -1,14 +1,16 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cp, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import { LogControl } from '../src/lib/log.js';
-import { Registry } from '../src/istiod/registry/registry.js';
+import { ManifestDirectory } from '../src/istiod/registry/manifest-directory.js';
 import { APPLYSET, ManifestApplier } from '../src/istiod/registry/manifest-applier.js';
 import { startApiServer } from './helpers/in-process.js';
+import { ApiFront } from './helpers/api-front.js';
+import { namespaces } from './helpers/manifests.js';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 
 const EXTRA = `
@@ -41,10 +43,18 @@ spec:
   ports: [{port: 8080}]
 `;
 
+const silentLogs = (): LogControl =>
+  new LogControl({
+    format: 'json',
+    level: 'silent',
+    component: 'istiod',
+    out: new Writable({ write: (_c, _e, cb) => cb() }),
+  });
+
 describe('applying a manifest directory to the API as kubectl apply --prune with an ApplySet', () => {
   let dir: string;
   let api: ApiServer;
-  let registry: Registry;
+  let directory: ManifestDirectory;
   let applier: ManifestApplier;
   let core: k8s.CoreV1Api;
   let custom: k8s.CustomObjectsApi;
@@ -60,18 +70,13 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     core = kc.makeApiClient(k8s.CoreV1Api);
     custom = kc.makeApiClient(k8s.CustomObjectsApi);
     apps = kc.makeApiClient(k8s.AppsV1Api);
-    const logs = new LogControl({
-      format: 'json',
-      level: 'silent',
-      component: 'istiod',
-      out: new Writable({ write: (_c, _e, cb) => cb() }),
-    });
-    registry = new Registry(path.join(dir, 'config'), logs.scope('registry'));
-    applier = new ManifestApplier(registry, kc, logs.scope('applier'));
-    await registry.reload();
+    const logs = silentLogs();
+    directory = new ManifestDirectory(path.join(dir, 'config'), logs.scope('directory'));
+    applier = new ManifestApplier(directory, kc, logs.scope('applier'));
+    await directory.reload();
   });
   after(async () => {
-    registry.stop();
+    directory.stop();
     await api.stop();
     await rm(dir, { recursive: true, force: true });
   });
@@ -113,7 +118,7 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
       path.join(dir, 'config', 'bad.yaml'),
       'apiVersion: v1\nkind: Pod\nmetadata: {name: no-containers, namespace: backend}\nspec: {nodeName: node1}\n',
     );
-    await registry.reload();
+    await directory.reload();
     const r = await applier.apply();
     assert.equal(r.errors.length, 1);
     assert.match(
@@ -137,7 +142,7 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     await core.createNamespacedConfigMap({ namespace: 'backend', body: { metadata: { name: 'not-ours' } } });
     await unlink(path.join(dir, 'config', 'extra.yaml'));
     await unlink(path.join(dir, 'config', 'bad.yaml'));
-    await registry.reload();
+    await directory.reload();
     const r = await applier.apply();
     assert.equal(r.pruned, 3);
     await assert.rejects(
@@ -153,5 +158,59 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
       'not-ours',
     );
     assert.equal((await core.readNamespacedPod({ name: 'echo-0', namespace: 'backend' })).metadata?.name, 'echo-0');
+  });
+});
+
+describe('an owner the API cannot be asked about', () => {
+  let dir: string;
+  let api: ApiServer;
+  let front: ApiFront;
+  let directory: ManifestDirectory;
+  let applier: ManifestApplier;
+  let apps: k8s.AppsV1Api;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-applier-owner-'));
+    await mkdir(path.join(dir, 'config'));
+    await writeFile(path.join(dir, 'config', 'apps.yaml'), `${namespaces('backend')}---${EXTRA}`);
+    api = await startApiServer(path.join(dir, 'data'));
+    front = await ApiFront.start(api, path.join(dir, 'data'));
+    apps = front.kubeconfig.makeApiClient(k8s.AppsV1Api);
+    const logs = silentLogs();
+    directory = new ManifestDirectory(path.join(dir, 'config'), logs.scope('directory'));
+    applier = new ManifestApplier(directory, front.kubeconfig, logs.scope('applier'));
+    await directory.reload();
+    assert.deepEqual((await applier.apply()).errors, []);
+  });
+  after(async () => {
+    directory.stop();
+    await front.stop();
+    await api.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('a 503 reading an owner by name fails the apply instead of dropping the reference; only a 404 means no owner', async () => {
+    const owner = (await apps.readNamespacedDeployment({ name: 'api', namespace: 'backend' })).metadata?.uid;
+    const ownerRefs = async (): Promise<string[]> =>
+      (
+        (await apps.readNamespacedReplicaSet({ name: 'api-5d9c', namespace: 'backend' })).metadata?.ownerReferences ??
+        []
+      ).map((o) => `${o.kind}/${o.name}/${o.uid}`);
+    assert.deepEqual(await ownerRefs(), [`Deployment/api/${owner ?? ''}`]);
+    const file = path.join(dir, 'config', 'apps.yaml');
+    await writeFile(
+      file,
+      (await readFile(file, 'utf8')).replace('  name: api-5d9c\n', '  name: api-5d9c\n  labels: {v: "2"}\n'),
+    );
+    await directory.reload();
+    const edited = new Set(['ReplicaSet/backend/api-5d9c']);
+    front.fail = (method, p) => (method === 'GET' && p.endsWith('/deployments/api') ? 503 : undefined);
+    await assert.rejects(applier.apply(edited), (e: unknown) => (e as { code?: unknown }).code === 503);
+    assert.deepEqual(await ownerRefs(), [`Deployment/api/${owner ?? ''}`], 'the reference is still there');
+    front.fail = () => undefined;
+    assert.deepEqual((await applier.apply(edited)).errors, []);
+    const rs = await apps.readNamespacedReplicaSet({ name: 'api-5d9c', namespace: 'backend' });
+    assert.equal(rs.metadata?.labels?.['v'], '2', 'the retry applied the edit');
+    assert.deepEqual(await ownerRefs(), [`Deployment/api/${owner ?? ''}`]);
   });
 });

@@ -4,8 +4,8 @@
  * namespace on node2, and an un-enrolled pod. Shows transparent capture across nodes by ClusterIP and by DNS name
  * (ztunnel's DNS proxy), the SPIFFE identities in the server ztunnel's metrics, Istio's rules in the enrolled pod,
  * un-enrolling and enrolling a running pod by label, the node agent and its plugin reaching the API as istio-cni
- * (not as up's admin), PeerAuthentication STRICT / AuthorizationPolicy DENY written into the config dir, and
- * SIGTERM leaving nothing behind.
+ * (not as up's admin), PeerAuthentication STRICT / AuthorizationPolicy DENY written into the config dir (a DENY
+ * the API refuses included), and SIGTERM leaving nothing behind.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -176,6 +176,29 @@ describe(
       const cond = await jsonpath('srv', 'pod', 'server', '{.status.conditions}');
       return [...out, pods, cond, launched?.stderr().slice(-3000) ?? ''].join('\n');
     };
+
+    /** Waits until connections from `from` to `h`:`p` are refused (reset, or closed without data). */
+    const untilRefused = async (what: string, from: string, h: string, p: number): Promise<void> => {
+      let got = '';
+      await waitFor(what, async () => /^(ERR|CLOSED)/.test((got = await dial(from, h, p))), CHANGE_DEADLINE_MS).catch(
+        async () => assert.fail(`${got}\n${await ztunnelLogs()}`),
+      );
+    };
+    const untilClientAllowed = async (clientIp: string): Promise<void> => {
+      await waitFor(
+        'the client allowed again',
+        async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`,
+        CHANGE_DEADLINE_MS,
+      );
+    };
+    /** A DENY AuthorizationPolicy in srv for the client's identity. */
+    const denyClient = (metadata: Record<string, unknown>): string =>
+      object({
+        apiVersion: 'security.istio.io/v1',
+        kind: 'AuthorizationPolicy',
+        metadata: { namespace: 'srv', ...metadata },
+        spec: { action: 'DENY', rules: [{ from: [{ source: { principals: ['cluster.local/ns/cli/sa/client'] } }] }] },
+      });
 
     before(async () => {
       host = await TestNetns.create();
@@ -398,12 +421,7 @@ describe(
           spec: { mtls: { mode: 'STRICT' } },
         }),
       );
-      let got = '';
-      await waitFor(
-        'plaintext refused',
-        async () => /^(ERR|CLOSED)/.test((got = await dial(OUTSIDER, serverIp, SERVER_PORT))),
-        CHANGE_DEADLINE_MS,
-      ).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+      await untilRefused('plaintext refused', OUTSIDER, serverIp, SERVER_PORT);
       assert.equal(
         await dial(CLIENT, clusterIp, SERVICE_PORT),
         `${clientIp}\n`,
@@ -411,26 +429,26 @@ describe(
       );
 
       const deny = path.join(manifests, 'deny.yaml');
-      await writeFile(
-        deny,
-        object({
-          apiVersion: 'security.istio.io/v1',
-          kind: 'AuthorizationPolicy',
-          metadata: { name: 'deny-client', namespace: 'srv' },
-          spec: { action: 'DENY', rules: [{ from: [{ source: { principals: ['cluster.local/ns/cli/sa/client'] } }] }] },
-        }),
-      );
-      await waitFor(
-        'the client denied',
-        async () => /^(ERR|CLOSED)/.test((got = await dial(CLIENT, clusterIp, SERVICE_PORT))),
-        CHANGE_DEADLINE_MS,
-      ).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+      await writeFile(deny, denyClient({ name: 'deny-client' }));
+      await untilRefused('the client denied', CLIENT, clusterIp, SERVICE_PORT);
       await unlink(deny);
-      await waitFor(
-        'the client allowed again',
-        async () => (await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${clientIp}\n`,
-        CHANGE_DEADLINE_MS,
+      await untilClientAllowed(clientIp);
+    });
+
+    test("a DENY AuthorizationPolicy the API refuses at run time still denies: up's istiod serves it as deny-all for its namespace until it leaves the config dir", async () => {
+      const clientIp = await podIp('cli', 'client');
+      assert.equal(await dial(CLIENT, clusterIp, SERVICE_PORT), `${clientIp}\n`, 'allowed before');
+      const refused = path.join(manifests, 'refused.yaml');
+      // The API refuses both finalizers together (422); the directory's own checks do not look at finalizers.
+      await writeFile(
+        refused,
+        denyClient({ name: 'deny-client-refused', finalizers: ['orphan', 'foregroundDeletion'] }),
       );
+      await untilRefused('the client denied', CLIENT, clusterIp, SERVICE_PORT);
+      const inApi = await kubectl('get', 'authorizationpolicy', '-n', 'srv', 'deny-client-refused');
+      assert.match(inApi.stderr, /NotFound/, 'the API never took the policy');
+      await unlink(refused);
+      await untilClientAllowed(clientIp);
     });
 
     test('SIGTERM tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {

@@ -1,7 +1,8 @@
 /**
- * `amesh apiserver`: the embedded Kubernetes API server for one machine. It composes the lmdb store, the
- * generic registry and its garbage collector, the cluster credentials in the data directory, bearer-token
- * authentication with Istio's RBAC grants, and the HTTPS request pipeline. `kubectl`, @kubernetes/client-node
+ * `amesh apiserver`: the embedded Kubernetes API server for one machine. It composes the lmdb storage, the
+ * resource store every verb goes through (`resource-store.ts`) and its garbage collector, the cluster
+ * credentials in the data directory, bearer-token authentication with Istio's RBAC grants, and the HTTPS request
+ * pipeline. `kubectl`, @kubernetes/client-node
  * and python's kubernetes client talk to it as to a real cluster.
  */
 import https from 'node:https';
@@ -13,7 +14,7 @@ import { ensurePrivateDir } from '../lib/pki/private-files.js';
 import { VERSION } from '../lib/version.js';
 import type { ApiServerConfig } from './config.js';
 import { Storage } from './storage.js';
-import { Registry } from './registry.js';
+import { ResourceStore } from './resource-store.js';
 import { GarbageCollector } from './garbage-collector.js';
 import { bootstrapCluster } from './bootstrap.js';
 import { ClusterIpAllocator } from './cluster-ip-allocator.js';
@@ -106,10 +107,10 @@ export class ApiServer {
     storage: Storage,
   ): Promise<ApiServer> {
     const clusterIps = new ClusterIpAllocator(cfg.serviceCidr);
-    const registry = new Registry(storage, clusterIps, logs.scope('registry'));
-    clusterIps.rebuild(registry.list(kind('', 'services'), undefined).items);
-    const gc = new GarbageCollector(storage, registry, logs.scope('gc'));
-    registry.orphanDependents = (uid) => gc.orphan(uid);
+    const store = new ResourceStore(storage, clusterIps, logs.scope('store'));
+    clusterIps.rebuild(store.list(kind('', 'services'), undefined).items);
+    const gc = new GarbageCollector(storage, store, logs.scope('gc'));
+    store.orphanDependents = (uid) => gc.orphan(uid);
 
     // Listen first: the port may be kernel-chosen, and the serving certificate and kubeconfig name it.
     const server = https.createServer({ minVersion: 'TLSv1.3' });
@@ -138,10 +139,10 @@ export class ApiServer {
     });
 
     const lookups: ObjectLookups = {
-      getServiceAccount: (ns, name) => registry.find(kind('', 'serviceaccounts'), ns, name),
-      getPod: (ns, name) => registry.find(PODS, ns, name),
-      getSecret: (ns, name) => registry.find(kind('', 'secrets'), ns, name),
-      getNode: (name) => registry.find(kind('', 'nodes'), undefined, name),
+      getServiceAccount: (ns, name) => store.find(kind('', 'serviceaccounts'), ns, name),
+      getPod: (ns, name) => store.find(PODS, ns, name),
+      getSecret: (ns, name) => store.find(kind('', 'secrets'), ns, name),
+      getNode: (name) => store.find(kind('', 'nodes'), undefined, name),
     };
     const authenticator = new Authenticator({
       adminToken: credentials.adminToken,
@@ -161,7 +162,7 @@ export class ApiServer {
 
     let ready = false;
     const handler = apiHandler({
-      registry,
+      store,
       openapi,
       version: { ...KUBE_VERSION, platform: `${process.platform}/${process.arch}` },
       serverAddress: () => `${cfg.listen.host}:${port}`,
@@ -189,7 +190,7 @@ export class ApiServer {
     gc.start();
     // The EndpointSlice needs an address: a wildcard or a name listens on loopback too.
     const host = isIP(cfg.listen.host) === 0 ? '127.0.0.1' : loopbackForWildcard(cfg.listen.host);
-    await bootstrapCluster(registry, { serviceIp: clusterIps.kubernetesServiceIp, host, port }, log);
+    await bootstrapCluster(store, { serviceIp: clusterIps.kubernetesServiceIp, host, port }, log);
     ready = true;
     log.info(
       {

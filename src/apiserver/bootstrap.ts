@@ -10,7 +10,7 @@ import type { Logger } from '../lib/log.js';
 import { ApiError } from './api-error.js';
 import { findKind, type KindInfo } from './kinds.js';
 import type { KubeObject } from './kube-object.js';
-import type { Registry } from './registry.js';
+import type { ResourceStore } from './resource-store.js';
 
 const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'] as const;
 /** The `kubernetes` Service's port: clients in pods reach the API on 443 (kubernetesservice's default). */
@@ -18,31 +18,31 @@ const KUBERNETES_SERVICE_PORT = 443;
 const kind = (group: string, plural: string): KindInfo => findKind(group, 'v1', plural) as KindInfo;
 
 async function createIfAbsent(
-  registry: Registry,
+  store: ResourceStore,
   k: KindInfo,
   namespace: string | undefined,
   obj: KubeObject,
 ): Promise<void> {
-  if (registry.find(k, namespace, obj.metadata.name ?? '') !== undefined) return;
+  if (store.find(k, namespace, obj.metadata.name ?? '') !== undefined) return;
   try {
-    await registry.create(k, namespace, obj);
+    await store.create(k, namespace, obj);
   } catch (e) {
     if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
   }
 }
 
 export async function bootstrapCluster(
-  registry: Registry,
+  store: ResourceStore,
   o: { serviceIp: string; host: string; port: number },
   log: Logger,
 ): Promise<void> {
   for (const name of SYSTEM_NAMESPACES)
-    await createIfAbsent(registry, kind('', 'namespaces'), undefined, {
+    await createIfAbsent(store, kind('', 'namespaces'), undefined, {
       apiVersion: 'v1',
       kind: 'Namespace',
       metadata: { name },
     });
-  await createIfAbsent(registry, kind('', 'services'), 'default', {
+  await createIfAbsent(store, kind('', 'services'), 'default', {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
@@ -67,10 +67,10 @@ export async function bootstrapCluster(
     endpoints: [{ addresses: [o.host], conditions: { ready: true } }],
     ports: [{ name: 'https', port: o.port, protocol: 'TCP' }],
   };
-  const current = registry.find(slices, 'default', 'kubernetes');
-  if (current === undefined) await createIfAbsent(registry, slices, 'default', slice);
+  const current = store.find(slices, 'default', 'kubernetes');
+  if (current === undefined) await createIfAbsent(store, slices, 'default', slice);
   else if (JSON.stringify([current.endpoints, current.ports]) !== JSON.stringify([slice.endpoints, slice.ports])) {
-    await registry.mutate(slices, 'default', 'kubernetes', (s) => {
+    await store.mutate(slices, 'default', 'kubernetes', (s) => {
       s.endpoints = slice.endpoints;
       s.ports = slice.ports;
     });

@@ -10,7 +10,7 @@ import type { Logger } from '../lib/log.js';
 import { ApiError } from './api-error.js';
 import { KINDS, findKind, kindOfObject, type KindInfo } from './kinds.js';
 import type { KubeObject } from './kube-object.js';
-import { FOREGROUND_DELETION, type Registry } from './registry.js';
+import { FOREGROUND_DELETION, type ResourceStore } from './resource-store.js';
 import type { Storage, StorageEvent } from './storage.js';
 
 const NAMESPACES = findKind('', 'v1', 'namespaces') as KindInfo;
@@ -40,7 +40,7 @@ export class GarbageCollector {
 
   constructor(
     private readonly storage: Storage,
-    private readonly registry: Registry,
+    private readonly store: ResourceStore,
     private readonly log: Logger,
   ) {}
 
@@ -67,7 +67,7 @@ export class GarbageCollector {
   async orphan(ownerUid: string): Promise<void> {
     const deps = [...(this.dependents.get(ownerUid)?.values() ?? [])];
     for (const d of deps) {
-      await this.registry
+      await this.store
         .mutate(d.kind, d.namespace, d.name, (o) => {
           o.metadata.ownerReferences = (o.metadata.ownerReferences ?? []).filter((r) => r.uid !== ownerUid);
           if (o.metadata.ownerReferences.length === 0) delete o.metadata.ownerReferences;
@@ -143,7 +143,7 @@ export class GarbageCollector {
 
   private enqueueCheck(d: Ref): void {
     this.enqueue(async () => {
-      const o = this.registry.find(d.kind, d.namespace, d.name);
+      const o = this.store.find(d.kind, d.namespace, d.name);
       if (o !== undefined && this.orphaned(o)) await this.deleteQuietly(d.kind, o);
     });
   }
@@ -159,21 +159,21 @@ export class GarbageCollector {
    */
   private enqueueForegroundRef(ref: Ref, uid: string): void {
     this.enqueue(async () => {
-      const owner = this.registry.find(ref.kind, ref.namespace, ref.name);
+      const owner = this.store.find(ref.kind, ref.namespace, ref.name);
       if (owner?.metadata.uid !== uid || !deletingForeground(owner)) return;
       let blocking = 0;
       for (const d of [...(this.dependents.get(uid)?.values() ?? [])]) {
-        const dep = this.registry.find(d.kind, d.namespace, d.name);
+        const dep = this.store.find(d.kind, d.namespace, d.name);
         if (dep === undefined) continue;
         if (dep.metadata.deletionTimestamp === undefined) {
-          await this.registry
+          await this.store
             .delete(d.kind, d.namespace, d.name, {
               propagationPolicy: 'Foreground',
               preconditions: { uid: dep.metadata.uid },
             })
             .catch((e: unknown) => this.ignoreGone(e));
         }
-        const stillThere = this.registry.find(d.kind, d.namespace, d.name) !== undefined;
+        const stillThere = this.store.find(d.kind, d.namespace, d.name) !== undefined;
         if (
           stillThere &&
           dep.metadata.ownerReferences?.some((r) => r.uid === uid && r.blockOwnerDeletion === true) === true
@@ -181,7 +181,7 @@ export class GarbageCollector {
           blocking++;
       }
       if (blocking > 0) return;
-      await this.registry
+      await this.store
         .mutate(ref.kind, ref.namespace, ref.name, (o) => {
           o.metadata.finalizers = (o.metadata.finalizers ?? []).filter((f) => f !== FOREGROUND_DELETION);
         })
@@ -204,12 +204,12 @@ export class GarbageCollector {
       let remaining = 0;
       for (const k of KINDS) {
         if (!k.namespaced || k.review) continue;
-        for (const o of this.registry.list(k, name).items) {
+        for (const o of this.store.list(k, name).items) {
           if (o.metadata.deletionTimestamp === undefined) await this.deleteQuietly(k, o);
         }
-        remaining += this.registry.list(k, name).items.length;
+        remaining += this.store.list(k, name).items.length;
       }
-      if (this.registry.find(NAMESPACES, undefined, name) === undefined) return;
+      if (this.store.find(NAMESPACES, undefined, name) === undefined) return;
       if (remaining > 0) {
         this.log.info({ namespace: name, remaining }, 'namespace still has content; looking again');
         const t = setTimeout(() => {
@@ -220,7 +220,7 @@ export class GarbageCollector {
         this.timers.add(t);
         return;
       }
-      await this.registry
+      await this.store
         .mutate(
           NAMESPACES,
           undefined,
@@ -237,7 +237,7 @@ export class GarbageCollector {
   }
 
   private async deleteQuietly(k: KindInfo, o: KubeObject): Promise<void> {
-    await this.registry
+    await this.store
       .delete(k, o.metadata.namespace, o.metadata.name ?? '', { preconditions: { uid: o.metadata.uid } })
       .catch((e: unknown) => this.ignoreGone(e));
   }

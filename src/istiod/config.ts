@@ -80,7 +80,7 @@ export interface IstiodConfig {
   readonly grpcLimits: GrpcLimits;
   readonly logFormat: LogFormat;
   readonly logLevel: string;
-  /** The Kubernetes API the registry watches: set unless `--config-dir` is given. */
+  /** The Kubernetes API istiod's informers watch: set unless `--config-dir` is given. */
   readonly kube: KubeConfig | undefined;
 }
 

@@ -25,7 +25,7 @@ import { CaServer } from './ca/ca-server.js';
 import { authenticationInterceptor } from './ca/authentication-interceptor.js';
 import { startGrpcServer } from './grpc-server.js';
 import { LocalIssuer } from './ca/local-issuer.js';
-import { Registry } from './registry/registry.js';
+import { ConfigStore } from './registry/config-store.js';
 import { KubeSource } from './registry/kube-source.js';
 import { ConfigDirApi } from './registry/config-dir-api.js';
 import { IncrementalMeshModel } from './model/incremental-mesh-model.js';
@@ -71,7 +71,8 @@ export class Istiod {
     /** What runs, in start order; stopped in reverse. */
     private readonly started: readonly { stop(): unknown }[],
     readonly issuer: LocalIssuer,
-    readonly registry: Registry,
+    /** What the model and the CA read: fed by the informers (and stand-ins for refused policies). */
+    readonly store: ConfigStore,
     readonly rootCertPath: string,
     /** With `--config-dir`: the embedded API server's admin kubeconfig, for kubectl. */
     readonly kubeconfigPath: string | undefined,
@@ -96,14 +97,14 @@ export class Istiod {
     const rootCertPath = path.join(cfg.stateDir, ROOT_CERT_FILE);
     await writeFile(rootCertPath, ca.rootBundlePem, { mode: 0o644 });
     const issuer = await LocalIssuer.loadOrCreate(cfg.stateDir);
-    const registry = new Registry(undefined, logs.scope('registry'));
+    const store = new ConfigStore(logs.scope('store'));
     // Whatever has started is stopped again if a later step fails (a port taken, a bad CA file).
-    const started: { stop(): unknown }[] = [registry];
+    const started: { stop(): unknown }[] = [store];
     try {
       const configDirApi =
         cfg.configDir === undefined
           ? undefined
-          : await ConfigDirApi.start(cfg.configDir, cfg.stateDir, cfg.apiserverAddress, registry, logs);
+          : await ConfigDirApi.start(cfg.configDir, cfg.stateDir, cfg.apiserverAddress, store, logs);
       if (configDirApi !== undefined) started.push(configDirApi);
       // As on a cluster, every namespace of the embedded API gets istio-ca-root-cert (the CA keeps its local issuer).
       const rootPublisher =
@@ -127,9 +128,9 @@ export class Istiod {
         domainSuffix: cfg.domainSuffix,
       });
       const xds = new XdsSnapshot(model);
-      /** Until the registry holds every object (every informer synced), nothing is served. */
+      /** Until the store holds every object (every informer synced), nothing is served. */
       let ready = false;
-      registry.on('change', (changes) => {
+      store.on('change', (changes) => {
         const c = model.update(changes);
         for (const w of c.warnings) modelLog.warn(w);
         const touched = xds.apply(c);
@@ -144,14 +145,14 @@ export class Istiod {
       const kubeConfig = configDirApi?.kubeconfig ?? cfg.kube;
       if (kubeConfig === undefined)
         throw new MeshError('AMESH_ERR_CONFIG', 'istiod needs --config-dir or a Kubernetes API');
-      const kube = new KubeSource(kubeConfig, registry, logs.scope('kube'));
+      const kube = new KubeSource(kubeConfig, store, logs.scope('kube'));
       started.push(kube);
       kube.start();
       const synced = Promise.all([kube.synced, kubeCa?.synced, rootPublisher?.synced]).then(() => {
         markReady();
         log.info({ server: kubeConfig.getCurrentCluster()?.server }, 'every informer synced; serving xDS');
       });
-      // The embedded API is local and already holds the directory: serve only once it is all in the registry.
+      // The embedded API is local and already holds the directory: serve only once it is all in the store.
       if (configDirApi !== undefined) await synced;
       collectDefaultMetrics({ register: metrics });
       new Gauge({
@@ -164,7 +165,7 @@ export class Istiod {
         cfg,
         ca,
         auth,
-        kubeCa?.nodeAuthorizer ?? new ManifestNodeAuthorizer(registry),
+        kubeCa?.nodeAuthorizer ?? new ManifestNodeAuthorizer(store),
         metrics,
         logs.scope('ca'),
       );
@@ -184,7 +185,7 @@ export class Istiod {
         log,
       );
       started.push(grpcServer);
-      const ist = new Istiod(cfg, started, issuer, registry, rootCertPath, configDirApi?.kubeconfigPath);
+      const ist = new Istiod(cfg, started, issuer, store, rootCertPath, configDirApi?.kubeconfigPath);
       ist.ports.grpc = grpcServer.port;
       ist.monitoring = await startHttpServer(
         cfg.monitoringAddress,

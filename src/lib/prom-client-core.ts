@@ -3,18 +3,19 @@
  * loads what a ztunnel never uses: its default Node metrics (which pull in @opentelemetry/api, 33 modules), the
  * Pushgateway (node:http, https, zlib), the cluster aggregator and Summary's t-digest. They would add ~2.3 MiB to
  * an idle ztunnel's RSS (docs/performance.md, "Idle ztunnel: prom-client's index and ICU collation"). These are the
- * very classes the index exports (Node caches each module once), so a Registry made here and one made from
- * `prom-client` mix freely. `require` rather than `import`: the package declares types for its index only, and
- * Node's ESM loader would lex each CommonJS file for its exports, which costs more memory than the index does.
- * prom-client's version is pinned; prom-client-core.test.ts checks the paths.
+ * very classes the index exports (Node caches each module once), so a registry made here and one made from
+ * `prom-client` mix freely; prom-client's `Registry` is exported as `MetricsRegistry`, the name amesh uses for
+ * it. `require` rather than `import`: the package declares types for its index only, and Node's ESM loader would
+ * lex each CommonJS file for its exports, which costs more memory than the index does. prom-client's version is
+ * pinned; prom-client-core.test.ts checks the paths.
  */
 import { createRequire } from 'node:module';
 import type * as prom from 'prom-client';
 
 const require = createRequire(import.meta.url);
 
-export const Registry = require('prom-client/lib/registry.js') as typeof prom.Registry;
-export type Registry = prom.Registry;
+export const MetricsRegistry = require('prom-client/lib/registry.js') as typeof prom.Registry;
+export type MetricsRegistry = prom.Registry;
 export const Counter = require('prom-client/lib/counter.js') as typeof prom.Counter;
 export type Counter<T extends string = string> = prom.Counter<T>;
 export const Gauge = require('prom-client/lib/gauge.js') as typeof prom.Gauge;

@@ -2,7 +2,7 @@
  * `amesh up`: a whole cluster on one machine, as kind builds one from containers. In the namespace `up` runs in
  * (the host): a bridge for the node network, the embedded API server and istiod listening on the bridge's
  * address (so every node reaches them), the manifest directory applied to the API as `kubectl apply --prune`
- * would, and the Deployment, ReplicaSet and scheduler controllers. Per node: its network namespace (node.ts) and
+ * would (a policy the API refuses stands in fail-closed in istiod), and the Deployment, ReplicaSet and scheduler controllers. Per node: its network namespace (node.ts) and
  * a kubelet (kubelet.ts) running the pods bound to it. Everything made outside this process is recorded in the
  * data directory first (resource-journal.ts), so `stop()`, or `amesh down` after a crash, removes all of it.
  */
@@ -18,12 +18,10 @@ import { ReplicaSetController } from '../controllers/replica-set-controller.js';
 import { Scheduler } from '../controllers/scheduler.js';
 import { loadIstiodConfig } from '../istiod/config.js';
 import { Istiod } from '../istiod/istiod.js';
-import { ManifestApplier, type ApplyResult } from '../istiod/registry/manifest-applier.js';
-import { Registry } from '../istiod/registry/registry.js';
+import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
 import { listJson } from '../kube/list-json.js';
-import { Backoff } from '../lib/backoff.js';
 import { describeError, MeshError } from '../lib/errors.js';
-import { LogControl, type Logger } from '../lib/log.js';
+import { LogControl } from '../lib/log.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
 import { Kubelet } from './kubelet.js';
@@ -122,8 +120,6 @@ export class Cluster {
   /** Cleanups of what has been started, run in reverse by `stop()`. */
   private readonly undo: { what: string; run: () => Promise<void> }[] = [];
   private kc: KubeConfig | undefined;
-  private readonly log: Logger;
-  private applyRetry: NodeJS.Timeout | undefined;
   private stopping: Promise<void> | undefined;
 
   private constructor(
@@ -132,9 +128,7 @@ export class Cluster {
     private readonly logs: LogControl,
     private readonly logStream: WriteStream,
     private readonly progress: Progress,
-  ) {
-    this.log = logs.scope('up');
-  }
+  ) {}
 
   get kubeconfig(): KubeConfig {
     if (this.kc === undefined) throw new Error('the cluster has not started');
@@ -226,9 +220,6 @@ export class Cluster {
     for (const k of kubelets) await k.register();
     progress(`Nodes registered: ${nodes.map((n) => n.name).join(', ')}`);
 
-    progress(`Applying ${cfg.configDir}`);
-    await this.applyManifests(kc);
-
     const istiod = await Istiod.start(
       loadIstiodConfig({
         kubeconfig: api.kubeconfigPath,
@@ -240,6 +231,9 @@ export class Cluster {
     );
     this.undo.push({ what: 'istiod', run: () => istiod.stop() });
     progress(`istiod serving xDS and its CA on ${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`);
+
+    progress(`Applying ${cfg.configDir}`);
+    await this.applyManifests(kc, istiod);
 
     const controllers = [
       new DeploymentController(kc, this.logs.scope('deployment')),
@@ -277,50 +271,24 @@ export class Cluster {
   }
 
   /**
-   * Applies the manifest directory, then follows its changes. At start, an object the API refuses stops `up`:
-   * a policy missing from the cluster would allow what it should deny.
+   * Applies the manifest directory, then follows its changes; a policy the API refuses stands in fail-closed in
+   * `istiod`'s config store. At start, an object the API refuses stops `up`: a cluster that lacks part of its
+   * directory is not the one asked for.
    */
-  private async applyManifests(kc: KubeConfig): Promise<void> {
-    const files = new Registry(this.cfg.configDir, this.logs.scope('registry'));
-    const applier = new ManifestApplier(files, kc, this.logs.scope('applier'));
-    this.undo.push({
-      what: 'the manifest watcher',
-      run: async () => {
-        clearTimeout(this.applyRetry);
-        files.stop();
-        await applier.idle();
-      },
+  private async applyManifests(kc: KubeConfig, istiod: Istiod): Promise<void> {
+    const manifests = await DirectoryApplier.start({
+      dir: this.cfg.configDir,
+      kubeconfig: kc,
+      store: istiod.store,
+      logs: this.logs,
     });
-    await files.reload();
-    const first = await applier.apply();
-    if (first.errors.length > 0)
+    this.undo.push({ what: 'the manifest watcher', run: () => manifests.stop() });
+    if (manifests.initial.errors.length > 0)
       throw new MeshError(
         'UP_ERR_MANIFESTS',
-        `the API refused objects of ${this.cfg.configDir}:\n  ${first.errors.join('\n  ')}`,
+        `the API refused objects of ${this.cfg.configDir}:\n  ${manifests.initial.errors.join('\n  ')}`,
       );
-    this.progress(`Applied ${String(first.applied)} objects`);
-    const retry = new Backoff(500, 15_000);
-    const applyNow = (keys: ReadonlySet<string> | undefined): void => {
-      clearTimeout(this.applyRetry);
-      applier.apply(keys).then(
-        (r: ApplyResult) => {
-          retry.reset();
-          for (const e of r.errors) this.log.error(e);
-        },
-        (e: unknown) => {
-          const delayMs = retry.next();
-          this.log.error(
-            { error: describeError(e), retryInMs: delayMs },
-            'cannot apply the config directory; retrying',
-          );
-          this.applyRetry = setTimeout(() => applyNow(undefined), delayMs);
-        },
-      );
-    };
-    files.on('change', (changes) => {
-      if (changes.size > 0) applyNow(new Set(changes.keys()));
-    });
-    files.watch();
+    this.progress(`Applied ${String(manifests.initial.applied)} objects`);
   }
 
   /** Nodes and pods as the API has them now. */

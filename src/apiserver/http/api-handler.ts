@@ -7,7 +7,7 @@
 import type http from 'node:http';
 import type { Logger } from '../../lib/log.js';
 import { ApiError } from '../api-error.js';
-import type { Registry } from '../registry.js';
+import type { ResourceStore } from '../resource-store.js';
 import { apiGroupDocument, apiGroupList, apiResourceList, apiVersions } from './discovery.js';
 import type { OpenApiDocuments } from './openapi.js';
 import { requestInfo, type RequestInfo } from './request-info.js';
@@ -16,7 +16,7 @@ import type { UserInfo } from '../auth/user-info.js';
 import { sendError, sendJson, sendText } from './respond.js';
 
 export interface ApiHandlerDeps {
-  readonly registry: Registry;
+  readonly store: ResourceStore;
   readonly computed: ComputedResources;
   readonly openapi: OpenApiDocuments;
   readonly version: unknown;
@@ -71,7 +71,7 @@ async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.Ser
   if (info.resource) resolveKind(info);
   d.authorize(user, info);
   if (info.resource) {
-    await handleResource(req, res, url, info, d.registry, d.computed, user);
+    await handleResource(req, res, url, info, d.store, d.computed, user);
     return;
   }
   if (req.method !== 'GET' && req.method !== 'HEAD')

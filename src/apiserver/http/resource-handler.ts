@@ -1,6 +1,6 @@
 /**
  * Serves one resource request (k8s.io/apiserver pkg/endpoints/handlers: get.go, create.go, update.go, patch.go,
- * delete.go, watch.go): decodes the body and query, calls the registry, and encodes the answer as JSON, a
+ * delete.go, watch.go): decodes the body and query, calls the resource store, and encodes the answer as JSON, a
  * Table for `kubectl get`, a watch stream, or a Status. Review kinds (TokenReview, SubjectAccessReview) and the
  * serviceaccounts/token subresource are answered by the handlers passed in, never stored.
  */
@@ -8,7 +8,7 @@ import type http from 'node:http';
 import { ApiError, invalid } from '../api-error.js';
 import { findKind, type KindInfo } from '../kinds.js';
 import type { KubeObject } from '../kube-object.js';
-import { PATCH_TYPES, type DeleteOptions, type PatchType, type Registry } from '../registry.js';
+import { PATCH_TYPES, type DeleteOptions, type PatchType, type ResourceStore } from '../resource-store.js';
 import { queryBool, type ResourceRequest } from './request-info.js';
 import type { UserInfo } from '../auth/user-info.js';
 import { parseJsonBody, parseObjectBody, readBody, sendJson } from './respond.js';
@@ -129,7 +129,7 @@ export async function handleResource(
   res: http.ServerResponse,
   url: URL,
   r: ResourceRequest,
-  registry: Registry,
+  store: ResourceStore,
   computed: ComputedResources,
   user: UserInfo,
 ): Promise<void> {
@@ -139,7 +139,7 @@ export async function handleResource(
   const reply = (status: number, o: object): void => sendJson(res, status, o);
   switch (r.verb) {
     case 'get': {
-      const o = registry.get(k, ns, name);
+      const o = store.get(k, ns, name);
       if (wantsTable(req.headers.accept))
         sendJson(
           res,
@@ -151,7 +151,7 @@ export async function handleResource(
       return;
     }
     case 'list': {
-      const list = registry.list(k, ns, selectors(url));
+      const list = store.list(k, ns, selectors(url));
       if (wantsTable(req.headers.accept))
         sendJson(
           res,
@@ -168,7 +168,7 @@ export async function handleResource(
       if (timeoutSeconds !== undefined && !(Number.isInteger(timeoutSeconds) && timeoutSeconds >= 0))
         throw new ApiError('BadRequest', `timeoutSeconds: Invalid value: "${timeout ?? ''}"`);
       const sendInitialEvents = url.searchParams.get('sendInitialEvents');
-      serveWatch(req, res, registry, k, ns, {
+      serveWatch(req, res, store, k, ns, {
         resourceVersion: url.searchParams.get('resourceVersion') ?? undefined,
         timeoutSeconds,
         allowWatchBookmarks: queryBool(url, 'allowWatchBookmarks'),
@@ -186,7 +186,7 @@ export async function handleResource(
         return;
       }
       if (r.subresource === 'binding') {
-        await registry.bindPod(ns ?? '', name, body);
+        await store.bindPod(ns ?? '', name, body);
         reply(201, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 });
         return;
       }
@@ -196,28 +196,28 @@ export async function handleResource(
       }
       if (r.name !== undefined)
         throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
-      reply(201, await registry.create(k, ns, body, isDryRun(url)));
+      reply(201, await store.create(k, ns, body, isDryRun(url)));
       return;
     }
     case 'update': {
       const body = parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject;
-      reply(200, await registry.update(k, ns, name, body, { subresource: r.subresource, dryRun: isDryRun(url) }));
+      reply(200, await store.update(k, ns, name, body, { subresource: r.subresource, dryRun: isDryRun(url) }));
       return;
     }
     case 'patch': {
       const type = patchTypeOf(req.headers['content-type']);
       const patch = parseJsonBody(await readBody(req), 'application/json');
-      reply(200, await registry.patch(k, ns, name, type, patch, { subresource: r.subresource, dryRun: isDryRun(url) }));
+      reply(200, await store.patch(k, ns, name, type, patch, { subresource: r.subresource, dryRun: isDryRun(url) }));
       return;
     }
     case 'delete': {
       const opts = deleteOptions(await readBody(req), url);
-      reply(200, await registry.delete(k, ns, name, opts));
+      reply(200, await store.delete(k, ns, name, opts));
       return;
     }
     case 'deletecollection': {
       const opts = deleteOptions(await readBody(req), url);
-      sendJson(res, 200, await registry.deleteCollection(k, ns, selectors(url), opts));
+      sendJson(res, 200, await store.deleteCollection(k, ns, selectors(url), opts));
       return;
     }
   }

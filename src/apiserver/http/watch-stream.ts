@@ -16,7 +16,7 @@ import { once } from 'node:events';
 import { ApiError } from '../api-error.js';
 import type { KindInfo } from '../kinds.js';
 import type { KubeObject } from '../kube-object.js';
-import type { ListOptions, Registry, RegistryEvent } from '../registry.js';
+import type { ListOptions, ResourceStore, ResourceEvent } from '../resource-store.js';
 import { apiVersionOf } from '../kinds.js';
 import { toTable, type IncludeObject } from './table.js';
 
@@ -69,7 +69,7 @@ function validate(p: WatchParams): void {
 export function serveWatch(
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  registry: Registry,
+  store: ResourceStore,
   k: KindInfo,
   namespace: string | undefined,
   p: WatchParams,
@@ -79,11 +79,11 @@ export function serveWatch(
   if (req.socket.destroyed || res.destroyed) return;
   const rv = p.resourceVersion ?? '';
   const wantsInitial = p.sendInitialEvents ?? (rv === '' || rv === '0');
-  const initial = wantsInitial ? registry.list(k, namespace, p.selectors) : undefined;
+  const initial = wantsInitial ? store.list(k, namespace, p.selectors) : undefined;
   const from = initial !== undefined ? Number(initial.metadata.resourceVersion) : Number(rv);
   let closed = false;
   /** Live events that arrive while the initial state is still being written. */
-  let queued: RegistryEvent[] | undefined = initial !== undefined ? [] : undefined;
+  let queued: ResourceEvent[] | undefined = initial !== undefined ? [] : undefined;
   const timers: { timeout?: NodeJS.Timeout; bookmarks?: NodeJS.Timeout } = {};
   let unsubscribe: (() => void) | undefined;
   const close = (): void => {
@@ -105,7 +105,7 @@ export function serveWatch(
   };
   const write = (type: string, object: KubeObject): boolean =>
     closed ? false : res.write(JSON.stringify({ type, object: asTable(type, object) }) + '\n');
-  const live = (e: RegistryEvent): void => {
+  const live = (e: ResourceEvent): void => {
     if (queued !== undefined) {
       queued.push(e);
       return;
@@ -114,7 +114,7 @@ export function serveWatch(
     if (res.writableLength > MAX_BUFFERED_BYTES) close();
   };
   try {
-    unsubscribe = registry.watch(k, namespace, from, p.selectors, live, close);
+    unsubscribe = store.watch(k, namespace, from, p.selectors, live, close);
   } catch (e) {
     if (!(e instanceof ApiError && (e.reason === 'Expired' || e.reason === 'Gone'))) throw e;
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache, private' });
@@ -136,7 +136,7 @@ export function serveWatch(
       apiVersion: apiVersionOf(k),
       kind: k.kind,
       metadata: {
-        resourceVersion: String(Math.max(registry.revision(), from)),
+        resourceVersion: String(Math.max(store.revision(), from)),
         ...(annotations !== undefined ? { annotations } : {}),
       },
     });

@@ -3,7 +3,7 @@
  * kubectl's typed generators (`create namespace`, `create deployment`, `run`, `create token`, ...) send. The body
  * is the 4-byte magic `k8s\0` and a runtime.Unknown envelope (k8s.io/apimachinery pkg/runtime/serializer/protobuf
  * protobuf.go); its raw bytes are the object's own message. The object becomes the JSON the same Go object would
- * have marshalled to (the form every other request body has), so the registry sees one form only.
+ * have marshalled to (the form every other request body has), so the resource store sees one form only.
  *
  * The walk is written by hand over @bufbuild/protobuf's reflection because Kubernetes' JSON is Go's JSON, not
  * proto3 JSON: field presence follows Go pointers and `omitempty` (see go-json-forms.ts), embedded structs are

@@ -10,7 +10,7 @@
 import { mkdir } from 'node:fs/promises';
 import type http from 'node:http';
 import { AppsV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry as MetricsRegistry, collectDefaultMetrics } from 'prom-client';
 import { MeshError, describeError } from '../../lib/errors.js';
 import { startHttpServer } from '../../lib/http-server.js';
 import type { LogControl, Logger } from '../../lib/log.js';
@@ -48,7 +48,7 @@ export class CniAgent {
   private readonly enrollment: Enrollment;
   private readonly dataplane: MeshDataplane;
   private readonly log: Logger;
-  readonly metrics = new Registry();
+  readonly metrics = new MetricsRegistry();
 
   private constructor(
     private readonly cfg: CniAgentConfig,

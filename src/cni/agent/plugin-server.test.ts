@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { Registry } from 'prom-client';
+import { Registry as MetricsRegistry } from 'prom-client';
 import { MeshError, isMeshError } from '../../lib/errors.js';
 import { CapturedLogs } from '../../../test/helpers/captured-logs.js';
 import { cniPluginAddEvent } from '../plugin/cni-plugin-add-event.js';
@@ -30,9 +30,9 @@ interface Added {
 async function serve(
   lookup: PodLookup,
   add: (a: Added) => Promise<void> = () => Promise.resolve(),
-): Promise<{ server: PluginServer; metrics: Registry; added: Added[]; done: () => Promise<void> }> {
+): Promise<{ server: PluginServer; metrics: MetricsRegistry; added: Added[]; done: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'amesh-plugin-server-'));
-  const metrics = new Registry();
+  const metrics = new MetricsRegistry();
   const added: Added[] = [];
   const server = new PluginServer(
     path.join(dir, 'pluginevent.sock'),
@@ -67,7 +67,7 @@ function rawPost(socketPath: string, body: string): Promise<{ status: number; te
   });
 }
 
-async function counted(metrics: Registry, code: string): Promise<number> {
+async function counted(metrics: MetricsRegistry, code: string): Promise<number> {
   const m = await metrics.getSingleMetric('istio_cni_plugin_requests_total')!.get();
   return m.values.find((v) => v.labels['response_code'] === code)?.value ?? 0;
 }
@@ -149,7 +149,7 @@ test('a stale socket file left by a previous agent is replaced', async () => {
     s.server.socketPath,
     () => POD,
     { addPodToMesh: () => Promise.resolve() },
-    new Registry(),
+    new MetricsRegistry(),
     new CapturedLogs('cni-agent').control.scope('plugin'),
   );
   await again.start();

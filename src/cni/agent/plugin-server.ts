@@ -10,7 +10,7 @@ import { rm } from 'node:fs/promises';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry as MetricsRegistry } from 'prom-client';
 import { MeshError, describeError, isMeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { addEventPodIps, parseCniPluginAddEvent } from '../plugin/cni-plugin-add-event.js';
@@ -35,7 +35,7 @@ export class PluginServer {
     readonly socketPath: string,
     private readonly lookup: PodLookup,
     private readonly dataplane: Pick<PodDataplane, 'addPodToMesh'>,
-    metrics: Registry,
+    metrics: MetricsRegistry,
     private readonly log: Logger,
   ) {
     this.requests = new Counter({

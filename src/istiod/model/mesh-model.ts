@@ -13,7 +13,7 @@ export interface MeshModel {
   readonly warnings: readonly string[];
 }
 
-/** Builds the whole model from the registry's objects at once (istio `pilot/pkg/serviceregistry/ambient/`). Pure: same objects, same model. */
+/** Builds the whole model from a set of objects at once (istio `pilot/pkg/serviceregistry/ambient/`). Pure: same objects, same model. */
 export function buildMeshModel(objects: readonly Manifest[], cfg: ModelConfig): MeshModel {
   const model = new IncrementalMeshModel(cfg);
   const { warnings } = model.replaceAll(objects);

@@ -1,5 +1,5 @@
 /**
- * istiod's registry fed by the Kubernetes API: one informer per kind the model reads (istio
+ * istiod's config store fed by the Kubernetes API: one informer per kind the model reads (istio
  * `pilot/pkg/serviceregistry/ambient/` builds its collections from the same kinds). Namespaces, ReplicaSets,
  * Deployments, Jobs and CronJobs are not watched: the model reads no namespace field, and a pod's workload name
  * comes from its controller owner's name as istio `pkg/kube/util.go` `GetDeployMetaFromPod` derives it, without
@@ -16,7 +16,7 @@ import type { MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { checkDocument, objectKey, type Manifest, type RejectedObject } from './manifest-dir.js';
 import { SchemaWalker } from './manifest-schema.js';
-import type { Registry } from './registry.js';
+import type { ConfigStore } from './config-store.js';
 
 interface Watched {
   readonly kind: string;
@@ -78,14 +78,14 @@ export function checkApiObject(w: Watched, o: KubernetesObject): CheckedObject {
   };
 }
 
-/** Feeds `registry` from the API: `synced` resolves once every informer has listed and the registry has the lists. */
+/** Feeds `store` from the API: `synced` resolves once every informer has listed and the store has the lists. */
 export class KubeSource {
   private readonly informers: RestartingInformer<KubernetesObject>[];
   readonly synced: Promise<void>;
 
   constructor(
     kc: KubeConfig,
-    private readonly registry: Registry,
+    private readonly store: ConfigStore,
     private readonly log: Logger,
   ) {
     this.informers = WATCHED_KINDS.map((w) => {
@@ -98,7 +98,7 @@ export class KubeSource {
           add: set,
           update: set,
           delete: (o) =>
-            registry.remove(
+            store.remove(
               objectKey({
                 kind: w.kind,
                 metadata: { namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' },
@@ -108,7 +108,7 @@ export class KubeSource {
         log,
       );
     });
-    this.synced = Promise.all(this.informers.map((i) => i.synced)).then(() => registry.flush());
+    this.synced = Promise.all(this.informers.map((i) => i.synced)).then(() => store.flush());
   }
 
   start(): void {
@@ -123,7 +123,7 @@ export class KubeSource {
     const r = checkApiObject(w, o);
     for (const e of r.errors) this.log.error({ error: e }, 'refused an invalid object; it keeps its last good version');
     for (const warning of r.warnings) this.log.warn(warning);
-    if (r.manifest !== undefined) this.registry.upsert(r.manifest);
-    else if (r.rejected !== undefined) this.registry.refuse(r.rejected);
+    if (r.manifest !== undefined) this.store.upsert(r.manifest);
+    else if (r.rejected !== undefined) this.store.refuse(r.rejected);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Applies a manifest directory to a Kubernetes API, as `kubectl apply --prune --applyset` would: every object the
- * directory registry holds (its last good version per object, fail-closed stand-ins included) is created or
+ * `ManifestDirectory` holds (its last good version per object, fail-closed stand-ins included) is created or
  * patched, and objects this directory applied before and no longer defines are deleted. Membership follows
  * kubectl's ApplySet convention (KEP-3659): a parent ConfigMap `amesh-config-dir` in kube-system carries
  * `applyset.kubernetes.io/id` and the group-kinds it contains, and each member is labelled
@@ -24,7 +24,7 @@ import type { Logger } from '../../lib/log.js';
 import { VERSION } from '../../lib/version.js';
 import { objectKey, type Manifest, type RejectedObject } from './manifest-dir.js';
 import { forEachLimited } from '../../lib/for-each-limited.js';
-import type { Registry } from './registry.js';
+import type { ManifestDirectory } from './manifest-directory.js';
 import { threeWayMergePatch } from './three-way-merge-patch.js';
 
 const PARENT = { name: 'amesh-config-dir', namespace: 'kube-system' } as const;
@@ -67,7 +67,7 @@ const RANK: Readonly<Record<string, number>> = {
 const rank = (kind: string): number => RANK[kind] ?? 4;
 /** Objects of one rank go to the API this many at a time: each write waits for its commit's fsync, which concurrent writes share. */
 const APPLY_CONCURRENCY = 16;
-/** Kinds that fail closed when the API refuses them (as when the directory does: `registry.ts`). */
+/** Kinds that fail closed when the API refuses them, as when the directory does (`fail-closed-stand-in.ts`). */
 const FAIL_CLOSED_KINDS = new Set(['AuthorizationPolicy', 'PeerAuthentication']);
 
 /** Manifests grouped by rank, lowest first. */
@@ -89,7 +89,7 @@ export interface ApplyResult {
   readonly pruned: number;
   /** `file:line: kind ns/name: reason` for each object the API refused. */
   readonly errors: readonly string[];
-  /** Policies the API refused: what the served registry must stand in for, fail-closed. */
+  /** Policies the API refused: what istiod's config store must stand in for, fail-closed. */
   readonly refused: readonly RejectedObject[];
 }
 
@@ -142,7 +142,19 @@ class ApplyTally {
   }
 }
 
-const statusOf = (e: unknown): number | undefined => (e as { code?: number }).code;
+/** The HTTP status the API answered with; undefined when it did not answer (a Node error's `code` is a string). */
+const statusOf = (e: unknown): number | undefined => {
+  const code = (e as { code?: unknown }).code;
+  return typeof code === 'number' ? code : undefined;
+};
+/**
+ * True when the API answered and refused the request itself (a 4xx other than 429 Too Many Requests): asking again
+ * gets the same answer. Anything else (a 5xx, 429, no answer) may pass on a retry, so it fails the whole apply.
+ */
+const refusedByApi = (e: unknown): boolean => {
+  const status = statusOf(e);
+  return status !== undefined && status >= 400 && status < 500 && status !== 429;
+};
 const messageOf = (e: unknown): string => {
   const body = (e as { body?: unknown }).body;
   if (typeof body === 'string') {
@@ -165,7 +177,7 @@ export class ManifestApplier {
   private parentWritten: string | undefined;
 
   constructor(
-    private readonly registry: Registry,
+    private readonly directory: ManifestDirectory,
     kc: KubeConfig,
     private readonly log: Logger,
   ) {
@@ -174,9 +186,10 @@ export class ManifestApplier {
   }
 
   /**
-   * Applies the registry's current objects, all of them (listing the set's members to find what to prune), or
-   * only the objects at `keys` (each as the registry holds it when the apply runs; a key it no longer holds is
-   * deleted if it is a member). Calls run one after another.
+   * Applies the directory's current objects, all of them (listing the set's members to find what to prune), or
+   * only the objects at `keys` (each as the directory holds it when the apply runs; a key it no longer holds is
+   * deleted if it is a member). Calls run one after another. What the API refuses is in the result; an error a
+   * retry may clear (a 5xx, no answer) rejects, and the objects not reached are then left for that retry.
    */
   apply(keys?: ReadonlySet<string>): Promise<ApplyResult> {
     const run = this.running.then(() => (keys === undefined ? this.applyAll() : this.applyKeys(keys)));
@@ -193,7 +206,7 @@ export class ManifestApplier {
   }
 
   private async applyAll(): Promise<ApplyResult> {
-    const desired = [...this.registry.all()];
+    const desired = [...this.directory.all()];
     const result = new ApplyTally();
     const keep = new Set(desired.map(objectKey));
     const versions = new Map(desired.map((m) => [groupKind(m.apiVersion, m.kind), m.apiVersion]));
@@ -213,7 +226,7 @@ export class ManifestApplier {
     const desired: Manifest[] = [];
     const doomed: KubernetesObject[] = [];
     for (const key of keys) {
-      const m = this.registry.get(key);
+      const m = this.directory.get(key);
       if (m !== undefined) {
         desired.push(m);
         continue;
@@ -229,24 +242,32 @@ export class ManifestApplier {
       if (current?.metadata?.labels?.[PART_OF] === APPLYSET) doomed.push({ ...current, apiVersion, kind });
     }
     await this.applyEach(desired, new Map(), result);
-    await this.writeParent(this.registry.all());
+    await this.writeParent(this.directory.all());
     result.pruned = await this.prune(doomed, result.errors);
     return result.report(this.log);
   }
 
-  /** Applies `desired`, owners before what they own, each rank `APPLY_CONCURRENCY` at a time. */
+  /**
+   * Applies `desired`, owners before what they own, each rank `APPLY_CONCURRENCY` at a time. An object the API
+   * refuses is reported and the rest still applies; any other error fails the apply once its rank is done.
+   */
   private async applyEach(
     desired: readonly Manifest[],
     members: ReadonlyMap<string, KubernetesObject>,
     result: ApplyTally,
   ): Promise<void> {
     for (const group of byRank(desired)) {
+      let failure: { error: unknown } | undefined;
       await forEachLimited(group, APPLY_CONCURRENCY, async (m) => {
         try {
           if (await this.applyOne(m, members.get(objectKey(m)))) result.applied++;
           else result.unchanged++;
           this.appliedVersions.set(objectKey(m), m.apiVersion);
         } catch (e) {
+          if (!refusedByApi(e)) {
+            failure ??= { error: e };
+            return;
+          }
           const msg = `${m.source}: ${m.kind} ${m.metadata.namespace === '' ? '' : m.metadata.namespace + '/'}${m.metadata.name}: the API refused it: ${messageOf(e)}`;
           result.errors.push(msg);
           this.log.error({ code: 'ISTIOD_ERR_MANIFEST' }, msg);
@@ -260,6 +281,7 @@ export class ManifestApplier {
             });
         }
       });
+      if (failure !== undefined) throw failure.error;
     }
   }
 
@@ -328,9 +350,12 @@ export class ManifestApplier {
     if (owners !== undefined) {
       const resolved: Json[] = [];
       for (const o of owners) {
-        const owner = await this.objects
-          .read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, namespace: m.metadata.namespace } })
-          .catch(() => undefined);
+        // Only a 404 means there is no such owner; any other error fails the apply, so the retry resolves it.
+        const owner = await this.readIfExists({
+          apiVersion: o.apiVersion,
+          kind: o.kind,
+          metadata: { name: o.name, namespace: m.metadata.namespace },
+        });
         if (owner?.metadata?.uid === undefined) {
           this.log.warn(`${m.source}: owner ${o.kind} ${o.name} is not in the API; the reference is left out`);
           continue;
@@ -419,7 +444,10 @@ export class ManifestApplier {
     this.parentWritten = text;
   }
 
-  /** Deletes members of the set that the directory no longer defines, dependents first. */
+  /**
+   * Deletes members of the set that the directory no longer defines, dependents first. A delete the API refuses is
+   * reported; any other error fails the apply.
+   */
   private async prune(doomed: KubernetesObject[], errors: string[]): Promise<number> {
     doomed.sort((a, b) => rank(b.kind ?? '') - rank(a.kind ?? ''));
     let pruned = 0;
@@ -429,6 +457,7 @@ export class ManifestApplier {
         pruned++;
       } catch (e) {
         if (statusOf(e) === 404) continue;
+        if (!refusedByApi(e)) throw e;
         errors.push(
           `${o.kind ?? ''} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}: cannot delete it: ${messageOf(e)}`,
         );

@@ -1,3 +1,7 @@
+/**
+ * Manifests: the Kubernetes-style objects istiod reads, parsed from multi-document YAML with each document's
+ * `file:line`, or checked as they come from the Kubernetes API (`kube-source.ts`), against `manifest-schema.ts`.
+ */
 import { readdir, readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
@@ -41,7 +45,10 @@ export function objectKey(o: { kind: string; metadata: { namespace: string; name
   return `${o.kind}/${o.metadata.namespace}/${o.metadata.name}`;
 }
 
-/** A document that names an object but was refused: the registry keeps that object's last good version. */
+/** What changed in one batch: each object's key with its new version, or undefined when it left. */
+export type ObjectChanges = ReadonlyMap<string, Manifest | undefined>;
+
+/** A document that names an object but was refused: that object keeps its last good version. */
 export interface RejectedObject {
   readonly key: string;
   readonly kind: string;
@@ -230,7 +237,7 @@ function parseDocument(
   return out;
 }
 
-/** Where a document came from: its `source` and `file` in the registry, and the prefix of its messages. */
+/** Where a document came from: its object's `source` and `file`, and the prefix of its messages. */
 export interface DocumentOrigin {
   readonly where: string;
   readonly file: string;

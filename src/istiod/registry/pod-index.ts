@@ -1,7 +1,7 @@
 import type { Manifest } from './manifest-dir.js';
 
 /** The pod facts the CA's impersonation check needs (istio `security/pkg/server/ca/authenticate` node authorizer). */
-export interface PodFacts {
+interface PodFacts {
   readonly name: string;
   readonly namespace: string;
   readonly serviceAccount: string;
@@ -20,7 +20,7 @@ function podFacts(o: Manifest): PodFacts {
 }
 
 /**
- * The registry's pods indexed for the CA: a certificate request looks up one pod or one
+ * The config store's pods indexed for the CA: a certificate request looks up one pod or one
  * (namespace, service account, node) triple, so its cost never grows with the number of pods, and a change to one
  * pod updates only that pod's entries.
  */
@@ -45,21 +45,11 @@ export class PodIndex {
     if (p.phase !== 'Failed') this.count(p, -1);
   }
 
-  replace(objects: readonly Manifest[]): void {
-    this.byName.clear();
-    this.liveOnNode.clear();
-    for (const o of objects) this.add(o);
-  }
-
   private count(p: PodFacts, by: number): void {
     const k = `${p.namespace}/${p.serviceAccount}/${p.nodeName}`;
     const n = (this.liveOnNode.get(k) ?? 0) + by;
     if (n === 0) this.liveOnNode.delete(k);
     else this.liveOnNode.set(k, n);
-  }
-
-  all(): PodFacts[] {
-    return [...this.byName.values()];
   }
 
   hasPodOnNode(namespace: string, serviceAccount: string, node: string): boolean {

@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from '../../lib/prom-client-core.js';
+import { Counter, Gauge, type MetricsRegistry } from '../../lib/prom-client-core.js';
 import type { SecretManager } from '../identity/secret-manager.js';
 
 /** Istio's `request_type` value for a CSR (istio pkg/monitoring: `monitoring.CSR`). */
@@ -16,7 +16,7 @@ const CSR = 'csr';
  * - `istio_agent_cert_last_error_timestamp_seconds{resource_name}` (amesh's, in the same family): when the last
  *   fetch for that identity failed, 0 if none has; the error itself is in `/config_dump` `certificates[].state`.
  */
-export function registerCertificateMetrics(registry: Registry, secrets: SecretManager): void {
+export function registerCertificateMetrics(registry: MetricsRegistry, secrets: SecretManager): void {
   const registers = [registry];
   const sent = new Counter({
     name: 'istio_agent_num_outgoing_requests_total',

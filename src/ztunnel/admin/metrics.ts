@@ -1,4 +1,4 @@
-import { Counter, Gauge, Registry, registerProcessFdMetrics } from '../../lib/prom-client-core.js';
+import { Counter, Gauge, MetricsRegistry, registerProcessFdMetrics } from '../../lib/prom-client-core.js';
 import { identityToString, type Identity } from '../../lib/spiffe.js';
 import type { Service } from '../state/service.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
@@ -96,7 +96,7 @@ export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficL
 }
 
 /** Registers a ztunnel's process metrics in its registry. */
-export type ProcessMetrics = (registry: Registry) => void;
+export type ProcessMetrics = (registry: MetricsRegistry) => void;
 
 /**
  * ztunnel's process metrics (`process_open_fds`, `process_max_fds`), or with `nodeMetrics` (`--node-metrics`)
@@ -114,7 +114,7 @@ export async function processMetrics(nodeMetrics: boolean): Promise<ProcessMetri
 
 /** ztunnel's metrics in one private registry (ztunnel `src/proxy/metrics.rs`, `src/metrics/process.rs`). */
 export class ZtunnelMetrics {
-  readonly registry = new Registry();
+  readonly registry = new MetricsRegistry();
   readonly opened: Counter<LabelName>;
   readonly closed: Counter<LabelName>;
   readonly sent: Counter<LabelName>;

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from '../../lib/prom-client-core.js';
+import { Counter, Histogram, type MetricsRegistry } from '../../lib/prom-client-core.js';
 import type { DnsClient } from './dns-store.js';
 
 const LABELS = [
@@ -39,7 +39,7 @@ export class DnsMetrics {
   readonly upstreamFailures: Counter<DnsLabel>;
   readonly upstreamDuration: Histogram<DnsLabel>;
 
-  constructor(registry: Registry) {
+  constructor(registry: MetricsRegistry) {
     const registers = [registry];
     const labelNames = LABELS;
     this.requests = new Counter({

@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { anyPack } from '@bufbuild/protobuf/wkt';
-import { Registry } from 'prom-client';
+import { Registry as MetricsRegistry } from 'prom-client';
 import {
   AggregatedDiscoveryService,
   type DeltaDiscoveryRequest,
@@ -109,7 +109,7 @@ test('ADS client: initial requests, ACK and per-resource NACK by nonce, removals
       },
     },
     (delta) => state.update(delta),
-    new Registry(),
+    new MetricsRegistry(),
     silent,
   );
   try {

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { EventEmitter } from 'node:events';
-import { Counter, type Registry as MetricsRegistry } from '../../lib/prom-client-core.js';
+import { Counter, type MetricsRegistry } from '../../lib/prom-client-core.js';
 import type { DeltaDiscoveryResponse } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { AggregatedDiscoveryService } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { Backoff } from '../../lib/backoff.js';

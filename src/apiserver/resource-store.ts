@@ -1,6 +1,6 @@
 /**
- * The generic resource registry, after k8s.io/apiserver pkg/registry/generic/registry/store.go: what every
- * verb does to an object between the HTTP layer and the store. Create fills the system fields (name from
+ * The resource store, after k8s.io/apiserver's generic registry `Store` (pkg/registry/generic/registry/store.go):
+ * what every verb does to an object of any kind between the HTTP layer and the storage. Create fills the system fields (name from
  * generateName, uid, creationTimestamp), runs the kind's strategy and validation, and checks the namespace.
  * Update and patch keep the system fields, honour resourceVersion preconditions (409 Conflict), carry status
  * over (or only status for the status subresource) and validate the change. Delete honours finalizers and
@@ -54,7 +54,7 @@ export interface DeleteOptions {
 }
 
 /** A filtered event as a watch sends it. */
-export interface RegistryEvent {
+export interface ResourceEvent {
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
   readonly object: KubeObject;
 }
@@ -95,7 +95,7 @@ function clone<T>(v: T): T {
   return structuredClone(v);
 }
 
-export class Registry {
+export class ResourceStore {
   /** Strips owner references to a deleted owner from its dependents (the garbage collector's, for Orphan deletes). */
   orphanDependents: ((ownerUid: string) => Promise<void>) | undefined;
 
@@ -535,7 +535,7 @@ export class Registry {
     namespace: string | undefined,
     fromRevision: number,
     opts: ListOptions,
-    send: (e: RegistryEvent) => void,
+    send: (e: ResourceEvent) => void,
     onError: (e: unknown) => void,
   ): () => void {
     const match = this.matcher(k, opts);

@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { Registry, type RegistryChanges } from './registry.js';
-import { objectKey } from './manifest-dir.js';
+import { ManifestDirectory } from './manifest-directory.js';
+import { objectKey, type ObjectChanges } from './manifest-dir.js';
 import { atomicWriterUpdate, eventAfter, WATCH_DEADLINE_MS } from '../../../test/helpers/fs-events.js';
 
-/** Every test waits on the registry's `change` event or a log line; a watcher that never fires fails the test. */
+/** Every test waits on the directory's `change` event or a log line; a watcher that never fires fails the test. */
 const TEST_TIMEOUT_MS = 4 * WATCH_DEADLINE_MS;
 
 const pod = (name: string, ip: string, extra = ''): string =>
@@ -18,11 +18,11 @@ const pod = (name: string, ip: string, extra = ''): string =>
 const SERVICE =
   'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {clusterIP: 10.96.0.1, selector: {app: web}, ports: [{port: 80}]}\n';
 
-async function withRegistry(
-  fn: (r: Registry, dir: string, logs: string[]) => Promise<void>,
+async function withDirectory(
+  fn: (r: ManifestDirectory, dir: string, logs: string[]) => Promise<void>,
   layout: (dir: string) => Promise<string> = (d) => Promise.resolve(d),
 ): Promise<void> {
-  const root = await mkdtemp(path.join(tmpdir(), 'amesh-registry-'));
+  const root = await mkdtemp(path.join(tmpdir(), 'amesh-manifest-dir-'));
   const logs: string[] = [];
   const log = pino(
     { level: 'trace' },
@@ -35,7 +35,7 @@ async function withRegistry(
     }),
   );
   const dir = await layout(root);
-  const r = new Registry(dir, log);
+  const r = new ManifestDirectory(dir, log);
   try {
     await r.reload();
     r.watch();
@@ -64,10 +64,10 @@ async function logged(text: string, act: () => Promise<void>): Promise<void> {
   await seen;
 }
 
-const keys = (r: Registry): string[] => r.all().map(objectKey).sort();
+const keys = (r: ManifestDirectory): string[] => r.all().map(objectKey).sort();
 
 /** Writes, then waits for the reload that the watcher must trigger. */
-async function change(r: Registry, write: () => Promise<void>): Promise<void> {
+async function change(r: ManifestDirectory, write: () => Promise<void>): Promise<void> {
   await eventAfter(r, 'change', write);
 }
 
@@ -75,7 +75,7 @@ test(
   'a document that gains a typo keeps serving its last good version, with file:line in the error',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
-    await withRegistry(async (r, dir, logs) => {
+    await withDirectory(async (r, dir, logs) => {
       await change(r, () =>
         writeFile(path.join(dir, 'm.yaml'), `${pod('web-0', '10.1.0.5')}---\n${pod('web-1', '10.1.0.6')}`),
       );
@@ -105,7 +105,7 @@ test(
 );
 
 test('a half-written file never removes the objects it held', { timeout: TEST_TIMEOUT_MS }, async () => {
-  await withRegistry(async (r, dir) => {
+  await withDirectory(async (r, dir) => {
     const full = `${pod('web-0', '10.1.0.5')}---\n${pod('web-1', '10.1.0.6')}---\n${SERVICE}`;
     await change(r, () => writeFile(path.join(dir, 'm.yaml'), full));
     assert.deepEqual(keys(r), ['Pod/shop/web-0', 'Pod/shop/web-1', 'Service/shop/web']);
@@ -118,7 +118,7 @@ test(
   'a deleted and re-created config directory is watched again; while it is gone the last good state is served',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
-    await withRegistry(
+    await withDirectory(
       async (r, dir, logs) => {
         await change(r, () => writeFile(path.join(dir, 'm.yaml'), pod('web-0', '10.1.0.5')));
         const mark = logs.length;
@@ -147,7 +147,7 @@ test(
 );
 
 test('a ConfigMap-style ..data symlink swap is seen', { timeout: TEST_TIMEOUT_MS }, async () => {
-  await withRegistry(
+  await withDirectory(
     async (r, dir) => {
       assert.deepEqual(keys(r), ['Pod/shop/web-0']);
       await change(r, () => atomicWriterUpdate(dir, { 'mesh.yaml': `${pod('web-0', '10.1.0.5')}---\n${SERVICE}` }));
@@ -164,7 +164,7 @@ test(
   'a refused AuthorizationPolicy with no good version stands in as deny-all for its namespace',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
-    await withRegistry(async (r, dir) => {
+    await withDirectory(async (r, dir) => {
       await change(r, () =>
         writeFile(
           path.join(dir, 'p.yaml'),
@@ -181,7 +181,7 @@ test(
   'duplicate objects and duplicate IPs are warned about with file:line; the first definition wins',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
-    await withRegistry(async (r, dir, logs) => {
+    await withDirectory(async (r, dir, logs) => {
       await writeFile(path.join(dir, 'a.yaml'), pod('web-0', '10.1.0.5'));
       await change(r, () =>
         writeFile(path.join(dir, 'b.yaml'), `${pod('web-0', '10.1.0.8')}---\n${pod('web-1', '10.1.0.5')}`),
@@ -210,21 +210,21 @@ test(
   'a reload reports only the objects that changed; files and documents whose text did not change are not parsed again',
   { timeout: TEST_TIMEOUT_MS },
   async () => {
-    await withRegistry(async (r, dir) => {
+    await withDirectory(async (r, dir) => {
       await change(r, async () => {
         await writeFile(path.join(dir, 'n.yaml'), SERVICE);
         await writeFile(path.join(dir, 'm.yaml'), `${pod('web-0', '10.1.0.5')}---\n${pod('web-1', '10.1.0.6')}`);
       });
       const service = r.get('Service/shop/web');
       const web0 = r.get('Pod/shop/web-0');
-      const [changes] = await eventAfter<[RegistryChanges]>(r, 'change', () =>
+      const [changes] = await eventAfter<[ObjectChanges]>(r, 'change', () =>
         writeFile(path.join(dir, 'm.yaml'), `${pod('web-0', '10.1.0.5')}---\n${pod('web-1', '10.1.0.7')}`),
       );
       assert.deepEqual([...changes.keys()], ['Pod/shop/web-1']);
       assert.equal(changes.get('Pod/shop/web-1')?.status['podIP'], '10.1.0.7');
       assert.equal(r.get('Service/shop/web'), service, 'the untouched file was not parsed again');
       assert.equal(r.get('Pod/shop/web-0'), web0, 'nor was the unchanged document before the edited one');
-      const [removal] = await eventAfter<[RegistryChanges]>(r, 'change', () =>
+      const [removal] = await eventAfter<[ObjectChanges]>(r, 'change', () =>
         writeFile(path.join(dir, 'm.yaml'), pod('web-0', '10.1.0.5')),
       );
       assert.deepEqual([...removal.entries()], [['Pod/shop/web-1', undefined]]);

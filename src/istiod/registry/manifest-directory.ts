@@ -1,48 +1,33 @@
+/**
+ * A manifest directory as istiod and `amesh up` read it: every `*.yaml` / `*.yml` file (`manifest-dir.ts` parses
+ * them, `manifest-schema.ts` checks each document), loaded and then watched. It keeps the last good version of every
+ * object: a document that turns invalid, a half-written file or a directory that briefly disappears never removes
+ * what was loaded; the problem is logged with `file:line` instead. Objects leave only when their file holds no
+ * problem and no longer defines them (or the file is deleted). A refused policy with no last good version is held
+ * as its fail-closed stand-in (`fail-closed-stand-in.ts`), so applying the directory never leaves it out.
+ *
+ * `change` carries the objects that changed after each reload, even when nothing did.
+ */
 import { EventEmitter } from 'node:events';
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Logger } from 'pino';
 import { describeError } from '../../lib/errors.js';
-import { PodIndex, type PodFacts } from './pod-index.js';
+import type { Logger } from '../../lib/log.js';
+import { failClosedStandIn, warnStandIn } from './fail-closed-stand-in.js';
 import {
   loadManifestDir,
   objectKey,
   type Manifest,
   type ManifestLoad,
+  type ObjectChanges,
   type ParsedFiles,
-  type RejectedObject,
 } from './manifest-dir.js';
 
 /** Comparing a reload with what was held yields to the event loop after this long. */
 const DIFF_SLICE_MS = 10;
 /** Wait this long after the last file event before reloading: editors and atomic writers change files in bursts. */
 const RELOAD_DEBOUNCE_MS = 50;
-
-/**
- * What stands in for a policy whose document was refused and that has no last good version: it cannot be
- * honoured and its selector cannot be trusted, so it denies every workload of its namespace (of the mesh, in
- * the root namespace: an AuthorizationPolicy without a selector there is GLOBAL). A refused PeerAuthentication
- * stands in as STRICT for its namespace. Fail closed: a policy we cannot read never opens anything.
- */
-function failClosedStandIn(r: RejectedObject, file: string): Manifest | undefined {
-  const spec =
-    r.kind === 'AuthorizationPolicy'
-      ? { action: 'DENY', rules: [{}] }
-      : r.kind === 'PeerAuthentication'
-        ? { mtls: { mode: 'STRICT' } }
-        : undefined;
-  if (spec === undefined) return undefined;
-  return {
-    apiVersion: 'security.istio.io/v1',
-    kind: r.kind,
-    metadata: { name: r.name, namespace: r.namespace, labels: {}, annotations: {} },
-    spec,
-    status: {},
-    source: r.source,
-    file,
-  };
-}
 
 /** Every IP a workload-like object claims, for the duplicate-IP warning. */
 function claimedIps(o: Manifest): string[] {
@@ -61,29 +46,9 @@ function sameManifest(a: Manifest | undefined, b: Manifest): boolean {
   return JSON.stringify(a.document ?? [a.metadata, a.spec]) === JSON.stringify(b.document ?? [b.metadata, b.spec]);
 }
 
-/** What changed in one batch: each object's key with its new version, or undefined when it left. */
-export type RegistryChanges = ReadonlyMap<string, Manifest | undefined>;
-
-/**
- * istiod's service registry, fed either by a manifest directory (`reload`, `watch`) or by a watched source that
- * sets objects one at a time (`upsert`, `remove`, `refuse`: the Kubernetes API informers). It keeps the last good
- * version of every object: a document that turns invalid, a half-written file or a directory that briefly
- * disappears never removes what was served; the problem is logged instead. From a directory, objects leave only
- * when their file holds no problem and no longer defines them (or the file is deleted); from the API, when the
- * API deletes them.
- *
- * `change` carries the objects that changed: batched per turn of the event loop from a watched source; after each
- * directory reload, even when nothing changed.
- */
-export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] }> {
+export class ManifestDirectory extends EventEmitter<{ change: [changes: ObjectChanges] }> {
   private objects = new Map<string, Manifest>();
   private list: readonly Manifest[] | undefined;
-  private readonly podIndex = new PodIndex();
-  /** Keys of stand-ins set by `refuse`: a later refusal still has no good version to keep. */
-  private readonly standIns = new Set<string>();
-  /** Changes from a watched source not yet emitted. */
-  private pending = new Map<string, Manifest | undefined>();
-  private flushing: NodeJS.Immediate | undefined;
   /** The last good objects of each file. */
   private byFile = new Map<string, readonly Manifest[]>();
   /** What the last reload parsed, per file. */
@@ -97,68 +62,10 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
   private stopped = false;
 
   constructor(
-    private readonly dir: string | undefined,
+    private readonly dir: string,
     private readonly log: Logger,
   ) {
     super();
-  }
-
-  /** Adds or replaces one object from a watched source. */
-  upsert(o: Manifest): void {
-    this.set(objectKey(o), o);
-  }
-
-  /** An object the watched source deleted. */
-  remove(key: string): void {
-    if (this.objects.has(key)) this.set(key, undefined);
-  }
-
-  /**
-   * A watched object whose new version was refused: it keeps its last good version, or stands in fail-closed
-   * (an AuthorizationPolicy denies its namespace, a PeerAuthentication is STRICT) when it has none.
-   */
-  refuse(r: RejectedObject): void {
-    if (this.objects.has(r.key) && !this.standIns.has(r.key)) {
-      this.log.warn({ object: r.key, source: r.source }, 'serving the last good version');
-      return;
-    }
-    const standIn = failClosedStandIn(r, '');
-    if (standIn === undefined) return;
-    this.warnStandIn(r);
-    this.set(r.key, standIn);
-    this.standIns.add(r.key);
-  }
-
-  /** Removes the object at `key` if it is a fail-closed stand-in (its source no longer names it). */
-  dropStandIn(key: string): void {
-    if (this.standIns.has(key)) this.set(key, undefined);
-  }
-
-  private warnStandIn(r: RejectedObject): void {
-    this.log.warn(
-      `${r.source}: ${r.key} has no good version; it stands in as ${r.kind === 'PeerAuthentication' ? 'STRICT' : 'deny-all'} for its namespace until fixed`,
-    );
-  }
-
-  private set(key: string, o: Manifest | undefined): void {
-    this.standIns.delete(key);
-    this.podIndex.remove(this.objects.get(key));
-    if (o === undefined) this.objects.delete(key);
-    else this.objects.set(key, o);
-    this.podIndex.add(o);
-    this.list = undefined;
-    this.pending.set(key, o);
-    this.flushing ??= setImmediate(() => this.flush());
-  }
-
-  /** Emits the changes set so far now, rather than at the end of this turn of the event loop. */
-  flush(): void {
-    clearImmediate(this.flushing);
-    this.flushing = undefined;
-    if (this.pending.size === 0) return;
-    const changes = this.pending;
-    this.pending = new Map();
-    this.emit('change', changes);
   }
 
   /**
@@ -166,7 +73,6 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
    * object.
    */
   async reload(): Promise<void> {
-    if (this.dir === undefined) return;
     let load: Awaited<ReturnType<typeof loadManifestDir>>;
     try {
       load = await loadManifestDir(this.dir, this.parsed);
@@ -185,7 +91,6 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
     const before = this.objects;
     this.objects = new Map(merged.map((o) => [objectKey(o), o]));
     this.list = merged;
-    this.podIndex.replace(merged);
     const changes = new Map<string, Manifest | undefined>();
     let sliceStart = performance.now();
     for (const [key, o] of this.objects) {
@@ -249,19 +154,19 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
       if (first.has(r.key)) continue;
       const standIn = failClosedStandIn(r, r.source.slice(0, r.source.lastIndexOf(':')));
       if (standIn === undefined) continue;
-      this.warnStandIn(r);
+      warnStandIn(this.log, r);
       first.set(r.key, standIn);
       out.push(standIn);
     }
     return out;
   }
 
-  /** The object at `key` (`Kind/namespace/name`), if the registry holds it. */
+  /** The object at `key` (`Kind/namespace/name`), if the directory holds it. */
   get(key: string): Manifest | undefined {
     return this.objects.get(key);
   }
 
-  /** Every object currently in the registry. */
+  /** Every object the directory holds now. */
   all(): readonly Manifest[] {
     this.list ??= [...this.objects.values()];
     return this.list;
@@ -273,7 +178,6 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
    * symlink swap is a change in the directory itself.
    */
   watch(): void {
-    if (this.dir === undefined) return;
     const dir = this.dir;
     const base = path.basename(path.resolve(dir));
     this.parentWatcher = watch(path.dirname(path.resolve(dir)), (_ev, name) => {
@@ -286,7 +190,7 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
   }
 
   private watchDir(): void {
-    if (this.dir === undefined || this.stopped) return;
+    if (this.stopped) return;
     this.dirWatcher?.close();
     this.dirWatcher = undefined;
     try {
@@ -311,7 +215,7 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
   }
 
   private async rewatchAndReload(): Promise<void> {
-    if (this.dir === undefined || this.stopped) return;
+    if (this.stopped) return;
     if (this.rewatch) {
       this.rewatch = false;
       this.watchDir();
@@ -322,21 +226,7 @@ export class Registry extends EventEmitter<{ change: [changes: RegistryChanges] 
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
-    clearImmediate(this.flushing);
     this.dirWatcher?.close();
     this.parentWatcher?.close();
-  }
-
-  pods(): PodFacts[] {
-    return this.podIndex.all();
-  }
-
-  /** True when `namespace/serviceAccount` has a pod on `node` that has not failed (impersonation rule). */
-  hasPodOnNode(namespace: string, serviceAccount: string, node: string): boolean {
-    return this.podIndex.hasPodOnNode(namespace, serviceAccount, node);
-  }
-
-  nodeOfPod(namespace: string, name: string): string | undefined {
-    return this.podIndex.nodeOfPod(namespace, name);
   }
 }
