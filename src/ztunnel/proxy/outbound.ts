@@ -79,7 +79,7 @@ export class Outbound {
     private readonly local: LocalWorkloadInformation,
   ) {}
 
-  /** Sets up the upstream for a connection from `src` (app address) to `dstIp:dstPort`. */
+  /** Sets up the upstream for the app's connection from `src` (its `ip:port` in logs) to `dstIp:dstPort`. */
   async connect(src: string, srcIp: string, dstIp: string, dstPort: number): Promise<OutboundSetup> {
     const { state, connections } = this.ctx;
     const uid = this.local.key;
@@ -198,9 +198,8 @@ export class Outbound {
    * itself read and wrote (SOCKS5), left out of the byte counts.
    */
   run(client: net.Socket, setup: OutboundSetup, handshake = { read: 0, written: 0 }): void {
-    const src = `${client.remoteAddress ?? '?'}:${client.remotePort ?? '?'}`;
     const tracked = this.ctx.connections.open(
-      { ...setup.info, src },
+      setup.info,
       () => {
         client.destroy();
         setup.upstream.destroy();
