@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { DescService } from '@bufbuild/protobuf';
 import { MeshError } from './errors.js';
-import { grpcServiceDefinition } from './grpc-service.js';
+import { makeTypedClient, type TypedClient } from './grpc-typed-client.js';
 
 /** The hostname on istiod's certificate that clients verify when they dial an address without one (ztunnel `src/identity/caclient.rs`). */
 export const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
@@ -37,16 +37,17 @@ export async function readRootCa(v: string, what: string): Promise<string | unde
 }
 
 /**
- * A grpc-js client for `svc` over TLS to `address` (`https://host:port` or `host:port`), verifying the server
- * against `rootPem` (the OS trust store when undefined). The TLS name is the URL's host, or `altHostname` (ztunnel's ALT_CA_HOSTNAME /
- * ALT_XDS_HOSTNAME) when given. Connect timeout and keepalives follow ztunnel's control-plane channel.
+ * A client of `svc`, its methods typed from the descriptor (`makeTypedClient`), over TLS to `address`
+ * (`https://host:port` or `host:port`), verifying the server against `rootPem` (the OS trust store when undefined).
+ * The TLS name is the URL's host, or `altHostname` (ztunnel's ALT_CA_HOSTNAME / ALT_XDS_HOSTNAME) when given.
+ * Connect timeout and keepalives follow ztunnel's control-plane channel.
  */
-export function grpcClient(
-  svc: DescService,
+export function grpcClient<S extends DescService>(
+  svc: S,
   address: string,
   rootPem: string | undefined,
   altHostname?: string,
-): grpc.Client {
+): TypedClient<S> {
   let url: URL;
   try {
     url = new URL(address.includes('://') ? address : `https://${address}`);
@@ -55,7 +56,6 @@ export function grpcClient(
   }
   if (url.protocol !== 'https:')
     throw new MeshError('AMESH_ERR_CONFIG', `${address}: the control plane is reached over TLS; use https://`);
-  const Ctor = grpc.makeGenericClientConstructor(grpcServiceDefinition(svc), svc.name);
   const options: grpc.ChannelOptions = {
     'grpc.keepalive_time_ms': 30_000,
     'grpc.keepalive_timeout_ms': 10_000,
@@ -67,7 +67,8 @@ export function grpcClient(
   const tlsName = altHostname ?? host;
   if (tlsName !== host) options['grpc.ssl_target_name_override'] = tlsName;
   options['grpc.default_authority'] = tlsName;
-  return new Ctor(
+  return makeTypedClient(
+    svc,
     `${url.hostname}:${url.port || '15012'}`,
     grpc.credentials.createSsl(rootPem === undefined ? null : Buffer.from(rootPem)),
     options,

@@ -4,9 +4,10 @@ import {
   type DeltaDiscoveryResponse,
 } from '../../src/api/envoy/service/discovery/v3/discovery_pb.js';
 import { grpcClient } from '../../src/lib/grpc-channel.js';
+import type { TypedClient } from '../../src/lib/grpc-typed-client.js';
 import type { Istiod } from '../../src/istiod/istiod.js';
 
-type Stream = grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>;
+type Stream = ReturnType<TypedClient<typeof AggregatedDiscoveryService>['deltaAggregatedResources']>;
 
 /** A raw delta-ADS client: collects responses, lets the test ACK/NACK by hand. `host`: where istiod listens. */
 export function openStream(
@@ -23,10 +24,7 @@ export function openStream(
   );
   const md = new grpc.Metadata();
   md.set('authorization', `Bearer ${token}`);
-  const stream = (client as unknown as Record<string, (m: grpc.Metadata) => Stream>)['deltaAggregatedResources']!.call(
-    client,
-    md,
-  );
+  const stream = client.deltaAggregatedResources(md);
   const queue: DeltaDiscoveryResponse[] = [];
   const waiters: ((r: DeltaDiscoveryResponse) => void)[] = [];
   stream.on('data', (r: DeltaDiscoveryResponse) => {

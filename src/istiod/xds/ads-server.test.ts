@@ -15,13 +15,15 @@ import {
 } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { AddressSchema } from '../../api/istio/workload/workload_pb.js';
 import { grpcServiceDefinition } from '../../lib/grpc-service.js';
+import { makeTypedClient, type TypedClient } from '../../lib/grpc-typed-client.js';
 import { LogControl } from '../../lib/log.js';
 import { Authenticator } from '../ca/authenticate.js';
 import { LocalIssuer } from '../ca/local-issuer.js';
 import { AdsServer, type Snapshot } from './ads-server.js';
 import { ADDRESS_TYPE, type XdsResource } from './convert.js';
 
-type ClientStream = grpc.ClientDuplexStream<object, DeltaDiscoveryResponse>;
+type AdsClient = TypedClient<typeof AggregatedDiscoveryService>;
+type ClientStream = ReturnType<AdsClient['deltaAggregatedResources']>;
 
 /** An Address resource of about `size` bytes; `version` tells the client which update it came from. */
 function resource(name: string, version: string, size = 64): XdsResource {
@@ -40,7 +42,7 @@ describe('istiod delta ADS server, per connection', () => {
   let server: grpc.Server;
   let ads: AdsServer;
   let metrics: MetricsRegistry;
-  let client: grpc.Client;
+  let client: AdsClient;
   let token: string;
 
   before(async () => {
@@ -67,8 +69,7 @@ describe('istiod delta ADS server, per connection', () => {
         e === null ? resolve(p) : reject(e),
       ),
     );
-    const Ctor = grpc.makeGenericClientConstructor(grpcServiceDefinition(AggregatedDiscoveryService), 'ads');
-    client = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    client = makeTypedClient(AggregatedDiscoveryService, `127.0.0.1:${port}`, grpc.credentials.createInsecure());
   });
   after(async () => {
     client.close();
@@ -79,9 +80,7 @@ describe('istiod delta ADS server, per connection', () => {
   function open(): ClientStream {
     const md = new grpc.Metadata();
     md.set('authorization', `Bearer ${token}`);
-    const s = (client as unknown as Record<string, (m: grpc.Metadata) => ClientStream>)[
-      'deltaAggregatedResources'
-    ]!.call(client, md);
+    const s = client.deltaAggregatedResources(md);
     s.on('error', () => undefined);
     return s;
   }

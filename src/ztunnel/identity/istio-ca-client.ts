@@ -1,17 +1,11 @@
 import * as grpc from '@grpc/grpc-js';
-import type { IstioCertificateRequest, IstioCertificateResponse } from '../../api/istio/v1/auth/ca_pb.js';
+import type { IstioCertificateResponse } from '../../api/istio/v1/auth/ca_pb.js';
 import { IstioCertificateService } from '../../api/istio/v1/auth/ca_pb.js';
 import { controlPlaneMetadata, grpcClient } from '../../lib/grpc-channel.js';
+import type { TypedClient } from '../../lib/grpc-typed-client.js';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { identityToString, type Identity } from '../../lib/spiffe.js';
 import type { CaClient } from './ca-client.js';
-
-type UnaryCall = (
-  req: unknown,
-  md: grpc.Metadata,
-  opts: grpc.CallOptions,
-  cb: (err: grpc.ServiceError | null, value?: unknown) => void,
-) => void;
 
 /** A CSR that has not been answered in this long fails (and is retried with backoff by the SecretManager). */
 const CALL_TIMEOUT_MS = 10_000;
@@ -32,7 +26,7 @@ export interface IstioCaClientOptions {
 
 /** ztunnel's CA client: `CreateCertificate` with Bearer token and `clusterid` metadata (ztunnel `src/identity/caclient.rs`). */
 export class IstioCaClient implements CaClient {
-  private readonly client: grpc.Client;
+  private readonly client: TypedClient<typeof IstioCertificateService>;
 
   constructor(private readonly o: IstioCaClientOptions) {
     this.client = grpcClient(IstioCertificateService, o.address, o.rootPem, o.altHostname);
@@ -45,14 +39,13 @@ export class IstioCaClient implements CaClient {
       },
     );
     const uri = identityToString(identity);
-    const req: Partial<IstioCertificateRequest> = {
+    const req = {
       csr: csrPem,
       validityDuration: BigInt(ttlSeconds),
       ...(this.o.impersonate ? { metadata: { ImpersonatedIdentity: uri } } : {}),
     };
     const res = await new Promise<IstioCertificateResponse>((resolve, reject) => {
-      const call = (this.client as unknown as Record<string, UnaryCall>)['createCertificate']!;
-      call.call(this.client, req, md, { deadline: Date.now() + CALL_TIMEOUT_MS }, (err, value) => {
+      this.client.createCertificate(req, md, { deadline: Date.now() + CALL_TIMEOUT_MS }, (err, value) => {
         if (err !== null)
           reject(
             new MeshError(
@@ -60,7 +53,7 @@ export class IstioCaClient implements CaClient {
               `CreateCertificate for ${uri} failed: ${grpc.status[err.code]}: ${err.details}`,
             ),
           );
-        else resolve(value as IstioCertificateResponse);
+        else resolve(value!);
       });
     });
     if (res.certChain.length === 0)

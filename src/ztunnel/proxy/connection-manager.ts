@@ -1,32 +1,11 @@
 import type { Logger } from 'pino';
 import { describeError, isMeshError, MeshError } from '../../lib/errors.js';
 import { identityToString } from '../../lib/spiffe.js';
-import { evaluate, type RbacConnection } from '../rbac.js';
+import { evaluate } from '../rbac.js';
 import type { ProxyState } from '../state/proxy-state.js';
 import { workloadIdentity } from '../state/workload.js';
-import {
-  trafficLabels,
-  type ResponseFlags,
-  type TrafficLabels,
-  type TrafficParties,
-  type ZtunnelMetrics,
-} from '../admin/metrics.js';
-
-export interface ConnectionInfo {
-  readonly direction: 'inbound' | 'outbound';
-  /** The proxy this connection belongs to, by its key in `workloadState`: the WDS uid (local mode) or pod UID (in-pod). */
-  readonly workloadUid: string;
-  readonly src: string;
-  readonly originalDst: string;
-  /** Where the bytes go: the peer's `ip:15008` for HBONE (ztunnel's `dst.addr`), else the app's `ip:port`. */
-  readonly actualDst: string;
-  /** The HBONE CONNECT target `ip:port` (ztunnel's `dst.hbone_addr`), for HBONE connections. */
-  readonly hboneAddr: string | undefined;
-  readonly protocol: 'HBONE' | 'TCP';
-  readonly parties: TrafficParties;
-  /** Inbound connections keep their RBAC attributes, to be re-checked when policies change (ztunnel `src/rbac.rs`). */
-  readonly rbac: RbacConnection | undefined;
-}
+import { trafficLabels, type ResponseFlags, type TrafficLabels, type ZtunnelMetrics } from '../admin/metrics.js';
+import type { ConnectionInfo } from './connection-info.js';
 
 /** The response flag of a connection that failed after it was established: policy, else ztunnel's default. */
 function failureFlags(error: Error): ResponseFlags {

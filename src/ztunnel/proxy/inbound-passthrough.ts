@@ -5,7 +5,9 @@ import { ILLEGAL_PORTS, INBOUND_PLAINTEXT_PORT, WORKLOAD_WAIT_MS } from '../conf
 import { evaluate, type RbacConnection } from '../rbac.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import { AcceptingListener } from './accepting-listener.js';
+import { connectionInfo } from './connection-info.js';
 import { guessInboundService } from './guess-inbound-service.js';
+import { logPolicyDecision } from './log-policy-decision.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
 
@@ -65,16 +67,11 @@ async function handle(ctx: ProxyContext, localInfo: LocalWorkloadInformation, cl
   // Plaintext cannot have crossed a network gateway: the source is on this workload's network.
   const source = state.workloadByAddr(local.network || config.network, srcIp);
   const rbac: RbacConnection = { srcIp, dstIp: dst.ip, dstPort: dst.port, srcIdentity: undefined };
-  const info = {
-    direction: 'inbound' as const,
-    workloadUid: localInfo.key,
-    src,
-    originalDst: dstAddr,
-    actualDst: dstAddr,
-    hboneAddr: undefined,
-    protocol: 'TCP' as const,
-    parties: {
-      reporter: 'destination' as const,
+  const info = connectionInfo(
+    localInfo.key,
+    { src, originalDst: dstAddr, actualDst: dstAddr },
+    {
+      reporter: 'destination',
       source,
       sourceIdentity: undefined,
       destination: local,
@@ -82,17 +79,14 @@ async function handle(ctx: ProxyContext, localInfo: LocalWorkloadInformation, cl
       mtls: false,
     },
     rbac,
-  };
+  );
   const decision = evaluate(state.policiesFor(local), rbac);
-  for (const n of decision.dryRunNotes) ctx.log.info({ src, dst: dstAddr }, n);
-  const policyLevel = config.authzPolicyInfoLogging ? 'info' : 'debug';
+  logPolicyDecision(ctx, info, decision);
   if (!decision.allowed) {
-    ctx.log[policyLevel]({ src, dst: dstAddr, reason: decision.reason }, 'connection denied by policy');
     connections.builtThenFailed(info, 'DENY', new MeshError('ZT_ERR_POLICY_DENIED', decision.reason));
     client.destroy();
     return;
   }
-  ctx.log[policyLevel]({ src, dst: dstAddr }, 'connection allowed by policy');
   let upstream: net.Socket;
   try {
     upstream = await sockets.connect(dst.ip, dst.port, sockets.inboundSource(srcIp, dst.ip));

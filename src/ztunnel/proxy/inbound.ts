@@ -1,35 +1,23 @@
 import net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { describeError, MeshError } from '../../lib/errors.js';
-import { canonicalIp, formatHostPort, parseHostPort } from '../../lib/ip.js';
-import type { Identity } from '../../lib/spiffe.js';
-import { CONNECT_TIMEOUT_MS, HBONE_PORT, ILLEGAL_PORTS, WORKLOAD_WAIT_MS } from '../config.js';
+import { canonicalIp, formatHostPort } from '../../lib/ip.js';
+import { CONNECT_TIMEOUT_MS, HBONE_PORT, WORKLOAD_WAIT_MS } from '../config.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
-import { evaluate, type RbacConnection } from '../rbac.js';
-import { workloadIdentity, type Workload } from '../state/workload.js';
-import { serviceKey, type Service } from '../state/service.js';
+import { workloadIdentity } from '../state/workload.js';
 import { SERVER_TLS, serverTlsOptions, verifyClientIdentity } from '../tls/workload-tls.js';
-import type { ResponseFlags } from '../admin/metrics.js';
 import { baggageFor } from './baggage.js';
-import { guessInboundService } from './guess-inbound-service.js';
 import { H2Session } from '../h2/h2-session.js';
 import type { H2Stream } from '../h2/h2-stream.js';
 import type { RequestHead } from '../h2/message-headers.js';
 import { H2ErrorCode } from '../h2/frame.js';
 import { startKeepalive } from './h2-keepalive.js';
 import { hboneSessionOptions } from './hbone-session-options.js';
+import { buildInboundRequest, type InboundPeer, type InboundRefusal } from './inbound-request.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
+import { logPolicyDecision } from './log-policy-decision.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
-
-/** An authenticated HBONE client connection. */
-interface Peer {
-  readonly identity: Identity;
-  readonly addr: string;
-  readonly ip: string;
-  /** The address the connection arrived on (ztunnel's `dst`): the workload IP it was made to. */
-  readonly localIp: string;
-}
 
 /**
  * HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<listen IP>:15008` (ztunnel `src/proxy/inbound.rs`): the
@@ -137,7 +125,7 @@ export class InboundHbone {
       socket.destroy();
       return;
     }
-    const peer: Peer = {
+    const peer: InboundPeer = {
       identity: id,
       addr,
       ip: canonicalIp(socket.remoteAddress ?? '') ?? '',
@@ -156,7 +144,7 @@ export class InboundHbone {
     });
   }
 
-  private onStream(stream: H2Stream, head: RequestHead, peer: Peer): void {
+  private onStream(stream: H2Stream, head: RequestHead, peer: InboundPeer): void {
     stream.on('error', () => undefined); // reported through relay / close; never crash on a peer's reset
     void this.handle(stream, head, peer).catch((e: unknown) => {
       this.ctx.log.error({ error: describeError(e) }, 'unexpected inbound failure');
@@ -164,125 +152,23 @@ export class InboundHbone {
     });
   }
 
-  private async handle(stream: H2Stream, head: RequestHead, peer: Peer): Promise<void> {
-    const { state, connections, config } = this.ctx;
-    const authority = head.authority ?? '';
-    const local = this.local.current();
-    const ip = peer.localIp;
-    const source = state.workloadByAddr(local?.network ?? config.network, peer.ip);
-    const base = {
-      direction: 'inbound' as const,
-      workloadUid: this.local.key,
-      src: peer.addr,
-      originalDst: authority,
-      actualDst: formatHostPort(ip, HBONE_PORT),
-      hboneAddr: authority,
-      protocol: 'HBONE' as const,
-    };
-    const parties = (dst: Workload | undefined, svc: Service | undefined) => ({
-      reporter: 'destination' as const,
-      source,
-      sourceIdentity: peer.identity,
-      destination: dst,
-      destinationService: svc,
-      mtls: true,
-    });
-    // The service the connection was for, once known: refusals after that point are attributed to it too.
-    let svc: Service | undefined;
-    const reject = (status: number, flags: ResponseFlags, err: MeshError, built = false): void => {
-      const info = { ...base, parties: parties(local, svc) };
-      if (built) connections.builtThenFailed(info, flags, err);
-      else connections.failed(info, flags, err);
-      if (!stream.destroyed) stream.respond(status, [], true);
-    };
-
-    if (head.method !== 'CONNECT') {
-      reject(400, '-', new MeshError('ZT_ERR_HBONE_BAD_REQUEST', `method ${head.method} is not CONNECT`));
+  /** One CONNECT: decide, log and report, connect to the app, answer, relay (ztunnel `serve_connect`). */
+  private async handle(stream: H2Stream, head: RequestHead, peer: InboundPeer): Promise<void> {
+    const { state, connections, config, sockets } = this.ctx;
+    const req = buildInboundRequest(head, peer, this.local, state, config);
+    if (req.policy !== undefined) logPolicyDecision(this.ctx, req.info, req.policy);
+    if (!req.ok) {
+      this.refuse(stream, req);
       return;
     }
-    const target = parseHostPort(authority);
-    if (target === undefined) {
-      reject(400, '-', new MeshError('ZT_ERR_HBONE_BAD_REQUEST', `":authority" "${authority}" is not host:port`));
-      return;
-    }
-    if (local === undefined) {
-      reject(
-        503,
-        'CONNECT',
-        new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is no longer known to this ztunnel`),
-      );
-      return;
-    }
-    let targetPort = target.port;
-    // A CONNECT names the IP the connection arrived on (ztunnel src/proxy/inbound.rs `validate_destination`): a
-    // dual-stack workload is reached on each family's own listener, never across them.
-    if (net.isIP(target.host) !== 0 && target.host !== ip) {
-      reject(
-        400,
-        '-',
-        new MeshError(
-          'ZT_ERR_HBONE_IP_MISMATCH',
-          `CONNECT target ${target.host} is not the IP this connection arrived on (${ip})`,
-        ),
-      );
-      return;
-    }
-    if (target.host !== ip) {
-      svc = state.serviceByHostname(target.host, local.namespace);
-      const mapped =
-        svc === undefined
-          ? undefined
-          : (svc.endpoints[local.uid]?.port[String(target.port)] ?? svc.ports[String(target.port)]);
-      if (svc === undefined || mapped === undefined || mapped === 0) {
-        reject(
-          503,
-          'CONNECT',
-          new MeshError('ZT_ERR_SERVICE_PORT', `no service port for ${authority} on workload ${local.uid}`),
-        );
-        return;
-      }
-      targetPort = mapped;
-    }
-    // Telemetry only (ztunnel `src/proxy.rs` guess_inbound_service): `Forwarded: host=` names the service the
-    // client resolved, believed only when this workload backs it; otherwise a service whose port reaches this one.
-    if (svc === undefined) {
-      const forwarded = head.fields.find(([name]) => name === 'forwarded')?.[1];
-      const fwdHost = /(?:^|;)\s*host=("?)([^";,]+)\1/i.exec(forwarded ?? '')?.[2];
-      const named = fwdHost === undefined ? undefined : state.serviceByHostname(fwdHost, local.namespace);
-      svc =
-        named !== undefined && local.services.includes(serviceKey(named))
-          ? named
-          : guessInboundService(state, local, targetPort);
-    }
-    if (ILLEGAL_PORTS.has(targetPort)) {
-      reject(503, 'CONNECT', new MeshError('ZT_ERR_SELF_CALL', `target port ${targetPort} belongs to ztunnel itself`));
-      return;
-    }
-    const rbac: RbacConnection = { srcIp: peer.ip, dstIp: ip, dstPort: targetPort, srcIdentity: peer.identity };
-    const decision = evaluate(state.policiesFor(local), rbac);
-    for (const n of decision.dryRunNotes) this.ctx.log.info({ src: peer.addr, dst: authority }, n);
-    const policyLevel = config.authzPolicyInfoLogging ? 'info' : 'debug';
-    if (!decision.allowed) {
-      this.ctx.log[policyLevel](
-        { src: peer.addr, dst: authority, reason: decision.reason },
-        'connection denied by policy',
-      );
-      reject(401, 'DENY', new MeshError('ZT_ERR_POLICY_DENIED', decision.reason), true);
-      return;
-    }
-    this.ctx.log[policyLevel]({ src: peer.addr, dst: authority }, 'connection allowed by policy');
-
+    const { ip, port } = req.upstream;
     // Connect to the app from the client's own IP where the sockets can spoof it (ztunnel `freebind_connect`).
     let upstream;
     try {
-      upstream = await this.ctx.sockets.connect(ip, targetPort, this.ctx.sockets.inboundSource(peer.ip, ip));
+      upstream = await sockets.connect(ip, port, sockets.inboundSource(peer.ip, ip));
     } catch (e) {
-      reject(
-        503,
-        'CONNECT',
-        e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)),
-        true,
-      );
+      const error = e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e));
+      this.refuse(stream, { status: 503, flags: 'CONNECT', error, built: true, info: req.info });
       return;
     }
     if (stream.destroyed || stream.streamClosed) {
@@ -290,14 +176,21 @@ export class InboundHbone {
       return;
     }
     const tracked = connections.open(
-      { ...base, parties: parties(local, svc), rbac },
+      req.info,
       () => {
         upstream.destroy();
         stream.reset();
       },
       () => [upstream.bytesWritten, upstream.bytesRead],
     );
-    stream.respond(200, config.enableResponseBaggage ? [['baggage', baggageFor(local)]] : []);
+    stream.respond(200, config.enableResponseBaggage ? [['baggage', baggageFor(req.destination)]] : []);
     relay(stream, upstream, (err) => tracked.finish(err));
+  }
+
+  /** Reports a refused CONNECT and answers it with its status, unless the client is already gone. */
+  private refuse(stream: H2Stream, r: Pick<InboundRefusal, 'status' | 'flags' | 'error' | 'built' | 'info'>): void {
+    if (r.built) this.ctx.connections.builtThenFailed(r.info, r.flags, r.error);
+    else this.ctx.connections.failed(r.info, r.flags, r.error);
+    if (!stream.destroyed) stream.respond(r.status, [], true);
   }
 }

@@ -8,8 +8,8 @@ import { HBONE_PORT, ILLEGAL_PORTS, WORKLOAD_WAIT_MS } from '../config.js';
 import { resolveUpstream, type Upstream } from '../state/upstream.js';
 import { resolveWorkloadHostname } from '../state/resolve-hostname.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
-import type { ResponseFlags } from '../admin/metrics.js';
-import type { ConnectionInfo } from './connection-manager.js';
+import type { ResponseFlags, TrafficParties } from '../admin/metrics.js';
+import { connectionInfo, type ConnectionInfo } from './connection-info.js';
 import { baggageFor } from './baggage.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import type { ProxyContext } from './proxy-context.js';
@@ -21,11 +21,11 @@ export type OutboundFailure = 'denied' | 'unreachable' | 'refused' | 'error';
 
 export interface OutboundSetup {
   readonly upstream: Duplex;
-  readonly info: Omit<ConnectionInfo, 'src'>;
+  readonly info: ConnectionInfo;
 }
 
 /** Records a failed outbound connection and throws; `built` is the connection when it failed after it was built. */
-type Fail = (err: MeshError, flags: ResponseFlags, up?: Upstream, built?: OutboundSetup['info']) => never;
+type Fail = (err: MeshError, flags: ResponseFlags, built?: ConnectionInfo) => never;
 
 /** Maps an HBONE status to what the capture path should tell the app. */
 export function failureKind(e: unknown): OutboundFailure {
@@ -54,6 +54,22 @@ function sourceIpFor(source: Workload, captured: string, dstIp: string): string 
 }
 
 /**
+ * Who an outbound connection from `source` to `up` is between, as the source's ztunnel reports it; before the
+ * upstream is known, only the source. Over HBONE the source is the identity its certificate presents.
+ */
+function outboundParties(source: Workload | undefined, up?: Upstream): TrafficParties {
+  const hbone = up?.kind === 'workload' && up.protocol === 'HBONE';
+  return {
+    reporter: 'source',
+    source,
+    sourceIdentity: hbone && source !== undefined ? workloadIdentity(source) : undefined,
+    destination: up?.kind === 'workload' ? up.workload : undefined,
+    destinationService: up?.service,
+    mtls: hbone,
+  };
+}
+
+/**
  * Outbound for one local workload: decides the upstream (ztunnel `src/proxy/outbound.rs`), connects to it (HBONE through the pool, or
  * plain TCP), and hands back a duplex to relay to. The caller reports success to the app, then calls `relay`.
  */
@@ -63,36 +79,17 @@ export class Outbound {
     private readonly local: LocalWorkloadInformation,
   ) {}
 
-  /** Sets up the upstream for a connection from `src` (app address) to `dstIp:dstPort`. */
+  /** Sets up the upstream for the app's connection from `src` (its `ip:port` in logs) to `dstIp:dstPort`. */
   async connect(src: string, srcIp: string, dstIp: string, dstPort: number): Promise<OutboundSetup> {
     const { state, connections } = this.ctx;
     const uid = this.local.key;
     const source = await this.local.wait();
     const originalDst = formatHostPort(dstIp, dstPort);
-    const fail: Fail = (err, flags, up, built) => {
-      if (built !== undefined) connections.builtThenFailed({ ...built, src }, flags, err);
+    const fail: Fail = (err, flags, built) => {
+      if (built !== undefined) connections.builtThenFailed(built, flags, err);
       else {
-        connections.failed(
-          {
-            direction: 'outbound',
-            workloadUid: uid,
-            src,
-            originalDst,
-            actualDst: originalDst,
-            hboneAddr: undefined,
-            protocol: up?.kind === 'workload' ? up.protocol : 'TCP',
-            parties: {
-              reporter: 'source',
-              source,
-              sourceIdentity: undefined,
-              destination: up?.kind === 'workload' ? up.workload : undefined,
-              destinationService: up?.service,
-              mtls: up?.kind === 'workload' && up.protocol === 'HBONE',
-            },
-          },
-          flags,
-          err,
-        );
+        const info = connectionInfo(uid, { src, originalDst, actualDst: originalDst }, outboundParties(source));
+        connections.failed(info, flags, err);
       }
       throw err;
     };
@@ -117,25 +114,12 @@ export class Outbound {
         'CONNECT',
       );
     }
-    const base = { direction: 'outbound' as const, workloadUid: uid, originalDst, rbac: undefined };
     const fromIp = sourceIpFor(source, srcIp, up.ip);
     if (up.kind === 'passthrough' || up.protocol === 'TCP') {
       const ip = up.ip;
       const port = up.kind === 'passthrough' ? up.port : up.targetPort;
-      const info = {
-        ...base,
-        actualDst: formatHostPort(ip, port),
-        hboneAddr: undefined,
-        protocol: 'TCP' as const,
-        parties: {
-          reporter: 'source' as const,
-          source,
-          sourceIdentity: undefined,
-          destination: up.kind === 'workload' ? up.workload : undefined,
-          destinationService: up.service,
-          mtls: false,
-        },
-      };
+      const actualDst = formatHostPort(ip, port);
+      const info = connectionInfo(uid, { src, originalDst, actualDst }, outboundParties(source, up));
       try {
         const sock = await this.ctx.sockets.connect(ip, port, fromIp);
         return { upstream: sock, info };
@@ -143,12 +127,11 @@ export class Outbound {
         return fail(
           e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e)),
           'CONNECT',
-          up,
           info,
         );
       }
     }
-    return this.connectHbone(source, src, fromIp, up, base, fail);
+    return this.connectHbone(source, src, fromIp, up, originalDst, fail);
   }
 
   private async connectHbone(
@@ -156,7 +139,7 @@ export class Outbound {
     src: string,
     srcIp: string | undefined,
     up: Extract<Upstream, { kind: 'workload' }>,
-    base: { direction: 'outbound'; workloadUid: string; originalDst: string; rbac: undefined },
+    originalDst: string,
     fail: Fail,
   ): Promise<OutboundSetup> {
     const srcId = workloadIdentity(source);
@@ -174,20 +157,11 @@ export class Outbound {
       dstIp: up.ip,
       dstPort: HBONE_PORT,
     };
-    const info = {
-      ...base,
-      actualDst: formatHostPort(up.ip, HBONE_PORT),
-      hboneAddr: authority,
-      protocol: 'HBONE' as const,
-      parties: {
-        reporter: 'source' as const,
-        source,
-        sourceIdentity: srcId,
-        destination: up.workload,
-        destinationService: up.service,
-        mtls: true,
-      },
-    };
+    const info = connectionInfo(
+      this.local.key,
+      { src, originalDst, actualDst: formatHostPort(up.ip, HBONE_PORT), hboneAddr: authority },
+      outboundParties(source, up),
+    );
     let res;
     try {
       res = await this.ctx.pool.connect(key, () => this.ctx.secrets.fetch(srcId), authority, fields);
@@ -199,7 +173,7 @@ export class Outbound {
           : err.code === 'ZT_ERR_HBONE_HANDSHAKE'
             ? 'TLS_FAILURE'
             : 'CONNECT';
-      return fail(err, flags, up, info);
+      return fail(err, flags, info);
     }
     if (res.status !== 200) {
       // The answer ended the stream from the peer's side; NO_ERROR tells it our side is done too (RFC 9113 §8.1).
@@ -214,7 +188,7 @@ export class Outbound {
               'ZT_ERR_HBONE_STATUS',
               `destination ztunnel answered HTTP ${res.status} for ${authority}${res.status === 503 ? ' (app not reachable or port not served)' : res.status === 400 ? ' (bad request)' : ''}`,
             );
-      return fail(err, res.status === 401 ? 'DENY' : 'CONNECT', up, info);
+      return fail(err, res.status === 401 ? 'DENY' : 'CONNECT', info);
     }
     return { upstream: res.stream, info };
   }
@@ -224,9 +198,8 @@ export class Outbound {
    * itself read and wrote (SOCKS5), left out of the byte counts.
    */
   run(client: net.Socket, setup: OutboundSetup, handshake = { read: 0, written: 0 }): void {
-    const src = `${client.remoteAddress ?? '?'}:${client.remotePort ?? '?'}`;
     const tracked = this.ctx.connections.open(
-      { ...setup.info, src },
+      setup.info,
       () => {
         client.destroy();
         setup.upstream.destroy();

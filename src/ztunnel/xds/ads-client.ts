@@ -7,6 +7,7 @@ import { AggregatedDiscoveryService } from '../../api/envoy/service/discovery/v3
 import { Backoff } from '../../lib/backoff.js';
 import { describeError } from '../../lib/errors.js';
 import { controlPlaneMetadata, grpcClient, readRootCa } from '../../lib/grpc-channel.js';
+import type { TypedClient } from '../../lib/grpc-typed-client.js';
 import type { GrpcHeaders, NodeMetadataValue } from '../config.js';
 import type { LocalWorkload } from '../state/local-config.js';
 import { policyKey, type Authorization } from '../state/policy.js';
@@ -54,9 +55,13 @@ export interface AdsClientOptions {
   readonly node: { readonly id: string; readonly metadata: Readonly<Record<string, NodeMetadataValue>> };
 }
 
+type Client = TypedClient<typeof AggregatedDiscoveryService>;
+/** A delta ADS stream (`DeltaAggregatedResources`). */
+type DeltaStream = ReturnType<Client['deltaAggregatedResources']>;
+
 type ClientState =
   | { t: 'connecting' }
-  | { t: 'streaming'; call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>; answered: boolean }
+  | { t: 'streaming'; call: DeltaStream; answered: boolean }
   | { t: 'backoff'; timer: NodeJS.Timeout }
   | { t: 'stopped' };
 
@@ -73,7 +78,7 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
   private readonly held = new Map<string, Map<string, Held>>(TYPES.map((t) => [t, new Map()]));
   private readonly acked = new Set<string>();
   private readonly backoff = new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS);
-  private client: grpc.Client | undefined;
+  private client: Client | undefined;
   private readonly metrics: { terminations: Counter<'reason'>; messages: Counter<'url'> };
 
   constructor(
@@ -140,13 +145,7 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
       this.retry(describeError(e), true);
       return;
     }
-    const method = (
-      this.client as unknown as Record<
-        string,
-        (md: grpc.Metadata) => grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>
-      >
-    )['deltaAggregatedResources']!;
-    const call = method.call(this.client, md);
+    const call = this.client.deltaAggregatedResources(md);
     if (this.stopped()) {
       call.cancel();
       return;
@@ -187,10 +186,7 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
     this.transition({ t: 'backoff', timer });
   }
 
-  private onResponse(
-    call: grpc.ClientDuplexStream<unknown, DeltaDiscoveryResponse>,
-    res: DeltaDiscoveryResponse,
-  ): void {
+  private onResponse(call: DeltaStream, res: DeltaDiscoveryResponse): void {
     this.metrics.messages.inc({ url: res.typeUrl });
     if (this.state.t === 'streaming' && this.state.call === call && !this.state.answered) {
       this.state.answered = true;
