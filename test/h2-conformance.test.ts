@@ -1,15 +1,15 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { H2Session, type H2SessionOptions } from '../src/ztunnel/h2/h2-session.js';
-import type { H2Stream } from '../src/ztunnel/h2/h2-stream.js';
-import { CLIENT_PREFACE, FrameFlag, FrameType, H2ErrorCode, SettingId } from '../src/ztunnel/h2/frame.js';
-import { rawFrame, settingsFrame } from '../src/ztunnel/h2/frame-writer.js';
-import type { HeaderField } from '../src/ztunnel/h2/header-block.js';
+import { H2Session, type H2SessionOptions } from '../src/h2/h2-session.js';
+import type { H2Stream } from '../src/h2/h2-stream.js';
+import { CLIENT_PREFACE, FrameFlag, FrameType, H2ErrorCode, SettingId } from '../src/h2/frame.js';
+import { rawFrame, settingsFrame } from '../src/h2/frame-writer.js';
+import type { HeaderField } from '../src/h2/header-block.js';
 import { isMeshError, type ErrorCode, type MeshError } from '../src/lib/errors.js';
 import { connectHboneTls, h2Options, useHboneTls } from './helpers/h2-tls.js';
 import { RawPeer, type WireFrame } from './helpers/h2-raw-peer.js';
-import { HpackEncoder } from '../src/ztunnel/h2/hpack/hpack-encoder.js';
+import { HpackEncoder } from '../src/h2/hpack/hpack-encoder.js';
 
 const HOST = '127.0.105.2';
 /** A conformance failure often shows as a frame that never comes: fail the test instead of waiting forever. */

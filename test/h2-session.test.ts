@@ -2,10 +2,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
-import { H2Session } from '../src/ztunnel/h2/h2-session.js';
-import type { H2Stream } from '../src/ztunnel/h2/h2-stream.js';
-import type { RequestHead, ResponseHead } from '../src/ztunnel/h2/message-headers.js';
-import { H2ErrorCode } from '../src/ztunnel/h2/frame.js';
+import { H2Session } from '../src/h2/h2-session.js';
+import type { H2Stream } from '../src/h2/h2-stream.js';
+import type { RequestHead, ResponseHead } from '../src/h2/message-headers.js';
+import { H2ErrorCode } from '../src/h2/frame.js';
 import { isMeshError } from '../src/lib/errors.js';
 import { sessionPair, useHboneTls } from './helpers/h2-tls.js';
 

@@ -7,9 +7,9 @@ import { CONNECT_TIMEOUT_MS, type ZtunnelConfig } from '../config.js';
 import { clientTlsOptions } from '../tls/workload-tls.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import type { SocketFactory } from './socket-factory.js';
-import { H2Session, type H2SessionOptions } from '../h2/h2-session.js';
-import type { H2Stream } from '../h2/h2-stream.js';
-import type { HeaderField } from '../h2/header-block.js';
+import { H2Session, type H2SessionOptions } from '../../h2/h2-session.js';
+import type { H2Stream } from '../../h2/h2-stream.js';
+import type { HeaderField } from '../../h2/header-block.js';
 import { startKeepalive } from './h2-keepalive.js';
 import { hboneSessionOptions } from './hbone-session-options.js';
 

@@ -1,7 +1,7 @@
 import type { ZtunnelConfig } from '../config.js';
-import type { H2Role, H2SessionOptions } from '../h2/h2-session.js';
-import { HpackDecoder } from '../h2/hpack/hpack-decoder.js';
-import { HpackEncoder } from '../h2/hpack/hpack-encoder.js';
+import type { H2Role, H2SessionOptions } from '../../h2/h2-session.js';
+import { HpackDecoder } from '../../h2/hpack/hpack-decoder.js';
+import { HpackEncoder } from '../../h2/hpack/hpack-encoder.js';
 
 /** Server-side limits (ztunnel `src/proxy/h2/server.rs`): 200 concurrent streams, 64 KiB of header list. */
 const SERVER_MAX_CONCURRENT_STREAMS = 200;

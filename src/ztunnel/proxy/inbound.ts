@@ -12,10 +12,10 @@ import { SERVER_TLS, serverTlsOptions, verifyClientIdentity } from '../tls/workl
 import type { ResponseFlags } from '../admin/metrics.js';
 import { baggageFor } from './baggage.js';
 import { guessInboundService } from './guess-inbound-service.js';
-import { H2Session } from '../h2/h2-session.js';
-import type { H2Stream } from '../h2/h2-stream.js';
-import type { RequestHead } from '../h2/message-headers.js';
-import { H2ErrorCode } from '../h2/frame.js';
+import { H2Session } from '../../h2/h2-session.js';
+import type { H2Stream } from '../../h2/h2-stream.js';
+import type { RequestHead } from '../../h2/message-headers.js';
+import { H2ErrorCode } from '../../h2/frame.js';
 import { startKeepalive } from './h2-keepalive.js';
 import { hboneSessionOptions } from './hbone-session-options.js';
 import type { LocalWorkloadInformation } from './local-workload.js';

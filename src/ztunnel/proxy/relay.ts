@@ -1,8 +1,8 @@
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { describeError, MeshError } from '../../lib/errors.js';
-import { H2ErrorCode } from '../h2/frame.js';
-import { H2Stream } from '../h2/h2-stream.js';
+import { H2ErrorCode } from '../../h2/frame.js';
+import { H2Stream } from '../../h2/h2-stream.js';
 
 function isH2Stream(s: Duplex): s is H2Stream {
   return s instanceof H2Stream;

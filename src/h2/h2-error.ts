@@ -1,4 +1,4 @@
-import { MeshError, type ErrorCode } from '../../lib/errors.js';
+import { MeshError, type ErrorCode } from '../lib/errors.js';
 import { H2ErrorCode, h2ErrorName } from './frame.js';
 
 /** The catalogue code for each wire code we raise ourselves; other wire codes only ever come from a peer. */

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isMeshError } from '../../../lib/errors.js';
+import { isMeshError } from '../../lib/errors.js';
 import type { HeaderField } from '../header-block.js';
 import { HpackDecoder } from './hpack-decoder.js';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isMeshError } from '../../../lib/errors.js';
+import { isMeshError } from '../../lib/errors.js';
 import { huffmanDecode } from './huffman-decoder.js';
 import { huffmanEncode, huffmanEncodedLength } from './huffman-encoder.js';
 

@@ -1,5 +1,5 @@
 /**
- * The contract between HBONE's HTTP/2 framing (src/ztunnel/h2/) and its HPACK codec (src/ztunnel/h2/hpack/,
+ * The contract between HBONE's HTTP/2 framing (src/h2/) and its HPACK codec (src/h2/hpack/,
  * RFC 7541). A connection has one decoder and one encoder; each keeps its dynamic table across the
  * connection's header blocks, so blocks go through them in the order they are on the wire.
  */

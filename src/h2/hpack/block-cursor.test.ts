@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isMeshError } from '../../../lib/errors.js';
+import { isMeshError } from '../../lib/errors.js';
 import { BlockCursor } from './block-cursor.js';
 
 test('reads a view of the block (a subarray keeps its offset), and a read past the end names what was cut and where', () => {

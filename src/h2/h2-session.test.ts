@@ -6,9 +6,9 @@ import { H2Session } from './h2-session.js';
 import type { H2Stream } from './h2-stream.js';
 import { CLIENT_PREFACE, FrameFlag, FrameType } from './frame.js';
 import { rawFrame, settingsFrame } from './frame-writer.js';
-import { isMeshError } from '../../lib/errors.js';
-import { RawPeer, type WireFrame } from '../../../test/helpers/h2-raw-peer.js';
-import { h2Options } from '../../../test/helpers/h2-tls.js';
+import { isMeshError } from '../lib/errors.js';
+import { RawPeer, type WireFrame } from '../../test/helpers/h2-raw-peer.js';
+import { h2Options } from '../../test/helpers/h2-tls.js';
 import { HpackEncoder } from './hpack/hpack-encoder.js';
 
 const HOST = '127.0.105.6';

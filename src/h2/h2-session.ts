@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type net from 'node:net';
-import { describeError, MeshError } from '../../lib/errors.js';
-import { CONNECT_TIMEOUT_MS } from '../config.js';
+import { describeError, MeshError } from '../lib/errors.js';
+import { CONNECT_TIMEOUT_MS } from '../ztunnel/config.js';
 import { CLIENT_PREFACE, DEFAULT_WINDOW_SIZE, H2ErrorCode, h2ErrorName, MAX_WINDOW_SIZE, SettingId } from './frame.js';
 import { FrameReader, type FrameSink } from './frame-reader.js';
 import {

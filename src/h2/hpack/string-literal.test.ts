@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isMeshError } from '../../../lib/errors.js';
+import { isMeshError } from '../../lib/errors.js';
 import { BlockCursor } from './block-cursor.js';
 import { decodeStringLiteral, encodeStringLiteral, maxStringLiteralBytes } from './string-literal.js';
 
