@@ -1,38 +1,59 @@
-import { MeshError, type ErrorCode } from '../lib/errors.js';
-import { H2ErrorCode, h2ErrorName } from './frame.js';
-
-/** The catalogue code for each wire code we raise ourselves; other wire codes only ever come from a peer. */
-const CATALOGUE: Readonly<Partial<Record<number, ErrorCode>>> = {
-  [H2ErrorCode.PROTOCOL_ERROR]: 'H2_ERR_PROTOCOL',
-  [H2ErrorCode.FLOW_CONTROL_ERROR]: 'H2_ERR_FLOW_CONTROL',
-  [H2ErrorCode.SETTINGS_TIMEOUT]: 'H2_ERR_SETTINGS_TIMEOUT',
-  [H2ErrorCode.FRAME_SIZE_ERROR]: 'H2_ERR_FRAME_SIZE',
-  [H2ErrorCode.STREAM_CLOSED]: 'H2_ERR_STREAM_CLOSED',
-  [H2ErrorCode.REFUSED_STREAM]: 'H2_ERR_REFUSED_STREAM',
-  [H2ErrorCode.COMPRESSION_ERROR]: 'H2_ERR_COMPRESSION',
-};
+import { h2ErrorName } from './frame.js';
 
 /**
- * A violation of RFC 9113 found in what a peer sent: `streamId` 0 is a connection error (GOAWAY with `h2Code`,
- * §5.4.1), any other a stream error (RST_STREAM with `h2Code` on that stream, §5.4.2).
+ * Where an error comes from (hyperium h2's `Initiator`, plus the case it reports as an I/O error):
+ * - `library`: this end found the peer breaking RFC 9113 and sends `code` in RST_STREAM on `streamId`, or in GOAWAY
+ *   when `streamId` is 0 (a stream error, §5.4.2, or a connection error, §5.4.1);
+ * - `remote`: the peer sent `code` in RST_STREAM or GOAWAY; a stream its GOAWAY left unprocessed (§6.8) has
+ *   REFUSED_STREAM;
+ * - `user`: a call on this end was refused and nothing went on the wire; `code` is the rule it broke;
+ * - `connection`: the stream or call ended because its connection did (the socket closed or failed, the session
+ *   was destroyed, or the connection failed with an error of its own, its `cause`); no HTTP/2 code applies.
  */
-export class H2Error extends MeshError {
+export type H2ErrorOrigin = 'library' | 'remote' | 'user' | 'connection';
+
+/** An HTTP/2 error on stream `streamId` (0: the connection), with its RFC 9113 §7 `code` where one applies. */
+export class H2Error extends Error {
   constructor(
     readonly streamId: number,
-    readonly h2Code: number,
+    readonly code: number | undefined,
+    readonly origin: H2ErrorOrigin,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(
-      CATALOGUE[h2Code] ?? 'H2_ERR_PROTOCOL',
-      `${h2ErrorName(h2Code)}${streamId === 0 ? '' : ` on stream ${streamId}`}: ${message}`,
-    );
+    super(message, options);
+    this.name = 'H2Error';
   }
 }
 
-export function connectionError(h2Code: number, message: string): H2Error {
-  return new H2Error(0, h2Code, message);
+/** The peer broke a rule that ends the connection: GOAWAY with `code` (§5.4.1). */
+export function connectionError(code: number, message: string): H2Error {
+  return new H2Error(0, code, 'library', `${h2ErrorName(code)}: ${message}`);
 }
 
-export function streamError(streamId: number, h2Code: number, message: string): H2Error {
-  return new H2Error(streamId, h2Code, message);
+/** The peer broke a rule that ends only stream `streamId`: RST_STREAM with `code` (§5.4.2). */
+export function streamError(streamId: number, code: number, message: string): H2Error {
+  return new H2Error(streamId, code, 'library', `${h2ErrorName(code)} on stream ${streamId}: ${message}`);
+}
+
+/** A call on this end that the protocol does not allow now; nothing was sent. */
+export function userError(streamId: number, code: number, message: string): H2Error {
+  return new H2Error(streamId, code, 'user', message);
+}
+
+/** The peer ended stream `streamId` (RST_STREAM), or the connection when it is 0 (GOAWAY), with `code`. */
+export function peerError(streamId: number, code: number, message: string): H2Error {
+  return new H2Error(streamId, code, 'remote', `${message}: ${h2ErrorName(code)}`);
+}
+
+/** Stream `streamId` (or a call, or the connection when it is 0) ended because its connection did. */
+export function connectionEnded(streamId: number, message: string, cause?: unknown): H2Error {
+  return new H2Error(streamId, undefined, 'connection', message, cause === undefined ? undefined : { cause });
+}
+
+/** One line for anything thrown, with a socket error's code (ECONNRESET...) in front of its message. */
+export function describeCause(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const code = (e as NodeJS.ErrnoException).code;
+  return typeof code === 'string' && !e.message.includes(code) ? `${code}: ${e.message}` : e.message;
 }

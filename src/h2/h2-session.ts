@@ -1,7 +1,5 @@
 import { EventEmitter } from 'node:events';
 import type net from 'node:net';
-import { describeError, MeshError } from '../lib/errors.js';
-import { CONNECT_TIMEOUT_MS } from '../ztunnel/config.js';
 import { CLIENT_PREFACE, DEFAULT_WINDOW_SIZE, H2ErrorCode, h2ErrorName, MAX_WINDOW_SIZE, SettingId } from './frame.js';
 import { FrameReader, type FrameSink } from './frame-reader.js';
 import {
@@ -13,7 +11,15 @@ import {
   SETTINGS_ACK_FRAME,
   settingsFrame,
 } from './frame-writer.js';
-import { connectionError, H2Error, streamError } from './h2-error.js';
+import {
+  connectionEnded,
+  connectionError,
+  describeCause,
+  H2Error,
+  peerError,
+  streamError,
+  userError,
+} from './h2-error.js';
 import { H2Stream, type StreamHost } from './h2-stream.js';
 import type { HeaderBlockDecoder, HeaderBlockDecoderLimits, HeaderBlockEncoder, HeaderField } from './header-block.js';
 import { parseRequestHead, parseResponseHead, parseTrailers, type RequestHead } from './message-headers.js';
@@ -39,9 +45,15 @@ export interface H2SessionOptions {
   readonly maxHeaderListSize: number;
   readonly createDecoder: (limits: HeaderBlockDecoderLimits) => HeaderBlockDecoder;
   readonly encoder: HeaderBlockEncoder;
-  /** How long the peer has to acknowledge our SETTINGS before the connection fails with SETTINGS_TIMEOUT; SETTINGS_ACK_TIMEOUT_MS unless given. */
+  /**
+   * How long the peer has to acknowledge our SETTINGS before the connection fails with SETTINGS_TIMEOUT (RFC 9113
+   * §6.5.3); DEFAULT_SETTINGS_ACK_TIMEOUT_MS unless given.
+   */
   readonly settingsAckTimeoutMs?: number;
-  /** How long the socket may take to flush its last frames once the connection ends before it is destroyed; FINISH_GRACE_MS unless given. */
+  /**
+   * How long the socket may take to flush its last frames once the connection ends before it is destroyed;
+   * DEFAULT_FINISH_GRACE_MS unless given.
+   */
   readonly finishGraceMs?: number;
 }
 
@@ -67,17 +79,18 @@ const RECENTLY_RESET_LIMIT = 1024;
 const DECODER_TABLE_SIZE = 4096;
 /**
  * RFC 9113 §6.5.3 lets the sender of SETTINGS give up when no ACK comes "within a reasonable amount of time". The
- * ACK completes connection setup, which ztunnel bounds at CONNECT_TIMEOUT_MS (ztunnel `src/proxy.rs` CONNECTION_TIMEOUT), so a
+ * ACK completes connection setup, which ztunnel bounds at 10 s (ztunnel `src/proxy.rs` CONNECTION_TIMEOUT), so a
  * peer that took the TLS handshake but never answers HTTP/2 holds the connection no longer than a dial may take.
  */
-const SETTINGS_ACK_TIMEOUT_MS = CONNECT_TIMEOUT_MS;
+export const DEFAULT_SETTINGS_ACK_TIMEOUT_MS = 10_000;
 /**
  * Once the connection ends (a connection error, or a graceful close with every stream done), the socket ends after
  * its last frames are flushed. A peer that stopped reading would hold it forever, so after this grace it is
  * destroyed: the GOAWAY and final frames are a few bytes behind what the socket already held, and a peer that
- * takes no byte of them for as long as a connection setup may take (CONNECT_TIMEOUT_MS) is not reading at all.
+ * takes no byte of them for as long as a connection setup may take (DEFAULT_SETTINGS_ACK_TIMEOUT_MS) is not
+ * reading at all.
  */
-const FINISH_GRACE_MS = CONNECT_TIMEOUT_MS;
+export const DEFAULT_FINISH_GRACE_MS = DEFAULT_SETTINGS_ACK_TIMEOUT_MS;
 const PING_LENGTH = 8;
 
 interface PendingPing {
@@ -143,9 +156,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     socket.on('data', (chunk: Buffer) => this.onSocketData(chunk));
     socket.on('drain', () => this.onDrain());
     socket.on('error', (e) => {
-      this.closeError ??= new MeshError('H2_ERR_SESSION_CLOSED', `HTTP/2 connection failed: ${describeError(e)}`, {
-        cause: e,
-      });
+      this.closeError ??= connectionEnded(0, `HTTP/2 connection failed: ${describeCause(e)}`, e);
     });
     socket.on('close', () => this.onSocketClose());
     const settings: [number, number][] = [
@@ -162,7 +173,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     if (options.connectionWindowSize > DEFAULT_WINDOW_SIZE)
       socket.write(this.writer.windowUpdate(0, options.connectionWindowSize - DEFAULT_WINDOW_SIZE));
     socket.uncork();
-    const ackTimeout = options.settingsAckTimeoutMs ?? SETTINGS_ACK_TIMEOUT_MS;
+    const ackTimeout = options.settingsAckTimeoutMs ?? DEFAULT_SETTINGS_ACK_TIMEOUT_MS;
     this.settingsAckTimer = setTimeout(() => {
       this.fail(
         connectionError(
@@ -195,19 +206,22 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
   /** Client side: opens a CONNECT stream to `authority` (RFC 9113 §8.5), with HBONE's extra fields. */
   connect(authority: string, fields: readonly HeaderField[] = []): H2Stream {
-    if (this.options.role !== 'client') throw new MeshError('H2_ERR_PROTOCOL', 'only a client opens streams');
+    const id = this.nextLocalStreamId;
+    if (this.options.role !== 'client') throw userError(id, H2ErrorCode.PROTOCOL_ERROR, 'only a client opens streams');
     if (!this.canOpenStreams)
-      throw new MeshError(
-        'H2_ERR_REFUSED_STREAM',
+      throw userError(
+        id,
+        H2ErrorCode.REFUSED_STREAM,
         'the HTTP/2 connection is closing; open the stream on another connection',
       );
     if (this.localStreamCount >= this.peer.maxConcurrentStreams)
-      throw new MeshError(
-        'H2_ERR_REFUSED_STREAM',
+      throw userError(
+        id,
+        H2ErrorCode.REFUSED_STREAM,
         `the peer allows ${this.peer.maxConcurrentStreams} concurrent streams on this connection`,
       );
-    if (this.nextLocalStreamId > MAX_WINDOW_SIZE)
-      throw new MeshError('H2_ERR_REFUSED_STREAM', 'stream ids of this connection are used up');
+    if (id > MAX_WINDOW_SIZE)
+      throw userError(id, H2ErrorCode.REFUSED_STREAM, 'stream ids of this connection are used up');
     const s = this.openStream(this.nextLocalStreamId);
     this.nextLocalStreamId += 2;
     this.localStreamCount++;
@@ -218,7 +232,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
   /** Sends a PING; resolves on its ACK (for keepalive), rejects if the connection closes first. */
   ping(): Promise<void> {
-    if (this.dead) return Promise.reject(new MeshError('H2_ERR_SESSION_CLOSED', 'the HTTP/2 connection is closed'));
+    if (this.dead) return Promise.reject(connectionEnded(0, 'the HTTP/2 connection is closed'));
     const opaque = Buffer.alloc(PING_LENGTH);
     opaque.writeUInt32BE(++this.pingCount, 4);
     return new Promise<void>((resolve, reject) => {
@@ -235,7 +249,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     this.maybeFinish();
   }
 
-  /** Abrupt close: every stream fails with `error` (or H2_ERR_SESSION_CLOSED) and the socket is destroyed. */
+  /** Abrupt close: the socket is destroyed and every stream fails, its connection ended by `error` if given. */
   destroy(error?: Error): void {
     this.closeError ??= error;
     this.dead = true;
@@ -279,12 +293,13 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   }
 
   /** Why DATA cannot go out on `s` now, if it cannot: closed, already ended, or (server side) not yet answered. */
-  private sendRefusal(s: H2Stream): MeshError | undefined {
+  private sendRefusal(s: H2Stream): H2Error | undefined {
     if (this.dead || s.streamClosed || s.localEnded)
-      return new MeshError('H2_ERR_STREAM_CLOSED', `stream ${s.id} can no longer send`);
+      return userError(s.id, H2ErrorCode.STREAM_CLOSED, `stream ${s.id} can no longer send`);
     if (!s.headersSent)
-      return new MeshError(
-        'H2_ERR_PROTOCOL',
+      return userError(
+        s.id,
+        H2ErrorCode.PROTOCOL_ERROR,
         `stream ${s.id}: DATA before respond() would precede the response HEADERS`,
       );
     return undefined;
@@ -299,7 +314,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
   respond(s: H2Stream, status: number, fields: readonly HeaderField[], endStream: boolean): void {
     if (this.options.role !== 'server' || s.headersSent)
-      throw new MeshError('H2_ERR_PROTOCOL', `stream ${s.id}: respond() is for a server, once`);
+      throw userError(s.id, H2ErrorCode.PROTOCOL_ERROR, `stream ${s.id}: respond() is for a server, once`);
     if (this.dead || s.streamClosed) return;
     this.writeHeaders(s.id, [[':status', String(status)], ...fields], endStream);
     s.headersSent = true;
@@ -311,7 +326,10 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
   destroyed(s: H2Stream, error: Error | null): void {
     if (!s.streamClosed) {
-      s.resetCode ??= error instanceof H2Error && error.streamId === s.id ? error.h2Code : H2ErrorCode.CANCEL;
+      s.resetCode ??=
+        error instanceof H2Error && error.origin === 'library' && error.streamId === s.id && error.code !== undefined
+          ? error.code
+          : H2ErrorCode.CANCEL;
       this.sendRstStream(s.id, s.resetCode);
       this.closeStream(s);
     }
@@ -380,12 +398,14 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     try {
       fields = this.decoder.decode(block);
     } catch (e) {
-      throw connectionError(H2ErrorCode.COMPRESSION_ERROR, describeError(e));
+      throw e instanceof H2Error && e.code === H2ErrorCode.COMPRESSION_ERROR
+        ? e
+        : connectionError(H2ErrorCode.COMPRESSION_ERROR, describeCause(e));
     }
     try {
       this.handleHeaders(id, fields, endStream);
     } catch (e) {
-      if (!(e instanceof H2Error) || e.streamId === 0) throw e;
+      if (!(e instanceof H2Error) || e.origin !== 'library' || e.streamId === 0) throw e;
       this.resetStream(e);
     }
   }
@@ -401,7 +421,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     s.resetCode = code;
     // NO_ERROR and CANCEL are the peer choosing to stop (§8.1, its app went away), not a failure of the stream.
     if (code === H2ErrorCode.NO_ERROR || code === H2ErrorCode.CANCEL) s.destroy();
-    else s.destroy(peerError(code, `the peer reset stream ${id}`));
+    else s.destroy(peerError(id, code, `the peer reset stream ${id}`));
   }
 
   onSettings(payload: Buffer): void {
@@ -451,8 +471,9 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       // §6.8: streams above last-stream-id were not processed, so they may be retried on another connection.
       this.closeStream(s);
       s.destroy(
-        new MeshError(
-          'H2_ERR_REFUSED_STREAM',
+        peerError(
+          s.id,
+          H2ErrorCode.REFUSED_STREAM,
           `the peer's GOAWAY (${h2ErrorName(code)}) did not process stream ${s.id}`,
         ),
       );
@@ -464,7 +485,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     }
     // A GOAWAY with an error code reports a connection error (§5.4.1): its sender is bound to close the connection,
     // so the streams it left open cannot finish. They fail now instead of waiting for that close.
-    this.closeError ??= peerError(code, `the peer ended the connection: ${debug.toString('utf8')}`);
+    this.closeError ??= peerError(0, code, `the peer ended the connection: ${debug.toString('utf8')}`);
     this.dead = true;
     this.socket.destroy();
   }
@@ -520,7 +541,11 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
       }
       this.reader.push(input);
     } catch (e) {
-      this.fail(e instanceof H2Error ? e : connectionError(H2ErrorCode.INTERNAL_ERROR, describeError(e)));
+      this.fail(
+        e instanceof H2Error && e.origin === 'library'
+          ? e
+          : connectionError(H2ErrorCode.INTERNAL_ERROR, describeCause(e)),
+      );
     }
   }
 
@@ -528,7 +553,7 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   private fail(error: H2Error): void {
     if (this.dead) return;
     this.closeError ??= error;
-    this.sendGoaway(error.h2Code, error.message);
+    this.sendGoaway(error.code ?? H2ErrorCode.INTERNAL_ERROR, error.message);
     this.finish();
   }
 
@@ -537,12 +562,9 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     this.dead = true;
     this.socket.destroySoon();
     if (this.socket.destroyed) return;
-    const grace = this.options.finishGraceMs ?? FINISH_GRACE_MS;
+    const grace = this.options.finishGraceMs ?? DEFAULT_FINISH_GRACE_MS;
     this.finishTimer = setTimeout(() => {
-      this.closeError ??= new MeshError(
-        'H2_ERR_SESSION_CLOSED',
-        `the peer did not read the connection's last frames within ${grace} ms`,
-      );
+      this.closeError ??= connectionEnded(0, `the peer did not read the connection's last frames within ${grace} ms`);
       this.socket.destroy();
     }, grace).unref();
   }
@@ -561,16 +583,10 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
     this.dead = true;
     clearTimeout(this.settingsAckTimer);
     clearTimeout(this.finishTimer);
-    const error = this.closeError ?? new MeshError('H2_ERR_SESSION_CLOSED', 'the HTTP/2 connection closed');
+    const error = this.closeError ?? connectionEnded(0, 'the HTTP/2 connection closed');
     for (const s of [...this.streams.values()]) {
       this.closeStream(s);
-      s.destroy(
-        error instanceof MeshError && error.code === 'H2_ERR_SESSION_CLOSED'
-          ? error
-          : new MeshError('H2_ERR_SESSION_CLOSED', `stream ${s.id} ended with its connection: ${error.message}`, {
-              cause: error,
-            }),
-      );
+      s.destroy(connectionEnded(s.id, `stream ${s.id} ended with its connection: ${error.message}`, error));
     }
     for (const p of this.pings.splice(0)) p.reject(error);
     this.onDrain();
@@ -726,10 +742,11 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
 
   /** A stream error (§5.4.2): RST_STREAM with its code; the stream, if open, fails with it. */
   private resetStream(error: H2Error): void {
-    this.sendRstStream(error.streamId, error.h2Code);
+    const code = error.code ?? H2ErrorCode.INTERNAL_ERROR;
+    this.sendRstStream(error.streamId, code);
     const s = this.streams.get(error.streamId);
     if (s === undefined) return;
-    s.resetCode = error.h2Code;
+    s.resetCode = code;
     this.closeStream(s);
     s.destroy(error);
   }
@@ -750,12 +767,4 @@ export class H2Session extends EventEmitter<H2SessionEvents> implements FrameSin
   private isIdle(id: number): boolean {
     return this.isPeerId(id) ? id > this.lastPeerStreamId : id >= this.nextLocalStreamId;
   }
-}
-
-/** An error code the peer sent (RST_STREAM or GOAWAY): REFUSED_STREAM means retry elsewhere, anything else a reset. */
-function peerError(code: number, message: string): MeshError {
-  return new MeshError(
-    code === H2ErrorCode.REFUSED_STREAM ? 'H2_ERR_REFUSED_STREAM' : 'H2_ERR_PEER_RESET',
-    `${message}: ${h2ErrorName(code)}`,
-  );
 }

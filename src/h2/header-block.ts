@@ -18,9 +18,9 @@ export interface HeaderBlockDecoderLimits {
 export interface HeaderBlockDecoder {
   /**
    * Decodes one complete header block (a HEADERS frame's fragment and its CONTINUATIONs, concatenated). Throws
-   * MeshError `H2_ERR_COMPRESSION` on anything RFC 7541 calls a decoding error, and on a block whose fields
-   * exceed `maxHeaderListSize`; the connection must then end with GOAWAY COMPRESSION_ERROR, since the table
-   * can no longer be trusted.
+   * the connection error COMPRESSION_ERROR (an `H2Error`) on anything RFC 7541 calls a decoding error, and on a
+   * block whose fields exceed `maxHeaderListSize`; the connection must then end with GOAWAY COMPRESSION_ERROR,
+   * since the table can no longer be trusted.
    */
   decode(block: Uint8Array): HeaderField[];
 }

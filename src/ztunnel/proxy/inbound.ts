@@ -3,7 +3,7 @@ import tls, { type TLSSocket } from 'node:tls';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort, parseHostPort } from '../../lib/ip.js';
 import type { Identity } from '../../lib/spiffe.js';
-import { CONNECT_TIMEOUT_MS, HBONE_PORT, ILLEGAL_PORTS, WORKLOAD_WAIT_MS } from '../config.js';
+import { HBONE_PORT, ILLEGAL_PORTS, WORKLOAD_WAIT_MS } from '../config.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import { evaluate, type RbacConnection } from '../rbac.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
@@ -17,6 +17,7 @@ import type { H2Stream } from '../../h2/h2-stream.js';
 import type { RequestHead } from '../../h2/message-headers.js';
 import { H2ErrorCode } from '../../h2/frame.js';
 import { startKeepalive } from './h2-keepalive.js';
+import { meshErrorFromH2 } from './mesh-error-from-h2.js';
 import { hboneSessionOptions } from './hbone-session-options.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import type { ProxyContext } from './proxy-context.js';
@@ -60,7 +61,7 @@ export class InboundHbone {
       // HBONE carries interactive traffic: no Nagle on accepted sockets either (ztunnel sets TCP_NODELAY everywhere).
       noDelay: true,
       // A peer that stalls mid-handshake is dropped (Node's default would hold the socket for 120s).
-      handshakeTimeout: CONNECT_TIMEOUT_MS,
+      handshakeTimeout: this.ctx.config.hboneConnectTimeoutMs,
     });
     server.on('tlsClientError', (e: Error, s: TLSSocket) =>
       this.ctx.log.debug(
@@ -147,13 +148,19 @@ export class InboundHbone {
     this.sessions.add(session);
     session.once('close', (e) => {
       this.sessions.delete(session);
-      if (e !== undefined) this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error');
+      if (e !== undefined)
+        this.ctx.log.debug({ src: addr, error: describeError(meshErrorFromH2(e)) }, 'HBONE connection error');
     });
     session.on('stream', (stream, head) => this.onStream(stream, head, peer));
-    startKeepalive(session, (why) => {
-      this.ctx.log.warn({ src: addr, reason: why }, 'HBONE client connection is dead; closing it');
-      session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection from ${addr} lost: ${why}`));
-    });
+    startKeepalive(
+      session,
+      (why) => {
+        this.ctx.log.warn({ src: addr, reason: why }, 'HBONE client connection is dead; closing it');
+        session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection from ${addr} lost: ${why}`));
+      },
+      this.ctx.config.hboneKeepaliveIntervalMs,
+      this.ctx.config.hboneKeepaliveTimeoutMs,
+    );
   }
 
   private onStream(stream: H2Stream, head: RequestHead, peer: Peer): void {
