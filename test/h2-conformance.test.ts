@@ -1,15 +1,16 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { H2Session, type H2SessionOptions } from '../src/ztunnel/h2/h2-session.js';
-import type { H2Stream } from '../src/ztunnel/h2/h2-stream.js';
-import { CLIENT_PREFACE, FrameFlag, FrameType, H2ErrorCode, SettingId } from '../src/ztunnel/h2/frame.js';
-import { rawFrame, settingsFrame } from '../src/ztunnel/h2/frame-writer.js';
-import type { HeaderField } from '../src/ztunnel/h2/header-block.js';
-import { isMeshError, type ErrorCode, type MeshError } from '../src/lib/errors.js';
+import { H2Session, type H2SessionOptions } from '../src/h2/h2-session.js';
+import type { H2Stream } from '../src/h2/h2-stream.js';
+import { CLIENT_PREFACE, FrameFlag, FrameType, H2ErrorCode, SettingId } from '../src/h2/frame.js';
+import { rawFrame, settingsFrame } from '../src/h2/frame-writer.js';
+import type { HeaderField } from '../src/h2/header-block.js';
+import { isMeshError, type ErrorCode } from '../src/lib/errors.js';
+import { meshErrorFromH2 } from '../src/ztunnel/proxy/mesh-error-from-h2.js';
 import { connectHboneTls, h2Options, useHboneTls } from './helpers/h2-tls.js';
 import { RawPeer, type WireFrame } from './helpers/h2-raw-peer.js';
-import { HpackEncoder } from '../src/ztunnel/h2/hpack/hpack-encoder.js';
+import { HpackEncoder } from '../src/h2/hpack/hpack-encoder.js';
 
 const HOST = '127.0.105.2';
 /** A conformance failure often shows as a frame that never comes: fail the test instead of waiting forever. */
@@ -79,9 +80,14 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
     const closed = once(session, 'close');
     peer.send(preface, ...bytes);
     const goaway = await peer.frame((f) => f.type === FrameType.GOAWAY, 'GOAWAY');
-    const [error] = (await closed) as [MeshError | undefined];
+    const [error] = (await closed) as [Error | undefined];
     await peer.closed();
-    return { code: goaway.payload.readUInt32BE(4), lastStreamId: goaway.payload.readUInt32BE(0), error: error?.code };
+    const reported = meshErrorFromH2(error);
+    return {
+      code: goaway.payload.readUInt32BE(4),
+      lastStreamId: goaway.payload.readUInt32BE(0),
+      error: isMeshError(reported) ? reported.code : undefined,
+    };
   }
 
   async function streamError(
@@ -571,7 +577,7 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
         const closed = once(session, 'close');
         end(peer, session, stream);
         const [error] = (await closed) as [Error];
-        assert.ok(isMeshError(error, code), String(error));
+        assert.ok(isMeshError(meshErrorFromH2(error), code), String(error));
         socket.destroy();
       },
     );
@@ -613,7 +619,7 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       const goaway = await peer.frame((f) => f.type === FrameType.GOAWAY, 'GOAWAY');
       assert.equal(goaway.payload.readUInt32BE(4), H2ErrorCode.PROTOCOL_ERROR);
       const [error] = (await closed) as [Error];
-      assert.ok(isMeshError(error, 'H2_ERR_PROTOCOL'));
+      assert.ok(isMeshError(meshErrorFromH2(error), 'H2_ERR_PROTOCOL'));
     });
 
     test('a response without :status resets the stream with PROTOCOL_ERROR', LIMIT, async () => {
@@ -622,7 +628,7 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       const rst = await peer.frame((f) => f.type === FrameType.RST_STREAM && f.streamId === 1, 'RST_STREAM');
       assert.equal(rst.payload.readUInt32BE(0), H2ErrorCode.PROTOCOL_ERROR);
       const [error] = (await failed) as [Error];
-      assert.ok(isMeshError(error, 'H2_ERR_PROTOCOL'));
+      assert.ok(isMeshError(meshErrorFromH2(error), 'H2_ERR_PROTOCOL'));
       session.destroy();
     });
 
@@ -651,7 +657,7 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
       const { peer, session, failed } = await openClientStream();
       peer.send(rawFrame(FrameType.GOAWAY, 0, 0, Buffer.concat([u32(0), u32(0)])));
       const [error] = (await failed) as [Error];
-      assert.ok(isMeshError(error, 'H2_ERR_REFUSED_STREAM'), String(error));
+      assert.ok(isMeshError(meshErrorFromH2(error), 'H2_ERR_REFUSED_STREAM'), String(error));
       await once(session, 'close');
     });
 
@@ -663,10 +669,10 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
         const closed = once(session, 'close');
         peer.send(rawFrame(FrameType.GOAWAY, 0, 0, Buffer.concat([u32(1), u32(H2ErrorCode.INTERNAL_ERROR)])));
         const [error] = (await failed) as [Error];
-        assert.ok(isMeshError(error, 'H2_ERR_SESSION_CLOSED'), String(error));
+        assert.ok(isMeshError(meshErrorFromH2(error), 'H2_ERR_SESSION_CLOSED'), String(error));
         assert.match(error.message, /INTERNAL_ERROR/);
         const [why] = (await closed) as [Error];
-        assert.ok(isMeshError(why, 'H2_ERR_PEER_RESET'), String(why));
+        assert.ok(isMeshError(meshErrorFromH2(why), 'H2_ERR_PEER_RESET'), String(why));
         await peer.closed();
       },
     );
@@ -681,7 +687,7 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
         const goaway = await peer.frame((f) => f.type === FrameType.GOAWAY, 'GOAWAY');
         assert.equal(goaway.payload.readUInt32BE(4), H2ErrorCode.SETTINGS_TIMEOUT);
         const [error] = (await closed) as [Error];
-        assert.ok(isMeshError(error, 'H2_ERR_SETTINGS_TIMEOUT'), String(error));
+        assert.ok(isMeshError(meshErrorFromH2(error), 'H2_ERR_SETTINGS_TIMEOUT'), String(error));
       },
     );
 

@@ -2,11 +2,12 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
-import { H2Session } from '../src/ztunnel/h2/h2-session.js';
-import type { H2Stream } from '../src/ztunnel/h2/h2-stream.js';
-import type { RequestHead, ResponseHead } from '../src/ztunnel/h2/message-headers.js';
-import { H2ErrorCode } from '../src/ztunnel/h2/frame.js';
+import { H2Session } from '../src/h2/h2-session.js';
+import type { H2Stream } from '../src/h2/h2-stream.js';
+import type { RequestHead, ResponseHead } from '../src/h2/message-headers.js';
+import { H2ErrorCode } from '../src/h2/frame.js';
 import { isMeshError } from '../src/lib/errors.js';
+import { meshErrorFromH2 } from '../src/ztunnel/proxy/mesh-error-from-h2.js';
 import { sessionPair, useHboneTls } from './helpers/h2-tls.js';
 
 const HOST = '127.0.105.1';
@@ -113,7 +114,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
     assert.deepEqual((await goaway).slice(0, 2), [H2ErrorCode.NO_ERROR, 1]);
     assert.throws(
       () => client.connect('10.0.0.1:8080'),
-      (e) => isMeshError(e, 'H2_ERR_REFUSED_STREAM'),
+      (e) => isMeshError(meshErrorFromH2(e), 'H2_ERR_REFUSED_STREAM'),
     );
     const clientGot = readAll(c);
     const serverGot = readAll(s);
@@ -149,7 +150,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
     quiet(client.connect('10.0.0.1:1'));
     assert.throws(
       () => client.connect('10.0.0.1:2'),
-      (e) => isMeshError(e, 'H2_ERR_REFUSED_STREAM'),
+      (e) => isMeshError(meshErrorFromH2(e), 'H2_ERR_REFUSED_STREAM'),
     );
     await nextStream(server);
     client.destroy();
@@ -209,7 +210,7 @@ describe('H2Session over real TLS 1.3 (both roles are ours)', () => {
     const failed = once(c, 'error');
     clientSocket.destroy();
     const [err] = (await failed) as [Error];
-    assert.ok(isMeshError(err, 'H2_ERR_SESSION_CLOSED'), String(err));
+    assert.ok(isMeshError(meshErrorFromH2(err), 'H2_ERR_SESSION_CLOSED'), String(err));
     await once(server, 'close');
   });
 });

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { HeaderField } from '../src/ztunnel/h2/header-block.js';
-import { HpackDecoder } from '../src/ztunnel/h2/hpack/hpack-decoder.js';
-import { HpackEncoder } from '../src/ztunnel/h2/hpack/hpack-encoder.js';
+import type { HeaderField } from '../src/h2/header-block.js';
+import { HpackDecoder } from '../src/h2/hpack/hpack-decoder.js';
+import { HpackEncoder } from '../src/h2/hpack/hpack-encoder.js';
 import { pythonSkip, runPython } from './helpers/python.js';
 
 const skip = pythonSkip('hpack', 'python3-hpack');

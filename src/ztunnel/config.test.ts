@@ -26,6 +26,11 @@ test('config: local mode (LOCAL_XDS_PATH, NODE_NAME, flags) with Istio defaults,
   assert.equal(c.poolMaxStreamsPerConnection, 100);
   assert.equal(c.poolUnusedReleaseTimeoutMs, 300_000);
   assert.equal(c.connectionTerminationDeadlineMs, 5_000);
+  assert.deepEqual(
+    [c.hboneConnectTimeoutMs, c.hboneKeepaliveIntervalMs, c.hboneKeepaliveTimeoutMs],
+    [10_000, 10_000, 20_000],
+    "ztunnel's CONNECTION_TIMEOUT and its PING interval and timeout",
+  );
   assert.deepEqual([c.metricsAddress.port, c.readinessAddress.port], [15020, 15021]);
   assert.ok(Object.isFrozen(c));
   // --local-config is the same as LOCAL_XDS_PATH, and wins over it.

@@ -23,6 +23,12 @@ export const ILLEGAL_PORTS: ReadonlySet<number> = new Set([
   SOCKS5_PORT,
 ]);
 
+/**
+ * Time to connect to an upstream app or to a peer's HBONE port before giving up (ztunnel `src/proxy.rs`
+ * CONNECTION_TIMEOUT).
+ */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
 /** ztunnel defaults (ztunnel src/config.rs), each the value Istio ships. */
 export const DEFAULTS = Object.freeze({
   /** One HBONE connection carries at most this many streams. */
@@ -37,6 +43,17 @@ export const DEFAULTS = Object.freeze({
   http2StreamWindowSize: 4 * 1024 * 1024,
   http2ConnectionWindowSize: 16 * 1024 * 1024,
   http2FrameSize: 1024 * 1024,
+  /**
+   * How long each step of an HBONE connection that waits on the peer may take: the TLS handshake, the peer's
+   * SETTINGS ACK, the response to a CONNECT, the peer taking a closing connection's last frames. ztunnel bounds a
+   * dial with CONNECTION_TIMEOUT (ztunnel `src/proxy.rs`); amesh gives each later step the same bound, so a peer
+   * that stops answering never holds a connection or an app longer.
+   */
+  hboneConnectTimeoutMs: CONNECT_TIMEOUT_MS,
+  /** HBONE connections send PING this often, the first one interval after they open (ztunnel `src/proxy/h2.rs`). */
+  hboneKeepaliveIntervalMs: 10_000,
+  /** A PING unanswered for this long declares the HBONE connection dead (ztunnel `src/proxy/h2.rs`). */
+  hboneKeepaliveTimeoutMs: 20_000,
   /**
    * SOCKS5 capture is off unless UNSTABLE_ENABLE_SOCKS5=true: with it on, a local process can send traffic under
    * the workload's identity, so ztunnel keeps it opt-in (ztunnel src/config.rs).
@@ -59,8 +76,6 @@ export interface InpodConfig {
   readonly portReuse: boolean;
 }
 
-/** Time to connect to an upstream app or to a peer's HBONE port before giving up (ztunnel: 10s). */
-export const CONNECT_TIMEOUT_MS = 10_000;
 /** How long inbound/outbound wait for a workload to appear in config before failing (ztunnel `src/proxy/inbound.rs`, `src/proxy/outbound.rs`). */
 export const WORKLOAD_WAIT_MS = 5_000;
 
@@ -121,6 +136,9 @@ export interface ZtunnelConfig {
   readonly http2StreamWindowSize: number;
   readonly http2ConnectionWindowSize: number;
   readonly http2FrameSize: number;
+  readonly hboneConnectTimeoutMs: number;
+  readonly hboneKeepaliveIntervalMs: number;
+  readonly hboneKeepaliveTimeoutMs: number;
   readonly enableSocks5: boolean;
   readonly enableResponseBaggage: boolean;
   /** In-pod mode, undefined in local mode (workload IPs are this host's addresses). */
@@ -366,6 +384,9 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
       2 ** 31 - 1,
     ),
     http2FrameSize: envInt(env, 'HTTP2_FRAME_SIZE', DEFAULTS.http2FrameSize, 16_384, 16_777_215),
+    hboneConnectTimeoutMs: DEFAULTS.hboneConnectTimeoutMs,
+    hboneKeepaliveIntervalMs: DEFAULTS.hboneKeepaliveIntervalMs,
+    hboneKeepaliveTimeoutMs: DEFAULTS.hboneKeepaliveTimeoutMs,
     enableSocks5: envBool(env, 'UNSTABLE_ENABLE_SOCKS5', DEFAULTS.enableSocks5),
     enableResponseBaggage: envBool(env, 'ENABLE_RESPONSE_BAGGAGE', true),
     inpod: inpodConfig(env),

@@ -2,13 +2,13 @@ import tls from 'node:tls';
 import { after, before } from 'node:test';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { H2Session, type H2Role, type H2SessionOptions } from '../../src/ztunnel/h2/h2-session.js';
+import { H2Session, type H2Role, type H2SessionOptions } from '../../src/h2/h2-session.js';
 import { clientTlsOptions, serverTlsOptions } from '../../src/ztunnel/tls/workload-tls.js';
 import { DEFAULTS } from '../../src/ztunnel/config.js';
 import { meshFixture, type MeshFixture } from './mesh-fixture.js';
-import { HpackDecoder } from '../../src/ztunnel/h2/hpack/hpack-decoder.js';
-import { HpackEncoder } from '../../src/ztunnel/h2/hpack/hpack-encoder.js';
-import { DEFAULT_HEADER_TABLE_SIZE } from '../../src/ztunnel/h2/frame.js';
+import { HpackDecoder } from '../../src/h2/hpack/hpack-decoder.js';
+import { HpackEncoder } from '../../src/h2/hpack/hpack-encoder.js';
+import { DEFAULT_HEADER_TABLE_SIZE } from '../../src/h2/frame.js';
 
 export const SERVER_ID = 'spiffe://cluster.local/ns/h2/sa/server';
 export const CLIENT_ID = 'spiffe://cluster.local/ns/h2/sa/client';

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A CONNECT peer on Python's ssl + the h2 library, for interop tests of amesh's own HTTP/2 session (src/ztunnel/h2).
+"""A CONNECT peer on Python's ssl + the h2 library, for interop tests of amesh's own HTTP/2 session (src/h2).
 
 server HOST PORT CERT KEY ROOT: answer each CONNECT with 200 and echo its bytes; END_STREAM after the client's.
 client HOST PORT AUTHORITY SIZE CERT KEY ROOT: CONNECT, send SIZE pattern bytes, half-close, read the echo to

@@ -1,8 +1,5 @@
 import { describeError } from '../../lib/errors.js';
-
-/** HTTP/2 PING every 10s after a 10s delay; no PONG within 20s tears the connection down (ztunnel `src/proxy/h2/client.rs`). */
-export const PING_INTERVAL_MS = 10_000;
-export const PING_TIMEOUT_MS = 20_000;
+import { meshErrorFromH2 } from './mesh-error-from-h2.js';
 
 /** What the keepalive needs of an HBONE connection (an `H2Session`). */
 export interface PingableConnection {
@@ -11,11 +8,16 @@ export interface PingableConnection {
   once(event: 'close', listener: () => void): unknown;
 }
 
+/**
+ * HTTP/2 PING every `intervalMs`, the first one interval after the start; no ACK within `timeoutMs` (or a PING that
+ * fails) calls `onDead`, as ztunnel's keepalive tears the connection down (ztunnel `src/proxy/h2.rs`). ztunnel's
+ * values, 10s and 20s, are the config's `hboneKeepaliveIntervalMs` and `hboneKeepaliveTimeoutMs`.
+ */
 export function startKeepalive(
   conn: PingableConnection,
   onDead: (why: string) => void,
-  intervalMs = PING_INTERVAL_MS,
-  timeoutMs = PING_TIMEOUT_MS,
+  intervalMs: number,
+  timeoutMs: number,
 ): void {
   let waiting: NodeJS.Timeout | undefined;
   let closed = false;
@@ -25,7 +27,7 @@ export function startKeepalive(
   };
   const failed = (e: unknown): void => {
     acknowledged();
-    if (!closed) onDead(`PING failed: ${describeError(e)}`);
+    if (!closed) onDead(`PING failed: ${describeError(meshErrorFromH2(e))}`);
   };
   const interval = setInterval(() => {
     if (closed || waiting !== undefined) return;

@@ -3,15 +3,16 @@ import { once } from 'node:events';
 import type { Logger } from 'pino';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort } from '../../lib/ip.js';
-import { CONNECT_TIMEOUT_MS, type ZtunnelConfig } from '../config.js';
+import type { ZtunnelConfig } from '../config.js';
 import { clientTlsOptions } from '../tls/workload-tls.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import type { SocketFactory } from './socket-factory.js';
-import { H2Session, type H2SessionOptions } from '../h2/h2-session.js';
-import type { H2Stream } from '../h2/h2-stream.js';
-import type { HeaderField } from '../h2/header-block.js';
+import { H2Session, type H2SessionOptions } from '../../h2/h2-session.js';
+import type { H2Stream } from '../../h2/h2-stream.js';
+import type { HeaderField } from '../../h2/header-block.js';
 import { startKeepalive } from './h2-keepalive.js';
 import { hboneSessionOptions } from './hbone-session-options.js';
+import { meshErrorFromH2 } from './mesh-error-from-h2.js';
 
 /** ztunnel's pool key (ztunnel `src/proxy/pool.rs`): equality on all four parts. */
 export interface WorkloadKey {
@@ -26,15 +27,23 @@ export interface WorkloadKey {
 export interface PoolSettings {
   readonly maxStreamsPerConnection: number;
   readonly unusedReleaseTimeoutMs: number;
+  /** How long the TLS handshake of a dial, and the response to a CONNECT, may take. */
+  readonly connectTimeoutMs: number;
+  /** PING interval and the time a PING may go unanswered before the connection is declared dead. */
+  readonly keepaliveIntervalMs: number;
+  readonly keepaliveTimeoutMs: number;
   /** Each new connection's HTTP/2 settings (a fresh HPACK codec each call). */
   readonly sessionOptions: () => H2SessionOptions;
 }
 
-/** The pool settings ztunnel's config gives (POOL_*, HTTP2_*). */
+/** The pool settings ztunnel's config gives (POOL_*, HTTP2_*, the HBONE timeouts). */
 export function poolSettings(c: ZtunnelConfig): PoolSettings {
   return {
     maxStreamsPerConnection: c.poolMaxStreamsPerConnection,
     unusedReleaseTimeoutMs: c.poolUnusedReleaseTimeoutMs,
+    connectTimeoutMs: c.hboneConnectTimeoutMs,
+    keepaliveIntervalMs: c.hboneKeepaliveIntervalMs,
+    keepaliveTimeoutMs: c.hboneKeepaliveTimeoutMs,
     sessionOptions: () => hboneSessionOptions(c, 'client'),
   };
 }
@@ -100,7 +109,10 @@ export class HbonePool {
       stream = conn.session.connect(authority, fields);
     } catch (e) {
       this.release(conn, key);
-      throw new MeshError('ZT_ERR_HBONE_STREAM', `cannot open HBONE stream to ${dst}: ${describeError(e)}`);
+      throw new MeshError(
+        'ZT_ERR_HBONE_STREAM',
+        `cannot open HBONE stream to ${dst}: ${describeError(meshErrorFromH2(e))}`,
+      );
     }
     stream.once('close', () => this.release(conn, key));
     // Between the response and the relay an error has no other listener; the relay reads it from `errored`.
@@ -114,7 +126,9 @@ export class HbonePool {
       };
       const onError = (e: Error): void => {
         settle();
-        reject(new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${dst} failed: ${describeError(e)}`));
+        reject(
+          new MeshError('ZT_ERR_HBONE_STREAM', `HBONE stream to ${dst} failed: ${describeError(meshErrorFromH2(e))}`),
+        );
       };
       const onClose = (): void => {
         settle();
@@ -130,16 +144,17 @@ export class HbonePool {
         resolve(head.status);
       };
       // A peer that never answers must not hold the app: the same bound as the TCP connect (ztunnel's 10s).
+      const timeoutMs = this.settings.connectTimeoutMs;
       const timer = setTimeout(() => {
         settle();
         stream.reset();
         reject(
           new MeshError(
             'ZT_ERR_HBONE_CONNECT_TIMEOUT',
-            `no response to the HBONE CONNECT from ${dst} within ${CONNECT_TIMEOUT_MS / 1000}s`,
+            `no response to the HBONE CONNECT from ${dst} within ${timeoutMs / 1000}s`,
           ),
         );
-      }, CONNECT_TIMEOUT_MS);
+      }, timeoutMs);
       timer.unref();
       stream.once('error', onError);
       stream.once('close', onClose);
@@ -181,7 +196,7 @@ export class HbonePool {
       if (!nc.session.canOpenStreams)
         throw new MeshError(
           'ZT_ERR_HBONE_HANDSHAKE',
-          `HBONE connection to ${formatHostPort(key.dstIp, key.dstPort)} closed as it opened: ${describeError(nc.session.failure ?? 'GOAWAY')}`,
+          `HBONE connection to ${formatHostPort(key.dstIp, key.dstPort)} closed as it opened: ${describeError(meshErrorFromH2(nc.session.failure) ?? 'GOAWAY')}`,
         );
     }
   }
@@ -273,7 +288,7 @@ export class HbonePool {
     const socket = tls.connect({ ...clientTlsOptions(cert, key.dstIds), socket: tcp });
     const timer = setTimeout(
       () => socket.destroy(new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${dst} timed out`)),
-      CONNECT_TIMEOUT_MS,
+      this.settings.connectTimeoutMs,
     );
     timer.unref();
     try {
@@ -282,7 +297,8 @@ export class HbonePool {
         throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `peer ${dst} did not negotiate ALPN h2`);
       const session = new H2Session(socket, this.settings.sessionOptions());
       session.once('close', (e) => {
-        if (e !== undefined) this.log.debug({ dst, error: describeError(e) }, 'HBONE connection error');
+        if (e !== undefined)
+          this.log.debug({ dst, error: describeError(meshErrorFromH2(e)) }, 'HBONE connection error');
       });
       // The peer's SETTINGS complete its preface and carry its stream limit.
       const settings = await new Promise<H2Session['remoteSettings']>((resolve, reject) => {
@@ -295,12 +311,17 @@ export class HbonePool {
       if (!session.canOpenStreams)
         throw new MeshError(
           'ZT_ERR_HBONE_HANDSHAKE',
-          `HBONE connection to ${dst} failed as it opened: ${describeError(session.failure ?? 'GOAWAY')}`,
+          `HBONE connection to ${dst} failed as it opened: ${describeError(meshErrorFromH2(session.failure) ?? 'GOAWAY')}`,
         );
-      startKeepalive(session, (why) => {
-        this.log.warn({ dst, reason: why }, 'HBONE connection is dead; closing it');
-        session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection to ${dst} lost: ${why}`));
-      });
+      startKeepalive(
+        session,
+        (why) => {
+          this.log.warn({ dst, reason: why }, 'HBONE connection is dead; closing it');
+          session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection to ${dst} lost: ${why}`));
+        },
+        this.settings.keepaliveIntervalMs,
+        this.settings.keepaliveTimeoutMs,
+      );
       return new PooledConnection(
         session,
         Math.min(this.settings.maxStreamsPerConnection, settings.maxConcurrentStreams),
@@ -308,9 +329,13 @@ export class HbonePool {
     } catch (e) {
       socket.destroy();
       if (e instanceof MeshError && e.code.startsWith('ZT_')) throw e;
-      throw new MeshError('ZT_ERR_HBONE_HANDSHAKE', `HBONE handshake with ${dst} failed: ${describeError(e)}`, {
-        cause: e,
-      });
+      throw new MeshError(
+        'ZT_ERR_HBONE_HANDSHAKE',
+        `HBONE handshake with ${dst} failed: ${describeError(meshErrorFromH2(e))}`,
+        {
+          cause: e,
+        },
+      );
     } finally {
       clearTimeout(timer);
     }

@@ -33,3 +33,9 @@ test("HBONE server settings are ztunnel's server's: 200 concurrent streams and a
 test('each HBONE connection gets its own HPACK encoder (its dynamic-table state is per connection)', () => {
   assert.notEqual(hboneSessionOptions(DEFAULTS, 'client').encoder, hboneSessionOptions(DEFAULTS, 'client').encoder);
 });
+
+test('the peer has the HBONE connect timeout to acknowledge our SETTINGS and to take our last frames', () => {
+  const o = hboneSessionOptions({ ...DEFAULTS, hboneConnectTimeoutMs: 250 }, 'server');
+  assert.deepEqual([o.settingsAckTimeoutMs, o.finishGraceMs], [250, 250]);
+  assert.equal(hboneSessionOptions(DEFAULTS, 'client').settingsAckTimeoutMs, 10_000);
+});

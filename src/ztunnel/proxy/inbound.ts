@@ -2,16 +2,17 @@ import net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort } from '../../lib/ip.js';
-import { CONNECT_TIMEOUT_MS, HBONE_PORT, WORKLOAD_WAIT_MS } from '../config.js';
+import { HBONE_PORT, WORKLOAD_WAIT_MS } from '../config.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import { workloadIdentity } from '../state/workload.js';
 import { SERVER_TLS, serverTlsOptions, verifyClientIdentity } from '../tls/workload-tls.js';
 import { baggageFor } from './baggage.js';
-import { H2Session } from '../h2/h2-session.js';
-import type { H2Stream } from '../h2/h2-stream.js';
-import type { RequestHead } from '../h2/message-headers.js';
-import { H2ErrorCode } from '../h2/frame.js';
+import { H2Session } from '../../h2/h2-session.js';
+import type { H2Stream } from '../../h2/h2-stream.js';
+import type { RequestHead } from '../../h2/message-headers.js';
+import { H2ErrorCode } from '../../h2/frame.js';
 import { startKeepalive } from './h2-keepalive.js';
+import { meshErrorFromH2 } from './mesh-error-from-h2.js';
 import { hboneSessionOptions } from './hbone-session-options.js';
 import { buildInboundRequest, type InboundPeer, type InboundRefusal } from './inbound-request.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
@@ -48,7 +49,7 @@ export class InboundHbone {
       // HBONE carries interactive traffic: no Nagle on accepted sockets either (ztunnel sets TCP_NODELAY everywhere).
       noDelay: true,
       // A peer that stalls mid-handshake is dropped (Node's default would hold the socket for 120s).
-      handshakeTimeout: CONNECT_TIMEOUT_MS,
+      handshakeTimeout: this.ctx.config.hboneConnectTimeoutMs,
     });
     server.on('tlsClientError', (e: Error, s: TLSSocket) =>
       this.ctx.log.debug(
@@ -135,13 +136,19 @@ export class InboundHbone {
     this.sessions.add(session);
     session.once('close', (e) => {
       this.sessions.delete(session);
-      if (e !== undefined) this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error');
+      if (e !== undefined)
+        this.ctx.log.debug({ src: addr, error: describeError(meshErrorFromH2(e)) }, 'HBONE connection error');
     });
     session.on('stream', (stream, head) => this.onStream(stream, head, peer));
-    startKeepalive(session, (why) => {
-      this.ctx.log.warn({ src: addr, reason: why }, 'HBONE client connection is dead; closing it');
-      session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection from ${addr} lost: ${why}`));
-    });
+    startKeepalive(
+      session,
+      (why) => {
+        this.ctx.log.warn({ src: addr, reason: why }, 'HBONE client connection is dead; closing it');
+        session.destroy(new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `HBONE connection from ${addr} lost: ${why}`));
+      },
+      this.ctx.config.hboneKeepaliveIntervalMs,
+      this.ctx.config.hboneKeepaliveTimeoutMs,
+    );
   }
 
   private onStream(stream: H2Stream, head: RequestHead, peer: InboundPeer): void {

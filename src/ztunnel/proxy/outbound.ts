@@ -14,7 +14,7 @@ import { baggageFor } from './baggage.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
-import { H2ErrorCode } from '../h2/frame.js';
+import { H2ErrorCode } from '../../h2/frame.js';
 
 /** Why an outbound connection could not be set up, for the capture path's own reply (e.g. a SOCKS5 code). */
 export type OutboundFailure = 'denied' | 'unreachable' | 'refused' | 'error';

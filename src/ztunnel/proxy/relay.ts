@@ -1,8 +1,9 @@
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { describeError, MeshError } from '../../lib/errors.js';
-import { H2ErrorCode } from '../h2/frame.js';
-import { H2Stream } from '../h2/h2-stream.js';
+import { H2ErrorCode } from '../../h2/frame.js';
+import { H2Stream } from '../../h2/h2-stream.js';
+import { meshErrorFromH2 } from './mesh-error-from-h2.js';
 
 function isH2Stream(s: Duplex): s is H2Stream {
   return s instanceof H2Stream;
@@ -66,7 +67,13 @@ function unendedStreamError(s: H2Stream): Error | undefined {
 /** A failed HBONE stream as the connection's error: its HBONE connection closed under it, or the peer reset it. */
 function streamFailure(e: Error): MeshError {
   if (e instanceof MeshError && e.code === 'ZT_ERR_HBONE_CONNECTION_LOST') return e;
-  return new MeshError('ZT_ERR_HBONE_CONNECTION_LOST', `the HBONE stream failed: ${describeError(e)}`, { cause: e });
+  return new MeshError(
+    'ZT_ERR_HBONE_CONNECTION_LOST',
+    `the HBONE stream failed: ${describeError(meshErrorFromH2(e))}`,
+    {
+      cause: e,
+    },
+  );
 }
 
 /**

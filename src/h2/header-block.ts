@@ -1,5 +1,5 @@
 /**
- * The contract between HBONE's HTTP/2 framing (src/ztunnel/h2/) and its HPACK codec (src/ztunnel/h2/hpack/,
+ * The contract between HBONE's HTTP/2 framing (src/h2/) and its HPACK codec (src/h2/hpack/,
  * RFC 7541). A connection has one decoder and one encoder; each keeps its dynamic table across the
  * connection's header blocks, so blocks go through them in the order they are on the wire.
  */
@@ -18,9 +18,9 @@ export interface HeaderBlockDecoderLimits {
 export interface HeaderBlockDecoder {
   /**
    * Decodes one complete header block (a HEADERS frame's fragment and its CONTINUATIONs, concatenated). Throws
-   * MeshError `H2_ERR_COMPRESSION` on anything RFC 7541 calls a decoding error, and on a block whose fields
-   * exceed `maxHeaderListSize`; the connection must then end with GOAWAY COMPRESSION_ERROR, since the table
-   * can no longer be trusted.
+   * the connection error COMPRESSION_ERROR (an `H2Error`) on anything RFC 7541 calls a decoding error, and on a
+   * block whose fields exceed `maxHeaderListSize`; the connection must then end with GOAWAY COMPRESSION_ERROR,
+   * since the table can no longer be trusted.
    */
   decode(block: Uint8Array): HeaderField[];
 }

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isMeshError } from '../../../lib/errors.js';
+import { H2ErrorCode } from '../frame.js';
+import { H2Error } from '../h2-error.js';
 import { BlockCursor } from './block-cursor.js';
 import { decodeInteger, encodeInteger, HPACK_MAX_INTEGER } from './integer.js';
 
@@ -40,7 +41,9 @@ test('round trip at every prefix width up to the largest accepted integer', () =
 
 test('2^32 overflows; a sixth continuation byte overflows even when it adds nothing', () => {
   const overflow = (e: unknown): boolean =>
-    isMeshError(e, 'H2_ERR_COMPRESSION') && /integer above 4294967295 at byte 0/.test(e.message);
+    e instanceof H2Error &&
+    e.code === H2ErrorCode.COMPRESSION_ERROR &&
+    /integer above 4294967295 at byte 0/.test(e.message);
   assert.throws(
     () =>
       decode(
@@ -57,6 +60,8 @@ test('a block ending inside the continuation bytes is truncated, with the offset
   assert.throws(
     () => decode([0x1f, 0x9a], 5),
     (e: unknown) =>
-      isMeshError(e, 'H2_ERR_COMPRESSION') && /block ends inside a test integer at byte 2/.test(e.message),
+      e instanceof H2Error &&
+      e.code === H2ErrorCode.COMPRESSION_ERROR &&
+      /block ends inside a test integer at byte 2/.test(e.message),
   );
 });

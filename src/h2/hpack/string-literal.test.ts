@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isMeshError } from '../../../lib/errors.js';
+import { H2ErrorCode } from '../frame.js';
+import { H2Error } from '../h2-error.js';
 import { BlockCursor } from './block-cursor.js';
 import { decodeStringLiteral, encodeStringLiteral, maxStringLiteralBytes } from './string-literal.js';
 
@@ -35,7 +36,8 @@ test('a length past the end of the block is refused before reading anything', ()
   assert.throws(
     () => decode('0a6162'),
     (e: unknown) =>
-      isMeshError(e, 'H2_ERR_COMPRESSION') &&
+      e instanceof H2Error &&
+      e.code === H2ErrorCode.COMPRESSION_ERROR &&
       /a test string of 10 octets runs past the end of the block \(2 left\) at byte 1/.test(e.message),
   );
 });

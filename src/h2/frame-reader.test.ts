@@ -31,7 +31,7 @@ function recorder(accept = true): Recorder {
     onPing: (p, ack) => events.push(['ping', p.toString(), ack]),
     onGoaway: (last, code, debug) => events.push(['goaway', last, code, debug.toString()]),
     onWindowUpdate: (id, inc) => events.push(['windowUpdate', id, inc]),
-    onStreamError: (e) => events.push(['streamError', e.streamId, e.h2Code]),
+    onStreamError: (e) => events.push(['streamError', e.streamId, e.code]),
   };
   return { sink, events, pieces };
 }
@@ -103,13 +103,13 @@ function merged(events: Event[]): Event[] {
   return out;
 }
 
-function connectionErrorOf(frame: Buffer): { streamId: number; h2Code: number } {
+function connectionErrorOf(frame: Buffer): { streamId: number; code: number | undefined } {
   const r = recorder();
   try {
     newReader(r).push(frame);
   } catch (e) {
     assert.ok(e instanceof H2Error, String(e));
-    return { streamId: e.streamId, h2Code: e.h2Code };
+    return { streamId: e.streamId, code: e.code };
   }
   assert.fail(`no connection error; events ${JSON.stringify(r.events)}`);
 }
@@ -123,7 +123,7 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
     ]) {
       assert.throws(
         () => new FrameReader(recorder().sink, MAX_FRAME, 4096).push(first),
-        (e) => e instanceof H2Error && e.streamId === 0 && e.h2Code === H2ErrorCode.PROTOCOL_ERROR,
+        (e) => e instanceof H2Error && e.streamId === 0 && e.code === H2ErrorCode.PROTOCOL_ERROR,
       );
     }
   });
@@ -299,7 +299,7 @@ describe('FrameReader (RFC 9113 §4, §6)', () => {
   ];
   for (const [what, frame, code] of CONNECTION_ERRORS) {
     test(`connection error: ${what}`, () => {
-      assert.deepEqual(connectionErrorOf(frame), { streamId: 0, h2Code: code });
+      assert.deepEqual(connectionErrorOf(frame), { streamId: 0, code });
     });
   }
 

@@ -1,8 +1,8 @@
 import { Duplex } from 'node:stream';
 import { H2ErrorCode } from './frame.js';
 import type { HeaderField } from './header-block.js';
-import type { ResponseHead } from './message-headers.js';
 import { ReceiveWindow } from './receive-window.js';
+import { IDLE, isClosed, resetCode, type StreamState } from './stream-state.js';
 
 /** What a stream asks of its session; the session implements it (kept apart so a stream stays a plain Duplex). */
 export interface StreamHost {
@@ -13,8 +13,10 @@ export interface StreamHost {
   /** The consumer read what it was handed: return the held-back receive credit. */
   resumeReading(stream: H2Stream): void;
   respond(stream: H2Stream, status: number, fields: readonly HeaderField[], endStream: boolean): void;
-  /** The Duplex was destroyed: if HTTP/2 had not closed the stream, it is reset on the wire. */
-  destroyed(stream: H2Stream, error: Error | null): void;
+  /** This end resets the stream with RST_STREAM `code`, unless HTTP/2 has closed it already. */
+  reset(stream: H2Stream, code: number): void;
+  /** The Duplex was destroyed: if HTTP/2 had not closed the stream, it is reset on the wire (CANCEL). */
+  destroyed(stream: H2Stream): void;
 }
 
 /**
@@ -29,6 +31,8 @@ export interface StreamHost {
  * Client side: `response` is emitted with the peer's response head. Server side: `respond()` answers.
  */
 export class H2Stream extends Duplex {
+  /** Where the stream is in RFC 9113 §5.1; the session moves it, with the transitions of stream-state.ts only. */
+  state: StreamState = IDLE;
   /** What the peer may still send on this stream. */
   readonly receiveWindow: ReceiveWindow;
   /** What we may still send on this stream (may go negative after the peer lowers INITIAL_WINDOW_SIZE, §6.9.2). */
@@ -41,14 +45,6 @@ export class H2Stream extends Duplex {
   pendingDone: ((error?: Error | null) => void) | undefined;
   /** Queued on the session for connection-level window. */
   queuedForConnectionWindow = false;
-  /** END_STREAM sent (`localEnded`) / received (`remoteEnded`); both, or a reset, close the stream. */
-  localEnded = false;
-  remoteEnded = false;
-  streamClosed = false;
-  headersSent = false;
-  response: ResponseHead | undefined;
-  /** The RST_STREAM code that ended the stream, sent or received; undefined while it is open or after a clean close. */
-  resetCode: number | undefined;
 
   constructor(
     private readonly host: StreamHost,
@@ -59,6 +55,16 @@ export class H2Stream extends Duplex {
     super({ allowHalfOpen: true });
     this.receiveWindow = new ReceiveWindow(receiveWindowSize);
     this.sendWindow = sendWindow;
+  }
+
+  /** HTTP/2 closed the stream (§5.1 closed): END_STREAM both ways, a reset, or its connection ended. */
+  get streamClosed(): boolean {
+    return isClosed(this.state);
+  }
+
+  /** The RST_STREAM code that ended the stream, sent or received; undefined while it is open or after a clean close. */
+  get resetCode(): number | undefined {
+    return resetCode(this.state);
   }
 
   /** Server side: answers the request (for HBONE, 200 once the upstream connection is up). */
@@ -72,7 +78,7 @@ export class H2Stream extends Duplex {
    */
   reset(code: number = H2ErrorCode.CANCEL): void {
     if (this.destroyed) return;
-    if (!this.streamClosed) this.resetCode = code;
+    this.host.reset(this, code);
     this.destroy();
   }
 
@@ -93,7 +99,7 @@ export class H2Stream extends Duplex {
   }
 
   override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
-    this.host.destroyed(this, error);
+    this.host.destroyed(this);
     done(error);
   }
 }

@@ -4,11 +4,11 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { H2Session } from './h2-session.js';
 import type { H2Stream } from './h2-stream.js';
-import { CLIENT_PREFACE, FrameFlag, FrameType } from './frame.js';
+import { CLIENT_PREFACE, FrameFlag, FrameType, H2ErrorCode } from './frame.js';
 import { rawFrame, settingsFrame } from './frame-writer.js';
-import { isMeshError } from '../../lib/errors.js';
-import { RawPeer, type WireFrame } from '../../../test/helpers/h2-raw-peer.js';
-import { h2Options } from '../../../test/helpers/h2-tls.js';
+import { H2Error } from './h2-error.js';
+import { RawPeer, type WireFrame } from '../../test/helpers/h2-raw-peer.js';
+import { h2Options } from '../../test/helpers/h2-tls.js';
 import { HpackEncoder } from './hpack/hpack-encoder.js';
 
 const HOST = '127.0.105.6';
@@ -105,7 +105,10 @@ describe('H2Session receive credit', () => {
       const failed = once(stream, 'error');
       stream.end();
       const [error] = (await failed) as [Error];
-      assert.ok(isMeshError(error, 'H2_ERR_PROTOCOL'), String(error));
+      assert.ok(
+        error instanceof H2Error && error.code === H2ErrorCode.PROTOCOL_ERROR && error.origin === 'user',
+        String(error),
+      );
       await peer.frame((f) => f.type === FrameType.RST_STREAM && f.streamId === 1, 'RST_STREAM');
       assert.equal(
         peer.frames.find((f) => f.type === FrameType.DATA || f.type === FrameType.HEADERS),

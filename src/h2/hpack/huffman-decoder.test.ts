@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isMeshError } from '../../../lib/errors.js';
+import { H2ErrorCode } from '../frame.js';
+import { H2Error } from '../h2-error.js';
 import { huffmanDecode } from './huffman-decoder.js';
 import { huffmanEncode, huffmanEncodedLength } from './huffman-encoder.js';
 
@@ -12,7 +13,8 @@ const decode = (s: string): string => {
 const invalid =
   (what: RegExp, offset: number) =>
   (e: unknown): boolean =>
-    isMeshError(e, 'H2_ERR_COMPRESSION') &&
+    e instanceof H2Error &&
+    e.code === H2ErrorCode.COMPRESSION_ERROR &&
     what.test(e.message) &&
     e.message.endsWith(`at byte ${offset} of the header block`);
 

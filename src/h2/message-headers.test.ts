@@ -6,7 +6,7 @@ import { H2ErrorCode } from './frame.js';
 import { H2Error } from './h2-error.js';
 
 const isStreamProtocolError = (e: unknown): boolean =>
-  e instanceof H2Error && e.streamId === 3 && e.h2Code === H2ErrorCode.PROTOCOL_ERROR && e.code === 'H2_ERR_PROTOCOL';
+  e instanceof H2Error && e.streamId === 3 && e.code === H2ErrorCode.PROTOCOL_ERROR && e.origin === 'library';
 
 describe('request and response heads (RFC 9113 §8.2, §8.3, §8.5)', () => {
   test('an HBONE CONNECT: :method and :authority, regular fields kept in order', () => {

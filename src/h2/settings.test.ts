@@ -19,7 +19,7 @@ const codeOf = (f: () => unknown): number => {
   } catch (e) {
     assert.ok(e instanceof H2Error);
     assert.equal(e.streamId, 0);
-    return e.h2Code;
+    return e.code ?? -1;
   }
   return -1;
 };

@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isMeshError } from '../../../lib/errors.js';
+import { H2ErrorCode } from '../frame.js';
+import { H2Error } from '../h2-error.js';
 import type { HeaderField } from '../header-block.js';
 import { HpackDecoder } from './hpack-decoder.js';
 
@@ -13,7 +14,8 @@ function refuses(d: HpackDecoder, block: Uint8Array, message: RegExp, offset: nu
   assert.throws(
     () => d.decode(block),
     (e: unknown) =>
-      isMeshError(e, 'H2_ERR_COMPRESSION') &&
+      e instanceof H2Error &&
+      e.code === H2ErrorCode.COMPRESSION_ERROR &&
       message.test(e.message) &&
       e.message.endsWith(`at byte ${offset} of the header block`),
   );
@@ -273,7 +275,10 @@ describe('decoding errors (H2_ERR_COMPRESSION, with what and where)', () => {
       try {
         decoder(256, 4096).decode(block);
       } catch (e) {
-        assert.ok(isMeshError(e, 'H2_ERR_COMPRESSION'), `block ${block.toString('hex')} threw ${String(e)}`);
+        assert.ok(
+          e instanceof H2Error && e.code === H2ErrorCode.COMPRESSION_ERROR,
+          `block ${block.toString('hex')} threw ${String(e)}`,
+        );
       }
     }
   });
