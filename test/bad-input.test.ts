@@ -12,9 +12,9 @@ import { eventAfter } from './helpers/fs-events.js';
 
 const MESH = `
 workloads:
-- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.0.33.1], protocol: HBONE, node: n1}
-- {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.0.33.2], protocol: HBONE, node: n1}
-- {uid: r, name: rogue, namespace: b, serviceAccount: rogue, workloadIps: [127.0.33.3], protocol: HBONE, node: n2}
+- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.33.0.1], protocol: HBONE, node: n1}
+- {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.33.0.2], protocol: HBONE, node: n1}
+- {uid: r, name: rogue, namespace: b, serviceAccount: rogue, workloadIps: [127.33.0.3], protocol: HBONE, node: n2}
 `;
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
@@ -51,7 +51,7 @@ function serverAnswer(t: net.Socket, ms: number): Promise<'goaway' | 'closed' | 
 
 /** A SOCKS5 -> HBONE -> echo connection opened before the abuse, to show it is not disturbed. */
 async function liveConnection(): Promise<{ socket: net.Socket; stillEchoes: () => Promise<void> }> {
-  const socket = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080, '127.0.33.1');
+  const socket = await socks5Connect('127.33.0.1', 15080, '127.33.0.2', 8080, '127.33.0.1');
   socket.resume();
   let got = '';
   socket.on('data', (d: Buffer) => (got += d.toString()));
@@ -65,21 +65,21 @@ async function liveConnection(): Promise<{ socket: net.Socket; stillEchoes: () =
 }
 
 async function works(): Promise<void> {
-  const s = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080, '127.0.33.1');
+  const s = await socks5Connect('127.33.0.1', 15080, '127.33.0.2', 8080, '127.33.0.1');
   assert.equal((await sendAndCollect(s, 'still alive')).toString(), 'still alive');
 }
 
 test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config edit neither crash nor disturb other connections', async () => {
   const fx = await meshFixture();
   await fx.write('mesh.yaml', MESH);
-  const echo = await startEchoServer('127.0.33.2', 8080);
+  const echo = await startEchoServer('127.33.0.2', 8080);
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { POOL_UNUSED_RELEASE_TIMEOUT: '1h' });
   try {
     // A live connection that must survive everything below.
     const live = await liveConnection();
 
     // Garbage instead of a TLS ClientHello.
-    const g = net.connect({ host: '127.0.33.2', port: 15008 });
+    const g = net.connect({ host: '127.33.0.2', port: 15008 });
     g.on('error', () => undefined);
     await once(g, 'connect');
     g.write(Buffer.from('GET / HTTP/1.1\r\nHost: not-tls\r\n\r\n'));
@@ -87,9 +87,9 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
 
     // A flood of streams on one HBONE connection: beyond SETTINGS_MAX_CONCURRENT_STREAMS (200) they are refused.
     const cert = await fx.cert('spiffe://cluster.local/ns/a/sa/client');
-    const sess = await hboneSession('127.0.33.2', cert, ['spiffe://cluster.local/ns/b/sa/server'], '127.0.33.1');
+    const sess = await hboneSession('127.33.0.2', cert, ['spiffe://cluster.local/ns/b/sa/server'], '127.33.0.1');
     const flood = Array.from({ length: 400 }, () => {
-      const st = sess.request({ ':method': 'CONNECT', ':authority': '127.0.33.2:8080' }, { endStream: false });
+      const st = sess.request({ ':method': 'CONNECT', ':authority': '127.33.0.2:8080' }, { endStream: false });
       st.on('error', () => undefined);
       return new Promise<string>((resolve) => {
         st.once('response', () => resolve('ok'));
@@ -103,7 +103,7 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
     sess.destroy();
 
     // A SOCKS5 client that connects and sends nothing is dropped after the handshake timeout, not held forever.
-    const silent = net.connect({ host: '127.0.33.1', port: 15080, localAddress: '127.0.33.1' });
+    const silent = net.connect({ host: '127.33.0.1', port: 15080, localAddress: '127.33.0.1' });
     silent.on('error', () => undefined);
     await once(silent, 'connect');
 
@@ -136,21 +136,21 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
 test('malformed HTTP/2 from an authenticated HBONE peer, either side, fails only that connection', async () => {
   const fx = await meshFixture();
   await fx.write('mesh.yaml', MESH);
-  const echo = await startEchoServer('127.0.33.2', 8080);
+  const echo = await startEchoServer('127.33.0.2', 8080);
   // A peer ztunnel on "n2" with a valid certificate for its workload that answers every connection with junk frames.
   const rogueCert = await fx.cert('spiffe://cluster.local/ns/b/sa/rogue');
   const rogue = tls.createServer(serverTlsOptions(rogueCert), (s) => {
     s.on('error', () => undefined);
     s.end(Buffer.concat([SETTINGS, frame(0x0, 0, 0, Buffer.from('DATA on stream 0')), Buffer.alloc(64, 0xff)]));
   });
-  rogue.listen(15008, '127.0.33.3');
+  rogue.listen(15008, '127.33.0.3');
   await once(rogue, 'listening');
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { POOL_UNUSED_RELEASE_TIMEOUT: '1h' });
   try {
     const live = await liveConnection();
     const cert = await fx.cert('spiffe://cluster.local/ns/a/sa/client');
     const mtls = async (): Promise<tls.TLSSocket> => {
-      const tcp = net.connect({ host: '127.0.33.2', port: 15008, localAddress: '127.0.33.1' });
+      const tcp = net.connect({ host: '127.33.0.2', port: 15008, localAddress: '127.33.0.1' });
       await once(tcp, 'connect');
       const t = tls.connect({ ...clientTlsOptions(cert, ['spiffe://cluster.local/ns/b/sa/server']), socket: tcp });
       t.on('error', () => undefined);
@@ -176,7 +176,7 @@ test('malformed HTTP/2 from an authenticated HBONE peer, either side, fails only
       t.destroy();
     }
     // Client side: the SOCKS5 connection bound for the rogue peer fails; nothing else does.
-    const toRogue = await socks5Connect('127.0.33.1', 15080, '127.0.33.3', 8080, '127.0.33.1').then(
+    const toRogue = await socks5Connect('127.33.0.1', 15080, '127.33.0.3', 8080, '127.33.0.1').then(
       (s) =>
         new Promise<string>((resolve) => {
           s.on('error', () => undefined);
@@ -203,10 +203,10 @@ test('malformed HTTP/2 from an authenticated HBONE peer, either side, fails only
 test('SIGTERM-style shutdown drains a live connection until CONNECTION_TERMINATION_DEADLINE, then closes it', async () => {
   const fx = await meshFixture();
   await fx.write('mesh.yaml', MESH);
-  const echo = await startEchoServer('127.0.33.2', 8080);
+  const echo = await startEchoServer('127.33.0.2', 8080);
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { CONNECTION_TERMINATION_DEADLINE: '700ms' });
   try {
-    const live = await socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080, '127.0.33.1');
+    const live = await socks5Connect('127.33.0.1', 15080, '127.33.0.2', 8080, '127.33.0.1');
     live.resume();
     live.on('error', () => undefined);
     const start = Date.now();
@@ -216,7 +216,7 @@ test('SIGTERM-style shutdown drains a live connection until CONNECTION_TERMINATI
     });
     const done = zt.shutdown();
     // New connections are refused at once.
-    await assert.rejects(socks5Connect('127.0.33.1', 15080, '127.0.33.2', 8080, '127.0.33.1'));
+    await assert.rejects(socks5Connect('127.33.0.1', 15080, '127.33.0.2', 8080, '127.33.0.1'));
     const at = await closed;
     assert.ok(at - start >= 600, `closed after ${at - start}ms, before the deadline`);
     await done;

@@ -9,7 +9,7 @@ import { H2ErrorCode } from '../src/ztunnel/h2/frame.js';
 import { isMeshError } from '../src/lib/errors.js';
 import { sessionPair, useHboneTls } from './helpers/h2-tls.js';
 
-const HOST = '127.0.105.1';
+const HOST = '127.105.0.1';
 
 /** Everything a stream's readable side delivers up to END_STREAM (without destroying it, as async iteration would). */
 async function readAll(r: Readable): Promise<Buffer> {

@@ -10,8 +10,8 @@ import { startZtunnel } from './helpers/in-process.js';
 
 const MESH = `
 workloads:
-- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.0.30.1], protocol: HBONE, node: n1}
-- {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.0.30.2], protocol: HBONE, node: n2, services: {b/svc.b: {80: 8080}}}
+- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.30.0.1], protocol: HBONE, node: n1}
+- {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.30.0.2], protocol: HBONE, node: n2, services: {b/svc.b: {80: 8080}}}
 services:
 - {name: svc, namespace: b, hostname: svc.b, vips: [/10.96.30.1], ports: {80: 8080}}
 `;
@@ -28,13 +28,13 @@ async function exchange(s: net.Socket, data: Buffer): Promise<string> {
 test('1000 concurrent connections between one pair of workloads share at most 10 HBONE connections, and every byte arrives', async () => {
   const fx = await meshFixture();
   await fx.write('mesh.yaml', MESH);
-  const echo = await startEchoServer('127.0.30.2', 8080);
+  const echo = await startEchoServer('127.30.0.2', 8080);
   const z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
   const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
   try {
     // Open them all first, so all 1000 streams are live at once.
     const socks = await Promise.all(
-      Array.from({ length: CONNECTIONS }, () => socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1')),
+      Array.from({ length: CONNECTIONS }, () => socks5Connect('127.30.0.1', 15080, '10.96.30.1', 80, '127.30.0.1')),
     );
     const peak = z1.ctx.pool.connectionCount();
     const payloads = socks.map(() => randomBytes(BYTES_EACH));
@@ -54,15 +54,15 @@ test('1000 concurrent connections between one pair of workloads share at most 10
 test('an idle pooled connection is released after POOL_UNUSED_RELEASE_TIMEOUT and a new one is dialed on demand', async () => {
   const fx = await meshFixture();
   await fx.write('mesh.yaml', MESH);
-  const echo = await startEchoServer('127.0.30.2', 8080);
+  const echo = await startEchoServer('127.30.0.2', 8080);
   const z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, { POOL_UNUSED_RELEASE_TIMEOUT: '200ms' });
   const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
   try {
-    await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1'), Buffer.from('a'));
+    await exchange(await socks5Connect('127.30.0.1', 15080, '10.96.30.1', 80, '127.30.0.1'), Buffer.from('a'));
     assert.equal(z1.ctx.pool.connectionCount(), 1);
     await waitFor('idle connection evicted', () => z1.ctx.pool.connectionCount() === 0);
     assert.equal(
-      await exchange(await socks5Connect('127.0.30.1', 15080, '10.96.30.1', 80, '127.0.30.1'), Buffer.from('b')),
+      await exchange(await socks5Connect('127.30.0.1', 15080, '10.96.30.1', 80, '127.30.0.1'), Buffer.from('b')),
       createHash('sha256').update('b').digest('hex'),
     );
   } finally {
@@ -75,18 +75,18 @@ test('an idle pooled connection is released after POOL_UNUSED_RELEASE_TIMEOUT an
 test('an app that stops reading stalls only its own stream: other streams on the same HBONE connection keep flowing', async () => {
   const fx = await meshFixture();
   await fx.write('mesh.yaml', MESH);
-  const echo = await startEchoServer('127.0.30.2', 8080);
+  const echo = await startEchoServer('127.30.0.2', 8080);
   // An app that accepts and never reads: its stream's flow-control window fills and stays full.
   const stuck: net.Socket[] = [];
   const stalled = net.createServer((s) => {
     s.pause();
     stuck.push(s);
   });
-  await new Promise<void>((r) => stalled.listen(8081, '127.0.30.2', r));
+  await new Promise<void>((r) => stalled.listen(8081, '127.30.0.2', r));
   const z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
   const z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
   try {
-    const writer = await socks5Connect('127.0.30.1', 15080, '127.0.30.2', 8081, '127.0.30.1');
+    const writer = await socks5Connect('127.30.0.1', 15080, '127.30.0.2', 8081, '127.30.0.1');
     writer.on('error', () => undefined);
     // Write far more than the stream window (4 MiB) plus socket buffers, until the path pushes back for good.
     const chunk = Buffer.alloc(256 * 1024, 0x7a);
@@ -106,7 +106,7 @@ test('an app that stops reading stalls only its own stream: other streams on the
     assert.equal(z1.ctx.pool.connectionCount(), 1);
     // A second stream to the same workload rides the same HBONE connection and is not held up.
     const t0 = Date.now();
-    const s = await socks5Connect('127.0.30.1', 15080, '127.0.30.2', 8080, '127.0.30.1');
+    const s = await socks5Connect('127.30.0.1', 15080, '127.30.0.2', 8080, '127.30.0.1');
     assert.equal((await sendAndCollect(s, 'not blocked')).toString(), 'not blocked');
     assert.ok(Date.now() - t0 < 2000, `second stream took ${Date.now() - t0} ms`);
     assert.equal(z1.ctx.pool.connectionCount(), 1, 'both streams share one HBONE connection');

@@ -24,8 +24,8 @@ import {
   type MeshFixture,
 } from './helpers/mesh-fixture.js';
 
-const CLIENT_IP = '127.0.20.1';
-const SERVER_IP = '127.0.20.2';
+const CLIENT_IP = '127.20.0.1';
+const SERVER_IP = '127.20.0.2';
 const CLIENT_ID = 'spiffe://cluster.local/ns/frontend/sa/web';
 const SERVER_ID = 'spiffe://cluster.local/ns/backend/sa/echo';
 
@@ -33,7 +33,7 @@ function mesh(policies = '[]', serverSa = 'echo'): string {
   return `
 workloads:
 - {uid: Kubernetes//Pod/frontend/web-0, name: web-0, namespace: frontend, serviceAccount: web, workloadName: web, workloadIps: [${CLIENT_IP}], protocol: HBONE, node: node1}
-- {uid: Kubernetes//Pod/frontend/web-x, name: web-x, namespace: frontend, serviceAccount: web, workloadIps: [127.0.20.5], protocol: HBONE, node: node1b}
+- {uid: Kubernetes//Pod/frontend/web-x, name: web-x, namespace: frontend, serviceAccount: web, workloadIps: [127.20.0.5], protocol: HBONE, node: node1b}
 - uid: Kubernetes//Pod/backend/echo-0
   name: echo-0
   namespace: backend
@@ -82,16 +82,16 @@ describe('two ztunnel processes', () => {
       localConfig: fx.file('mesh.yaml'),
       nodeName: 'node1',
       localCa: fx.ca,
-      controlIp: '127.0.21.1',
-      controlPorts: await freeControlPorts('127.0.21.1'),
+      controlIp: '127.20.1.1',
+      controlPorts: await freeControlPorts('127.20.1.1'),
       env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
     });
     z2 = spawnZtunnel({
       localConfig: fx.file('mesh.yaml'),
       nodeName: 'node2',
       localCa: fx.ca,
-      controlIp: '127.0.21.2',
-      controlPorts: await freeControlPorts('127.0.21.2'),
+      controlIp: '127.20.1.2',
+      controlPorts: await freeControlPorts('127.20.1.2'),
       env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
     });
     await Promise.all([z1.waitReady(), z2.waitReady()]);
@@ -179,7 +179,7 @@ describe('two ztunnel processes', () => {
       );
       assert.equal(await requestStatus(s, { ':method': 'CONNECT', ':authority': 'not-an-authority' }), 400);
       assert.equal(
-        await requestStatus(s, { ':method': 'CONNECT', ':authority': `127.0.20.99:8080` }),
+        await requestStatus(s, { ':method': 'CONNECT', ':authority': `127.20.0.99:8080` }),
         400,
         'IP mismatch',
       );
@@ -291,10 +291,10 @@ describe('two ztunnel processes', () => {
     const fake = await foreign(SERVER_ID);
     const server = tls.createServer({ ...HBONE_TLS, key: fake.keyPem, cert: fake.leafPem });
     server.on('tlsClientError', () => undefined);
-    server.listen(15008, '127.0.20.9');
+    server.listen(15008, '127.20.0.9');
     await once(server, 'listening');
     try {
-      const s = tls.connect({ ...clientTlsOptions(mine, [SERVER_ID]), host: '127.0.20.9', port: 15008 });
+      const s = tls.connect({ ...clientTlsOptions(mine, [SERVER_ID]), host: '127.20.0.9', port: 15008 });
       const [err] = (await once(s, 'error')) as [Error];
       assert.match(err.message, /self[- ]signed|unable to (get|verify)|certificate/i);
     } finally {
@@ -317,14 +317,14 @@ describe('two ztunnel processes', () => {
       localConfig: fx.file('alt.yaml'),
       nodeName: 'node1b',
       localCa: fx.ca,
-      controlIp: '127.0.21.3',
-      controlPorts: await freeControlPorts('127.0.21.3'),
+      controlIp: '127.20.1.3',
+      controlPorts: await freeControlPorts('127.20.1.3'),
       env: { UNSTABLE_ENABLE_SOCKS5: 'true' },
     });
     try {
       await z3.waitReady();
       await assert.rejects(
-        socks5Connect('127.0.20.5', 15080, SERVER_IP, 8080, '127.0.20.5'),
+        socks5Connect('127.20.0.5', 15080, SERVER_IP, 8080, '127.20.0.5'),
         (e) => e instanceof Socks5Error,
       );
       await waitFor('IDENTITY_ERROR in the log', () => z3.output().includes('ZT_ERR_IDENTITY_MISMATCH'));

@@ -11,7 +11,7 @@ import type { Istiod } from '../src/istiod/istiod.js';
 import { startIstiod } from './helpers/in-process.js';
 
 /** istiod's gRPC port (15012) under unauthenticated and idle peers, with small limits so the test sees them act. */
-const HOST = '127.71.3.1';
+const HOST = '127.78.3.1';
 const SERVER_NAME = 'istiod.istio-system.svc';
 /** Within the 4 MiB receive limit: without authentication first, istiod would read all of it before answering. */
 const BODY_BYTES = 3 * 1024 * 1024;

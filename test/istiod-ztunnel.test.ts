@@ -11,7 +11,7 @@ import { sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
 import { freeControlPorts, freePorts } from './helpers/free-port.js';
 import { namespaces, pod } from './helpers/manifests.js';
 
-const ISTIOD_IP = '127.0.71.1';
+const ISTIOD_IP = '127.62.1.1';
 /** istiod's gRPC and monitoring addresses, on kernel-chosen ports (set in `before`). */
 let GRPC = '';
 let MON = '';
@@ -24,7 +24,7 @@ function manifests(extra = ''): string {
       namespace: 'frontend',
       serviceAccount: 'web',
       node: 'node1',
-      ip: '127.0.70.1',
+      ip: '127.62.0.1',
       labels: { app: 'web' },
     }) +
     pod({
@@ -32,7 +32,7 @@ function manifests(extra = ''): string {
       namespace: 'backend',
       serviceAccount: 'echo',
       node: 'node2',
-      ip: '127.0.70.2',
+      ip: '127.62.0.2',
       labels: { app: 'echo' },
       ports: { http: 8080 },
     }) +
@@ -158,9 +158,9 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
     await writeManifests(manifests());
     istiod = startIstiod();
     await istiodReady();
-    echo = await startEchoServer('127.0.70.2', 8080);
-    z1 = await ztunnel('node1', '127.0.72.1');
-    z2 = await ztunnel('node2', '127.0.72.2');
+    echo = await startEchoServer('127.62.0.2', 8080);
+    z1 = await ztunnel('node1', '127.62.2.1');
+    z2 = await ztunnel('node2', '127.62.2.2');
     await Promise.all([z1.waitReady(), z2.waitReady()]);
   });
   after(async () => {
@@ -180,7 +180,7 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
       d.certificates.find((c) => c.identity === 'spiffe://cluster.local/ns/backend/sa/echo')?.state,
       'Available',
     );
-    const s = await socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80, '127.0.70.1');
+    const s = await socks5Connect('127.62.0.1', 15080, '10.96.70.10', 80, '127.62.0.1');
     assert.equal((await sendAndCollect(s, 'via istiod')).toString(), 'via istiod');
   });
 
@@ -196,7 +196,7 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
     );
     const took = Date.now() - start;
     assert.ok(took < 1000, `took ${took}ms`);
-    await assert.rejects(socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80, '127.0.70.1'));
+    await assert.rejects(socks5Connect('127.62.0.1', 15080, '10.96.70.10', 80, '127.62.0.1'));
     await writeManifests(manifests());
     await waitFor('policy removed', async () => !(await dump(z2)).policies.some((p) => p.name === 'deny-web'), 3000);
   });
@@ -204,7 +204,7 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
   test('traffic keeps flowing while istiod is stopped, and state converges after it returns', async () => {
     istiod.kill('SIGTERM');
     await new Promise((r) => istiod.once('exit', r));
-    const s = await socks5Connect('127.0.70.1', 15080, '10.96.70.10', 80, '127.0.70.1');
+    const s = await socks5Connect('127.62.0.1', 15080, '10.96.70.10', 80, '127.62.0.1');
     assert.equal((await sendAndCollect(s, 'istiod is down')).toString(), 'istiod is down');
     await writeManifests(manifests(DENY_WEB));
     istiod = startIstiod();
