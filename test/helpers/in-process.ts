@@ -7,9 +7,7 @@ import { Istiod } from '../../src/istiod/istiod.js';
 import type { GrpcLimits } from '../../src/istiod/grpc-server.js';
 import { loadApiServerConfig } from '../../src/apiserver/config.js';
 import { ApiServer } from '../../src/apiserver/api-server.js';
-
-/** How long an in-process component may take to become ready before the test fails, even on a loaded machine. */
-const READY_DEADLINE_MS = 30_000;
+import { TEST_DEADLINE_MS } from './deadlines.js';
 
 /**
  * A ztunnel in this process (real sockets), with control servers on ephemeral ports, once it is ready (unless
@@ -35,7 +33,7 @@ export async function startZtunnel(
   );
   const zt = await Ztunnel.start(cfg, o.logs ?? jsonLogsTo(undefined, 'ztunnel'));
   if (o.waitReady === false) return zt;
-  const deadline = Date.now() + READY_DEADLINE_MS;
+  const deadline = Date.now() + TEST_DEADLINE_MS;
   while (zt.pending().length > 0) {
     if (Date.now() > deadline) throw new Error(`ztunnel ${nodeName} not ready: ${zt.pending().join('; ')}`);
     await new Promise((r) => setTimeout(r, 20));

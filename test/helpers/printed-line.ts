@@ -1,8 +1,6 @@
 /** Waiting on a child process's JSON log lines (LOG_FORMAT=json) as it prints them, instead of polling its output. */
 import type { ChildProcess } from 'node:child_process';
-
-/** How long a line may take to appear before the test fails, even on a loaded machine. */
-export const LINE_DEADLINE_MS = 30_000;
+import { TEST_DEADLINE_MS } from './deadlines.js';
 
 export interface PrintingProcess {
   readonly child: ChildProcess;
@@ -12,7 +10,7 @@ export interface PrintingProcess {
 
 /**
  * The first JSON line `p` prints from now on (from character `o.since` of its output) that `match` accepts, or
- * with `o.count` the count-th. Fails when the process exits first or after LINE_DEADLINE_MS. Create it before
+ * with `o.count` the count-th. Fails when the process exits first or after TEST_DEADLINE_MS. Create it before
  * the action whose line it waits for.
  */
 export function printedLine(
@@ -53,8 +51,8 @@ export function printedLine(
     };
     const timer = setTimeout(() => {
       done();
-      reject(new Error(`no line for ${what} within ${LINE_DEADLINE_MS} ms:\n${p.output().slice(since)}`));
-    }, LINE_DEADLINE_MS);
+      reject(new Error(`no line for ${what} within ${TEST_DEADLINE_MS} ms:\n${p.output().slice(since)}`));
+    }, TEST_DEADLINE_MS);
     p.child.stdout?.on('data', check);
     p.child.stderr?.on('data', check);
     p.child.once('exit', exited);
