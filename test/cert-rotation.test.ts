@@ -8,8 +8,8 @@ import { startZtunnel } from './helpers/in-process.js';
 
 const MESH = `
 workloads:
-- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.0.31.1], protocol: HBONE, node: n1}
-- {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.0.31.2], protocol: HBONE, node: n2}
+- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.31.0.1], protocol: HBONE, node: n1}
+- {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.31.0.2], protocol: HBONE, node: n2}
 `;
 
 interface Dump {
@@ -22,7 +22,7 @@ test(
   async () => {
     const fx = await meshFixture();
     await fx.write('mesh.yaml', MESH);
-    const echo = await startEchoServer('127.0.31.2', 8080);
+    const echo = await startEchoServer('127.31.0.2', 8080);
     // 4s certificates, backdated 2 min by the CA: each is refreshed halfway through what is left of it on arrival.
     const z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca, {
       SECRET_TTL: '4s',
@@ -36,7 +36,7 @@ test(
       const serverId = 'spiffe://cluster.local/ns/b/sa/server';
       const first = { c: serial(z1, clientId), s: serial(z2, serverId) };
       assert.ok(first.c !== undefined && first.s !== undefined);
-      const s = await socks5Connect('127.0.31.1', 15080, '127.0.31.2', 8080, '127.0.31.1');
+      const s = await socks5Connect('127.31.0.1', 15080, '127.31.0.2', 8080, '127.31.0.1');
       s.resume();
       let echoed = '';
       s.on('data', (d: Buffer) => (echoed += d.toString()));
@@ -58,7 +58,7 @@ test(
       assert.equal((z1.dump() as Dump).certificates[0]!.state, 'Available');
       // Once the old HBONE connection is released, a new one handshakes with the rotated certificates.
       await waitFor('old HBONE connection released', () => z1.ctx.pool.connectionCount() === 0);
-      const s2 = await socks5Connect('127.0.31.1', 15080, '127.0.31.2', 8080, '127.0.31.1');
+      const s2 = await socks5Connect('127.31.0.1', 15080, '127.31.0.2', 8080, '127.31.0.1');
       assert.equal((await sendAndCollect(s2, 'after')).toString(), 'after');
     } finally {
       await Promise.all([z1.shutdown(), z2.shutdown()]);

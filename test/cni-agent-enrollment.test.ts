@@ -27,7 +27,7 @@ import { waitFor } from './helpers/mesh-fixture.js';
 
 const NODE = 'node-a';
 const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-const LOOPBACK = '127.0.93.1';
+const LOOPBACK = '127.93.0.1';
 
 /** Runs a synchronous change as the async operation the agent awaits. */
 const done = (change: () => unknown): Promise<void> => {

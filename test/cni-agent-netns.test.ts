@@ -38,7 +38,7 @@ import { runCniPlugin, type PluginRun } from './helpers/run-cni-plugin.js';
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const EXECUTABLE = path.join(REPO, 'bin', 'amesh-cni');
 const NODE = 'node-93';
-const LOOPBACK = '127.0.93.2';
+const LOOPBACK = '127.96.0.2';
 const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 const skip = netnsSkip();
 

@@ -14,9 +14,9 @@ import { ameshCommand } from '../src/demo/ztunnel-process.js';
 import { tokenFileKubeconfig } from '../src/kube/kube-config.js';
 
 /** Loopback addresses of this file (nothing listens on the API address: the agent never gets that far). */
-const API = 'https://127.0.103.1:1';
-const READINESS = '127.0.103.2:0';
-const MONITORING = '127.0.103.3:0';
+const API = 'https://127.103.0.1:1';
+const READINESS = '127.103.0.2:0';
+const MONITORING = '127.103.0.3:0';
 const LINE_DEADLINE_MS = 30_000;
 
 test("an agent started before its token file exists waits for it (the process stays up), then writes the plugin's kubeconfig with that token", async (t) => {

@@ -12,7 +12,8 @@ import { spawn } from 'node:child_process';
 import { ameshCommand } from '../src/demo/ztunnel-process.js';
 import { hostState, upSkip } from './helpers/amesh-up.js';
 import { kubectlSkip } from './helpers/kubectl.js';
-import { TestNetns } from './helpers/netns.js';
+import { localMeshPodIp } from './helpers/local-mesh-example.js';
+import { netnsSkip, TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
 
 /** The tour takes about 20 s on an idle machine: starting the cluster, four requests, a policy change, teardown. */
@@ -67,23 +68,34 @@ test(
 );
 
 test('`amesh demo --socks5` (no root) runs istiod and two ztunnels, shows mTLS and a live policy deny, and stops cleanly', async () => {
-  const { cmd, args } = ameshCommand();
-  const p = spawn(cmd, [...args, 'demo', '--socks5'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const code = await new Promise<number | null>((r) => p.once('exit', r));
-  assert.equal(code, 0, out);
-  assert.match(
-    out,
-    /authenticated the client as spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web \(connection_security_policy=mutual_tls\)/,
-  );
-  assert.match(out, /is now refused: .*not allowed by ruleset/);
-  assert.match(out, /ztunnels exited with 0, 0/);
-  if (kubectlSkip === false)
+  // The tour binds Istio's fixed ports on its nodes' and pods' loopback addresses: as root, in a throwaway network
+  // namespace, so that neither the suite's other files nor a mesh running on this machine meet it.
+  const ns = netnsSkip() === false ? await TestNetns.create() : undefined;
+  try {
+    const { cmd, args } = ameshCommand();
+    const demo = [cmd, ...args, 'demo', '--socks5'];
+    const [bin = cmd, ...argv] = ns === undefined ? demo : ['nsenter', `--net=${ns.path}`, '--', ...demo];
+    const p = spawn(bin, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((r) => p.once('exit', r));
+    assert.equal(code, 0, out);
     assert.match(
       out,
-      /backend +echo-0 +1\/1 +Running +0 +\S+ +127\.0\.10\.2 +node2/,
-      'kubectl lists the demo pods from the embedded API',
+      /authenticated the client as spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web \(connection_security_policy=mutual_tls\)/,
     );
+    assert.match(out, /is now refused: .*not allowed by ruleset/);
+    assert.match(out, /ztunnels exited with 0, 0/);
+    if (kubectlSkip === false) {
+      const ip = localMeshPodIp('backend', 'echo-0').replaceAll('.', '\\.');
+      assert.match(
+        out,
+        new RegExp(`backend +echo-0 +1/1 +Running +0 +\\S+ +${ip} +node2`),
+        'kubectl lists the demo pods from the embedded API',
+      );
+    }
+  } finally {
+    await ns?.remove();
+  }
 });

@@ -1,5 +1,5 @@
 /**
- * ztunnel's DNS proxy under load and shutdown, on real sockets (127.0.97.0/24, and [::1] for the upstream
+ * ztunnel's DNS proxy under load and shutdown, on real sockets (127.97.0.0/24, and [::1] for the upstream
  * address test): the start/close race, the per-proxy cap on upstream forwards, TCP pipelining, and which
  * datagrams count as the upstream's answer. The upstream is a raw UDP socket the test answers (or not) at will.
  */
@@ -20,8 +20,8 @@ import type { UpstreamConfig } from '../src/ztunnel/dns/resolv-conf.js';
 import { frame } from '../src/ztunnel/dns/dns-tcp-frames.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 
-const PROXY_IP = '127.0.97.1';
-const UPSTREAM_IP = '127.0.97.53';
+const PROXY_IP = '127.97.0.1';
+const UPSTREAM_IP = '127.97.0.53';
 /** Long enough that no forward in these tests ends by timing out: a forward ends when answered or cancelled. */
 const NEVER_MS = 60_000;
 

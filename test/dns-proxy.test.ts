@@ -1,5 +1,5 @@
 /**
- * ztunnel's DNS proxy on real sockets (127.0.95.0/24), asked by Go's resolver (an independent client) and
+ * ztunnel's DNS proxy on real sockets (127.95.0.0/24), asked by Go's resolver (an independent client) and
  * forwarding to dnsmasq (an independent upstream). Raw dns-packet exchanges check what Go does not show: codes,
  * flags, TTLs, truncation and malformed input.
  */
@@ -27,10 +27,10 @@ import { buildGoPeer, goSkip, runGo } from './helpers/go.js';
 import { hostService, kubeService } from './helpers/dns-state.js';
 import { dnsmasqSkip, startDnsmasq, type DnsmasqZone } from './helpers/dnsmasq.js';
 
-const PROXY_IP = '127.0.95.1';
-const OTHER_NS_PROXY_IP = '127.0.95.2';
-const UPSTREAM_IP = '127.0.95.53';
-const DEAD_UPSTREAM_IP = '127.0.95.54';
+const PROXY_IP = '127.95.0.1';
+const OTHER_NS_PROXY_IP = '127.95.0.2';
+const UPSTREAM_IP = '127.95.0.53';
+const DEAD_UPSTREAM_IP = '127.95.0.54';
 /** Records of the big name: more than a 512-byte or a 1232-byte (Go's EDNS size) UDP answer holds. */
 const BIG_RECORDS = 150;
 

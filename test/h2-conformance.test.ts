@@ -12,7 +12,7 @@ import { connectHboneTls, h2Options, useHboneTls } from './helpers/h2-tls.js';
 import { RawPeer, type WireFrame } from './helpers/h2-raw-peer.js';
 import { HpackEncoder } from '../src/h2/hpack/hpack-encoder.js';
 
-const HOST = '127.0.105.2';
+const HOST = '127.106.0.2';
 /** A conformance failure often shows as a frame that never comes: fail the test instead of waiting forever. */
 const LIMIT = { timeout: 20_000 };
 /** The server under test: small limits, so each bad frame is cheap to build. */

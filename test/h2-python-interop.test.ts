@@ -13,8 +13,8 @@ import { CLIENT_ID, connectHboneTls, h2Options, SERVER_ID, useHboneTls } from '.
 import { PYTHON, pythonSkip, runPython } from './helpers/python.js';
 import { startGoPeer } from './helpers/go.js';
 
-const HOST = '127.0.105.4';
-const PYTHON_SERVER = '127.0.105.5';
+const HOST = '127.107.0.4';
+const PYTHON_SERVER = '127.107.0.5';
 const PYTHON_PORT = 15008;
 const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'interop', 'h2_connect_peer.py');
 const skip = pythonSkip('h2', 'python3-h2');

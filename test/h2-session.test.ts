@@ -10,7 +10,7 @@ import { isMeshError } from '../src/lib/errors.js';
 import { meshErrorFromH2 } from '../src/ztunnel/proxy/mesh-error-from-h2.js';
 import { sessionPair, useHboneTls } from './helpers/h2-tls.js';
 
-const HOST = '127.0.105.1';
+const HOST = '127.105.0.1';
 
 /** Everything a stream's readable side delivers up to END_STREAM (without destroying it, as async iteration would). */
 async function readAll(r: Readable): Promise<Buffer> {

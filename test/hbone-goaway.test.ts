@@ -11,14 +11,14 @@ import { startZtunnel } from './helpers/in-process.js';
 
 const MESH = `
 workloads:
-- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.0.35.1], protocol: HBONE, node: n1}
-- {uid: p, name: peer, namespace: b, serviceAccount: peer, workloadIps: [127.0.35.2], protocol: HBONE, node: elsewhere}
+- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.35.0.1], protocol: HBONE, node: n1}
+- {uid: p, name: peer, namespace: b, serviceAccount: peer, workloadIps: [127.35.0.2], protocol: HBONE, node: elsewhere}
 `;
 
 test('a pooled HBONE connection that receives GOAWAY drains its open streams while new streams get a fresh connection', async () => {
   const fx = await meshFixture();
   await fx.write('mesh.yaml', MESH);
-  const echo = await startEchoServer('127.0.35.2', 8080);
+  const echo = await startEchoServer('127.35.0.2', 8080);
   // A minimal HBONE peer (Node http2 directly) so the test controls when GOAWAY is sent.
   const cert = await fx.cert('spiffe://cluster.local/ns/b/sa/peer');
   const sessions: ServerHttp2Session[] = [];
@@ -34,10 +34,10 @@ test('a pooled HBONE connection that receives GOAWAY drains its open streams whi
     });
     up.on('error', () => stream.close());
   });
-  await new Promise<void>((r) => peer.listen(15008, '127.0.35.2', r));
+  await new Promise<void>((r) => peer.listen(15008, '127.35.0.2', r));
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
   try {
-    const a = await socks5Connect('127.0.35.1', 15080, '127.0.35.2', 8080, '127.0.35.1');
+    const a = await socks5Connect('127.35.0.1', 15080, '127.35.0.2', 8080, '127.35.0.1');
     a.resume();
     let gotA = '';
     a.on('data', (d: Buffer) => (gotA += d.toString()));
@@ -47,7 +47,7 @@ test('a pooled HBONE connection that receives GOAWAY drains its open streams whi
     (sessions[0] as Http2Session).goaway(http2.constants.NGHTTP2_NO_ERROR);
     await waitFor('pool saw GOAWAY', () => zt.ctx.pool.connectionCount() === 0);
     // New connections dial a fresh HBONE connection...
-    const b = await socks5Connect('127.0.35.1', 15080, '127.0.35.2', 8080, '127.0.35.1');
+    const b = await socks5Connect('127.35.0.1', 15080, '127.35.0.2', 8080, '127.35.0.1');
     assert.equal((await sendAndCollect(b, 'fresh')).toString(), 'fresh');
     assert.equal(sessions.length, 2, 'a second HBONE connection was dialed');
     // ...while the stream on the draining one keeps working.

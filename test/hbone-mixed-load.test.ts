@@ -8,8 +8,8 @@ import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { meshFixture, type MeshFixture } from './helpers/mesh-fixture.js';
 
-const CLIENT_IP = '127.70.0.1';
-const SERVER_IP = '127.70.0.2';
+const CLIENT_IP = '127.76.0.1';
+const SERVER_IP = '127.76.0.2';
 const MESH = `
 workloads:
 - {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [${CLIENT_IP}], protocol: HBONE, node: n1}
@@ -107,16 +107,16 @@ before(async () => {
     localConfig: fx.file('mesh.yaml'),
     nodeName: 'n1',
     localCa: fx.ca,
-    controlIp: '127.70.1.1',
-    controlPorts: await freeControlPorts('127.70.1.1'),
+    controlIp: '127.76.1.1',
+    controlPorts: await freeControlPorts('127.76.1.1'),
     env,
   });
   z2 = spawnZtunnel({
     localConfig: fx.file('mesh.yaml'),
     nodeName: 'n2',
     localCa: fx.ca,
-    controlIp: '127.70.1.2',
-    controlPorts: await freeControlPorts('127.70.1.2'),
+    controlIp: '127.76.1.2',
+    controlPorts: await freeControlPorts('127.76.1.2'),
     env,
   });
   await Promise.all([z1.waitReady(), z2.waitReady()]);

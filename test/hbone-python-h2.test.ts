@@ -16,9 +16,9 @@ const skip = pythonSkip('h2', 'python3-h2');
 
 const MESH = `
 workloads:
-- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.0.32.1], protocol: HBONE, node: n1}
-- {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.0.32.2], protocol: HBONE, node: n2}
-- {uid: py, name: py, namespace: py, serviceAccount: py, workloadIps: [127.0.32.9], protocol: HBONE, node: python}
+- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.32.0.1], protocol: HBONE, node: n1}
+- {uid: s, name: server, namespace: b, serviceAccount: server, workloadIps: [127.32.0.2], protocol: HBONE, node: n2}
+- {uid: py, name: py, namespace: py, serviceAccount: py, workloadIps: [127.32.0.9], protocol: HBONE, node: python}
 `;
 
 describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
@@ -37,7 +37,7 @@ describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
   before(async () => {
     fx = await meshFixture();
     await fx.write('mesh.yaml', MESH);
-    echo = await startEchoServer('127.0.32.2', 8080);
+    echo = await startEchoServer('127.32.0.2', 8080);
     z1 = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
     z2 = await startZtunnel(fx.file('mesh.yaml'), 'n2', fx.ca);
   });
@@ -51,30 +51,30 @@ describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
     const files = await pem('spiffe://cluster.local/ns/py/sa/py', 'pyclient');
     const r = await runPython('h2_hbone.py', [
       'client',
-      '127.0.32.2',
+      '127.32.0.2',
       '15008',
-      '127.0.32.2:8080',
+      '127.32.0.2:8080',
       'hello from python h2',
       ...files,
-      '127.0.32.9',
+      '127.32.0.9',
     ]);
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout) as unknown, { status: '200', echoed: 'hello from python h2' });
     const bad = await runPython('h2_hbone.py', [
       'client',
-      '127.0.32.2',
+      '127.32.0.2',
       '15008',
-      '127.0.32.2:15008',
+      '127.32.0.2:15008',
       'x',
       ...files,
-      '127.0.32.9',
+      '127.32.0.9',
     ]);
     assert.deepEqual(JSON.parse(bad.stdout) as unknown, { status: '503', echoed: '' });
   });
 
   test('our HBONE client (SOCKS5 -> ztunnel) talks to a Python h2 HBONE server with the expected identity', async () => {
     const files = await pem('spiffe://cluster.local/ns/py/sa/py', 'pyserver');
-    const py: ChildProcess = spawn(PYTHON, [SCRIPT, 'server', '127.0.32.9', '15008', ...files], {
+    const py: ChildProcess = spawn(PYTHON, [SCRIPT, 'server', '127.32.0.9', '15008', ...files], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -82,7 +82,7 @@ describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
     py.stderr!.on('data', (d: Buffer) => (out += d.toString()));
     try {
       await waitFor('python server', () => out.includes('listening'));
-      const s = await socks5Connect('127.0.32.1', 15080, '127.0.32.9', 9000, '127.0.32.1');
+      const s = await socks5Connect('127.32.0.1', 15080, '127.32.0.9', 9000, '127.32.0.1');
       assert.equal(
         (await sendAndCollect(s, 'bytes through a foreign server')).toString(),
         'bytes through a foreign server',
@@ -93,7 +93,7 @@ describe('HBONE against Python h2 (a non-Node HTTP/2 stack)', { skip }, () => {
         peer?: string[];
       };
       assert.equal(req.method, 'CONNECT');
-      assert.equal(req.authority, '127.0.32.9:9000');
+      assert.equal(req.authority, '127.32.0.9:9000');
       assert.deepEqual(req.peer, ['spiffe://cluster.local/ns/a/sa/client']);
     } finally {
       py.kill();

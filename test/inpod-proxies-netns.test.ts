@@ -99,7 +99,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
       await listenInNetns(app, server.path, { host: '0.0.0.0', port });
       apps.push(app);
     }
-    zt = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, env(), false);
+    zt = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, env(), { waitReady: false });
     const inpod = zt.inpod!;
     await inpod.start(
       'pod-uid-a',
@@ -218,7 +218,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
   });
 
   test('a new ztunnel binds the same ports in the pod beside the old one (SO_REUSEPORT) and serves the pod once the old one stops its proxy', async () => {
-    const next = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, env(), false);
+    const next = await startZtunnel(fx.file('mesh.yaml'), NODE, fx.ca, env(), { waitReady: false });
     try {
       await next.inpod!.start('pod-uid-b', SERVER_INFO, openSync(server.path, 'r'));
       const listeners = async (): Promise<number> =>

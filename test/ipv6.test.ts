@@ -10,7 +10,7 @@ import { startZtunnel } from './helpers/in-process.js';
 // SOCKS5 request (16 raw bytes) and the HBONE `:authority` must all arrive at the same canonical form (`::1`).
 const MESH = `
 workloads:
-- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.0.39.1], protocol: HBONE, node: n1}
+- {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [127.39.0.1], protocol: HBONE, node: n1}
 - {uid: s6, name: server6, namespace: b, serviceAccount: server, workloadIps: ['0:0:0:0:0:0:0:1'], protocol: HBONE, node: n1}
 `;
 
@@ -35,7 +35,7 @@ test(
     const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
     try {
       assert.equal(zt.ctx.state.workloadByAddr('', '::1')?.uid, 's6', 'the config stores the canonical form');
-      const s = await socks5Connect('127.0.39.1', 15080, '::1', echo.port, '127.0.39.1');
+      const s = await socks5Connect('127.39.0.1', 15080, '::1', echo.port, '127.39.0.1');
       assert.equal((await sendAndCollect(s, 'over v6')).toString(), 'over v6');
       const metrics = await (await fetch(`http://127.0.0.1:${zt.ports.metrics}/metrics`)).text();
       const opened = metrics
@@ -63,14 +63,14 @@ test(
       'mesh.yaml',
       `
 workloads:
-- {uid: ds, name: dual, namespace: b, serviceAccount: server, workloadIps: [127.0.39.2, '::1'], protocol: HBONE, node: n1}
+- {uid: ds, name: dual, namespace: b, serviceAccount: server, workloadIps: [127.39.0.2, '::1'], protocol: HBONE, node: n1}
 `,
     );
     const echo = await startEchoServer('::1', 0); // listens on IPv6 only
     const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
     try {
       const cert = await fx.cert('spiffe://cluster.local/ns/a/sa/client');
-      const v4 = await hboneSession('127.0.39.2', cert, ['spiffe://cluster.local/ns/b/sa/server']);
+      const v4 = await hboneSession('127.39.0.2', cert, ['spiffe://cluster.local/ns/b/sa/server']);
       try {
         assert.equal(await requestStatus(v4, { ':method': 'CONNECT', ':authority': `[::1]:${echo.port}` }), 400);
       } finally {

@@ -20,10 +20,10 @@ const MANIFESTS =
     namespace: 'backend',
     serviceAccount: 'echo',
     node: 'node1',
-    ip: '127.0.60.2',
+    ip: '127.60.0.2',
     ambient: false,
   }) +
-  pod({ name: 'web-0', namespace: 'frontend', serviceAccount: 'web', node: 'node2', ip: '127.0.60.1', ambient: false });
+  pod({ name: 'web-0', namespace: 'frontend', serviceAccount: 'web', node: 'node2', ip: '127.60.0.1', ambient: false });
 
 describe('istiod CA: CreateCertificate over gRPC/TLS', () => {
   let dir: string;

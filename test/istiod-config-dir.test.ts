@@ -20,13 +20,13 @@ import { namespaces, pod } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 
 const AUTHZ = 'type.googleapis.com/istio.security.Authorization';
-const HOST = '127.0.94.1';
+const HOST = '127.94.0.1';
 /** An ALLOW policy in the root namespace, which the directory forgot to create: the API refuses it (404). */
 const ROOT_ALLOW =
   '---\n{apiVersion: security.istio.io/v1, kind: AuthorizationPolicy, metadata: {name: allow-nothing-else, namespace: istio-system}, spec: {action: ALLOW, rules: [{from: [{source: {principals: [cluster.local/ns/frontend/sa/web]}}]}]}}\n';
 const BASE =
   namespaces('frontend') +
-  pod({ name: 'web-0', namespace: 'frontend', serviceAccount: 'web', node: 'n1', ip: '127.0.94.10' });
+  pod({ name: 'web-0', namespace: 'frontend', serviceAccount: 'web', node: 'n1', ip: '127.94.0.10' });
 
 /** A push that never comes fails the test instead of hanging the suite. */
 const TEST_TIMEOUT_MS = 20_000;
@@ -131,7 +131,7 @@ describe('istiod --config-dir through its embedded API server', { timeout: TEST_
     { skip: kubectlSkip },
     async () => {
       const pods = await ok('get', 'pods', '-A', '-o', 'wide');
-      assert.match(pods, /frontend +web-0 .* 127\.0\.94\.10 +n1/);
+      assert.match(pods, /frontend +web-0 .* 127\.94\.0\.10 +n1/);
       const parent = JSON.parse(
         await ok('get', 'configmap', '-n', 'kube-system', 'amesh-config-dir', '-o', 'json'),
       ) as { metadata: { annotations: Record<string, string> } };

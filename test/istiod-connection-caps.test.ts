@@ -11,9 +11,9 @@ import { startIstiod } from './helpers/in-process.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 
 /** istiod's 15012 under a connection flood from one source, with small caps so the test sees them act. */
-const ISTIOD_IP = '127.70.0.40';
-const FLOODER_IP = '127.70.0.41';
-const OTHER_IP = '127.70.0.42';
+const ISTIOD_IP = '127.77.0.40';
+const FLOODER_IP = '127.77.0.41';
+const OTHER_IP = '127.77.0.42';
 const LIMITS = { maxConnections: 8, maxConnectionsPerSource: 2, refusedLogIntervalMs: 1_000 };
 /** Far more than either cap. */
 const FLOOD = 60;

@@ -37,7 +37,7 @@ describe(
             namespace: 'backend',
             serviceAccount: 'echo',
             node: 'node1',
-            ip: '127.0.61.2',
+            ip: '127.61.0.2',
             ambient: false,
           }),
       );

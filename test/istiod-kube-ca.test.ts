@@ -19,8 +19,8 @@ import { startApiServer, startIstiodOnApi } from './helpers/in-process.js';
 import { pythonSkip, runPython } from './helpers/python.js';
 import { runToExit } from './helpers/run-to-exit.js';
 
-const API_HOST = '127.0.94.1';
-const ISTIOD_HOST = '127.0.94.2';
+const API_HOST = '127.84.0.1';
+const ISTIOD_HOST = '127.84.0.2';
 const container = [{ name: 'c', image: 'busybox' }];
 
 describe('istiod on the Kubernetes API: TokenReview authentication, node authorization from pods, istio-ca-root-cert', () => {

@@ -18,10 +18,10 @@ import { freePorts } from './helpers/free-port.js';
 
 const ADDRESS = 'type.googleapis.com/istio.workload.Address';
 const AUTHZ = 'type.googleapis.com/istio.security.Authorization';
-const API_HOST = '127.0.93.20';
-const KUBE_ISTIOD = '127.0.93.21';
-const DIR_ISTIOD = '127.0.93.22';
-const LATE_ISTIOD = '127.0.93.23';
+const API_HOST = '127.83.0.20';
+const KUBE_ISTIOD = '127.83.0.21';
+const DIR_ISTIOD = '127.83.0.22';
+const LATE_ISTIOD = '127.83.0.23';
 
 /**
  * Beyond examples/local-mesh: a pod of a Deployment (through its ReplicaSet) and one of a CronJob (through its Job),
@@ -60,7 +60,7 @@ metadata:
   annotations: {ambient.istio.io/redirection: enabled}
   ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: api-7d9f8b6c5d, uid: placeholder, controller: true}]
 spec: {serviceAccountName: echo, nodeName: node2, containers: [{name: api, image: amesh-echo}]}
-status: {phase: Running, podIP: 127.0.10.4}
+status: {phase: Running, podIP: 127.83.1.4}
 ---
 apiVersion: batch/v1
 kind: CronJob
@@ -86,7 +86,7 @@ metadata:
   labels: {app: report}
   ownerReferences: [{apiVersion: batch/v1, kind: Job, name: report-28901234, uid: placeholder, controller: true}]
 spec: {nodeName: node1, restartPolicy: Never, containers: [{name: report, image: amesh-echo}]}
-status: {phase: Running, podIP: 127.0.10.5}
+status: {phase: Running, podIP: 127.83.1.5}
 ---
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -96,12 +96,12 @@ spec:
   addresses: [10.200.0.10]
   ports: [{number: 5432, name: tcp, protocol: TCP}]
   resolution: STATIC
-  endpoints: [{address: 127.0.10.20}]
+  endpoints: [{address: 127.83.1.20}]
 ---
 apiVersion: networking.istio.io/v1
 kind: WorkloadEntry
 metadata: {name: vm-1, namespace: backend, labels: {app: echo}}
-spec: {address: 127.0.10.30, serviceAccount: echo}
+spec: {address: 127.83.1.30, serviceAccount: echo}
 ---
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
@@ -135,7 +135,7 @@ const TABLE: readonly { name: string; type: string; check: (json: Record<string,
   { name: 'backend/echo.backend.svc.cluster.local', type: ADDRESS, check: (j) => assert.ok('service' in j) },
   { name: 'backend/db.example.internal', type: ADDRESS, check: (j) => assert.ok('service' in j) },
   {
-    name: 'Kubernetes/networking.istio.io/ServiceEntry/backend/external-db/127.0.10.20',
+    name: 'Kubernetes/networking.istio.io/ServiceEntry/backend/external-db/127.83.1.20',
     type: ADDRESS,
     check: (j) => assert.ok('workload' in j),
   },
@@ -191,7 +191,7 @@ async function subscribeWith(
   };
   s.stream.write({
     typeUrl: ADDRESS,
-    node: { id: 'ztunnel~127.0.93.30~z.istio-system~istio-system.svc.cluster.local' },
+    node: { id: 'ztunnel~127.83.0.30~z.istio-system~istio-system.svc.cluster.local' },
   });
   const addresses = await next();
   s.stream.write({ typeUrl: AUTHZ });

@@ -10,6 +10,7 @@ import { ManifestDirectory } from '../src/istiod/registry/manifest-directory.js'
 import { APPLYSET, ManifestApplier } from '../src/istiod/registry/manifest-applier.js';
 import { startApiServer } from './helpers/in-process.js';
 import { ApiFront } from './helpers/api-front.js';
+import { localMeshPodIp } from './helpers/local-mesh-example.js';
 import { namespaces } from './helpers/manifests.js';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 
@@ -85,7 +86,7 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     const r = await applier.apply();
     assert.deepEqual(r.errors, []);
     const pod = await core.readNamespacedPod({ name: 'echo-0', namespace: 'backend' });
-    assert.equal(pod.status?.podIP, '127.0.10.2');
+    assert.equal(pod.status?.podIP, localMeshPodIp('backend', 'echo-0'));
     assert.equal(pod.status?.phase, 'Running');
     assert.equal(pod.metadata?.labels?.['applyset.kubernetes.io/part-of'], APPLYSET);
     const rs = await apps.readNamespacedReplicaSet({ name: 'api-5d9c', namespace: 'backend' });

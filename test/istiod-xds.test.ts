@@ -24,7 +24,7 @@ const AUTHZ = 'type.googleapis.com/istio.security.Authorization';
 const PODS = (n: number): string =>
   namespaces('ns') +
   Array.from({ length: n }, (_, i) =>
-    pod({ name: `p${i}`, namespace: 'ns', node: 'n1', ip: `127.0.74.${i + 1}`, ambient: false }),
+    pod({ name: `p${i}`, namespace: 'ns', node: 'n1', ip: `127.80.0.${i + 1}`, ambient: false }),
   ).join('');
 
 describe('istiod delta ADS', () => {

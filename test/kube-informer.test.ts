@@ -13,7 +13,7 @@ import type { ApiServer } from '../src/apiserver/api-server.js';
 import { startApiServer } from './helpers/in-process.js';
 import { freePorts } from './helpers/free-port.js';
 
-const HOST = '127.0.93.1';
+const HOST = '127.82.0.1';
 const PATH = '/api/v1/namespaces/inf/configmaps';
 
 /** A RestartingInformer on ConfigMaps of namespace `inf`, with a `change` event after every handler call and log line. */

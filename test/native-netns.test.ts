@@ -252,7 +252,7 @@ describe('native: sockets in network namespaces (setns, SO_MARK, IP_TRANSPARENT,
       '-p',
       'tcp',
       '-d',
-      '127.0.0.5',
+      '127.86.0.5',
       '--dport',
       '80',
       '-j',
@@ -277,7 +277,7 @@ describe('native: sockets in network namespaces (setns, SO_MARK, IP_TRANSPARENT,
       String(port),
     ]);
 
-    assert.equal(await readAll(track(tcpSocketInNetns(ns.path, 4)), 80, '127.0.0.5'), 'v4 127.0.0.5:80');
+    assert.equal(await readAll(track(tcpSocketInNetns(ns.path, 4)), 80, '127.86.0.5'), 'v4 127.86.0.5:80');
     assert.equal(await readAll(track(tcpSocketInNetns(ns.path, 6)), 80, '::1'), 'v6 ::1:80');
     // Conntrack now tracks the namespace: a connection the rule does not match reports its own destination.
     assert.equal(await readAll(track(tcpSocketInNetns(ns.path, 4)), port, '127.0.0.1'), `v4 127.0.0.1:${port}`);

@@ -50,7 +50,7 @@ async function stopProcess(p: ChildProcess): Promise<void> {
 }
 
 /** Addresses no other test uses: this test's loopback range, and a matching IPv6 one. */
-const podIp = (): string => `127.0.92.${randomInt(10, 250)}`;
+const podIp = (): string => `127.92.0.${randomInt(10, 250)}`;
 const podIpv6 = (): string => `fd00:92::${randomInt(10, 250).toString(16)}`;
 
 async function withPods(
@@ -73,7 +73,7 @@ const sameNetns = (fd: number | undefined, ns: TestNetns): boolean => {
   return sameId(netnsId(fd), netnsId(ns.path));
 };
 /** Addresses of the tests added with the scan's race and ambiguity checks. */
-const newPodIp = (): string => `127.0.97.${randomInt(10, 250)}`;
+const newPodIp = (): string => `127.92.1.${randomInt(10, 250)}`;
 
 test(
   "agent restart: the /proc scan finds the netns of a process running in a pod by the pod's IPv4 or IPv6 address, and caches its fd",

@@ -12,7 +12,7 @@ test('a service backed by a hostname-only workload is reached through DNS (ztunn
     'mesh.yaml',
     `
 workloads:
-- {uid: c, name: client, namespace: a, workloadIps: [127.0.38.1], protocol: HBONE, node: n1}
+- {uid: c, name: client, namespace: a, workloadIps: [127.38.0.1], protocol: HBONE, node: n1}
 - {uid: ext, name: ext, namespace: b, hostname: localhost, protocol: TCP, services: {b/ext.b: {80: ${echo.port}}}}
 services:
 - {name: ext, namespace: b, hostname: ext.b, vips: [/10.96.38.1], ports: {80: ${echo.port}}}
@@ -20,7 +20,7 @@ services:
   );
   const zt = await startZtunnel(fx.file('mesh.yaml'), 'n1', fx.ca);
   try {
-    const s = await socks5Connect('127.0.38.1', 15080, '10.96.38.1', 80, '127.0.38.1');
+    const s = await socks5Connect('127.38.0.1', 15080, '10.96.38.1', 80, '127.38.0.1');
     assert.equal((await sendAndCollect(s, 'resolved')).toString(), 'resolved');
   } finally {
     await zt.shutdown();

@@ -9,7 +9,7 @@ import { KEEPALIVE_TIME_MS, LocalSocketFactory } from '../src/ztunnel/proxy/sock
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { pythonSkip, runPython } from './helpers/python.js';
 
-const HOST = '127.0.102.1';
+const HOST = '127.102.0.1';
 
 /** Reading another process's socket options takes pidfd_getfd on this process, which needs ptrace rights over it. */
 function skip(): false | string {

@@ -9,10 +9,10 @@ import { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { meshFixture, sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 
-const CLIENT_IP = '127.73.1.1';
-const SERVER_IP = '127.73.1.2';
+const CLIENT_IP = '127.79.1.1';
+const SERVER_IP = '127.79.1.2';
 /** Another local process on the node: not the workload. */
-const STRANGER_IP = '127.73.1.9';
+const STRANGER_IP = '127.79.1.9';
 const MESH = `
 workloads:
 - {uid: c, name: client, namespace: a, serviceAccount: client, workloadIps: [${CLIENT_IP}], protocol: HBONE, node: n1}
@@ -30,9 +30,9 @@ async function withZtunnel(
     {
       localConfig: fx.file('mesh.yaml'),
       localCa: fx.ca,
-      adminAddress: '127.73.0.1:0',
-      metricsAddress: '127.73.0.1:0',
-      readinessAddress: '127.73.0.1:0',
+      adminAddress: '127.79.0.1:0',
+      metricsAddress: '127.79.0.1:0',
+      readinessAddress: '127.79.0.1:0',
     },
     { NODE_NAME: 'n1', ...env },
   );

@@ -20,7 +20,7 @@ import { netnsSkip, TestNetns } from './helpers/netns.js';
 const skip = netnsSkip() || goSkip();
 const log = pino({ level: 'silent' });
 /** This test's loopback address, inside each pod namespace. */
-const HOST = '127.0.91.2';
+const HOST = '127.90.0.2';
 const PORT = 15001;
 
 describe("ZDS against Go peers shaped as Istio's node agent and ztunnel", { skip }, () => {

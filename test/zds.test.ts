@@ -18,7 +18,7 @@ import { netnsSkip, TestNetns } from './helpers/netns.js';
 const skip = netnsSkip();
 const log = pino({ level: 'silent' });
 /** This test's loopback address, inside each pod namespace. */
-const HOST = '127.0.91.1';
+const HOST = '127.91.0.1';
 const PORT = 15001;
 
 const infoOf = (uid: string) => ({ name: uid, namespace: 'default', serviceAccount: 'sa' });

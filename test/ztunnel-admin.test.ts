@@ -9,8 +9,8 @@ import { meshFixture, sendAndCollect, waitFor, type MeshFixture } from './helper
 
 const MESH = `
 workloads:
-- {uid: Kubernetes//Pod/a/client-0, name: client-0, namespace: a, serviceAccount: client, workloadIps: [127.0.36.1], protocol: HBONE, node: n1}
-- {uid: Kubernetes//Pod/b/server-0, name: server-0, namespace: b, serviceAccount: server, workloadIps: [127.0.36.2], protocol: HBONE, node: n1}
+- {uid: Kubernetes//Pod/a/client-0, name: client-0, namespace: a, serviceAccount: client, workloadIps: [127.36.0.1], protocol: HBONE, node: n1}
+- {uid: Kubernetes//Pod/b/server-0, name: server-0, namespace: b, serviceAccount: server, workloadIps: [127.36.0.2], protocol: HBONE, node: n1}
 `;
 
 describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=json)', () => {
@@ -32,13 +32,13 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
         s.destroy();
       });
     });
-    await new Promise<void>((r) => app.listen(8080, '127.0.36.2', r));
+    await new Promise<void>((r) => app.listen(8080, '127.36.0.2', r));
     zt = spawnZtunnel({
       localConfig: fx.file('mesh.yaml'),
       nodeName: 'n1',
       localCa: fx.ca,
-      controlIp: '127.0.37.1',
-      controlPorts: await freeControlPorts('127.0.37.1'),
+      controlIp: '127.36.1.1',
+      controlPorts: await freeControlPorts('127.36.1.1'),
       env: { LOG_FORMAT: 'json', UNSTABLE_ENABLE_SOCKS5: 'true' },
     });
     await zt.waitReady();
@@ -51,7 +51,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
   });
 
   test('half-close from the app side: the client sees EOF and can still send', async () => {
-    const s = await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080, '127.0.36.1');
+    const s = await socks5Connect('127.36.0.1', 15080, '127.36.0.2', 8080, '127.36.0.1');
     s.resume();
     let got = '';
     s.on('data', (d: Buffer) => (got += d.toString()));
@@ -63,7 +63,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
   });
 
   test('access logs are JSON with the fields of ztunnel `src/proxy/metrics.rs`', async () => {
-    await sendAndCollect(await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080, '127.0.36.1'), 'x');
+    await sendAndCollect(await socks5Connect('127.36.0.1', 15080, '127.36.0.2', 8080, '127.36.0.1'), 'x');
     let entry: Record<string, unknown> | undefined;
     await waitFor('an inbound access log line', () => {
       entry = zt
@@ -93,8 +93,8 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
     }
     assert.equal(entry!['src.identity'], 'spiffe://cluster.local/ns/a/sa/client');
     // As ztunnel logs them (src/proxy/metrics.rs, src/proxy/inbound.rs): the HBONE address, then the CONNECT target.
-    assert.equal(entry!['dst.addr'], '127.0.36.2:15008');
-    assert.equal(entry!['dst.hbone_addr'], '127.0.36.2:8080');
+    assert.equal(entry!['dst.addr'], '127.36.0.2:15008');
+    assert.equal(entry!['dst.hbone_addr'], '127.36.0.2:8080');
     assert.match(String(entry!['duration']), /^\d+ms$/);
   });
 
@@ -130,7 +130,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
     const wl = (d['workloads'] as { uid: string; workloadIps: string[]; protocol: string }[]).find(
       (w) => w.uid === 'Kubernetes//Pod/a/client-0',
     );
-    assert.deepEqual(wl?.workloadIps, ['127.0.36.1']);
+    assert.deepEqual(wl?.workloadIps, ['127.36.0.1']);
     assert.equal(wl.protocol, 'HBONE');
   });
 
@@ -140,7 +140,7 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
     const set = await fetch(`http://${zt.admin}/logging?level=access=debug`, { method: 'POST' });
     assert.equal(set.status, 200);
     assert.match(await set.text(), /access=debug/);
-    await sendAndCollect(await socks5Connect('127.0.36.1', 15080, '127.0.36.2', 8080, '127.0.36.1'), 'y');
+    await sendAndCollect(await socks5Connect('127.36.0.1', 15080, '127.36.0.2', 8080, '127.36.0.1'), 'y');
     await waitFor('debug "connection opened" access log', () => zt.output().includes('"message":"connection opened"'));
     const reset = await fetch(`http://${zt.admin}/logging?reset`, { method: 'POST' });
     assert.doesNotMatch(await reset.text(), /access=debug/);

@@ -104,8 +104,8 @@ test("ztunnel's metrics load prom-client's metric classes, not its index, defaul
   assert.notDeepEqual(loaded(), [], '--node-metrics loads them');
 });
 
-const WORKLOAD_IP = '127.0.113.21';
-const CONTROL_IP = '127.0.113.20';
+const WORKLOAD_IP = '127.113.0.21';
+const CONTROL_IP = '127.113.0.20';
 
 test('a local-mode ztunnel starts without ICU collation (localeCompare loads its data: ~2.4 MiB of idle RSS)', async (t) => {
   const fx = await meshFixture();

@@ -36,7 +36,7 @@ describe('ztunnel in-pod mode driven by the node agent over ZDS', { skip }, () =
       'node94',
       fx.ca,
       { INPOD_ENABLED: 'true', INPOD_UDS: path.join(fx.dir, 'ztunnel.sock'), UNSTABLE_ENABLE_SOCKS5: 'false' },
-      false,
+      { waitReady: false },
     );
   });
 

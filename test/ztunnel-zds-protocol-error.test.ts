@@ -14,7 +14,7 @@ import { netnsSkip } from './helpers/netns.js';
 
 const skip = netnsSkip() || goSkip();
 /** This test's loopback address, for ztunnel's admin, metrics and readiness ports. */
-const CONTROL_IP = '127.0.102.1';
+const CONTROL_IP = '127.85.0.1';
 
 const CASES = [
   { name: 'keep-after-snapshot', why: /KeepWorkload for pod-k after SnapshotSent/ },

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEchoServer } from '../echo/echo-server.js';
 import { runEchoClient } from '../echo/echo-client.js';
-import { ameshCommand, spawnZtunnel } from './ztunnel-process.js';
+import { ameshCommand, spawnZtunnel, START_DEADLINE_MS } from './ztunnel-process.js';
 import { examplesDir } from './examples-dir.js';
 import { EMBEDDED_API_DIR } from '../istiod/registry/config-dir-api.js';
 
@@ -25,7 +25,7 @@ async function run(args: string[]): Promise<string> {
   return out.trim();
 }
 
-async function waitHttp(url: string, what: string, timeoutMs = 15_000): Promise<void> {
+async function waitHttp(url: string, what: string, timeoutMs = START_DEADLINE_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (

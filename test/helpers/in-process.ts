@@ -7,18 +7,19 @@ import { Istiod } from '../../src/istiod/istiod.js';
 import type { GrpcLimits } from '../../src/istiod/grpc-server.js';
 import { loadApiServerConfig } from '../../src/apiserver/config.js';
 import { ApiServer } from '../../src/apiserver/api-server.js';
+import { TEST_DEADLINE_MS } from './deadlines.js';
 
 /**
- * A ztunnel in this process (real sockets), with control servers on ephemeral ports and logs discarded, once it is
- * ready (unless `waitReady` is false). SOCKS5 is on (UNSTABLE_ENABLE_SOCKS5=true; `env` may turn it off): the suite
- * drives traffic through it.
+ * A ztunnel in this process (real sockets), with control servers on ephemeral ports, once it is ready (unless
+ * `o.waitReady` is false). Its logs are discarded unless `o.logs` takes them. SOCKS5 is on
+ * (UNSTABLE_ENABLE_SOCKS5=true; `env` may turn it off): the suite drives traffic through it.
  */
 export async function startZtunnel(
   localConfig: string,
   nodeName: string,
   localCa: string | undefined,
   env: Record<string, string> = {},
-  waitReady = true,
+  o: { waitReady?: boolean; logs?: LogControl } = {},
 ): Promise<Ztunnel> {
   const cfg = loadZtunnelConfig(
     {
@@ -30,11 +31,9 @@ export async function startZtunnel(
     },
     { NODE_NAME: nodeName, UNSTABLE_ENABLE_SOCKS5: 'true', ...env },
   );
-  const sink = new Writable({ write: (_c, _e, cb) => cb() });
-  const logs = new LogControl({ format: 'json', level: 'silent', component: 'ztunnel', out: sink });
-  const zt = await Ztunnel.start(cfg, logs);
-  if (!waitReady) return zt;
-  const deadline = Date.now() + 10_000;
+  const zt = await Ztunnel.start(cfg, o.logs ?? jsonLogsTo(undefined, 'ztunnel'));
+  if (o.waitReady === false) return zt;
+  const deadline = Date.now() + TEST_DEADLINE_MS;
   while (zt.pending().length > 0) {
     if (Date.now() > deadline) throw new Error(`ztunnel ${nodeName} not ready: ${zt.pending().join('; ')}`);
     await new Promise((r) => setTimeout(r, 20));

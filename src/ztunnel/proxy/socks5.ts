@@ -8,7 +8,7 @@ import { APP_SERVER_OPTIONS } from './socket-factory.js';
 import { failureKind, type Outbound, type OutboundFailure } from './outbound.js';
 
 /** A client that has not finished the SOCKS5 handshake in this long is dropped. */
-const HANDSHAKE_TIMEOUT_MS = 10_000;
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
 /** Longest possible request: 4 + 1 + 255 (domain) + 2; greeting at most 2 + 255. */
 const MAX_HANDSHAKE_BYTES = 1024;
 
