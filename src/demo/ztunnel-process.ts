@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { existsSync } from 'node:fs';
+import { ZTUNNEL_ADMIN_PORT, ZTUNNEL_READINESS_PORT, ZTUNNEL_STATS_PORT } from '../lib/istio-ports.js';
 import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
 
 /** The `amesh` entry point with the data-path Node flags: compiled `dist/` when present, else the source through tsx. */
@@ -15,8 +16,12 @@ export function ameshCommand(): { cmd: string; args: string[] } {
   };
 }
 
-/** ztunnel's admin, metrics and readiness ports (ztunnel `src/config.rs`). */
-const ISTIO_CONTROL_PORTS = { admin: 15000, metrics: 15020, readiness: 15021 } as const;
+/** ztunnel's admin, metrics and readiness ports. */
+const ISTIO_CONTROL_PORTS = {
+  admin: ZTUNNEL_ADMIN_PORT,
+  metrics: ZTUNNEL_STATS_PORT,
+  readiness: ZTUNNEL_READINESS_PORT,
+} as const;
 
 export interface ZtunnelProcess {
   readonly child: ChildProcess;

@@ -3,6 +3,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { DescService } from '@bufbuild/protobuf';
 import { MeshError } from './errors.js';
 import { grpcServiceDefinition } from './grpc-service.js';
+import { ISTIOD_GRPC_PORT } from './istio-ports.js';
 
 /** The hostname on istiod's certificate that clients verify when they dial an address without one (ztunnel `src/identity/caclient.rs`). */
 export const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
@@ -68,7 +69,7 @@ export function grpcClient(
   if (tlsName !== host) options['grpc.ssl_target_name_override'] = tlsName;
   options['grpc.default_authority'] = tlsName;
   return new Ctor(
-    `${url.hostname}:${url.port || '15012'}`,
+    `${url.hostname}:${url.port || String(ISTIOD_GRPC_PORT)}`,
     grpc.credentials.createSsl(rootPem === undefined ? null : Buffer.from(rootPem)),
     options,
   );

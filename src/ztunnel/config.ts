@@ -2,19 +2,25 @@ import { MeshError } from '../lib/errors.js';
 import { parseDuration } from '../lib/duration.js';
 import { parseListenAddress, type ListenAddress } from '../lib/address.js';
 import { LogControl, type LogFormat } from '../lib/log.js';
+import {
+  HBONE_PORT,
+  INBOUND_PLAINTEXT_PORT,
+  ISTIOD_GRPC_PORT,
+  OUTBOUND_CAPTURE_PORT,
+  SOCKS5_PORT,
+  ZTUNNEL_ADMIN_PORT,
+  ZTUNNEL_READINESS_PORT,
+  ZTUNNEL_STATS_PORT,
+} from '../lib/istio-ports.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { DEFAULT_CLUSTER_ID } from './state/workload.js';
 import { DEFAULT_CLUSTER_DOMAIN } from './dns/dns-store.js';
 import { ZDS_SOCKET_PATH } from '../zds/zds-socket-path.js';
 
-/** Istio's default ztunnel ports (ztunnel `src/config.rs`). */
-export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:15000';
-export const DEFAULT_METRICS_ADDRESS = '0.0.0.0:15020';
-export const DEFAULT_READINESS_ADDRESS = '0.0.0.0:15021';
-export const HBONE_PORT = 15008;
-export const SOCKS5_PORT = 15080;
-export const OUTBOUND_CAPTURE_PORT = 15001;
-export const INBOUND_PLAINTEXT_PORT = 15006;
+/** ztunnel's default control addresses (ztunnel `src/config.rs`): admin on loopback, metrics and readiness on all. */
+export const DEFAULT_ADMIN_ADDRESS = `127.0.0.1:${ZTUNNEL_ADMIN_PORT}`;
+export const DEFAULT_METRICS_ADDRESS = `0.0.0.0:${ZTUNNEL_STATS_PORT}`;
+export const DEFAULT_READINESS_ADDRESS = `0.0.0.0:${ZTUNNEL_READINESS_PORT}`;
 /** Ports ztunnel itself owns: a connection targeting one of them would loop (ztunnel `src/config.rs` `illegal_ports`). */
 export const ILLEGAL_PORTS: ReadonlySet<number> = new Set([
   OUTBOUND_CAPTURE_PORT,
@@ -71,8 +77,8 @@ export const DEFAULT_TOKEN_FILE = './var/run/secrets/tokens/istio-token';
  * Where istiod is when XDS_ADDRESS / CA_ADDRESS are unset (ztunnel src/config.rs): its Service name inside a
  * Kubernetes cluster (KUBERNETES_SERVICE_HOST is set in every pod), else localhost.
  */
-export const ISTIOD_IN_CLUSTER_ADDRESS = 'https://istiod.istio-system.svc:15012';
-export const ISTIOD_LOCAL_ADDRESS = 'https://localhost:15012';
+export const ISTIOD_IN_CLUSTER_ADDRESS = `https://istiod.istio-system.svc:${ISTIOD_GRPC_PORT}`;
+export const ISTIOD_LOCAL_ADDRESS = `https://localhost:${ISTIOD_GRPC_PORT}`;
 /** Env prefixes ztunnel forwards: gRPC metadata on the xDS stream / CA calls, and xDS node metadata (ztunnel src/config.rs). */
 const XDS_HEADER_PREFIX = 'XDS_HEADER_';
 const CA_HEADER_PREFIX = 'CA_HEADER_';

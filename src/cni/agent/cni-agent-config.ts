@@ -8,6 +8,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { parseListenAddress, type ListenAddress } from '../../lib/address.js';
 import { MeshError, isMeshError } from '../../lib/errors.js';
+import { CNI_MONITORING_PORT } from '../../lib/istio-ports.js';
 import { ZDS_SOCKET_PATH } from '../../zds/zds-socket-path.js';
 import { parseGoBool } from '../../lib/go-bool.js';
 import { LogControl, type LogFormat } from '../../lib/log.js';
@@ -28,7 +29,7 @@ export const CNI_AGENT_DEFAULTS = Object.freeze({
   /** Istio's health server (cni/pkg/constants ReadinessPort), which the DaemonSet's readiness probe asks. */
   readinessAddress: '0.0.0.0:8000',
   /** Istio's --monitoring-port. */
-  monitoringAddress: '0.0.0.0:15014',
+  monitoringAddress: `0.0.0.0:${CNI_MONITORING_PORT}`,
   /** The chart's ambient.dnsCapture: pods' DNS goes to ztunnel's proxy unless a pod opts out. */
   dnsCapture: true,
   /** The chart's ambient.ipv6: ip6tables rules too, where the pod has IPv6. */

@@ -11,8 +11,7 @@ import net from 'node:net';
 import { MeshError, type ErrorCode } from '../../lib/errors.js';
 import { netnsId, type NetnsRef } from '../../lib/native.js';
 import { SerialQueue } from '../../lib/serial-queue.js';
-import { HBONE_PORT, INBOUND_PLAINTEXT_PORT, OUTBOUND_CAPTURE_PORT } from '../../ztunnel/config.js';
-import { DNS_PROXY_PORT } from '../../ztunnel/dns/dns-sockets.js';
+import { DNS_PROXY_PORT, HBONE_PORT, INBOUND_PLAINTEXT_PORT, OUTBOUND_CAPTURE_PORT } from '../../lib/istio-ports.js';
 import { IptablesRules, replaceChains, type IpFamily } from './iptables-rules.js';
 import { mustRunInNetns, type CommandResult } from './netns-command.js';
 
