@@ -26,7 +26,7 @@ import { PodRules } from '../src/cni/agent/pod-rules.js';
 import { ZtunnelServer } from '../src/cni/agent/ztunnel-server.js';
 import { netnsId } from '../src/lib/native.js';
 import { ZdsClient } from '../src/ztunnel/inpod/zds-client.js';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { ameshCommand } from '../src/up/amesh-command.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { BRIDGE_RESULT, pluginNetworkConfig } from './helpers/cni-network-config.js';
 import { startApiServer } from './helpers/in-process.js';

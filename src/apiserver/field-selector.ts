@@ -9,7 +9,7 @@
  */
 import { ApiError } from './api-error.js';
 import { goQuote } from './go-format.js';
-import type { KindInfo } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import type { KubeObject } from './kube-object.js';
 import { supportsStrategicMergePatch } from './strategic-merge-patch.js';
 

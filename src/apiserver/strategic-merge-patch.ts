@@ -19,7 +19,7 @@
  */
 import { ApiError } from './api-error.js';
 import { goJsonKind, goTypeOf, goValue, type GoType } from './go-format.js';
-import type { KindInfo } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import type { KubeObject } from './kube-object.js';
 import { patchNotApplicable } from './patch-errors.js';
 

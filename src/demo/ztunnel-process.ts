@@ -1,20 +1,10 @@
+/**
+ * `amesh ztunnel` as a process of its own, with its admin, metrics and readiness addresses: the local demo's two
+ * ztunnels, and the tests that need a ztunnel outside their own process.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { existsSync } from 'node:fs';
 import { ZTUNNEL_ADMIN_PORT, ZTUNNEL_READINESS_PORT, ZTUNNEL_STATS_PORT } from '../lib/istio-ports.js';
-import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
-
-/** The `amesh` entry point with the data-path Node flags: compiled `dist/` when present, else the source through tsx. */
-export function ameshCommand(): { cmd: string; args: string[] } {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const js = path.resolve(here, '../cli/main.js');
-  if (existsSync(js)) return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, js] };
-  return {
-    cmd: process.execPath,
-    args: [...DATA_PATH_NODE_FLAGS, '--import', 'tsx', path.resolve(here, '../cli/main.ts')],
-  };
-}
+import { ameshCommand } from '../up/amesh-command.js';
 
 /** ztunnel's admin, metrics and readiness ports. */
 const ISTIO_CONTROL_PORTS = {

@@ -23,7 +23,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { ameshCommand } from '../demo/ztunnel-process.js';
+import { ameshCommand } from './amesh-command.js';
 import { tokenFileKubeconfig } from '../kube/kube-config.js';
 import { requestToken } from '../kube/request-token.js';
 import { MeshError, describeError } from '../lib/errors.js';

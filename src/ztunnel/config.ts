@@ -55,6 +55,8 @@ export const DEFAULTS = Object.freeze({
  * the pod's rules let those packets through; istio-cni's rules match exactly this mark (InpodMark).
  */
 export const DEFAULT_INPOD_MARK = 0x539;
+/** Listen backlog of every in-pod listener, the proxies' and the DNS proxy's (ztunnel `src/inpod/config.rs`). */
+export const INPOD_LISTEN_BACKLOG = 128;
 
 /** In-pod mode (INPOD_ENABLED): the node agent hands ztunnel each pod's network namespace over ZDS. */
 export interface InpodConfig {

@@ -3,7 +3,7 @@
  * the columns of k8s.io/kubernetes pkg/printers/internalversion/printers.go for built-in kinds, the
  * additionalPrinterColumns of Istio's CRDs, and Name/Age for everything else.
  */
-import type { KindInfo } from '../kinds.js';
+import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
 
 interface Column {

@@ -1,6 +1,6 @@
 import { ipBytes } from '../../lib/ip.js';
 import type { Manifest } from '../registry/manifest-dir.js';
-import type { ServiceSelection } from './select-workload-services.js';
+import type { ServiceSelection } from './service-selection.js';
 import { LbHealthPolicy, LbMode, LbScope, type PortModel, type ServiceModel } from './types.js';
 
 type Obj = Record<string, unknown>;

@@ -5,8 +5,7 @@ import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort } from '../../lib/ip.js';
 import { DNS_PROXY_PORT } from '../../lib/istio-ports.js';
 import { listenInNetns, tcpSocketInNetns, udpSocketInNetns, type NetnsRef } from '../../lib/native.js';
-import { DEFAULT_INPOD_MARK } from '../config.js';
-import { INPOD_LISTEN_BACKLOG } from '../inpod/netns-socket-factory.js';
+import { DEFAULT_INPOD_MARK, INPOD_LISTEN_BACKLOG } from '../config.js';
 import type { DnsUpstreamSockets } from './dns-forwarder.js';
 
 /** The DNS proxy's sockets, bound and listening: UDP sockets and TCP servers, one of each per address. */
