@@ -3,7 +3,7 @@ import { MeshError } from '../lib/errors.js';
 import { parseDuration } from '../lib/duration.js';
 import { parseListenAddress, type ListenAddress } from '../lib/address.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
-import { LogControl, type LogFormat } from '../lib/log.js';
+import { LogControl, parseLogFormat, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -115,9 +115,7 @@ export function loadIstiodConfig(
   flags: IstiodFlags,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): IstiodConfig {
-  const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json')
-    throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  const logFormat = parseLogFormat(env);
   const logLevel = flags.logLevel ?? env['LOG_LEVEL'] ?? 'info';
   LogControl.parseSpec(logLevel);
   const trusted = list(env['CA_TRUSTED_NODE_ACCOUNTS'] ?? ISTIOD_DEFAULTS.trustedNodeAccounts);

@@ -1,7 +1,7 @@
 import { MeshError } from '../lib/errors.js';
 import { parseDuration } from '../lib/duration.js';
 import { parseListenAddress, type ListenAddress } from '../lib/address.js';
-import { LogControl, type LogFormat } from '../lib/log.js';
+import { LogControl, parseLogFormat, type LogFormat } from '../lib/log.js';
 import {
   HBONE_PORT,
   INBOUND_PLAINTEXT_PORT,
@@ -327,9 +327,7 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
       'NODE_NAME is not set: ztunnel proxies the workloads whose "node" equals it',
     );
   checkProxyMode(env);
-  const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json')
-    throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  const logFormat = parseLogFormat(env);
   const logLevel = flags.logLevel ?? nonEmpty(env['RUST_LOG']) ?? nonEmpty(env['LOG_LEVEL']) ?? 'info';
   // Validate now, so a bad level fails at start and not at the first /logging call.
   LogControl.parseSpec(logLevel);

@@ -11,7 +11,7 @@ import { MeshError, isMeshError } from '../../lib/errors.js';
 import { CNI_MONITORING_PORT } from '../../lib/istio-ports.js';
 import { ZDS_SOCKET_PATH } from '../../zds/zds-socket-path.js';
 import { parseGoBool } from '../../lib/go-bool.js';
-import { LogControl, type LogFormat } from '../../lib/log.js';
+import { LogControl, parseLogFormat, type LogFormat } from '../../lib/log.js';
 import { compileEnablementSelectors, type EnablementSelectors } from '../plugin/enablement-selectors.js';
 import { CNI_EVENT_SOCKET_NAME, CNI_PLUGIN_KUBECONFIG_NAME } from '../plugin/plugin-config.js';
 import {
@@ -141,9 +141,7 @@ export function loadCniAgentConfig(flags: CniAgentFlags, env: Env = process.env)
     flags.cniAgentRunDir ?? envString(env, 'CNI_AGENT_RUN_DIR', CNI_AGENT_DEFAULTS.runDir),
     '--cni-agent-run-dir',
   );
-  const logFormat = envString(env, 'LOG_FORMAT', 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json')
-    throw configError('LOG_FORMAT', `"${logFormat}" must be text or json`);
+  const logFormat = parseLogFormat(env);
   const logLevel = flags.logLevel ?? envString(env, 'LOG_LEVEL', 'info');
   LogControl.parseSpec(logLevel);
   const snat = {
