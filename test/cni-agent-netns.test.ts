@@ -24,7 +24,7 @@ import { HostProbeRules, PROBE_IPSET_V4 } from '../src/cni/agent/host-rules.js';
 import { PodNetnsCache } from '../src/cni/agent/netns-cache.js';
 import { PodRules } from '../src/cni/agent/pod-rules.js';
 import { ZtunnelServer } from '../src/cni/agent/ztunnel-server.js';
-import { netnsId } from '../src/lib/native.js';
+import { netnsId } from '../src/native/native.js';
 import { ZdsClient } from '../src/ztunnel/inpod/zds-client.js';
 import { ameshCommand } from '../src/up/amesh-command.js';
 import { CapturedLogs } from './helpers/captured-logs.js';

@@ -18,7 +18,7 @@ import { DnsProxy } from '../src/ztunnel/dns/dns-proxy.js';
 import { DNS_PROXY_PORT } from '../src/lib/istio-ports.js';
 import { podDnsListen, podUpstreamSockets } from '../src/ztunnel/dns/dns-sockets.js';
 import { DEFAULT_INPOD_MARK } from '../src/ztunnel/config.js';
-import { listenInNetns, udpSocketInNetns } from '../src/lib/native.js';
+import { listenInNetns, udpSocketInNetns } from '../src/native/native.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { dnsmasqSkip, startDnsmasq } from './helpers/dnsmasq.js';
 import { kubeService } from './helpers/dns-state.js';

@@ -10,7 +10,7 @@ import { parseListenAddress, type ListenAddress } from '../../lib/address.js';
 import { MeshError, isMeshError } from '../../lib/errors.js';
 import { CNI_MONITORING_PORT } from '../../lib/istio-ports.js';
 import { ZDS_SOCKET_PATH } from '../../zds/zds-socket-path.js';
-import { parseGoBool } from '../../lib/go-bool.js';
+import { parseGoBool } from './go-bool.js';
 import { LogControl, parseLogFormat, type LogFormat } from '../../lib/log.js';
 import { compileEnablementSelectors, type EnablementSelectors } from '../plugin/enablement-selectors.js';
 import { CNI_EVENT_SOCKET_NAME, CNI_PLUGIN_KUBECONFIG_NAME } from '../plugin/plugin-config.js';

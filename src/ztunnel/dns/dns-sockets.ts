@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort } from '../../lib/ip.js';
 import { DNS_PROXY_PORT } from '../../lib/istio-ports.js';
-import { listenInNetns, tcpSocketInNetns, udpSocketInNetns, type NetnsRef } from '../../lib/native.js';
+import { listenInNetns, tcpSocketInNetns, udpSocketInNetns, type NetnsRef } from '../../native/native.js';
 import { DEFAULT_INPOD_MARK, INPOD_LISTEN_BACKLOG } from '../config.js';
 import type { DnsUpstreamSockets } from './dns-forwarder.js';
 

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort } from '../../lib/ip.js';
-import { listenInNetns, originalDst, tcpSocketInNetns } from '../../lib/native.js';
+import { listenInNetns, originalDst, tcpSocketInNetns } from '../../native/native.js';
 import { INPOD_LISTEN_BACKLOG } from '../config.js';
 import { APP_SOCKET_OPTIONS, connectSocket, localDst, type SocketFactory } from '../proxy/socket-factory.js';
 

@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { DescService } from '@bufbuild/protobuf';
-import { MeshError } from './errors.js';
-import { grpcServiceDefinition } from './grpc-service.js';
-import { ISTIOD_GRPC_PORT } from './istio-ports.js';
+import { MeshError } from '../lib/errors.js';
+import { grpcServiceDefinition } from '../lib/grpc-service.js';
+import { ISTIOD_GRPC_PORT } from '../lib/istio-ports.js';
 
 /** The hostname on istiod's certificate that clients verify when they dial an address without one (ztunnel `src/identity/caclient.rs`). */
 export const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
