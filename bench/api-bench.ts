@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { ameshCommand } from '../src/up/amesh-command.js';
 import { render } from '../src/lib/table.js';
 import type { ApiPhase, CreateFigures, ListFigures, WatchFigures } from './api-load.js';
 import { median, rssMiB } from './proc-stats.js';

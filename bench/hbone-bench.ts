@@ -33,7 +33,7 @@ import {
   type CapturePaths,
   type PodTarget,
 } from './capture-bench.js';
-import { listenInNetns } from '../src/lib/native.js';
+import { listenInNetns } from '../src/native/native.js';
 import { netnsSkip } from '../test/helpers/netns.js';
 
 const APP_IP = '127.0.40.2';

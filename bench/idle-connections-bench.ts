@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { writePluginCaDir } from '../src/lib/pki/certificate-authority.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
+import { SOCKS5_PORT } from '../src/lib/istio-ports.js';
 import { render } from '../src/lib/table.js';
 import { currentRssMiB, rssMiB } from './proc-stats.js';
 import { idleConnectionTargets, renderTargets } from './performance-targets.js';
@@ -29,7 +30,6 @@ const CLIENT_IP = '127.0.42.11';
 const APP_IP = '127.0.42.12';
 const CONTROL_IPS = ['127.0.42.21', '127.0.42.22'] as const;
 const ECHO_PORT = 9000;
-const SOCKS5_PORT = 15080;
 const CONNECTIONS = Math.max(1, Number(process.env['BENCH_IDLE_CONNECTIONS'] ?? 10_000) || 10_000);
 /** Dials in flight while opening: enough to keep both ztunnels busy on 2 cores without a SYN backlog overflow. */
 const OPEN_CONCURRENCY = 64;

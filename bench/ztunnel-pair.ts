@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { ameshCommand } from '../src/up/amesh-command.js';
 import { DATA_PATH_NODE_FLAGS } from '../src/lib/node-flags.js';
 
 export interface ZtunnelPairOptions {

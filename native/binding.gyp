@@ -1,5 +1,5 @@
 # The N-API addon for the Linux syscalls Node lacks (setns, SO_MARK, IP_TRANSPARENT, SO_ORIGINAL_DST,
-# SEQPACKET with SCM_RIGHTS). Built at `npm ci` by native/build.mjs; loaded only by src/lib/native.ts.
+# SEQPACKET with SCM_RIGHTS). Built at `npm ci` by native/build.mjs; loaded only by src/native/native.ts.
 {
   'targets': [
     {

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { netnsSkip, withNetns } from './helpers/netns.js';
 
 const SOCKET_FACTORY = fileURLToPath(new URL('../src/ztunnel/proxy/socket-factory.ts', import.meta.url));
-const NATIVE = fileURLToPath(new URL('../src/lib/native.ts', import.meta.url));
+const NATIVE = fileURLToPath(new URL('../src/native/native.ts', import.meta.url));
 
 /**
  * Runs inside a namespace whose ephemeral range is one port: two listeners, then one connection to each from the

@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { ameshCommand } from '../src/up/amesh-command.js';
 import { tokenFileKubeconfig } from '../src/kube/kube-config.js';
 
 /** Loopback addresses of this file (nothing listens on the API address: the agent never gets that far). */

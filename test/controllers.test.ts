@@ -16,7 +16,7 @@ import type { ApiServer } from '../src/apiserver/api-server.js';
 import { DeploymentController, POD_TEMPLATE_HASH, REVISION } from '../src/controllers/deployment-controller.js';
 import { ReplicaSetController } from '../src/controllers/replica-set-controller.js';
 import { LogControl } from '../src/lib/log.js';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { ameshCommand } from '../src/up/amesh-command.js';
 import { startApiServer } from './helpers/in-process.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { waitFor } from './helpers/mesh-fixture.js';

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { ameshCommand } from '../src/up/amesh-command.js';
 import { hostState, upSkip } from './helpers/amesh-up.js';
 import { kubectlSkip } from './helpers/kubectl.js';
 import { localMeshPodIp } from './helpers/local-mesh-example.js';

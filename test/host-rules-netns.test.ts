@@ -4,7 +4,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { HostProbeRules, PROBE_IPSET_V4, PROBE_IPSET_V6 } from '../src/cni/agent/host-rules.js';
 import { PodRules } from '../src/cni/agent/pod-rules.js';
-import { listenInNetns, tcpSocketInNetns } from '../src/lib/native.js';
+import { listenInNetns, tcpSocketInNetns } from '../src/native/native.js';
 import { netnsSkip, withNetns } from './helpers/netns.js';
 import { savedRules } from './helpers/iptables-save.js';
 import { readGolden } from './helpers/pod-rules-cases.js';

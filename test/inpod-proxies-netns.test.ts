@@ -7,7 +7,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { once } from 'node:events';
 import { mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
-import { listenInNetns, tcpSocketInNetns } from '../src/lib/native.js';
+import { listenInNetns, tcpSocketInNetns } from '../src/native/native.js';
 import { DEFAULT_INPOD_MARK } from '../src/ztunnel/config.js';
 import type { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { startZtunnel } from './helpers/in-process.js';

@@ -13,7 +13,7 @@ import type { ApiServer } from '../src/apiserver/api-server.js';
 import type { Istiod } from '../src/istiod/istiod.js';
 import { CA_ROOT_CONFIGMAP, CA_ROOT_CONFIGMAP_KEY } from '../src/istiod/namespace-controller.js';
 import { IstioCaClient } from '../src/ztunnel/identity/istio-ca-client.js';
-import { ameshCommand } from '../src/demo/ztunnel-process.js';
+import { ameshCommand } from '../src/up/amesh-command.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { startApiServer, startIstiodOnApi } from './helpers/in-process.js';
 import { pythonSkip, runPython } from './helpers/python.js';

@@ -16,7 +16,7 @@ import {
   tcpSocketInNetns,
   udpSocketInNetns,
   type NetnsId,
-} from '../src/lib/native.js';
+} from '../src/native/native.js';
 import { TestNetns, netnsSkip } from './helpers/netns.js';
 
 const skip = netnsSkip();

@@ -7,7 +7,7 @@ import { randomInt } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isMeshError } from '../src/lib/errors.js';
-import { netnsId, sameNetns as sameId } from '../src/lib/native.js';
+import { netnsId, sameNetns as sameId } from '../src/native/native.js';
 import { PodNetnsCache } from '../src/cni/agent/netns-cache.js';
 import { mustRun, netnsSkip, TestNetns } from './helpers/netns.js';
 

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { pino } from 'pino';
 import { AcceptingListener } from '../src/ztunnel/proxy/accepting-listener.js';
-import { OUTBOUND_CAPTURE_PORT } from '../src/ztunnel/config.js';
+import { OUTBOUND_CAPTURE_PORT } from '../src/lib/istio-ports.js';
 import { KEEPALIVE_TIME_MS, LocalSocketFactory } from '../src/ztunnel/proxy/socket-factory.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import { pythonSkip, runPython } from './helpers/python.js';

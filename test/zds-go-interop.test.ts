@@ -11,7 +11,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { ZtunnelServer } from '../src/cni/agent/ztunnel-server.js';
 import { isMeshError, type MeshError } from '../src/lib/errors.js';
-import { netnsId } from '../src/lib/native.js';
+import { netnsId } from '../src/native/native.js';
 import { ZdsClient } from '../src/ztunnel/inpod/zds-client.js';
 import { buildGoPeer, goSkip, startGoPeer } from './helpers/go.js';
 import { ListenerRunner } from './helpers/listener-runner.js';

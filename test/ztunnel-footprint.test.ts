@@ -46,6 +46,7 @@ const MODE_DIRS = [
   'src/ztunnel/xds/',
   'src/ztunnel/inpod/',
   'src/lib/grpc-',
+  'src/ztunnel/grpc-channel',
   'src/ztunnel/state/local-config',
   'src/ztunnel/identity/istio-ca-client',
   'src/ztunnel/dns/dns-proxy',

@@ -1,4 +1,4 @@
-// The addon's entry point: the syscalls Node lacks, one function each (see src/lib/native.ts for the typed API).
+// The addon's entry point: the syscalls Node lacks, one function each (see src/native/native.ts for the typed API).
 #include <napi.h>
 
 #include "fd-watcher.h"

@@ -18,7 +18,8 @@ import { ResourceStore } from './resource-store.js';
 import { GarbageCollector } from './garbage-collector.js';
 import { bootstrapCluster } from './bootstrap.js';
 import { ClusterIpAllocator } from './cluster-ip-allocator.js';
-import { KINDS, findKind, type KindInfo } from './kinds.js';
+import { KINDS, findKind } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import { ApiError } from './api-error.js';
 import type { KubeObject } from './kube-object.js';
 import {

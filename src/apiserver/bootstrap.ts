@@ -8,7 +8,8 @@
  */
 import type { Logger } from '../lib/log.js';
 import { ApiError } from './api-error.js';
-import { findKind, type KindInfo } from './kinds.js';
+import { findKind } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import type { KubeObject } from './kube-object.js';
 import type { ResourceStore } from './resource-store.js';
 

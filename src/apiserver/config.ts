@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { MeshError } from '../lib/errors.js';
 import { parseListenAddress, type ListenAddress } from '../lib/address.js';
-import { LogControl, type LogFormat } from '../lib/log.js';
+import { LogControl, parseLogFormat, type LogFormat } from '../lib/log.js';
 import { parseCidr } from '../lib/ip.js';
 
 /** `amesh apiserver` defaults. */
@@ -51,9 +51,7 @@ export function loadApiServerConfig(flags: ApiServerFlags, env: NodeJS.ProcessEn
     );
   const logLevel = flags.logLevel ?? env['LOG_LEVEL'] ?? 'info';
   LogControl.parseSpec(logLevel);
-  const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json')
-    throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  const logFormat = parseLogFormat(env);
   return Object.freeze({
     dataDir: path.resolve(flags.dataDir ?? APISERVER_DEFAULTS.dataDir),
     listen: parseListenAddress(flags.listen ?? APISERVER_DEFAULTS.listen, '--listen'),

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from './api-error.js';
 import { parseFieldSelector } from './field-selector.js';
-import { findKind, type KindInfo } from './kinds.js';
+import { findKind } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import type { KubeObject } from './kube-object.js';
 
 function kind(group: string, plural: string): KindInfo {

@@ -9,9 +9,10 @@
  */
 import { ApiError } from './api-error.js';
 import { goQuote } from './go-format.js';
-import type { KindInfo } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import type { KubeObject } from './kube-object.js';
 import { supportsStrategicMergePatch } from './strategic-merge-patch.js';
+import { asRecord } from '../lib/record.js';
 
 interface Term {
   readonly field: string;
@@ -39,8 +40,6 @@ interface FieldLabels {
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
-const rec = (v: unknown): Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
 const notSupported = (label: string): string => `field label not supported: ${label}`;
 
@@ -62,8 +61,8 @@ const POD_LABELS: FieldLabels = {
   renames: { 'spec.host': 'spec.nodeName' },
   unsupported: notSupported,
   values: (pod) => {
-    const spec = rec(pod.spec);
-    const status = rec(pod.status);
+    const spec = asRecord(pod.spec);
+    const status = asRecord(pod.status);
     const podIPs = Array.isArray(status.podIPs) ? status.podIPs : [];
     return {
       'spec.nodeName': str(spec.nodeName),
@@ -72,7 +71,7 @@ const POD_LABELS: FieldLabels = {
       'spec.serviceAccountName': str(spec.serviceAccountName),
       'spec.hostNetwork': String(spec.hostNetwork === true),
       'status.phase': str(status.phase),
-      'status.podIP': podIPs.length > 0 ? str(rec(podIPs[0]).ip) : str(status.podIP),
+      'status.podIP': podIPs.length > 0 ? str(asRecord(podIPs[0]).ip) : str(status.podIP),
       'status.nominatedNodeName': str(status.nominatedNodeName),
     };
   },
@@ -96,11 +95,11 @@ const EVENT_LABELS: FieldLabels = {
   ],
   unsupported: notSupported,
   values: (ev) => {
-    const involved = rec(ev.involvedObject);
+    const involved = asRecord(ev.involvedObject);
     const fields: Fields = {
       reason: str(ev.reason),
       reportingComponent: str(ev.reportingComponent),
-      source: str(rec(ev.source).component) || str(ev.reportingComponent),
+      source: str(asRecord(ev.source).component) || str(ev.reportingComponent),
       type: str(ev.type),
     };
     for (const f of ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'])
@@ -118,7 +117,7 @@ const KIND_FIELD_LABELS: ReadonlyMap<string, FieldLabels> = new Map<string, Fiel
     {
       labels: ['metadata.name', 'spec.unschedulable'],
       unsupported: notSupported,
-      values: (n) => ({ 'spec.unschedulable': String(rec(n.spec).unschedulable === true) }),
+      values: (n) => ({ 'spec.unschedulable': String(asRecord(n.spec).unschedulable === true) }),
     },
   ],
   [
@@ -126,7 +125,7 @@ const KIND_FIELD_LABELS: ReadonlyMap<string, FieldLabels> = new Map<string, Fiel
     {
       labels: ['status.phase', 'metadata.name'],
       unsupported: notSupported,
-      values: (ns) => ({ 'status.phase': str(rec(ns.status).phase) }),
+      values: (ns) => ({ 'status.phase': str(asRecord(ns.status).phase) }),
     },
   ],
   [
@@ -142,7 +141,10 @@ const KIND_FIELD_LABELS: ReadonlyMap<string, FieldLabels> = new Map<string, Fiel
     {
       labels: ['metadata.namespace', 'metadata.name', 'spec.clusterIP', 'spec.type'],
       unsupported: notSupported,
-      values: (svc) => ({ 'spec.clusterIP': str(rec(svc.spec).clusterIP), 'spec.type': str(rec(svc.spec).type) }),
+      values: (svc) => ({
+        'spec.clusterIP': str(asRecord(svc.spec).clusterIP),
+        'spec.type': str(asRecord(svc.spec).type),
+      }),
     },
   ],
   [
@@ -151,7 +153,7 @@ const KIND_FIELD_LABELS: ReadonlyMap<string, FieldLabels> = new Map<string, Fiel
       labels: ['metadata.name', 'metadata.namespace', 'status.successful'],
       unsupported: (label) => `field label ${goQuote(label)} not supported for Job`,
       values: (job) => {
-        const succeeded = rec(job.status).succeeded;
+        const succeeded = asRecord(job.status).succeeded;
         return { 'status.successful': String(typeof succeeded === 'number' ? succeeded : 0) };
       },
     },

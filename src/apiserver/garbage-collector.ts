@@ -8,7 +8,8 @@
  */
 import type { Logger } from '../lib/log.js';
 import { ApiError } from './api-error.js';
-import { KINDS, findKind, kindOfObject, type KindInfo } from './kinds.js';
+import { KINDS, findKind, kindOfObject } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import type { KubeObject } from './kube-object.js';
 import { FOREGROUND_DELETION, type ResourceStore } from './resource-store.js';
 import type { Storage, StorageEvent } from './storage.js';

@@ -15,6 +15,7 @@ import { ApiError } from './api-error.js';
 import { goJsonKind } from './go-format.js';
 import type { KubeObject } from './kube-object.js';
 import { patchNotApplicable, patchResultNotAnObject } from './patch-errors.js';
+import { isRecord } from '../lib/record.js';
 
 /** maxJSONPatchOperations in patch.go. */
 const MAX_JSON_PATCH_OPERATIONS = 10_000;
@@ -28,8 +29,6 @@ type Operation = Readonly<Record<string, unknown>> | null;
 
 class OperationError extends Error {}
 
-const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** jsonpatch.DecodePatch: a JSON array of objects (null elements pass and fail later as an unknown kind). */
 function decodePatch(patch: unknown): Operation[] {
   if (patch === null) return [];
@@ -39,7 +38,7 @@ function decodePatch(patch: unknown): Operation[] {
       `json: cannot unmarshal ${goJsonKind(patch)} into Go value of type jsonpatch.Patch`,
     );
   for (const op of patch) {
-    if (op !== null && !isObject(op))
+    if (op !== null && !isRecord(op))
       throw new ApiError(
         'BadRequest',
         `json: cannot unmarshal ${goJsonKind(op)} into Go value of type jsonpatch.Operation`,
@@ -296,6 +295,6 @@ export function applyJsonPatch(doc: KubeObject, patch: unknown): KubeObject {
       throw e;
     }
   }
-  if (!isObject(result)) throw patchResultNotAnObject(result);
+  if (!isRecord(result)) throw patchResultNotAnObject(result);
   return result as unknown as KubeObject;
 }

@@ -1,5 +1,4 @@
-import type { StatusCause } from './api-error.js';
-import type { KubeObject } from './kube-object.js';
+import type { KindInfo, Subresource } from './kind-info.js';
 import { configMapStrategy } from './strategies/config-map.js';
 import { cronJobStrategy } from './strategies/cron-job.js';
 import { customResourceStrategy } from './strategies/custom-resource.js';
@@ -13,43 +12,7 @@ import { podStrategy } from './strategies/pod.js';
 import { replicaSetStrategy } from './strategies/replica-set.js';
 import { secretStrategy } from './strategies/secret.js';
 import { serviceStrategy } from './strategies/service.js';
-
-/**
- * What a kind does beyond generic metadata handling, after k8s.io/apiserver's RESTCreateStrategy and
- * RESTUpdateStrategy: defaults and system fields on create, what an update of the main resource (or of the
- * `status` subresource) may change, and the kind's own validation. Every hook is optional. Validation returns
- * field causes; the HTTP layer turns a non-empty list into `422 Invalid`.
- */
-export interface Strategy {
-  prepareForCreate?(obj: KubeObject): void;
-  /** An update of the main resource: status is carried over from `old` for kinds with a status subresource. */
-  prepareForUpdate?(obj: KubeObject, old: KubeObject): void;
-  validate?(obj: KubeObject): StatusCause[];
-  validateUpdate?(obj: KubeObject, old: KubeObject): StatusCause[];
-  /** What a delete that names no propagationPolicy does to dependents (DefaultGarbageCollectionPolicy); Background if unset. */
-  readonly defaultPropagationPolicy?: 'Orphan';
-}
-
-export type Subresource = 'status' | 'token' | 'binding';
-
-/** One served kind. Adding a kind to the API server is adding one entry to {@link KINDS}. */
-export interface KindInfo {
-  /** API group; '' is the core group (`/api/v1`). */
-  readonly group: string;
-  readonly version: string;
-  readonly kind: string;
-  /** Resource name in URLs: `pods`, `authorizationpolicies`. */
-  readonly plural: string;
-  readonly singular: string;
-  readonly namespaced: boolean;
-  readonly shortNames: readonly string[];
-  /** Discovery categories (`kubectl get all` lists the `all` category). */
-  readonly categories: readonly string[];
-  readonly subresources: readonly Subresource[];
-  /** Create-only review kinds (TokenReview, SubjectAccessReview): answered, never stored. */
-  readonly review: boolean;
-  readonly strategy: Strategy | undefined;
-}
+import type { Strategy } from './strategies/strategy.js';
 
 interface KindEntry {
   group: string;

@@ -9,16 +9,15 @@
 import { ApiError } from './api-error.js';
 import type { KubeObject } from './kube-object.js';
 import { patchResultNotAnObject } from './patch-errors.js';
+import { isRecord } from '../lib/record.js';
 
 type JsonMap = Record<string, unknown>;
-
-const isMap = (v: unknown): v is JsonMap => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** ErrBadJSONPatch. */
 const BAD_PATCH = 'Invalid JSON Patch';
 
 function pruneNulls(v: unknown): void {
-  if (isMap(v)) pruneDocNulls(v);
+  if (isRecord(v)) pruneDocNulls(v);
   else if (Array.isArray(v)) for (const x of v) if (x !== null) pruneNulls(x);
 }
 
@@ -30,11 +29,11 @@ function pruneDocNulls(doc: JsonMap): void {
 }
 
 function mergeValue(cur: unknown, patch: unknown): unknown {
-  if (!isMap(cur)) {
+  if (!isRecord(cur)) {
     pruneNulls(patch);
     return patch;
   }
-  if (!isMap(patch)) return patch;
+  if (!isRecord(patch)) return patch;
   mergeDocs(cur, patch);
   return cur;
 }
@@ -59,7 +58,7 @@ export function applyMergePatch(doc: KubeObject, patch: unknown): KubeObject {
     pruneNulls(replaced);
     throw patchResultNotAnObject(replaced);
   }
-  if (!isMap(patch)) throw new ApiError('BadRequest', BAD_PATCH);
+  if (!isRecord(patch)) throw new ApiError('BadRequest', BAD_PATCH);
   const result = structuredClone(doc) as JsonMap;
   mergeDocs(result, structuredClone(patch));
   return result as KubeObject;

@@ -8,9 +8,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../lib/log.js';
+import { isRecord } from '../lib/record.js';
 import { randomSafeString } from '../lib/safe-encode.js';
 import { ApiError, invalid, type StatusCause } from './api-error.js';
-import { apiVersionOf, findKind, storageKey, storagePrefix, type KindInfo } from './kinds.js';
+import { apiVersionOf, findKind, storageKey, storagePrefix } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import type { KubeList, KubeObject } from './kube-object.js';
 import type { Storage, StorageEvent } from './storage.js';
 import { parseLabelSelector } from './label-selector.js';
@@ -575,8 +577,7 @@ export class ResourceStore {
 
   /** The body must be an object of this kind; apiVersion and kind may be left out, as the API allows. */
   private checkBody(k: KindInfo, body: KubeObject): KubeObject {
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw new ApiError('BadRequest', `the body of the request is not a ${k.kind} object`);
+    if (!isRecord(body)) throw new ApiError('BadRequest', `the body of the request is not a ${k.kind} object`);
     const obj = clone(body);
     const apiVersion = apiVersionOf(k);
     if (
@@ -590,7 +591,7 @@ export class ResourceStore {
     }
     obj.apiVersion = apiVersion;
     obj.kind = k.kind;
-    if (typeof obj.metadata !== 'object' || obj.metadata === null || Array.isArray(obj.metadata)) obj.metadata = {};
+    if (!isRecord(obj.metadata)) obj.metadata = {};
     const undecodable = decodeError(k, obj);
     if (undecodable !== undefined) throw undecodable;
     return obj;

@@ -3,6 +3,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { ApiError } from './api-error.js';
 import type { KubeObject } from './kube-object.js';
 import { WatchCache, deepFreeze, type StorageEvent, type StorageListener } from './watch-cache.js';
+import { isRecord } from '../lib/record.js';
 
 export type { StorageEvent, StorageListener } from './watch-cache.js';
 
@@ -156,10 +157,6 @@ function checkKey(key: unknown): asserts key is string {
 
 function checkPrefix(prefix: unknown): asserts prefix is string {
   if (prefix !== '') checkKey(prefix);
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** A private copy of `obj` as it will be stored, or BadRequest when it cannot be stored. */

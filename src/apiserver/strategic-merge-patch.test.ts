@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from './api-error.js';
-import { findKind, type KindInfo } from './kinds.js';
+import { findKind } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import type { KubeObject } from './kube-object.js';
 import { applyStrategicMergePatch, supportsStrategicMergePatch } from './strategic-merge-patch.js';
 

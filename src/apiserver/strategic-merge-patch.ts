@@ -19,9 +19,10 @@
  */
 import { ApiError } from './api-error.js';
 import { goJsonKind, goTypeOf, goValue, type GoType } from './go-format.js';
-import type { KindInfo } from './kinds.js';
+import type { KindInfo } from './kind-info.js';
 import type { KubeObject } from './kube-object.js';
 import { patchNotApplicable } from './patch-errors.js';
+import { isRecord } from '../lib/record.js';
 
 /** The patch tags of one field: `merge` lists and, for lists of maps, the merge key. */
 interface FieldTags {
@@ -161,12 +162,10 @@ const RETAIN_KEYS_DIRECTIVE = '$retainKeys';
 const DELETE_FROM_PRIMITIVE_LIST_PREFIX = '$deleteFromPrimitiveList';
 const SET_ELEMENT_ORDER_PREFIX = '$setElementOrder';
 
-const isMap = (v: unknown): v is JsonMap => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** What decoding into a Go type keeps of a value taken whole from the patch: no `$` keys, no null fields. */
 function asDecoded(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(asDecoded);
-  if (!isMap(v)) return v;
+  if (!isRecord(v)) return v;
   const out: JsonMap = {};
   for (const [k, x] of Object.entries(v)) if (!k.startsWith('$') && x !== null) out[k] = asDecoded(x);
   return out;
@@ -175,7 +174,7 @@ function asDecoded(v: unknown): unknown {
 /** A merge key value (or a scalar) as Go compares `interface{}` values: nil for null, absent, or not a map. */
 function keyValue(item: unknown, mergeKey: string, isMapKind: boolean): unknown {
   if (!isMapKind) return item;
-  return isMap(item) ? (item[mergeKey] ?? undefined) : undefined;
+  return isRecord(item) ? (item[mergeKey] ?? undefined) : undefined;
 }
 
 function indexIn(list: readonly unknown[], item: unknown, mergeKey: string, isMapKind: boolean): number {
@@ -186,7 +185,7 @@ function indexIn(list: readonly unknown[], item: unknown, mergeKey: string, isMa
 function findMapByKeyValue(list: readonly unknown[], key: string, value: unknown): number {
   for (let i = 0; i < list.length; i++) {
     const v = list[i];
-    if (!isMap(v)) throw new PatchError(`value for key ${i} is not a map.`);
+    if (!isRecord(v)) throw new PatchError(`value for key ${i} is not a map.`);
     if (Object.hasOwn(v, key) && v[key] === value) return i;
   }
   return -1;
@@ -331,7 +330,7 @@ function goSliceStable<T>(data: T[], less: (a: T, b: T) => boolean): void {
 function validateMergeKeyInLists(mergeKey: string, ...lists: readonly (readonly unknown[])[]): void {
   for (const list of lists) {
     for (const item of list) {
-      if (!isMap(item)) throw errBadArgType('map[string]interface {}', item);
+      if (!isRecord(item)) throw errBadArgType('map[string]interface {}', item);
       if (!Object.hasOwn(item, mergeKey)) throw errNoMergeKey(item, mergeKey);
     }
   }
@@ -342,7 +341,7 @@ function extractToDeleteItems(list: readonly unknown[]): [unknown[], unknown[]] 
   const keep: unknown[] = [];
   const toDelete: unknown[] = [];
   for (const v of list) {
-    if (!isMap(v)) throw errBadArgType('map[string]interface {}', v);
+    if (!isRecord(v)) throw errBadArgType('map[string]interface {}', v);
     (v[DIRECTIVE_MARKER] === 'delete' ? toDelete : keep).push(v);
   }
   return [keep, toDelete];
@@ -417,7 +416,7 @@ function partitionByPresence(
     return [present, serverOnly];
   }
   for (const v of list) {
-    if (!isMap(v)) throw errBadArgType('map[string]interface {}', v);
+    if (!isRecord(v)) throw errBadArgType('map[string]interface {}', v);
     if (!Object.hasOwn(v, mergeKey)) throw errNoMergeKey(v, mergeKey);
     (findMapByKeyValue(by, mergeKey, v[mergeKey]) >= 0 ? present : serverOnly).push(v);
   }
@@ -443,8 +442,8 @@ function extractKey(s: string, prefix: string): string {
 
 function mergeKeyValueEqual(left: unknown, right: unknown, mergeKey: string): boolean {
   if (mergeKey === '') return left === right;
-  if (!isMap(left)) throw errBadArgType('map[string]interface {}', left);
-  if (!isMap(right)) throw errBadArgType('map[string]interface {}', right);
+  if (!isRecord(left)) throw errBadArgType('map[string]interface {}', left);
+  if (!isRecord(right)) throw errBadArgType('map[string]interface {}', right);
   if (!Object.hasOwn(left, mergeKey)) throw errNoMergeKey(left, mergeKey);
   if (!Object.hasOwn(right, mergeKey)) throw errNoMergeKey(right, mergeKey);
   return left[mergeKey] === right[mergeKey];
@@ -458,7 +457,7 @@ function validatePatchWithSetOrderList(patchList: unknown, setOrderList: unknown
   let p = 0;
   let s = 0;
   while (p < nonDelete.length && s < setOrderList.length) {
-    if (isMap(nonDelete[p]) && Object.hasOwn(nonDelete[p] as JsonMap, DIRECTIVE_MARKER)) {
+    if (isRecord(nonDelete[p]) && Object.hasOwn(nonDelete[p] as JsonMap, DIRECTIVE_MARKER)) {
       p++;
       continue;
     }
@@ -648,7 +647,7 @@ function mergeMap(original: JsonMap, patch: JsonMap, schema: Schema | undefined)
       continue;
     }
     const tags = lookup(schema, k);
-    if (isMap(current)) original[k] = mergeMap(current, patchV as JsonMap, tags.fields);
+    if (isRecord(current)) original[k] = mergeMap(current, patchV as JsonMap, tags.fields);
     else if (Array.isArray(current)) original[k] = mergeListField(current, patchV as unknown[], tags, isDeleteList);
     else original[k] = patchV;
   }
@@ -668,7 +667,7 @@ export function applyStrategicMergePatch(doc: KubeObject, patch: unknown, kind: 
     );
   }
   if (patch === null) return structuredClone(doc);
-  if (!isMap(patch)) {
+  if (!isRecord(patch)) {
     throw new ApiError(
       'BadRequest',
       `json: cannot unmarshal ${goJsonKind(patch)} into Go value of type map[string]interface {}`,

@@ -3,8 +3,7 @@ import { DeploymentController } from '../controllers/deployment-controller.js';
 import { ReplicaSetController } from '../controllers/replica-set-controller.js';
 import { Scheduler } from '../controllers/scheduler.js';
 import { loadKubeConfig } from '../kube/kube-config.js';
-import { MeshError } from '../lib/errors.js';
-import { LogControl } from '../lib/log.js';
+import { LogControl, parseLogFormat } from '../lib/log.js';
 import { fatal } from './fatal.js';
 
 /**
@@ -20,9 +19,7 @@ export function controllerManagerCommand(): Command {
     .action(async (o) => {
       let logs: LogControl | undefined;
       try {
-        const format = (process.env['LOG_FORMAT'] ?? 'text').toLowerCase();
-        if (format !== 'text' && format !== 'json')
-          throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${format}" must be text or json`);
+        const format = parseLogFormat(process.env);
         const kc = loadKubeConfig(o.kubeconfig);
         logs = new LogControl({ format, level: o.logLevel, component: 'controller-manager' });
         const controllers = [

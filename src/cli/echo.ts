@@ -1,6 +1,7 @@
 import { Command, Option } from '@commander-js/extra-typings';
 import { parseHostPort } from '../lib/ip.js';
 import { MeshError } from '../lib/errors.js';
+import { SOCKS5_PORT } from '../lib/istio-ports.js';
 import { render } from '../lib/table.js';
 import { startEchoServer } from '../echo/echo-server.js';
 import { runEchoClient } from '../echo/echo-client.js';
@@ -32,7 +33,7 @@ export function echoCommand(): Command {
     .requiredOption('--target <host:port>', 'echo server address (or a service VIP)')
     .option(
       '--socks5 <ip:port>',
-      'SOCKS5 proxy, e.g. a ztunnel at <workload IP>:15080 (started with UNSTABLE_ENABLE_SOCKS5=true)',
+      `SOCKS5 proxy, e.g. a ztunnel at <workload IP>:${SOCKS5_PORT} (started with UNSTABLE_ENABLE_SOCKS5=true)`,
     )
     .option(
       '--source <ip>',

@@ -5,6 +5,7 @@ import { ISTIOD_DEFAULTS, loadIstiodConfig } from '../istiod/config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { LocalIssuer, DEFAULT_TOKEN_TTL_SECONDS } from '../istiod/ca/local-issuer.js';
 import { MeshError } from '../lib/errors.js';
+import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
 import { loadKubeConfig } from '../kube/kube-config.js';
 import { requestToken } from '../kube/request-token.js';
 import { fatal } from './fatal.js';
@@ -13,7 +14,9 @@ export function istiodCommand(): Command {
   const cmd = new Command('istiod')
     // `istiod token --state-dir X`: options after the subcommand belong to it, not to `istiod`.
     .enablePositionalOptions()
-    .description('run the control plane: certificate authority (and workload discovery) on 15012, monitoring on 15014')
+    .description(
+      `run the control plane: certificate authority (and workload discovery) on ${ISTIOD_GRPC_PORT}, monitoring on ${ISTIOD_MONITORING_PORT}`,
+    )
     .option(
       '--config-dir <dir>',
       'directory of Kubernetes manifests (Namespace, Pod, Service, AuthorizationPolicy, ...), applied to an embedded API server as kubectl apply --prune would, on start and on every change',

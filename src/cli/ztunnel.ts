@@ -1,7 +1,12 @@
 import { Command } from '@commander-js/extra-typings';
 import { describeError } from '../lib/errors.js';
 import { LogControl } from '../lib/log.js';
-import { loadZtunnelConfig } from '../ztunnel/config.js';
+import {
+  DEFAULT_ADMIN_ADDRESS,
+  DEFAULT_METRICS_ADDRESS,
+  DEFAULT_READINESS_ADDRESS,
+  loadZtunnelConfig,
+} from '../ztunnel/config.js';
 import { Ztunnel } from '../ztunnel/ztunnel.js';
 import { fatal } from './fatal.js';
 import { dataPathFlagsMissing } from '../lib/node-flags.js';
@@ -16,9 +21,9 @@ export function ztunnelCommand(): Command {
       '--local-ca <dir>',
       'issue certificates from Istio plug-in CA files in DIR (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem)',
     )
-    .option('--admin-address <host:port>', 'admin server (config_dump, logging, quitquitquit)', '127.0.0.1:15000')
-    .option('--metrics-address <host:port>', 'Prometheus metrics', '0.0.0.0:15020')
-    .option('--readiness-address <host:port>', 'readiness probe', '0.0.0.0:15021')
+    .option('--admin-address <host:port>', 'admin server (config_dump, logging, quitquitquit)', DEFAULT_ADMIN_ADDRESS)
+    .option('--metrics-address <host:port>', 'Prometheus metrics', DEFAULT_METRICS_ADDRESS)
+    .option('--readiness-address <host:port>', 'readiness probe', DEFAULT_READINESS_ADDRESS)
     .option('--log-level <level>', 'log level, or scope=level list (default RUST_LOG or info)')
     .option(
       '--node-metrics',

@@ -10,6 +10,7 @@ import { cp, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describeError, MeshError } from '../lib/errors.js';
+import { HBONE_PORT, OUTBOUND_CAPTURE_PORT, ZTUNNEL_STATS_PORT } from '../lib/istio-ports.js';
 import { Cluster } from '../up/cluster.js';
 import { clusterTable } from '../up/cluster-table.js';
 import { requireHostTools } from '../up/host-tools.js';
@@ -142,7 +143,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
   say(indent(clusterTable(snapshot, 'table')));
   const web = snapshot.pods.find((p) => p.metadata?.namespace === CLIENT.namespace && p.metadata.name === CLIENT.pod);
   const serverNode = snapshot.nodes.find((n) => n.metadata?.name === SERVER_NODE);
-  const metricsUrl = `http://${serverNode?.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? ''}:15020/metrics`;
+  const metricsUrl = `http://${serverNode?.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? ''}:${ZTUNNEL_STATS_PORT}/metrics`;
   const webIp = web?.status?.podIP ?? '';
   const { record } = await cluster.dataDir.sandbox(CLIENT.namespace, CLIENT.pod);
   const curl = (): Promise<{ code: number | null; stdout: string; stderr: string }> =>
@@ -152,7 +153,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
     `==> ${CLIENT.namespace}/${CLIENT.pod} (${webIp}, ${web?.spec?.nodeName ?? '?'}) runs an unchanged curl ${SERVICE_URL}: the Service's pods are on ${SERVER_NODE}`,
   );
   say(
-    `    ${CLIENT.pod}'s iptables send it to ${web?.spec?.nodeName ?? '?'}'s ztunnel (15001), which opens HBONE (mTLS 1.3, 15008) to ${SERVER_NODE}'s; the name is answered by the ztunnel's DNS proxy`,
+    `    ${CLIENT.pod}'s iptables send it to ${web?.spec?.nodeName ?? '?'}'s ztunnel (${OUTBOUND_CAPTURE_PORT}), which opens HBONE (mTLS 1.3, ${HBONE_PORT}) to ${SERVER_NODE}'s; the name is answered by the ztunnel's DNS proxy`,
   );
   for (let i = 0; i < REQUESTS; i++) {
     const answer = await until('curl through the mesh', async () => {

@@ -4,12 +4,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startEchoServer } from '../echo/echo-server.js';
 import { runEchoClient } from '../echo/echo-client.js';
-import { ameshCommand, spawnZtunnel, START_DEADLINE_MS } from './ztunnel-process.js';
+import { ameshCommand } from '../up/amesh-command.js';
+import { spawnZtunnel, START_DEADLINE_MS } from './ztunnel-process.js';
 import { examplesDir } from './examples-dir.js';
 import { EMBEDDED_API_DIR } from '../istiod/registry/config-dir-api.js';
+import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT, SOCKS5_PORT } from '../lib/istio-ports.js';
 
 /** Batches of four calls to make until the answers include the other node's pod (1 in 16 batches miss it). */
 const DEMO_MAX_BATCHES = 8;
+/** istiod on loopback, and the SOCKS5 listener of frontend/web-0's ztunnel. */
+const ISTIOD_GRPC = `127.0.0.1:${ISTIOD_GRPC_PORT}`;
+const ISTIOD_MONITORING = `127.0.0.1:${ISTIOD_MONITORING_PORT}`;
+const WEB_0_SOCKS5 = `127.0.10.1:${SOCKS5_PORT}`;
 
 const say = (s: string): void => {
   process.stdout.write(s + '\n');
@@ -79,9 +85,9 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
       '--state-dir',
       state,
       '--grpc-address',
-      '127.0.0.1:15012',
+      ISTIOD_GRPC,
       '--monitoring-address',
-      '127.0.0.1:15014',
+      ISTIOD_MONITORING,
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
@@ -91,7 +97,7 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
   ]);
   const zts: ReturnType<typeof spawnZtunnel>[] = [];
   try {
-    await waitHttp('http://127.0.0.1:15014/ready', 'istiod');
+    await waitHttp(`http://${ISTIOD_MONITORING}/ready`, 'istiod');
     for (const [node, ip] of [
       ['node1', '127.0.0.1'],
       ['node2', '127.0.0.2'],
@@ -119,8 +125,8 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
           controlIp: ip,
           env: {
             LOCAL_XDS_PATH: '',
-            XDS_ADDRESS: 'https://127.0.0.1:15012',
-            CA_ADDRESS: 'https://127.0.0.1:15012',
+            XDS_ADDRESS: `https://${ISTIOD_GRPC}`,
+            CA_ADDRESS: `https://${ISTIOD_GRPC}`,
             // The demo's client is a process on this host, sending as web-0 from web-0's IP.
             UNSTABLE_ENABLE_SOCKS5: 'true',
             ALT_XDS_HOSTNAME: 'istiod.istio-system.svc',
@@ -136,12 +142,12 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
       );
     }
     say(
-      '==> two ztunnels (node1: admin 127.0.0.1:15000, node2: admin 127.0.0.2:15000) get workloads, policies and certificates from istiod',
+      `==> two ztunnels (node1: admin ${zts[0]?.admin ?? ''}, node2: admin ${zts[1]?.admin ?? ''}) get workloads, policies and certificates from istiod`,
     );
     await Promise.all(zts.map((z) => z.waitReady()));
     await showPods(path.join(state, EMBEDDED_API_DIR, 'kubeconfig'));
     say(
-      '==> frontend/web-0 (127.0.10.1) calls echo.backend (VIP 10.96.0.10:80) through SOCKS5 127.0.10.1:15080, over HBONE',
+      `==> frontend/web-0 (127.0.10.1) calls echo.backend (VIP 10.96.0.10:80) through SOCKS5 ${WEB_0_SOCKS5}, over HBONE`,
     );
     // ztunnel picks a service endpoint at random: call until echo-0 on node2 has answered too, so the tour can
     // show what the other node's ztunnel saw.
@@ -149,7 +155,7 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
     for (let batch = 0; batch < DEMO_MAX_BATCHES && !crossedNodes; batch++) {
       const results = await runEchoClient({
         target: '10.96.0.10:80',
-        socks5: '127.0.10.1:15080',
+        socks5: WEB_0_SOCKS5,
         source: '127.0.10.1',
         count: 4,
         http: true,
@@ -163,7 +169,7 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
         say(`    ${seen.hostname ?? '?'} on ${seen.local ?? '?'} answered; it saw the client at ${seen.peer ?? '?'}`);
       }
     }
-    const m2 = await (await fetch('http://127.0.0.2:15020/metrics')).text();
+    const m2 = await (await fetch(`http://${zts[1]?.metrics ?? ''}/metrics`)).text();
     const line = m2
       .split('\n')
       .find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="destination"'));
@@ -184,7 +190,7 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
       await new Promise((r) => setTimeout(r, 100));
       const [r] = await runEchoClient({
         target: '10.96.0.10:80',
-        socks5: '127.0.10.1:15080',
+        socks5: WEB_0_SOCKS5,
         source: '127.0.10.1',
         count: 1,
         http: true,
@@ -196,7 +202,7 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
     if (denied === '') throw new Error('the policy edit did not take effect within 5s');
     say(`    the same request is now refused: ${denied}`);
     say('==> metrics excerpt from node2 (reporter="destination"):');
-    const m = await (await fetch('http://127.0.0.2:15020/metrics')).text();
+    const m = await (await fetch(`http://${zts[1]?.metrics ?? ''}/metrics`)).text();
     for (const l of m.split('\n').filter((x) => /^istio_tcp_(connections_opened|connections_failed)_total\{/.test(x))) {
       say(
         '    ' +

@@ -1,19 +1,10 @@
+/**
+ * `amesh ztunnel` as a process of its own, with its admin, metrics and readiness addresses: the local demo's two
+ * ztunnels, and the tests that need a ztunnel outside their own process.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { existsSync } from 'node:fs';
-import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
-
-/** The `amesh` entry point with the data-path Node flags: compiled `dist/` when present, else the source through tsx. */
-export function ameshCommand(): { cmd: string; args: string[] } {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const js = path.resolve(here, '../cli/main.js');
-  if (existsSync(js)) return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, js] };
-  return {
-    cmd: process.execPath,
-    args: [...DATA_PATH_NODE_FLAGS, '--import', 'tsx', path.resolve(here, '../cli/main.ts')],
-  };
-}
+import { ZTUNNEL_ADMIN_PORT, ZTUNNEL_READINESS_PORT, ZTUNNEL_STATS_PORT } from '../lib/istio-ports.js';
+import { ameshCommand } from '../up/amesh-command.js';
 
 /**
  * How long a process the demo starts may take to become ready before it gives up: seconds on an idle machine,
@@ -21,8 +12,12 @@ export function ameshCommand(): { cmd: string; args: string[] } {
  */
 export const START_DEADLINE_MS = 60_000;
 
-/** ztunnel's admin, metrics and readiness ports (ztunnel `src/config.rs`). */
-const ISTIO_CONTROL_PORTS = { admin: 15000, metrics: 15020, readiness: 15021 } as const;
+/** ztunnel's admin, metrics and readiness ports. */
+const ISTIO_CONTROL_PORTS = {
+  admin: ZTUNNEL_ADMIN_PORT,
+  metrics: ZTUNNEL_STATS_PORT,
+  readiness: ZTUNNEL_READINESS_PORT,
+} as const;
 
 export interface ZtunnelProcess {
   readonly child: ChildProcess;

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { formatHostPort } from '../lib/ip.js';
-import { tcpSocket } from '../lib/native.js';
+import { tcpSocket } from '../native/native.js';
 
 /** SOCKS5 CONNECT reply codes (RFC 1928 §6), for messages. */
 const REPLIES: Record<number, string> = {

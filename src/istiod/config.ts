@@ -2,7 +2,8 @@ import path from 'node:path';
 import { MeshError } from '../lib/errors.js';
 import { parseDuration } from '../lib/duration.js';
 import { parseListenAddress, type ListenAddress } from '../lib/address.js';
-import { LogControl, type LogFormat } from '../lib/log.js';
+import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
+import { LogControl, parseLogFormat, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -39,8 +40,8 @@ const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
 
 /** istiod's defaults, each Istio's own (istio `pilot/pkg/features/`, `security/pkg/server/ca/server.go`). */
 export const ISTIOD_DEFAULTS = Object.freeze({
-  grpcAddress: '0.0.0.0:15012',
-  monitoringAddress: '0.0.0.0:15014',
+  grpcAddress: `0.0.0.0:${ISTIOD_GRPC_PORT}`,
+  monitoringAddress: `0.0.0.0:${ISTIOD_MONITORING_PORT}`,
   /** With --config-dir: the embedded API server, on amesh apiserver's (and kube-apiserver's) secure port, loopback only. */
   apiserverAddress: '127.0.0.1:6443',
   /** Where the generated root, the token issuer key and the published root live. */
@@ -114,9 +115,7 @@ export function loadIstiodConfig(
   flags: IstiodFlags,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): IstiodConfig {
-  const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json')
-    throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  const logFormat = parseLogFormat(env);
   const logLevel = flags.logLevel ?? env['LOG_LEVEL'] ?? 'info';
   LogControl.parseSpec(logLevel);
   const trusted = list(env['CA_TRUSTED_NODE_ACCOUNTS'] ?? ISTIOD_DEFAULTS.trustedNodeAccounts);

@@ -5,6 +5,7 @@
  * message as several lines with headers, so the Status is parsed here.
  */
 import { ApiException } from '@kubernetes/client-node';
+import { isRecord } from '../lib/record.js';
 
 export interface KubeStatus {
   readonly code: number;
@@ -12,8 +13,6 @@ export interface KubeStatus {
   readonly message: string;
   readonly causes: readonly string[];
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The Status of an API error, or undefined when `e` is not an answer from the API (a refused connection, a bug). */
 export function kubeStatus(e: unknown): KubeStatus | undefined {

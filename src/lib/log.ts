@@ -4,6 +4,14 @@ import { MeshError } from './errors.js';
 export type LogFormat = 'text' | 'json';
 export type { Logger };
 
+/** LOG_FORMAT, as every amesh component reads it: `text` when unset or empty, else `text` or `json` in any case. */
+export function parseLogFormat(env: Readonly<Record<string, string | undefined>>): LogFormat {
+  const format = (env['LOG_FORMAT'] || 'text').toLowerCase();
+  if (format !== 'text' && format !== 'json')
+    throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${format}" must be text or json`);
+  return format;
+}
+
 const LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
 /**

@@ -21,6 +21,7 @@ import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
 import { listJson } from '../kube/list-json.js';
 import { describeError, MeshError } from '../lib/errors.js';
+import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
 import { LogControl } from '../lib/log.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
@@ -32,10 +33,8 @@ import { ip } from './run-command.js';
 import type { UpConfig } from './up-config.js';
 import { UpDataDir } from './up-data-dir.js';
 
-/** kube-apiserver's secure port, and istiod's xDS/CA and monitoring ports, on the host's bridge address. */
+/** kube-apiserver's secure port on the host's bridge address. */
 const APISERVER_PORT = 6443;
-const ISTIOD_GRPC_PORT = 15012;
-const ISTIOD_MONITORING_PORT = 15014;
 /** Where Debian's containernetworking-plugins and the upstream release tarball put the CNI plugins. */
 export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
 const SETTLE_POLL_MS = 250;

@@ -12,6 +12,7 @@
 import { access, constants, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { MeshError } from '../lib/errors.js';
+import { asRecord } from '../lib/record.js';
 import { runCommand } from './run-command.js';
 
 /** What the plugins see of the runtime's network configuration list (SPEC.md "Network Configuration Lists"). */
@@ -50,7 +51,7 @@ export function parseNetworkConfigList(text: string, source: string): NetworkCon
   } catch (e) {
     throw new MeshError('UP_ERR_CNI', `${source}: not JSON: ${(e as Error).message}`);
   }
-  const o = (typeof v === 'object' && v !== null ? v : {}) as Record<string, unknown>;
+  const o = asRecord(v);
   if (typeof o['cniVersion'] !== 'string' || o['cniVersion'] === '')
     throw new MeshError('UP_ERR_CNI', `${source}: cniVersion is required`);
   if (typeof o['name'] !== 'string' || o['name'] === '')

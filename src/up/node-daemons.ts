@@ -23,10 +23,11 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { ameshCommand } from '../demo/ztunnel-process.js';
+import { ameshCommand } from './amesh-command.js';
 import { tokenFileKubeconfig } from '../kube/kube-config.js';
 import { requestToken } from '../kube/request-token.js';
 import { MeshError, describeError } from '../lib/errors.js';
+import { ZTUNNEL_READINESS_PORT } from '../lib/istio-ports.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeRecord, UpDataDir } from './up-data-dir.js';
 
@@ -45,8 +46,8 @@ const TOKEN_TTL_SECONDS = 3600;
 const TOKEN_RENEW_FRACTION = 0.8;
 /** A token that could not be renewed is asked for again this soon. */
 const TOKEN_RETRY_MS = 5_000;
-/** ztunnel's readiness port and path (ztunnel src/config.rs, the chart's readinessProbe). */
-const ZTUNNEL_READINESS = { port: 15021, path: '/healthz/ready' } as const;
+/** ztunnel's readiness probe (the chart's readinessProbe). */
+const ZTUNNEL_READINESS = { port: ZTUNNEL_READINESS_PORT, path: '/healthz/ready' } as const;
 /** Probed every second, so `up` shows the table as soon as ztunnel has its config. */
 const READINESS_PERIOD_SECONDS = 1;
 

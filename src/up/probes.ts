@@ -8,7 +8,7 @@
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import type { V1ContainerPort, V1Probe } from '@kubernetes/client-node';
-import { tcpSocketInNetns } from '../lib/native.js';
+import { tcpSocketInNetns } from '../native/native.js';
 import type { Logger } from '../lib/log.js';
 import { runCommand } from './run-command.js';
 

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { describeError, MeshError } from '../lib/errors.js';
-import type { SeqpacketSocket } from '../lib/seqpacket-socket.js';
+import type { SeqpacketSocket } from '../native/seqpacket-socket.js';
 
 /**
  * Sends one ZDS datagram (with `fds` as SCM_RIGHTS; they stay the caller's), waiting for 'drain' when the socket's

@@ -1,20 +1,26 @@
 import { MeshError } from '../lib/errors.js';
 import { parseDuration } from '../lib/duration.js';
 import { parseListenAddress, type ListenAddress } from '../lib/address.js';
-import { LogControl, type LogFormat } from '../lib/log.js';
+import { LogControl, parseLogFormat, type LogFormat } from '../lib/log.js';
+import {
+  HBONE_PORT,
+  INBOUND_PLAINTEXT_PORT,
+  ISTIOD_GRPC_PORT,
+  OUTBOUND_CAPTURE_PORT,
+  SOCKS5_PORT,
+  ZTUNNEL_ADMIN_PORT,
+  ZTUNNEL_READINESS_PORT,
+  ZTUNNEL_STATS_PORT,
+} from '../lib/istio-ports.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { DEFAULT_CLUSTER_ID } from './state/workload.js';
 import { DEFAULT_CLUSTER_DOMAIN } from './dns/dns-store.js';
 import { ZDS_SOCKET_PATH } from '../zds/zds-socket-path.js';
 
-/** Istio's default ztunnel ports (ztunnel `src/config.rs`). */
-export const DEFAULT_ADMIN_ADDRESS = '127.0.0.1:15000';
-export const DEFAULT_METRICS_ADDRESS = '0.0.0.0:15020';
-export const DEFAULT_READINESS_ADDRESS = '0.0.0.0:15021';
-export const HBONE_PORT = 15008;
-export const SOCKS5_PORT = 15080;
-export const OUTBOUND_CAPTURE_PORT = 15001;
-export const INBOUND_PLAINTEXT_PORT = 15006;
+/** ztunnel's default control addresses (ztunnel `src/config.rs`): admin on loopback, metrics and readiness on all. */
+export const DEFAULT_ADMIN_ADDRESS = `127.0.0.1:${ZTUNNEL_ADMIN_PORT}`;
+export const DEFAULT_METRICS_ADDRESS = `0.0.0.0:${ZTUNNEL_STATS_PORT}`;
+export const DEFAULT_READINESS_ADDRESS = `0.0.0.0:${ZTUNNEL_READINESS_PORT}`;
 /** Ports ztunnel itself owns: a connection targeting one of them would loop (ztunnel `src/config.rs` `illegal_ports`). */
 export const ILLEGAL_PORTS: ReadonlySet<number> = new Set([
   OUTBOUND_CAPTURE_PORT,
@@ -66,6 +72,8 @@ export const DEFAULTS = Object.freeze({
  * the pod's rules let those packets through; istio-cni's rules match exactly this mark (InpodMark).
  */
 export const DEFAULT_INPOD_MARK = 0x539;
+/** Listen backlog of every in-pod listener, the proxies' and the DNS proxy's (ztunnel `src/inpod/config.rs`). */
+export const INPOD_LISTEN_BACKLOG = 128;
 
 /** In-pod mode (INPOD_ENABLED): the node agent hands ztunnel each pod's network namespace over ZDS. */
 export interface InpodConfig {
@@ -86,8 +94,8 @@ export const DEFAULT_TOKEN_FILE = './var/run/secrets/tokens/istio-token';
  * Where istiod is when XDS_ADDRESS / CA_ADDRESS are unset (ztunnel src/config.rs): its Service name inside a
  * Kubernetes cluster (KUBERNETES_SERVICE_HOST is set in every pod), else localhost.
  */
-export const ISTIOD_IN_CLUSTER_ADDRESS = 'https://istiod.istio-system.svc:15012';
-export const ISTIOD_LOCAL_ADDRESS = 'https://localhost:15012';
+export const ISTIOD_IN_CLUSTER_ADDRESS = `https://istiod.istio-system.svc:${ISTIOD_GRPC_PORT}`;
+export const ISTIOD_LOCAL_ADDRESS = `https://localhost:${ISTIOD_GRPC_PORT}`;
 /** Env prefixes ztunnel forwards: gRPC metadata on the xDS stream / CA calls, and xDS node metadata (ztunnel src/config.rs). */
 const XDS_HEADER_PREFIX = 'XDS_HEADER_';
 const CA_HEADER_PREFIX = 'CA_HEADER_';
@@ -337,9 +345,7 @@ export function loadZtunnelConfig(flags: ZtunnelFlags, env: Env = process.env): 
       'NODE_NAME is not set: ztunnel proxies the workloads whose "node" equals it',
     );
   checkProxyMode(env);
-  const logFormat = (env['LOG_FORMAT'] ?? 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json')
-    throw new MeshError('AMESH_ERR_CONFIG', `LOG_FORMAT: "${logFormat}" must be text or json`);
+  const logFormat = parseLogFormat(env);
   const logLevel = flags.logLevel ?? nonEmpty(env['RUST_LOG']) ?? nonEmpty(env['LOG_LEVEL']) ?? 'info';
   // Validate now, so a bad level fails at start and not at the first /logging call.
   LogControl.parseSpec(logLevel);

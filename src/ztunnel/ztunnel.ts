@@ -233,7 +233,7 @@ async function startCaClient(config: ZtunnelConfig, log: Logger): Promise<CaClie
   if (config.ca.t === 'istiod') {
     const [{ IstioCaClient }, { readRootCa }] = await Promise.all([
       import('./identity/istio-ca-client.js'),
-      import('../lib/grpc-channel.js'),
+      import('./grpc-channel.js'),
     ]);
     // Shared (node proxy) mode: every workload's certificate is requested by impersonation (ztunnel src/identity/caclient.rs).
     return new IstioCaClient({

@@ -3,7 +3,7 @@ import {
   AggregatedDiscoveryService,
   type DeltaDiscoveryResponse,
 } from '../../src/api/envoy/service/discovery/v3/discovery_pb.js';
-import { grpcClient } from '../../src/lib/grpc-channel.js';
+import { grpcClient } from '../../src/ztunnel/grpc-channel.js';
 import type { TypedClient } from '../../src/lib/grpc-typed-client.js';
 import type { Istiod } from '../../src/istiod/istiod.js';
 

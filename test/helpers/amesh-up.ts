@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ameshCommand } from '../../src/demo/ztunnel-process.js';
+import { ameshCommand } from '../../src/up/amesh-command.js';
 import { runToExit } from './run-to-exit.js';
 import { kubectlSkip } from './kubectl.js';
 import { netnsSkip, type TestNetns } from './netns.js';

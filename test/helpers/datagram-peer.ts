@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import type { SeqpacketSocket } from '../../src/lib/seqpacket-socket.js';
+import type { SeqpacketSocket } from '../../src/native/seqpacket-socket.js';
 
 /** One datagram and the fds that came with it (the receiver's to close). */
 export interface Datagram {

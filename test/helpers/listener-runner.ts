@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { closeSync } from 'node:fs';
 import { once } from 'node:events';
-import { listenInNetns, tcpSocketInNetns } from '../../src/lib/native.js';
+import { listenInNetns, tcpSocketInNetns } from '../../src/native/native.js';
 import type { InpodProxyRunner } from '../../src/ztunnel/inpod/inpod-proxy-runner.js';
 import type { WorkloadInfo } from '../../src/zds/workload-info.js';
 

@@ -12,6 +12,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { compactVerify } from 'jose';
 import type { Logger } from '../../lib/log.js';
+import { asRecord, isRecord } from '../../lib/record.js';
 import type { KubeObject } from '../kube-object.js';
 import { SERVICE_ACCOUNT_ALG, type ServiceAccountSigningKey } from './cluster-credentials.js';
 import type { KubernetesClaim, ObjectLookups } from './service-account-token.js';
@@ -129,12 +130,7 @@ export class Authenticator {
     if (parts.length !== 3) return undefined;
     try {
       const claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as unknown;
-      if (
-        typeof claims === 'object' &&
-        claims !== null &&
-        (claims as Record<string, unknown>)['iss'] === this.opts.issuer
-      )
-        return claims as Record<string, unknown>;
+      if (isRecord(claims) && claims['iss'] === this.opts.issuer) return claims;
     } catch {
       // Not JSON: not ours.
     }
@@ -176,9 +172,7 @@ export class Authenticator {
     if (iat !== undefined && now + JWT_LEEWAY_SECONDS < iat)
       throw new TokenRejected('service account token claims could not be validated due to unexpected validation error');
 
-    const k8s = (
-      typeof c['kubernetes.io'] === 'object' && c['kubernetes.io'] !== null ? c['kubernetes.io'] : {}
-    ) as Partial<Record<keyof KubernetesClaim, unknown>>;
+    const k8s = asRecord(c['kubernetes.io']) as Partial<Record<keyof KubernetesClaim, unknown>>;
     const ref = (v: unknown): { name: string; uid: string } | undefined =>
       isRef(v) ? { name: str(v.name), uid: str(v.uid) } : undefined;
     const namespace = str(k8s.namespace);

@@ -9,8 +9,7 @@ import type { KubeObject } from '../kube-object.js';
 import { reviewSubjectAccess } from './subject-access-review.js';
 import type { UserInfo } from './user-info.js';
 import { kubeTime } from '../../lib/kube-time.js';
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { isRecord } from '../../lib/record.js';
 
 export function reviewSelfSubjectAccess(body: KubeObject, user: UserInfo): KubeObject {
   const spec = body['spec'] ?? {};

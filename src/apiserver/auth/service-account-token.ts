@@ -15,6 +15,7 @@ import type { KubeObject } from '../kube-object.js';
 import { SERVICE_ACCOUNT_ALG, type ServiceAccountSigningKey } from './cluster-credentials.js';
 import { serviceAccountUsername } from './user-info.js';
 import { kubeTime } from '../../lib/kube-time.js';
+import { isRecord } from '../../lib/record.js';
 
 /** kube-apiserver's `--service-account-issuer` as kubeadm and most distributions set it. */
 export const DEFAULT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
@@ -65,7 +66,6 @@ export interface ServiceAccountTokenIssuerOptions {
 
 const notFound = (resource: string, name: string): ApiError =>
   new ApiError('NotFound', `${resource} "${name}" not found`, { name, group: '', kind: resource });
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const badBody = (why: string): ApiError =>
   new ApiError('BadRequest', `TokenRequest in version "v1" cannot be handled as a TokenRequest: ${why}`);
 

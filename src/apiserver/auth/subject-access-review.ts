@@ -9,9 +9,9 @@ import { ApiError, invalid, type StatusCause } from '../api-error.js';
 import type { KubeObject } from '../kube-object.js';
 import { authorize, type Attributes } from './authorizer.js';
 import { RBAC_POLICY, type PolicyBinding } from './rbac-policy.js';
+import { isRecord } from '../../lib/record.js';
 
 const GROUP = 'authorization.k8s.io';
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const badBody = (why: string): ApiError =>
   new ApiError('BadRequest', `SubjectAccessReview in version "v1" cannot be handled as a SubjectAccessReview: ${why}`);
 

@@ -8,8 +8,7 @@
 import { ApiError } from '../api-error.js';
 import type { KubeObject } from '../kube-object.js';
 import type { Authenticator } from './authenticator.js';
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { isRecord } from '../../lib/record.js';
 
 /** The TokenReview `body` with its `status` filled in. */
 export async function reviewToken(authenticator: Authenticator, body: KubeObject): Promise<KubeObject> {

@@ -3,7 +3,8 @@
  * (APIGroupList), and one APIResourceList per group version, all derived from the kinds table. kubectl and
  * client libraries resolve kinds, plurals, short names and verbs from these.
  */
-import { KINDS, type KindInfo, type Subresource } from '../kinds.js';
+import { KINDS } from '../kinds.js';
+import type { KindInfo, Subresource } from '../kind-info.js';
 
 /** What discovery says of each subresource: the kind its requests carry and its verbs. */
 const SUBRESOURCE_DISCOVERY: Readonly<Record<Subresource, (k: KindInfo) => object>> = {

@@ -6,7 +6,8 @@
  * from its own compiled types when a schema names none.
  */
 import { createHash } from 'node:crypto';
-import { KINDS, apiVersionOf, type KindInfo } from '../kinds.js';
+import { KINDS, apiVersionOf } from '../kinds.js';
+import type { KindInfo } from '../kind-info.js';
 
 function gvPath(group: string, version: string): string {
   return group === '' ? `api/${version}` : `apis/${group}/${version}`;

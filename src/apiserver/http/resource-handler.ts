@@ -6,7 +6,8 @@
  */
 import type http from 'node:http';
 import { ApiError, invalid } from '../api-error.js';
-import { findKind, type KindInfo } from '../kinds.js';
+import { findKind } from '../kinds.js';
+import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
 import { PATCH_TYPES, type DeleteOptions, type PatchType, type ResourceStore } from '../resource-store.js';
 import { queryBool, type ResourceRequest } from './request-info.js';

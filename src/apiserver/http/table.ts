@@ -3,8 +3,9 @@
  * the columns of k8s.io/kubernetes pkg/printers/internalversion/printers.go for built-in kinds, the
  * additionalPrinterColumns of Istio's CRDs, and Name/Age for everything else.
  */
-import type { KindInfo } from '../kinds.js';
+import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
+import { asRecord } from '../../lib/record.js';
 
 interface Column {
   readonly name: string;
@@ -14,7 +15,6 @@ interface Column {
 }
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 /** A cell's text: a non-empty string, a number, else `dflt` (kubectl's `<none>`). */
 function str(v: unknown, dflt = '<none>'): string {
@@ -46,18 +46,18 @@ const AGE: Column = {
       ? '<unknown>'
       : humanDuration(Date.now() - Date.parse(o.metadata.creationTimestamp)),
 };
-const spec = (o: KubeObject): Obj => obj(o.spec);
-const status = (o: KubeObject): Obj => obj(o.status);
+const spec = (o: KubeObject): Obj => asRecord(o.spec);
+const status = (o: KubeObject): Obj => asRecord(o.status);
 
 function podReady(o: KubeObject): string {
   const containers = arr(spec(o).containers).length;
-  const ready = arr(status(o).containerStatuses).filter((c) => obj(c).ready === true).length;
+  const ready = arr(status(o).containerStatuses).filter((c) => asRecord(c).ready === true).length;
   return `${ready}/${containers}`;
 }
 
 function servicePorts(o: KubeObject): string {
   const ports = arr(spec(o).ports).map((p) => {
-    const q = obj(p);
+    const q = asRecord(p);
     const node = typeof q.nodePort === 'number' ? `:${q.nodePort}` : '';
     return `${str(q.port, '')}${node}/${str(q.protocol, 'TCP')}`;
   });
@@ -74,7 +74,7 @@ const COLUMNS: Record<string, Column[]> = {
       type: 'integer',
       cell: (o) =>
         arr(status(o).containerStatuses).reduce<number>(
-          (n, c) => n + (typeof obj(c).restartCount === 'number' ? (obj(c).restartCount as number) : 0),
+          (n, c) => n + (typeof asRecord(c).restartCount === 'number' ? (asRecord(c).restartCount as number) : 0),
           0,
         ),
     },
@@ -96,7 +96,7 @@ const COLUMNS: Record<string, Column[]> = {
       name: 'Selector',
       priority: 1,
       cell: (o) =>
-        Object.entries(obj(spec(o).selector))
+        Object.entries(asRecord(spec(o).selector))
           .map(([k, v]) => `${k}=${str(v, '')}`)
           .join(',') || '<none>',
     },
@@ -107,7 +107,7 @@ const COLUMNS: Record<string, Column[]> = {
     {
       name: 'Status',
       cell: (o) =>
-        arr(status(o).conditions).some((c) => obj(c).type === 'Ready' && obj(c).status === 'True')
+        arr(status(o).conditions).some((c) => asRecord(c).type === 'Ready' && asRecord(c).status === 'True')
           ? 'Ready'
           : 'NotReady',
     },
@@ -120,21 +120,21 @@ const COLUMNS: Record<string, Column[]> = {
           .join(',') || '<none>',
     },
     AGE,
-    { name: 'Version', cell: (o) => str(obj(status(o).nodeInfo).kubeletVersion, '') },
+    { name: 'Version', cell: (o) => str(asRecord(status(o).nodeInfo).kubeletVersion, '') },
   ],
   '/ConfigMap': [
     NAME,
     {
       name: 'Data',
       type: 'integer',
-      cell: (o) => Object.keys(obj(o.data)).length + Object.keys(obj(o.binaryData)).length,
+      cell: (o) => Object.keys(asRecord(o.data)).length + Object.keys(asRecord(o.binaryData)).length,
     },
     AGE,
   ],
   '/Secret': [
     NAME,
     { name: 'Type', cell: (o) => str(o.type, 'Opaque') },
-    { name: 'Data', type: 'integer', cell: (o) => Object.keys(obj(o.data)).length },
+    { name: 'Data', type: 'integer', cell: (o) => Object.keys(asRecord(o.data)).length },
     AGE,
   ],
   'apps/Deployment': [
@@ -153,7 +153,11 @@ const COLUMNS: Record<string, Column[]> = {
     AGE,
   ],
   'security.istio.io/AuthorizationPolicy': [NAME, { name: 'Action', cell: (o) => str(spec(o).action, '') }, AGE],
-  'security.istio.io/PeerAuthentication': [NAME, { name: 'Mode', cell: (o) => str(obj(spec(o).mtls).mode, '') }, AGE],
+  'security.istio.io/PeerAuthentication': [
+    NAME,
+    { name: 'Mode', cell: (o) => str(asRecord(spec(o).mtls).mode, '') },
+    AGE,
+  ],
   'networking.istio.io/ServiceEntry': [
     NAME,
     { name: 'Hosts', cell: (o) => JSON.stringify(arr(spec(o).hosts)) },

@@ -14,7 +14,7 @@
 import type http from 'node:http';
 import { once } from 'node:events';
 import { ApiError } from '../api-error.js';
-import type { KindInfo } from '../kinds.js';
+import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
 import type { ListOptions, ResourceStore, ResourceEvent } from '../resource-store.js';
 import { apiVersionOf } from '../kinds.js';

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Strategy } from '../kinds.js';
+import type { Strategy } from './strategy.js';
 import type { KubeObject } from '../kube-object.js';
 
 /**

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { StatusCause } from '../api-error.js';
-import type { Strategy } from '../kinds.js';
+import type { Strategy } from './strategy.js';
 import type { KubeObject } from '../kube-object.js';
 import { child, invalid, jsonValue, notSupported, required } from '../validation/field-errors.js';
 import { asNumber, asObject, asString, objectField, setDefault } from '../validation/json-fields.js';

@@ -1,5 +1,5 @@
 import type { StatusCause } from '../api-error.js';
-import type { Strategy } from '../kinds.js';
+import type { Strategy } from './strategy.js';
 import type { KubeObject } from '../kube-object.js';
 import { invalid } from '../validation/field-errors.js';
 import { isQualifiedName } from '../validation/formats.js';

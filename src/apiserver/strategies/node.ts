@@ -1,4 +1,4 @@
-import type { Strategy } from '../kinds.js';
+import type { Strategy } from './strategy.js';
 import { keepStatus } from './generation.js';
 
 /**

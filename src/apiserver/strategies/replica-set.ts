@@ -1,4 +1,4 @@
-import type { Strategy } from '../kinds.js';
+import type { Strategy } from './strategy.js';
 import type { KubeObject } from '../kube-object.js';
 import { asObject, objectField, setDefault } from '../validation/json-fields.js';
 import { defaultPodTemplate } from '../validation/pod-spec.js';

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import type { StatusCause } from '../api-error.js';
-import type { Strategy } from '../kinds.js';
+import type { Strategy } from './strategy.js';
 import type { KubeObject } from '../kube-object.js';
 import {
   child,

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Strategy } from '../kinds.js';
+import type { Strategy } from './strategy.js';
 import type { KubeObject } from '../kube-object.js';
 import { cronJobStrategy } from './cron-job.js';
 import { deploymentStrategy } from './deployment.js';

@@ -1,5 +1,5 @@
 import { ApiError } from '../api-error.js';
-import type { KindInfo } from '../kinds.js';
+import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
 import { asArray, asObject } from './json-fields.js';
 import { isBuiltIn } from './object-meta.js';

@@ -2,11 +2,12 @@
  * Typed reads of decoded JSON. Objects reach validation as parsed JSON of unknown shape; these narrow one value
  * at a time so a validator never trusts a field's type and never throws on a malformed object.
  */
+import { isRecord } from '../../lib/record.js';
 
 export type JsonObject = Record<string, unknown>;
 
 export function asObject(v: unknown): JsonObject | undefined {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as JsonObject) : undefined;
+  return isRecord(v) ? v : undefined;
 }
 
 export function asArray(v: unknown): unknown[] | undefined {

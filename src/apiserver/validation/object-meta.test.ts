@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError, invalid as invalidObject } from '../api-error.js';
 import { findKind } from '../kinds.js';
-import type { KindInfo } from '../kinds.js';
+import type { KindInfo } from '../kind-info.js';
 import type { KubeObject, ObjectMeta } from '../kube-object.js';
 import {
   ensureRequestNamespace,

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { StatusCause } from '../api-error.js';
 import { ApiError } from '../api-error.js';
-import type { KindInfo } from '../kinds.js';
+import type { KindInfo } from '../kind-info.js';
 import type { KubeObject, ObjectMeta } from '../kube-object.js';
 import {
   FIELD_IMMUTABLE,

@@ -8,9 +8,10 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { parseListenAddress, type ListenAddress } from '../../lib/address.js';
 import { MeshError, isMeshError } from '../../lib/errors.js';
+import { CNI_MONITORING_PORT } from '../../lib/istio-ports.js';
 import { ZDS_SOCKET_PATH } from '../../zds/zds-socket-path.js';
-import { parseGoBool } from '../../lib/go-bool.js';
-import { LogControl, type LogFormat } from '../../lib/log.js';
+import { parseGoBool } from './go-bool.js';
+import { LogControl, parseLogFormat, type LogFormat } from '../../lib/log.js';
 import { compileEnablementSelectors, type EnablementSelectors } from '../plugin/enablement-selectors.js';
 import { CNI_EVENT_SOCKET_NAME, CNI_PLUGIN_KUBECONFIG_NAME } from '../plugin/plugin-config.js';
 import {
@@ -28,7 +29,7 @@ export const CNI_AGENT_DEFAULTS = Object.freeze({
   /** Istio's health server (cni/pkg/constants ReadinessPort), which the DaemonSet's readiness probe asks. */
   readinessAddress: '0.0.0.0:8000',
   /** Istio's --monitoring-port. */
-  monitoringAddress: '0.0.0.0:15014',
+  monitoringAddress: `0.0.0.0:${CNI_MONITORING_PORT}`,
   /** The chart's ambient.dnsCapture: pods' DNS goes to ztunnel's proxy unless a pod opts out. */
   dnsCapture: true,
   /** The chart's ambient.ipv6: ip6tables rules too, where the pod has IPv6. */
@@ -140,9 +141,7 @@ export function loadCniAgentConfig(flags: CniAgentFlags, env: Env = process.env)
     flags.cniAgentRunDir ?? envString(env, 'CNI_AGENT_RUN_DIR', CNI_AGENT_DEFAULTS.runDir),
     '--cni-agent-run-dir',
   );
-  const logFormat = envString(env, 'LOG_FORMAT', 'text').toLowerCase();
-  if (logFormat !== 'text' && logFormat !== 'json')
-    throw configError('LOG_FORMAT', `"${logFormat}" must be text or json`);
+  const logFormat = parseLogFormat(env);
   const logLevel = flags.logLevel ?? envString(env, 'LOG_LEVEL', 'info');
   LogControl.parseSpec(logLevel);
   const snat = {

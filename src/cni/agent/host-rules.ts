@@ -10,8 +10,8 @@
 import net from 'node:net';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalUnmappedIp } from '../../lib/ip.js';
-import type { NetnsRef } from '../../lib/native.js';
-import { SerialQueue } from '../../lib/serial-queue.js';
+import type { NetnsRef } from '../../native/native.js';
+import { SerialQueue } from './serial-queue.js';
 import { IptablesRules, replaceChains, type IpFamily } from './iptables-rules.js';
 import { mustRunInNetns } from './netns-command.js';
 import { checkProbeSnatIps, DEFAULT_POD_RULES_CONFIG, type PodRulesConfig } from './pod-rules.js';

@@ -7,7 +7,7 @@
  * that creates them anew, so replacing rules never leaves a moment without them.
  */
 import type { ErrorCode } from '../../lib/errors.js';
-import type { NetnsRef } from '../../lib/native.js';
+import type { NetnsRef } from '../../native/native.js';
 import { mustRunInNetns } from './netns-command.js';
 
 export type IpFamily = 4 | 6;

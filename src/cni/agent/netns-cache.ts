@@ -16,7 +16,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { canonicalUnmappedIp, formatIp } from '../../lib/ip.js';
-import { netnsId, sameNetns, type NetnsId } from '../../lib/native.js';
+import { netnsId, sameNetns, type NetnsId } from '../../native/native.js';
 
 /** A pod the /proc scan looks for. */
 export interface PodToFind {

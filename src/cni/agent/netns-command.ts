@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { MeshError, type ErrorCode } from '../../lib/errors.js';
-import type { NetnsRef } from '../../lib/native.js';
+import type { NetnsRef } from '../../native/native.js';
 
 /** The fd number a namespace fd gets in the child (after stdin, stdout, stderr). */
 const CHILD_NETNS_FD = 3;

@@ -9,10 +9,10 @@
  */
 import net from 'node:net';
 import { MeshError, type ErrorCode } from '../../lib/errors.js';
-import { netnsId, type NetnsRef } from '../../lib/native.js';
-import { SerialQueue } from '../../lib/serial-queue.js';
-import { HBONE_PORT, INBOUND_PLAINTEXT_PORT, OUTBOUND_CAPTURE_PORT } from '../../ztunnel/config.js';
-import { DNS_PROXY_PORT } from '../../ztunnel/dns/dns-sockets.js';
+import { netnsId, type NetnsRef } from '../../native/native.js';
+import { parseGoBool } from './go-bool.js';
+import { SerialQueue } from './serial-queue.js';
+import { DNS_PROXY_PORT, HBONE_PORT, INBOUND_PLAINTEXT_PORT, OUTBOUND_CAPTURE_PORT } from '../../lib/istio-ports.js';
 import { IptablesRules, replaceChains, type IpFamily } from './iptables-rules.js';
 import { mustRunInNetns, type CommandResult } from './netns-command.js';
 
@@ -75,12 +75,6 @@ export const NO_OVERRIDES: PodTrafficOverrides = Object.freeze({
   warnings: [],
 });
 
-/** The values Go's strconv.ParseBool accepts, which Istio's boolean annotations use. */
-const GO_BOOLS: ReadonlyMap<string, boolean> = new Map([
-  ...['1', 't', 'T', 'TRUE', 'true', 'True'].map((s) => [s, true] as const),
-  ...['0', 'f', 'F', 'FALSE', 'false', 'False'].map((s) => [s, false] as const),
-]);
-
 /** A Linux interface name iptables' `-i` takes (at most 15 bytes; `+` is iptables' wildcard). */
 const INTERFACE_NAME = /^[A-Za-z0-9_.+-]{1,15}$/;
 
@@ -94,7 +88,7 @@ export function podTrafficOverrides(annotations: Readonly<Record<string, string>
   const bool = (name: string): boolean | undefined => {
     const value = annotations?.[name];
     if (value === undefined) return undefined;
-    const parsed = GO_BOOLS.get(value);
+    const parsed = parseGoBool(value);
     if (parsed === undefined) warnings.push(`annotation ${name}=${JSON.stringify(value)} is not a boolean; ignored`);
     return parsed;
   };

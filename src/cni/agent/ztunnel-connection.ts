@@ -1,7 +1,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { describeError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import type { SeqpacketSocket } from '../../lib/seqpacket-socket.js';
+import type { SeqpacketSocket } from '../../native/seqpacket-socket.js';
 import { sendDatagram } from '../../zds/send-datagram.js';
 import {
   decodeAck,

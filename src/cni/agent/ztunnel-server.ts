@@ -3,7 +3,7 @@ import { closeSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { describeError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import { SeqpacketServer } from '../../lib/seqpacket-socket.js';
+import { SeqpacketServer } from '../../native/seqpacket-socket.js';
 import type { WorkloadInfo } from '../../zds/workload-info.js';
 import { copyFd, ZDS_READ_WRITE_DEADLINE_MS, ZtunnelConnection } from './ztunnel-connection.js';
 import type { SnapshotPod, ZtunnelLink } from './ztunnel-link.js';

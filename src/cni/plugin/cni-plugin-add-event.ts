@@ -9,6 +9,7 @@
 import { MeshError } from '../../lib/errors.js';
 import { formatIp, ipBytes } from '../../lib/ip.js';
 import type { PrevResultIp } from './prev-result.js';
+import { isRecord } from '../../lib/record.js';
 
 export interface GoIpConfig {
   readonly Interface: number | null;
@@ -57,7 +58,6 @@ export function cniPluginAddEvent(
   };
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const badEvent = (field: string, problem: string): MeshError =>
   new MeshError('AGENT_ERR_BAD_EVENT', `CNI plugin event: "${field}" ${problem}`);
 
@@ -69,12 +69,12 @@ function stringField(o: Record<string, unknown>, field: string, at: string): str
 }
 
 function parseIpConfig(v: unknown, at: string): GoIpConfig {
-  if (!isObject(v)) throw badEvent(at, 'must be an object ({Interface, Address, Gateway})');
+  if (!isRecord(v)) throw badEvent(at, 'must be an object ({Interface, Address, Gateway})');
   const iface = v['Interface'];
   if (iface !== undefined && iface !== null && !Number.isInteger(iface))
     throw badEvent(`${at}.Interface`, 'must be an integer or null');
   const address = v['Address'] ?? {};
-  if (!isObject(address)) throw badEvent(`${at}.Address`, 'must be an object ({IP, Mask})');
+  if (!isRecord(address)) throw badEvent(`${at}.Address`, 'must be an object ({IP, Mask})');
   const ip = stringField(address, 'IP', `${at}.Address.IP`);
   if (ip !== '' && ipBytes(ip) === undefined) throw badEvent(`${at}.Address.IP`, `"${ip}" is not an IP address`);
   const gateway = stringField(v, 'Gateway', `${at}.Gateway`);
@@ -95,7 +95,7 @@ export function parseCniPluginAddEvent(body: string): CniPluginAddEvent {
   } catch (e) {
     throw new MeshError('AGENT_ERR_BAD_EVENT', `CNI plugin event is not JSON: ${(e as Error).message}`);
   }
-  if (!isObject(v))
+  if (!isRecord(v))
     throw new MeshError(
       'AGENT_ERR_BAD_EVENT',
       'CNI plugin event must be a JSON object ({Netns, PodName, PodNamespace, IPs})',

@@ -8,6 +8,7 @@
  * labelled `=ambient`.
  */
 import { configError } from './network-config.js';
+import { isRecord } from '../../lib/record.js';
 
 type Labels = Readonly<Record<string, string>>;
 
@@ -23,8 +24,6 @@ type Selector = readonly Requirement[];
 export interface EnablementSelectors {
   selects(podLabels: Labels, namespaceLabels: Labels): boolean;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function requirementHolds(r: Requirement, labels: Labels): boolean {
   const has = Object.hasOwn(labels, r.key);
@@ -49,11 +48,11 @@ function parseStringList(v: unknown, field: string): string[] {
 
 function parseSelector(v: unknown, field: string): Selector {
   if (v === undefined || v === null) return [];
-  if (!isObject(v)) throw configError(field, 'must be a label selector object ({matchLabels, matchExpressions})');
+  if (!isRecord(v)) throw configError(field, 'must be a label selector object ({matchLabels, matchExpressions})');
   const reqs: Requirement[] = [];
   const matchLabels = v['matchLabels'];
   if (matchLabels !== undefined && matchLabels !== null) {
-    if (!isObject(matchLabels) || !Object.values(matchLabels).every((x) => typeof x === 'string'))
+    if (!isRecord(matchLabels) || !Object.values(matchLabels).every((x) => typeof x === 'string'))
       throw configError(`${field}.matchLabels`, 'must map label keys to string values');
     for (const [key, value] of Object.entries(matchLabels))
       reqs.push({ key, operator: 'In', values: [value as string] });
@@ -63,7 +62,7 @@ function parseSelector(v: unknown, field: string): Selector {
     throw configError(`${field}.matchExpressions`, 'must be a list');
   ((exprs ?? []) as unknown[]).forEach((e, i) => {
     const at = `${field}.matchExpressions[${i}]`;
-    if (!isObject(e)) throw configError(at, 'must be an object ({key, operator, values})');
+    if (!isRecord(e)) throw configError(at, 'must be an object ({key, operator, values})');
     const key = e['key'];
     if (typeof key !== 'string' || key === '') throw configError(`${at}.key`, 'must be a label key');
     const operator = e['operator'];
@@ -88,7 +87,7 @@ export function compileEnablementSelectors(v: unknown, field: string): Enablemen
   if (v !== undefined && v !== null && !Array.isArray(v))
     throw configError(field, 'must be a list of {podSelector, namespaceSelector}');
   const pairs = ((v ?? []) as unknown[]).map((s, i) => {
-    if (!isObject(s)) throw configError(`${field}[${i}]`, 'must be an object ({podSelector, namespaceSelector})');
+    if (!isRecord(s)) throw configError(`${field}[${i}]`, 'must be an object ({podSelector, namespaceSelector})');
     return {
       pod: parseSelector(s['podSelector'], `${field}[${i}].podSelector`),
       namespace: parseSelector(s['namespaceSelector'], `${field}[${i}].namespaceSelector`),

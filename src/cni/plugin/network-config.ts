@@ -5,6 +5,7 @@
  * (`parsePluginConfig`), so a DEL or CHECK succeeds whatever they hold.
  */
 import { MeshError } from '../../lib/errors.js';
+import { isRecord } from '../../lib/record.js';
 import { isCniName, type CniCommand } from './cni-env.js';
 import { checkCniVersion, type CniVersion } from './cni-version.js';
 
@@ -33,9 +34,9 @@ export function decodeNetworkConfig(stdin: string): Readonly<Record<string, unkn
   } catch (e) {
     throw new MeshError('CNI_ERR_DECODE', `the network config on stdin is not JSON: ${(e as Error).message}`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v))
+  if (!isRecord(v))
     throw new MeshError('CNI_ERR_DECODE', `the network config on stdin is not a JSON object (got ${jsonKind(v)})`);
-  return v as Record<string, unknown>;
+  return v;
 }
 
 export function parseNetworkConfig(fields: Readonly<Record<string, unknown>>, command: CniCommand): NetworkConfig {

@@ -6,6 +6,7 @@
  */
 import { configError } from './network-config.js';
 import { ipBytes } from '../../lib/ip.js';
+import { isRecord } from '../../lib/record.js';
 import type { CniVersion } from './cni-version.js';
 
 /** One entry of `prevResult.ips`, parsed as Go's net.ParseCIDR / net.ParseIP read it. */
@@ -29,8 +30,8 @@ function parseIp(s: string): Buffer | undefined {
 }
 
 function parseIpConfig(v: unknown, field: string): PrevResultIp {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw configError(field, 'must be an object');
-  const o = v as Record<string, unknown>;
+  if (!isRecord(v)) throw configError(field, 'must be an object');
+  const o = v;
   const address = o['address'];
   const slash = typeof address === 'string' ? address.indexOf('/') : -1;
   const bytes = typeof address === 'string' && slash > 0 ? parseIp(address.slice(0, slash)) : undefined;
@@ -63,9 +64,9 @@ function parseIpConfig(v: unknown, field: string): PrevResultIp {
 }
 
 export function parsePrevResult(v: unknown): PrevResult {
-  if (typeof v !== 'object' || v === null || Array.isArray(v))
+  if (!isRecord(v))
     throw configError('prevResult', 'must be an object (the result of the plugins before amesh-cni in the chain)');
-  const fields = v as Record<string, unknown>;
+  const fields = v;
   const ips = fields['ips'];
   if (ips !== undefined && ips !== null && !Array.isArray(ips)) throw configError('prevResult.ips', 'must be a list');
   return Object.freeze({

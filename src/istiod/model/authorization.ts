@@ -10,6 +10,9 @@ import {
   type MatchModel,
   type StringMatchModel,
 } from './types.js';
+import { asRecord } from '../../lib/record.js';
+
+type Obj = Record<string, unknown>;
 
 export interface ConvertResult {
   /** Undefined when the policy is not for ztunnel (waypoint-targeted, AUDIT/CUSTOM, dry-run). */
@@ -18,8 +21,6 @@ export interface ConvertResult {
   readonly warnings: readonly string[];
 }
 
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 const strs = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
 const has = (o: Obj, k: string): boolean => (Array.isArray(o[k]) ? (o[k] as unknown[]).length > 0 : o[k] !== undefined);
 
@@ -85,12 +86,12 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
     return { policy: undefined, warnings: [`${name}: ztunnel does not support the ${action} action`] };
   if (ap.metadata.annotations['istio.io/dry-run'] === 'true')
     return { policy: undefined, warnings: [`${name}: dry-run policies are not sent to ztunnel`] };
-  const selector = obj(obj(spec['selector'])['matchLabels']);
+  const selector = asRecord(asRecord(spec['selector'])['matchLabels']);
   const scope = policyScope(selector, ap.metadata.namespace, rootNamespace);
   const deny = action === 'DENY';
   const rules: AuthorizationModel['rules'][number][] = [];
   (Array.isArray(spec['rules']) ? spec['rules'] : []).forEach((raw, i) => {
-    const rule = obj(raw);
+    const rule = asRecord(raw);
     const where = `${name} rule ${i}`;
     let l7 = false;
     /** A clause whose every Match can never match makes the whole rule unable to match. */
@@ -101,7 +102,7 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
       if (live.length === 0) never = true;
       clauses.push({ matches: live });
     };
-    const to = Array.isArray(rule['to']) ? rule['to'].map((t) => obj(obj(t)['operation'])) : [];
+    const to = Array.isArray(rule['to']) ? rule['to'].map((t) => asRecord(asRecord(t)['operation'])) : [];
     if (to.length > 0) {
       clause(
         to.map((op) => {
@@ -118,7 +119,7 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
         }),
       );
     }
-    const from = Array.isArray(rule['from']) ? rule['from'].map((f) => obj(obj(f)['source'])) : [];
+    const from = Array.isArray(rule['from']) ? rule['from'].map((f) => asRecord(asRecord(f)['source'])) : [];
     if (from.length > 0) {
       clause(
         from.map((src) => {
@@ -147,7 +148,7 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
         }),
       );
     }
-    for (const c of Array.isArray(rule['when']) ? rule['when'].map(obj) : []) {
+    for (const c of Array.isArray(rule['when']) ? rule['when'].map(asRecord) : []) {
       const key = typeof c['key'] === 'string' ? c['key'] : '';
       const values = strs(c['values']);
       const notValues = strs(c['notValues']);

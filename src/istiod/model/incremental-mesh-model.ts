@@ -9,7 +9,8 @@ import {
   workloadPeerAuthentication,
 } from './peer-authentication.js';
 import { nodeLocality } from './locality.js';
-import { selectWorkloadServices, type ServiceSelection } from './select-workload-services.js';
+import { selectWorkloadServices } from './select-workload-services.js';
+import type { ServiceSelection } from './service-selection.js';
 import {
   convertService,
   convertServiceEntry,

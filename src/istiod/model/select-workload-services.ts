@@ -1,21 +1,6 @@
 import type { Manifest } from '../registry/manifest-dir.js';
+import type { ServiceSelection } from './service-selection.js';
 import { serviceEntryHosts, serviceHostname } from './services.js';
-
-/**
- * Which object serves a hostname, as istio `pilot/pkg/serviceregistry/ambient/services.go`
- * `selectWorkloadServices` resolves the Services and ServiceEntries that share one: in each namespace one winner,
- * a Kubernetes Service if there is one, else the oldest ServiceEntry; of the winners across namespaces one is
- * canonical, the Kubernetes Service if there is one, else the oldest. A ServiceEntry that loses a host sends
- * neither that Service nor workloads for it.
- */
-export interface ServiceSelection {
-  /** `owner` won `hostname` in its namespace. */
-  serves(owner: Manifest, hostname: string): boolean;
-  /** `owner`'s service for `hostname` is the one canonical service of that hostname. */
-  isCanonical(owner: Manifest, hostname: string): boolean;
-  /** ServiceEntry hosts that lost, with the object that won their namespace. */
-  readonly shadowed: readonly { readonly owner: Manifest; readonly hostname: string; readonly by: Manifest }[];
-}
 
 /**
  * A missing `creationTimestamp` (a hand-written manifest) is the oldest possible, as Go's zero `time.Time` is.
@@ -33,6 +18,7 @@ function older(a: Manifest, b: Manifest): boolean {
 /** `a` beats `b`: a Kubernetes Service always wins; otherwise the older ServiceEntry. */
 const better = (a: Manifest, b: Manifest): boolean => b.kind !== 'Service' && (a.kind === 'Service' || older(a, b));
 
+/** Which of `objects` serves each hostname they claim (the rules: service-selection.ts). */
 export function selectWorkloadServices(objects: readonly Manifest[], domain: string): ServiceSelection {
   const byHost = new Map<string, Manifest[]>();
   const add = (host: string, o: Manifest): void => {

@@ -1,10 +1,8 @@
 import { ipBytes } from '../../lib/ip.js';
 import type { Manifest } from '../registry/manifest-dir.js';
-import type { ServiceSelection } from './select-workload-services.js';
+import type { ServiceSelection } from './service-selection.js';
 import { LbHealthPolicy, LbMode, LbScope, type PortModel, type ServiceModel } from './types.js';
-
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
+import { asRecord } from '../../lib/record.js';
 
 export interface ServicePortSpec {
   readonly port: number;
@@ -13,7 +11,7 @@ export interface ServicePortSpec {
 }
 
 export function servicePorts(svc: Manifest): ServicePortSpec[] {
-  return (Array.isArray(svc.spec['ports']) ? svc.spec['ports'] : []).map(obj).flatMap((p) => {
+  return (Array.isArray(svc.spec['ports']) ? svc.spec['ports'] : []).map(asRecord).flatMap((p) => {
     const port = Number(p['port']);
     if (!Number.isInteger(port) || port < 1 || port > 65535) return [];
     return [{ port, targetPort: targetPortOf(p['targetPort']) }];
@@ -32,7 +30,7 @@ export function serviceHostname(svc: Manifest, domain: string): string {
 }
 
 /** A Service's cluster IPs: `clusterIPs` when given, else the single `clusterIP`. */
-function clusterIps(spec: Obj): string[] {
+function clusterIps(spec: Record<string, unknown>): string[] {
   if (Array.isArray(spec['clusterIPs'])) return spec['clusterIPs'].map(String);
   return typeof spec['clusterIP'] === 'string' ? [spec['clusterIP']] : [];
 }
@@ -115,9 +113,9 @@ export function serviceBackends(
   const out: ServiceBackend[] = [];
   for (const o of objects) {
     if (o.kind === 'Service' && o.spec['type'] !== 'ExternalName') {
-      const sel = obj(o.spec['selector']);
+      const sel = asRecord(o.spec['selector']);
       if (Object.keys(sel).length === 0) continue;
-      const names = (Array.isArray(o.spec['ports']) ? o.spec['ports'] : []).map((p) => obj(p)['name']);
+      const names = (Array.isArray(o.spec['ports']) ? o.spec['ports'] : []).map((p) => asRecord(p)['name']);
       out.push({
         key: `${o.metadata.namespace}/${serviceHostname(o, domain)}`,
         namespace: o.metadata.namespace,
@@ -126,7 +124,7 @@ export function serviceBackends(
         byPortName: false,
       });
     } else if (o.kind === 'ServiceEntry') {
-      const sel = obj(obj(o.spec['workloadSelector'])['labels']);
+      const sel = asRecord(asRecord(o.spec['workloadSelector'])['labels']);
       if (Object.keys(sel).length === 0) continue;
       for (const host of serviceEntryHosts(o).filter((h) => selection.serves(o, h))) {
         out.push({
@@ -181,7 +179,7 @@ export function serviceEntryHosts(se: Manifest): string[] {
 }
 
 export function serviceEntryPorts(se: Manifest): (ServicePortSpec & { name: string | undefined })[] {
-  return (Array.isArray(se.spec['ports']) ? se.spec['ports'] : []).map(obj).flatMap((p) => {
+  return (Array.isArray(se.spec['ports']) ? se.spec['ports'] : []).map(asRecord).flatMap((p) => {
     const port = Number(p['number']);
     if (!Number.isInteger(port) || port < 1 || port > 65535) return [];
     const t = Number(p['targetPort']);

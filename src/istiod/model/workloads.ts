@@ -4,9 +4,9 @@ import type { Manifest } from '../registry/manifest-dir.js';
 import { parseLocality } from './locality.js';
 import { backendsFor, serviceEntryPorts, type ServiceBackend } from './services.js';
 import { TunnelProtocol, WorkloadStatus, WorkloadType, type LocalityModel, type WorkloadModel } from './types.js';
+import { asRecord } from '../../lib/record.js';
 
 type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
 
 /** The annotation istio-cni sets once a pod's traffic is captured; it is what makes the workload HBONE. */
 export const REDIRECTION_ANNOTATION = 'ambient.istio.io/redirection';
@@ -24,7 +24,7 @@ export interface WorkloadContext {
 function podIps(pod: Manifest): string[] {
   const list = Array.isArray(pod.status['podIPs'])
     ? pod.status['podIPs'].map((x) => {
-        const ip = obj(x)['ip'];
+        const ip = asRecord(x)['ip'];
         return typeof ip === 'string' ? ip : '';
       })
     : [];
@@ -68,8 +68,8 @@ function workloadEntryName(we: Manifest, labels: Readonly<Record<string, string>
 /** Named container ports, for named service target ports. */
 function containerPorts(pod: Manifest): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const c of Array.isArray(pod.spec['containers']) ? pod.spec['containers'].map(obj) : []) {
-    for (const p of Array.isArray(c['ports']) ? c['ports'].map(obj) : []) {
+  for (const c of Array.isArray(pod.spec['containers']) ? pod.spec['containers'].map(asRecord) : []) {
+    for (const p of Array.isArray(c['ports']) ? c['ports'].map(asRecord) : []) {
       if (typeof p['name'] === 'string' && typeof p['containerPort'] === 'number') out[p['name']] = p['containerPort'];
     }
   }
@@ -113,7 +113,7 @@ function addressOrHostname(a: string): { addresses: Uint8Array[]; hostname: stri
 }
 
 const numberMap = (v: unknown): Record<string, number> =>
-  Object.fromEntries(Object.entries(obj(v)).filter(([, x]) => typeof x === 'number') as [string, number][]);
+  Object.fromEntries(Object.entries(asRecord(v)).filter(([, x]) => typeof x === 'number') as [string, number][]);
 
 /** A WorkloadEntry → Workload (istio `pilot/pkg/serviceregistry/ambient/workloads.go` `workloadEntryWorkloadBuilder`): address or hostname, weight as capacity, its ports for named targets. */
 export function convertWorkloadEntry(we: Manifest, ctx: WorkloadContext): WorkloadModel | undefined {
@@ -121,7 +121,7 @@ export function convertWorkloadEntry(we: Manifest, ctx: WorkloadContext): Worklo
   if (address === '') return undefined;
   const labels = {
     ...we.metadata.labels,
-    ...Object.fromEntries(Object.entries(obj(we.spec['labels'])).map(([k, v]) => [k, String(v)])),
+    ...Object.fromEntries(Object.entries(asRecord(we.spec['labels'])).map(([k, v]) => [k, String(v)])),
   };
   const weight = Number(we.spec['weight']);
   return {
@@ -161,7 +161,7 @@ export function convertServiceEntryEndpoints(
   hosts: readonly string[],
   ctx: WorkloadContext,
 ): WorkloadModel[] {
-  const listed = Array.isArray(se.spec['endpoints']) ? se.spec['endpoints'].map(obj) : [];
+  const listed = Array.isArray(se.spec['endpoints']) ? se.spec['endpoints'].map(asRecord) : [];
   const implicit =
     listed.length === 0 && DNS_RESOLUTIONS.has(se.spec['resolution']) && se.spec['workloadSelector'] === undefined;
   const ports = serviceEntryPorts(se);
@@ -208,7 +208,7 @@ export function convertServiceEntryEndpoints(
 }
 
 function isReady(pod: Manifest): boolean {
-  const conds = Array.isArray(pod.status['conditions']) ? pod.status['conditions'].map(obj) : [];
+  const conds = Array.isArray(pod.status['conditions']) ? pod.status['conditions'].map(asRecord) : [];
   const ready = conds.find((c) => c['type'] === 'Ready');
   // A manifest with no conditions describes a running pod: treat it as ready (Kubernetes would report Ready).
   return ready === undefined ? true : String(ready['status']) === 'True';

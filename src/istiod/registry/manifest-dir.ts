@@ -8,6 +8,7 @@ import path from 'node:path';
 import { LineCounter, isScalar, parseAllDocuments, type Document, type Node } from 'yaml';
 import { denyListsWithNothingValid, documentSchema, KINDS, SchemaWalker } from './manifest-schema.js';
 import { MeshError } from '../../lib/errors.js';
+import { asRecord } from '../../lib/record.js';
 
 export interface OwnerReference {
   readonly apiVersion: string;
@@ -260,11 +261,8 @@ export function checkDocument(
 ): void {
   const { where, file, at } = origin;
   const contents = doc.contents as Node;
-  const r = (typeof o === 'object' && o !== null && !Array.isArray(o) ? o : {}) as Record<string, unknown>;
-  const meta = (typeof r['metadata'] === 'object' && r['metadata'] !== null ? r['metadata'] : {}) as Record<
-    string,
-    unknown
-  >;
+  const r = asRecord(o);
+  const meta = asRecord(r['metadata']);
   const kind = typeof r['kind'] === 'string' ? r['kind'] : undefined;
   const name = typeof meta['name'] === 'string' ? meta['name'] : undefined;
   const namespace =
@@ -278,7 +276,7 @@ export function checkDocument(
   if (kind !== undefined && schema === undefined)
     out.warnings.push(`${at(walker.line(contents))}${what}: kind ${kind} is not used by amesh istiod; ignored`);
   walker.walk(contents, documentSchema(schema), '');
-  const spec = (typeof r['spec'] === 'object' && r['spec'] !== null ? r['spec'] : {}) as Record<string, unknown>;
+  const spec = asRecord(r['spec']);
   if (kind === 'AuthorizationPolicy' && walker.errors.length === 0) {
     for (const p of denyListsWithNothingValid(spec)) {
       walker.errors.push({

@@ -9,15 +9,15 @@
  * live object would fight on every apply.
  * Written by hand because it is a few lines over plain JSON; the strategic variant lives in the API server.
  */
+import { asRecord, isRecord } from '../../lib/record.js';
+
 type Json = unknown;
 type JsonObject = Record<string, Json>;
-
-const isObject = (v: Json): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function equal(a: Json, b: Json): boolean {
   if (a === b) return true;
   if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((x, i) => equal(x, b[i]));
-  if (isObject(a) && isObject(b)) {
+  if (isRecord(a) && isRecord(b)) {
     const ka = Object.keys(a);
     return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && equal(a[k], b[k]));
   }
@@ -27,11 +27,11 @@ function equal(a: Json, b: Json): boolean {
 /** The patch from `current` to `modified`, deleting what `original` (the last applied version) had and `modified` lacks. */
 export function threeWayMergePatch(original: Json, modified: JsonObject, current: Json): JsonObject {
   const patch: JsonObject = {};
-  const cur = isObject(current) ? current : {};
-  const orig = isObject(original) ? original : {};
+  const cur = asRecord(current);
+  const orig = asRecord(original);
   for (const [k, m] of Object.entries(modified)) {
     const c = cur[k];
-    if (isObject(m) && isObject(c)) {
+    if (isRecord(m) && isRecord(c)) {
       const sub = threeWayMergePatch(orig[k], m, c);
       if (Object.keys(sub).length > 0) patch[k] = sub;
     } else if (!equal(m, c) && !(Array.isArray(m) && equal(m, orig[k]))) {

@@ -1,4 +1,4 @@
-import { Counter, Gauge, type MetricsRegistry } from '../../lib/prom-client-core.js';
+import { Counter, Gauge, type MetricsRegistry } from './prom-client-core.js';
 import type { SecretManager } from '../identity/secret-manager.js';
 
 /** Istio's `request_type` value for a CSR (istio pkg/monitoring: `monitoring.CSR`). */

@@ -1,4 +1,4 @@
-import { Counter, Gauge, MetricsRegistry, registerProcessFdMetrics } from '../../lib/prom-client-core.js';
+import { Counter, Gauge, MetricsRegistry, registerProcessFdMetrics } from './prom-client-core.js';
 import { identityToString, type Identity } from '../../lib/spiffe.js';
 import type { Service } from '../state/service.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type MetricsRegistry } from '../../lib/prom-client-core.js';
+import { Counter, Histogram, type MetricsRegistry } from '../admin/prom-client-core.js';
 import type { DnsClient } from './dns-store.js';
 
 const LABELS = [

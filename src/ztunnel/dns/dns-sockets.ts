@@ -3,9 +3,9 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort } from '../../lib/ip.js';
-import { listenInNetns, tcpSocketInNetns, udpSocketInNetns, type NetnsRef } from '../../lib/native.js';
-import { DEFAULT_INPOD_MARK } from '../config.js';
-import { INPOD_LISTEN_BACKLOG } from '../inpod/netns-socket-factory.js';
+import { DNS_PROXY_PORT } from '../../lib/istio-ports.js';
+import { listenInNetns, tcpSocketInNetns, udpSocketInNetns, type NetnsRef } from '../../native/native.js';
+import { DEFAULT_INPOD_MARK, INPOD_LISTEN_BACKLOG } from '../config.js';
 import type { DnsUpstreamSockets } from './dns-forwarder.js';
 
 /** The DNS proxy's sockets, bound and listening: UDP sockets and TCP servers, one of each per address. */
@@ -16,9 +16,6 @@ export interface DnsListeners {
 
 /** Binds a proxy's listeners; rejects with nothing left bound when one cannot be. */
 export type DnsListen = () => Promise<DnsListeners>;
-
-/** ztunnel's DNS proxy port inside each pod (ztunnel `src/config.rs` `DEFAULT_DNS_PORT`), where the pod's DNS capture sends queries. */
-export const DNS_PROXY_PORT = 15053;
 
 /** Binds every listener `bind` makes, one address at a time; on a failure closes those already bound. */
 async function bindAll(

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { IstioCertificateResponse } from '../../api/istio/v1/auth/ca_pb.js';
 import { IstioCertificateService } from '../../api/istio/v1/auth/ca_pb.js';
-import { controlPlaneMetadata, grpcClient } from '../../lib/grpc-channel.js';
+import { controlPlaneMetadata, grpcClient } from '../grpc-channel.js';
 import type { TypedClient } from '../../lib/grpc-typed-client.js';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { identityToString, type Identity } from '../../lib/spiffe.js';

@@ -124,7 +124,8 @@ export class InpodProxies implements InpodProxyRunner {
   /** `/config_dump` `workloadState`, by pod UID. */
   dump(): Record<string, object> {
     const out: Record<string, object> = {};
-    for (const p of this.pods.values()) out[p.uid] = workloadStateEntry(true, p.info, this.ctx.connections, p.uid);
+    for (const p of this.pods.values())
+      out[p.uid] = workloadStateEntry(true, p.info, this.ctx.connections.connectionsOf(p.uid));
     return out;
   }
 

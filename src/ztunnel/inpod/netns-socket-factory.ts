@@ -1,11 +1,9 @@
 import net from 'node:net';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort } from '../../lib/ip.js';
-import { listenInNetns, originalDst, tcpSocketInNetns } from '../../lib/native.js';
+import { listenInNetns, originalDst, tcpSocketInNetns } from '../../native/native.js';
+import { INPOD_LISTEN_BACKLOG } from '../config.js';
 import { APP_SOCKET_OPTIONS, connectSocket, localDst, type SocketFactory } from '../proxy/socket-factory.js';
-
-/** Listen backlog of in-pod listeners (ztunnel `src/inpod/config.rs`). */
-export const INPOD_LISTEN_BACKLOG = 128;
 
 export interface NetnsSocketOptions {
   /** SO_MARK on every socket, so the pod's rules let ztunnel's own packets through (PACKET_MARK, default 0x539). */

@@ -1,7 +1,7 @@
 import { closeSync } from 'node:fs';
 import { describeError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import { netnsId, sameNetns, type NetnsId } from '../../lib/native.js';
+import { netnsId, sameNetns, type NetnsId } from '../../native/native.js';
 import type { WorkloadInfo } from '../../zds/workload-info.js';
 import type { InpodProxyRunner } from './inpod-proxy-runner.js';
 import type { WorkloadMessage } from './workload-message.js';

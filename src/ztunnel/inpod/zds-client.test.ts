@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { isMeshError, type MeshError } from '../../lib/errors.js';
-import { SeqpacketServer } from '../../lib/seqpacket-socket.js';
+import { SeqpacketServer } from '../../native/seqpacket-socket.js';
 import {
   decodeAck,
   decodeHello,

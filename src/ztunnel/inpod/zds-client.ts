@@ -3,7 +3,7 @@ import { closeSync } from 'node:fs';
 import { Backoff } from '../../lib/backoff.js';
 import { describeError, isMeshError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
-import { SeqpacketSocket } from '../../lib/seqpacket-socket.js';
+import { SeqpacketSocket } from '../../native/seqpacket-socket.js';
 import { sendDatagram } from '../../zds/send-datagram.js';
 import { encodeAck, encodeHello } from '../../zds/zds-codec.js';
 import type { InpodProxyRunner } from './inpod-proxy-runner.js';

@@ -1,7 +1,8 @@
 import net from 'node:net';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort } from '../../lib/ip.js';
-import { ILLEGAL_PORTS, INBOUND_PLAINTEXT_PORT, WORKLOAD_WAIT_MS } from '../config.js';
+import { ILLEGAL_PORTS, WORKLOAD_WAIT_MS } from '../config.js';
+import { INBOUND_PLAINTEXT_PORT } from '../../lib/istio-ports.js';
 import { evaluate, type RbacConnection } from '../rbac.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import { AcceptingListener } from './accepting-listener.js';

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { canonicalIp, formatHostPort } from '../../lib/ip.js';
-import { OUTBOUND_CAPTURE_PORT } from '../config.js';
+import { OUTBOUND_CAPTURE_PORT } from '../../lib/istio-ports.js';
 import type { Outbound } from './outbound.js';
 import { AcceptingListener } from './accepting-listener.js';
 import type { ProxyContext } from './proxy-context.js';

@@ -3,7 +3,7 @@ import type { DuplexOptions } from 'node:stream';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort, isLoopback } from '../../lib/ip.js';
 import { CONNECT_TIMEOUT_MS } from '../config.js';
-import { tcpSocket } from '../../lib/native.js';
+import { tcpSocket } from '../../native/native.js';
 
 /**
  * The one seam through which ztunnel creates sockets. Local mode binds on the host (workload IPs are local

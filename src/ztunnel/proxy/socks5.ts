@@ -2,7 +2,7 @@ import net from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort, formatIp } from '../../lib/ip.js';
-import { SOCKS5_PORT } from '../config.js';
+import { SOCKS5_PORT } from '../../lib/istio-ports.js';
 import type { ProxyContext } from './proxy-context.js';
 import { APP_SERVER_OPTIONS } from './socket-factory.js';
 import { failureKind, type Outbound, type OutboundFailure } from './outbound.js';

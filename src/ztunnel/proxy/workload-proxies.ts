@@ -85,7 +85,7 @@ export class WorkloadProxyManager {
         namespace: w?.namespace ?? '',
         serviceAccount: w === undefined ? '' : workloadIdentity(w).serviceAccount,
       };
-      out[p.uid] = workloadStateEntry(p.state.t === 'up', info, this.ctx.connections, p.uid);
+      out[p.uid] = workloadStateEntry(p.state.t === 'up', info, this.ctx.connections.connectionsOf(p.uid));
     }
     return out;
   }

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { readFile } from 'node:fs/promises';
 import type { Node } from 'yaml';
-import { YamlReader } from '../../lib/yaml-reader.js';
+import { YamlReader } from './yaml-reader.js';
 import { MeshError } from '../../lib/errors.js';
 import { canonicalIp, parseCidr, type Cidr } from '../../lib/ip.js';
 import { DEFAULT_CLUSTER_ID, type GatewayAddress, type Workload } from './workload.js';

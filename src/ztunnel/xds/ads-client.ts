@@ -1,12 +1,12 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { EventEmitter } from 'node:events';
-import { Counter, type MetricsRegistry } from '../../lib/prom-client-core.js';
+import { Counter, type MetricsRegistry } from '../admin/prom-client-core.js';
 import type { DeltaDiscoveryResponse } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { AggregatedDiscoveryService } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { Backoff } from '../../lib/backoff.js';
 import { describeError } from '../../lib/errors.js';
-import { controlPlaneMetadata, grpcClient, readRootCa } from '../../lib/grpc-channel.js';
+import { controlPlaneMetadata, grpcClient, readRootCa } from '../grpc-channel.js';
 import type { TypedClient } from '../../lib/grpc-typed-client.js';
 import type { GrpcHeaders, NodeMetadataValue } from '../config.js';
 import type { LocalWorkload } from '../state/local-config.js';

@@ -10,7 +10,7 @@
 import { EventEmitter } from 'node:events';
 import { closeSync, rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { Backoff } from './backoff.js';
+import { Backoff } from '../lib/backoff.js';
 import { seqpacket, type FdWatcher } from './native.js';
 
 /**

@@ -6,7 +6,7 @@ import { closeSync, openSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { isMeshError } from './errors.js';
+import { isMeshError } from '../lib/errors.js';
 import { listenInNetns, netnsId, originalDst, setMark, tcpSocketInNetns, udpSocketInNetns } from './native.js';
 
 // These need no privilege; test/native-netns.test.ts enters namespaces as root.

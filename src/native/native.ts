@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
-import { MeshError } from './errors.js';
+import { MeshError } from '../lib/errors.js';
 
 /** A network namespace: a path to its nsfs file, or an open fd on it that the caller keeps. */
 export type NetnsRef = string | number;

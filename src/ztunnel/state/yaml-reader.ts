@@ -1,5 +1,5 @@
 import { LineCounter, isMap, isScalar, isSeq, parseAllDocuments, type Node } from 'yaml';
-import { MeshError, type ErrorCode } from './errors.js';
+import { MeshError, type ErrorCode } from '../../lib/errors.js';
 
 /**
  * A strict reader over a YAML node tree that reports problems as `file:line: path: reason`. It rejects

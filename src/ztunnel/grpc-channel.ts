@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { DescService } from '@bufbuild/protobuf';
-import { MeshError } from './errors.js';
-import { makeTypedClient, type TypedClient } from './grpc-typed-client.js';
+import { MeshError } from '../lib/errors.js';
+import { makeTypedClient, type TypedClient } from '../lib/grpc-typed-client.js';
+import { ISTIOD_GRPC_PORT } from '../lib/istio-ports.js';
 
 /** The hostname on istiod's certificate that clients verify when they dial an address without one (ztunnel `src/identity/caclient.rs`). */
 export const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
@@ -69,7 +70,7 @@ export function grpcClient<S extends DescService>(
   options['grpc.default_authority'] = tlsName;
   return makeTypedClient(
     svc,
-    `${url.hostname}:${url.port || '15012'}`,
+    `${url.hostname}:${url.port || String(ISTIOD_GRPC_PORT)}`,
     grpc.credentials.createSsl(rootPem === undefined ? null : Buffer.from(rootPem)),
     options,
   );

@@ -1,0 +1,23 @@
+import type { Strategy } from './strategies/strategy.js';
+
+/** What a kind serves under `<object>/<subresource>` besides the object itself. */
+export type Subresource = 'status' | 'token' | 'binding';
+
+/** One served kind. Adding a kind to the API server is adding one entry to `KINDS` (kinds.ts). */
+export interface KindInfo {
+  /** API group; '' is the core group (`/api/v1`). */
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  /** Resource name in URLs: `pods`, `authorizationpolicies`. */
+  readonly plural: string;
+  readonly singular: string;
+  readonly namespaced: boolean;
+  readonly shortNames: readonly string[];
+  /** Discovery categories (`kubectl get all` lists the `all` category). */
+  readonly categories: readonly string[];
+  readonly subresources: readonly Subresource[];
+  /** Create-only review kinds (TokenReview, SubjectAccessReview): answered, never stored. */
+  readonly review: boolean;
+  readonly strategy: Strategy | undefined;
+}

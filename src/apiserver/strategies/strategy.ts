@@ -1,0 +1,18 @@
+import type { StatusCause } from '../api-error.js';
+import type { KubeObject } from '../kube-object.js';
+
+/**
+ * What a kind does beyond generic metadata handling, after k8s.io/apiserver's RESTCreateStrategy and
+ * RESTUpdateStrategy: defaults and system fields on create, what an update of the main resource (or of the
+ * `status` subresource) may change, and the kind's own validation. Every hook is optional. Validation returns
+ * field causes; the HTTP layer turns a non-empty list into `422 Invalid`.
+ */
+export interface Strategy {
+  prepareForCreate?(obj: KubeObject): void;
+  /** An update of the main resource: status is carried over from `old` for kinds with a status subresource. */
+  prepareForUpdate?(obj: KubeObject, old: KubeObject): void;
+  validate?(obj: KubeObject): StatusCause[];
+  validateUpdate?(obj: KubeObject, old: KubeObject): StatusCause[];
+  /** What a delete that names no propagationPolicy does to dependents (DefaultGarbageCollectionPolicy); Background if unset. */
+  readonly defaultPropagationPolicy?: 'Orphan';
+}
