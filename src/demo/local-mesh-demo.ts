@@ -5,7 +5,7 @@ import path from 'node:path';
 import { startEchoServer } from '../echo/echo-server.js';
 import { runEchoClient } from '../echo/echo-client.js';
 import { ameshCommand } from '../up/amesh-command.js';
-import { spawnZtunnel, START_DEADLINE_MS } from './ztunnel-process.js';
+import { spawnZtunnel, STEP_DEADLINE_MS } from './ztunnel-process.js';
 import { examplesDir } from './examples-dir.js';
 import { EMBEDDED_API_DIR } from '../istiod/registry/config-dir-api.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT, SOCKS5_PORT } from '../lib/istio-ports.js';
@@ -31,7 +31,7 @@ async function run(args: string[]): Promise<string> {
   return out.trim();
 }
 
-async function waitHttp(url: string, what: string, timeoutMs = START_DEADLINE_MS): Promise<void> {
+async function waitHttp(url: string, what: string, timeoutMs = STEP_DEADLINE_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (
@@ -185,8 +185,11 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
       text.replace('cluster.local/ns/frontend/sa/web', 'cluster.local/ns/frontend/sa/admin'),
     );
     await rename(`${policies}.tmp`, policies);
+    // Until the edit reaches node2 requests still pass; one in flight when it lands is cut (a late denial). The
+    // tour waits for a new request to be refused: SOCKS5 reply 2, "connection not allowed by ruleset".
     let denied = '';
-    for (let i = 0; i < 50 && denied === ''; i++) {
+    let last = 'every request still passed';
+    for (const deadline = Date.now() + STEP_DEADLINE_MS; denied === '' && Date.now() < deadline;) {
       await new Promise((r) => setTimeout(r, 100));
       const [r] = await runEchoClient({
         target: '10.96.0.10:80',
@@ -197,9 +200,12 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
         message: '',
         timeoutMs: 5000,
       });
-      if (r !== undefined && !r.ok) denied = r.error ?? 'denied';
+      if (r === undefined || r.ok) continue;
+      last = r.error ?? 'failed';
+      if (/not allowed by ruleset/.test(last)) denied = last;
     }
-    if (denied === '') throw new Error('the policy edit did not take effect within 5s');
+    if (denied === '')
+      throw new Error(`the policy edit did not take effect within ${STEP_DEADLINE_MS / 1000}s (${last})`);
     say(`    the same request is now refused: ${denied}`);
     say('==> metrics excerpt from node2 (reporter="destination"):');
     const m = await (await fetch(`http://${zts[1]?.metrics ?? ''}/metrics`)).text();

@@ -7,10 +7,11 @@ import { ZTUNNEL_ADMIN_PORT, ZTUNNEL_READINESS_PORT, ZTUNNEL_STATS_PORT } from '
 import { ameshCommand } from '../up/amesh-command.js';
 
 /**
- * How long a process the demo starts may take to become ready before it gives up: seconds on an idle machine,
- * many more on a loaded one (a CI runner, test files running side by side). It only bounds a failure.
+ * How long the demo waits for a step (a process it started to become ready, an edit to take effect) before it
+ * gives up: seconds on an idle machine, many more on a loaded one (a CI runner, test files running side by side).
+ * It only bounds a failure.
  */
-export const START_DEADLINE_MS = 60_000;
+export const STEP_DEADLINE_MS = 60_000;
 
 /** ztunnel's admin, metrics and readiness ports. */
 const ISTIO_CONTROL_PORTS = {
@@ -78,7 +79,7 @@ export function spawnZtunnel(o: ZtunnelProcessOptions): ZtunnelProcess {
     metrics,
     readiness,
     output: () => out,
-    async waitReady(timeoutMs = START_DEADLINE_MS) {
+    async waitReady(timeoutMs = STEP_DEADLINE_MS) {
       const deadline = Date.now() + timeoutMs;
       let last = '';
       while (Date.now() < deadline) {

@@ -1,8 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
-import { ameshCommand } from './amesh-command.js';
+import { ameshCommand, buildIsCurrent } from './amesh-command.js';
 
 test("every launcher of a ztunnel passes the data-path Node flags: ameshCommand, the bin shebang, npm run amesh, bin/amesh (amesh up's pods)", () => {
   assert.deepEqual(ameshCommand().args.slice(0, DATA_PATH_NODE_FLAGS.length), [...DATA_PATH_NODE_FLAGS]);
@@ -17,4 +20,24 @@ test("every launcher of a ztunnel passes the data-path Node flags: ameshCommand,
     bin,
     new RegExp(`^exec node ${DATA_PATH_NODE_FLAGS.join(' ')} "\\$here/\\.\\./dist/src/cli/main\\.js" "\\$@"$`, 'm'),
   );
+});
+
+test('from the source tree, amesh runs the build only while no source file is newer than it', async () => {
+  const root = await mkdtemp(path.join(tmpdir(), 'amesh-build-current-'));
+  try {
+    const built = path.join(root, 'dist', 'src', 'cli', 'main.js');
+    const source = path.join(root, 'src', 'cli', 'main.ts');
+    assert.equal(buildIsCurrent(root, built), false, 'no build');
+    await mkdir(path.dirname(built), { recursive: true });
+    await mkdir(path.dirname(source), { recursive: true });
+    await writeFile(source, '');
+    await writeFile(built, '');
+    await utimes(source, 1000, 1000);
+    await utimes(built, 2000, 2000);
+    assert.equal(buildIsCurrent(root, built), true, 'built after the last edit');
+    await utimes(source, 3000, 3000);
+    assert.equal(buildIsCurrent(root, built), false, 'a source file edited after the build');
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
 });
