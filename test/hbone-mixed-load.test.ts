@@ -19,7 +19,10 @@ workloads:
 const PACED_STREAMS = 50;
 const PACED_CHUNK = 8 * 1024;
 const PACED_INTERVAL_MS = 50;
-/** The load's shape (the one that stalled node:http2, docs/performance-log.md "The stall"): bulk echoes start this long after the paced streams. */
+/**
+ * The load's shape (the one that stalled node:http2, docs/performance-log.md "The stall"): bulk echoes start this
+ * long after the paced streams.
+ */
 const BULK_DELAY_MS = 500;
 const BULK_STREAMS = 100;
 const BULK_BYTES = 1024 * 1024;

@@ -1,6 +1,7 @@
 /**
  * What `amesh ztunnel` loads: a node proxy's memory carries no control-plane code, so an idle one stays small
- * (docs/performance.md, "Idle ztunnel: what it loads"). The CLI imports a command's module only when that command runs, so the graphs below are what the process loads.
+ * (docs/performance.md, "Idle ztunnel: what it loads"). The CLI imports a command's module only when that command
+ * runs, so the graphs below are what the process loads.
  */
 import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
