@@ -64,7 +64,7 @@ const DECODER_TABLE_SIZE = 4096;
  * ACK completes connection setup, which ztunnel bounds at 10 s (ztunnel `src/proxy.rs` CONNECTION_TIMEOUT), so a
  * peer that took the TLS handshake but never answers HTTP/2 holds the connection no longer than a dial may take.
  */
-export const DEFAULT_SETTINGS_ACK_TIMEOUT_MS = 10_000;
+const DEFAULT_SETTINGS_ACK_TIMEOUT_MS = 10_000;
 /**
  * Once the connection ends (a connection error, or a graceful close with every stream done), the socket ends after
  * its last frames are flushed. A peer that stopped reading would hold it forever, so after this grace it is
@@ -72,7 +72,7 @@ export const DEFAULT_SETTINGS_ACK_TIMEOUT_MS = 10_000;
  * takes no byte of them for as long as a connection setup may take (DEFAULT_SETTINGS_ACK_TIMEOUT_MS) is not
  * reading at all.
  */
-export const DEFAULT_FINISH_GRACE_MS = DEFAULT_SETTINGS_ACK_TIMEOUT_MS;
+const DEFAULT_FINISH_GRACE_MS = DEFAULT_SETTINGS_ACK_TIMEOUT_MS;
 
 /**
  * An HTTP/2 connection (RFC 9113) for HBONE, either role, directly on a TLS socket: the preface, SETTINGS,
