@@ -31,9 +31,13 @@ const SLOWEST_FIRST = [
   'test/up-cluster.test.ts',
   'test/demo.test.ts',
   'test/control-plane-recovery.test.ts',
-  'test/hbone-connection-lost.test.ts',
-  'test/istiod-ztunnel.test.ts',
   'test/cni-plugin.test.ts',
+  'test/pod-rules-netns.test.ts',
+  'test/istiod-kube-ca.test.ts',
+  'test/hbone-connection-lost.test.ts',
+  'test/cni-agent-netns.test.ts',
+  'test/istiod-ztunnel.test.ts',
+  'test/istiod-kube.test.ts',
   'test/hbone-mixed-load.test.ts',
 ];
 

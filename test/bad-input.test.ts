@@ -131,7 +131,7 @@ test('garbage TLS, a stream flood, a silent SOCKS5 client and an invalid config 
     flooder.send(PREFACE, SETTINGS);
     const serverSettings = await flooder.frame((f) => f.type === SETTINGS_TYPE && (f.flags & 1) === 0, 'SETTINGS');
     const limit = setting(serverSettings.payload, SETTINGS_MAX_CONCURRENT_STREAMS);
-    assert.equal(limit, 200, "ztunnel's server stream limit (src/proxy/h2/server.rs)");
+    assert.equal(limit, 200, "ztunnel's server stream limit (ztunnel src/proxy/h2/server.rs)");
     const ids = Array.from({ length: 2 * limit }, (_, i) => 2 * i + 1);
     const block = connectBlock(`${SERVER_IP}:8080`);
     flooder.send(...ids.map((id) => frame(HEADERS, END_HEADERS, id, block)));

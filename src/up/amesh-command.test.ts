@@ -22,21 +22,24 @@ test("every launcher of a ztunnel passes the data-path Node flags: ameshCommand,
   );
 });
 
-test('from the source tree, amesh runs the build only while no source file is newer than it', async () => {
+test('from the source tree, amesh runs the build only while no source file is newer than the last build', async () => {
   const root = await mkdtemp(path.join(tmpdir(), 'amesh-build-current-'));
   try {
-    const built = path.join(root, 'dist', 'src', 'cli', 'main.js');
-    const source = path.join(root, 'src', 'cli', 'main.ts');
-    assert.equal(buildIsCurrent(root, built), false, 'no build');
-    await mkdir(path.dirname(built), { recursive: true });
+    const main = path.join(root, 'dist', 'src', 'cli', 'main.js');
+    const buildInfo = path.join(root, 'dist', '.tsbuildinfo');
+    const source = path.join(root, 'src', 'lib', 'ip.ts');
+    await mkdir(path.dirname(main), { recursive: true });
     await mkdir(path.dirname(source), { recursive: true });
     await writeFile(source, '');
-    await writeFile(built, '');
-    await utimes(source, 1000, 1000);
-    await utimes(built, 2000, 2000);
-    assert.equal(buildIsCurrent(root, built), true, 'built after the last edit');
-    await utimes(source, 3000, 3000);
-    assert.equal(buildIsCurrent(root, built), false, 'a source file edited after the build');
+    await utimes(source, 2000, 2000);
+    assert.equal(buildIsCurrent(root), false, 'no build');
+    await writeFile(main, '');
+    await writeFile(buildInfo, '');
+    await utimes(main, 1000, 1000);
+    await utimes(buildInfo, 3000, 3000);
+    assert.equal(buildIsCurrent(root), true, 'built after the last edit, which left main.js as it was');
+    await utimes(source, 4000, 4000);
+    assert.equal(buildIsCurrent(root), false, 'a source file edited after the build');
   } finally {
     await rm(root, { recursive: true, force: true });
   }

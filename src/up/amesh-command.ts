@@ -7,13 +7,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
 
+/** The CLI's entry point in the build, relative to the source tree. */
+const BUILT_MAIN = path.join('dist', 'src', 'cli', 'main.js');
+
 /**
- * Whether the build of the source tree at `root` (`dist/`, tsc's output) is newer than every source file in `src/`:
- * then it runs what the source says.
+ * Whether the build of the source tree at `root` is newer than every source file in `src/`, so that it runs what the
+ * source says. The build's time is that of `dist/.tsbuildinfo` (tsconfig.json): `tsc --build` rewrites it on every
+ * build that compiles anything, but rewrites only the outputs whose content changed.
  */
-export function buildIsCurrent(root: string, built: string): boolean {
-  if (!existsSync(built)) return false;
-  const builtAt = statSync(built).mtimeMs;
+export function buildIsCurrent(root: string): boolean {
+  const info = path.join(root, 'dist', '.tsbuildinfo');
+  if (!existsSync(path.join(root, BUILT_MAIN)) || !existsSync(info)) return false;
+  const builtAt = statSync(info).mtimeMs;
   const newer = (dir: string): boolean =>
     readdirSync(dir, { withFileTypes: true }).some((e) =>
       e.isDirectory() ? newer(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs > builtAt,
@@ -34,11 +39,10 @@ export function ameshCommand(): { cmd: string; args: string[] } {
   if (existsSync(js)) return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, js] };
   if (fromSource === undefined) {
     const root = path.resolve(here, '../..');
-    const built = path.join(root, 'dist', 'src', 'cli', 'main.js');
     fromSource = {
       cmd: process.execPath,
-      args: buildIsCurrent(root, built)
-        ? [...DATA_PATH_NODE_FLAGS, built]
+      args: buildIsCurrent(root)
+        ? [...DATA_PATH_NODE_FLAGS, path.join(root, BUILT_MAIN)]
         : [...DATA_PATH_NODE_FLAGS, '--import', 'tsx', path.resolve(here, '../cli/main.ts')],
     };
   }

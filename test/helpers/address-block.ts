@@ -6,6 +6,11 @@
  * port 0 (the kernel picks a free port). Fixed ports on [::1] (the only IPv6 loopback address) belong to
  * test/ipv6.test.ts; elsewhere [::1] is used with port 0 or inside a throwaway network namespace, where loopback is
  * the namespace's own. address-block.test.ts checks the files against this table.
+ *
+ * Everything else a test makes lives in a throwaway network namespace (TestNetns: a random name under /run/netns,
+ * its own links, routes, iptables chains and ipsets) or a mkdtemp directory (UDS paths, state, CNI caches), so
+ * files cannot meet there. The one exception is in the host's namespace: test/cni-agent-netns.test.ts's veth
+ * amesh93h (10.93.255.1/30), the way from its in-process API server to an agent in a node namespace.
  */
 export const ADDRESS_BLOCKS: Readonly<Record<string, number>> = Object.freeze({
   'test/hbone-two-ztunnels.test.ts': 20,
