@@ -2,12 +2,17 @@
  * The Deployment and ReplicaSet controllers against the embedded API server: Kubernetes' names, labels and
  * owner references; scaling both ways; a rolling update that keeps the old pods until the new ones are ready;
  * and garbage collection of the whole tree when the Deployment is deleted. A test "kubelet" marks pods ready
- * through `pods/status`, as a kubelet would report them.
+ * through `pods/status`, as a kubelet would report them. `amesh controller-manager` as a process: its controllers
+ * share one informer per resource, and it stops on SIGTERM.
  */
 import { after, before, describe, test } from 'node:test';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -15,6 +20,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 import { DeploymentController, POD_TEMPLATE_HASH, REVISION } from '../src/controllers/deployment-controller.js';
 import { ReplicaSetController } from '../src/controllers/replica-set-controller.js';
+import { SharedInformerFactory } from '../src/kube/shared-informer-factory.js';
 import { LogControl } from '../src/lib/log.js';
 import { ameshCommand } from '../src/up/amesh-command.js';
 import { startApiServer } from './helpers/in-process.js';
@@ -41,6 +47,7 @@ describe('Deployment and ReplicaSet controllers', () => {
   let apps: k8s.AppsV1Api;
   let deployments: DeploymentController;
   let replicaSets: ReplicaSetController;
+  let informers: SharedInformerFactory;
   const { ok } = kubectlWith(() => api.kubeconfigPath);
 
   const podsOf = async (): Promise<k8s.V1Pod[]> =>
@@ -75,16 +82,19 @@ describe('Deployment and ReplicaSet controllers', () => {
       component: 'controllers',
       out: new Writable({ write: (_c, _e, cb) => cb() }),
     });
-    deployments = new DeploymentController(kc, logs.scope('deployment'));
-    replicaSets = new ReplicaSetController(kc, logs.scope('replicaset'));
+    informers = new SharedInformerFactory(kc, logs.scope('informers'));
+    deployments = new DeploymentController(kc, informers, logs.scope('deployment'));
+    replicaSets = new ReplicaSetController(kc, informers, logs.scope('replicaset'));
     deployments.start();
     replicaSets.start();
+    informers.start();
     await Promise.all([deployments.synced, replicaSets.synced]);
     await core.createNamespace({ body: { metadata: { name: NS } } });
   });
   after(async () => {
-    await deployments.stop();
-    await replicaSets.stop();
+    deployments.stop();
+    replicaSets.stop();
+    await informers.stop();
     await api.stop();
     await rm(dir, { recursive: true, force: true });
   });
@@ -176,11 +186,10 @@ describe('Deployment and ReplicaSet controllers', () => {
   });
 });
 
-test('`amesh controller-manager --kubeconfig` runs the controllers and the scheduler as a process and stops on SIGTERM', async () => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-controller-manager-'));
-  const api = await startApiServer(path.join(dir, 'data'));
+/** `amesh controller-manager --kubeconfig <kubeconfig>` as a process; `synced` once it logs that its controllers are. */
+function controllerManager(kubeconfig: string): { p: ChildProcess; synced: Promise<void>; output: () => string } {
   const { cmd, args } = ameshCommand();
-  const p = spawn(cmd, [...args, 'controller-manager', '--kubeconfig', api.kubeconfigPath], {
+  const p = spawn(cmd, [...args, 'controller-manager', '--kubeconfig', kubeconfig], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LOG_FORMAT: 'json' },
   });
@@ -193,6 +202,13 @@ test('`amesh controller-manager --kubeconfig` runs the controllers and the sched
     p.stderr.on('data', (d: Buffer) => (out += d.toString()));
     p.once('exit', (code) => reject(new Error(`exited with ${String(code)}: ${out}`)));
   });
+  return { p, synced, output: () => out };
+}
+
+test('`amesh controller-manager --kubeconfig` runs the controllers and the scheduler as a process and stops on SIGTERM', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-controller-manager-'));
+  const api = await startApiServer(path.join(dir, 'data'));
+  const { p, synced, output } = controllerManager(api.kubeconfigPath);
   try {
     await synced;
     const kc = new k8s.KubeConfig();
@@ -214,10 +230,96 @@ test('`amesh controller-manager --kubeconfig` runs the controllers and the sched
     );
     const exited = new Promise<number | null>((r) => p.once('exit', r));
     p.kill('SIGTERM');
-    assert.equal(await exited, 0, out);
+    assert.equal(await exited, 0, output());
   } finally {
     p.kill('SIGKILL');
     await api.stop();
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+/**
+ * A plain-HTTP front of `api` that records each request (`METHOD /path?query`) and passes it on with the admin
+ * credentials: what a client behind it asks the API for.
+ */
+async function recordingFront(
+  api: ApiServer,
+  dir: string,
+): Promise<{ kubeconfig: string; requests: string[]; close(): Promise<void> }> {
+  const admin = new k8s.KubeConfig();
+  admin.loadFromFile(api.kubeconfigPath);
+  const authorization = `Bearer ${admin.getCurrentUser()?.token ?? ''}`;
+  const target = new URL(api.url);
+  const requests: string[] = [];
+  const server = http.createServer((req, res) => {
+    requests.push(`${req.method ?? ''} ${req.url ?? ''}`);
+    const upstream = https.request(
+      {
+        ca: api.caCertPem,
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, authorization, host: target.host },
+      },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        // A watch's headers go out at once: client-node counts the watch open when they arrive.
+        res.flushHeaders();
+        r.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const front = new k8s.KubeConfig();
+  front.loadFromOptions({
+    // client-node speaks plain HTTP only when told to skip TLS verification; this front is the test's own.
+    clusters: [
+      { name: 'front', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true },
+    ],
+    users: [{ name: 'front' }],
+    contexts: [{ name: 'front', cluster: 'front', user: 'front' }],
+    currentContext: 'front',
+  });
+  const kubeconfig = path.join(dir, 'front.kubeconfig');
+  await writeFile(kubeconfig, front.exportConfig());
+  return {
+    kubeconfig,
+    requests,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
+
+test(
+  '`amesh controller-manager` lists and watches each resource once: its controllers share one informer per resource',
+  { timeout: 60_000 },
+  async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-controller-manager-'));
+    const api = await startApiServer(path.join(dir, 'data'));
+    const front = await recordingFront(api, dir);
+    const { p, synced } = controllerManager(front.kubeconfig);
+    try {
+      // Synced means every informer has listed and its watch has been answered, so all of them went through the front.
+      await synced;
+      const paths = (watch: boolean): string[] =>
+        front.requests
+          .filter((r) => r.startsWith('GET ') && /[?&]watch=true(&|$)/.test(r) === watch)
+          .map((r) => r.slice('GET '.length).split('?')[0]!)
+          .sort();
+      const resources = ['/api/v1/nodes', '/api/v1/pods', '/apis/apps/v1/deployments', '/apis/apps/v1/replicasets'];
+      assert.deepEqual(paths(false), resources, 'lists');
+      assert.deepEqual(paths(true), resources, 'watches');
+    } finally {
+      p.kill('SIGKILL');
+      await front.close();
+      await api.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  },
+);

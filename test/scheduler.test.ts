@@ -11,6 +11,7 @@ import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 import { Scheduler } from '../src/controllers/scheduler.js';
+import { SharedInformerFactory } from '../src/kube/shared-informer-factory.js';
 import { LogControl } from '../src/lib/log.js';
 import { startApiServer } from './helpers/in-process.js';
 import { waitFor } from './helpers/mesh-fixture.js';
@@ -29,6 +30,7 @@ describe('scheduler and pods/binding', () => {
   let api: ApiServer;
   let core: k8s.CoreV1Api;
   let scheduler: Scheduler;
+  let informers: SharedInformerFactory;
 
   const nodeOf = async (name: string): Promise<string | undefined> =>
     (await core.readNamespacedPod({ name, namespace: NS })).spec?.nodeName;
@@ -56,12 +58,15 @@ describe('scheduler and pods/binding', () => {
       component: 'scheduler',
       out: new Writable({ write: (_c, _e, cb) => cb() }),
     });
-    scheduler = new Scheduler(kc, logs.scope('scheduler'));
+    informers = new SharedInformerFactory(kc, logs.scope('informers'));
+    scheduler = new Scheduler(kc, informers, logs.scope('scheduler'));
     scheduler.start();
+    informers.start();
     await scheduler.synced;
   });
   after(async () => {
-    await scheduler.stop();
+    scheduler.stop();
+    await informers.stop();
     await api.stop();
     await rm(dir, { recursive: true, force: true });
   });

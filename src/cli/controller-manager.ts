@@ -1,7 +1,5 @@
 import { Command } from '@commander-js/extra-typings';
-import { DeploymentController } from '../controllers/deployment-controller.js';
-import { ReplicaSetController } from '../controllers/replica-set-controller.js';
-import { Scheduler } from '../controllers/scheduler.js';
+import { ControllerManager } from '../controllers/controller-manager.js';
 import { loadKubeConfig } from '../kube/kube-config.js';
 import { LogControl, parseLogFormat } from '../lib/log.js';
 import { fatal } from './fatal.js';
@@ -22,15 +20,11 @@ export function controllerManagerCommand(): Command {
         const format = parseLogFormat(process.env);
         const kc = loadKubeConfig(o.kubeconfig);
         logs = new LogControl({ format, level: o.logLevel, component: 'controller-manager' });
-        const controllers = [
-          new DeploymentController(kc, logs.scope('deployment')),
-          new ReplicaSetController(kc, logs.scope('replicaset')),
-          new Scheduler(kc, logs.scope('scheduler')),
-        ];
-        for (const c of controllers) c.start();
-        await Promise.all(controllers.map((c) => c.synced));
+        const controllers = new ControllerManager(kc, logs);
+        controllers.start();
+        await controllers.synced;
         logs.scope('main').info({ server: kc.getCurrentCluster()?.server }, 'controllers synced');
-        const stop = (): void => void Promise.all(controllers.map((c) => c.stop())).then(() => process.exit(0));
+        const stop = (): void => void controllers.stop().then(() => process.exit(0));
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
       } catch (e) {

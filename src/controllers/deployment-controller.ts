@@ -20,9 +20,9 @@ import {
   type V1Deployment,
   type V1ReplicaSet,
 } from '@kubernetes/client-node';
-import { RestartingInformer } from '../kube/informer.js';
-import { listJson } from '../kube/list-json.js';
+import type { RestartingInformer } from '../kube/informer.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
+import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { Logger } from '../lib/log.js';
 import { controllerOf, controllerReference, keyOf, splitKey } from './owned-objects.js';
 import { podTemplateHash } from './pod-template-hash.js';
@@ -57,6 +57,7 @@ export class DeploymentController {
 
   constructor(
     kc: KubeConfig,
+    informers: SharedInformerFactory,
     private readonly log: Logger,
   ) {
     this.apps = kc.makeApiClient(AppsV1Api);
@@ -66,32 +67,20 @@ export class DeploymentController {
       const ref = controllerOf(rs.metadata);
       if (ref?.kind === 'Deployment') this.queue.add(`${rs.metadata?.namespace ?? ''}/${ref.name}`);
     };
-    this.deployments = new RestartingInformer<V1Deployment>(
-      kc,
-      '/apis/apps/v1/deployments',
-      () => listJson(kc, '/apis/apps/v1/deployments'),
-      { add: enqueue, update: enqueue },
-      log,
-    );
-    this.replicaSets = new RestartingInformer<V1ReplicaSet>(
-      kc,
-      '/apis/apps/v1/replicasets',
-      () => listJson(kc, '/apis/apps/v1/replicasets'),
-      { add: owner, update: owner, delete: owner },
-      log,
-    );
+    this.deployments = informers.informerFor<V1Deployment>('/apis/apps/v1/deployments');
+    this.deployments.addEventHandler({ add: enqueue, update: enqueue });
+    this.replicaSets = informers.informerFor<V1ReplicaSet>('/apis/apps/v1/replicasets');
+    this.replicaSets.addEventHandler({ add: owner, update: owner, delete: owner });
     this.synced = Promise.all([this.deployments.synced, this.replicaSets.synced]).then(() => undefined);
   }
 
+  /** Reconciles once the informers (which the factory starts) have listed. */
   start(): void {
-    this.deployments.start();
-    this.replicaSets.start();
     void this.synced.then(() => this.queue.run());
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     this.queue.stop();
-    await Promise.all([this.deployments.stop(), this.replicaSets.stop()]);
   }
 
   private async reconcile(key: string): Promise<void> {

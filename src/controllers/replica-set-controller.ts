@@ -17,9 +17,9 @@ import {
   type V1ReplicaSet,
   type V1ReplicaSetStatus,
 } from '@kubernetes/client-node';
-import { RestartingInformer } from '../kube/informer.js';
-import { listJson } from '../kube/list-json.js';
+import type { RestartingInformer } from '../kube/informer.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
+import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { forEachLimited } from '../lib/for-each-limited.js';
 import type { Logger } from '../lib/log.js';
 import { Expectations } from './expectations.js';
@@ -65,42 +65,35 @@ export class ReplicaSetController {
 
   constructor(
     kc: KubeConfig,
+    informers: SharedInformerFactory,
     private readonly log: Logger,
   ) {
     this.apps = kc.makeApiClient(AppsV1Api);
     this.core = kc.makeApiClient(CoreV1Api);
     this.queue = new ReconcileQueue((key) => this.reconcile(key), MAX_ATTEMPTS, log);
     const enqueue = (rs: V1ReplicaSet): void => this.queue.add(keyOf(rs.metadata));
-    this.replicaSets = new RestartingInformer<V1ReplicaSet>(
-      kc,
-      '/apis/apps/v1/replicasets',
-      () => listJson(kc, '/apis/apps/v1/replicasets'),
-      { add: enqueue, update: enqueue, delete: (rs) => this.expectations.forget(keyOf(rs.metadata)) },
-      log,
-    );
-    this.pods = new RestartingInformer<V1Pod>(
-      kc,
-      '/api/v1/pods',
-      () => listJson(kc, '/api/v1/pods'),
-      {
-        add: (p) => this.podEvent(p, 'add'),
-        update: (p) => this.podEvent(p, 'update'),
-        delete: (p) => this.podEvent(p, 'delete'),
-      },
-      log,
-    );
+    this.replicaSets = informers.informerFor<V1ReplicaSet>('/apis/apps/v1/replicasets');
+    this.replicaSets.addEventHandler({
+      add: enqueue,
+      update: enqueue,
+      delete: (rs) => this.expectations.forget(keyOf(rs.metadata)),
+    });
+    this.pods = informers.informerFor<V1Pod>('/api/v1/pods');
+    this.pods.addEventHandler({
+      add: (p) => this.podEvent(p, 'add'),
+      update: (p) => this.podEvent(p, 'update'),
+      delete: (p) => this.podEvent(p, 'delete'),
+    });
     this.synced = Promise.all([this.replicaSets.synced, this.pods.synced]).then(() => undefined);
   }
 
+  /** Reconciles once the informers (which the factory starts) have listed. */
   start(): void {
-    this.replicaSets.start();
-    this.pods.start();
     void this.synced.then(() => this.queue.run());
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     this.queue.stop();
-    await Promise.all([this.replicaSets.stop(), this.pods.stop()]);
   }
 
   private podEvent(p: V1Pod, verb: 'add' | 'update' | 'delete'): void {

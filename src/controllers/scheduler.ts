@@ -16,9 +16,9 @@ import {
   type V1Taint,
   type V1Toleration,
 } from '@kubernetes/client-node';
-import { RestartingInformer } from '../kube/informer.js';
-import { listJson } from '../kube/list-json.js';
+import type { RestartingInformer } from '../kube/informer.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
+import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { Logger } from '../lib/log.js';
 import { isPodActive, keyOf, splitKey } from './owned-objects.js';
 import { kubeTime } from '../lib/kube-time.js';
@@ -69,6 +69,7 @@ export class Scheduler {
 
   constructor(
     kc: KubeConfig,
+    informers: SharedInformerFactory,
     private readonly log: Logger,
   ) {
     this.core = kc.makeApiClient(CoreV1Api);
@@ -80,32 +81,20 @@ export class Scheduler {
     const onNode = (): void => {
       for (const p of this.pods.list()) onPod(p);
     };
-    this.pods = new RestartingInformer<V1Pod>(
-      kc,
-      '/api/v1/pods',
-      () => listJson(kc, '/api/v1/pods'),
-      { add: onPod, update: onPod, delete: (p) => this.assumed.delete(keyOf(p.metadata)) },
-      log,
-    );
-    this.nodes = new RestartingInformer<V1Node>(
-      kc,
-      '/api/v1/nodes',
-      () => listJson(kc, '/api/v1/nodes'),
-      { add: onNode, update: onNode },
-      log,
-    );
+    this.pods = informers.informerFor<V1Pod>('/api/v1/pods');
+    this.pods.addEventHandler({ add: onPod, update: onPod, delete: (p) => this.assumed.delete(keyOf(p.metadata)) });
+    this.nodes = informers.informerFor<V1Node>('/api/v1/nodes');
+    this.nodes.addEventHandler({ add: onNode, update: onNode });
     this.synced = Promise.all([this.pods.synced, this.nodes.synced]).then(() => undefined);
   }
 
+  /** Schedules once the informers (which the factory starts) have listed. */
   start(): void {
-    this.pods.start();
-    this.nodes.start();
     void this.synced.then(() => this.queue.run());
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     this.queue.stop();
-    await Promise.all([this.pods.stop(), this.nodes.stop()]);
   }
 
   private async schedule(key: string): Promise<void> {

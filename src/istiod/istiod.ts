@@ -21,6 +21,7 @@ import { Authenticator } from './ca/authenticate.js';
 import { ManifestNodeAuthorizer } from './ca/manifest-node-authorizer.js';
 import { KubeCaSecurity } from './kube-ca-security.js';
 import { NamespaceController } from './namespace-controller.js';
+import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { CaServer } from './ca/ca-server.js';
 import { authenticationInterceptor } from './ca/authentication-interceptor.js';
 import { startGrpcServer } from './grpc-server.js';
@@ -107,13 +108,14 @@ export class Istiod {
           : await ConfigDirApi.start(cfg.configDir, cfg.stateDir, cfg.apiserverAddress, store, logs);
       if (configDirApi !== undefined) started.push(configDirApi);
       // As on a cluster, every namespace of the embedded API gets istio-ca-root-cert (the CA keeps its local issuer).
-      const rootPublisher =
-        configDirApi === undefined
-          ? undefined
-          : new NamespaceController(configDirApi.kubeconfig, ca.rootBundlePem, logs.scope('namespace-controller'));
-      if (rootPublisher !== undefined) {
+      let rootPublisher: NamespaceController | undefined;
+      if (configDirApi !== undefined) {
+        const kc = configDirApi.kubeconfig;
+        const informers = new SharedInformerFactory(kc, logs.scope('informers'));
+        rootPublisher = new NamespaceController(kc, informers, ca.rootBundlePem, logs.scope('namespace-controller'));
         rootPublisher.start();
-        started.push(rootPublisher);
+        informers.start();
+        started.push(informers, rootPublisher);
       }
       const kubeCa = cfg.kube === undefined ? undefined : KubeCaSecurity.start(cfg, cfg.kube, ca.rootBundlePem, logs);
       if (kubeCa !== undefined) started.push(kubeCa);

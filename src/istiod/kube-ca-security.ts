@@ -6,6 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
  * TokenRequest); node proxies' impersonation is checked against pods from the API, when CA_TRUSTED_NODE_ACCOUNTS
  * names any; and the root is published as a ConfigMap in every namespace.
  */
+import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { LogControl } from '../lib/log.js';
 import { Authenticator, type CallerAuthenticator } from './ca/authenticate.js';
 import { AuthenticatorChain } from './ca/authenticator-chain.js';
@@ -27,8 +28,9 @@ export class KubeCaSecurity {
   private constructor(
     readonly authenticator: CallerAuthenticator,
     readonly nodeAuthorizer: NodeAuthorizer,
-    private readonly pods: ClusterNodeAuthorizer | undefined,
+    private readonly informers: SharedInformerFactory,
     private readonly namespaces: NamespaceController,
+    pods: ClusterNodeAuthorizer | undefined,
   ) {
     this.synced = Promise.all([pods?.synced, namespaces.synced]).then(() => undefined);
   }
@@ -43,14 +45,16 @@ export class KubeCaSecurity {
       cfg.jwtRules.length === 0
         ? kubeJwt
         : new AuthenticatorChain([new Authenticator(cfg.jwtRules, undefined, cfg.tokenAudiences), kubeJwt]);
-    const pods = cfg.trustedNodeAccounts.length === 0 ? undefined : new ClusterNodeAuthorizer(kc, logs.scope('ca'));
-    const namespaces = new NamespaceController(kc, rootPem, logs.scope('namespace-controller'));
-    pods?.start();
+    const informers = new SharedInformerFactory(kc, logs.scope('informers'));
+    const pods = cfg.trustedNodeAccounts.length === 0 ? undefined : new ClusterNodeAuthorizer(informers);
+    const namespaces = new NamespaceController(kc, informers, rootPem, logs.scope('namespace-controller'));
     namespaces.start();
-    return new KubeCaSecurity(authenticator, pods ?? NO_NODE_AUTHORIZER, pods, namespaces);
+    informers.start();
+    return new KubeCaSecurity(authenticator, pods ?? NO_NODE_AUTHORIZER, informers, namespaces, pods);
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.pods?.stop(), this.namespaces.stop()]);
+    this.namespaces.stop();
+    await this.informers.stop();
   }
 }

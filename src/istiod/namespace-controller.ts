@@ -13,9 +13,10 @@
 import { CoreV1Api, type KubeConfig, type V1ConfigMap, type V1Namespace } from '@kubernetes/client-node';
 import { MeshError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
-import { RestartingInformer, type InformerHandlers } from '../kube/informer.js';
+import type { InformerHandlers, RestartingInformer } from '../kube/informer.js';
 import { describeKubeError, kubeStatus } from '../kube/kube-status.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
+import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 
 /** PILOT_CA_CERT_CONFIGMAP's default (pilot/pkg/features/experimental.go). */
 export const CA_ROOT_CONFIGMAP = 'istio-ca-root-cert';
@@ -36,6 +37,7 @@ export class NamespaceController {
 
   constructor(
     kc: KubeConfig,
+    informers: SharedInformerFactory,
     private readonly rootPem: string,
     private readonly log: Logger,
   ) {
@@ -50,21 +52,10 @@ export class NamespaceController {
       };
       return { add: h, update: h, delete: h };
     };
-    this.namespaces = new RestartingInformer<V1Namespace>(
-      kc,
-      '/api/v1/namespaces',
-      () => this.core.listNamespace(),
-      enqueue((n) => n.metadata?.name),
-      log,
-    );
-    this.configMaps = new RestartingInformer<V1ConfigMap>(
-      kc,
-      '/api/v1/configmaps',
-      () => this.core.listConfigMapForAllNamespaces({ fieldSelector: BY_NAME }),
-      enqueue((c) => c.metadata?.namespace),
-      log,
-      BY_NAME,
-    );
+    this.namespaces = informers.informerFor<V1Namespace>('/api/v1/namespaces');
+    this.namespaces.addEventHandler(enqueue((n) => n.metadata?.name));
+    this.configMaps = informers.informerFor<V1ConfigMap>('/api/v1/configmaps', BY_NAME);
+    this.configMaps.addEventHandler(enqueue((c) => c.metadata?.namespace));
   }
 
   /** Resolves once both informers have listed, which is when reconciling starts. */
@@ -72,15 +63,13 @@ export class NamespaceController {
     return Promise.all([this.namespaces.synced, this.configMaps.synced]).then(() => undefined);
   }
 
+  /** Reconciles once the informers (which the factory starts) have listed. */
   start(): void {
-    this.namespaces.start();
-    this.configMaps.start();
     void this.synced.then(() => this.queue.run());
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     this.queue.stop();
-    await Promise.all([this.namespaces.stop(), this.configMaps.stop()]);
   }
 
   private async reconcile(namespace: string): Promise<void> {

@@ -42,12 +42,13 @@ export class RestartingInformer<T extends KubernetesObject> {
   /** The start or restart in flight: its list, then the watch it opens. */
   private running: Promise<void> = Promise.resolve();
   private hasSynced = false;
+  private started = false;
   /** Resolves once the first list has been delivered to the handlers. */
   readonly synced: Promise<void>;
 
   constructor(
     kc: KubeConfig,
-    path: string,
+    private readonly path: string,
     list: () => Promise<KubernetesListObject<T>>,
     handlers: InformerHandlers<T>,
     private readonly log: Logger,
@@ -56,13 +57,7 @@ export class RestartingInformer<T extends KubernetesObject> {
   ) {
     this.synced = new Promise((r) => (this.resolveSynced = r));
     this.inf = new ListWatch<T>(path, new Watch(kc), list, false, undefined, fieldSelector);
-    for (const verb of ['add', 'update', 'delete'] as const) {
-      const h = handlers[verb];
-      if (h === undefined) continue;
-      this.inf.on(verb, (o: T) => {
-        if (!this.stopped) h(o);
-      });
-    }
+    this.addEventHandler(handlers);
     this.inf.on('error', (e: unknown) => {
       if (this.stopped) return;
       const delay = this.backoff.next();
@@ -75,7 +70,25 @@ export class RestartingInformer<T extends KubernetesObject> {
     });
   }
 
+  /**
+   * Adds handlers of one more user (an informer shared through SharedInformerFactory has several). Only before
+   * `start`: a handler added later would miss the objects already listed.
+   */
+  addEventHandler(handlers: InformerHandlers<T>): void {
+    if (this.started) throw new Error(`${this.path}: event handlers must be added before the informer starts`);
+    for (const verb of ['add', 'update', 'delete'] as const) {
+      const h = handlers[verb];
+      if (h === undefined) continue;
+      this.inf.on(verb, (o: T) => {
+        if (!this.stopped) h(o);
+      });
+    }
+  }
+
+  /** Lists, then watches; a second call does nothing. */
   start(): void {
+    if (this.started) return;
+    this.started = true;
     this.running = this.run();
   }
 

@@ -13,9 +13,7 @@ import { KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kuberne
 import { ApiServer } from '../apiserver/api-server.js';
 import { CNI_AGENT_DEFAULTS } from '../cni/agent/cni-agent-config.js';
 import { loadApiServerConfig } from '../apiserver/config.js';
-import { DeploymentController } from '../controllers/deployment-controller.js';
-import { ReplicaSetController } from '../controllers/replica-set-controller.js';
-import { Scheduler } from '../controllers/scheduler.js';
+import { ControllerManager } from '../controllers/controller-manager.js';
 import { loadIstiodConfig } from '../istiod/config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
@@ -234,17 +232,10 @@ export class Cluster {
     progress(`Applying ${cfg.configDir}`);
     await this.applyManifests(kc, istiod);
 
-    const controllers = [
-      new DeploymentController(kc, this.logs.scope('deployment')),
-      new ReplicaSetController(kc, this.logs.scope('replicaset')),
-      new Scheduler(kc, this.logs.scope('scheduler')),
-    ];
-    for (const c of controllers) c.start();
-    this.undo.push({
-      what: 'the controllers',
-      run: () => Promise.all(controllers.map((c) => c.stop())).then(() => undefined),
-    });
-    await Promise.all(controllers.map((c) => c.synced));
+    const controllers = new ControllerManager(kc, this.logs);
+    controllers.start();
+    this.undo.push({ what: 'the controllers', run: () => controllers.stop() });
+    await controllers.synced;
     progress('Controllers running: deployments, replicasets, scheduler');
 
     for (const k of kubelets) {

@@ -4,10 +4,10 @@
  * (service account, node). The caller's pod is the one its TokenReview names; it must still exist with that UID
  * and run as the caller's service account, and the impersonated service account must have a pod on its node.
  */
-import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import type { Logger } from '../../lib/log.js';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { Identity } from '../../lib/spiffe.js';
-import { RestartingInformer } from '../../kube/informer.js';
+import type { RestartingInformer } from '../../kube/informer.js';
+import type { SharedInformerFactory } from '../../kube/shared-informer-factory.js';
 import type { Caller } from './authenticate.js';
 import { POD_NAME_EXTRA } from './kube-jwt-authenticator.js';
 import type { NodeAuthorizer } from './node-authorizer.js';
@@ -34,29 +34,18 @@ export class ClusterNodeAuthorizer implements NodeAuthorizer {
   /** Pod → the SaNode key it is indexed under, to move it when it changes. */
   private readonly indexed = new Map<string, string>();
 
-  constructor(kc: KubeConfig, log: Logger) {
-    const core = kc.makeApiClient(CoreV1Api);
-    this.pods = new RestartingInformer<V1Pod>(
-      kc,
-      '/api/v1/pods',
-      () => core.listPodForAllNamespaces({ fieldSelector: NOT_FAILED }),
-      { add: (p) => this.reindex(p), update: (p) => this.reindex(p), delete: (p) => this.unindex(podKey(p)) },
-      log,
-      NOT_FAILED,
-    );
+  constructor(informers: SharedInformerFactory) {
+    this.pods = informers.informerFor<V1Pod>('/api/v1/pods', NOT_FAILED);
+    this.pods.addEventHandler({
+      add: (p) => this.reindex(p),
+      update: (p) => this.reindex(p),
+      delete: (p) => this.unindex(podKey(p)),
+    });
   }
 
   /** Resolves once the pods have been listed. */
   get synced(): Promise<void> {
     return this.pods.synced;
-  }
-
-  start(): void {
-    this.pods.start();
-  }
-
-  stop(): Promise<void> {
-    return this.pods.stop();
   }
 
   denial(caller: Caller, requested: Identity): string | undefined {
