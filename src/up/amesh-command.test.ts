@@ -22,24 +22,32 @@ test("every launcher of a ztunnel passes the data-path Node flags: ameshCommand,
   );
 });
 
-test('from the source tree, amesh runs the build only while no source file is newer than the last build', async () => {
+test('from the source tree, amesh runs the build only while every source file is older than its compiled file', async () => {
   const root = await mkdtemp(path.join(tmpdir(), 'amesh-build-current-'));
   try {
     const main = path.join(root, 'dist', 'src', 'cli', 'main.js');
-    const buildInfo = path.join(root, 'dist', '.tsbuildinfo');
+    const mainSource = path.join(root, 'src', 'cli', 'main.ts');
     const source = path.join(root, 'src', 'lib', 'ip.ts');
-    await mkdir(path.dirname(main), { recursive: true });
-    await mkdir(path.dirname(source), { recursive: true });
+    const compiled = path.join(root, 'dist', 'src', 'lib', 'ip.js');
+    for (const f of [main, mainSource, source, compiled]) await mkdir(path.dirname(f), { recursive: true });
+    await writeFile(mainSource, '');
     await writeFile(source, '');
+    await utimes(mainSource, 1000, 1000);
     await utimes(source, 2000, 2000);
     assert.equal(buildIsCurrent(root), false, 'no build');
     await writeFile(main, '');
-    await writeFile(buildInfo, '');
-    await utimes(main, 1000, 1000);
-    await utimes(buildInfo, 3000, 3000);
-    assert.equal(buildIsCurrent(root), true, 'built after the last edit, which left main.js as it was');
+    await utimes(main, 1500, 1500);
+    assert.equal(buildIsCurrent(root), false, 'a source file with no compiled file');
+    await writeFile(compiled, '');
+    await utimes(compiled, 3000, 3000);
+    assert.equal(buildIsCurrent(root), true, 'each compiled file written after its source');
+    await writeFile(path.join(root, 'dist', '.tsbuildinfo'), '');
     await utimes(source, 4000, 4000);
-    assert.equal(buildIsCurrent(root), false, 'a source file edited after the build');
+    assert.equal(
+      buildIsCurrent(root),
+      false,
+      'a source file edited after its compiled file, whatever the build info says',
+    );
   } finally {
     await rm(root, { recursive: true, force: true });
   }

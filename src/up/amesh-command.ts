@@ -11,19 +11,22 @@ import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
 const BUILT_MAIN = path.join('dist', 'src', 'cli', 'main.js');
 
 /**
- * Whether the build of the source tree at `root` is newer than every source file in `src/`, so that it runs what the
- * source says. The build's time is that of `dist/.tsbuildinfo` (tsconfig.json): `tsc --build` rewrites it on every
- * build that compiles anything, but rewrites only the outputs whose content changed.
+ * Whether the build in `dist/` of the source tree at `root` is current: every source file in `src/` has its compiled
+ * file, written no earlier than the source. Each file is compared with its own output, not with one build stamp:
+ * `tsc --noEmit` rewrites `dist/.tsbuildinfo` without writing any output. A false "not current" (an output tsc chose
+ * not to rewrite) only costs the slower start through tsx.
  */
 export function buildIsCurrent(root: string): boolean {
-  const info = path.join(root, 'dist', '.tsbuildinfo');
-  if (!existsSync(path.join(root, BUILT_MAIN)) || !existsSync(info)) return false;
-  const builtAt = statSync(info).mtimeMs;
-  const newer = (dir: string): boolean =>
-    readdirSync(dir, { withFileTypes: true }).some((e) =>
-      e.isDirectory() ? newer(path.join(dir, e.name)) : statSync(path.join(dir, e.name)).mtimeMs > builtAt,
-    );
-  return !newer(path.join(root, 'src'));
+  const src = path.join(root, 'src');
+  const stale = (dir: string): boolean =>
+    readdirSync(dir, { withFileTypes: true }).some((e) => {
+      const file = path.join(dir, e.name);
+      if (e.isDirectory()) return stale(file);
+      if (!e.name.endsWith('.ts') || e.name.endsWith('.d.ts')) return false;
+      const out = path.join(root, 'dist', path.relative(root, file)).replace(/\.ts$/, '.js');
+      return !existsSync(out) || statSync(file).mtimeMs > statSync(out).mtimeMs;
+    });
+  return existsSync(path.join(root, BUILT_MAIN)) && !stale(src);
 }
 
 let fromSource: { cmd: string; args: string[] } | undefined;
