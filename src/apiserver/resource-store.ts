@@ -33,6 +33,12 @@ export const PATCH_TYPES = {
 
 export type PatchType = keyof typeof PATCH_TYPES;
 
+function applyPatch(type: PatchType, current: KubeObject, patch: unknown, k: KindInfo): KubeObject {
+  if (type === 'json') return applyJsonPatch(current, patch);
+  if (type === 'merge') return applyMergePatch(current, patch);
+  return applyStrategicMergePatch(current, patch, k);
+}
+
 export interface ListOptions {
   readonly labelSelector?: string | undefined;
   readonly fieldSelector?: string | undefined;
@@ -225,12 +231,7 @@ export class ResourceStore {
       namespace,
       name,
       (current) => {
-        const patched =
-          type === 'json'
-            ? applyJsonPatch(current, patch)
-            : type === 'merge'
-              ? applyMergePatch(current, patch)
-              : applyStrategicMergePatch(current, patch, k);
+        const patched = applyPatch(type, current, patch, k);
         const obj = this.checkBody(k, patched);
         const rv = obj.metadata.resourceVersion;
         if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);

@@ -7,6 +7,7 @@
  * template keeps its hash), not the same value.
  */
 import { safeEncodeString } from '../lib/safe-encode.js';
+import { compareStrings } from '../lib/compare-strings.js';
 
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
@@ -22,7 +23,7 @@ function canonicalJson(v: unknown): string {
   if (v !== null && typeof v === 'object') {
     const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
     return `{${entries
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .sort(([a], [b]) => compareStrings(a, b))
       .map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`)
       .join(',')}}`;
   }

@@ -40,9 +40,12 @@ const STATUS_FIELDS = [
 ] as const;
 type StatusField = (typeof STATUS_FIELDS)[number];
 
+/** Pending before Unknown before Running, as controller.ActivePods ranks pod phases. */
+const PHASE_RANK: Readonly<Record<string, number>> = { Pending: 0, Unknown: 1, Running: 2 };
+
 /** Lower first: the pods a scale-down removes first (controller.ActivePods ordering, simplified). */
 function deletionRank(p: V1Pod): number[] {
-  const phase = p.status?.phase === 'Pending' ? 0 : p.status?.phase === 'Running' ? 2 : 1;
+  const phase = PHASE_RANK[p.status?.phase ?? ''] ?? 1;
   const created = Date.parse(p.metadata?.creationTimestamp as unknown as string) || 0;
   return [p.spec?.nodeName === undefined || p.spec.nodeName === '' ? 0 : 1, phase, isPodReady(p) ? 1 : 0, -created];
 }

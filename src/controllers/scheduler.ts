@@ -22,6 +22,7 @@ import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { Logger } from '../lib/log.js';
 import { isPodActive, keyOf, splitKey } from './owned-objects.js';
 import { kubeTime } from '../lib/kube-time.js';
+import { compareStrings } from '../lib/compare-strings.js';
 
 export const DEFAULT_SCHEDULER_NAME = 'default-scheduler';
 const MAX_ATTEMPTS = 15;
@@ -124,7 +125,7 @@ export class Scheduler {
     }
     const node = fit
       .map((n) => n.metadata?.name ?? '')
-      .sort((a, b) => (load.get(a) ?? 0) - (load.get(b) ?? 0) || (a < b ? -1 : a > b ? 1 : 0))[0]!;
+      .sort((a, b) => (load.get(a) ?? 0) - (load.get(b) ?? 0) || compareStrings(a, b))[0]!;
     try {
       await this.core.createNamespacedPodBinding({
         name,

@@ -18,7 +18,9 @@ const LEVELS: readonly LevelWithSilent[] = ['trace', 'debug', 'info', 'warn', 'e
  * Text lines in ztunnel's layout: `<time>\t<level>\t<scope>\t<message>\tk=v k=v`. Access logs are per
  * connection, not per chunk, so formatting from pino's JSON line is affordable.
  */
-const str = (v: unknown): string => (typeof v === 'string' ? v : v === undefined ? '' : JSON.stringify(v));
+const str = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
+/** A `k=v` value: strings bare unless they hold a space, a quote or `=`, then quoted as JSON; the rest as JSON. */
+const kvValue = (v: unknown): string => (typeof v !== 'string' || /[\s"=]/.test(v) ? (JSON.stringify(v) ?? '') : v);
 
 function textDestination(out: NodeJS.WritableStream): DestinationStream {
   return {
@@ -34,8 +36,7 @@ function textDestination(out: NodeJS.WritableStream): DestinationStream {
       let s = `${str(time)}\t${str(level)}\t${str(scope)}\t${str(message)}`;
       const kv: string[] = [];
       for (const [k, v] of Object.entries(rest)) {
-        const str = typeof v === 'string' ? (/[\s"=]/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v);
-        kv.push(`${k}=${str}`);
+        kv.push(`${k}=${kvValue(v)}`);
       }
       if (kv.length > 0) s += `\t${kv.join(' ')}`;
       out.write(s + '\n');

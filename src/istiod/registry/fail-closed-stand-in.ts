@@ -8,20 +8,21 @@
 import type { Logger } from '../../lib/log.js';
 import type { Manifest, RejectedObject } from './manifest-dir.js';
 
+/** The spec that stands in for a refused policy, by kind. */
+const STAND_IN_SPECS: Readonly<Record<string, Record<string, unknown>>> = {
+  AuthorizationPolicy: { action: 'DENY', rules: [{}] },
+  PeerAuthentication: { mtls: { mode: 'STRICT' } },
+};
+
 /** The stand-in for `r` (read from `file`, empty for an API object), or undefined for a kind that has none. */
 export function failClosedStandIn(r: RejectedObject, file: string): Manifest | undefined {
-  const spec =
-    r.kind === 'AuthorizationPolicy'
-      ? { action: 'DENY', rules: [{}] }
-      : r.kind === 'PeerAuthentication'
-        ? { mtls: { mode: 'STRICT' } }
-        : undefined;
+  const spec = STAND_IN_SPECS[r.kind];
   if (spec === undefined) return undefined;
   return {
     apiVersion: 'security.istio.io/v1',
     kind: r.kind,
     metadata: { name: r.name, namespace: r.namespace, labels: {}, annotations: {} },
-    spec,
+    spec: structuredClone(spec),
     status: {},
     source: r.source,
     file,

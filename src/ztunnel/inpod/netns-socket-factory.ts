@@ -5,6 +5,12 @@ import { listenInNetns, originalDst, tcpSocketInNetns } from '../../native/nativ
 import { INPOD_LISTEN_BACKLOG } from '../config.js';
 import { APP_SOCKET_OPTIONS, connectSocket, localDst, type SocketFactory } from '../proxy/socket-factory.js';
 
+/** What a listen error in a pod usually means, for the operator. */
+const BIND_HINTS: Readonly<Record<string, string>> = {
+  EADDRINUSE: ' (another process in the pod owns it; with INPOD_PORT_REUSE=false, also an older ztunnel)',
+  EPERM: ' (IP_TRANSPARENT and SO_MARK need CAP_NET_ADMIN)',
+};
+
 export interface NetnsSocketOptions {
   /** SO_MARK on every socket, so the pod's rules let ztunnel's own packets through (PACKET_MARK, default 0x539). */
   readonly mark: number;
@@ -41,12 +47,7 @@ export class NetnsSocketFactory implements SocketFactory {
     } catch (e) {
       if (e instanceof MeshError) throw e;
       const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-      const why =
-        code === 'EADDRINUSE'
-          ? ' (another process in the pod owns it; with INPOD_PORT_REUSE=false, also an older ztunnel)'
-          : code === 'EPERM'
-            ? ' (IP_TRANSPARENT and SO_MARK need CAP_NET_ADMIN)'
-            : '';
+      const why = BIND_HINTS[code] ?? '';
       throw new MeshError(
         'ZT_ERR_BIND',
         `cannot listen on ${formatHostPort(host, port)} in the pod's network namespace: ${code}${why}`,

@@ -111,17 +111,21 @@ export class InboundHbone {
     }
   }
 
+  /** The client's SPIFFE identity in this workload's trust domain, over h2, or why the client is refused. */
+  private clientIdentity(socket: TLSSocket): ReturnType<typeof verifyClientIdentity> {
+    const local = this.local.current();
+    if (local === undefined)
+      return new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is no longer known to this ztunnel`);
+    if (socket.alpnProtocol !== 'h2')
+      return new MeshError('ZT_ERR_HBONE_HANDSHAKE', 'client did not negotiate ALPN h2');
+    return verifyClientIdentity(socket, workloadIdentity(local).trustDomain);
+  }
+
   /** Authenticates the client before any HTTP/2, then runs HTTP/2 on the TLS socket. */
   private onSecureConnection(socket: TLSSocket): void {
     const addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
     socket.on('error', (e) => this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error'));
-    const local = this.local.current();
-    const id =
-      local === undefined
-        ? new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${this.local.key} is no longer known to this ztunnel`)
-        : socket.alpnProtocol === 'h2'
-          ? verifyClientIdentity(socket, workloadIdentity(local).trustDomain)
-          : new MeshError('ZT_ERR_HBONE_HANDSHAKE', 'client did not negotiate ALPN h2');
+    const id = this.clientIdentity(socket);
     if (id instanceof MeshError) {
       this.ctx.log.warn({ src: addr, error: describeError(id) }, 'rejected HBONE client');
       socket.destroy();

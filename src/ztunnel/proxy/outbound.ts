@@ -43,6 +43,18 @@ export function failureKind(e: unknown): OutboundFailure {
   return 'error';
 }
 
+/** The response flag of an HBONE connect that failed before any answer (ztunnel's `ResponseFlags`). */
+const CONNECT_FAILURE_FLAGS: Readonly<Record<string, ResponseFlags>> = {
+  ZT_ERR_IDENTITY_MISMATCH: 'IDENTITY_ERROR',
+  ZT_ERR_HBONE_HANDSHAKE: 'TLS_FAILURE',
+};
+
+/** What an error status from the destination ztunnel usually means, for the log. */
+const CONNECT_STATUS_HINTS: Readonly<Record<number, string>> = {
+  503: ' (app not reachable or port not served)',
+  400: ' (bad request)',
+};
+
 /**
  * The address to dial from: the one the app's connection was captured on, unless the destination is of the other
  * address family (a SOCKS5 client on an IPv4 listener may ask for an IPv6 target). Then the workload's own address
@@ -168,13 +180,7 @@ export class Outbound {
       res = await this.ctx.pool.connect(key, () => this.ctx.secrets.fetch(srcId), authority, fields);
     } catch (e) {
       const err = e instanceof MeshError ? e : new MeshError('ZT_ERR_HBONE_STREAM', describeError(e));
-      const flags: ResponseFlags =
-        err.code === 'ZT_ERR_IDENTITY_MISMATCH'
-          ? 'IDENTITY_ERROR'
-          : err.code === 'ZT_ERR_HBONE_HANDSHAKE'
-            ? 'TLS_FAILURE'
-            : 'CONNECT';
-      return fail(err, flags, info);
+      return fail(err, CONNECT_FAILURE_FLAGS[err.code] ?? 'CONNECT', info);
     }
     if (res.status !== 200) {
       // The answer ended the stream from the peer's side; NO_ERROR tells it our side is done too (RFC 9113 §8.1).
@@ -187,7 +193,7 @@ export class Outbound {
             )
           : new MeshError(
               'ZT_ERR_HBONE_STATUS',
-              `destination ztunnel answered HTTP ${res.status} for ${authority}${res.status === 503 ? ' (app not reachable or port not served)' : res.status === 400 ? ' (bad request)' : ''}`,
+              `destination ztunnel answered HTTP ${res.status} for ${authority}${CONNECT_STATUS_HINTS[res.status] ?? ''}`,
             );
       return fail(err, res.status === 401 ? 'DENY' : 'CONNECT', info);
     }

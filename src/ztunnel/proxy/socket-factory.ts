@@ -5,6 +5,12 @@ import { canonicalIp, formatHostPort, isLoopback } from '../../lib/ip.js';
 import { CONNECT_TIMEOUT_MS } from '../config.js';
 import { tcpSocket } from '../../native/native.js';
 
+/** What a listen error usually means here, for the operator. */
+const LISTEN_HINTS: Readonly<Record<string, string>> = {
+  EADDRNOTAVAIL: ' (the workload IP is not an address of this host; in local mode use addresses such as 127.0.10.1)',
+  EADDRINUSE: ' (another process, maybe another ztunnel, owns it)',
+};
+
 /**
  * The one seam through which ztunnel creates sockets. Local mode binds on the host (workload IPs are local
  * addresses); in-pod mode creates the same sockets inside a pod's network namespace (`inpod/netns-socket-factory.ts`).
@@ -81,7 +87,7 @@ export class LocalSocketFactory implements SocketFactory {
         reject(
           new MeshError(
             'ZT_ERR_BIND',
-            `cannot listen on ${formatHostPort(host, port)}: ${e.code ?? e.message}${e.code === 'EADDRNOTAVAIL' ? ' (the workload IP is not an address of this host; in local mode use addresses such as 127.0.10.1)' : e.code === 'EADDRINUSE' ? ' (another process, maybe another ztunnel, owns it)' : ''}`,
+            `cannot listen on ${formatHostPort(host, port)}: ${e.code ?? e.message}${LISTEN_HINTS[e.code ?? ''] ?? ''}`,
             { cause: e },
           ),
         );

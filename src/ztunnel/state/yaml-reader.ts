@@ -100,8 +100,8 @@ export class YamlReader {
       this.fail(node, path, 'is required');
     }
     const v = isScalar(node) ? node.value : undefined;
-    const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
-    if (!Number.isInteger(n) || n < min || n > max)
+    const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
       this.fail(node, path, `expected an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
     return n;
   }

@@ -24,6 +24,12 @@ const TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE] as const;
 const BACKOFF_INITIAL_MS = 10;
 const BACKOFF_MAX_MS = 15_000;
 
+/** istio_xds_connection_terminations_total's reason for a stream that ended with `error` (none: it completed). */
+function terminationReason(error: grpc.ServiceError | undefined, benign: boolean): string {
+  if (error === undefined) return 'Complete';
+  return benign ? 'Reconnect' : 'Error';
+}
+
 /** What a resource name stands for in the state: its version, and the kind and key it was applied under. */
 interface Held {
   readonly version: string;
@@ -161,7 +167,7 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
         error === undefined ||
         error.code === grpc.status.CANCELLED ||
         (error.code === grpc.status.UNAVAILABLE && /transport is closing|goaway/i.test(error.details));
-      this.metrics.terminations.inc({ reason: error === undefined ? 'Complete' : benign ? 'Reconnect' : 'Error' });
+      this.metrics.terminations.inc({ reason: terminationReason(error, benign) });
       this.retry(reason, !benign);
     };
     call.on('data', (res: DeltaDiscoveryResponse) => this.onResponse(call, res));
