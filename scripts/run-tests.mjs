@@ -1,14 +1,18 @@
 #!/usr/bin/env node
-// Runs every test: unit tests (src/**/*.test.ts, bench/**/*.test.ts) and integration tests (test/**/*.test.ts),
-// each file in its own Node process with tsx (as node --test does), as many at once as the machine has cores.
-// Arguments name roots or single files to run instead (node scripts/run-tests.mjs test/ipv6.test.ts src/ztunnel).
+// Runs every test: unit tests (src/**/*.test.ts, bench/**/*.test.ts) and integration tests (test/**/*.test.ts).
+// Arguments name roots or single files to run instead (node scripts/run-tests.mjs test/ipv6.test.ts src/ztunnel);
+// `--lint` also runs the linters (eslint, prettier) as jobs beside the tests, which is what `npm test` does.
 //
-// The scheduling is ours, not node --test's: Node 20's runner sorts the files by name, which would start the
-// longest ones (test/up-*.test.ts) last and leave one core idle at the end of the run, and on a timeout it leaves
-// the processes the file started running. Here the slowest files start first, and a file that runs past
-// FILE_TIMEOUT_MS is killed with every process it started and reported as timed out; what a file leaves running
-// when it ends is killed too, so that it cannot hold addresses the next files need.
-import { readdirSync, statSync } from 'node:fs';
+// The scheduling is ours, not node --test's, for three reasons:
+// - Cost. Node 20 starts one process per test file, and a process that loads TypeScript through tsx costs about a
+//   second of CPU more to start. Unit test files, which run in a fraction of that, share one process here, and
+//   everything runs compiled from dist/ when the build is current (`npm test` builds first).
+// - Order. Node 20's runner sorts files by name, which would start the longest ones (test/up-*.test.ts) last and
+//   leave one core idle at the end. Here the slowest jobs start first.
+// - Bounds. A job that runs past FILE_TIMEOUT_MS is killed with every process it started and reported as timed
+//   out; what a job leaves running when it ends is killed too, so that it cannot hold addresses the next files need.
+// A failed batch of unit test files is run again file by file, so the failure has a file's name.
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
@@ -16,56 +20,111 @@ import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
 
 /**
- * A file still running after this fails, named, instead of hanging the run. The slowest file
- * (test/up-ambient.test.ts, two `amesh up` clusters) takes about 110 s alone and more than twice that while other
+ * A job still running after this fails, named, instead of hanging the run. The slowest file
+ * (test/up-ambient.test.ts, two `amesh up` clusters) takes about a minute alone and more than twice that while other
  * files load the machine.
  */
 const FILE_TIMEOUT_MS = 600_000;
 
 /**
- * Started first, longest first, so the run does not end with one long file on one core. Only the order depends on
- * this list (the run prints its slowest files to keep it current); a file missing from it still runs.
+ * Jobs at once. Integration tests spend part of their time waiting on peers, timers and child processes, so one job
+ * more than the machine has cores keeps the cores busy.
+ */
+const CONCURRENCY = availableParallelism() + 1;
+
+const LINT = 'lint: eslint';
+const FORMAT = 'lint: prettier --check';
+const UNIT = 'unit tests';
+
+/**
+ * Started first, longest first, so the run does not end with one long job on one core. Only the order depends on
+ * this list (the run prints its slowest jobs to keep it current); a file missing from it still runs.
  */
 const SLOWEST_FIRST = [
   'test/up-ambient.test.ts',
+  LINT,
   'test/up-cluster.test.ts',
-  'test/demo.test.ts',
   'test/control-plane-recovery.test.ts',
-  'test/cni-plugin.test.ts',
-  'test/pod-rules-netns.test.ts',
-  'test/istiod-kube-ca.test.ts',
-  'test/hbone-connection-lost.test.ts',
-  'test/cni-agent-netns.test.ts',
-  'test/istiod-ztunnel.test.ts',
-  'test/istiod-kube.test.ts',
+  'test/demo.test.ts',
+  UNIT,
   'test/hbone-mixed-load.test.ts',
+  FORMAT,
+  'test/cni-plugin.test.ts',
+  'test/istiod-ztunnel.test.ts',
+  'test/apiserver-kubectl-create.test.ts',
+  'test/cni-agent-netns.test.ts',
+  'test/controllers.test.ts',
+  'test/hbone-pool.test.ts',
+  'test/apiserver-watch.test.ts',
+  'test/apiserver-kubectl.test.ts',
 ];
 
-const roots = process.argv.length > 2 ? process.argv.slice(2) : ['src', 'test', 'bench'];
+/**
+ * Whether every TypeScript file under the roots has its compiled file in dist/, written no earlier than the source.
+ * Then the tests run compiled; otherwise (an edit not yet built) through tsx, so a run never tests stale code.
+ */
+function buildIsCurrent() {
+  const stale = (dir) =>
+    readdirSync(dir, { withFileTypes: true }).some((e) => {
+      const file = path.join(dir, e.name);
+      if (e.isDirectory()) return stale(file);
+      if (!e.name.endsWith('.ts') || e.name.endsWith('.d.ts')) return false;
+      const out = path.join('dist', file.replace(/\.ts$/, '.js'));
+      return !existsSync(out) || statSync(file).mtimeMs > statSync(out).mtimeMs;
+    });
+  return !['src', 'test', 'bench'].some(stale);
+}
+
+const args = process.argv.slice(2);
+const lint = args.includes('--lint');
+const roots = args.filter((a) => a !== '--lint');
 const files = [];
 const walk = (p) => {
   if (statSync(p).isDirectory()) {
     for (const e of readdirSync(p).sort()) walk(path.join(p, e));
   } else if (p.endsWith('.test.ts')) files.push(path.relative('.', p));
 };
-for (const r of roots) walk(r);
+for (const r of roots.length > 0 ? roots : ['src', 'test', 'bench']) walk(r);
 if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
-const rank = (f) => {
-  const i = SLOWEST_FIRST.indexOf(f);
+
+const compiled = buildIsCurrent();
+/** The command that runs test files: compiled from dist/, or their sources through tsx. */
+const testCommand = (testFiles) =>
+  compiled
+    ? [
+        process.execPath,
+        '--enable-source-maps',
+        '--test-reporter=tap',
+        'scripts/test-batch.mjs',
+        ...testFiles.map((f) => path.join('dist', f.replace(/\.ts$/, '.js'))),
+      ]
+    : [process.execPath, '--import', 'tsx', '--test-reporter=tap', 'scripts/test-batch.mjs', ...testFiles];
+
+const isUnit = (f) => !f.startsWith('test/');
+const unitFiles = files.filter(isUnit);
+/** A job: what it is called, the command it runs, and the files it tests (none for a linter). */
+const jobs = files.filter((f) => !isUnit(f)).map((f) => ({ name: f, argv: testCommand([f]), files: [f] }));
+if (unitFiles.length > 0) jobs.push({ name: UNIT, argv: testCommand(unitFiles), files: unitFiles });
+if (lint) {
+  jobs.push({ name: LINT, argv: ['node_modules/.bin/eslint', 'src', 'test', 'bench', 'scripts'], files: [] });
+  jobs.push({ name: FORMAT, argv: ['node_modules/.bin/prettier', '--check', '.'], files: [] });
+}
+const rank = (name) => {
+  const i = SLOWEST_FIRST.indexOf(name);
   return i === -1 ? SLOWEST_FIRST.length : i;
 };
-files.sort((a, b) => rank(a) - rank(b));
+jobs.sort((a, b) => rank(a.name) - rank(b.name));
 
 const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'];
 const totals = Object.fromEntries(COUNTS.map((k) => [k, 0]));
-const failedFiles = [];
+const failed = [];
 const durations = [];
 const running = new Set();
 
-/** Kills a file's process group: the file's process and everything it started that is still there. */
+/** Kills a job's process group: the job's process and everything it started that is still there. */
 const killGroup = (child) => {
   try {
     process.kill(-child.pid, 'SIGKILL');
@@ -74,14 +133,12 @@ const killGroup = (child) => {
   }
 };
 
-/** Runs one file (TAP on stdout), prints its output when it ends, and adds its counts to the totals. */
-function runFile(file) {
+/** Runs one job, prints its output when it ends, and resolves with its verdict (undefined when it passed). */
+function runJob(job, { count = true } = {}) {
   return new Promise((resolve) => {
     const start = performance.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test-reporter=tap', file], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
+    const [cmd, ...argv] = job.argv;
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     running.add(child);
     let out = '';
     child.stdout.on('data', (d) => (out += d));
@@ -91,22 +148,46 @@ function runFile(file) {
       verdict = `timed out after ${FILE_TIMEOUT_MS / 1000} s`;
       killGroup(child);
     }, FILE_TIMEOUT_MS);
-    // At exit, not at close: a process the file left behind may hold its output open.
+    // At exit, not at close: a process the job left behind may hold its output open.
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
       if (verdict === undefined && code !== 0) verdict = `exited with ${signal ?? code}`;
       killGroup(child);
     });
+    child.once('error', (e) => {
+      verdict = e.message;
+    });
     child.once('close', () => {
       running.delete(child);
       const seconds = (performance.now() - start) / 1000;
-      durations.push([seconds, file]);
-      for (const k of COUNTS) totals[k] += Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(out)?.[1] ?? 0);
-      if (verdict !== undefined) failedFiles.push(`${file}: ${verdict}`);
-      process.stdout.write(`# ${file} (${seconds.toFixed(1)} s)${verdict === undefined ? '' : `: ${verdict}`}\n${out}`);
-      resolve();
+      durations.push([seconds, job.name]);
+      if (count) for (const k of COUNTS) totals[k] += Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(out)?.[1] ?? 0);
+      process.stdout.write(
+        `# ${job.name} (${seconds.toFixed(1)} s)${verdict === undefined ? '' : `: ${verdict}`}\n${out}`,
+      );
+      resolve(verdict);
     });
   });
+}
+
+/** Runs a job; when a batch of several files fails, runs each of its files alone to name the ones that fail. */
+async function runNamed(job) {
+  const verdict = await runJob(job);
+  if (verdict === undefined) return;
+  if (job.files.length < 2) {
+    failed.push(`${job.name}: ${verdict}`);
+    return;
+  }
+  process.stdout.write(`# ${job.name} failed (${verdict}): running its files one by one\n`);
+  let named = 0;
+  for (const f of job.files) {
+    const v = await runJob({ name: f, argv: testCommand([f]), files: [f] }, { count: false });
+    if (v !== undefined) {
+      failed.push(`${f}: ${v}`);
+      named++;
+    }
+  }
+  if (named === 0) failed.push(`${job.name}: ${verdict}, though each of its files passes alone`);
 }
 
 for (const signal of ['SIGINT', 'SIGTERM']) {
@@ -116,22 +197,24 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
+if (!compiled)
+  console.log('# dist/ is older than the sources: running them through tsx (npm run build to run compiled)');
 const start = performance.now();
-const queue = [...files];
+const queue = [...jobs];
 const worker = async () => {
-  for (let file = queue.shift(); file !== undefined; file = queue.shift()) await runFile(file);
+  for (let job = queue.shift(); job !== undefined; job = queue.shift()) await runNamed(job);
 };
-await Promise.all(Array.from({ length: Math.min(availableParallelism(), files.length) }, worker));
+await Promise.all(Array.from({ length: Math.min(CONCURRENCY, jobs.length) }, worker));
 
 durations.sort((a, b) => b[0] - a[0]);
-console.log(`# files ${files.length}, ${availableParallelism()} at a time`);
+console.log(`# files ${files.length} in ${jobs.length} jobs, ${CONCURRENCY} at a time${compiled ? ', compiled' : ''}`);
 for (const k of COUNTS) console.log(`# ${k} ${totals[k]}`);
 console.log(`# duration_ms ${Math.round(performance.now() - start)}`);
 console.log(
   `# slowest: ${durations
-    .slice(0, 8)
+    .slice(0, 10)
     .map(([s, f]) => `${f} ${s.toFixed(1)} s`)
     .join(', ')}`,
 );
-for (const f of failedFiles) console.log(`# failed: ${f}`);
-process.exit(failedFiles.length === 0 ? 0 : 1);
+for (const f of failed) console.log(`# failed: ${f}`);
+process.exit(failed.length === 0 ? 0 : 1);

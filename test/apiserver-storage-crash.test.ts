@@ -5,9 +5,10 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Storage, type StorageEvent } from '../src/apiserver/storage.js';
 
-const BURST_HELPER = path.join(import.meta.dirname, 'helpers', 'storage-burst.ts');
+const BURST_HELPER = fileURLToPath(new URL('./helpers/storage-burst.js', import.meta.url));
 /** Acknowledged writes before the parent's checkpoint: well inside the writer's endless burst. */
 const ACKS_BEFORE_KILL = 500;
 
@@ -15,7 +16,9 @@ const dir = mkdtempSync(path.join(tmpdir(), 'amesh-storage-crash-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 test('kill -9 during a burst of writes: every acknowledged write survives, and a watch from the revision the parent had reached replays exactly the later events', async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', BURST_HELPER, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...process.execArgv, BURST_HELPER, dir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = once(child, 'exit');

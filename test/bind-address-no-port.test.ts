@@ -1,10 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { netnsSkip, withNetns } from './helpers/netns.js';
 
-const SOCKET_FACTORY = fileURLToPath(new URL('../src/ztunnel/proxy/socket-factory.ts', import.meta.url));
-const NATIVE = fileURLToPath(new URL('../src/native/native.ts', import.meta.url));
+const SOCKET_FACTORY = new URL('../src/ztunnel/proxy/socket-factory.js', import.meta.url).href;
+const NATIVE = new URL('../src/native/native.js', import.meta.url).href;
 
 /**
  * Runs inside a namespace whose ephemeral range is one port: two listeners, then one connection to each from the
@@ -60,7 +59,7 @@ test(
   async () => {
     await withNetns(1, async (ns) => {
       await ns.exec('sysctl', ['-q', '-w', 'net.ipv4.ip_local_port_range=40000 40000']);
-      const out = await ns.exec(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CHILD]);
+      const out = await ns.exec(process.execPath, [...process.execArgv, '--input-type=module', '-e', CHILD]);
       const result = JSON.parse(out.trim()) as Record<string, unknown>;
       assert.deepEqual(result, { factory: { first: 40000, second: 40000 }, inPod: { first: 40000, second: 40000 } });
     });

@@ -15,7 +15,6 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 import { loadCniAgentConfig, type CniAgentConfig } from '../src/cni/agent/cni-agent-config.js';
@@ -34,8 +33,9 @@ import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns, mustRun, netnsSkip } from './helpers/netns.js';
 import { RecordingRunner } from './helpers/recording-runner.js';
 import { runCniPlugin, type PluginRun } from './helpers/run-cni-plugin.js';
+import { packageRoot } from '../src/lib/package-root.js';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const REPO = packageRoot();
 const EXECUTABLE = path.join(REPO, 'bin', 'amesh-cni');
 const NODE = 'node-93';
 const LOOPBACK = '127.96.0.2';

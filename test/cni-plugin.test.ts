@@ -4,7 +4,6 @@ import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 import { startApiServer } from './helpers/in-process.js';
@@ -12,8 +11,9 @@ import { BRIDGE_RESULT, pluginNetworkConfig } from './helpers/cni-network-config
 import { PluginEventServer } from './helpers/plugin-event-server.js';
 import { runCniPlugin, type PluginRun } from './helpers/run-cni-plugin.js';
 import { runToExit } from './helpers/run-to-exit.js';
+import { packageRoot } from '../src/lib/package-root.js';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const REPO = packageRoot();
 const EXECUTABLE = path.join(REPO, 'bin', 'amesh-cni');
 const AMBIENT = { 'istio.io/dataplane-mode': 'ambient' };
 /** Debian's containernetworking-plugins. */

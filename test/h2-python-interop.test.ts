@@ -4,7 +4,6 @@ import { once } from 'node:events';
 import { createHash } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { H2Session } from '../src/h2/h2-session.js';
 import type { H2Stream } from '../src/h2/h2-stream.js';
 import type { ResponseHead } from '../src/h2/message-headers.js';
@@ -12,11 +11,12 @@ import type { MeshFixture } from './helpers/mesh-fixture.js';
 import { CLIENT_ID, connectHboneTls, h2Options, SERVER_ID, useHboneTls } from './helpers/h2-tls.js';
 import { PYTHON, pythonSkip, runPython } from './helpers/python.js';
 import { startGoPeer } from './helpers/go.js';
+import { packageRoot } from '../src/lib/package-root.js';
 
 const HOST = '127.107.0.4';
 const PYTHON_SERVER = '127.107.0.5';
 const PYTHON_PORT = 15008;
-const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'interop', 'h2_connect_peer.py');
+const SCRIPT = path.join(packageRoot(), 'test', 'interop', 'h2_connect_peer.py');
 const skip = pythonSkip('h2', 'python3-h2');
 
 /** The bytes the Python peer sends: the same formula as its `pattern(n, 1)`. */

@@ -3,15 +3,15 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
 import type { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { meshFixture, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
 import { PYTHON, pythonSkip, runPython } from './helpers/python.js';
 import { startZtunnel } from './helpers/in-process.js';
+import { packageRoot } from '../src/lib/package-root.js';
 
-const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'interop', 'h2_hbone.py');
+const SCRIPT = path.join(packageRoot(), 'test', 'interop', 'h2_hbone.py');
 const skip = pythonSkip('h2', 'python3-h2');
 
 const MESH = `

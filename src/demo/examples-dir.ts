@@ -1,8 +1,7 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../lib/package-root.js';
 
-/** A directory of the checkout's `examples/`, found from `src/demo` (tsx) or `dist/src/demo`. */
+/** A directory of the checkout's `examples/`. */
 export function examplesDir(name: string): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.resolve(here, here.includes(`${path.sep}dist${path.sep}`) ? '../../..' : '../..', 'examples', name);
+  return path.join(packageRoot(), 'examples', name);
 }

@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../lib/package-root.js';
 
-const ROOM = path.dirname(fileURLToPath(import.meta.url));
+const ROOM = path.join(packageRoot(), 'src', 'h2');
 /** Every module specifier of a file: static imports and re-exports (types too), side-effect and dynamic imports. */
 const SPECIFIER = /\bfrom\s+['"]([^'"]+)['"]|\bimport\s*\(?\s*['"]([^'"]+)['"]/g;
 

@@ -1,21 +1,21 @@
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from './package-root.js';
 
-function findPackageJson(): { version: string } {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const p = path.join(dir, 'package.json');
-    if (existsSync(p)) {
-      const pkg = JSON.parse(readFileSync(p, 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'amesh' && pkg.version !== undefined) return { version: pkg.version };
-    }
-    dir = path.dirname(dir);
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as {
+      name?: string;
+      version?: string;
+    };
+    if (pkg.name === 'amesh' && pkg.version !== undefined) return pkg.version;
+  } catch {
+    // No package.json above this file: the version is unknown.
   }
-  return { version: '0.0.0-unknown' };
+  return '0.0.0-unknown';
 }
 
-/** amesh's version, from its package.json (works from `src/` under tsx and from `dist/`). */
-export const VERSION = findPackageJson().version;
+/** amesh's version, from its package.json. */
+export const VERSION = packageVersion();
 /** The Istio release whose wire protocols amesh speaks (spec snapshot: 1.32-dev). */
 export const ISTIO_COMPAT = '1.32';

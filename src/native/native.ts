@@ -12,13 +12,13 @@
  * loads at first use, so code that never calls it runs without it.
  */
 import { createRequire } from 'node:module';
-import { closeSync, existsSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { MeshError } from '../lib/errors.js';
+import { packageRoot } from '../lib/package-root.js';
 
 /** A network namespace: a path to its nsfs file, or an open fd on it that the caller keeps. */
 export type NetnsRef = string | number;
@@ -100,12 +100,10 @@ interface Addon {
 const ADDON_FILE = path.join('native', 'build', 'Release', 'amesh_native.node');
 let loaded: Addon | undefined;
 
-/** The addon, from the package root found above this file (works from `src/` under tsx and from `dist/src/`). */
+/** The addon, from the package root. */
 function addon(): Addon {
   if (loaded !== undefined) return loaded;
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  const file = path.join(dir, ADDON_FILE);
+  const file = path.join(packageRoot(), ADDON_FILE);
   try {
     loaded = createRequire(import.meta.url)(file) as Addon;
   } catch (e) {

@@ -5,17 +5,18 @@ import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
+import { packageRoot } from '../lib/package-root.js';
 import { ameshCommand, buildIsCurrent } from './amesh-command.js';
 
 test("every launcher of a ztunnel passes the data-path Node flags: ameshCommand, the bin shebang, npm run amesh, bin/amesh (amesh up's pods)", () => {
   assert.deepEqual(ameshCommand().args.slice(0, DATA_PATH_NODE_FLAGS.length), [...DATA_PATH_NODE_FLAGS]);
-  const shebang = readFileSync(new URL('../cli/main.ts', import.meta.url), 'utf8').split('\n')[0]!;
+  const shebang = readFileSync(path.join(packageRoot(), 'src', 'cli', 'main.ts'), 'utf8').split('\n')[0]!;
   assert.equal(shebang, `#!/usr/bin/env -S node ${DATA_PATH_NODE_FLAGS.join(' ')}`);
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as {
     scripts: Record<string, string>;
   };
   assert.ok(pkg.scripts['amesh']!.startsWith(`node ${DATA_PATH_NODE_FLAGS.join(' ')} `), pkg.scripts['amesh']);
-  const bin = readFileSync(new URL('../../bin/amesh', import.meta.url), 'utf8');
+  const bin = readFileSync(path.join(packageRoot(), 'bin', 'amesh'), 'utf8');
   assert.match(
     bin,
     new RegExp(`^exec node ${DATA_PATH_NODE_FLAGS.join(' ')} "\\$here/\\.\\./dist/src/cli/main\\.js" "\\$@"$`, 'm'),

@@ -9,7 +9,7 @@
  */
 import path from 'node:path';
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
-import { packageRoot } from './node-daemons.js';
+import { packageRoot } from '../lib/package-root.js';
 
 const DEFAULT_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 const VAR_REF = /\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g;

@@ -18,10 +18,8 @@
  *   (src/apiserver/auth/rbac-policy.ts), never with up's admin credentials. Its kubeconfig names the token by
  *   `tokenFile`, which the agent rereads, and the agent writes the token into the plugin's kubeconfig.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { ameshCommand } from './amesh-command.js';
 import { tokenFileKubeconfig } from '../kube/kube-config.js';
@@ -30,6 +28,7 @@ import { MeshError, describeError } from '../lib/errors.js';
 import { ZTUNNEL_READINESS_PORT } from '../lib/istio-ports.js';
 import type { Logger } from '../lib/log.js';
 import type { NodeRecord, UpDataDir } from './up-data-dir.js';
+import { packageRoot } from '../lib/package-root.js';
 
 /** Istio's system namespace and ztunnel's service account and audience (manifests/charts/ztunnel). */
 const SYSTEM_NAMESPACE = 'istio-system';
@@ -60,16 +59,6 @@ export interface NodeDaemonsOptions {
   /** istiod's root certificate, the trust anchor for xDS and the CA. */
   readonly rootCertPath: string;
   readonly log: Logger;
-}
-
-/**
- * amesh's own checkout: the daemons' working directory, where Node resolves what `amesh` imports at start (tsx,
- * when it runs from source).
- */
-export function packageRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return dir;
 }
 
 export const ztunnelPodName = (node: string): string => `ztunnel-${node}`;
@@ -118,6 +107,7 @@ function daemonPod({ name, node, labels, serviceAccount, container, amesh, env, 
           name: container,
           image: 'amesh',
           command: [cmd, ...args, ...amesh],
+          // amesh's own checkout: where Node resolves what `amesh` imports at start (tsx, when it runs from source).
           workingDir: packageRoot(),
           env: [...Object.entries(env).map(([n, value]) => ({ name: n, value })), ...FIELD_ENV],
           readinessProbe: { httpGet: { path: probe.path, port: probe.port }, periodSeconds: READINESS_PERIOD_SECONDS },

@@ -2,10 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ADDRESS_BLOCKS, inBlock, loopbackLiterals } from './address-block.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const REPO = packageRoot();
 /** This table and its test name addresses to explain them, not to use them. */
 const SELF = ['test/helpers/address-block.ts', 'test/helpers/address-block.test.ts'];
 

@@ -3,11 +3,11 @@ import { once } from 'node:events';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { runToExit } from './run-to-exit.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 
 /** The Go peers' sources (stdlib only), one directory under test/interop each. */
-const INTEROP_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'interop');
+const INTEROP_DIR = path.join(packageRoot(), 'test', 'interop');
 /** Offline, with the installed toolchain: the peer needs nothing but the standard library. */
 const GO_ENV = { GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', GOPROXY: 'off' };
 

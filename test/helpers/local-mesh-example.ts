@@ -1,9 +1,10 @@
 /** What examples/local-mesh (the manifests of `amesh demo --socks5`) says, for tests that check it was applied. */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { packageRoot } from '../../src/lib/package-root.js';
 
-const WORKLOADS = fileURLToPath(new URL('../../examples/local-mesh/workloads.yaml', import.meta.url));
+const WORKLOADS = path.join(packageRoot(), 'examples', 'local-mesh', 'workloads.yaml');
 
 interface PodDoc {
   kind?: string;

@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   DEFAULT_POD_RULES_CONFIG,
   NO_OVERRIDES,
   type PodRulesConfig,
   type PodTrafficOverrides,
 } from '../../src/cni/agent/pod-rules.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 
-const GOLDEN_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'golden');
+const GOLDEN_DIR = path.join(packageRoot(), 'test', 'golden');
 
 /** A file under test/golden/ without its `#` header lines. */
 export function readGolden(relative: string): string {

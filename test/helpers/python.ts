@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { runToExit } from './run-to-exit.js';
+import { packageRoot } from '../../src/lib/package-root.js';
 
 /** Debian's interpreter: the python3-* packages the interop tests use install for it, not for other Pythons. */
 export const PYTHON = '/usr/bin/python3';
@@ -20,6 +20,6 @@ export async function runPython(
   args: string[],
   timeoutMs = 15_000,
 ): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'interop', script);
+  const file = path.join(packageRoot(), 'test', 'interop', script);
   return runToExit(PYTHON, [file, ...args], timeoutMs);
 }
