@@ -34,7 +34,11 @@ program
   .action(() => {
     process.stdout.write(`amesh ${VERSION} (Istio ${ISTIO_COMPAT} wire protocols, node ${process.version})\n`);
   });
-const named = COMMANDS[process.argv[2] ?? ''];
-for (const load of named === undefined ? Object.values(COMMANDS) : [named])
-  for (const c of await load()) program.addCommand(c);
+/** The command modules a run needs: none to print the version, the named command's, or every one. */
+function modulesFor(first: string): (() => Promise<CommandUnknownOpts[]>)[] {
+  if (first === 'version' || first === '--version') return [];
+  const named = COMMANDS[first];
+  return named === undefined ? Object.values(COMMANDS) : [named];
+}
+for (const load of modulesFor(process.argv[2] ?? '')) for (const c of await load()) program.addCommand(c);
 await program.parseAsync(process.argv);
