@@ -15,9 +15,8 @@ import { Registry as MetricsRegistry } from 'prom-client';
 import { ProxyState } from '../src/ztunnel/state/proxy-state.js';
 import { DnsMetrics } from '../src/ztunnel/dns/dns-metrics.js';
 import { DnsProxy } from '../src/ztunnel/dns/dns-proxy.js';
-import { DNS_PROXY_PORT } from '../src/lib/istio-ports.js';
+import { DNS_PROXY_PORT, INPOD_MARK } from '../src/lib/istio-ports.js';
 import { podDnsListen, podUpstreamSockets } from '../src/ztunnel/dns/dns-sockets.js';
-import { DEFAULT_INPOD_MARK } from '../src/ztunnel/config.js';
 import { listenInNetns, udpSocketInNetns } from '../src/native/native.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { dnsmasqSkip, startDnsmasq } from './helpers/dnsmasq.js';
@@ -41,7 +40,7 @@ describe('ztunnel DNS proxy inside a pod network namespace', { skip }, () => {
     new DnsProxy({
       state,
       client: () => ({ name: 'curl', namespace: 'shop', network: '', canonicalName: 'curl', canonicalRevision: 'v1' }),
-      listen: podDnsListen(ns.path, DNS_PROXY_PORT, { mark: DEFAULT_INPOD_MARK, reusePort }),
+      listen: podDnsListen(ns.path, DNS_PROXY_PORT, { mark: INPOD_MARK, reusePort }),
       upstream: { nameservers: [{ host: '127.0.0.1', port: 53 }], timeoutMs: 1000, attempts: 1 },
       upstreamSockets: podUpstreamSockets(ns.path),
       metrics,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { listenInNetns, tcpSocketInNetns } from '../src/native/native.js';
-import { DEFAULT_INPOD_MARK } from '../src/ztunnel/config.js';
+import { INPOD_MARK } from '../src/lib/istio-ports.js';
 import type { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { startZtunnel } from './helpers/in-process.js';
 import { hboneSessionOver, meshFixture, type MeshFixture } from './helpers/mesh-fixture.js';
@@ -123,7 +123,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
       for (const port of [15001, 15006, 15008])
         assert.match(
           out,
-          new RegExp(`${host}:${port}\\b.*fwmark:0x${DEFAULT_INPOD_MARK.toString(16)}`),
+          new RegExp(`${host}:${port}\\b.*fwmark:0x${INPOD_MARK.toString(16)}`),
           `ss in the pod:\n${out}`,
         );
     }
@@ -131,7 +131,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
   });
 
   test("inbound HBONE to the server pod's 15008 reaches its app from the peer's own source IP", async () => {
-    const tcp = await connectFrom(client, SERVER_IP, 15008, DEFAULT_INPOD_MARK);
+    const tcp = await connectFrom(client, SERVER_IP, 15008, INPOD_MARK);
     const session = await hboneSessionOver(tcp, SERVER_IP, await fx.cert(CLIENT_ID), [SERVER_ID]);
     try {
       const stream = session.request(
@@ -157,7 +157,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
   test('plaintext to a STRICT port is captured on 15006 and refused: the socket closes with no byte and the app never sees it', async () => {
     const before = seen[STRICT_PORT]!.length;
     // Marked, so the client pod's own capture lets it out as plaintext (an unmeshed client).
-    const s = await connectFrom(client, SERVER_IP, STRICT_PORT, DEFAULT_INPOD_MARK);
+    const s = await connectFrom(client, SERVER_IP, STRICT_PORT, INPOD_MARK);
     assert.equal(await received(s), '');
     assert.equal(seen[STRICT_PORT]!.length, before);
     assert.match(
@@ -165,12 +165,12 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
       /istio_tcp_connections_closed_total\{reporter="destination"[^}]*response_flags="DENY"[^}]*\} 1/,
     );
     // The same plaintext to a port STRICT does not cover is let through, from the client's own address.
-    const ok = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, DEFAULT_INPOD_MARK);
+    const ok = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, INPOD_MARK);
     assert.equal(await received(ok), `app ${PERMISSIVE_PORT} saw ${CLIENT_IP}`);
   });
 
   test('plaintext captured on 15006 is reported against the Service whose target port it reached, not "unknown" (ztunnel guess_inbound_service)', async () => {
-    const ok = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, DEFAULT_INPOD_MARK);
+    const ok = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, INPOD_MARK);
     assert.equal(await received(ok), `app ${PERMISSIVE_PORT} saw ${CLIENT_IP}`);
     // Counted when the connection opens, before a byte of the app's reply reaches the client.
     assert.match(
@@ -228,7 +228,7 @@ describe('ztunnel in-pod: listeners inside each pod network namespace (15001, 15
       assert.equal(await listeners(), 2, 'both listen');
       zt.inpod!.stop('pod-uid-b');
       assert.equal(await listeners(), 1, "the old one's listeners are closed");
-      const s = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, DEFAULT_INPOD_MARK);
+      const s = await connectFrom(client, SERVER_IP, PERMISSIVE_PORT, INPOD_MARK);
       assert.equal(await received(s), `app ${PERMISSIVE_PORT} saw ${CLIENT_IP}`);
     } finally {
       await next.shutdown();

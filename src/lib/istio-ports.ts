@@ -1,5 +1,5 @@
 /**
- * Istio's well-known ports: the numbers its components agree on without configuration, so amesh's ztunnel,
+ * Istio's well-known ports, and the in-pod packet mark: the numbers its components agree on without configuration, so amesh's ztunnel,
  * node agent, istiod and `amesh up` must agree on them too. The node agent's pod rules redirect to ztunnel's
  * listeners by these numbers (istio `cni/pkg/config/config.go` declares its own copy); ztunnel binds them (ztunnel
  * `src/config.rs`); istiod serves on its two (istio `pilot/cmd/pilot-discovery/app/cmd.go`). Each is named here
@@ -30,3 +30,9 @@ export const ISTIOD_GRPC_PORT = 15012;
 export const ISTIOD_MONITORING_PORT = 15014;
 /** The node agent's Prometheus metrics (istio-cni `--monitoring-port`, istio `cni/pkg/cmd/root.go`). */
 export const CNI_MONITORING_PORT = 15014;
+
+/**
+ * ztunnel's `SO_MARK` on every socket it makes in a pod (ztunnel `src/config.rs` DEFAULT_INPOD_MARK), which the pod's
+ * rules match to let those packets through uncaptured (istio-cni `InpodMark`). ztunnel's PACKET_MARK can change it.
+ */
+export const INPOD_MARK = 0x539;

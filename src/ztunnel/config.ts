@@ -5,6 +5,7 @@ import { LogControl, parseLogFormat, type LogFormat } from '../lib/log.js';
 import {
   HBONE_PORT,
   INBOUND_PLAINTEXT_PORT,
+  INPOD_MARK,
   ISTIOD_GRPC_PORT,
   OUTBOUND_CAPTURE_PORT,
   SOCKS5_PORT,
@@ -68,11 +69,6 @@ export const DEFAULTS = Object.freeze({
   enableSocks5: false,
 });
 
-/**
- * ztunnel's in-pod packet mark (ztunnel `src/config.rs` DEFAULT_INPOD_MARK): on every socket it makes in a pod, so
- * the pod's rules let those packets through; istio-cni's rules match exactly this mark (InpodMark).
- */
-export const DEFAULT_INPOD_MARK = 0x539;
 /** Listen backlog of every in-pod listener, the proxies' and the DNS proxy's (ztunnel `src/inpod/config.rs`). */
 export const INPOD_LISTEN_BACKLOG = 128;
 
@@ -233,7 +229,7 @@ function checkProxyMode(env: Env): void {
 /** INPOD_ENABLED and its settings, named as ztunnel names them (ztunnel `src/config.rs`). */
 function inpodConfig(env: Env): InpodConfig | undefined {
   if (!envBool(env, 'INPOD_ENABLED', false)) return undefined;
-  const mark = envInt(env, 'PACKET_MARK', DEFAULT_INPOD_MARK, 1, 2 ** 32 - 1);
+  const mark = envInt(env, 'PACKET_MARK', INPOD_MARK, 1, 2 ** 32 - 1);
   return Object.freeze({
     uds: nonEmpty(env['INPOD_UDS']) ?? ZDS_SOCKET_PATH,
     mark,

@@ -12,12 +12,16 @@ import { MeshError, type ErrorCode } from '../../lib/errors.js';
 import { netnsId, type NetnsRef } from '../../native/native.js';
 import { parseGoBool } from './go-bool.js';
 import { SerialQueue } from './serial-queue.js';
-import { DNS_PROXY_PORT, HBONE_PORT, INBOUND_PLAINTEXT_PORT, OUTBOUND_CAPTURE_PORT } from '../../lib/istio-ports.js';
+import {
+  DNS_PROXY_PORT,
+  HBONE_PORT,
+  INBOUND_PLAINTEXT_PORT,
+  INPOD_MARK,
+  OUTBOUND_CAPTURE_PORT,
+} from '../../lib/istio-ports.js';
 import { IptablesRules, replaceChains, type IpFamily } from './iptables-rules.js';
 import { mustRunInNetns, type CommandResult } from './netns-command.js';
 
-/** ztunnel's `SO_MARK` on every socket it makes in a pod (ztunnel `src/inpod/config.rs`, istio `cni/pkg/config`). */
-export const INPOD_MARK = 0x539;
 export const INPOD_MASK = 0xfff;
 /** The connmark / fwmark for connections ztunnel opened to the app, so the app's replies route back to ztunnel. */
 export const INPOD_TPROXY_MARK = 0x111;

@@ -3,9 +3,9 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { formatHostPort } from '../../lib/ip.js';
-import { DNS_PROXY_PORT } from '../../lib/istio-ports.js';
+import { DNS_PROXY_PORT, INPOD_MARK } from '../../lib/istio-ports.js';
 import { listenInNetns, tcpSocketInNetns, udpSocketInNetns, type NetnsRef } from '../../native/native.js';
-import { DEFAULT_INPOD_MARK, INPOD_LISTEN_BACKLOG } from '../config.js';
+import { INPOD_LISTEN_BACKLOG } from '../config.js';
 import type { DnsUpstreamSockets } from './dns-forwarder.js';
 
 /** The DNS proxy's sockets, bound and listening: UDP sockets and TCP servers, one of each per address. */
@@ -86,7 +86,7 @@ export interface PodDnsSocketOptions {
 }
 
 /** ztunnel's in-pod defaults (ztunnel `src/config.rs`: INPOD_MARK, INPOD_PORT_REUSE=true). */
-const POD_DNS_DEFAULTS: PodDnsSocketOptions = { mark: DEFAULT_INPOD_MARK, reusePort: true };
+const POD_DNS_DEFAULTS: PodDnsSocketOptions = { mark: INPOD_MARK, reusePort: true };
 
 /**
  * In-pod: UDP and TCP on 127.0.0.1:15053 and [::1]:15053 inside the pod's network namespace, marked, with
@@ -122,7 +122,7 @@ export function podDnsListen(netns: NetnsRef, port = DNS_PROXY_PORT, options = P
  * beside it, and with it the kernel may give two of them the same port, so one query's reply could reach the
  * other's socket.
  */
-export function podUpstreamSockets(netns: NetnsRef, mark = DEFAULT_INPOD_MARK): DnsUpstreamSockets {
+export function podUpstreamSockets(netns: NetnsRef, mark = INPOD_MARK): DnsUpstreamSockets {
   return {
     udp: (family) =>
       udpSocketInNetns(netns, { host: family === 6 ? '::' : '0.0.0.0', port: 0, mark, reusePort: false }),
