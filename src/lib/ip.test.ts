@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canonicalIp, canonicalUnmappedIp, formatIp, ipBytes, parseHostPort } from './ip.js';
+import { canonicalIp, canonicalUnmappedIp, formatIp, formatRemote, ipBytes, parseHostPort } from './ip.js';
 
 test('canonicalIp: every spelling of an IPv6 address becomes the one Node prints (RFC 5952)', () => {
   for (const [given, canonical] of [
@@ -36,4 +36,10 @@ test('canonicalUnmappedIp: an IPv4-mapped IPv6 address is its IPv4 address, as G
   assert.equal(canonicalUnmappedIp('FD00:0::1'), 'fd00::1');
   assert.equal(canonicalUnmappedIp('10.1.2.3'), '10.1.2.3');
   assert.equal(canonicalUnmappedIp('10.1.2.300'), undefined);
+});
+
+test("formatRemote: a socket's peer as ztunnel logs it, IPv6 in brackets, ? for what a closed socket forgot", () => {
+  assert.equal(formatRemote({ remoteAddress: '10.0.0.1', remotePort: 8080 }), '10.0.0.1:8080');
+  assert.equal(formatRemote({ remoteAddress: 'fd00::5', remotePort: 43210 }), '[fd00::5]:43210');
+  assert.equal(formatRemote({}), '?:?');
 });

@@ -97,6 +97,16 @@ export function formatHostPort(ip: string, port: number): string {
   return net.isIPv6(ip) ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 
+/** A socket's peer as `ip:port` / `[v6]:port`, as ztunnel logs it; `?` for what the socket no longer knows. */
+export function formatRemote(s: {
+  readonly remoteAddress?: string | undefined;
+  readonly remotePort?: number | undefined;
+}): string {
+  const ip = s.remoteAddress ?? '?';
+  const port = s.remotePort === undefined ? '?' : String(s.remotePort);
+  return net.isIPv6(ip) ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
 /** Parses `host:port` / `[v6]:port` with a port in 1..65535; an IPv6 host comes back in canonical form. */
 export function parseHostPort(s: string): { host: string; port: number } | undefined {
   let host: string;

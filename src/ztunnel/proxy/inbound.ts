@@ -1,7 +1,7 @@
 import net from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { describeError, MeshError } from '../../lib/errors.js';
-import { canonicalIp, formatHostPort } from '../../lib/ip.js';
+import { canonicalIp, formatHostPort, formatRemote } from '../../lib/ip.js';
 import { WORKLOAD_WAIT_MS } from '../config.js';
 import { HBONE_PORT } from '../../lib/istio-ports.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
@@ -53,10 +53,7 @@ export class InboundHbone {
       handshakeTimeout: this.ctx.config.hboneConnectTimeoutMs,
     });
     server.on('tlsClientError', (e: Error, s: TLSSocket) =>
-      this.ctx.log.debug(
-        { src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) },
-        'HBONE TLS handshake failed',
-      ),
+      this.ctx.log.debug({ src: formatRemote(s), error: describeError(e) }, 'HBONE TLS handshake failed'),
     );
     server.on('secureConnection', (socket: TLSSocket) => this.onSecureConnection(socket));
     // Accepted sockets are not read until the certificate is known; then the TLS server takes them over.
@@ -73,7 +70,7 @@ export class InboundHbone {
 
   /** Hands `socket` to the TLS server once the local workload's certificate is there; drops it if it never is. */
   private async accept(socket: net.Socket, server: tls.Server): Promise<void> {
-    const src = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+    const src = formatRemote(socket);
     socket.on('error', () => undefined);
     this.waiting.add(socket);
     try {
@@ -123,7 +120,7 @@ export class InboundHbone {
 
   /** Authenticates the client before any HTTP/2, then runs HTTP/2 on the TLS socket. */
   private onSecureConnection(socket: TLSSocket): void {
-    const addr = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+    const addr = formatRemote(socket);
     socket.on('error', (e) => this.ctx.log.debug({ src: addr, error: describeError(e) }, 'HBONE connection error'));
     const id = this.clientIdentity(socket);
     if (id instanceof MeshError) {

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { describeError, MeshError } from '../../lib/errors.js';
-import { canonicalIp, formatHostPort, formatIp } from '../../lib/ip.js';
+import { canonicalIp, formatHostPort, formatIp, formatRemote } from '../../lib/ip.js';
 import { SOCKS5_PORT } from '../../lib/istio-ports.js';
 import type { ProxyContext } from './proxy-context.js';
 import { APP_SERVER_OPTIONS } from './socket-factory.js';
@@ -114,7 +114,7 @@ export class Socks5Listener {
     if (src !== this.ip) {
       const e = new MeshError(
         'ZT_ERR_SOCKS5_FOREIGN_CLIENT',
-        `SOCKS5 client ${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'} is not workload ${this.uid} (${this.ip}); only the workload itself may send through its SOCKS5 port`,
+        `SOCKS5 client ${formatRemote(s)} is not workload ${this.uid} (${this.ip}); only the workload itself may send through its SOCKS5 port`,
       );
       this.ctx.log.warn({ workload: this.uid, src: s.remoteAddress, error: describeError(e) }, 'SOCKS5 client refused');
       s.on('error', () => undefined);
@@ -125,10 +125,7 @@ export class Socks5Listener {
     s.once('close', () => this.clients.delete(s));
     s.on('error', () => undefined);
     void this.handshake(s).catch((e: unknown) => {
-      this.ctx.log.debug(
-        { src: `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`, error: describeError(e) },
-        'SOCKS5 handshake failed',
-      );
+      this.ctx.log.debug({ src: formatRemote(s), error: describeError(e) }, 'SOCKS5 handshake failed');
       s.destroy();
     });
   }
@@ -188,7 +185,7 @@ export class Socks5Listener {
           throw e;
         }
       }
-      const src = `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`;
+      const src = formatRemote(s);
       let setup;
       try {
         setup = await this.outbound.connect(src, this.ip, dstIp, target.port);
