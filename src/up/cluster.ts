@@ -40,6 +40,7 @@ const SETTLE_POLL_MS = 250;
 /** What every node needs on the host: network namespaces, links and routes, and entering them. */
 const CLUSTER_TOOLS: readonly HostTool[] = [
   { cmd: 'ip', pkg: 'iproute2', why: 'network namespaces, links and routes' },
+  { cmd: 'nsenter', pkg: 'util-linux', why: "running each node's CNI chain and its agent's commands in its namespace" },
 ];
 /** What the node agent runs in each captured pod and on each node (Istio's iptables backend). */
 const AMBIENT_TOOLS: readonly HostTool[] = [
