@@ -25,6 +25,7 @@ import { LogControl } from '../src/lib/log.js';
 import { ameshCommand } from '../src/up/amesh-command.js';
 import { startApiServer } from './helpers/in-process.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
+import { freePorts } from './helpers/free-port.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 
 const NS = 'shop';
@@ -204,6 +205,36 @@ function controllerManager(kubeconfig: string): { p: ChildProcess; synced: Promi
   });
   return { p, synced, output: () => out };
 }
+
+test('`amesh controller-manager` whose API is not up yet keeps retrying its informers instead of exiting', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'amesh-controller-manager-'));
+  const [port] = await freePorts('127.0.0.1', 1);
+  const kubeconfig = path.join(dir, 'kubeconfig');
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'down', server: `https://127.0.0.1:${String(port)}`, skipTLSVerify: true }],
+    users: [{ name: 'down', token: 'unused' }],
+    contexts: [{ name: 'down', cluster: 'down', user: 'down' }],
+    currentContext: 'down',
+  });
+  await writeFile(kubeconfig, kc.exportConfig());
+  const { p, output } = controllerManager(kubeconfig);
+  try {
+    // Two failed rounds of the nodes informer: the process outlived its first retry.
+    await new Promise<void>((resolve, reject) => {
+      const retries = (): number =>
+        output().match(/"path":"\/api\/v1\/nodes"[^\n]*watch failed; restarting/g)?.length ?? 0;
+      p.stdout?.on('data', () => {
+        if (retries() >= 2) resolve();
+      });
+      p.once('exit', (code) => reject(new Error(`exited with ${String(code)}: ${output()}`)));
+    });
+    assert.equal(p.exitCode, null);
+  } finally {
+    p.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  }
+});
 
 test('`amesh controller-manager --kubeconfig` runs the controllers and the scheduler as a process and stops on SIGTERM', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-controller-manager-'));

@@ -66,7 +66,6 @@ export class RestartingInformer<T extends KubernetesObject> {
         'watch failed; restarting',
       );
       this.timer = setTimeout(() => void (this.running = this.run()), delay);
-      this.timer.unref();
     });
   }
 
