@@ -10,22 +10,17 @@ import type { Manifest, RejectedObject } from './manifest-dir.js';
 
 /** The stand-in for `r` (read from `file`, empty for an API object), or undefined for a kind that has none. */
 export function failClosedStandIn(r: RejectedObject, file: string): Manifest | undefined {
-  const spec =
-    r.kind === 'AuthorizationPolicy'
-      ? { action: 'DENY', rules: [{}] }
-      : r.kind === 'PeerAuthentication'
-        ? { mtls: { mode: 'STRICT' } }
-        : undefined;
-  if (spec === undefined) return undefined;
-  return {
+  const object = {
     apiVersion: 'security.istio.io/v1',
     kind: r.kind,
     metadata: { name: r.name, namespace: r.namespace, labels: {}, annotations: {} },
-    spec,
     status: {},
     source: r.source,
     file,
   };
+  if (r.kind === 'AuthorizationPolicy') return { ...object, spec: { action: 'DENY', rules: [{}] } };
+  if (r.kind === 'PeerAuthentication') return { ...object, spec: { mtls: { mode: 'STRICT' } } };
+  return undefined;
 }
 
 /** Says that `r` is served as its stand-in, and what that denies. */

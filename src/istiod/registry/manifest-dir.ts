@@ -248,6 +248,12 @@ export interface DocumentOrigin {
 
 type Collected = { objects: Manifest[]; errors: MeshError[]; warnings: string[]; rejected: RejectedObject[] };
 
+/** The namespace of an object: none for a cluster-scoped kind, `default` when a namespaced object names none. */
+function namespaceOf(kind: string | undefined, meta: Record<string, unknown>): string {
+  if (kind !== undefined && KINDS[kind]?.clusterScoped === true) return '';
+  return typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
+}
+
 /**
  * Checks one document, its value `o` and its YAML node tree `doc` (for lines and paths), against its kind's
  * schema, and adds the object, or its problems, to `out`.
@@ -265,12 +271,7 @@ export function checkDocument(
   const meta = asRecord(r['metadata']);
   const kind = typeof r['kind'] === 'string' ? r['kind'] : undefined;
   const name = typeof meta['name'] === 'string' ? meta['name'] : undefined;
-  const namespace =
-    kind !== undefined && KINDS[kind]?.clusterScoped === true
-      ? ''
-      : typeof meta['namespace'] === 'string'
-        ? meta['namespace']
-        : 'default';
+  const namespace = namespaceOf(kind, meta);
   const what = `${kind ?? 'document'}${name === undefined ? '' : ` ${namespace === '' ? '' : namespace + '/'}${name}`}`;
   const schema = kind === undefined ? undefined : KINDS[kind];
   if (kind !== undefined && schema === undefined)

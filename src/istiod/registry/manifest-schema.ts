@@ -293,6 +293,34 @@ export interface Problem {
   readonly reason: string;
 }
 
+type ScalarType = 'string' | 'int' | 'bool' | 'intOrString';
+
+const WANT: Readonly<Record<ScalarType, string>> = {
+  string: 'a string',
+  int: 'an integer',
+  bool: 'true or false',
+  intOrString: 'an integer or a string',
+};
+
+function fitsScalar(t: ScalarType, v: unknown): boolean {
+  switch (t) {
+    case 'string':
+      return typeof v === 'string';
+    case 'bool':
+      return typeof v === 'boolean';
+    case 'int':
+      return Number.isInteger(v);
+    case 'intOrString':
+      return typeof v === 'string' || Number.isInteger(v);
+  }
+}
+
+/** A node that is not what the schema wants, as a message names it: a scalar by its value, else by its shape. */
+function shapeOf(n: Node): string {
+  if (isScalar(n)) return JSON.stringify(n.value);
+  return isSeq(n) ? 'a list' : 'a mapping';
+}
+
 /** Walks `node` against `schema`; type problems go to `errors`, unusable values to `warnings`. */
 export class SchemaWalker {
   readonly errors: Problem[] = [];
@@ -317,25 +345,11 @@ export class SchemaWalker {
       case 'bool':
       case 'intOrString': {
         const v = isScalar(n) ? n.value : undefined;
-        const ok =
-          s.t === 'string'
-            ? typeof v === 'string'
-            : s.t === 'bool'
-              ? typeof v === 'boolean'
-              : s.t === 'int'
-                ? Number.isInteger(v)
-                : typeof v === 'string' || Number.isInteger(v);
-        const want = {
-          string: 'a string',
-          int: 'an integer',
-          bool: 'true or false',
-          intOrString: 'an integer or a string',
-        }[s.t];
-        if (!ok)
+        if (!fitsScalar(s.t, v))
           return this.err(
             n,
             path,
-            `expected ${want}, got ${isScalar(n) ? JSON.stringify(v) : isSeq(n) ? 'a list' : 'a mapping'}${s.t === 'string' && isScalar(n) ? ' (quote it)' : ''}`,
+            `expected ${WANT[s.t]}, got ${shapeOf(n)}${s.t === 'string' && isScalar(n) ? ' (quote it)' : ''}`,
           );
         if (s.t === 'string' && s.enum !== undefined && !s.enum.includes(v as string))
           return this.err(n, path, `expected one of ${s.enum.join(', ')}, got "${String(v)}"`);
@@ -427,15 +441,17 @@ export function denyListsWithNothingValid(spec: Record<string, unknown>): (strin
         if (empty(src[k], isPolicyIp)) out.push(['spec', 'rules', i, 'from', j, 'source', k]);
     });
     each('when', (w, j) => {
-      const ok =
-        w['key'] === 'destination.port'
-          ? isPolicyPort
-          : w['key'] === 'source.ip' || w['key'] === 'destination.ip'
-            ? isPolicyIp
-            : undefined;
+      const ok = conditionValueCheck(w['key']);
       if (ok !== undefined)
         for (const k of ['values', 'notValues']) if (empty(w[k], ok)) out.push(['spec', 'rules', i, 'when', j, k]);
     });
   });
   return out;
+}
+
+/** How Istio reads the values of a `when` condition on `key`, for the keys whose values it parses. */
+function conditionValueCheck(key: unknown): ((s: string) => boolean) | undefined {
+  if (key === 'destination.port') return isPolicyPort;
+  if (key === 'source.ip' || key === 'destination.ip') return isPolicyIp;
+  return undefined;
 }
