@@ -6,7 +6,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { LineCounter, isScalar, parseAllDocuments, type Document, type Node } from 'yaml';
-import { denyListsWithNothingValid, documentSchema, KINDS, SchemaWalker } from './manifest-schema.js';
+import { denyListsWithNothingValid, documentSchema, kindSchema, SchemaWalker } from './manifest-schema.js';
 import { MeshError } from '../../lib/errors.js';
 import { asRecord } from '../../lib/record.js';
 
@@ -250,7 +250,7 @@ type Collected = { objects: Manifest[]; errors: MeshError[]; warnings: string[];
 
 /** The namespace of an object: none for a cluster-scoped kind, `default` when a namespaced object names none. */
 function namespaceOf(kind: string | undefined, meta: Record<string, unknown>): string {
-  if (kind !== undefined && KINDS[kind]?.clusterScoped === true) return '';
+  if (kind !== undefined && kindSchema(kind)?.clusterScoped === true) return '';
   return typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
 }
 
@@ -273,7 +273,7 @@ export function checkDocument(
   const name = typeof meta['name'] === 'string' ? meta['name'] : undefined;
   const namespace = namespaceOf(kind, meta);
   const what = `${kind ?? 'document'}${name === undefined ? '' : ` ${namespace === '' ? '' : namespace + '/'}${name}`}`;
-  const schema = kind === undefined ? undefined : KINDS[kind];
+  const schema = kind === undefined ? undefined : kindSchema(kind);
   if (kind !== undefined && schema === undefined)
     out.warnings.push(`${at(walker.line(contents))}${what}: kind ${kind} is not used by amesh istiod; ignored`);
   walker.walk(contents, documentSchema(schema), '');

@@ -187,3 +187,30 @@ test('a creationTimestamp as the API server writes it (unquoted RFC 3339) is kep
   assert.deepEqual(r.errors, []);
   assert.equal(r.objects[0]?.metadata.creationTimestamp, '2024-05-01T10:00:00Z');
 });
+
+test('a required field given as null is refused as missing, as the API server prunes a null field', () => {
+  for (const [yaml, why] of [
+    ['apiVersion: v1\nkind: Pod\nmetadata: {name: ~, namespace: shop}\n', /metadata\.name: is required/],
+    ['apiVersion: ~\nkind: Pod\nmetadata: {name: web, namespace: shop}\n', /: apiVersion: is required/],
+    [`${AP}  rules: [{when: [{key: ~, values: [a]}]}]\n`, /when\[0\]\.key: is required/],
+  ] as const) {
+    const r = parseManifests('m.yaml', yaml);
+    assert.deepEqual(r.objects, []);
+    assert.match(r.errors[0]?.message ?? '', why);
+  }
+});
+
+test('an ownerReference without apiVersion, kind or name is refused, as the API server refuses it', () => {
+  const r = parseManifests('m.yaml', `${POD}  ownerReferences: [{kind: ReplicaSet, controller: true}]\n`);
+  assert.deepEqual(r.objects, []);
+  const messages = r.errors.map((e) => e.message).join('\n');
+  assert.match(messages, /metadata\.ownerReferences\[0\]\.apiVersion: is required/);
+  assert.match(messages, /metadata\.ownerReferences\[0\]\.name: is required/);
+});
+
+test("a field named after an Object.prototype member is an unknown field, and such a kind one amesh doesn't read", () => {
+  const field = parseManifests('m.yaml', `${AP}  constructor: x\n`);
+  assert.match(field.errors[0]?.message ?? '', /unknown field "constructor"/);
+  const kind = parseManifests('m.yaml', 'apiVersion: v1\nkind: toString\nmetadata: {name: t, namespace: shop}\n');
+  assert.match(kind.warnings[0] ?? '', /kind toString is not used by amesh istiod/);
+});

@@ -10,7 +10,7 @@
  * line of the offending node, and the schemas below cover only the fields amesh reads.
  */
 import net from 'node:net';
-import { isMap, isScalar, isSeq, type LineCounter, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, type LineCounter, type Node, type Scalar } from 'yaml';
 import { ipBytes } from '../../lib/ip.js';
 
 type Check = (v: unknown) => string | undefined;
@@ -108,16 +108,22 @@ const METADATA: Record<string, Schema> = {
   annotations,
   uid: str,
   generateName: str,
+  // The API requires apiVersion, kind and name (uid is looked up by name when applied).
   ownerReferences: {
     t: 'list',
-    of: open({
-      apiVersion: str,
-      kind: str,
-      name: str,
-      uid: str,
-      controller: { t: 'bool' },
-      blockOwnerDeletion: { t: 'bool' },
-    }),
+    of: {
+      t: 'object',
+      fields: {
+        apiVersion: str,
+        kind: str,
+        name: str,
+        uid: str,
+        controller: { t: 'bool' },
+        blockOwnerDeletion: { t: 'bool' },
+      },
+      required: ['apiVersion', 'kind', 'name'],
+      open: true,
+    },
   },
   creationTimestamp: { t: 'string', check: timestamp },
   resourceVersion: str,
@@ -268,7 +274,7 @@ interface KindSchema {
 }
 
 /** Kinds amesh reads, or (workload owners) accepts for their metadata. Anything else gets a warning. */
-export const KINDS: Readonly<Record<string, KindSchema>> = {
+const KINDS: Readonly<Record<string, KindSchema>> = {
   Namespace: { nameIsLabel: true, clusterScoped: true },
   /** Read for its `topology.*` labels, the locality of the pods scheduled on it. */
   Node: { clusterScoped: true },
@@ -286,6 +292,11 @@ export const KINDS: Readonly<Record<string, KindSchema>> = {
   Job: {},
   CronJob: {},
 };
+
+/** What amesh checks of `kind` (an own key of `KINDS`, never one of `Object.prototype`'s); undefined for a kind it does not read. */
+export function kindSchema(kind: string): KindSchema | undefined {
+  return Object.hasOwn(KINDS, kind) ? KINDS[kind] : undefined;
+}
 
 export interface Problem {
   readonly line: number;
@@ -321,6 +332,10 @@ function shapeOf(n: Node): string {
   return isSeq(n) ? 'a list' : 'a mapping';
 }
 
+/** No node, or an explicit null (`key:`, `key: ~`). */
+const isNullNode = (n: Node | null | undefined): n is Scalar<null> | null | undefined =>
+  n === null || n === undefined || (isScalar(n) && n.value === null);
+
 /** Walks `node` against `schema`; type problems go to `errors`, unusable values to `warnings`. */
 export class SchemaWalker {
   readonly errors: Problem[] = [];
@@ -338,7 +353,7 @@ export class SchemaWalker {
   }
 
   walk(n: Node | null | undefined, s: Schema, path: string): void {
-    if (n === null || n === undefined || (isScalar(n) && n.value === null) || s.t === 'any') return;
+    if (isNullNode(n) || s.t === 'any') return;
     switch (s.t) {
       case 'string':
       case 'int':
@@ -366,27 +381,27 @@ export class SchemaWalker {
       case 'object':
       case 'map': {
         if (!isMap(n)) return this.err(n, path, `expected a mapping, got ${isSeq(n) ? 'a list' : 'a scalar'}`);
-        const seen = new Set<string>();
+        /** Keys with a value: a required field given as null is as missing as the API server finds it. */
+        const present = new Set<string>();
         for (const pair of n.items) {
           const k = pair.key as Node | null;
           const key = isScalar(k) ? String(k.value) : '';
           const p = path === '' ? key : `${path}.${key}`;
-          seen.add(key);
+          const v = pair.value as Node | null;
+          if (!isNullNode(v)) present.add(key);
           if (s.t === 'map') {
             const bad = s.key?.(key);
             if (bad !== undefined) this.err(k, p, bad);
             // A map's values are never null (a label `app:` with no value would be a selector matching nothing).
-            const v = pair.value as Node | null;
-            if (v === null || (isScalar(v) && v.value === null))
-              this.err(v ?? k, p, 'has no value (write "" for an empty string)');
+            if (isNullNode(v)) this.err(v ?? k, p, 'has no value (write "" for an empty string)');
             else this.walk(v, s.of, p);
-          } else if (key in s.fields) this.walk(pair.value as Node | null, s.fields[key]!, p);
+          } else if (Object.hasOwn(s.fields, key)) this.walk(v, s.fields[key]!, p);
           else if (s.open !== true)
             this.err(k, p, `unknown field "${key}" (expected one of: ${Object.keys(s.fields).join(', ')})`);
         }
         if (s.t === 'object')
           for (const r of s.required ?? [])
-            if (!seen.has(r)) this.err(n, path === '' ? r : `${path}.${r}`, 'is required');
+            if (!present.has(r)) this.err(n, path === '' ? r : `${path}.${r}`, 'is required');
         return;
       }
     }
