@@ -6,20 +6,22 @@
  * opens anything.
  */
 import type { Logger } from '../../lib/log.js';
-import type { Manifest, RejectedObject } from './manifest-dir.js';
+import type { RejectedObject, ResourceOf } from './manifest-dir.js';
 
 /** The stand-in for `r` (read from `file`, empty for an API object), or undefined for a kind that has none. */
-export function failClosedStandIn(r: RejectedObject, file: string): Manifest | undefined {
+export function failClosedStandIn(
+  r: RejectedObject,
+  file: string,
+): ResourceOf<'AuthorizationPolicy'> | ResourceOf<'PeerAuthentication'> | undefined {
   const object = {
     apiVersion: 'security.istio.io/v1',
-    kind: r.kind,
     metadata: { name: r.name, namespace: r.namespace, labels: {}, annotations: {} },
     status: {},
     source: r.source,
     file,
   };
-  if (r.kind === 'AuthorizationPolicy') return { ...object, spec: { action: 'DENY', rules: [{}] } };
-  if (r.kind === 'PeerAuthentication') return { ...object, spec: { mtls: { mode: 'STRICT' } } };
+  if (r.kind === 'AuthorizationPolicy') return { ...object, kind: r.kind, spec: { action: 'DENY', rules: [{}] } };
+  if (r.kind === 'PeerAuthentication') return { ...object, kind: r.kind, spec: { mtls: { mode: 'STRICT' } } };
   return undefined;
 }
 
