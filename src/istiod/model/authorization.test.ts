@@ -1,8 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseManifests } from '../registry/manifest-dir.js';
+import { isResource, parseManifests, type Manifest, type ResourceOf } from '../registry/manifest-dir.js';
 import { convertAuthorizationPolicy } from './authorization.js';
 import { AuthzAction, AuthzScope, type AuthorizationModel, type MatchModel } from './types.js';
+
+function policy(o: Manifest | undefined): ResourceOf<'AuthorizationPolicy'> {
+  assert.ok(o !== undefined && isResource(o) && o.kind === 'AuthorizationPolicy');
+  return o;
+}
 
 function convert(spec: string, extra = ''): ReturnType<typeof convertAuthorizationPolicy> {
   const { objects, errors } = parseManifests(
@@ -10,7 +15,7 @@ function convert(spec: string, extra = ''): ReturnType<typeof convertAuthorizati
     `apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: p, namespace: ns${extra}}\nspec: ${spec}\n`,
   );
   assert.deepEqual(errors, []);
-  return convertAuthorizationPolicy(objects[0]!, 'istio-system');
+  return convertAuthorizationPolicy(policy(objects[0]), 'istio-system');
 }
 
 const ipText = (x: { address: Uint8Array; length: number }): string => `${[...x.address].join('.')}/${x.length}`;
@@ -160,5 +165,5 @@ test('a policy in the root namespace without a selector is GLOBAL', () => {
     'ap.yaml',
     'apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: g, namespace: istio-system}\nspec: {}\n',
   );
-  assert.equal(convertAuthorizationPolicy(objects[0]!, 'istio-system').policy?.scope, AuthzScope.GLOBAL);
+  assert.equal(convertAuthorizationPolicy(policy(objects[0]), 'istio-system').policy?.scope, AuthzScope.GLOBAL);
 });

@@ -1,6 +1,12 @@
 import { ipBytes } from '../../lib/ip.js';
-import { isPolicyIp, isPolicyPort } from '../registry/manifest-schema.js';
-import type { Manifest } from '../registry/manifest-dir.js';
+import {
+  isPolicyIp,
+  isPolicyPort,
+  type PolicyCondition,
+  type PolicyOperation,
+  type PolicySource,
+} from '../registry/manifest-schema.js';
+import type { ResourceOf } from '../registry/manifest-dir.js';
 import {
   AuthzAction,
   AuthzScope,
@@ -10,9 +16,6 @@ import {
   type MatchModel,
   type StringMatchModel,
 } from './types.js';
-import { asRecord } from '../../lib/record.js';
-
-type Obj = Record<string, unknown>;
 
 export interface ConvertResult {
   /** Undefined when the policy is not for ztunnel (waypoint-targeted, AUDIT/CUSTOM, dry-run). */
@@ -21,8 +24,12 @@ export interface ConvertResult {
   readonly warnings: readonly string[];
 }
 
-const strs = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
-const has = (o: Obj, k: string): boolean => (Array.isArray(o[k]) ? (o[k] as unknown[]).length > 0 : o[k] !== undefined);
+/** A policy's list of strings as Istio reads it; a null item reads as "null". */
+type Strings = readonly (string | null)[] | null | undefined;
+
+const strs = (v: Strings): string[] => v?.map(String) ?? [];
+/** A field is set when it is a non-empty list, or anything but absent (an explicit null included). */
+const isSet = (v: unknown): boolean => (Array.isArray(v) ? v.length > 0 : v !== undefined);
 
 /** Istio's string patterns: `*` presence, `*x` suffix, `x*` prefix, else exact. */
 export function stringMatch(s: string): StringMatchModel {
@@ -48,24 +55,28 @@ export function ipMatch(s: string): IpMatchModel | undefined {
  * `never` is set when the list had values and none survived: as written it matched nothing, so the Match
  * holding it can never match (sending the emptied list would instead mean "any").
  */
-function valid<T>(v: unknown, ok: (s: string) => boolean, parse: (s: string) => T): { values: T[]; never: boolean } {
+function valid<T>(v: Strings, ok: (s: string) => boolean, parse: (s: string) => T): { values: T[]; never: boolean } {
   const all = strs(v);
   const values = all.filter(ok).map(parse);
   return { values, never: all.length > 0 && values.length === 0 };
 }
-const portValues = (v: unknown): { values: number[]; never: boolean } => valid(v, isPolicyPort, Number);
-const ipValues = (v: unknown): { values: IpMatchModel[]; never: boolean } =>
+const portValues = (v: Strings): { values: number[]; never: boolean } => valid(v, isPolicyPort, Number);
+const ipValues = (v: Strings): { values: IpMatchModel[]; never: boolean } =>
   valid(
     v,
     (s) => isPolicyIp(s) && ipMatch(s) !== undefined,
     (s) => ipMatch(s)!,
   );
 
-const L7_OPERATION = ['hosts', 'notHosts', 'methods', 'notMethods', 'paths', 'notPaths'];
-const L7_SOURCE = ['remoteIpBlocks', 'notRemoteIpBlocks', 'requestPrincipals', 'notRequestPrincipals'];
+const L7_OPERATION = ['hosts', 'notHosts', 'methods', 'notMethods', 'paths', 'notPaths'] as const;
+const L7_SOURCE = ['remoteIpBlocks', 'notRemoteIpBlocks', 'requestPrincipals', 'notRequestPrincipals'] as const;
 
 /** Whom a policy applies to: the pods its selector picks, else the mesh (root namespace), else its own namespace. */
-function policyScope(selector: Obj, namespace: string, rootNamespace: string): AuthorizationModel['scope'] {
+function policyScope(
+  selector: Readonly<Record<string, string>>,
+  namespace: string,
+  rootNamespace: string,
+): AuthorizationModel['scope'] {
   if (Object.keys(selector).length > 0) return AuthzScope.WORKLOAD_SELECTOR;
   return namespace === rootNamespace ? AuthzScope.GLOBAL : AuthzScope.NAMESPACE;
 }
@@ -74,24 +85,25 @@ function policyScope(selector: Obj, namespace: string, rootNamespace: string): A
  * One AuthorizationPolicy (security.istio.io/v1) → the L4 Authorization ztunnel enforces (istio `pilot/pkg/serviceregistry/ambient/authorization.go`).
  * L7-only attributes make an ALLOW rule disappear (more restrictive) and are left out of a DENY rule.
  */
-export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string): ConvertResult {
+export function convertAuthorizationPolicy(
+  ap: ResourceOf<'AuthorizationPolicy'>,
+  rootNamespace: string,
+): ConvertResult {
   const spec = ap.spec;
   const warnings: string[] = [];
   const name = `${ap.metadata.namespace}/${ap.metadata.name}`;
-  if (spec['targetRef'] !== undefined || (Array.isArray(spec['targetRefs']) && spec['targetRefs'].length > 0)) {
+  if (spec.targetRef !== undefined || (spec.targetRefs?.length ?? 0) > 0) {
     return { policy: undefined, warnings: [`${name}: targets a waypoint or gateway; not sent to ztunnel`] };
   }
-  const action = typeof spec['action'] === 'string' ? spec['action'] : 'ALLOW';
+  const action = spec.action ?? 'ALLOW';
   if (action !== 'ALLOW' && action !== 'DENY')
     return { policy: undefined, warnings: [`${name}: ztunnel does not support the ${action} action`] };
   if (ap.metadata.annotations['istio.io/dry-run'] === 'true')
     return { policy: undefined, warnings: [`${name}: dry-run policies are not sent to ztunnel`] };
-  const selector = asRecord(asRecord(spec['selector'])['matchLabels']);
-  const scope = policyScope(selector, ap.metadata.namespace, rootNamespace);
+  const scope = policyScope(spec.selector?.matchLabels ?? {}, ap.metadata.namespace, rootNamespace);
   const deny = action === 'DENY';
   const rules: AuthorizationModel['rules'][number][] = [];
-  (Array.isArray(spec['rules']) ? spec['rules'] : []).forEach((raw, i) => {
-    const rule = asRecord(raw);
+  spec.rules?.forEach((rule, i) => {
     const where = `${name} rule ${i}`;
     let l7 = false;
     /** A clause whose every Match can never match makes the whole rule unable to match. */
@@ -102,44 +114,44 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
       if (live.length === 0) never = true;
       clauses.push({ matches: live });
     };
-    const to = Array.isArray(rule['to']) ? rule['to'].map((t) => asRecord(asRecord(t)['operation'])) : [];
+    const to: PolicyOperation[] = rule?.to?.map((t) => t?.operation ?? {}) ?? [];
     if (to.length > 0) {
       clause(
         to.map((op) => {
-          if (L7_OPERATION.some((k) => has(op, k))) l7 = true;
-          const p = portValues(op['ports']);
+          if (L7_OPERATION.some((k) => isSet(op[k]))) l7 = true;
+          const p = portValues(op.ports);
           return {
             match: {
               ...emptyMatch(),
               destinationPorts: p.values,
-              notDestinationPorts: portValues(op['notPorts']).values,
+              notDestinationPorts: portValues(op.notPorts).values,
             },
             never: p.never,
           };
         }),
       );
     }
-    const from = Array.isArray(rule['from']) ? rule['from'].map((f) => asRecord(asRecord(f)['source'])) : [];
+    const from: PolicySource[] = rule?.from?.map((f) => f?.source ?? {}) ?? [];
     if (from.length > 0) {
       clause(
         from.map((src) => {
-          if (L7_SOURCE.some((k) => has(src, k))) l7 = true;
-          const sas = (k: string): { namespace: string; serviceAccount: string }[] =>
+          if (L7_SOURCE.some((k) => isSet(src[k]))) l7 = true;
+          const sas = (k: 'serviceAccounts' | 'notServiceAccounts'): { namespace: string; serviceAccount: string }[] =>
             strs(src[k]).map((s) =>
               s.includes('/')
                 ? { namespace: s.split('/')[0]!, serviceAccount: s.split('/')[1]! }
                 : { namespace: ap.metadata.namespace, serviceAccount: s },
             );
-          const ips = ipValues(src['ipBlocks']);
+          const ips = ipValues(src.ipBlocks);
           return {
             match: {
               ...emptyMatch(),
               sourceIps: ips.values,
-              notSourceIps: ipValues(src['notIpBlocks']).values,
-              namespaces: strs(src['namespaces']).map(stringMatch),
-              notNamespaces: strs(src['notNamespaces']).map(stringMatch),
-              principals: strs(src['principals']).map(stringMatch),
-              notPrincipals: strs(src['notPrincipals']).map(stringMatch),
+              notSourceIps: ipValues(src.notIpBlocks).values,
+              namespaces: strs(src.namespaces).map(stringMatch),
+              notNamespaces: strs(src.notNamespaces).map(stringMatch),
+              principals: strs(src.principals).map(stringMatch),
+              notPrincipals: strs(src.notPrincipals).map(stringMatch),
               serviceAccounts: sas('serviceAccounts'),
               notServiceAccounts: sas('notServiceAccounts'),
             },
@@ -148,35 +160,16 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
         }),
       );
     }
-    for (const c of Array.isArray(rule['when']) ? rule['when'].map(asRecord) : []) {
-      const key = typeof c['key'] === 'string' ? c['key'] : '';
-      const values = strs(c['values']);
-      const notValues = strs(c['notValues']);
-      const m: Record<string, unknown> = { ...emptyMatch() };
-      let none = false;
-      const ips = (pos: string, neg: string): void => {
-        const v = ipValues(values);
-        none = v.never;
-        Object.assign(m, { [pos]: v.values, [neg]: ipValues(notValues).values });
-      };
-      if (key === 'source.ip') ips('sourceIps', 'notSourceIps');
-      else if (key === 'destination.ip') ips('destinationIps', 'notDestinationIps');
-      else if (key === 'source.namespace')
-        Object.assign(m, { namespaces: values.map(stringMatch), notNamespaces: notValues.map(stringMatch) });
-      else if (key === 'source.principal')
-        Object.assign(m, { principals: values.map(stringMatch), notPrincipals: notValues.map(stringMatch) });
-      else if (key === 'destination.port') {
-        const p = portValues(values);
-        none = p.never;
-        Object.assign(m, { destinationPorts: p.values, notDestinationPorts: portValues(notValues).values });
-      } else {
-        // An attribute ztunnel cannot see: in DENY the condition becomes an empty Match, which never matches, so
-        // the rule cannot deny more than the author wrote.
-        l7 = true;
-        clauses.push({ matches: [emptyMatch()] });
+    for (const c of rule?.when ?? []) {
+      const m = conditionMatch(c);
+      if (m !== undefined) {
+        clause([m]);
         continue;
       }
-      clause([{ match: m as unknown as MatchModel, never: none }]);
+      // An attribute ztunnel cannot see: in DENY the condition becomes an empty Match, which never matches, so
+      // the rule cannot deny more than the author wrote.
+      l7 = true;
+      clauses.push({ matches: [emptyMatch()] });
     }
     if (never) {
       warnings.push(
@@ -204,4 +197,48 @@ export function convertAuthorizationPolicy(ap: Manifest, rootNamespace: string):
     },
     warnings,
   };
+}
+
+/**
+ * A `when` condition on an attribute ztunnel sees, as a Match, with whether it can never match (its every port or
+ * IP invalid); undefined for any other attribute.
+ */
+function conditionMatch(c: PolicyCondition | null): { match: MatchModel; never: boolean } | undefined {
+  const values = strs(c?.values);
+  const notValues = strs(c?.notValues);
+  switch (c?.key) {
+    case 'source.ip': {
+      const v = ipValues(values);
+      return {
+        match: { ...emptyMatch(), sourceIps: v.values, notSourceIps: ipValues(notValues).values },
+        never: v.never,
+      };
+    }
+    case 'destination.ip': {
+      const v = ipValues(values);
+      return {
+        match: { ...emptyMatch(), destinationIps: v.values, notDestinationIps: ipValues(notValues).values },
+        never: v.never,
+      };
+    }
+    case 'source.namespace':
+      return {
+        match: { ...emptyMatch(), namespaces: values.map(stringMatch), notNamespaces: notValues.map(stringMatch) },
+        never: false,
+      };
+    case 'source.principal':
+      return {
+        match: { ...emptyMatch(), principals: values.map(stringMatch), notPrincipals: notValues.map(stringMatch) },
+        never: false,
+      };
+    case 'destination.port': {
+      const p = portValues(values);
+      return {
+        match: { ...emptyMatch(), destinationPorts: p.values, notDestinationPorts: portValues(notValues).values },
+        never: p.never,
+      };
+    }
+    default:
+      return undefined;
+  }
 }

@@ -74,7 +74,9 @@ const NODE_EDIT: Manifest = {
   metadata: { ...NODE.metadata, labels: { 'topology.kubernetes.io/region': 'r2' } },
 };
 
-const withSpec = (o: Manifest, spec: Record<string, unknown>): Manifest => ({ ...o, spec: { ...o.spec, ...spec } });
+/** `o` with `spec` merged into its spec (each edit below keeps its kind's spec valid). */
+const withSpec = (o: Manifest, spec: Record<string, unknown>): Manifest =>
+  ({ ...o, spec: { ...o.spec, ...spec } }) as Manifest;
 /** Edits that move each shared kind's selection from the web workloads to the db ones. */
 const SELECTOR_EDITS: readonly [string, (o: Manifest) => Manifest][] = [
   ['Service/shop/web', (o) => withSpec(o, { selector: { app: 'db' } })],

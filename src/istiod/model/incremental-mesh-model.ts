@@ -1,5 +1,12 @@
 import { isDeepStrictEqual } from 'node:util';
-import { objectKey, type Manifest } from '../registry/manifest-dir.js';
+import {
+  isResource,
+  objectKey,
+  type Manifest,
+  type ObjectChanges,
+  type Resource,
+  type ResourceOf,
+} from '../registry/manifest-dir.js';
 import { convertAuthorizationPolicy, type ConvertResult } from './authorization.js';
 import {
   convertPortLevelMtls,
@@ -19,7 +26,13 @@ import {
   type ServiceBackend,
 } from './services.js';
 import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
-import { convertPod, convertServiceEntryEndpoints, convertWorkloadEntry, type WorkloadContext } from './workloads.js';
+import {
+  convertPod,
+  convertServiceEntryEndpoints,
+  convertWorkloadEntry,
+  workloadEntryLabels,
+  type WorkloadContext,
+} from './workloads.js';
 
 export interface ModelConfig {
   readonly clusterId: string;
@@ -52,7 +65,7 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
 /** Kinds whose objects produce resources of their own. */
 const PRODUCER_KINDS: ReadonlySet<string> = new Set(['Pod', 'WorkloadEntry', 'ServiceEntry', 'Service']);
 /** Producers whose conversion reads only the shared inputs that match them (a Service or ServiceEntry reads the selection). */
-const WORKLOAD_KINDS: ReadonlySet<string> = new Set(['Pod', 'WorkloadEntry']);
+type Workload = ResourceOf<'Pod'> | ResourceOf<'WorkloadEntry'>;
 /** The producer of the resources that come from the shared kinds as a whole (policies, the static STRICT policy). */
 const SHARED = '';
 
@@ -74,26 +87,22 @@ interface Shared {
     readonly matchLabels: Readonly<Record<string, string>>;
     readonly namespace: string;
   }[];
-  readonly peerAuthentications: readonly Manifest[];
+  readonly peerAuthentications: readonly ResourceOf<'PeerAuthentication'>[];
   readonly authorizations: ReadonlyMap<string, AuthorizationModel>;
-}
-
-function matchLabels(m: Manifest): Record<string, string> {
-  return (m.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {};
 }
 
 const selects = (selector: Readonly<Record<string, string>>, labels: Readonly<Record<string, string>>): boolean =>
   Object.entries(selector).every(([k, v]) => labels[k] === v);
 
 /** What a workload-like object is matched on: its namespace, labels (a WorkloadEntry's own labels too) and node. */
-function workloadFacts(o: Manifest): { namespace: string; labels: Readonly<Record<string, string>>; node: unknown } {
+function workloadFacts(o: Workload): {
+  namespace: string;
+  labels: Readonly<Record<string, string>>;
+  node: string | undefined;
+} {
   if (o.kind === 'WorkloadEntry')
-    return {
-      namespace: o.metadata.namespace,
-      labels: { ...o.metadata.labels, ...((o.spec['labels'] as Record<string, string> | undefined) ?? {}) },
-      node: undefined,
-    };
-  return { namespace: o.metadata.namespace, labels: o.metadata.labels, node: o.spec['nodeName'] };
+    return { namespace: o.metadata.namespace, labels: workloadEntryLabels(o), node: undefined };
+  return { namespace: o.metadata.namespace, labels: o.metadata.labels, node: o.spec.nodeName ?? undefined };
 }
 
 /** The entries of `a` and `b` (each keyed by its JSON) that only one of them holds. */
@@ -111,7 +120,7 @@ function changedEntries<T>(a: readonly T[], b: readonly T[]): T[] {
  * mTLS mode, so it touches all. Each workload reads only the shared inputs that match it, so the others would
  * come out the same.
  */
-function affectedWorkloads(before: Shared, after: Shared, rootNamespace: string): (o: Manifest) => boolean {
+function affectedWorkloads(before: Shared, after: Shared, rootNamespace: string): (o: Workload) => boolean {
   const peerAuthenticationsChanged =
     before.peerAuthentications.length !== after.peerAuthentications.length ||
     before.peerAuthentications.some((pa, i) => pa !== after.peerAuthentications[i]);
@@ -126,7 +135,7 @@ function affectedWorkloads(before: Shared, after: Shared, rootNamespace: string)
   return (o) => {
     const w = workloadFacts(o);
     return (
-      (typeof w.node === 'string' && nodes.has(w.node)) ||
+      (w.node !== undefined && nodes.has(w.node)) ||
       backends.some((b) => b.namespace === w.namespace && selects(b.selector, w.labels)) ||
       policies.some(
         (p) => (p.namespace === w.namespace || p.namespace === rootNamespace) && selects(p.matchLabels, w.labels),
@@ -150,13 +159,13 @@ interface Held<T> {
  * the same objects always give the same model, whatever order the changes came in.
  */
 export class IncrementalMeshModel {
-  private readonly byKind = new Map<string, Map<string, Manifest>>();
+  private readonly byKind = new Map<string, Map<string, Resource>>();
   private readonly produced = new Map<string, Produced>();
   private readonly addressMap = new Map<string, Held<AddressModel>>();
   private readonly authorizationMap = new Map<string, Held<AuthorizationModel>>();
   private shared: Shared | undefined;
   /** AuthorizationPolicy conversions by object version: an unchanged policy is not converted (nor warned about) again. */
-  private converted = new WeakMap<Manifest, ConvertResult>();
+  private converted = new WeakMap<Resource, ConvertResult>();
   private shadowWarnings = new Set<string>();
 
   constructor(private readonly cfg: ModelConfig) {}
@@ -185,14 +194,15 @@ export class IncrementalMeshModel {
     return this.update(changes);
   }
 
-  /** Applies changed objects (undefined: deleted), keyed by `objectKey`. */
-  update(changes: ReadonlyMap<string, Manifest | undefined>): ModelChanges {
+  /** Applies changed objects (undefined: deleted), keyed by `objectKey`; kinds the model does not read are ignored. */
+  update(changes: ObjectChanges): ModelChanges {
     const out = { addresses: new Set<string>(), authorizations: new Set<string>(), warnings: [] as string[] };
     let sharedChanged = this.shared === undefined;
     for (const [key, o] of changes) {
+      if (o !== undefined && !isResource(o)) continue;
       const kind = kindOfKey(key);
       let m = this.byKind.get(kind);
-      if (m === undefined) this.byKind.set(kind, (m = new Map<string, Manifest>()));
+      if (m === undefined) this.byKind.set(kind, (m = new Map<string, Resource>()));
       if (o === undefined) m.delete(key);
       else m.set(key, o);
       if (SHARED_KINDS.has(kind)) sharedChanged = true;
@@ -205,7 +215,8 @@ export class IncrementalMeshModel {
         before === undefined ? undefined : affectedWorkloads(before, this.shared, this.cfg.rootNamespace);
       for (const kind of PRODUCER_KINDS) {
         for (const [key, o] of this.byKind.get(kind) ?? []) {
-          if (affected !== undefined && WORKLOAD_KINDS.has(kind) && !changes.has(key) && !affected(o)) continue;
+          const workload = o.kind === 'Pod' || o.kind === 'WorkloadEntry';
+          if (affected !== undefined && workload && !changes.has(key) && !affected(o)) continue;
           this.settle(key, this.produce(o), out);
         }
       }
@@ -213,12 +224,12 @@ export class IncrementalMeshModel {
     for (const [key, o] of changes) {
       if (!PRODUCER_KINDS.has(kindOfKey(key))) continue;
       if (o === undefined) this.settle(key, NOTHING, out);
-      else if (!sharedChanged) this.settle(key, this.produce(o), out);
+      else if (!sharedChanged && isResource(o)) this.settle(key, this.produce(o), out);
     }
     return out;
   }
 
-  private objectsOf(kind: string): Manifest[] {
+  private objectsOf(kind: string): Resource[] {
     return [...(this.byKind.get(kind)?.values() ?? [])];
   }
 
@@ -242,7 +253,7 @@ export class IncrementalMeshModel {
     }
     const authorizations = new Map<string, AuthorizationModel>();
     const selectorPolicies: Shared['selectorPolicies'][number][] = [];
-    const converted = new WeakMap<Manifest, ConvertResult>();
+    const converted = new WeakMap<Resource, ConvertResult>();
     for (const ap of shared.filter((o) => o.kind === 'AuthorizationPolicy')) {
       let r = this.converted.get(ap);
       if (r === undefined) {
@@ -253,8 +264,9 @@ export class IncrementalMeshModel {
       if (r.policy === undefined) continue;
       const key = `${r.policy.namespace}/${r.policy.name}`;
       authorizations.set(key, r.policy);
-      if (Object.keys(matchLabels(ap)).length > 0)
-        selectorPolicies.push({ key, matchLabels: matchLabels(ap), namespace: ap.metadata.namespace });
+      const matchLabels = ap.spec.selector?.matchLabels ?? {};
+      if (Object.keys(matchLabels).length > 0)
+        selectorPolicies.push({ key, matchLabels, namespace: ap.metadata.namespace });
     }
     this.converted = converted;
     const peerAuthentications = shared.filter((o) => o.kind === 'PeerAuthentication');
@@ -299,7 +311,7 @@ export class IncrementalMeshModel {
   }
 
   /** The resources one object produces with the current shared inputs. */
-  private produce(o: Manifest): Produced {
+  private produce(o: Resource): Produced {
     const s = this.shared!;
     const addresses = new Map<string, AddressModel>();
     const authorizations = new Map<string, AuthorizationModel>();
@@ -325,15 +337,7 @@ export class IncrementalMeshModel {
         workload(convertPod(o, ctx(o.metadata.namespace, o.metadata.labels)));
         break;
       case 'WorkloadEntry':
-        workload(
-          convertWorkloadEntry(
-            o,
-            ctx(o.metadata.namespace, {
-              ...o.metadata.labels,
-              ...((o.spec['labels'] as Record<string, string> | undefined) ?? {}),
-            }),
-          ),
-        );
+        workload(convertWorkloadEntry(o, ctx(o.metadata.namespace, workloadEntryLabels(o))));
         break;
       case 'ServiceEntry': {
         const hosts = serviceEntryHosts(o).filter((h) => s.selection.serves(o, h));

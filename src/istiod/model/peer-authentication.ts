@@ -1,4 +1,5 @@
-import type { Manifest } from '../registry/manifest-dir.js';
+import type { ResourceOf } from '../registry/manifest-dir.js';
+import type { MtlsMode } from '../registry/manifest-schema.js';
 import { AuthzAction, AuthzScope, emptyMatch, type AuthorizationModel } from './types.js';
 
 /** The static DENY ztunnel gets for STRICT mTLS (istio `pilot/pkg/serviceregistry/ambient/authorization.go`): deny any connection without a peer identity. */
@@ -15,19 +16,18 @@ export function staticStrictPolicy(rootNamespace: string): AuthorizationModel {
   };
 }
 
-type Mode = 'UNSET' | 'PERMISSIVE' | 'STRICT' | 'DISABLE';
+type PeerAuthentication = ResourceOf<'PeerAuthentication'>;
 
-function mode(pa: Manifest): Mode {
-  const m = (pa.spec['mtls'] as { mode?: unknown } | undefined)?.mode;
-  return m === 'STRICT' || m === 'PERMISSIVE' || m === 'DISABLE' ? m : 'UNSET';
+function mode(pa: PeerAuthentication): MtlsMode {
+  return pa.spec.mtls?.mode ?? 'UNSET';
 }
 
-function selectorOf(pa: Manifest): Record<string, string> {
-  return (pa.spec['selector'] as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {};
+function selectorOf(pa: PeerAuthentication): Readonly<Record<string, string>> {
+  return pa.spec.selector?.matchLabels ?? {};
 }
 
 /** Oldest wins per level; manifests carry no creation time, so the first by name stands in for it. */
-function first(pas: Manifest[]): Manifest | undefined {
+function first(pas: PeerAuthentication[]): PeerAuthentication | undefined {
   return [...pas].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))[0];
 }
 
@@ -36,12 +36,12 @@ function first(pas: Manifest[]): Manifest | undefined {
  * namespace; UNSET inherits; nothing set means PERMISSIVE (istio `pilot/pkg/serviceregistry/ambient/authorization.go`).
  */
 export function effectiveMtlsMode(
-  pas: readonly Manifest[],
+  pas: readonly PeerAuthentication[],
   rootNamespace: string,
   namespace: string,
   labels: Readonly<Record<string, string>>,
-): Mode {
-  const noSel = (p: Manifest): boolean => Object.keys(selectorOf(p)).length === 0;
+): MtlsMode {
+  const noSel = (p: PeerAuthentication): boolean => Object.keys(selectorOf(p)).length === 0;
   const workload = first(
     pas.filter(
       (p) =>
@@ -60,11 +60,11 @@ export function effectiveMtlsMode(
 
 /** The workload-level PeerAuthentication that applies to a workload (oldest by name), if any. */
 export function workloadPeerAuthentication(
-  pas: readonly Manifest[],
+  pas: readonly PeerAuthentication[],
   rootNamespace: string,
   namespace: string,
   labels: Readonly<Record<string, string>>,
-): Manifest | undefined {
+): PeerAuthentication | undefined {
   if (namespace === rootNamespace) return undefined;
   return first(
     pas.filter(
@@ -76,7 +76,7 @@ export function workloadPeerAuthentication(
   );
 }
 
-export const convertedPeerAuthenticationName = (pa: Manifest): string =>
+export const convertedPeerAuthenticationName = (pa: PeerAuthentication): string =>
   `converted_peer_authentication_${pa.metadata.name}`;
 
 /**
@@ -85,11 +85,10 @@ export const convertedPeerAuthenticationName = (pa: Manifest): string =>
  * plaintext on every other port; otherwise each STRICT port is a rule that denies plaintext on that port.
  * Undefined when the port settings change nothing.
  */
-export function convertPortLevelMtls(pa: Manifest, effective: Mode): AuthorizationModel | undefined {
-  const levels = (pa.spec['portLevelMtls'] ?? {}) as Record<string, { mode?: unknown } | undefined>;
-  const ports = Object.entries(levels).flatMap(([p, v]) => {
+export function convertPortLevelMtls(pa: PeerAuthentication, effective: MtlsMode): AuthorizationModel | undefined {
+  const ports = Object.entries(pa.spec.portLevelMtls ?? {}).flatMap(([p, v]) => {
     const n = Number(p);
-    const m = v?.mode;
+    const m = v.mode;
     return Number.isInteger(n) && n > 0 && n <= 65535 && (m === 'STRICT' || m === 'PERMISSIVE' || m === 'DISABLE')
       ? [{ port: n, mode: m }]
       : [];

@@ -1,4 +1,7 @@
-import type { Manifest } from '../registry/manifest-dir.js';
+import type { ResourceOf } from '../registry/manifest-dir.js';
+
+/** What can serve a hostname: a Kubernetes Service, or a ServiceEntry for each of its hosts. */
+export type HostOwner = ResourceOf<'Service'> | ResourceOf<'ServiceEntry'>;
 
 /**
  * Which object serves a hostname, as istio `pilot/pkg/serviceregistry/ambient/services.go`
@@ -9,9 +12,9 @@ import type { Manifest } from '../registry/manifest-dir.js';
  */
 export interface ServiceSelection {
   /** `owner` won `hostname` in its namespace. */
-  serves(owner: Manifest, hostname: string): boolean;
+  serves(owner: HostOwner, hostname: string): boolean;
   /** `owner`'s service for `hostname` is the one canonical service of that hostname. */
-  isCanonical(owner: Manifest, hostname: string): boolean;
+  isCanonical(owner: HostOwner, hostname: string): boolean;
   /** ServiceEntry hosts that lost, with the object that won their namespace. */
-  readonly shadowed: readonly { readonly owner: Manifest; readonly hostname: string; readonly by: Manifest }[];
+  readonly shadowed: readonly { readonly owner: HostOwner; readonly hostname: string; readonly by: HostOwner }[];
 }

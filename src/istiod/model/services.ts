@@ -1,8 +1,10 @@
 import { ipBytes } from '../../lib/ip.js';
-import type { Manifest } from '../registry/manifest-dir.js';
+import type { Manifest, Resource, ResourceOf } from '../registry/manifest-dir.js';
 import type { ServiceSelection } from './service-selection.js';
 import { LbHealthPolicy, LbMode, LbScope, type PortModel, type ServiceModel } from './types.js';
-import { asRecord } from '../../lib/record.js';
+
+type Service = ResourceOf<'Service'>;
+type ServiceEntry = ResourceOf<'ServiceEntry'>;
 
 export interface ServicePortSpec {
   readonly port: number;
@@ -10,29 +12,33 @@ export interface ServicePortSpec {
   readonly targetPort: number | string | undefined;
 }
 
-export function servicePorts(svc: Manifest): ServicePortSpec[] {
-  return (Array.isArray(svc.spec['ports']) ? svc.spec['ports'] : []).map(asRecord).flatMap((p) => {
-    const port = Number(p['port']);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) return [];
-    return [{ port, targetPort: targetPortOf(p['targetPort']) }];
+/** A port number in range (ports out of range are only warned about when checked); undefined otherwise. */
+function inRange(port: number | null | undefined): number | undefined {
+  return typeof port === 'number' && port >= 1 && port <= 65535 ? port : undefined;
+}
+
+export function servicePorts(svc: Service): ServicePortSpec[] {
+  return (svc.spec.ports ?? []).flatMap((p) => {
+    const port = inRange(p?.port);
+    return port === undefined ? [] : [{ port, targetPort: targetPortOf(p?.targetPort) }];
   });
 }
 
 /** A Service port's `targetPort` field: a number (also when written as digits), a port name, or undefined. */
-function targetPortOf(t: unknown): number | string | undefined {
+function targetPortOf(t: number | string | null | undefined): number | string | undefined {
   if (typeof t === 'number') return t;
   if (typeof t !== 'string') return undefined;
   return /^\d+$/.test(t) ? Number(t) : t;
 }
 
-export function serviceHostname(svc: Manifest, domain: string): string {
+export function serviceHostname(svc: Pick<Manifest, 'metadata'>, domain: string): string {
   return `${svc.metadata.name}.${svc.metadata.namespace}.svc.${domain}`;
 }
 
 /** A Service's cluster IPs: `clusterIPs` when given, else the single `clusterIP`. */
-function clusterIps(spec: Record<string, unknown>): string[] {
-  if (Array.isArray(spec['clusterIPs'])) return spec['clusterIPs'].map(String);
-  return typeof spec['clusterIP'] === 'string' ? [spec['clusterIP']] : [];
+function clusterIps(spec: Service['spec']): string[] {
+  if (Array.isArray(spec.clusterIPs)) return spec.clusterIPs.map(String);
+  return typeof spec.clusterIP === 'string' ? [spec.clusterIP] : [];
 }
 
 /** The target port the Service itself carries: the port when unset, 0 for a named one (each workload resolves it). */
@@ -42,18 +48,17 @@ function serviceTargetPort(p: ServicePortSpec): number {
 }
 
 /** A Kubernetes Service → Service (istio `pilot/pkg/serviceregistry/ambient/` `constructService`). ExternalName services are not sent. */
-export function convertService(svc: Manifest, domain: string): ServiceModel | undefined {
+export function convertService(svc: Service, domain: string): ServiceModel | undefined {
   const spec = svc.spec;
-  if (spec['type'] === 'ExternalName') return undefined;
+  if (spec.type === 'ExternalName') return undefined;
   const addresses = clusterIps(spec).flatMap((ip) => {
     const b = ipBytes(ip);
     return b === undefined ? [] : [{ network: '', address: new Uint8Array(b) }];
   });
   const ports: PortModel[] = servicePorts(svc).map((p) => ({ servicePort: p.port, targetPort: serviceTargetPort(p) }));
   let loadBalancing: ServiceModel['loadBalancing'];
-  const distribution =
-    spec['trafficDistribution'] ?? svc.metadata.annotations['networking.istio.io/traffic-distribution'];
-  if (spec['internalTrafficPolicy'] === 'Local')
+  const distribution = spec.trafficDistribution ?? svc.metadata.annotations['networking.istio.io/traffic-distribution'];
+  if (spec.internalTrafficPolicy === 'Local')
     loadBalancing = {
       routingPreference: [LbScope.NODE],
       mode: LbMode.STRICT,
@@ -71,7 +76,7 @@ export function convertService(svc: Manifest, domain: string): ServiceModel | un
       mode: LbMode.FAILOVER,
       healthPolicy: LbHealthPolicy.ONLY_HEALTHY,
     };
-  if (spec['publishNotReadyAddresses'] === true) {
+  if (spec.publishNotReadyAddresses === true) {
     loadBalancing = {
       routingPreference: loadBalancing?.routingPreference ?? [],
       mode: loadBalancing?.mode ?? LbMode.UNSPECIFIED_MODE,
@@ -106,31 +111,31 @@ export interface ServiceBackend {
 
 /** Backends of every Service, and of every ServiceEntry host its ServiceEntry won (`selection`). */
 export function serviceBackends(
-  objects: readonly Manifest[],
+  objects: readonly Resource[],
   domain: string,
   selection: ServiceSelection,
 ): ServiceBackend[] {
   const out: ServiceBackend[] = [];
   for (const o of objects) {
-    if (o.kind === 'Service' && o.spec['type'] !== 'ExternalName') {
-      const sel = asRecord(o.spec['selector']);
-      if (Object.keys(sel).length === 0) continue;
-      const names = (Array.isArray(o.spec['ports']) ? o.spec['ports'] : []).map((p) => asRecord(p)['name']);
+    if (o.kind === 'Service' && o.spec.type !== 'ExternalName') {
+      const selector = o.spec.selector ?? {};
+      if (Object.keys(selector).length === 0) continue;
+      const names = (o.spec.ports ?? []).map((p) => p?.name ?? undefined);
       out.push({
         key: `${o.metadata.namespace}/${serviceHostname(o, domain)}`,
         namespace: o.metadata.namespace,
-        selector: Object.fromEntries(Object.entries(sel).map(([k, v]) => [k, String(v)])),
-        ports: servicePorts(o).map((p, i) => ({ ...p, name: typeof names[i] === 'string' ? names[i] : undefined })),
+        selector,
+        ports: servicePorts(o).map((p, i) => ({ ...p, name: names[i] })),
         byPortName: false,
       });
     } else if (o.kind === 'ServiceEntry') {
-      const sel = asRecord(asRecord(o.spec['workloadSelector'])['labels']);
-      if (Object.keys(sel).length === 0) continue;
+      const selector = o.spec.workloadSelector?.labels ?? {};
+      if (Object.keys(selector).length === 0) continue;
       for (const host of serviceEntryHosts(o).filter((h) => selection.serves(o, h))) {
         out.push({
           key: `${o.metadata.namespace}/${host}`,
           namespace: o.metadata.namespace,
-          selector: Object.fromEntries(Object.entries(sel).map(([k, v]) => [k, String(v)])),
+          selector,
           ports: serviceEntryPorts(o),
           byPortName: true,
         });
@@ -172,24 +177,16 @@ function backendTargetPort(
   return typeof p.targetPort === 'number' ? p.targetPort : namedPorts[p.targetPort];
 }
 
-export function serviceEntryHosts(se: Manifest): string[] {
-  return Array.isArray(se.spec['hosts'])
-    ? se.spec['hosts'].filter((h): h is string => typeof h === 'string' && h !== '')
-    : [];
+export function serviceEntryHosts(se: ServiceEntry): string[] {
+  return se.spec.hosts?.filter((h): h is string => typeof h === 'string' && h !== '') ?? [];
 }
 
-export function serviceEntryPorts(se: Manifest): (ServicePortSpec & { name: string | undefined })[] {
-  return (Array.isArray(se.spec['ports']) ? se.spec['ports'] : []).map(asRecord).flatMap((p) => {
-    const port = Number(p['number']);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) return [];
-    const t = Number(p['targetPort']);
-    return [
-      {
-        port,
-        targetPort: Number.isInteger(t) && t > 0 ? t : undefined,
-        name: typeof p['name'] === 'string' ? p['name'] : undefined,
-      },
-    ];
+export function serviceEntryPorts(se: ServiceEntry): (ServicePortSpec & { name: string | undefined })[] {
+  return (se.spec.ports ?? []).flatMap((p) => {
+    const port = inRange(p?.number);
+    if (port === undefined) return [];
+    const t = p?.targetPort;
+    return [{ port, targetPort: typeof t === 'number' && t > 0 ? t : undefined, name: p?.name ?? undefined }];
   });
 }
 
@@ -198,8 +195,8 @@ export function serviceEntryPorts(se: Manifest): (ServicePortSpec & { name: stri
  * (istio `pilot/pkg/serviceregistry/ambient/services.go`). Addresses may be CIDRs; `resolution: NONE` keeps the
  * original destination (PASSTHROUGH), as there is nothing to load-balance over.
  */
-export function convertServiceEntry(se: Manifest, selection: ServiceSelection): ServiceModel[] {
-  const addresses = (Array.isArray(se.spec['addresses']) ? se.spec['addresses'].map(String) : []).flatMap((a) => {
+export function convertServiceEntry(se: ServiceEntry, selection: ServiceSelection): ServiceModel[] {
+  const addresses = (se.spec.addresses?.map(String) ?? []).flatMap((a) => {
     const [ip = '', len] = a.split('/');
     const b = ipBytes(ip);
     if (b === undefined) return [];
@@ -209,8 +206,8 @@ export function convertServiceEntry(se: Manifest, selection: ServiceSelection): 
     servicePort: p.port,
     targetPort: typeof p.targetPort === 'number' ? p.targetPort : p.port,
   }));
-  const passthrough = se.spec['resolution'] === 'NONE';
-  const sans = Array.isArray(se.spec['subjectAltNames']) ? se.spec['subjectAltNames'].map(String) : [];
+  const passthrough = se.spec.resolution === 'NONE';
+  const sans = se.spec.subjectAltNames?.map(String) ?? [];
   return serviceEntryHosts(se)
     .filter((h) => selection.serves(se, h))
     .map((hostname) => ({

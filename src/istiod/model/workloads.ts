@@ -1,12 +1,14 @@
 import { ipBytes } from '../../lib/ip.js';
 import { DEFAULT_TRUST_DOMAIN } from '../../lib/spiffe.js';
-import type { Manifest } from '../registry/manifest-dir.js';
+import type { Manifest, ResourceOf } from '../registry/manifest-dir.js';
+import type { WorkloadEntrySpec } from '../registry/manifest-schema.js';
 import { parseLocality } from './locality.js';
 import { backendsFor, serviceEntryPorts, type ServiceBackend } from './services.js';
 import { TunnelProtocol, WorkloadStatus, WorkloadType, type LocalityModel, type WorkloadModel } from './types.js';
-import { asRecord } from '../../lib/record.js';
 
-type Obj = Record<string, unknown>;
+type Pod = ResourceOf<'Pod'>;
+type WorkloadEntry = ResourceOf<'WorkloadEntry'>;
+type ServiceEntry = ResourceOf<'ServiceEntry'>;
 
 /** The annotation istio-cni sets once a pod's traffic is captured; it is what makes the workload HBONE. */
 export const REDIRECTION_ANNOTATION = 'ambient.istio.io/redirection';
@@ -21,15 +23,10 @@ export interface WorkloadContext {
   readonly nodeLocalities: ReadonlyMap<string, LocalityModel>;
 }
 
-function podIps(pod: Manifest): string[] {
-  const list = Array.isArray(pod.status['podIPs'])
-    ? pod.status['podIPs'].map((x) => {
-        const ip = asRecord(x)['ip'];
-        return typeof ip === 'string' ? ip : '';
-      })
-    : [];
-  const one = typeof pod.status['podIP'] === 'string' ? [pod.status['podIP']] : [];
-  return [...new Set([...list, ...one])].filter((ip) => ipBytes(ip) !== undefined);
+function podIps(pod: Pod): string[] {
+  const list = pod.status.podIPs?.map((x) => x?.ip ?? '') ?? [];
+  const one = pod.status.podIP ?? '';
+  return [...new Set([...list, one])].filter((ip) => ipBytes(ip) !== undefined);
 }
 
 /** Istio's label that overrides the derived workload name (`label.ServiceWorkloadName`). */
@@ -43,7 +40,7 @@ const CRONJOB_JOB_NAME = /^(.+)-\d{8,10}$/;
  * Deployment and a Job named `<cronjob>-<digits>` as its CronJob; otherwise the pod's own name. The
  * `service.istio.io/workload-name` label overrides it.
  */
-export function podWorkloadName(pod: Manifest): string {
+export function podWorkloadName(pod: Pick<Manifest, 'metadata'>): string {
   const override = pod.metadata.labels[WORKLOAD_NAME_LABEL];
   if (override !== undefined) return override;
   const owner =
@@ -61,16 +58,16 @@ export function podWorkloadName(pod: Manifest): string {
 }
 
 /** istio `pkg/kube/labels` `WorkloadNameFromWorkloadEntry`: the auto-registration group, the label, else its name. */
-function workloadEntryName(we: Manifest, labels: Readonly<Record<string, string>>): string {
+function workloadEntryName(we: WorkloadEntry, labels: Readonly<Record<string, string>>): string {
   return we.metadata.annotations['istio.io/autoRegistrationGroup'] ?? labels[WORKLOAD_NAME_LABEL] ?? we.metadata.name;
 }
 
 /** Named container ports, for named service target ports. */
-function containerPorts(pod: Manifest): Record<string, number> {
+function containerPorts(pod: Pod): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const c of Array.isArray(pod.spec['containers']) ? pod.spec['containers'].map(asRecord) : []) {
-    for (const p of Array.isArray(c['ports']) ? c['ports'].map(asRecord) : []) {
-      if (typeof p['name'] === 'string' && typeof p['containerPort'] === 'number') out[p['name']] = p['containerPort'];
+  for (const c of pod.spec.containers ?? []) {
+    for (const p of c?.ports ?? []) {
+      if (typeof p?.name === 'string' && typeof p.containerPort === 'number') out[p.name] = p.containerPort;
     }
   }
   return out;
@@ -112,38 +109,40 @@ function addressOrHostname(a: string): { addresses: Uint8Array[]; hostname: stri
   return b === undefined ? { addresses: [], hostname: a } : { addresses: [new Uint8Array(b)], hostname: '' };
 }
 
-const numberMap = (v: unknown): Record<string, number> =>
-  Object.fromEntries(Object.entries(asRecord(v)).filter(([, x]) => typeof x === 'number') as [string, number][]);
+/** A WorkloadEntry's labels: its object's, overridden by those of its spec. */
+export function workloadEntryLabels(we: WorkloadEntry): Readonly<Record<string, string>> {
+  return { ...we.metadata.labels, ...we.spec.labels };
+}
+
+/** A `weight` (an integer: the schema says so) as ztunnel's capacity: unset unless positive. */
+const capacity = (weight: number | null | undefined): number | undefined =>
+  typeof weight === 'number' && weight > 0 ? weight : undefined;
 
 /** A WorkloadEntry → Workload (istio `pilot/pkg/serviceregistry/ambient/workloads.go` `workloadEntryWorkloadBuilder`): address or hostname, weight as capacity, its ports for named targets. */
-export function convertWorkloadEntry(we: Manifest, ctx: WorkloadContext): WorkloadModel | undefined {
-  const address = typeof we.spec['address'] === 'string' ? we.spec['address'] : '';
+export function convertWorkloadEntry(we: WorkloadEntry, ctx: WorkloadContext): WorkloadModel | undefined {
+  const address = we.spec.address ?? '';
   if (address === '') return undefined;
-  const labels = {
-    ...we.metadata.labels,
-    ...Object.fromEntries(Object.entries(asRecord(we.spec['labels'])).map(([k, v]) => [k, String(v)])),
-  };
-  const weight = Number(we.spec['weight']);
+  const labels = workloadEntryLabels(we);
   return {
     uid: `${ctx.clusterId}/networking.istio.io/WorkloadEntry/${we.metadata.namespace}/${we.metadata.name}`,
     name: we.metadata.name,
     namespace: we.metadata.namespace,
     ...addressOrHostname(address),
-    network: typeof we.spec['network'] === 'string' ? we.spec['network'] : '',
+    network: we.spec.network ?? '',
     ...tunnel(labels, we.metadata.annotations),
     trustDomain: trustDomainField(ctx.trustDomain),
-    serviceAccount: typeof we.spec['serviceAccount'] === 'string' ? we.spec['serviceAccount'] : 'default',
+    serviceAccount: we.spec.serviceAccount ?? 'default',
     node: '',
     ...canonical(labels, workloadEntryName(we, labels)),
     workloadType: WorkloadType.POD,
     workloadName: workloadEntryName(we, labels),
-    services: backendsFor(ctx.backends, we.metadata.namespace, labels, numberMap(we.spec['ports'])),
+    services: backendsFor(ctx.backends, we.metadata.namespace, labels, we.spec.ports ?? {}),
     authorizationPolicies: ctx.authorizationPolicies,
     status: WorkloadStatus.HEALTHY,
     clusterId: ctx.clusterId,
     networkMode: 0,
-    capacity: Number.isInteger(weight) && weight > 0 ? weight : undefined,
-    locality: typeof we.spec['locality'] === 'string' ? parseLocality(we.spec['locality']) : undefined,
+    capacity: capacity(we.spec.weight),
+    locality: parseLocality(we.spec.locality ?? ''),
   };
 }
 
@@ -157,40 +156,39 @@ const DNS_RESOLUTIONS: ReadonlySet<unknown> = new Set(['DNS', 'DNS_ROUND_ROBIN',
  * backing only that host. Labels, canonical names and policies come from the ServiceEntry itself.
  */
 export function convertServiceEntryEndpoints(
-  se: Manifest,
+  se: ServiceEntry,
   hosts: readonly string[],
   ctx: WorkloadContext,
 ): WorkloadModel[] {
-  const listed = Array.isArray(se.spec['endpoints']) ? se.spec['endpoints'].map(asRecord) : [];
+  const listed = se.spec.endpoints?.map((ep) => ep ?? {}) ?? [];
   const implicit =
-    listed.length === 0 && DNS_RESOLUTIONS.has(se.spec['resolution']) && se.spec['workloadSelector'] === undefined;
+    listed.length === 0 && DNS_RESOLUTIONS.has(se.spec.resolution) && se.spec.workloadSelector === undefined;
   const ports = serviceEntryPorts(se);
   const key = (h: string): string => `${se.metadata.namespace}/${h}`;
   // Istio builds each implicit endpoint as a WorkloadEntry whose address is the host.
-  const endpoints: { ep: Obj; backs: readonly string[] }[] = implicit
+  const endpoints: { ep: WorkloadEntrySpec; backs: readonly string[] }[] = implicit
     ? hosts.map((h) => ({ ep: { address: h }, backs: [h] }))
     : listed.map((ep) => ({ ep, backs: hosts }));
   return endpoints.flatMap(({ ep, backs }) => {
-    const address = typeof ep['address'] === 'string' ? ep['address'] : '';
+    const address = ep.address ?? '';
     if (address === '' || backs.length === 0) return [];
-    const named = numberMap(ep['ports']);
+    const named = ep.ports ?? {};
     const svcPorts = ports.map((p) => ({
       servicePort: p.port,
       targetPort:
         (p.name !== undefined ? named[p.name] : undefined) ??
         (typeof p.targetPort === 'number' ? p.targetPort : p.port),
     }));
-    const weight = Number(ep['weight']);
     return [
       {
         uid: `${ctx.clusterId}/networking.istio.io/ServiceEntry/${se.metadata.namespace}/${se.metadata.name}/${address}`,
         name: se.metadata.name,
         namespace: se.metadata.namespace,
         ...addressOrHostname(address),
-        network: typeof ep['network'] === 'string' ? ep['network'] : '',
+        network: ep.network ?? '',
         ...tunnel(se.metadata.labels, se.metadata.annotations),
         trustDomain: trustDomainField(ctx.trustDomain),
-        serviceAccount: typeof ep['serviceAccount'] === 'string' ? ep['serviceAccount'] : 'default',
+        serviceAccount: ep.serviceAccount ?? 'default',
         node: '',
         ...canonical(se.metadata.labels, se.metadata.name),
         workloadType: WorkloadType.POD,
@@ -200,32 +198,31 @@ export function convertServiceEntryEndpoints(
         status: WorkloadStatus.HEALTHY,
         clusterId: ctx.clusterId,
         networkMode: 0,
-        capacity: Number.isInteger(weight) && weight > 0 ? weight : undefined,
-        locality: typeof ep['locality'] === 'string' ? parseLocality(ep['locality']) : undefined,
+        capacity: capacity(ep.weight),
+        locality: parseLocality(ep.locality ?? ''),
       },
     ];
   });
 }
 
-function isReady(pod: Manifest): boolean {
-  const conds = Array.isArray(pod.status['conditions']) ? pod.status['conditions'].map(asRecord) : [];
-  const ready = conds.find((c) => c['type'] === 'Ready');
+function isReady(pod: Pod): boolean {
+  const ready = pod.status.conditions?.find((c) => c?.type === 'Ready');
   // A manifest with no conditions describes a running pod: treat it as ready (Kubernetes would report Ready).
-  return ready === undefined ? true : String(ready['status']) === 'True';
+  return ready === undefined || ready?.status === 'True';
 }
 
 /**
  * A Pod → Workload (istio `pilot/pkg/serviceregistry/ambient/workloads.go` `podWorkloadBuilder`), in its node's locality. Terminal pods and pods without an IP are skipped.
  */
-export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel | undefined {
-  const phase = pod.status['phase'];
+export function convertPod(pod: Pod, ctx: WorkloadContext): WorkloadModel | undefined {
+  const phase = pod.status.phase;
   if (phase === 'Succeeded' || phase === 'Failed') return undefined;
   const ips = podIps(pod);
   if (ips.length === 0) return undefined;
   const labels = pod.metadata.labels;
   const services = backendsFor(ctx.backends, pod.metadata.namespace, labels, containerPorts(pod));
   const wname = podWorkloadName(pod);
-  const node = typeof pod.spec['nodeName'] === 'string' ? pod.spec['nodeName'] : '';
+  const node = pod.spec.nodeName ?? '';
   return {
     uid: `${ctx.clusterId}//Pod/${pod.metadata.namespace}/${pod.metadata.name}`,
     name: pod.metadata.name,
@@ -235,7 +232,7 @@ export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel |
     network: '',
     ...tunnel(labels, pod.metadata.annotations),
     trustDomain: trustDomainField(ctx.trustDomain),
-    serviceAccount: typeof pod.spec['serviceAccountName'] === 'string' ? pod.spec['serviceAccountName'] : 'default',
+    serviceAccount: pod.spec.serviceAccountName ?? 'default',
     node,
     ...canonical(labels, wname),
     workloadType: WorkloadType.POD,
@@ -244,7 +241,7 @@ export function convertPod(pod: Manifest, ctx: WorkloadContext): WorkloadModel |
     authorizationPolicies: ctx.authorizationPolicies,
     status: isReady(pod) ? WorkloadStatus.HEALTHY : WorkloadStatus.UNHEALTHY,
     clusterId: ctx.clusterId,
-    networkMode: pod.spec['hostNetwork'] === true ? 1 : 0,
+    networkMode: pod.spec.hostNetwork === true ? 1 : 0,
     capacity: undefined,
     locality: node === '' ? undefined : ctx.nodeLocalities.get(node),
   };

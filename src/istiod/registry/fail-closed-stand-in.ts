@@ -6,27 +6,23 @@
  * opens anything.
  */
 import type { Logger } from '../../lib/log.js';
-import type { Manifest, RejectedObject } from './manifest-dir.js';
-
-/** The spec that stands in for a refused policy, by kind. */
-const STAND_IN_SPECS: Readonly<Record<string, Record<string, unknown>>> = {
-  AuthorizationPolicy: { action: 'DENY', rules: [{}] },
-  PeerAuthentication: { mtls: { mode: 'STRICT' } },
-};
+import type { RejectedObject, ResourceOf } from './manifest-dir.js';
 
 /** The stand-in for `r` (read from `file`, empty for an API object), or undefined for a kind that has none. */
-export function failClosedStandIn(r: RejectedObject, file: string): Manifest | undefined {
-  const spec = STAND_IN_SPECS[r.kind];
-  if (spec === undefined) return undefined;
-  return {
+export function failClosedStandIn(
+  r: RejectedObject,
+  file: string,
+): ResourceOf<'AuthorizationPolicy'> | ResourceOf<'PeerAuthentication'> | undefined {
+  const object = {
     apiVersion: 'security.istio.io/v1',
-    kind: r.kind,
     metadata: { name: r.name, namespace: r.namespace, labels: {}, annotations: {} },
-    spec: structuredClone(spec),
     status: {},
     source: r.source,
     file,
   };
+  if (r.kind === 'AuthorizationPolicy') return { ...object, kind: r.kind, spec: { action: 'DENY', rules: [{}] } };
+  if (r.kind === 'PeerAuthentication') return { ...object, kind: r.kind, spec: { mtls: { mode: 'STRICT' } } };
+  return undefined;
 }
 
 /** Says that `r` is served as its stand-in, and what that denies. */

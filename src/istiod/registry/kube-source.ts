@@ -6,7 +6,8 @@
  * reading the owner.
  *
  * Each object is checked against the same schemas as a manifest (`manifest-schema.ts`) when its informer delivers
- * it, once per version; a refused object is treated as a refused document is, named by kind and namespace/name.
+ * it, once per version, and reaches the store as the same typed `Resource` a manifest gives; a refused object is
+ * treated as a refused document is, named by kind and namespace/name.
  */
 import { Document, LineCounter } from 'yaml';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
@@ -15,11 +16,12 @@ import { listJson } from '../../kube/list-json.js';
 import type { MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { checkDocument, objectKey, type Manifest, type RejectedObject } from './manifest-dir.js';
-import { SchemaWalker } from './manifest-schema.js';
+import { SchemaWalker, type ResourceKind } from './manifest-schema.js';
 import type { ConfigStore } from './config-store.js';
 
 interface Watched {
-  readonly kind: string;
+  /** A kind with a schema, so its objects are `Resource`s typed by it. */
+  readonly kind: ResourceKind;
   readonly apiVersion: string;
   /** The list and watch path across all namespaces. */
   readonly path: string;

@@ -374,7 +374,8 @@ export class ManifestApplier {
     // differently is a change.
     const have = JSON.parse(JSON.stringify(pod.status ?? {})) as unknown;
     if (contains(have, m.status)) return false;
-    pod.status = { ...(have as Json), ...m.status };
+    const status: Json = { ...(have as Json), ...m.status };
+    pod.status = status;
     await this.core.replaceNamespacedPodStatus({ name: m.metadata.name, namespace: m.metadata.namespace, body: pod });
     return true;
   }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadManifestDir } from './manifest-dir.js';
+import { isResource, loadManifestDir, parseManifests } from './manifest-dir.js';
 
 test('a bad manifest is reported with file:line and the other documents and files still load', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-manifests-'));
@@ -34,4 +34,39 @@ test('a bad manifest is reported with file:line and the other documents and file
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('a checked document arrives typed by its kind: omitted fields absent, null ones null, spec and status empty', () => {
+  const { objects, errors } = parseManifests(
+    'm.yaml',
+    'apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: p, namespace: shop}\nspec: {action: DENY, selector: ~, rules: [{to: [{operation: {ports: ["80"]}}]}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web-0, ownerReferences: [~, {apiVersion: apps/v1, kind: ReplicaSet, name: web-1}]}\n',
+  );
+  assert.deepEqual(errors, []);
+  const [ap, pod] = objects;
+  assert.ok(ap !== undefined && isResource(ap) && ap.kind === 'AuthorizationPolicy');
+  assert.equal(ap.spec.action, 'DENY');
+  assert.equal(ap.spec.selector, null, 'null is kept: it is not the same as absent for every field the model reads');
+  assert.equal('targetRef' in ap.spec, false);
+  assert.deepEqual(ap.spec.rules?.[0]?.to?.[0]?.operation?.ports, ['80']);
+  assert.deepEqual(ap.status, {});
+  assert.ok(pod !== undefined && isResource(pod) && pod.kind === 'Pod');
+  assert.deepEqual(pod.spec, {});
+  assert.deepEqual(pod.metadata, {
+    name: 'web-0',
+    namespace: 'default',
+    ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-1' }],
+    labels: {},
+    annotations: {},
+  });
+});
+
+test('an object of a kind amesh does not read is kept for the API server, but is no Resource', () => {
+  const { objects } = parseManifests(
+    'm.yaml',
+    'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\ndata: {a: b}\n',
+  );
+  const [config] = objects;
+  assert.ok(config !== undefined);
+  assert.equal(config.kind, 'ConfigMap');
+  assert.equal(isResource(config), false);
 });

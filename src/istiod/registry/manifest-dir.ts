@@ -6,39 +6,66 @@ import { readdir, readFile } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { LineCounter, isScalar, parseAllDocuments, type Document, type Node } from 'yaml';
-import { denyListsWithNothingValid, documentSchema, KINDS, SchemaWalker } from './manifest-schema.js';
+import {
+  denyListsWithNothingValid,
+  documentSchema,
+  isResourceKind,
+  kindSchema,
+  SchemaWalker,
+  type CheckedDocument,
+  type OwnerReference,
+  type ResourceKind,
+  type SpecOf,
+  type StatusOf,
+} from './manifest-schema.js';
 import { MeshError } from '../../lib/errors.js';
 import { asRecord } from '../../lib/record.js';
 
-export interface OwnerReference {
-  readonly apiVersion: string;
-  readonly kind: string;
+/** What the validation step gives of `metadata`: namespace and labels filled in, fields amesh ignores left out. */
+export interface Metadata {
   readonly name: string;
-  readonly controller?: boolean;
+  /** Empty for a cluster-scoped kind; `default` when a namespaced object names none. */
+  readonly namespace: string;
+  readonly uid?: string;
+  readonly generateName?: string;
+  /** RFC 3339, as the API server sets it; absent in hand-written manifests. */
+  readonly creationTimestamp?: string;
+  readonly ownerReferences?: readonly OwnerReference[];
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
 }
 
-/** One Kubernetes-style object from a manifest file, with where it came from. */
-export interface Manifest {
+/** One checked object of kind `K`, with where it came from. */
+interface Checked<K extends string, Spec, Status> {
   readonly apiVersion: string;
-  readonly kind: string;
-  readonly metadata: {
-    readonly name: string;
-    readonly namespace: string;
-    readonly uid?: string;
-    readonly generateName?: string;
-    /** RFC 3339, as the API server sets it; absent in hand-written manifests. */
-    readonly creationTimestamp?: string;
-    readonly ownerReferences?: readonly OwnerReference[];
-    readonly labels: Readonly<Record<string, string>>;
-    readonly annotations: Readonly<Record<string, string>>;
-  };
-  readonly spec: Record<string, unknown>;
-  readonly status: Record<string, unknown>;
+  readonly kind: K;
+  readonly metadata: Metadata;
+  readonly spec: Spec;
+  readonly status: Status;
   /** `file:line` of the document. */
   readonly source: string;
   readonly file: string;
   /** The whole document as written, for applying it to an API server (absent for fail-closed stand-ins). */
   readonly document?: Readonly<Record<string, unknown>>;
+}
+
+/** An object of a kind amesh reads, its spec and status typed by that kind's schema; `kind` tells which. */
+export type Resource = { [K in ResourceKind]: Checked<K, SpecOf<K>, StatusOf<K>> }[ResourceKind];
+export type ResourceOf<K extends ResourceKind> = Extract<Resource, { readonly kind: K }>;
+
+declare const foreign: unique symbol;
+/** A kind amesh does not read: only `checkDocument` gives one, so a `ForeignObject` never poses as a `Resource`. */
+export type ForeignKind = string & { readonly [foreign]: true };
+
+/** An object of a kind amesh does not read: checked only as a document, kept to be applied to an API server. */
+export type ForeignObject = Checked<ForeignKind, Readonly<Record<string, unknown>>, Readonly<Record<string, unknown>>>;
+
+/** One Kubernetes-style object from a manifest file or the Kubernetes API, checked against its kind's schema. */
+export type Manifest = Resource | ForeignObject;
+
+/** True when `o` is of a kind amesh reads: after this, `o.kind` tells its spec's type. */
+export function isResource(o: Manifest): o is Resource {
+  return isResourceKind(o.kind);
 }
 
 /** Which object a document is: `Kind/namespace/name` (namespace empty for cluster-scoped kinds). */
@@ -248,6 +275,12 @@ export interface DocumentOrigin {
 
 type Collected = { objects: Manifest[]; errors: MeshError[]; warnings: string[]; rejected: RejectedObject[] };
 
+/** The namespace of an object: none for a cluster-scoped kind, `default` when a namespaced object names none. */
+function namespaceOf(kind: string | undefined, meta: Record<string, unknown>): string {
+  if (kind !== undefined && kindSchema(kind)?.clusterScoped === true) return '';
+  return typeof meta['namespace'] === 'string' ? meta['namespace'] : 'default';
+}
+
 /**
  * Checks one document, its value `o` and its YAML node tree `doc` (for lines and paths), against its kind's
  * schema, and adds the object, or its problems, to `out`.
@@ -259,26 +292,22 @@ export function checkDocument(
   origin: DocumentOrigin,
   out: Collected,
 ): void {
-  const { where, file, at } = origin;
+  const { where, at } = origin;
   const contents = doc.contents as Node;
   const r = asRecord(o);
   const meta = asRecord(r['metadata']);
   const kind = typeof r['kind'] === 'string' ? r['kind'] : undefined;
   const name = typeof meta['name'] === 'string' ? meta['name'] : undefined;
-  const namespace =
-    kind !== undefined && KINDS[kind]?.clusterScoped === true
-      ? ''
-      : typeof meta['namespace'] === 'string'
-        ? meta['namespace']
-        : 'default';
+  const namespace = namespaceOf(kind, meta);
   const what = `${kind ?? 'document'}${name === undefined ? '' : ` ${namespace === '' ? '' : namespace + '/'}${name}`}`;
-  const schema = kind === undefined ? undefined : KINDS[kind];
+  const schema = kind === undefined ? undefined : kindSchema(kind);
   if (kind !== undefined && schema === undefined)
     out.warnings.push(`${at(walker.line(contents))}${what}: kind ${kind} is not used by amesh istiod; ignored`);
   walker.walk(contents, documentSchema(schema), '');
-  const spec = asRecord(r['spec']);
-  if (kind === 'AuthorizationPolicy' && walker.errors.length === 0) {
-    for (const p of denyListsWithNothingValid(spec)) {
+  // What the walker found valid is what `documentSchema` describes: this is where the value takes that type.
+  const checked = walker.errors.length === 0 ? checkedObject(r as CheckedDocument, namespace, origin) : undefined;
+  if (checked !== undefined && isResource(checked) && checked.kind === 'AuthorizationPolicy') {
+    for (const p of denyListsWithNothingValid(checked.spec)) {
       walker.errors.push({
         line: walker.line(doc.getIn(p, true) as Node | undefined),
         path: p.join('.').replace(/\.(\d+)/g, '[$1]'),
@@ -287,7 +316,7 @@ export function checkDocument(
     }
   }
   for (const w of walker.warnings) out.warnings.push(`${at(w.line)}${what}: ${w.path}: ${w.reason}`);
-  if (walker.errors.length > 0) {
+  if (checked === undefined || walker.errors.length > 0) {
     for (const e of walker.errors)
       out.errors.push(
         new MeshError('ISTIOD_ERR_MANIFEST', `${at(e.line)}${what}: ${e.path === '' ? '' : e.path + ': '}${e.reason}`),
@@ -296,25 +325,35 @@ export function checkDocument(
       out.rejected.push({ key: `${kind}/${namespace}/${name}`, kind, namespace, name, source: where });
     return;
   }
-  out.objects.push({
-    apiVersion: r['apiVersion'] as string,
-    kind: kind!,
-    metadata: {
-      name: name!,
-      namespace,
-      ...(typeof meta['uid'] === 'string' ? { uid: meta['uid'] } : {}),
-      ...(typeof meta['generateName'] === 'string' ? { generateName: meta['generateName'] } : {}),
-      ...(typeof meta['creationTimestamp'] === 'string' ? { creationTimestamp: meta['creationTimestamp'] } : {}),
-      ...(Array.isArray(meta['ownerReferences'])
-        ? { ownerReferences: meta['ownerReferences'] as OwnerReference[] }
-        : {}),
-      labels: (meta['labels'] ?? {}) as Record<string, string>,
-      annotations: (meta['annotations'] ?? {}) as Record<string, string>,
-    },
-    spec,
-    status: (r['status'] ?? {}) as Record<string, unknown>,
-    source: where,
-    file,
-    document: r,
-  });
+  out.objects.push(checked);
+}
+
+/**
+ * The object of a document found valid against `documentSchema` for its kind: metadata filled in, and spec and
+ * status of the types `Infer` reads off that kind's schemas (an absent or null spec or status is empty).
+ */
+function checkedObject(d: CheckedDocument, namespace: string, origin: DocumentOrigin): Manifest {
+  const m = d.metadata;
+  const metadata: Metadata = {
+    name: m.name,
+    namespace,
+    ...(typeof m.uid === 'string' ? { uid: m.uid } : {}),
+    ...(typeof m.generateName === 'string' ? { generateName: m.generateName } : {}),
+    ...(typeof m.creationTimestamp === 'string' ? { creationTimestamp: m.creationTimestamp } : {}),
+    ...(Array.isArray(m.ownerReferences) ? { ownerReferences: m.ownerReferences.filter((x) => x !== null) } : {}),
+    labels: m.labels ?? {},
+    annotations: m.annotations ?? {},
+  };
+  const object = {
+    apiVersion: d.apiVersion,
+    metadata,
+    spec: asRecord(d.spec),
+    status: asRecord(d.status),
+    source: origin.where,
+    file: origin.file,
+    document: d,
+  };
+  if (!isResourceKind(d.kind)) return { ...object, kind: d.kind as ForeignKind };
+  // The walker checked spec and status against this kind's schemas, so they are of the types `Resource` gives them.
+  return { ...object, kind: d.kind };
 }

@@ -16,6 +16,7 @@ import { describeError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { failClosedStandIn, warnStandIn } from './fail-closed-stand-in.js';
 import {
+  isResource,
   loadManifestDir,
   objectKey,
   type Manifest,
@@ -31,11 +32,12 @@ const RELOAD_DEBOUNCE_MS = 50;
 
 /** Every IP a workload-like object claims, for the duplicate-IP warning. */
 function claimedIps(o: Manifest): string[] {
+  if (!isResource(o)) return [];
   if (o.kind === 'Pod') {
-    const list = Array.isArray(o.status['podIPs']) ? o.status['podIPs'].map((x) => (x as { ip?: unknown }).ip) : [];
-    return [...new Set([o.status['podIP'], ...list].filter((x): x is string => typeof x === 'string' && x !== ''))];
+    const list = o.status.podIPs?.map((x) => x?.ip) ?? [];
+    return [...new Set([o.status.podIP, ...list].filter((x): x is string => typeof x === 'string' && x !== ''))];
   }
-  if (o.kind === 'WorkloadEntry' && typeof o.spec['address'] === 'string') return [o.spec['address']];
+  if (o.kind === 'WorkloadEntry' && typeof o.spec.address === 'string') return [o.spec.address];
   return [];
 }
 

@@ -1,6 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { isRecord } from '../../lib/record.js';
 import { parseManifests } from './manifest-dir.js';
+import {
+  documentSchema,
+  kindSchema,
+  type Infer,
+  type MtlsMode,
+  type OwnerReference,
+  type PolicyCondition,
+  type Schema,
+} from './manifest-schema.js';
 
 const AP = 'apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: p, namespace: shop}\nspec:\n';
 const POD = 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: web-0\n  namespace: shop\n';
@@ -186,4 +196,124 @@ test('a creationTimestamp as the API server writes it (unquoted RFC 3339) is kep
   );
   assert.deepEqual(r.errors, []);
   assert.equal(r.objects[0]?.metadata.creationTimestamp, '2024-05-01T10:00:00Z');
+});
+
+test('a required field given as null is refused as missing, as the API server prunes a null field', () => {
+  for (const [yaml, why] of [
+    ['apiVersion: v1\nkind: Pod\nmetadata: {name: ~, namespace: shop}\n', /metadata\.name: is required/],
+    ['apiVersion: ~\nkind: Pod\nmetadata: {name: web, namespace: shop}\n', /: apiVersion: is required/],
+    [`${AP}  rules: [{when: [{key: ~, values: [a]}]}]\n`, /when\[0\]\.key: is required/],
+  ] as const) {
+    const r = parseManifests('m.yaml', yaml);
+    assert.deepEqual(r.objects, []);
+    assert.match(r.errors[0]?.message ?? '', why);
+  }
+});
+
+test('an ownerReference without apiVersion, kind or name is refused, as the API server refuses it', () => {
+  const r = parseManifests('m.yaml', `${POD}  ownerReferences: [{kind: ReplicaSet, controller: true}]\n`);
+  assert.deepEqual(r.objects, []);
+  const messages = r.errors.map((e) => e.message).join('\n');
+  assert.match(messages, /metadata\.ownerReferences\[0\]\.apiVersion: is required/);
+  assert.match(messages, /metadata\.ownerReferences\[0\]\.name: is required/);
+});
+
+test("a field named after an Object.prototype member is an unknown field, and such a kind one amesh doesn't read", () => {
+  const field = parseManifests('m.yaml', `${AP}  constructor: x\n`);
+  assert.match(field.errors[0]?.message ?? '', /unknown field "constructor"/);
+  const kind = parseManifests('m.yaml', 'apiVersion: v1\nkind: toString\nmetadata: {name: t, namespace: shop}\n');
+  assert.match(kind.warnings[0] ?? '', /kind toString is not used by amesh istiod/);
+});
+
+/** True only when `A` and `B` are the same type. */
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+test('Infer reads the type off the schema: required fields present and not null, the others absent or null', () => {
+  const s = {
+    t: 'object',
+    fields: {
+      name: { t: 'string' },
+      count: { t: 'int' },
+      on: { t: 'bool' },
+      port: { t: 'intOrString' },
+      mode: { t: 'string', enum: ['A', 'B'] },
+      tags: { t: 'list', of: { t: 'string' } },
+      labels: { t: 'map', of: { t: 'string' } },
+      extra: { t: 'any' },
+    },
+    required: ['name'],
+  } as const satisfies Schema;
+  interface Want {
+    readonly name: string;
+    readonly count?: number | null;
+    readonly on?: boolean | null;
+    readonly port?: number | string | null;
+    readonly mode?: 'A' | 'B' | null;
+    readonly tags?: readonly (string | null)[] | null;
+    readonly labels?: Readonly<Record<string, string>> | null;
+    readonly extra?: unknown;
+  }
+  // Checked by tsc (`npm run typecheck`): a `false` here does not compile.
+  const same: [
+    Equal<Infer<typeof s>, Want>,
+    Equal<MtlsMode, 'UNSET' | 'DISABLE' | 'PERMISSIVE' | 'STRICT'>,
+    Equal<PolicyCondition['key'], string>,
+    Equal<OwnerReference['name'], string>,
+  ] = [true, true, true, true];
+  assert.ok(same.every(Boolean));
+  assert.ok(conforms(s, { name: 'x', count: null, tags: ['a', null], labels: { a: 'b' } }));
+  assert.ok(!conforms(s, { count: 1 }), 'name is required');
+  assert.ok(!conforms(s, { name: 'x', labels: { a: null } }), 'a map value is never null');
+});
+
+/** `v` is a value of `Infer<s>`, checked at run time as the type reads (null only where it allows null). */
+function conforms(s: Schema, v: unknown): boolean {
+  switch (s.t) {
+    case 'any':
+      return true;
+    case 'string':
+      return typeof v === 'string' && (s.enum === undefined || s.enum.includes(v));
+    case 'int':
+      return Number.isInteger(v);
+    case 'bool':
+      return typeof v === 'boolean';
+    case 'intOrString':
+      return typeof v === 'string' || Number.isInteger(v);
+    case 'list':
+      return Array.isArray(v) && v.every((x) => x === null || conforms(s.of, x));
+    case 'map':
+      return isRecord(v) && Object.values(v).every((x) => conforms(s.of, x));
+    case 'object':
+      return (
+        isRecord(v) &&
+        (s.required ?? []).every((k) => v[k] !== undefined && v[k] !== null) &&
+        Object.entries(s.fields).every(([k, f]) => v[k] === undefined || v[k] === null || conforms(f, v[k]))
+      );
+  }
+}
+
+/** Every kind with a schema, each optional field absent, present or null, and null list items. */
+const TYPED = [
+  `${POD}  labels: {app: web}\n  ownerReferences: [~, {apiVersion: apps/v1, kind: ReplicaSet, name: web-1, controller: ~}]\nspec:\n  nodeName: ~\n  containers: [~, {name: c, ports: [~, {name: http, containerPort: 8080}]}]\nstatus: {podIP: 10.1.0.5, podIPs: [~, {ip: ~}], conditions: [{type: Ready, status: "True"}]}\n`,
+  'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {selector: {app: web}, clusterIPs: [~], ports: [~, {port: 80, targetPort: http}, {port: 81, targetPort: 8081}]}\n',
+  'apiVersion: networking.istio.io/v1\nkind: ServiceEntry\nmetadata: {name: db, namespace: shop}\nspec: {hosts: [db.example.com, ~], resolution: DNS, workloadSelector: ~, endpoints: [~, {address: 10.0.0.1, ports: {tcp: 5432}, weight: ~}]}\n',
+  'apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\nmetadata: {name: vm, namespace: shop}\nspec: {address: vm.example.com, labels: {app: vm}, locality: ~}\n',
+  `${AP}  action: DENY\n  targetRef: ~\n  rules: [~, {from: [~, {source: {principals: [~, a]}}], to: [{operation: {hosts: ~, ports: ["80"]}}], when: [~, {key: source.ip, values: [10.0.0.0/8]}]}]\n`,
+  'apiVersion: security.istio.io/v1\nkind: PeerAuthentication\nmetadata: {name: p, namespace: shop}\nspec: {selector: ~, mtls: {mode: ~}, portLevelMtls: {"8080": {mode: STRICT}}}\n',
+  'apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {topology.kubernetes.io/zone: z1}}\nspec: {podCIDR: 10.1.0.0/24}\n',
+  'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\ndata: {a: b}\n',
+  'apiVersion: v1\nkind: Pod\nmetadata: {name: bare, namespace: shop}\nspec: ~\n',
+];
+
+test('every document the walker accepts is a value of the type Infer reads off its schema, spec and status too', () => {
+  for (const yaml of TYPED) {
+    const r = parseManifests('m.yaml', yaml);
+    assert.deepEqual(r.errors, [], yaml);
+    assert.equal(r.objects.length, 1, yaml);
+    const o = r.objects[0]!;
+    const kind = kindSchema(o.kind);
+    assert.ok(conforms(documentSchema(kind), o.document), yaml);
+    assert.ok(kind?.spec === undefined || conforms(kind.spec, o.spec), yaml);
+    assert.ok(kind?.status === undefined || conforms(kind.status, o.status), yaml);
+  }
 });

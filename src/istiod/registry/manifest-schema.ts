@@ -8,9 +8,15 @@
  *
  * Written by hand over the YAML node tree rather than with a JSON-schema library: every problem must carry the
  * line of the offending node, and the schemas below cover only the fields amesh reads.
+ *
+ * The schemas are values whose literal types are kept (`as const satisfies Schema`, or the helpers' `const` type
+ * parameters), and `Infer<S>` reads the TypeScript type of what a schema accepts off the schema itself: the typed
+ * specs the model reads (`SpecOf`, `StatusOf`) cannot drift from what is checked. The walker lets `null` through
+ * wherever a field is optional and as a list item (the model reads a null `targetRef` or `hosts` as set, so null
+ * is kept rather than read as absent), so the types say `| null` there; a required field must not be null.
  */
 import net from 'node:net';
-import { isMap, isScalar, isSeq, type LineCounter, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, type LineCounter, type Node, type Scalar } from 'yaml';
 import { ipBytes } from '../../lib/ip.js';
 
 type Check = (v: unknown) => string | undefined;
@@ -23,12 +29,34 @@ export type Schema =
   | { readonly t: 'list'; readonly of: Schema }
   | {
       readonly t: 'object';
-      readonly fields: Readonly<Record<string, Schema>>;
+      readonly fields: Fields;
       readonly required?: readonly string[];
       readonly open?: boolean;
     }
   | { readonly t: 'map'; readonly of: Schema; readonly key?: Check }
   | { readonly t: 'any' };
+
+type Fields = Readonly<Record<string, Schema>>;
+
+/** The type of a value `S` accepts (not null): an enum's strings, lists, objects with their required fields. */
+export type Infer<S extends Schema> = {
+  string: S extends { readonly enum: readonly (infer E extends string)[] } ? E : string;
+  int: number;
+  bool: boolean;
+  intOrString: number | string;
+  list: S extends { readonly of: infer O extends Schema } ? readonly (Infer<O> | null)[] : never;
+  map: S extends { readonly of: infer O extends Schema } ? Readonly<Record<string, Infer<O>>> : never;
+  object: S extends { readonly fields: infer F extends Fields } ? InferObject<F, RequiredOf<S>> : never;
+  any: unknown;
+}[S['t']];
+
+type RequiredOf<S> = S extends { readonly required?: readonly (infer R extends string)[] } ? R : never;
+
+/** Required fields are present and not null; any other field may be absent or null. */
+type InferObject<F extends Fields, R extends string> = Flat<
+  { readonly [K in keyof F & R]: Infer<F[K]> } & { readonly [K in Exclude<keyof F, R>]?: Infer<F[K]> | null }
+>;
+type Flat<T> = { [K in keyof T]: T[K] } & {};
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -88,173 +116,179 @@ const policyPort: Check = (v) =>
 const policyIp: Check = (v) =>
   typeof v === 'string' && isPolicyIp(v) ? undefined : `"${String(v)}" is not an IP address or CIDR; Istio skips it`;
 
-const str: Schema = { t: 'string' };
-const strs: Schema = { t: 'list', of: str };
-const labels: Schema = { t: 'map', of: { t: 'string', check: labelValue }, key: labelKey };
-const annotations: Schema = { t: 'map', of: str };
-const selector: Schema = { t: 'object', fields: { matchLabels: labels } };
-const obj = (fields: Record<string, Schema>, required?: readonly string[]): Schema => ({
-  t: 'object',
-  fields,
-  ...(required === undefined ? {} : { required }),
-});
-const open = (fields: Record<string, Schema>): Schema => ({ t: 'object', fields, open: true });
-const any: Schema = { t: 'any' };
+const str = { t: 'string' } as const satisfies Schema;
+const int = { t: 'int' } as const satisfies Schema;
+const bool = { t: 'bool' } as const satisfies Schema;
+const any = { t: 'any' } as const satisfies Schema;
+const port = { t: 'int', warn: portNumber } as const satisfies Schema;
 
-const METADATA: Record<string, Schema> = {
+function list<const S extends Schema>(of: S): { readonly t: 'list'; readonly of: S } {
+  return { t: 'list', of };
+}
+function map<const S extends Schema>(of: S, key?: Check): { readonly t: 'map'; readonly of: S; readonly key?: Check } {
+  return key === undefined ? { t: 'map', of } : { t: 'map', of, key };
+}
+/** An object with only the fields in `fields`. */
+function obj<const F extends Fields>(fields: F): { readonly t: 'object'; readonly fields: F } {
+  return { t: 'object', fields };
+}
+/** An object of a built-in kind: fields amesh does not read are let through. */
+function open<const F extends Fields>(fields: F): { readonly t: 'object'; readonly fields: F; readonly open: true } {
+  return { t: 'object', fields, open: true };
+}
+/** `s` with the fields in `required` present and not null. */
+function requiring<
+  const S extends { readonly t: 'object'; readonly fields: Fields },
+  const R extends readonly (keyof S['fields'] & string)[],
+>(s: S, required: R): S & { readonly required: R } {
+  return { ...s, required };
+}
+
+const strs = list(str);
+const labels = map({ t: 'string', check: labelValue }, labelKey);
+const selector = obj({ matchLabels: labels });
+
+const OWNER_REFERENCE = requiring(
+  open({ apiVersion: str, kind: str, name: str, uid: str, controller: bool, blockOwnerDeletion: bool }),
+  ['apiVersion', 'kind', 'name'],
+);
+/** `ownerReferences[]`: the API requires apiVersion, kind and name (uid is looked up by name when applied). */
+export type OwnerReference = Infer<typeof OWNER_REFERENCE>;
+
+const METADATA = {
   name: str,
   namespace: { t: 'string', check: dns1123Label },
   labels,
-  annotations,
+  annotations: map(str),
   uid: str,
   generateName: str,
-  ownerReferences: {
-    t: 'list',
-    of: open({
-      apiVersion: str,
-      kind: str,
-      name: str,
-      uid: str,
-      controller: { t: 'bool' },
-      blockOwnerDeletion: { t: 'bool' },
-    }),
-  },
+  ownerReferences: list(OWNER_REFERENCE),
   creationTimestamp: { t: 'string', check: timestamp },
   resourceVersion: str,
-  generation: { t: 'int' },
+  generation: int,
   finalizers: strs,
   managedFields: any,
   deletionTimestamp: any,
-  deletionGracePeriodSeconds: { t: 'int' },
-};
+  deletionGracePeriodSeconds: int,
+} as const satisfies Fields;
 
-const policyPorts: Schema = { t: 'list', of: { t: 'string', warn: policyPort } };
-const policyIps: Schema = { t: 'list', of: { t: 'string', warn: policyIp } };
+const policyPorts = list({ t: 'string', warn: policyPort });
+const policyIps = list({ t: 'string', warn: policyIp });
+const SOURCE = obj({
+  principals: strs,
+  notPrincipals: strs,
+  requestPrincipals: strs,
+  notRequestPrincipals: strs,
+  namespaces: strs,
+  notNamespaces: strs,
+  ipBlocks: policyIps,
+  notIpBlocks: policyIps,
+  remoteIpBlocks: policyIps,
+  notRemoteIpBlocks: policyIps,
+  serviceAccounts: strs,
+  notServiceAccounts: strs,
+});
+const OPERATION = obj({
+  hosts: strs,
+  notHosts: strs,
+  ports: policyPorts,
+  notPorts: policyPorts,
+  methods: strs,
+  notMethods: strs,
+  paths: strs,
+  notPaths: strs,
+});
+const CONDITION = requiring(obj({ key: str, values: strs, notValues: strs }), ['key']);
+const RULE = obj({
+  from: list(obj({ source: SOURCE })),
+  to: list(obj({ operation: OPERATION })),
+  when: list(CONDITION),
+});
 const AUTHORIZATION_POLICY = obj({
   selector,
   targetRef: any,
-  targetRefs: { t: 'list', of: any },
+  targetRefs: list(any),
   action: { t: 'string', enum: ['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'] },
   provider: obj({ name: str }),
-  rules: {
-    t: 'list',
-    of: obj({
-      from: {
-        t: 'list',
-        of: obj({
-          source: obj({
-            principals: strs,
-            notPrincipals: strs,
-            requestPrincipals: strs,
-            notRequestPrincipals: strs,
-            namespaces: strs,
-            notNamespaces: strs,
-            ipBlocks: policyIps,
-            notIpBlocks: policyIps,
-            remoteIpBlocks: policyIps,
-            notRemoteIpBlocks: policyIps,
-            serviceAccounts: strs,
-            notServiceAccounts: strs,
-          }),
-        }),
-      },
-      to: {
-        t: 'list',
-        of: obj({
-          operation: obj({
-            hosts: strs,
-            notHosts: strs,
-            ports: policyPorts,
-            notPorts: policyPorts,
-            methods: strs,
-            notMethods: strs,
-            paths: strs,
-            notPaths: strs,
-          }),
-        }),
-      },
-      when: { t: 'list', of: obj({ key: str, values: strs, notValues: strs }, ['key']) },
-    }),
-  },
+  rules: list(RULE),
 });
+/** `source` of an AuthorizationPolicy rule's `from`. */
+export type PolicySource = Infer<typeof SOURCE>;
+/** `operation` of an AuthorizationPolicy rule's `to`. */
+export type PolicyOperation = Infer<typeof OPERATION>;
+/** One entry of an AuthorizationPolicy rule's `when`. */
+export type PolicyCondition = Infer<typeof CONDITION>;
+export type PolicyRule = Infer<typeof RULE>;
 
-const MTLS_MODE: Schema = { t: 'string', enum: ['UNSET', 'DISABLE', 'PERMISSIVE', 'STRICT'] };
+const MTLS_MODE = { t: 'string', enum: ['UNSET', 'DISABLE', 'PERMISSIVE', 'STRICT'] } as const satisfies Schema;
+export type MtlsMode = Infer<typeof MTLS_MODE>;
 const PEER_AUTHENTICATION = obj({
   selector,
   mtls: obj({ mode: MTLS_MODE }),
-  portLevelMtls: { t: 'map', of: obj({ mode: MTLS_MODE }), key: (k) => portNumber(Number(k)) },
+  portLevelMtls: map(obj({ mode: MTLS_MODE }), (k) => portNumber(Number(k))),
 });
 
-const containerPort = open({
-  name: str,
-  containerPort: { t: 'int', warn: portNumber },
-  protocol: str,
-  hostPort: { t: 'int' },
-  hostIP: str,
-});
 const POD_SPEC = open({
   serviceAccountName: str,
   serviceAccount: str,
   nodeName: str,
-  hostNetwork: { t: 'bool' },
-  containers: { t: 'list', of: open({ name: str, ports: { t: 'list', of: containerPort } }) },
+  hostNetwork: bool,
+  containers: list(
+    open({
+      name: str,
+      ports: list(open({ name: str, containerPort: port, protocol: str, hostPort: int, hostIP: str })),
+    }),
+  ),
 });
 const POD_STATUS = open({
   phase: str,
   podIP: { t: 'string', warn: ipAddress },
-  podIPs: { t: 'list', of: open({ ip: { t: 'string', warn: ipAddress } }) },
-  conditions: { t: 'list', of: open({ type: str, status: str }) },
+  podIPs: list(open({ ip: { t: 'string', warn: ipAddress } })),
+  conditions: list(open({ type: str, status: str })),
 });
 
 const SERVICE_SPEC = open({
   selector: labels,
   type: str,
   clusterIP: { t: 'string', warn: clusterIp },
-  clusterIPs: { t: 'list', of: { t: 'string', warn: clusterIp } },
-  ports: {
-    t: 'list',
-    of: open({
+  clusterIPs: list({ t: 'string', warn: clusterIp }),
+  ports: list(
+    open({
       name: str,
-      port: { t: 'int', warn: portNumber },
+      port,
       targetPort: { t: 'intOrString', warn: anyPort },
       protocol: str,
       appProtocol: str,
-      nodePort: { t: 'int' },
+      nodePort: int,
     }),
-  },
-  publishNotReadyAddresses: { t: 'bool' },
+  ),
+  publishNotReadyAddresses: bool,
   internalTrafficPolicy: str,
   trafficDistribution: str,
   ipFamilies: strs,
   externalName: str,
 });
 
-const WORKLOAD_ENTRY_FIELDS: Record<string, Schema> = {
+const WORKLOAD_ENTRY = obj({
   address: str,
-  ports: { t: 'map', of: { t: 'int', warn: portNumber } },
+  ports: map(port),
   labels,
   network: str,
   locality: str,
-  weight: { t: 'int' },
+  weight: int,
   serviceAccount: str,
-};
+});
+/** A WorkloadEntry's spec, and a ServiceEntry's endpoint. */
+export type WorkloadEntrySpec = Infer<typeof WORKLOAD_ENTRY>;
 const SERVICE_ENTRY = obj({
   hosts: strs,
-  addresses: { t: 'list', of: { t: 'string', warn: policyIp } },
+  addresses: list({ t: 'string', warn: policyIp }),
   exportTo: strs,
   subjectAltNames: strs,
-  ports: {
-    t: 'list',
-    of: obj({
-      number: { t: 'int', warn: portNumber },
-      protocol: str,
-      name: str,
-      targetPort: { t: 'int', warn: portNumber },
-    }),
-  },
+  ports: list(obj({ number: port, protocol: str, name: str, targetPort: port })),
   location: { t: 'string', enum: ['MESH_EXTERNAL', 'MESH_INTERNAL'] },
   resolution: { t: 'string', enum: ['NONE', 'STATIC', 'DNS', 'DNS_ROUND_ROBIN', 'DYNAMIC_DNS'] },
-  endpoints: { t: 'list', of: obj(WORKLOAD_ENTRY_FIELDS) },
+  endpoints: list(WORKLOAD_ENTRY),
   workloadSelector: obj({ labels }),
 });
 
@@ -268,7 +302,7 @@ interface KindSchema {
 }
 
 /** Kinds amesh reads, or (workload owners) accepts for their metadata. Anything else gets a warning. */
-export const KINDS: Readonly<Record<string, KindSchema>> = {
+const KINDS = {
   Namespace: { nameIsLabel: true, clusterScoped: true },
   /** Read for its `topology.*` labels, the locality of the pods scheduled on it. */
   Node: { clusterScoped: true },
@@ -276,7 +310,7 @@ export const KINDS: Readonly<Record<string, KindSchema>> = {
   Pod: { spec: POD_SPEC, status: POD_STATUS },
   Service: { spec: SERVICE_SPEC, nameIsLabel: true },
   ServiceEntry: { spec: SERVICE_ENTRY },
-  WorkloadEntry: { spec: obj(WORKLOAD_ENTRY_FIELDS) },
+  WorkloadEntry: { spec: WORKLOAD_ENTRY },
   AuthorizationPolicy: { spec: AUTHORIZATION_POLICY },
   PeerAuthentication: { spec: PEER_AUTHENTICATION },
   Deployment: {},
@@ -285,13 +319,67 @@ export const KINDS: Readonly<Record<string, KindSchema>> = {
   DaemonSet: {},
   Job: {},
   CronJob: {},
-};
+} as const satisfies Readonly<Record<string, KindSchema>>;
+
+/** A kind amesh reads (or accepts for its metadata). */
+export type ResourceKind = keyof typeof KINDS;
+
+/** `kind` has a schema here (an own key of `KINDS`, never one of `Object.prototype`'s). */
+export function isResourceKind(kind: string): kind is ResourceKind {
+  return Object.hasOwn(KINDS, kind);
+}
+
+/** What amesh checks of `kind`; undefined for a kind it does not read. */
+export function kindSchema(kind: string): KindSchema | undefined {
+  return isResourceKind(kind) ? KINDS[kind] : undefined;
+}
+
+/** A kind's `spec` (or `status`) once checked: typed by its schema; a kind without one may hold anything. */
+type Section<K extends ResourceKind, P extends 'spec' | 'status'> = (typeof KINDS)[K] extends {
+  readonly [Q in P]: infer S extends Schema;
+}
+  ? Infer<S>
+  : Readonly<Record<string, unknown>>;
+export type SpecOf<K extends ResourceKind> = Section<K, 'spec'>;
+export type StatusOf<K extends ResourceKind> = Section<K, 'status'>;
 
 export interface Problem {
   readonly line: number;
   readonly path: string;
   readonly reason: string;
 }
+
+type ScalarType = 'string' | 'int' | 'bool' | 'intOrString';
+
+const WANT: Readonly<Record<ScalarType, string>> = {
+  string: 'a string',
+  int: 'an integer',
+  bool: 'true or false',
+  intOrString: 'an integer or a string',
+};
+
+function fitsScalar(t: ScalarType, v: unknown): boolean {
+  switch (t) {
+    case 'string':
+      return typeof v === 'string';
+    case 'bool':
+      return typeof v === 'boolean';
+    case 'int':
+      return Number.isInteger(v);
+    case 'intOrString':
+      return typeof v === 'string' || Number.isInteger(v);
+  }
+}
+
+/** A node that is not what the schema wants, as a message names it: a scalar by its value, else by its shape. */
+function shapeOf(n: Node): string {
+  if (isScalar(n)) return JSON.stringify(n.value);
+  return isSeq(n) ? 'a list' : 'a mapping';
+}
+
+/** No node, or an explicit null (`key:`, `key: ~`). */
+const isNullNode = (n: Node | null | undefined): n is Scalar<null> | null | undefined =>
+  n === null || n === undefined || (isScalar(n) && n.value === null);
 
 /** Walks `node` against `schema`; type problems go to `errors`, unusable values to `warnings`. */
 export class SchemaWalker {
@@ -310,32 +398,18 @@ export class SchemaWalker {
   }
 
   walk(n: Node | null | undefined, s: Schema, path: string): void {
-    if (n === null || n === undefined || (isScalar(n) && n.value === null) || s.t === 'any') return;
+    if (isNullNode(n) || s.t === 'any') return;
     switch (s.t) {
       case 'string':
       case 'int':
       case 'bool':
       case 'intOrString': {
         const v = isScalar(n) ? n.value : undefined;
-        const ok =
-          s.t === 'string'
-            ? typeof v === 'string'
-            : s.t === 'bool'
-              ? typeof v === 'boolean'
-              : s.t === 'int'
-                ? Number.isInteger(v)
-                : typeof v === 'string' || Number.isInteger(v);
-        const want = {
-          string: 'a string',
-          int: 'an integer',
-          bool: 'true or false',
-          intOrString: 'an integer or a string',
-        }[s.t];
-        if (!ok)
+        if (!fitsScalar(s.t, v))
           return this.err(
             n,
             path,
-            `expected ${want}, got ${isScalar(n) ? JSON.stringify(v) : isSeq(n) ? 'a list' : 'a mapping'}${s.t === 'string' && isScalar(n) ? ' (quote it)' : ''}`,
+            `expected ${WANT[s.t]}, got ${shapeOf(n)}${s.t === 'string' && isScalar(n) ? ' (quote it)' : ''}`,
           );
         if (s.t === 'string' && s.enum !== undefined && !s.enum.includes(v as string))
           return this.err(n, path, `expected one of ${s.enum.join(', ')}, got "${String(v)}"`);
@@ -352,27 +426,27 @@ export class SchemaWalker {
       case 'object':
       case 'map': {
         if (!isMap(n)) return this.err(n, path, `expected a mapping, got ${isSeq(n) ? 'a list' : 'a scalar'}`);
-        const seen = new Set<string>();
+        /** Keys with a value: a required field given as null is as missing as the API server finds it. */
+        const present = new Set<string>();
         for (const pair of n.items) {
           const k = pair.key as Node | null;
           const key = isScalar(k) ? String(k.value) : '';
           const p = path === '' ? key : `${path}.${key}`;
-          seen.add(key);
+          const v = pair.value as Node | null;
+          if (!isNullNode(v)) present.add(key);
           if (s.t === 'map') {
             const bad = s.key?.(key);
             if (bad !== undefined) this.err(k, p, bad);
             // A map's values are never null (a label `app:` with no value would be a selector matching nothing).
-            const v = pair.value as Node | null;
-            if (v === null || (isScalar(v) && v.value === null))
-              this.err(v ?? k, p, 'has no value (write "" for an empty string)');
+            if (isNullNode(v)) this.err(v ?? k, p, 'has no value (write "" for an empty string)');
             else this.walk(v, s.of, p);
-          } else if (key in s.fields) this.walk(pair.value as Node | null, s.fields[key]!, p);
+          } else if (Object.hasOwn(s.fields, key)) this.walk(v, s.fields[key]!, p);
           else if (s.open !== true)
             this.err(k, p, `unknown field "${key}" (expected one of: ${Object.keys(s.fields).join(', ')})`);
         }
         if (s.t === 'object')
           for (const r of s.required ?? [])
-            if (!seen.has(r)) this.err(n, path === '' ? r : `${path}.${r}`, 'is required');
+            if (!present.has(r)) this.err(n, path === '' ? r : `${path}.${r}`, 'is required');
         return;
       }
     }
@@ -380,25 +454,36 @@ export class SchemaWalker {
 }
 
 /** The top level of any manifest: kubectl rejects unknown top-level and metadata fields. */
-export function documentSchema(kind: KindSchema | undefined): Schema {
-  const name: Schema = { t: 'string', check: kind?.nameIsLabel === true ? dns1123Label : dns1123Subdomain };
-  return {
-    t: 'object',
-    fields: {
+function documentOf<const Spec extends Schema, const Status extends Schema>(
+  nameIsLabel: boolean,
+  spec: Spec,
+  status: Status,
+) {
+  const name = { t: 'string', check: nameIsLabel ? dns1123Label : dns1123Subdomain } as const;
+  return requiring(
+    obj({
       apiVersion: str,
       kind: str,
-      metadata: obj({ ...METADATA, name }, ['name']),
-      spec: kind?.spec ?? any,
-      status: kind?.status ?? any,
+      metadata: requiring(obj({ ...METADATA, name }), ['name']),
+      spec,
+      status,
       data: any,
       stringData: any,
       binaryData: any,
       type: any,
       immutable: any,
-    },
-    required: ['apiVersion', 'kind', 'metadata'],
-  };
+    }),
+    ['apiVersion', 'kind', 'metadata'],
+  );
 }
+
+/** What a document of `kind` (undefined: a kind amesh does not read) is checked against. */
+export function documentSchema(kind: KindSchema | undefined): Schema {
+  return documentOf(kind?.nameIsLabel === true, kind?.spec ?? any, kind?.status ?? any);
+}
+
+/** A document `documentSchema` accepts, whatever its kind (its spec and status are typed by `SpecOf`, `StatusOf`). */
+export type CheckedDocument = Infer<ReturnType<typeof documentOf<typeof any, typeof any>>>;
 
 /**
  * The lists of a DENY AuthorizationPolicy whose every value Istio would skip (`ports: ["80a"]`, `notPorts: ["22a"]`):
@@ -406,36 +491,33 @@ export function documentSchema(kind: KindSchema | undefined): Schema {
  * author meant, so such a policy is refused instead, as Istio's validation refuses any invalid port or IP.
  * Paths are into the document, e.g. `["spec", "rules", 0, "to", 0, "operation", "ports"]`.
  */
-export function denyListsWithNothingValid(spec: Record<string, unknown>): (string | number)[][] {
-  if (spec['action'] !== 'DENY' || !Array.isArray(spec['rules'])) return [];
+export function denyListsWithNothingValid(spec: SpecOf<'AuthorizationPolicy'>): (string | number)[][] {
+  if (spec.action !== 'DENY') return [];
   const out: (string | number)[][] = [];
-  const empty = (v: unknown, ok: (s: string) => boolean): boolean =>
+  const empty = (v: readonly (string | null)[] | null | undefined, ok: (s: string) => boolean): boolean =>
     Array.isArray(v) && v.length > 0 && !v.some((x) => typeof x === 'string' && ok(x));
-  (spec['rules'] as unknown[]).forEach((rule, i) => {
-    const r = (rule ?? {}) as Record<string, unknown>;
-    const each = (k: string, f: (x: Record<string, unknown>, j: number) => void): void => {
-      if (Array.isArray(r[k])) (r[k] as unknown[]).forEach((x, j) => f((x ?? {}) as Record<string, unknown>, j));
-    };
-    each('to', (t, j) => {
-      const op = (t['operation'] ?? {}) as Record<string, unknown>;
-      for (const k of ['ports', 'notPorts'])
-        if (empty(op[k], isPolicyPort)) out.push(['spec', 'rules', i, 'to', j, 'operation', k]);
+  spec.rules?.forEach((rule, i) => {
+    rule?.to?.forEach((t, j) => {
+      for (const k of ['ports', 'notPorts'] as const)
+        if (empty(t?.operation?.[k], isPolicyPort)) out.push(['spec', 'rules', i, 'to', j, 'operation', k]);
     });
-    each('from', (f, j) => {
-      const src = (f['source'] ?? {}) as Record<string, unknown>;
-      for (const k of ['ipBlocks', 'notIpBlocks'])
-        if (empty(src[k], isPolicyIp)) out.push(['spec', 'rules', i, 'from', j, 'source', k]);
+    rule?.from?.forEach((f, j) => {
+      for (const k of ['ipBlocks', 'notIpBlocks'] as const)
+        if (empty(f?.source?.[k], isPolicyIp)) out.push(['spec', 'rules', i, 'from', j, 'source', k]);
     });
-    each('when', (w, j) => {
-      const ok =
-        w['key'] === 'destination.port'
-          ? isPolicyPort
-          : w['key'] === 'source.ip' || w['key'] === 'destination.ip'
-            ? isPolicyIp
-            : undefined;
+    rule?.when?.forEach((w, j) => {
+      const ok = conditionValueCheck(w?.key);
       if (ok !== undefined)
-        for (const k of ['values', 'notValues']) if (empty(w[k], ok)) out.push(['spec', 'rules', i, 'when', j, k]);
+        for (const k of ['values', 'notValues'] as const)
+          if (empty(w?.[k], ok)) out.push(['spec', 'rules', i, 'when', j, k]);
     });
   });
   return out;
+}
+
+/** How Istio reads the values of a `when` condition on `key`, for the keys whose values it parses. */
+function conditionValueCheck(key: string | undefined): ((s: string) => boolean) | undefined {
+  if (key === 'destination.port') return isPolicyPort;
+  if (key === 'source.ip' || key === 'destination.ip') return isPolicyIp;
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import type { Manifest } from './manifest-dir.js';
+import { isResource, type Manifest, type ResourceOf } from './manifest-dir.js';
 
 /** The pod facts the CA's impersonation check needs (istio `security/pkg/server/ca/authenticate` node authorizer). */
 interface PodFacts {
@@ -9,13 +9,13 @@ interface PodFacts {
   readonly phase: string;
 }
 
-function podFacts(o: Manifest): PodFacts {
+function podFacts(o: ResourceOf<'Pod'>): PodFacts {
   return {
     name: o.metadata.name,
     namespace: o.metadata.namespace,
-    serviceAccount: typeof o.spec['serviceAccountName'] === 'string' ? o.spec['serviceAccountName'] : 'default',
-    nodeName: typeof o.spec['nodeName'] === 'string' ? o.spec['nodeName'] : '',
-    phase: typeof o.status['phase'] === 'string' ? o.status['phase'] : 'Running',
+    serviceAccount: o.spec.serviceAccountName ?? 'default',
+    nodeName: o.spec.nodeName ?? '',
+    phase: o.status.phase ?? 'Running',
   };
 }
 
@@ -30,7 +30,7 @@ export class PodIndex {
   private readonly liveOnNode = new Map<string, number>();
 
   add(o: Manifest | undefined): void {
-    if (o?.kind !== 'Pod') return;
+    if (o === undefined || !isResource(o) || o.kind !== 'Pod') return;
     const p = podFacts(o);
     this.byName.set(`${p.namespace}/${p.name}`, p);
     if (p.phase !== 'Failed') this.count(p, 1);
