@@ -8,6 +8,7 @@ export default tseslint.config(
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
+      'no-nested-ternary': 'error',
       '@typescript-eslint/no-floating-promises': [
         'error',
         {
