@@ -218,7 +218,9 @@ test('`amesh controller-manager` whose API is not up yet keeps retrying its info
     currentContext: 'down',
   });
   await writeFile(kubeconfig, kc.exportConfig());
-  const { p, output } = controllerManager(kubeconfig);
+  const { p, synced, output } = controllerManager(kubeconfig);
+  // It cannot sync while its API is down, and its end is this test's kill.
+  synced.catch(() => undefined);
   try {
     // Two failed rounds of the nodes informer: the process outlived its first retry.
     await new Promise<void>((resolve, reject) => {
