@@ -143,7 +143,7 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
 
   before(async () => {
     assert.ok(
-      existsSync(path.join(REPO, 'dist/src/cni/plugin/main.js')),
+      existsSync(path.join(REPO, 'dist/bundle/amesh-cni.js')),
       'bin/amesh-cni runs the build: npm run build first',
     );
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-cni-agent-netns-'));

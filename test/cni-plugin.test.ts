@@ -56,7 +56,7 @@ describe('amesh-cni run as a container runtime runs it', () => {
 
   before(async () => {
     assert.ok(
-      existsSync(path.join(REPO, 'dist/src/cni/plugin/main.js')),
+      existsSync(path.join(REPO, 'dist/bundle/amesh-cni.js')),
       'bin/amesh-cni runs the build: npm run build first',
     );
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-cni-'));

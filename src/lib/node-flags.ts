@@ -27,6 +27,6 @@ export function dataPathFlagsMissing(execArgv: readonly string[] = process.execA
   if (missing.length === 0) return undefined;
   return (
     `node was started without ${missing.join(' ')}: under load after idle periods, CPU per byte rises and throughput drops; ` +
-    `start it as \`node ${DATA_PATH_NODE_FLAGS.join(' ')} dist/src/cli/main.js ztunnel\` or through the \`amesh\` bin`
+    `start it as \`node ${DATA_PATH_NODE_FLAGS.join(' ')} dist/bundle/amesh.js ztunnel\` or through the \`amesh\` bin`
   );
 }

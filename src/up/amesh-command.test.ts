@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
 import { packageRoot } from '../lib/package-root.js';
-import { ameshCommand, buildIsCurrent } from './amesh-command.js';
+import { ameshCommand, ameshEntry } from './amesh-command.js';
 
 test("every launcher of a ztunnel passes the data-path Node flags: ameshCommand, the bin shebang, npm run amesh, bin/amesh (amesh up's pods)", () => {
   assert.deepEqual(ameshCommand().args.slice(0, DATA_PATH_NODE_FLAGS.length), [...DATA_PATH_NODE_FLAGS]);
@@ -19,36 +19,39 @@ test("every launcher of a ztunnel passes the data-path Node flags: ameshCommand,
   const bin = readFileSync(path.join(packageRoot(), 'bin', 'amesh'), 'utf8');
   assert.match(
     bin,
-    new RegExp(`^exec node ${DATA_PATH_NODE_FLAGS.join(' ')} "\\$here/\\.\\./dist/src/cli/main\\.js" "\\$@"$`, 'm'),
+    new RegExp(`^exec node ${DATA_PATH_NODE_FLAGS.join(' ')} "\\$here/\\.\\./dist/bundle/amesh\\.js" "\\$@"$`, 'm'),
   );
 });
 
-test('from the source tree, amesh runs the build only while every source file is older than its compiled file', async () => {
+test('from a source tree, amesh runs the bundle while it is current, else the build while that is, else the source through tsx; installed, the bundle', async () => {
   const root = await mkdtemp(path.join(tmpdir(), 'amesh-build-current-'));
+  const at = (...p: string[]): string => path.join(root, ...p);
+  const write = async (file: string, time: number): Promise<void> => {
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, '');
+    await utimes(file, time, time);
+  };
   try {
-    const main = path.join(root, 'dist', 'src', 'cli', 'main.js');
-    const mainSource = path.join(root, 'src', 'cli', 'main.ts');
-    const source = path.join(root, 'src', 'lib', 'ip.ts');
-    const compiled = path.join(root, 'dist', 'src', 'lib', 'ip.js');
-    for (const f of [main, mainSource, source, compiled]) await mkdir(path.dirname(f), { recursive: true });
-    await writeFile(mainSource, '');
-    await writeFile(source, '');
-    await utimes(mainSource, 1000, 1000);
-    await utimes(source, 2000, 2000);
-    assert.equal(buildIsCurrent(root), false, 'no build');
-    await writeFile(main, '');
-    await utimes(main, 1500, 1500);
-    assert.equal(buildIsCurrent(root), false, 'a source file with no compiled file');
-    await writeFile(compiled, '');
-    await utimes(compiled, 3000, 3000);
-    assert.equal(buildIsCurrent(root), true, 'each compiled file written after its source');
-    await writeFile(path.join(root, 'dist', '.tsbuildinfo'), '');
-    await utimes(source, 4000, 4000);
-    assert.equal(
-      buildIsCurrent(root),
-      false,
+    await write(at('src', 'cli', 'main.ts'), 1000);
+    await write(at('src', 'lib', 'ip.ts'), 2000);
+    assert.equal(ameshEntry(root).at(-1), at('src', 'cli', 'main.ts'), 'no build');
+    await write(at('dist', 'src', 'cli', 'main.js'), 1500);
+    assert.equal(ameshEntry(root).at(-1), at('src', 'cli', 'main.ts'), 'a source file with no compiled file');
+    await write(at('dist', 'src', 'lib', 'ip.js'), 3000);
+    assert.deepEqual(ameshEntry(root), [at('dist', 'src', 'cli', 'main.js')], 'built, not bundled');
+    await write(at('dist', 'bundle', 'amesh.js'), 4000);
+    assert.deepEqual(ameshEntry(root), [at('dist', 'bundle', 'amesh.js')], 'bundled after the build');
+    await utimes(at('dist', 'src', 'lib', 'ip.js'), 5000, 5000);
+    assert.deepEqual(ameshEntry(root), [at('dist', 'src', 'cli', 'main.js')], 'built again, not bundled again');
+    await write(at('dist', '.tsbuildinfo'), 6000);
+    await utimes(at('src', 'lib', 'ip.ts'), 6000, 6000);
+    assert.deepEqual(
+      ameshEntry(root),
+      ['--import', 'tsx', at('src', 'cli', 'main.ts')],
       'a source file edited after its compiled file, whatever the build info says',
     );
+    await rm(at('src'), { recursive: true });
+    assert.deepEqual(ameshEntry(root), [at('dist', 'bundle', 'amesh.js')], 'installed without sources');
   } finally {
     await rm(root, { recursive: true, force: true });
   }

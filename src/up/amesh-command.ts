@@ -4,11 +4,22 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
+import { packageRoot } from '../lib/package-root.js';
 
-/** The CLI's entry point in the build, relative to the source tree. */
+/** The CLI's bundle (scripts/bundle.mjs), tsc's output, and the source, relative to the package root. */
+const BUNDLE = path.join('dist', 'bundle', 'amesh.js');
 const BUILT_MAIN = path.join('dist', 'src', 'cli', 'main.js');
+const SOURCE_MAIN = path.join('src', 'cli', 'main.ts');
+
+/** Whether any file under `dir` that `counts` was modified after `time`. */
+function modifiedAfter(dir: string, time: number, counts: (name: string) => boolean): boolean {
+  return readdirSync(dir, { withFileTypes: true }).some((e) => {
+    const file = path.join(dir, e.name);
+    if (e.isDirectory()) return modifiedAfter(file, time, counts);
+    return counts(e.name) && statSync(file).mtimeMs > time;
+  });
+}
 
 /**
  * Whether the build in `dist/` of the source tree at `root` is current: every source file in `src/` has its compiled
@@ -17,7 +28,6 @@ const BUILT_MAIN = path.join('dist', 'src', 'cli', 'main.js');
  * not to rewrite) only costs the slower start through tsx.
  */
 export function buildIsCurrent(root: string): boolean {
-  const src = path.join(root, 'src');
   const stale = (dir: string): boolean =>
     readdirSync(dir, { withFileTypes: true }).some((e) => {
       const file = path.join(dir, e.name);
@@ -26,28 +36,31 @@ export function buildIsCurrent(root: string): boolean {
       const out = path.join(root, 'dist', path.relative(root, file)).replace(/\.ts$/, '.js');
       return !existsSync(out) || statSync(file).mtimeMs > statSync(out).mtimeMs;
     });
-  return existsSync(path.join(root, BUILT_MAIN)) && !stale(src);
+  return existsSync(path.join(root, BUILT_MAIN)) && !stale(path.join(root, 'src'));
 }
 
-let fromSource: { cmd: string; args: string[] } | undefined;
+/** Whether the bundle at `root` was made after every compiled file it is made from (esbuild rewrites it whole). */
+export function bundleIsCurrent(root: string): boolean {
+  const bundle = path.join(root, BUNDLE);
+  if (!existsSync(bundle)) return false;
+  return !modifiedAfter(path.join(root, 'dist', 'src'), statSync(bundle).mtimeMs, (n) => n.endsWith('.js'));
+}
 
 /**
- * The `amesh` entry point with the data-path Node flags. Compiled, it is the `main.js` beside this file's directory.
- * Run from the source tree (tests, development), it is the build in `dist/` when that is current, else the source
- * through tsx, which costs each process about a second of CPU more to start (the suite starts over a hundred).
+ * What runs `amesh` from the package at `root`: the bundle, which starts in about half the CPU of tsc's output
+ * module by module; in a source tree (tests, development), only while it is current, else tsc's output while that
+ * is current, else the source through tsx, which costs each process about a second of CPU more to start.
  */
+export function ameshEntry(root: string): string[] {
+  if (!existsSync(path.join(root, SOURCE_MAIN))) return [path.join(root, BUNDLE)];
+  if (!buildIsCurrent(root)) return ['--import', 'tsx', path.join(root, SOURCE_MAIN)];
+  return [path.join(root, bundleIsCurrent(root) ? BUNDLE : BUILT_MAIN)];
+}
+
+let entry: string[] | undefined;
+
+/** The `amesh` command with the data-path Node flags (ameshEntry, found once per process). */
 export function ameshCommand(): { cmd: string; args: string[] } {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const js = path.resolve(here, '../cli/main.js');
-  if (existsSync(js)) return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, js] };
-  if (fromSource === undefined) {
-    const root = path.resolve(here, '../..');
-    fromSource = {
-      cmd: process.execPath,
-      args: buildIsCurrent(root)
-        ? [...DATA_PATH_NODE_FLAGS, path.join(root, BUILT_MAIN)]
-        : [...DATA_PATH_NODE_FLAGS, '--import', 'tsx', path.resolve(here, '../cli/main.ts')],
-    };
-  }
-  return { cmd: fromSource.cmd, args: [...fromSource.args] };
+  entry ??= ameshEntry(packageRoot());
+  return { cmd: process.execPath, args: [...DATA_PATH_NODE_FLAGS, ...entry] };
 }

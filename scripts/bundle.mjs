@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// Bundles the compiled CLI and the CNI plugin (tsc's output in dist/src) into dist/bundle/amesh.js and
+// dist/bundle/amesh-cni.js, with esbuild, so that `amesh` and `amesh-cni` start from a few files instead of about
+// 1,500: loading @kubernetes/client-node module by module costs a process over a second of CPU, and amesh starts
+// many processes (a cluster's daemons, a plugin run per pod, the tests' components). Each command's modules stay a
+// chunk of their own, loaded only when the command runs, so `amesh ztunnel` still loads no control-plane code.
+//
+// The inputs are tsc's JavaScript, not the TypeScript sources: the bundle runs exactly what was type-checked and
+// compiled, and its source maps lead back through tsc's to the TypeScript. The native addon and lmdb (which loads
+// its own native binding) stay outside, found from the package root at run time.
+import { build } from 'esbuild';
+
+await build({
+  entryPoints: { amesh: 'dist/src/cli/main.js', 'amesh-cni': 'dist/src/cni/plugin/main.js' },
+  outdir: 'dist/bundle',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: true,
+  external: ['lmdb', '*.node'],
+  // CommonJS dependencies call require(); an ES module has none of its own.
+  banner: {
+    js: "import { createRequire as __ameshRequire } from 'node:module'; const require = __ameshRequire(import.meta.url);",
+  },
+  logLevel: 'warning',
+});
