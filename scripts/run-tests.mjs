@@ -4,9 +4,10 @@
 // `--lint` also runs the linters (eslint, prettier) as jobs beside the tests, which is what `npm test` does.
 //
 // The scheduling is ours, not node --test's, for three reasons:
-// - Cost. Node 20 starts one process per test file, and a process that loads TypeScript through tsx costs about a
-//   second of CPU more to start. Unit test files, which run in a fraction of that, share one process here, and
-//   everything runs compiled from dist/ when the build is current (`npm test` builds first).
+// - Cost. Node 20 starts one process per test file, and each process loads what its file imports anew (through
+//   tsx, a second of CPU more). Here unit test files share one process, integration test files share one a few
+//   at a time (the long ones, and those that need it, have their own), and everything runs compiled from dist/
+//   when the build is current (`npm test` builds first).
 // - Order. Node 20's runner sorts files by name, which would start the longest ones (test/up-*.test.ts) last and
 //   leave one core idle at the end. Here the slowest jobs start first.
 // - Bounds. A job that runs past FILE_TIMEOUT_MS is killed with every process it started and reported as timed
@@ -37,8 +38,9 @@ const FORMAT = 'lint: prettier --check';
 const UNIT = 'unit tests';
 
 /**
- * Started first, longest first, so the run does not end with one long job on one core. Only the order depends on
- * this list (the run prints its slowest jobs to keep it current); a file missing from it still runs.
+ * Started first, longest first, so the run does not end with one long job on one core; the test files here have a
+ * process each, since sharing one would save little of their time and delay the jobs behind them. The run prints
+ * its slowest jobs to keep this current; a file missing from it still runs.
  */
 const SLOWEST_FIRST = [
   'test/up-ambient.test.ts',
@@ -47,17 +49,21 @@ const SLOWEST_FIRST = [
   'test/control-plane-recovery.test.ts',
   'test/demo.test.ts',
   UNIT,
-  'test/hbone-mixed-load.test.ts',
   FORMAT,
+  'test/hbone-mixed-load.test.ts',
   'test/cni-plugin.test.ts',
   'test/istiod-ztunnel.test.ts',
   'test/apiserver-kubectl-create.test.ts',
-  'test/cni-agent-netns.test.ts',
-  'test/controllers.test.ts',
-  'test/hbone-pool.test.ts',
-  'test/apiserver-watch.test.ts',
-  'test/apiserver-kubectl.test.ts',
 ];
+
+/** Test files that must have a process of their own: test/ztunnel-footprint.test.ts reads its module cache. */
+const OWN_PROCESS = ['test/ztunnel-footprint.test.ts'];
+
+/**
+ * Integration test files that are not long (not in SLOWEST_FIRST) share a process this many at a time: the modules
+ * they load (istiod, ztunnel, the API server, client-node) are then loaded once per batch, not once per file.
+ */
+const INTEGRATION_BATCH_FILES = 6;
 
 /**
  * Whether every TypeScript file under the roots has its compiled file in dist/, written no earlier than the source.
@@ -103,11 +109,23 @@ const testCommand = (testFiles) =>
       ]
     : [process.execPath, '--import', 'tsx', '--test-reporter=tap', 'scripts/test-batch.mjs', ...testFiles];
 
-const isUnit = (f) => !f.startsWith('test/');
-const unitFiles = files.filter(isUnit);
 /** A job: what it is called, the command it runs, and the files it tests (none for a linter). */
-const jobs = files.filter((f) => !isUnit(f)).map((f) => ({ name: f, argv: testCommand([f]), files: [f] }));
-if (unitFiles.length > 0) jobs.push({ name: UNIT, argv: testCommand(unitFiles), files: unitFiles });
+const jobs = [];
+const batch = (name, batchFiles) => {
+  if (batchFiles.length > 0) jobs.push({ name, argv: testCommand(batchFiles), files: batchFiles });
+};
+const integration = files.filter((f) => f.startsWith('test/'));
+const alone = integration.filter((f) => SLOWEST_FIRST.includes(f) || OWN_PROCESS.includes(f));
+for (const f of alone) batch(f, [f]);
+const batched = integration.filter((f) => !alone.includes(f));
+for (let i = 0; i < batched.length; i += INTEGRATION_BATCH_FILES) {
+  const some = batched.slice(i, i + INTEGRATION_BATCH_FILES);
+  batch(some.length === 1 ? some[0] : `${some[0]} and ${some.length - 1} more`, some);
+}
+batch(
+  UNIT,
+  files.filter((f) => !f.startsWith('test/')),
+);
 if (lint) {
   jobs.push({ name: LINT, argv: ['node_modules/.bin/eslint', 'src', 'test', 'bench', 'scripts'], files: [] });
   jobs.push({ name: FORMAT, argv: ['node_modules/.bin/prettier', '--check', '.'], files: [] });
