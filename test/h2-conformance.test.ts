@@ -633,6 +633,22 @@ describe('HTTP/2 conformance of our session (RFC 9113 §5.4, §6): a raw peer ov
     });
 
     test(
+      'DATA before the response HEADERS resets the stream with PROTOCOL_ERROR (§8.1); the connection stays up',
+      LIMIT,
+      async () => {
+        const { peer, session, failed } = await openClientStream();
+        peer.send(data(1, 'body before the response'));
+        const rst = await peer.frame((f) => f.type === FrameType.RST_STREAM && f.streamId === 1, 'RST_STREAM');
+        assert.equal(rst.payload.readUInt32BE(0), H2ErrorCode.PROTOCOL_ERROR);
+        const [error] = (await failed) as [Error];
+        assert.ok(isMeshError(meshErrorFromH2(error), 'H2_ERR_PROTOCOL'), String(error));
+        peer.send(ping('stillup!'));
+        await peer.frame(isAck('stillup!'), 'the PING ACK that shows the connection survived');
+        session.destroy();
+      },
+    );
+
+    test(
       'a write waiting for connection window on a stream that is destroyed completes once, and is not sent when the window reopens',
       LIMIT,
       async () => {

@@ -10,7 +10,15 @@ import type { PingTracker } from './ping-tracker.js';
 import type { SendScheduler } from './send-scheduler.js';
 import { applySettings, INITIAL_PEER_SETTINGS, type PeerSettings } from './settings.js';
 import type { StreamRegistry } from './stream-registry.js';
-import { awaitsRemoteHeaders, IDLE, isRemoteEnded, recvData, recvHeaders, recvReset } from './stream-state.js';
+import {
+  awaitsRemoteHeaders,
+  dataBeforeHeaders,
+  IDLE,
+  isRemoteEnded,
+  recvData,
+  recvHeaders,
+  recvReset,
+} from './stream-state.js';
 
 /** What handling the peer's frames needs of the connection around it; the session provides it. */
 export interface DispatchTarget {
@@ -73,6 +81,12 @@ export class FrameDispatch implements FrameSink {
         this.target.resetStream(
           streamError(id, H2ErrorCode.STREAM_CLOSED, 'DATA after the stream ended (RFC 9113 §5.1)'),
         );
+      this.dataStream = undefined;
+      return false;
+    }
+    if (awaitsRemoteHeaders(s.state)) {
+      flow.releaseConnection(frameLength);
+      this.target.resetStream(dataBeforeHeaders(id));
       this.dataStream = undefined;
       return false;
     }

@@ -149,16 +149,17 @@ describe('receiving HEADERS (§5.1: recv H; §8.1 responses and trailers)', () =
 });
 
 describe('receiving DATA (§5.1: recv ES)', () => {
-  for (const [local, remote] of [
-    [STREAMING, STREAMING],
-    [STREAMING, AWAITING],
-    [AWAITING, STREAMING],
-  ] as const) {
-    test(`open (local ${local}, remote ${remote}): DATA keeps it open, END_STREAM half-closes it (remote)`, () => {
-      assert.deepEqual(recvData(open(local, remote), ID, false), open(local, remote));
-      assert.deepEqual(recvData(open(local, remote), ID, true), halfClosedRemote(local));
+  for (const local of [STREAMING, AWAITING] as const) {
+    test(`open (local ${local}, remote streaming): DATA keeps it open, END_STREAM half-closes it (remote)`, () => {
+      assert.deepEqual(recvData(open(local, STREAMING), ID, false), open(local, STREAMING));
+      assert.deepEqual(recvData(open(local, STREAMING), ID, true), halfClosedRemote(local));
     });
   }
+  test('DATA before the response HEADERS is a stream error PROTOCOL_ERROR (§8.1 malformed), open or half-closed (local)', () => {
+    for (const state of [open(STREAMING, AWAITING), halfClosedLocal(AWAITING)])
+      for (const endStream of [false, true])
+        throwsH2(() => recvData(state, ID, endStream), H2ErrorCode.PROTOCOL_ERROR, 'stream', 'library');
+  });
   test('half-closed (local): DATA keeps it so, END_STREAM closes it', () => {
     assert.deepEqual(recvData(halfClosedLocal(STREAMING), ID, false), halfClosedLocal(STREAMING));
     assert.deepEqual(recvData(halfClosedLocal(STREAMING), ID, true), END_STREAM);

@@ -29,7 +29,7 @@
  *   H: HEADERS (with its CONTINUATIONs), ES: END_STREAM, R: RST_STREAM
  */
 import { H2ErrorCode } from './frame.js';
-import { connectionError, streamError, userError } from './h2-error.js';
+import { connectionError, streamError, userError, type H2Error } from './h2-error.js';
 
 /** One direction of an open stream: its HEADERS are still to come, or came and DATA may follow. */
 export type StreamSide = 'awaiting-headers' | 'streaming';
@@ -129,22 +129,29 @@ export function recvHeaders(
 }
 
 /**
- * This end receives DATA, the last if `endStream`. DATA counts from the moment the stream is open, also before a
- * response's HEADERS, which §8.1 calls malformed: HBONE peers do not send it, and the session does not police it.
+ * This end receives DATA, the last if `endStream`. DATA before the peer's HEADERS (a response's body before the
+ * response) is malformed (§8.1) and resets the stream.
  */
 export function recvData(state: StreamState, streamId: number, endStream: boolean): StreamState {
   switch (state.name) {
     case 'idle':
       throw connectionError(H2ErrorCode.PROTOCOL_ERROR, `DATA on stream ${streamId}, which was never opened`);
     case 'open':
+      if (state.remote === 'awaiting-headers') throw dataBeforeHeaders(streamId);
       return endStream ? HALF_CLOSED_REMOTE[state.local] : state;
     case 'half-closed-local':
+      if (state.remote === 'awaiting-headers') throw dataBeforeHeaders(streamId);
       return endStream ? CLOSED_END_STREAM : state;
     case 'half-closed-remote':
       throw streamError(streamId, H2ErrorCode.STREAM_CLOSED, 'DATA after the stream ended (RFC 9113 §5.1)');
     case 'closed':
       return recvOnClosed(state, streamId, 'DATA');
   }
+}
+
+/** §8.1: a message's DATA comes after its HEADERS; DATA before them is a stream error. */
+export function dataBeforeHeaders(streamId: number): H2Error {
+  return streamError(streamId, H2ErrorCode.PROTOCOL_ERROR, 'DATA before HEADERS (RFC 9113 §8.1)');
 }
 
 /** §8.1: HEADERS after the first ones are trailers, which end the stream. */
