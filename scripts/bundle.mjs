@@ -9,20 +9,23 @@
 // compiled, and its source maps lead back through tsc's to the TypeScript. The native addon and lmdb (which loads
 // its own native binding) stay outside, found from the package root at run time.
 import { build } from 'esbuild';
+import { bundleIsCurrent } from '../dist/src/up/amesh-command.js';
 
-await build({
-  entryPoints: { amesh: 'dist/src/cli/main.js', 'amesh-cni': 'dist/src/cni/plugin/main.js' },
-  outdir: 'dist/bundle',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  sourcemap: true,
-  external: ['lmdb', '*.node'],
-  // CommonJS dependencies call require(); an ES module has none of its own.
-  banner: {
-    js: "import { createRequire as __ameshRequire } from 'node:module'; const require = __ameshRequire(import.meta.url);",
-  },
-  logLevel: 'warning',
-});
+// After a build that changed nothing, the bundle is already made from what tsc wrote.
+if (!bundleIsCurrent('.'))
+  await build({
+    entryPoints: { amesh: 'dist/src/cli/main.js', 'amesh-cni': 'dist/src/cni/plugin/main.js' },
+    outdir: 'dist/bundle',
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    sourcemap: true,
+    external: ['lmdb', '*.node'],
+    // CommonJS dependencies call require(); an ES module has none of its own.
+    banner: {
+      js: "import { createRequire as __ameshRequire } from 'node:module'; const require = __ameshRequire(import.meta.url);",
+    },
+    logLevel: 'warning',
+  });
