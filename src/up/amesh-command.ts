@@ -7,7 +7,7 @@ import path from 'node:path';
 import { DATA_PATH_NODE_FLAGS } from '../lib/node-flags.js';
 import { packageRoot } from '../lib/package-root.js';
 
-/** The CLI's bundle (scripts/bundle.mjs), tsc's output, and the source, relative to the package root. */
+/** The CLI's bundle (scripts/finish-build.mjs), tsc's output, and the source, relative to the package root. */
 const BUNDLE = path.join('dist', 'bundle', 'amesh.js');
 const BUILT_MAIN = path.join('dist', 'src', 'cli', 'main.js');
 const SOURCE_MAIN = path.join('src', 'cli', 'main.ts');
@@ -23,9 +23,8 @@ function modifiedAfter(dir: string, time: number, counts: (name: string) => bool
 
 /**
  * Whether the build in `dist/` of the source tree at `root` is current: every source file in `src/` has its compiled
- * file, written no earlier than the source. Each file is compared with its own output, not with one build stamp:
- * `tsc --noEmit` rewrites `dist/.tsbuildinfo` without writing any output. A false "not current" (an output tsc chose
- * not to rewrite) only costs the slower start through tsx.
+ * file, written (or stamped, scripts/finish-build.mjs) no earlier than the source. Each file is compared with its own
+ * output, not with one build stamp: `tsc --noEmit` rewrites `dist/.tsbuildinfo` without writing any output.
  */
 export function buildIsCurrent(root: string): boolean {
   const stale = (dir: string): boolean =>
