@@ -12,7 +12,7 @@
 //   leave one core idle at the end. Here the slowest jobs start first.
 // - Bounds. A job that runs past FILE_TIMEOUT_MS is killed with every process it started and reported as timed
 //   out; what a job leaves running when it ends is killed too, so that it cannot hold addresses the next files need.
-// A failed batch of unit test files is run again file by file, so the failure has a file's name.
+// A failed batch of test files is run again file by file, so the failure has a file's name.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
@@ -22,8 +22,8 @@ import { clearTimeout, setTimeout } from 'node:timers';
 
 /**
  * A job still running after this fails, named, instead of hanging the run. The slowest file
- * (test/up-ambient.test.ts, two `amesh up` clusters) takes about a minute alone and more than twice that while other
- * files load the machine.
+ * (test/up-ambient.test.ts, an ambient `amesh up` cluster) takes about 40 s alone and more than a minute while other
+ * jobs load the machine.
  */
 const FILE_TIMEOUT_MS = 600_000;
 
