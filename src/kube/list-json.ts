@@ -4,9 +4,9 @@
  * an informer fed by a typed list would hold two shapes of the same object; this request goes through the same
  * kubeconfig (server, TLS, credentials) with node:https, so listed and watched objects have one shape.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import { httpGet } from './http-get.js';
 
 /** GET `path` (a list endpoint, e.g. `/api/v1/pods`); rejects with `statusCode` set when the API answers with an error. */
 export async function listJson<T extends KubernetesObject>(
@@ -18,28 +18,12 @@ export async function listJson<T extends KubernetesObject>(
   const url = new URL(cluster.server + path);
   const opts: https.RequestOptions = {};
   await kc.applyToHTTPSOptions(opts);
-  return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? https : http).get(url, opts, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode !== 200) {
-          reject(
-            Object.assign(new Error(`GET ${path}: ${String(res.statusCode)} ${body.slice(0, 200)}`), {
-              statusCode: res.statusCode,
-            }),
-          );
-          return;
-        }
-        try {
-          resolve(JSON.parse(body) as KubernetesListObject<T>);
-        } catch (e) {
-          reject(new Error(`GET ${path}: the answer is not JSON: ${(e as Error).message}`));
-        }
-      });
-    });
-    req.on('error', reject);
-  });
+  const { statusCode, body } = await httpGet(url, opts);
+  if (statusCode !== 200)
+    throw Object.assign(new Error(`GET ${path}: ${String(statusCode)} ${body.slice(0, 200)}`), { statusCode });
+  try {
+    return JSON.parse(body) as KubernetesListObject<T>;
+  } catch (e) {
+    throw new Error(`GET ${path}: the answer is not JSON: ${(e as Error).message}`);
+  }
 }

@@ -21,7 +21,7 @@ async function readStdin(): Promise<string> {
 
 const logs = new LogControl({ format: 'json', level: 'info', component: 'amesh-cni', out: process.stderr });
 const outcome = await runCniPlugin(process.env, readStdin, {
-  // Loaded only here: @kubernetes/client-node takes most of a second to import, and most runs never need it.
+  // Loaded only when an ADD reads the pod from the API; most runs never do.
   readPod: async (kubeconfig, namespace, name) =>
     (await import('./pod-reader.js')).readPodFacts(kubeconfig, namespace, name),
   postAddEvent: postCniAddEvent,

@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
 import net from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
@@ -49,4 +50,60 @@ test('an API that accepts the connection but never answers fails the lookup afte
     for (const s of sockets) s.destroy();
     hung.close();
   }
+});
+
+test('the pod and its namespace are read with the kubeconfig token; an object the API does not have is its Status', async () => {
+  const seen: string[] = [];
+  const api = http.createServer((req, res) => {
+    seen.push(`${req.url ?? ''} ${req.headers.authorization ?? ''}`);
+    const body = (status: number, o: unknown): void => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(o));
+    };
+    if (req.url === '/api/v1/namespaces/shop/pods/web-0')
+      body(200, {
+        metadata: { labels: { app: 'web', n: 1 }, annotations: { a: 'b' } },
+        spec: { hostNetwork: false },
+      });
+    else if (req.url === '/api/v1/namespaces/shop')
+      body(200, { metadata: { labels: { 'istio.io/dataplane-mode': 'ambient' } } });
+    else body(404, { kind: 'Status', reason: 'NotFound', message: 'pods "gone" not found', code: 404 });
+  });
+  api.listen(0, '127.0.0.1');
+  await once(api, 'listening');
+  const file = path.join(dir, 'api-kubeconfig');
+  await writeFile(file, kubeconfig(`http://127.0.0.1:${String((api.address() as net.AddressInfo).port)}`));
+  try {
+    assert.deepEqual(await readPodFacts(file, 'shop', 'web-0'), {
+      labels: { app: 'web' },
+      annotations: { a: 'b' },
+      hostNetwork: false,
+      namespaceLabels: { 'istio.io/dataplane-mode': 'ambient' },
+    });
+    assert.deepEqual(seen.sort(), ['/api/v1/namespaces/shop Bearer t', '/api/v1/namespaces/shop/pods/web-0 Bearer t']);
+    await assert.rejects(
+      readPodFacts(file, 'shop', 'gone'),
+      (e) =>
+        isMeshError(e, 'CNI_ERR_KUBE_API') && /pod shop\/gone .*: 404 NotFound: pods "gone" not found$/.test(e.message),
+    );
+  } finally {
+    api.close();
+  }
+});
+
+test('a kubeconfig whose user authenticates otherwise than with a token or a certificate is refused by name', async () => {
+  const file = path.join(dir, 'exec-kubeconfig');
+  await writeFile(
+    file,
+    kubeconfig('https://127.0.0.1:1').replace(
+      '{token: t}',
+      '{exec: {command: get-token, apiVersion: client.authentication.k8s.io/v1}}',
+    ),
+  );
+  await assert.rejects(
+    readPodFacts(file, 'shop', 'web-0'),
+    (e) =>
+      isMeshError(e, 'CNI_ERR_KUBE_API') &&
+      e.message.endsWith('its user authenticates with exec; the plugin takes a token or a certificate'),
+  );
 });

@@ -2,27 +2,110 @@
  * Reads a pod and its namespace from the Kubernetes API for the capture decision, with the kubeconfig the node agent
  * writes for the plugin (istio cni/pkg/plugin/kubernetes.go newK8sClient; plugin.go isAmbientPod GETs both objects).
  * Each GET is bounded: a hung API must fail the ADD (kubelet retries) rather than hold the sandbox forever.
- * This module loads @kubernetes/client-node, which takes most of a second; only an ADD that needs the API imports it.
+ *
+ * Written with node:https and the YAML parser instead of @kubernetes/client-node: the plugin is a process per pod
+ * operation, and loading client-node would cost each ADD about half a second of CPU for two GETs. The kubeconfig is
+ * the one the node agent writes (src/cni/agent/plugin-kubeconfig.ts, as Istio's installer does): a server, its CA
+ * and a token, or a client certificate. Any other way to authenticate is refused by name.
  */
-import { CoreV1Api, KubeConfig, Observable, type ConfigurationOptions } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import type https from 'node:https';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { httpGet } from '../../kube/http-get.js';
 import { MeshError } from '../../lib/errors.js';
-import { describeKubeError } from '../../kube/kube-status.js';
+import { asRecord, isRecord } from '../../lib/record.js';
 import type { PodFacts } from './capture-decision.js';
 
 /** Per request; Istio's client has none, but a plugin that never returns blocks the pod's sandbox for good. */
 export const KUBE_API_TIMEOUT_MS = 5_000;
 
-/** Options that abort a request after `ms` (client-node's object-style API takes Observable middleware). */
-function timeout(ms: number): ConfigurationOptions {
+/** What the plugin needs of a kubeconfig to reach the API. */
+interface ApiClient {
+  /** The cluster's `server`, as the kubeconfig spells it. */
+  readonly server: string;
+  readonly tls: https.RequestOptions;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+const USER_FIELDS_UNSUPPORTED = ['exec', 'auth-provider', 'username', 'password'] as const;
+
+/** The entry `name` of a kubeconfig list (`clusters`, `users`, `contexts`), by its `name`. */
+function named(config: Record<string, unknown>, list: string, name: unknown): Record<string, unknown> | undefined {
+  const items = config[list];
+  if (!Array.isArray(items)) return undefined;
+  const item: unknown = items.find((i) => isRecord(i) && i['name'] === name);
+  return isRecord(item) ? asRecord(item[list.slice(0, -1)]) : undefined;
+}
+
+/** A string field, or undefined. */
+const str = (o: Record<string, unknown>, k: string): string | undefined =>
+  typeof o[k] === 'string' && o[k] !== '' ? o[k] : undefined;
+
+/** `<field>-data` (base64) or `<field>` (a file, relative to the kubeconfig's directory). */
+function material(o: Record<string, unknown>, field: string, dir: string): Buffer | undefined {
+  const data = str(o, `${field}-data`);
+  if (data !== undefined) return Buffer.from(data, 'base64');
+  const file = str(o, field);
+  return file === undefined ? undefined : readFileSync(path.resolve(dir, file));
+}
+
+/** The current context's server and credentials; throws with what is wrong. */
+function loadClient(kubeconfigPath: string): ApiClient {
+  const dir = path.dirname(kubeconfigPath);
+  const config = asRecord(parse(readFileSync(kubeconfigPath, 'utf8')));
+  const context = named(config, 'contexts', config['current-context']);
+  const cluster = context === undefined ? undefined : named(config, 'clusters', context['cluster']);
+  const server = cluster === undefined ? undefined : str(cluster, 'server');
+  if (cluster === undefined || server === undefined) throw new Error('it has no current context with a cluster');
+  const user = (context === undefined ? undefined : named(config, 'users', context['user'])) ?? {};
+  const unsupported = USER_FIELDS_UNSUPPORTED.filter((k) => user[k] !== undefined);
+  if (unsupported.length > 0)
+    throw new Error(`its user authenticates with ${unsupported.join(', ')}; the plugin takes a token or a certificate`);
+  const tokenFile = str(user, 'tokenFile');
+  const token =
+    str(user, 'token') ??
+    (tokenFile === undefined ? undefined : readFileSync(path.resolve(dir, tokenFile), 'utf8').trim());
+  const tlsServerName = str(cluster, 'tls-server-name');
   return {
-    middleware: [
-      {
-        pre: (ctx) => (ctx.setSignal(AbortSignal.timeout(ms)), new Observable(Promise.resolve(ctx))),
-        post: (res) => new Observable(Promise.resolve(res)),
-      },
-    ],
-    middlewareMergeStrategy: 'append',
+    server,
+    tls: {
+      ca: material(cluster, 'certificate-authority', dir),
+      cert: material(user, 'client-certificate', dir),
+      key: material(user, 'client-key', dir),
+      rejectUnauthorized: cluster['insecure-skip-tls-verify'] !== true,
+      ...(tlsServerName === undefined ? {} : { servername: tlsServerName }),
+    },
+    headers: { accept: 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
   };
+}
+
+/** A Kubernetes Status's `code reason: message`, or the body's start when it is not one. */
+function describeStatus(code: number, body: string): string {
+  try {
+    const s = asRecord(JSON.parse(body));
+    return `${code}${typeof s['reason'] === 'string' ? ` ${s['reason']}` : ''}${typeof s['message'] === 'string' ? `: ${s['message']}` : ''}`;
+  } catch {
+    return `${code}: ${body.slice(0, 200)}`;
+  }
+}
+
+/** GETs `apiPath` and parses the object; rejects with the API's Status or the transport's error. */
+async function getObject(client: ApiClient, apiPath: string, timeoutMs: number): Promise<Record<string, unknown>> {
+  const url = new URL(client.server.replace(/\/+$/, '') + apiPath);
+  const { statusCode, body } = await httpGet(url, {
+    headers: client.headers,
+    signal: AbortSignal.timeout(timeoutMs),
+    ...(url.protocol === 'https:' ? client.tls : {}),
+  });
+  if (statusCode !== 200) throw new Error(describeStatus(statusCode, body));
+  return asRecord(JSON.parse(body));
+}
+
+/** Labels (or annotations) of an object's metadata, string values only. */
+function stringMap(metadata: Record<string, unknown>, field: string): Record<string, string> {
+  const m = asRecord(metadata[field]);
+  return Object.fromEntries(Object.entries(m).filter((e): e is [string, string] => typeof e[1] === 'string'));
 }
 
 export async function readPodFacts(
@@ -31,9 +114,9 @@ export async function readPodFacts(
   name: string,
   timeoutMs = KUBE_API_TIMEOUT_MS,
 ): Promise<PodFacts> {
-  const kc = new KubeConfig();
+  let client: ApiClient;
   try {
-    kc.loadFromFile(kubeconfigPath);
+    client = loadClient(kubeconfigPath);
   } catch (e) {
     throw new MeshError(
       'CNI_ERR_KUBE_API',
@@ -41,28 +124,29 @@ export async function readPodFacts(
       { cause: e },
     );
   }
-  if (kc.getCurrentCluster() === null)
-    throw new MeshError('CNI_ERR_KUBE_API', `the kubeconfig ${kubeconfigPath} has no current context with a cluster`);
-  const core = kc.makeApiClient(CoreV1Api);
-  const read = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
+  const read = async (what: string, apiPath: string): Promise<Record<string, unknown>> => {
     try {
-      return await call();
+      return await getObject(client, apiPath, timeoutMs);
     } catch (e) {
       throw new MeshError(
         'CNI_ERR_KUBE_API',
-        `cannot read ${what} from the Kubernetes API at ${kc.getCurrentCluster()?.server ?? '?'}: ${describeKubeError(e)}`,
+        `cannot read ${what} from the Kubernetes API at ${client.server}: ${(e as Error).message}`,
         { cause: e },
       );
     }
   };
   const [pod, ns] = await Promise.all([
-    read(`pod ${namespace}/${name}`, () => core.readNamespacedPod({ name, namespace }, timeout(timeoutMs))),
-    read(`namespace ${namespace}`, () => core.readNamespace({ name: namespace }, timeout(timeoutMs))),
+    read(
+      `pod ${namespace}/${name}`,
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`,
+    ),
+    read(`namespace ${namespace}`, `/api/v1/namespaces/${encodeURIComponent(namespace)}`),
   ]);
+  const podMeta = asRecord(pod['metadata']);
   return {
-    labels: pod.metadata?.labels ?? {},
-    annotations: pod.metadata?.annotations ?? {},
-    hostNetwork: pod.spec?.hostNetwork === true,
-    namespaceLabels: ns.metadata?.labels ?? {},
+    labels: stringMap(podMeta, 'labels'),
+    annotations: stringMap(podMeta, 'annotations'),
+    hostNetwork: asRecord(pod['spec'])['hostNetwork'] === true,
+    namespaceLabels: stringMap(asRecord(ns['metadata']), 'labels'),
   };
 }
