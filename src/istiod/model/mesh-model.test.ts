@@ -84,6 +84,16 @@ test('Pod -> Workload: uid, HBONE only when redirection is enabled, defaults, ca
   assert.equal(m.addresses.get('Kubernetes//Pod/shop/done-0'), undefined, 'terminal pods are skipped');
 });
 
+test('a terminating pod (deletionTimestamp set) is an UNHEALTHY workload, though still Ready', () => {
+  const m = model(`apiVersion: v1
+kind: Pod
+metadata: {name: web-0, namespace: shop, deletionTimestamp: "2026-12-02T07:00:00Z", labels: {app: web}}
+spec: {nodeName: node1}
+status: {podIP: 10.1.0.5, conditions: [{type: Ready, status: "True"}]}
+`);
+  assert.equal(wl(m, 'Kubernetes//Pod/shop/web-0').status, WorkloadStatus.UNHEALTHY);
+});
+
 test('Service -> Service with port mapping; named target ports resolve per pod, unknown names are left out', () => {
   const m = model(MESH);
   const s = m.addresses.get('shop/web.shop.svc.cluster.local');

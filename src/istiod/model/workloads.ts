@@ -205,6 +205,15 @@ export function convertServiceEntryEndpoints(
   });
 }
 
+/**
+ * Whether a pod's Workload is HEALTHY: Ready, and not terminating. A pod being deleted is unhealthy from the moment
+ * it has a deletionTimestamp, so that ztunnels stop sending it new connections during a rollout (istio
+ * `pilot/pkg/serviceregistry/ambient/workloads.go`, after Kubernetes' EndpointSlice ready condition).
+ */
+function isHealthy(pod: Pod): boolean {
+  return isReady(pod) && pod.metadata.deletionTimestamp === undefined;
+}
+
 function isReady(pod: Pod): boolean {
   const ready = pod.status.conditions?.find((c) => c?.type === 'Ready');
   // A manifest with no conditions describes a running pod: treat it as ready (Kubernetes would report Ready).
@@ -239,7 +248,7 @@ export function convertPod(pod: Pod, ctx: WorkloadContext): WorkloadModel | unde
     workloadName: wname,
     services,
     authorizationPolicies: ctx.authorizationPolicies,
-    status: isReady(pod) ? WorkloadStatus.HEALTHY : WorkloadStatus.UNHEALTHY,
+    status: isHealthy(pod) ? WorkloadStatus.HEALTHY : WorkloadStatus.UNHEALTHY,
     clusterId: ctx.clusterId,
     networkMode: pod.spec.hostNetwork === true ? 1 : 0,
     capacity: undefined,

@@ -30,6 +30,8 @@ export interface Metadata {
   readonly generateName?: string;
   /** RFC 3339, as the API server sets it; absent in hand-written manifests. */
   readonly creationTimestamp?: string;
+  /** RFC 3339: the object is being deleted (a pod terminating). */
+  readonly deletionTimestamp?: string;
   readonly ownerReferences?: readonly OwnerReference[];
   readonly labels: Readonly<Record<string, string>>;
   readonly annotations: Readonly<Record<string, string>>;
@@ -340,6 +342,7 @@ function checkedObject(d: CheckedDocument, namespace: string, origin: DocumentOr
     ...(typeof m.uid === 'string' ? { uid: m.uid } : {}),
     ...(typeof m.generateName === 'string' ? { generateName: m.generateName } : {}),
     ...(typeof m.creationTimestamp === 'string' ? { creationTimestamp: m.creationTimestamp } : {}),
+    ...(typeof m.deletionTimestamp === 'string' ? { deletionTimestamp: m.deletionTimestamp } : {}),
     ...(Array.isArray(m.ownerReferences) ? { ownerReferences: m.ownerReferences.filter((x) => x !== null) } : {}),
     labels: m.labels ?? {},
     annotations: m.annotations ?? {},

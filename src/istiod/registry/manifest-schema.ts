@@ -168,7 +168,7 @@ const METADATA = {
   generation: int,
   finalizers: strs,
   managedFields: any,
-  deletionTimestamp: any,
+  deletionTimestamp: { t: 'string', check: timestamp },
   deletionGracePeriodSeconds: int,
 } as const satisfies Fields;
 
