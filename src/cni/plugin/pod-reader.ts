@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import type https from 'node:https';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { describeStatus, parseStatus } from '../../kube/api-status.js';
 import { httpGet } from '../../kube/http-get.js';
 import { MeshError } from '../../lib/errors.js';
 import { asRecord, isRecord } from '../../lib/record.js';
@@ -80,16 +81,6 @@ function loadClient(kubeconfigPath: string): ApiClient {
   };
 }
 
-/** A Kubernetes Status's `code reason: message`, or the body's start when it is not one. */
-function describeStatus(code: number, body: string): string {
-  try {
-    const s = asRecord(JSON.parse(body));
-    return `${code}${typeof s['reason'] === 'string' ? ` ${s['reason']}` : ''}${typeof s['message'] === 'string' ? `: ${s['message']}` : ''}`;
-  } catch {
-    return `${code}: ${body.slice(0, 200)}`;
-  }
-}
-
 /** GETs `apiPath` and parses the object; rejects with the API's Status or the transport's error. */
 async function getObject(client: ApiClient, apiPath: string, timeoutMs: number): Promise<Record<string, unknown>> {
   const url = new URL(client.server.replace(/\/+$/, '') + apiPath);
@@ -98,7 +89,7 @@ async function getObject(client: ApiClient, apiPath: string, timeoutMs: number):
     signal: AbortSignal.timeout(timeoutMs),
     ...(url.protocol === 'https:' ? client.tls : {}),
   });
-  if (statusCode !== 200) throw new Error(describeStatus(statusCode, body));
+  if (statusCode !== 200) throw new Error(describeStatus(parseStatus(statusCode, body)));
   return asRecord(JSON.parse(body));
 }
 
