@@ -14,23 +14,13 @@
 //    tsc's JavaScript, not the TypeScript sources: the bundle runs exactly what was type-checked and compiled, and
 //    its source maps lead back through tsc's to the TypeScript. The native addon and lmdb (which loads its own native
 //    binding) stay outside, found from the package root at run time.
-import { existsSync, readdirSync, statSync, utimesSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync, statSync, utimesSync } from 'node:fs';
 import { build } from 'esbuild';
-import { bundleIsCurrent } from '../dist/src/up/amesh-command.js';
+import { bundleIsCurrent, compiledFiles } from '../dist/src/up/amesh-command.js';
 
 const now = new Date();
-const stamp = (dir) => {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const file = path.join(dir, e.name);
-    if (e.isDirectory()) stamp(file);
-    else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) {
-      const out = path.join('dist', file.replace(/\.ts$/, '.js'));
-      if (existsSync(out) && statSync(out).mtimeMs < statSync(file).mtimeMs) utimesSync(out, now, now);
-    }
-  }
-};
-for (const root of ['src', 'test', 'bench']) stamp(root);
+for (const { source, out } of compiledFiles('.', ['src', 'test', 'bench']))
+  if (existsSync(out) && statSync(out).mtimeMs < statSync(source).mtimeMs) utimesSync(out, now, now);
 
 // After a build that changed nothing, the bundle is already made from what tsc wrote.
 if (!bundleIsCurrent('.'))

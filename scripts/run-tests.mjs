@@ -19,6 +19,7 @@ import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { clearTimeout, setTimeout } from 'node:timers';
+import { pathToFileURL } from 'node:url';
 
 /**
  * A job still running after this fails, named, instead of hanging the run. The slowest file
@@ -66,19 +67,16 @@ const OWN_PROCESS = ['test/ztunnel-footprint.test.ts'];
 const INTEGRATION_BATCH_FILES = 6;
 
 /**
- * Whether every TypeScript file under the roots has its compiled file in dist/, written no earlier than the source.
- * Then the tests run compiled; otherwise (an edit not yet built) through tsx, so a run never tests stale code.
+ * Whether every TypeScript file under the roots has its compiled file in dist/, written no earlier than the source
+ * (buildIsCurrent, src/up/amesh-command.ts, read from the build itself: with no build there is nothing to run
+ * compiled). Then the tests run compiled; otherwise (an edit not yet built) through tsx, so a run never tests stale
+ * code.
  */
-function buildIsCurrent() {
-  const stale = (dir) =>
-    readdirSync(dir, { withFileTypes: true }).some((e) => {
-      const file = path.join(dir, e.name);
-      if (e.isDirectory()) return stale(file);
-      if (!e.name.endsWith('.ts') || e.name.endsWith('.d.ts')) return false;
-      const out = path.join('dist', file.replace(/\.ts$/, '.js'));
-      return !existsSync(out) || statSync(file).mtimeMs > statSync(out).mtimeMs;
-    });
-  return !['src', 'test', 'bench'].some(stale);
+async function testsAreBuilt() {
+  const built = 'dist/src/up/amesh-command.js';
+  if (!existsSync(built)) return false;
+  const { buildIsCurrent } = await import(pathToFileURL(path.resolve(built)).href);
+  return buildIsCurrent('.', ['src', 'test', 'bench']);
 }
 
 const args = process.argv.slice(2);
@@ -96,7 +94,7 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-const compiled = buildIsCurrent();
+const compiled = await testsAreBuilt();
 /** The command that runs test files: compiled from dist/, or their sources through tsx. */
 const testCommand = (testFiles) =>
   compiled

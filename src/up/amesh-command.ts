@@ -21,21 +21,30 @@ function modifiedAfter(dir: string, time: number, counts: (name: string) => bool
   });
 }
 
+/** Each TypeScript source under `dirs` of the source tree at `root`, with the file tsc compiles it to in `dist/`. */
+export function* compiledFiles(root: string, dirs: readonly string[]): Generator<{ source: string; out: string }> {
+  const walk = function* (dir: string): Generator<{ source: string; out: string }> {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const source = path.join(dir, e.name);
+      if (e.isDirectory()) yield* walk(source);
+      else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
+        yield { source, out: path.join(root, 'dist', path.relative(root, source)).replace(/\.ts$/, '.js') };
+    }
+  };
+  for (const d of dirs) yield* walk(path.join(root, d));
+}
+
 /**
- * Whether the build in `dist/` of the source tree at `root` is current: every source file in `src/` has its compiled
- * file, written (or stamped, scripts/finish-build.mjs) no earlier than the source. Each file is compared with its own
- * output, not with one build stamp: `tsc --noEmit` rewrites `dist/.tsbuildinfo` without writing any output.
+ * Whether the build in `dist/` of the source tree at `root` is current: every source file under `dirs` has its
+ * compiled file, written (or stamped, scripts/finish-build.mjs) no earlier than the source. Each file is compared
+ * with its own output, not with one build stamp: `tsc --noEmit` rewrites `dist/.tsbuildinfo` without writing any
+ * output.
  */
-export function buildIsCurrent(root: string): boolean {
-  const stale = (dir: string): boolean =>
-    readdirSync(dir, { withFileTypes: true }).some((e) => {
-      const file = path.join(dir, e.name);
-      if (e.isDirectory()) return stale(file);
-      if (!e.name.endsWith('.ts') || e.name.endsWith('.d.ts')) return false;
-      const out = path.join(root, 'dist', path.relative(root, file)).replace(/\.ts$/, '.js');
-      return !existsSync(out) || statSync(file).mtimeMs > statSync(out).mtimeMs;
-    });
-  return existsSync(path.join(root, BUILT_MAIN)) && !stale(path.join(root, 'src'));
+export function buildIsCurrent(root: string, dirs: readonly string[] = ['src']): boolean {
+  if (!existsSync(path.join(root, BUILT_MAIN))) return false;
+  for (const { source, out } of compiledFiles(root, dirs))
+    if (!existsSync(out) || statSync(source).mtimeMs > statSync(out).mtimeMs) return false;
+  return true;
 }
 
 /** Whether the bundle at `root` was made after every compiled file it is made from (esbuild rewrites it whole). */
