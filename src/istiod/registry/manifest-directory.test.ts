@@ -71,6 +71,25 @@ async function change(r: ManifestDirectory, write: () => Promise<void>): Promise
   await eventAfter(r, 'change', write);
 }
 
+/** Writes, then waits for the first reload that changes `key` (a reload in between may change nothing). */
+async function changeOf(r: ManifestDirectory, key: string, write: () => Promise<void>): Promise<void> {
+  const seen = new Promise<void>((resolve, reject) => {
+    const deadline = setTimeout(
+      () => reject(new Error(`no reload changed ${key} within ${WATCH_DEADLINE_MS} ms`)),
+      WATCH_DEADLINE_MS,
+    );
+    const on = (changes: ReadonlyMap<string, unknown>): void => {
+      if (!changes.has(key)) return;
+      clearTimeout(deadline);
+      r.off('change', on);
+      resolve();
+    };
+    r.on('change', on);
+  });
+  await write();
+  await seen;
+}
+
 test(
   'a document that gains a typo keeps serving its last good version, with file:line in the error',
   { timeout: TEST_TIMEOUT_MS },
@@ -150,7 +169,10 @@ test('a ConfigMap-style ..data symlink swap is seen', { timeout: TEST_TIMEOUT_MS
   await withDirectory(
     async (r, dir) => {
       assert.deepEqual(keys(r), ['Pod/shop/web-0']);
-      await change(r, () => atomicWriterUpdate(dir, { 'mesh.yaml': `${pod('web-0', '10.1.0.5')}---\n${SERVICE}` }));
+      // The swap takes several steps (new directory, then the symlink): a reload may see the old ..data first.
+      await changeOf(r, 'Service/shop/web', () =>
+        atomicWriterUpdate(dir, { 'mesh.yaml': `${pod('web-0', '10.1.0.5')}---\n${SERVICE}` }),
+      );
       assert.deepEqual(keys(r), ['Pod/shop/web-0', 'Service/shop/web']);
     },
     async (root) => {
