@@ -295,12 +295,28 @@ describe('istiod on the Kubernetes API', () => {
         row.check(served);
       }
       // Every cluster has the API server's own `kubernetes` Service (the directory's embedded one too), whose
-      // target port is where that API server listens.
+      // target port is where that API server listens, backed by the endpoint of its EndpointSlice.
+      const slice = 'Kubernetes/discovery.k8s.io/EndpointSlice/default/kubernetes/';
       const withoutKubernetes = (served: Record<string, Served>): Record<string, Served> => {
         const { 'default/kubernetes.default.svc.cluster.local': kubernetes, ...rest } = served[ADDRESS]!;
         assert.ok(kubernetes !== undefined, 'the kubernetes Service is served');
-        return { ...served, [ADDRESS]: rest };
+        const endpoints = Object.keys(rest).filter((k) => k.startsWith(slice));
+        assert.equal(endpoints.length, 1, 'the API server is the one endpoint of the kubernetes Service');
+        return { ...served, [ADDRESS]: Object.fromEntries(Object.entries(rest).filter(([k]) => !k.startsWith(slice))) };
       };
+      const apiEndpoint = b.initial[ADDRESS]![`${slice}${API_HOST}`]?.['workload'] as Record<string, unknown>;
+      assert.deepEqual(
+        [apiEndpoint?.['networkMode'], apiEndpoint?.['services']],
+        [
+          'HOST_NETWORK',
+          {
+            'default/kubernetes.default.svc.cluster.local': {
+              ports: [{ servicePort: 443, targetPort: Number(apiListen.split(':')[1]) }],
+            },
+          },
+        ],
+        "ztunnel reaches the API through the kubernetes Service's EndpointSlice",
+      );
       assert.deepEqual(withoutKubernetes(b.initial), withoutKubernetes(a.initial));
       assert.ok(
         istiodLog.some((l) =>

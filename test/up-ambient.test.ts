@@ -45,6 +45,9 @@ const FQDN = 'server.srv.svc.cluster.local';
 /** A pod's process that connects to argv[1]:argv[2] and prints what it read, or `ERR <code>` / `CLOSED` without data. */
 const DIAL =
   "const [h, p] = process.argv.slice(1); const s = require('net').connect(Number(p), h); let d = ''; s.setTimeout(5000, () => { process.stdout.write('ERR TIMEOUT'); s.destroy(); }); s.on('data', (x) => (d += x)); s.on('end', () => process.stdout.write(d === '' ? 'CLOSED' : d)); s.on('error', (e) => process.stdout.write('ERR ' + e.code));";
+/** An HTTPS GET of the API server's /version at argv[1]:443 that prints the status line's code (any answer is the API's). */
+const HTTPS_STATUS =
+  "require('https').get({ host: process.argv[1], port: 443, path: '/version', rejectUnauthorized: false, timeout: 5000 }, (r) => { process.stdout.write('HTTP ' + r.statusCode); r.resume(); }).on('error', (e) => process.stdout.write('ERR ' + e.code)).on('timeout', function () { process.stdout.write('ERR TIMEOUT'); this.destroy(); });";
 
 /** Answers each connection on SERVER_PORT with the address it came from, then closes (a probe's reset is no crash). */
 function peerAddressServer(marker: string): string[] {
@@ -263,6 +266,21 @@ describe(
         (await metricSum('node2', 'istio_dns_requests_total', [])) >= dnsBefore + 3,
         "the names were answered by node2's ztunnel DNS proxy",
       );
+    });
+
+    test("the captured client reaches the API server through the kubernetes Service's ClusterIP, whose only endpoint is in its EndpointSlice", async () => {
+      const vip = (await kubectl('get', 'service', '-n', 'default', 'kubernetes', '-o', 'jsonpath={.spec.clusterIP}'))
+        .stdout;
+      let got = '';
+      await waitFor(
+        'client reaches the API server',
+        async () => {
+          const r = await amesh(host, 'exec', '--data-dir', dataDir, CLIENT, '--', 'node', '-e', HTTPS_STATUS, vip);
+          got = r.stdout + r.stderr;
+          return /^HTTP \d{3}$/.test(r.stdout);
+        },
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`https://${vip}/version: ${got}\n${await ztunnelLogs()}`));
     });
 
     test("the other way: the server on node1 reaches the client pod on node2 by its IP, counted by node2's ztunnel with both identities", async () => {

@@ -62,3 +62,15 @@ test('EndpointSlice generation: 1 on create, bumped by endpoint or label changes
   endpointSliceStrategy.prepareForUpdate!(moved, old);
   assert.equal(moved.metadata.generation, 2);
 });
+
+test('EndpointSlice: a port without a name or protocol is stored with "" and TCP, on create and update', () => {
+  const created = slice({ addressType: 'IPv4', ports: [{ port: 80 }, { name: 'dns', port: 53, protocol: 'UDP' }] });
+  endpointSliceStrategy.prepareForCreate!(created);
+  assert.deepEqual(created.ports, [
+    { port: 80, name: '', protocol: 'TCP' },
+    { name: 'dns', port: 53, protocol: 'UDP' },
+  ]);
+  const updated = slice({ addressType: 'IPv4', ports: [{ port: 8080 }] });
+  endpointSliceStrategy.prepareForUpdate!(updated, created);
+  assert.deepEqual(updated.ports, [{ port: 8080, name: '', protocol: 'TCP' }]);
+});

@@ -10,7 +10,8 @@ import { nextGeneration, startGeneration } from './generation.js';
 
 /**
  * discovery.k8s.io/v1 EndpointSlices, after k8s.io/kubernetes `pkg/registry/discovery/endpointslice/strategy.go`
- * (generation 1 on create, bumped by any change but metadata other than labels) and
+ * (generation 1 on create, bumped by any change but metadata other than labels),
+ * `pkg/apis/discovery/v1/defaults.go` (a port without a name or protocol gets "" and TCP) and
  * `pkg/apis/discovery/validation/validation.go` (an address type from the enum, immutable; 1 to 100 addresses per
  * endpoint; ports with DNS-label names, valid numbers and protocols).
  */
@@ -43,15 +44,27 @@ function validateEndpointSlice(obj: KubeObject): StatusCause[] {
   return errs;
 }
 
+/** Each port's name and protocol as the API stores them when left out: "" and TCP (`SetDefaults_EndpointPort`). */
+function defaultPorts(obj: KubeObject): void {
+  for (const entry of asArray(obj.ports) ?? []) {
+    const p = asObject(entry);
+    if (p === undefined) continue;
+    p.name ??= '';
+    p.protocol ??= 'TCP';
+  }
+}
+
 function tracked(o: KubeObject): unknown {
   return { ...o, metadata: o.metadata.labels };
 }
 
 export const endpointSliceStrategy: Strategy = {
   prepareForCreate(obj) {
+    defaultPorts(obj);
     startGeneration(obj, undefined);
   },
   prepareForUpdate(obj, old) {
+    defaultPorts(obj);
     nextGeneration(obj, old, tracked);
   },
   validate: validateEndpointSlice,

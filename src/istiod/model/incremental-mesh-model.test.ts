@@ -17,7 +17,10 @@ function objects(yaml: string): readonly Manifest[] {
   return out;
 }
 
-/** Every kind the model reads, with cross-object effects: selection, backends, localities, policy keys, port-level mTLS. */
+/**
+ * Every kind the model reads, with cross-object effects: selection, backends (by selector and by EndpointSlice),
+ * localities, policy keys, port-level mTLS.
+ */
 const MESH = objects(`
 apiVersion: v1
 kind: Node
@@ -29,6 +32,13 @@ metadata: {name: web-0, namespace: shop, labels: {app: web}, annotations: {ambie
 spec: {serviceAccountName: web, nodeName: n1, containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
 status: {phase: Running, podIP: 10.1.0.5}
 ---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: db-ext-1, namespace: shop, labels: {kubernetes.io/service-name: db-ext}}
+addressType: IPv4
+endpoints: [{addresses: [10.1.0.6], targetRef: {kind: Pod, namespace: shop, name: db-0}}, {addresses: [10.3.0.1]}]
+ports: [{name: pg, port: 5432, protocol: TCP}]
+---
 apiVersion: v1
 kind: Pod
 metadata: {name: db-0, namespace: shop, labels: {app: db}}
@@ -39,6 +49,11 @@ apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: shop}
 spec: {clusterIP: 10.96.0.20, selector: {app: web}, ports: [{port: 80, targetPort: http}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db-ext, namespace: shop}
+spec: {clusterIP: 10.96.0.21, ports: [{name: pg, port: 5432}]}
 ---
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -77,12 +92,20 @@ const NODE_EDIT: Manifest = {
 /** `o` with `spec` merged into its spec (each edit below keeps its kind's spec valid). */
 const withSpec = (o: Manifest, spec: Record<string, unknown>): Manifest =>
   ({ ...o, spec: { ...o.spec, ...spec } }) as Manifest;
-/** Edits that move each shared kind's selection from the web workloads to the db ones. */
+/** Edits that move each shared kind's selection from the web workloads to the db ones (the slice's, from db to web). */
 const SELECTOR_EDITS: readonly [string, (o: Manifest) => Manifest][] = [
   ['Service/shop/web', (o) => withSpec(o, { selector: { app: 'db' } })],
   ['ServiceEntry/shop/web-alias', (o) => withSpec(o, { workloadSelector: { labels: { app: 'db' } } })],
   ['AuthorizationPolicy/shop/web-only', (o) => withSpec(o, { selector: { matchLabels: { app: 'db' } } })],
   ['PeerAuthentication/shop/db-ports', (o) => withSpec(o, { selector: { matchLabels: { app: 'web' } } })],
+  [
+    'EndpointSlice/shop/db-ext-1',
+    (o) =>
+      withSpec(o, {
+        endpoints: [{ addresses: ['10.1.0.5'], targetRef: { kind: 'Pod', namespace: 'shop', name: 'web-0' } }],
+      }),
+  ],
+  ['Service/shop/db-ext', (o) => withSpec(o, { ports: [{ name: 'pg', port: 5433, targetPort: 5432 }] })],
 ];
 
 const plain = (m: {

@@ -23,10 +23,13 @@ import {
   convertServiceEntry,
   serviceBackends,
   serviceEntryHosts,
+  servicesByName,
   type ServiceBackend,
 } from './services.js';
+import { EndpointSliceIndex, sliceService } from './endpoint-slice-index.js';
 import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
 import {
+  convertEndpointSlice,
   convertPod,
   convertServiceEntryEndpoints,
   convertWorkloadEntry,
@@ -63,7 +66,13 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'PeerAuthentication',
 ]);
 /** Kinds whose objects produce resources of their own. */
-const PRODUCER_KINDS: ReadonlySet<string> = new Set(['Pod', 'WorkloadEntry', 'ServiceEntry', 'Service']);
+const PRODUCER_KINDS: ReadonlySet<string> = new Set([
+  'Pod',
+  'WorkloadEntry',
+  'ServiceEntry',
+  'Service',
+  'EndpointSlice',
+]);
 /** Producers whose conversion reads only the shared inputs that match them (a Service or ServiceEntry reads the selection). */
 type Workload = ResourceOf<'Pod'> | ResourceOf<'WorkloadEntry'>;
 /** The producer of the resources that come from the shared kinds as a whole (policies, the static STRICT policy). */
@@ -81,6 +90,8 @@ const NOTHING: Produced = { addresses: new Map(), authorizations: new Map() };
 interface Shared {
   readonly selection: ServiceSelection;
   readonly backends: readonly ServiceBackend[];
+  /** Every Kubernetes Service by `namespace/name`, as EndpointSlices name them. */
+  readonly servicesByName: ReadonlyMap<string, ServiceBackend>;
   readonly nodeLocalities: ReadonlyMap<string, LocalityModel>;
   readonly selectorPolicies: readonly {
     readonly key: string;
@@ -115,17 +126,23 @@ function changedEntries<T>(a: readonly T[], b: readonly T[]): T[] {
 
 /**
  * Which workloads a change of the shared inputs can touch, from what changed in them: a backend (a Service or
- * ServiceEntry host, selection included) selects by namespace and labels, a selector policy by namespace (any,
- * from the root namespace) and labels, a locality by node. A PeerAuthentication change may alter any workload's
- * mTLS mode, so it touches all. Each workload reads only the shared inputs that match it, so the others would
- * come out the same.
+ * ServiceEntry host, selection included) selects by namespace and labels, a Service named by EndpointSlices the
+ * pods they list (`sliceServices`), a selector policy by namespace (any, from the root namespace) and labels, a
+ * locality by node. A PeerAuthentication change may alter any workload's mTLS mode, so it touches all. Each
+ * workload reads only the shared inputs that match it, so the others would come out the same.
  */
-function affectedWorkloads(before: Shared, after: Shared, rootNamespace: string): (o: Workload) => boolean {
+function affectedWorkloads(
+  before: Shared,
+  after: Shared,
+  rootNamespace: string,
+  sliceServices: (o: Workload) => readonly string[],
+): (o: Workload) => boolean {
   const peerAuthenticationsChanged =
     before.peerAuthentications.length !== after.peerAuthentications.length ||
     before.peerAuthentications.some((pa, i) => pa !== after.peerAuthentications[i]);
   if (peerAuthenticationsChanged) return () => true;
   const backends = changedEntries(before.backends, after.backends);
+  const named = new Set(changedEntries([...before.servicesByName], [...after.servicesByName]).map(([name]) => name));
   const policies = changedEntries(before.selectorPolicies, after.selectorPolicies);
   const nodes = new Set(
     [...before.nodeLocalities.keys(), ...after.nodeLocalities.keys()].filter(
@@ -136,6 +153,7 @@ function affectedWorkloads(before: Shared, after: Shared, rootNamespace: string)
     const w = workloadFacts(o);
     return (
       (w.node !== undefined && nodes.has(w.node)) ||
+      (named.size > 0 && sliceServices(o).some((n) => named.has(n))) ||
       backends.some((b) => b.namespace === w.namespace && selects(b.selector, w.labels)) ||
       policies.some(
         (p) => (p.namespace === w.namespace || p.namespace === rootNamespace) && selects(p.matchLabels, w.labels),
@@ -153,7 +171,7 @@ interface Held<T> {
 /**
  * istiod's model of what it serves (istio `pilot/pkg/serviceregistry/ambient/`), kept up to date one change at a
  * time. Each object's resources are cached; a change re-derives only the objects it touches: a Pod or
- * WorkloadEntry, just itself; a Service, ServiceEntry, Node, AuthorizationPolicy or PeerAuthentication, the shared
+ * WorkloadEntry, just itself; an EndpointSlice, itself and the pods it lists or listed; a Service, ServiceEntry, Node, AuthorizationPolicy or PeerAuthentication, the shared
  * inputs (service selection, backends, localities, policy keys), every Service and ServiceEntry, and the workloads
  * that a changed input selects (`affectedWorkloads`; all of them for a PeerAuthentication). A re-derived resource that came out the same is not reported as changed. Pure in the sense that
  * the same objects always give the same model, whatever order the changes came in.
@@ -167,6 +185,7 @@ export class IncrementalMeshModel {
   /** AuthorizationPolicy conversions by object version: an unchanged policy is not converted (nor warned about) again. */
   private converted = new WeakMap<Resource, ConvertResult>();
   private shadowWarnings = new Set<string>();
+  private readonly endpointSlices = new EndpointSliceIndex();
 
   constructor(private readonly cfg: ModelConfig) {}
 
@@ -198,6 +217,8 @@ export class IncrementalMeshModel {
   update(changes: ObjectChanges): ModelChanges {
     const out = { addresses: new Set<string>(), authorizations: new Set<string>(), warnings: [] as string[] };
     let sharedChanged = this.shared === undefined;
+    /** Pods an EndpointSlice change adds to or removes from a Service. */
+    const slicePods = new Set<string>();
     for (const [key, o] of changes) {
       if (o !== undefined && !isResource(o)) continue;
       const kind = kindOfKey(key);
@@ -206,17 +227,22 @@ export class IncrementalMeshModel {
       if (o === undefined) m.delete(key);
       else m.set(key, o);
       if (SHARED_KINDS.has(kind)) sharedChanged = true;
+      if (kind === 'EndpointSlice')
+        for (const pod of this.endpointSlices.set(key, o?.kind === 'EndpointSlice' ? o : undefined))
+          slicePods.add(`Pod/${pod}`);
     }
     if (sharedChanged) {
       const before = this.shared;
       this.shared = this.deriveShared(out.warnings);
       this.settle(SHARED, { addresses: new Map(), authorizations: this.shared.authorizations }, out);
       const affected =
-        before === undefined ? undefined : affectedWorkloads(before, this.shared, this.cfg.rootNamespace);
+        before === undefined
+          ? undefined
+          : affectedWorkloads(before, this.shared, this.cfg.rootNamespace, (o) => this.sliceServices(o));
       for (const kind of PRODUCER_KINDS) {
         for (const [key, o] of this.byKind.get(kind) ?? []) {
           const workload = o.kind === 'Pod' || o.kind === 'WorkloadEntry';
-          if (affected !== undefined && workload && !changes.has(key) && !affected(o)) continue;
+          if (affected !== undefined && workload && !changes.has(key) && !slicePods.has(key) && !affected(o)) continue;
           this.settle(key, this.produce(o), out);
         }
       }
@@ -226,7 +252,17 @@ export class IncrementalMeshModel {
       if (o === undefined) this.settle(key, NOTHING, out);
       else if (!sharedChanged && isResource(o)) this.settle(key, this.produce(o), out);
     }
+    if (!sharedChanged)
+      for (const key of slicePods) {
+        const pod = this.byKind.get('Pod')?.get(key);
+        if (pod !== undefined && !changes.has(key)) this.settle(key, this.produce(pod), out);
+      }
     return out;
+  }
+
+  /** `namespace/name` of the Services whose EndpointSlices list a pod (none for a WorkloadEntry). */
+  private sliceServices(o: Workload): string[] {
+    return o.kind === 'Pod' ? this.endpointSlices.servicesOf(o.metadata) : [];
   }
 
   private objectsOf(kind: string): Resource[] {
@@ -275,6 +311,7 @@ export class IncrementalMeshModel {
     return {
       selection,
       backends: serviceBackends(shared, domainSuffix, selection),
+      servicesByName: servicesByName(shared, domainSuffix),
       nodeLocalities,
       selectorPolicies,
       peerAuthentications,
@@ -315,13 +352,18 @@ export class IncrementalMeshModel {
     const s = this.shared!;
     const addresses = new Map<string, AddressModel>();
     const authorizations = new Map<string, AuthorizationModel>();
-    const ctx = (namespace: string, labels: Readonly<Record<string, string>>): WorkloadContext => {
+    const ctx = (
+      namespace: string,
+      labels: Readonly<Record<string, string>>,
+      sliceServices: readonly string[] = [],
+    ): WorkloadContext => {
       const p = this.policies(namespace, labels);
       if (p.converted !== undefined) authorizations.set(`${p.converted.namespace}/${p.converted.name}`, p.converted);
       return {
         clusterId: this.cfg.clusterId,
         trustDomain: this.cfg.trustDomain,
         backends: s.backends,
+        endpointSliceServices: sliceServices.flatMap((n) => s.servicesByName.get(n) ?? []),
         authorizationPolicies: p.keys,
         nodeLocalities: s.nodeLocalities,
       };
@@ -334,7 +376,7 @@ export class IncrementalMeshModel {
     };
     switch (o.kind) {
       case 'Pod':
-        workload(convertPod(o, ctx(o.metadata.namespace, o.metadata.labels)));
+        workload(convertPod(o, ctx(o.metadata.namespace, o.metadata.labels, this.sliceServices(o))));
         break;
       case 'WorkloadEntry':
         workload(convertWorkloadEntry(o, ctx(o.metadata.namespace, workloadEntryLabels(o))));
@@ -349,6 +391,12 @@ export class IncrementalMeshModel {
       case 'Service':
         service(convertService(o, this.cfg.domainSuffix));
         break;
+      case 'EndpointSlice': {
+        const svc = sliceService(o);
+        for (const w of convertEndpointSlice(o, svc === undefined ? undefined : s.servicesByName.get(svc), this.cfg))
+          workload(w);
+        break;
+      }
     }
     return { addresses, authorizations };
   }

@@ -249,3 +249,107 @@ spec: {selector: {matchLabels: {app: b}}, mtls: {mode: PERMISSIVE}, portLevelMtl
   );
   assert.deepEqual(wl(m, 'Kubernetes//Pod/ns/b-0').authorizationPolicies, ['ns/converted_peer_authentication_b-admin']);
 });
+
+const KUBERNETES_SERVICE = `
+apiVersion: v1
+kind: Service
+metadata: {name: kubernetes, namespace: default}
+spec: {clusterIP: 10.96.0.1, ports: [{name: https, port: 443, targetPort: 6443}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: kubernetes, namespace: default, labels: {kubernetes.io/service-name: kubernetes}}
+addressType: IPv4
+endpoints: [{addresses: [172.18.0.1], conditions: {ready: true}}, {addresses: [172.18.0.2], conditions: {ready: false}}, {addresses: [172.18.0.1]}, {addresses: [not-an-ip]}]
+ports: [{name: https, port: 6443, protocol: TCP}, {name: https, port: 6443, protocol: UDP}, {name: other, port: 1}]
+`;
+
+test('a Service without a selector (default/kubernetes) is backed by the non-pod endpoints of its EndpointSlices', () => {
+  const m = model(KUBERNETES_SERVICE);
+  const uid = (ip: string): string => `Kubernetes/discovery.k8s.io/EndpointSlice/default/kubernetes/${ip}`;
+  const w = wl(m, uid('172.18.0.1'));
+  assert.deepEqual(w.services, {
+    'default/kubernetes.default.svc.cluster.local': [{ servicePort: 443, targetPort: 6443 }],
+  });
+  assert.deepEqual(
+    [w.name, w.namespace, w.networkMode, w.serviceAccount, w.tunnelProtocol, w.status, w.addresses],
+    ['kubernetes', 'default', 1, '', TunnelProtocol.NONE, WorkloadStatus.HEALTHY, [new Uint8Array([172, 18, 0, 1])]],
+    'host network mode, no identity, plain TCP',
+  );
+  assert.equal(wl(m, uid('172.18.0.2')).status, WorkloadStatus.UNHEALTHY, 'ready: false');
+  const fromSlices = [...m.addresses.keys()].filter((k) => k.includes('/EndpointSlice/'));
+  assert.deepEqual(
+    fromSlices.sort(),
+    [uid('172.18.0.1'), uid('172.18.0.2')],
+    'a repeated address and a non-IP are skipped',
+  );
+});
+
+test('EndpointSlices of no Service, of an unknown Service or of FQDN addresses give no workload', () => {
+  const m = model(`
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: loose, namespace: default}
+addressType: IPv4
+endpoints: [{addresses: [10.9.0.1]}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ghost-1, namespace: default, labels: {kubernetes.io/service-name: ghost}}
+addressType: IPv4
+endpoints: [{addresses: [10.9.0.2]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: names, namespace: default}
+spec: {clusterIP: 10.96.0.30, ports: [{port: 80}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: names-1, namespace: default, labels: {kubernetes.io/service-name: names}}
+addressType: FQDN
+endpoints: [{addresses: [example.com]}]
+`);
+  assert.deepEqual(
+    [...m.addresses.keys()].filter((k) => k.includes('/EndpointSlice/')),
+    [],
+  );
+});
+
+test('a pod an EndpointSlice lists by targetRef backs that Service, matched on namespace, name and uid, its named target ports resolved', () => {
+  const m = model(`
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, namespace: shop, uid: u-1, labels: {app: db}}
+spec: {containers: [{name: c, ports: [{name: pg, containerPort: 5432}]}]}
+status: {phase: Running, podIP: 10.1.0.6}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, namespace: shop, uid: u-2, labels: {app: db}}
+status: {phase: Running, podIP: 10.1.0.7}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec: {clusterIP: 10.96.0.40, ports: [{name: sql, port: 5432, targetPort: pg}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: db-abc, namespace: shop, labels: {kubernetes.io/service-name: db}}
+addressType: IPv4
+endpoints:
+- {addresses: [10.1.0.6], targetRef: {kind: Pod, namespace: shop, name: db-0, uid: u-1}}
+- {addresses: [10.1.0.7], targetRef: {kind: Pod, namespace: shop, name: db-1, uid: an-earlier-pod}}
+ports: [{name: sql, port: 5432, protocol: TCP}]
+`);
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/db-0').services, {
+    'shop/db.shop.svc.cluster.local': [{ servicePort: 5432, targetPort: 5432 }],
+  });
+  assert.deepEqual(wl(m, 'Kubernetes//Pod/shop/db-1').services, {}, 'a targetRef with another uid is another pod');
+  assert.deepEqual(
+    [...m.addresses.keys()].filter((k) => k.includes('/EndpointSlice/')),
+    [],
+    'pod endpoints come from the pods themselves',
+  );
+});

@@ -109,7 +109,34 @@ export interface ServiceBackend {
   readonly byPortName: boolean;
 }
 
-/** Backends of every Service, and of every ServiceEntry host its ServiceEntry won (`selection`). */
+/** A Kubernetes Service as a backend (its selector may be empty); none for an ExternalName Service. */
+function kubeServiceBackend(o: Service, domain: string): ServiceBackend | undefined {
+  if (o.spec.type === 'ExternalName') return undefined;
+  const names = (o.spec.ports ?? []).map((p) => p?.name ?? undefined);
+  return {
+    key: `${o.metadata.namespace}/${serviceHostname(o, domain)}`,
+    namespace: o.metadata.namespace,
+    selector: o.spec.selector ?? {},
+    ports: servicePorts(o).map((p, i) => ({ ...p, name: names[i] })),
+    byPortName: false,
+  };
+}
+
+/**
+ * Every Kubernetes Service but ExternalName ones, by `namespace/name`, selector or not: what an EndpointSlice's
+ * `kubernetes.io/service-name` label names.
+ */
+export function servicesByName(objects: readonly Resource[], domain: string): Map<string, ServiceBackend> {
+  const out = new Map<string, ServiceBackend>();
+  for (const o of objects) {
+    if (o.kind !== 'Service') continue;
+    const b = kubeServiceBackend(o, domain);
+    if (b !== undefined) out.set(`${o.metadata.namespace}/${o.metadata.name}`, b);
+  }
+  return out;
+}
+
+/** Backends of every Service with a selector, and of every ServiceEntry host its ServiceEntry won (`selection`). */
 export function serviceBackends(
   objects: readonly Resource[],
   domain: string,
@@ -117,17 +144,9 @@ export function serviceBackends(
 ): ServiceBackend[] {
   const out: ServiceBackend[] = [];
   for (const o of objects) {
-    if (o.kind === 'Service' && o.spec.type !== 'ExternalName') {
-      const selector = o.spec.selector ?? {};
-      if (Object.keys(selector).length === 0) continue;
-      const names = (o.spec.ports ?? []).map((p) => p?.name ?? undefined);
-      out.push({
-        key: `${o.metadata.namespace}/${serviceHostname(o, domain)}`,
-        namespace: o.metadata.namespace,
-        selector,
-        ports: servicePorts(o).map((p, i) => ({ ...p, name: names[i] })),
-        byPortName: false,
-      });
+    if (o.kind === 'Service') {
+      const b = kubeServiceBackend(o, domain);
+      if (b !== undefined && Object.keys(b.selector).length > 0) out.push(b);
     } else if (o.kind === 'ServiceEntry') {
       const selector = o.spec.workloadSelector?.labels ?? {};
       if (Object.keys(selector).length === 0) continue;
@@ -155,12 +174,17 @@ export function backendsFor(
   const out: Record<string, PortModel[]> = {};
   for (const b of backends) {
     if (b.namespace !== namespace || !Object.entries(b.selector).every(([k, v]) => labels[k] === v)) continue;
-    out[b.key] = b.ports.flatMap((p) => {
-      const target = backendTargetPort(p, b.byPortName, namedPorts);
-      return target === undefined ? [] : [{ servicePort: p.port, targetPort: target }];
-    });
+    out[b.key] = portsOn(b, namedPorts);
   }
   return out;
+}
+
+/** The service ports a workload with `namedPorts` serves for backend `b`: those whose target it has. */
+export function portsOn(b: ServiceBackend, namedPorts: Readonly<Record<string, number>>): PortModel[] {
+  return b.ports.flatMap((p) => {
+    const target = backendTargetPort(p, b.byPortName, namedPorts);
+    return target === undefined ? [] : [{ servicePort: p.port, targetPort: target }];
+  });
 }
 
 /** One backend port's target on a workload with `namedPorts`; undefined when the name it needs is not there. */

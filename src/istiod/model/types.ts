@@ -6,6 +6,7 @@
 
 export const TunnelProtocol = { NONE: 0, HBONE: 1 } as const;
 export const WorkloadStatus = { HEALTHY: 0, UNHEALTHY: 1 } as const;
+export const NetworkMode = { STANDARD: 0, HOST_NETWORK: 1 } as const;
 export const WorkloadType = { DEPLOYMENT: 0, CRONJOB: 1, POD: 2, JOB: 3 } as const;
 export const LbScope = { REGION: 1, ZONE: 2, SUBZONE: 3, NODE: 4, CLUSTER: 5, NETWORK: 6 } as const;
 export const LbMode = { UNSPECIFIED_MODE: 0, STRICT: 1, FAILOVER: 2, PASSTHROUGH: 3 } as const;

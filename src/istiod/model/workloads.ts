@@ -3,12 +3,22 @@ import { DEFAULT_TRUST_DOMAIN } from '../../lib/spiffe.js';
 import type { Manifest, ResourceOf } from '../registry/manifest-dir.js';
 import type { WorkloadEntrySpec } from '../registry/manifest-schema.js';
 import { parseLocality } from './locality.js';
-import { backendsFor, serviceEntryPorts, type ServiceBackend } from './services.js';
-import { TunnelProtocol, WorkloadStatus, WorkloadType, type LocalityModel, type WorkloadModel } from './types.js';
+import { SERVICE_NAME_LABEL } from './endpoint-slice-index.js';
+import { backendsFor, portsOn, serviceEntryPorts, type ServiceBackend } from './services.js';
+import {
+  NetworkMode,
+  TunnelProtocol,
+  WorkloadStatus,
+  WorkloadType,
+  type LocalityModel,
+  type PortModel,
+  type WorkloadModel,
+} from './types.js';
 
 type Pod = ResourceOf<'Pod'>;
 type WorkloadEntry = ResourceOf<'WorkloadEntry'>;
 type ServiceEntry = ResourceOf<'ServiceEntry'>;
+type EndpointSlice = ResourceOf<'EndpointSlice'>;
 
 /** The annotation istio-cni sets once a pod's traffic is captured; it is what makes the workload HBONE. */
 export const REDIRECTION_ANNOTATION = 'ambient.istio.io/redirection';
@@ -17,6 +27,11 @@ export interface WorkloadContext {
   readonly clusterId: string;
   readonly trustDomain: string;
   readonly backends: readonly ServiceBackend[];
+  /**
+   * Services whose EndpointSlices list this workload by `targetRef` (Services without a selector, whose
+   * endpoints someone else keeps): it backs those it is not already selected by.
+   */
+  readonly endpointSliceServices: readonly ServiceBackend[];
   /** Sorted policy keys that apply to this pod (selector policies, PeerAuthentication keys). */
   readonly authorizationPolicies: readonly string[];
   /** Node name → the locality its topology labels give (nodes without any are absent). */
@@ -140,7 +155,7 @@ export function convertWorkloadEntry(we: WorkloadEntry, ctx: WorkloadContext): W
     authorizationPolicies: ctx.authorizationPolicies,
     status: WorkloadStatus.HEALTHY,
     clusterId: ctx.clusterId,
-    networkMode: 0,
+    networkMode: NetworkMode.STANDARD,
     capacity: capacity(we.spec.weight),
     locality: parseLocality(we.spec.locality ?? ''),
   };
@@ -197,7 +212,7 @@ export function convertServiceEntryEndpoints(
         authorizationPolicies: ctx.authorizationPolicies,
         status: WorkloadStatus.HEALTHY,
         clusterId: ctx.clusterId,
-        networkMode: 0,
+        networkMode: NetworkMode.STANDARD,
         capacity: capacity(ep.weight),
         locality: parseLocality(ep.locality ?? ''),
       },
@@ -229,7 +244,9 @@ export function convertPod(pod: Pod, ctx: WorkloadContext): WorkloadModel | unde
   const ips = podIps(pod);
   if (ips.length === 0) return undefined;
   const labels = pod.metadata.labels;
-  const services = backendsFor(ctx.backends, pod.metadata.namespace, labels, containerPorts(pod));
+  const named = containerPorts(pod);
+  const services = backendsFor(ctx.backends, pod.metadata.namespace, labels, named);
+  for (const b of ctx.endpointSliceServices) services[b.key] ??= portsOn(b, named);
   const wname = podWorkloadName(pod);
   const node = pod.spec.nodeName ?? '';
   return {
@@ -250,8 +267,73 @@ export function convertPod(pod: Pod, ctx: WorkloadContext): WorkloadModel | unde
     authorizationPolicies: ctx.authorizationPolicies,
     status: isHealthy(pod) ? WorkloadStatus.HEALTHY : WorkloadStatus.UNHEALTHY,
     clusterId: ctx.clusterId,
-    networkMode: pod.spec.hostNetwork === true ? 1 : 0,
+    networkMode: pod.spec.hostNetwork === true ? NetworkMode.HOST_NETWORK : NetworkMode.STANDARD,
     capacity: undefined,
     locality: node === '' ? undefined : ctx.nodeLocalities.get(node),
   };
+}
+
+/**
+ * An EndpointSlice's ports as its Service's: each TCP slice port (the API server defaults a missing name to ""
+ * and protocol to TCP) joined by name with the Service port it targets.
+ */
+function slicePorts(es: EndpointSlice, svc: ServiceBackend): PortModel[] {
+  return (es.spec.ports ?? []).flatMap((p) => {
+    if (typeof p?.port !== 'number' || (p.protocol ?? 'TCP') !== 'TCP') return [];
+    const sp = svc.ports.find((s) => (s.name ?? '') === (p.name ?? ''));
+    return sp === undefined ? [] : [{ servicePort: sp.port, targetPort: p.port }];
+  });
+}
+
+/**
+ * An EndpointSlice of a Service → a Workload per endpoint that is not a pod (istio
+ * `pilot/pkg/serviceregistry/ambient/workloads.go` `endpointSlicesBuilder`): the endpoints someone keeps by hand
+ * for a Service without a selector, as the API server keeps `default/kubernetes`'s. Pod endpoints are skipped, as
+ * the pod's own Workload carries more. Nothing else is known of such an endpoint: no identity, no policies, and
+ * its address may be shared, so it is in host network mode. An endpoint with an address that is not an IP is
+ * skipped, and so is a second endpoint at the same first address.
+ */
+export function convertEndpointSlice(
+  es: EndpointSlice,
+  svc: ServiceBackend | undefined,
+  ctx: Pick<WorkloadContext, 'clusterId' | 'trustDomain'>,
+): WorkloadModel[] {
+  const serviceName = es.metadata.labels[SERVICE_NAME_LABEL];
+  if (svc === undefined || serviceName === undefined || es.spec.addressType === 'FQDN') return [];
+  const services = { [svc.key]: slicePorts(es, svc) };
+  const seen = new Set<string>();
+  return (es.spec.endpoints ?? []).flatMap((ep) => {
+    const addresses = ep?.addresses?.map((a) => (typeof a === 'string' ? ipBytes(a) : undefined)) ?? [];
+    const first = ep?.addresses?.[0];
+    if (ep?.targetRef?.kind === 'Pod' || typeof first !== 'string' || seen.has(first)) return [];
+    seen.add(first);
+    if (addresses.some((b) => b === undefined)) return [];
+    const ready = ep?.conditions?.ready;
+    return [
+      {
+        uid: `${ctx.clusterId}/discovery.k8s.io/EndpointSlice/${es.metadata.namespace}/${es.metadata.name}/${first}`,
+        name: es.metadata.name,
+        namespace: es.metadata.namespace,
+        addresses: addresses.map((b) => new Uint8Array(b!)),
+        hostname: '',
+        network: '',
+        tunnelProtocol: TunnelProtocol.NONE,
+        nativeTunnel: false,
+        trustDomain: trustDomainField(ctx.trustDomain),
+        serviceAccount: '',
+        node: '',
+        canonicalName: '',
+        canonicalRevision: '',
+        workloadType: WorkloadType.DEPLOYMENT,
+        workloadName: '',
+        services,
+        authorizationPolicies: [],
+        status: ready === undefined || ready === null || ready ? WorkloadStatus.HEALTHY : WorkloadStatus.UNHEALTHY,
+        clusterId: ctx.clusterId,
+        networkMode: NetworkMode.HOST_NETWORK,
+        capacity: undefined,
+        locality: undefined,
+      },
+    ];
+  });
 }

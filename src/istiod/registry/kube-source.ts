@@ -32,6 +32,7 @@ export const WATCHED_KINDS: readonly Watched[] = [
   { kind: 'Pod', apiVersion: 'v1', path: '/api/v1/pods' },
   { kind: 'Service', apiVersion: 'v1', path: '/api/v1/services' },
   { kind: 'Node', apiVersion: 'v1', path: '/api/v1/nodes' },
+  { kind: 'EndpointSlice', apiVersion: 'discovery.k8s.io/v1', path: '/apis/discovery.k8s.io/v1/endpointslices' },
   { kind: 'ServiceEntry', apiVersion: 'networking.istio.io/v1', path: '/apis/networking.istio.io/v1/serviceentries' },
   { kind: 'WorkloadEntry', apiVersion: 'networking.istio.io/v1', path: '/apis/networking.istio.io/v1/workloadentries' },
   {

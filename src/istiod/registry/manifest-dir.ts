@@ -9,6 +9,7 @@ import { LineCounter, isScalar, parseAllDocuments, type Document, type Node } fr
 import {
   denyListsWithNothingValid,
   documentSchema,
+  topLevelFields,
   isResourceKind,
   kindSchema,
   SchemaWalker,
@@ -347,10 +348,14 @@ function checkedObject(d: CheckedDocument, namespace: string, origin: DocumentOr
     labels: m.labels ?? {},
     annotations: m.annotations ?? {},
   };
+  const top = topLevelFields(kindSchema(d.kind));
   const object = {
     apiVersion: d.apiVersion,
     metadata,
-    spec: asRecord(d.spec),
+    spec:
+      top.length === 0
+        ? asRecord(d.spec)
+        : Object.fromEntries(top.flatMap((f) => (Object.hasOwn(d, f) ? [[f, asRecord(d)[f]]] : []))),
     status: asRecord(d.status),
     source: origin.where,
     file: origin.file,

@@ -303,6 +303,7 @@ const TYPED = [
   'apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {topology.kubernetes.io/zone: z1}}\nspec: {podCIDR: 10.1.0.0/24}\n',
   'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\ndata: {a: b}\n',
   'apiVersion: v1\nkind: Pod\nmetadata: {name: bare, namespace: shop}\nspec: ~\n',
+  'apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s, namespace: shop}\naddressType: IPv4\nendpoints: [~, {addresses: [10.0.0.1, ~], conditions: {ready: ~}, targetRef: {kind: Pod, name: p}}]\nports: ~\n',
 ];
 
 test('every document the walker accepts is a value of the type Infer reads off its schema, spec and status too', () => {
@@ -316,4 +317,28 @@ test('every document the walker accepts is a value of the type Infer reads off i
     assert.ok(kind?.spec === undefined || conforms(kind.spec, o.spec), yaml);
     assert.ok(kind?.status === undefined || conforms(kind.status, o.status), yaml);
   }
+});
+
+test('an EndpointSlice keeps its fields at the top level, and the checked object holds them as its spec', () => {
+  const ok = parseManifests(
+    'm.yaml',
+    'apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s, namespace: shop}\naddressType: IPv4\nendpoints: [{addresses: [10.0.0.1]}]\nports: [{name: http, port: 80}]\n',
+  );
+  assert.deepEqual(ok.errors, []);
+  assert.deepEqual(ok.objects[0]!.spec, {
+    addressType: 'IPv4',
+    endpoints: [{ addresses: ['10.0.0.1'] }],
+    ports: [{ name: 'http', port: 80 }],
+  });
+  const bad = parseManifests(
+    'm.yaml',
+    'apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s, namespace: shop}\naddressType: IPv5\nspec: {}\n',
+  );
+  assert.deepEqual(
+    bad.errors.map((e) => e.message),
+    [
+      'm.yaml:4: EndpointSlice shop/s: addressType: expected one of IPv4, IPv6, FQDN, got "IPv5"',
+      'm.yaml:5: EndpointSlice shop/s: spec: unknown field "spec" (expected one of: apiVersion, kind, metadata, status, data, stringData, binaryData, type, immutable, addressType, endpoints, ports)',
+    ],
+  );
 });

@@ -269,6 +269,21 @@ const SERVICE_SPEC = open({
   externalName: str,
 });
 
+const ENDPOINT_SLICE = obj({
+  addressType: { t: 'string', enum: ['IPv4', 'IPv6', 'FQDN'] },
+  endpoints: list(
+    open({
+      addresses: strs,
+      conditions: open({ ready: bool, serving: bool, terminating: bool }),
+      targetRef: open({ kind: str, namespace: str, name: str, uid: str }),
+      nodeName: str,
+      zone: str,
+      hostname: str,
+    }),
+  ),
+  ports: list(open({ name: str, port: int, protocol: str, appProtocol: str })),
+});
+
 const WORKLOAD_ENTRY = obj({
   address: str,
   ports: map(port),
@@ -297,6 +312,11 @@ interface KindSchema {
   readonly spec?: Schema;
   readonly status?: Schema;
   readonly nameIsLabel?: boolean;
+  /**
+   * The kind has no `spec`: the fields of the `spec` schema sit at the document's top level (EndpointSlice's
+   * `addressType`, `endpoints`, `ports`), and the checked object holds them as its `spec`.
+   */
+  readonly topLevel?: boolean;
   /** Cluster-scoped objects have no namespace (their key's namespace is empty). */
   readonly clusterScoped?: boolean;
 }
@@ -309,6 +329,8 @@ const KINDS = {
   ServiceAccount: {},
   Pod: { spec: POD_SPEC, status: POD_STATUS },
   Service: { spec: SERVICE_SPEC, nameIsLabel: true },
+  /** Read for the backends of Services without a selector (`default/kubernetes`), as Istio's ambient index is. */
+  EndpointSlice: { spec: ENDPOINT_SLICE, topLevel: true },
   ServiceEntry: { spec: SERVICE_ENTRY },
   WorkloadEntry: { spec: WORKLOAD_ENTRY },
   AuthorizationPolicy: { spec: AUTHORIZATION_POLICY },
@@ -479,7 +501,15 @@ function documentOf<const Spec extends Schema, const Status extends Schema>(
 
 /** What a document of `kind` (undefined: a kind amesh does not read) is checked against. */
 export function documentSchema(kind: KindSchema | undefined): Schema {
-  return documentOf(kind?.nameIsLabel === true, kind?.spec ?? any, kind?.status ?? any);
+  const doc = documentOf(kind?.nameIsLabel === true, kind?.spec ?? any, kind?.status ?? any);
+  if (kind?.topLevel !== true || kind.spec?.t !== 'object') return doc;
+  const fields = Object.fromEntries(Object.entries(doc.fields).filter(([k]) => k !== 'spec'));
+  return { ...doc, fields: { ...fields, ...kind.spec.fields } };
+}
+
+/** The fields a kind without a `spec` (`topLevel`) keeps at its document's top level; none for any other kind. */
+export function topLevelFields(kind: KindSchema | undefined): readonly string[] {
+  return kind?.topLevel === true && kind.spec?.t === 'object' ? Object.keys(kind.spec.fields) : [];
 }
 
 /** A document `documentSchema` accepts, whatever its kind (its spec and status are typed by `SpecOf`, `StatusOf`). */
