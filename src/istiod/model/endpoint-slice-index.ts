@@ -29,31 +29,36 @@ export class EndpointSliceIndex {
 
   /**
    * Records a slice's current version (undefined: deleted). Returns the pods, as `namespace/name`, whose
-   * Services may have changed: those the old or new version lists.
+   * Services may have changed: those only one version lists, or all either lists when the Service changed.
    */
   set(key: string, es: EndpointSlice | undefined): Set<string> {
-    const touched = new Set<string>();
-    for (const ref of this.slices.get(key)?.refs ?? []) {
-      this.byPod.get(ref)?.delete(key);
-      if (this.byPod.get(ref)?.size === 0) this.byPod.delete(ref);
-      touched.add(ref.slice(0, ref.lastIndexOf('/')));
+    const before = this.slices.get(key);
+    for (const ref of before?.refs ?? []) {
+      const keys = this.byPod.get(ref);
+      keys?.delete(key);
+      if (keys?.size === 0) this.byPod.delete(ref);
     }
     this.slices.delete(key);
     const service = es === undefined ? undefined : sliceService(es);
-    if (es === undefined || service === undefined) return touched;
-    const refs = (es.spec.endpoints ?? []).flatMap((ep) => {
-      const t = ep?.targetRef;
-      if (t?.kind !== 'Pod' || typeof t.name !== 'string') return [];
-      return [podRef(t.namespace ?? '', t.name, t.uid ?? '')];
-    });
-    this.slices.set(key, { service, refs });
+    const refs =
+      service === undefined
+        ? []
+        : (es?.spec.endpoints ?? []).flatMap((ep) => {
+            const t = ep?.targetRef;
+            if (t?.kind !== 'Pod' || typeof t.name !== 'string') return [];
+            return [podRef(t.namespace ?? '', t.name, t.uid ?? '')];
+          });
+    if (service !== undefined) this.slices.set(key, { service, refs });
     for (const ref of refs) {
       let keys = this.byPod.get(ref);
       if (keys === undefined) this.byPod.set(ref, (keys = new Set()));
       keys.add(key);
-      touched.add(ref.slice(0, ref.lastIndexOf('/')));
     }
-    return touched;
+    const old = new Set(before?.refs);
+    const now = new Set(refs);
+    const sameService = before?.service === service;
+    const touched = [...old, ...now].filter((r) => !sameService || old.has(r) !== now.has(r));
+    return new Set(touched.map((r) => r.slice(0, r.lastIndexOf('/'))));
   }
 
   /** `namespace/name` of every Service whose slices list this pod, sorted. */
