@@ -5,14 +5,12 @@ import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { LogControl } from '../src/lib/log.js';
 import { loadIstiodConfig } from '../src/istiod/config.js';
 import { Istiod } from '../src/istiod/istiod.js';
 import { loadZtunnelConfig } from '../src/ztunnel/config.js';
 import { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { freePorts } from './helpers/free-port.js';
-import { CapturedLogs } from './helpers/captured-logs.js';
+import { CapturedLogs, silentLogs } from './helpers/captured-logs.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { namespaces, pod } from './helpers/manifests.js';
 
@@ -61,12 +59,7 @@ test('after a long istiod outage, ztunnel reconnects at its first xDS attempt an
   // A kernel-chosen port, kept across the restart.
   const [port = 0] = await freePorts(ISTIOD_IP, 1);
   const ISTIOD = `${ISTIOD_IP}:${port}`;
-  const istiodLogs = new LogControl({
-    format: 'json',
-    level: 'silent',
-    component: 'istiod',
-    out: new Writable({ write: (_c, _e, cb) => cb() }),
-  });
+  const istiodLogs = silentLogs('istiod');
   const startIstiod = (): Promise<Istiod> =>
     Istiod.start(
       loadIstiodConfig(

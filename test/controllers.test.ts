@@ -15,18 +15,17 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 import { DeploymentController, POD_TEMPLATE_HASH, REVISION } from '../src/controllers/deployment-controller.js';
 import { ReplicaSetController } from '../src/controllers/replica-set-controller.js';
 import { SharedInformerFactory } from '../src/kube/shared-informer-factory.js';
-import { LogControl } from '../src/lib/log.js';
 import { ameshCommand } from '../src/up/amesh-command.js';
 import { startApiServer } from './helpers/in-process.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { freePorts } from './helpers/free-port.js';
 import { waitFor } from './helpers/mesh-fixture.js';
+import { silentLogs } from './helpers/captured-logs.js';
 
 const NS = 'shop';
 const DEADLINE_MS = 10_000;
@@ -77,12 +76,7 @@ describe('Deployment and ReplicaSet controllers', () => {
     kc.loadFromFile(api.kubeconfigPath);
     core = kc.makeApiClient(k8s.CoreV1Api);
     apps = kc.makeApiClient(k8s.AppsV1Api);
-    const logs = new LogControl({
-      format: 'json',
-      level: 'silent',
-      component: 'controllers',
-      out: new Writable({ write: (_c, _e, cb) => cb() }),
-    });
+    const logs = silentLogs('controllers');
     informers = new SharedInformerFactory(kc, logs.scope('informers'));
     deployments = new DeploymentController(kc, informers, logs.scope('deployment'));
     replicaSets = new ReplicaSetController(kc, informers, logs.scope('replicaset'));
@@ -345,7 +339,14 @@ test(
           .filter((r) => r.startsWith('GET ') && /[?&]watch=true(&|$)/.test(r) === watch)
           .map((r) => r.slice('GET '.length).split('?')[0]!)
           .sort();
-      const resources = ['/api/v1/nodes', '/api/v1/pods', '/apis/apps/v1/deployments', '/apis/apps/v1/replicasets'];
+      const resources = [
+        '/api/v1/nodes',
+        '/api/v1/pods',
+        '/api/v1/services',
+        '/apis/apps/v1/deployments',
+        '/apis/apps/v1/replicasets',
+        '/apis/discovery.k8s.io/v1/endpointslices',
+      ];
       assert.deepEqual(paths(false), resources, 'lists');
       assert.deepEqual(paths(true), resources, 'watches');
     } finally {

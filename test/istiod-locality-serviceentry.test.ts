@@ -3,15 +3,14 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { startEchoServer } from '../src/echo/echo-server.js';
 import { socks5Connect } from '../src/echo/socks5-client.js';
-import { LogControl } from '../src/lib/log.js';
 import { loadZtunnelConfig } from '../src/ztunnel/config.js';
 import { Ztunnel } from '../src/ztunnel/ztunnel.js';
 import { startIstiod } from './helpers/in-process.js';
 import { namespaces, pod } from './helpers/manifests.js';
 import { sendAndCollect, waitFor } from './helpers/mesh-fixture.js';
+import { silentLogs } from './helpers/captured-logs.js';
 
 const ISTIOD_HOST = '127.74.0.1';
 const ZT_CONTROL = '127.74.0.3';
@@ -93,12 +92,7 @@ test("istiod → ztunnel: pods carry their Node's region/zone into istio_tcp_* l
           UNSTABLE_ENABLE_SOCKS5: 'true',
         },
       ),
-      new LogControl({
-        format: 'json',
-        level: 'silent',
-        component: 'ztunnel',
-        out: new Writable({ write: (_c, _e, cb) => cb() }),
-      }),
+      silentLogs('ztunnel'),
     );
     const z = zt;
     await waitFor(

@@ -3,9 +3,8 @@ import assert from 'node:assert/strict';
 import { cp, mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
-import { LogControl } from '../src/lib/log.js';
+import { silentLogs } from './helpers/captured-logs.js';
 import { ManifestDirectory } from '../src/istiod/registry/manifest-directory.js';
 import { APPLYSET, ManifestApplier } from '../src/istiod/registry/manifest-applier.js';
 import { startApiServer } from './helpers/in-process.js';
@@ -44,14 +43,6 @@ spec:
   ports: [{port: 8080}]
 `;
 
-const silentLogs = (): LogControl =>
-  new LogControl({
-    format: 'json',
-    level: 'silent',
-    component: 'istiod',
-    out: new Writable({ write: (_c, _e, cb) => cb() }),
-  });
-
 describe('applying a manifest directory to the API as kubectl apply --prune with an ApplySet', () => {
   let dir: string;
   let api: ApiServer;
@@ -71,7 +62,7 @@ describe('applying a manifest directory to the API as kubectl apply --prune with
     core = kc.makeApiClient(k8s.CoreV1Api);
     custom = kc.makeApiClient(k8s.CustomObjectsApi);
     apps = kc.makeApiClient(k8s.AppsV1Api);
-    const logs = silentLogs();
+    const logs = silentLogs('istiod');
     directory = new ManifestDirectory(path.join(dir, 'config'), logs.scope('directory'));
     applier = new ManifestApplier(directory, kc, logs.scope('applier'));
     await directory.reload();
@@ -177,7 +168,7 @@ describe('an owner the API cannot be asked about', () => {
     api = await startApiServer(path.join(dir, 'data'));
     front = await ApiFront.start(api, path.join(dir, 'data'));
     apps = front.kubeconfig.makeApiClient(k8s.AppsV1Api);
-    const logs = silentLogs();
+    const logs = silentLogs('istiod');
     directory = new ManifestDirectory(path.join(dir, 'config'), logs.scope('directory'));
     applier = new ManifestApplier(directory, front.kubeconfig, logs.scope('applier'));
     await directory.reload();

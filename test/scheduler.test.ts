@@ -7,14 +7,13 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 import { Scheduler } from '../src/controllers/scheduler.js';
 import { SharedInformerFactory } from '../src/kube/shared-informer-factory.js';
-import { LogControl } from '../src/lib/log.js';
 import { startApiServer } from './helpers/in-process.js';
 import { waitFor } from './helpers/mesh-fixture.js';
+import { silentLogs } from './helpers/captured-logs.js';
 
 const NS = 'sched';
 const DEADLINE_MS = 10_000;
@@ -52,12 +51,7 @@ describe('scheduler and pods/binding', () => {
         spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
       },
     });
-    const logs = new LogControl({
-      format: 'json',
-      level: 'silent',
-      component: 'scheduler',
-      out: new Writable({ write: (_c, _e, cb) => cb() }),
-    });
+    const logs = silentLogs('scheduler');
     informers = new SharedInformerFactory(kc, logs.scope('informers'));
     scheduler = new Scheduler(kc, informers, logs.scope('scheduler'));
     scheduler.start();

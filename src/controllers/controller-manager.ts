@@ -1,19 +1,22 @@
 /**
  * kube-controller-manager's part that amesh runs (k8s.io/kubernetes `cmd/kube-controller-manager`): the
- * Deployment and ReplicaSet controllers and, as one machine needs no separate kube-scheduler, the scheduler, all
- * reading one SharedInformerFactory, so Deployments, ReplicaSets, pods and nodes are each listed and watched once.
- * `amesh controller-manager` and `amesh up` run it.
+ * Deployment, ReplicaSet and EndpointSlice controllers and, as one machine needs no separate kube-scheduler, the
+ * scheduler, all reading one SharedInformerFactory, so Deployments, ReplicaSets, Services, EndpointSlices, pods
+ * and nodes are each listed and watched once. `amesh controller-manager` and `amesh up` run it.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { LogControl } from '../lib/log.js';
 import { DeploymentController } from './deployment-controller.js';
+import { EndpointSliceController } from './endpoint-slice-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
 import { Scheduler } from './scheduler.js';
 
 export class ControllerManager {
   private readonly informers: SharedInformerFactory;
-  private readonly controllers: readonly (DeploymentController | ReplicaSetController | Scheduler)[];
+  private readonly controllers: readonly (
+    DeploymentController | ReplicaSetController | EndpointSliceController | Scheduler
+  )[];
   /** Resolves once every controller's informers have listed, when the controllers start reconciling. */
   readonly synced: Promise<void>;
 
@@ -22,6 +25,7 @@ export class ControllerManager {
     this.controllers = [
       new DeploymentController(kc, this.informers, logs.scope('deployment')),
       new ReplicaSetController(kc, this.informers, logs.scope('replicaset')),
+      new EndpointSliceController(kc, this.informers, logs.scope('endpointslice')),
       new Scheduler(kc, this.informers, logs.scope('scheduler')),
     ];
     this.synced = Promise.all(this.controllers.map((c) => c.synced)).then(() => undefined);

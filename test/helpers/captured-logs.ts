@@ -51,3 +51,13 @@ export class CapturedLogs {
     });
   }
 }
+
+/** Logs of an in-process component that a test does not read: nothing is written. */
+export function silentLogs(component: string): LogControl {
+  return new LogControl({
+    format: 'json',
+    level: 'silent',
+    component,
+    out: new Writable({ write: (_c, _e, cb) => cb() }),
+  });
+}

@@ -38,6 +38,13 @@ export function humanDuration(ms: number): string {
   return `${Math.floor(d / 365)}y`;
 }
 
+/** A list cell as kubectl shows EndpointSlices' ports and endpoints: the first three, then how many more, or `<unset>`. */
+function firstThree(items: readonly string[]): string {
+  if (items.length === 0) return '<unset>';
+  const shown = items.slice(0, 3).join(',');
+  return items.length > 3 ? `${shown} + ${String(items.length - 3)} more...` : shown;
+}
+
 const NAME: Column = { name: 'Name', cell: (o) => o.metadata.name ?? '' };
 const AGE: Column = {
   name: 'Age',
@@ -149,6 +156,19 @@ const COLUMNS: Record<string, Column[]> = {
       name: 'Available',
       type: 'integer',
       cell: (o) => (typeof status(o).availableReplicas === 'number' ? (status(o).availableReplicas as number) : 0),
+    },
+    AGE,
+  ],
+  'discovery.k8s.io/EndpointSlice': [
+    NAME,
+    { name: 'AddressType', cell: (o) => str(o.addressType, '') },
+    {
+      name: 'Ports',
+      cell: (o) => firstThree(arr(o.ports).map((p) => str(asRecord(p).port, str(asRecord(p).name, '*')))),
+    },
+    {
+      name: 'Endpoints',
+      cell: (o) => firstThree(arr(o.endpoints).flatMap((e) => arr(asRecord(e).addresses).map((a) => str(a, '')))),
     },
     AGE,
   ],
