@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { stringify } from 'yaml';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { startApiServer } from './helpers/in-process.js';
 import type { ApiServer } from '../src/apiserver/api-server.js';
@@ -196,6 +197,115 @@ describe('kubectl 1.32 against amesh apiserver', { skip: kubectlSkip }, () => {
     const r = await kubectl('apply', '-f', path.join(dir, 'bad.yaml'));
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /metadata\.name: Invalid value: "Bad_Name"/);
+  });
+
+  test("a cluster add-on's kinds (DaemonSet, StatefulSet, ControllerRevision, Lease, webhook configurations) apply with Kubernetes' defaults and print kubectl's columns", async () => {
+    const template = {
+      metadata: { labels: { app: 'agent' } },
+      spec: { containers: [{ name: 'agent', image: 'amesh', command: ['sleep', '1000'] }] },
+    };
+    const docs = [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'DaemonSet',
+        metadata: { name: 'agent', namespace: 'shop' },
+        spec: {
+          selector: { matchLabels: { app: 'agent' } },
+          template: { ...template, spec: { ...template.spec, nodeSelector: { 'kubernetes.io/os': 'linux' } } },
+        },
+      },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'StatefulSet',
+        metadata: { name: 'db', namespace: 'shop' },
+        spec: { serviceName: 'db', selector: { matchLabels: { app: 'agent' } }, template },
+      },
+      {
+        apiVersion: 'apps/v1',
+        kind: 'ControllerRevision',
+        metadata: { name: 'db-1', namespace: 'shop' },
+        data: { spec: {} },
+        revision: 1,
+      },
+      {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { name: 'node1', namespace: 'kube-node-lease' },
+        spec: { holderIdentity: 'node1', leaseDurationSeconds: 40 },
+      },
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingWebhookConfiguration',
+        metadata: { name: 'istio-validator-istio-system' },
+        webhooks: [
+          {
+            name: 'rev.validation.istio.io',
+            clientConfig: { service: { name: 'istiod', namespace: 'istio-system', path: '/validate' } },
+            rules: [
+              {
+                operations: ['CREATE', 'UPDATE'],
+                apiGroups: ['security.istio.io'],
+                apiVersions: ['*'],
+                resources: ['*'],
+              },
+            ],
+            sideEffects: 'None',
+            admissionReviewVersions: ['v1'],
+          },
+        ],
+      },
+    ];
+    await writeFile(path.join(dir, 'addons.yaml'), docs.map((d) => stringify(d)).join('---\n'));
+    const applied = await ok('apply', '-f', path.join(dir, 'addons.yaml'));
+    for (const what of [
+      'daemonset.apps/agent',
+      'statefulset.apps/db',
+      'controllerrevision.apps/db-1',
+      'lease.coordination.k8s.io/node1',
+      'validatingwebhookconfiguration.admissionregistration.k8s.io/istio-validator-istio-system',
+    ])
+      assert.match(applied, new RegExp(`${what.replaceAll('.', '\\.')} created`));
+    assert.match(
+      await ok('get', 'ds', '-n', 'shop'),
+      /^NAME\s+DESIRED\s+CURRENT\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+NODE SELECTOR\s+AGE\nagent\s+0\s+0\s+0\s+0\s+0\s+kubernetes\.io\/os=linux\s/,
+    );
+    assert.match(await ok('get', 'sts', '-n', 'shop'), /db\s+0\/1\s/);
+    assert.match(await ok('get', 'lease', '-n', 'kube-node-lease'), /node1\s+node1\s/);
+    assert.match(await ok('get', 'validatingwebhookconfiguration'), /istio-validator-istio-system\s+1\s/);
+    const ds = JSON.parse(await ok('get', 'ds', 'agent', '-n', 'shop', '-o', 'json')) as {
+      spec: { updateStrategy: unknown; revisionHistoryLimit: number };
+    };
+    assert.deepEqual(ds.spec.updateStrategy, {
+      type: 'RollingUpdate',
+      rollingUpdate: { maxUnavailable: 1, maxSurge: 0 },
+    });
+    const webhook = JSON.parse(
+      await ok('get', 'validatingwebhookconfiguration', 'istio-validator-istio-system', '-o', 'json'),
+    ) as {
+      webhooks: Record<string, unknown>[];
+    };
+    const w = webhook.webhooks[0]!;
+    assert.deepEqual(
+      [
+        w['failurePolicy'],
+        w['matchPolicy'],
+        w['timeoutSeconds'],
+        (w['clientConfig'] as { service: { port: number } }).service.port,
+      ],
+      ['Fail', 'Equivalent', 10, 443],
+    );
+    const r = await kubectl(
+      'patch',
+      'sts',
+      'db',
+      '-n',
+      'shop',
+      '--type=merge',
+      '-p',
+      '{"spec":{"serviceName":"other"}}',
+    );
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /spec: Forbidden: updates to statefulset spec for fields other than 'replicas'/);
   });
 
   test('--dry-run=server validates patches and deletes but changes nothing', async () => {

@@ -1,18 +1,26 @@
 import type { KindInfo, Subresource } from './kind-info.js';
 import { configMapStrategy } from './strategies/config-map.js';
+import { controllerRevisionStrategy } from './strategies/controller-revision.js';
 import { cronJobStrategy } from './strategies/cron-job.js';
 import { customResourceStrategy } from './strategies/custom-resource.js';
+import { daemonSetStrategy } from './strategies/daemon-set.js';
 import { deploymentStrategy } from './strategies/deployment.js';
 import { endpointSliceStrategy } from './strategies/endpoint-slice.js';
 import { eventStrategy } from './strategies/event.js';
 import { jobStrategy } from './strategies/job.js';
+import { leaseStrategy } from './strategies/lease.js';
 import { namespaceStrategy } from './strategies/namespace.js';
 import { nodeStrategy } from './strategies/node.js';
 import { podStrategy } from './strategies/pod.js';
 import { replicaSetStrategy } from './strategies/replica-set.js';
 import { secretStrategy } from './strategies/secret.js';
 import { serviceStrategy } from './strategies/service.js';
+import { statefulSetStrategy } from './strategies/stateful-set.js';
 import type { Strategy } from './strategies/strategy.js';
+import {
+  mutatingWebhookConfigurationStrategy,
+  validatingWebhookConfigurationStrategy,
+} from './strategies/webhook-configuration.js';
 
 interface KindEntry {
   group: string;
@@ -123,6 +131,36 @@ const ENTRIES: KindEntry[] = [
     strategy: replicaSetStrategy,
   },
   {
+    group: 'apps',
+    version: 'v1',
+    kind: 'DaemonSet',
+    plural: 'daemonsets',
+    namespaced: true,
+    shortNames: ['ds'],
+    categories: ['all'],
+    subresources: ['status'],
+    strategy: daemonSetStrategy,
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    kind: 'StatefulSet',
+    plural: 'statefulsets',
+    namespaced: true,
+    shortNames: ['sts'],
+    categories: ['all'],
+    subresources: ['status'],
+    strategy: statefulSetStrategy,
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    kind: 'ControllerRevision',
+    plural: 'controllerrevisions',
+    namespaced: true,
+    strategy: controllerRevisionStrategy,
+  },
+  {
     group: 'batch',
     version: 'v1',
     kind: 'Job',
@@ -150,6 +188,32 @@ const ENTRIES: KindEntry[] = [
     plural: 'endpointslices',
     namespaced: true,
     strategy: endpointSliceStrategy,
+  },
+  {
+    group: 'coordination.k8s.io',
+    version: 'v1',
+    kind: 'Lease',
+    plural: 'leases',
+    namespaced: true,
+    strategy: leaseStrategy,
+  },
+  {
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind: 'ValidatingWebhookConfiguration',
+    plural: 'validatingwebhookconfigurations',
+    namespaced: false,
+    categories: ['api-extensions'],
+    strategy: validatingWebhookConfigurationStrategy,
+  },
+  {
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind: 'MutatingWebhookConfiguration',
+    plural: 'mutatingwebhookconfigurations',
+    namespaced: false,
+    categories: ['api-extensions'],
+    strategy: mutatingWebhookConfigurationStrategy,
   },
   {
     group: 'security.istio.io',

@@ -98,6 +98,18 @@ const SCHEMAS: ReadonlyMap<string, Schema> = new Map<string, Schema>([
     'apps/ReplicaSet',
     metaOnly({ spec: struct({ template: struct(POD_TEMPLATE_SPEC) }), status: struct(CONDITIONS_STATUS) }),
   ],
+  [
+    'apps/DaemonSet',
+    metaOnly({ spec: struct({ template: struct(POD_TEMPLATE_SPEC) }), status: struct(CONDITIONS_STATUS) }),
+  ],
+  [
+    'apps/StatefulSet',
+    metaOnly({ spec: struct({ template: struct(POD_TEMPLATE_SPEC) }), status: struct(CONDITIONS_STATUS) }),
+  ],
+  ['apps/ControllerRevision', metaOnly()],
+  ['coordination.k8s.io/Lease', metaOnly()],
+  ['admissionregistration.k8s.io/ValidatingWebhookConfiguration', metaOnly({ webhooks: merge('name') })],
+  ['admissionregistration.k8s.io/MutatingWebhookConfiguration', metaOnly({ webhooks: merge('name') })],
   ['batch/Job', metaOnly({ spec: struct(JOB_SPEC), status: struct(CONDITIONS_STATUS) })],
   ['batch/CronJob', metaOnly({ spec: struct({ jobTemplate: struct(metaOnly({ spec: struct(JOB_SPEC) })) }) })],
   ['discovery.k8s.io/EndpointSlice', metaOnly()],

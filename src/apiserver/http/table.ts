@@ -38,6 +38,9 @@ export function humanDuration(ms: number): string {
   return `${Math.floor(d / 365)}y`;
 }
 
+/** An integer status field, 0 when unset (Go's omitempty). */
+const count = (v: unknown): number => (typeof v === 'number' ? v : 0);
+
 /** A list cell as kubectl shows EndpointSlices' ports and endpoints: the first three, then how many more, or `<unset>`. */
 function firstThree(items: readonly string[]): string {
   if (items.length === 0) return '<unset>';
@@ -157,6 +160,62 @@ const COLUMNS: Record<string, Column[]> = {
       type: 'integer',
       cell: (o) => (typeof status(o).availableReplicas === 'number' ? (status(o).availableReplicas as number) : 0),
     },
+    AGE,
+  ],
+  'apps/DaemonSet': [
+    NAME,
+    ...(
+      [
+        'desiredNumberScheduled',
+        'currentNumberScheduled',
+        'numberReady',
+        'updatedNumberScheduled',
+        'numberAvailable',
+      ] as const
+    ).map((f, i): Column => ({
+      name: ['Desired', 'Current', 'Ready', 'Up-to-date', 'Available'][i]!,
+      type: 'integer',
+      cell: (o) => count(status(o)[f]),
+    })),
+    {
+      name: 'Node Selector',
+      cell: (o) =>
+        str(
+          Object.entries(asRecord(asRecord(asRecord(spec(o).template).spec).nodeSelector))
+            .map(([k, v]) => `${k}=${String(v)}`)
+            .join(','),
+        ),
+    },
+    AGE,
+  ],
+  'apps/StatefulSet': [
+    NAME,
+    { name: 'Ready', cell: (o) => `${count(status(o).readyReplicas)}/${str(spec(o).replicas, '1')}` },
+    AGE,
+  ],
+  'apps/ControllerRevision': [
+    NAME,
+    {
+      name: 'Controller',
+      cell: (o) => {
+        const owner = (o.metadata.ownerReferences ?? []).find((r) => r.controller === true);
+        if (owner === undefined) return '<none>';
+        const group = owner.apiVersion.includes('/') ? `.${owner.apiVersion.split('/')[0]!}` : '';
+        return `${owner.kind.toLowerCase()}${group}/${owner.name}`;
+      },
+    },
+    { name: 'Revision', type: 'integer', cell: (o) => count(o.revision) },
+    AGE,
+  ],
+  'coordination.k8s.io/Lease': [NAME, { name: 'Holder', cell: (o) => str(spec(o).holderIdentity, '') }, AGE],
+  'admissionregistration.k8s.io/ValidatingWebhookConfiguration': [
+    NAME,
+    { name: 'Webhooks', type: 'integer', cell: (o) => arr(o.webhooks).length },
+    AGE,
+  ],
+  'admissionregistration.k8s.io/MutatingWebhookConfiguration': [
+    NAME,
+    { name: 'Webhooks', type: 'integer', cell: (o) => arr(o.webhooks).length },
     AGE,
   ],
   'discovery.k8s.io/EndpointSlice': [

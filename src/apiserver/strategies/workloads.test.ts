@@ -2,10 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Strategy } from './strategy.js';
 import type { KubeObject } from '../kube-object.js';
+import { controllerRevisionStrategy } from './controller-revision.js';
 import { cronJobStrategy } from './cron-job.js';
+import { daemonSetStrategy } from './daemon-set.js';
 import { deploymentStrategy } from './deployment.js';
 import { jobStrategy } from './job.js';
+import { leaseStrategy } from './lease.js';
 import { replicaSetStrategy } from './replica-set.js';
+import { statefulSetStrategy } from './stateful-set.js';
 
 function object(kind: string, spec: unknown, uid = 'uid-1'): KubeObject {
   return {
@@ -223,5 +227,96 @@ test('CronJob: schedule required and parsed, concurrency policy enum, names shor
   long.metadata.name = 'a'.repeat(53);
   assert.deepEqual(fieldsAndMessages(cronJobStrategy.validate!(long)), [
     ['metadata.name', `Invalid value: "${'a'.repeat(53)}": must be no more than 52 characters`],
+  ]);
+});
+
+test('DaemonSet: RollingUpdate 1/0 and history 10 by default; an empty selector, a non-Always pod, a bad strategy refused', () => {
+  const ds = created(daemonSetStrategy, 'DaemonSet', {
+    selector: { matchLabels: { app: 'web' } },
+    template: structuredClone(TEMPLATE),
+  });
+  const spec = ds.spec as Record<string, unknown>;
+  assert.deepEqual(
+    [spec.updateStrategy, spec.revisionHistoryLimit, ds.metadata.generation],
+    [{ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } }, 10, 1],
+  );
+  assert.deepEqual(daemonSetStrategy.validate!(ds), []);
+  const bad = (patch: Record<string, unknown>): [string | undefined, string][] =>
+    fieldsAndMessages(daemonSetStrategy.validate!(object('DaemonSet', { ...spec, ...patch })));
+  assert.deepEqual(
+    bad({ selector: {} }).map(([f, m]) => [f, m.replace(/^Invalid value: .*?: /, '')]),
+    [['spec.selector', 'empty selector is invalid for daemonset']],
+  );
+  const podSpec = (spec.template as { spec: object }).spec;
+  assert.deepEqual(bad({ template: { ...TEMPLATE, spec: { ...podSpec, restartPolicy: 'Never' } } }), [
+    ['spec.template.spec.restartPolicy', 'Unsupported value: "Never": supported values: "Always"'],
+  ]);
+  assert.deepEqual(bad({ updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0 } } }), [
+    ['spec.updateStrategy.rollingUpdate.maxUnavailable', 'Invalid value: 0: may not be 0 when `maxSurge` is 0'],
+  ]);
+  assert.deepEqual(bad({ updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '120%' } } }), [
+    ['spec.updateStrategy.rollingUpdate.maxUnavailable', 'Invalid value: "120%": must not be greater than 100%'],
+  ]);
+  assert.equal(bad({ updateStrategy: { type: 'Recreate' } })[0]?.[0], 'spec.updateStrategy');
+});
+
+test('StatefulSet: OrderedReady, RollingUpdate from partition 0, 1 replica by default; only some spec fields may change', () => {
+  const sts = created(statefulSetStrategy, 'StatefulSet', {
+    serviceName: 'web',
+    selector: { matchLabels: { app: 'web' } },
+    template: structuredClone(TEMPLATE),
+  });
+  const spec = sts.spec as Record<string, unknown>;
+  assert.deepEqual(
+    [spec.podManagementPolicy, spec.updateStrategy, spec.replicas, spec.persistentVolumeClaimRetentionPolicy],
+    [
+      'OrderedReady',
+      { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
+      1,
+      { whenDeleted: 'Retain', whenScaled: 'Retain' },
+    ],
+  );
+  assert.deepEqual(statefulSetStrategy.validate!(sts), []);
+  const scaled = structuredClone(sts);
+  (scaled.spec as Record<string, unknown>).replicas = 3;
+  assert.deepEqual(statefulSetStrategy.validateUpdate!(scaled, sts), []);
+  const renamed = structuredClone(sts);
+  (renamed.spec as Record<string, unknown>).serviceName = 'other';
+  assert.deepEqual(
+    fieldsAndMessages(statefulSetStrategy.validateUpdate!(renamed, sts)).map(([f, m]) => [f, m.split(' for ')[0]]),
+    [['spec', 'Forbidden: updates to statefulset spec']],
+  );
+  const parallel = object('StatefulSet', { ...spec, podManagementPolicy: 'Random' });
+  assert.deepEqual(fieldsAndMessages(statefulSetStrategy.validate!(parallel)), [
+    ['spec.podManagementPolicy', 'Unsupported value: "Random": supported values: "OrderedReady", "Parallel"'],
+  ]);
+});
+
+test('ControllerRevision and Lease: data required and immutable, revision not negative; a lease lasts more than 0 s', () => {
+  const rev = {
+    apiVersion: 'apps/v1',
+    kind: 'ControllerRevision',
+    metadata: { name: 'r' },
+    data: { a: 1 },
+    revision: 1,
+  };
+  assert.deepEqual(controllerRevisionStrategy.validate!(rev), []);
+  assert.deepEqual(fieldsAndMessages(controllerRevisionStrategy.validate!({ ...rev, data: undefined, revision: -1 })), [
+    ['data', 'Required value'],
+    ['revision', 'Invalid value: -1: must be greater than or equal to 0'],
+  ]);
+  assert.deepEqual(
+    fieldsAndMessages(controllerRevisionStrategy.validateUpdate!({ ...rev, data: { a: 2 } }, rev)).map(([f]) => f),
+    ['data'],
+  );
+  const lease = (spec: unknown): KubeObject => ({
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name: 'n' },
+    spec,
+  });
+  assert.deepEqual(leaseStrategy.validate!(lease({ holderIdentity: 'n', leaseDurationSeconds: 40 })), []);
+  assert.deepEqual(fieldsAndMessages(leaseStrategy.validate!(lease({ leaseDurationSeconds: 0 }))), [
+    ['spec.leaseDurationSeconds', 'Invalid value: 0: must be greater than 0'],
   ]);
 });

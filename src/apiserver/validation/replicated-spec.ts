@@ -26,9 +26,15 @@ export function nonNegative(v: unknown, path: string): StatusCause[] {
 
 /**
  * A selector (required) and the template it must select, at `spec.selector` and `spec.template`. Replicated
- * workloads refuse an empty selector, and stop at one that does not parse; Jobs take both (`ValidateJobSpec`).
+ * workloads refuse an empty selector (the message names `workload` as upstream's does: ReplicaSets say
+ * "deployment" too), and stop at one that does not parse; Jobs take both (`ValidateJobSpec`).
  */
-export function validateSelectorAndTemplate(spec: JsonObject, path: string, allowEmpty = false): StatusCause[] {
+export function validateSelectorAndTemplate(
+  spec: JsonObject,
+  path: string,
+  allowEmpty = false,
+  workload = 'deployment',
+): StatusCause[] {
   const errs: StatusCause[] = [];
   const selector = asObject(spec.selector);
   const selectorPath = child(path, 'selector');
@@ -36,7 +42,7 @@ export function validateSelectorAndTemplate(spec: JsonObject, path: string, allo
   else {
     errs.push(...validateLabelSelector(selector, selectorPath));
     if (!allowEmpty && selectorIsEmpty(selector))
-      errs.push(invalid(selectorPath, goLabelSelector(selector), 'empty selector is invalid for deployment'));
+      errs.push(invalid(selectorPath, goLabelSelector(selector), `empty selector is invalid for ${workload}`));
   }
   const parses = selector === undefined || selectorParses(selector);
   if (!parses && !allowEmpty)
@@ -57,8 +63,8 @@ export function validateSelectorAndTemplate(spec: JsonObject, path: string, allo
   return errs;
 }
 
-/** Pods of replicated workloads restart `Always` and have no deadline. */
-export function validateReplicatedTemplate(spec: JsonObject, path: string): StatusCause[] {
+/** Pods of replicated workloads restart `Always` and have no deadline; `kind` names the workload in the message. */
+export function validateReplicatedTemplate(spec: JsonObject, path: string, kind = 'ReplicaSet'): StatusCause[] {
   const podSpec = asObject(asObject(spec.template)?.spec) ?? {};
   const errs: StatusCause[] = [];
   const restartPolicy = podSpec.restartPolicy;
@@ -68,8 +74,22 @@ export function validateReplicatedTemplate(spec: JsonObject, path: string): Stat
     errs.push(
       forbidden(
         child(path, 'template.spec.activeDeadlineSeconds'),
-        'activeDeadlineSeconds in ReplicaSet is not Supported',
+        `activeDeadlineSeconds in ${kind} is not Supported`,
       ),
     );
   return errs;
+}
+
+/**
+ * A rolling update's maxUnavailable or maxSurge: a non-negative integer, or a percentage of at most 100%
+ * (`ValidatePositiveIntOrPercent`, `IsNotMoreThan100Percent`). Absent is fine.
+ */
+export function validateIntOrPercent(v: unknown, path: string): StatusCause[] {
+  if (v === undefined || v === null) return [];
+  if (typeof v === 'number') return nonNegative(v, path);
+  const s = typeof v === 'string' ? v : JSON.stringify(v);
+  const m = /^(\d+)%$/.exec(s);
+  if (m === null)
+    return [invalid(path, s, "a valid percent string must be a numeric string followed by an ending '%'")];
+  return Number(m[1]) > 100 ? [invalid(path, s, 'must not be greater than 100%')] : [];
 }
