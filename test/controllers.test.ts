@@ -343,6 +343,8 @@ test(
         '/api/v1/nodes',
         '/api/v1/pods',
         '/api/v1/services',
+        '/apis/apps/v1/controllerrevisions',
+        '/apis/apps/v1/daemonsets',
         '/apis/apps/v1/deployments',
         '/apis/apps/v1/replicasets',
         '/apis/discovery.k8s.io/v1/endpointslices',

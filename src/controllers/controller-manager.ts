@@ -1,22 +1,28 @@
 /**
  * kube-controller-manager's part that amesh runs (k8s.io/kubernetes `cmd/kube-controller-manager`): the
- * Deployment, ReplicaSet and EndpointSlice controllers and, as one machine needs no separate kube-scheduler, the
- * scheduler, all reading one SharedInformerFactory, so Deployments, ReplicaSets, Services, EndpointSlices, pods
- * and nodes are each listed and watched once. `amesh controller-manager` and `amesh up` run it.
+ * Deployment, ReplicaSet, DaemonSet and EndpointSlice controllers and, as one machine needs no separate
+ * kube-scheduler, the scheduler, all reading one SharedInformerFactory, so each resource they read is listed and
+ * watched once. `amesh controller-manager` and `amesh up` run it.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { LogControl } from '../lib/log.js';
+import { DaemonSetController } from './daemon-set-controller.js';
 import { DeploymentController } from './deployment-controller.js';
 import { EndpointSliceController } from './endpoint-slice-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
 import { Scheduler } from './scheduler.js';
 
+/** What the manager runs: each controller reconciles once its informers have synced, until stopped. */
+interface Controller {
+  readonly synced: Promise<void>;
+  start(): void;
+  stop(): void;
+}
+
 export class ControllerManager {
   private readonly informers: SharedInformerFactory;
-  private readonly controllers: readonly (
-    DeploymentController | ReplicaSetController | EndpointSliceController | Scheduler
-  )[];
+  private readonly controllers: readonly Controller[];
   /** Resolves once every controller's informers have listed, when the controllers start reconciling. */
   readonly synced: Promise<void>;
 
@@ -25,6 +31,7 @@ export class ControllerManager {
     this.controllers = [
       new DeploymentController(kc, this.informers, logs.scope('deployment')),
       new ReplicaSetController(kc, this.informers, logs.scope('replicaset')),
+      new DaemonSetController(kc, this.informers, logs.scope('daemonset')),
       new EndpointSliceController(kc, this.informers, logs.scope('endpointslice')),
       new Scheduler(kc, this.informers, logs.scope('scheduler')),
     ];

@@ -25,6 +25,7 @@ import { ReconcileQueue } from '../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { Logger } from '../lib/log.js';
 import { controllerOf, controllerReference, keyOf, splitKey } from './owned-objects.js';
+import { scaledValue } from './int-or-percent.js';
 import { podTemplateHash } from './pod-template-hash.js';
 import { kubeTime } from '../lib/kube-time.js';
 
@@ -40,13 +41,6 @@ const revisionOf = (rs: V1ReplicaSet): number => Number(rs.metadata?.annotations
 const specReplicas = (rs: V1ReplicaSet): number => rs.spec?.replicas ?? 1;
 const sum = (rss: readonly V1ReplicaSet[], f: (rs: V1ReplicaSet) => number | undefined): number =>
   rss.reduce((n, rs) => n + (f(rs) ?? 0), 0);
-
-/** An int-or-percent of `total`, percentages rounded down (maxUnavailable's rounding). */
-function scaledValue(v: number | string | undefined, total: number): number {
-  if (typeof v === 'number') return v;
-  const m = /^(\d+)%$/.exec(v ?? '');
-  return m === null ? 0 : Math.floor((Number(m[1]) * total) / 100);
-}
 
 export class DeploymentController {
   private readonly deployments: RestartingInformer<V1Deployment>;

@@ -23,6 +23,7 @@ import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { forEachLimited } from '../lib/for-each-limited.js';
 import type { Logger } from '../lib/log.js';
 import { Expectations } from './expectations.js';
+import { createOwnedPod, deleteOwnedPod, followOwnedPods } from './owned-pods.js';
 import { controllerOf, controllerReference, isPodActive, isPodReady, keyOf, splitKey } from './owned-objects.js';
 
 /** Pod creates and deletes in flight per ReplicaSet. */
@@ -82,11 +83,7 @@ export class ReplicaSetController {
       delete: (rs) => this.expectations.forget(keyOf(rs.metadata)),
     });
     this.pods = informers.informerFor<V1Pod>('/api/v1/pods');
-    this.pods.addEventHandler({
-      add: (p) => this.podEvent(p, 'add'),
-      update: (p) => this.podEvent(p, 'update'),
-      delete: (p) => this.podEvent(p, 'delete'),
-    });
+    followOwnedPods(this.pods, 'ReplicaSet', this.expectations, (key) => this.queue.add(key));
     this.synced = Promise.all([this.replicaSets.synced, this.pods.synced]).then(() => undefined);
   }
 
@@ -97,15 +94,6 @@ export class ReplicaSetController {
 
   stop(): void {
     this.queue.stop();
-  }
-
-  private podEvent(p: V1Pod, verb: 'add' | 'update' | 'delete'): void {
-    const owner = controllerOf(p.metadata);
-    if (owner?.kind !== 'ReplicaSet') return;
-    const key = `${p.metadata?.namespace ?? ''}/${owner.name}`;
-    if (verb === 'add') this.expectations.observedAdd(key);
-    if (verb === 'delete') this.expectations.observedDelete(key);
-    this.queue.add(key);
   }
 
   private async reconcile(key: string): Promise<void> {
@@ -142,27 +130,15 @@ export class ReplicaSetController {
       },
       spec: template.spec,
     };
-    await forEachLimited([...Array(n).keys()], WRITE_CONCURRENCY, async () => {
-      try {
-        await this.core.createNamespacedPod({ namespace: meta.namespace ?? '', body });
-      } catch (e) {
-        this.expectations.observedAdd(key);
-        throw e;
-      }
-    });
+    await forEachLimited([...Array(n).keys()], WRITE_CONCURRENCY, () =>
+      createOwnedPod(this.core, this.expectations, key, body),
+    );
     this.log.info({ replicaSet: key, created: n }, 'pods created');
   }
 
   private async deletePods(key: string, pods: readonly V1Pod[]): Promise<void> {
     this.expectations.expect(key, 0, pods.length);
-    await forEachLimited(pods, WRITE_CONCURRENCY, async (p) => {
-      try {
-        await this.core.deleteNamespacedPod({ name: p.metadata?.name ?? '', namespace: p.metadata?.namespace ?? '' });
-      } catch (e) {
-        this.expectations.observedDelete(key);
-        if ((e as { code?: number }).code !== 404) throw e;
-      }
-    });
+    await forEachLimited(pods, WRITE_CONCURRENCY, (p) => deleteOwnedPod(this.core, this.expectations, key, p));
     this.log.info({ replicaSet: key, deleted: pods.length }, 'pods deleted');
   }
 

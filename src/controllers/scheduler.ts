@@ -1,10 +1,10 @@
 /**
  * A pod scheduler for amesh's own clusters, after kube-scheduler's default profile reduced to what a
- * single-machine cluster needs: a pod with no `spec.nodeName` (and no other `schedulerName`) goes to a node that
- * is schedulable, Ready (or reports no conditions at all, as a hand-written Node does), carries every label of the
- * pod's `nodeSelector` and has no NoSchedule/NoExecute taint the pod does not tolerate; among those, the one with
- * the fewest active pods, then by name. It binds through `pods/binding`, as kube-scheduler does. A pod that fits
- * nowhere gets `PodScheduled=False` with reason `Unschedulable` and waits for a node to change.
+ * single-machine cluster needs: a pod with no `spec.nodeName` (and no other `schedulerName`) goes to a node it
+ * fits (`node-predicates.ts`: schedulable and Ready unless the pod tolerates otherwise, its node selector and
+ * required node affinity, its tolerations); among those, the one with the fewest active pods, then by name. It
+ * binds through `pods/binding`, as kube-scheduler does. A pod that fits nowhere gets `PodScheduled=False` with
+ * reason `Unschedulable` and waits for a node to change.
  */
 import {
   CoreV1Api,
@@ -13,13 +13,12 @@ import {
   type KubeConfig,
   type V1Node,
   type V1Pod,
-  type V1Taint,
-  type V1Toleration,
 } from '@kubernetes/client-node';
 import type { RestartingInformer } from '../kube/informer.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { Logger } from '../lib/log.js';
+import { unfit } from './node-predicates.js';
 import { isPodActive, keyOf, splitKey } from './owned-objects.js';
 import { kubeTime } from '../lib/kube-time.js';
 import { compareStrings } from '../lib/compare-strings.js';
@@ -32,29 +31,6 @@ const unscheduled = (p: V1Pod): boolean =>
   (p.spec?.nodeName ?? '') === '' &&
   (p.spec?.schedulerName ?? DEFAULT_SCHEDULER_NAME) === DEFAULT_SCHEDULER_NAME &&
   isPodActive(p);
-
-/** A toleration matches a taint by key (or any key, with Exists and no key), value (Equal) and effect (or any). */
-function tolerates(tolerations: readonly V1Toleration[], taint: V1Taint): boolean {
-  return tolerations.some((t) => {
-    if (t.effect !== undefined && t.effect !== '' && t.effect !== taint.effect) return false;
-    if (t.operator === 'Exists') return t.key === undefined || t.key === '' || t.key === taint.key;
-    return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
-  });
-}
-
-/** Why `node` cannot run `pod`, or undefined when it can. */
-function unfit(node: V1Node, pod: V1Pod): string | undefined {
-  if (node.spec?.unschedulable === true) return 'node(s) were unschedulable';
-  const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
-  if (node.status?.conditions !== undefined && node.status.conditions.length > 0 && ready?.status !== 'True')
-    return 'node(s) were not ready';
-  const labels = node.metadata?.labels ?? {};
-  if (Object.entries(pod.spec?.nodeSelector ?? {}).some(([k, v]) => labels[k] !== v))
-    return "node(s) didn't match Pod's node affinity/selector";
-  const blocking = (node.spec?.taints ?? []).filter((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
-  if (blocking.some((t) => !tolerates(pod.spec?.tolerations ?? [], t))) return 'node(s) had untolerated taint(s)';
-  return undefined;
-}
 
 export class Scheduler {
   private readonly pods: RestartingInformer<V1Pod>;
@@ -106,7 +82,7 @@ export class Scheduler {
     const reasons = new Map<string, number>();
     const fit: V1Node[] = [];
     for (const n of nodes) {
-      const why = unfit(n, pod);
+      const why = unfit(n, pod.spec);
       if (why === undefined) fit.push(n);
       else reasons.set(why, (reasons.get(why) ?? 0) + 1);
     }
