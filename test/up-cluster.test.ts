@@ -276,6 +276,31 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
       );
   });
 
+  test('a second up beside the running one, of the same name or another, refuses before touching anything (UP_ERR_RUNNING), naming its data dir and pid', async () => {
+    const second = path.join(dir, 'second');
+    for (const name of [cluster, `s${id}`]) {
+      const r = await amesh(
+        host,
+        'up',
+        '--config-dir',
+        path.join(dir, 'manifests'),
+        '--data-dir',
+        second,
+        '--name',
+        name,
+      );
+      assert.notEqual(r.status, 0);
+      assert.match(r.stderr, /UP_ERR_RUNNING: a cluster is already running/);
+      assert.ok(
+        r.stderr.includes(`(pid ${String(launched!.up.pid)}, cluster ${cluster}) with --data-dir ${dataDir}`),
+        r.stderr,
+      );
+      assert.equal(existsSync(second), false);
+    }
+    const bridge = await runToExit('ip', ['-n', host.name, 'link', 'show', `${cluster}-br`], 10_000);
+    assert.equal(bridge.status, 0, 'the running cluster keeps its bridge');
+  });
+
   test('SIGTERM tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
     await assertTornDown(launched!, host, cluster, marker, before_, dataDir);
   });
@@ -334,6 +359,26 @@ describe('amesh down after a crashed amesh up', { skip }, () => {
       assert.equal(down.status, 0, down.stderr);
       assert.match(down.stderr, new RegExp(`Removed netns ${cluster}-node1`));
       assert.deepEqual(await hostState(host, cluster, marker), clean);
+      assert.equal(existsSync(dataDir), false);
+    } finally {
+      await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('amesh up where its bridge name is taken', { skip }, () => {
+  test('fails on File exists (UP_ERR_NETWORK) and leaves the link it did not make', async () => {
+    const name = `b${randomBytes(3).toString('hex')}`;
+    const host = await TestNetns.create();
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-taken-'));
+    try {
+      await host.exec('ip', ['link', 'add', `${name}-br`, 'type', 'bridge']);
+      const dataDir = path.join(dir, 'data');
+      const r = await amesh(host, 'up', '--data-dir', dataDir, '--name', name, '--nodes', '1', '--dataplane', 'none');
+      assert.notEqual(r.status, 0);
+      assert.match(r.stderr, /UP_ERR_NETWORK: ip link add \S+-br type bridge failed: .*File exists/);
+      await host.exec('ip', ['link', 'show', `${name}-br`]);
       assert.equal(existsSync(dataDir), false);
     } finally {
       await host.remove();

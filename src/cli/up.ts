@@ -1,5 +1,6 @@
 import { Command } from '@commander-js/extra-typings';
 import { Cluster } from '../up/cluster.js';
+import { releaseEndedClaims } from '../up/cluster-claim.js';
 import { clusterTable } from '../up/cluster-table.js';
 import { removeRecorded } from '../up/resource-journal.js';
 import { loadUpConfig, UP_DEFAULTS } from '../up/up-config.js';
@@ -86,6 +87,7 @@ export function downCommand(): Command {
       try {
         const dataDir = new UpDataDir(path.resolve(o.dataDir));
         const removed = await removeRecorded(dataDir.journal);
+        await releaseEndedClaims(dataDir.root);
         for (const p of dataDir.created) await rm(p, { recursive: true, force: true });
         await rmdir(dataDir.root).catch(() => undefined);
         for (const r of removed) progress(`Removed ${r}`);

@@ -21,6 +21,7 @@ import { listJson } from '../kube/list-json.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
 import { LogControl } from '../lib/log.js';
+import { ClusterClaim } from './cluster-claim.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
 import { Kubelet } from './kubelet.js';
@@ -124,6 +125,7 @@ export class Cluster {
   private constructor(
     readonly cfg: UpConfig,
     readonly dataDir: UpDataDir,
+    private readonly claim: ClusterClaim,
     private readonly logs: LogControl,
     private readonly logStream: WriteStream,
     private readonly progress: Progress,
@@ -134,16 +136,37 @@ export class Cluster {
     return this.kc;
   }
 
-  /** Starts the cluster; on any failure, removes what was made and rethrows. */
+  /**
+   * Starts the cluster; on any failure, removes what was made and rethrows. Nothing is touched before this process
+   * holds the claim on its network namespace and name (cluster-claim.ts).
+   */
   static async start(cfg: UpConfig, progress: Progress): Promise<Cluster> {
+    if (process.getuid?.() !== 0)
+      throw new MeshError(
+        'UP_ERR_NETWORK',
+        'amesh up needs root: it makes network namespaces, links and routes (run it with sudo)',
+      );
+    requireHostTools(cfg.dataplane === 'ambient' ? [...CLUSTER_TOOLS, ...AMBIENT_TOOLS] : CLUSTER_TOOLS);
+    const claim = await ClusterClaim.take(cfg);
     const dataDir = new UpDataDir(cfg.dataDir);
-    await mkdir(cfg.dataDir, { recursive: true, mode: 0o700 });
-    const journal = await ResourceJournal.open(dataDir.journal);
+    let journal: ResourceJournal;
+    try {
+      await mkdir(cfg.dataDir, { recursive: true, mode: 0o700 });
+      journal = await ResourceJournal.open(dataDir.journal);
+    } catch (e) {
+      await claim.release();
+      throw e;
+    }
     const logStream = createWriteStream(dataDir.logFile, { flags: 'a', mode: 0o600 });
     const logs = new LogControl({ format: 'text', level: cfg.logLevel, component: 'up', out: logStream });
     logs.apply(cfg.logLevel);
-    const c = new Cluster(cfg, dataDir, logs, logStream, progress);
-    c.undo.push({ what: 'the record of created resources', run: () => journal.close() });
+    const c = new Cluster(cfg, dataDir, claim, logs, logStream, progress);
+    c.undo.push({
+      what: 'what is left of the record of created resources',
+      run: async () => {
+        for (const r of await journal.close()) progress(`Removed ${r}`);
+      },
+    });
     try {
       await c.build(journal);
     } catch (e) {
@@ -156,23 +179,17 @@ export class Cluster {
   private async build(journal: ResourceJournal): Promise<void> {
     const { cfg, dataDir, progress } = this;
     const records = Array.from({ length: cfg.nodes }, (_, i) => nodeRecord(cfg, i + 1));
-    if (process.getuid?.() !== 0)
-      throw new MeshError(
-        'UP_ERR_NETWORK',
-        'amesh up needs root: it makes network namespaces, links and routes (run it with sudo)',
-      );
-    requireHostTools(cfg.dataplane === 'ambient' ? [...CLUSTER_TOOLS, ...AMBIENT_TOOLS] : CLUSTER_TOOLS);
     await new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS], cacheDir: dataDir.root }).checkPlugins(
       nodeNetworkConfig(records[0]!.podCidr, ''),
     );
     await dataDir.writeCluster({ name: cfg.name, hostIp: cfg.hostIp, nodes: records });
 
     progress(`Creating the node network: bridge ${hostBridgeName(cfg)} at ${cfg.hostIp} (${cfg.nodeCidr})`);
+    await createHostBridge(cfg, journal);
     this.undo.push({
       what: `bridge ${hostBridgeName(cfg)}`,
       run: () => ip('link', 'del', hostBridgeName(cfg)).then(() => undefined),
     });
-    await createHostBridge(cfg, journal);
     const nodes: UpNode[] = [];
     for (const r of records) {
       progress(`Creating node ${r.name}: network namespace ${r.netns}, address ${r.ip}, pods ${r.podCidr}`);
@@ -317,6 +334,7 @@ export class Cluster {
       await new Promise((r) => this.logStream.end(r));
       for (const p of this.dataDir.created) await rm(p, { recursive: true, force: true });
       await rmdir(this.dataDir.root).catch(() => undefined);
+      await this.claim.release();
     })();
     return this.stopping;
   }
