@@ -451,8 +451,8 @@ describe(
       await untilClientAllowed(clientIp);
     });
 
-    test('SIGTERM tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
-      await assertTornDown(launched!, host, cluster, marker, clean, dataDir);
+    test('SIGHUP with stdout and stderr closed (the terminal is gone) tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
+      await assertTornDown(launched!, host, cluster, marker, clean, dataDir, { signal: 'SIGHUP', closeOutput: true });
     });
   },
 );

@@ -301,8 +301,8 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     assert.equal(bridge.status, 0, 'the running cluster keeps its bridge');
   });
 
-  test('SIGTERM tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
-    await assertTornDown(launched!, host, cluster, marker, before_, dataDir);
+  test('Ctrl-C with its output piped to a reader that is gone (| tee, ended by the same Ctrl-C) still tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
+    await assertTornDown(launched!, host, cluster, marker, before_, dataDir, { signal: 'SIGINT', closeOutput: true });
   });
 });
 

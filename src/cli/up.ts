@@ -7,13 +7,16 @@ import { loadUpConfig, UP_DEFAULTS } from '../up/up-config.js';
 import { UpDataDir } from '../up/up-data-dir.js';
 import { rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
+import { keepRunningWithoutConsole } from '../lib/console-output.js';
+import { onStopSignal } from '../lib/stop-signals.js';
 import { fatal } from './fatal.js';
 
 const progress = (line: string): void => void process.stderr.write(`${line}\n`);
 
 /**
- * `amesh up`: a local multi-node ambient cluster (src/up/cluster.ts) until Ctrl-C or SIGTERM, which tear it all
- * down. Progress goes to stderr, the table of nodes and pods to stdout.
+ * `amesh up`: a local multi-node ambient cluster (src/up/cluster.ts) until Ctrl-C, SIGTERM or SIGHUP, which tear it
+ * all down, to the end even when stdout and stderr are gone. Progress goes to stderr, the table of nodes and pods to
+ * stdout.
  */
 export function upCommand(): Command {
   return new Command('up')
@@ -46,6 +49,7 @@ export function upCommand(): Command {
     .option('-o, --output <format>', 'json or yaml instead of the table')
     .option('--log-level <level>', 'log level of up.log, or scope=level list')
     .action(async (o) => {
+      keepRunningWithoutConsole();
       let cluster: Cluster | undefined;
       let signalled = false;
       const stop = (): void => {
@@ -56,8 +60,7 @@ export function upCommand(): Command {
           (e: unknown) => fatal(e),
         );
       };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      onStopSignal(stop);
       try {
         const cfg = loadUpConfig(o);
         cluster = await Cluster.start(cfg, progress);
@@ -84,6 +87,7 @@ export function downCommand(): Command {
     )
     .option('--data-dir <dir>', 'the data dir amesh up used', UP_DEFAULTS.dataDir)
     .action(async (o) => {
+      keepRunningWithoutConsole();
       try {
         const dataDir = new UpDataDir(path.resolve(o.dataDir));
         const removed = await removeRecorded(dataDir.journal);

@@ -9,8 +9,10 @@
 import { cp, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { keepRunningWithoutConsole } from '../lib/console-output.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { HBONE_PORT, OUTBOUND_CAPTURE_PORT, ZTUNNEL_STATS_PORT } from '../lib/istio-ports.js';
+import { onStopSignal } from '../lib/stop-signals.js';
 import { Cluster } from '../up/cluster.js';
 import { clusterTable } from '../up/cluster-table.js';
 import { requireHostTools } from '../up/host-tools.js';
@@ -71,6 +73,7 @@ interface EchoAnswer {
 }
 
 export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
+  keepRunningWithoutConsole();
   if (process.getuid?.() !== 0)
     throw new MeshError(
       'UP_ERR_NETWORK',
@@ -87,20 +90,20 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   let cluster: Cluster | undefined;
   let starting = true;
   let interrupted = false;
+  /** Set while a kept cluster waits for Ctrl-C: the signal ends the wait, and the teardown follows. */
+  let endKeep: (() => void) | undefined;
   const teardownAndExit = async (): Promise<void> => {
     await cluster?.stop();
     await rm(dir, { recursive: true, force: true });
     process.exit(130);
   };
   // Ctrl-C while the cluster starts waits for the start to finish (or fail and clean up), so nothing is left half made.
-  const onSignal = (): void => {
-    if (interrupted) return;
+  onStopSignal(() => {
     interrupted = true;
+    if (endKeep !== undefined) return endKeep();
     say('==> interrupted: tearing the cluster down');
     if (!starting) void teardownAndExit();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  });
   let failure: Error | undefined;
   try {
     cluster = await Cluster.start(cfg, (l) => say(`    ${l}`));
@@ -118,12 +121,7 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
     say(
       `==> the cluster keeps running: kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec --data-dir ${cluster.dataDir.root} ${CLIENT.namespace}/${CLIENT.pod} -- curl -s ${SERVICE_URL}; edit ${config} and watch it apply. Ctrl-C tears it down`,
     );
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
+    await new Promise<void>((resolve) => (endKeep = resolve));
   }
   say('==> tearing the cluster down');
   await cluster?.stop();

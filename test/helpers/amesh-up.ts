@@ -121,7 +121,10 @@ export async function hostState(host: TestNetns, cluster: string, marker: string
   };
 }
 
-/** SIGTERMs `up` and asserts it exits 0 leaving the host as `clean` and no data dir. */
+/**
+ * Stops `up` with `signal` and asserts it exits 0 leaving the host as `clean` and no data dir. With `closeOutput`
+ * its stdout and stderr are closed first, as a `| tee` ended by the same Ctrl-C, or a closed terminal, leaves them.
+ */
 export async function assertTornDown(
   launched: LaunchedUp,
   host: TestNetns,
@@ -129,8 +132,13 @@ export async function assertTornDown(
   marker: string,
   clean: HostState,
   dataDir: string,
+  stopWith: { signal: NodeJS.Signals; closeOutput: boolean } = { signal: 'SIGTERM', closeOutput: false },
 ): Promise<void> {
-  launched.up.kill('SIGTERM');
+  if (stopWith.closeOutput) {
+    launched.up.stdout?.destroy();
+    launched.up.stderr?.destroy();
+  }
+  launched.up.kill(stopWith.signal);
   const [code] = (await once(launched.up, 'exit')) as [number | null];
   assert.equal(code, 0, launched.stderr());
   assert.deepEqual(await hostState(host, cluster, marker), clean);
