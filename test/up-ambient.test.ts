@@ -385,6 +385,11 @@ describe(
           async () => (await state()) === `${String(restarts + 1)}/true`,
           CHANGE_DEADLINE_MS,
         );
+        assert.match(
+          launched!.stderr(),
+          new RegExp(`\\nistio-system/${daemon}: container \\S+ failed: killed by SIGKILL \\(`),
+          'the crash reached the console',
+        );
         let got = '';
         await waitFor(
           `client traffic back after ${daemon} restarted`,

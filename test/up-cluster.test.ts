@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -34,9 +34,10 @@ const NS = 'demo';
 
 const idle = (marker: string): string => `/* ${marker} */ setInterval(() => undefined, 1e6)`;
 
-/** A small cluster description: a 2-replica TCP echo Deployment and a pod whose container crashes once. */
+/** A small cluster description: a 2-replica TCP echo Deployment, a pod whose container crashes once, and a broken file. */
 async function writeManifests(dir: string, marker: string, crashFile: string): Promise<void> {
   await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'broken.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: [name\n');
   await writeFile(
     path.join(dir, 'app.yaml'),
     namespaces(NS) +
@@ -133,6 +134,14 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
       assert.equal(p.ready, '1/1', 'the tcpSocket readiness probe passed');
       assert.ok(p.ip.startsWith(p.node === 'node1' ? '10.244.0.' : '10.244.1.'), `${p.name} ${p.ip} on ${p.node}`);
     }
+  });
+
+  test('a document the config dir refuses reaches the console as one line led by its file:line, and the count of applied objects says so', () => {
+    assert.match(
+      launched!.stderr(),
+      /\n\S+\/broken\.yaml:\d+: invalid YAML: [^\n]* \(refused an invalid manifest; its object keeps its last good version\)\n/,
+    );
+    assert.match(launched!.stderr(), /\nApplied \d+ objects; errors \(above\): 1\n/);
   });
 
   test('a container without a command waits in CreateContainerError (UP_ERR_CONTAINER), the pod Pending with no restarts', async () => {
@@ -244,6 +253,13 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     assert.equal(s.lastState.terminated?.exitCode, 3);
     assert.ok(s.state.running);
     assert.equal((await amesh(host, 'logs', '--data-dir', dataDir, `${NS}/crashy`)).stdout, 'crashing\n');
+    assert.match(
+      launched!.stderr(),
+      new RegExp(
+        `\\n${NS}/crashy: container app failed: exit code 3 \\(.* logs --data-dir ${dataDir} ${NS}/crashy -c app\\)\\n`,
+      ),
+      'the crash reached the console',
+    );
   });
 
   test("a deleted pod's processes are stopped, its IP released by CNI DEL and its network namespace removed", async () => {
@@ -304,6 +320,13 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
   test('Ctrl-C with its output piped to a reader that is gone (| tee, ended by the same Ctrl-C) still tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
     await assertTornDown(launched!, host, cluster, marker, before_, dataDir, { signal: 'SIGINT', closeOutput: true });
   });
+
+  test("the logs outlive the cluster: up.log, and amesh logs shows a container's output", async () => {
+    assert.match(readFileSync(path.join(dataDir, 'up.log'), 'utf8'), /refused an invalid manifest/);
+    const r = await amesh(host, 'logs', '--data-dir', dataDir, `${NS}/${echoPods()[0]!.name}`);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, 'listening\n');
+  });
 });
 
 describe('amesh down after a crashed amesh up', { skip }, () => {
@@ -358,8 +381,9 @@ describe('amesh down after a crashed amesh up', { skip }, () => {
       const down = await amesh(host, 'down', '--data-dir', dataDir);
       assert.equal(down.status, 0, down.stderr);
       assert.match(down.stderr, new RegExp(`Removed netns ${cluster}-node1`));
+      assert.match(down.stderr, new RegExp(`Logs kept: ${dataDir}/up.log`));
       assert.deepEqual(await hostState(host, cluster, marker), clean);
-      assert.equal(existsSync(dataDir), false);
+      assert.deepEqual(readdirSync(dataDir).sort(), ['pods', 'up.log']);
     } finally {
       await host.remove();
       await rm(dir, { recursive: true, force: true });
@@ -379,7 +403,7 @@ describe('amesh up where its bridge name is taken', { skip }, () => {
       assert.notEqual(r.status, 0);
       assert.match(r.stderr, /UP_ERR_NETWORK: ip link add \S+-br type bridge failed: .*File exists/);
       await host.exec('ip', ['link', 'show', `${name}-br`]);
-      assert.equal(existsSync(dataDir), false);
+      assert.deepEqual(readdirSync(dataDir), ['up.log']);
     } finally {
       await host.remove();
       await rm(dir, { recursive: true, force: true });

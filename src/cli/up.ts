@@ -1,5 +1,5 @@
 import { Command } from '@commander-js/extra-typings';
-import { Cluster } from '../up/cluster.js';
+import { Cluster, logsKept } from '../up/cluster.js';
 import { releaseEndedClaims } from '../up/cluster-claim.js';
 import { clusterTable } from '../up/cluster-table.js';
 import { removeRecorded } from '../up/resource-journal.js';
@@ -100,6 +100,7 @@ export function downCommand(): Command {
             ? `Nothing left to remove in ${dataDir.root}`
             : `Removed ${String(removed.length)} things amesh up left`,
         );
+        progress(logsKept(dataDir));
       } catch (e) {
         fatal(e);
       }

@@ -7,7 +7,7 @@
  * data directory first (resource-journal.ts), so `stop()`, or `amesh down` after a crash, removes all of it.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rm, rmdir, symlink } from 'node:fs/promises';
+import { mkdir, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { ApiServer } from '../apiserver/api-server.js';
@@ -21,7 +21,9 @@ import { listJson } from '../kube/list-json.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
 import { LogControl } from '../lib/log.js';
+import { ameshInvocation } from './amesh-invocation.js';
 import { ClusterClaim } from './cluster-claim.js';
+import { consoleAlert } from './console-alerts.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
 import { Kubelet } from './kubelet.js';
@@ -121,15 +123,35 @@ export class Cluster {
   private readonly undo: { what: string; run: () => Promise<void> }[] = [];
   private kc: KubeConfig | undefined;
   private stopping: Promise<void> | undefined;
+  /** The components' logging, into `up.log`; its errors also reach the console (console-alerts.ts). */
+  private readonly logs: LogControl;
+  /** How many lines of `up.log` reached the console. */
+  private alerts = 0;
 
   private constructor(
     readonly cfg: UpConfig,
     readonly dataDir: UpDataDir,
     private readonly claim: ClusterClaim,
-    private readonly logs: LogControl,
     private readonly logStream: WriteStream,
     private readonly progress: Progress,
-  ) {}
+  ) {
+    this.logs = new LogControl({
+      format: 'text',
+      level: cfg.logLevel,
+      component: 'up',
+      out: logStream,
+      tap: (entry) => this.alert(entry),
+    });
+  }
+
+  /** Shows an error of `up.log` on the console too, until the teardown (whose errors are expected). */
+  private alert(entry: Record<string, unknown>): void {
+    if (this.stopping !== undefined) return;
+    const line = consoleAlert(entry, this.dataDir.root);
+    if (line === undefined) return;
+    this.alerts++;
+    this.progress(line);
+  }
 
   get kubeconfig(): KubeConfig {
     if (this.kc === undefined) throw new Error('the cluster has not started');
@@ -157,10 +179,9 @@ export class Cluster {
       await claim.release();
       throw e;
     }
+    for (const l of dataDir.logs) await rm(l, { recursive: true, force: true });
     const logStream = createWriteStream(dataDir.logFile, { flags: 'a', mode: 0o600 });
-    const logs = new LogControl({ format: 'text', level: cfg.logLevel, component: 'up', out: logStream });
-    logs.apply(cfg.logLevel);
-    const c = new Cluster(cfg, dataDir, claim, logs, logStream, progress);
+    const c = new Cluster(cfg, dataDir, claim, logStream, progress);
     c.undo.push({
       what: 'what is left of the record of created resources',
       run: async () => {
@@ -285,6 +306,7 @@ export class Cluster {
    * directory is not the one asked for.
    */
   private async applyManifests(kc: KubeConfig, istiod: Istiod): Promise<void> {
+    const alertsBefore = this.alerts;
     const manifests = await DirectoryApplier.start({
       dir: this.cfg.configDir,
       kubeconfig: kc,
@@ -297,7 +319,10 @@ export class Cluster {
         'UP_ERR_MANIFESTS',
         `the API refused objects of ${this.cfg.configDir}:\n  ${manifests.initial.errors.join('\n  ')}`,
       );
-    this.progress(`Applied ${String(manifests.initial.applied)} objects`);
+    const errors = this.alerts - alertsBefore;
+    this.progress(
+      `Applied ${String(manifests.initial.applied)} objects${errors === 0 ? '' : `; errors (above): ${String(errors)}`}`,
+    );
   }
 
   /** Nodes and pods as the API has them now. */
@@ -333,9 +358,14 @@ export class Cluster {
       }
       await new Promise((r) => this.logStream.end(r));
       for (const p of this.dataDir.created) await rm(p, { recursive: true, force: true });
-      await rmdir(this.dataDir.root).catch(() => undefined);
       await this.claim.release();
+      this.progress(logsKept(this.dataDir));
     })();
     return this.stopping;
   }
+}
+
+/** Where the logs of a cluster that is gone are, and how to read a container's. */
+export function logsKept(dataDir: UpDataDir): string {
+  return `Logs kept: ${dataDir.logFile}, and each container's in ${dataDir.podsDir} (${ameshInvocation()} logs --data-dir ${dataDir.root} NS/POD); the next amesh up with this --data-dir starts them afresh`;
 }

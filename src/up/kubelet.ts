@@ -328,8 +328,11 @@ class PodWorker {
     );
   }
 
-  /** Stops the containers (SIGTERM, then SIGKILL after the grace period), runs CNI DEL and removes the sandbox. */
-  async terminate(graceSeconds?: number): Promise<void> {
+  /**
+   * Stops the containers (SIGTERM, then SIGKILL after the grace period), runs CNI DEL and removes the sandbox, and
+   * with it the pod's logs unless `keepLogs`.
+   */
+  async terminate(graceSeconds?: number, keepLogs = false): Promise<void> {
     this.terminating = true;
     clearTimeout(this.retryTimer);
     await this.started;
@@ -338,7 +341,7 @@ class PodWorker {
     await Promise.all(this.containers.map((c) => c.stop(grace)));
     await this.statusIdle;
     await this.removeSandbox();
-    await rm(this.dir, { recursive: true, force: true });
+    if (!keepLogs) await rm(this.dir, { recursive: true, force: true });
     this.log.info('pod removed');
   }
 }
@@ -438,10 +441,13 @@ export class Kubelet {
     void done.then(() => this.terminations.delete(done));
   }
 
-  /** Stops watching and removes every pod's processes and sandbox (the cluster is going away: no grace). */
+  /**
+   * Stops watching and removes every pod's processes and sandbox (the cluster is going away: no grace), keeping
+   * their logs.
+   */
   async stop(): Promise<void> {
     await this.pods.stop();
-    const all = [...this.workers.values()].map((w) => w.terminate(0));
+    const all = [...this.workers.values()].map((w) => w.terminate(0, true));
     this.workers.clear();
     await Promise.all([...all, ...this.terminations]);
   }

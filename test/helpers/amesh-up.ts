@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ameshCommand } from '../../src/up/amesh-command.js';
 import { runToExit } from './run-to-exit.js';
@@ -122,7 +122,7 @@ export async function hostState(host: TestNetns, cluster: string, marker: string
 }
 
 /**
- * Stops `up` with `signal` and asserts it exits 0 leaving the host as `clean` and no data dir. With `closeOutput`
+ * Stops `up` with `signal` and asserts it exits 0 leaving the host as `clean` and only the logs in the data dir. With `closeOutput`
  * its stdout and stderr are closed first, as a `| tee` ended by the same Ctrl-C, or a closed terminal, leaves them.
  */
 export async function assertTornDown(
@@ -142,5 +142,5 @@ export async function assertTornDown(
   const [code] = (await once(launched.up, 'exit')) as [number | null];
   assert.equal(code, 0, launched.stderr());
   assert.deepEqual(await hostState(host, cluster, marker), clean);
-  assert.equal(existsSync(dataDir), false);
+  assert.deepEqual(readdirSync(dataDir).sort(), ['pods', 'up.log'], 'only the logs are kept');
 }
