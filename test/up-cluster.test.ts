@@ -9,6 +9,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -28,6 +29,7 @@ import { commandPod, deployment, namespaces, nodeEchoCommand } from './helpers/m
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
+import { ameshCommand } from '../src/up/amesh-command.js';
 
 const skip = upSkip;
 const NS = 'demo';
@@ -391,8 +393,8 @@ describe('amesh down after a crashed amesh up', { skip }, () => {
   });
 });
 
-describe('amesh up where its bridge name is taken', { skip }, () => {
-  test('fails on File exists (UP_ERR_NETWORK) and leaves the link it did not make', async () => {
+describe('amesh up that cannot start', { skip }, () => {
+  test('where its bridge name is taken: fails on File exists (UP_ERR_NETWORK) and leaves the link it did not make', async () => {
     const name = `b${randomBytes(3).toString('hex')}`;
     const host = await TestNetns.create();
     const dir = await mkdtemp(path.join(tmpdir(), 'amesh-taken-'));
@@ -406,6 +408,62 @@ describe('amesh up where its bridge name is taken', { skip }, () => {
       assert.deepEqual(readdirSync(dataDir), ['up.log']);
     } finally {
       await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("where another program listens on istiod's monitoring port: names it and how to find the program, no flag up lacks (UP_ERR_PORT_IN_USE), and removes what it made", async () => {
+    const name = `p${randomBytes(3).toString('hex')}`;
+    const host = await TestNetns.create();
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-port-'));
+    const holder = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        host.name,
+        'node',
+        '-e',
+        "require('net').createServer().listen(15014, () => console.log('held'))",
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      await once(holder.stdout, 'data');
+      const clean = await hostState(host, name, name);
+      const dataDir = path.join(dir, 'data');
+      const r = await amesh(host, 'up', '--data-dir', dataDir, '--name', name, '--nodes', '1', '--dataplane', 'none');
+      assert.notEqual(r.status, 0);
+      assert.match(
+        r.stderr,
+        /UP_ERR_PORT_IN_USE: another program listens on 15014 \(istiod's monitoring\), on 10\.240\.0\.1 or on all addresses/,
+      );
+      assert.doesNotMatch(r.stderr, /--listen|--monitoring-address/);
+      assert.deepEqual(await hostState(host, name, name), clean);
+    } finally {
+      holder.kill();
+      await once(holder, 'exit');
+      await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('without root: up, down and demo say they need root (UP_ERR_NOT_ROOT), not EACCES, and touch nothing', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-noroot-'));
+    try {
+      const dataDir = path.join(dir, '.amesh', 'up');
+      const { cmd, args } = ameshCommand();
+      for (const command of [['up'], ['down'], ['demo']]) {
+        const r = await runToExit(
+          'runuser',
+          ['-u', 'nobody', '--', cmd, ...args, ...command, '--data-dir', dataDir],
+          60_000,
+        );
+        assert.notEqual(r.status, 0);
+        assert.match(r.stderr, new RegExp(`^error: UP_ERR_NOT_ROOT: amesh ${command[0]!} needs root`), r.stderr);
+      }
+      assert.equal(existsSync(path.join(dir, '.amesh')), false);
+    } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -2,6 +2,7 @@ import { Command } from '@commander-js/extra-typings';
 import { Cluster, logsKept } from '../up/cluster.js';
 import { releaseEndedClaims } from '../up/cluster-claim.js';
 import { clusterTable } from '../up/cluster-table.js';
+import { requireRoot } from '../up/require-root.js';
 import { removeRecorded } from '../up/resource-journal.js';
 import { loadUpConfig, UP_DEFAULTS } from '../up/up-config.js';
 import { UpDataDir } from '../up/up-data-dir.js';
@@ -89,6 +90,7 @@ export function downCommand(): Command {
     .action(async (o) => {
       keepRunningWithoutConsole();
       try {
+        requireRoot('amesh down');
         const dataDir = new UpDataDir(path.resolve(o.dataDir));
         const removed = await removeRecorded(dataDir.journal);
         await releaseEndedClaims(dataDir.root);

@@ -15,7 +15,7 @@ import { HBONE_PORT, OUTBOUND_CAPTURE_PORT, ZTUNNEL_STATS_PORT } from '../lib/is
 import { onStopSignal } from '../lib/stop-signals.js';
 import { Cluster } from '../up/cluster.js';
 import { clusterTable } from '../up/cluster-table.js';
-import { requireHostTools } from '../up/host-tools.js';
+import { requireRoot } from '../up/require-root.js';
 import { runCommand } from '../up/run-command.js';
 import { loadUpConfig } from '../up/up-config.js';
 import { examplesDir } from './examples-dir.js';
@@ -74,12 +74,7 @@ interface EchoAnswer {
 
 export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   keepRunningWithoutConsole();
-  if (process.getuid?.() !== 0)
-    throw new MeshError(
-      'UP_ERR_NETWORK',
-      'amesh demo needs root: it brings up a cluster of network namespaces with iptables rules (run it as root; amesh demo --socks5 is the tour that needs no root)',
-    );
-  requireHostTools([{ cmd: 'curl', pkg: 'curl', why: "the web pod's client" }]);
+  requireRoot('amesh demo', 'run it as root; amesh demo --socks5 is the tour that needs no root');
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-demo-'));
   const config = path.join(dir, 'mesh');
   await cp(examplesDir('mesh'), config, { recursive: true });
@@ -106,7 +101,9 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   });
   let failure: Error | undefined;
   try {
-    cluster = await Cluster.start(cfg, (l) => say(`    ${l}`));
+    cluster = await Cluster.start(cfg, (l) => say(`    ${l}`), {
+      hostTools: [{ cmd: 'curl', pkg: 'curl', why: "the web pod's client" }],
+    });
     starting = false;
     if (interrupted) return await teardownAndExit();
     await tour(cluster, config);

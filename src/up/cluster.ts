@@ -23,6 +23,8 @@ import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js'
 import { LogControl } from '../lib/log.js';
 import { ameshInvocation } from './amesh-invocation.js';
 import { ClusterClaim } from './cluster-claim.js';
+import { requireFreePorts } from './free-ports.js';
+import { requireRoot } from './require-root.js';
 import { consoleAlert } from './console-alerts.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
@@ -40,16 +42,36 @@ const APISERVER_PORT = 6443;
 /** Where Debian's containernetworking-plugins and the upstream release tarball put the CNI plugins. */
 export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
 const SETTLE_POLL_MS = 250;
-/** What every node needs on the host: network namespaces, links and routes, and entering them. */
+/**
+ * What every node needs on the host: network namespaces, links and routes, entering them, and the CNI plugins of
+ * its pod network.
+ */
 const CLUSTER_TOOLS: readonly HostTool[] = [
   { cmd: 'ip', pkg: 'iproute2', why: 'network namespaces, links and routes' },
   { cmd: 'nsenter', pkg: 'util-linux', why: "running each node's CNI chain and its agent's commands in its namespace" },
+  {
+    cmd: 'bridge',
+    pkg: 'containernetworking-plugins',
+    why: "the CNI plugin of each node's pod bridge",
+    dirs: CNI_PLUGIN_DIRS,
+  },
+  {
+    cmd: 'host-local',
+    pkg: 'containernetworking-plugins',
+    why: "the CNI plugin of each node's pod IPs",
+    dirs: CNI_PLUGIN_DIRS,
+  },
 ];
 /** What the node agent runs in each captured pod and on each node (Istio's iptables backend). */
 const AMBIENT_TOOLS: readonly HostTool[] = [
   { cmd: 'iptables-restore', pkg: 'iptables', why: "the node agent's pod and host rules" },
   { cmd: 'ipset', pkg: 'ipset', why: "the node agent's kubelet-probe set" },
 ];
+
+export interface StartOptions {
+  /** Programs the caller will run on the host besides the cluster's, checked with them. */
+  readonly hostTools?: readonly HostTool[];
+}
 
 /** One line of progress while the cluster starts or stops. */
 export type Progress = (line: string) => void;
@@ -162,13 +184,9 @@ export class Cluster {
    * Starts the cluster; on any failure, removes what was made and rethrows. Nothing is touched before this process
    * holds the claim on its network namespace and name (cluster-claim.ts).
    */
-  static async start(cfg: UpConfig, progress: Progress): Promise<Cluster> {
-    if (process.getuid?.() !== 0)
-      throw new MeshError(
-        'UP_ERR_NETWORK',
-        'amesh up needs root: it makes network namespaces, links and routes (run it with sudo)',
-      );
-    requireHostTools(cfg.dataplane === 'ambient' ? [...CLUSTER_TOOLS, ...AMBIENT_TOOLS] : CLUSTER_TOOLS);
+  static async start(cfg: UpConfig, progress: Progress, o: StartOptions = {}): Promise<Cluster> {
+    requireRoot('amesh up');
+    requireHostTools([...CLUSTER_TOOLS, ...(cfg.dataplane === 'ambient' ? AMBIENT_TOOLS : []), ...(o.hostTools ?? [])]);
     const claim = await ClusterClaim.take(cfg);
     const dataDir = new UpDataDir(cfg.dataDir);
     let journal: ResourceJournal;
@@ -200,9 +218,6 @@ export class Cluster {
   private async build(journal: ResourceJournal): Promise<void> {
     const { cfg, dataDir, progress } = this;
     const records = Array.from({ length: cfg.nodes }, (_, i) => nodeRecord(cfg, i + 1));
-    await new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS], cacheDir: dataDir.root }).checkPlugins(
-      nodeNetworkConfig(records[0]!.podCidr, ''),
-    );
     await dataDir.writeCluster({ name: cfg.name, hostIp: cfg.hostIp, nodes: records });
 
     progress(`Creating the node network: bridge ${hostBridgeName(cfg)} at ${cfg.hostIp} (${cfg.nodeCidr})`);
@@ -211,6 +226,11 @@ export class Cluster {
       what: `bridge ${hostBridgeName(cfg)}`,
       run: () => ip('link', 'del', hostBridgeName(cfg)).then(() => undefined),
     });
+    await requireFreePorts(cfg.hostIp, [
+      { port: APISERVER_PORT, what: 'the API server' },
+      { port: ISTIOD_GRPC_PORT, what: "istiod's xDS and CA" },
+      { port: ISTIOD_MONITORING_PORT, what: "istiod's monitoring" },
+    ]);
     const nodes: UpNode[] = [];
     for (const r of records) {
       progress(`Creating node ${r.name}: network namespace ${r.netns}, address ${r.ip}, pods ${r.podCidr}`);
