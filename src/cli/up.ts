@@ -1,4 +1,5 @@
 import { Command } from '@commander-js/extra-typings';
+import { ameshInvocation } from '../up/amesh-invocation.js';
 import { Cluster, logsKept } from '../up/cluster.js';
 import { releaseEndedClaims } from '../up/cluster-claim.js';
 import { clusterTable } from '../up/cluster-table.js';
@@ -72,7 +73,7 @@ export function upCommand(): Command {
         if (!settled) progress('Not every pod is ready yet; the table shows where they are');
         process.stdout.write(clusterTable(await cluster.snapshot(), cfg.output));
         progress(
-          `Cluster ${cfg.name} is up. kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec NS/POD -- CMD; Ctrl-C tears it down`,
+          `Cluster ${cfg.name} is up. kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; ${ameshInvocation()} exec --data-dir ${cluster.dataDir.root} NS/POD -- CMD; Ctrl-C tears it down`,
         );
       } catch (e) {
         fatal(e);

@@ -13,10 +13,11 @@ import { keepRunningWithoutConsole } from '../lib/console-output.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { HBONE_PORT, OUTBOUND_CAPTURE_PORT, ZTUNNEL_STATS_PORT } from '../lib/istio-ports.js';
 import { onStopSignal } from '../lib/stop-signals.js';
+import { ameshInvocation } from '../up/amesh-invocation.js';
 import { Cluster } from '../up/cluster.js';
 import { clusterTable } from '../up/cluster-table.js';
 import { requireRoot } from '../up/require-root.js';
-import { runCommand } from '../up/run-command.js';
+import { runCommand, type CommandResult } from '../up/run-command.js';
 import { loadUpConfig } from '../up/up-config.js';
 import { examplesDir } from './examples-dir.js';
 
@@ -30,6 +31,8 @@ const CLIENT = { namespace: 'frontend', pod: 'web', principal: 'spiffe://cluster
 const SERVICE_URL = 'http://echo.backend/';
 const SERVER_NODE = 'node2';
 const DENIED_PRINCIPAL = 'cluster.local/ns/frontend/sa/admin';
+/** The policy file of examples/mesh that the tour edits. */
+const POLICIES = 'policies.yaml';
 
 export interface AmbientDemoOptions {
   readonly keep: boolean;
@@ -115,8 +118,9 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   if (interrupted) return;
   if (o.keep && cluster !== undefined) {
     if (failure !== undefined) say(`==> ${describeError(failure)}`);
+    await restoreAllowPolicy(cluster, config).catch((e: unknown) => say(`==> ${describeError(e)}`));
     say(
-      `==> the cluster keeps running: kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec --data-dir ${cluster.dataDir.root} ${CLIENT.namespace}/${CLIENT.pod} -- curl -s ${SERVICE_URL}; edit ${config} and watch it apply. Ctrl-C tears it down`,
+      `==> the cluster keeps running: kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; ${ameshInvocation()} exec --data-dir ${cluster.dataDir.root} ${CLIENT.namespace}/${CLIENT.pod} -- curl -s ${SERVICE_URL}; edit ${config} and watch it apply. Ctrl-C tears it down`,
     );
     await new Promise<void>((resolve) => (endKeep = resolve));
   }
@@ -125,6 +129,29 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   say('    nothing is left: no network namespace, link, route, iptables rule, ipset or process');
   if (failure !== undefined) throw failure;
+}
+
+/** The tour's request: curl in the web pod's network namespace, as the unchanged app would send it. */
+async function webCurl(cluster: Cluster): Promise<() => Promise<CommandResult>> {
+  const { record } = await cluster.dataDir.sandbox(CLIENT.namespace, CLIENT.pod);
+  return () =>
+    runCommand('ip', ['netns', 'exec', record.netns, 'curl', '-sS', '--max-time', CURL_MAX_SECONDS, SERVICE_URL]);
+}
+
+/** Undoes the tour's policy edit before a kept cluster is handed over, and waits until web is let through again. */
+async function restoreAllowPolicy(cluster: Cluster, config: string): Promise<void> {
+  const policies = path.join(config, POLICIES);
+  const original = await readFile(path.join(examplesDir('mesh'), POLICIES), 'utf8');
+  if ((await readFile(policies, 'utf8')) === original) return;
+  say(`==> restoring ${policies}: backend's ALLOW policy names web again`);
+  await writeFile(`${policies}.tmp`, original);
+  await rename(`${policies}.tmp`, policies);
+  const curl = await webCurl(cluster);
+  await until('the restored policy allows', async () => {
+    const r = await curl();
+    return r.code === 0 ? r : `curl still fails (exit ${String(r.code)}): ${r.stderr.trim()}`;
+  });
+  say(`    the same curl succeeds again`);
 }
 
 async function tour(cluster: Cluster, config: string): Promise<void> {
@@ -140,9 +167,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
   const serverNode = snapshot.nodes.find((n) => n.metadata?.name === SERVER_NODE);
   const metricsUrl = `http://${serverNode?.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? ''}:${ZTUNNEL_STATS_PORT}/metrics`;
   const webIp = web?.status?.podIP ?? '';
-  const { record } = await cluster.dataDir.sandbox(CLIENT.namespace, CLIENT.pod);
-  const curl = (): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-    runCommand('ip', ['netns', 'exec', record.netns, 'curl', '-sS', '--max-time', CURL_MAX_SECONDS, SERVICE_URL]);
+  const curl = await webCurl(cluster);
 
   say(
     `==> ${CLIENT.namespace}/${CLIENT.pod} (${webIp}, ${web?.spec?.nodeName ?? '?'}) runs an unchanged curl ${SERVICE_URL}: the Service's pods are on ${SERVER_NODE}`,
@@ -187,7 +212,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
     `    destination_principal=${label('destination_principal')} (connection_security_policy=${label('connection_security_policy')})`,
   );
 
-  const policies = path.join(config, 'policies.yaml');
+  const policies = path.join(config, POLICIES);
   say(`==> editing ${policies}: backend's ALLOW policy now names ${DENIED_PRINCIPAL} instead of web`);
   const text = await readFile(policies, 'utf8');
   await writeFile(`${policies}.tmp`, text.replace('cluster.local/ns/frontend/sa/web', DENIED_PRINCIPAL));
@@ -206,7 +231,9 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
     .filter((l) => l.includes('connection complete') && l.includes('error'))
     .at(-1);
   if (why !== undefined) {
-    say(`    ${SERVER_NODE}'s ztunnel logged it (amesh logs istio-system/ztunnel-${SERVER_NODE}):`);
+    say(
+      `    ${SERVER_NODE}'s ztunnel logged it (${ameshInvocation()} logs --data-dir ${cluster.dataDir.root} istio-system/ztunnel-${SERVER_NODE}):`,
+    );
     for (const key of ['src.identity', 'dst.identity', 'error']) say(`      ${key}=${logField(why, key)}`);
   }
 
@@ -219,7 +246,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
         /^istio_tcp_(connections_opened|connections_failed)_total\{/.test(x) && x.includes('reporter="destination"'),
     )) {
     say(
-      `    ${l.replace(/(source_|destination_)(canonical_revision|app|version|cluster|service_namespace|canonical_service|workload_namespace)="[^"]*",/g, '').slice(0, 400)}`,
+      `    ${l.replace(/(source_|destination_)(canonical_revision|app|version|cluster|service_namespace|canonical_service|workload_namespace)="[^"]*",/g, '')}`,
     );
   }
 }
