@@ -8,7 +8,7 @@
 import { MeshError } from '../lib/errors.js';
 import { addressInCidr, type UpConfig } from './up-config.js';
 import type { NodeRecord } from './up-data-dir.js';
-import { deleteNetns, type ResourceJournal } from './resource-journal.js';
+import { deleteLink, deleteNetns, type ResourceJournal } from './resource-journal.js';
 import { ip, runCommand } from './run-command.js';
 
 /** The i-th node (1-based): its name, namespace, address on the node network, and pod CIDR. */
@@ -85,10 +85,6 @@ export class UpNode {
   /** Removes the namespace (killing what runs in it) and the host end of the veth. */
   async remove(): Promise<void> {
     await deleteNetns(this.record.netns);
-    // Deleting the namespace destroys the veth pair, the host end too, though the kernel may do it only after
-    // `ip netns del` returns: a host end already gone is what we want.
-    const del = await runCommand('ip', ['link', 'del', this.hostLink]);
-    if (del.code !== 0 && !del.stderr.includes('Cannot find device'))
-      throw new MeshError('UP_ERR_NETWORK', `ip link del ${this.hostLink} failed: ${del.stderr.trim()}`);
+    await deleteLink(this.hostLink);
   }
 }

@@ -115,6 +115,16 @@ export async function deleteNetns(name: string): Promise<void> {
 }
 
 /**
+ * Deletes a link in this namespace. Gone already is fine: deleting a namespace destroys the veths with an end in
+ * it, the host end too, though the kernel may do it only after `ip netns del` returned.
+ */
+export async function deleteLink(name: string): Promise<void> {
+  const del = await runCommand('ip', ['link', 'del', name]);
+  if (del.code !== 0 && !del.stderr.includes('Cannot find device'))
+    throw new MeshError('UP_ERR_NETWORK', `ip link del ${name} failed: ${del.stderr.trim()}`);
+}
+
+/**
  * Removes everything the journal records: a still-running `up` is asked to stop (SIGTERM) and waited for, then
  * what is left is removed. Returns what was removed, for the caller to report.
  */
@@ -140,7 +150,7 @@ export async function removeRecorded(file: string): Promise<string[]> {
       await deleteNetns(e.name);
       removed.push(`netns ${e.name}`);
     } else if (e.t === 'link' && (await runCommand('ip', ['link', 'show', e.name])).code === 0) {
-      await ip('link', 'del', e.name);
+      await deleteLink(e.name);
       removed.push(`link ${e.name}`);
     }
   }
