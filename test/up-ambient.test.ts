@@ -10,7 +10,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,6 +20,7 @@ import {
   kubectlIn,
   kubectlWith,
   launchUp,
+  removeCluster,
   upSkip,
   type HostState,
   type LaunchedUp,
@@ -234,10 +234,7 @@ describe(
     });
 
     after(async () => {
-      if (launched?.up.exitCode === null) {
-        launched.up.kill('SIGTERM');
-        await once(launched.up, 'exit');
-      }
+      await removeCluster(launched, host, dataDir);
       await host.remove();
       await rm(dir, { recursive: true, force: true });
     });

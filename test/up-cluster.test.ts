@@ -20,6 +20,7 @@ import {
   assertTornDown,
   hostState,
   launchUp,
+  removeCluster,
   upSkip,
   type HostState,
   type LaunchedUp,
@@ -110,11 +111,7 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
   });
 
   after(async () => {
-    if (launched?.up.exitCode === null) {
-      launched.up.kill('SIGKILL');
-      await once(launched.up, 'exit');
-      await amesh(host, 'down', '--data-dir', dataDir);
-    }
+    await removeCluster(launched, host, dataDir);
     await host.remove();
     await rm(dir, { recursive: true, force: true });
   });

@@ -86,6 +86,18 @@ export function launchUp(host: TestNetns, args: string[]): LaunchedUp {
   return { up, ready, stderr: () => err };
 }
 
+/**
+ * A test's last word on its cluster, whatever happened to it: `up` killed if it still runs, then `amesh down` if
+ * `up` did not remove all it made (killed, or dead half way through its teardown).
+ */
+export async function removeCluster(launched: LaunchedUp | undefined, host: TestNetns, dataDir: string): Promise<void> {
+  if (launched?.up.exitCode === null && launched.up.signalCode === null) {
+    launched.up.kill('SIGKILL');
+    await once(launched.up, 'exit');
+  }
+  if (existsSync(path.join(dataDir, 'created.jsonl'))) await amesh(host, 'down', '--data-dir', dataDir);
+}
+
 /** What must be the same before `up` and after its teardown, in the host namespace and on the machine. */
 export interface HostState {
   links: string;
