@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { ameshCommand } from '../src/up/amesh-command.js';
 import { hostState, upSkip } from './helpers/amesh-up.js';
 import { kubectlSkip } from './helpers/kubectl.js';
@@ -20,7 +21,7 @@ import { runToExit } from './helpers/run-to-exit.js';
 const DEMO_DEADLINE_MS = 180_000;
 
 test(
-  "the README's main job (`amesh demo`): an unchanged curl in frontend/web on node1 reaches echo.backend's pods on node2 over mTLS with both identities verified, a policy edit denies it, the metrics show both, and nothing is left",
+  "the README's main job (`amesh demo --keep`): an unchanged curl in frontend/web on node1 reaches echo.backend's pods on node2 over mTLS with both identities verified, a policy edit denies it, the metrics show both whole; the kept cluster has its allow policy back and the command it suggests works as printed; Ctrl-C with the output pipe gone leaves nothing",
   { skip: upSkip },
   async () => {
     const id = randomBytes(3).toString('hex');
@@ -32,13 +33,37 @@ test(
     try {
       const clean = await hostState(host, cluster, marker);
       const { cmd, args } = ameshCommand();
-      const r = await runToExit(
+      const demo = spawn(
         'nsenter',
-        [`--net=${host.path}`, '--', cmd, ...args, 'demo', '--data-dir', path.join(dir, 'data'), '--name', cluster],
-        DEMO_DEADLINE_MS,
+        [
+          `--net=${host.path}`,
+          '--',
+          cmd,
+          ...args,
+          'demo',
+          '--keep',
+          '--data-dir',
+          path.join(dir, 'data'),
+          '--name',
+          cluster,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
       );
-      const out = r.stdout + r.stderr;
-      assert.equal(r.status, 0, out);
+      let out = '';
+      const kept = new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the tour did not reach --keep:\n${out}`)), DEMO_DEADLINE_MS);
+        const read = (d: Buffer): void => {
+          out += d.toString();
+          const line = /==> the cluster keeps running: .*\n/.exec(out)?.[0];
+          if (line === undefined) return;
+          clearTimeout(timer);
+          resolve(line);
+        };
+        demo.stdout.on('data', read);
+        demo.stderr.on('data', read);
+        demo.once('exit', (code) => reject(new Error(`amesh demo exited with ${String(code)}:\n${out}`)));
+      });
+      const keptLine = await kept;
       const webIp = /frontend\/web \((\d+\.\d+\.\d+\.\d+), node1\)/.exec(out)?.[1];
       assert.ok(webIp !== undefined, out);
       assert.match(out, /frontend +web +1\/1 +Running +0 +\S+ +node1/);
@@ -57,8 +82,25 @@ test(
       assert.match(out, /error=ZT_ERR_POLICY_DENIED: /);
       assert.match(
         out,
-        /istio_tcp_connections_failed_total\{reporter="destination"[^\n]*source_principal="spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web"[^\n]*destination_service="echo\.backend\.svc\.cluster\.local"[^\n]*response_flags="DENY"/,
+        /istio_tcp_connections_failed_total\{reporter="destination"[^\n]*source_principal="spiffe:\/\/cluster\.local\/ns\/frontend\/sa\/web"[^\n]*destination_service="echo\.backend\.svc\.cluster\.local"[^\n]*response_flags="DENY"[^\n]*\} \d+\n/,
+        'the metric line is whole, its value included',
       );
+      assert.match(
+        out,
+        /restoring \S+policies\.yaml: backend's ALLOW policy names web again\n {4}the same curl succeeds again\n/,
+      );
+
+      const exec = /; ((?:amesh|npm [^;]*) exec --data-dir [^;]*); edit /.exec(keptLine)?.[1];
+      assert.ok(exec !== undefined, keptLine);
+      const r = await runToExit('nsenter', [`--net=${host.path}`, '--', 'sh', '-c', exec], 60_000);
+      assert.equal(r.status, 0, `${exec}: ${r.stderr}`);
+      assert.match(r.stdout, /"peer":/, 'the suggested command works as printed, and web is allowed again');
+
+      demo.stdout.destroy();
+      demo.stderr.destroy();
+      demo.kill('SIGINT');
+      const [code] = (await once(demo, 'exit')) as [number | null];
+      assert.equal(code, 0);
       assert.deepEqual(await hostState(host, cluster, marker), clean);
     } finally {
       await host.remove();

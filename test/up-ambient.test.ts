@@ -10,7 +10,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,6 +20,7 @@ import {
   kubectlIn,
   kubectlWith,
   launchUp,
+  removeCluster,
   upSkip,
   type HostState,
   type LaunchedUp,
@@ -237,10 +237,7 @@ describe(
     });
 
     after(async () => {
-      if (launched?.up.exitCode === null) {
-        launched.up.kill('SIGTERM');
-        await once(launched.up, 'exit');
-      }
+      await removeCluster(launched, host, dataDir);
       await host.remove();
       await rm(dir, { recursive: true, force: true });
     });
@@ -403,6 +400,11 @@ describe(
           async () => (await state()) === `${String(restarts + 1)}/true`,
           CHANGE_DEADLINE_MS,
         );
+        assert.match(
+          launched!.stderr(),
+          new RegExp(`\\nistio-system/${daemon}: container \\S+ failed: killed by SIGKILL \\(`),
+          'the crash reached the console',
+        );
         let got = '';
         await waitFor(
           `client traffic back after ${daemon} restarted`,
@@ -469,8 +471,8 @@ describe(
       await untilClientAllowed(clientIp);
     });
 
-    test('SIGTERM tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
-      await assertTornDown(launched!, host, cluster, marker, clean, dataDir);
+    test('SIGHUP with stdout and stderr closed (the terminal is gone) tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
+      await assertTornDown(launched!, host, cluster, marker, clean, dataDir, { signal: 'SIGHUP', closeOutput: true });
     });
   },
 );

@@ -9,8 +9,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,6 +20,7 @@ import {
   assertTornDown,
   hostState,
   launchUp,
+  removeCluster,
   upSkip,
   type HostState,
   type LaunchedUp,
@@ -28,15 +30,17 @@ import { commandPod, deployment, namespaces, nodeEchoCommand } from './helpers/m
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
+import { ameshCommand } from '../src/up/amesh-command.js';
 
 const skip = upSkip;
 const NS = 'demo';
 
 const idle = (marker: string): string => `/* ${marker} */ setInterval(() => undefined, 1e6)`;
 
-/** A small cluster description: a 2-replica TCP echo Deployment and a pod whose container crashes once. */
+/** A small cluster description: a 2-replica TCP echo Deployment, a pod whose container crashes once, and a broken file. */
 async function writeManifests(dir: string, marker: string, crashFile: string): Promise<void> {
   await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'broken.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: [name\n');
   await writeFile(
     path.join(dir, 'app.yaml'),
     namespaces(NS) +
@@ -107,11 +111,7 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
   });
 
   after(async () => {
-    if (launched?.up.exitCode === null) {
-      launched.up.kill('SIGKILL');
-      await once(launched.up, 'exit');
-      await amesh(host, 'down', '--data-dir', dataDir);
-    }
+    await removeCluster(launched, host, dataDir);
     await host.remove();
     await rm(dir, { recursive: true, force: true });
   });
@@ -133,6 +133,14 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
       assert.equal(p.ready, '1/1', 'the tcpSocket readiness probe passed');
       assert.ok(p.ip.startsWith(p.node === 'node1' ? '10.244.0.' : '10.244.1.'), `${p.name} ${p.ip} on ${p.node}`);
     }
+  });
+
+  test('a document the config dir refuses reaches the console as one line led by its file:line, and the count of applied objects says so', () => {
+    assert.match(
+      launched!.stderr(),
+      /\n\S+\/broken\.yaml:\d+: invalid YAML: [^\n]* \(refused an invalid manifest; its object keeps its last good version\)\n/,
+    );
+    assert.match(launched!.stderr(), /\nApplied \d+ objects; errors \(above\): 1\n/);
   });
 
   test('a container without a command waits in CreateContainerError (UP_ERR_CONTAINER), the pod Pending with no restarts', async () => {
@@ -244,6 +252,13 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     assert.equal(s.lastState.terminated?.exitCode, 3);
     assert.ok(s.state.running);
     assert.equal((await amesh(host, 'logs', '--data-dir', dataDir, `${NS}/crashy`)).stdout, 'crashing\n');
+    assert.match(
+      launched!.stderr(),
+      new RegExp(
+        `\\n${NS}/crashy: container app failed: exit code 3 \\(.* logs --data-dir ${dataDir} ${NS}/crashy -c app\\)\\n`,
+      ),
+      'the crash reached the console',
+    );
   });
 
   test("a deleted pod's processes are stopped, its IP released by CNI DEL and its network namespace removed", async () => {
@@ -276,8 +291,40 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
       );
   });
 
-  test('SIGTERM tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
-    await assertTornDown(launched!, host, cluster, marker, before_, dataDir);
+  test('a second up beside the running one, of the same name or another, refuses before touching anything (UP_ERR_RUNNING), naming its data dir and pid', async () => {
+    const second = path.join(dir, 'second');
+    for (const name of [cluster, `s${id}`]) {
+      const r = await amesh(
+        host,
+        'up',
+        '--config-dir',
+        path.join(dir, 'manifests'),
+        '--data-dir',
+        second,
+        '--name',
+        name,
+      );
+      assert.notEqual(r.status, 0);
+      assert.match(r.stderr, /UP_ERR_RUNNING: a cluster is already running/);
+      assert.ok(
+        r.stderr.includes(`(pid ${String(launched!.up.pid)}, cluster ${cluster}) with --data-dir ${dataDir}`),
+        r.stderr,
+      );
+      assert.equal(existsSync(second), false);
+    }
+    const bridge = await runToExit('ip', ['-n', host.name, 'link', 'show', `${cluster}-br`], 10_000);
+    assert.equal(bridge.status, 0, 'the running cluster keeps its bridge');
+  });
+
+  test('Ctrl-C with its output piped to a reader that is gone (| tee, ended by the same Ctrl-C) still tears everything down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
+    await assertTornDown(launched!, host, cluster, marker, before_, dataDir, { signal: 'SIGINT', closeOutput: true });
+  });
+
+  test("the logs outlive the cluster: up.log, and amesh logs shows a container's output", async () => {
+    assert.match(readFileSync(path.join(dataDir, 'up.log'), 'utf8'), /refused an invalid manifest/);
+    const r = await amesh(host, 'logs', '--data-dir', dataDir, `${NS}/${echoPods()[0]!.name}`);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, 'listening\n');
   });
 });
 
@@ -333,10 +380,87 @@ describe('amesh down after a crashed amesh up', { skip }, () => {
       const down = await amesh(host, 'down', '--data-dir', dataDir);
       assert.equal(down.status, 0, down.stderr);
       assert.match(down.stderr, new RegExp(`Removed netns ${cluster}-node1`));
+      assert.match(down.stderr, new RegExp(`Logs kept: ${dataDir}/up.log`));
       assert.deepEqual(await hostState(host, cluster, marker), clean);
-      assert.equal(existsSync(dataDir), false);
+      assert.deepEqual(readdirSync(dataDir).sort(), ['pods', 'up.log']);
     } finally {
       await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('amesh up that cannot start', { skip }, () => {
+  test('where its bridge name is taken: fails on File exists (UP_ERR_NETWORK) and leaves the link it did not make', async () => {
+    const name = `b${randomBytes(3).toString('hex')}`;
+    const host = await TestNetns.create();
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-taken-'));
+    try {
+      await host.exec('ip', ['link', 'add', `${name}-br`, 'type', 'bridge']);
+      const dataDir = path.join(dir, 'data');
+      const r = await amesh(host, 'up', '--data-dir', dataDir, '--name', name, '--nodes', '1', '--dataplane', 'none');
+      assert.notEqual(r.status, 0);
+      assert.match(r.stderr, /UP_ERR_NETWORK: ip link add \S+-br type bridge failed: .*File exists/);
+      await host.exec('ip', ['link', 'show', `${name}-br`]);
+      assert.deepEqual(readdirSync(dataDir), ['up.log']);
+    } finally {
+      await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("where another program listens on istiod's monitoring port: names it and how to find the program, no flag up lacks (UP_ERR_PORT_IN_USE), and removes what it made", async () => {
+    const name = `p${randomBytes(3).toString('hex')}`;
+    const host = await TestNetns.create();
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-port-'));
+    const holder = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        host.name,
+        'node',
+        '-e',
+        "require('net').createServer().listen(15014, () => console.log('held'))",
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      await once(holder.stdout, 'data');
+      const clean = await hostState(host, name, name);
+      const dataDir = path.join(dir, 'data');
+      const r = await amesh(host, 'up', '--data-dir', dataDir, '--name', name, '--nodes', '1', '--dataplane', 'none');
+      assert.notEqual(r.status, 0);
+      assert.match(
+        r.stderr,
+        /UP_ERR_PORT_IN_USE: another program listens on 15014 \(istiod's monitoring\), on 10\.240\.0\.1 or on all addresses/,
+      );
+      assert.doesNotMatch(r.stderr, /--listen|--monitoring-address/);
+      assert.deepEqual(await hostState(host, name, name), clean);
+    } finally {
+      holder.kill();
+      await once(holder, 'exit');
+      await host.remove();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('without root: up, down and demo say they need root (UP_ERR_NOT_ROOT), not EACCES, and touch nothing', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-noroot-'));
+    try {
+      const dataDir = path.join(dir, '.amesh', 'up');
+      const { cmd, args } = ameshCommand();
+      for (const command of [['up'], ['down'], ['demo']]) {
+        const r = await runToExit(
+          'runuser',
+          ['-u', 'nobody', '--', cmd, ...args, ...command, '--data-dir', dataDir],
+          60_000,
+        );
+        assert.notEqual(r.status, 0);
+        assert.match(r.stderr, new RegExp(`^error: UP_ERR_NOT_ROOT: amesh ${command[0]!} needs root`), r.stderr);
+      }
+      assert.equal(existsSync(path.join(dir, '.amesh')), false);
+    } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });

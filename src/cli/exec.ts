@@ -37,6 +37,8 @@ export function execCommand(): Command<[string[]], { node?: string | undefined; 
           cmd = args;
         } else {
           const { namespace, name } = parsePodRef(args[0] ?? '');
+          // A torn-down cluster keeps its pods' sandbox records with their logs, not their namespaces.
+          await dataDir.readCluster();
           netns = (await dataDir.sandbox(namespace, name)).record.netns;
           cmd = args.slice(1);
         }

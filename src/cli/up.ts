@@ -1,18 +1,24 @@
 import { Command } from '@commander-js/extra-typings';
-import { Cluster } from '../up/cluster.js';
+import { ameshInvocation } from '../up/amesh-invocation.js';
+import { Cluster, logsKept } from '../up/cluster.js';
+import { releaseEndedClaims } from '../up/cluster-claim.js';
 import { clusterTable } from '../up/cluster-table.js';
+import { requireRoot } from '../up/require-root.js';
 import { removeRecorded } from '../up/resource-journal.js';
 import { loadUpConfig, UP_DEFAULTS } from '../up/up-config.js';
 import { UpDataDir } from '../up/up-data-dir.js';
 import { rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
+import { keepRunningWithoutConsole } from '../lib/console-output.js';
+import { onStopSignal } from '../lib/stop-signals.js';
 import { fatal } from './fatal.js';
 
 const progress = (line: string): void => void process.stderr.write(`${line}\n`);
 
 /**
- * `amesh up`: a local multi-node ambient cluster (src/up/cluster.ts) until Ctrl-C or SIGTERM, which tear it all
- * down. Progress goes to stderr, the table of nodes and pods to stdout.
+ * `amesh up`: a local multi-node ambient cluster (src/up/cluster.ts) until Ctrl-C, SIGTERM or SIGHUP, which tear it
+ * all down, to the end even when stdout and stderr are gone. Progress goes to stderr, the table of nodes and pods to
+ * stdout.
  */
 export function upCommand(): Command {
   return new Command('up')
@@ -45,6 +51,7 @@ export function upCommand(): Command {
     .option('-o, --output <format>', 'json or yaml instead of the table')
     .option('--log-level <level>', 'log level of up.log, or scope=level list')
     .action(async (o) => {
+      keepRunningWithoutConsole();
       let cluster: Cluster | undefined;
       let signalled = false;
       const stop = (): void => {
@@ -55,8 +62,7 @@ export function upCommand(): Command {
           (e: unknown) => fatal(e),
         );
       };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      onStopSignal(stop);
       try {
         const cfg = loadUpConfig(o);
         cluster = await Cluster.start(cfg, progress);
@@ -67,7 +73,7 @@ export function upCommand(): Command {
         if (!settled) progress('Not every pod is ready yet; the table shows where they are');
         process.stdout.write(clusterTable(await cluster.snapshot(), cfg.output));
         progress(
-          `Cluster ${cfg.name} is up. kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec NS/POD -- CMD; Ctrl-C tears it down`,
+          `Cluster ${cfg.name} is up. kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; ${ameshInvocation()} exec --data-dir ${cluster.dataDir.root} NS/POD -- CMD; Ctrl-C tears it down`,
         );
       } catch (e) {
         fatal(e);
@@ -83,9 +89,12 @@ export function downCommand(): Command {
     )
     .option('--data-dir <dir>', 'the data dir amesh up used', UP_DEFAULTS.dataDir)
     .action(async (o) => {
+      keepRunningWithoutConsole();
       try {
+        requireRoot('amesh down');
         const dataDir = new UpDataDir(path.resolve(o.dataDir));
         const removed = await removeRecorded(dataDir.journal);
+        await releaseEndedClaims(dataDir.root);
         for (const p of dataDir.created) await rm(p, { recursive: true, force: true });
         await rmdir(dataDir.root).catch(() => undefined);
         for (const r of removed) progress(`Removed ${r}`);
@@ -94,6 +103,7 @@ export function downCommand(): Command {
             ? `Nothing left to remove in ${dataDir.root}`
             : `Removed ${String(removed.length)} things amesh up left`,
         );
+        progress(logsKept(dataDir));
       } catch (e) {
         fatal(e);
       }

@@ -9,12 +9,15 @@
 import { cp, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { keepRunningWithoutConsole } from '../lib/console-output.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { HBONE_PORT, OUTBOUND_CAPTURE_PORT, ZTUNNEL_STATS_PORT } from '../lib/istio-ports.js';
+import { onStopSignal } from '../lib/stop-signals.js';
+import { ameshInvocation } from '../up/amesh-invocation.js';
 import { Cluster } from '../up/cluster.js';
 import { clusterTable } from '../up/cluster-table.js';
-import { requireHostTools } from '../up/host-tools.js';
-import { runCommand } from '../up/run-command.js';
+import { requireRoot } from '../up/require-root.js';
+import { runCommand, type CommandResult } from '../up/run-command.js';
 import { loadUpConfig } from '../up/up-config.js';
 import { examplesDir } from './examples-dir.js';
 
@@ -28,6 +31,8 @@ const CLIENT = { namespace: 'frontend', pod: 'web', principal: 'spiffe://cluster
 const SERVICE_URL = 'http://echo.backend/';
 const SERVER_NODE = 'node2';
 const DENIED_PRINCIPAL = 'cluster.local/ns/frontend/sa/admin';
+/** The policy file of examples/mesh that the tour edits. */
+const POLICIES = 'policies.yaml';
 
 export interface AmbientDemoOptions {
   readonly keep: boolean;
@@ -71,12 +76,8 @@ interface EchoAnswer {
 }
 
 export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
-  if (process.getuid?.() !== 0)
-    throw new MeshError(
-      'UP_ERR_NETWORK',
-      'amesh demo needs root: it brings up a cluster of network namespaces with iptables rules (run it as root; amesh demo --socks5 is the tour that needs no root)',
-    );
-  requireHostTools([{ cmd: 'curl', pkg: 'curl', why: "the web pod's client" }]);
+  keepRunningWithoutConsole();
+  requireRoot('amesh demo', 'run it as root; amesh demo --socks5 is the tour that needs no root');
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-demo-'));
   const config = path.join(dir, 'mesh');
   await cp(examplesDir('mesh'), config, { recursive: true });
@@ -87,23 +88,25 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   let cluster: Cluster | undefined;
   let starting = true;
   let interrupted = false;
+  /** Set while a kept cluster waits for Ctrl-C: the signal ends the wait, and the teardown follows. */
+  let endKeep: (() => void) | undefined;
   const teardownAndExit = async (): Promise<void> => {
     await cluster?.stop();
     await rm(dir, { recursive: true, force: true });
     process.exit(130);
   };
   // Ctrl-C while the cluster starts waits for the start to finish (or fail and clean up), so nothing is left half made.
-  const onSignal = (): void => {
-    if (interrupted) return;
+  onStopSignal(() => {
     interrupted = true;
+    if (endKeep !== undefined) return endKeep();
     say('==> interrupted: tearing the cluster down');
     if (!starting) void teardownAndExit();
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  });
   let failure: Error | undefined;
   try {
-    cluster = await Cluster.start(cfg, (l) => say(`    ${l}`));
+    cluster = await Cluster.start(cfg, (l) => say(`    ${l}`), {
+      hostTools: [{ cmd: 'curl', pkg: 'curl', why: "the web pod's client" }],
+    });
     starting = false;
     if (interrupted) return await teardownAndExit();
     await tour(cluster, config);
@@ -115,21 +118,40 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   if (interrupted) return;
   if (o.keep && cluster !== undefined) {
     if (failure !== undefined) say(`==> ${describeError(failure)}`);
+    await restoreAllowPolicy(cluster, config).catch((e: unknown) => say(`==> ${describeError(e)}`));
     say(
-      `==> the cluster keeps running: kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; amesh exec --data-dir ${cluster.dataDir.root} ${CLIENT.namespace}/${CLIENT.pod} -- curl -s ${SERVICE_URL}; edit ${config} and watch it apply. Ctrl-C tears it down`,
+      `==> the cluster keeps running: kubectl --kubeconfig ${cluster.dataDir.kubeconfig} get pods -A -o wide; ${ameshInvocation()} exec --data-dir ${cluster.dataDir.root} ${CLIENT.namespace}/${CLIENT.pod} -- curl -s ${SERVICE_URL}; edit ${config} and watch it apply. Ctrl-C tears it down`,
     );
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', () => resolve());
-      process.once('SIGTERM', () => resolve());
-    });
+    await new Promise<void>((resolve) => (endKeep = resolve));
   }
   say('==> tearing the cluster down');
   await cluster?.stop();
   await rm(dir, { recursive: true, force: true });
   say('    nothing is left: no network namespace, link, route, iptables rule, ipset or process');
   if (failure !== undefined) throw failure;
+}
+
+/** The tour's request: curl in the web pod's network namespace, as the unchanged app would send it. */
+async function webCurl(cluster: Cluster): Promise<() => Promise<CommandResult>> {
+  const { record } = await cluster.dataDir.sandbox(CLIENT.namespace, CLIENT.pod);
+  return () =>
+    runCommand('ip', ['netns', 'exec', record.netns, 'curl', '-sS', '--max-time', CURL_MAX_SECONDS, SERVICE_URL]);
+}
+
+/** Undoes the tour's policy edit before a kept cluster is handed over, and waits until web is let through again. */
+async function restoreAllowPolicy(cluster: Cluster, config: string): Promise<void> {
+  const policies = path.join(config, POLICIES);
+  const original = await readFile(path.join(examplesDir('mesh'), POLICIES), 'utf8');
+  if ((await readFile(policies, 'utf8')) === original) return;
+  say(`==> restoring ${policies}: backend's ALLOW policy names web again`);
+  await writeFile(`${policies}.tmp`, original);
+  await rename(`${policies}.tmp`, policies);
+  const curl = await webCurl(cluster);
+  await until('the restored policy allows', async () => {
+    const r = await curl();
+    return r.code === 0 ? r : `curl still fails (exit ${String(r.code)}): ${r.stderr.trim()}`;
+  });
+  say(`    the same curl succeeds again`);
 }
 
 async function tour(cluster: Cluster, config: string): Promise<void> {
@@ -145,9 +167,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
   const serverNode = snapshot.nodes.find((n) => n.metadata?.name === SERVER_NODE);
   const metricsUrl = `http://${serverNode?.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? ''}:${ZTUNNEL_STATS_PORT}/metrics`;
   const webIp = web?.status?.podIP ?? '';
-  const { record } = await cluster.dataDir.sandbox(CLIENT.namespace, CLIENT.pod);
-  const curl = (): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-    runCommand('ip', ['netns', 'exec', record.netns, 'curl', '-sS', '--max-time', CURL_MAX_SECONDS, SERVICE_URL]);
+  const curl = await webCurl(cluster);
 
   say(
     `==> ${CLIENT.namespace}/${CLIENT.pod} (${webIp}, ${web?.spec?.nodeName ?? '?'}) runs an unchanged curl ${SERVICE_URL}: the Service's pods are on ${SERVER_NODE}`,
@@ -192,7 +212,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
     `    destination_principal=${label('destination_principal')} (connection_security_policy=${label('connection_security_policy')})`,
   );
 
-  const policies = path.join(config, 'policies.yaml');
+  const policies = path.join(config, POLICIES);
   say(`==> editing ${policies}: backend's ALLOW policy now names ${DENIED_PRINCIPAL} instead of web`);
   const text = await readFile(policies, 'utf8');
   await writeFile(`${policies}.tmp`, text.replace('cluster.local/ns/frontend/sa/web', DENIED_PRINCIPAL));
@@ -211,7 +231,9 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
     .filter((l) => l.includes('connection complete') && l.includes('error'))
     .at(-1);
   if (why !== undefined) {
-    say(`    ${SERVER_NODE}'s ztunnel logged it (amesh logs istio-system/ztunnel-${SERVER_NODE}):`);
+    say(
+      `    ${SERVER_NODE}'s ztunnel logged it (${ameshInvocation()} logs --data-dir ${cluster.dataDir.root} istio-system/ztunnel-${SERVER_NODE}):`,
+    );
     for (const key of ['src.identity', 'dst.identity', 'error']) say(`      ${key}=${logField(why, key)}`);
   }
 
@@ -224,7 +246,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
         /^istio_tcp_(connections_opened|connections_failed)_total\{/.test(x) && x.includes('reporter="destination"'),
     )) {
     say(
-      `    ${l.replace(/(source_|destination_)(canonical_revision|app|version|cluster|service_namespace|canonical_service|workload_namespace)="[^"]*",/g, '').slice(0, 400)}`,
+      `    ${l.replace(/(source_|destination_)(canonical_revision|app|version|cluster|service_namespace|canonical_service|workload_namespace)="[^"]*",/g, '')}`,
     );
   }
 }

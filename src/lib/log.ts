@@ -54,13 +54,32 @@ export class LogControl {
   private readonly overrides = new Map<string, LevelWithSilent>();
   private defaultLevel: LevelWithSilent;
 
-  /** `level` is a spec as `apply` takes it: `info`, or `info,xds=debug` (RUST_LOG, --log-level). */
-  constructor(opts: { format: LogFormat; level: string; component: string; out?: NodeJS.WritableStream }) {
+  /**
+   * `level` is a spec as `apply` takes it: `info`, or `info,xds=debug` (RUST_LOG, --log-level). `tap`, when given,
+   * sees every entry written, as an object, after it is written.
+   */
+  constructor(opts: {
+    format: LogFormat;
+    level: string;
+    component: string;
+    out?: NodeJS.WritableStream;
+    tap?: (entry: Record<string, unknown>) => void;
+  }) {
     const { def, per } = LogControl.parseSpec(opts.level);
     this.defaultLevel = def ?? 'info';
     for (const [k, v] of per) this.overrides.set(k, v);
     const out = opts.out ?? process.stdout;
-    const dest = opts.format === 'json' ? (out as unknown as DestinationStream) : textDestination(out);
+    const written = opts.format === 'json' ? (out as unknown as DestinationStream) : textDestination(out);
+    const { tap } = opts;
+    const dest: DestinationStream =
+      tap === undefined
+        ? written
+        : {
+            write(line: string): void {
+              written.write(line);
+              tap(JSON.parse(line) as Record<string, unknown>);
+            },
+          };
     this.root = pino(
       {
         level: 'trace',

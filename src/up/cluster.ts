@@ -7,7 +7,7 @@
  * data directory first (resource-journal.ts), so `stop()`, or `amesh down` after a crash, removes all of it.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rm, rmdir, symlink } from 'node:fs/promises';
+import { mkdir, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { ApiServer } from '../apiserver/api-server.js';
@@ -21,6 +21,11 @@ import { listJson } from '../kube/list-json.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
 import { LogControl } from '../lib/log.js';
+import { ameshInvocation } from './amesh-invocation.js';
+import { ClusterClaim } from './cluster-claim.js';
+import { requireFreePorts } from './free-ports.js';
+import { requireRoot } from './require-root.js';
+import { consoleAlert } from './console-alerts.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
 import { Kubelet } from './kubelet.js';
@@ -37,16 +42,36 @@ const APISERVER_PORT = 6443;
 /** Where Debian's containernetworking-plugins and the upstream release tarball put the CNI plugins. */
 export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
 const SETTLE_POLL_MS = 250;
-/** What every node needs on the host: network namespaces, links and routes, and entering them. */
+/**
+ * What every node needs on the host: network namespaces, links and routes, entering them, and the CNI plugins of
+ * its pod network.
+ */
 const CLUSTER_TOOLS: readonly HostTool[] = [
   { cmd: 'ip', pkg: 'iproute2', why: 'network namespaces, links and routes' },
   { cmd: 'nsenter', pkg: 'util-linux', why: "running each node's CNI chain and its agent's commands in its namespace" },
+  {
+    cmd: 'bridge',
+    pkg: 'containernetworking-plugins',
+    why: "the CNI plugin of each node's pod bridge",
+    dirs: CNI_PLUGIN_DIRS,
+  },
+  {
+    cmd: 'host-local',
+    pkg: 'containernetworking-plugins',
+    why: "the CNI plugin of each node's pod IPs",
+    dirs: CNI_PLUGIN_DIRS,
+  },
 ];
 /** What the node agent runs in each captured pod and on each node (Istio's iptables backend). */
 const AMBIENT_TOOLS: readonly HostTool[] = [
   { cmd: 'iptables-restore', pkg: 'iptables', why: "the node agent's pod and host rules" },
   { cmd: 'ipset', pkg: 'ipset', why: "the node agent's kubelet-probe set" },
 ];
+
+export interface StartOptions {
+  /** Programs the caller will run on the host besides the cluster's, checked with them. */
+  readonly hostTools?: readonly HostTool[];
+}
 
 /** One line of progress while the cluster starts or stops. */
 export type Progress = (line: string) => void;
@@ -120,30 +145,67 @@ export class Cluster {
   private readonly undo: { what: string; run: () => Promise<void> }[] = [];
   private kc: KubeConfig | undefined;
   private stopping: Promise<void> | undefined;
+  /** The components' logging, into `up.log`; its errors also reach the console (console-alerts.ts). */
+  private readonly logs: LogControl;
+  /** How many lines of `up.log` reached the console. */
+  private alerts = 0;
 
   private constructor(
     readonly cfg: UpConfig,
     readonly dataDir: UpDataDir,
-    private readonly logs: LogControl,
+    private readonly claim: ClusterClaim,
     private readonly logStream: WriteStream,
     private readonly progress: Progress,
-  ) {}
+  ) {
+    this.logs = new LogControl({
+      format: 'text',
+      level: cfg.logLevel,
+      component: 'up',
+      out: logStream,
+      tap: (entry) => this.alert(entry),
+    });
+  }
+
+  /** Shows an error of `up.log` on the console too, until the teardown (whose errors are expected). */
+  private alert(entry: Record<string, unknown>): void {
+    if (this.stopping !== undefined) return;
+    const line = consoleAlert(entry, this.dataDir.root);
+    if (line === undefined) return;
+    this.alerts++;
+    this.progress(line);
+  }
 
   get kubeconfig(): KubeConfig {
     if (this.kc === undefined) throw new Error('the cluster has not started');
     return this.kc;
   }
 
-  /** Starts the cluster; on any failure, removes what was made and rethrows. */
-  static async start(cfg: UpConfig, progress: Progress): Promise<Cluster> {
+  /**
+   * Starts the cluster; on any failure, removes what was made and rethrows. Nothing is touched before this process
+   * holds the claim on its network namespace and name (cluster-claim.ts).
+   */
+  static async start(cfg: UpConfig, progress: Progress, o: StartOptions = {}): Promise<Cluster> {
+    requireRoot('amesh up');
+    requireHostTools([...CLUSTER_TOOLS, ...(cfg.dataplane === 'ambient' ? AMBIENT_TOOLS : []), ...(o.hostTools ?? [])]);
+    const claim = await ClusterClaim.take(cfg);
     const dataDir = new UpDataDir(cfg.dataDir);
-    await mkdir(cfg.dataDir, { recursive: true, mode: 0o700 });
-    const journal = await ResourceJournal.open(dataDir.journal);
+    let journal: ResourceJournal;
+    try {
+      await mkdir(cfg.dataDir, { recursive: true, mode: 0o700 });
+      journal = await ResourceJournal.open(dataDir.journal);
+    } catch (e) {
+      await claim.release();
+      throw e;
+    }
+    for (const l of dataDir.logs) await rm(l, { recursive: true, force: true });
     const logStream = createWriteStream(dataDir.logFile, { flags: 'a', mode: 0o600 });
-    const logs = new LogControl({ format: 'text', level: cfg.logLevel, component: 'up', out: logStream });
-    logs.apply(cfg.logLevel);
-    const c = new Cluster(cfg, dataDir, logs, logStream, progress);
-    c.undo.push({ what: 'the record of created resources', run: () => journal.close() });
+    const c = new Cluster(cfg, dataDir, claim, logStream, progress);
+    c.undo.push({
+      what: 'what is left of the record of created resources',
+      run: async () => {
+        for (const r of await journal.close()) progress(`Removed ${r}`);
+      },
+    });
     try {
       await c.build(journal);
     } catch (e) {
@@ -156,23 +218,19 @@ export class Cluster {
   private async build(journal: ResourceJournal): Promise<void> {
     const { cfg, dataDir, progress } = this;
     const records = Array.from({ length: cfg.nodes }, (_, i) => nodeRecord(cfg, i + 1));
-    if (process.getuid?.() !== 0)
-      throw new MeshError(
-        'UP_ERR_NETWORK',
-        'amesh up needs root: it makes network namespaces, links and routes (run it with sudo)',
-      );
-    requireHostTools(cfg.dataplane === 'ambient' ? [...CLUSTER_TOOLS, ...AMBIENT_TOOLS] : CLUSTER_TOOLS);
-    await new CniRuntime({ pluginDirs: [...CNI_PLUGIN_DIRS], cacheDir: dataDir.root }).checkPlugins(
-      nodeNetworkConfig(records[0]!.podCidr, ''),
-    );
     await dataDir.writeCluster({ name: cfg.name, hostIp: cfg.hostIp, nodes: records });
 
     progress(`Creating the node network: bridge ${hostBridgeName(cfg)} at ${cfg.hostIp} (${cfg.nodeCidr})`);
+    await createHostBridge(cfg, journal);
     this.undo.push({
       what: `bridge ${hostBridgeName(cfg)}`,
       run: () => ip('link', 'del', hostBridgeName(cfg)).then(() => undefined),
     });
-    await createHostBridge(cfg, journal);
+    await requireFreePorts(cfg.hostIp, [
+      { port: APISERVER_PORT, what: 'the API server' },
+      { port: ISTIOD_GRPC_PORT, what: "istiod's xDS and CA" },
+      { port: ISTIOD_MONITORING_PORT, what: "istiod's monitoring" },
+    ]);
     const nodes: UpNode[] = [];
     for (const r of records) {
       progress(`Creating node ${r.name}: network namespace ${r.netns}, address ${r.ip}, pods ${r.podCidr}`);
@@ -268,6 +326,7 @@ export class Cluster {
    * directory is not the one asked for.
    */
   private async applyManifests(kc: KubeConfig, istiod: Istiod): Promise<void> {
+    const alertsBefore = this.alerts;
     const manifests = await DirectoryApplier.start({
       dir: this.cfg.configDir,
       kubeconfig: kc,
@@ -280,7 +339,10 @@ export class Cluster {
         'UP_ERR_MANIFESTS',
         `the API refused objects of ${this.cfg.configDir}:\n  ${manifests.initial.errors.join('\n  ')}`,
       );
-    this.progress(`Applied ${String(manifests.initial.applied)} objects`);
+    const errors = this.alerts - alertsBefore;
+    this.progress(
+      `Applied ${String(manifests.initial.applied)} objects${errors === 0 ? '' : `; errors (above): ${String(errors)}`}`,
+    );
   }
 
   /** Nodes and pods as the API has them now. */
@@ -316,8 +378,14 @@ export class Cluster {
       }
       await new Promise((r) => this.logStream.end(r));
       for (const p of this.dataDir.created) await rm(p, { recursive: true, force: true });
-      await rmdir(this.dataDir.root).catch(() => undefined);
+      await this.claim.release();
+      this.progress(logsKept(this.dataDir));
     })();
     return this.stopping;
   }
+}
+
+/** Where the logs of a cluster that is gone are, and how to read a container's. */
+export function logsKept(dataDir: UpDataDir): string {
+  return `Logs kept: ${dataDir.logFile}, and each container's in ${dataDir.podsDir} (${ameshInvocation()} logs --data-dir ${dataDir.root} NS/POD); the next amesh up with this --data-dir starts them afresh`;
 }

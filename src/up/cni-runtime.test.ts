@@ -86,21 +86,3 @@ test('CNI network configuration lists are refused with the field that is wrong',
   bad('{"cniVersion":"1.0.0","name":"n","plugins":[]}', /plugins must be a non-empty list/);
   bad('{"cniVersion":"1.0.0","name":"n","plugins":[{"ipam":{}}]}', /plugins\[0\]\.type is required/);
 });
-
-test('checkPlugins names a missing plugin, or a missing IPAM plugin a plugin delegates to, before anything runs', async () => {
-  const rt = new CniRuntime({ pluginDirs: [dir], cacheDir: path.join(dir, 'cache') });
-  const withIpam = (ipam: string) =>
-    parseNetworkConfigList(
-      JSON.stringify({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'first', ipam: { type: ipam } }] }),
-      'test',
-    );
-  await rt.checkPlugins(withIpam('second'));
-  await assert.rejects(
-    rt.checkPlugins(withIpam('host-local-absent')),
-    (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && /"host-local-absent" not found/.test(e.message),
-  );
-  await assert.rejects(
-    rt.checkPlugins(list('first', 'absent')),
-    (e: unknown) => isMeshError(e, 'UP_ERR_CNI') && /"absent" not found/.test(e.message),
-  );
-});

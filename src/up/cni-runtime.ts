@@ -107,15 +107,6 @@ export class CniRuntime {
     for (const plugin of list.plugins) await this.exec('CHECK', list, plugin, at, cached);
   }
 
-  /** Fails with UP_ERR_CNI naming the first plugin of `list` (or IPAM plugin a plugin delegates to) that is not installed. */
-  async checkPlugins(list: NetworkConfigList): Promise<void> {
-    for (const plugin of list.plugins) {
-      await this.find(plugin.type);
-      const ipam = (plugin['ipam'] as { type?: unknown } | undefined)?.type;
-      if (typeof ipam === 'string') await this.find(ipam);
-    }
-  }
-
   private cachePath(list: NetworkConfigList, at: Attachment): string {
     return path.join(this.opts.cacheDir, `${list.name}-${at.containerId}-${at.ifName}.json`);
   }

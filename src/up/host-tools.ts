@@ -11,6 +11,8 @@ export interface HostTool {
   readonly cmd: string;
   readonly pkg: string;
   readonly why: string;
+  /** Where it is looked for instead of PATH (a CNI plugin, in the plugin directories). */
+  readonly dirs?: readonly string[];
 }
 
 /** Finds `cmd` as execvp would, on `envPath`; undefined when it is not there. */
@@ -31,13 +33,14 @@ export function resolveCommand(cmd: string, envPath: string): string | undefined
   });
 }
 
-/** Throws UP_ERR_HOST_TOOL naming every tool not on `envPath` and the packages to install. */
+/** Throws UP_ERR_HOST_TOOL naming every tool missing (from `envPath`, or its own `dirs`) and the packages to install. */
 export function requireHostTools(tools: readonly HostTool[], envPath = process.env['PATH'] ?? ''): void {
-  const missing = tools.filter((t) => resolveCommand(t.cmd, envPath) === undefined);
+  const missing = tools.filter((t) => resolveCommand(t.cmd, t.dirs?.join(':') ?? envPath) === undefined);
   if (missing.length === 0) return;
   const pkgs = [...new Set(missing.map((t) => t.pkg))].join(' ');
+  const where = (t: HostTool): string => (t.dirs === undefined ? '' : `, looked for in ${t.dirs.join(' and ')}`);
   throw new MeshError(
     'UP_ERR_HOST_TOOL',
-    `not on this machine's PATH: ${missing.map((t) => `${t.cmd} (${t.why})`).join(', ')}; install them: apt-get install ${pkgs}`,
+    `missing on this machine: ${missing.map((t) => `${t.cmd} (${t.why}${where(t)})`).join(', ')}; install them: apt-get install ${pkgs}`,
   );
 }

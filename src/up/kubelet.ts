@@ -90,6 +90,8 @@ class PodWorker {
   /** `hostNetwork: true`: the pod shares the node's namespace and address; no sandbox, no CNI. */
   private readonly hostNetwork: boolean;
   private podIp: string | undefined;
+  /** Whether this worker made the sandbox's namespace (a failed `ip netns add` made nothing to remove). */
+  private netnsMade = false;
   private sandboxError: string | undefined;
   private readonly containers: ContainerProcess[] = [];
   private readonly probes = new Map<string, ReadinessProbe>();
@@ -170,8 +172,8 @@ class PodWorker {
 
   /** Makes the sandbox's namespace and runs the CNI chain's ADD for it; returns the pod's IP. */
   private async addNetwork(): Promise<string> {
-    this.k.journal.record({ t: 'netns', name: this.netns });
-    await ip('netns', 'add', this.netns);
+    await this.k.journal.create({ t: 'netns', name: this.netns }, () => ip('netns', 'add', this.netns));
+    this.netnsMade = true;
     await ip('-n', this.netns, 'link', 'set', 'lo', 'up');
     const result = (await this.k.cni.add(this.k.cniList, this.at)) as { ips?: { address?: string }[] };
     const address = result.ips?.[0]?.address?.split('/')[0];
@@ -316,7 +318,8 @@ class PodWorker {
 
   private async removeSandbox(): Promise<void> {
     this.podIp = undefined;
-    if (this.hostNetwork) return;
+    if (!this.netnsMade) return;
+    this.netnsMade = false;
     await this.k.cni
       .del(this.k.cniList, this.at)
       .catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'CNI DEL failed'));
@@ -325,8 +328,11 @@ class PodWorker {
     );
   }
 
-  /** Stops the containers (SIGTERM, then SIGKILL after the grace period), runs CNI DEL and removes the sandbox. */
-  async terminate(graceSeconds?: number): Promise<void> {
+  /**
+   * Stops the containers (SIGTERM, then SIGKILL after the grace period), runs CNI DEL and removes the sandbox, and
+   * with it the pod's logs unless `keepLogs`.
+   */
+  async terminate(graceSeconds?: number, keepLogs = false): Promise<void> {
     this.terminating = true;
     clearTimeout(this.retryTimer);
     await this.started;
@@ -335,7 +341,7 @@ class PodWorker {
     await Promise.all(this.containers.map((c) => c.stop(grace)));
     await this.statusIdle;
     await this.removeSandbox();
-    await rm(this.dir, { recursive: true, force: true });
+    if (!keepLogs) await rm(this.dir, { recursive: true, force: true });
     this.log.info('pod removed');
   }
 }
@@ -435,10 +441,13 @@ export class Kubelet {
     void done.then(() => this.terminations.delete(done));
   }
 
-  /** Stops watching and removes every pod's processes and sandbox (the cluster is going away: no grace). */
+  /**
+   * Stops watching and removes every pod's processes and sandbox (the cluster is going away: no grace), keeping
+   * their logs.
+   */
   async stop(): Promise<void> {
     await this.pods.stop();
-    const all = [...this.workers.values()].map((w) => w.terminate(0));
+    const all = [...this.workers.values()].map((w) => w.terminate(0, true));
     this.workers.clear();
     await Promise.all([...all, ...this.terminations]);
   }

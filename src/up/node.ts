@@ -8,7 +8,7 @@
 import { MeshError } from '../lib/errors.js';
 import { addressInCidr, type UpConfig } from './up-config.js';
 import type { NodeRecord } from './up-data-dir.js';
-import { deleteNetns, type ResourceJournal } from './resource-journal.js';
+import { deleteLink, deleteNetns, type ResourceJournal } from './resource-journal.js';
 import { ip, runCommand } from './run-command.js';
 
 /** The i-th node (1-based): its name, namespace, address on the node network, and pod CIDR. */
@@ -29,8 +29,7 @@ export const hostBridgeName = (cfg: UpConfig): string => `${cfg.name}-br`;
 /** Creates the cluster bridge in the host namespace, holding the host's address on the node network. */
 export async function createHostBridge(cfg: UpConfig, journal: ResourceJournal): Promise<void> {
   const br = hostBridgeName(cfg);
-  journal.record({ t: 'link', name: br });
-  await ip('link', 'add', br, 'type', 'bridge');
+  await journal.create({ t: 'link', name: br }, () => ip('link', 'add', br, 'type', 'bridge'));
   await ip('addr', 'add', `${cfg.hostIp}/${cfg.nodeCidr.split('/')[1] ?? ''}`, 'dev', br);
   await ip('link', 'set', br, 'up');
 }
@@ -58,11 +57,11 @@ export class UpNode {
   ): Promise<UpNode> {
     const r = nodeRecord(cfg, i);
     const hostLink = `${cfg.name}-v${String(i)}`;
-    journal.record({ t: 'netns', name: r.netns });
-    await ip('netns', 'add', r.netns);
+    await journal.create({ t: 'netns', name: r.netns }, () => ip('netns', 'add', r.netns));
     await ip('-n', r.netns, 'link', 'set', 'lo', 'up');
-    journal.record({ t: 'link', name: hostLink });
-    await ip('link', 'add', hostLink, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', r.netns);
+    await journal.create({ t: 'link', name: hostLink }, () =>
+      ip('link', 'add', hostLink, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', r.netns),
+    );
     await ip('link', 'set', hostLink, 'master', hostBridgeName(cfg), 'up');
     await ip('-n', r.netns, 'addr', 'add', `${r.ip}/${cfg.nodeCidr.split('/')[1] ?? ''}`, 'dev', 'eth0');
     await ip('-n', r.netns, 'link', 'set', 'eth0', 'up');
@@ -86,10 +85,6 @@ export class UpNode {
   /** Removes the namespace (killing what runs in it) and the host end of the veth. */
   async remove(): Promise<void> {
     await deleteNetns(this.record.netns);
-    // Deleting the namespace destroys the veth pair, the host end too, though the kernel may do it only after
-    // `ip netns del` returns: a host end already gone is what we want.
-    const del = await runCommand('ip', ['link', 'del', this.hostLink]);
-    if (del.code !== 0 && !del.stderr.includes('Cannot find device'))
-      throw new MeshError('UP_ERR_NETWORK', `ip link del ${this.hostLink} failed: ${del.stderr.trim()}`);
+    await deleteLink(this.hostLink);
   }
 }

@@ -118,7 +118,12 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
           finishedAt: Date.now(),
         } as const;
         this._lastTerminated = t;
-        this.log.info({ container: this.spec.name, exitCode: code, signal }, 'container exited');
+        if (failed && !this.stopped)
+          this.log.error(
+            { container: this.spec.name, exitCode: code, signal },
+            `container ${this.spec.name} failed: ${signal === null ? `exit code ${String(code)}` : `killed by ${signal}`}`,
+          );
+        else this.log.info({ container: this.spec.name, exitCode: code, signal }, 'container exited');
         if (Date.now() - startedAt >= RESTART_BACKOFF_RESET_MS) {
           this.backoff.reset();
           this.failedBefore = false;

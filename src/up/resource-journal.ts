@@ -2,24 +2,29 @@
  * The record of what `amesh up` created outside its own process: network namespaces (every container, probe,
  * CNI plugin, node agent and ztunnel runs inside one of them) and links in the host's namespace. Each entry is
  * appended, synchronously, before the thing is created, so a crash at any point leaves a record that covers it;
- * `amesh down` (`removeRecorded`) then kills the processes in each namespace, deletes the namespaces and links,
- * and removes the record.
+ * when the creation fails, nothing was made (a namespace or link of that name may be another's) and a retraction
+ * follows it. `amesh down` (`removeRecorded`), and `up`'s own teardown last of all, then kill the processes in each
+ * namespace, delete the namespaces and links still there, and remove the record.
  */
 import { appendFileSync, readFileSync, readlinkSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { MeshError } from '../lib/errors.js';
 import { ip, runCommand } from './run-command.js';
 
+/** A network namespace or a link in the host's namespace. */
+export type Resource = { readonly t: 'netns'; readonly name: string } | { readonly t: 'link'; readonly name: string };
+
 export type JournalEntry =
   | { readonly t: 'up'; readonly pid: number; readonly start: string; readonly hostNetns: string }
-  | { readonly t: 'netns'; readonly name: string }
-  | { readonly t: 'link'; readonly name: string };
+  | Resource
+  /** The creation of `of`, recorded just before, failed: nothing of it was made. */
+  | { readonly t: 'not-made'; readonly of: Resource };
 
 /** How long a running `up` has to tear itself down after SIGTERM before `down` kills it. */
 const UP_STOP_TIMEOUT_MS = 60_000;
 
 /** The network namespace this process runs in (`net:[inode]`), where `up` made its links. */
-const ownNetns = (): string => readlinkSync('/proc/self/ns/net');
+export const ownNetns = (): string => readlinkSync('/proc/self/ns/net');
 const POLL_MS = 100;
 
 /** A process's start time in clock ticks since boot (/proc/PID/stat field 22): with the pid, names one process for good. */
@@ -48,25 +53,49 @@ export class ResourceJournal {
     return j;
   }
 
-  record(e: JournalEntry): void {
+  private record(e: JournalEntry): void {
     appendFileSync(this.file, JSON.stringify(e) + '\n', { mode: 0o600 });
   }
 
-  async close(): Promise<void> {
-    await rm(this.file, { force: true });
+  /** Records `r`, then runs `make`, the one command that creates it; when that fails, retracts the record. */
+  async create(r: Resource, make: () => Promise<unknown>): Promise<void> {
+    this.record(r);
+    try {
+      await make();
+    } catch (e) {
+      this.record({ t: 'not-made', of: r });
+      throw e;
+    }
+  }
+
+  /** Removes what the record still names and is still there (what a failed step left), then the record. */
+  close(): Promise<string[]> {
+    return removeRecorded(this.file);
   }
 }
 
-async function readJournal(file: string): Promise<JournalEntry[]> {
+/** The entries of the record at `file` (none when there is none), retracted creations left out. */
+export async function readJournal(file: string): Promise<JournalEntry[]> {
   const text = await readFile(file, 'utf8').catch(() => '');
+  const entries: JournalEntry[] = [];
   // A line cut short by a crash is the last one, and names something not yet created.
-  return text.split('\n').flatMap((l) => {
+  for (const l of text.split('\n')) {
+    let e: JournalEntry;
     try {
-      return l === '' ? [] : [JSON.parse(l) as JournalEntry];
+      if (l === '') continue;
+      e = JSON.parse(l) as JournalEntry;
     } catch {
-      return [];
+      continue;
     }
-  });
+    if (e.t !== 'not-made') {
+      entries.push(e);
+      continue;
+    }
+    const { of } = e;
+    const at = entries.findLastIndex((x) => x.t === of.t && x.name === of.name);
+    if (at >= 0) entries.splice(at, 1);
+  }
+  return entries;
 }
 
 const alive = (pid: number, start: string): boolean => processStart(pid) === start;
@@ -83,6 +112,16 @@ export async function deleteNetns(name: string): Promise<void> {
     }
   }
   await ip('netns', 'del', name);
+}
+
+/**
+ * Deletes a link in this namespace. Gone already is fine: deleting a namespace destroys the veths with an end in
+ * it, the host end too, though the kernel may do it only after `ip netns del` returned.
+ */
+export async function deleteLink(name: string): Promise<void> {
+  const del = await runCommand('ip', ['link', 'del', name]);
+  if (del.code !== 0 && !del.stderr.includes('Cannot find device'))
+    throw new MeshError('UP_ERR_NETWORK', `ip link del ${name} failed: ${del.stderr.trim()}`);
 }
 
 /**
@@ -111,7 +150,7 @@ export async function removeRecorded(file: string): Promise<string[]> {
       await deleteNetns(e.name);
       removed.push(`netns ${e.name}`);
     } else if (e.t === 'link' && (await runCommand('ip', ['link', 'show', e.name])).code === 0) {
-      await ip('link', 'del', e.name);
+      await deleteLink(e.name);
       removed.push(`link ${e.name}`);
     }
   }

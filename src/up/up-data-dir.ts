@@ -40,9 +40,12 @@ const ENTRIES = {
   istiodDir: 'istiod',
   journal: 'created.jsonl',
   clusterFile: 'cluster.json',
+  nodesDir: 'nodes',
+} as const;
+/** The logs: up's own and each pod's containers'. Teardown keeps them; the next `up` here starts them afresh. */
+const LOGS = {
   logFile: 'up.log',
   podsDir: 'pods',
-  nodesDir: 'nodes',
 } as const;
 
 export class UpDataDir {
@@ -55,8 +58,10 @@ export class UpDataDir {
   readonly logFile: string;
   readonly podsDir: string;
   readonly nodesDir: string;
-  /** Everything `up` creates here. */
+  /** Everything `up` creates here but its logs. */
   readonly created: readonly string[];
+  /** Where the logs are. */
+  readonly logs: readonly string[];
 
   constructor(readonly root: string) {
     const at = (name: string): string => path.join(root, name);
@@ -65,10 +70,11 @@ export class UpDataDir {
     this.istiodDir = at(ENTRIES.istiodDir);
     this.journal = at(ENTRIES.journal);
     this.clusterFile = at(ENTRIES.clusterFile);
-    this.logFile = at(ENTRIES.logFile);
-    this.podsDir = at(ENTRIES.podsDir);
+    this.logFile = at(LOGS.logFile);
+    this.podsDir = at(LOGS.podsDir);
     this.nodesDir = at(ENTRIES.nodesDir);
     this.created = Object.values(ENTRIES).map(at);
+    this.logs = Object.values(LOGS).map(at);
   }
 
   nodeDir(node: string): string {
@@ -108,9 +114,11 @@ export class UpDataDir {
     await writeFile(path.join(dir, SANDBOX_FILE), JSON.stringify(s), { mode: 0o600 });
   }
 
-  /** The newest sandbox of pod `ns/name` (a pod recreated under the same name has a new uid and directory). */
+  /**
+   * The newest sandbox of pod `ns/name` (a pod recreated under the same name has a new uid and directory), kept
+   * with its logs after the cluster's teardown.
+   */
   async sandbox(ns: string, name: string): Promise<{ dir: string; record: SandboxRecord }> {
-    await this.readCluster();
     const prefix = `${ns}_${name}_`;
     const found: { dir: string; record: SandboxRecord; mtime: number }[] = [];
     for (const e of await readdir(this.podsDir).catch(() => [])) {
@@ -122,11 +130,11 @@ export class UpDataDir {
       found.push({ dir, record: JSON.parse(text) as SandboxRecord, mtime: mtimeMs });
     }
     const newest = found.sort((a, b) => b.mtime - a.mtime)[0];
-    if (newest === undefined)
-      throw new MeshError(
-        'UP_ERR_NOT_FOUND',
-        `pod ${ns}/${name} has no sandbox on this cluster (kubectl --kubeconfig ${this.kubeconfig} get pods -A -o wide lists the pods)`,
-      );
-    return newest;
+    if (newest !== undefined) return newest;
+    await this.readCluster();
+    throw new MeshError(
+      'UP_ERR_NOT_FOUND',
+      `pod ${ns}/${name} has no sandbox on this cluster (kubectl --kubeconfig ${this.kubeconfig} get pods -A -o wide lists the pods)`,
+    );
   }
 }

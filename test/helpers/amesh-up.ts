@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { ameshCommand } from '../../src/up/amesh-command.js';
 import { runToExit } from './run-to-exit.js';
@@ -86,6 +86,18 @@ export function launchUp(host: TestNetns, args: string[]): LaunchedUp {
   return { up, ready, stderr: () => err };
 }
 
+/**
+ * A test's last word on its cluster, whatever happened to it: `up` killed if it still runs, then `amesh down` if
+ * `up` did not remove all it made (killed, or dead half way through its teardown).
+ */
+export async function removeCluster(launched: LaunchedUp | undefined, host: TestNetns, dataDir: string): Promise<void> {
+  if (launched?.up.exitCode === null && launched.up.signalCode === null) {
+    launched.up.kill('SIGKILL');
+    await once(launched.up, 'exit');
+  }
+  if (existsSync(path.join(dataDir, 'created.jsonl'))) await amesh(host, 'down', '--data-dir', dataDir);
+}
+
 /** What must be the same before `up` and after its teardown, in the host namespace and on the machine. */
 export interface HostState {
   links: string;
@@ -121,7 +133,10 @@ export async function hostState(host: TestNetns, cluster: string, marker: string
   };
 }
 
-/** SIGTERMs `up` and asserts it exits 0 leaving the host as `clean` and no data dir. */
+/**
+ * Stops `up` with `signal` and asserts it exits 0 leaving the host as `clean` and only the logs in the data dir. With `closeOutput`
+ * its stdout and stderr are closed first, as a `| tee` ended by the same Ctrl-C, or a closed terminal, leaves them.
+ */
 export async function assertTornDown(
   launched: LaunchedUp,
   host: TestNetns,
@@ -129,10 +144,15 @@ export async function assertTornDown(
   marker: string,
   clean: HostState,
   dataDir: string,
+  stopWith: { signal: NodeJS.Signals; closeOutput: boolean } = { signal: 'SIGTERM', closeOutput: false },
 ): Promise<void> {
-  launched.up.kill('SIGTERM');
+  if (stopWith.closeOutput) {
+    launched.up.stdout?.destroy();
+    launched.up.stderr?.destroy();
+  }
+  launched.up.kill(stopWith.signal);
   const [code] = (await once(launched.up, 'exit')) as [number | null];
   assert.equal(code, 0, launched.stderr());
   assert.deepEqual(await hostState(host, cluster, marker), clean);
-  assert.equal(existsSync(dataDir), false);
+  assert.deepEqual(readdirSync(dataDir).sort(), ['pods', 'up.log'], 'only the logs are kept');
 }
