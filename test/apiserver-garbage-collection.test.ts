@@ -83,12 +83,12 @@ describe('amesh apiserver garbage collection and namespace deletion', () => {
       namespace: 'owned',
       body: {
         metadata: {
-          name: 'ds-pod',
+          name: 'rollout-pod',
           ownerReferences: [
             {
-              apiVersion: 'apps/v1',
-              kind: 'DaemonSet',
-              name: 'ztunnel',
+              apiVersion: 'argoproj.io/v1alpha1',
+              kind: 'Rollout',
+              name: 'web',
               uid: '4b1e0c1e-0000-4000-8000-000000000001',
               controller: true,
             },
@@ -106,7 +106,10 @@ describe('amesh apiserver garbage collection and namespace deletion', () => {
     );
     const orphan = await apps.readNamespacedReplicaSet({ name: 'rs-orphaned', namespace: 'owned' });
     assert.equal(orphan.metadata?.ownerReferences, undefined);
-    assert.equal((await core.readNamespacedPod({ name: 'ds-pod', namespace: 'owned' })).metadata?.name, 'ds-pod');
+    assert.equal(
+      (await core.readNamespacedPod({ name: 'rollout-pod', namespace: 'owned' })).metadata?.name,
+      'rollout-pod',
+    );
   });
 
   test('a Job deleted without a propagationPolicy orphans its pods, as batch/v1 does; with Background it takes them along', async () => {

@@ -2,8 +2,8 @@
  * The EndpointSlice controller against the embedded API server, read back as kubectl and client-node see it: the
  * slice a Service with a selector gets (names, labels, owner, ports resolved on the pods), Kubernetes' ready,
  * serving and terminating conditions as pods become ready and are deleted, pods leaving by label, the placeholder
- * of a Service with no pods, none for a Service without a selector, a slice deleted by hand coming back, and the
- * slices going with their Service. A test "kubelet" reports pod IPs and readiness through `pods/status`.
+ * of a Service with no pods, none for a Service without a selector (whose slices, as default/kubernetes's, are left
+ * alone), a slice deleted by hand coming back, and the slices going with their Service. A test "kubelet" reports pod IPs and readiness through `pods/status`.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -212,6 +212,8 @@ describe('EndpointSlice controller', () => {
     });
     await sliceWhen('later', 'the later Service has its slice', (s) => s.endpoints?.length === 2);
     assert.deepEqual([...(await slicesOf('manual')), ...(await slicesOf('ext'))], []);
+    const apiSlice = await discovery.readNamespacedEndpointSlice({ name: 'kubernetes', namespace: 'default' });
+    assert.equal(apiSlice.endpoints?.length, 1, "the API server's own slice for default/kubernetes is left alone");
   });
 
   test('a managed slice deleted by hand comes back; deleting the Service takes its slices with it', async () => {

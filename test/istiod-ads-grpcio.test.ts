@@ -55,21 +55,25 @@ test(
     };
     assert.equal(r.type_url, 'type.googleapis.com/istio.workload.Address');
     assert.ok(r.nonce_set);
-    assert.deepEqual(r.workloads, [
-      {
-        name: 'Kubernetes//Pod/backend/echo-0',
-        version: r.workloads[0]!['version'],
-        any_type: 'type.googleapis.com/istio.workload.Address',
-        uid: 'Kubernetes//Pod/backend/echo-0',
-        name_field: 'echo-0',
-        namespace: 'backend',
-        addresses: [[10, 1, 2, 3]],
-        tunnel_protocol: 1,
-        service_account: 'echo',
-        node: 'node2',
-        services: { 'backend/echo.backend.svc.cluster.local': [[80, 8080]] },
-      },
-    ]);
+    // The API server's own endpoint (default/kubernetes's EndpointSlice) is served too; this test is about echo's.
+    assert.deepEqual(
+      r.workloads.filter((w) => w['namespace'] === 'backend'),
+      [
+        {
+          name: 'Kubernetes//Pod/backend/echo-0',
+          version: r.workloads[0]!['version'],
+          any_type: 'type.googleapis.com/istio.workload.Address',
+          uid: 'Kubernetes//Pod/backend/echo-0',
+          name_field: 'echo-0',
+          namespace: 'backend',
+          addresses: [[10, 1, 2, 3]],
+          tunnel_protocol: 1,
+          service_account: 'echo',
+          node: 'node2',
+          services: { 'backend/echo.backend.svc.cluster.local': [[80, 8080]] },
+        },
+      ],
+    );
     // The API server's own default/kubernetes Service is served too, as on a cluster; this test is about echo's.
     const services = r.services.filter((svc) => svc['namespace'] === 'backend');
     assert.deepEqual(services, [

@@ -58,11 +58,13 @@ describe('istiod delta ADS', () => {
       node: { id: 'ztunnel~1.1.1.1~z.istio-system~istio-system.svc.cluster.local' },
     });
     const all = await first.next();
-    // The pods, and the API server's own `kubernetes` Service, which istiod serves as it would on a cluster.
+    // The pods, and the API server's own `kubernetes` Service with its endpoint, which istiod serves as it would
+    // on a cluster.
     assert.deepEqual(all.resources.map((r) => r.name).sort(), [
       'Kubernetes//Pod/ns/p0',
       'Kubernetes//Pod/ns/p1',
       'Kubernetes//Pod/ns/p2',
+      'Kubernetes/discovery.k8s.io/EndpointSlice/default/kubernetes/127.0.0.1',
       'default/kubernetes.default.svc.cluster.local',
     ]);
     first.stream.write({ typeUrl: ADDRESS, responseNonce: all.nonce });

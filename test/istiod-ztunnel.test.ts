@@ -175,9 +175,11 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
 
   test('workloads and services from the manifests reach ztunnel; certificates come from istiod by impersonation', async () => {
     const d = await dump(z2);
-    assert.deepEqual(d.workloads.map((w) => w.uid).sort(), [
+    // The pods, and the endpoint of the API server's own `kubernetes` Service.
+    assert.deepEqual(d.workloads.map((w) => w.uid.replace(/\/kubernetes\/[^/]+$/, '/kubernetes/<api>')).sort(), [
       'Kubernetes//Pod/backend/echo-0',
       'Kubernetes//Pod/frontend/web-0',
+      'Kubernetes/discovery.k8s.io/EndpointSlice/default/kubernetes/<api>',
     ]);
     assert.equal(
       d.certificates.find((c) => c.identity === 'spiffe://cluster.local/ns/backend/sa/echo')?.state,

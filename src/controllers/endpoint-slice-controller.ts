@@ -7,7 +7,8 @@
  * terminating (`publishNotReadyAddresses` makes both true). A Service with no endpoints keeps one empty
  * placeholder slice per family, as Kubernetes does. Slices are named `<service>-<random>`, labelled with
  * `kubernetes.io/service-name` and `endpointslice.kubernetes.io/managed-by`, and owned by their Service, so the
- * garbage collector removes them with it. ExternalName Services and Services without a selector get none.
+ * garbage collector removes them with it. ExternalName Services and Services without a selector get none, and
+ * their slices are left to whoever writes them, as upstream leaves them.
  *
  * Endpoint `zone`s and topology hints are not set (nothing here reads them).
  */
@@ -235,8 +236,9 @@ export class EndpointSliceController {
     if (!this.expectations.satisfied(key)) return;
     const { namespace, name } = splitKey(key);
     const svc = this.services.get(name, namespace);
-    // A deleted Service's slices go with it: the garbage collector follows their owner reference.
-    if (svc === undefined) return;
+    // A deleted Service's slices go with it: the garbage collector follows their owner reference. Slices of an
+    // ExternalName Service or one without a selector are someone else's (the API server keeps default/kubernetes's).
+    if (svc === undefined || svc.spec?.selector === undefined || svc.spec.type === 'ExternalName') return;
     const existing = this.slices
       .list(namespace)
       .filter(
@@ -244,8 +246,7 @@ export class EndpointSliceController {
           s.metadata?.labels?.[SERVICE_NAME_LABEL] === name && s.metadata.labels[MANAGED_BY_LABEL] === CONTROLLER_NAME,
       )
       .sort((a, b) => compareStrings(a.metadata?.name ?? '', b.metadata?.name ?? ''));
-    const managed = svc.spec?.selector !== undefined && svc.spec.type !== 'ExternalName';
-    const desired = managed ? desiredSlices(svc, this.pods.list(namespace)) : [];
+    const desired = desiredSlices(svc, this.pods.list(namespace));
     const labels = sliceLabels(svc);
     const unused = new Set(existing);
     const toCreate: V1EndpointSlice[] = [];

@@ -38,9 +38,10 @@ def main():
         addr = fields(anyf[2][0])
         if 1 in addr:  # Address.workload = 1
             w = fields(addr[1][0])
+            # proto3 leaves empty strings off the wire (an EndpointSlice's workload has no account or node).
             item.update(uid=s(w[20][0]), name_field=s(w[1][0]), namespace=s(w[2][0]),
                         addresses=[list(a) for a in w.get(3, [])], tunnel_protocol=w.get(5, [0])[0],
-                        service_account=s(w[7][0]), node=s(w[9][0]),
+                        service_account=s(w.get(7, [b""])[0]), node=s(w.get(9, [b""])[0]),
                         services={s(fields(e)[1][0]): [[fields(p).get(1, [0])[0], fields(p).get(2, [0])[0]] for p in fields(fields(e)[2][0]).get(1, [])] for e in w.get(22, [])})
             out["workloads"].append(item)
         else:  # Address.service = 2
