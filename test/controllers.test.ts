@@ -19,13 +19,12 @@ import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 import { DeploymentController, POD_TEMPLATE_HASH, REVISION } from '../src/controllers/deployment-controller.js';
 import { ReplicaSetController } from '../src/controllers/replica-set-controller.js';
-import { SharedInformerFactory } from '../src/kube/shared-informer-factory.js';
 import { ameshCommand } from '../src/up/amesh-command.js';
 import { startApiServer } from './helpers/in-process.js';
+import { startControllers, type ControllerFixture } from './helpers/controller-fixture.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { freePorts } from './helpers/free-port.js';
 import { waitFor } from './helpers/mesh-fixture.js';
-import { silentLogs } from './helpers/captured-logs.js';
 
 const NS = 'shop';
 const DEADLINE_MS = 10_000;
@@ -41,13 +40,10 @@ const deployment = (image: string, replicas: number): k8s.V1Deployment => ({
 });
 
 describe('Deployment and ReplicaSet controllers', () => {
-  let dir: string;
+  let fx: ControllerFixture;
   let api: ApiServer;
   let core: k8s.CoreV1Api;
   let apps: k8s.AppsV1Api;
-  let deployments: DeploymentController;
-  let replicaSets: ReplicaSetController;
-  let informers: SharedInformerFactory;
   const { ok } = kubectlWith(() => api.kubeconfigPath);
 
   const podsOf = async (): Promise<k8s.V1Pod[]> =>
@@ -70,29 +66,14 @@ describe('Deployment and ReplicaSet controllers', () => {
   };
 
   before(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'amesh-controllers-'));
-    api = await startApiServer(path.join(dir, 'data'));
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(api.kubeconfigPath);
-    core = kc.makeApiClient(k8s.CoreV1Api);
-    apps = kc.makeApiClient(k8s.AppsV1Api);
-    const logs = silentLogs('controllers');
-    informers = new SharedInformerFactory(kc, logs.scope('informers'));
-    deployments = new DeploymentController(kc, informers, logs.scope('deployment'));
-    replicaSets = new ReplicaSetController(kc, informers, logs.scope('replicaset'));
-    deployments.start();
-    replicaSets.start();
-    informers.start();
-    await Promise.all([deployments.synced, replicaSets.synced]);
+    fx = await startControllers('controllers', (kc, informers, logs) => [
+      new DeploymentController(kc, informers, logs.scope('deployment')),
+      new ReplicaSetController(kc, informers, logs.scope('replicaset')),
+    ]);
+    ({ core, apps, api } = fx);
     await core.createNamespace({ body: { metadata: { name: NS } } });
   });
-  after(async () => {
-    deployments.stop();
-    replicaSets.stop();
-    await informers.stop();
-    await api.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => fx.stop());
 
   test('a Deployment makes a ReplicaSet <deployment>-<pod-template-hash> and its pods <replicaset>-<5 chars>, each owned by the one above', async () => {
     const d = await apps.createNamespacedDeployment({ namespace: NS, body: deployment('amesh-echo:1', 3) });
@@ -347,6 +328,7 @@ test(
         '/apis/apps/v1/daemonsets',
         '/apis/apps/v1/deployments',
         '/apis/apps/v1/replicasets',
+        '/apis/apps/v1/statefulsets',
         '/apis/discovery.k8s.io/v1/endpointslices',
       ];
       assert.deepEqual(paths(false), resources, 'lists');

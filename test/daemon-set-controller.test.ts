@@ -8,16 +8,12 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
-import { CONTROLLER_REVISION_HASH, DaemonSetController } from '../src/controllers/daemon-set-controller.js';
+import { CONTROLLER_REVISION_HASH } from '../src/controllers/controller-history.js';
+import { DaemonSetController } from '../src/controllers/daemon-set-controller.js';
 import { Scheduler } from '../src/controllers/scheduler.js';
-import { SharedInformerFactory } from '../src/kube/shared-informer-factory.js';
-import { silentLogs } from './helpers/captured-logs.js';
-import { startApiServer } from './helpers/in-process.js';
+import { reportPods, startControllers, unready, type ControllerFixture } from './helpers/controller-fixture.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 
@@ -26,12 +22,10 @@ const DEADLINE_MS = 10_000;
 const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
 describe('DaemonSet controller', () => {
-  let dir: string;
+  let fx: ControllerFixture;
   let api: ApiServer;
   let core: k8s.CoreV1Api;
   let apps: k8s.AppsV1Api;
-  let informers: SharedInformerFactory;
-  let controllers: (DaemonSetController | Scheduler)[];
   const { ok } = kubectlWith(() => api.kubeconfigPath);
 
   const podsOf = async (ds: string): Promise<k8s.V1Pod[]> =>
@@ -55,22 +49,6 @@ describe('DaemonSet controller', () => {
     ).catch(() => assert.fail(`${what}: ${JSON.stringify(got)}`));
     return pods;
   };
-  /** What a kubelet reports once a pod runs and passes readiness, or once it has failed. */
-  const report = async (pods: readonly k8s.V1Pod[], phase: 'Running' | 'Failed' = 'Running'): Promise<void> => {
-    for (const p of pods)
-      await core.patchNamespacedPodStatus(
-        {
-          name: p.metadata?.name ?? '',
-          namespace: NS,
-          body: {
-            status: { phase, conditions: [{ type: 'Ready', status: phase === 'Running' ? 'True' : 'False' }] },
-          },
-        },
-        MERGE,
-      );
-  };
-  const unready = (pods: readonly k8s.V1Pod[]): k8s.V1Pod[] =>
-    pods.filter((p) => p.status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True');
   const node = (name: string, labels: Record<string, string>, taints: k8s.V1Taint[] = []): Promise<unknown> =>
     core.createNode({
       body: {
@@ -101,32 +79,17 @@ describe('DaemonSet controller', () => {
     );
 
   before(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'amesh-daemonsets-'));
-    api = await startApiServer(path.join(dir, 'data'));
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(api.kubeconfigPath);
-    core = kc.makeApiClient(k8s.CoreV1Api);
-    apps = kc.makeApiClient(k8s.AppsV1Api);
-    const logs = silentLogs('controllers');
-    informers = new SharedInformerFactory(kc, logs.scope('informers'));
-    controllers = [
+    fx = await startControllers('daemonsets', (kc, informers, logs) => [
       new DaemonSetController(kc, informers, logs.scope('daemonset')),
       new Scheduler(kc, informers, logs.scope('scheduler')),
-    ];
-    for (const c of controllers) c.start();
-    informers.start();
-    await Promise.all(controllers.map((c) => c.synced));
+    ]);
+    ({ core, apps, api } = fx);
     await node('node1', { 'kubernetes.io/os': 'linux' });
     await node('node2', { 'kubernetes.io/os': 'linux' });
     await node('win1', { 'kubernetes.io/os': 'windows' });
     await node('infra1', { 'kubernetes.io/os': 'linux' }, [{ key: 'dedicated', value: 'infra', effect: 'NoSchedule' }]);
   });
-  after(async () => {
-    for (const c of controllers) c.stop();
-    await informers.stop();
-    await api.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => fx.stop());
 
   test('one pod <daemonset>-<suffix> per node its selector and tolerations allow, pinned by node affinity and bound there; status counts the ready ones', async () => {
     const ds = await apps.createNamespacedDaemonSet({
@@ -152,7 +115,7 @@ describe('DaemonSet controller', () => {
         'daemon pods tolerate a cordoned node',
       );
     }
-    await report(pods);
+    await reportPods(core, pods);
     await waitFor(
       'status 2/2 ready',
       async () => {
@@ -169,7 +132,7 @@ describe('DaemonSet controller', () => {
     await core.patchNode({ name: 'node2', body: { metadata: { labels: { 'kubernetes.io/os': 'plan9' } } } }, MERGE);
     await placement('agent', 'only node1 keeps a pod', { node1: ['agent:1'] });
     await core.patchNode({ name: 'node2', body: { metadata: { labels: { 'kubernetes.io/os': 'linux' } } } }, MERGE);
-    await report(unready(await placement('agent', 'node2 back', { node1: ['agent:1'], node2: ['agent:1'] })));
+    await reportPods(core, unready(await placement('agent', 'node2 back', { node1: ['agent:1'], node2: ['agent:1'] })));
     await apps.patchNamespacedDaemonSet(
       {
         name: 'agent',
@@ -179,13 +142,16 @@ describe('DaemonSet controller', () => {
       MERGE,
     );
     const [first] = await podsOf('agent');
-    await report([first!], 'Failed');
+    await reportPods(core, [first!], 'Failed');
     await waitFor(
       'the failed pod deleted',
       async () => !(await podsOf('agent')).some((p) => p.metadata?.uid === first?.metadata?.uid),
       DEADLINE_MS,
     );
-    await report(unready(await placement('agent', 'and replaced', { node1: ['agent:1'], node2: ['agent:1'] })));
+    await reportPods(
+      core,
+      unready(await placement('agent', 'and replaced', { node1: ['agent:1'], node2: ['agent:1'] })),
+    );
   });
 
   test('RollingUpdate with maxUnavailable 1 replaces one node at a time and keeps the old revision', async () => {
@@ -196,8 +162,11 @@ describe('DaemonSet controller', () => {
     await setImage('agent', 'agent:2');
     // Nodes are taken in name order: node1 first, and node2 only once node1's new pod is ready.
     const step = await placement('agent', 'one node at a time', { node1: ['agent:2'], node2: ['agent:1'] });
-    await report(unready(step));
-    await report(unready(await placement('agent', 'both updated', { node1: ['agent:2'], node2: ['agent:2'] })));
+    await reportPods(core, unready(step));
+    await reportPods(
+      core,
+      unready(await placement('agent', 'both updated', { node1: ['agent:2'], node2: ['agent:2'] })),
+    );
     const revisions = (await apps.listNamespacedControllerRevision({ namespace: NS })).items.map((r) => r.revision);
     assert.deepEqual(revisions.sort(), [1, 2]);
   });
@@ -216,7 +185,7 @@ describe('DaemonSet controller', () => {
       node1: ['agent:2', 'agent:3'],
       node2: ['agent:2', 'agent:3'],
     });
-    await report(unready(both));
+    await reportPods(core, unready(both));
     await placement('agent', 'old pods gone once the new are ready', { node1: ['agent:3'], node2: ['agent:3'] });
   });
 

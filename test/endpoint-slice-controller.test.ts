@@ -7,9 +7,6 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import type { ApiServer } from '../src/apiserver/api-server.js';
 import {
@@ -18,11 +15,9 @@ import {
   MANAGED_BY_LABEL,
   SERVICE_NAME_LABEL,
 } from '../src/controllers/endpoint-slice-controller.js';
-import { SharedInformerFactory } from '../src/kube/shared-informer-factory.js';
-import { startApiServer } from './helpers/in-process.js';
+import { startControllers, type ControllerFixture } from './helpers/controller-fixture.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { waitFor } from './helpers/mesh-fixture.js';
-import { silentLogs } from './helpers/captured-logs.js';
 
 const NS = 'shop';
 const DEADLINE_MS = 10_000;
@@ -31,12 +26,10 @@ const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch)
 const HOLD = 'amesh.test/hold';
 
 describe('EndpointSlice controller', () => {
-  let dir: string;
+  let fx: ControllerFixture;
   let api: ApiServer;
   let core: k8s.CoreV1Api;
   let discovery: k8s.DiscoveryV1Api;
-  let controller: EndpointSliceController;
-  let informers: SharedInformerFactory;
   const { ok } = kubectlWith(() => api.kubeconfigPath);
 
   const slicesOf = async (service: string): Promise<k8s.V1EndpointSlice[]> =>
@@ -101,26 +94,14 @@ describe('EndpointSlice controller', () => {
     core.patchNamespacedPod({ name, namespace: NS, body: { metadata: { finalizers: null } } }, MERGE);
 
   before(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'amesh-endpointslices-'));
-    api = await startApiServer(path.join(dir, 'data'));
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(api.kubeconfigPath);
-    core = kc.makeApiClient(k8s.CoreV1Api);
-    discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
-    const logs = silentLogs('controllers');
-    informers = new SharedInformerFactory(kc, logs.scope('informers'));
-    controller = new EndpointSliceController(kc, informers, logs.scope('endpointslice'));
-    controller.start();
-    informers.start();
-    await controller.synced;
+    fx = await startControllers('endpointslices', (kc, informers, logs) => [
+      new EndpointSliceController(kc, informers, logs.scope('endpointslice')),
+    ]);
+    ({ core, api } = fx);
+    discovery = fx.kc.makeApiClient(k8s.DiscoveryV1Api);
     await core.createNamespace({ body: { metadata: { name: NS } } });
   });
-  after(async () => {
-    controller.stop();
-    await informers.stop();
-    await api.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => fx.stop());
 
   test('a Service with a selector gets one slice <service>-<suffix>, labelled, owned by it, listing its pods with ports resolved on them', async () => {
     const svc = await core.createNamespacedService({

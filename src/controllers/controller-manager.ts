@@ -1,6 +1,6 @@
 /**
  * kube-controller-manager's part that amesh runs (k8s.io/kubernetes `cmd/kube-controller-manager`): the
- * Deployment, ReplicaSet, DaemonSet and EndpointSlice controllers and, as one machine needs no separate
+ * Deployment, ReplicaSet, DaemonSet, StatefulSet and EndpointSlice controllers and, as one machine needs no separate
  * kube-scheduler, the scheduler, all reading one SharedInformerFactory, so each resource they read is listed and
  * watched once. `amesh controller-manager` and `amesh up` run it.
  */
@@ -11,6 +11,7 @@ import { DaemonSetController } from './daemon-set-controller.js';
 import { DeploymentController } from './deployment-controller.js';
 import { EndpointSliceController } from './endpoint-slice-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
+import { StatefulSetController } from './stateful-set-controller.js';
 import { Scheduler } from './scheduler.js';
 
 /** What the manager runs: each controller reconciles once its informers have synced, until stopped. */
@@ -32,6 +33,7 @@ export class ControllerManager {
       new DeploymentController(kc, this.informers, logs.scope('deployment')),
       new ReplicaSetController(kc, this.informers, logs.scope('replicaset')),
       new DaemonSetController(kc, this.informers, logs.scope('daemonset')),
+      new StatefulSetController(kc, this.informers, logs.scope('statefulset')),
       new EndpointSliceController(kc, this.informers, logs.scope('endpointslice')),
       new Scheduler(kc, this.informers, logs.scope('scheduler')),
     ];

@@ -12,8 +12,6 @@
  * upstream's counts. `minReadySeconds` is not waited out: a ready pod is available at once.
  */
 import {
-  AppsV1Api,
-  CoreV1Api,
   PatchStrategy,
   setHeaderOptions,
   type KubeConfig,
@@ -26,20 +24,18 @@ import {
   type V1Toleration,
 } from '@kubernetes/client-node';
 import type { RestartingInformer } from '../kube/informer.js';
-import { ReconcileQueue } from '../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { compareStrings } from '../lib/compare-strings.js';
 import type { Logger } from '../lib/log.js';
-import { Expectations } from './expectations.js';
-import { createOwnedPod, deleteOwnedPod, followOwnedPods } from './owned-pods.js';
+import { CONTROLLER_REVISION_HASH, ControllerHistory } from './controller-history.js';
+import { createOwnedPod, deleteOwnedPod } from './owned-pods.js';
 import { scaledValue } from './int-or-percent.js';
 import { UNSCHEDULABLE_TAINT, unfit } from './node-predicates.js';
-import { controllerOf, controllerReference, isPodReady, keyOf, splitKey } from './owned-objects.js';
+import { controllerReference, isPodReady, keyOf } from './owned-objects.js';
+import { PodOwnerController } from './pod-owner-controller.js';
 import { podTemplateHash } from './pod-template-hash.js';
 
-export const CONTROLLER_REVISION_HASH = 'controller-revision-hash';
 export const POD_TEMPLATE_GENERATION = 'pod-template-generation';
-const MAX_ATTEMPTS = 15;
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const STATUS_FIELDS = [
   'currentNumberScheduled',
@@ -103,66 +99,35 @@ interface NodePods {
   readonly old: V1Pod[];
 }
 
-export class DaemonSetController {
-  private readonly daemonSets: RestartingInformer<V1DaemonSet>;
-  private readonly pods: RestartingInformer<V1Pod>;
+export class DaemonSetController extends PodOwnerController<V1DaemonSet> {
   private readonly nodes: RestartingInformer<V1Node>;
-  private readonly revisions: RestartingInformer<V1ControllerRevision>;
-  private readonly queue: ReconcileQueue;
-  private readonly expectations = new Expectations();
-  private readonly apps: AppsV1Api;
-  private readonly core: CoreV1Api;
-  readonly synced: Promise<void>;
+  private readonly history: ControllerHistory;
 
-  constructor(
-    kc: KubeConfig,
-    informers: SharedInformerFactory,
-    private readonly log: Logger,
-  ) {
-    this.apps = kc.makeApiClient(AppsV1Api);
-    this.core = kc.makeApiClient(CoreV1Api);
-    this.queue = new ReconcileQueue((key) => this.reconcile(key), MAX_ATTEMPTS, log);
-    const enqueue = (ds: V1DaemonSet): void => this.queue.add(keyOf(ds.metadata));
-    this.daemonSets = informers.informerFor<V1DaemonSet>('/apis/apps/v1/daemonsets');
-    this.daemonSets.addEventHandler({
-      add: enqueue,
-      update: enqueue,
-      delete: (ds) => this.expectations.forget(keyOf(ds.metadata)),
-    });
-    this.pods = informers.informerFor<V1Pod>('/api/v1/pods');
-    followOwnedPods(this.pods, 'DaemonSet', this.expectations, (key) => this.queue.add(key));
+  constructor(kc: KubeConfig, informers: SharedInformerFactory, log: Logger) {
+    super(kc, informers, log, 'DaemonSet', '/apis/apps/v1/daemonsets');
     const everyDaemonSet = (): void => {
-      for (const ds of this.daemonSets.list()) enqueue(ds);
+      for (const ds of this.owners.list()) this.queue.add(keyOf(ds.metadata));
     };
-    this.nodes = informers.informerFor<V1Node>('/api/v1/nodes');
+    this.nodes = this.alsoRead<V1Node>('/api/v1/nodes');
     this.nodes.addEventHandler({ add: everyDaemonSet, update: everyDaemonSet, delete: everyDaemonSet });
-    this.revisions = informers.informerFor<V1ControllerRevision>('/apis/apps/v1/controllerrevisions');
-    this.synced = Promise.all([
-      this.daemonSets.synced,
-      this.pods.synced,
-      this.nodes.synced,
-      this.revisions.synced,
-    ]).then(() => undefined);
+    this.history = new ControllerHistory(
+      this.apps,
+      this.alsoRead<V1ControllerRevision>('/apis/apps/v1/controllerrevisions'),
+    );
   }
 
-  start(): void {
-    void this.synced.then(() => this.queue.run());
-  }
-
-  stop(): void {
-    this.queue.stop();
-  }
-
-  private async reconcile(key: string): Promise<void> {
-    const { namespace, name } = splitKey(key);
-    const ds = this.daemonSets.get(name, namespace);
-    if (ds === undefined) {
-      this.expectations.forget(key);
-      return;
-    }
+  protected async sync(ds: V1DaemonSet, key: string): Promise<void> {
     if (ds.metadata?.deletionTimestamp !== undefined) return;
     const hash = podTemplateHash(ds.spec?.template, ds.status?.collisionCount);
-    await this.keepRevisions(ds, hash);
+    const meta = ds.metadata ?? {};
+    const running = this.podsOf(ds).map((p) =>
+      ControllerHistory.revisionName(meta, p.metadata?.labels?.[CONTROLLER_REVISION_HASH] ?? ''),
+    );
+    await this.history.keep(
+      { kind: 'DaemonSet', meta, template: ds.spec?.template, revisionHistoryLimit: ds.spec?.revisionHistoryLimit },
+      hash,
+      new Set(running),
+    );
     const nodes = this.nodePods(ds, hash);
     if (this.expectations.satisfied(key)) {
       const { create, remove } = this.plan(ds, nodes);
@@ -179,10 +144,7 @@ export class DaemonSetController {
 
   /** Every node with what it has of `ds`; nodes without a pod that should have none are left out. */
   private nodePods(ds: V1DaemonSet, hash: string): NodePods[] {
-    const uid = ds.metadata?.uid;
-    const owned = this.pods
-      .list(ds.metadata?.namespace ?? '')
-      .filter((p) => controllerOf(p.metadata)?.uid === uid && p.metadata?.deletionTimestamp === undefined);
+    const owned = this.podsOf(ds).filter((p) => p.metadata?.deletionTimestamp === undefined);
     const template = ds.spec?.template.spec;
     // What decides where a daemon pod fits: the template's selectors and affinity, and the daemon tolerations.
     const spec: V1PodSpec = {
@@ -278,62 +240,6 @@ export class DaemonSetController {
       spec: podSpecFor(template?.spec, node),
     };
     await createOwnedPod(this.core, this.expectations, key, body);
-  }
-
-  /**
-   * The current template's ControllerRevision, with the highest revision number, and at most
-   * `revisionHistoryLimit` others, keeping those a pod still runs (`cleanupHistory`).
-   */
-  private async keepRevisions(ds: V1DaemonSet, hash: string): Promise<void> {
-    const meta = ds.metadata ?? {};
-    const namespace = meta.namespace ?? '';
-    const owned = this.revisions
-      .list(namespace)
-      .filter((r) => controllerOf(r.metadata)?.uid === meta.uid)
-      .sort((a, b) => a.revision - b.revision);
-    const name = `${meta.name ?? ''}-${hash}`;
-    const top = Math.max(0, ...owned.map((r) => r.revision));
-    const current = owned.find((r) => r.metadata?.name === name);
-    if (current === undefined) {
-      const template = ds.spec?.template;
-      await this.apps
-        .createNamespacedControllerRevision({
-          namespace,
-          body: {
-            apiVersion: 'apps/v1',
-            kind: 'ControllerRevision',
-            metadata: {
-              name,
-              namespace,
-              labels: { ...template?.metadata?.labels, [CONTROLLER_REVISION_HASH]: hash },
-              ownerReferences: [controllerReference('apps/v1', 'DaemonSet', meta)],
-            },
-            data: { spec: { template: { $patch: 'replace', metadata: template?.metadata, spec: template?.spec } } },
-            revision: top + 1,
-          },
-        })
-        .catch((e: unknown) => {
-          if ((e as { code?: number }).code !== 409) throw e;
-        });
-    } else if (current.revision < top) {
-      await this.apps.patchNamespacedControllerRevision({ name, namespace, body: { revision: top + 1 } }, MERGE_PATCH);
-    }
-    const running = new Set(
-      this.pods
-        .list(namespace)
-        .filter((p) => controllerOf(p.metadata)?.uid === meta.uid)
-        .map((p) => p.metadata?.labels?.[CONTROLLER_REVISION_HASH]),
-    );
-    const history = owned.filter(
-      (r) => r.metadata?.name !== name && !running.has(r.metadata?.labels?.[CONTROLLER_REVISION_HASH]),
-    );
-    const excess = history.length - (ds.spec?.revisionHistoryLimit ?? 10);
-    for (const r of history.slice(0, Math.max(0, excess)))
-      await this.apps
-        .deleteNamespacedControllerRevision({ name: r.metadata?.name ?? '', namespace })
-        .catch((e: unknown) => {
-          if ((e as { code?: number }).code !== 404) throw e;
-        });
   }
 
   private async updateStatus(ds: V1DaemonSet, nodes: readonly NodePods[]): Promise<void> {

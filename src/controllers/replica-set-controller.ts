@@ -7,8 +7,6 @@
  * ever this controller's own.
  */
 import {
-  AppsV1Api,
-  CoreV1Api,
   PatchStrategy,
   setHeaderOptions,
   type KubeConfig,
@@ -17,19 +15,15 @@ import {
   type V1ReplicaSet,
   type V1ReplicaSetStatus,
 } from '@kubernetes/client-node';
-import type { RestartingInformer } from '../kube/informer.js';
-import { ReconcileQueue } from '../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { forEachLimited } from '../lib/for-each-limited.js';
 import type { Logger } from '../lib/log.js';
-import { Expectations } from './expectations.js';
-import { createOwnedPod, deleteOwnedPod, followOwnedPods } from './owned-pods.js';
-import { controllerOf, controllerReference, isPodActive, isPodReady, keyOf, splitKey } from './owned-objects.js';
+import { createOwnedPod, deleteOwnedPod } from './owned-pods.js';
+import { controllerReference, isPodActive, isPodReady } from './owned-objects.js';
+import { PodOwnerController } from './pod-owner-controller.js';
 
 /** Pod creates and deletes in flight per ReplicaSet. */
 const WRITE_CONCURRENCY = 16;
-/** A ReplicaSet whose reconcile keeps failing is retried this many times, then left until its next event. */
-const MAX_ATTEMPTS = 15;
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** The status fields this controller owns; a zero and an absent field are the same (Go's omitempty). */
 const STATUS_FIELDS = [
@@ -58,53 +52,13 @@ function byDeletionRank(a: V1Pod, b: V1Pod): number {
   return 0;
 }
 
-export class ReplicaSetController {
-  private readonly replicaSets: RestartingInformer<V1ReplicaSet>;
-  private readonly pods: RestartingInformer<V1Pod>;
-  private readonly queue: ReconcileQueue;
-  private readonly expectations = new Expectations();
-  private readonly apps: AppsV1Api;
-  private readonly core: CoreV1Api;
-  readonly synced: Promise<void>;
-
-  constructor(
-    kc: KubeConfig,
-    informers: SharedInformerFactory,
-    private readonly log: Logger,
-  ) {
-    this.apps = kc.makeApiClient(AppsV1Api);
-    this.core = kc.makeApiClient(CoreV1Api);
-    this.queue = new ReconcileQueue((key) => this.reconcile(key), MAX_ATTEMPTS, log);
-    const enqueue = (rs: V1ReplicaSet): void => this.queue.add(keyOf(rs.metadata));
-    this.replicaSets = informers.informerFor<V1ReplicaSet>('/apis/apps/v1/replicasets');
-    this.replicaSets.addEventHandler({
-      add: enqueue,
-      update: enqueue,
-      delete: (rs) => this.expectations.forget(keyOf(rs.metadata)),
-    });
-    this.pods = informers.informerFor<V1Pod>('/api/v1/pods');
-    followOwnedPods(this.pods, 'ReplicaSet', this.expectations, (key) => this.queue.add(key));
-    this.synced = Promise.all([this.replicaSets.synced, this.pods.synced]).then(() => undefined);
+export class ReplicaSetController extends PodOwnerController<V1ReplicaSet> {
+  constructor(kc: KubeConfig, informers: SharedInformerFactory, log: Logger) {
+    super(kc, informers, log, 'ReplicaSet', '/apis/apps/v1/replicasets');
   }
 
-  /** Reconciles once the informers (which the factory starts) have listed. */
-  start(): void {
-    void this.synced.then(() => this.queue.run());
-  }
-
-  stop(): void {
-    this.queue.stop();
-  }
-
-  private async reconcile(key: string): Promise<void> {
-    const { namespace, name } = splitKey(key);
-    const rs = this.replicaSets.get(name, namespace);
-    if (rs === undefined) {
-      this.expectations.forget(key);
-      return;
-    }
-    const uid = rs.metadata?.uid;
-    const owned = this.pods.list(namespace).filter((p) => controllerOf(p.metadata)?.uid === uid);
+  protected async sync(rs: V1ReplicaSet, key: string): Promise<void> {
+    const owned = this.podsOf(rs);
     const active = owned.filter(isPodActive);
     if (rs.metadata?.deletionTimestamp === undefined && this.expectations.satisfied(key)) {
       const diff = active.length - (rs.spec?.replicas ?? 1);

@@ -4,15 +4,9 @@
  * and it may change metadata), and a Warning Event when ztunnel does not take the pod, so `kubectl describe pod`
  * shows why it is pending.
  */
-import {
-  CoreV1Api,
-  PatchStrategy,
-  setHeaderOptions,
-  type CoreV1Event,
-  type KubeConfig,
-  type V1Pod,
-} from '@kubernetes/client-node';
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { MeshError } from '../../lib/errors.js';
+import { EventRecorder } from '../../kube/event-recorder.js';
 import { kubeStatus, describeKubeError } from '../../kube/kube-status.js';
 import { REDIRECTION_ANNOTATION, REDIRECTION_ENABLED, REDIRECTION_PENDING } from './pod-enrollment.js';
 
@@ -23,12 +17,11 @@ export const ZTUNNEL_ADD_FAILED_REASON = 'ZtunnelAddFailed';
 
 export class PodMarker {
   private readonly core: CoreV1Api;
+  private readonly events: EventRecorder;
 
-  constructor(
-    kc: KubeConfig,
-    private readonly nodeName: string,
-  ) {
+  constructor(kc: KubeConfig, nodeName: string) {
     this.core = kc.makeApiClient(CoreV1Api);
+    this.events = new EventRecorder(kc, EVENT_SOURCE_COMPONENT, nodeName);
   }
 
   enrolled(pod: V1Pod): Promise<void> {
@@ -46,28 +39,12 @@ export class PodMarker {
 
   /** Records a Warning Event on the pod. */
   async warn(pod: V1Pod, reason: string, message: string): Promise<void> {
-    const namespace = pod.metadata?.namespace ?? '';
-    const name = pod.metadata?.name ?? '';
-    const now = new Date();
-    const body: CoreV1Event = {
-      metadata: { generateName: `${name}.`, namespace },
-      involvedObject: { apiVersion: 'v1', kind: 'Pod', namespace, name, uid: pod.metadata?.uid },
-      reason,
-      message,
-      type: 'Warning',
-      source: { component: EVENT_SOURCE_COMPONENT, host: this.nodeName },
-      reportingComponent: EVENT_SOURCE_COMPONENT,
-      reportingInstance: this.nodeName,
-      firstTimestamp: now,
-      lastTimestamp: now,
-      count: 1,
-    };
     try {
-      await this.core.createNamespacedEvent({ namespace, body });
+      await this.events.record({ apiVersion: 'v1', kind: 'Pod', metadata: pod.metadata }, 'Warning', reason, message);
     } catch (e) {
       throw new MeshError(
         'AGENT_ERR_KUBE_API',
-        `cannot record Event ${reason} on pod ${namespace}/${name}: ${describeKubeError(e)}`,
+        `cannot record Event ${reason} on pod ${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}: ${describeKubeError(e)}`,
         { cause: e },
       );
     }
