@@ -329,6 +329,7 @@ test(
         '/apis/apps/v1/deployments',
         '/apis/apps/v1/replicasets',
         '/apis/apps/v1/statefulsets',
+        '/apis/coordination.k8s.io/v1/leases',
         '/apis/discovery.k8s.io/v1/endpointslices',
       ];
       assert.deepEqual(paths(false), resources, 'lists');

@@ -296,7 +296,9 @@ export class Cluster {
     controllers.start();
     this.undo.push({ what: 'the controllers', run: () => controllers.stop() });
     await controllers.synced;
-    progress('Controllers running: deployments, replicasets, scheduler');
+    progress(
+      'Controllers running: deployments, replicasets, daemonsets, statefulsets, endpointslices, node lifecycle, scheduler',
+    );
 
     for (const k of kubelets) {
       k.start();

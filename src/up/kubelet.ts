@@ -1,10 +1,10 @@
 /**
- * The kubelet role of one node of `amesh up`: it registers its Node (podCIDR, InternalIP, Ready), watches the
- * pods bound to it (`spec.nodeName`), and runs each pod as kubelet and a container runtime would: a network
- * namespace as the sandbox, the node's CNI chain (ADD on create, DEL on removal) run inside the node's namespace,
- * the containers as processes in the sandbox (processes.ts), readiness probes (probes.ts), and the pod's status
- * (IPs, hostIP, phase, conditions, containerStatuses) written through `pods/status`. A deleted pod's processes
- * are stopped, its CNI DEL run and its namespace removed.
+ * The kubelet role of one node of `amesh up`: it registers its Node (podCIDR, InternalIP, Ready), renews its
+ * Lease as its heartbeat (node-lease.ts), watches the pods bound to it (`spec.nodeName`), and runs each pod as
+ * kubelet and a container runtime would: a network namespace as the sandbox, the node's CNI chain (ADD on create,
+ * DEL on removal) run inside the node's namespace, the containers as processes in the sandbox (processes.ts),
+ * readiness probes (probes.ts), and the pod's status (IPs, hostIP, phase, conditions, containerStatuses) written
+ * through `pods/status`. A deleted pod's processes are stopped, its CNI DEL run and its namespace removed.
  */
 import { mkdir, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -29,6 +29,7 @@ import type { Logger } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
 import type { CniRuntime, NetworkConfigList } from './cni-runtime.js';
 import { containerArgv, containerEnv } from './container-env.js';
+import { NodeLease } from './node-lease.js';
 import { ContainerProcess, type ContainerState, type RestartPolicy } from './processes.js';
 import { ReadinessProbe } from './probes.js';
 import { deleteNetns, type ResourceJournal } from './resource-journal.js';
@@ -131,8 +132,15 @@ class PodWorker {
     };
   }
 
+  /**
+   * A newer version of the pod. Its status is this worker's to say: a Ready condition that someone else changed
+   * (the node lifecycle controller marks a silent node's pods not Ready) is written back, as kubelet's status
+   * manager reconciles it.
+   */
   update(pod: V1Pod): void {
     this.pod = pod;
+    const apiReady = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+    if (apiReady !== this.lastReady && !this.statusWriting) this.writeStatus();
   }
 
   /** Creates the sandbox and starts the containers; a failed sandbox is removed and retried with back-off. */
@@ -351,10 +359,12 @@ export class Kubelet {
   private readonly pods: RestartingInformer<V1Pod>;
   private readonly workers = new Map<string, PodWorker>();
   private readonly terminations = new Set<Promise<void>>();
+  private readonly lease: NodeLease;
   readonly synced: Promise<void>;
 
   constructor(private readonly k: KubeletOptions) {
     this.core = k.kc.makeApiClient(CoreV1Api);
+    this.lease = new NodeLease(k.kc, k.node.name, k.log, { onRenew: () => this.stillReady() });
     const selector = `spec.nodeName=${k.node.name}`;
     const onPod = (p: V1Pod): void => this.sync(p);
     this.pods = new RestartingInformer<V1Pod>(
@@ -370,7 +380,7 @@ export class Kubelet {
 
   /** Registers the Node (or takes over one the manifests define), with its pod CIDR, address and Ready condition. */
   async register(): Promise<void> {
-    const { name, ip: address, podCidr } = this.k.node;
+    const { name, podCidr } = this.k.node;
     const meta = {
       name,
       labels: {
@@ -386,6 +396,12 @@ export class Kubelet {
       if ((e as { code?: number }).code !== 409) throw e;
       await this.core.patchNode({ name, body: { metadata: { labels: meta.labels }, spec } }, MERGE_PATCH);
     }
+    await this.postStatus();
+  }
+
+  /** The node's addresses, software and Ready condition, as the kubelet's status loop posts them. */
+  private async postStatus(): Promise<void> {
+    const { name, ip: address } = this.k.node;
     const now = kubeTime();
     const status = {
       addresses: [
@@ -409,7 +425,7 @@ export class Kubelet {
         kernelVersion: os.release(),
         osImage: os.version(),
         operatingSystem: 'linux',
-        architecture: meta.labels['kubernetes.io/arch'],
+        architecture: process.arch === 'x64' ? 'amd64' : process.arch,
         machineID: '',
         systemUUID: '',
         bootID: '',
@@ -418,8 +434,18 @@ export class Kubelet {
     await this.core.patchNodeStatus({ name, body: { status } }, MERGE_PATCH);
   }
 
+  /** Watches this node's pods and starts the heartbeat. */
   start(): void {
     this.pods.start();
+    this.lease.start();
+  }
+
+  /** After a heartbeat: posts Ready again if the API has the node otherwise (marked Unknown while it was away). */
+  private async stillReady(): Promise<void> {
+    const node = await this.core.readNode({ name: this.k.node.name });
+    if (node.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True') return;
+    await this.postStatus();
+    this.k.log.info({ node: this.k.node.name }, 'node Ready again');
   }
 
   private sync(p: V1Pod): void {
@@ -446,6 +472,7 @@ export class Kubelet {
    * their logs.
    */
   async stop(): Promise<void> {
+    await this.lease.stop();
     await this.pods.stop();
     const all = [...this.workers.values()].map((w) => w.terminate(0, true));
     this.workers.clear();
