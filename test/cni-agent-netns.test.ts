@@ -39,6 +39,7 @@ const REPO = packageRoot();
 const EXECUTABLE = path.join(REPO, 'bin', 'amesh-cni');
 const NODE = 'node-93';
 const LOOPBACK = '127.96.0.2';
+const MONITORING_PORT = 15014;
 const MERGE = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 const skip = netnsSkip();
 
@@ -100,7 +101,7 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
         rules: new PodRules(cfg),
         hostProbes: new HostProbeRules(cfg, nodeNs.path),
         netns: new PodNetnsCache(),
-        zdsServer: (socket, snapshot, log) => new ZtunnelServer(socket, snapshot, log),
+        zdsServer: (socket, snapshot, log, metrics) => new ZtunnelServer(socket, snapshot, log, { metrics }),
       },
       logs.control,
     );
@@ -138,6 +139,11 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
       addEnv(ns.path, namespace, name),
       JSON.stringify(pluginNetworkConfig(cfg.runDir, { prevResult: prevResult(ip) })),
     );
+  /** The agent's `ztunnel_connected` gauge, read from its /metrics endpoint. */
+  const ztunnelConnected = async (): Promise<string | undefined> => {
+    const body = await (await fetch(`http://${LOOPBACK}:${MONITORING_PORT}/metrics`)).text();
+    return body.split('\n').find((l) => l.startsWith('ztunnel_connected '));
+  };
   const iptablesSave = (ns: TestNetns): Promise<string> => ns.exec('iptables-save', []);
   const probeSet = (): Promise<string> => nodeNs.exec('ipset', ['list', PROBE_IPSET_V4]);
 
@@ -161,7 +167,7 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
         cniAgentRunDir: path.join(dir, 'run'),
         ztunnelUdsAddress: path.join(dir, 'ztunnel', 'ztunnel.sock'),
         readinessAddress: `${LOOPBACK}:0`,
-        monitoringAddress: `${LOOPBACK}:0`,
+        monitoringAddress: `${LOOPBACK}:${MONITORING_PORT}`,
       },
       { NODE_NAME: NODE, AMBIENT_IPV6: 'false' },
     );
@@ -219,9 +225,11 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
     assert.doesNotMatch(await probeSet(), /10\.93\.0\.6/);
   });
 
-  test('ztunnel not connected: the plugin fails the ADD, the pod is pending with an Event, and ztunnel gets it when it connects', async () => {
+  test('ztunnel not connected: ztunnel_connected drops to 0, the plugin fails the ADD, the pod is pending with an Event, and ztunnel gets it when it connects', async () => {
+    assert.equal(await ztunnelConnected(), 'ztunnel_connected 1');
     ztunnel?.close();
     await waitFor('agent sees ztunnel gone', () => logs.lines.some((l) => l['message'] === 'ztunnel disconnected'));
+    assert.equal(await ztunnelConnected(), 'ztunnel_connected 0');
     const ns = await podNetns('10.93.0.7', pods);
     const uid = await createPod('shop', 'late-0', '10.93.0.7');
     const r = await cniAdd(ns, 'shop', 'late-0', '10.93.0.7');
@@ -236,6 +244,7 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
       ['ZtunnelAddFailed'],
     );
     await connectZtunnel();
+    assert.equal(await ztunnelConnected(), 'ztunnel_connected 1');
     await waitFor('late-0 enabled', async () => (await annotation('shop', 'late-0')) === 'enabled', 10_000);
     assert.equal(runner.held.has(uid), true);
   });

@@ -371,6 +371,44 @@ describe('two ztunnel processes', () => {
     assert.equal(await opened('other.backend.svc.cluster.local'), 0);
   });
 
+  test("a client the destination does not know by its IP is named in metrics and the access log by its CONNECT's baggage", async () => {
+    const completed = printedLine(
+      z2,
+      'the baggage connection complete',
+      (l) => l['message'] === 'connection complete' && l['src.addr']?.toString().startsWith('127.20.0.9:') === true,
+    );
+    const s = await hboneSession(SERVER_IP, await fx.cert(CLIENT_ID), [SERVER_ID], '127.20.0.9');
+    try {
+      const headers = {
+        ':method': 'CONNECT',
+        ':authority': `${SERVER_IP}:8080`,
+        baggage:
+          'k8s.cluster.name=east,k8s.namespace.name=frontend,k8s.deployment.name=web-vm,service.name=web,service.version=v3',
+      };
+      assert.equal(await requestStatus(s, headers), 200);
+    } finally {
+      s.close();
+    }
+    const log = await completed;
+    assert.deepEqual(
+      [log['src.workload'], log['src.namespace'], log['src.cluster'], log['src.identity']],
+      ['web', 'frontend', 'east', CLIENT_ID],
+    );
+    const text = await (await fetch(`http://${z2.metrics}/metrics`)).text();
+    const line = text
+      .split('\n')
+      .find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('source_workload="web-vm"'));
+    assert.ok(line !== undefined, text);
+    for (const label of [
+      'source_canonical_service="web"',
+      'source_canonical_revision="v3"',
+      'source_workload_namespace="frontend"',
+      'source_cluster="east"',
+      `source_principal="${CLIENT_ID}"`,
+    ])
+      assert.ok(line.includes(label), `${label} in ${line}`);
+  });
+
   test('a policy change closes a live, newly denied connection at once, logged as the late denial it is', async () => {
     const s = await socks5Connect(CLIENT_IP, 15080, SERVER_IP, 8080, CLIENT_IP);
     s.resume();

@@ -25,6 +25,11 @@ describe('ztunnel in-pod mode driven by the node agent over ZDS', { skip }, () =
     const r = await fetch(`http://127.0.0.1:${zt.ports.readiness}/healthz/ready`);
     return `${r.status} ${await r.text()}`;
   };
+  /** ztunnel's in-pod metrics from its /metrics endpoint, each `name value` (they have no labels). */
+  const workloadManagerMetrics = async (): Promise<string[]> => {
+    const body = await (await fetch(`http://127.0.0.1:${zt.ports.metrics}/metrics`)).text();
+    return body.split('\n').filter((l) => l.startsWith('workload_manager_'));
+  };
   const podListeners = async (): Promise<string> => pod.exec('ss', ['-tlnH', 'sport', '=', ':15008']);
 
   before(async () => {
@@ -48,7 +53,7 @@ describe('ztunnel in-pod mode driven by the node agent over ZDS', { skip }, () =
     await fx.cleanup();
   });
 
-  test('not ready until the node agent is there and its snapshot is in; then the snapshot pod is served inside its netns, before istiod knows it', async () => {
+  test('not ready until the node agent is there and its snapshot is in; then the snapshot pod is served inside its netns, before istiod knows it, and counted in workload_manager metrics', async () => {
     assert.match(await readiness(), /^500 .*no snapshot from the node agent/);
     cache.set('pod-1', { uid: 'pod-1', info: INFO, netns: openSync(pod.path, 'r') });
     agent = new ZtunnelServer(path.join(fx.dir, 'ztunnel.sock'), () => [...cache.values()], pino({ level: 'silent' }));
@@ -57,14 +62,26 @@ describe('ztunnel in-pod mode driven by the node agent over ZDS', { skip }, () =
     assert.match(await readiness(), /^200/);
     assert.match(await podListeners(), /0\.0\.0\.0:15008/);
     assert.deepEqual(Object.keys((zt.dump() as { workloadState: object }).workloadState), ['pod-1']);
+    assert.deepEqual(await workloadManagerMetrics(), [
+      'workload_manager_active_proxy_count 1',
+      'workload_manager_pending_proxy_count 0',
+      'workload_manager_proxies_started_total 1',
+      'workload_manager_proxies_stopped_total 0',
+    ]);
   });
 
-  test("DelWorkload stops the pod's listeners in its netns", async () => {
+  test("DelWorkload stops the pod's listeners in its netns, and ztunnel's workload_manager metrics follow", async () => {
     const p = cache.get('pod-1')!;
     cache.delete('pod-1');
     await agent!.delWorkload('pod-1');
     closeSync(p.netns!);
     assert.equal((await podListeners()).trim(), '');
     assert.deepEqual(Object.keys((zt.dump() as { workloadState: object }).workloadState), []);
+    assert.deepEqual(await workloadManagerMetrics(), [
+      'workload_manager_active_proxy_count 0',
+      'workload_manager_pending_proxy_count 0',
+      'workload_manager_proxies_started_total 1',
+      'workload_manager_proxies_stopped_total 1',
+    ]);
   });
 });

@@ -44,7 +44,7 @@ export function cniAgentCommand(): Command {
             rules: new PodRules(cfg),
             hostProbes: new HostProbeRules(cfg),
             netns: new PodNetnsCache(),
-            zdsServer: (socket, snapshot, log) => new ZtunnelServer(socket, snapshot, log),
+            zdsServer: (socket, snapshot, log, metrics) => new ZtunnelServer(socket, snapshot, log, { metrics }),
           },
           logs,
         );

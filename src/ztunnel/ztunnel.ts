@@ -88,7 +88,9 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
     const zds =
       inpod === undefined
         ? undefined
-        : new (await import('./inpod/zds-client.js')).ZdsClient(config.inpod!.uds, inpod, logs.scope('inpod'));
+        : new (await import('./inpod/zds-client.js')).ZdsClient(config.inpod!.uds, inpod, logs.scope('inpod'), {
+            metrics: metrics.registry,
+          });
     const zt = new Ztunnel(config, logs, ctx, proxies, inpod, zds, metrics, source);
     await zt.startServers();
     zt.lifecycle = { t: 'running' };

@@ -36,7 +36,7 @@ export interface CniAgentParts {
   readonly rules: InpodRules;
   readonly hostProbes: HostProbes;
   readonly netns: PodNetnsCache;
-  zdsServer(socketPath: string, snapshot: () => SnapshotPod[], log: Logger): ZdsServer;
+  zdsServer(socketPath: string, snapshot: () => SnapshotPod[], log: Logger, metrics: MetricsRegistry): ZdsServer;
 }
 
 export class CniAgent {
@@ -127,7 +127,12 @@ export class CniAgent {
       .catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'failed to construct the initial snapshot'));
     this.log.info({ pods: enrolled.length }, 'initial snapshot built');
     this.enrollment.run();
-    this.zds = this.parts.zdsServer(cfg.ztunnelSocket, () => this.dataplane.snapshot(), this.logs.scope('zds'));
+    this.zds = this.parts.zdsServer(
+      cfg.ztunnelSocket,
+      () => this.dataplane.snapshot(),
+      this.logs.scope('zds'),
+      this.metrics,
+    );
     this.dataplane.attach(this.zds);
     this.zds.listen();
     this.plugin = new PluginServer(

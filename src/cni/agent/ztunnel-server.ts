@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { Gauge, type Registry as MetricsRegistry } from 'prom-client';
 import { describeError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { SeqpacketServer } from '../../native/seqpacket-socket.js';
@@ -16,6 +17,8 @@ export interface ZtunnelServerOptions {
   readonly readWriteDeadlineMs?: number;
   /** Default ZDS_ACCEPTS_PER_SECOND. */
   readonly acceptsPerSecond?: number;
+  /** Where the `ztunnel_connected` gauge goes; none without it. */
+  readonly metrics?: MetricsRegistry;
 }
 
 /**
@@ -23,6 +26,9 @@ export interface ZtunnelServerOptions {
  * (`ZDS_SOCKET_PATH` in `src/zds/zds-socket-path.ts` by default), and
  * gives every ztunnel that connects the snapshot of the pods `snapshot()` returns, then the pods enrollment adds
  * (to the newest ztunnel) and deletes (to all, so an old ztunnel still draining during an upgrade drops them too).
+ *
+ * With a metrics registry it keeps Istio's `ztunnel_connected` gauge: how many ztunnels are connected, set as each
+ * connects and leaves.
  *
  * Events: 'snapshot' (connection id) when a ztunnel acked its snapshot; 'disconnected' (connection id).
  *
@@ -35,6 +41,7 @@ export class ZtunnelServer extends EventEmitter<{ snapshot: [number]; disconnect
   /** In the order they connected: the last one gets the Adds. */
   private readonly connections: ZtunnelConnection[] = [];
   private nextId = 1;
+  private readonly connectedGauge: Gauge | undefined;
 
   constructor(
     readonly socketPath: string,
@@ -43,6 +50,9 @@ export class ZtunnelServer extends EventEmitter<{ snapshot: [number]; disconnect
     private readonly options: ZtunnelServerOptions = {},
   ) {
     super();
+    this.connectedGauge =
+      options.metrics &&
+      new Gauge({ name: 'ztunnel_connected', help: 'number of connections to ztunnel', registers: [options.metrics] });
   }
 
   /** Listens, first removing a socket file a previous agent left behind. */
@@ -70,9 +80,11 @@ export class ZtunnelServer extends EventEmitter<{ snapshot: [number]; disconnect
         this.options.readWriteDeadlineMs ?? ZDS_READ_WRITE_DEADLINE_MS,
       );
       this.connections.push(conn);
+      this.connectedGauge?.set(this.connections.length);
       socket.on('close', () => {
         const at = this.connections.indexOf(conn);
         if (at >= 0) this.connections.splice(at, 1);
+        this.connectedGauge?.set(this.connections.length);
         this.log.info({ conn: id, connected: this.connections.length }, 'ztunnel disconnected');
         this.emit('disconnected', id);
       });

@@ -2,6 +2,7 @@ import { Counter, Gauge, MetricsRegistry, registerProcessFdMetrics } from './pro
 import { identityToString, type Identity } from '../../lib/spiffe.js';
 import type { Service } from '../state/service.js';
 import { workloadIdentity, type Workload } from '../state/workload.js';
+import type { Baggage } from '../proxy/baggage.js';
 
 /** Istio's traffic labels (ztunnel `src/proxy/metrics.rs` `CommonTrafficLabels`), every one defaulting to "unknown". */
 export const TRAFFIC_LABELS = [
@@ -48,6 +49,11 @@ export interface TrafficParties {
   readonly reporter: 'source' | 'destination';
   readonly source: Workload | undefined;
   readonly sourceIdentity: Identity | undefined;
+  /**
+   * What an inbound CONNECT's `baggage` said of its source (ztunnel's `derived_source`), which names the source
+   * when the state does not know it; a known source wins over it.
+   */
+  readonly derivedSource?: Baggage | undefined;
   readonly destination: Workload | undefined;
   readonly destinationService: Service | undefined;
   readonly mtls: boolean;
@@ -62,21 +68,15 @@ export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficL
     s === undefined && d === undefined && p.sourceIdentity === undefined
       ? {}
       : {
-          source_region: or(s?.locality?.region),
-          source_zone: or(s?.locality?.zone),
+          source_region: or(s === undefined ? p.derivedSource?.region : s.locality?.region),
+          source_zone: or(s === undefined ? p.derivedSource?.zone : s.locality?.zone),
           destination_region: or(d?.locality?.region),
           destination_zone: or(d?.locality?.zone),
         };
   return {
     reporter: p.reporter,
-    source_workload: or(s?.workloadName || s?.name),
-    source_canonical_service: or(s?.canonicalName),
-    source_canonical_revision: or(s?.canonicalRevision),
-    source_workload_namespace: or(s?.namespace ?? sid?.namespace),
+    ...sourceLabels(s, p.derivedSource),
     source_principal: sid === undefined || (!p.mtls && p.reporter === 'destination') ? UNKNOWN : identityToString(sid),
-    source_app: or(s?.canonicalName),
-    source_version: or(s?.canonicalRevision),
-    source_cluster: or(s?.clusterId),
     destination_service: or(p.destinationService?.hostname),
     destination_service_namespace: or(p.destinationService?.namespace),
     destination_service_name: or(p.destinationService?.name),
@@ -92,6 +92,41 @@ export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficL
     response_flags: flags,
     connection_security_policy: p.mtls ? 'mutual_tls' : UNKNOWN,
     ...locality,
+  };
+}
+
+type SourceLabel =
+  | 'source_workload'
+  | 'source_canonical_service'
+  | 'source_canonical_revision'
+  | 'source_workload_namespace'
+  | 'source_app'
+  | 'source_version'
+  | 'source_cluster';
+
+/**
+ * The source's labels from the workload the state knows, else from the CONNECT's baggage as ztunnel's
+ * `with_derived_source` maps it (its app label is the baggage's workload name), else "unknown".
+ */
+function sourceLabels(s: Workload | undefined, derived: Baggage | undefined): Record<SourceLabel, string> {
+  if (s !== undefined || derived === undefined)
+    return {
+      source_workload: or(s?.workloadName || s?.name),
+      source_canonical_service: or(s?.canonicalName),
+      source_canonical_revision: or(s?.canonicalRevision),
+      source_workload_namespace: or(s?.namespace),
+      source_app: or(s?.canonicalName),
+      source_version: or(s?.canonicalRevision),
+      source_cluster: or(s?.clusterId),
+    };
+  return {
+    source_workload: or(derived.workloadName),
+    source_canonical_service: or(derived.serviceName),
+    source_canonical_revision: or(derived.revision),
+    source_workload_namespace: or(derived.namespace),
+    source_app: or(derived.workloadName),
+    source_version: or(derived.revision),
+    source_cluster: or(derived.clusterId),
   };
 }
 

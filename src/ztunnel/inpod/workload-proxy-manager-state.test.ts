@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { isMeshError } from '../../lib/errors.js';
 import { netnsSkip, TestNetns } from '../../../test/helpers/netns.js';
 import { openFdCount, ownNetnsFd, RecordingRunner } from '../../../test/helpers/recording-runner.js';
+import { MetricsRegistry } from '../admin/prom-client-core.js';
 import { WorkloadProxyManagerState } from './workload-proxy-manager-state.js';
 
 const info = { name: 'web', namespace: 'default', serviceAccount: 'web' };
@@ -148,6 +149,39 @@ describe('ztunnel in-pod state manager (ztunnel src/inpod/statemanager.rs)', () 
     assert.deepEqual(state.pendingUids(), []);
     assert.equal(openFdCount(), before);
     assert.deepEqual(state.runningUids(), ['r']);
+    state.stopAll();
+  });
+
+  test('workload_manager_* metrics: running and pending proxies as gauges, each start and stop counted', async () => {
+    const registry = new MetricsRegistry();
+    state = new WorkloadProxyManagerState(runner, log, registry);
+    const values = async (): Promise<Record<string, number>> =>
+      Object.fromEntries(
+        (await registry.getMetricsAsJSON()).map((m) => [m.name, (m.values as { value: number }[])[0]!.value]),
+      );
+    runner.failing.add('p');
+    await add('a');
+    await add('b');
+    await assert.rejects(add('p'), code('ZDS_ERR_PROXY_START'));
+    await snapshotSent();
+    assert.deepEqual(await values(), {
+      workload_manager_active_proxy_count: 2,
+      workload_manager_pending_proxy_count: 1,
+      workload_manager_proxies_started_total: 2,
+      workload_manager_proxies_stopped_total: 0,
+    });
+    runner.failing.delete('p');
+    await state.retryPending();
+    await state.processMsg({ kind: 'del', uid: 'a' });
+    state.resetSnapshot();
+    await state.processMsg({ kind: 'keep', uid: 'p' });
+    await snapshotSent();
+    assert.deepEqual(await values(), {
+      workload_manager_active_proxy_count: 1,
+      workload_manager_pending_proxy_count: 0,
+      workload_manager_proxies_started_total: 3,
+      workload_manager_proxies_stopped_total: 2,
+    });
     state.stopAll();
   });
 });

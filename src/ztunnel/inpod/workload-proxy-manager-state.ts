@@ -3,7 +3,9 @@ import { describeError, MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 import { netnsId, sameNetns, type NetnsId } from '../../native/native.js';
 import type { WorkloadInfo } from '../../zds/workload-info.js';
+import type { MetricsRegistry } from '../admin/prom-client-core.js';
 import type { InpodProxyRunner } from './inpod-proxy-runner.js';
+import { WorkloadManagerMetrics } from './workload-manager-metrics.js';
 import type { WorkloadMessage } from './workload-message.js';
 
 interface PendingWorkload {
@@ -21,6 +23,9 @@ interface PendingWorkload {
  * after SnapshotSent, a second SnapshotSent: the connection cannot go on), and `ZDS_ERR_PROXY_START` when a pod's
  * proxy did not start (the node agent gets a nack, the pod stays pending and `retryPending` tries it again).
  *
+ * With a metrics registry, it keeps ztunnel's `workload_manager_*` metrics: proxies running and pending, proxies
+ * started and stopped.
+ *
  * fd ownership: an Add's fd is this object's. It goes to the runner when the proxy starts; it is kept while the pod
  * is pending; it is closed when not needed (same netns already running, Del, a new connection, `stopAll`).
  */
@@ -31,11 +36,20 @@ export class WorkloadProxyManagerState {
   private snapshotReceived = false;
   /** Pods Added or Kept on this connection before SnapshotSent. */
   private readonly snapshotNames = new Set<string>();
+  private readonly metrics: WorkloadManagerMetrics | undefined;
 
   constructor(
     private readonly runner: InpodProxyRunner,
     private readonly log: Logger,
-  ) {}
+    registry?: MetricsRegistry,
+  ) {
+    this.metrics =
+      registry &&
+      new WorkloadManagerMetrics(registry, {
+        active: () => this.running.size,
+        pending: () => this.pendingWorkloads.size,
+      });
+  }
 
   /** On each new connection: a new snapshot begins, pending pods are forgotten; running proxies keep running. */
   resetSnapshot(): void {
@@ -151,12 +165,18 @@ export class WorkloadProxyManagerState {
     }
     this.dropPending(uid);
     this.running.set(uid, workload.id);
+    this.metrics?.proxiesStarted.inc();
   }
 
   private delWorkload(uid: string): void {
     this.dropPending(uid);
     if (!this.running.delete(uid)) return;
+    this.stopProxy(uid);
+  }
+
+  private stopProxy(uid: string): void {
     this.runner.stop(uid);
+    this.metrics?.proxiesStopped.inc();
   }
 
   /** Stops every running proxy the snapshot did not name: its pod went while ztunnel was not connected. */
@@ -165,7 +185,7 @@ export class WorkloadProxyManagerState {
       if (this.snapshotNames.has(uid)) continue;
       this.log.info({ uid }, 'stopping the proxy of a pod the snapshot left out');
       this.running.delete(uid);
-      this.runner.stop(uid);
+      this.stopProxy(uid);
     }
     this.snapshotNames.clear();
   }

@@ -6,6 +6,7 @@ import type { Logger } from '../../lib/log.js';
 import { SeqpacketSocket } from '../../native/seqpacket-socket.js';
 import { sendDatagram } from '../../zds/send-datagram.js';
 import { encodeAck, encodeHello } from '../../zds/zds-codec.js';
+import type { MetricsRegistry } from '../admin/prom-client-core.js';
 import type { InpodProxyRunner } from './inpod-proxy-runner.js';
 import { readWorkloadMessage, type WorkloadMessage } from './workload-message.js';
 import { WorkloadProxyManagerState } from './workload-proxy-manager-state.js';
@@ -20,6 +21,8 @@ const ZDS_PENDING_RETRY_MS = 5_000;
 export interface ZdsClientOptions {
   /** How often pods whose proxy failed to start are tried again; default ZDS_PENDING_RETRY_MS. */
   readonly pendingRetryMs?: number;
+  /** Where ztunnel's `workload_manager_*` metrics go; none without it. */
+  readonly metrics?: MetricsRegistry;
 }
 
 /** One connection to the node agent; its datagrams are handled one after another, in order, on `work`. */
@@ -55,7 +58,7 @@ export class ZdsClient extends EventEmitter<{ ready: [boolean]; stopped: [MeshEr
     private readonly options: ZdsClientOptions = {},
   ) {
     super();
-    this.state = new WorkloadProxyManagerState(runner, log);
+    this.state = new WorkloadProxyManagerState(runner, log, options.metrics);
   }
 
   /** Starts connecting (and reconnecting) to the node agent. */

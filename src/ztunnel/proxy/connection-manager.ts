@@ -200,6 +200,12 @@ export class ConnectionManager {
       f['src.workload'] = p.source.name;
       f['src.namespace'] = p.source.namespace;
       f['src.cluster'] = p.source.clusterId;
+    } else if (p.derivedSource !== undefined) {
+      // ztunnel names a source it does not know by what its baggage says: the canonical service as its workload.
+      const d = p.derivedSource;
+      if (d.serviceName !== undefined) f['src.workload'] = d.serviceName;
+      if (d.namespace !== undefined) f['src.namespace'] = d.namespace;
+      if (d.clusterId !== undefined) f['src.cluster'] = d.clusterId;
     }
     if (p.mtls && (p.sourceIdentity !== undefined || p.source !== undefined)) {
       f['src.identity'] = identityToString(p.sourceIdentity ?? workloadIdentity(p.source!));

@@ -12,6 +12,7 @@ import {
   type RequestParts,
 } from './inbound-request.js';
 import { LocalWorkloadInformation } from './local-workload.js';
+import { trafficLabels } from '../admin/metrics.js';
 
 const WEB = 'Kubernetes//Pod/shop/web-0';
 const SVC = (name: string): string => `${name}.shop.svc.cluster.local`;
@@ -62,12 +63,21 @@ const peer: InboundPeer = {
 
 function decide(
   authority: string | undefined,
-  o: { method?: string; fields?: RequestParts['fields']; peer?: Partial<InboundPeer>; uid?: string } = {},
+  o: {
+    method?: string;
+    fields?: RequestParts['fields'];
+    peer?: Partial<InboundPeer>;
+    uid?: string;
+    baggage?: boolean;
+  } = {},
 ): InboundRequest | InboundRefusal {
   const state = mesh();
   const head = { method: o.method ?? 'CONNECT', authority, fields: o.fields ?? [] };
   const local = LocalWorkloadInformation.byUid(state, o.uid ?? WEB);
-  return buildInboundRequest(head, { ...peer, ...o.peer }, local, state, { network: '' });
+  return buildInboundRequest(head, { ...peer, ...o.peer }, local, state, {
+    network: '',
+    enableResponseBaggage: o.baggage ?? true,
+  });
 }
 
 function served(d: InboundRequest | InboundRefusal): InboundRequest {
@@ -189,3 +199,50 @@ test("a dry-run policy's note rides on an allowed decision; refusals before poli
   assert.match(d.policy.dryRunNotes[0]!, /maybe-8080/);
   assert.equal(refused(decide('10.0.0.2:8080'), 400, '-', 'ZT_ERR_HBONE_IP_MISMATCH').policy, undefined);
 });
+
+test("a source the state does not know by its IP is reported by its CONNECT's baggage; a known one by the state", () => {
+  const fields: RequestParts['fields'] = [
+    ['baggage', 'k8s.cluster.name=east,k8s.namespace.name=front,k8s.deployment.name=client'],
+    ['baggage', 'service.name=client-svc,service.version=v2,cloud.region=eu-west1,cloud.availability_zone=eu-west1-b'],
+  ];
+  const labels = (d: InboundRequest | InboundRefusal) => trafficLabels(d.info.parties, '-');
+  const unknownPeer = { ip: '10.0.0.50', addr: '10.0.0.50:40000' };
+  assert.deepEqual(pick(labels(served(decide('10.0.0.1:8080', { fields, peer: unknownPeer })))), {
+    source_workload: 'client',
+    source_canonical_service: 'client-svc',
+    source_canonical_revision: 'v2',
+    source_workload_namespace: 'front',
+    source_app: 'client',
+    source_version: 'v2',
+    source_cluster: 'east',
+    source_principal: 'spiffe://cluster.local/ns/front/sa/client',
+    source_region: 'eu-west1',
+    source_zone: 'eu-west1-b',
+  });
+  const known = pick(labels(served(decide('10.0.0.1:8080', { fields }))));
+  assert.equal(known.source_workload, 'client-0');
+  assert.equal(known.source_cluster, 'Kubernetes');
+  assert.equal(known.source_region, 'unknown');
+  const off = pick(labels(served(decide('10.0.0.1:8080', { fields, peer: unknownPeer, baggage: false }))));
+  assert.equal(off.source_workload, 'unknown', 'ENABLE_RESPONSE_BAGGAGE=false: baggage is not read');
+  assert.equal(off.source_workload_namespace, 'unknown');
+  const none = pick(labels(served(decide('10.0.0.1:8080', { peer: unknownPeer }))));
+  assert.equal(none.source_workload_namespace, 'unknown', "not the identity's namespace, as ztunnel's derived source");
+  assert.equal(none.source_principal, 'spiffe://cluster.local/ns/front/sa/client');
+});
+
+function pick(l: ReturnType<typeof trafficLabels>): Record<string, string | undefined> {
+  const keys = [
+    'source_workload',
+    'source_canonical_service',
+    'source_canonical_revision',
+    'source_workload_namespace',
+    'source_app',
+    'source_version',
+    'source_cluster',
+    'source_principal',
+    'source_region',
+    'source_zone',
+  ] as const;
+  return Object.fromEntries(keys.map((k) => [k, l[k]]));
+}

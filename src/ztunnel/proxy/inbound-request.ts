@@ -9,6 +9,7 @@ import type { ProxyState } from '../state/proxy-state.js';
 import type { Service } from '../state/service.js';
 import type { Workload } from '../state/workload.js';
 import type { ResponseFlags } from '../admin/metrics.js';
+import { NO_BAGGAGE, parseBaggage } from './baggage.js';
 import { connectionInfo, type ConnectionInfo } from './connection-info.js';
 import { guessInboundService } from './guess-inbound-service.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
@@ -60,18 +61,23 @@ export interface InboundRefusal {
 /**
  * Decides one HBONE CONNECT from its head, the authenticated peer and the state (ztunnel `src/proxy/inbound.rs`
  * `build_inbound_request`, then the policy check of `serve_connect`): a malformed request is answered 400, a target
- * this workload does not serve 503, a policy denial 401. Reads the state and nothing else: no socket, no log.
+ * this workload does not serve 503, a policy denial 401. A source the state does not know by its IP is reported by
+ * what the CONNECT's `baggage` says of it. Reads the state and nothing else: no socket, no log.
  */
 export function buildInboundRequest(
   head: RequestParts,
   peer: InboundPeer,
   local: Pick<LocalWorkloadInformation, 'key' | 'current'>,
   state: ProxyState,
-  config: Pick<ZtunnelConfig, 'network'>,
+  config: Pick<ZtunnelConfig, 'network' | 'enableResponseBaggage'>,
 ): InboundRequest | InboundRefusal {
   const authority = head.authority ?? '';
   const dest = local.current();
   const source = state.workloadByAddr(dest?.network ?? config.network, peer.ip);
+  // ztunnel reads the client's baggage only with ENABLE_RESPONSE_BAGGAGE (its `enable_enhanced_baggage`).
+  const derivedSource = config.enableResponseBaggage
+    ? parseBaggage(head.fields.filter(([name]) => name === 'baggage').map(([, value]) => value))
+    : NO_BAGGAGE;
   const addrs = {
     src: peer.addr,
     originalDst: authority,
@@ -86,6 +92,7 @@ export function buildInboundRequest(
         reporter: 'destination',
         source,
         sourceIdentity: peer.identity,
+        derivedSource,
         destination: dest,
         destinationService: service,
         mtls: true,

@@ -84,6 +84,25 @@ test('two workloads on one address: the Pod is preferred, and removing one leave
   assert.equal(s.workloadByAddr('', '127.75.10.1')?.uid, 'Kubernetes/networking.istio.io/WorkloadEntry/backend/vm');
 });
 
+test('a host-network pod is not found by its IP, which its node shares, only by its uid', () => {
+  const s = new ProxyState();
+  const node = '127.75.10.9';
+  s.update({
+    workloads: [
+      wl('Kubernetes//Pod/kube-system/agent', { workloadIps: [node], networkMode: 'HostNetwork' }),
+      wl('Kubernetes/networking.istio.io/WorkloadEntry/backend/vm', { workloadIps: [node], protocol: 'TCP' }),
+    ],
+  });
+  assert.equal(s.workloadByAddr('', node)?.uid, 'Kubernetes/networking.istio.io/WorkloadEntry/backend/vm');
+  assert.equal(s.workloadByUid('Kubernetes//Pod/kube-system/agent')?.networkMode, 'HostNetwork');
+  s.update({ removedWorkloads: ['Kubernetes/networking.istio.io/WorkloadEntry/backend/vm'] });
+  assert.equal(s.workloadByAddr('', node), undefined);
+  s.update({ workloads: [wl('Kubernetes//Pod/kube-system/agent', { workloadIps: [node] })] });
+  assert.equal(s.workloadByAddr('', node)?.uid, 'Kubernetes//Pod/kube-system/agent', 'the same pod off host network');
+  s.update({ removedWorkloads: ['Kubernetes//Pod/kube-system/agent'] });
+  assert.equal(s.workloadByAddr('', node), undefined);
+});
+
 test('a VIP removed from a service no longer finds it; a removed service leaves its VIPs and hostname', () => {
   const s = new ProxyState();
   s.update({ services: [svc({ vips: ['/10.96.75.1', '/10.96.75.2'] })] });

@@ -109,3 +109,19 @@ services:
   assert.equal(u.workload.hostname, 'db.example.internal');
   assert.equal(u.targetPort, 6432);
 });
+
+test("a host-network pod's IP is its node's: outbound to it passes through, and its Service still reaches it", () => {
+  const s = state(`
+workloads:
+- {uid: c, name: c, namespace: a, workloadIps: [127.0.1.1], protocol: HBONE, node: n1}
+- {uid: h, name: h, namespace: b, workloadIps: [127.0.3.1], protocol: HBONE, networkMode: HostNetwork, services: {b/h.b: {80: 8080}}}
+services:
+- {name: h, namespace: b, hostname: h.b, vips: [/10.96.0.4], ports: {80: 8080}}
+`);
+  assert.equal(resolveUpstream(s, s.workloadByUid('c')!, '127.0.3.1', 8080).kind, 'passthrough');
+  const viaService = resolveUpstream(s, s.workloadByUid('c')!, '10.96.0.4', 80);
+  assert.equal(viaService.kind, 'workload');
+  if (viaService.kind !== 'workload') return;
+  assert.equal(viaService.workload.uid, 'h');
+  assert.equal(viaService.ip, '127.0.3.1');
+});

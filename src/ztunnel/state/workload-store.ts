@@ -4,8 +4,9 @@ import type { Workload } from './workload.js';
 /**
  * Workloads by uid, by `network/ip` and by node (ztunnel `src/state/workload.rs` `WorkloadStore`). Several workloads
  * may claim one address; lookups then prefer a Pod, then an HBONE workload, then the latest inserted, as ztunnel's
- * `WorkloadByAddr::get` ranks them. An insert first removes what the uid held, so an address or node the workload
- * left no longer finds it.
+ * `WorkloadByAddr::get` ranks them. A host-network workload is not indexed by address: its IP is its node's, shared
+ * by everything on that node, so an address never names it (as ztunnel's `insert` skips `NetworkMode::HostNetwork`).
+ * An insert first removes what the uid held, so an address or node the workload left no longer finds it.
  */
 export class WorkloadStore {
   private readonly byUid = new Map<string, LocalWorkload>();
@@ -37,7 +38,7 @@ export class WorkloadStore {
     const prev = this.remove(lw.workload.uid);
     const w = lw.workload;
     this.byUid.set(w.uid, lw);
-    for (const ip of w.workloadIps) {
+    for (const ip of addressed(w)) {
       const k = `${w.network}/${ip}`;
       const at = this.byAddr.get(k);
       if (at === undefined) this.byAddr.set(k, [w]);
@@ -55,7 +56,7 @@ export class WorkloadStore {
     if (prev === undefined) return undefined;
     this.byUid.delete(uid);
     const w = prev.workload;
-    for (const ip of w.workloadIps) {
+    for (const ip of addressed(w)) {
       const k = `${w.network}/${ip}`;
       const rest = (this.byAddr.get(k) ?? []).filter((x) => x.uid !== uid);
       if (rest.length === 0) this.byAddr.delete(k);
@@ -66,6 +67,11 @@ export class WorkloadStore {
     if (node?.size === 0) this.byNode.delete(w.node);
     return prev;
   }
+}
+
+/** The IPs `w` is found by: none for a host-network workload. */
+function addressed(w: Workload): readonly string[] {
+  return w.networkMode === 'HostNetwork' ? [] : w.workloadIps;
 }
 
 /** ztunnel's preference among workloads sharing an address: Pods are not spoofable, HBONE ones carry more context. */
