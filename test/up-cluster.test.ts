@@ -26,7 +26,7 @@ import {
   type LaunchedUp,
   type UpTable,
 } from './helpers/amesh-up.js';
-import { commandPod, deployment, namespaces, nodeEchoCommand } from './helpers/manifests.js';
+import { commandPod, deployment, namespaces, nodeEchoCommand, object } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
@@ -37,7 +37,13 @@ const NS = 'demo';
 
 const idle = (marker: string): string => `/* ${marker} */ setInterval(() => undefined, 1e6)`;
 
-/** A small cluster description: a 2-replica TCP echo Deployment, a pod whose container crashes once, and a broken file. */
+/** The echo Service's ClusterIP, in the default service range. */
+const ECHO_VIP = '10.96.0.80';
+
+/**
+ * A small cluster description: a 2-replica TCP echo Deployment with its Service, a pod whose container crashes
+ * once, and a broken file.
+ */
 async function writeManifests(dir: string, marker: string, crashFile: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, 'broken.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata: [name\n');
@@ -54,6 +60,12 @@ async function writeManifests(dir: string, marker: string, crashFile: string): P
           ports: { tcp: 8080 },
           readinessProbe: { tcpSocket: { port: 'tcp' }, periodSeconds: 1 },
         },
+      }) +
+      object({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'echo', namespace: NS },
+        spec: { clusterIP: ECHO_VIP, selector: { app: 'echo' }, ports: [{ port: 80, targetPort: 'tcp' }] },
       }) +
       `---\n${JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'imageonly', namespace: NS }, spec: { containers: [{ name: 'app', image: 'nginx' }] } })}\n` +
       commandPod({
@@ -188,6 +200,27 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     );
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout, `ping ${id}`);
+  });
+
+  test("a pod reaches a Service by its ClusterIP through kube-proxy's rules in its node's namespace, the endpoint on its own node and the one on the other; and the API server through default/kubernetes", async () => {
+    const [a] = echoPods();
+    // Ten connections in a row, each to a random endpoint: one path that did not answer would fail about half of them.
+    const script = `let n = 0; const one = () => { const s = require('net').connect(80, '${ECHO_VIP}', () => s.end('svc ${id}')); let got = ''; s.setTimeout(3000, () => { console.log('timeout'); process.exit(1); }); s.on('data', (d) => (got += d)); s.on('end', () => { if (got !== 'svc ${id}') process.exit(1); if (++n < 10) one(); else console.log('ok'); }); s.on('error', (e) => { console.log(e.code); process.exit(1); }); }; one();`;
+    const r = await amesh(host, 'exec', '--data-dir', dataDir, `${NS}/${a!.name}`, '--', 'node', '-e', script);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.equal(r.stdout.trim(), 'ok');
+    const api = await amesh(
+      host,
+      'exec',
+      '--data-dir',
+      dataDir,
+      `${NS}/${a!.name}`,
+      '--',
+      'node',
+      '-e',
+      "require('https').get({ host: '10.96.0.1', path: '/version', rejectUnauthorized: false }, (r) => console.log(r.statusCode)).on('error', (e) => console.log(e.code));",
+    );
+    assert.match(api.stdout, /^\d{3}$/m, api.stdout + api.stderr);
   });
 
   test("amesh exec --node runs in the node namespace, which routes the other node's pod CIDR through it", async () => {

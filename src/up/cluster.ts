@@ -28,6 +28,7 @@ import { requireRoot } from './require-root.js';
 import { consoleAlert } from './console-alerts.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
+import { KubeProxy } from './kube-proxy.js';
 import { Kubelet } from './kubelet.js';
 import { agentRunDir, NodeDaemons } from './node-daemons.js';
 import { packageRoot } from '../lib/package-root.js';
@@ -61,12 +62,10 @@ const CLUSTER_TOOLS: readonly HostTool[] = [
     why: "the CNI plugin of each node's pod IPs",
     dirs: CNI_PLUGIN_DIRS,
   },
+  { cmd: 'iptables-restore', pkg: 'iptables', why: "kube-proxy's Service rules on each node, the node agent's rules" },
 ];
-/** What the node agent runs in each captured pod and on each node (Istio's iptables backend). */
-const AMBIENT_TOOLS: readonly HostTool[] = [
-  { cmd: 'iptables-restore', pkg: 'iptables', why: "the node agent's pod and host rules" },
-  { cmd: 'ipset', pkg: 'ipset', why: "the node agent's kubelet-probe set" },
-];
+/** What the node agent runs on each node (its kubelet-probe set). */
+const AMBIENT_TOOLS: readonly HostTool[] = [{ cmd: 'ipset', pkg: 'ipset', why: "the node agent's kubelet-probe set" }];
 
 export interface StartOptions {
   /** Programs the caller will run on the host besides the cluster's, checked with them. */
@@ -306,6 +305,12 @@ export class Cluster {
     }
     await Promise.all(kubelets.map((k) => k.synced));
     progress('Kubelets running');
+
+    const proxy = new KubeProxy(kc, records, cfg.clusterCidr, this.logs.scope('kube-proxy'));
+    this.undo.push({ what: 'kube-proxy', run: () => proxy.stop() });
+    await proxy.start();
+    await proxy.synced;
+    progress('kube-proxy: Service rules on every node');
 
     if (cfg.dataplane === 'none') return;
     const daemons = await NodeDaemons.start({
