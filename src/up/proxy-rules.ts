@@ -170,39 +170,14 @@ export function restoreInput(rules: ProxyRules, previous: ProxyRules | undefined
   ].join('\n');
 }
 
+const PORTALS = ['-m', 'comment', '--comment', 'kubernetes service portals', '-j', 'KUBE-SERVICES'];
+const NEW_CONNECTIONS = ['-m', 'conntrack', '--ctstate', 'NEW'];
+
 /** The jumps into this proxy's chains from the built-in ones, as `iptables` arguments (checked, then inserted). */
 export const PROXY_JUMPS: readonly (readonly string[])[] = [
-  ['-t', 'nat', 'PREROUTING', '-m', 'comment', '--comment', 'kubernetes service portals', '-j', 'KUBE-SERVICES'],
-  ['-t', 'nat', 'OUTPUT', '-m', 'comment', '--comment', 'kubernetes service portals', '-j', 'KUBE-SERVICES'],
+  ['-t', 'nat', 'PREROUTING', ...PORTALS],
+  ['-t', 'nat', 'OUTPUT', ...PORTALS],
   ['-t', 'nat', 'POSTROUTING', '-m', 'comment', '--comment', 'kubernetes postrouting rules', '-j', 'KUBE-POSTROUTING'],
-  [
-    '-t',
-    'filter',
-    'OUTPUT',
-    '-m',
-    'conntrack',
-    '--ctstate',
-    'NEW',
-    '-m',
-    'comment',
-    '--comment',
-    'kubernetes service portals',
-    '-j',
-    'KUBE-SERVICES',
-  ],
-  [
-    '-t',
-    'filter',
-    'FORWARD',
-    '-m',
-    'conntrack',
-    '--ctstate',
-    'NEW',
-    '-m',
-    'comment',
-    '--comment',
-    'kubernetes service portals',
-    '-j',
-    'KUBE-SERVICES',
-  ],
+  ['-t', 'filter', 'OUTPUT', ...NEW_CONNECTIONS, ...PORTALS],
+  ['-t', 'filter', 'FORWARD', ...NEW_CONNECTIONS, ...PORTALS],
 ];
