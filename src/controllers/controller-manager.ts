@@ -1,6 +1,6 @@
 /**
  * kube-controller-manager's part that amesh runs (k8s.io/kubernetes `cmd/kube-controller-manager`): the
- * Deployment, ReplicaSet, DaemonSet and EndpointSlice controllers and, as one machine needs no separate
+ * Deployment, ReplicaSet, DaemonSet, EndpointSlice and Job controllers and, as one machine needs no separate
  * kube-scheduler, the scheduler, all reading one SharedInformerFactory, so each resource they read is listed and
  * watched once. `amesh controller-manager` and `amesh up` run it.
  */
@@ -10,6 +10,7 @@ import type { LogControl } from '../lib/log.js';
 import { DaemonSetController } from './daemon-set-controller.js';
 import { DeploymentController } from './deployment-controller.js';
 import { EndpointSliceController } from './endpoint-slice-controller.js';
+import { JobController } from './job-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
 import { Scheduler } from './scheduler.js';
 
@@ -33,6 +34,7 @@ export class ControllerManager {
       new ReplicaSetController(kc, this.informers, logs.scope('replicaset')),
       new DaemonSetController(kc, this.informers, logs.scope('daemonset')),
       new EndpointSliceController(kc, this.informers, logs.scope('endpointslice')),
+      new JobController(kc, this.informers, logs.scope('job')),
       new Scheduler(kc, this.informers, logs.scope('scheduler')),
     ];
     this.synced = Promise.all(this.controllers.map((c) => c.synced)).then(() => undefined);

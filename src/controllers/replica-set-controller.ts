@@ -13,7 +13,6 @@ import {
   setHeaderOptions,
   type KubeConfig,
   type V1Pod,
-  type V1PodTemplateSpec,
   type V1ReplicaSet,
   type V1ReplicaSetStatus,
 } from '@kubernetes/client-node';
@@ -23,8 +22,8 @@ import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { forEachLimited } from '../lib/for-each-limited.js';
 import type { Logger } from '../lib/log.js';
 import { Expectations } from './expectations.js';
-import { createOwnedPod, deleteOwnedPod, followOwnedPods } from './owned-pods.js';
-import { controllerOf, controllerReference, isPodActive, isPodReady, keyOf, splitKey } from './owned-objects.js';
+import { createOwnedPod, deleteOwnedPod, followOwnedPods, podFromTemplate } from './owned-pods.js';
+import { controllerOf, isPodActive, isPodReady, keyOf, splitKey } from './owned-objects.js';
 
 /** Pod creates and deletes in flight per ReplicaSet. */
 const WRITE_CONCURRENCY = 16;
@@ -115,21 +114,8 @@ export class ReplicaSetController {
   }
 
   private async createPods(key: string, rs: V1ReplicaSet, n: number): Promise<void> {
-    const template: V1PodTemplateSpec = rs.spec?.template ?? {};
-    const meta = rs.metadata ?? {};
     this.expectations.expect(key, n, 0);
-    const body: V1Pod = {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        generateName: `${meta.name ?? ''}-`,
-        namespace: meta.namespace,
-        labels: template.metadata?.labels,
-        annotations: template.metadata?.annotations,
-        ownerReferences: [controllerReference('apps/v1', 'ReplicaSet', meta)],
-      },
-      spec: template.spec,
-    };
+    const body = podFromTemplate('apps/v1', 'ReplicaSet', rs.metadata, rs.spec?.template);
     await forEachLimited([...Array(n).keys()], WRITE_CONCURRENCY, () =>
       createOwnedPod(this.core, this.expectations, key, body),
     );
