@@ -347,6 +347,7 @@ test(
         '/apis/apps/v1/daemonsets',
         '/apis/apps/v1/deployments',
         '/apis/apps/v1/replicasets',
+        '/apis/batch/v1/cronjobs',
         '/apis/batch/v1/jobs',
         '/apis/discovery.k8s.io/v1/endpointslices',
       ];

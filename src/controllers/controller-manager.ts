@@ -1,12 +1,13 @@
 /**
  * kube-controller-manager's part that amesh runs (k8s.io/kubernetes `cmd/kube-controller-manager`): the
- * Deployment, ReplicaSet, DaemonSet, EndpointSlice and Job controllers and, as one machine needs no separate
+ * Deployment, ReplicaSet, DaemonSet, EndpointSlice, Job and CronJob controllers and, as one machine needs no separate
  * kube-scheduler, the scheduler, all reading one SharedInformerFactory, so each resource they read is listed and
  * watched once. `amesh controller-manager` and `amesh up` run it.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { LogControl } from '../lib/log.js';
+import { CronJobController } from './cron-job-controller.js';
 import { DaemonSetController } from './daemon-set-controller.js';
 import { DeploymentController } from './deployment-controller.js';
 import { EndpointSliceController } from './endpoint-slice-controller.js';
@@ -35,6 +36,7 @@ export class ControllerManager {
       new DaemonSetController(kc, this.informers, logs.scope('daemonset')),
       new EndpointSliceController(kc, this.informers, logs.scope('endpointslice')),
       new JobController(kc, this.informers, logs.scope('job')),
+      new CronJobController(kc, this.informers, logs.scope('cronjob')),
       new Scheduler(kc, this.informers, logs.scope('scheduler')),
     ];
     this.synced = Promise.all(this.controllers.map((c) => c.synced)).then(() => undefined);

@@ -18,6 +18,11 @@ export class ManualClock implements Clock {
     };
   }
 
+  /** Whether a timer is set to fire at `ms`. */
+  hasTimerAt(ms: number): boolean {
+    return this.timers.some((t) => t.at === ms);
+  }
+
   /** Moves time on by `ms`, firing each timer that comes due. */
   advance(ms: number): void {
     this.set(this.current + ms);

@@ -74,6 +74,9 @@ function servicePorts(o: KubeObject): string {
   return ports.length > 0 ? ports.join(',') : '<none>';
 }
 
+/** `True` or `False`, as printers.go's printBool writes a bool. */
+const goBool = (v: unknown): string => (v === true ? 'True' : 'False');
+
 /** A Job's state as kubectl shows it, the first of its conditions that holds in printers.go's order. */
 function jobStatus(o: KubeObject): string {
   const holds = (type: string): boolean =>
@@ -247,7 +250,7 @@ const COLUMNS: Record<string, Column[]> = {
     NAME,
     { name: 'Schedule', cell: (o) => str(spec(o).schedule, '') },
     { name: 'Timezone', cell: (o) => str(spec(o).timeZone) },
-    { name: 'Suspend', cell: (o) => String(spec(o).suspend === true) },
+    { name: 'Suspend', cell: (o) => (typeof spec(o).suspend === 'boolean' ? goBool(spec(o).suspend) : '<unset>') },
     { name: 'Active', type: 'integer', cell: (o) => arr(status(o).active).length },
     {
       name: 'Last Schedule',
