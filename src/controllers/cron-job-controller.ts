@@ -227,8 +227,9 @@ export class CronJobController {
       {
         name: cj.metadata?.name ?? '',
         namespace: cj.metadata?.namespace ?? '',
-        // An empty list is left out, as Kubernetes' omitempty does.
+        // Over the version read, so a stale active list is not written back; an empty list is left out (omitempty).
         body: {
+          metadata: { resourceVersion: cj.metadata?.resourceVersion },
           status: Object.assign({}, status, { active: (status.active?.length ?? 0) > 0 ? status.active : null }),
         },
       },

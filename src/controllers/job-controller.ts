@@ -164,7 +164,12 @@ export class JobController {
     const after = JSON.parse(JSON.stringify(status)) as unknown;
     if (isDeepStrictEqual(before, after)) return;
     await this.batch.patchNamespacedJobStatus(
-      { name: job.metadata?.name ?? '', namespace: job.metadata?.namespace ?? '', body: { status } },
+      {
+        name: job.metadata?.name ?? '',
+        namespace: job.metadata?.namespace ?? '',
+        // Written over the version read: a Job seen stale would count its pods again from the start.
+        body: { metadata: { resourceVersion: job.metadata?.resourceVersion }, status },
+      },
       MERGE_PATCH,
     );
   }
