@@ -329,6 +329,8 @@ test(
         '/apis/apps/v1/deployments',
         '/apis/apps/v1/replicasets',
         '/apis/apps/v1/statefulsets',
+        '/apis/batch/v1/cronjobs',
+        '/apis/batch/v1/jobs',
         '/apis/coordination.k8s.io/v1/leases',
         '/apis/discovery.k8s.io/v1/endpointslices',
       ];

@@ -5,15 +5,16 @@ import { LogControl, parseLogFormat } from '../lib/log.js';
 import { fatal } from './fatal.js';
 
 /**
- * `amesh controller-manager`: kube-controller-manager's Deployment, ReplicaSet, DaemonSet, StatefulSet and
- * EndpointSlice controllers and, in the same process (one machine needs no separate kube-scheduler), the scheduler, so ordinary
+ * `amesh controller-manager`: kube-controller-manager's Deployment, ReplicaSet, DaemonSet, StatefulSet,
+ * EndpointSlice, Job, CronJob and node lifecycle controllers and, in the same process (one machine needs no
+ * separate kube-scheduler), the scheduler, so ordinary
  * Deployments become ReplicaSets, DaemonSets a pod per node, pods are placed on nodes, and Services get their
  * EndpointSlices, in amesh's own API server. A real cluster runs its own.
  */
 export function controllerManagerCommand(): Command {
   return new Command('controller-manager')
     .description(
-      'run the Deployment, ReplicaSet, DaemonSet, StatefulSet and EndpointSlice controllers and the pod scheduler against a Kubernetes API',
+      'run the Deployment, ReplicaSet, DaemonSet, StatefulSet, EndpointSlice, Job, CronJob and node lifecycle controllers and the pod scheduler against a Kubernetes API',
     )
     .option('--kubeconfig <file>', 'the API to control (default: KUBECONFIG, else the in-cluster service account)')
     .option('--log-level <level>', 'log level, or scope=level list', 'info')

@@ -1,15 +1,17 @@
 /**
  * kube-controller-manager's part that amesh runs (k8s.io/kubernetes `cmd/kube-controller-manager`): the
- * Deployment, ReplicaSet, DaemonSet, StatefulSet, EndpointSlice and node lifecycle controllers and, as one
- * machine needs no separate kube-scheduler, the scheduler, all reading one SharedInformerFactory, so each resource
- * they read is listed and watched once. `amesh controller-manager` and `amesh up` run it.
+ * Deployment, ReplicaSet, DaemonSet, StatefulSet, EndpointSlice, Job, CronJob and node lifecycle controllers
+ * and, as one machine needs no separate kube-scheduler, the scheduler, all reading one SharedInformerFactory, so
+ * each resource they read is listed and watched once. `amesh controller-manager` and `amesh up` run it.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { LogControl } from '../lib/log.js';
+import { CronJobController } from './cron-job-controller.js';
 import { DaemonSetController } from './daemon-set-controller.js';
 import { DeploymentController } from './deployment-controller.js';
 import { EndpointSliceController } from './endpoint-slice-controller.js';
+import { JobController } from './job-controller.js';
 import { NodeLifecycleController } from './node-lifecycle-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
 import { StatefulSetController } from './stateful-set-controller.js';
@@ -36,6 +38,8 @@ export class ControllerManager {
       new DaemonSetController(kc, this.informers, logs.scope('daemonset')),
       new StatefulSetController(kc, this.informers, logs.scope('statefulset')),
       new EndpointSliceController(kc, this.informers, logs.scope('endpointslice')),
+      new JobController(kc, this.informers, logs.scope('job')),
+      new CronJobController(kc, this.informers, logs.scope('cronjob')),
       new NodeLifecycleController(kc, this.informers, logs.scope('nodelifecycle')),
       new Scheduler(kc, this.informers, logs.scope('scheduler')),
     ];

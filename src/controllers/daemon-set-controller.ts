@@ -28,10 +28,10 @@ import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { compareStrings } from '../lib/compare-strings.js';
 import type { Logger } from '../lib/log.js';
 import { CONTROLLER_REVISION_HASH, ControllerHistory } from './controller-history.js';
-import { createOwnedPod, deleteOwnedPod } from './owned-pods.js';
+import { createOwnedPod, deleteOwnedPod, podFromTemplate } from './owned-pods.js';
 import { scaledValue } from './int-or-percent.js';
 import { UNSCHEDULABLE_TAINT, unfit } from './node-predicates.js';
-import { controllerReference, isPodReady, keyOf } from './owned-objects.js';
+import { isPodReady, keyOf } from './owned-objects.js';
 import { PodOwnerController } from './pod-owner-controller.js';
 import { podTemplateHash } from './pod-template-hash.js';
 
@@ -221,24 +221,10 @@ export class DaemonSetController extends PodOwnerController<V1DaemonSet> {
   }
 
   private async createPod(key: string, ds: V1DaemonSet, hash: string, node: string): Promise<void> {
-    const meta = ds.metadata ?? {};
-    const template = ds.spec?.template;
-    const body: V1Pod = {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        generateName: `${meta.name ?? ''}-`,
-        namespace: meta.namespace,
-        labels: {
-          ...template?.metadata?.labels,
-          [CONTROLLER_REVISION_HASH]: hash,
-          [POD_TEMPLATE_GENERATION]: String(meta.generation ?? 1),
-        },
-        annotations: template?.metadata?.annotations,
-        ownerReferences: [controllerReference('apps/v1', 'DaemonSet', meta)],
-      },
-      spec: podSpecFor(template?.spec, node),
-    };
+    const body = podFromTemplate('apps/v1', 'DaemonSet', ds.metadata, ds.spec?.template);
+    body.metadata!.labels![CONTROLLER_REVISION_HASH] = hash;
+    body.metadata!.labels![POD_TEMPLATE_GENERATION] = String(ds.metadata?.generation ?? 1);
+    body.spec = podSpecFor(ds.spec?.template.spec, node);
     await createOwnedPod(this.core, this.expectations, key, body);
   }
 

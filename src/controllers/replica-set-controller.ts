@@ -11,15 +11,14 @@ import {
   setHeaderOptions,
   type KubeConfig,
   type V1Pod,
-  type V1PodTemplateSpec,
   type V1ReplicaSet,
   type V1ReplicaSetStatus,
 } from '@kubernetes/client-node';
 import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { forEachLimited } from '../lib/for-each-limited.js';
 import type { Logger } from '../lib/log.js';
-import { createOwnedPod, deleteOwnedPod } from './owned-pods.js';
-import { controllerReference, isPodActive, isPodReady } from './owned-objects.js';
+import { createOwnedPod, deleteOwnedPod, podFromTemplate } from './owned-pods.js';
+import { isPodActive, isPodReady } from './owned-objects.js';
 import { PodOwnerController } from './pod-owner-controller.js';
 
 /** Pod creates and deletes in flight per ReplicaSet. */
@@ -69,21 +68,8 @@ export class ReplicaSetController extends PodOwnerController<V1ReplicaSet> {
   }
 
   private async createPods(key: string, rs: V1ReplicaSet, n: number): Promise<void> {
-    const template: V1PodTemplateSpec = rs.spec?.template ?? {};
-    const meta = rs.metadata ?? {};
     this.expectations.expect(key, n, 0);
-    const body: V1Pod = {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        generateName: `${meta.name ?? ''}-`,
-        namespace: meta.namespace,
-        labels: template.metadata?.labels,
-        annotations: template.metadata?.annotations,
-        ownerReferences: [controllerReference('apps/v1', 'ReplicaSet', meta)],
-      },
-      spec: template.spec,
-    };
+    const body = podFromTemplate('apps/v1', 'ReplicaSet', rs.metadata, rs.spec?.template);
     await forEachLimited([...Array(n).keys()], WRITE_CONCURRENCY, () =>
       createOwnedPod(this.core, this.expectations, key, body),
     );

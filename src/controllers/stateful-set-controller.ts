@@ -26,8 +26,8 @@ import { EventRecorder } from '../kube/event-recorder.js';
 import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { Logger } from '../lib/log.js';
 import { CONTROLLER_REVISION_HASH, ControllerHistory } from './controller-history.js';
-import { createOwnedPod, deleteOwnedPod } from './owned-pods.js';
-import { controllerReference, isPodReady, keyOf } from './owned-objects.js';
+import { createOwnedPod, deleteOwnedPod, podFromTemplate } from './owned-pods.js';
+import { isPodReady, keyOf } from './owned-objects.js';
 import { PodOwnerController } from './pod-owner-controller.js';
 import { podTemplateHash } from './pod-template-hash.js';
 
@@ -165,29 +165,19 @@ export class StatefulSetController extends PodOwnerController<V1StatefulSet> {
   }
 
   private async createPod(key: string, sts: V1StatefulSet, revision: string, ordinal: number): Promise<void> {
-    const meta = sts.metadata ?? {};
-    const template = sts.spec?.template;
-    const name = `${meta.name ?? ''}-${String(ordinal)}`;
-    const spec = structuredClone(template?.spec ?? { containers: [] });
-    spec.hostname = name;
-    if ((sts.spec?.serviceName ?? '') !== '') spec.subdomain = sts.spec?.serviceName;
-    await createOwnedPod(this.core, this.expectations, key, {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        name,
-        namespace: meta.namespace,
-        labels: {
-          ...template?.metadata?.labels,
-          [CONTROLLER_REVISION_HASH]: revision,
-          [POD_NAME_LABEL]: name,
-          [POD_INDEX_LABEL]: String(ordinal),
-        },
-        annotations: template?.metadata?.annotations,
-        ownerReferences: [controllerReference('apps/v1', 'StatefulSet', meta)],
-      },
-      spec,
+    const body = podFromTemplate('apps/v1', 'StatefulSet', sts.metadata, sts.spec?.template);
+    const name = `${sts.metadata?.name ?? ''}-${String(ordinal)}`;
+    const meta = body.metadata!;
+    delete meta.generateName;
+    meta.name = name;
+    Object.assign(meta.labels!, {
+      [CONTROLLER_REVISION_HASH]: revision,
+      [POD_NAME_LABEL]: name,
+      [POD_INDEX_LABEL]: String(ordinal),
     });
+    body.spec!.hostname = name;
+    if ((sts.spec?.serviceName ?? '') !== '') body.spec!.subdomain = sts.spec?.serviceName;
+    await createOwnedPod(this.core, this.expectations, key, body);
   }
 
   private async refuseClaims(sts: V1StatefulSet): Promise<void> {

@@ -74,6 +74,30 @@ function servicePorts(o: KubeObject): string {
   return ports.length > 0 ? ports.join(',') : '<none>';
 }
 
+/** `True` or `False`, as printers.go's printBool writes a bool. */
+const goBool = (v: unknown): string => (v === true ? 'True' : 'False');
+
+/** A Job's state as kubectl shows it, the first of its conditions that holds in printers.go's order. */
+function jobStatus(o: KubeObject): string {
+  const holds = (type: string): boolean =>
+    arr(status(o).conditions).some((c) => asRecord(c).type === type && asRecord(c).status === 'True');
+  if (holds('Complete')) return 'Complete';
+  if (holds('Failed')) return 'Failed';
+  if (o.metadata.deletionTimestamp !== undefined) return 'Terminating';
+  if (holds('Suspended')) return 'Suspended';
+  if (holds('FailureTarget')) return 'FailureTarget';
+  if (holds('SuccessCriteriaMet')) return 'SuccessCriteriaMet';
+  return 'Running';
+}
+
+/** `succeeded/completions`, or without completions `succeeded/1`, `of <parallelism>` when that is above 1. */
+function jobCompletions(o: KubeObject): string {
+  const succeeded = count(status(o).succeeded);
+  if (typeof spec(o).completions === 'number') return `${succeeded}/${spec(o).completions as number}`;
+  const parallelism = count(spec(o).parallelism);
+  return parallelism > 1 ? `${succeeded}/1 of ${parallelism}` : `${succeeded}/1`;
+}
+
 const COLUMNS: Record<string, Column[]> = {
   '/Pod': [
     NAME,
@@ -205,6 +229,36 @@ const COLUMNS: Record<string, Column[]> = {
       },
     },
     { name: 'Revision', type: 'integer', cell: (o) => count(o.revision) },
+    AGE,
+  ],
+  'batch/Job': [
+    NAME,
+    { name: 'Status', cell: jobStatus },
+    { name: 'Completions', cell: jobCompletions },
+    {
+      name: 'Duration',
+      cell: (o) => {
+        const start = Date.parse(str(status(o).startTime, ''));
+        if (Number.isNaN(start)) return '';
+        const end = Date.parse(str(status(o).completionTime, ''));
+        return humanDuration((Number.isNaN(end) ? Date.now() : end) - start);
+      },
+    },
+    AGE,
+  ],
+  'batch/CronJob': [
+    NAME,
+    { name: 'Schedule', cell: (o) => str(spec(o).schedule, '') },
+    { name: 'Timezone', cell: (o) => str(spec(o).timeZone) },
+    { name: 'Suspend', cell: (o) => (typeof spec(o).suspend === 'boolean' ? goBool(spec(o).suspend) : '<unset>') },
+    { name: 'Active', type: 'integer', cell: (o) => arr(status(o).active).length },
+    {
+      name: 'Last Schedule',
+      cell: (o) => {
+        const last = Date.parse(str(status(o).lastScheduleTime, ''));
+        return Number.isNaN(last) ? '<none>' : humanDuration(Date.now() - last);
+      },
+    },
     AGE,
   ],
   'coordination.k8s.io/Lease': [NAME, { name: 'Holder', cell: (o) => str(spec(o).holderIdentity, '') }, AGE],

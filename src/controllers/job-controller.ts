@@ -1,0 +1,197 @@
+/**
+ * The Job controller (k8s.io/kubernetes `pkg/controller/job`): runs each Job's pods and reports its progress, as
+ * `job-sync.ts` decides. Pods are made from the template, named `<job>-<suffix>` (`<job>-<index>-<suffix>` for an
+ * Indexed Job, whose pods also get the `batch.kubernetes.io/job-completion-index` annotation and label, the
+ * hostname `<job>-<index>` and the `JOB_COMPLETION_INDEX` env), owned by the Job, with the template's labels
+ * (`batch.kubernetes.io/job-name`, `job-name`, `controller-uid`, `batch.kubernetes.io/controller-uid`, which the API
+ * server puts there). A finished Job with `ttlSecondsAfterFinished` is deleted with its pods once that has passed
+ * since it finished, as the TTL-after-finished controller (`pkg/controller/ttlafterfinished`) does.
+ */
+import {
+  BatchV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Container,
+  type V1Job,
+  type V1JobStatus,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { isDeepStrictEqual } from 'node:util';
+import type { RestartingInformer } from '../kube/informer.js';
+import { ReconcileQueue } from '../kube/reconcile-queue.js';
+import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
+import { forEachLimited } from '../lib/for-each-limited.js';
+import type { Logger } from '../lib/log.js';
+import { systemClock, type Clock } from './clock.js';
+import { DelayedEnqueue } from './delayed-enqueue.js';
+import { Expectations } from './expectations.js';
+import {
+  initialBackoff,
+  JOB_COMPLETION_INDEX,
+  jobFinished,
+  syncJob,
+  type FailureBackoff,
+  type JobSync,
+} from './job-sync.js';
+import { controllerOf, keyOf, splitKey } from './owned-objects.js';
+import { createOwnedPod, deleteOwnedPod, followOwnedPods, podFromTemplate } from './owned-pods.js';
+
+const WRITE_CONCURRENCY = 16;
+const MAX_ATTEMPTS = 15;
+const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** The template's containers with `JOB_COMPLETION_INDEX` read from the pod's annotation (`addCompletionIndexEnvVariables`). */
+function withIndexEnv(containers: readonly V1Container[] | undefined): V1Container[] | undefined {
+  return containers?.map((c) => {
+    const out = structuredClone(c);
+    if (c.env?.some((e) => e.name === 'JOB_COMPLETION_INDEX') !== true)
+      out.env = [
+        ...(c.env ?? []),
+        {
+          name: 'JOB_COMPLETION_INDEX',
+          valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${JOB_COMPLETION_INDEX}']` } },
+        },
+      ];
+    return out;
+  });
+}
+
+/** The pod a Job runs for `index` (undefined for a NonIndexed Job). */
+export function jobPod(job: V1Job, index: number | undefined): V1Pod {
+  const meta = job.metadata ?? {};
+  const pod = podFromTemplate('batch/v1', 'Job', meta, job.spec?.template);
+  if (index !== undefined) {
+    pod.metadata!.generateName = `${meta.name ?? ''}-${index}-`;
+    pod.metadata!.annotations![JOB_COMPLETION_INDEX] = String(index);
+    pod.metadata!.labels![JOB_COMPLETION_INDEX] = String(index);
+    pod.spec!.hostname = `${meta.name ?? ''}-${index}`;
+    pod.spec!.containers = withIndexEnv(pod.spec!.containers)!;
+    pod.spec!.initContainers = withIndexEnv(pod.spec!.initContainers);
+  }
+  return pod;
+}
+
+export class JobController {
+  private readonly jobs: RestartingInformer<V1Job>;
+  private readonly pods: RestartingInformer<V1Pod>;
+  private readonly queue: ReconcileQueue;
+  private readonly later: DelayedEnqueue;
+  private readonly expectations: Expectations;
+  private readonly backoffs = new Map<string, FailureBackoff>();
+  private readonly batch: BatchV1Api;
+  private readonly core: CoreV1Api;
+  readonly synced: Promise<void>;
+
+  constructor(
+    kc: KubeConfig,
+    informers: SharedInformerFactory,
+    private readonly log: Logger,
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.batch = kc.makeApiClient(BatchV1Api);
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.expectations = new Expectations(() => clock.now());
+    this.queue = new ReconcileQueue((key) => this.reconcile(key), MAX_ATTEMPTS, log);
+    this.later = new DelayedEnqueue(clock, (key) => this.queue.add(key));
+    const enqueue = (job: V1Job): void => this.queue.add(keyOf(job.metadata));
+    this.jobs = informers.informerFor<V1Job>('/apis/batch/v1/jobs');
+    this.jobs.addEventHandler({
+      add: enqueue,
+      update: enqueue,
+      delete: (job) => {
+        this.expectations.forget(keyOf(job.metadata));
+        this.backoffs.delete(keyOf(job.metadata));
+      },
+    });
+    this.pods = informers.informerFor<V1Pod>('/api/v1/pods');
+    followOwnedPods(this.pods, 'Job', this.expectations, (key) => this.queue.add(key));
+    this.synced = Promise.all([this.jobs.synced, this.pods.synced]).then(() => undefined);
+  }
+
+  start(): void {
+    void this.synced.then(() => this.queue.run());
+  }
+
+  stop(): void {
+    this.queue.stop();
+    this.later.stop();
+  }
+
+  private async reconcile(key: string): Promise<void> {
+    const { namespace, name } = splitKey(key);
+    const job = this.jobs.get(name, namespace);
+    if (job === undefined) {
+      this.expectations.forget(key);
+      this.backoffs.delete(key);
+      return;
+    }
+    const finished = jobFinished(job);
+    if (finished !== undefined) {
+      await this.expireFinished(key, job, Date.parse(String(finished.lastTransitionTime)));
+      return;
+    }
+    const uid = job.metadata?.uid;
+    const pods = this.pods.list(namespace).filter((p) => controllerOf(p.metadata)?.uid === uid);
+    const sync = syncJob({
+      job,
+      pods,
+      now: this.clock.now(),
+      backoff: this.backoffs.get(key) ?? initialBackoff(job),
+      expectationsSatisfied: this.expectations.satisfied(key),
+    });
+    this.backoffs.set(key, sync.backoff);
+    if (sync.requeueAfterMs !== undefined) this.later.addAfter(key, sync.requeueAfterMs);
+    await this.managePods(key, job, sync);
+    await this.updateStatus(job, sync.status);
+  }
+
+  private async managePods(key: string, job: V1Job, sync: JobSync): Promise<void> {
+    if (sync.create.length === 0 && sync.remove.length === 0) return;
+    this.expectations.expect(key, sync.create.length, sync.remove.length);
+    await Promise.all([
+      forEachLimited(sync.create, WRITE_CONCURRENCY, (index) =>
+        createOwnedPod(this.core, this.expectations, key, jobPod(job, index)),
+      ),
+      forEachLimited(sync.remove, WRITE_CONCURRENCY, (p) => deleteOwnedPod(this.core, this.expectations, key, p)),
+    ]);
+    this.log.info({ job: key, created: sync.create.length, deleted: sync.remove.length }, 'job pods reconciled');
+  }
+
+  private async updateStatus(job: V1Job, status: V1JobStatus): Promise<void> {
+    const before = JSON.parse(JSON.stringify(job.status ?? {})) as unknown;
+    const after = JSON.parse(JSON.stringify(status)) as unknown;
+    if (isDeepStrictEqual(before, after)) return;
+    await this.batch.patchNamespacedJobStatus(
+      {
+        name: job.metadata?.name ?? '',
+        namespace: job.metadata?.namespace ?? '',
+        // Written over the version read: a Job seen stale would count its pods again from the start.
+        body: { metadata: { resourceVersion: job.metadata?.resourceVersion }, status },
+      },
+      MERGE_PATCH,
+    );
+  }
+
+  /** Deletes a finished Job whose `ttlSecondsAfterFinished` has passed, or looks again when it will have. */
+  private async expireFinished(key: string, job: V1Job, finishedMs: number): Promise<void> {
+    const ttl = job.spec?.ttlSecondsAfterFinished;
+    if (ttl === undefined || job.metadata?.deletionTimestamp !== undefined) return;
+    const left = finishedMs + ttl * 1000 - this.clock.now();
+    if (left > 0) {
+      this.later.addAfter(key, left);
+      return;
+    }
+    await this.batch
+      .deleteNamespacedJob({
+        name: job.metadata?.name ?? '',
+        namespace: job.metadata?.namespace ?? '',
+        propagationPolicy: 'Foreground',
+      })
+      .catch((e: unknown) => {
+        if ((e as { code?: number }).code !== 404) throw e;
+      });
+    this.log.info({ job: key }, 'finished job deleted after its ttlSecondsAfterFinished');
+  }
+}
