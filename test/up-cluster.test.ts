@@ -67,6 +67,12 @@ async function writeManifests(dir: string, marker: string, crashFile: string): P
         metadata: { name: 'echo', namespace: NS },
         spec: { clusterIP: ECHO_VIP, selector: { app: 'echo' }, ports: [{ port: 80, targetPort: 'tcp' }] },
       }) +
+      object({
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'echo-lb', namespace: NS },
+        spec: { type: 'LoadBalancer', selector: { app: 'echo' }, ports: [{ port: 7070, targetPort: 'tcp' }] },
+      }) +
       `---\n${JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'imageonly', namespace: NS }, spec: { containers: [{ name: 'app', image: 'nginx' }] } })}\n` +
       commandPod({
         name: 'crashy',
@@ -221,6 +227,24 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
       "require('https').get({ host: '10.96.0.1', path: '/version', rejectUnauthorized: false }, (r) => console.log(r.statusCode)).on('error', (e) => console.log(e.code));",
     );
     assert.match(api.stdout, /^\d{3}$/m, api.stdout + api.stderr);
+  });
+
+  test('a LoadBalancer Service gets the first address of the pool, which the host reaches as it reaches a kind cluster through MetalLB', async () => {
+    let address = '';
+    await waitFor(
+      'an ingress address',
+      async () =>
+        (address = (
+          await kubectl('get', 'service', '-n', NS, 'echo-lb', '-o', 'jsonpath={.status.loadBalancer.ingress[0].ip}')
+        ).stdout) !== '',
+      10_000,
+    );
+    assert.equal(address, '10.240.0.128');
+    const reply = await host.exec('node', [
+      '-e',
+      `const s = require('net').connect(7070, '${address}', () => s.end('lb ${id}')); s.on('data', (d) => process.stdout.write(d)); s.setTimeout(3000, () => process.exit(1));`,
+    ]);
+    assert.equal(reply, `lb ${id}`);
   });
 
   test("amesh exec --node runs in the node namespace, which routes the other node's pod CIDR through it", async () => {

@@ -39,6 +39,10 @@ export function upCommand(): Command {
     .option('--name <name>', 'cluster name: prefixes the network namespaces and links', UP_DEFAULTS.name)
     .option('--node-cidr <cidr>', 'the node network (the host takes its first address)', UP_DEFAULTS.nodeCidr)
     .option(
+      '--lb-pool <first-last>',
+      "addresses for LoadBalancer Services, in the node network above the nodes' (default: its upper half)",
+    )
+    .option(
       '--dataplane <mode>',
       'ambient: a node agent and a ztunnel on every node (istio-system), amesh-cni in the pod network chain; none: the pods only',
       UP_DEFAULTS.dataplane,

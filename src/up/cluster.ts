@@ -29,6 +29,7 @@ import { consoleAlert } from './console-alerts.js';
 import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
 import { KubeProxy } from './kube-proxy.js';
+import { LoadBalancerAllocator } from './load-balancer.js';
 import { Kubelet } from './kubelet.js';
 import { agentRunDir, NodeDaemons } from './node-daemons.js';
 import { packageRoot } from '../lib/package-root.js';
@@ -311,6 +312,17 @@ export class Cluster {
     await proxy.start();
     await proxy.synced;
     progress('kube-proxy: Service rules on every node');
+
+    const lb = new LoadBalancerAllocator(
+      kc,
+      cfg.lbPool,
+      { netns: records[0]!.netns, link: 'eth0' },
+      this.logs.scope('load-balancer'),
+    );
+    this.undo.push({ what: 'the LoadBalancer allocator', run: () => lb.stop() });
+    lb.start();
+    await lb.synced;
+    progress(`LoadBalancer addresses from ${cfg.lbPool.first}-${cfg.lbPool.last}, announced from ${records[0]!.name}`);
 
     if (cfg.dataplane === 'none') return;
     const daemons = await NodeDaemons.start({

@@ -84,3 +84,20 @@ test('a sync declares (flushes) every chain it writes and deletes the chains the
   assert.match(text, /^\*nat\n:KUBE-SERVICES - \[0:0\]\n/);
   assert.match(text, /COMMIT\n\*filter\n[\s\S]*COMMIT\n$/);
 });
+
+test("a LoadBalancer Service's ingress address goes to its KUBE-EXT chain, masqueraded, then to the Service's endpoints", () => {
+  const lb = svc('web', {
+    type: 'LoadBalancer',
+    clusterIP: '10.96.0.20',
+    ports: [{ name: 'http', port: 80, protocol: 'TCP', nodePort: 30080 }],
+  });
+  lb.status = { loadBalancer: { ingress: [{ ip: '10.240.0.128' }] } };
+  const r = proxyRules({ ...inputs, services: [lb] });
+  const entry = r.nat.find((l) => l.includes('-d 10.240.0.128/32'));
+  assert.match(entry ?? '', /^-A KUBE-SERVICES .*--dport 80 -j KUBE-EXT-[A-Z2-7]{16}$/);
+  const ext = entry!.split('-j ')[1]!;
+  assert.deepEqual(
+    r.nat.filter((l) => l.startsWith(`-A ${ext} `)).map((l) => l.split('-j ')[1]),
+    ['KUBE-MARK-MASQ', r.nat.find((l) => l.includes('-d 10.96.0.20/32'))!.split('-j ')[1]],
+  );
+});

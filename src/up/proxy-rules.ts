@@ -3,7 +3,7 @@
  * and names): in the nat table, `KUBE-SERVICES` sends each Service port's ClusterIP to its `KUBE-SVC-<hash>`
  * chain, which picks one ready endpoint at random (`statistic --probability 1/n`, then 1/(n-1), ...) and jumps to
  * its `KUBE-SEP-<hash>` chain, which DNATs to the endpoint. NodePorts (addresses local to the node) go through
- * `KUBE-NODEPORTS` and `KUBE-EXT-<hash>`. Traffic from outside the cluster CIDR, NodePort traffic and an endpoint
+ * `KUBE-NODEPORTS` and `KUBE-EXT-<hash>`, and so do a LoadBalancer Service's ingress addresses. Traffic from outside the cluster CIDR, NodePort traffic and an endpoint
  * reaching itself through its Service are marked 0x4000 and masqueraded in `KUBE-POSTROUTING`. In the filter
  * table, a Service port without a ready endpoint is rejected, so clients get a refusal rather than a timeout.
  *
@@ -126,15 +126,18 @@ export function proxyRules(inputs: ProxyInputs): ProxyRules {
         nat.push(`-A ${sepChain} ${comment} -s ${ep.ip}/32 -j KUBE-MARK-MASQ`);
         nat.push(`-A ${sepChain} ${comment} -p ${protocol} -m ${protocol} -j DNAT --to-destination ${target}`);
       });
-      if (typeof sp.nodePort === 'number' && sp.nodePort > 0) {
-        const extChain = `KUBE-EXT-${chainHash(portName + protocol.toUpperCase())}`;
-        natChains.push(extChain);
+      const nodePort = typeof sp.nodePort === 'number' && sp.nodePort > 0 ? sp.nodePort : undefined;
+      const ingress = (svc.status?.loadBalancer?.ingress ?? []).flatMap((i) => (i.ip === undefined ? [] : [i.ip]));
+      if (nodePort === undefined && ingress.length === 0) continue;
+      const extChain = `KUBE-EXT-${chainHash(portName + protocol.toUpperCase())}`;
+      natChains.push(extChain);
+      for (const lb of ingress) nat.push(`-A KUBE-SERVICES ${comment} -d ${lb}/32 ${match} -j ${extChain}`);
+      if (nodePort !== undefined)
         nat.push(
-          `-A KUBE-NODEPORTS ${comment} -p ${protocol} -m ${protocol} --dport ${String(sp.nodePort)} -j ${extChain}`,
+          `-A KUBE-NODEPORTS ${comment} -p ${protocol} -m ${protocol} --dport ${String(nodePort)} -j ${extChain}`,
         );
-        nat.push(`-A ${extChain} -j KUBE-MARK-MASQ`);
-        nat.push(`-A ${extChain} -j ${svcChain}`);
-      }
+      nat.push(`-A ${extChain} -j KUBE-MARK-MASQ`);
+      nat.push(`-A ${extChain} -j ${svcChain}`);
     }
   }
   nat.push(

@@ -44,3 +44,17 @@ test('amesh up refuses names that would make interface names longer than 15 byte
   refused({ dataplane: 'sidecar' });
   refused({ wait: '-1' });
 });
+
+test("--lb-pool: the node network's upper half by default; a range must sit above the nodes' addresses", () => {
+  assert.deepEqual(loadUpConfig({}, {}).lbPool, { first: '10.240.0.128', last: '10.240.0.254' });
+  assert.deepEqual(loadUpConfig({ lbPool: '10.240.0.10-10.240.0.20' }, {}).lbPool, {
+    first: '10.240.0.10',
+    last: '10.240.0.20',
+  });
+  for (const bad of ['10.240.0.3-10.240.0.9', '10.240.0.20-10.240.0.10', '10.241.0.10-10.241.0.20', '10.240.0.10'])
+    assert.throws(
+      () => loadUpConfig({ lbPool: bad }, {}),
+      (e: unknown) => isMeshError(e) && e.message.startsWith(`--lb-pool: "${bad}" must be FIRST-LAST`),
+      bad,
+    );
+});

@@ -45,6 +45,8 @@ export interface UpConfig {
   readonly hostIp: string;
   readonly nodeCidr: string;
   readonly clusterCidr: string;
+  /** The addresses LoadBalancer Services get (MetalLB's address pool), on the node network. */
+  readonly lbPool: { readonly first: string; readonly last: string };
   readonly dataplane: Dataplane;
   readonly waitSeconds: number;
   readonly output: OutputFormat;
@@ -59,10 +61,36 @@ export interface UpFlags {
   dataDir?: string | undefined;
   name?: string | undefined;
   nodeCidr?: string | undefined;
+  lbPool?: string | undefined;
   dataplane?: string | undefined;
   wait?: string | undefined;
   output?: string | undefined;
   logLevel?: string | undefined;
+}
+
+const ipv4Number = (ip: string): number | undefined => {
+  const c = parseCidr(`${ip}/32`);
+  return c === undefined || c.bytes.length !== 4 ? undefined : c.bytes.readUInt32BE(0);
+};
+
+/**
+ * `--lb-pool FIRST-LAST`: a range inside the node network above the nodes' addresses, or by default the upper half
+ * of the node network (as a kind cluster's MetalLB pool takes the top of docker's network).
+ */
+function lbPool(text: string | undefined, nodeCidr: string, nodes: number): { first: string; last: string } {
+  const size = 2 ** (32 - Number(nodeCidr.split('/')[1]));
+  const base = ipv4Number(addressInCidr(nodeCidr, 0))!;
+  if (text === undefined) return { first: addressInCidr(nodeCidr, size / 2), last: addressInCidr(nodeCidr, size - 2) };
+  const [first = '', last = '', extra] = text.split('-');
+  const a = ipv4Number(first);
+  const b = ipv4Number(last);
+  const lowest = base + nodes + 2;
+  if (extra !== undefined || a === undefined || b === undefined || a > b || a < lowest || b > base + size - 2)
+    throw new MeshError(
+      'AMESH_ERR_CONFIG',
+      `--lb-pool: "${text}" must be FIRST-LAST, IPv4 addresses of the node network ${nodeCidr} above the nodes' (from ${addressInCidr(nodeCidr, nodes + 2)}) and below its broadcast address`,
+    );
+  return { first, last };
 }
 
 /** The IPv4 address `n` places after the network address of `cidr`. */
@@ -120,6 +148,7 @@ export function loadUpConfig(flags: UpFlags, env: NodeJS.ProcessEnv = process.en
     hostIp: addressInCidr(nodeCidr, 1),
     nodeCidr,
     clusterCidr: UP_DEFAULTS.clusterCidr,
+    lbPool: lbPool(flags.lbPool, nodeCidr, nodes),
     dataplane,
     waitSeconds,
     output,
