@@ -240,6 +240,11 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
       10_000,
     );
     assert.equal(address, '10.240.0.128');
+    assert.match(
+      (await kubectl('get', 'service', '-n', NS, 'echo-lb')).stdout,
+      /echo-lb\s+LoadBalancer\s+10\.96\.\d+\.\d+\s+10\.240\.0\.128\s+7070\/TCP/,
+      'kubectl shows the address under EXTERNAL-IP',
+    );
     const reply = await host.exec('node', [
       '-e',
       `const s = require('net').connect(7070, '${address}', () => s.end('lb ${id}')); s.on('data', (d) => process.stdout.write(d)); s.setTimeout(3000, () => process.exit(1));`,

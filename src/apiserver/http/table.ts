@@ -65,6 +65,27 @@ function podReady(o: KubeObject): string {
   return `${ready}/${containers}`;
 }
 
+/**
+ * A Service's EXTERNAL-IP as printers.go's `getServiceExternalIP` writes it: its externalIPs, and for a
+ * LoadBalancer its ingress addresses after them (`<pending>` while it has none); an ExternalName's name.
+ */
+function serviceExternalIp(o: KubeObject): string {
+  const external = arr(spec(o).externalIPs).map((x) => str(x, ''));
+  switch (spec(o).type) {
+    case 'ExternalName':
+      return str(spec(o).externalName, '');
+    case 'LoadBalancer': {
+      const ingress = arr(asRecord(status(o).loadBalancer).ingress).map((i) =>
+        str(asRecord(i).ip, str(asRecord(i).hostname, '')),
+      );
+      const all = [...external, ...ingress].filter((x) => x !== '');
+      return all.length > 0 ? all.join(',') : '<pending>';
+    }
+    default:
+      return external.length > 0 ? external.join(',') : '<none>';
+  }
+}
+
 function servicePorts(o: KubeObject): string {
   const ports = arr(spec(o).ports).map((p) => {
     const q = asRecord(p);
@@ -120,10 +141,7 @@ const COLUMNS: Record<string, Column[]> = {
     NAME,
     { name: 'Type', cell: (o) => str(spec(o).type, 'ClusterIP') },
     { name: 'Cluster-IP', cell: (o) => str(spec(o).clusterIP) },
-    {
-      name: 'External-IP',
-      cell: (o) => (arr(spec(o).externalIPs).length > 0 ? arr(spec(o).externalIPs).join(',') : '<none>'),
-    },
+    { name: 'External-IP', cell: serviceExternalIp },
     { name: 'Port(s)', cell: servicePorts },
     AGE,
     {
