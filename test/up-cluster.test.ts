@@ -229,7 +229,7 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     assert.match(api.stdout, /^\d{3}$/m, api.stdout + api.stderr);
   });
 
-  test('a LoadBalancer Service gets the first address of the pool, which the host reaches as it reaches a kind cluster through MetalLB', async () => {
+  test('a LoadBalancer Service gets the first address of the pool and a node port, which the host reaches as it reaches a kind cluster through MetalLB', async () => {
     let address = '';
     await waitFor(
       'an ingress address',
@@ -242,9 +242,16 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     assert.equal(address, '10.240.0.128');
     assert.match(
       (await kubectl('get', 'service', '-n', NS, 'echo-lb')).stdout,
-      /echo-lb\s+LoadBalancer\s+10\.96\.\d+\.\d+\s+10\.240\.0\.128\s+7070\/TCP/,
-      'kubectl shows the address under EXTERNAL-IP',
+      /echo-lb\s+LoadBalancer\s+10\.96\.\d+\.\d+\s+10\.240\.0\.128\s+7070:3\d{4}\/TCP/,
+      'kubectl shows the address under EXTERNAL-IP, and the node port it was given',
     );
+    const nodePort = (await kubectl('get', 'service', '-n', NS, 'echo-lb', '-o', 'jsonpath={.spec.ports[0].nodePort}'))
+      .stdout;
+    const viaNodePort = await host.exec('node', [
+      '-e',
+      `const s = require('net').connect(${nodePort}, '10.240.0.3', () => s.end('np ${id}')); s.on('data', (d) => process.stdout.write(d)); s.setTimeout(3000, () => process.exit(1));`,
+    ]);
+    assert.equal(viaNodePort, `np ${id}`, "and node2's address reaches it at that node port");
     const reply = await host.exec('node', [
       '-e',
       `const s = require('net').connect(7070, '${address}', () => s.end('lb ${id}')); s.on('data', (d) => process.stdout.write(d)); s.setTimeout(3000, () => process.exit(1));`,

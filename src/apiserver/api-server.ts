@@ -18,6 +18,7 @@ import { ResourceStore } from './resource-store.js';
 import { GarbageCollector } from './garbage-collector.js';
 import { bootstrapCluster } from './bootstrap.js';
 import { ClusterIpAllocator } from './cluster-ip-allocator.js';
+import { NodePortAllocator } from './node-port-allocator.js';
 import { KINDS, findKind } from './kinds.js';
 import type { KindInfo } from './kind-info.js';
 import { ApiError } from './api-error.js';
@@ -108,8 +109,11 @@ export class ApiServer {
     storage: Storage,
   ): Promise<ApiServer> {
     const clusterIps = new ClusterIpAllocator(cfg.serviceCidr);
-    const store = new ResourceStore(storage, clusterIps, logs.scope('store'));
-    clusterIps.rebuild(store.list(kind('', 'services'), undefined).items);
+    const nodePorts = new NodePortAllocator();
+    const store = new ResourceStore(storage, clusterIps, nodePorts, logs.scope('store'));
+    const services = store.list(kind('', 'services'), undefined).items;
+    clusterIps.rebuild(services);
+    nodePorts.rebuild(services);
     const gc = new GarbageCollector(storage, store, logs.scope('gc'));
     store.orphanDependents = (uid) => gc.orphan(uid);
 

@@ -23,6 +23,7 @@ import { applyStrategicMergePatch, supportsStrategicMergePatch } from './strateg
 import { ensureRequestNamespace, validateObjectMeta, validateObjectMetaUpdate } from './validation/object-meta.js';
 import { decodeError } from './validation/decode.js';
 import type { ClusterIpAllocator } from './cluster-ip-allocator.js';
+import type { NodePortAllocator } from './node-port-allocator.js';
 import { kubeTime } from '../lib/kube-time.js';
 
 export const PATCH_TYPES = {
@@ -110,8 +111,25 @@ export class ResourceStore {
   constructor(
     private readonly storage: Storage,
     private readonly clusterIps: ClusterIpAllocator,
+    private readonly nodePorts: NodePortAllocator,
     private readonly log: Logger,
   ) {}
+
+  /** A new Service's cluster IP and node ports; what one took is given back when the other refuses. */
+  private allocate(svc: KubeObject): void {
+    this.clusterIps.allocate(svc);
+    try {
+      this.nodePorts.allocate(svc);
+    } catch (e) {
+      this.clusterIps.release(svc);
+      throw e;
+    }
+  }
+
+  private releaseAllocations(svc: KubeObject): void {
+    this.clusterIps.release(svc);
+    this.nodePorts.release(svc);
+  }
 
   /** The current store revision: the resourceVersion a list made now would carry. */
   revision(): number {
@@ -157,15 +175,15 @@ export class ResourceStore {
     if (causes.length > 0) throw this.invalid(k, meta.name ?? '', causes);
     const name = meta.name ?? '';
     if (k.namespaced) this.checkNamespaceAcceptsContent(namespace ?? '');
-    if (k === SERVICES) this.clusterIps.allocate(obj);
+    if (k === SERVICES) this.allocate(obj);
     if (dryRun) {
-      if (k === SERVICES) this.clusterIps.release(obj);
+      if (k === SERVICES) this.releaseAllocations(obj);
       return obj;
     }
     try {
       return await this.storage.create(storageKey(k, namespace, name), obj);
     } catch (e) {
-      if (k === SERVICES) this.clusterIps.release(obj);
+      if (k === SERVICES) this.releaseAllocations(obj);
       throw this.renamed(k, name, e);
     } finally {
       this.log.debug({ resource: qualifiedResource(k), namespace, name }, 'create');
@@ -352,7 +370,7 @@ export class ResourceStore {
           uid: current.metadata.uid,
           resourceVersion: current.metadata.resourceVersion,
         });
-        if (k === SERVICES) this.clusterIps.release(deleted);
+        if (k === SERVICES) this.releaseAllocations(deleted);
         return deleted;
       } catch (e) {
         if (e instanceof ApiError && e.reason === 'Conflict' && attempt < DELETE_ATTEMPTS) continue;
@@ -427,7 +445,10 @@ export class ResourceStore {
       ...(k.strategy?.validateUpdate?.(obj, current) ?? []),
     ];
     if (causes.length > 0) throw this.invalid(k, name, causes);
-    if (k === SERVICES && opts.dryRun !== true) this.clusterIps.update(obj, current);
+    if (k === SERVICES && opts.dryRun !== true) {
+      this.clusterIps.update(obj, current);
+      this.nodePorts.update(obj, current);
+    }
     // A delete waiting on finalizers completes when an update clears the last one.
     return {
       obj,
@@ -501,7 +522,7 @@ export class ResourceStore {
         if (policy === 'Orphan' && current.metadata.uid !== undefined)
           await this.orphanDependents?.(current.metadata.uid);
         const deleted = await this.storage.delete(key, { uid: current.metadata.uid, resourceVersion: rv });
-        if (k === SERVICES) this.clusterIps.release(deleted);
+        if (k === SERVICES) this.releaseAllocations(deleted);
         return deleted;
       } catch (e) {
         if (e instanceof ApiError && e.reason === 'Conflict' && attempt < DELETE_ATTEMPTS) continue;
