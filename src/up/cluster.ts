@@ -9,7 +9,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { KubeConfig, type V1Deployment, type V1Node, type V1Pod, type V1Service } from '@kubernetes/client-node';
 import { ApiServer } from '../apiserver/api-server.js';
 import { CNI_AGENT_DEFAULTS } from '../cni/agent/cni-agent-config.js';
 import { loadApiServerConfig } from '../apiserver/config.js';
@@ -17,6 +17,7 @@ import { ControllerManager } from '../controllers/controller-manager.js';
 import { loadIstiodConfig } from '../istiod/config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
+import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
@@ -252,6 +253,14 @@ export class Cluster {
     this.kc = kc;
     progress(`API server ready at ${api.url} (kubectl --kubeconfig ${dataDir.kubeconfig})`);
 
+    // One informer of Services for kube-proxy's rules and the kubelets' Service variables.
+    const services = new RestartingInformer<V1Service>(
+      kc,
+      '/api/v1/services',
+      () => listJson(kc, '/api/v1/services'),
+      {},
+      this.logs.scope('kube-proxy'),
+    );
     const kubelets = nodes.map((node) => {
       const cniDir = path.join(dataDir.nodeDir(node.name), 'cni');
       return new Kubelet({
@@ -271,6 +280,7 @@ export class Cluster {
           cacheDir: path.join(cniDir, 'cache'),
           inNetns: node.netnsPath,
         }),
+        services: () => services.list(),
         log: this.logs.scope(`kubelet.${node.name}`),
       });
     });
@@ -300,18 +310,18 @@ export class Cluster {
       'Controllers running: deployments, replicasets, daemonsets, statefulsets, endpointslices, node lifecycle, scheduler',
     );
 
+    const proxy = new KubeProxy(kc, services, records, cfg.clusterCidr, this.logs.scope('kube-proxy'));
+    this.undo.push({ what: 'kube-proxy', run: () => proxy.stop() });
+    await proxy.start();
+    await proxy.synced;
+    progress('kube-proxy: Service rules on every node');
+
     for (const k of kubelets) {
       k.start();
       this.undo.push({ what: 'a kubelet', run: () => k.stop() });
     }
     await Promise.all(kubelets.map((k) => k.synced));
     progress('Kubelets running');
-
-    const proxy = new KubeProxy(kc, records, cfg.clusterCidr, this.logs.scope('kube-proxy'));
-    this.undo.push({ what: 'kube-proxy', run: () => proxy.stop() });
-    await proxy.start();
-    await proxy.synced;
-    progress('kube-proxy: Service rules on every node');
 
     const lb = new LoadBalancerAllocator(
       kc,

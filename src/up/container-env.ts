@@ -8,8 +8,9 @@
  * directory and amesh's `bin/` (where `amesh` itself is: the stand-in for an image that has it).
  */
 import path from 'node:path';
-import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1EnvVar, V1Pod, V1Service } from '@kubernetes/client-node';
 import { packageRoot } from '../lib/package-root.js';
+import { serviceEnv } from './service-env.js';
 
 const DEFAULT_PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 const VAR_REF = /\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g;
@@ -19,8 +20,17 @@ export function expandVarRefs(text: string, vars: Readonly<Record<string, string
   return text.replace(VAR_REF, (ref, name: string | undefined) => (name === undefined ? '$' : (vars[name] ?? ref)));
 }
 
-/** The container's environment: PATH, HOSTNAME (the pod's name, as a container's hostname is) and HOME, then its `env`. */
-export function containerEnv(pod: V1Pod, c: V1Container, podIp: string, hostIp: string): Record<string, string> {
+/**
+ * The container's environment: PATH, HOSTNAME (the pod's name, as a container's hostname is) and HOME, the
+ * Service variables (`service-env.ts`), then its `env`, which may refer to them and overrides them.
+ */
+export function containerEnv(
+  pod: V1Pod,
+  c: V1Container,
+  podIp: string,
+  hostIp: string,
+  services: readonly V1Service[] = [],
+): Record<string, string> {
   const fields: Readonly<Record<string, string>> = {
     'metadata.name': pod.metadata?.name ?? '',
     'metadata.namespace': pod.metadata?.namespace ?? '',
@@ -38,6 +48,7 @@ export function containerEnv(pod: V1Pod, c: V1Container, podIp: string, hostIp: 
     ),
     HOSTNAME: pod.metadata?.name ?? '',
     HOME: '/root',
+    ...serviceEnv(pod, services),
   };
   for (const e of c.env ?? ([] as V1EnvVar[])) {
     const ref = e.valueFrom?.fieldRef?.fieldPath;

@@ -47,21 +47,18 @@ export class KubeProxy {
   private idle: Promise<void> = Promise.resolve();
   readonly synced: Promise<void>;
 
+  /** `services` is the cluster's informer of Services, which this starts and stops; the kubelets read it too. */
   constructor(
     kc: KubeConfig,
+    services: RestartingInformer<V1Service>,
     private readonly nodes: readonly ProxyNode[],
     private readonly clusterCidr: string,
     private readonly log: Logger,
   ) {
     const changed = (): void => this.sync();
     const handlers = { add: changed, update: changed, delete: changed };
-    this.services = new RestartingInformer<V1Service>(
-      kc,
-      '/api/v1/services',
-      () => listJson(kc, '/api/v1/services'),
-      handlers,
-      log,
-    );
+    this.services = services;
+    services.addEventHandler(handlers);
     const slicesPath = '/apis/discovery.k8s.io/v1/endpointslices';
     this.slices = new RestartingInformer<V1EndpointSlice>(
       kc,

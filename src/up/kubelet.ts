@@ -19,6 +19,7 @@ import {
   type V1Pod,
   type V1PodCondition,
   type V1PodStatus,
+  type V1Service,
 } from '@kubernetes/client-node';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
@@ -57,6 +58,8 @@ export interface KubeletOptions {
   readonly journal: ResourceJournal;
   readonly cniList: NetworkConfigList;
   readonly cni: CniRuntime;
+  /** The cluster's Services, for the containers' Service environment variables. */
+  readonly services: () => readonly V1Service[];
   readonly log: Logger;
 }
 
@@ -191,7 +194,7 @@ class PodWorker {
 
   private startContainer(c: V1Container, podIp: string): void {
     const policy = (this.pod.spec?.restartPolicy ?? 'Always') as RestartPolicy;
-    const env = containerEnv(this.pod, c, podIp, this.k.node.ip);
+    const env = containerEnv(this.pod, c, podIp, this.k.node.ip, this.k.services());
     const p = new ContainerProcess(
       {
         name: c.name,
