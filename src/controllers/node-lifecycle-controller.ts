@@ -63,6 +63,7 @@ export class NodeLifecycleController {
   private readonly gracePeriodMs: number;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
   private monitoring: Promise<void> = Promise.resolve();
   readonly synced: Promise<void>;
 
@@ -84,11 +85,12 @@ export class NodeLifecycleController {
 
   start(): void {
     void this.synced.then(() => {
-      this.timer = setInterval(() => void this.monitor(), this.monitorPeriodMs);
+      if (!this.stopped) this.timer = setInterval(() => void this.monitor(), this.monitorPeriodMs);
     });
   }
 
   stop(): void {
+    this.stopped = true;
     clearInterval(this.timer);
   }
 
