@@ -196,7 +196,7 @@ test('Job: defaults, a selector generated from the uid, pods that restart OnFail
   );
 });
 
-test('CronJob: schedule required and parsed, concurrency policy enum, names short enough for their Jobs', () => {
+test('CronJob: schedule required and read by the cron parser, a known time zone, concurrency policy enum, names short enough for their Jobs', () => {
   const spec = (extra: Record<string, unknown>): unknown => ({
     jobTemplate: {
       spec: { template: { spec: { containers: [{ name: 'a', image: 'b' }], restartPolicy: 'OnFailure' } } },
@@ -212,6 +212,24 @@ test('CronJob: schedule required and parsed, concurrency policy enum, names shor
       spec({ schedule: '* * *' }),
       [['spec.schedule', 'Invalid value: "* * *": expected exactly 5 fields, found 3: [* * *]']],
     ],
+    [
+      spec({ schedule: '61 * * * *' }),
+      [['spec.schedule', 'Invalid value: "61 * * * *": end of range (61) above maximum (59): 61']],
+    ],
+    [
+      spec({ schedule: '@daily', timeZone: 'Mars/Olympus' }),
+      [['spec.timeZone', 'Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus']],
+    ],
+    [
+      spec({ schedule: '@daily', timeZone: 'Local' }),
+      [
+        [
+          'spec.timeZone',
+          'Invalid value: "Local": timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones',
+        ],
+      ],
+    ],
+    [spec({ schedule: '0 9 * * MON-FRI', timeZone: 'Europe/Berlin' }), []],
     [
       spec({ schedule: '@daily', concurrencyPolicy: 'Sometimes' }),
       [['spec.concurrencyPolicy', 'Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace"']],
