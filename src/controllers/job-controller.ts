@@ -9,7 +9,6 @@
  */
 import {
   BatchV1Api,
-  CoreV1Api,
   PatchStrategy,
   setHeaderOptions,
   type KubeConfig,
@@ -19,14 +18,11 @@ import {
   type V1Pod,
 } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
-import type { RestartingInformer } from '../kube/informer.js';
-import { ReconcileQueue } from '../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { forEachLimited } from '../lib/for-each-limited.js';
 import type { Logger } from '../lib/log.js';
 import { systemClock, type Clock } from './clock.js';
 import { DelayedEnqueue } from './delayed-enqueue.js';
-import { Expectations } from './expectations.js';
 import {
   initialBackoff,
   JOB_COMPLETION_INDEX,
@@ -35,11 +31,10 @@ import {
   type FailureBackoff,
   type JobSync,
 } from './job-sync.js';
-import { controllerOf, keyOf, splitKey } from './owned-objects.js';
-import { createOwnedPod, deleteOwnedPod, followOwnedPods, podFromTemplate } from './owned-pods.js';
+import { createOwnedPod, deleteOwnedPod, podFromTemplate } from './owned-pods.js';
+import { PodOwnerController } from './pod-owner-controller.js';
 
 const WRITE_CONCURRENCY = 16;
-const MAX_ATTEMPTS = 15;
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /** The template's containers with `JOB_COMPLETION_INDEX` read from the pod's annotation (`addCompletionIndexEnvVariables`). */
@@ -73,67 +68,39 @@ export function jobPod(job: V1Job, index: number | undefined): V1Pod {
   return pod;
 }
 
-export class JobController {
-  private readonly jobs: RestartingInformer<V1Job>;
-  private readonly pods: RestartingInformer<V1Pod>;
-  private readonly queue: ReconcileQueue;
+export class JobController extends PodOwnerController<V1Job> {
   private readonly later: DelayedEnqueue;
-  private readonly expectations: Expectations;
   private readonly backoffs = new Map<string, FailureBackoff>();
   private readonly batch: BatchV1Api;
-  private readonly core: CoreV1Api;
-  readonly synced: Promise<void>;
 
   constructor(
     kc: KubeConfig,
     informers: SharedInformerFactory,
-    private readonly log: Logger,
+    log: Logger,
     private readonly clock: Clock = systemClock,
   ) {
+    super(kc, informers, log, 'Job', '/apis/batch/v1/jobs', () => clock.now());
     this.batch = kc.makeApiClient(BatchV1Api);
-    this.core = kc.makeApiClient(CoreV1Api);
-    this.expectations = new Expectations(() => clock.now());
-    this.queue = new ReconcileQueue((key) => this.reconcile(key), MAX_ATTEMPTS, log);
     this.later = new DelayedEnqueue(clock, (key) => this.queue.add(key));
-    const enqueue = (job: V1Job): void => this.queue.add(keyOf(job.metadata));
-    this.jobs = informers.informerFor<V1Job>('/apis/batch/v1/jobs');
-    this.jobs.addEventHandler({
-      add: enqueue,
-      update: enqueue,
-      delete: (job) => {
-        this.expectations.forget(keyOf(job.metadata));
-        this.backoffs.delete(keyOf(job.metadata));
-      },
-    });
-    this.pods = informers.informerFor<V1Pod>('/api/v1/pods');
-    followOwnedPods(this.pods, 'Job', this.expectations, (key) => this.queue.add(key));
-    this.synced = Promise.all([this.jobs.synced, this.pods.synced]).then(() => undefined);
   }
 
-  start(): void {
-    void this.synced.then(() => this.queue.run());
-  }
-
-  stop(): void {
-    this.queue.stop();
+  override stop(): void {
+    super.stop();
     this.later.stop();
   }
 
-  private async reconcile(key: string): Promise<void> {
-    const { namespace, name } = splitKey(key);
-    const job = this.jobs.get(name, namespace);
-    if (job === undefined) {
-      this.expectations.forget(key);
-      this.backoffs.delete(key);
-      return;
-    }
+  protected override forget(key: string): void {
+    super.forget(key);
+    this.backoffs.delete(key);
+  }
+
+  protected async sync(job: V1Job, key: string): Promise<void> {
     const finished = jobFinished(job);
     if (finished !== undefined) {
       await this.expireFinished(key, job, Date.parse(String(finished.lastTransitionTime)));
       return;
     }
-    const uid = job.metadata?.uid;
-    const pods = this.pods.list(namespace).filter((p) => controllerOf(p.metadata)?.uid === uid);
+    const pods = this.podsOf(job);
     const sync = syncJob({
       job,
       pods,

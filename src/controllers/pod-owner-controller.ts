@@ -21,7 +21,7 @@ export abstract class PodOwnerController<T extends KubernetesObject> {
   protected readonly owners: RestartingInformer<T>;
   protected readonly pods: RestartingInformer<V1Pod>;
   protected readonly queue: ReconcileQueue;
-  protected readonly expectations = new Expectations();
+  protected readonly expectations: Expectations;
   protected readonly apps: AppsV1Api;
   protected readonly core: CoreV1Api;
   /** Informers a subclass reads besides the owners and pods: reconciling waits for them too. */
@@ -33,7 +33,9 @@ export abstract class PodOwnerController<T extends KubernetesObject> {
     protected readonly log: Logger,
     kind: string,
     path: string,
+    now: () => number = Date.now,
   ) {
+    this.expectations = new Expectations(now);
     this.apps = kc.makeApiClient(AppsV1Api);
     this.core = kc.makeApiClient(CoreV1Api);
     this.queue = new ReconcileQueue((key) => this.reconcile(key), MAX_ATTEMPTS, log);
@@ -42,7 +44,7 @@ export abstract class PodOwnerController<T extends KubernetesObject> {
     this.owners.addEventHandler({
       add: enqueue,
       update: enqueue,
-      delete: (o) => this.expectations.forget(keyOf(o.metadata)),
+      delete: (o) => this.forget(keyOf(o.metadata)),
     });
     this.pods = informers.informerFor<V1Pod>('/api/v1/pods');
     followOwnedPods(this.pods, kind, this.expectations, (key) => this.queue.add(key));
@@ -71,6 +73,11 @@ export abstract class PodOwnerController<T extends KubernetesObject> {
     return inf;
   }
 
+  /** What is kept about an owner that is gone. */
+  protected forget(key: string): void {
+    this.expectations.forget(key);
+  }
+
   /** The pods `owner` controls. */
   protected podsOf(owner: T): V1Pod[] {
     const uid = owner.metadata?.uid;
@@ -81,7 +88,7 @@ export abstract class PodOwnerController<T extends KubernetesObject> {
     const { namespace, name } = splitKey(key);
     const owner = this.owners.get(name, namespace);
     if (owner === undefined) {
-      this.expectations.forget(key);
+      this.forget(key);
       return;
     }
     await this.sync(owner, key);
