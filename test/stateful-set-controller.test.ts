@@ -2,7 +2,7 @@
  * The StatefulSet controller against the embedded API server, read back through client-node and kubectl: ordinal
  * pods `<statefulset>-<n>` started one at a time (each once the one before is Running and Ready), with their
  * hostname, subdomain and labels; a failed pod made again under its name; a rolling update from the highest
- * ordinal down, stopping at the partition; scale-down from the highest ordinal; Parallel starting all at once;
+ * ordinal down, stopping at the partition; scale-down keeping the lowest ordinals; Parallel starting all at once;
  * and volumeClaimTemplates refused with a Warning Event. A test "kubelet" reports pod phases through
  * `pods/status`.
  */
@@ -129,7 +129,7 @@ describe('StatefulSet controller', () => {
     );
   });
 
-  test('scaling down removes the highest ordinals, one at a time', async () => {
+  test('scaling down removes the ordinals above the new count, keeping the lowest', async () => {
     await patch('db', { replicas: 1 });
     await pods('db', 'db-0 left', { 'db-0': 'db:1' });
   });

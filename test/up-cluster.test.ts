@@ -107,6 +107,9 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
       30_000,
     );
   const echoPods = (): UpTable['pods'] => table.pods.filter((p) => p.name.startsWith('echo-'));
+  /** Runs a Node.js script in a container of `pod` (of NS) with `amesh exec`. */
+  const nodeIn = (pod: string, script: string): ReturnType<typeof amesh> =>
+    amesh(host, 'exec', '--data-dir', dataDir, `${NS}/${pod}`, '--', 'node', '-e', script);
 
   before(async () => {
     host = await TestNetns.create();
@@ -193,15 +196,8 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
 
   test('a pod reaches a pod on the other node by its IP (bridge + host-local per node, routes between the nodes)', async () => {
     const [a, b] = echoPods();
-    const r = await amesh(
-      host,
-      'exec',
-      '--data-dir',
-      dataDir,
-      `${NS}/${a!.name}`,
-      '--',
-      'node',
-      '-e',
+    const r = await nodeIn(
+      a!.name,
       `const s = require('net').connect(8080, '${b!.ip}', () => s.end('ping ${id}')); s.on('data', (d) => process.stdout.write(d));`,
     );
     assert.equal(r.status, 0, r.stderr);
@@ -212,18 +208,11 @@ describe('amesh up: a two-node cluster in a throwaway host namespace', { skip },
     const [a] = echoPods();
     // Ten connections in a row, each to a random endpoint: one path that did not answer would fail about half of them.
     const script = `let n = 0; const one = () => { const s = require('net').connect(80, '${ECHO_VIP}', () => s.end('svc ${id}')); let got = ''; s.setTimeout(3000, () => { console.log('timeout'); process.exit(1); }); s.on('data', (d) => (got += d)); s.on('end', () => { if (got !== 'svc ${id}') process.exit(1); if (++n < 10) one(); else console.log('ok'); }); s.on('error', (e) => { console.log(e.code); process.exit(1); }); }; one();`;
-    const r = await amesh(host, 'exec', '--data-dir', dataDir, `${NS}/${a!.name}`, '--', 'node', '-e', script);
+    const r = await nodeIn(a!.name, script);
     assert.equal(r.status, 0, r.stdout + r.stderr);
     assert.equal(r.stdout.trim(), 'ok');
-    const api = await amesh(
-      host,
-      'exec',
-      '--data-dir',
-      dataDir,
-      `${NS}/${a!.name}`,
-      '--',
-      'node',
-      '-e',
+    const api = await nodeIn(
+      a!.name,
       "require('https').get({ host: '10.96.0.1', path: '/version', rejectUnauthorized: false }, (r) => console.log(r.statusCode)).on('error', (e) => console.log(e.code));",
     );
     assert.match(api.stdout, /^\d{3}$/m, api.stdout + api.stderr);
