@@ -56,21 +56,24 @@ const GENERATORS: { resource: string; name: string; args: string[] }[] = [
 ];
 
 /** Fields the server assigns per object (identity, time, allocation), left out when comparing two objects. */
+const VOLATILE_KEYS = [
+  'uid',
+  'resourceVersion',
+  'creationTimestamp',
+  'namespace',
+  'clusterIP',
+  'clusterIPs',
+  'controller-uid',
+  'batch.kubernetes.io/controller-uid',
+];
+
+/** The object without what differs between two creations of it: ids, times, addresses, a random volume name. */
 function comparable(o: Record<string, unknown>): unknown {
-  const text = JSON.stringify(o, (key, value: unknown) =>
-    [
-      'uid',
-      'resourceVersion',
-      'creationTimestamp',
-      'namespace',
-      'clusterIP',
-      'clusterIPs',
-      'controller-uid',
-      'batch.kubernetes.io/controller-uid',
-    ].includes(key)
-      ? undefined
-      : value,
-  );
+  const text = JSON.stringify(o, (key, value: unknown) => {
+    if (VOLATILE_KEYS.includes(key)) return undefined;
+    if (typeof value === 'string' && /^kube-api-access-[a-z0-9]{5}$/.test(value)) return 'kube-api-access-<random>';
+    return value;
+  });
   return JSON.parse(text) as unknown;
 }
 

@@ -321,8 +321,10 @@ test(
           .map((r) => r.slice('GET '.length).split('?')[0]!)
           .sort();
       const resources = [
+        '/api/v1/namespaces',
         '/api/v1/nodes',
         '/api/v1/pods',
+        '/api/v1/serviceaccounts',
         '/api/v1/services',
         '/apis/apps/v1/controllerrevisions',
         '/apis/apps/v1/daemonsets',

@@ -10,13 +10,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   amesh,
   assertTornDown,
   hostState,
+  inPodNetns,
+  killContainer,
   kubectlIn,
   kubectlWith,
   launchUp,
@@ -132,8 +134,10 @@ describe(
       return r.stdout;
     };
     const podIp = (ns: string, name: string): Promise<string> => jsonpath(ns, 'pod', name, '{.status.podIP}');
+    /** The pod's rules as the node sees them: a container without NET_ADMIN may not read them itself. */
     const iptablesSave = async (pod: string): Promise<string> => {
-      const r = await amesh(host, 'exec', '--data-dir', dataDir, pod, '--', 'iptables-save');
+      const [ns, name] = pod.split('/') as [string, string];
+      const r = await inPodNetns(cluster, await jsonpath(ns, 'pod', name, '{.metadata.uid}'), 'iptables-save');
       assert.equal(r.status, 0, r.stderr);
       return normalizeSave(r.stdout);
     };
@@ -388,13 +392,8 @@ describe(
             '{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}',
           );
         const restarts = Number((await state()).split('/')[0]);
-        const pid = Number(
-          (await jsonpath('istio-system', 'pod', daemon, '{.status.containerStatuses[0].containerID}')).replace(
-            'amesh://',
-            '',
-          ),
-        );
-        process.kill(pid, 'SIGKILL');
+        const id = await jsonpath('istio-system', 'pod', daemon, '{.status.containerStatuses[0].containerID}');
+        assert.equal((await killContainer(host, dataDir, id)).status, 0);
         await waitFor(
           `${daemon} restarted and Ready`,
           async () => (await state()) === `${String(restarts + 1)}/true`,
@@ -469,6 +468,232 @@ describe(
       assert.match(inApi.stderr, /NotFound/, 'the API never took the policy');
       await unlink(refused);
       await untilClientAllowed(clientIp);
+    });
+
+    test("a pod's volumes as kubelet sets them up: configMap, secret, downwardAPI, emptyDir shared by two containers, hostPath, a projected istio-ca token, and the default token kubectl uses in-cluster", async () => {
+      const hostDir = path.join(dir, 'host-path');
+      const volumes = [
+        { name: 'config', configMap: { name: 'app', items: [{ key: 'level', path: 'conf/level' }] } },
+        { name: 'creds', secret: { secretName: 'db' } },
+        {
+          name: 'info',
+          downwardAPI: {
+            items: [
+              { path: 'app', fieldRef: { fieldPath: "metadata.labels['app']" } },
+              { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+            ],
+          },
+        },
+        { name: 'scratch', emptyDir: {} },
+        { name: 'host', hostPath: { path: hostDir, type: 'DirectoryOrCreate' } },
+        {
+          name: 'istio-token',
+          projected: {
+            sources: [{ serviceAccountToken: { audience: 'istio-ca', expirationSeconds: 43200, path: 'istio-token' } }],
+          },
+        },
+      ];
+      const mounts = [
+        { name: 'config', mountPath: '/etc/app' },
+        { name: 'creds', mountPath: '/var/run/secrets/db', readOnly: true },
+        { name: 'info', mountPath: '/etc/podinfo' },
+        { name: 'scratch', mountPath: '/scratch' },
+        { name: 'host', mountPath: '/host-data' },
+        { name: 'istio-token', mountPath: '/var/run/secrets/tokens' },
+      ];
+      const manifest = (level: string): string =>
+        object({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'app', namespace: 'plain' },
+          data: { level },
+        }) +
+        object({
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: { name: 'db', namespace: 'plain' },
+          data: { password: Buffer.from('s3cr3t').toString('base64') },
+        }) +
+        object({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'files', namespace: 'plain', labels: { app: 'files' } },
+          spec: {
+            nodeName: 'node2',
+            terminationGracePeriodSeconds: 1,
+            volumes,
+            containers: [
+              {
+                name: 'writer',
+                image: 'amesh',
+                command: [
+                  'sh',
+                  '-c',
+                  `echo "$LEVEL" > /scratch/from-writer; echo host > /host-data/from-pod; exec ${idle(marker)
+                    .map((a) => `'${a}'`)
+                    .join(' ')}`,
+                ],
+                env: [{ name: 'LEVEL', valueFrom: { configMapKeyRef: { name: 'app', key: 'level' } } }],
+                volumeMounts: mounts,
+              },
+              {
+                name: 'reader',
+                image: 'amesh',
+                command: idle(marker),
+                volumeMounts: [{ name: 'scratch', mountPath: '/shared' }],
+              },
+            ],
+          },
+        });
+      await writeFile(path.join(manifests, 'runtime.yaml'), manifest('debug'));
+      await waitFor(
+        'files running',
+        async () => (await jsonpath('plain', 'pod', 'files', '{.status.phase}')) === 'Running',
+        CHANGE_DEADLINE_MS,
+      );
+      const inPod = async (container: string, script: string): Promise<string> => {
+        const r = await amesh(
+          host,
+          'exec',
+          '--data-dir',
+          dataDir,
+          '-c',
+          container,
+          'plain/files',
+          '--',
+          'sh',
+          '-c',
+          script,
+        );
+        assert.equal(r.status, 0, r.stderr);
+        return r.stdout;
+      };
+      await waitFor(
+        'the writer wrote',
+        async () => (await inPod('reader', 'cat /shared/from-writer 2>/dev/null')) === 'debug\n',
+        CHANGE_DEADLINE_MS,
+      );
+      assert.equal(
+        await inPod('writer', 'cat /etc/app/conf/level /var/run/secrets/db/password /etc/podinfo/app'),
+        'debugs3cr3tfiles',
+      );
+      assert.match(await inPod('writer', 'cat /etc/podinfo/labels'), /^app="files"$/m);
+      assert.equal(await readFile(path.join(hostDir, 'from-pod'), 'utf8'), 'host\n', 'hostPath writes reach the host');
+      assert.equal(await inPod('writer', 'hostname; ls /host-data'), 'files\nfrom-pod\n');
+
+      const uid = await jsonpath('plain', 'pod', 'files', '{.metadata.uid}');
+      const claims = (jwt: string): { aud: string[]; 'kubernetes.io': { pod: { name: string; uid: string } } } =>
+        JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString()) as never;
+      const istioToken = claims(await inPod('writer', 'cat /var/run/secrets/tokens/istio-token'));
+      assert.deepEqual(istioToken.aud, ['istio-ca']);
+      assert.deepEqual(istioToken['kubernetes.io'].pod, { name: 'files', uid });
+      assert.equal(await inPod('writer', 'cat /var/run/secrets/kubernetes.io/serviceaccount/namespace'), 'plain');
+      // kubectl, an independent client, in the pod with no kubeconfig: the in-cluster config (KUBERNETES_SERVICE_HOST
+      // and the mounted token and ca.crt) reaches the API by its ClusterIP through kube-proxy's rules.
+      assert.equal(
+        await inPod('writer', 'HOME=/nonexistent kubectl auth whoami -o jsonpath={.status.userInfo.username}'),
+        'system:serviceaccount:plain:default',
+      );
+
+      await writeFile(path.join(manifests, 'runtime.yaml'), manifest('trace'));
+      await waitFor(
+        'the ConfigMap change reaches the volume',
+        async () => (await inPod('writer', 'cat /etc/app/conf/level')) === 'trace',
+        CHANGE_DEADLINE_MS,
+      );
+    });
+
+    test("securityContext: a non-root container cannot take over ztunnel's in-pod ports; runAsNonRoot as root and an unsupported volume get kubelet's answers", async () => {
+      // Binds 15008 with SO_REUSEPORT beside ztunnel's listener in the pod's namespace, as the takeover trial did.
+      const bind =
+        "import socket,errno\ns=socket.socket(socket.AF_INET6)\ns.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEPORT,1)\ntry:\n  s.bind(('::',15008)); s.listen(); print('BOUND')\nexcept OSError as e: print(errno.errorcode[e.errno])";
+      const taker = (name: string, securityContext: object): object => ({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: 'cli' },
+        spec: {
+          nodeName: 'node2',
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'app', image: 'amesh', command: idle(marker), securityContext }],
+        },
+      });
+      await writeFile(
+        path.join(manifests, 'security.yaml'),
+        object(taker('as-user', { runAsUser: 1000, runAsGroup: 1000 })) +
+          object(taker('as-root', {})) +
+          object(taker('root-no-caps', { runAsUser: 0, capabilities: { drop: ['ALL'] } })) +
+          object(taker('non-root-policy', { runAsNonRoot: true })) +
+          object({
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: 'claims', namespace: 'plain' },
+            spec: {
+              nodeName: 'node1',
+              volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
+              containers: [
+                {
+                  name: 'app',
+                  image: 'amesh',
+                  command: idle(marker),
+                  volumeMounts: [{ name: 'data', mountPath: '/data' }],
+                },
+              ],
+            },
+          }),
+      );
+      const redirected = (name: string): Promise<string> =>
+        jsonpath('cli', 'pod', name, '{.metadata.annotations.ambient\\.istio\\.io/redirection}/{.status.phase}');
+      for (const name of ['as-user', 'as-root', 'root-no-caps'])
+        await waitFor(
+          `${name} captured and running`,
+          async () => (await redirected(name)) === 'enabled/Running',
+          CHANGE_DEADLINE_MS,
+        );
+      const tryBind = async (name: string): Promise<string> => {
+        const r = await amesh(host, 'exec', '--data-dir', dataDir, `cli/${name}`, '--', 'python3', '-c', bind);
+        assert.equal(r.status, 0, r.stderr);
+        return r.stdout.trim();
+      };
+      assert.equal(await tryBind('as-user'), 'EADDRINUSE', 'SO_REUSEPORT joins only sockets of the same user');
+      // The exposure Istio documents: a root process shares ztunnel's user, and no capability is needed above 1024.
+      assert.equal(await tryBind('as-root'), 'BOUND');
+      assert.equal(await tryBind('root-no-caps'), 'BOUND');
+
+      await waitFor(
+        'runAsNonRoot refused',
+        async () =>
+          (await jsonpath(
+            'cli',
+            'pod',
+            'non-root-policy',
+            '{.status.containerStatuses[0].state.waiting.reason}: {.status.containerStatuses[0].state.waiting.message}',
+          )) === 'CreateContainerConfigError: UP_ERR_CONTAINER: container has runAsNonRoot and image will run as root',
+        CHANGE_DEADLINE_MS,
+      );
+      await waitFor(
+        'a FailedMount Event names the volume type',
+        async () =>
+          /MountVolume\.SetUp failed for volume "data" : amesh up has no volume plugin for persistentVolumeClaim volume/.test(
+            (
+              await kubectl(
+                'get',
+                'events',
+                '-n',
+                'plain',
+                '--field-selector',
+                'reason=FailedMount',
+                '-o',
+                'jsonpath={.items[*].message}',
+              )
+            ).stdout,
+          ),
+        CHANGE_DEADLINE_MS,
+      );
+      assert.equal(
+        await jsonpath('plain', 'pod', 'claims', '{.status.containerStatuses[0].state.waiting.reason}'),
+        'ContainerCreating',
+      );
+      await unlink(path.join(manifests, 'security.yaml'));
     });
 
     test('SIGHUP with stdout and stderr closed (the terminal is gone) tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {

@@ -19,6 +19,7 @@ import {
   amesh,
   assertTornDown,
   hostState,
+  killContainer,
   launchUp,
   removeCluster,
   upSkip,
@@ -615,7 +616,7 @@ describe(
             'jsonpath={.status.containerStatuses[0].containerID}',
           )
         ).stdout;
-        process.kill(Number(containerId.replace('amesh://', '')), 'SIGKILL');
+        assert.equal((await killContainer(host, dataDir, containerId)).status, 0);
         await waitFor(
           'ztunnel restarted and Ready again (the agent sends the new one its snapshot)',
           async () => (await podState('ztunnel-node1')) === '10.240.0.2/1/true',

@@ -12,6 +12,7 @@ import { isRecord } from '../lib/record.js';
 import { randomSafeString } from '../lib/safe-encode.js';
 import { ApiError, invalid, type StatusCause } from './api-error.js';
 import { apiVersionOf, findKind, storageKey, storagePrefix } from './kinds.js';
+import { mountServiceAccountToken } from './service-account-admission.js';
 import type { KindInfo } from './kind-info.js';
 import type { KubeList, KubeObject } from './kube-object.js';
 import type { Storage, StorageEvent } from './storage.js';
@@ -88,6 +89,7 @@ const MAX_GENERATED_NAME_PREFIX = 63 - NAME_SUFFIX_LENGTH;
 const NAMESPACES = mustKind('', 'v1', 'namespaces');
 const PODS = mustKind('', 'v1', 'pods');
 const SERVICES = mustKind('', 'v1', 'services');
+const SERVICE_ACCOUNTS = mustKind('', 'v1', 'serviceaccounts');
 
 function mustKind(group: string, version: string, plural: string): KindInfo {
   const k = findKind(group, version, plural);
@@ -146,6 +148,12 @@ export class ResourceStore {
     return this.storage.get(storageKey(k, namespace, name));
   }
 
+  /** The ServiceAccount pod `obj` runs as, if it exists. */
+  private serviceAccountOf(obj: KubeObject): KubeObject | undefined {
+    const name = (obj.spec as { serviceAccountName?: unknown } | undefined)?.serviceAccountName;
+    return typeof name === 'string' ? this.find(SERVICE_ACCOUNTS, obj.metadata.namespace, name) : undefined;
+  }
+
   list(k: KindInfo, namespace: string | undefined, opts: ListOptions = {}): KubeList {
     const match = this.matcher(k, opts);
     const { items, revision } = this.storage.list(storagePrefix(k, namespace));
@@ -171,6 +179,7 @@ export class ResourceStore {
     delete meta.deletionTimestamp;
     delete meta.resourceVersion;
     k.strategy?.prepareForCreate?.(obj);
+    if (k === PODS) mountServiceAccountToken(obj, this.serviceAccountOf(obj));
     const causes = [...validateObjectMeta(k, obj), ...(k.strategy?.validate?.(obj) ?? [])];
     if (causes.length > 0) throw this.invalid(k, meta.name ?? '', causes);
     const name = meta.name ?? '';

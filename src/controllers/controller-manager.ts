@@ -1,9 +1,10 @@
 /**
  * kube-controller-manager's part that amesh runs (k8s.io/kubernetes `cmd/kube-controller-manager`): the
- * Deployment, ReplicaSet, DaemonSet, StatefulSet, EndpointSlice, Job, CronJob and node lifecycle controllers
- * and, as one machine needs no separate kube-scheduler, the scheduler, all reading one SharedInformerFactory, so
+ * Deployment, ReplicaSet, DaemonSet, StatefulSet, EndpointSlice, Job, CronJob, node lifecycle and ServiceAccount
+ * controllers and the root CA publisher and, as one machine needs no separate kube-scheduler, the scheduler, all reading one SharedInformerFactory, so
  * each resource they read is listed and watched once. `amesh controller-manager` and `amesh up` run it.
  */
+import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { LogControl } from '../lib/log.js';
@@ -14,6 +15,8 @@ import { EndpointSliceController } from './endpoint-slice-controller.js';
 import { JobController } from './job-controller.js';
 import { NodeLifecycleController } from './node-lifecycle-controller.js';
 import { ReplicaSetController } from './replica-set-controller.js';
+import { RootCaCertPublisher } from './root-ca-cert-publisher.js';
+import { ServiceAccountController } from './service-account-controller.js';
 import { StatefulSetController } from './stateful-set-controller.js';
 import { Scheduler } from './scheduler.js';
 
@@ -24,6 +27,16 @@ interface Controller {
   stop(): void;
 }
 
+/**
+ * The CA that the root CA publisher hands pods: the kubeconfig's (kube-controller-manager is given it as
+ * --root-ca-file); none when the kubeconfig trusts the system's CAs.
+ */
+function clusterCa(kc: KubeConfig): string | undefined {
+  const c = kc.getCurrentCluster();
+  if (c?.caData !== undefined) return Buffer.from(c.caData, 'base64').toString();
+  return c?.caFile === undefined ? undefined : readFileSync(c.caFile, 'utf8');
+}
+
 export class ControllerManager {
   private readonly informers: SharedInformerFactory;
   private readonly controllers: readonly Controller[];
@@ -31,6 +44,7 @@ export class ControllerManager {
   readonly synced: Promise<void>;
 
   constructor(kc: KubeConfig, logs: LogControl) {
+    const rootCa = clusterCa(kc);
     this.informers = new SharedInformerFactory(kc, logs.scope('informers'));
     this.controllers = [
       new DeploymentController(kc, this.informers, logs.scope('deployment')),
@@ -41,6 +55,10 @@ export class ControllerManager {
       new JobController(kc, this.informers, logs.scope('job')),
       new CronJobController(kc, this.informers, logs.scope('cronjob')),
       new NodeLifecycleController(kc, this.informers, logs.scope('nodelifecycle')),
+      new ServiceAccountController(kc, this.informers, logs.scope('serviceaccount')),
+      ...(rootCa === undefined
+        ? []
+        : [new RootCaCertPublisher(kc, this.informers, rootCa, logs.scope('root-ca-cert-publisher'))]),
       new Scheduler(kc, this.informers, logs.scope('scheduler')),
     ];
     this.synced = Promise.all(this.controllers.map((c) => c.synced)).then(() => undefined);

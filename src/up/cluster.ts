@@ -7,9 +7,9 @@
  * data directory first (resource-journal.ts), so `stop()`, or `amesh down` after a crash, removes all of it.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rm, symlink } from 'node:fs/promises';
+import { mkdir, readFile, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { KubeConfig, type V1Deployment, type V1Node, type V1Pod, type V1Service } from '@kubernetes/client-node';
+import { KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { ApiServer } from '../apiserver/api-server.js';
 import { CNI_AGENT_DEFAULTS } from '../cni/agent/cni-agent-config.js';
 import { loadApiServerConfig } from '../apiserver/config.js';
@@ -17,7 +17,6 @@ import { ControllerManager } from '../controllers/controller-manager.js';
 import { loadIstiodConfig } from '../istiod/config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
-import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
@@ -32,10 +31,12 @@ import { requireHostTools, type HostTool } from './host-tools.js';
 import { KubeProxy } from './kube-proxy.js';
 import { LoadBalancerAllocator } from './load-balancer.js';
 import { Kubelet } from './kubelet.js';
+import { KubeletSources } from './kubelet-sources.js';
 import { agentRunDir, NodeDaemons } from './node-daemons.js';
 import { packageRoot } from '../lib/package-root.js';
 import { createHostBridge, hostBridgeName, nodeRecord, UpNode } from './node.js';
 import { ResourceJournal } from './resource-journal.js';
+import { RuncRuntime } from './runc-runtime.js';
 import { ip } from './run-command.js';
 import type { UpConfig } from './up-config.js';
 import { UpDataDir } from './up-data-dir.js';
@@ -65,6 +66,7 @@ const CLUSTER_TOOLS: readonly HostTool[] = [
     dirs: CNI_PLUGIN_DIRS,
   },
   { cmd: 'iptables-restore', pkg: 'iptables', why: "kube-proxy's Service rules on each node, the node agent's rules" },
+  { cmd: 'runc', pkg: 'runc', why: 'the container runtime: each container in its own mount namespace' },
 ];
 /** What the node agent runs on each node (its kubelet-probe set). */
 const AMBIENT_TOOLS: readonly HostTool[] = [{ cmd: 'ipset', pkg: 'ipset', why: "the node agent's kubelet-probe set" }];
@@ -253,14 +255,11 @@ export class Cluster {
     this.kc = kc;
     progress(`API server ready at ${api.url} (kubectl --kubeconfig ${dataDir.kubeconfig})`);
 
-    // One informer of Services for kube-proxy's rules and the kubelets' Service variables.
-    const services = new RestartingInformer<V1Service>(
-      kc,
-      '/api/v1/services',
-      () => listJson(kc, '/api/v1/services'),
-      {},
-      this.logs.scope('kube-proxy'),
-    );
+    // One set of informers (Services, ConfigMaps, Secrets) for kube-proxy's rules and every kubelet.
+    const sources = new KubeletSources(kc, this.logs.scope('kubelet'));
+    const runtime = new RuncRuntime(dataDir.runcRoot, cfg.name);
+    await journal.create({ t: 'cgroup', name: runtime.cgroup }, () => mkdir(dataDir.runcRoot, { recursive: true }));
+    const nodeResolvConf = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
     const kubelets = nodes.map((node) => {
       const cniDir = path.join(dataDir.nodeDir(node.name), 'cni');
       return new Kubelet({
@@ -280,7 +279,9 @@ export class Cluster {
           cacheDir: path.join(cniDir, 'cache'),
           inNetns: node.netnsPath,
         }),
-        services: () => services.list(),
+        sources,
+        runtime,
+        nodeResolvConf,
         log: this.logs.scope(`kubelet.${node.name}`),
       });
     });
@@ -310,12 +311,15 @@ export class Cluster {
       'Controllers running: deployments, replicasets, daemonsets, statefulsets, endpointslices, node lifecycle, scheduler',
     );
 
-    const proxy = new KubeProxy(kc, services, records, cfg.clusterCidr, this.logs.scope('kube-proxy'));
+    const proxy = new KubeProxy(kc, sources.services, records, cfg.clusterCidr, this.logs.scope('kube-proxy'));
     this.undo.push({ what: 'kube-proxy', run: () => proxy.stop() });
     await proxy.start();
     await proxy.synced;
     progress('kube-proxy: Service rules on every node');
 
+    sources.start();
+    this.undo.push({ what: "the kubelets' informers", run: () => sources.stop() });
+    await sources.synced;
     for (const k of kubelets) {
       k.start();
       this.undo.push({ what: 'a kubelet', run: () => k.stop() });

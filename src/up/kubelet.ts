@@ -2,11 +2,15 @@
  * The kubelet role of one node of `amesh up`: it registers its Node (podCIDR, InternalIP, Ready), renews its
  * Lease as its heartbeat (node-lease.ts), watches the pods bound to it (`spec.nodeName`), and runs each pod as
  * kubelet and a container runtime would: a network namespace as the sandbox, the node's CNI chain (ADD on create,
- * DEL on removal) run inside the node's namespace, the containers as processes in the sandbox (processes.ts),
- * readiness probes (probes.ts), and the pod's status (IPs, hostIP, phase, conditions, containerStatuses) written
- * through `pods/status`. A deleted pod's processes are stopped, its CNI DEL run and its namespace removed.
+ * DEL on removal) run inside the node's namespace, the pod's volumes (pod-volumes.ts) and its own hosts and
+ * resolv.conf files (pod-dns-files.ts), the containers run by runc (runc-runtime.ts) in the sandbox's network
+ * namespace and their own mount namespaces, with their securityContext (security-context.ts) and env
+ * (container-env.ts), readiness probes (probes.ts), and the pod's status (IPs, hostIP, phase, conditions,
+ * containerStatuses) written through `pods/status`. A volume that cannot be set up is a FailedMount Event and is
+ * tried again with back-off. A deleted pod's processes are stopped, its CNI DEL run and its namespace and runtime
+ * files removed.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -19,8 +23,9 @@ import {
   type V1Pod,
   type V1PodCondition,
   type V1PodStatus,
-  type V1Service,
 } from '@kubernetes/client-node';
+import { systemClock, type Clock } from '../controllers/clock.js';
+import { EventRecorder } from '../kube/event-recorder.js';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { Backoff } from '../lib/backoff.js';
@@ -30,9 +35,22 @@ import type { Logger } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
 import type { CniRuntime, NetworkConfigList } from './cni-runtime.js';
 import { containerArgv, containerEnv } from './container-env.js';
+import { resolveCommand } from './host-tools.js';
+import type { KubeletSources } from './kubelet-sources.js';
 import { NodeLease } from './node-lease.js';
-import { ContainerProcess, type ContainerState, type RestartPolicy } from './processes.js';
+import type { ContainerMount } from './oci-spec.js';
+import { podHostname, podHostsFile, podResolvConf } from './pod-dns-files.js';
+import { PodVolumes, type TokenRequestFor } from './pod-volumes.js';
+import {
+  ContainerCreateError,
+  ContainerProcess,
+  type ContainerLauncher,
+  type ContainerState,
+  type RestartPolicy,
+} from './processes.js';
 import { ReadinessProbe } from './probes.js';
+import type { RuncRuntime } from './runc-runtime.js';
+import { containerCredentials } from './security-context.js';
 import { deleteNetns, type ResourceJournal } from './resource-journal.js';
 import { ip } from './run-command.js';
 import type { NodeRecord, UpDataDir } from './up-data-dir.js';
@@ -41,6 +59,11 @@ const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Sandbox creation retries: quick at first (an agent still starting), then as kubelet's pod worker backs off. */
 const SANDBOX_RETRY_INITIAL_MS = 1_000;
 const SANDBOX_RETRY_MAX_MS = 30_000;
+/** Volume mount retries, as kubelet's volume manager backs off (to about 2 minutes). */
+const MOUNT_RETRY_INITIAL_MS = 500;
+const MOUNT_RETRY_MAX_MS = 122_000;
+/** The cluster's DNS Service: pods with dnsPolicy ClusterFirst get its address as their nameserver. */
+const KUBE_DNS = { namespace: 'kube-system', name: 'kube-dns' } as const;
 /** Kubernetes' default terminationGracePeriodSeconds. */
 const DEFAULT_GRACE_SECONDS = 30;
 /** The interface name kubelet asks CNI for in every pod. */
@@ -58,8 +81,12 @@ export interface KubeletOptions {
   readonly journal: ResourceJournal;
   readonly cniList: NetworkConfigList;
   readonly cni: CniRuntime;
-  /** The cluster's Services, for the containers' Service environment variables. */
-  readonly services: () => readonly V1Service[];
+  /** The cluster's Services, ConfigMaps and Secrets. */
+  readonly sources: KubeletSources;
+  readonly runtime: RuncRuntime;
+  /** The node's own resolv.conf, which pods with dnsPolicy Default get. */
+  readonly nodeResolvConf: string;
+  readonly clock?: Clock;
   readonly log: Logger;
 }
 
@@ -109,6 +136,12 @@ class PodWorker {
   private statusDirty = false;
   private statusIdle: Promise<void> = Promise.resolve();
   private readonly dir: string;
+  /** The pod's runtime files: volumes, its hosts and resolv.conf, and its containers' bundles. */
+  private readonly runDir: string;
+  private volumes: PodVolumes | undefined;
+  private mountError: string | undefined;
+  private readonly mountRetry = new Backoff(MOUNT_RETRY_INITIAL_MS, MOUNT_RETRY_MAX_MS);
+  private wake: (() => void) | undefined;
   private readonly log: Logger;
   private readonly started: Promise<void>;
 
@@ -116,13 +149,19 @@ class PodWorker {
     private pod: V1Pod,
     private readonly k: KubeletOptions,
     private readonly core: CoreV1Api,
+    private readonly events: EventRecorder,
   ) {
     const { namespace = '', name = '', uid = '' } = pod.metadata ?? {};
     this.hostNetwork = pod.spec?.hostNetwork === true;
     this.netns = this.hostNetwork ? k.node.netns : `${k.cluster}-pod-${uid}`;
     this.dir = k.dataDir.podDir(namespace, name, uid);
+    this.runDir = k.dataDir.podRuntimeDir(uid);
     this.log = k.log.child({ pod: `${namespace}/${name}` });
     this.started = this.createSandbox();
+  }
+
+  get namespace(): string {
+    return this.pod.metadata?.namespace ?? '';
   }
 
   private get at(): { containerId: string; netns: string; ifName: string; args: Record<string, string> } {
@@ -141,7 +180,15 @@ class PodWorker {
    * manager reconciles it.
    */
   update(pod: V1Pod): void {
+    const before = this.pod.metadata;
     this.pod = pod;
+    const meta = pod.metadata;
+    if (
+      this.volumes !== undefined &&
+      (JSON.stringify(before?.labels) !== JSON.stringify(meta?.labels) ||
+        JSON.stringify(before?.annotations) !== JSON.stringify(meta?.annotations))
+    )
+      void this.volumes.refresh(pod);
     const apiReady = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
     if (apiReady !== this.lastReady && !this.statusWriting) this.writeStatus();
   }
@@ -176,9 +223,146 @@ class PodWorker {
       }
       return;
     }
-    if (this.terminating) return;
+    if (this.terminating || !(await this.mountVolumes(podIp))) return;
     for (const c of this.pod.spec?.containers ?? []) this.startContainer(c, podIp);
     this.writeStatus();
+  }
+
+  /** A ConfigMap or Secret changed: the volumes that read it are rewritten. */
+  sourceChanged(kind: 'ConfigMap' | 'Secret', name: string): void {
+    void this.volumes?.refresh(this.pod, { kind, name });
+  }
+
+  /**
+   * Sets up the pod's volumes and its hosts and resolv.conf files, trying again with back-off while one fails
+   * (each failure a FailedMount Event, as kubelet records it); false when the pod went away meanwhile.
+   */
+  private async mountVolumes(podIp: string): Promise<boolean> {
+    const at = { podIp, hostIp: this.k.node.ip };
+    const { namespace = '', name = '', uid = '' } = this.pod.metadata ?? {};
+    const requestToken = async (r: TokenRequestFor): Promise<{ token: string; expiresAt: number }> => {
+      const tr = await this.core.createNamespacedServiceAccountToken({
+        name: r.serviceAccount,
+        namespace: r.namespace,
+        body: {
+          spec: {
+            audiences: r.audience === undefined ? [] : [r.audience],
+            expirationSeconds: r.expirationSeconds,
+            boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: r.pod.name, uid: r.pod.uid },
+          },
+        },
+      });
+      return { token: tr.status?.token ?? '', expiresAt: new Date(tr.status?.expirationTimestamp ?? 0).getTime() };
+    };
+    this.volumes = new PodVolumes(this.pod, path.join(this.runDir, 'volumes'), at, {
+      sources: this.k.sources,
+      requestToken,
+      clock: this.k.clock ?? systemClock,
+      log: this.log,
+    });
+    while (!this.terminating) {
+      try {
+        await this.volumes.setUp();
+        await this.writeDnsFiles(podIp);
+        if (this.mountError !== undefined) this.log.info('volumes mounted');
+        this.mountError = undefined;
+        return true;
+      } catch (e) {
+        const why = describeError(e);
+        if (why !== this.mountError) {
+          this.log.warn({ error: why }, 'FailedMount');
+          await this.events
+            .record(
+              { apiVersion: 'v1', kind: 'Pod', metadata: { namespace, name, uid } },
+              'Warning',
+              'FailedMount',
+              why,
+            )
+            .catch((err: unknown) => this.log.debug({ error: describeError(err) }, 'cannot record event'));
+        }
+        this.mountError = why;
+        this.writeStatus();
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          this.retryTimer = setTimeout(resolve, this.mountRetry.next());
+        });
+      }
+    }
+    return false;
+  }
+
+  /** The pod's /etc/hosts, /etc/resolv.conf and /etc/hostname. */
+  private async writeDnsFiles(podIp: string): Promise<void> {
+    const etc = path.join(this.runDir, 'etc');
+    await mkdir(etc, { recursive: true });
+    const dns = this.k.sources.services.get(KUBE_DNS.name, KUBE_DNS.namespace)?.spec?.clusterIP;
+    const clusterDns = dns === undefined || dns === '' || dns === 'None' ? undefined : dns;
+    await writeFile(path.join(etc, 'resolv.conf'), podResolvConf(this.pod, this.k.nodeResolvConf, clusterDns), {
+      mode: 0o644,
+    });
+    if (this.hostNetwork) return;
+    await writeFile(path.join(etc, 'hosts'), podHostsFile(this.pod, podIp), { mode: 0o644 });
+    await writeFile(path.join(etc, 'hostname'), `${podHostname(this.pod)}\n`, { mode: 0o644 });
+  }
+
+  /** The files the kubelet manages in every container's /etc. */
+  private etcMounts(): ContainerMount[] {
+    const etc = path.join(this.runDir, 'etc');
+    const files = this.hostNetwork ? ['resolv.conf'] : ['hosts', 'resolv.conf', 'hostname'];
+    return files.map((f) => ({ destination: `/etc/${f}`, source: path.join(etc, f), readOnly: false }));
+  }
+
+  /** The id the runtime knows container `name` of this pod by (the status's `containerID` is `amesh://<id>`). */
+  private containerId(name: string): string {
+    return `${this.pod.metadata?.uid ?? ''}-${name}`;
+  }
+
+  /** How runc starts container `c`: its env, argv, credentials and mounts are worked out at every start. */
+  private launcher(c: V1Container, podIp: string): ContainerLauncher {
+    const id = this.containerId(c.name);
+    return {
+      prepare: () => {
+        const env = containerEnv(
+          this.pod,
+          c,
+          { podIp, hostIp: this.k.node.ip },
+          this.k.sources.services.list(),
+          this.k.sources,
+        );
+        const argv = containerArgv(c, env);
+        const cmd = argv[0] === undefined ? undefined : resolveCommand(argv[0], env['PATH'] ?? '');
+        if (cmd === undefined)
+          throw new ContainerCreateError(
+            'CreateContainerError',
+            argv[0] === undefined
+              ? `container ${c.name} has no command: amesh up runs a container's command and args, not its image`
+              : `container ${c.name}: "${argv[0]}" is not an executable on its PATH`,
+          );
+        let cred;
+        try {
+          cred = containerCredentials(this.pod, c);
+        } catch (e) {
+          throw new ContainerCreateError('CreateContainerConfigError', (e as Error).message);
+        }
+        return this.k.runtime.prepare({
+          id,
+          dir: path.join(this.runDir, 'containers', c.name),
+          process: {
+            args: [cmd, ...argv.slice(1)],
+            env: Object.entries(env).map(([key, value]) => `${key}=${value}`),
+            cwd: c.workingDir ?? '/',
+            user: { uid: cred.uid, gid: cred.gid, additionalGids: cred.additionalGids },
+            capabilities: cred.capabilities,
+            noNewPrivileges: cred.noNewPrivileges,
+          },
+          hostname: this.hostNetwork ? undefined : podHostname(this.pod),
+          netnsPath: `/run/netns/${this.netns}`,
+          mounts: [...this.etcMounts(), ...this.volumes!.mounts(c)],
+          readOnlyRootFilesystem: cred.readOnlyRootFilesystem,
+        });
+      },
+      kill: () => this.k.runtime.kill(id, 'KILL'),
+    };
   }
 
   /** Makes the sandbox's namespace and runs the CNI chain's ADD for it; returns the pod's IP. */
@@ -194,16 +378,12 @@ class PodWorker {
 
   private startContainer(c: V1Container, podIp: string): void {
     const policy = (this.pod.spec?.restartPolicy ?? 'Always') as RestartPolicy;
-    const env = containerEnv(this.pod, c, podIp, this.k.node.ip, this.k.services());
     const p = new ContainerProcess(
       {
         name: c.name,
-        argv: containerArgv(c, env),
-        env,
-        cwd: c.workingDir,
-        netns: this.netns,
         logFile: path.join(this.dir, `${c.name}.log`),
         restartPolicy: policy,
+        launcher: this.launcher(c, podIp),
       },
       this.log,
     );
@@ -216,7 +396,12 @@ class PodWorker {
         if (p.state.t === 'running') {
           const probe = new ReadinessProbe(
             c.readinessProbe,
-            { podIp, podNetns: this.netns, nodeNetnsPath: this.k.nodeNetnsPath, ports: c.ports ?? [] },
+            {
+              podIp,
+              execArgv: (cmd) => ['runc', ...this.k.runtime.execArgv(this.containerId(c.name), cmd)],
+              nodeNetnsPath: this.k.nodeNetnsPath,
+              ports: c.ports ?? [],
+            },
             this.log.child({ container: c.name }),
           );
           probe.on('change', () => this.writeStatus());
@@ -257,7 +442,7 @@ class PodWorker {
         name: p.spec.name,
         image: c?.image ?? '',
         imageID: '',
-        ...(p.state.t === 'running' ? { containerID: `amesh://${String(p.state.pid)}` } : {}),
+        ...(p.state.t === 'running' ? { containerID: `amesh://${this.containerId(p.spec.name)}` } : {}),
         ready: this.containerReady(p, c),
         started: p.state.t === 'running',
         restartCount: p.restartCount,
@@ -292,17 +477,18 @@ class PodWorker {
         condition('ContainersReady', ready, this.readyChanged, ready ? undefined : 'ContainersNotReady', why),
         condition('PodScheduled', true, this.created),
       ],
-      containerStatuses: sandbox
-        ? containerStatuses
-        : (this.pod.spec?.containers ?? []).map((c) => ({
-            name: c.name,
-            image: c.image ?? '',
-            imageID: '',
-            ready: false,
-            started: false,
-            restartCount: 0,
-            state: { waiting: { reason: 'ContainerCreating' } },
-          })),
+      containerStatuses:
+        this.containers.length > 0
+          ? containerStatuses
+          : (this.pod.spec?.containers ?? []).map((c) => ({
+              name: c.name,
+              image: c.image ?? '',
+              imageID: '',
+              ready: false,
+              started: false,
+              restartCount: 0,
+              state: { waiting: { reason: 'ContainerCreating' } },
+            })),
     };
   }
 
@@ -346,12 +532,15 @@ class PodWorker {
   async terminate(graceSeconds?: number, keepLogs = false): Promise<void> {
     this.terminating = true;
     clearTimeout(this.retryTimer);
+    this.wake?.();
     await this.started;
+    this.volumes?.stop();
     for (const p of this.probes.values()) p.stop();
     const grace = (graceSeconds ?? this.pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000;
     await Promise.all(this.containers.map((c) => c.stop(grace)));
     await this.statusIdle;
     await this.removeSandbox();
+    await rm(this.runDir, { recursive: true, force: true });
     if (!keepLogs) await rm(this.dir, { recursive: true, force: true });
     this.log.info('pod removed');
   }
@@ -363,10 +552,16 @@ export class Kubelet {
   private readonly workers = new Map<string, PodWorker>();
   private readonly terminations = new Set<Promise<void>>();
   private readonly lease: NodeLease;
+  private readonly events: EventRecorder;
+  private readonly unsubscribe: () => void;
   readonly synced: Promise<void>;
 
   constructor(private readonly k: KubeletOptions) {
     this.core = k.kc.makeApiClient(CoreV1Api);
+    this.events = new EventRecorder(k.kc, 'kubelet', k.node.name);
+    this.unsubscribe = k.sources.onChange((kind, namespace, name) => {
+      for (const w of this.workers.values()) if (w.namespace === namespace) w.sourceChanged(kind, name);
+    });
     this.lease = new NodeLease(k.kc, k.node.name, k.log, { onRenew: () => this.stillReady() });
     const selector = `spec.nodeName=${k.node.name}`;
     const onPod = (p: V1Pod): void => this.sync(p);
@@ -455,7 +650,7 @@ export class Kubelet {
     const uid = p.metadata?.uid ?? '';
     const w = this.workers.get(uid);
     if (w !== undefined) w.update(p);
-    else this.workers.set(uid, new PodWorker(p, this.k, this.core));
+    else this.workers.set(uid, new PodWorker(p, this.k, this.core, this.events));
   }
 
   private remove(p: V1Pod): void {
@@ -475,6 +670,7 @@ export class Kubelet {
    * their logs.
    */
   async stop(): Promise<void> {
+    this.unsubscribe();
     await this.lease.stop();
     await this.pods.stop();
     const all = [...this.workers.values()].map((w) => w.terminate(0, true));

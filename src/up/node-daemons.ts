@@ -90,10 +90,25 @@ interface DaemonPodSpec {
   readonly amesh: readonly string[];
   readonly env: Record<string, string>;
   readonly probe: { readonly port: number; readonly path: string };
+  /** The capabilities Istio's chart adds for it (after dropping all). */
+  readonly capabilities: readonly string[];
+  /** Host paths it mounts at the same path, as the chart's hostPath volumes. */
+  readonly hostPaths?: readonly { name: string; path: string; type: string; propagation?: string }[];
 }
 
 /** A DaemonSet-like pod on one node: in the node's namespace, running `amesh <args>`, Ready by its HTTP probe. */
-function daemonPod({ name, node, labels, serviceAccount, container, amesh, env, probe }: DaemonPodSpec): V1Pod {
+function daemonPod({
+  name,
+  node,
+  labels,
+  serviceAccount,
+  container,
+  amesh,
+  env,
+  probe,
+  capabilities,
+  hostPaths = [],
+}: DaemonPodSpec): V1Pod {
   const { cmd, args } = ameshCommand();
   return {
     metadata: { name, namespace: SYSTEM_NAMESPACE, labels },
@@ -102,6 +117,7 @@ function daemonPod({ name, node, labels, serviceAccount, container, amesh, env, 
       hostNetwork: true,
       serviceAccountName: serviceAccount,
       terminationGracePeriodSeconds: 30,
+      volumes: hostPaths.map((h) => ({ name: h.name, hostPath: { path: h.path, type: h.type } })),
       containers: [
         {
           name: container,
@@ -111,6 +127,17 @@ function daemonPod({ name, node, labels, serviceAccount, container, amesh, env, 
           workingDir: packageRoot(),
           env: [...Object.entries(env).map(([n, value]) => ({ name: n, value })), ...FIELD_ENV],
           readinessProbe: { httpGet: { path: probe.path, port: probe.port }, periodSeconds: READINESS_PERIOD_SECONDS },
+          securityContext: {
+            privileged: false,
+            runAsUser: 0,
+            runAsGroup: 0,
+            capabilities: { drop: ['ALL'], add: [...capabilities] },
+          },
+          volumeMounts: hostPaths.map((h) => ({
+            name: h.name,
+            mountPath: h.path,
+            ...(h.propagation === undefined ? {} : { mountPropagation: h.propagation }),
+          })),
         },
       ],
     },
@@ -139,6 +166,7 @@ function ztunnelPod(node: NodeRecord, o: NodeDaemonsOptions, tokenFile: string):
     amesh: ['ztunnel'],
     env,
     probe: ZTUNNEL_READINESS,
+    capabilities: ['NET_ADMIN', 'SYS_ADMIN', 'NET_RAW'],
   });
 }
 
@@ -162,6 +190,13 @@ function agentPod(node: NodeRecord, o: NodeDaemonsOptions, kubeconfig: string): 
     amesh: args,
     env: {},
     probe: AGENT_READINESS,
+    capabilities: ['NET_ADMIN', 'NET_RAW', 'SYS_PTRACE', 'SYS_ADMIN', 'DAC_OVERRIDE'],
+    hostPaths: [
+      // The pods' network namespaces, which appear after the agent started (the chart's cni-netns-dir).
+      { name: 'cni-netns-dir', path: '/run/netns', type: 'DirectoryOrCreate', propagation: 'HostToContainer' },
+      // iptables' lock, shared with kube-proxy, which writes the same node's tables.
+      { name: 'xtables-lock', path: '/run/xtables.lock', type: 'FileOrCreate' },
+    ],
   });
 }
 

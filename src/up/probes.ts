@@ -1,6 +1,6 @@
 /**
- * Readiness probes as kubelet runs them (pkg/kubelet/prober): `exec` runs the command inside the container (its
- * pod's network namespace), `tcpSocket` and `httpGet` connect from the node's network namespace to the pod IP
+ * Readiness probes as kubelet runs them (pkg/kubelet/prober): `exec` runs the command inside the container (the
+ * runtime's exec), `tcpSocket` and `httpGet` connect from the node's network namespace to the pod IP
  * (a socket made in the node's namespace, as kubelet's own are, so the node agent's probe rules see them), each
  * with `timeoutSeconds`. After `initialDelaySeconds` a probe runs every `periodSeconds`; `successThreshold`
  * successes in a row make the container ready, `failureThreshold` failures in a row not ready.
@@ -17,8 +17,8 @@ const PROBE_DEFAULTS = { periodSeconds: 10, timeoutSeconds: 1, successThreshold:
 
 export interface ProbeTarget {
   readonly podIp: string;
-  /** The pod's network namespace name. */
-  readonly podNetns: string;
+  /** The argv that runs a command inside the container (the runtime's exec). */
+  readonly execArgv: (command: readonly string[]) => string[];
   /** The node's network namespace path, where tcp and http probes start. */
   readonly nodeNetnsPath: string;
   readonly ports: readonly V1ContainerPort[];
@@ -106,7 +106,8 @@ export class ReadinessProbe extends EventEmitter<{ change: [] }> {
 
   private async exec(command: readonly string[], timeoutMs: number): Promise<Outcome> {
     if (command.length === 0) return { ok: false, why: 'exec probe without a command' };
-    const r = await runCommand('ip', ['netns', 'exec', this.target.podNetns, ...command], { timeoutMs });
+    const [cmd, ...args] = this.target.execArgv(command);
+    const r = await runCommand(cmd!, args, { timeoutMs });
     return r.code === 0
       ? { ok: true }
       : {

@@ -1,9 +1,8 @@
 /**
- * A container as `amesh up`'s kubelet runs it: the container's command and args as a process inside its pod's
- * network namespace (`ip netns exec` enters it and execs the command in place, so the pid is the container's),
- * in its own process group, with stdout and stderr appended to the container's log file, and restarted by the
- * pod's restartPolicy with kubelet's CrashLoopBackOff (a first restart at once, then 10 s doubling to 5 min,
- * forgotten after 10 min of running). The node's agent and ztunnel run the same way, as a DaemonSet's pods do.
+ * A container as `amesh up`'s kubelet runs it: the process its launcher starts (the container runtime,
+ * runc-runtime.ts, which stays the container's parent and exits with its status), in its own process group, with
+ * stdout and stderr appended to the container's log file, and restarted by the pod's restartPolicy with kubelet's
+ * CrashLoopBackOff (a first restart at once, then 10 s doubling to 5 min, forgotten after 10 min of running).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
@@ -12,7 +11,6 @@ import os from 'node:os';
 import { Backoff } from '../lib/backoff.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import type { Logger } from '../lib/log.js';
-import { resolveCommand } from './host-tools.js';
 
 /** kubelet's container restart back-off (pkg/kubelet/kubelet.go: backOffPeriod, MaxContainerBackOff). */
 const RESTART_BACKOFF_INITIAL_MS = 10_000;
@@ -22,16 +20,32 @@ const RESTART_BACKOFF_RESET_MS = 600_000;
 
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 
+/**
+ * Why a container could not be made, with kubelet's reason: `CreateContainerConfigError` for what its pod's
+ * configuration gets wrong (a missing ConfigMap key, runAsNonRoot as root), `CreateContainerError` otherwise.
+ */
+export class ContainerCreateError extends MeshError {
+  constructor(
+    readonly reason: 'CreateContainerConfigError' | 'CreateContainerError',
+    message: string,
+  ) {
+    super('UP_ERR_CONTAINER', message);
+  }
+}
+
+/** How the container runtime starts and kills a container. */
+export interface ContainerLauncher {
+  /** The argv that runs the container, made afresh for every start; throws ContainerCreateError. */
+  prepare(): { cmd: string; args: string[] };
+  /** Kills the container's processes (after its grace period). */
+  kill(): void;
+}
+
 export interface ContainerSpec {
   readonly name: string;
-  /** command followed by args. */
-  readonly argv: readonly string[];
-  readonly env: Readonly<Record<string, string>>;
-  readonly cwd?: string | undefined;
-  /** The network namespace's name (under /run/netns). */
-  readonly netns: string;
   readonly logFile: string;
   readonly restartPolicy: RestartPolicy;
+  readonly launcher: ContainerLauncher;
 }
 
 export type ContainerState =
@@ -45,6 +59,11 @@ export type ContainerState =
       readonly startedAt: number;
       readonly finishedAt: number;
     };
+
+/** The name of signal `n`, if there is one. */
+function signalName(n: number): NodeJS.Signals | undefined {
+  return (Object.entries(os.constants.signals) as [NodeJS.Signals, number][]).find(([, v]) => v === n)?.[0];
+}
 
 /** Emits 'change' whenever its state or restart count changes. */
 export class ContainerProcess extends EventEmitter<{ change: [] }> {
@@ -77,26 +96,23 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
 
   start(): void {
     if (this.stopped) return;
-    const { argv, env, netns, logFile, cwd } = this.spec;
-    const cmd = argv[0] === undefined ? undefined : resolveCommand(argv[0], env['PATH'] ?? '');
-    if (cmd === undefined) {
-      const e = new MeshError(
-        'UP_ERR_CONTAINER',
-        argv[0] === undefined
-          ? `container ${this.spec.name} has no command: amesh up runs a container's command and args, not its image`
-          : `container ${this.spec.name}: "${argv[0]}" is not an executable on its PATH`,
-      );
-      this.log.warn({ container: this.spec.name, error: e.message, code: e.code }, 'cannot start container');
-      this.set({ t: 'waiting', reason: 'CreateContainerError', message: describeError(e) });
+    let launch: { cmd: string; args: string[] };
+    try {
+      launch = this.spec.launcher.prepare();
+    } catch (e) {
+      const reason = e instanceof ContainerCreateError ? e.reason : 'CreateContainerError';
+      this.log.warn({ container: this.spec.name, error: describeError(e), reason }, 'cannot create container');
+      this.set({ t: 'waiting', reason, message: describeError(e) });
       this.scheduleRestart(true);
       return;
     }
-    const out = openSync(logFile, 'a', 0o600);
+    const out = openSync(this.spec.logFile, 'a', 0o600);
     let child: ChildProcess;
     try {
-      child = spawn('ip', ['netns', 'exec', netns, cmd, ...argv.slice(1)], {
-        env: { ...env },
-        cwd: cwd ?? '/',
+      // The runtime gives the container its environment and working directory; runc itself needs neither.
+      child = spawn(launch.cmd, launch.args, {
+        env: { PATH: process.env['PATH'] ?? '' },
+        cwd: '/',
         detached: true,
         stdio: ['ignore', out, out],
       });
@@ -106,12 +122,16 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
     this.child = child;
     const startedAt = Date.now();
     this.exited = new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
+      child.once('exit', (runtimeCode, runtimeSignal) => {
         this.child = undefined;
+        // runc exits with 128+N for a container killed by signal N (as a shell reports it).
+        const bySignal = runtimeCode !== null && runtimeCode > 128 ? signalName(runtimeCode - 128) : undefined;
+        const code = bySignal === undefined ? runtimeCode : null;
+        const signal = bySignal ?? runtimeSignal;
         const failed = code !== 0;
         const t = {
           t: 'terminated',
-          exitCode: code ?? 128 + (signal === null ? 0 : os.constants.signals[signal]),
+          exitCode: runtimeCode ?? 128 + (signal === null ? 0 : os.constants.signals[signal]),
           ...(signal === null ? {} : { signal }),
           reason: failed ? 'Error' : 'Completed',
           startedAt,
@@ -178,7 +198,10 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
       }
     };
     kill('SIGTERM');
-    const timer = setTimeout(() => kill('SIGKILL'), graceMs);
+    const timer = setTimeout(() => {
+      this.spec.launcher.kill();
+      kill('SIGKILL');
+    }, graceMs);
     await this.exited;
     clearTimeout(timer);
     // Anything the container left in its group goes with it.

@@ -10,9 +10,13 @@ import { appendFileSync, readFileSync, readlinkSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import { MeshError } from '../lib/errors.js';
 import { ip, runCommand } from './run-command.js';
+import { removeCgroup } from './runc-runtime.js';
 
-/** A network namespace or a link in the host's namespace. */
-export type Resource = { readonly t: 'netns'; readonly name: string } | { readonly t: 'link'; readonly name: string };
+/** A network namespace, a link in the host's namespace, or the cluster's cgroup (its containers' parent). */
+export type Resource =
+  | { readonly t: 'netns'; readonly name: string }
+  | { readonly t: 'link'; readonly name: string }
+  | { readonly t: 'cgroup'; readonly name: string };
 
 export type JournalEntry =
   | { readonly t: 'up'; readonly pid: number; readonly start: string; readonly hostNetns: string }
@@ -152,6 +156,8 @@ export async function removeRecorded(file: string): Promise<string[]> {
     } else if (e.t === 'link' && (await runCommand('ip', ['link', 'show', e.name])).code === 0) {
       await deleteLink(e.name);
       removed.push(`link ${e.name}`);
+    } else if (e.t === 'cgroup') {
+      if ((await removeCgroup(e.name)).length > 0) removed.push(`cgroup ${e.name}`);
     }
   }
   await rm(file, { force: true });

@@ -41,6 +41,7 @@ const ENTRIES = {
   journal: 'created.jsonl',
   clusterFile: 'cluster.json',
   nodesDir: 'nodes',
+  runtimeDir: 'runtime',
 } as const;
 /** The logs: up's own and each pod's containers'. Teardown keeps them; the next `up` here starts them afresh. */
 const LOGS = {
@@ -58,6 +59,8 @@ export class UpDataDir {
   readonly logFile: string;
   readonly podsDir: string;
   readonly nodesDir: string;
+  /** The container runtime's state and each pod's runtime files (volumes, bundles): gone with the cluster. */
+  readonly runtimeDir: string;
   /** Everything `up` creates here but its logs. */
   readonly created: readonly string[];
   /** Where the logs are. */
@@ -73,6 +76,7 @@ export class UpDataDir {
     this.logFile = at(LOGS.logFile);
     this.podsDir = at(LOGS.podsDir);
     this.nodesDir = at(ENTRIES.nodesDir);
+    this.runtimeDir = at(ENTRIES.runtimeDir);
     this.created = Object.values(ENTRIES).map(at);
     this.logs = Object.values(LOGS).map(at);
   }
@@ -82,6 +86,15 @@ export class UpDataDir {
   }
   podDir(namespace: string, name: string, uid: string): string {
     return path.join(this.podsDir, `${namespace}_${name}_${uid}`);
+  }
+
+  /** runc's state directory. */
+  get runcRoot(): string {
+    return path.join(this.runtimeDir, 'runc');
+  }
+  /** A pod's volumes, managed /etc files and container bundles. */
+  podRuntimeDir(uid: string): string {
+    return path.join(this.runtimeDir, 'pods', uid);
   }
 
   async writeCluster(c: ClusterRecord): Promise<void> {

@@ -56,6 +56,24 @@ export function kubectlWith(host: TestNetns, kubeconfig: string, ...args: string
   return runToExit('nsenter', [`--net=${host.path}`, '--', 'kubectl', '--kubeconfig', kubeconfig, ...args], 30_000);
 }
 
+/**
+ * Kills a container of the cluster with SIGKILL, as a crash would: `containerId` is its status's `amesh://<id>`,
+ * the id its runc knows it by.
+ */
+export function killContainer(host: TestNetns, dataDir: string, containerId: string): Promise<RunResult> {
+  const id = containerId.replace('amesh://', '');
+  return runToExit(
+    'nsenter',
+    [`--net=${host.path}`, '--', 'runc', '--root', path.join(dataDir, 'runtime', 'runc'), 'kill', id, 'KILL'],
+    10_000,
+  );
+}
+
+/** A command in the network namespace of the pod with `uid` of `cluster`, from the node, as `nsenter --net` on it. */
+export function inPodNetns(cluster: string, uid: string, cmd: string, ...args: string[]): Promise<RunResult> {
+  return runToExit('ip', ['netns', 'exec', `${cluster}-pod-${uid}`, cmd, ...args], 10_000);
+}
+
 export interface LaunchedUp {
   readonly up: ChildProcess;
   /** Resolves with the table once `up` says the cluster is up. */

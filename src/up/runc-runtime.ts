@@ -1,0 +1,162 @@
+/**
+ * The container runtime of `amesh up`'s kubelet: runc (Debian's `runc`, the runtime kind's containerd uses), with
+ * its state under the cluster's data directory and every container's cgroup under one cgroup of the cluster's
+ * (`amesh-<cluster>`), so a crashed cluster's leftovers are found and removed by name. Each container is a
+ * bundle directory (config.json from oci-spec.ts and a root directory that mirrors the host's `/`), run in the
+ * foreground by `runc run`: runc stays the container's parent, forwards the signals it gets, and exits with the
+ * container's status, which is what processes.ts waits on.
+ */
+import { spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { readdir, rmdir } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  missingMountParent,
+  ociSpec,
+  type ContainerMount,
+  type HostRootEntry,
+  type OciProcess,
+  type Overlay,
+} from './oci-spec.js';
+
+const CGROUP_ROOT = '/sys/fs/cgroup';
+
+/** What one container run needs besides its process. */
+export interface ContainerRun {
+  /** Unique on the node while it runs: `<pod uid>-<container>`. */
+  readonly id: string;
+  /** The container's directory: its bundle, root directory and overlay layers. */
+  readonly dir: string;
+  readonly process: OciProcess;
+  readonly hostname: string | undefined;
+  readonly netnsPath: string;
+  readonly mounts: readonly ContainerMount[];
+  readonly readOnlyRootFilesystem: boolean;
+}
+
+/** The host's top-level entries, read once: the host's `/` does not change under a running cluster. */
+let hostRoot: readonly HostRootEntry[] | undefined;
+function hostRootEntries(): readonly HostRootEntry[] {
+  hostRoot ??= readdirSync('/', { withFileTypes: true }).flatMap((e): HostRootEntry[] => {
+    if (e.isSymbolicLink()) return [{ name: e.name, t: 'symlink', target: readlinkSync(path.join('/', e.name)) }];
+    return e.isDirectory() ? [{ name: e.name, t: 'dir' }] : [];
+  });
+  return hostRoot;
+}
+
+export class RuncRuntime {
+  /** runc's state directory (`--root`). */
+  readonly root: string;
+  /** The cluster's cgroup, parent of every container's. */
+  readonly cgroup: string;
+
+  constructor(stateDir: string, cluster: string) {
+    this.root = stateDir;
+    this.cgroup = `amesh-${cluster}`;
+  }
+
+  /**
+   * Writes the bundle of `r` (a fresh root directory and overlay layers: a restarted container starts from its
+   * image again, here the host's files) and returns the argv that runs it.
+   */
+  prepare(r: ContainerRun): { cmd: string; args: string[] } {
+    rmSync(r.dir, { recursive: true, force: true });
+    const rootfs = path.join(r.dir, 'rootfs');
+    mkdirSync(rootfs, { recursive: true, mode: 0o755 });
+    const host = hostRootEntries();
+    for (const e of host) if (e.t === 'symlink') symlinkSync(e.target, path.join(rootfs, e.name));
+    const overlays: Overlay[] = [];
+    for (const m of r.mounts) {
+      const dir = missingMountParent(m.destination, existsSync, realpathSync);
+      if (dir === undefined || overlays.some((o) => o.dir === dir)) continue;
+      const layer = path.join(r.dir, 'layers', String(overlays.length));
+      mkdirSync(path.join(layer, 'upper'), { recursive: true });
+      mkdirSync(path.join(layer, 'work'), { recursive: true });
+      overlays.push({ dir, upper: path.join(layer, 'upper'), work: path.join(layer, 'work') });
+    }
+    const spec = ociSpec({
+      process: r.process,
+      hostname: r.hostname,
+      netnsPath: r.netnsPath,
+      host,
+      mounts: r.mounts,
+      overlays,
+      readOnlyRootFilesystem: r.readOnlyRootFilesystem,
+      cgroupsPath: `/${this.cgroup}/${r.id}`,
+    });
+    writeFileSync(path.join(r.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
+    // A runc killed with its container leaves its state; the id is taken until that is deleted.
+    if (existsSync(path.join(this.root, r.id))) this.runc('delete', '--force', r.id);
+    return { cmd: 'runc', args: ['--root', this.root, 'run', '--bundle', r.dir, r.id] };
+  }
+
+  /** Sends `signal` to the container's process (runc forwards only what it gets itself). */
+  kill(id: string, signal: 'KILL' | 'TERM'): void {
+    this.runc('kill', id, signal);
+  }
+
+  /** The argv that runs `cmd` inside a running container, as `kubectl exec` asks its runtime to. */
+  execArgv(id: string, cmd: readonly string[]): string[] {
+    return ['--root', this.root, 'exec', id, ...cmd];
+  }
+
+  private runc(...args: string[]): void {
+    spawnSync('runc', ['--root', this.root, ...args], { stdio: 'ignore' });
+  }
+}
+
+/** How long removal waits for the processes of a cgroup (containers killed a moment ago) to be gone. */
+const CGROUP_EMPTY_WAIT_MS = 2_000;
+const CGROUP_POLL_MS = 50;
+
+/** rmdir of a cgroup, tried again while it still has processes that are exiting (EBUSY). */
+async function rmdirCgroup(dir: string): Promise<boolean> {
+  const deadline = Date.now() + CGROUP_EMPTY_WAIT_MS;
+  for (;;) {
+    try {
+      await rmdir(dir);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EBUSY' || Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, CGROUP_POLL_MS));
+    }
+  }
+}
+
+/**
+ * Removes cgroup `name` (a cluster's, `amesh-<cluster>`) from every hierarchy, with the containers' cgroups that a
+ * runc killed before it cleaned up left in it. Returns the directories removed.
+ */
+export async function removeCgroup(name: string): Promise<string[]> {
+  const removed: string[] = [];
+  const hierarchies = [
+    CGROUP_ROOT,
+    ...(await readdir(CGROUP_ROOT).catch(() => [])).map((h) => path.join(CGROUP_ROOT, h)),
+  ];
+  for (const h of hierarchies) {
+    const dir = path.join(h, name);
+    if (!isDir(dir)) continue;
+    for (const c of await readdir(dir, { withFileTypes: true }))
+      if (c.isDirectory()) await rmdirCgroup(path.join(dir, c.name));
+    if (await rmdirCgroup(dir)) removed.push(dir);
+  }
+  return removed;
+}
+
+function isDir(p: string): boolean {
+  try {
+    return lstatSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
