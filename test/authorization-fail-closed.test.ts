@@ -23,6 +23,7 @@ const CFG = {
   trustDomain: 'cluster.local',
   rootNamespace: 'istio-system',
   domainSuffix: 'cluster.local',
+  ipAutoallocate: true,
 };
 const POD = `apiVersion: v1
 kind: Pod

@@ -51,6 +51,7 @@ describe("a manifest directory applied to the API with istiod's config store on 
     trustDomain: 'cluster.local',
     rootNamespace: 'istio-system',
     domainSuffix: 'cluster.local',
+    ipAutoallocate: true,
   });
   store.on('change', (changes) => model.update(changes));
   const config = (file: string): string => path.join(dir, 'config', file);

@@ -15,6 +15,7 @@ import type { Istiod } from '../src/istiod/istiod.js';
 import { startApiServer, startIstiod } from './helpers/in-process.js';
 import { openStream } from './helpers/ads-stream.js';
 import { freePorts } from './helpers/free-port.js';
+import { ztunnelToken } from './helpers/ztunnel-token.js';
 
 const ADDRESS = 'type.googleapis.com/istio.workload.Address';
 const AUTHZ = 'type.googleapis.com/istio.security.Authorization';
@@ -201,22 +202,6 @@ async function subscribeWith(
     next,
     close: () => s.stream.end(),
   };
-}
-
-/** A TokenRequest token for istio-system/ztunnel, creating the account if the API lacks it. */
-async function ztunnelToken(kc: k8s.KubeConfig): Promise<string> {
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  await core
-    .createNamespacedServiceAccount({ namespace: 'istio-system', body: { metadata: { name: 'ztunnel' } } })
-    .catch((e: unknown) => {
-      if ((e as { code?: number }).code !== 409) throw e;
-    });
-  const tr = await core.createNamespacedServiceAccountToken({
-    name: 'ztunnel',
-    namespace: 'istio-system',
-    body: { spec: { audiences: ['istio-ca'] } },
-  });
-  return tr.status?.token ?? '';
 }
 
 const docs = (text: string): Record<string, unknown>[] =>

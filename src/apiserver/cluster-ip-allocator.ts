@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { MeshError } from '../lib/errors.js';
-import { formatIp, ipBytes, parseCidr } from '../lib/ip.js';
+import { bigIntToIpBytes, formatIp, ipBytes, ipToBigInt, parseCidr } from '../lib/ip.js';
 import type { StatusCause } from './api-error.js';
 import { ApiError, invalid as invalidObject } from './api-error.js';
 import type { KubeObject } from './kube-object.js';
@@ -32,21 +32,6 @@ const RESERVED_BAND = { min: 16, max: 256, step: 16 } as const;
 
 type Family = 'IPv4' | 'IPv6';
 
-function bigOf(b: Uint8Array): bigint {
-  let v = 0n;
-  for (const x of b) v = (v << 8n) | BigInt(x);
-  return v;
-}
-
-function bytesOf(v: bigint, len: number): Buffer {
-  const b = Buffer.alloc(len);
-  for (let i = len - 1; i >= 0; i--) {
-    b[i] = Number(v & 0xffn);
-    v >>= 8n;
-  }
-  return b;
-}
-
 /** How many addresses at the bottom of a range are kept for explicit `clusterIP`s (`calculateRangeOffset`). */
 function reservedBandSize(rangeSize: bigint): number {
   if (rangeSize <= BigInt(RESERVED_BAND.min)) return 0;
@@ -72,7 +57,7 @@ export class ClusterIpAllocator {
     this.width = c.bytes.length;
     this.family = this.width === 4 ? 'IPv4' : 'IPv6';
     const hostBits = this.width * 8 - c.prefix;
-    const network = (bigOf(c.bytes) >> BigInt(hostBits)) << BigInt(hostBits);
+    const network = (ipToBigInt(c.bytes) >> BigInt(hostBits)) << BigInt(hostBits);
     const rangeSize = 2n ** BigInt(hostBits);
     let max = rangeSize - 1n - (this.family === 'IPv4' ? 1n : 0n);
     if (this.family === 'IPv6' && max > BigInt(MAX_IPV6_RANGE)) max = BigInt(MAX_IPV6_RANGE);
@@ -83,7 +68,7 @@ export class ClusterIpAllocator {
         `service CIDR "${cidr}" is too small: it needs room for the kubernetes Service and one more`,
       );
     this.first = network + 1n;
-    this.cidr = `${formatIp(bytesOf(network, this.width))}/${c.prefix}`;
+    this.cidr = `${formatIp(bigIntToIpBytes(network, this.width))}/${c.prefix}`;
     this.bandStart = reservedBandSize(rangeSize);
   }
 
@@ -156,13 +141,13 @@ export class ClusterIpAllocator {
   }
 
   private ipAt(offset: number): string {
-    return formatIp(bytesOf(this.first + BigInt(offset), this.width))!;
+    return formatIp(bigIntToIpBytes(this.first + BigInt(offset), this.width))!;
   }
 
   private offsetOf(ip: string): number | undefined {
     const b = ipBytes(ip);
     if (b === undefined || b.length !== this.width) return undefined;
-    const offset = bigOf(b) - this.first;
+    const offset = ipToBigInt(b) - this.first;
     return offset >= 0n && offset < BigInt(this.size) ? Number(offset) : undefined;
   }
 

@@ -20,3 +20,23 @@ test('without --config-dir, istiod needs a Kubernetes API and says where it look
     'a manifest directory reads no kubeconfig',
   );
 });
+
+test("ServiceEntry address allocation: on by default with Istio's prefixes; PILOT_ENABLE_IP_AUTOALLOCATE=false turns it off and its prefixes go unread", () => {
+  const load = (env: Record<string, string>): ReturnType<typeof loadIstiodConfig>['ipAutoallocate'] =>
+    loadIstiodConfig({ configDir: 'examples/local-mesh' }, env).ipAutoallocate;
+  assert.deepEqual([load({})?.ipv4.text, load({})?.ipv6.text], ['240.240.0.0/16', '2001:2::/48']);
+  assert.equal(
+    load({ PILOT_IP_AUTOALLOCATE_IPV4_PREFIX: '240.240.2.0/24', PILOT_IP_AUTOALLOCATE_IPV6_PREFIX: '2001:2:0:2::/64' })
+      ?.ipv6.text,
+    '2001:2:0:2::/64',
+  );
+  assert.equal(load({ PILOT_ENABLE_IP_AUTOALLOCATE: 'false', PILOT_IP_AUTOALLOCATE_IPV4_PREFIX: 'bad' }), undefined);
+  assert.throws(() => load({ PILOT_ENABLE_IP_AUTOALLOCATE: 'maybe' }), {
+    code: 'AMESH_ERR_CONFIG',
+    message: /PILOT_ENABLE_IP_AUTOALLOCATE: "maybe" is not a boolean/,
+  });
+  assert.throws(() => load({ PILOT_IP_AUTOALLOCATE_IPV4_PREFIX: '2001:2::/48' }), {
+    code: 'AMESH_ERR_CONFIG',
+    message: /PILOT_IP_AUTOALLOCATE_IPV4_PREFIX: "2001:2::\/48" is not an IPv4 prefix/,
+  });
+});

@@ -9,6 +9,8 @@ import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../kube/kube-config.js';
 import type { GrpcLimits } from './grpc-server.js';
+import { envGoBool } from '../lib/go-bool.js';
+import { parseAllocationPrefix, type AllocationPrefix } from './prefix-allocator.js';
 
 /** Limits on istiod's gRPC port, where callers are not yet authenticated. */
 const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
@@ -51,6 +53,10 @@ export const ISTIOD_DEFAULTS = Object.freeze({
   workloadCertTtl: '24h',
   maxWorkloadCertTtl: '2160h',
   rootNamespace: 'istio-system',
+  /** PILOT_ENABLE_IP_AUTOALLOCATE and its prefixes (pilot/pkg/features/pilot.go). */
+  ipAutoallocate: true,
+  ipAutoallocateIpv4Prefix: '240.240.0.0/16',
+  ipAutoallocateIpv6Prefix: '2001:2::/48',
 });
 
 /** DNS names on istiod's serving certificate: the in-cluster service name ztunnel verifies, and localhost. */
@@ -81,6 +87,11 @@ export interface IstiodConfig {
   readonly grpcLimits: GrpcLimits;
   readonly logFormat: LogFormat;
   readonly logLevel: string;
+  /**
+   * Where ServiceEntries without addresses get theirs (`PILOT_IP_AUTOALLOCATE_IPV4_PREFIX`, `..._IPV6_PREFIX`);
+   * undefined when `PILOT_ENABLE_IP_AUTOALLOCATE` is false, which also leaves any allocated ones unserved.
+   */
+  readonly ipAutoallocate: { readonly ipv4: AllocationPrefix; readonly ipv6: AllocationPrefix } | undefined;
   /** The Kubernetes API istiod's informers watch: set unless `--config-dir` is given. */
   readonly kube: KubeConfig | undefined;
 }
@@ -103,6 +114,17 @@ function positiveInt(env: Readonly<Record<string, string | undefined>>, name: st
   if (!Number.isSafeInteger(n) || n < 1)
     throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${v}" is not a positive whole number of bytes`);
   return n;
+}
+
+/** The allocation prefixes, checked only when allocation is on, as istiod checks them (pilot/pkg/bootstrap/server.go). */
+function ipAutoallocate(env: Readonly<Record<string, string | undefined>>): IstiodConfig['ipAutoallocate'] {
+  if (!envGoBool(env, 'PILOT_ENABLE_IP_AUTOALLOCATE', ISTIOD_DEFAULTS.ipAutoallocate)) return undefined;
+  const prefix = (name: string, dflt: string, family: 4 | 6): AllocationPrefix =>
+    parseAllocationPrefix(env[name] || dflt, family, name);
+  return Object.freeze({
+    ipv4: prefix('PILOT_IP_AUTOALLOCATE_IPV4_PREFIX', ISTIOD_DEFAULTS.ipAutoallocateIpv4Prefix, 4),
+    ipv6: prefix('PILOT_IP_AUTOALLOCATE_IPV6_PREFIX', ISTIOD_DEFAULTS.ipAutoallocateIpv6Prefix, 6),
+  });
 }
 
 const list = (s: string): string[] =>
@@ -176,6 +198,7 @@ export function loadIstiodConfig(
     }),
     logFormat,
     logLevel,
+    ipAutoallocate: ipAutoallocate(env),
     kube: flags.configDir === undefined ? loadKubeConfig(flags.kubeconfig, env) : undefined,
   };
   return Object.freeze(cfg);

@@ -21,6 +21,7 @@ import { Authenticator } from './ca/authenticate.js';
 import { ManifestNodeAuthorizer } from './ca/manifest-node-authorizer.js';
 import { KubeCaSecurity } from './kube-ca-security.js';
 import { NamespaceController } from './namespace-controller.js';
+import { IpAutoallocator } from './ip-autoallocator.js';
 import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { CaServer } from './ca/ca-server.js';
 import { authenticationInterceptor } from './ca/authentication-interceptor.js';
@@ -107,18 +108,33 @@ export class Istiod {
           ? undefined
           : await ConfigDirApi.start(cfg.configDir, cfg.stateDir, cfg.apiserverAddress, store, logs);
       if (configDirApi !== undefined) started.push(configDirApi);
+      const kubeConfig = configDirApi?.kubeconfig ?? cfg.kube;
+      if (kubeConfig === undefined)
+        throw new MeshError('AMESH_ERR_CONFIG', 'istiod needs --config-dir or a Kubernetes API');
+      // istiod's controllers on the API it watches share one informer per resource; started once all have asked.
+      const informers = new SharedInformerFactory(kubeConfig, logs.scope('informers'));
+      started.push(informers);
       // As on a cluster, every namespace of the embedded API gets istio-ca-root-cert (the CA keeps its local issuer).
       let rootPublisher: NamespaceController | undefined;
       if (configDirApi !== undefined) {
-        const kc = configDirApi.kubeconfig;
-        const informers = new SharedInformerFactory(kc, logs.scope('informers'));
-        rootPublisher = new NamespaceController(kc, informers, ca.rootBundlePem, logs.scope('namespace-controller'));
+        rootPublisher = new NamespaceController(
+          kubeConfig,
+          informers,
+          ca.rootBundlePem,
+          logs.scope('namespace-controller'),
+        );
         rootPublisher.start();
-        informers.start();
-        started.push(informers, rootPublisher);
+        started.push(rootPublisher);
       }
-      const kubeCa = cfg.kube === undefined ? undefined : KubeCaSecurity.start(cfg, cfg.kube, ca.rootBundlePem, logs);
+      const kubeCa =
+        cfg.kube === undefined ? undefined : KubeCaSecurity.start(cfg, cfg.kube, ca.rootBundlePem, informers, logs);
       if (kubeCa !== undefined) started.push(kubeCa);
+      if (cfg.ipAutoallocate !== undefined) {
+        const allocator = new IpAutoallocator(kubeConfig, informers, cfg.ipAutoallocate, logs.scope('ip-autoallocate'));
+        allocator.start();
+        started.push(allocator);
+      }
+      informers.start();
       const auth = kubeCa?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
       const metrics = new MetricsRegistry();
       const ads = new AdsServer(auth, metrics, logs.scope('ads'));
@@ -128,6 +144,7 @@ export class Istiod {
         trustDomain: cfg.trustDomain,
         rootNamespace: cfg.rootNamespace,
         domainSuffix: cfg.domainSuffix,
+        ipAutoallocate: cfg.ipAutoallocate !== undefined,
       });
       const xds = new XdsSnapshot(model);
       /** Until the store holds every object (every informer synced), nothing is served. */
@@ -144,9 +161,6 @@ export class Istiod {
         ready = true;
         ads.update(xds.snapshot);
       };
-      const kubeConfig = configDirApi?.kubeconfig ?? cfg.kube;
-      if (kubeConfig === undefined)
-        throw new MeshError('AMESH_ERR_CONFIG', 'istiod needs --config-dir or a Kubernetes API');
       const kube = new KubeSource(kubeConfig, store, logs.scope('kube'));
       started.push(kube);
       kube.start();

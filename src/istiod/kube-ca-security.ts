@@ -6,7 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
  * TokenRequest); node proxies' impersonation is checked against pods from the API, when CA_TRUSTED_NODE_ACCOUNTS
  * names any; and the root is published as a ConfigMap in every namespace.
  */
-import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
+import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { LogControl } from '../lib/log.js';
 import { Authenticator, type CallerAuthenticator } from './ca/authenticate.js';
 import { AuthenticatorChain } from './ca/authenticator-chain.js';
@@ -28,7 +28,6 @@ export class KubeCaSecurity {
   private constructor(
     readonly authenticator: CallerAuthenticator,
     readonly nodeAuthorizer: NodeAuthorizer,
-    private readonly informers: SharedInformerFactory,
     private readonly namespaces: NamespaceController,
     pods: ClusterNodeAuthorizer | undefined,
   ) {
@@ -36,25 +35,29 @@ export class KubeCaSecurity {
   }
 
   /**
-   * Starts the informers without waiting for them: an API that is down must not hold istiod's start, which then
-   * reports not ready until `synced`. Until the pods are listed, impersonation finds no pod and is refused.
+   * Asks `informers` (istiod's, on this API; it starts them) for what it watches, without waiting for them: an API
+   * that is down must not hold istiod's start, which then reports not ready until `synced`. Until the pods are
+   * listed, impersonation finds no pod and is refused.
    */
-  static start(cfg: IstiodConfig, kc: KubeConfig, rootPem: string, logs: LogControl): KubeCaSecurity {
+  static start(
+    cfg: IstiodConfig,
+    kc: KubeConfig,
+    rootPem: string,
+    informers: SharedInformerFactory,
+    logs: LogControl,
+  ): KubeCaSecurity {
     const kubeJwt = new KubeJwtAuthenticator(kc, cfg.clusterId, cfg.tokenAudiences);
     const authenticator =
       cfg.jwtRules.length === 0
         ? kubeJwt
         : new AuthenticatorChain([new Authenticator(cfg.jwtRules, undefined, cfg.tokenAudiences), kubeJwt]);
-    const informers = new SharedInformerFactory(kc, logs.scope('informers'));
     const pods = cfg.trustedNodeAccounts.length === 0 ? undefined : new ClusterNodeAuthorizer(informers);
     const namespaces = new NamespaceController(kc, informers, rootPem, logs.scope('namespace-controller'));
     namespaces.start();
-    informers.start();
-    return new KubeCaSecurity(authenticator, pods ?? NO_NODE_AUTHORIZER, informers, namespaces, pods);
+    return new KubeCaSecurity(authenticator, pods ?? NO_NODE_AUTHORIZER, namespaces, pods);
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     this.namespaces.stop();
-    await this.informers.stop();
   }
 }

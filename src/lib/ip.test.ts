@@ -1,6 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canonicalIp, canonicalUnmappedIp, formatIp, formatRemote, ipBytes, parseHostPort } from './ip.js';
+import {
+  bigIntToIpBytes,
+  canonicalIp,
+  canonicalUnmappedIp,
+  formatIp,
+  formatRemote,
+  ipBytes,
+  ipToBigInt,
+  parseHostPort,
+} from './ip.js';
 
 test('canonicalIp: every spelling of an IPv6 address becomes the one Node prints (RFC 5952)', () => {
   for (const [given, canonical] of [
@@ -42,4 +51,11 @@ test("formatRemote: a socket's peer as ztunnel logs it, IPv6 in brackets, ? for 
   assert.equal(formatRemote({ remoteAddress: '10.0.0.1', remotePort: 8080 }), '10.0.0.1:8080');
   assert.equal(formatRemote({ remoteAddress: 'fd00::5', remotePort: 43210 }), '[fd00::5]:43210');
   assert.equal(formatRemote({}), '?:?');
+});
+
+test('ipToBigInt / bigIntToIpBytes: an address as one number, most significant byte first, and back', () => {
+  assert.equal(ipToBigInt(ipBytes('240.240.0.1')!), 0xf0f00001n);
+  assert.equal(ipToBigInt(ipBytes('2001:2::1')!), (0x20010002n << 96n) + 1n);
+  for (const ip of ['0.0.0.0', '255.255.255.255', '2001:2::ffff', '::'])
+    assert.equal(formatIp(bigIntToIpBytes(ipToBigInt(ipBytes(ip)!), ipBytes(ip)!.length)), ip);
 });

@@ -52,6 +52,23 @@ export function formatIp(b: Uint8Array): string | undefined {
   return canonicalIp(groups.join(':'));
 }
 
+/** A 4- or 16-byte address as one unsigned number, most significant byte first. */
+export function ipToBigInt(b: Uint8Array): bigint {
+  let v = 0n;
+  for (const x of b) v = (v << 8n) | BigInt(x);
+  return v;
+}
+
+/** The `len` (4 or 16) bytes of the address `v` (`ipToBigInt`'s inverse). */
+export function bigIntToIpBytes(v: bigint, len: number): Buffer {
+  const b = Buffer.alloc(len);
+  for (let i = len - 1; i >= 0; i--) {
+    b[i] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+  return b;
+}
+
 export function isLoopback(ip: string): boolean {
   const b = ipBytes(ip);
   if (b === undefined) return false;

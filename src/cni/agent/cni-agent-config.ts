@@ -10,7 +10,7 @@ import { parseListenAddress, type ListenAddress } from '../../lib/address.js';
 import { MeshError, isMeshError } from '../../lib/errors.js';
 import { CNI_MONITORING_PORT } from '../../lib/istio-ports.js';
 import { ZDS_SOCKET_PATH } from '../../zds/zds-socket-path.js';
-import { parseGoBool } from './go-bool.js';
+import { envGoBool } from '../../lib/go-bool.js';
 import { LogControl, parseLogFormat, type LogFormat } from '../../lib/log.js';
 import { compileEnablementSelectors, type EnablementSelectors } from '../plugin/enablement-selectors.js';
 import { CNI_EVENT_SOCKET_NAME, CNI_PLUGIN_KUBECONFIG_NAME } from '../plugin/plugin-config.js';
@@ -88,14 +88,6 @@ type Env = Readonly<Record<string, string | undefined>>;
 const configError = (name: string, problem: string): MeshError =>
   new MeshError('AMESH_ERR_CONFIG', `${name}: ${problem}`);
 
-function envBool(env: Env, name: string, def: boolean): boolean {
-  const v = env[name];
-  if (v === undefined || v === '') return def;
-  const b = parseGoBool(v);
-  if (b === undefined) throw configError(name, `"${v}" is not a boolean (true or false)`);
-  return b;
-}
-
 function envString(env: Env, name: string, def: string): string {
   const v = env[name];
   return v === undefined || v === '' ? def : v;
@@ -160,9 +152,9 @@ export function loadCniAgentConfig(flags: CniAgentFlags, env: Env = process.env)
       flags.ztunnelUdsAddress ?? envString(env, 'ZTUNNEL_UDS_ADDRESS', CNI_AGENT_DEFAULTS.ztunnelSocket),
       '--ztunnel-uds-address',
     ),
-    dnsCapture: envBool(env, 'AMBIENT_DNS_CAPTURE', CNI_AGENT_DEFAULTS.dnsCapture),
-    ipv6: envBool(env, 'AMBIENT_IPV6', CNI_AGENT_DEFAULTS.ipv6),
-    reconcilePodRulesOnStartup: envBool(
+    dnsCapture: envGoBool(env, 'AMBIENT_DNS_CAPTURE', CNI_AGENT_DEFAULTS.dnsCapture),
+    ipv6: envGoBool(env, 'AMBIENT_IPV6', CNI_AGENT_DEFAULTS.ipv6),
+    reconcilePodRulesOnStartup: envGoBool(
       env,
       'AMBIENT_RECONCILE_POD_RULES_ON_STARTUP',
       CNI_AGENT_DEFAULTS.reconcilePodRulesOnStartup,
@@ -175,7 +167,7 @@ export function loadCniAgentConfig(flags: CniAgentFlags, env: Env = process.env)
     ),
     systemNamespace: envString(env, 'SYSTEM_NAMESPACE', CNI_AGENT_DEFAULTS.systemNamespace),
     podNamespace: env['POD_NAMESPACE'] ?? '',
-    disableSafeUpgrade: envBool(env, 'AMBIENT_DISABLE_SAFE_UPGRADE', false),
+    disableSafeUpgrade: envGoBool(env, 'AMBIENT_DISABLE_SAFE_UPGRADE', false),
     readinessAddress: parseListenAddress(
       flags.readinessAddress ?? CNI_AGENT_DEFAULTS.readinessAddress,
       '--readiness-address',

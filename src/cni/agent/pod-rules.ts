@@ -10,7 +10,7 @@
 import net from 'node:net';
 import { MeshError, type ErrorCode } from '../../lib/errors.js';
 import { netnsId, type NetnsRef } from '../../native/native.js';
-import { parseGoBool } from './go-bool.js';
+import { parseGoBool } from '../../lib/go-bool.js';
 import { SerialQueue } from './serial-queue.js';
 import {
   DNS_PROXY_PORT,

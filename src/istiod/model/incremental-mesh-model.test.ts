@@ -9,6 +9,7 @@ const CFG = {
   trustDomain: 'cluster.local',
   rootNamespace: 'istio-system',
   domainSuffix: 'cluster.local',
+  ipAutoallocate: true,
 };
 
 function objects(yaml: string): readonly Manifest[] {
@@ -82,7 +83,7 @@ spec: {selector: {matchLabels: {app: db}}, portLevelMtls: {"5432": {mode: PERMIS
 `);
 
 const find = (key: string): Manifest => MESH.find((o) => objectKey(o) === key)!;
-const POD_EDIT: Manifest = { ...find('Pod/shop/web-0'), status: { phase: 'Running', podIP: '10.1.0.9' } };
+const POD_EDIT = { ...find('Pod/shop/web-0'), status: { phase: 'Running', podIP: '10.1.0.9' } } as Manifest;
 const NODE: Manifest = find('Node//n1');
 const NODE_EDIT: Manifest = {
   ...NODE,

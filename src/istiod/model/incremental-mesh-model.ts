@@ -42,6 +42,8 @@ export interface ModelConfig {
   readonly trustDomain: string;
   readonly rootNamespace: string;
   readonly domainSuffix: string;
+  /** PILOT_ENABLE_IP_AUTOALLOCATE: ServiceEntries without addresses are served with those istiod allocated them. */
+  readonly ipAutoallocate: boolean;
 }
 
 export type AddressModel = { readonly workload: WorkloadModel } | { readonly service: ServiceModel };
@@ -385,7 +387,7 @@ export class IncrementalMeshModel {
         const hosts = serviceEntryHosts(o).filter((h) => s.selection.serves(o, h));
         for (const w of convertServiceEntryEndpoints(o, hosts, ctx(o.metadata.namespace, o.metadata.labels)))
           workload(w);
-        for (const v of convertServiceEntry(o, s.selection)) service(v);
+        for (const v of convertServiceEntry(o, s.selection, this.cfg.ipAutoallocate)) service(v);
         break;
       }
       case 'Service':

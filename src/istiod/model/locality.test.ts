@@ -9,6 +9,7 @@ const CFG = {
   trustDomain: 'cluster.local',
   rootNamespace: 'istio-system',
   domainSuffix: 'cluster.local',
+  ipAutoallocate: true,
 };
 
 const node = (name: string, labels: string): string =>

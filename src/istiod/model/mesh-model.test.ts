@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { formatIp } from '../../lib/ip.js';
 import { parseManifests } from '../registry/manifest-dir.js';
 import { buildMeshModel } from './mesh-model.js';
 import { TunnelProtocol, WorkloadStatus, type ServiceModel, type WorkloadModel } from './types.js';
@@ -9,6 +10,7 @@ const CFG = {
   trustDomain: 'cluster.local',
   rootNamespace: 'istio-system',
   domainSuffix: 'cluster.local',
+  ipAutoallocate: true,
 };
 
 function model(yaml: string): ReturnType<typeof buildMeshModel> {
@@ -199,6 +201,65 @@ test('ServiceEntry -> one Service per host (CIDR VIPs, NONE = PASSTHROUGH); inli
     vm.services,
     { 'data/db.example.internal': [{ servicePort: 5432, targetPort: 15432 }] },
     'selected by workloadSelector, port by name',
+  );
+});
+
+/** A ServiceEntry in `data` with one port, `spec` merged in, and one address istiod allocated its first host. */
+const allocated = (name: string, spec: string, value: string, labels = '{}'): string => {
+  const host = /hosts: \[("?[^,\]"]+"?)/.exec(spec)![1]!;
+  return `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: ${name}, namespace: data, labels: ${labels}}
+spec: {ports: [{number: 443, name: tls}], ${spec}}
+status: {addresses: [{value: ${value}, host: ${host}}]}
+`;
+};
+
+/** ServiceEntries whose status holds addresses istiod allocated (and one stray address of each kind). */
+const ALLOCATED = [
+  `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: ext, namespace: data}
+spec: {hosts: [a.example.com, b.example.com, c.example.com], ports: [{number: 443, name: tls}], resolution: DNS}
+status:
+  addresses:
+  - {value: 240.240.0.1, host: a.example.com}
+  - {value: "2001:2:0:0::1", host: a.example.com}
+  - {value: not-an-ip, host: b.example.com}
+  - {value: 240.240.0.9, host: elsewhere.example.com}
+`,
+  allocated('wild', 'hosts: ["*.wild.example.com"], resolution: DNS', '240.240.0.2'),
+  allocated('dynamic', 'hosts: ["*.dyn.example.com"], resolution: DYNAMIC_DNS', '240.240.0.3'),
+  allocated(
+    'opted-out',
+    'hosts: [out.example.com], resolution: STATIC',
+    '240.240.0.4',
+    '{networking.istio.io/enable-autoallocate-ip: "False"}',
+  ),
+  allocated('own', 'hosts: [own.example.com], addresses: [10.9.0.1], resolution: STATIC', '240.240.0.5'),
+  allocated('unset', 'hosts: [unset.example.com]', '240.240.0.6'),
+].join('---\n');
+
+test("a ServiceEntry's allocated status.addresses are its hosts' VIPs when it qualifies: resolution not NONE (nor unset), no spec.addresses, not opted out, a wildcard only under DYNAMIC_DNS", () => {
+  const vips = (cfg: typeof CFG, host: string): string[] => {
+    const { objects, errors } = parseManifests('m.yaml', ALLOCATED);
+    assert.deepEqual(errors, []);
+    const a = buildMeshModel(objects, cfg).addresses.get(`data/${host}`);
+    assert.ok(a !== undefined && 'service' in a, `no service ${host}`);
+    return a.service.addresses.map((x) => `${formatIp(x.address)!}${x.length === undefined ? '' : `/${x.length}`}`);
+  };
+  assert.deepEqual(vips(CFG, 'a.example.com'), ['240.240.0.1', '2001:2::1']);
+  assert.deepEqual(vips(CFG, 'b.example.com'), [], 'a value that is not an IP is skipped');
+  assert.deepEqual(vips(CFG, 'c.example.com'), [], 'a host with no allocated address yet has none');
+  assert.deepEqual(vips(CFG, '*.wild.example.com'), []);
+  assert.deepEqual(vips(CFG, '*.dyn.example.com'), ['240.240.0.3']);
+  assert.deepEqual(vips(CFG, 'out.example.com'), []);
+  assert.deepEqual(vips(CFG, 'own.example.com'), ['10.9.0.1']);
+  assert.deepEqual(vips(CFG, 'unset.example.com'), [], 'resolution unset is NONE');
+  assert.deepEqual(
+    vips({ ...CFG, ipAutoallocate: false }, 'a.example.com'),
+    [],
+    'PILOT_ENABLE_IP_AUTOALLOCATE=false serves no allocated address',
   );
 });
 

@@ -8,6 +8,7 @@ const CFG = {
   trustDomain: 'cluster.local',
   rootNamespace: 'istio-system',
   domainSuffix: 'cluster.local',
+  ipAutoallocate: true,
 };
 
 /** A ServiceEntry document; `extra` is YAML under `spec`, `meta` extra flow-mapping entries under `metadata`. */

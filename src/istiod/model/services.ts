@@ -1,7 +1,15 @@
 import { ipBytes } from '../../lib/ip.js';
 import type { Manifest, Resource, ResourceOf } from '../registry/manifest-dir.js';
 import type { ServiceSelection } from './service-selection.js';
-import { LbHealthPolicy, LbMode, LbScope, type PortModel, type ServiceModel } from './types.js';
+import { autoAllocatedAddresses, shouldAutoAllocateIp, takesAutoAllocatedAddress } from './ip-autoallocation.js';
+import {
+  LbHealthPolicy,
+  LbMode,
+  LbScope,
+  type NetworkAddressModel,
+  type PortModel,
+  type ServiceModel,
+} from './types.js';
 
 type Service = ResourceOf<'Service'>;
 type ServiceEntry = ResourceOf<'ServiceEntry'>;
@@ -214,23 +222,37 @@ export function serviceEntryPorts(se: ServiceEntry): (ServicePortSpec & { name: 
   });
 }
 
+/** An address or CIDR of `spec.addresses`, or an allocated address, as a VIP; undefined when it is neither. */
+function serviceEntryVip(a: string): NetworkAddressModel | undefined {
+  const [ip = '', len] = a.split('/');
+  const b = ipBytes(ip);
+  if (b === undefined) return undefined;
+  return { network: '', address: new Uint8Array(b), ...(len === undefined ? {} : { length: Number(len) }) };
+}
+
 /**
  * A ServiceEntry → one Service per host it won (`selection`), canonical when it is the hostname's canonical one
- * (istio `pilot/pkg/serviceregistry/ambient/services.go`). Addresses may be CIDRs; `resolution: NONE` keeps the
- * original destination (PASSTHROUGH), as there is nothing to load-balance over.
+ * (istio `pilot/pkg/serviceregistry/ambient/services.go` `constructServiceEntries`). Addresses may be CIDRs; a
+ * ServiceEntry without any, whose resolution is not NONE, gives each host the addresses istiod allocated it
+ * (`status.addresses`, with `ipAutoallocate` on; a wildcard host only under DYNAMIC_DNS). `resolution: NONE`
+ * (also when unset) keeps the original destination (PASSTHROUGH), as there is nothing to load-balance over.
  */
-export function convertServiceEntry(se: ServiceEntry, selection: ServiceSelection): ServiceModel[] {
-  const addresses = (se.spec.addresses?.map(String) ?? []).flatMap((a) => {
-    const [ip = '', len] = a.split('/');
-    const b = ipBytes(ip);
-    if (b === undefined) return [];
-    return [{ network: '', address: new Uint8Array(b), ...(len === undefined ? {} : { length: Number(len) }) }];
-  });
+export function convertServiceEntry(
+  se: ServiceEntry,
+  selection: ServiceSelection,
+  ipAutoallocate: boolean,
+): ServiceModel[] {
+  const addresses = (se.spec.addresses?.map(String) ?? []).flatMap((a) => serviceEntryVip(a) ?? []);
   const ports: PortModel[] = serviceEntryPorts(se).map((p) => ({
     servicePort: p.port,
     targetPort: typeof p.targetPort === 'number' ? p.targetPort : p.port,
   }));
-  const passthrough = se.spec.resolution === 'NONE';
+  const passthrough = (se.spec.resolution ?? 'NONE') === 'NONE';
+  const allocated = shouldAutoAllocateIp(se, ipAutoallocate) ? autoAllocatedAddresses(se) : new Map<string, string[]>();
+  const hostAddresses = (host: string): NetworkAddressModel[] => {
+    if (addresses.length > 0 || passthrough || !takesAutoAllocatedAddress(se, host)) return addresses;
+    return (allocated.get(host) ?? []).flatMap((a) => serviceEntryVip(a) ?? []);
+  };
   const sans = se.spec.subjectAltNames?.map(String) ?? [];
   return serviceEntryHosts(se)
     .filter((h) => selection.serves(se, h))
@@ -238,7 +260,7 @@ export function convertServiceEntry(se: ServiceEntry, selection: ServiceSelectio
       name: se.metadata.name,
       namespace: se.metadata.namespace,
       hostname,
-      addresses,
+      addresses: hostAddresses(hostname),
       ports,
       subjectAltNames: sans,
       loadBalancing: passthrough

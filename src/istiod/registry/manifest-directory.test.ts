@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { ManifestDirectory } from './manifest-directory.js';
-import { objectKey, type ObjectChanges } from './manifest-dir.js';
+import { objectKey, type Manifest, type ObjectChanges } from './manifest-dir.js';
 import { atomicWriterUpdate, eventAfter, WATCH_DEADLINE_MS } from '../../../test/helpers/fs-events.js';
 
 /** Every test waits on the directory's `change` event or a log line; a watcher that never fires fails the test. */
@@ -65,6 +65,11 @@ async function logged(text: string, act: () => Promise<void>): Promise<void> {
 }
 
 const keys = (r: ManifestDirectory): string[] => r.all().map(objectKey).sort();
+/** A pod manifest's `status.podIP`. */
+const podIp = (o: Manifest | undefined): unknown => {
+  const status: Readonly<Record<string, unknown>> | undefined = o?.status;
+  return status?.['podIP'];
+};
 
 /** Writes, then waits for the reload that the watcher must trigger. */
 async function change(r: ManifestDirectory, write: () => Promise<void>): Promise<void> {
@@ -107,7 +112,7 @@ test(
       );
       assert.deepEqual(keys(r), ['Pod/shop/web-0', 'Pod/shop/web-1']);
       assert.equal(
-        r.all().find((o) => o.metadata.name === 'web-1')?.status['podIP'],
+        podIp(r.all().find((o) => o.metadata.name === 'web-1')),
         '10.1.0.6',
         'the last good version, not the broken one',
       );
@@ -118,7 +123,7 @@ test(
       // Fixed: the new version is served; removed from a file without problems: gone.
       await change(r, () => writeFile(path.join(dir, 'm.yaml'), pod('web-1', '10.1.0.7')));
       assert.deepEqual(keys(r), ['Pod/shop/web-1']);
-      assert.equal(r.all()[0]?.status['podIP'], '10.1.0.7');
+      assert.equal(podIp(r.all()[0]), '10.1.0.7');
     });
   },
 );
@@ -209,7 +214,7 @@ test(
         writeFile(path.join(dir, 'b.yaml'), `${pod('web-0', '10.1.0.8')}---\n${pod('web-1', '10.1.0.5')}`),
       );
       assert.deepEqual(keys(r), ['Pod/shop/web-0', 'Pod/shop/web-1']);
-      assert.equal(r.all().find((o) => o.metadata.name === 'web-0')?.status['podIP'], '10.1.0.5');
+      assert.equal(podIp(r.all().find((o) => o.metadata.name === 'web-0')), '10.1.0.5');
       assert.ok(
         logs.some((l) =>
           l.includes(`${path.join(dir, 'b.yaml')}:1: Pod/shop/web-0 is also defined at ${path.join(dir, 'a.yaml')}:1`),
@@ -243,7 +248,7 @@ test(
         writeFile(path.join(dir, 'm.yaml'), `${pod('web-0', '10.1.0.5')}---\n${pod('web-1', '10.1.0.7')}`),
       );
       assert.deepEqual([...changes.keys()], ['Pod/shop/web-1']);
-      assert.equal(changes.get('Pod/shop/web-1')?.status['podIP'], '10.1.0.7');
+      assert.equal(podIp(changes.get('Pod/shop/web-1')), '10.1.0.7');
       assert.equal(r.get('Service/shop/web'), service, 'the untouched file was not parsed again');
       assert.equal(r.get('Pod/shop/web-0'), web0, 'nor was the unchanged document before the edited one');
       const [removal] = await eventAfter<[ObjectChanges]>(r, 'change', () =>

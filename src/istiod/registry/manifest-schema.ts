@@ -306,6 +306,12 @@ const SERVICE_ENTRY = obj({
   endpoints: list(WORKLOAD_ENTRY),
   workloadSelector: obj({ labels }),
 });
+/**
+ * A ServiceEntry's status as istiod reads it: the addresses istiod allocated, one or two (IPv4, IPv6) per host
+ * (istio.io/api `networking/v1alpha3/service_entry.proto` ServiceEntryStatus, ServiceEntryAddress). Conditions and
+ * validation messages are let through unread.
+ */
+const SERVICE_ENTRY_STATUS = open({ addresses: list(open({ value: str, host: str })) });
 
 /** What amesh validates per kind: `spec`/`status` schemas, whether the name must be a DNS-1123 label, and scope. */
 interface KindSchema {
@@ -331,7 +337,7 @@ const KINDS = {
   Service: { spec: SERVICE_SPEC, nameIsLabel: true },
   /** Read for the backends of Services without a selector (`default/kubernetes`), as Istio's ambient index is. */
   EndpointSlice: { spec: ENDPOINT_SLICE, topLevel: true },
-  ServiceEntry: { spec: SERVICE_ENTRY },
+  ServiceEntry: { spec: SERVICE_ENTRY, status: SERVICE_ENTRY_STATUS },
   WorkloadEntry: { spec: WORKLOAD_ENTRY },
   AuthorizationPolicy: { spec: AUTHORIZATION_POLICY },
   PeerAuthentication: { spec: PEER_AUTHENTICATION },
