@@ -26,6 +26,7 @@ import { freePorts } from './helpers/free-port.js';
 import { buildGoPeer, goSkip, runGo } from './helpers/go.js';
 import { hostService, kubeService } from './helpers/dns-state.js';
 import { dnsmasqSkip, startDnsmasq, type DnsmasqZone } from './helpers/dnsmasq.js';
+import { udpExchange as rawUdpExchange } from './helpers/udp-exchange.js';
 
 const PROXY_IP = '127.95.0.1';
 const OTHER_NS_PROXY_IP = '127.95.0.2';
@@ -66,24 +67,8 @@ const ZONE: DnsmasqZone = {
 };
 
 /** One raw exchange with the proxy; undefined when nothing came back within `timeoutMs`. */
-async function udpExchange(port: number, msg: Buffer, timeoutMs = 2000): Promise<Buffer | undefined> {
-  const s = dgram.createSocket('udp4');
-  try {
-    s.send(msg, port, PROXY_IP);
-    const timer = new AbortController();
-    const t = setTimeout(() => timer.abort(), timeoutMs);
-    try {
-      const [reply] = (await once(s, 'message', { signal: timer.signal })) as [Buffer];
-      return reply;
-    } catch {
-      return undefined;
-    } finally {
-      clearTimeout(t);
-    }
-  } finally {
-    s.close();
-  }
-}
+const udpExchange = (port: number, msg: Buffer, timeoutMs?: number): Promise<Buffer | undefined> =>
+  rawUdpExchange(PROXY_IP, port, msg, timeoutMs);
 
 async function query(port: number, p: Packet): Promise<DecodedPacket & { rcode?: string }> {
   const reply = await udpExchange(port, encode(p));

@@ -7,11 +7,15 @@ export type Handler = (
   url: URL,
 ) => Promise<{ status: number; body: string; type?: string }> | { status: number; body: string; type?: string };
 
-/** A small HTTP server for admin, metrics and readiness endpoints: routes by path, never throws into Node. */
+/**
+ * A small HTTP server for admin, metrics and readiness endpoints: routes by path, never throws into Node. `inUse`
+ * is what the error says to do when the port is taken.
+ */
 export async function startHttpServer(
   addr: ListenAddress,
   routes: Record<string, Handler>,
   what: string,
+  inUse = `is another ztunnel running? pass a different --${what}-address`,
 ): Promise<http.Server> {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -37,7 +41,7 @@ export async function startHttpServer(
       reject(
         new MeshError(
           'AMESH_ERR_CONFIG',
-          `cannot listen for ${what} on ${addr.host}:${addr.port}: ${e.code ?? e.message}${e.code === 'EADDRINUSE' ? ' (is another ztunnel running? pass a different --' + what + '-address)' : ''}`,
+          `cannot listen for ${what} on ${addr.host}:${addr.port}: ${e.code ?? e.message}${e.code === 'EADDRINUSE' ? ` (${inUse})` : ''}`,
         ),
       ),
     );

@@ -55,6 +55,7 @@ export const ADDRESS_BLOCKS: Readonly<Record<string, number>> = Object.freeze({
   'test/h2-conformance.test.ts': 106,
   'test/h2-python-interop.test.ts': 107,
   'test/ztunnel-footprint.test.ts': 113,
+  'test/cluster-dns.test.ts': 114,
 });
 
 /**

@@ -8,6 +8,7 @@ const ZTUNNEL = saUser('istio-system', 'ztunnel');
 const CNI = saUser('istio-system', 'istio-cni');
 const ISTIOD = saUser('istio-system', 'istiod');
 const WEB = saUser('default', 'web');
+const COREDNS = saUser('kube-system', 'coredns');
 const ADMIN: UserInfo = { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] };
 const ANONYMOUS: UserInfo = { username: 'system:anonymous', groups: ['system:unauthenticated'] };
 
@@ -57,6 +58,16 @@ const ROWS: Row[] = [
   [CNI, 'list', 'security.istio.io', 'authorizationpolicies', '', false],
   [CNI, 'get', 'apps', 'daemonsets', 'istio-system', false, 'ztunnel'],
   [CNI, 'list', 'apps', 'daemonsets', 'istio-system', false],
+  // What the cluster DNS's informers read, as kubeadm's system:coredns grants it, and nothing more.
+  [COREDNS, 'list', '', 'services', '', true],
+  [COREDNS, 'watch', '', 'services', '', true],
+  [COREDNS, 'list', 'discovery.k8s.io', 'endpointslices', '', true],
+  [COREDNS, 'watch', 'discovery.k8s.io', 'endpointslices', '', true],
+  [COREDNS, 'list', '', 'namespaces', '', true],
+  [COREDNS, 'watch', '', 'pods', '', true],
+  [COREDNS, 'get', '', 'services', 'default', false, 'kubernetes'],
+  [COREDNS, 'list', '', 'secrets', '', false],
+  [COREDNS, 'create', '', 'services', 'default', false],
   [ISTIOD, 'create', 'authentication.k8s.io', 'tokenreviews', '', true],
   [ISTIOD, 'create', 'authorization.k8s.io', 'subjectaccessreviews', '', true],
   [ISTIOD, 'watch', '', 'pods', '', true],

@@ -1,6 +1,6 @@
 /**
  * Every permission the embedded API server grants besides `system:masters`, as one table of bindings, each with
- * its role's rules inline. Two sources, copied rule for rule:
+ * its role's rules inline. Three sources, copied rule for rule:
  *
  * - Kubernetes' bootstrap policy (kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go and
  *   cluster roles' default bindings): what every authenticated user may do.
@@ -8,6 +8,7 @@
  *   (`global.istiod.enableAnalysis` false, `taint.enabled` false, `pilotCertProvider: istiod`, no revision,
  *   release namespace istio-system, `repair.repairPods` true, `ambient.enabled` true): istiod, the istio reader,
  *   the CNI node agent; ztunnel's chart grants its account nothing outside OpenShift.
+ * - kubeadm's CoreDNS add-on: the cluster DNS's `system:coredns`.
  *
  * Anonymous requests are refused by authentication (as with `--anonymous-auth=false`), so the bootstrap
  * policy's grants to `system:unauthenticated` are left out: an unauthenticated user is granted nothing.
@@ -41,6 +42,9 @@ export interface PolicyBinding {
   readonly rules: readonly PolicyRule[];
 }
 
+/** The namespace Kubernetes' own add-ons (the cluster DNS) run in. */
+const KUBE_SYSTEM = 'kube-system';
+
 /** The namespace Istio's charts install into. */
 export const ISTIO_NAMESPACE = 'istio-system';
 
@@ -71,6 +75,7 @@ const SUBJECT_ACCESS_REVIEW: PolicyRule = {
 };
 
 const ISTIOD_CHARTS = 'istio manifests/charts/istio-control/istio-discovery/templates';
+const KUBEADM_DNS = 'kubernetes cmd/kubeadm/app/phases/addons/dns/manifests.go';
 const CNI_CHARTS = 'istio manifests/charts/istio-cni/templates';
 const BOOTSTRAP_POLICY = 'kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go';
 
@@ -296,6 +301,17 @@ export const RBAC_POLICY: readonly PolicyBinding[] = [
     rules: [
       { apiGroups: [''], resources: ['pods/status'], verbs: ['patch', 'update'] },
       { apiGroups: ['apps'], resources: ['daemonsets'], resourceNames: ['istio-cni-node'], verbs: ['get'] },
+    ],
+  },
+  {
+    // `amesh cluster-dns` runs as CoreDNS's ServiceAccount (src/up/cluster-dns-manifest.ts).
+    source: `${KUBEADM_DNS} (CoreDNSClusterRole, CoreDNSClusterRoleBinding)`,
+    binding: { kind: 'ClusterRoleBinding', name: 'system:coredns' },
+    role: { kind: 'ClusterRole', name: 'system:coredns' },
+    subjects: [{ kind: 'ServiceAccount', name: 'coredns', namespace: KUBE_SYSTEM }],
+    rules: [
+      { apiGroups: [''], resources: ['endpoints', 'services', 'pods', 'namespaces'], verbs: ['list', 'watch'] },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
     ],
   },
 ];

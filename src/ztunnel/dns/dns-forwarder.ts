@@ -29,12 +29,14 @@ const RCODES: Readonly<Record<string, Rcode>> = { NOERROR: RCODE.NOERROR, NXDOMA
  * resolver without search domains: ztunnel `src/dns/forwarder.rs`) does: over UDP, and again over TCP when the
  * answer came truncated; each nameserver in turn, `attempts` rounds, `timeoutMs` per try. Only a response from
  * the server asked, with the query's ID and question, counts. The answer keeps the upstream's code, answers and
- * additionals, never as authoritative; the proxy owns the rest of the message.
+ * additionals (and with `keepAuthorities` its authority section, as CoreDNS's forward plugin passes the whole
+ * response on), never as authoritative; the proxy owns the rest of the message.
  */
 export class DnsForwarder {
   constructor(
     private readonly upstream: UpstreamConfig,
     private readonly sockets: DnsUpstreamSockets,
+    private readonly options: { readonly keepAuthorities: boolean } = { keepAuthorities: false },
   ) {}
 
   /**
@@ -56,6 +58,7 @@ export class DnsForwarder {
             rcode: RCODES[r.rcode]!,
             authoritative: false,
             answers: r.answers ?? [],
+            ...(this.options.keepAuthorities ? { authorities: r.authorities ?? [] } : {}),
             additionals: (r.additionals ?? []).filter((a: Answer) => a.type !== 'OPT'),
           };
         } catch (e) {

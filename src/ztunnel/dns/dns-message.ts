@@ -12,7 +12,7 @@ import {
 } from 'dns-packet';
 
 /** Response codes (RFC 1035 4.1.1). */
-export const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4 } as const;
+export const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
 export type Rcode = (typeof RCODE)[keyof typeof RCODE];
 
 /** The UDP payload every DNS peer takes (RFC 1035 4.2.1); more only when the query's EDNS says so. */
@@ -75,6 +75,8 @@ export interface DnsAnswer {
   readonly rcode: Rcode;
   readonly authoritative: boolean;
   readonly answers: readonly Answer[];
+  /** The authority section (a zone's SOA with a negative answer); none when left out. */
+  readonly authorities?: readonly Answer[];
   readonly additionals: readonly Answer[];
 }
 
@@ -85,7 +87,7 @@ export function udpLimit(q: DnsQuery): number {
 
 /**
  * The response to `q`, at most `limit` bytes: with EDNS when the query had it, and when the records do not fit,
- * as many answers as do, no additionals and TC set, so the client retries over TCP (RFC 7766 5).
+ * as many answers as do, no authority or additional records and TC set, so the client retries over TCP (RFC 7766 5).
  */
 export function encodeResponse(q: DnsQuery, a: DnsAnswer, limit: number): Buffer {
   const opt: Answer[] =
@@ -104,23 +106,29 @@ export function encodeResponse(q: DnsQuery, a: DnsAnswer, limit: number): Buffer
           },
         ];
   const flags = q.echoFlags | RECURSION_AVAILABLE | (a.authoritative ? AUTHORITATIVE_ANSWER : 0) | a.rcode;
-  const packet = (answers: readonly Answer[], additionals: readonly Answer[], tc: number): Packet => ({
+  const packet = (
+    answers: readonly Answer[],
+    authorities: readonly Answer[],
+    additionals: readonly Answer[],
+    tc: number,
+  ): Packet => ({
     type: 'response',
     id: q.id,
     flags: flags | tc,
     questions: [q.question],
     answers: [...answers],
+    authorities: [...authorities],
     additionals: [...additionals, ...opt],
   });
-  const whole = packet(a.answers, a.additionals, 0);
+  const whole = packet(a.answers, a.authorities ?? [], a.additionals, 0);
   if (encodingLength(whole) <= limit) return encode(whole);
   // The most answers that fit, by bisection: encodingLength grows with every answer.
   let lo = 0;
   let hi = a.answers.length - 1;
   while (lo < hi) {
     const mid = Math.ceil((lo + hi) / 2);
-    if (encodingLength(packet(a.answers.slice(0, mid), [], TRUNCATED_RESPONSE)) <= limit) lo = mid;
+    if (encodingLength(packet(a.answers.slice(0, mid), [], [], TRUNCATED_RESPONSE)) <= limit) lo = mid;
     else hi = mid - 1;
   }
-  return encode(packet(a.answers.slice(0, lo), [], TRUNCATED_RESPONSE));
+  return encode(packet(a.answers.slice(0, lo), [], [], TRUNCATED_RESPONSE));
 }
