@@ -9,7 +9,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, readFile, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { ApiServer } from '../apiserver/api-server.js';
 import { CNI_AGENT_DEFAULTS } from '../cni/agent/cni-agent-config.js';
 import { loadApiServerConfig } from '../apiserver/config.js';
@@ -30,6 +30,7 @@ import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cn
 import { requireHostTools, type HostTool } from './host-tools.js';
 import { KubeProxy } from './kube-proxy.js';
 import { LoadBalancerAllocator } from './load-balancer.js';
+import { clusterDnsIp, clusterDnsObjects } from './cluster-dns-manifest.js';
 import { Kubelet } from './kubelet.js';
 import { KubeletSources } from './kubelet-sources.js';
 import { agentRunDir, NodeDaemons } from './node-daemons.js';
@@ -310,6 +311,8 @@ export class Cluster {
     progress(
       'Controllers running: deployments, replicasets, daemonsets, statefulsets, endpointslices, node lifecycle, scheduler',
     );
+    await this.addClusterDns(kc, apiCfg.serviceCidr);
+    progress(`Cluster DNS: kube-system/kube-dns at ${clusterDnsIp(apiCfg.serviceCidr)} (amesh cluster-dns)`);
 
     const proxy = new KubeProxy(kc, sources.services, records, cfg.clusterCidr, this.logs.scope('kube-proxy'));
     this.undo.push({ what: 'kube-proxy', run: () => proxy.stop() });
@@ -358,6 +361,21 @@ export class Cluster {
    * `istiod`'s config store. At start, an object the API refuses stops `up`: a cluster that lacks part of its
    * directory is not the one asked for.
    */
+  /** Creates the cluster's DNS (kubeadm's CoreDNS objects, running `amesh cluster-dns`), as kind's cluster has it. */
+  private async addClusterDns(kc: KubeConfig, serviceCidr: string): Promise<void> {
+    const [account, deployment, service] = clusterDnsObjects({ serviceCidr });
+    const core = kc.makeApiClient(CoreV1Api);
+    const apps = kc.makeApiClient(AppsV1Api);
+    const namespace = 'kube-system';
+    const created = (p: Promise<unknown>): Promise<unknown> =>
+      p.catch((e: unknown) => {
+        if ((e as { code?: number }).code !== 409) throw e;
+      });
+    await created(core.createNamespacedServiceAccount({ namespace, body: account }));
+    await created(core.createNamespacedService({ namespace, body: service }));
+    await created(apps.createNamespacedDeployment({ namespace, body: deployment }));
+  }
+
   private async applyManifests(kc: KubeConfig, istiod: Istiod): Promise<void> {
     const alertsBefore = this.alerts;
     const manifests = await DirectoryApplier.start({
