@@ -4,7 +4,6 @@
  * and both are put back when deleted or edited.
  */
 import { after, before, test } from 'node:test';
-import assert from 'node:assert/strict';
 import { RootCaCertPublisher } from '../src/controllers/root-ca-cert-publisher.js';
 import { ServiceAccountController } from '../src/controllers/service-account-controller.js';
 import { startControllers, type ControllerFixture } from './helpers/controller-fixture.js';

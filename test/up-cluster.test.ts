@@ -571,7 +571,7 @@ describe(
         ]);
         const table = await launched.ready;
         assert.deepEqual(
-          table.pods,
+          table.pods.filter((p) => p.namespace !== 'kube-system'),
           ['istio-cni-node-node1', 'ztunnel-node1'].map((name) => ({
             namespace: 'istio-system',
             name,
@@ -581,6 +581,14 @@ describe(
             ip: '10.240.0.2',
             node: 'node1',
           })),
+        );
+        assert.deepEqual(
+          table.pods.filter((p) => p.namespace === 'kube-system').map((p) => [p.name.split('-')[0], p.status]),
+          [
+            ['coredns', 'Running'],
+            ['coredns', 'Running'],
+          ],
+          "the cluster's DNS runs as kind's does",
         );
         await waitFor(
           "ztunnel's xDS stream, authenticated by TokenReview",

@@ -10,7 +10,7 @@ type Spec = {
   automountServiceAccountToken?: boolean;
 };
 const pod = (spec: Spec): KubeObject => ({ metadata: { name: 'p', namespace: 'ns' }, spec }) as unknown as KubeObject;
-const specOf = (o: KubeObject): Spec => o.spec as unknown as Spec;
+const specOf = (o: KubeObject): Spec => o.spec as Spec;
 
 test('every container and init container gets kube-api-access-<5> read-only at the service-account path: token, ca.crt, namespace', () => {
   const p = pod({ initContainers: [{ name: 'init' }], containers: [{ name: 'a' }, { name: 'b' }] });

@@ -56,6 +56,7 @@ export const ADDRESS_BLOCKS: Readonly<Record<string, number>> = Object.freeze({
   'test/h2-python-interop.test.ts': 107,
   'test/ztunnel-footprint.test.ts': 113,
   'test/cluster-dns.test.ts': 114,
+  'test/istiod-ip-autoallocate.test.ts': 87,
 });
 
 /**
