@@ -116,6 +116,31 @@ describe('scheduler and pods/binding', () => {
     assert.equal(await nodeOf('waiting'), 'n1');
   });
 
+  test('a host port taken on every node it may use leaves a pod Unschedulable with a FailedScheduling Event; the port freed, it is placed', async () => {
+    const withPort = (name: string, node: string): k8s.V1Pod =>
+      pod(name, {
+        nodeSelector: { 'kubernetes.io/hostname': node },
+        containers: [{ name: 'c', image: 'amesh', ports: [{ containerPort: 8080, hostPort: 9443 }] }],
+      });
+    await core.patchNode({ name: 'n2', body: { metadata: { labels: { 'kubernetes.io/hostname': 'n2' } } } }, MERGE);
+    await core.createNamespacedPod({ namespace: NS, body: withPort('port-a', 'n2') });
+    await scheduled('port-a');
+    await core.createNamespacedPod({ namespace: NS, body: withPort('port-b', 'n2') });
+    const message =
+      "0/3 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 2 node(s) didn't match Pod's node affinity/selector.";
+    await waitFor(
+      'a FailedScheduling Event naming the ports',
+      async () =>
+        (await core.listNamespacedEvent({ namespace: NS, fieldSelector: 'involvedObject.name=port-b' })).items.some(
+          (e) => e.reason === 'FailedScheduling' && e.type === 'Warning' && e.message === message,
+        ),
+      DEADLINE_MS,
+    );
+    await core.deleteNamespacedPod({ name: 'port-a', namespace: NS });
+    await scheduled('port-b');
+    assert.equal(await nodeOf('port-b'), 'n2');
+  });
+
   test('pods/binding refuses a pod already bound (409), a Binding for another pod (400) and a target that is not a Node (422)', async () => {
     const bind = (name: string, body: k8s.V1Binding): Promise<unknown> =>
       core.createNamespacedPodBinding({ name, namespace: NS, body });

@@ -70,8 +70,31 @@ function effectiveTaints(node: V1Node): V1Taint[] {
   return taints;
 }
 
-/** Why `node` cannot run a pod of `spec`, as kube-scheduler words it, or undefined when it can. */
-export function unfit(node: V1Node, spec: V1PodSpec | undefined): string | undefined {
+/** The host ports a pod takes (`hostIP/protocol/port`); a hostNetwork pod's container ports are host ports. */
+function hostPorts(spec: V1PodSpec | undefined): string[] {
+  const ports = (spec?.containers ?? []).flatMap((c) => c.ports ?? []);
+  return ports.flatMap((p) => {
+    const port = p.hostPort ?? (spec?.hostNetwork === true ? p.containerPort : undefined);
+    return port === undefined || port === 0 ? [] : [`${p.hostIP ?? '0.0.0.0'}/${p.protocol ?? 'TCP'}/${String(port)}`];
+  });
+}
+
+/** Whether two host ports clash: the same protocol and port, on the same address or on 0.0.0.0 (the NodePorts plugin). */
+function clash(a: string, b: string): boolean {
+  const [ipA, ...restA] = a.split('/');
+  const [ipB, ...restB] = b.split('/');
+  return restA.join('/') === restB.join('/') && (ipA === ipB || ipA === '0.0.0.0' || ipB === '0.0.0.0');
+}
+
+/**
+ * Why `node` cannot run a pod of `spec`, as kube-scheduler words it, or undefined when it can. `onNode` are the
+ * specs of the active pods the node runs, whose host ports the pod must not take.
+ */
+export function unfit(
+  node: V1Node,
+  spec: V1PodSpec | undefined,
+  onNode: readonly (V1PodSpec | undefined)[] = [],
+): string | undefined {
   const untolerated = effectiveTaints(node).filter(
     (t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tolerates(spec?.tolerations ?? [], t),
   );
@@ -79,5 +102,8 @@ export function unfit(node: V1Node, spec: V1PodSpec | undefined): string | undef
   if (untolerated.some((t) => t.key === NOT_READY_TAINT)) return 'node(s) were not ready';
   if (!selectorsMatch(spec, node)) return "node(s) didn't match Pod's node affinity/selector";
   if (untolerated.length > 0) return 'node(s) had untolerated taint(s)';
+  const wanted = hostPorts(spec);
+  if (wanted.length > 0 && onNode.some((other) => hostPorts(other).some((t) => wanted.some((w) => clash(w, t)))))
+    return "node(s) didn't have free ports for the requested pod ports";
   return undefined;
 }

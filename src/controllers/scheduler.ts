@@ -3,8 +3,9 @@
  * single-machine cluster needs: a pod with no `spec.nodeName` (and no other `schedulerName`) goes to a node it
  * fits (`node-predicates.ts`: schedulable and Ready unless the pod tolerates otherwise, its node selector and
  * required node affinity, its tolerations); among those, the one with the fewest active pods, then by name. It
- * binds through `pods/binding`, as kube-scheduler does. A pod that fits nowhere gets `PodScheduled=False` with
- * reason `Unschedulable` and waits for a node to change.
+ * binds through `pods/binding`, as kube-scheduler does. A node where another pod holds a host port the pod asks for
+ * does not fit (the NodePorts plugin). A pod that fits nowhere gets `PodScheduled=False` with reason
+ * `Unschedulable` and a `FailedScheduling` Event saying why, and waits for a node or pod to change.
  */
 import {
   CoreV1Api,
@@ -14,7 +15,9 @@ import {
   type V1Node,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { EventRecorder } from '../kube/event-recorder.js';
 import type { RestartingInformer } from '../kube/informer.js';
+import { describeError } from '../lib/errors.js';
 import { ReconcileQueue } from '../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import type { Logger } from '../lib/log.js';
@@ -37,6 +40,7 @@ export class Scheduler {
   private readonly nodes: RestartingInformer<V1Node>;
   private readonly queue: ReconcileQueue;
   private readonly core: CoreV1Api;
+  private readonly events: EventRecorder;
   /**
    * Pods bound but not yet seen bound by the informer, with their node: counted in the node's load, so pods
    * scheduled in a burst spread out (kube-scheduler's cache "assumes" a pod the same way).
@@ -50,6 +54,7 @@ export class Scheduler {
     private readonly log: Logger,
   ) {
     this.core = kc.makeApiClient(CoreV1Api);
+    this.events = new EventRecorder(kc, DEFAULT_SCHEDULER_NAME);
     this.queue = new ReconcileQueue((key) => this.schedule(key), MAX_ATTEMPTS, log);
     const onPod = (p: V1Pod): void => {
       if ((p.spec?.nodeName ?? '') !== '') this.assumed.delete(keyOf(p.metadata));
@@ -59,7 +64,15 @@ export class Scheduler {
       for (const p of this.pods.list()) onPod(p);
     };
     this.pods = informers.informerFor<V1Pod>('/api/v1/pods');
-    this.pods.addEventHandler({ add: onPod, update: onPod, delete: (p) => this.assumed.delete(keyOf(p.metadata)) });
+    this.pods.addEventHandler({
+      add: onPod,
+      update: onPod,
+      // A pod gone frees its node (its host ports): the pods waiting for one are tried again.
+      delete: (p) => {
+        this.assumed.delete(keyOf(p.metadata));
+        onNode();
+      },
+    });
     this.nodes = informers.informerFor<V1Node>('/api/v1/nodes');
     this.nodes.addEventHandler({ add: onNode, update: onNode });
     this.synced = Promise.all([this.pods.synced, this.nodes.synced]).then(() => undefined);
@@ -81,13 +94,23 @@ export class Scheduler {
     const nodes = this.nodes.list();
     const reasons = new Map<string, number>();
     const fit: V1Node[] = [];
+    const specsByNode = new Map<string, V1Pod['spec'][]>();
+    for (const p of this.pods.list()) {
+      const at = p.spec?.nodeName || this.assumed.get(keyOf(p.metadata));
+      if (at !== undefined && at !== '' && isPodActive(p))
+        specsByNode.set(at, [...(specsByNode.get(at) ?? []), p.spec]);
+    }
     for (const n of nodes) {
-      const why = unfit(n, pod.spec);
+      const why = unfit(n, pod.spec, specsByNode.get(n.metadata?.name ?? '') ?? []);
       if (why === undefined) fit.push(n);
       else reasons.set(why, (reasons.get(why) ?? 0) + 1);
     }
     if (fit.length === 0) {
-      const detail = [...reasons].map(([why, count]) => `${String(count)} ${why}`).join(', ');
+      // Sorted as kube-scheduler's FitError sorts its histogram.
+      const detail = [...reasons]
+        .map(([why, count]) => `${String(count)} ${why}`)
+        .sort(compareStrings)
+        .join(', ');
       await this.markUnschedulable(
         pod,
         `0/${String(nodes.length)} nodes are available${detail === '' ? '' : `: ${detail}`}.`,
@@ -121,6 +144,9 @@ export class Scheduler {
   private async markUnschedulable(pod: V1Pod, message: string): Promise<void> {
     const current = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
     if (current?.status === 'False' && current.message === message) return;
+    await this.events
+      .record({ apiVersion: 'v1', kind: 'Pod', metadata: pod.metadata }, 'Warning', 'FailedScheduling', message)
+      .catch((e: unknown) => this.log.debug({ error: describeError(e) }, 'cannot record event'));
     const condition = {
       type: 'PodScheduled',
       status: 'False',
