@@ -13,7 +13,8 @@ export async function runToExit(
   p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const timer = setTimeout(() => p.kill(), timeoutMs);
-  const [status] = (await once(p, 'exit')) as [number | null];
+  // 'close', not 'exit': a process may exit before its last output has been read from the pipes.
+  const [status] = (await once(p, 'close')) as [number | null];
   clearTimeout(timer);
   return { status, stdout, stderr };
 }
