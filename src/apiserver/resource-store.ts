@@ -26,6 +26,7 @@ import { decodeError } from './validation/decode.js';
 import type { ClusterIpAllocator } from './cluster-ip-allocator.js';
 import type { NodePortAllocator } from './node-port-allocator.js';
 import { kubeTime } from '../lib/kube-time.js';
+import { beforeDelete } from './graceful-delete.js';
 
 export const PATCH_TYPES = {
   json: 'application/json-patch+json',
@@ -61,6 +62,8 @@ export interface DeleteOptions {
    * `Background` (or nothing, for most kinds) deletes the object and then them.
    */
   readonly propagationPolicy?: string | undefined;
+  /** DeleteOptions.gracePeriodSeconds: for kinds deleted gracefully (pods), how long the object has to terminate. */
+  readonly gracePeriodSeconds?: number | undefined;
 }
 
 /** A filtered event as a watch sends it. */
@@ -406,6 +409,8 @@ export class ResourceStore {
     meta.name ??= old.name;
     if (old.deletionTimestamp !== undefined) meta.deletionTimestamp = old.deletionTimestamp;
     else delete meta.deletionTimestamp;
+    if (old.deletionGracePeriodSeconds !== undefined) meta.deletionGracePeriodSeconds = old.deletionGracePeriodSeconds;
+    else delete meta.deletionGracePeriodSeconds;
     if (meta.generation === undefined && old.generation !== undefined) meta.generation = old.generation;
     // An unconditional update writes over whatever is current (store.go sets the existing version).
     if (meta.resourceVersion === undefined || meta.resourceVersion === '') meta.resourceVersion = old.resourceVersion;
@@ -458,11 +463,13 @@ export class ResourceStore {
       this.clusterIps.update(obj, current);
       this.nodePorts.update(obj, current);
     }
-    // A delete waiting on finalizers completes when an update clears the last one.
+    // A delete waiting on finalizers completes when an update clears the last one, unless a grace period is
+    // still running (store.go `ShouldDeleteDuringUpdate`).
     return {
       obj,
       removed:
         meta.deletionTimestamp !== undefined &&
+        (meta.deletionGracePeriodSeconds ?? 0) === 0 &&
         (meta.finalizers ?? []).length === 0 &&
         (k !== NAMESPACES || namespaceFinalizers(obj).length === 0),
     };
@@ -508,10 +515,25 @@ export class ResourceStore {
       if (opts.dryRun === true) return current;
       const rv = current.metadata.resourceVersion;
       const policy = opts.propagationPolicy ?? k.strategy?.defaultPropagationPolicy;
+      const graceful = beforeDelete(k.strategy, current, opts.gracePeriodSeconds);
       try {
+        if (graceful.kind === 'pending') return current;
+        // A pod bound to a node stays, marked, until its kubelet has stopped it and deletes it with grace 0.
+        if (graceful.kind === 'graceful') {
+          const marked = graceful.obj;
+          if (policy === 'Foreground' && !(marked.metadata.finalizers ?? []).includes(FOREGROUND_DELETION))
+            marked.metadata.finalizers = [...(marked.metadata.finalizers ?? []), FOREGROUND_DELETION];
+          if (graceful.period > 0 || (marked.metadata.finalizers ?? []).length > 0)
+            return await this.storage.update(key, marked, rv);
+        }
         // Foreground: the object stays, marked and held by the foregroundDeletion finalizer, until the garbage
         // collector has deleted its dependents (those with blockOwnerDeletion first), then lifts the finalizer.
-        if (policy === 'Foreground' && k !== NAMESPACES && current.metadata.deletionTimestamp === undefined) {
+        if (
+          policy === 'Foreground' &&
+          graceful.kind === 'none' &&
+          k !== NAMESPACES &&
+          current.metadata.deletionTimestamp === undefined
+        ) {
           const marked = clone(current);
           marked.metadata.deletionTimestamp = kubeTime();
           marked.metadata.finalizers = [
@@ -521,7 +543,7 @@ export class ResourceStore {
           return await this.storage.update(key, marked, rv);
         }
         // A Namespace is always emptied first: the namespace controller removes it once nothing is left in it.
-        if ((current.metadata.finalizers ?? []).length > 0 || k === NAMESPACES) {
+        if (graceful.kind === 'none' && ((current.metadata.finalizers ?? []).length > 0 || k === NAMESPACES)) {
           if (current.metadata.deletionTimestamp !== undefined) return current;
           const marked = clone(current);
           marked.metadata.deletionTimestamp = kubeTime();

@@ -513,6 +513,20 @@ class PodWorker {
     })();
   }
 
+  /**
+   * The status of a deleted pod whose containers have all stopped: a terminal phase, Succeeded only if every
+   * container exited 0 (kubelet_pods.go `getPhase` for a terminal pod), and no container ready.
+   */
+  private async writeFinalStatus(): Promise<void> {
+    const status = this.status();
+    const clean = this.containers.every((p) => p.state.t === 'terminated' && p.state.exitCode === 0);
+    status.phase = this.containers.length > 0 && clean ? 'Succeeded' : 'Failed';
+    const { namespace = '', name = '' } = this.pod.metadata ?? {};
+    await this.core
+      .patchNamespacedPodStatus({ name, namespace, body: { status } }, MERGE_PATCH)
+      .catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'cannot write final pod status'));
+  }
+
   private async removeSandbox(): Promise<void> {
     this.podIp = undefined;
     if (!this.netnsMade) return;
@@ -529,7 +543,7 @@ class PodWorker {
    * Stops the containers (SIGTERM, then SIGKILL after the grace period), runs CNI DEL and removes the sandbox, and
    * with it the pod's logs unless `keepLogs`.
    */
-  async terminate(graceSeconds?: number, keepLogs = false): Promise<void> {
+  async terminate(graceSeconds?: number, keepLogs = false, finalStatus = false): Promise<void> {
     this.terminating = true;
     clearTimeout(this.retryTimer);
     this.wake?.();
@@ -539,6 +553,7 @@ class PodWorker {
     const grace = (graceSeconds ?? this.pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000;
     await Promise.all(this.containers.map((c) => c.stop(grace)));
     await this.statusIdle;
+    if (finalStatus) await this.writeFinalStatus();
     await this.removeSandbox();
     await rm(this.runDir, { recursive: true, force: true });
     if (!keepLogs) await rm(this.dir, { recursive: true, force: true });
@@ -551,6 +566,8 @@ export class Kubelet {
   private readonly pods: RestartingInformer<V1Pod>;
   private readonly workers = new Map<string, PodWorker>();
   private readonly terminations = new Set<Promise<void>>();
+  /** Pods marked for deletion whose termination is under way, by uid. */
+  private readonly finishing = new Set<string>();
   private readonly lease: NodeLease;
   private readonly events: EventRecorder;
   private readonly unsubscribe: () => void;
@@ -648,9 +665,38 @@ export class Kubelet {
 
   private sync(p: V1Pod): void {
     const uid = p.metadata?.uid ?? '';
+    if (this.finishing.has(uid)) return;
+    if (p.metadata?.deletionTimestamp !== undefined) {
+      this.finish(p);
+      return;
+    }
     const w = this.workers.get(uid);
     if (w !== undefined) w.update(p);
     else this.workers.set(uid, new PodWorker(p, this.k, this.core, this.events));
+  }
+
+  /**
+   * A pod marked for deletion: its containers get what is left of `deletionGracePeriodSeconds` to stop, its final
+   * status is written and its sandbox removed, and then the kubelet deletes it for good, with grace 0 and its uid as
+   * precondition (status_manager.go `canBeDeleted`/`syncPod`), so that a new pod of the same name is left alone.
+   */
+  private finish(p: V1Pod): void {
+    const { uid = '', name = '', namespace = '' } = p.metadata ?? {};
+    this.finishing.add(uid);
+    const w = this.workers.get(uid);
+    this.workers.delete(uid);
+    const deadline = Date.parse(String(p.metadata?.deletionTimestamp));
+    const graceSeconds = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+    this.track(
+      (async () => {
+        await w?.terminate(graceSeconds, false, true);
+        await this.core
+          .deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 0, body: { preconditions: { uid } } })
+          .catch((e: unknown) => {
+            if ((e as { code?: number }).code !== 404) throw e;
+          });
+      })().finally(() => this.finishing.delete(uid)),
+    );
   }
 
   private remove(p: V1Pod): void {
@@ -658,9 +704,11 @@ export class Kubelet {
     const w = this.workers.get(uid);
     if (w === undefined) return;
     this.workers.delete(uid);
-    const done = w
-      .terminate()
-      .catch((e: unknown) => this.k.log.error({ error: describeError(e) }, 'cannot remove pod'));
+    this.track(w.terminate());
+  }
+
+  private track(work: Promise<void>): void {
+    const done = work.catch((e: unknown) => this.k.log.error({ error: describeError(e) }, 'cannot remove pod'));
     this.terminations.add(done);
     void done.then(() => this.terminations.delete(done));
   }

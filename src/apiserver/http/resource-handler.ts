@@ -74,6 +74,7 @@ function deleteOptions(body: Buffer, url: URL): DeleteOptions {
     preconditions?: { resourceVersion?: string; uid?: string };
     propagationPolicy?: string;
     orphanDependents?: boolean;
+    gracePeriodSeconds?: unknown;
   };
   const policy =
     url.searchParams.get('propagationPolicy') ??
@@ -91,7 +92,12 @@ function deleteOptions(body: Buffer, url: URL): DeleteOptions {
   const dryRun =
     isDryRun(url) ||
     (Array.isArray((o as { dryRun?: unknown }).dryRun) && (o as { dryRun: unknown[] }).dryRun.includes('All'));
-  return { preconditions: o.preconditions, propagationPolicy: policy, dryRun };
+  const graceQuery = url.searchParams.get('gracePeriodSeconds');
+  const grace = graceQuery !== null ? Number(graceQuery) : o.gracePeriodSeconds;
+  if (grace !== undefined && grace !== null && !(typeof grace === 'number' && Number.isInteger(grace)))
+    throw new ApiError('BadRequest', `invalid gracePeriodSeconds: ${JSON.stringify(graceQuery ?? grace)}`);
+  const gracePeriodSeconds = typeof grace === 'number' ? grace : undefined;
+  return { preconditions: o.preconditions, propagationPolicy: policy, dryRun, gracePeriodSeconds };
 }
 
 function selectors(url: URL): { labelSelector: string | undefined; fieldSelector: string | undefined } {

@@ -6,6 +6,7 @@
 import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
 import { asRecord } from '../../lib/record.js';
+import { podStatusColumn } from './pod-status-column.js';
 
 interface Column {
   readonly name: string;
@@ -123,7 +124,7 @@ const COLUMNS: Record<string, Column[]> = {
   '/Pod': [
     NAME,
     { name: 'Ready', cell: podReady },
-    { name: 'Status', cell: (o) => str(status(o).reason, str(status(o).phase, 'Unknown')) },
+    { name: 'Status', cell: podStatusColumn },
     {
       name: 'Restarts',
       type: 'integer',

@@ -6,7 +6,7 @@ import { child, forbidden, index, invalid, required } from '../validation/field-
 import { inclusiveRangeError } from '../validation/formats.js';
 import { asArray, asNumber, asObject, asString, objectField, setDefault } from '../validation/json-fields.js';
 import type { JsonObject } from '../validation/json-fields.js';
-import { defaultPodSpec, validatePodSpec } from '../validation/pod-spec.js';
+import { DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, defaultPodSpec, validatePodSpec } from '../validation/pod-spec.js';
 import { nextGeneration, startGeneration } from './generation.js';
 
 /**
@@ -158,6 +158,19 @@ export function validatePodUpdate(obj: KubeObject, old: KubeObject): StatusCause
   return errs;
 }
 
+/**
+ * The grace period a pod DELETE gives (`CheckGracefulDelete`): the one asked for, else the pod's
+ * `terminationGracePeriodSeconds`; 0 for a pod no node runs (unscheduled, or Succeeded/Failed), since no kubelet
+ * would finish its deletion; a negative period is 1.
+ */
+export function podGracePeriod(obj: KubeObject, requested: number | undefined): number {
+  const spec = specOf(obj);
+  const phase = asString(asObject(obj.status)?.phase);
+  if ((asString(spec.nodeName) ?? '') === '' || phase === 'Succeeded' || phase === 'Failed') return 0;
+  const period = requested ?? asNumber(spec.terminationGracePeriodSeconds) ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
+  return period < 0 ? 1 : period;
+}
+
 export const podStrategy: Strategy = {
   prepareForCreate(obj) {
     const spec = objectField(obj, 'spec');
@@ -174,4 +187,5 @@ export const podStrategy: Strategy = {
     return validatePodSpec(specOf(obj), 'spec');
   },
   validateUpdate: validatePodUpdate,
+  checkGracefulDelete: podGracePeriod,
 };

@@ -15,4 +15,9 @@ export interface Strategy {
   validateUpdate?(obj: KubeObject, old: KubeObject): StatusCause[];
   /** What a delete that names no propagationPolicy does to dependents (DefaultGarbageCollectionPolicy); Background if unset. */
   readonly defaultPropagationPolicy?: 'Orphan';
+  /**
+   * Kinds deleted gracefully (RESTGracefulDeleteStrategy `CheckGracefulDelete`): the grace period in seconds a
+   * DELETE asking for `requested` (DeleteOptions.gracePeriodSeconds, if given) gives the object; 0 removes it now.
+   */
+  checkGracefulDelete?(obj: KubeObject, requested: number | undefined): number;
 }
