@@ -14,6 +14,7 @@ import { SharedInformerFactory } from '../src/kube/shared-informer-factory.js';
 import { startApiServer } from './helpers/in-process.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { silentLogs } from './helpers/captured-logs.js';
+import { DeletedPodConfirmer } from './helpers/deleted-pod-confirmer.js';
 
 const NS = 'sched';
 const DEADLINE_MS = 10_000;
@@ -30,6 +31,7 @@ describe('scheduler and pods/binding', () => {
   let core: k8s.CoreV1Api;
   let scheduler: Scheduler;
   let informers: SharedInformerFactory;
+  let confirmer: DeletedPodConfirmer;
 
   const nodeOf = async (name: string): Promise<string | undefined> =>
     (await core.readNamespacedPod({ name, namespace: NS })).spec?.nodeName;
@@ -54,12 +56,14 @@ describe('scheduler and pods/binding', () => {
     const logs = silentLogs('scheduler');
     informers = new SharedInformerFactory(kc, logs.scope('informers'));
     scheduler = new Scheduler(kc, informers, logs.scope('scheduler'));
+    confirmer = new DeletedPodConfirmer(kc, logs.scope('kubelet'));
     scheduler.start();
     informers.start();
-    await scheduler.synced;
+    await Promise.all([scheduler.synced, confirmer.start()]);
   });
   after(async () => {
     scheduler.stop();
+    await confirmer.stop();
     await informers.stop();
     await api.stop();
     await rm(dir, { recursive: true, force: true });

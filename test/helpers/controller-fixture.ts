@@ -1,6 +1,7 @@
 /**
  * The embedded API server with controllers of `amesh controller-manager` running in the test's process on one
- * SharedInformerFactory, as the controller tests drive them, and what a kubelet would report of the pods they make.
+ * SharedInformerFactory, as the controller tests drive them, and what a kubelet would report of the pods they make
+ * (their status, and the confirmation that ends a graceful deletion).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import type { ApiServer } from '../../src/apiserver/api-server.js';
 import { SharedInformerFactory } from '../../src/kube/shared-informer-factory.js';
 import type { LogControl } from '../../src/lib/log.js';
 import { silentLogs } from './captured-logs.js';
+import { DeletedPodConfirmer } from './deleted-pod-confirmer.js';
 import { startApiServer } from './in-process.js';
 
 interface Controller {
@@ -39,9 +41,10 @@ export async function startControllers(
   const logs = silentLogs('controllers');
   const informers = new SharedInformerFactory(kc, logs.scope('informers'));
   const controllers = make(kc, informers, logs);
+  const confirmer = new DeletedPodConfirmer(kc, logs.scope('kubelet'));
   for (const c of controllers) c.start();
   informers.start();
-  await Promise.all(controllers.map((c) => c.synced));
+  await Promise.all([...controllers.map((c) => c.synced), confirmer.start()]);
   return {
     api,
     kc,
@@ -49,6 +52,7 @@ export async function startControllers(
     apps: kc.makeApiClient(k8s.AppsV1Api),
     async stop() {
       for (const c of controllers) c.stop();
+      await confirmer.stop();
       await informers.stop();
       await api.stop();
       await rm(dir, { recursive: true, force: true });
