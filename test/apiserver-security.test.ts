@@ -259,7 +259,8 @@ describe('amesh apiserver authentication and authorization', () => {
       .sign(privateKey);
     assert.equal((await review(foreign)).authenticated ?? false, false);
 
-    await must('DELETE', '/api/v1/namespaces/app/pods/web-1');
+    // Confirmed at once, as its kubelet would once the pod's containers are gone.
+    await must('DELETE', '/api/v1/namespaces/app/pods/web-1?gracePeriodSeconds=0');
     assert.equal((await review(bound)).authenticated ?? false, false);
   });
 });

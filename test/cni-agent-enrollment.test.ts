@@ -279,7 +279,8 @@ describe('amesh cni-agent enrollment against the API server', () => {
     const uid = await createPod('shop', 'gone-0', '10.244.0.15');
     await postCniAddEvent(config().pluginSocket, event('shop', 'gone-0', '10.244.0.15'));
     const fd = node.zds.workloads.get(uid)?.netns ?? -1;
-    await core.deleteNamespacedPod({ name: 'gone-0', namespace: 'shop' });
+    // The test is the pod's kubelet: it confirms the deletion at once.
+    await core.deleteNamespacedPod({ name: 'gone-0', namespace: 'shop', gracePeriodSeconds: 0 });
     await waitFor('gone-0 out of ztunnel', () => !node.zds.workloads.has(uid));
     assert.deepEqual([node.probeIps.has('10.244.0.15'), node.rulesIn.has(fd)], [false, true]);
   });

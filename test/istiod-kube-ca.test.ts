@@ -159,7 +159,7 @@ describe('istiod on the Kubernetes API: TokenReview authentication, node authori
   test('the token of a pod deleted and recreated under the same name is refused by TokenReview', async () => {
     await pod('istio-system', 'ztunnel-r', 'ztunnel', 'node-a');
     const token = await ztunnelToken('ztunnel-r');
-    await core.deleteNamespacedPod({ namespace: 'istio-system', name: 'ztunnel-r' });
+    await core.deleteNamespacedPod({ namespace: 'istio-system', name: 'ztunnel-r', gracePeriodSeconds: 0 });
     await pod('istio-system', 'ztunnel-r', 'ztunnel', 'node-a');
     await refused(
       certificate(token, 'spiffe://cluster.local/ns/app/sa/web'),

@@ -335,7 +335,7 @@ describe('istiod on the Kubernetes API', () => {
         'v2',
       );
 
-      await core.deleteNamespacedPod({ name: 'web-0', namespace: 'frontend' });
+      await core.deleteNamespacedPod({ name: 'web-0', namespace: 'frontend', gracePeriodSeconds: 0 });
       const deleted = await s.next();
       assert.deepEqual(deleted.resources, []);
       assert.deepEqual(deleted.removedResources, ['Kubernetes//Pod/frontend/web-0']);
@@ -379,7 +379,7 @@ describe('istiod on the Kubernetes API', () => {
       const okc = new k8s.KubeConfig();
       okc.loadFromFile(offline.kubeconfigPath);
       const ocore = okc.makeApiClient(k8s.CoreV1Api);
-      await ocore.deleteNamespacedPod({ name: 'echo-0', namespace: 'backend' });
+      await ocore.deleteNamespacedPod({ name: 'echo-0', namespace: 'backend', gracePeriodSeconds: 0 });
       await offline.stop();
       api = await startApiServer(path.join(dir, 'api'), { listen: apiListen });
       const r = await s.next();

@@ -603,6 +603,16 @@ describe(
       );
     });
 
+    test("an enrolled pod's DNS: ztunnel answers the mesh's names and forwards the rest to kube-dns (a pod's dashed-IP name)", async () => {
+      const serverIp = await podIp('srv', 'server');
+      const podName = `${serverIp.replaceAll('.', '-')}.srv.pod.cluster.local`;
+      const r = await amesh(host, 'exec', '--data-dir', dataDir, CLIENT, '--', 'getent', 'hosts', podName);
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout.split(/\s+/)[0], serverIp);
+      const svc = await amesh(host, 'exec', '--data-dir', dataDir, CLIENT, '--', 'getent', 'hosts', FQDN);
+      assert.equal(svc.stdout.split(/\s+/)[0], clusterIp);
+    });
+
     test("securityContext: a non-root container cannot take over ztunnel's in-pod ports; runAsNonRoot as root and an unsupported volume get kubelet's answers", async () => {
       // Binds 15008 with SO_REUSEPORT beside ztunnel's listener in the pod's namespace, as the takeover trial did.
       const bind =

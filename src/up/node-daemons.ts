@@ -115,6 +115,9 @@ function daemonPod({
     spec: {
       nodeName: node,
       hostNetwork: true,
+      // The cluster's DNS as their nameserver, as Istio's ztunnel pod (not hostNetwork upstream) and istio-cni-node
+      // (ClusterFirstWithHostNet in its chart) have it: what ztunnel's DNS proxy does not answer goes to kube-dns.
+      dnsPolicy: 'ClusterFirstWithHostNet',
       serviceAccountName: serviceAccount,
       terminationGracePeriodSeconds: 30,
       volumes: hostPaths.map((h) => ({ name: h.name, hostPath: { path: h.path, type: h.type } })),

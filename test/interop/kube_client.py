@@ -76,7 +76,7 @@ def tokens(api_client, ns):
     out["extra"] = review.status.user.extra if review.status.user else None
     wrong = auth.create_token_review(client.V1TokenReview(spec=client.V1TokenReviewSpec(token=token, audiences=["other"])))
     out["wrong_audience"] = bool(wrong.status.authenticated)
-    core.delete_namespaced_pod("p", ns)
+    core.delete_namespaced_pod("p", ns, grace_period_seconds=0)  # the test is the kubelet: confirmed at once
     gone = auth.create_token_review(client.V1TokenReview(spec=client.V1TokenReviewSpec(token=token, audiences=["istio-ca"])))
     out["after_pod_deleted"] = bool(gone.status.authenticated)
     return out

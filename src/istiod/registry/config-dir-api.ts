@@ -43,7 +43,11 @@ export class ConfigDirApi {
     const kc = new KubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
     try {
-      return new ConfigDirApi(api, kc, await DirectoryApplier.start({ dir: configDir, kubeconfig: kc, store, logs }));
+      return new ConfigDirApi(
+        api,
+        kc,
+        await DirectoryApplier.start({ dir: configDir, kubeconfig: kc, store, logs, podsWithoutKubelets: true }),
+      );
     } catch (e) {
       await api.stop();
       throw e;

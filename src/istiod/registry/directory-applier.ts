@@ -30,6 +30,11 @@ export interface DirectoryApplierOptions {
   readonly logs: LogControl;
   /** Delays between retries of a failed apply; by default about 0.5 s, doubling up to 15 s. */
   readonly retry?: Backoff;
+  /**
+   * The directory's pods run nowhere but in it (istiod's embedded API has no kubelets): a pruned pod is deleted at
+   * once (grace 0, as a kubelet confirms a deletion), not left Terminating.
+   */
+  readonly podsWithoutKubelets?: boolean;
 }
 
 export class DirectoryApplier {
@@ -54,7 +59,12 @@ export class DirectoryApplier {
    */
   static async start(o: DirectoryApplierOptions): Promise<DirectoryApplier> {
     const directory = new ManifestDirectory(o.dir, o.logs.scope('directory'));
-    const applier = new ManifestApplier(directory, o.kubeconfig, o.logs.scope('applier'));
+    const applier = new ManifestApplier(
+      directory,
+      o.kubeconfig,
+      o.logs.scope('applier'),
+      o.podsWithoutKubelets === true,
+    );
     let initial: ApplyResult;
     try {
       await directory.reload();

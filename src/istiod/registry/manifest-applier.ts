@@ -180,6 +180,8 @@ export class ManifestApplier {
     private readonly directory: ManifestDirectory,
     kc: KubeConfig,
     private readonly log: Logger,
+    /** Pruned pods are deleted with grace 0: no kubelet runs them (DirectoryApplierOptions.podsWithoutKubelets). */
+    private readonly podsWithoutKubelets = false,
   ) {
     this.objects = KubernetesObjectApi.makeApiClient(kc);
     this.core = kc.makeApiClient(CoreV1Api);
@@ -454,7 +456,9 @@ export class ManifestApplier {
     let pruned = 0;
     for (const o of doomed) {
       try {
-        await this.objects.delete(o);
+        // A pod no kubelet runs would stay Terminating: its deletion is confirmed at once, as its kubelet would.
+        const grace = o.kind === 'Pod' && this.podsWithoutKubelets ? 0 : undefined;
+        await this.objects.delete(o, undefined, undefined, grace);
         pruned++;
       } catch (e) {
         if (statusOf(e) === 404) continue;
