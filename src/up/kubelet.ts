@@ -5,7 +5,8 @@
  * DEL on removal) run inside the node's namespace, the pod's volumes (pod-volumes.ts) and its own hosts and
  * resolv.conf files (pod-dns-files.ts), the containers run by runc (runc-runtime.ts) in the sandbox's network
  * namespace and their own mount namespaces, with their securityContext (security-context.ts) and env
- * (container-env.ts), readiness probes (probes.ts), and the pod's status (IPs, hostIP, phase, conditions,
+ * (container-env.ts), init containers run one at a time before the app containers, each container's probes and
+ * preStop hook (pod-container.ts), and the pod's status (IPs, hostIP, phase, conditions, initContainerStatuses,
  * containerStatuses) written through `pods/status`. A volume that cannot be set up is a FailedMount Event and is
  * tried again with back-off. A deleted pod's processes are stopped, its CNI DEL run and its namespace and runtime
  * files removed.
@@ -19,7 +20,6 @@ import {
   setHeaderOptions,
   type KubeConfig,
   type V1Container,
-  type V1ContainerStatus,
   type V1Pod,
   type V1PodCondition,
   type V1PodStatus,
@@ -41,14 +41,8 @@ import { NodeLease } from './node-lease.js';
 import type { ContainerMount } from './oci-spec.js';
 import { podHostname, podHostsFile, podResolvConf } from './pod-dns-files.js';
 import { PodVolumes, type TokenRequestFor } from './pod-volumes.js';
-import {
-  ContainerCreateError,
-  ContainerProcess,
-  type ContainerLauncher,
-  type ContainerState,
-  type RestartPolicy,
-} from './processes.js';
-import { ReadinessProbe } from './probes.js';
+import { PodContainer } from './pod-container.js';
+import { ContainerCreateError, type ContainerLauncher, type RestartPolicy } from './processes.js';
 import type { RuncRuntime } from './runc-runtime.js';
 import { containerCredentials } from './security-context.js';
 import { deleteNetns, type ResourceJournal } from './resource-journal.js';
@@ -100,21 +94,6 @@ const condition = (type: string, ok: boolean, since: number, reason?: string, me
     ...(message === undefined ? {} : { message }),
   }) as unknown as V1PodCondition;
 
-function stateJson(s: ContainerState): V1ContainerStatus['state'] {
-  if (s.t === 'waiting')
-    return { waiting: { reason: s.reason, ...(s.message === undefined ? {} : { message: s.message }) } };
-  if (s.t === 'running') return { running: { startedAt: kubeTime(s.startedAt) as unknown as Date } };
-  return {
-    terminated: {
-      exitCode: s.exitCode,
-      reason: s.reason,
-      ...(s.signal === undefined ? {} : { signal: os.constants.signals[s.signal as NodeJS.Signals] }),
-      startedAt: kubeTime(s.startedAt) as unknown as Date,
-      finishedAt: kubeTime(s.finishedAt) as unknown as Date,
-    },
-  };
-}
-
 /** One pod on this node: its sandbox, containers and probes, and the status it reports. */
 class PodWorker {
   private readonly netns: string;
@@ -124,8 +103,14 @@ class PodWorker {
   /** Whether this worker made the sandbox's namespace (a failed `ip netns add` made nothing to remove). */
   private netnsMade = false;
   private sandboxError: string | undefined;
-  private readonly containers: ContainerProcess[] = [];
-  private readonly probes = new Map<string, ReadinessProbe>();
+  private readonly containers: PodContainer[] = [];
+  /** The init containers started so far, in order. */
+  private readonly initContainers: PodContainer[] = [];
+  /** When the last init container completed (the Initialized condition's transition). */
+  private initializedAt: number | undefined;
+  private initFailed = false;
+  /** Ends the wait for the running init container (the pod is going away). */
+  private wakeInit: (() => void) | undefined;
   private readonly retry = new Backoff(SANDBOX_RETRY_INITIAL_MS, SANDBOX_RETRY_MAX_MS);
   private retryTimer: NodeJS.Timeout | undefined;
   private terminating = false;
@@ -223,8 +208,8 @@ class PodWorker {
       }
       return;
     }
-    if (this.terminating || !(await this.mountVolumes(podIp))) return;
-    for (const c of this.pod.spec?.containers ?? []) this.startContainer(c, podIp);
+    if (this.terminating || !(await this.mountVolumes(podIp)) || !(await this.runInitContainers(podIp))) return;
+    for (const c of this.pod.spec?.containers ?? []) this.startContainer(c, podIp, this.containers, this.restartPolicy);
     this.writeStatus();
   }
 
@@ -376,87 +361,132 @@ class PodWorker {
     return address;
   }
 
-  private startContainer(c: V1Container, podIp: string): void {
-    const policy = (this.pod.spec?.restartPolicy ?? 'Always') as RestartPolicy;
-    const p = new ContainerProcess(
-      {
-        name: c.name,
-        logFile: path.join(this.dir, `${c.name}.log`),
-        restartPolicy: policy,
-        launcher: this.launcher(c, podIp),
-      },
-      this.log,
-    );
-    let lastState = p.state.t;
-    p.on('change', () => {
-      // A (re)started container is not ready until its probe says so again.
-      if (c.readinessProbe !== undefined && p.state.t !== lastState) {
-        this.probes.get(c.name)?.stop();
-        this.probes.delete(c.name);
-        if (p.state.t === 'running') {
-          const probe = new ReadinessProbe(
-            c.readinessProbe,
-            {
-              podIp,
-              execArgv: (cmd) => ['runc', ...this.k.runtime.execArgv(this.containerId(c.name), cmd)],
-              nodeNetnsPath: this.k.nodeNetnsPath,
-              ports: c.ports ?? [],
-            },
-            this.log.child({ container: c.name }),
-          );
-          probe.on('change', () => this.writeStatus());
-          this.probes.set(c.name, probe);
-          probe.start();
-        }
-      }
-      lastState = p.state.t;
-      this.writeStatus();
-    });
-    this.containers.push(p);
-    p.start();
+  private get restartPolicy(): RestartPolicy {
+    return (this.pod.spec?.restartPolicy ?? 'Always') as RestartPolicy;
   }
 
-  private containerReady(p: ContainerProcess, c: V1Container | undefined): boolean {
-    return p.state.t === 'running' && (c?.readinessProbe === undefined || this.probes.get(p.spec.name)?.ready === true);
+  /** The pod as kubelet's messages name it (k8s.io/kubernetes/pkg/kubelet/util/format.Pod). */
+  private get podName(): string {
+    const { namespace = '', name = '', uid = '' } = this.pod.metadata ?? {};
+    return `${name}_${namespace}(${uid})`;
+  }
+
+  /** Records an Event about this pod, as kubelet's recorder does for its containers. */
+  private event(type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const { namespace = '', name = '', uid = '' } = this.pod.metadata ?? {};
+    void this.events
+      .record({ apiVersion: 'v1', kind: 'Pod', metadata: { namespace, name, uid } }, type, reason, message)
+      .catch((err: unknown) => this.log.debug({ error: describeError(err) }, 'cannot record event'));
+  }
+
+  private startContainer(c: V1Container, podIp: string, into: PodContainer[], policy: RestartPolicy): PodContainer {
+    const log = this.log.child({ container: c.name });
+    const p = new PodContainer(c, {
+      logFile: path.join(this.dir, `${c.name}.log`),
+      restartPolicy: policy,
+      launcher: this.launcher(c, podIp),
+      containerId: this.containerId(c.name),
+      target: {
+        podIp,
+        execArgv: (cmd) => ['runc', ...this.k.runtime.execArgv(this.containerId(c.name), cmd)],
+        nodeNetnsPath: this.k.nodeNetnsPath,
+        ports: c.ports ?? [],
+      },
+      graceSeconds: () => this.pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS,
+      podName: this.podName,
+      clock: this.k.clock ?? systemClock,
+      log,
+      event: (type, reason, message) => this.event(type, reason, message),
+    });
+    p.on('change', () => this.writeStatus());
+    into.push(p);
+    p.start();
+    return p;
+  }
+
+  /**
+   * Runs the init containers one at a time, each to completion, as kuberuntime_manager.go computePodActions does:
+   * a failed one is restarted with back-off, or under restartPolicy Never fails the pod. True once all completed.
+   */
+  private async runInitContainers(podIp: string): Promise<boolean> {
+    const never = this.restartPolicy === 'Never';
+    for (const c of this.pod.spec?.initContainers ?? []) {
+      const p = this.startContainer(c, podIp, this.initContainers, never ? 'Never' : 'OnFailure');
+      this.writeStatus();
+      const outcome = await new Promise<'done' | 'failed' | 'stopped'>((resolve) => {
+        const check = (): void => {
+          const s = p.state;
+          if (this.terminating) resolve('stopped');
+          else if (s.t === 'terminated' && s.exitCode === 0) resolve('done');
+          else if (s.t === 'terminated' && never) resolve('failed');
+          else return;
+          p.off('change', check);
+          this.wakeInit = undefined;
+        };
+        this.wakeInit = check;
+        p.on('change', check);
+      });
+      if (outcome === 'stopped') return false;
+      if (outcome === 'failed') {
+        this.log.warn({ container: c.name }, 'init container failed; restartPolicy Never fails the pod');
+        this.initFailed = true;
+        this.writeStatus();
+        return false;
+      }
+    }
+    this.initializedAt = Date.now();
+    return !this.terminating;
   }
 
   private phase(): string {
+    if (this.initFailed) return 'Failed';
     if (this.podIp === undefined || this.containers.length === 0) return 'Pending';
     const states = this.containers.map((p) => p.state);
     if (states.some((s) => s.t === 'running')) return 'Running';
-    const policy = this.pod.spec?.restartPolicy ?? 'Always';
+    const policy = this.restartPolicy;
     if (states.every((s) => s.t === 'terminated')) {
       const failed = states.some((s) => s.t === 'terminated' && s.exitCode !== 0);
       if (policy === 'Never' || (policy === 'OnFailure' && !failed)) return failed ? 'Failed' : 'Succeeded';
     }
     // Restarting, or waiting in back-off: kubelet keeps such a pod Running once a container has run.
-    return this.containers.some((p) => p.restartCount > 0 || p.lastTerminated !== undefined) ? 'Running' : 'Pending';
+    return this.containers.some((p) => p.process.restartCount > 0 || p.process.lastTerminated !== undefined)
+      ? 'Running'
+      : 'Pending';
+  }
+
+  /**
+   * The statuses of `specs`, those not started yet waiting in ContainerCreating, or PodInitializing in a pod with
+   * init containers (kubelet_pods.go convertToAPIContainerStatuses).
+   */
+  private containerStatuses(specs: readonly V1Container[], running: readonly PodContainer[], isInit: boolean) {
+    const waiting = (this.pod.spec?.initContainers ?? []).length > 0 ? 'PodInitializing' : 'ContainerCreating';
+    return specs.map(
+      (c) =>
+        running.find((p) => p.name === c.name)?.status(c.image ?? '', isInit) ?? {
+          name: c.name,
+          image: c.image ?? '',
+          imageID: '',
+          ready: false,
+          started: false,
+          restartCount: 0,
+          state: { waiting: { reason: waiting } },
+        },
+    );
   }
 
   private status(): V1PodStatus {
-    const specs = new Map((this.pod.spec?.containers ?? []).map((c) => [c.name, c]));
-    const containerStatuses: V1ContainerStatus[] = this.containers.map((p) => {
-      const c = specs.get(p.spec.name);
-      const last = p.lastTerminated;
-      return {
-        name: p.spec.name,
-        image: c?.image ?? '',
-        imageID: '',
-        ...(p.state.t === 'running' ? { containerID: `amesh://${this.containerId(p.spec.name)}` } : {}),
-        ready: this.containerReady(p, c),
-        started: p.state.t === 'running',
-        restartCount: p.restartCount,
-        state: stateJson(p.state),
-        ...(last !== undefined && p.state !== last ? { lastState: stateJson(last) } : {}),
-      };
-    });
-    const ready = containerStatuses.length > 0 && containerStatuses.every((s) => s.ready);
+    const initSpecs = this.pod.spec?.initContainers ?? [];
+    const initStatuses = this.containerStatuses(initSpecs, this.initContainers, true);
+    const containerStatuses = this.containerStatuses(this.pod.spec?.containers ?? [], this.containers, false);
+    const ready = this.containers.length > 0 && containerStatuses.every((s) => s.ready);
     if (ready !== this.lastReady) {
       this.lastReady = ready;
       this.readyChanged = Date.now();
     }
     const notReady = containerStatuses.filter((s) => !s.ready).map((s) => s.name);
     const why = notReady.length === 0 ? undefined : `containers with unready status: [${notReady.join(' ')}]`;
+    const incomplete = initStatuses.filter((s) => !s.ready).map((s) => s.name);
+    const initialized = incomplete.length === 0;
     const sandbox = this.podIp !== undefined;
     return {
       phase: this.phase(),
@@ -472,23 +502,19 @@ class PodWorker {
           sandbox ? undefined : 'FailedCreatePodSandBox',
           this.sandboxError,
         ),
-        condition('Initialized', true, this.created),
+        condition(
+          'Initialized',
+          initialized,
+          this.initializedAt ?? this.created,
+          initialized ? undefined : 'ContainersNotInitialized',
+          initialized ? undefined : `containers with incomplete status: [${incomplete.join(' ')}]`,
+        ),
         condition('Ready', ready, this.readyChanged, ready ? undefined : 'ContainersNotReady', why),
         condition('ContainersReady', ready, this.readyChanged, ready ? undefined : 'ContainersNotReady', why),
         condition('PodScheduled', true, this.created),
       ],
-      containerStatuses:
-        this.containers.length > 0
-          ? containerStatuses
-          : (this.pod.spec?.containers ?? []).map((c) => ({
-              name: c.name,
-              image: c.image ?? '',
-              imageID: '',
-              ready: false,
-              started: false,
-              restartCount: 0,
-              state: { waiting: { reason: 'ContainerCreating' } },
-            })),
+      ...(initSpecs.length > 0 ? { initContainerStatuses: initStatuses } : {}),
+      containerStatuses,
     };
   }
 
@@ -540,18 +566,18 @@ class PodWorker {
   }
 
   /**
-   * Stops the containers (SIGTERM, then SIGKILL after the grace period), runs CNI DEL and removes the sandbox, and
+   * Stops the containers (preStop hook, SIGTERM, then SIGKILL once the grace period is over), runs CNI DEL and removes the sandbox, and
    * with it the pod's logs unless `keepLogs`.
    */
   async terminate(graceSeconds?: number, keepLogs = false, finalStatus = false): Promise<void> {
     this.terminating = true;
     clearTimeout(this.retryTimer);
     this.wake?.();
+    this.wakeInit?.();
     await this.started;
     this.volumes?.stop();
-    for (const p of this.probes.values()) p.stop();
     const grace = (graceSeconds ?? this.pod.spec?.terminationGracePeriodSeconds ?? DEFAULT_GRACE_SECONDS) * 1000;
-    await Promise.all(this.containers.map((c) => c.stop(grace)));
+    await Promise.all([...this.initContainers, ...this.containers].map((c) => c.stop(grace)));
     await this.statusIdle;
     if (finalStatus) await this.writeFinalStatus();
     await this.removeSandbox();

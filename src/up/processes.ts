@@ -184,27 +184,35 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
     this.emit('change');
   }
 
-  /** SIGTERM to the container's process group, SIGKILL after `graceMs`; resolves once it exited. */
-  async stop(graceMs: number): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
+  /**
+   * SIGTERM to the container's process group, SIGKILL after `graceMs`; resolves once it exited. The pod's
+   * restartPolicy then applies as to any exit (a container killed for a failed liveness probe).
+   */
+  async kill(graceMs: number): Promise<void> {
     const child = this.child;
     if (child?.pid === undefined) return;
-    const kill = (sig: NodeJS.Signals): void => {
+    const signal = (sig: NodeJS.Signals): void => {
       try {
         process.kill(-child.pid!, sig);
       } catch {
         // the group is gone
       }
     };
-    kill('SIGTERM');
+    signal('SIGTERM');
     const timer = setTimeout(() => {
       this.spec.launcher.kill();
-      kill('SIGKILL');
+      signal('SIGKILL');
     }, graceMs);
     await this.exited;
     clearTimeout(timer);
     // Anything the container left in its group goes with it.
-    kill('SIGKILL');
+    signal('SIGKILL');
+  }
+
+  /** Kills the container as `kill` does, for good: it is not restarted. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.kill(graceMs);
   }
 }
