@@ -613,6 +613,87 @@ describe(
       assert.equal(svc.stdout.split(/\s+/)[0], clusterIp);
     });
 
+    test('a rollout under 20 requests/s loses none: a terminating pod is unhealthy at once, and its preStop sleep lets ztunnel stop sending it new connections', async () => {
+      await writeFile(
+        path.join(manifests, 'rollout.yaml'),
+        object({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'web', namespace: 'srv' },
+          spec: {
+            replicas: 2,
+            selector: { matchLabels: { app: 'web' } },
+            template: {
+              metadata: { labels: { app: 'web' } },
+              spec: {
+                terminationGracePeriodSeconds: 15,
+                containers: [
+                  {
+                    name: 'web',
+                    image: 'amesh',
+                    command: ['amesh', 'echo', 'server', '--address', '0.0.0.0:8080'],
+                    ports: [{ name: 'http', containerPort: 8080 }],
+                    readinessProbe: { httpGet: { path: '/', port: 'http' }, periodSeconds: 1 },
+                    lifecycle: { preStop: { exec: { command: ['sleep', '5'] } } },
+                  },
+                ],
+              },
+            },
+          },
+        }) +
+          object({
+            apiVersion: 'v1',
+            kind: 'Service',
+            metadata: { name: 'web', namespace: 'srv' },
+            spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+          }),
+      );
+      const rolledOut = (): Promise<RunResult> =>
+        kubectl('rollout', 'status', '-n', 'srv', 'deployment/web', '--timeout=120s');
+      assert.equal((await rolledOut()).status, 0);
+      const vip = await jsonpath('srv', 'service', 'web', '{.spec.clusterIP}');
+      // 20 requests a second, each on its own connection (so each is balanced anew), for `seconds`; then the counts.
+      const load =
+        "const [h, p, secs] = process.argv.slice(1); const http = require('http'); let ok = 0, failed = 0; const errs = {}; const end = Date.now() + Number(secs) * 1000; const t = setInterval(() => { if (Date.now() > end) { clearInterval(t); setTimeout(() => console.log(JSON.stringify({ ok, failed, errs })), 4000); return; } const req = http.get({ host: h, port: Number(p), path: '/', agent: false, timeout: 3000 }, (r) => { r.resume(); r.on('end', () => { if (r.statusCode === 200) ok++; else { failed++; errs['HTTP ' + r.statusCode] = (errs['HTTP ' + r.statusCode] || 0) + 1; } }); }); req.on('timeout', () => req.destroy(new Error('timeout'))); req.on('error', (e) => { failed++; errs[e.code || e.message] = (errs[e.code || e.message] || 0) + 1; }); }, 50);";
+      const seconds = 30;
+      const traffic = amesh(
+        host,
+        'exec',
+        '--data-dir',
+        dataDir,
+        CLIENT,
+        '--',
+        'node',
+        '-e',
+        load,
+        vip,
+        '80',
+        String(seconds),
+      );
+      const started = Date.now();
+      const restart = await kubectl('rollout', 'restart', '-n', 'srv', 'deployment/web');
+      assert.equal(restart.status, 0, restart.stderr);
+      assert.equal((await rolledOut()).status, 0);
+      await waitFor(
+        'the old pods gone',
+        async () =>
+          (await kubectl('get', 'pods', '-n', 'srv', '-l', 'app=web', '-o', 'name')).stdout.trim().split('\n')
+            .length === 2,
+        CHANGE_DEADLINE_MS,
+      );
+      assert.ok(Date.now() - started < seconds * 1000, 'the rollout ended while the traffic ran');
+      const r = await traffic;
+      assert.equal(r.status, 0, r.stderr);
+      const counts = JSON.parse(r.stdout) as { ok: number; failed: number; errs: Record<string, number> };
+      assert.deepEqual(
+        { failed: counts.failed, errs: counts.errs },
+        { failed: 0, errs: {} },
+        `ok ${String(counts.ok)}`,
+      );
+      assert.ok(counts.ok >= seconds * 20 * 0.9, `about 20 a second were answered: ${String(counts.ok)}`);
+      await unlink(path.join(manifests, 'rollout.yaml'));
+    });
+
     test("securityContext: a non-root container cannot take over ztunnel's in-pod ports; runAsNonRoot as root and an unsupported volume get kubelet's answers", async () => {
       // Binds 15008 with SO_REUSEPORT beside ztunnel's listener in the pod's namespace, as the takeover trial did.
       const bind =
