@@ -613,7 +613,7 @@ describe(
       assert.equal(svc.stdout.split(/\s+/)[0], clusterIp);
     });
 
-    test('a rollout under 20 requests/s loses none: a terminating pod is unhealthy at once, and its preStop sleep lets ztunnel stop sending it new connections', async () => {
+    test('a rollout restart under 20 requests/s through ztunnel loses no request: a terminating pod gets no new connection and finishes what it has (its preStop sleep, as apps have)', async () => {
       await writeFile(
         path.join(manifests, 'rollout.yaml'),
         object({
