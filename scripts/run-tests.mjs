@@ -45,6 +45,7 @@ const UNIT = 'unit tests';
  */
 const SLOWEST_FIRST = [
   'test/up-ambient.test.ts',
+  'test/up-manifest-set.test.ts',
   LINT,
   'test/up-cluster.test.ts',
   'test/control-plane-recovery.test.ts',
