@@ -7,7 +7,7 @@
  * data directory first (resource-journal.ts), so `stop()`, or `amesh down` after a crash, removes all of it.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, readFile, rm, symlink } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api, KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { ApiServer } from '../apiserver/api-server.js';
@@ -259,6 +259,9 @@ export class Cluster {
     // One set of informers (Services, ConfigMaps, Secrets) for kube-proxy's rules and every kubelet.
     const sources = new KubeletSources(kc, this.logs.scope('kubelet'));
     const runtime = new RuncRuntime(dataDir.runcRoot, cfg.name);
+    // Root's alone: it holds the pods' secret and token volumes.
+    await mkdir(dataDir.runtimeDir, { recursive: true });
+    await chmod(dataDir.runtimeDir, 0o700);
     await journal.create({ t: 'cgroup', name: runtime.cgroup }, () => mkdir(dataDir.runcRoot, { recursive: true }));
     const nodeResolvConf = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
     const kubelets = nodes.map((node) => {

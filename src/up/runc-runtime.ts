@@ -70,6 +70,9 @@ export class RuncRuntime {
    * image again, here the host's files) and returns the argv that runs it.
    */
   prepare(r: ContainerRun): { cmd: string; args: string[] } {
+    // A runc killed with its container leaves its state (and the container may still run on its layers): the id
+    // is taken until that is deleted, which kills what is left.
+    if (existsSync(path.join(this.root, r.id))) this.runc('delete', '--force', r.id);
     rmSync(r.dir, { recursive: true, force: true });
     const rootfs = path.join(r.dir, 'rootfs');
     mkdirSync(rootfs, { recursive: true, mode: 0o755 });
@@ -95,8 +98,6 @@ export class RuncRuntime {
       cgroupsPath: `/${this.cgroup}/${r.id}`,
     });
     writeFileSync(path.join(r.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
-    // A runc killed with its container leaves its state; the id is taken until that is deleted.
-    if (existsSync(path.join(this.root, r.id))) this.runc('delete', '--force', r.id);
     return { cmd: 'runc', args: ['--root', this.root, 'run', '--bundle', r.dir, r.id] };
   }
 
