@@ -15,13 +15,15 @@ export interface ServiceAccountTokenRequest {
   readonly audience?: string | undefined;
   readonly ttlSeconds: number;
   readonly pod?: string | undefined;
+  /** The pod's UID when the caller knows it (the kubelet does): the pod is then not read first. */
+  readonly podUid?: string | undefined;
 }
 
 export async function requestToken(kc: KubeConfig, r: ServiceAccountTokenRequest): Promise<string> {
   const core = kc.makeApiClient(CoreV1Api);
   const account = `${r.namespace}/${r.serviceAccount}`;
-  let uid: string | undefined;
-  if (r.pod !== undefined) {
+  let uid = r.podUid;
+  if (r.pod !== undefined && uid === undefined) {
     try {
       uid = (await core.readNamespacedPod({ name: r.pod, namespace: r.namespace })).metadata?.uid;
     } catch (e) {

@@ -27,6 +27,7 @@ import {
 import { systemClock, type Clock } from '../controllers/clock.js';
 import { EventRecorder } from '../kube/event-recorder.js';
 import { RestartingInformer } from '../kube/informer.js';
+import { requestToken } from '../kube/request-token.js';
 import { listJson } from '../kube/list-json.js';
 import { Backoff } from '../lib/backoff.js';
 import { describeError } from '../lib/errors.js';
@@ -225,23 +226,18 @@ class PodWorker {
   private async mountVolumes(podIp: string): Promise<boolean> {
     const at = { podIp, hostIp: this.k.node.ip };
     const { namespace = '', name = '', uid = '' } = this.pod.metadata ?? {};
-    const requestToken = async (r: TokenRequestFor): Promise<{ token: string; expiresAt: number }> => {
-      const tr = await this.core.createNamespacedServiceAccountToken({
-        name: r.serviceAccount,
+    const tokenFor = (r: TokenRequestFor): Promise<string> =>
+      requestToken(this.k.kc, {
         namespace: r.namespace,
-        body: {
-          spec: {
-            audiences: r.audience === undefined ? [] : [r.audience],
-            expirationSeconds: r.expirationSeconds,
-            boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: r.pod.name, uid: r.pod.uid },
-          },
-        },
+        serviceAccount: r.serviceAccount,
+        audience: r.audience,
+        ttlSeconds: r.expirationSeconds,
+        pod: r.pod.name,
+        podUid: r.pod.uid,
       });
-      return { token: tr.status?.token ?? '', expiresAt: new Date(tr.status?.expirationTimestamp ?? 0).getTime() };
-    };
     this.volumes = new PodVolumes(this.pod, path.join(this.runDir, 'volumes'), at, {
       sources: this.k.sources,
-      requestToken,
+      requestToken: tokenFor,
       clock: this.k.clock ?? systemClock,
       log: this.log,
     });

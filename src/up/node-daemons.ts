@@ -130,6 +130,9 @@ function daemonPod({
           workingDir: packageRoot(),
           env: [...Object.entries(env).map(([n, value]) => ({ name: n, value })), ...FIELD_ENV],
           readinessProbe: { httpGet: { path: probe.path, port: probe.port }, periodSeconds: READINESS_PERIOD_SECONDS },
+          // The charts' capabilities. Unlike the ztunnel chart (runAsGroup 1337, readOnlyRootFilesystem), the
+          // daemons write their sockets, kubeconfigs and tokens under the data dir on the host's filesystem rather
+          // than into hostPath volumes, so they keep root's group and a writable root here.
           securityContext: {
             privileged: false,
             runAsUser: 0,

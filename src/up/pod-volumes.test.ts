@@ -42,10 +42,7 @@ async function volumesFor(
       },
       requestToken: (r) => {
         tokens.push(r);
-        return Promise.resolve({
-          token: `token-${String(tokens.length)}`,
-          expiresAt: clock.now() + r.expirationSeconds * 1000,
-        });
+        return Promise.resolve(`token-${String(tokens.length)}`);
       },
       clock,
       log: silentLogs('test').scope('volumes'),

@@ -48,7 +48,7 @@ export interface TokenRequestFor {
 
 export interface PodVolumesDeps {
   readonly sources: Pick<KubeletSources, 'configMap' | 'secret'>;
-  readonly requestToken: (r: TokenRequestFor) => Promise<{ token: string; expiresAt: number }>;
+  readonly requestToken: (r: TokenRequestFor) => Promise<string>;
   readonly clock: Clock;
   readonly log: Logger;
 }
@@ -236,16 +236,17 @@ export class PodVolumes {
   private async token(v: V1Volume, s: V1ServiceAccountTokenProjection): Promise<{ token: string; refreshAt: number }> {
     const seconds = s.expirationSeconds ?? DEFAULT_TOKEN_SECONDS;
     const { name = '', namespace = '', uid = '' } = this.pod.metadata ?? {};
+    // The token's lifetime counts from its request, on this kubelet's clock.
+    const issued = this.d.clock.now();
     try {
-      const t = await this.d.requestToken({
+      const token = await this.d.requestToken({
         namespace,
         serviceAccount: this.pod.spec?.serviceAccountName ?? 'default',
         audience: s.audience === '' ? undefined : s.audience,
         expirationSeconds: seconds,
         pod: { name, uid },
       });
-      const issued = t.expiresAt - seconds * 1000;
-      return { token: t.token, refreshAt: issued + seconds * 1000 * TOKEN_REFRESH_AT };
+      return { token, refreshAt: issued + seconds * 1000 * TOKEN_REFRESH_AT };
     } catch (e) {
       return fail(v, `failed to fetch token: ${describeError(e)}`);
     }
