@@ -40,7 +40,7 @@ describe('amesh apiserver authentication and authorization', () => {
           res.on('end', () =>
             resolve({
               status: res.statusCode ?? 0,
-              body: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>),
+              body: text === '' || !text.startsWith('{') ? { text } : (JSON.parse(text) as Record<string, unknown>),
             }),
           );
         },
@@ -104,6 +104,17 @@ describe('amesh apiserver authentication and authorization', () => {
       assert.equal(r.body.reason, 'Unauthorized');
       assert.equal(r.body.message, 'Unauthorized');
     }
+  });
+
+  test('health and version need no credentials (system:public-info-viewer), as kubelet probes /livez and /readyz with none; a bad token is still 401', async () => {
+    for (const p of ['/livez', '/readyz', '/healthz', '/version']) {
+      const r = await call('GET', p, undefined);
+      assert.equal(r.status, 200, p);
+      if (p !== '/version') assert.equal(r.body.text, 'ok');
+    }
+    assert.equal((await call('GET', '/version', 'not-a-token')).status, 401);
+    assert.equal((await call('GET', '/api', undefined)).status, 401);
+    assert.equal((await call('POST', '/version', undefined, {})).status, 401);
   });
 
   test("ztunnel's service account may not list secrets; 403 words it as Kubernetes does", async () => {

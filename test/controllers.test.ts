@@ -162,10 +162,16 @@ describe('Deployment and ReplicaSet controllers', () => {
   });
 });
 
-/** `amesh controller-manager --kubeconfig <kubeconfig>` as a process; `synced` once it logs that its controllers are. */
-function controllerManager(kubeconfig: string): { p: ChildProcess; synced: Promise<void>; output: () => string } {
+/**
+ * `amesh controller-manager` (or `amesh scheduler`) `--kubeconfig <kubeconfig>` as a process; `synced` once it logs
+ * that its informers are.
+ */
+function controlPlaneProcess(
+  kubeconfig: string,
+  component: 'controller-manager' | 'scheduler' = 'controller-manager',
+): { p: ChildProcess; synced: Promise<void>; output: () => string } {
   const { cmd, args } = ameshCommand();
-  const p = spawn(cmd, [...args, 'controller-manager', '--kubeconfig', kubeconfig], {
+  const p = spawn(cmd, [...args, component, '--kubeconfig', kubeconfig], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, LOG_FORMAT: 'json' },
   });
@@ -173,7 +179,7 @@ function controllerManager(kubeconfig: string): { p: ChildProcess; synced: Promi
   const synced = new Promise<void>((resolve, reject) => {
     p.stdout.on('data', (d: Buffer) => {
       out += d.toString();
-      if (out.includes('"controllers synced"')) resolve();
+      if (out.includes('"controllers synced"') || out.includes('"scheduler synced"')) resolve();
     });
     p.stderr.on('data', (d: Buffer) => (out += d.toString()));
     p.once('exit', (code) => reject(new Error(`exited with ${String(code)}: ${out}`)));
@@ -193,7 +199,7 @@ test('`amesh controller-manager` whose API is not up yet keeps retrying its info
     currentContext: 'down',
   });
   await writeFile(kubeconfig, kc.exportConfig());
-  const { p, synced, output } = controllerManager(kubeconfig);
+  const { p, synced, output } = controlPlaneProcess(kubeconfig);
   // It cannot sync while its API is down, and its end is this test's kill.
   synced.catch(() => undefined);
   try {
@@ -213,12 +219,13 @@ test('`amesh controller-manager` whose API is not up yet keeps retrying its info
   }
 });
 
-test('`amesh controller-manager --kubeconfig` runs the controllers and the scheduler as a process and stops on SIGTERM', async () => {
+test('`amesh controller-manager` and `amesh scheduler` as processes make and place pods, and stop on SIGTERM', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'amesh-controller-manager-'));
   const api = await startApiServer(path.join(dir, 'data'));
-  const { p, synced, output } = controllerManager(api.kubeconfigPath);
+  const { p, synced, output } = controlPlaneProcess(api.kubeconfigPath);
+  const scheduler = controlPlaneProcess(api.kubeconfigPath, 'scheduler');
   try {
-    await synced;
+    await Promise.all([synced, scheduler.synced]);
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
     await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: NS } } });
@@ -227,20 +234,23 @@ test('`amesh controller-manager --kubeconfig` runs the controllers and the sched
       .createNamespacedDeployment({ namespace: NS, body: deployment('amesh-echo:1', 2) });
     const core = kc.makeApiClient(k8s.CoreV1Api);
     await core.createNode({ body: { metadata: { name: 'n1' } } });
-    // Made by the controllers and placed by the scheduler, all in the one process.
+    // Made by the controllers in one process and placed by the scheduler in the other.
     await waitFor(
-      '2 pods from the process, scheduled',
+      '2 pods from the processes, scheduled',
       async () => {
         const pods = (await core.listNamespacedPod({ namespace: NS })).items;
         return pods.length === 2 && pods.every((p) => p.spec?.nodeName === 'n1');
       },
       DEADLINE_MS,
     );
-    const exited = new Promise<number | null>((r) => p.once('exit', r));
-    p.kill('SIGTERM');
-    assert.equal(await exited, 0, output());
+    for (const c of [{ p, output }, scheduler]) {
+      const exited = new Promise<number | null>((r) => c.p.once('exit', r));
+      c.p.kill('SIGTERM');
+      assert.equal(await exited, 0, c.output());
+    }
   } finally {
     p.kill('SIGKILL');
+    scheduler.p.kill('SIGKILL');
     await api.stop();
     await rm(dir, { recursive: true, force: true });
   }
@@ -311,7 +321,7 @@ test(
     const dir = await mkdtemp(path.join(tmpdir(), 'amesh-controller-manager-'));
     const api = await startApiServer(path.join(dir, 'data'));
     const front = await recordingFront(api, dir);
-    const { p, synced } = controllerManager(front.kubeconfig);
+    const { p, synced } = controlPlaneProcess(front.kubeconfig);
     try {
       // Synced means every informer has listed and its watch has been answered, so all of them went through the front.
       await synced;

@@ -583,12 +583,17 @@ describe(
           })),
         );
         assert.deepEqual(
-          table.pods.filter((p) => p.namespace === 'kube-system').map((p) => [p.name.split('-')[0], p.status]),
+          table.pods
+            .filter((p) => p.namespace === 'kube-system')
+            .map((p) => [p.name.startsWith('coredns-') ? 'coredns' : p.name, p.status, p.node]),
           [
-            ['coredns', 'Running'],
-            ['coredns', 'Running'],
+            ['coredns', 'Running', 'node1'],
+            ['coredns', 'Running', 'node1'],
+            ['kube-apiserver-node1', 'Running', 'node1'],
+            ['kube-controller-manager-node1', 'Running', 'node1'],
+            ['kube-scheduler-node1', 'Running', 'node1'],
           ],
-          "the cluster's DNS runs as kind's does",
+          "the cluster's DNS and control plane run as kind's do",
         );
         await waitFor(
           "ztunnel's xDS stream, authenticated by TokenReview",

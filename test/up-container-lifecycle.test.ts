@@ -4,6 +4,9 @@
  * startup probe holds `started` and readiness back until it succeeds, a preStop hook runs before the container gets
  * SIGTERM on a graceful deletion (a failing one is a FailedPreStopHook event), and init containers run one at a
  * time, in order, to completion before the app containers start (initContainerStatuses, the Initialized condition).
+ * The control plane is static pods of node1's kubelet, as kubeadm makes it: each of the API server, the
+ * controller-manager and the scheduler, killed, is restarted with what the API acknowledged kept, and a deleted
+ * mirror pod comes back.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +15,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { amesh, kubectlIn, launchUp, removeCluster, upSkip, type LaunchedUp } from './helpers/amesh-up.js';
+import {
+  amesh,
+  killContainer,
+  kubectlIn,
+  launchUp,
+  removeCluster,
+  upSkip,
+  type LaunchedUp,
+} from './helpers/amesh-up.js';
 import { namespaces, object } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
@@ -35,6 +46,23 @@ interface PodJson {
     containerStatuses?: ContainerStatus[];
   };
 }
+interface MirrorJson {
+  metadata: {
+    uid: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+    ownerReferences?: { kind: string; name: string; uid: string }[];
+  };
+  spec: { hostNetwork?: boolean; volumes?: { name: string }[] };
+  status: {
+    containerStatuses?: (ContainerStatus & {
+      containerID: string;
+      state: { running?: { startedAt: string } };
+      lastState?: { terminated?: { exitCode: number; reason: string } };
+    })[];
+  };
+}
+const CONTROL_PLANE = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const;
 interface EventJson {
   involvedObject: { name: string };
   type: string;
@@ -165,6 +193,8 @@ describe('amesh up: container lifecycle (probes, preStop, init containers)', { s
       '--name': cluster,
       '--nodes': '1',
       '--dataplane': 'none',
+      // slow-start is not Ready until its test says so: nothing to wait for.
+      '--wait': '0',
     };
     launched = launchUp(host, Object.entries(flags).flat());
     await launched.ready;
@@ -286,6 +316,108 @@ describe('amesh up: container lifecycle (probes, preStop, init containers)', { s
     assert.match(
       failed.message,
       /^Exec lifecycle hook \(\[sh -c echo no >&2; exit 7\]\) for Container "failing-hook" in Pod "stopper_life\(/,
+    );
+  });
+  /** The mirror pod of static pod `name` on node1, as the API has it. */
+  const mirror = async (name: string): Promise<MirrorJson> =>
+    JSON.parse((await kubectl('get', 'pod', '-n', 'kube-system', `${name}-node1`, '-o', 'json')).stdout) as MirrorJson;
+  /** Waits until the static pod `name` has restarted `restarts` times and runs again, ready. */
+  const runningAgain = (name: string, restarts: number): Promise<number> =>
+    waitFor(
+      `${name} restarted ${String(restarts)} times and ready`,
+      async () => {
+        const s = (await kubectl('get', 'pod', '-n', 'kube-system', `${name}-node1`, '-o', 'json')).stdout;
+        if (s === '') return false;
+        const c = (JSON.parse(s) as MirrorJson).status.containerStatuses?.[0];
+        return c?.restartCount === restarts && c.state.running !== undefined && c.ready;
+      },
+      60_000,
+    );
+
+  test("the control plane is kubeadm's: static pods kube-apiserver, kube-controller-manager and kube-scheduler of node1 (the control-plane role), mirrored in the API", async () => {
+    const nodes = JSON.parse((await kubectl('get', 'nodes', '-o', 'json')).stdout) as {
+      items: { metadata: { name: string; uid: string; labels: Record<string, string> } }[];
+    };
+    const node1 = nodes.items.find((n) => n.metadata.name === 'node1')!;
+    assert.equal(node1.metadata.labels['node-role.kubernetes.io/control-plane'], '');
+    for (const name of CONTROL_PLANE) {
+      await runningAgain(name, 0);
+      const m = await mirror(name);
+      assert.deepEqual(m.metadata.labels, { component: name, tier: 'control-plane' });
+      assert.equal(m.metadata.annotations['kubernetes.io/config.source'], 'file');
+      assert.equal(
+        m.metadata.annotations['kubernetes.io/config.mirror'],
+        m.metadata.annotations['kubernetes.io/config.hash'],
+      );
+      assert.deepEqual(
+        m.metadata.ownerReferences?.map((o) => [o.kind, o.name, o.uid]),
+        [['Node', 'node1', node1.metadata.uid]],
+      );
+      assert.equal(m.spec.hostNetwork, true);
+      assert.equal(
+        m.spec.volumes?.some((v) => v.name.startsWith('kube-api-access-')),
+        false,
+        'a mirror gets no token',
+      );
+    }
+  });
+
+  test('a SIGKILLed API server is restarted by its kubelet with every acknowledged write kept: restartCount 1, lastState exit 137', async () => {
+    const before = await mirror('kube-apiserver');
+    const created = await kubectl('create', 'configmap', '-n', NS, 'acknowledged', '--from-literal=k=v');
+    assert.equal(created.status, 0, created.stderr);
+    const killed = await killContainer(host, dataDir, before.status.containerStatuses![0]!.containerID);
+    assert.equal(killed.status, 0, killed.stderr);
+    await runningAgain('kube-apiserver', 1);
+    const got = await kubectl('get', 'configmap', '-n', NS, 'acknowledged', '-o', 'jsonpath={.data.k}');
+    assert.equal(got.stdout, 'v', got.stderr);
+    const last = (await mirror('kube-apiserver')).status.containerStatuses![0]!.lastState?.terminated;
+    assert.deepEqual([last?.exitCode, last?.reason], [137, 'Error']);
+  });
+
+  test('a SIGKILLed controller-manager and scheduler are restarted: a Deployment made after gets its pod made, placed and running', async () => {
+    for (const name of ['kube-controller-manager', 'kube-scheduler'] as const) {
+      const m = await mirror(name);
+      const killed = await killContainer(host, dataDir, m.status.containerStatuses![0]!.containerID);
+      assert.equal(killed.status, 0, killed.stderr);
+    }
+    await Promise.all([runningAgain('kube-controller-manager', 1), runningAgain('kube-scheduler', 1)]);
+    const made = await kubectl(
+      'create',
+      'deployment',
+      '-n',
+      NS,
+      'after-kill',
+      '--image=busybox',
+      '--',
+      ...idle(marker),
+    );
+    assert.equal(made.status, 0, made.stderr);
+    await waitFor(
+      'the Deployment available',
+      async () =>
+        (await kubectl('get', 'deployment', '-n', NS, 'after-kill', '-o', 'jsonpath={.status.availableReplicas}'))
+          .stdout === '1',
+      60_000,
+    );
+  });
+
+  test('a deleted mirror pod is made again, as kubelet keeps it; the static pod itself runs on untouched', async () => {
+    const before = await mirror('kube-scheduler');
+    const deleted = await kubectl('delete', 'pod', '-n', 'kube-system', 'kube-scheduler-node1', '--wait=false');
+    assert.equal(deleted.status, 0, deleted.stderr);
+    await waitFor(
+      'a new mirror',
+      async () => {
+        const out = (await kubectl('get', 'pod', '-n', 'kube-system', 'kube-scheduler-node1', '-o', 'json')).stdout;
+        return out !== '' && (JSON.parse(out) as MirrorJson).metadata.uid !== before.metadata.uid;
+      },
+      60_000,
+    );
+    await runningAgain('kube-scheduler', 1);
+    assert.equal(
+      (await mirror('kube-scheduler')).status.containerStatuses![0]!.state.running?.startedAt,
+      before.status.containerStatuses![0]!.state.running?.startedAt,
     );
   });
 });

@@ -40,3 +40,11 @@ test("automountServiceAccountToken: the pod's own setting wins over its ServiceA
   mountServiceAccountToken(own, undefined);
   assert.equal(specOf(own).volumes, undefined);
 });
+
+test("a mirror pod (a kubelet's copy of a static pod, which runs without a token) gets no token volume", () => {
+  const mirror = pod({ containers: [{ name: 'a' }] });
+  mirror.metadata.annotations = { 'kubernetes.io/config.mirror': '0123abcd' };
+  mountServiceAccountToken(mirror, undefined);
+  assert.equal(specOf(mirror).volumes, undefined);
+  assert.equal(specOf(mirror).containers[0]!.volumeMounts, undefined);
+});

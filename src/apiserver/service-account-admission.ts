@@ -4,7 +4,7 @@
  * volume `kube-api-access-<5 random>` with a bound token (`token`, 3607 s), the cluster's CA (`ca.crt` from the
  * namespace's `kube-root-ca.crt` ConfigMap) and its namespace (`namespace`), mounted read-only at
  * `/var/run/secrets/kubernetes.io/serviceaccount` in every container and init container that has nothing mounted
- * there already. Unlike the plugin, a pod whose ServiceAccount does not exist is admitted: the kubelet's token
+ * there already; mirror pods (a kubelet's copies of its static pods) get none. Unlike the plugin, a pod whose ServiceAccount does not exist is admitted: the kubelet's token
  * request then fails and says so, and the pod waits for the account.
  */
 import { randomSafeString } from '../lib/safe-encode.js';
@@ -17,6 +17,8 @@ const VOLUME_PREFIX = 'kube-api-access-';
 /** The token's lifetime: an hour plus 7 s, which marks the tokens kube-apiserver may extend (serviceaccount.WarnOnlyBoundTokenExpirationSeconds). */
 const TOKEN_SECONDS = 3607;
 const ROOT_CA_CONFIG_MAP = 'kube-root-ca.crt';
+/** A kubelet's copy of a static pod, which runs without a token: the plugin leaves mirror pods alone. */
+const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
 
 function tokenVolume(name: string): JsonObject {
   return {
@@ -38,6 +40,7 @@ function tokenVolume(name: string): JsonObject {
 
 /** Adds the token volume and mounts to pod `obj` (its spec defaulted), given its ServiceAccount if it exists. */
 export function mountServiceAccountToken(obj: KubeObject, serviceAccount: KubeObject | undefined): void {
+  if (obj.metadata.annotations?.[MIRROR_POD_ANNOTATION] !== undefined) return;
   const spec = objectField(obj, 'spec');
   const own = spec['automountServiceAccountToken'];
   const fromAccount = (serviceAccount as JsonObject | undefined)?.['automountServiceAccountToken'];

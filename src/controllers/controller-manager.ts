@@ -1,8 +1,8 @@
 /**
  * kube-controller-manager's part that amesh runs (k8s.io/kubernetes `cmd/kube-controller-manager`): the
  * Deployment, ReplicaSet, DaemonSet, StatefulSet, EndpointSlice, Job, CronJob, node lifecycle and ServiceAccount
- * controllers and the root CA publisher and, as one machine needs no separate kube-scheduler, the scheduler, all reading one SharedInformerFactory, so
- * each resource they read is listed and watched once. `amesh controller-manager` and `amesh up` run it.
+ * controllers and the root CA publisher, all reading one SharedInformerFactory, so each resource they read is listed
+ * and watched once. `amesh controller-manager` runs it; placing pods on nodes is kube-scheduler's, `amesh scheduler`.
  */
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -18,7 +18,6 @@ import { ReplicaSetController } from './replica-set-controller.js';
 import { RootCaCertPublisher } from './root-ca-cert-publisher.js';
 import { ServiceAccountController } from './service-account-controller.js';
 import { StatefulSetController } from './stateful-set-controller.js';
-import { Scheduler } from './scheduler.js';
 
 /** What the manager runs: each controller reconciles once its informers have synced, until stopped. */
 interface Controller {
@@ -59,7 +58,6 @@ export class ControllerManager {
       ...(rootCa === undefined
         ? []
         : [new RootCaCertPublisher(kc, this.informers, rootCa, logs.scope('root-ca-cert-publisher'))]),
-      new Scheduler(kc, this.informers, logs.scope('scheduler')),
     ];
     this.synced = Promise.all(this.controllers.map((c) => c.synced)).then(() => undefined);
   }

@@ -7,13 +7,23 @@
  * data directory first (resource-journal.ts), so `stop()`, or `amesh down` after a crash, removes all of it.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { chmod, mkdir, readFile, rm, symlink } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { AppsV1Api, CoreV1Api, KubeConfig, type V1Deployment, type V1Node, type V1Pod } from '@kubernetes/client-node';
-import { ApiServer } from '../apiserver/api-server.js';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Deployment,
+  type V1Node,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import { loadOrCreateClusterCredentials } from '../apiserver/auth/cluster-credentials.js';
+import { ClusterIpAllocator } from '../apiserver/cluster-ip-allocator.js';
 import { CNI_AGENT_DEFAULTS } from '../cni/agent/cni-agent-config.js';
 import { loadApiServerConfig } from '../apiserver/config.js';
-import { ControllerManager } from '../controllers/controller-manager.js';
 import { loadIstiodConfig } from '../istiod/config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
@@ -31,6 +41,8 @@ import { requireHostTools, type HostTool } from './host-tools.js';
 import { KubeProxy } from './kube-proxy.js';
 import { LoadBalancerAllocator } from './load-balancer.js';
 import { clusterDnsIp, clusterDnsObjects } from './cluster-dns-manifest.js';
+import { APISERVER_PORT, controlPlanePods } from './control-plane-manifests.js';
+import { waitForApiServer } from './wait-for-api-server.js';
 import { Kubelet } from './kubelet.js';
 import { KubeletSources } from './kubelet-sources.js';
 import { agentRunDir, NodeDaemons } from './node-daemons.js';
@@ -42,8 +54,11 @@ import { ip } from './run-command.js';
 import type { UpConfig } from './up-config.js';
 import { UpDataDir } from './up-data-dir.js';
 
-/** kube-apiserver's secure port on the host's bridge address. */
-const APISERVER_PORT = 6443;
+/** How long `up` waits for its API server's static pod to answer `/readyz`. */
+const API_READY_SECONDS = 120;
+/** kubeadm's role label of control-plane nodes. */
+const CONTROL_PLANE_LABEL = 'node-role.kubernetes.io/control-plane';
+const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Where Debian's containernetworking-plugins and the upstream release tarball put the CNI plugins. */
 export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
 const SETTLE_POLL_MS = 250;
@@ -231,7 +246,6 @@ export class Cluster {
       run: () => ip('link', 'del', hostBridgeName(cfg)).then(() => undefined),
     });
     await requireFreePorts(cfg.hostIp, [
-      { port: APISERVER_PORT, what: 'the API server' },
       { port: ISTIOD_GRPC_PORT, what: "istiod's xDS and CA" },
       { port: ISTIOD_MONITORING_PORT, what: "istiod's monitoring" },
     ]);
@@ -243,18 +257,31 @@ export class Cluster {
       this.undo.push({ what: `node ${r.name}`, run: () => node.remove() });
     }
 
-    const apiCfg = loadApiServerConfig(
-      { dataDir: dataDir.apiserverDir, listen: `${cfg.hostIp}:${String(APISERVER_PORT)}` },
-      {},
-    );
-    const api = await ApiServer.start(apiCfg, this.logs);
-    this.undo.push({ what: 'the API server', run: () => api.stop() });
+    // kubeadm's certs and kubeconfig phases: the credentials exist before the API server runs, so the kubelets and
+    // the control plane's clients have their kubeconfig from the start.
+    const controlPlane = records[0]!;
+    const apiCfg = loadApiServerConfig({ dataDir: dataDir.apiserverDir }, {});
+    const credentials = await loadOrCreateClusterCredentials({
+      dataDir: apiCfg.dataDir,
+      listenHost: controlPlane.ip,
+      listenPort: APISERVER_PORT,
+      serviceIp: new ClusterIpAllocator(apiCfg.serviceCidr).kubernetesServiceIp,
+    });
     await rm(dataDir.kubeconfig, { force: true });
-    await symlink(path.relative(dataDir.root, api.kubeconfigPath), dataDir.kubeconfig);
+    await symlink(path.relative(dataDir.root, credentials.kubeconfigPath), dataDir.kubeconfig);
     const kc = new KubeConfig();
-    kc.loadFromFile(api.kubeconfigPath);
+    kc.loadFromFile(credentials.kubeconfigPath);
     this.kc = kc;
-    progress(`API server ready at ${api.url} (kubectl --kubeconfig ${dataDir.kubeconfig})`);
+    const manifestDir = dataDir.staticPodDir(controlPlane.name);
+    await mkdir(manifestDir, { recursive: true, mode: 0o700 });
+    const controlPlanePodList = controlPlanePods({
+      nodeIp: controlPlane.ip,
+      apiserverDir: apiCfg.dataDir,
+      serviceCidr: apiCfg.serviceCidr,
+      logLevel: cfg.logLevel,
+    });
+    for (const pod of controlPlanePodList)
+      await writeFile(path.join(manifestDir, `${pod.metadata?.name ?? ''}.yaml`), stringify(pod), { mode: 0o600 });
 
     // One set of informers (Services, ConfigMaps, Secrets) for kube-proxy's rules and every kubelet.
     const sources = new KubeletSources(kc, this.logs.scope('kubelet'));
@@ -286,15 +313,36 @@ export class Cluster {
         sources,
         runtime,
         nodeResolvConf,
+        ...(node.name === controlPlane.name ? { staticPodPath: manifestDir } : {}),
         log: this.logs.scope(`kubelet.${node.name}`),
       });
     });
+    const control = kubelets[0]!;
+    await control.startStaticPods();
+    this.undo.push({ what: 'the control plane', run: () => control.stopStaticPods() });
+    progress(
+      `Control plane starting on ${controlPlane.name}: static pods ${controlPlanePodList.map((p) => `kube-system/${p.metadata?.name ?? ''}-${controlPlane.name}`).join(', ')} (${manifestDir})`,
+    );
+    await waitForApiServer(
+      credentials,
+      API_READY_SECONDS * 1000,
+      `its log: ${ameshInvocation()} logs --data-dir ${dataDir.root} kube-system/kube-apiserver-${controlPlane.name}`,
+    );
+    progress(`API server ready at ${credentials.serverUrl} (kubectl --kubeconfig ${dataDir.kubeconfig})`);
     for (const k of kubelets) await k.register();
-    progress(`Nodes registered: ${nodes.map((n) => n.name).join(', ')}`);
+    // kubeadm's mark-control-plane phase: the role label (no taint, so that its node runs workloads, as kind's
+    // single control-plane node does).
+    await kc
+      .makeApiClient(CoreV1Api)
+      .patchNode(
+        { name: controlPlane.name, body: { metadata: { labels: { [CONTROL_PLANE_LABEL]: '' } } } },
+        MERGE_PATCH,
+      );
+    progress(`Nodes registered: ${nodes.map((n) => n.name).join(', ')} (control plane: ${controlPlane.name})`);
 
     const istiod = await Istiod.start(
       loadIstiodConfig({
-        kubeconfig: api.kubeconfigPath,
+        kubeconfig: credentials.kubeconfigPath,
         stateDir: dataDir.istiodDir,
         grpcAddress: `${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`,
         monitoringAddress: `${cfg.hostIp}:${String(ISTIOD_MONITORING_PORT)}`,
@@ -307,13 +355,6 @@ export class Cluster {
     progress(`Applying ${cfg.configDir}`);
     await this.applyManifests(kc, istiod);
 
-    const controllers = new ControllerManager(kc, this.logs);
-    controllers.start();
-    this.undo.push({ what: 'the controllers', run: () => controllers.stop() });
-    await controllers.synced;
-    progress(
-      'Controllers running: deployments, replicasets, daemonsets, statefulsets, endpointslices, node lifecycle, scheduler',
-    );
     await this.addClusterDns(kc, apiCfg.serviceCidr);
     progress(`Cluster DNS: kube-system/kube-dns at ${clusterDnsIp(apiCfg.serviceCidr)} (amesh cluster-dns)`);
 

@@ -1,10 +1,13 @@
 /**
  * The actions kubelet runs against a container, for its probes (pkg/kubelet/prober/prober.go) and its lifecycle
  * hooks (pkg/kubelet/lifecycle/handlers.go): `exec` runs the command inside the container (the runtime's exec),
- * `tcpSocket` and `httpGet` connect from the node's network namespace to the pod IP (a socket made in the node's
+ * `tcpSocket` and `httpGet` (HTTP, or HTTPS unverified) connect from the node's network namespace to the pod IP (a socket made in the node's
  * namespace, as kubelet's own are, so the node agent's probe rules see them), each within a timeout.
  */
 import http from 'node:http';
+import https from 'node:https';
+import { isIP, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import type { V1ContainerPort, V1ExecAction, V1HTTPGetAction, V1TCPSocketAction } from '@kubernetes/client-node';
 import { tcpSocketInNetns } from '../native/native.js';
 import { runCommand } from './run-command.js';
@@ -47,6 +50,7 @@ export async function runHandler(
         httpGet.host ?? target.podIp,
         port(target, httpGet.port),
         httpGet.path ?? '/',
+        httpGet.scheme === 'HTTPS',
         timeoutMs,
         httpStatusCounts,
       );
@@ -106,19 +110,29 @@ function get(
   host: string,
   port: number | undefined,
   urlPath: string,
+  tls: boolean,
   timeoutMs: number,
   statusCounts: boolean,
 ): Promise<HandlerOutcome> {
   if (port === undefined)
     return Promise.resolve({ ok: false, why: 'the handler names a port the container does not declare' });
   return new Promise((resolve) => {
-    const req = http.get(
+    const connect = (): Socket => tcpSocketInNetns(target.nodeNetnsPath, 4).connect(port, host);
+    // scheme HTTPS: TLS without verifying the server, as kubelet's prober (prober/http.go) and hooks do.
+    const req = (tls ? https : http).get(
       {
         host,
         port,
         path: urlPath,
         timeout: timeoutMs,
-        createConnection: () => tcpSocketInNetns(target.nodeNetnsPath, 4).connect(port, host),
+        createConnection: tls
+          ? () =>
+              tlsConnect({
+                socket: connect(),
+                servername: isIP(host) === 0 ? host : undefined,
+                rejectUnauthorized: false,
+              })
+          : connect,
         // kubelet's probes and lifecycle hooks say who they are (prober/http.go, lifecycle/handlers.go).
         headers: { 'user-agent': statusCounts ? 'kube-probe/1.32' : 'kube-lifecycle/1.32' },
       },

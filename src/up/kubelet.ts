@@ -38,6 +38,7 @@ import type { CniRuntime, NetworkConfigList } from './cni-runtime.js';
 import { containerArgv, containerEnv } from './container-env.js';
 import { resolveCommand } from './host-tools.js';
 import type { KubeletSources } from './kubelet-sources.js';
+import { isMirrorPod, MirrorClient, mirrorHash } from './mirror-client.js';
 import { NodeLease } from './node-lease.js';
 import type { ContainerMount } from './oci-spec.js';
 import { podHostname, podHostsFile, podResolvConf } from './pod-dns-files.js';
@@ -47,6 +48,7 @@ import { ContainerCreateError, type ContainerLauncher, type RestartPolicy } from
 import type { RuncRuntime } from './runc-runtime.js';
 import { containerCredentials } from './security-context.js';
 import { deleteNetns, type ResourceJournal } from './resource-journal.js';
+import { CONFIG_HASH_ANNOTATION, readStaticPods } from './static-pod-source.js';
 import { ip } from './run-command.js';
 import type { NodeRecord, UpDataDir } from './up-data-dir.js';
 
@@ -57,6 +59,9 @@ const SANDBOX_RETRY_MAX_MS = 30_000;
 /** Volume mount retries, as kubelet's volume manager backs off (to about 2 minutes). */
 const MOUNT_RETRY_INITIAL_MS = 500;
 const MOUNT_RETRY_MAX_MS = 122_000;
+/** Status writes the API did not take are tried again, from at once to kubelet's status sync period (10 s). */
+const STATUS_RETRY_INITIAL_MS = 250;
+const STATUS_RETRY_MAX_MS = 10_000;
 /** The cluster's DNS Service: pods with dnsPolicy ClusterFirst get its address as their nameserver. */
 const KUBE_DNS = { namespace: 'kube-system', name: 'kube-dns' } as const;
 /** Kubernetes' default terminationGracePeriodSeconds. */
@@ -81,6 +86,8 @@ export interface KubeletOptions {
   readonly runtime: RuncRuntime;
   /** The node's own resolv.conf, which pods with dnsPolicy Default get. */
   readonly nodeResolvConf: string;
+  /** The directory of this node's static pods (kubelet's `staticPodPath`), if it has one. */
+  readonly staticPodPath?: string;
   readonly clock?: Clock;
   readonly log: Logger;
 }
@@ -121,6 +128,9 @@ class PodWorker {
   private statusWriting = false;
   private statusDirty = false;
   private statusIdle: Promise<void> = Promise.resolve();
+  private readonly statusRetry = new Backoff(STATUS_RETRY_INITIAL_MS, STATUS_RETRY_MAX_MS);
+  private statusTimer: NodeJS.Timeout | undefined;
+  private statusFailing = false;
   private readonly dir: string;
   /** The pod's runtime files: volumes, its hosts and resolv.conf, and its containers' bundles. */
   private readonly runDir: string;
@@ -175,8 +185,17 @@ class PodWorker {
         JSON.stringify(before?.annotations) !== JSON.stringify(meta?.annotations))
     )
       void this.volumes.refresh(pod);
-    const apiReady = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-    if (apiReady !== this.lastReady && !this.statusWriting) this.writeStatus();
+    this.reconcileStatus(pod);
+  }
+
+  /**
+   * Writes the status again when the API's copy of the pod (`apiPod`: the pod itself, or a static pod's mirror)
+   * lacks it or has another Ready condition.
+   */
+  reconcileStatus(apiPod: V1Pod): void {
+    const apiReady = apiPod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+    const unwritten = apiPod.status?.hostIP === undefined && this.podIp !== undefined;
+    if ((unwritten || apiReady !== this.lastReady) && !this.statusWriting) this.writeStatus();
   }
 
   /** Creates the sandbox and starts the containers; a failed sandbox is removed and retried with back-off. */
@@ -526,9 +545,17 @@ class PodWorker {
         const { namespace = '', name = '' } = this.pod.metadata ?? {};
         try {
           await this.core.patchNamespacedPodStatus({ name, namespace, body: { status: this.status() } }, MERGE_PATCH);
+          this.statusRetry.reset();
+          this.statusFailing = false;
         } catch (e) {
           const code = (e as { code?: number }).code;
-          if (code !== 404) this.log.warn({ error: describeError(e) }, 'cannot write pod status');
+          if (code === 404) continue;
+          // The API is away (restarting): the status is written again when it is back, as kubelet's status
+          // manager keeps resending what the API does not have.
+          if (!this.statusFailing) this.log.warn({ error: describeError(e) }, 'cannot write pod status');
+          this.statusFailing = true;
+          clearTimeout(this.statusTimer);
+          this.statusTimer = setTimeout(() => this.writeStatus(), this.statusRetry.next());
         }
       }
       this.statusWriting = false;
@@ -568,6 +595,7 @@ class PodWorker {
   async terminate(graceSeconds?: number, keepLogs = false, finalStatus = false): Promise<void> {
     this.terminating = true;
     clearTimeout(this.retryTimer);
+    clearTimeout(this.statusTimer);
     this.wake?.();
     this.wakeInit?.();
     await this.started;
@@ -593,11 +621,17 @@ export class Kubelet {
   private readonly lease: NodeLease;
   private readonly events: EventRecorder;
   private readonly unsubscribe: () => void;
+  /** The static pods (static-pod-source.ts), by `namespace/name`: run from the start, mirrored once the API answers. */
+  private readonly staticPods = new Map<string, { readonly pod: V1Pod; readonly worker: PodWorker }>();
+  private readonly mirrors: MirrorClient;
+  private nodeUid: string | undefined;
+  private stopped = false;
   readonly synced: Promise<void>;
 
   constructor(private readonly k: KubeletOptions) {
     this.core = k.kc.makeApiClient(CoreV1Api);
     this.events = new EventRecorder(k.kc, 'kubelet', k.node.name);
+    this.mirrors = new MirrorClient(k.kc, { name: k.node.name, uid: () => this.nodeUid });
     this.unsubscribe = k.sources.onChange((kind, namespace, name) => {
       for (const w of this.workers.values()) if (w.namespace === namespace) w.sourceChanged(kind, name);
     });
@@ -628,12 +662,59 @@ export class Kubelet {
     };
     const spec = { podCIDR: podCidr, podCIDRs: [podCidr] };
     try {
-      await this.core.createNode({ body: { metadata: meta, spec } });
+      this.nodeUid = (await this.core.createNode({ body: { metadata: meta, spec } })).metadata?.uid;
     } catch (e) {
       if ((e as { code?: number }).code !== 409) throw e;
-      await this.core.patchNode({ name, body: { metadata: { labels: meta.labels }, spec } }, MERGE_PATCH);
+      const node = await this.core.patchNode({ name, body: { metadata: { labels: meta.labels }, spec } }, MERGE_PATCH);
+      this.nodeUid = node.metadata?.uid;
     }
     await this.postStatus();
+  }
+
+  /**
+   * Starts the static pods of `staticPodPath`, which need no API server (kubeadm's control plane is such pods);
+   * returns what is wrong with the manifests that are not pods, which are skipped.
+   */
+  async startStaticPods(): Promise<readonly string[]> {
+    if (this.k.staticPodPath === undefined) return [];
+    const { pods, errors } = await readStaticPods(this.k.staticPodPath, this.k.node.name);
+    for (const error of errors) this.k.log.error({ error }, 'static pod manifest skipped');
+    for (const pod of pods)
+      this.staticPods.set(fullName(pod), { pod, worker: new PodWorker(pod, this.k, this.core, this.events) });
+    return errors;
+  }
+
+  /**
+   * A mirror pod as the API has it: one of another static pod (an older manifest), or marked for deletion, is
+   * deleted at once, and one of a static pod that still runs is made again, as kubelet's pod workers keep mirrors;
+   * otherwise its status is brought in line with the static pod's.
+   */
+  private syncMirror(mirror: V1Pod): void {
+    const own = this.staticPods.get(fullName(mirror));
+    const current =
+      own !== undefined &&
+      mirrorHash(mirror) === own.pod.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] &&
+      mirror.metadata?.deletionTimestamp === undefined;
+    if (current) {
+      own.worker.reconcileStatus(mirror);
+      return;
+    }
+    void this.mirrors
+      .delete(mirror)
+      .then(() => (own === undefined || this.stopped ? undefined : this.mirrors.create(own.pod)))
+      .catch((e: unknown) =>
+        this.k.log.warn({ pod: fullName(mirror), error: describeError(e) }, 'cannot replace mirror pod'),
+      );
+  }
+
+  /** Creates the mirror of each static pod the API does not have (after the first list of this node's pods). */
+  private async createMirrors(): Promise<void> {
+    for (const [key, { pod }] of this.staticPods) {
+      if (this.stopped || this.pods.list().some((p) => isMirrorPod(p) && fullName(p) === key)) continue;
+      await this.mirrors
+        .create(pod)
+        .catch((e: unknown) => this.k.log.warn({ pod: key, error: describeError(e) }, 'cannot create mirror pod'));
+    }
   }
 
   /** The node's addresses, software and Ready condition, as the kubelet's status loop posts them. */
@@ -675,6 +756,7 @@ export class Kubelet {
   start(): void {
     this.pods.start();
     this.lease.start();
+    void this.pods.synced.then(() => this.createMirrors());
   }
 
   /** After a heartbeat: posts Ready again if the API has the node otherwise (marked Unknown while it was away). */
@@ -686,6 +768,10 @@ export class Kubelet {
   }
 
   private sync(p: V1Pod): void {
+    if (isMirrorPod(p)) {
+      this.syncMirror(p);
+      return;
+    }
     const uid = p.metadata?.uid ?? '';
     if (this.finishing.has(uid)) return;
     if (p.metadata?.deletionTimestamp !== undefined) {
@@ -722,6 +808,13 @@ export class Kubelet {
   }
 
   private remove(p: V1Pod): void {
+    const own = isMirrorPod(p) ? this.staticPods.get(fullName(p)) : undefined;
+    if (own !== undefined && !this.stopped)
+      void this.mirrors
+        .create(own.pod)
+        .catch((e: unknown) =>
+          this.k.log.warn({ pod: fullName(p), error: describeError(e) }, 'cannot create mirror pod'),
+        );
     const uid = p.metadata?.uid ?? '';
     const w = this.workers.get(uid);
     if (w === undefined) return;
@@ -740,6 +833,7 @@ export class Kubelet {
    * their logs.
    */
   async stop(): Promise<void> {
+    this.stopped = true;
     this.unsubscribe();
     await this.lease.stop();
     await this.pods.stop();
@@ -747,4 +841,13 @@ export class Kubelet {
     this.workers.clear();
     await Promise.all([...all, ...this.terminations]);
   }
+
+  /** Stops the static pods (the cluster is going away: no grace), keeping their logs. */
+  async stopStaticPods(): Promise<void> {
+    const all = [...this.staticPods.values()].map((s) => s.worker.terminate(0, true));
+    this.staticPods.clear();
+    await Promise.all(all);
+  }
 }
+
+const fullName = (p: V1Pod): string => `${p.metadata?.namespace ?? ''}/${p.metadata?.name ?? ''}`;

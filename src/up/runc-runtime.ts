@@ -18,7 +18,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { readdir, rmdir } from 'node:fs/promises';
+import { readdir, readFile, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
   missingMountParent,
@@ -134,22 +134,36 @@ async function rmdirCgroup(dir: string): Promise<boolean> {
   }
 }
 
+/** SIGKILLs every process of cgroup `dir` (a container's that outlived its runc, or its kubelet). */
+async function killCgroup(dir: string): Promise<void> {
+  const procs = await readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
+  for (const pid of procs.split('\n').filter((p) => p !== ''))
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // exited meanwhile
+    }
+}
+
 /**
  * Removes cgroup `name` (a cluster's, `amesh-<cluster>`) from every hierarchy, with the containers' cgroups that a
- * runc killed before it cleaned up left in it. Returns the directories removed.
+ * runc killed before it cleaned up left in it, first killing what still runs in them (the containers of an `up`
+ * that crashed). Returns the directories removed.
  */
 export async function removeCgroup(name: string): Promise<string[]> {
   const removed: string[] = [];
   const hierarchies = [
     CGROUP_ROOT,
     ...(await readdir(CGROUP_ROOT).catch(() => [])).map((h) => path.join(CGROUP_ROOT, h)),
-  ];
+  ].filter((h) => isDir(path.join(h, name)));
+  const containers = async (h: string): Promise<string[]> =>
+    (await readdir(path.join(h, name), { withFileTypes: true }))
+      .filter((c) => c.isDirectory())
+      .map((c) => path.join(h, name, c.name));
+  for (const h of hierarchies) for (const c of await containers(h)) await killCgroup(c);
   for (const h of hierarchies) {
-    const dir = path.join(h, name);
-    if (!isDir(dir)) continue;
-    for (const c of await readdir(dir, { withFileTypes: true }))
-      if (c.isDirectory()) await rmdirCgroup(path.join(dir, c.name));
-    if (await rmdirCgroup(dir)) removed.push(dir);
+    for (const c of await containers(h)) await rmdirCgroup(c);
+    if (await rmdirCgroup(path.join(h, name))) removed.push(path.join(h, name));
   }
   return removed;
 }

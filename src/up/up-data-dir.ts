@@ -84,6 +84,10 @@ export class UpDataDir {
   nodeDir(node: string): string {
     return path.join(this.nodesDir, node);
   }
+  /** Node `node`'s static pod manifests (kubeadm's /etc/kubernetes/manifests). */
+  staticPodDir(node: string): string {
+    return path.join(this.nodeDir(node), 'manifests');
+  }
   podDir(namespace: string, name: string, uid: string): string {
     return path.join(this.podsDir, `${namespace}_${name}_${uid}`);
   }

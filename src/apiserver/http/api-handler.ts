@@ -62,8 +62,25 @@ export function apiHandler(d: ApiHandlerDeps): (req: http.IncomingMessage, res: 
   };
 }
 
+/**
+ * What anyone may read without credentials, as kube-apiserver's `system:public-info-viewer` ClusterRole grants it
+ * to `system:unauthenticated`: health and version. Kubelets probe `/livez` and `/readyz` with no token.
+ */
+const PUBLIC_INFO_PATHS: ReadonlySet<string> = new Set(['/healthz', '/livez', '/readyz', '/version']);
+
+const isPublicInfo = (method: string | undefined, url: URL): boolean =>
+  (method === 'GET' || method === 'HEAD') && PUBLIC_INFO_PATHS.has(url.pathname.replace(/\/+$/, '') || '/');
+
+function servePublicInfo(d: ApiHandlerDeps, res: http.ServerResponse, url: URL): void {
+  const p = url.pathname.replace(/\/+$/, '') || '/';
+  if (p === '/version') return sendJson(res, 200, d.version);
+  if (p === '/readyz' && !d.ready()) return sendText(res, 500, 'readyz check failed');
+  sendText(res, 200, 'ok');
+}
+
 async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'https://apiserver');
+  if (req.headers.authorization === undefined && isPublicInfo(req.method, url)) return servePublicInfo(d, res, url);
   const authenticated = await d.authenticate(req.headers.authorization);
   if (authenticated === undefined) throw new ApiError('Unauthorized', 'Unauthorized');
   const user = d.impersonate(authenticated, req.headers);
@@ -77,9 +94,7 @@ async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.Ser
   if (req.method !== 'GET' && req.method !== 'HEAD')
     throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
   const p = url.pathname.replace(/\/+$/, '') || '/';
-  if (p === '/livez' || p === '/healthz') return sendText(res, 200, 'ok');
-  if (p === '/readyz') return d.ready() ? sendText(res, 200, 'ok') : sendText(res, 500, 'readyz check failed');
-  if (p === '/version') return sendJson(res, 200, d.version);
+  if (PUBLIC_INFO_PATHS.has(p)) return servePublicInfo(d, res, url);
   if (p === '/api') return sendJson(res, 200, apiVersions(d.serverAddress()));
   if (p === '/apis') return sendJson(res, 200, apiGroupList());
   if (p === '/openapi/v3') {
