@@ -26,10 +26,11 @@ test(
   async () => {
     const id = randomBytes(3).toString('hex');
     const cluster = `demo${id}`;
-    // The echo pods' processes: the tour must leave none behind.
-    const marker = 'echo server --address 0.0.0.0:8080';
     const host = await TestNetns.create();
     const dir = await mkdtemp(path.join(tmpdir(), 'amesh-demo-test-'));
+    // What the tour starts names its data dir (the kubelets), or runs in the cluster's cgroup (the pods): it must
+    // leave none behind. The echo pods' own command lines are the same in every cluster.
+    const marker = dir;
     try {
       const clean = await hostState(host, cluster, marker);
       const { cmd, args } = ameshCommand();

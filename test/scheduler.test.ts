@@ -28,6 +28,7 @@ const pod = (name: string, spec: Partial<k8s.V1PodSpec> = {}): k8s.V1Pod => ({
 describe('scheduler and pods/binding', () => {
   let dir: string;
   let api: ApiServer;
+  let kc: k8s.KubeConfig;
   let core: k8s.CoreV1Api;
   let scheduler: Scheduler;
   let informers: SharedInformerFactory;
@@ -41,7 +42,7 @@ describe('scheduler and pods/binding', () => {
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-scheduler-'));
     api = await startApiServer(path.join(dir, 'data'));
-    const kc = new k8s.KubeConfig();
+    kc = new k8s.KubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
     core = kc.makeApiClient(k8s.CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: NS } } });
@@ -98,6 +99,46 @@ describe('scheduler and pods/binding', () => {
     );
     await scheduled('tolerant');
     assert.equal(await nodeOf('tolerant'), 'tainted');
+  });
+
+  test("a controller's pods spread over the nodes before the nodes' other pods count: two replicas go to both nodes though one holds more pods", async () => {
+    // n1 holds three more pods than n2 (the control plane's static pods, say), all pinned there.
+    for (const name of ['busy1', 'busy2', 'busy3']) {
+      await core.createNamespacedPod({ namespace: NS, body: pod(name, { nodeSelector: { zone: 'a' } }) });
+      await scheduled(name);
+    }
+    // A ReplicaSet no controller runs here: only its pods' owner references count.
+    const rs = await kc.makeApiClient(k8s.AppsV1Api).createNamespacedReplicaSet({
+      namespace: NS,
+      body: {
+        metadata: { name: 'web-1' },
+        spec: {
+          replicas: 0,
+          selector: { matchLabels: { app: 'web' } },
+          template: { metadata: { labels: { app: 'web' } }, spec: pod('t').spec! },
+        },
+      },
+    });
+    const owner = {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      name: 'web-1',
+      uid: rs.metadata!.uid!,
+      controller: true,
+    };
+    for (const name of ['web-1-a', 'web-1-b']) {
+      await core.createNamespacedPod({
+        namespace: NS,
+        body: {
+          metadata: { name, ownerReferences: [owner] },
+          spec: pod(name, { nodeSelector: { 'sched-test': 'spread' } }).spec!,
+        },
+      });
+    }
+    for (const n of ['n1', 'n2'])
+      await core.patchNode({ name: n, body: { metadata: { labels: { 'sched-test': 'spread' } } } }, MERGE);
+    await Promise.all([scheduled('web-1-a'), scheduled('web-1-b')]);
+    assert.deepEqual((await Promise.all(['web-1-a', 'web-1-b'].map(nodeOf))).sort(), ['n1', 'n2']);
   });
 
   test('a pod that fits nowhere is Unschedulable with the reasons, and is placed once a node changes to fit', async () => {

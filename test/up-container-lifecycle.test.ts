@@ -6,7 +6,7 @@
  * time, in order, to completion before the app containers start (initContainerStatuses, the Initialized condition).
  * The control plane is static pods of node1's kubelet, as kubeadm makes it: each of the API server, the
  * controller-manager and the scheduler, killed, is restarted with what the API acknowledged kept, and a deleted
- * mirror pod comes back.
+ * mirror pod comes back. A killed kubelet is restarted and takes over the containers of the one before.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +25,7 @@ import {
   type LaunchedUp,
 } from './helpers/amesh-up.js';
 import { namespaces, object } from './helpers/manifests.js';
+import { runToExit } from './helpers/run-to-exit.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
 
@@ -418,6 +419,86 @@ describe('amesh up: container lifecycle (probes, preStop, init containers)', { s
     assert.equal(
       (await mirror('kube-scheduler')).status.containerStatuses![0]!.state.running?.startedAt,
       before.status.containerStatuses![0]!.state.running?.startedAt,
+    );
+  });
+  test('a SIGKILLed kubelet is restarted and takes its pods over: they run on (same start, no restart), a container that ended meanwhile is seen ended and restarted, and new pods run', async () => {
+    const run = async (name: string): Promise<void> => {
+      const made = await kubectl('run', name, '-n', NS, '--image=busybox', '--restart=Always', '--', ...idle(marker));
+      assert.equal(made.status, 0, made.stderr);
+    };
+    const status = async (name: string) => (await getPod(name)).status.containerStatuses?.[0];
+    await Promise.all([run('survivor'), run('ends-meanwhile')]);
+    await waitFor(
+      'both running',
+      async () =>
+        (await status('survivor'))?.state.running !== undefined && (await status('ends-meanwhile'))?.ready === true,
+      60_000,
+    );
+    const survivor = (await getPod('survivor')) as unknown as MirrorJson;
+    const ends = (await getPod('ends-meanwhile')) as unknown as MirrorJson;
+    const kubelet = `kubelet --data-dir ${dataDir} --hostname-override node1`;
+    assert.equal((await runToExit('pkill', ['-KILL', '-f', kubelet], 10_000)).status, 0, 'the kubelet was running');
+    const killed = await killContainer(host, dataDir, ends.status.containerStatuses![0]!.containerID);
+    assert.equal(killed.status, 0, killed.stderr);
+    await waitFor(
+      'the container ended meanwhile restarted',
+      async () => (await status('ends-meanwhile'))?.restartCount === 1,
+      60_000,
+    );
+    const after = (await getPod('survivor')) as unknown as MirrorJson;
+    assert.equal(
+      after.status.containerStatuses![0]!.state.running?.startedAt,
+      survivor.status.containerStatuses![0]!.state.running?.startedAt,
+      'the running container was taken over, not started again',
+    );
+    assert.equal(after.status.containerStatuses![0]!.restartCount, 0);
+    assert.equal(after.metadata.uid, survivor.metadata.uid);
+    assert.match(launched!.stderr(), /the kubelet of node1 exited \(SIGKILL\); restarting it in 1 s/);
+    await run('after-restart');
+    await waitFor('a new pod runs', async () => (await status('after-restart'))?.state.running !== undefined, 60_000);
+    const node = await kubectl(
+      'get',
+      'node',
+      'node1',
+      '-o',
+      'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+    );
+    assert.equal(node.stdout, 'True');
+  });
+  test('pods deleted while their kubelet is down are stopped by the next one: a graceful deletion completes, a forced one leaves no process or namespace', async () => {
+    const tags = { graceful: `${marker}-graceful`, forced: `${marker}-forced` };
+    for (const [name, tag] of Object.entries(tags)) {
+      const made = await kubectl('run', name, '-n', NS, '--image=busybox', '--', ...idle(tag));
+      assert.equal(made.status, 0, made.stderr);
+    }
+    const running = async (name: string): Promise<boolean> =>
+      (await getPod(name)).status.containerStatuses?.[0]?.state.running !== undefined;
+    await waitFor('both running', async () => (await running('graceful')) && (await running('forced')), 60_000);
+    const forcedUid = ((await getPod('forced')) as unknown as MirrorJson).metadata.uid;
+    const processes = async (tag: string): Promise<string> =>
+      (await runToExit('pgrep', ['-f', tag], 10_000)).stdout.trim();
+    assert.notEqual(await processes(tags.forced), '');
+    // Frozen, the kubelet sees neither deletion; killed, its successor finds them done in the API.
+    const kubelet = `kubelet --data-dir ${dataDir} --hostname-override node1`;
+    assert.equal((await runToExit('pkill', ['-STOP', '-f', kubelet], 10_000)).status, 0);
+    try {
+      const graceful = await kubectl('delete', 'pod', '-n', NS, 'graceful', '--wait=false');
+      assert.equal(graceful.status, 0, graceful.stderr);
+      const forced = await kubectl('delete', 'pod', '-n', NS, 'forced', '--grace-period=0', '--force');
+      assert.equal(forced.status, 0, forced.stderr);
+    } finally {
+      await runToExit('pkill', ['-KILL', '-f', kubelet], 10_000);
+    }
+    await waitFor(
+      'the graceful deletion completed',
+      async () => (await kubectl('get', 'pod', '-n', NS, 'graceful', '-o', 'name')).stdout === '',
+      60_000,
+    );
+    await waitFor('both containers gone', async () => (await processes(`${marker}-(graceful|forced)`)) === '', 60_000);
+    await waitFor(
+      "the forced pod's namespace gone",
+      async () => !(await runToExit('ip', ['netns', 'list'], 10_000)).stdout.includes(forcedUid),
+      60_000,
     );
   });
 });

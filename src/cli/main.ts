@@ -14,6 +14,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandUnknownOpts[]>>> = 
   istiod: async () => [(await import('./istiod.js')).istiodCommand()],
   apiserver: async () => [(await import('./apiserver.js')).apiserverCommand()],
   'controller-manager': async () => [(await import('./controller-manager.js')).controllerManagerCommand()],
+  kubelet: async () => [(await import('./kubelet.js')).kubeletCommand()],
   scheduler: async () => [(await import('./scheduler.js')).schedulerCommand()],
   'cluster-dns': async () => [(await import('./cluster-dns.js')).clusterDnsCommand()],
   'cni-agent': async () => [(await import('./cni-agent.js')).cniAgentCommand()],

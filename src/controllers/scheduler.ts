@@ -2,9 +2,10 @@
  * A pod scheduler for amesh's own clusters, after kube-scheduler's default profile reduced to what a
  * single-machine cluster needs: a pod with no `spec.nodeName` (and no other `schedulerName`) goes to a node it
  * fits (`node-predicates.ts`: schedulable and Ready unless the pod tolerates otherwise, its node selector and
- * required node affinity, its tolerations); among those, the one with the fewest active pods, then by name. It
- * binds through `pods/binding`, as kube-scheduler does. A node where another pod holds a host port the pod asks for
- * does not fit (the NodePorts plugin). A pod that fits nowhere gets `PodScheduled=False` with reason
+ * required node affinity, its tolerations); among those, the one with the fewest active pods of the pod's own
+ * controller (as kube-scheduler's default topology spreading scores a ReplicaSet's pods across hostnames), then
+ * the fewest active pods, then by name. It binds through `pods/binding`, as kube-scheduler does. A node where
+ * another pod holds a host port the pod asks for does not fit (the NodePorts plugin). A pod that fits nowhere gets `PodScheduled=False` with reason
  * `Unschedulable` and a `FailedScheduling` Event saying why, and waits for a node or pod to change.
  */
 import {
@@ -27,6 +28,10 @@ import { kubeTime } from '../lib/kube-time.js';
 import { compareStrings } from '../lib/compare-strings.js';
 
 export const DEFAULT_SCHEDULER_NAME = 'default-scheduler';
+
+/** The uid of the controller that owns `p` (its ReplicaSet, StatefulSet, Job or DaemonSet), if any. */
+const controllerUid = (p: V1Pod): string | undefined =>
+  p.metadata?.ownerReferences?.find((o) => o.controller === true)?.uid;
 const MAX_ATTEMPTS = 15;
 const STRATEGIC_MERGE = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
@@ -118,13 +123,20 @@ export class Scheduler {
       return;
     }
     const load = new Map<string, number>();
+    const siblings = new Map<string, number>();
+    const owner = controllerUid(pod);
     for (const p of this.pods.list()) {
       const on = p.spec?.nodeName || this.assumed.get(keyOf(p.metadata));
-      if (isPodActive(p) && on !== undefined && on !== '') load.set(on, (load.get(on) ?? 0) + 1);
+      if (!isPodActive(p) || on === undefined || on === '') continue;
+      load.set(on, (load.get(on) ?? 0) + 1);
+      if (owner !== undefined && controllerUid(p) === owner) siblings.set(on, (siblings.get(on) ?? 0) + 1);
     }
+    const count = (m: Map<string, number>, n: string): number => m.get(n) ?? 0;
     const node = fit
       .map((n) => n.metadata?.name ?? '')
-      .sort((a, b) => (load.get(a) ?? 0) - (load.get(b) ?? 0) || compareStrings(a, b))[0]!;
+      .sort(
+        (a, b) => count(siblings, a) - count(siblings, b) || count(load, a) - count(load, b) || compareStrings(a, b),
+      )[0]!;
     try {
       await this.core.createNamespacedPodBinding({
         name,

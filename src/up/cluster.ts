@@ -1,13 +1,15 @@
 /**
  * `amesh up`: a whole cluster on one machine, as kind builds one from containers. In the namespace `up` runs in
- * (the host): a bridge for the node network, the embedded API server and istiod listening on the bridge's
- * address (so every node reaches them), the manifest directory applied to the API as `kubectl apply --prune`
- * would (a policy the API refuses stands in fail-closed in istiod), and the Deployment, ReplicaSet and scheduler controllers. Per node: its network namespace (node.ts) and
- * a kubelet (kubelet.ts) running the pods bound to it. Everything made outside this process is recorded in the
- * data directory first (resource-journal.ts), so `stop()`, or `amesh down` after a crash, removes all of it.
+ * (the host): a bridge for the node network, istiod listening on the bridge's address (so every node reaches it),
+ * the manifest directory applied to the API as `kubectl apply --prune` would (a policy the API refuses stands in
+ * fail-closed in istiod), kube-proxy's rules and the LoadBalancer allocator. Per node: its network namespace
+ * (node.ts) and its kubelet, a process of its own that `up` restarts (node-service.ts, kubelet-process.ts), running
+ * the pods bound to it; node1's also runs the control plane as static pods (control-plane-manifests.ts).
+ * Everything made outside this process is recorded in the data directory first (resource-journal.ts), so
+ * `stop()`, or `amesh down` after a crash, removes all of it.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { chmod, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   AppsV1Api,
@@ -18,6 +20,7 @@ import {
   type V1Deployment,
   type V1Node,
   type V1Pod,
+  type V1Service,
 } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { loadOrCreateClusterCredentials } from '../apiserver/auth/cluster-credentials.js';
@@ -27,6 +30,7 @@ import { loadApiServerConfig } from '../apiserver/config.js';
 import { loadIstiodConfig } from '../istiod/config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
+import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
@@ -36,17 +40,17 @@ import { ClusterClaim } from './cluster-claim.js';
 import { requireFreePorts } from './free-ports.js';
 import { requireRoot } from './require-root.js';
 import { consoleAlert } from './console-alerts.js';
-import { CniRuntime, parseNetworkConfigList, type NetworkConfigList } from './cni-runtime.js';
+import { parseNetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
 import { KubeProxy } from './kube-proxy.js';
 import { LoadBalancerAllocator } from './load-balancer.js';
 import { clusterDnsIp, clusterDnsObjects } from './cluster-dns-manifest.js';
 import { APISERVER_PORT, controlPlanePods } from './control-plane-manifests.js';
 import { waitForApiServer } from './wait-for-api-server.js';
-import { Kubelet } from './kubelet.js';
-import { KubeletSources } from './kubelet-sources.js';
+import { CNI_PLUGIN_DIRS, nodeNetworkConfigFile } from './kubelet-process.js';
+import { NodeService } from './node-service.js';
+import { nodesRegistered } from './wait-for-nodes.js';
 import { agentRunDir, NodeDaemons } from './node-daemons.js';
-import { packageRoot } from '../lib/package-root.js';
 import { createHostBridge, hostBridgeName, nodeRecord, UpNode } from './node.js';
 import { ResourceJournal } from './resource-journal.js';
 import { RuncRuntime } from './runc-runtime.js';
@@ -59,8 +63,8 @@ const API_READY_SECONDS = 120;
 /** kubeadm's role label of control-plane nodes. */
 const CONTROL_PLANE_LABEL = 'node-role.kubernetes.io/control-plane';
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-/** Where Debian's containernetworking-plugins and the upstream release tarball put the CNI plugins. */
-export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
+/** How long a kubelet has to stop its pods when the cluster goes away, before it is killed. */
+const KUBELET_STOP_MS = 60_000;
 const SETTLE_POLL_MS = 250;
 /**
  * What every node needs on the host: network namespaces, links and routes, entering them, and the CNI plugins of
@@ -107,7 +111,7 @@ const ISTIO_ENABLEMENT_SELECTORS: unknown = JSON.parse(CNI_AGENT_DEFAULTS.enable
  * The node's network configuration list: Debian's bridge with host-local IPAM over the node's pod CIDR, and with
  * a node agent (`agentRunDir`) amesh-cni chained last, as Istio's installer appends its plugin.
  */
-function nodeNetworkConfig(podCidr: string, ipamDir: string, agentRunDir?: string): NetworkConfigList {
+function nodeNetworkConfig(podCidr: string, ipamDir: string, agentRunDir?: string): string {
   const bridge = {
     type: 'bridge',
     bridge: 'cni0',
@@ -125,14 +129,11 @@ function nodeNetworkConfig(podCidr: string, ipamDir: string, agentRunDir?: strin
     exclude_namespaces: ['kube-system'],
     pod_namespace: 'istio-system',
   };
-  return parseNetworkConfigList(
-    JSON.stringify({
-      cniVersion: '1.0.0',
-      name: 'amesh',
-      plugins: agentRunDir === undefined ? [bridge] : [bridge, istio],
-    }),
-    'amesh up node network',
-  );
+  return JSON.stringify({
+    cniVersion: '1.0.0',
+    name: 'amesh',
+    plugins: agentRunDir === undefined ? [bridge] : [bridge, istio],
+  });
 }
 
 const podSettled = (p: V1Pod): boolean => {
@@ -283,43 +284,46 @@ export class Cluster {
     for (const pod of controlPlanePodList)
       await writeFile(path.join(manifestDir, `${pod.metadata?.name ?? ''}.yaml`), stringify(pod), { mode: 0o600 });
 
-    // One set of informers (Services, ConfigMaps, Secrets) for kube-proxy's rules and every kubelet.
-    const sources = new KubeletSources(kc, this.logs.scope('kubelet'));
     const runtime = new RuncRuntime(dataDir.runcRoot, cfg.name);
     // Root's alone: it holds the pods' secret and token volumes.
     await mkdir(dataDir.runtimeDir, { recursive: true });
     await chmod(dataDir.runtimeDir, 0o700);
     await journal.create({ t: 'cgroup', name: runtime.cgroup }, () => mkdir(dataDir.runcRoot, { recursive: true }));
-    const nodeResolvConf = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
-    const kubelets = nodes.map((node) => {
-      const cniDir = path.join(dataDir.nodeDir(node.name), 'cni');
-      return new Kubelet({
-        kc,
-        cluster: cfg.name,
-        node: node.record,
-        nodeNetnsPath: node.netnsPath,
-        dataDir,
-        journal,
-        cniList: nodeNetworkConfig(
-          node.record.podCidr,
-          path.join(cniDir, 'ipam'),
-          cfg.dataplane === 'ambient' ? agentRunDir(dataDir, node.name) : undefined,
-        ),
-        cni: new CniRuntime({
-          pluginDirs: [...CNI_PLUGIN_DIRS, path.join(packageRoot(), 'bin')],
-          cacheDir: path.join(cniDir, 'cache'),
-          inNetns: node.netnsPath,
+    for (const r of records) {
+      const file = nodeNetworkConfigFile(dataDir, r.name);
+      const text = nodeNetworkConfig(
+        r.podCidr,
+        path.join(dataDir.nodeDir(r.name), 'cni', 'ipam'),
+        cfg.dataplane === 'ambient' ? agentRunDir(dataDir, r.name) : undefined,
+      );
+      parseNetworkConfigList(text, file);
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(file, text, { mode: 0o644 });
+    }
+    const kubelets = records.map(
+      (r) =>
+        new NodeService({
+          node: r.name,
+          args: [
+            '--data-dir',
+            dataDir.root,
+            '--hostname-override',
+            r.name,
+            ...(r.name === controlPlane.name ? ['--pod-manifest-path', manifestDir] : []),
+            '--exit-on-stdin-close',
+            '--log-level',
+            cfg.logLevel,
+          ],
+          logs: this.logs,
         }),
-        sources,
-        runtime,
-        nodeResolvConf,
-        ...(node.name === controlPlane.name ? { staticPodPath: manifestDir } : {}),
-        log: this.logs.scope(`kubelet.${node.name}`),
-      });
+    );
+    for (const k of kubelets) k.start();
+    this.undo.push({
+      what: 'the kubelets (each stops its pods)',
+      run: async () => {
+        await Promise.all(kubelets.map((k) => k.stop(KUBELET_STOP_MS)));
+      },
     });
-    const control = kubelets[0]!;
-    await control.startStaticPods();
-    this.undo.push({ what: 'the control plane', run: () => control.stopStaticPods() });
     progress(
       `Control plane starting on ${controlPlane.name}: static pods ${controlPlanePodList.map((p) => `kube-system/${p.metadata?.name ?? ''}-${controlPlane.name}`).join(', ')} (${manifestDir})`,
     );
@@ -329,7 +333,7 @@ export class Cluster {
       `its log: ${ameshInvocation()} logs --data-dir ${dataDir.root} kube-system/kube-apiserver-${controlPlane.name}`,
     );
     progress(`API server ready at ${credentials.serverUrl} (kubectl --kubeconfig ${dataDir.kubeconfig})`);
-    for (const k of kubelets) await k.register();
+    await nodesRegistered(kc, records, API_READY_SECONDS * 1000);
     // kubeadm's mark-control-plane phase: the role label (no taint, so that its node runs workloads, as kind's
     // single control-plane node does).
     await kc
@@ -338,7 +342,9 @@ export class Cluster {
         { name: controlPlane.name, body: { metadata: { labels: { [CONTROL_PLANE_LABEL]: '' } } } },
         MERGE_PATCH,
       );
-    progress(`Nodes registered: ${nodes.map((n) => n.name).join(', ')} (control plane: ${controlPlane.name})`);
+    progress(
+      `Kubelets running; nodes registered: ${nodes.map((n) => n.name).join(', ')} (control plane: ${controlPlane.name})`,
+    );
 
     const istiod = await Istiod.start(
       loadIstiodConfig({
@@ -358,21 +364,18 @@ export class Cluster {
     await this.addClusterDns(kc, apiCfg.serviceCidr);
     progress(`Cluster DNS: kube-system/kube-dns at ${clusterDnsIp(apiCfg.serviceCidr)} (amesh cluster-dns)`);
 
-    const proxy = new KubeProxy(kc, sources.services, records, cfg.clusterCidr, this.logs.scope('kube-proxy'));
+    const services = new RestartingInformer<V1Service>(
+      kc,
+      '/api/v1/services',
+      () => listJson(kc, '/api/v1/services'),
+      {},
+      this.logs.scope('kube-proxy'),
+    );
+    const proxy = new KubeProxy(kc, services, records, cfg.clusterCidr, this.logs.scope('kube-proxy'));
     this.undo.push({ what: 'kube-proxy', run: () => proxy.stop() });
     await proxy.start();
     await proxy.synced;
     progress('kube-proxy: Service rules on every node');
-
-    sources.start();
-    this.undo.push({ what: "the kubelets' informers", run: () => sources.stop() });
-    await sources.synced;
-    for (const k of kubelets) {
-      k.start();
-      this.undo.push({ what: 'a kubelet', run: () => k.stop() });
-    }
-    await Promise.all(kubelets.map((k) => k.synced));
-    progress('Kubelets running');
 
     const lb = new LoadBalancerAllocator(
       kc,

@@ -11,7 +11,8 @@
  * tried again with back-off. A deleted pod's processes are stopped, its CNI DEL run and its namespace and runtime
  * files removed.
  */
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -50,7 +51,7 @@ import { containerCredentials } from './security-context.js';
 import { deleteNetns, type ResourceJournal } from './resource-journal.js';
 import { CONFIG_HASH_ANNOTATION, readStaticPods } from './static-pod-source.js';
 import { ip } from './run-command.js';
-import type { NodeRecord, UpDataDir } from './up-data-dir.js';
+import { readSandboxRecord, type NodeRecord, type UpDataDir } from './up-data-dir.js';
 
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Sandbox creation retries: quick at first (an agent still starting), then as kubelet's pod worker backs off. */
@@ -146,6 +147,8 @@ class PodWorker {
     private readonly k: KubeletOptions,
     private readonly core: CoreV1Api,
     private readonly events: EventRecorder,
+    /** Only to take over what an earlier kubelet left of a pod that is going away: nothing new is made. */
+    private readonly takeOverOnly = false,
   ) {
     const { namespace = '', name = '', uid = '' } = pod.metadata ?? {};
     this.hostNetwork = pod.spec?.hostNetwork === true;
@@ -203,9 +206,15 @@ class PodWorker {
     if (this.terminating) return;
     const { namespace = '', name = '', uid = '' } = this.pod.metadata ?? {};
     let podIp: string;
+    let adopted: string | undefined;
     try {
       await mkdir(this.dir, { recursive: true, mode: 0o700 });
-      const address = this.hostNetwork ? this.k.node.ip : await this.addNetwork();
+      adopted = await this.adoptSandbox();
+      if (this.takeOverOnly) {
+        if (adopted !== undefined) this.takeOverContainers(adopted);
+        return;
+      }
+      const address = adopted ?? (this.hostNetwork ? this.k.node.ip : await this.addNetwork());
       this.podIp = podIp = address;
       this.sandboxError = undefined;
       const containers = (this.pod.spec?.containers ?? []).map((c) => c.name);
@@ -215,9 +224,10 @@ class PodWorker {
         uid,
         node: this.k.node.name,
         netns: this.netns,
+        ip: address,
         containers,
       });
-      this.log.info({ ip: address, netns: this.netns }, 'sandbox ready');
+      this.log.info({ ip: address, netns: this.netns }, adopted === undefined ? 'sandbox ready' : 'sandbox taken over');
     } catch (e) {
       this.sandboxError = describeError(e);
       this.log.warn({ error: this.sandboxError }, 'FailedCreatePodSandBox');
@@ -228,9 +238,38 @@ class PodWorker {
       }
       return;
     }
-    if (this.terminating || !(await this.mountVolumes(podIp)) || !(await this.runInitContainers(podIp))) return;
+    // A pod whose app containers an earlier kubelet started has run its init containers.
+    const initialized =
+      adopted !== undefined &&
+      (this.pod.spec?.containers ?? []).some((c) => existsSync(this.containerFile(c.name, 'json')));
+    if (initialized) this.initializedAt = Date.now();
+    if (this.terminating || !(await this.mountVolumes(podIp))) return;
+    if (!initialized && !(await this.runInitContainers(podIp))) return;
     for (const c of this.pod.spec?.containers ?? []) this.startContainer(c, podIp, this.containers, this.restartPolicy);
     this.writeStatus();
+  }
+
+  /**
+   * The sandbox an earlier kubelet made for this pod, as kubelet finds its sandboxes through the runtime after a
+   * restart: its IP, when the record names this pod and its network namespace is still there.
+   */
+  private async adoptSandbox(): Promise<string | undefined> {
+    const record = await readSandboxRecord(this.dir);
+    if (record?.uid !== this.pod.metadata?.uid || record?.ip === undefined) return undefined;
+    if (!this.hostNetwork) {
+      if (!existsSync(`/run/netns/${this.netns}`)) return undefined;
+      this.netnsMade = true;
+    }
+    return record.ip;
+  }
+
+  /** The containers an earlier kubelet left running in this pod's sandbox at `podIp`, to be stopped. */
+  private takeOverContainers(podIp: string): void {
+    this.podIp = podIp;
+    for (const c of this.pod.spec?.containers ?? []) {
+      const p = this.newContainer(c, podIp, 'Never');
+      if (p.takeOver()) this.containers.push(p);
+    }
   }
 
   /** A ConfigMap or Secret changed: the volumes that read it are rewritten. */
@@ -312,6 +351,11 @@ class PodWorker {
     return files.map((f) => ({ destination: `/etc/${f}`, source: path.join(etc, f), readOnly: false }));
   }
 
+  /** Container `name`'s run record (`json`) or its shim's exit status (`exit`), beside its bundle. */
+  private containerFile(name: string, ext: 'json' | 'exit'): string {
+    return path.join(this.runDir, 'containers', `${name}.${ext}`);
+  }
+
   /** The id the runtime knows container `name` of this pod by (the status's `containerID` is `amesh://<id>`). */
   private containerId(name: string): string {
     return `${this.pod.metadata?.uid ?? ''}-${name}`;
@@ -346,6 +390,7 @@ class PodWorker {
         }
         return this.k.runtime.prepare({
           id,
+          exitFile: this.containerFile(c.name, 'exit'),
           dir: path.join(this.runDir, 'containers', c.name),
           process: {
             args: [cmd, ...argv.slice(1)],
@@ -361,7 +406,7 @@ class PodWorker {
           readOnlyRootFilesystem: cred.readOnlyRootFilesystem,
         });
       },
-      kill: () => this.k.runtime.kill(id, 'KILL'),
+      signal: (sig) => this.k.runtime.kill(id, sig),
     };
   }
 
@@ -395,9 +440,19 @@ class PodWorker {
   }
 
   private startContainer(c: V1Container, podIp: string, into: PodContainer[], policy: RestartPolicy): PodContainer {
+    const p = this.newContainer(c, podIp, policy);
+    p.on('change', () => this.writeStatus());
+    into.push(p);
+    p.start();
+    return p;
+  }
+
+  private newContainer(c: V1Container, podIp: string, policy: RestartPolicy): PodContainer {
     const log = this.log.child({ container: c.name });
-    const p = new PodContainer(c, {
+    return new PodContainer(c, {
       logFile: path.join(this.dir, `${c.name}.log`),
+      stateFile: this.containerFile(c.name, 'json'),
+      exitFile: this.containerFile(c.name, 'exit'),
       restartPolicy: policy,
       launcher: this.launcher(c, podIp),
       containerId: this.containerId(c.name),
@@ -413,10 +468,6 @@ class PodWorker {
       log,
       event: (type, reason, message) => this.event(type, reason, message),
     });
-    p.on('change', () => this.writeStatus());
-    into.push(p);
-    p.start();
-    return p;
   }
 
   /**
@@ -756,7 +807,32 @@ export class Kubelet {
   start(): void {
     this.pods.start();
     this.lease.start();
-    void this.pods.synced.then(() => this.createMirrors());
+    void this.pods.synced.then(async () => {
+      await this.createMirrors();
+      await this.removeOrphans();
+    });
+  }
+
+  /**
+   * Stops and removes the pods of this node that an earlier kubelet ran and the API no longer has (deleted while no
+   * kubelet ran), as kubelet's housekeeping removes the runtime's orphaned pods.
+   */
+  private async removeOrphans(): Promise<void> {
+    const known = new Set([
+      ...this.pods.list().map((p) => p.metadata?.uid),
+      ...[...this.staticPods.values()].map((s) => s.pod.metadata?.uid),
+    ]);
+    for (const dir of await readdir(this.k.dataDir.podsDir).catch(() => [])) {
+      const r = await readSandboxRecord(path.join(this.k.dataDir.podsDir, dir)).catch(() => undefined);
+      if (r === undefined || r.node !== this.k.node.name || known.has(r.uid) || this.finishing.has(r.uid)) continue;
+      if (!existsSync(this.k.dataDir.podRuntimeDir(r.uid))) continue;
+      const pod: V1Pod = {
+        metadata: { namespace: r.namespace, name: r.name, uid: r.uid },
+        spec: { hostNetwork: r.netns === this.k.node.netns, containers: r.containers.map((name) => ({ name })) },
+      };
+      this.k.log.info({ pod: `${r.namespace}/${r.name}` }, 'removing a pod the API no longer has');
+      this.track(new PodWorker(pod, this.k, this.core, this.events, true).terminate(0));
+    }
   }
 
   /** After a heartbeat: posts Ready again if the API has the node otherwise (marked Unknown while it was away). */
@@ -791,7 +867,8 @@ export class Kubelet {
   private finish(p: V1Pod): void {
     const { uid = '', name = '', namespace = '' } = p.metadata ?? {};
     this.finishing.add(uid);
-    const w = this.workers.get(uid);
+    // A pod marked for deletion while no kubelet ran: what the one before left of it is taken over to be stopped.
+    const w = this.workers.get(uid) ?? new PodWorker(p, this.k, this.core, this.events, true);
     this.workers.delete(uid);
     const deadline = Date.parse(String(p.metadata?.deletionTimestamp));
     const graceSeconds = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));

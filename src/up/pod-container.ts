@@ -19,6 +19,9 @@ import { ContainerProcess, type ContainerLauncher, type ContainerState, type Res
 
 export interface PodContainerOptions {
   readonly logFile: string;
+  /** The run's record and the shim's exit file (processes.ts), for a kubelet that restarts. */
+  readonly stateFile: string;
+  readonly exitFile: string;
   readonly restartPolicy: RestartPolicy;
   readonly launcher: ContainerLauncher;
   /** The id the runtime knows the container by (the status's `containerID` is `amesh://<id>`). */
@@ -64,7 +67,14 @@ export class PodContainer extends EventEmitter<{ change: [] }> {
   ) {
     super();
     this.process = new ContainerProcess(
-      { name: spec.name, logFile: o.logFile, restartPolicy: o.restartPolicy, launcher: o.launcher },
+      {
+        name: spec.name,
+        logFile: o.logFile,
+        restartPolicy: o.restartPolicy,
+        launcher: o.launcher,
+        stateFile: o.stateFile,
+        exitFile: o.exitFile,
+      },
       o.log,
     );
     let lastState = this.process.state.t;
@@ -95,8 +105,14 @@ export class PodContainer extends EventEmitter<{ change: [] }> {
     );
   }
 
+  /** Starts the container, or takes over the one an earlier kubelet started (its probes start afresh). */
   start(): void {
-    this.process.start();
+    if (!this.takeOver()) this.process.start();
+  }
+
+  /** Takes over the container an earlier kubelet started, if there is one; false when there is none. */
+  takeOver(): boolean {
+    return this.process.adopt();
   }
 
   private startProbers(): void {

@@ -57,6 +57,11 @@ export class ResourceJournal {
     return j;
   }
 
+  /** Appends to the record of the running `up` (a kubelet of its nodes records the pods' namespaces there too). */
+  static attach(file: string): ResourceJournal {
+    return new ResourceJournal(file);
+  }
+
   private record(e: JournalEntry): void {
     appendFileSync(this.file, JSON.stringify(e) + '\n', { mode: 0o600 });
   }

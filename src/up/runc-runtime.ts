@@ -3,8 +3,9 @@
  * its state under the cluster's data directory and every container's cgroup under one cgroup of the cluster's
  * (`amesh-<cluster>`), so a crashed cluster's leftovers are found and removed by name. Each container is a
  * bundle directory (config.json from oci-spec.ts and a root directory that mirrors the host's `/`), run in the
- * foreground by `runc run`: runc stays the container's parent, forwards the signals it gets, and exits with the
- * container's status, which is what processes.ts waits on.
+ * foreground by `runc run` under a shell that writes runc's exit status to a file (SHIM): runc stays the
+ * container's parent and exits with the container's status, which is what processes.ts waits on, as the shell's
+ * child or, after a kubelet restart, through the file. Signals go through `runc kill`.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -30,11 +31,18 @@ import {
 } from './oci-spec.js';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
+/**
+ * The container's parent, as containerd's shim is: `runc run` in the foreground, then its exit status written to the
+ * exit file (`$0`), so that a kubelet that started after the container, or restarted, still learns how it ended.
+ */
+const SHIM = 'runc "$@"; s=$?; echo $s > "$0.tmp" && mv "$0.tmp" "$0"; exit $s';
 
 /** What one container run needs besides its process. */
 export interface ContainerRun {
   /** Unique on the node while it runs: `<pod uid>-<container>`. */
   readonly id: string;
+  /** Where the shim writes the container's exit status (runc's exit code) when it ends. */
+  readonly exitFile: string;
   /** The container's directory: its bundle, root directory and overlay layers. */
   readonly dir: string;
   readonly process: OciProcess;
@@ -98,12 +106,16 @@ export class RuncRuntime {
       cgroupsPath: `/${this.cgroup}/${r.id}`,
     });
     writeFileSync(path.join(r.dir, 'config.json'), JSON.stringify(spec), { mode: 0o600 });
-    return { cmd: 'runc', args: ['--root', this.root, 'run', '--bundle', r.dir, r.id] };
+    rmSync(r.exitFile, { force: true });
+    return { cmd: 'sh', args: ['-c', SHIM, r.exitFile, '--root', this.root, 'run', '--bundle', r.dir, r.id] };
   }
 
-  /** Sends `signal` to the container's process (runc forwards only what it gets itself). */
-  kill(id: string, signal: 'KILL' | 'TERM'): void {
-    this.runc('kill', id, signal);
+  /**
+   * Sends `signal` to the container's processes (all of its cgroup for KILL); false when runc has no such container
+   * (not created yet, or gone).
+   */
+  kill(id: string, signal: 'KILL' | 'TERM'): boolean {
+    return this.runc('kill', ...(signal === 'KILL' ? ['--all'] : []), id, signal) === 0;
   }
 
   /** The argv that runs `cmd` inside a running container, as `kubectl exec` asks its runtime to. */
@@ -111,8 +123,8 @@ export class RuncRuntime {
     return ['--root', this.root, 'exec', id, ...cmd];
   }
 
-  private runc(...args: string[]): void {
-    spawnSync('runc', ['--root', this.root, ...args], { stdio: 'ignore' });
+  private runc(...args: string[]): number | null {
+    return spawnSync('runc', ['--root', this.root, ...args], { stdio: 'ignore' }).status;
   }
 }
 

@@ -28,6 +28,8 @@ export interface SandboxRecord {
   readonly uid: string;
   readonly node: string;
   readonly netns: string;
+  /** The pod's IP, which a restarted kubelet takes over with the sandbox. */
+  readonly ip: string;
   readonly containers: readonly string[];
 }
 
@@ -141,10 +143,10 @@ export class UpDataDir {
     for (const e of await readdir(this.podsDir).catch(() => [])) {
       if (!e.startsWith(prefix)) continue;
       const dir = path.join(this.podsDir, e);
-      const text = await readFile(path.join(dir, SANDBOX_FILE), 'utf8').catch(() => undefined);
-      if (text === undefined) continue;
+      const record = await readSandboxRecord(dir);
+      if (record === undefined) continue;
       const { mtimeMs } = await stat(path.join(dir, SANDBOX_FILE));
-      found.push({ dir, record: JSON.parse(text) as SandboxRecord, mtime: mtimeMs });
+      found.push({ dir, record, mtime: mtimeMs });
     }
     const newest = found.sort((a, b) => b.mtime - a.mtime)[0];
     if (newest !== undefined) return newest;
@@ -154,4 +156,10 @@ export class UpDataDir {
       `pod ${ns}/${name} has no sandbox on this cluster (kubectl --kubeconfig ${this.kubeconfig} get pods -A -o wide lists the pods)`,
     );
   }
+}
+
+/** The sandbox record in pod directory `dir`, if there is one. */
+export async function readSandboxRecord(dir: string): Promise<SandboxRecord | undefined> {
+  const text = await readFile(path.join(dir, SANDBOX_FILE), 'utf8').catch(() => undefined);
+  return text === undefined ? undefined : (JSON.parse(text) as SandboxRecord);
 }

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ameshCommand } from '../../src/up/amesh-command.js';
 import { runToExit } from './run-to-exit.js';
@@ -130,7 +130,15 @@ export async function hostState(host: TestNetns, cluster: string, marker: string
   const run = async (cmd: string, ...args: string[]): Promise<string> =>
     (await runToExit('ip', ['netns', 'exec', host.name, cmd, ...args], 10_000)).stdout;
   const netns = (await runToExit('ip', ['netns', 'list'], 10_000)).stdout;
-  const procs = (await runToExit('ps', ['-e', '-o', 'args='], 10_000)).stdout;
+  const procs = (await runToExit('ps', ['-e', '-o', 'pid=,args='], 10_000)).stdout;
+  // The cluster's containers are in its cgroup whatever they run; anything else of it names the marker.
+  const inCluster = (pid: string): boolean => {
+    try {
+      return readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(`/amesh-${cluster}/`);
+    } catch {
+      return false;
+    }
+  };
   return {
     links: await run('ip', '-o', 'link'),
     routes: await run('ip', 'route'),
@@ -146,7 +154,9 @@ export async function hostState(host: TestNetns, cluster: string, marker: string
       .join('\n'),
     processes: procs
       .split('\n')
-      .filter((l) => l.includes(marker))
+      .map((l) => /^\s*(\d+) (.*)$/.exec(l))
+      .filter((m): m is RegExpExecArray => m !== null && (m[2]!.includes(marker) || inCluster(m[1]!)))
+      .map((m) => m[2])
       .join('\n'),
   };
 }
