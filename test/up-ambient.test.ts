@@ -650,7 +650,14 @@ describe(
       );
       const rolledOut = (): Promise<RunResult> =>
         kubectl('rollout', 'status', '-n', 'srv', 'deployment/web', '--timeout=120s');
-      assert.equal((await rolledOut()).status, 0);
+      // The manifest watcher applies the file once it sees it.
+      await waitFor(
+        'the Deployment applied',
+        async () => (await kubectl('get', 'deployment', '-n', 'srv', 'web', '-o', 'name')).status === 0,
+        CHANGE_DEADLINE_MS,
+      );
+      const first = await rolledOut();
+      assert.equal(first.status, 0, first.stderr);
       const vip = await jsonpath('srv', 'service', 'web', '{.spec.clusterIP}');
       // 20 requests a second, each on its own connection (so each is balanced anew), for `seconds`; then the counts.
       const load =

@@ -33,6 +33,10 @@ export const DEFAULT_SCHEDULER_NAME = 'default-scheduler';
 const controllerUid = (p: V1Pod): string | undefined =>
   p.metadata?.ownerReferences?.find((o) => o.controller === true)?.uid;
 const MAX_ATTEMPTS = 15;
+/** Bindings in flight at once; the scheduling of the next pod waits for one to finish beyond this. */
+const MAX_BINDS_IN_FLIGHT = 16;
+/** A failed binding puts its pod back after kube-scheduler's initial pod back-off. */
+const BIND_RETRY_MS = 1_000;
 const STRATEGIC_MERGE = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
 const unscheduled = (p: V1Pod): boolean =>
@@ -51,6 +55,10 @@ export class Scheduler {
    * scheduled in a burst spread out (kube-scheduler's cache "assumes" a pod the same way).
    */
   private readonly assumed = new Map<string, string>();
+  /** Pods whose binding is in flight, and the bindings. */
+  private readonly binding = new Set<string>();
+  private readonly inflight = new Set<Promise<void>>();
+  private readonly retries = new Set<NodeJS.Timeout>();
   readonly synced: Promise<void>;
 
   constructor(
@@ -89,13 +97,15 @@ export class Scheduler {
   }
 
   stop(): void {
+    for (const t of this.retries) clearTimeout(t);
+    this.retries.clear();
     this.queue.stop();
   }
 
   private async schedule(key: string): Promise<void> {
     const { namespace, name } = splitKey(key);
     const pod = this.pods.get(name, namespace);
-    if (pod === undefined || !unscheduled(pod)) return;
+    if (pod === undefined || !unscheduled(pod) || this.binding.has(key)) return;
     const nodes = this.nodes.list();
     const reasons = new Map<string, number>();
     const fit: V1Node[] = [];
@@ -137,20 +147,40 @@ export class Scheduler {
       .sort(
         (a, b) => count(siblings, a) - count(siblings, b) || count(load, a) - count(load, b) || compareStrings(a, b),
       )[0]!;
+    // kube-scheduler's binding cycle: the pod is assumed on its node at once, so the next one is placed with it
+    // counted, and bound while the next ones are scheduled, a bounded number at a time.
+    this.assumed.set(key, node);
+    this.binding.add(key);
+    const bound = this.bind(key, node).finally(() => {
+      this.binding.delete(key);
+      this.inflight.delete(bound);
+    });
+    this.inflight.add(bound);
+    if (this.inflight.size >= MAX_BINDS_IN_FLIGHT) await Promise.race(this.inflight);
+  }
+
+  /** Binds pod `key` to `node`; a failure forgets the assumption and schedules the pod again after a back-off. */
+  private async bind(key: string, node: string): Promise<void> {
+    const { namespace, name } = splitKey(key);
     try {
       await this.core.createNamespacedPodBinding({
         name,
         namespace,
         body: { metadata: { name, namespace }, target: { apiVersion: 'v1', kind: 'Node', name: node } },
       });
+      this.log.info({ pod: key, node }, 'pod scheduled');
     } catch (e) {
       // Bound meanwhile (by another scheduler, or by hand), or deleted: nothing left to do.
       const code = (e as { code?: number }).code;
       if (code === 409 || code === 404) return;
-      throw e;
+      this.assumed.delete(key);
+      this.log.warn({ pod: key, node, error: describeError(e) }, 'binding failed; the pod is scheduled again');
+      const t = setTimeout(() => {
+        this.retries.delete(t);
+        this.queue.add(key);
+      }, BIND_RETRY_MS);
+      this.retries.add(t);
     }
-    this.assumed.set(key, node);
-    this.log.info({ pod: key, node }, 'pod scheduled');
   }
 
   private async markUnschedulable(pod: V1Pod, message: string): Promise<void> {

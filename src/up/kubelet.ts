@@ -12,6 +12,7 @@
  * files removed.
  */
 import { existsSync } from 'node:fs';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -60,6 +61,13 @@ const SANDBOX_RETRY_MAX_MS = 30_000;
 /** Volume mount retries, as kubelet's volume manager backs off (to about 2 minutes). */
 const MOUNT_RETRY_INITIAL_MS = 500;
 const MOUNT_RETRY_MAX_MS = 122_000;
+/**
+ * Pod networks set up at once on a node. Each is a CNI chain of processes (amesh-cni a Node process, then the node
+ * agent's in-pod rules and ztunnel's listeners); a burst of them all at once, as a 100-replica Deployment brings,
+ * makes the agent miss the plugin's 5 s deadline (Istio's cnieventclient.go has the same), and every miss is a
+ * sandbox torn down and made again: a retry storm instead of a queue.
+ */
+const SANDBOX_CONCURRENCY = 3;
 /** Status writes the API did not take are tried again, from at once to kubelet's status sync period (10 s). */
 const STATUS_RETRY_INITIAL_MS = 250;
 const STATUS_RETRY_MAX_MS = 10_000;
@@ -147,6 +155,8 @@ class PodWorker {
     private readonly k: KubeletOptions,
     private readonly core: CoreV1Api,
     private readonly events: EventRecorder,
+    /** Runs a sandbox's network setup within the node's limit (SANDBOX_CONCURRENCY). */
+    private readonly sandboxes: LimitFunction,
     /** Only to take over what an earlier kubelet left of a pod that is going away: nothing new is made. */
     private readonly takeOverOnly = false,
   ) {
@@ -214,7 +224,7 @@ class PodWorker {
         if (adopted !== undefined) this.takeOverContainers(adopted);
         return;
       }
-      const address = adopted ?? (this.hostNetwork ? this.k.node.ip : await this.addNetwork());
+      const address = adopted ?? (this.hostNetwork ? this.k.node.ip : await this.sandboxes(() => this.addNetwork()));
       this.podIp = podIp = address;
       this.sandboxError = undefined;
       const containers = (this.pod.spec?.containers ?? []).map((c) => c.name);
@@ -677,6 +687,7 @@ export class Kubelet {
   private readonly mirrors: MirrorClient;
   private nodeUid: string | undefined;
   private stopped = false;
+  private readonly sandboxes = pLimit(SANDBOX_CONCURRENCY);
   readonly synced: Promise<void>;
 
   constructor(private readonly k: KubeletOptions) {
@@ -731,7 +742,10 @@ export class Kubelet {
     const { pods, errors } = await readStaticPods(this.k.staticPodPath, this.k.node.name);
     for (const error of errors) this.k.log.error({ error }, 'static pod manifest skipped');
     for (const pod of pods)
-      this.staticPods.set(fullName(pod), { pod, worker: new PodWorker(pod, this.k, this.core, this.events) });
+      this.staticPods.set(fullName(pod), {
+        pod,
+        worker: new PodWorker(pod, this.k, this.core, this.events, this.sandboxes),
+      });
     return errors;
   }
 
@@ -831,7 +845,7 @@ export class Kubelet {
         spec: { hostNetwork: r.netns === this.k.node.netns, containers: r.containers.map((name) => ({ name })) },
       };
       this.k.log.info({ pod: `${r.namespace}/${r.name}` }, 'removing a pod the API no longer has');
-      this.track(new PodWorker(pod, this.k, this.core, this.events, true).terminate(0));
+      this.track(new PodWorker(pod, this.k, this.core, this.events, this.sandboxes, true).terminate(0));
     }
   }
 
@@ -856,7 +870,7 @@ export class Kubelet {
     }
     const w = this.workers.get(uid);
     if (w !== undefined) w.update(p);
-    else this.workers.set(uid, new PodWorker(p, this.k, this.core, this.events));
+    else this.workers.set(uid, new PodWorker(p, this.k, this.core, this.events, this.sandboxes));
   }
 
   /**
@@ -868,7 +882,7 @@ export class Kubelet {
     const { uid = '', name = '', namespace = '' } = p.metadata ?? {};
     this.finishing.add(uid);
     // A pod marked for deletion while no kubelet ran: what the one before left of it is taken over to be stopped.
-    const w = this.workers.get(uid) ?? new PodWorker(p, this.k, this.core, this.events, true);
+    const w = this.workers.get(uid) ?? new PodWorker(p, this.k, this.core, this.events, this.sandboxes, true);
     this.workers.delete(uid);
     const deadline = Date.parse(String(p.metadata?.deletionTimestamp));
     const graceSeconds = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
