@@ -44,20 +44,21 @@ export class NodeService {
     this.child = child;
     createInterface({ input: child.stdout }).on('line', (l) => this.relay(l));
     createInterface({ input: child.stderr }).on('line', (l) => this.log.error({ node: this.o.node }, l));
-    child.once('exit', (code, signal) => {
+    // Ended, or never started (an 'error' without a pid, which may come without an 'exit'): once, a restart.
+    let ended = false;
+    const restart = (why: string): void => {
+      if (ended) return;
+      ended = true;
       this.child = undefined;
       if (this.stopping) return;
-      this.log.error(
-        { node: this.o.node, exitCode: code, signal },
-        `the kubelet of ${this.o.node} exited (${signal ?? `code ${String(code)}`}); restarting it in 1 s`,
-      );
+      this.log.error({ node: this.o.node }, `the kubelet of ${this.o.node} ${why}; restarting it in 1 s`);
       this.timer = setTimeout(() => this.start(), RESTART_SEC_MS);
+    };
+    child.once('exit', (code, signal) => restart(`exited (${signal ?? `code ${String(code)}`})`));
+    child.on('error', (e) => {
+      if (child.pid === undefined) restart(`could not be started (${e.message})`);
+      else this.log.warn({ node: this.o.node, error: e.message }, 'kubelet process error');
     });
-  }
-
-  /** The kubelet's pid while it runs. */
-  get pid(): number | undefined {
-    return this.child?.pid;
   }
 
   /** One JSON log line of the kubelet, written into `up`'s log as the entry it is. */

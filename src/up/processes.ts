@@ -183,7 +183,10 @@ export class ContainerProcess extends EventEmitter<{ change: [] }> {
     const code = this.exitStatus();
     if (code === undefined && !alive) return false;
     this.exited = new Promise((resolve) => {
+      let done = false;
       const finish = (status: number | null): void => {
+        if (done) return;
+        done = true;
         this.unwatch?.();
         this.unwatch = undefined;
         this.ended(status, status === null ? 'SIGKILL' : null, r.startedAt);
