@@ -47,7 +47,7 @@ export class KubeProxy {
   private idle: Promise<void> = Promise.resolve();
   readonly synced: Promise<void>;
 
-  /** `services` is the cluster's informer of Services, which this starts and stops; the kubelets read it too. */
+  /** `services` is an informer of the cluster's Services, which this starts and stops. */
   constructor(
     kc: KubeConfig,
     services: RestartingInformer<V1Service>,

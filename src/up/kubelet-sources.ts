@@ -1,7 +1,6 @@
 /**
- * What every kubelet of `amesh up` reads besides its pods, from one set of informers for the whole cluster: the
- * Services (kube-proxy's rules and the containers' Service variables), and the ConfigMaps and Secrets that pods
- * use as volumes and env. A change to a ConfigMap or Secret is passed on, so that the pods using it rewrite their
+ * What a kubelet of `amesh up` reads besides its pods, from one set of informers: the Services (the containers'
+ * Service variables and the cluster DNS address), and the ConfigMaps and Secrets that pods use as volumes and env. A change to a ConfigMap or Secret is passed on, so that the pods using it rewrite their
  * volumes at once, as kubelet's Watch change-detection strategy (its default) makes it do.
  */
 import type { KubeConfig, V1ConfigMap, V1Secret, V1Service } from '@kubernetes/client-node';
