@@ -734,11 +734,11 @@ export class Kubelet {
   }
 
   /**
-   * Starts the static pods of `staticPodPath`, which need no API server (kubeadm's control plane is such pods);
-   * returns what is wrong with the manifests that are not pods, which are skipped.
+   * Starts the static pods of `staticPodPath`, which need no API server (kubeadm's control plane is such pods); a
+   * manifest that is not a pod is skipped with an error logged, as kubelet does.
    */
-  async startStaticPods(): Promise<readonly string[]> {
-    if (this.k.staticPodPath === undefined) return [];
+  async startStaticPods(): Promise<void> {
+    if (this.k.staticPodPath === undefined) return;
     const { pods, errors } = await readStaticPods(this.k.staticPodPath, this.k.node.name);
     for (const error of errors) this.k.log.error({ error }, 'static pod manifest skipped');
     for (const pod of pods)
@@ -746,7 +746,6 @@ export class Kubelet {
         pod,
         worker: new PodWorker(pod, this.k, this.core, this.events, this.sandboxes),
       });
-    return errors;
   }
 
   /**

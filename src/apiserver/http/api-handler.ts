@@ -68,11 +68,11 @@ export function apiHandler(d: ApiHandlerDeps): (req: http.IncomingMessage, res: 
  */
 const PUBLIC_INFO_PATHS: ReadonlySet<string> = new Set(['/healthz', '/livez', '/readyz', '/version']);
 
-const isPublicInfo = (method: string | undefined, url: URL): boolean =>
-  (method === 'GET' || method === 'HEAD') && PUBLIC_INFO_PATHS.has(url.pathname.replace(/\/+$/, '') || '/');
+/** A request path without its trailing slashes (`/` stays). */
+const trimmedPath = (url: URL): string => url.pathname.replace(/\/+$/, '') || '/';
 
-function servePublicInfo(d: ApiHandlerDeps, res: http.ServerResponse, url: URL): void {
-  const p = url.pathname.replace(/\/+$/, '') || '/';
+/** Answers GET `p`, one of PUBLIC_INFO_PATHS. */
+function servePublicInfo(d: ApiHandlerDeps, res: http.ServerResponse, p: string): void {
   if (p === '/version') return sendJson(res, 200, d.version);
   if (p === '/readyz' && !d.ready()) return sendText(res, 500, 'readyz check failed');
   sendText(res, 200, 'ok');
@@ -80,7 +80,9 @@ function servePublicInfo(d: ApiHandlerDeps, res: http.ServerResponse, url: URL):
 
 async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'https://apiserver');
-  if (req.headers.authorization === undefined && isPublicInfo(req.method, url)) return servePublicInfo(d, res, url);
+  const p = trimmedPath(url);
+  const read = req.method === 'GET' || req.method === 'HEAD';
+  if (req.headers.authorization === undefined && read && PUBLIC_INFO_PATHS.has(p)) return servePublicInfo(d, res, p);
   const authenticated = await d.authenticate(req.headers.authorization);
   if (authenticated === undefined) throw new ApiError('Unauthorized', 'Unauthorized');
   const user = d.impersonate(authenticated, req.headers);
@@ -93,8 +95,7 @@ async function serve(d: ApiHandlerDeps, req: http.IncomingMessage, res: http.Ser
   }
   if (req.method !== 'GET' && req.method !== 'HEAD')
     throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
-  const p = url.pathname.replace(/\/+$/, '') || '/';
-  if (PUBLIC_INFO_PATHS.has(p)) return servePublicInfo(d, res, url);
+  if (PUBLIC_INFO_PATHS.has(p)) return servePublicInfo(d, res, p);
   if (p === '/api') return sendJson(res, 200, apiVersions(d.serverAddress()));
   if (p === '/apis') return sendJson(res, 200, apiGroupList());
   if (p === '/openapi/v3') {
