@@ -14,6 +14,7 @@ import path from 'node:path';
 import { KubeConfig, type Cluster } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { MeshError } from '../lib/errors.js';
+import { PooledKubeConfig } from './pooled-kube-config.js';
 
 /** Where Kubernetes mounts a pod's service-account token. */
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -24,7 +25,7 @@ export function loadKubeConfig(
   flag: string | undefined,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new PooledKubeConfig();
   const file = flag ?? env['KUBECONFIG'];
   try {
     if (file !== undefined && file !== '') {

@@ -14,7 +14,7 @@ import path from 'node:path';
 import {
   AppsV1Api,
   CoreV1Api,
-  KubeConfig,
+  type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
   type V1Deployment,
@@ -28,6 +28,7 @@ import { ClusterIpAllocator } from '../apiserver/cluster-ip-allocator.js';
 import { CNI_AGENT_DEFAULTS } from '../cni/agent/cni-agent-config.js';
 import { loadApiServerConfig } from '../apiserver/config.js';
 import { loadIstiodConfig } from '../istiod/config.js';
+import { PooledKubeConfig } from '../kube/pooled-kube-config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
 import { RestartingInformer } from '../kube/informer.js';
@@ -270,7 +271,7 @@ export class Cluster {
     });
     await rm(dataDir.kubeconfig, { force: true });
     await symlink(path.relative(dataDir.root, credentials.kubeconfigPath), dataDir.kubeconfig);
-    const kc = new KubeConfig();
+    const kc = new PooledKubeConfig();
     kc.loadFromFile(credentials.kubeconfigPath);
     this.kc = kc;
     const manifestDir = dataDir.staticPodDir(controlPlane.name);

@@ -9,7 +9,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '../kube/pooled-kube-config.js';
 import { Backoff } from '../lib/backoff.js';
 import { describeError } from '../lib/errors.js';
 import type { LogControl } from '../lib/log.js';
@@ -42,7 +42,7 @@ export async function runKubeletProcess(o: KubeletProcessOptions, logs: LogContr
   const dataDir = new UpDataDir(o.dataDir);
   const cluster = await dataDir.readCluster();
   const node = await dataDir.node(o.node);
-  const kc = new KubeConfig();
+  const kc = new PooledKubeConfig();
   kc.loadFromFile(dataDir.kubeconfig);
   const confFile = nodeNetworkConfigFile(dataDir, node.name);
   const cniList = parseNetworkConfigList(await readFile(confFile, 'utf8'), confFile);

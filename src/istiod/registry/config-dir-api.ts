@@ -6,8 +6,9 @@
  * on the result.
  */
 import path from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { ApiServer } from '../../apiserver/api-server.js';
+import { PooledKubeConfig } from '../../kube/pooled-kube-config.js';
 import { loadApiServerConfig } from '../../apiserver/config.js';
 import type { LogControl } from '../../lib/log.js';
 import type { ListenAddress } from '../../lib/address.js';
@@ -40,7 +41,7 @@ export class ConfigDirApi {
       {},
     );
     const api = await ApiServer.start(apiConfig, logs);
-    const kc = new KubeConfig();
+    const kc = new PooledKubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
     try {
       return new ConfigDirApi(
