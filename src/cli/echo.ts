@@ -2,7 +2,6 @@ import { Command, Option } from '@commander-js/extra-typings';
 import { parseHostPort } from '../lib/ip.js';
 import { MeshError } from '../lib/errors.js';
 import { SOCKS5_PORT } from '../lib/istio-ports.js';
-import { render } from '../lib/table.js';
 import { startEchoServer } from '../echo/echo-server.js';
 import { runEchoClient } from '../echo/echo-client.js';
 import { fatal } from './fatal.js';
@@ -68,6 +67,8 @@ export function echoCommand(): Command {
           r.ms.toFixed(1),
           r.ok ? (r.response ?? '').replace(/\s+/g, ' ').slice(0, 100) : (r.error ?? ''),
         ]);
+        // The table module brings the YAML printer: loaded by the client only, so a pod's echo server starts lighter.
+        const { render } = await import('../lib/table.js');
         process.stdout.write(render(o.output, ['#', 'RESULT', 'MS', 'RESPONSE'], rows, results));
         process.exitCode = results.every((r) => r.ok) ? 0 : 1;
       } catch (e) {

@@ -21,6 +21,17 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 `;
 
+/** The same kubeconfig as JSON, the way the node agent writes it (client-node's exportConfig). */
+const jsonKubeconfig = (server: string): string =>
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'c', cluster: { server, 'insecure-skip-tls-verify': true } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    'current-context': 'x',
+  });
+
 test('a missing kubeconfig is a Kubernetes API error naming the file the node agent writes', async () => {
   const file = path.join(dir, 'istio-cni-kubeconfig');
   await assert.rejects(
@@ -52,7 +63,7 @@ test('an API that accepts the connection but never answers fails the lookup afte
   }
 });
 
-test('the pod and its namespace are read with the kubeconfig token; an object the API does not have is its Status', async () => {
+test('the pod and its namespace are read with the kubeconfig token over one connection; an object the API does not have is its Status', async () => {
   const seen: string[] = [];
   const api = http.createServer((req, res) => {
     seen.push(`${req.url ?? ''} ${req.headers.authorization ?? ''}`);
@@ -69,10 +80,14 @@ test('the pod and its namespace are read with the kubeconfig token; an object th
       body(200, { metadata: { labels: { 'istio.io/dataplane-mode': 'ambient' } } });
     else body(404, { kind: 'Status', reason: 'NotFound', message: 'pods "gone" not found', code: 404 });
   });
+  let connections = 0;
+  api.on('connection', () => {
+    connections++;
+  });
   api.listen(0, '127.0.0.1');
   await once(api, 'listening');
   const file = path.join(dir, 'api-kubeconfig');
-  await writeFile(file, kubeconfig(`http://127.0.0.1:${String((api.address() as net.AddressInfo).port)}`));
+  await writeFile(file, jsonKubeconfig(`http://127.0.0.1:${String((api.address() as net.AddressInfo).port)}`));
   try {
     assert.deepEqual(await readPodFacts(file, 'shop', 'web-0'), {
       labels: { app: 'web' },
@@ -81,6 +96,7 @@ test('the pod and its namespace are read with the kubeconfig token; an object th
       namespaceLabels: { 'istio.io/dataplane-mode': 'ambient' },
     });
     assert.deepEqual(seen.sort(), ['/api/v1/namespaces/shop Bearer t', '/api/v1/namespaces/shop/pods/web-0 Bearer t']);
+    assert.equal(connections, 1);
     await assert.rejects(
       readPodFacts(file, 'shop', 'gone'),
       (e) =>

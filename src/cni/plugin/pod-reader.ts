@@ -3,15 +3,16 @@
  * writes for the plugin (istio cni/pkg/plugin/kubernetes.go newK8sClient; plugin.go isAmbientPod GETs both objects).
  * Each GET is bounded: a hung API must fail the ADD (kubelet retries) rather than hold the sandbox forever.
  *
- * Written with node:https and the YAML parser instead of @kubernetes/client-node: the plugin is a process per pod
- * operation, and loading client-node would cost each ADD about half a second of CPU for two GETs. The kubeconfig is
- * the one the node agent writes (src/cni/agent/plugin-kubeconfig.ts, as Istio's installer does): a server, its CA
- * and a token, or a client certificate. Any other way to authenticate is refused by name.
+ * Written with node:https instead of @kubernetes/client-node: the plugin is a process per pod operation, and loading
+ * client-node would cost each ADD about half a second of CPU for two GETs. For the same reason the two GETs share one
+ * connection (one TLS handshake), and the kubeconfig the node agent writes (src/cni/agent/plugin-kubeconfig.ts, as
+ * Istio's installer does), which is JSON, is read without loading the YAML parser; one written as YAML still works.
+ * It holds a server, its CA and a token, or a client certificate. Any other way to authenticate is refused by name.
  */
 import { readFileSync } from 'node:fs';
-import type https from 'node:https';
+import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
-import { parse } from 'yaml';
 import { describeStatus, parseStatus } from '../../kube/api-status.js';
 import { httpGet } from '../../kube/http-get.js';
 import { MeshError } from '../../lib/errors.js';
@@ -51,10 +52,21 @@ function material(o: Record<string, unknown>, field: string, dir: string): Buffe
   return file === undefined ? undefined : readFileSync(path.resolve(dir, file));
 }
 
+/** A kubeconfig's document: JSON as the node agent writes it, else YAML. */
+async function parseKubeconfig(text: string): Promise<Record<string, unknown>> {
+  try {
+    return asRecord(JSON.parse(text));
+  } catch {
+    // yaml is CommonJS: the bundle hands it to a dynamic import as the default export only.
+    const yaml = (await import('yaml')) as typeof import('yaml') & { default?: typeof import('yaml') };
+    return asRecord((yaml.default ?? yaml).parse(text));
+  }
+}
+
 /** The current context's server and credentials; throws with what is wrong. */
-function loadClient(kubeconfigPath: string): ApiClient {
+async function loadClient(kubeconfigPath: string): Promise<ApiClient> {
   const dir = path.dirname(kubeconfigPath);
-  const config = asRecord(parse(readFileSync(kubeconfigPath, 'utf8')));
+  const config = await parseKubeconfig(readFileSync(kubeconfigPath, 'utf8'));
   const context = named(config, 'contexts', config['current-context']);
   const cluster = context === undefined ? undefined : named(config, 'clusters', context['cluster']);
   const server = cluster === undefined ? undefined : str(cluster, 'server');
@@ -82,9 +94,15 @@ function loadClient(kubeconfigPath: string): ApiClient {
 }
 
 /** GETs `apiPath` and parses the object; rejects with the API's Status or the transport's error. */
-async function getObject(client: ApiClient, apiPath: string, timeoutMs: number): Promise<Record<string, unknown>> {
+async function getObject(
+  client: ApiClient,
+  agent: http.Agent,
+  apiPath: string,
+  timeoutMs: number,
+): Promise<Record<string, unknown>> {
   const url = new URL(client.server.replace(/\/+$/, '') + apiPath);
   const { statusCode, body } = await httpGet(url, {
+    agent,
     headers: client.headers,
     signal: AbortSignal.timeout(timeoutMs),
     ...(url.protocol === 'https:' ? client.tls : {}),
@@ -107,7 +125,7 @@ export async function readPodFacts(
 ): Promise<PodFacts> {
   let client: ApiClient;
   try {
-    client = loadClient(kubeconfigPath);
+    client = await loadClient(kubeconfigPath);
   } catch (e) {
     throw new MeshError(
       'CNI_ERR_KUBE_API',
@@ -115,9 +133,12 @@ export async function readPodFacts(
       { cause: e },
     );
   }
+  // One socket: the second GET waits for the first and reuses its connection.
+  const agentOptions = { keepAlive: true, maxSockets: 1 };
+  const agent = client.server.startsWith('https:') ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
   const read = async (what: string, apiPath: string): Promise<Record<string, unknown>> => {
     try {
-      return await getObject(client, apiPath, timeoutMs);
+      return await getObject(client, agent, apiPath, timeoutMs);
     } catch (e) {
       throw new MeshError(
         'CNI_ERR_KUBE_API',
@@ -132,7 +153,7 @@ export async function readPodFacts(
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`,
     ),
     read(`namespace ${namespace}`, `/api/v1/namespaces/${encodeURIComponent(namespace)}`),
-  ]);
+  ]).finally(() => agent.destroy());
   const podMeta = asRecord(pod['metadata']);
   return {
     labels: stringMap(podMeta, 'labels'),

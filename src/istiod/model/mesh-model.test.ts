@@ -179,6 +179,7 @@ test('ServiceEntry -> one Service per host (CIDR VIPs, NONE = PASSTHROUGH); inli
   const any = m.addresses.get('data/api.example.com');
   assert.ok(any !== undefined && 'service' in any);
   assert.equal(any.service.loadBalancing?.mode, 3, 'PASSTHROUGH');
+  assert.equal(any.service.loadBalancing?.healthPolicy, 1, 'ALLOW_ALL, as upstream sends for NONE');
 
   const ep = wl(m, 'Kubernetes/networking.istio.io/ServiceEntry/data/db/10.20.0.1');
   assert.deepEqual([...ep.addresses[0]!], [10, 20, 0, 1]);
@@ -202,6 +203,20 @@ test('ServiceEntry -> one Service per host (CIDR VIPs, NONE = PASSTHROUGH); inli
     { 'data/db.example.internal': [{ servicePort: 5432, targetPort: 15432 }] },
     'selected by workloadSelector, port by name',
   );
+});
+
+test('a ServiceEntry with one address that is neither an IP nor a CIDR gives no Service at all, as upstream drops it', () => {
+  const se = (name: string, addresses: string): string => `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: ${name}, namespace: data}
+spec: {hosts: [${name}.example.com], addresses: [${addresses}], ports: [{number: 80, name: http}], resolution: STATIC}
+`;
+  const m = model(
+    [se('good', '10.9.0.1, 10.9.1.0/24'), se('bad', '10.9.0.2, not-an-ip'), se('badlen', '10.9.0.0/33')].join('---\n'),
+  );
+  assert.ok(m.addresses.has('data/good.example.com'));
+  assert.equal(m.addresses.has('data/bad.example.com'), false);
+  assert.equal(m.addresses.has('data/badlen.example.com'), false);
 });
 
 /** A ServiceEntry in `data` with one port, `spec` merged in, and one address istiod allocated its first host. */

@@ -224,10 +224,12 @@ export function serviceEntryPorts(se: ServiceEntry): (ServicePortSpec & { name: 
 
 /** An address or CIDR of `spec.addresses`, or an allocated address, as a VIP; undefined when it is neither. */
 function serviceEntryVip(a: string): NetworkAddressModel | undefined {
-  const [ip = '', len] = a.split('/');
+  const [ip = '', len, ...rest] = a.split('/');
   const b = ipBytes(ip);
-  if (b === undefined) return undefined;
-  return { network: '', address: new Uint8Array(b), ...(len === undefined ? {} : { length: Number(len) }) };
+  if (b === undefined || rest.length > 0) return undefined;
+  if (len === undefined) return { network: '', address: new Uint8Array(b) };
+  const length = /^\d{1,3}$/.test(len) ? Number(len) : Number.NaN;
+  return length <= b.length * 8 ? { network: '', address: new Uint8Array(b), length } : undefined;
 }
 
 /**
@@ -235,14 +237,18 @@ function serviceEntryVip(a: string): NetworkAddressModel | undefined {
  * (istio `pilot/pkg/serviceregistry/ambient/services.go` `constructServiceEntries`). Addresses may be CIDRs; a
  * ServiceEntry without any, whose resolution is not NONE, gives each host the addresses istiod allocated it
  * (`status.addresses`, with `ipAutoallocate` on; a wildcard host only under DYNAMIC_DNS). `resolution: NONE`
- * (also when unset) keeps the original destination (PASSTHROUGH), as there is nothing to load-balance over.
+ * (also when unset) keeps the original destination (PASSTHROUGH), as there is nothing to load-balance over, and so
+ * takes any endpoint (ALLOW_ALL). One entry of `spec.addresses` that is neither an address nor a CIDR drops the
+ * whole ServiceEntry, as upstream drops it, rather than serving its hosts on fewer addresses than it names.
  */
 export function convertServiceEntry(
   se: ServiceEntry,
   selection: ServiceSelection,
   ipAutoallocate: boolean,
 ): ServiceModel[] {
-  const addresses = (se.spec.addresses?.map(String) ?? []).flatMap((a) => serviceEntryVip(a) ?? []);
+  const vips = (se.spec.addresses?.map(String) ?? []).map(serviceEntryVip);
+  if (vips.includes(undefined)) return [];
+  const addresses = vips.filter((v) => v !== undefined);
   const ports: PortModel[] = serviceEntryPorts(se).map((p) => ({
     servicePort: p.port,
     targetPort: typeof p.targetPort === 'number' ? p.targetPort : p.port,
@@ -264,7 +270,7 @@ export function convertServiceEntry(
       ports,
       subjectAltNames: sans,
       loadBalancing: passthrough
-        ? { routingPreference: [], mode: LbMode.PASSTHROUGH, healthPolicy: LbHealthPolicy.ONLY_HEALTHY }
+        ? { routingPreference: [], mode: LbMode.PASSTHROUGH, healthPolicy: LbHealthPolicy.ALLOW_ALL }
         : undefined,
       canonical: selection.isCanonical(se, hostname),
     }));
