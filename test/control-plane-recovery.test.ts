@@ -68,6 +68,7 @@ test('after a long istiod outage, ztunnel reconnects at its first xDS attempt an
           stateDir: state,
           grpcAddress: ISTIOD,
           monitoringAddress: `${ISTIOD_IP}:0`,
+          webhookAddress: `${ISTIOD_IP}:0`,
           apiserverAddress: `${ISTIOD_IP}:0`,
         },
         {},

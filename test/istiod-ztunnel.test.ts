@@ -77,6 +77,8 @@ describe('istiod and two ztunnel processes over real gRPC/TLS', () => {
         GRPC,
         '--monitoring-address',
         MON,
+        '--webhook-address',
+        `${ISTIOD_IP}:0`,
         '--apiserver-address',
         `${ISTIOD_IP}:0`,
       ],

@@ -16,6 +16,7 @@ import type { ApiServerConfig } from './config.js';
 import { Storage } from './storage.js';
 import { ResourceStore } from './resource-store.js';
 import { GarbageCollector } from './garbage-collector.js';
+import { WebhookAdmission } from './admission/webhook-admission.js';
 import { bootstrapCluster } from './bootstrap.js';
 import { ClusterIpAllocator } from './cluster-ip-allocator.js';
 import { NodePortAllocator } from './node-port-allocator.js';
@@ -116,6 +117,10 @@ export class ApiServer {
     nodePorts.rebuild(services);
     const gc = new GarbageCollector(storage, store, logs.scope('gc'));
     store.orphanDependents = (uid) => gc.orphan(uid);
+    store.admission = new WebhookAdmission(
+      { list: (k, ns) => store.list(k, ns).items, find: (k, ns, name) => store.find(k, ns, name) },
+      logs.scope('admission'),
+    );
 
     // Listen first: the port may be kernel-chosen, and the serving certificate and kubeconfig name it.
     const server = https.createServer({ minVersion: 'TLSv1.3' });

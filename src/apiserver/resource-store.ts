@@ -27,6 +27,8 @@ import type { ClusterIpAllocator } from './cluster-ip-allocator.js';
 import type { NodePortAllocator } from './node-port-allocator.js';
 import { kubeTime } from '../lib/kube-time.js';
 import { beforeDelete } from './graceful-delete.js';
+import type { AdmissionContext, AdmissionAttributes, WebhookAdmission } from './admission/webhook-admission.js';
+import type { AdmissionOperation } from './admission/webhook-rules.js';
 
 export const PATCH_TYPES = {
   json: 'application/json-patch+json',
@@ -52,6 +54,8 @@ export interface WriteOptions {
   readonly subresource?: string | undefined;
   /** `dryRun=All`: everything a write does, validation included, except storing it. */
   readonly dryRun?: boolean | undefined;
+  /** A client's request: admission webhooks see it. Writes of the server's own have none. */
+  readonly context?: AdmissionContext | undefined;
 }
 
 export interface DeleteOptions {
@@ -64,6 +68,8 @@ export interface DeleteOptions {
   readonly propagationPolicy?: string | undefined;
   /** DeleteOptions.gracePeriodSeconds: for kinds deleted gracefully (pods), how long the object has to terminate. */
   readonly gracePeriodSeconds?: number | undefined;
+  /** A client's request: admission webhooks see it. */
+  readonly context?: AdmissionContext | undefined;
 }
 
 /** A filtered event as a watch sends it. */
@@ -74,11 +80,17 @@ export interface ResourceEvent {
 
 type Matcher = (obj: KubeObject) => boolean;
 
+/** The parts of a write's admission attributes known before the object is. */
+type AdmissionRequest = Pick<AdmissionAttributes, 'kind' | 'subresource' | 'operation' | 'context'>;
+
 /** A delete that keeps losing to concurrent writes gives up with 409 after this many tries, as GuaranteedUpdate would. */
 const DELETE_ATTEMPTS = 16;
 
 /** Namespaces the API server keeps (namespace strategy's immortal namespaces). */
 const IMMORTAL_NAMESPACES = new Set(['default', 'kube-system', 'kube-public']);
+
+/** An update whose admission took so long that the object kept changing gives up with 409 after this many tries. */
+const ADMITTED_UPDATE_ATTEMPTS = 8;
 
 /** Thrown out of a guaranteed update whose result would be deleted at once: delete instead. */
 class RemoveInstead extends Error {}
@@ -112,6 +124,8 @@ function clone<T>(v: T): T {
 export class ResourceStore {
   /** Strips owner references to a deleted owner from its dependents (the garbage collector's, for Orphan deletes). */
   orphanDependents: ((ownerUid: string) => Promise<void>) | undefined;
+  /** The admission webhooks clients' writes go through. */
+  admission: WebhookAdmission | undefined;
 
   constructor(
     private readonly storage: Storage,
@@ -168,12 +182,31 @@ export class ResourceStore {
     };
   }
 
-  async create(k: KindInfo, namespace: string | undefined, body: KubeObject, dryRun = false): Promise<KubeObject> {
-    const obj = this.checkBody(k, body);
-    const meta = obj.metadata;
+  async create(
+    k: KindInfo,
+    namespace: string | undefined,
+    body: KubeObject,
+    dryRun = false,
+    context?: AdmissionContext,
+  ): Promise<KubeObject> {
+    let obj = this.checkBody(k, body);
     ensureRequestNamespace(k, obj, namespace);
-    if (meta.resourceVersion !== undefined && meta.resourceVersion !== '')
+    if (obj.metadata.resourceVersion !== undefined && obj.metadata.resourceVersion !== '')
       throw new ApiError('BadRequest', 'resourceVersion should not be set on objects to be created');
+    // Mutating webhooks see the object as the client sent it, before the server fills in its system fields.
+    const admit = this.admissionFor(k, undefined, 'CREATE', context);
+    const attrs = (o: KubeObject): AdmissionAttributes | undefined =>
+      admit && {
+        ...admit,
+        namespace,
+        name: o.metadata.name ?? '',
+        object: o,
+        oldObject: undefined,
+        dryRun,
+      };
+    const mutating = attrs(obj);
+    if (mutating !== undefined) obj = this.checkBody(k, (await this.admission?.mutate(mutating)) ?? obj);
+    const meta = obj.metadata;
     if ((meta.name === undefined || meta.name === '') && meta.generateName !== undefined && meta.generateName !== '') {
       meta.name = meta.generateName.slice(0, MAX_GENERATED_NAME_PREFIX) + randomSafeString(NAME_SUFFIX_LENGTH);
     }
@@ -187,6 +220,8 @@ export class ResourceStore {
     if (causes.length > 0) throw this.invalid(k, meta.name ?? '', causes);
     const name = meta.name ?? '';
     if (k.namespaced) this.checkNamespaceAcceptsContent(namespace ?? '');
+    const validating = attrs(obj);
+    if (validating !== undefined) await this.admission?.validate(validating);
     if (k === SERVICES) this.allocate(obj);
     if (dryRun) {
       if (k === SERVICES) this.releaseAllocations(obj);
@@ -353,6 +388,8 @@ export class ResourceStore {
     opts: WriteOptions,
   ): Promise<KubeObject> {
     const key = storageKey(k, namespace, name);
+    const admit = this.admissionFor(k, opts.subresource, 'UPDATE', opts.context);
+    if (admit !== undefined) return this.admittedUpdate(k, namespace, name, next, opts, admit);
     if (opts.dryRun === true) {
       const current = this.storage.get(key);
       if (current === undefined) throw this.notFound(k, name);
@@ -389,6 +426,54 @@ export class ResourceStore {
         throw this.renamed(k, name, e);
       }
     }
+  }
+
+  /**
+   * An update that admission webhooks see: the mutating webhooks get the object the request makes of the current
+   * one, the validating webhooks the object to be written. The calls are asynchronous, so the write is conditional
+   * on the version they saw, and a concurrent change runs the whole step again.
+   */
+  private async admittedUpdate(
+    k: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    next: (current: KubeObject) => KubeObject,
+    opts: WriteOptions,
+    admit: AdmissionRequest,
+  ): Promise<KubeObject> {
+    const key = storageKey(k, namespace, name);
+    const admission = this.admission as WebhookAdmission;
+    for (let attempt = 1; ; attempt++) {
+      const current = this.storage.get(key);
+      if (current === undefined) throw this.notFound(k, name);
+      const base = { ...admit, namespace, name, oldObject: current, dryRun: opts.dryRun === true };
+      const proposed = next(current);
+      const mutated = this.checkBody(k, (await admission.mutate({ ...base, object: proposed })) ?? proposed);
+      const step = this.nextVersion(k, name, current, () => mutated, opts);
+      if (!step.removed) await admission.validate({ ...base, object: step.obj });
+      if (opts.dryRun === true) return step.obj;
+      const rv = current.metadata.resourceVersion;
+      try {
+        if (!step.removed) return await this.storage.update(key, step.obj, rv);
+        const deleted = await this.storage.delete(key, { uid: current.metadata.uid, resourceVersion: rv });
+        if (k === SERVICES) this.releaseAllocations(deleted);
+        return deleted;
+      } catch (e) {
+        if (e instanceof ApiError && e.reason === 'Conflict' && attempt < ADMITTED_UPDATE_ATTEMPTS) continue;
+        throw this.renamed(k, name, e);
+      }
+    }
+  }
+
+  /** What admission needs to know of a client's write of `k`, when some webhook may want to see it. */
+  private admissionFor(
+    k: KindInfo,
+    subresource: string | undefined,
+    operation: AdmissionOperation,
+    context: AdmissionContext | undefined,
+  ): AdmissionRequest | undefined {
+    if (context === undefined || this.admission?.interested(k, subresource, operation) !== true) return undefined;
+    return { kind: k, subresource, operation, context };
   }
 
   /** The object an update of `current` writes, and whether that update completes a pending deletion. */
@@ -492,6 +577,17 @@ export class ResourceStore {
       });
     }
     const key = storageKey(k, namespace, name);
+    const admit = this.admissionFor(k, undefined, 'DELETE', opts.context);
+    const old = admit === undefined ? undefined : this.storage.get(key);
+    if (admit !== undefined && old !== undefined)
+      await this.admission?.validate({
+        ...admit,
+        namespace,
+        name,
+        object: undefined,
+        oldObject: old,
+        dryRun: opts.dryRun === true,
+      });
     // The checks below hold for the version they read: the write is conditional on it, and a concurrent change
     // (a finalizer added, say) makes the whole decision again, as the store's conditional delete does.
     for (let attempt = 1; ; attempt++) {

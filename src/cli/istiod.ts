@@ -37,6 +37,11 @@ export function istiodCommand(): Command {
     .option('--grpc-address <host:port>', 'xDS and CA (gRPC over TLS)', ISTIOD_DEFAULTS.grpcAddress)
     .option('--monitoring-address <host:port>', 'metrics, debug and readiness', ISTIOD_DEFAULTS.monitoringAddress)
     .option(
+      '--webhook-address <host:port>',
+      'the validation webhook (HTTPS, /validate)',
+      ISTIOD_DEFAULTS.webhookAddress,
+    )
+    .option(
       '--apiserver-address <host:port>',
       `with --config-dir: the embedded Kubernetes API the directory is applied to (kubeconfig in <state-dir>/apiserver) (default: "${ISTIOD_DEFAULTS.apiserverAddress}")`,
     )

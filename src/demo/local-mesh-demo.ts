@@ -8,7 +8,7 @@ import { ameshCommand } from '../up/amesh-command.js';
 import { spawnZtunnel, STEP_DEADLINE_MS } from './ztunnel-process.js';
 import { examplesDir } from './examples-dir.js';
 import { EMBEDDED_API_DIR } from '../istiod/registry/config-dir-api.js';
-import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT, SOCKS5_PORT } from '../lib/istio-ports.js';
+import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT, ISTIOD_WEBHOOK_PORT, SOCKS5_PORT } from '../lib/istio-ports.js';
 
 /** Batches of four calls to make until the answers include the other node's pod (1 in 16 batches miss it). */
 const DEMO_MAX_BATCHES = 8;
@@ -88,6 +88,8 @@ export async function runLocalMeshDemo(o: { keep: boolean }): Promise<void> {
       ISTIOD_GRPC,
       '--monitoring-address',
       ISTIOD_MONITORING,
+      '--webhook-address',
+      `127.0.0.1:${ISTIOD_WEBHOOK_PORT}`,
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );

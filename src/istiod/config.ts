@@ -2,7 +2,7 @@ import path from 'node:path';
 import { MeshError } from '../lib/errors.js';
 import { parseDuration } from '../lib/duration.js';
 import { parseListenAddress, type ListenAddress } from '../lib/address.js';
-import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
+import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT, ISTIOD_WEBHOOK_PORT } from '../lib/istio-ports.js';
 import { LogControl, parseLogFormat, type LogFormat } from '../lib/log.js';
 import { parseTrustDomain } from '../lib/spiffe.js';
 import { parseJwtRules, type JwtRule } from './ca/authenticate.js';
@@ -44,6 +44,9 @@ const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
 export const ISTIOD_DEFAULTS = Object.freeze({
   grpcAddress: `0.0.0.0:${ISTIOD_GRPC_PORT}`,
   monitoringAddress: `0.0.0.0:${ISTIOD_MONITORING_PORT}`,
+  webhookAddress: `0.0.0.0:${ISTIOD_WEBHOOK_PORT}`,
+  /** REVISION: the control plane's revision, whose `istio.io/rev` webhook configurations it keeps. */
+  revision: 'default',
   /** With --config-dir: the embedded API server, on amesh apiserver's (and kube-apiserver's) secure port, loopback only. */
   apiserverAddress: '127.0.0.1:6443',
   /** Where the generated root, the token issuer key and the published root live. */
@@ -77,6 +80,10 @@ export interface IstiodConfig {
   readonly domainSuffix: string;
   readonly grpcAddress: ListenAddress;
   readonly monitoringAddress: ListenAddress;
+  /** The HTTPS webhook port (`/validate`). */
+  readonly webhookAddress: ListenAddress;
+  /** REVISION: which ValidatingWebhookConfigurations (`istio.io/rev`) istiod keeps current. */
+  readonly revision: string;
   /** Where the embedded API server listens when `configDir` is set. */
   readonly apiserverAddress: ListenAddress;
   readonly tokenAudiences: readonly string[];
@@ -103,6 +110,7 @@ export interface IstiodFlags {
   stateDir?: string | undefined;
   grpcAddress?: string | undefined;
   monitoringAddress?: string | undefined;
+  webhookAddress?: string | undefined;
   apiserverAddress?: string | undefined;
   logLevel?: string | undefined;
 }
@@ -169,6 +177,8 @@ export function loadIstiodConfig(
       flags.monitoringAddress ?? ISTIOD_DEFAULTS.monitoringAddress,
       '--monitoring-address',
     ),
+    webhookAddress: parseListenAddress(flags.webhookAddress ?? ISTIOD_DEFAULTS.webhookAddress, '--webhook-address'),
+    revision: env['REVISION'] || ISTIOD_DEFAULTS.revision,
     apiserverAddress: parseListenAddress(
       flags.apiserverAddress ?? ISTIOD_DEFAULTS.apiserverAddress,
       '--apiserver-address',

@@ -33,6 +33,8 @@ import { ConfigDirApi } from './registry/config-dir-api.js';
 import { IncrementalMeshModel } from './model/incremental-mesh-model.js';
 import { AdsServer } from './xds/ads-server.js';
 import { XdsSnapshot } from './xds/xds-snapshot.js';
+import { startWebhookServer } from './webhook/webhook-server.js';
+import { ValidatingWebhookController } from './webhook/validating-webhook-controller.js';
 
 /** istiod's serving certificate lifetime; it is reissued at every start. */
 const SERVING_CERT_TTL_SECONDS = 365 * 24 * 3600;
@@ -65,7 +67,7 @@ async function stopAll(started: readonly { stop(): unknown }[]): Promise<void> {
 
 /** A running istiod: xDS and the CA on the gRPC port, debug, metrics and readiness on the monitoring port. */
 export class Istiod {
-  readonly ports = { grpc: 0, monitoring: 0 };
+  readonly ports = { grpc: 0, monitoring: 0, webhook: 0 };
   private monitoring: http.Server | undefined;
 
   private constructor(
@@ -134,6 +136,16 @@ export class Istiod {
         allocator.start();
         started.push(allocator);
       }
+      const webhookController = new ValidatingWebhookController(
+        kubeConfig,
+        informers,
+        ca.rootBundlePem,
+        cfg.revision,
+        cfg.rootNamespace,
+        logs.scope('validation'),
+      );
+      webhookController.start();
+      started.push(webhookController);
       informers.start();
       const auth = kubeCa?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
       const metrics = new MetricsRegistry();
@@ -201,8 +213,15 @@ export class Istiod {
         log,
       );
       started.push(grpcServer);
+      const webhook = await startWebhookServer(
+        cfg.webhookAddress,
+        { keyPem: serving.keyPem, certChainPem: serving.chain.slice(0, -1).join('') },
+        logs.scope('validation'),
+      );
+      started.push(webhook);
       const ist = new Istiod(cfg, started, issuer, store, rootCertPath, configDirApi?.kubeconfigPath);
       ist.ports.grpc = grpcServer.port;
+      ist.ports.webhook = webhook.port;
       ist.monitoring = await startHttpServer(
         cfg.monitoringAddress,
         {
@@ -226,6 +245,7 @@ export class Istiod {
           version: VERSION,
           grpc: ist.ports.grpc,
           monitoring: ist.ports.monitoring,
+          webhook: ist.ports.webhook,
           root: rootCertPath,
           configDir: cfg.configDir,
           kube: kubeConfig.getCurrentCluster()?.server,

@@ -28,6 +28,8 @@ export const ZTUNNEL_READINESS_PORT = 15021;
 export const ISTIOD_GRPC_PORT = 15012;
 /** istiod's monitoring HTTP: `/metrics`, `/ready`, debug (pilot-discovery `--monitoringAddr`; `http-monitoring`). */
 export const ISTIOD_MONITORING_PORT = 15014;
+/** istiod's HTTPS webhooks: `/validate` (pilot-discovery `--httpsAddr`; the Service's 443 `https-webhook`). */
+export const ISTIOD_WEBHOOK_PORT = 15017;
 /** The node agent's Prometheus metrics (istio-cni `--monitoring-port`, istio `cni/pkg/cmd/root.go`). */
 export const CNI_MONITORING_PORT = 15014;
 

@@ -34,7 +34,7 @@ import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { describeError, MeshError } from '../lib/errors.js';
-import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT } from '../lib/istio-ports.js';
+import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT, ISTIOD_WEBHOOK_PORT } from '../lib/istio-ports.js';
 import { LogControl } from '../lib/log.js';
 import { ameshInvocation } from './amesh-invocation.js';
 import { ClusterClaim } from './cluster-claim.js';
@@ -353,6 +353,7 @@ export class Cluster {
         stateDir: dataDir.istiodDir,
         grpcAddress: `${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`,
         monitoringAddress: `${cfg.hostIp}:${String(ISTIOD_MONITORING_PORT)}`,
+        webhookAddress: `${cfg.hostIp}:${String(ISTIOD_WEBHOOK_PORT)}`,
       }),
       this.logs,
     );

@@ -65,6 +65,7 @@ export async function startIstiod(
       caDir: o.caDir,
       grpcAddress: `${host}:0`,
       monitoringAddress: `${host}:0`,
+      webhookAddress: `${host}:0`,
       apiserverAddress: configDir === undefined ? undefined : `${host}:0`,
       kubeconfig: o.kubeconfig,
     },
@@ -82,7 +83,10 @@ export async function startIstiodOnApi(
   logs: LogControl,
 ): Promise<Istiod> {
   return Istiod.start(
-    loadIstiodConfig({ kubeconfig, stateDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0` }, {}),
+    loadIstiodConfig(
+      { kubeconfig, stateDir, grpcAddress: `${host}:0`, monitoringAddress: `${host}:0`, webhookAddress: `${host}:0` },
+      {},
+    ),
     logs,
   );
 }

@@ -12,6 +12,7 @@ import type { KubeObject } from '../kube-object.js';
 import { PATCH_TYPES, type DeleteOptions, type PatchType, type ResourceStore } from '../resource-store.js';
 import { queryBool, type ResourceRequest } from './request-info.js';
 import type { UserInfo } from '../auth/user-info.js';
+import type { AdmissionContext } from '../admission/webhook-admission.js';
 import { parseJsonBody, parseObjectBody, readBody, sendJson } from './respond.js';
 import { toTable, wantsTable, type IncludeObject } from './table.js';
 import { serveWatch } from './watch-stream.js';
@@ -143,7 +144,11 @@ export async function handleResource(
   const k = resolveKind(r);
   const ns = k.namespaced ? r.namespace : undefined;
   const name = r.name ?? '';
-  const reply = (status: number, o: object): void => sendJson(res, status, o);
+  const context: AdmissionContext = { user, warnings: [] };
+  const reply = (status: number, o: object): void => {
+    if (context.warnings.length > 0) res.setHeader('warning', context.warnings.map(warningHeader));
+    sendJson(res, status, o);
+  };
   switch (r.verb) {
     case 'get': {
       const o = store.get(k, ns, name);
@@ -203,31 +208,39 @@ export async function handleResource(
       }
       if (r.name !== undefined)
         throw new ApiError('MethodNotAllowed', 'the server does not allow this method on the requested resource');
-      reply(201, await store.create(k, ns, body, isDryRun(url)));
+      reply(201, await store.create(k, ns, body, isDryRun(url), context));
       return;
     }
     case 'update': {
       const body = parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject;
-      reply(200, await store.update(k, ns, name, body, { subresource: r.subresource, dryRun: isDryRun(url) }));
+      reply(200, await store.update(k, ns, name, body, { subresource: r.subresource, dryRun: isDryRun(url), context }));
       return;
     }
     case 'patch': {
       const type = patchTypeOf(req.headers['content-type']);
       const patch = parseJsonBody(await readBody(req), 'application/json');
-      reply(200, await store.patch(k, ns, name, type, patch, { subresource: r.subresource, dryRun: isDryRun(url) }));
+      reply(
+        200,
+        await store.patch(k, ns, name, type, patch, { subresource: r.subresource, dryRun: isDryRun(url), context }),
+      );
       return;
     }
     case 'delete': {
       const opts = deleteOptions(await readBody(req), url);
-      reply(200, await store.delete(k, ns, name, opts));
+      reply(200, await store.delete(k, ns, name, { ...opts, context }));
       return;
     }
     case 'deletecollection': {
       const opts = deleteOptions(await readBody(req), url);
-      sendJson(res, 200, await store.deleteCollection(k, ns, selectors(url), opts));
+      reply(200, await store.deleteCollection(k, ns, selectors(url), { ...opts, context }));
       return;
     }
   }
+}
+
+/** A webhook's warning as an RFC 7234 `Warning` header, as the API server sends it (code 299, agent `-`). */
+function warningHeader(text: string): string {
+  return `299 - "${text.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
 function includeObject(url: URL): IncludeObject {
