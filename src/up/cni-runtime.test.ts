@@ -4,7 +4,7 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isMeshError } from '../lib/errors.js';
-import { CniRuntime, parseNetworkConfigList } from './cni-runtime.js';
+import { CniRuntime, loadNetworkConfig, parseNetworkConfigList } from './cni-runtime.js';
 
 let dir: string;
 /** A stand-in plugin that logs its command and the prevResult it was given, and answers with a result naming itself. */
@@ -85,4 +85,30 @@ test('CNI network configuration lists are refused with the field that is wrong',
   bad('{"name":"n","plugins":[{"type":"bridge"}]}', /cniVersion is required/);
   bad('{"cniVersion":"1.0.0","name":"n","plugins":[]}', /plugins must be a non-empty list/);
   bad('{"cniVersion":"1.0.0","name":"n","plugins":[{"ipam":{}}]}', /plugins\[0\]\.type is required/);
+});
+
+test("the network configuration is the conf dir's first file by name, read anew each time; a .conf is a list of its one plugin; none is containerd's not-initialized error", async () => {
+  const conf = await mkdtemp(path.join(tmpdir(), 'amesh-cni-conf-'));
+  try {
+    await assert.rejects(loadNetworkConfig(conf), {
+      message: /no network config found in .*: cni plugin not initialized/,
+    });
+    await writeFile(
+      path.join(conf, '20-other.conflist'),
+      JSON.stringify({ cniVersion: '1.0.0', name: 'other', plugins: [{ type: 'ptp' }] }),
+    );
+    await writeFile(path.join(conf, 'README'), 'not a config');
+    assert.equal((await loadNetworkConfig(conf)).name, 'other');
+    await writeFile(
+      path.join(conf, '10-bridge.conf'),
+      JSON.stringify({ cniVersion: '0.4.0', name: 'br', type: 'bridge', bridge: 'cni0' }),
+    );
+    assert.deepEqual(await loadNetworkConfig(conf), {
+      cniVersion: '0.4.0',
+      name: 'br',
+      plugins: [{ cniVersion: '0.4.0', name: 'br', type: 'bridge', bridge: 'cni0' }],
+    });
+  } finally {
+    await rm(conf, { recursive: true, force: true });
+  }
 });

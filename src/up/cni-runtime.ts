@@ -9,7 +9,7 @@
  * Written here rather than taken from a library: the npm packages for CNI are for writing plugins, not for
  * running them, and `amesh up` must run each node's chain inside that node's network namespace (`nsenter`).
  */
-import { access, constants, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, constants, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { MeshError } from '../lib/errors.js';
 import { asRecord } from '../lib/record.js';
@@ -68,6 +68,34 @@ export function parseNetworkConfigList(text: string, source: string): NetworkCon
     name: o['name'],
     plugins: plugins as NetworkConfigList['plugins'],
   });
+}
+
+/** The file extensions libcni reads as network configuration (libcni/conf.go ConfFiles). */
+const CONF_EXTENSIONS = ['.conf', '.conflist', '.json'];
+
+/**
+ * The network configuration a runtime uses for the next sandbox: the first file of `dir` by name, as containerd's
+ * CRI picks it, read anew each time so that a node agent that chains its plugin into it (Istio's install-cni) is
+ * used from the next pod on. A single-plugin `.conf` is a list of that one plugin (libcni ConfListFromConf).
+ */
+export async function loadNetworkConfig(dir: string): Promise<NetworkConfigList> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const first = names.filter((n) => CONF_EXTENSIONS.includes(path.extname(n))).sort()[0];
+  if (first === undefined)
+    throw new MeshError('UP_ERR_CNI', `no network config found in ${dir}: cni plugin not initialized`);
+  const file = path.join(dir, first);
+  const text = await readFile(file, 'utf8');
+  if (first.endsWith('.conflist')) return parseNetworkConfigList(text, file);
+  let conf: Record<string, unknown>;
+  try {
+    conf = asRecord(JSON.parse(text));
+  } catch (e) {
+    throw new MeshError('UP_ERR_CNI', `${file}: not JSON: ${(e as Error).message}`);
+  }
+  return parseNetworkConfigList(
+    JSON.stringify({ cniVersion: conf['cniVersion'], name: conf['name'], plugins: [conf] }),
+    file,
+  );
 }
 
 export class CniRuntime {

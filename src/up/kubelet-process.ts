@@ -1,7 +1,7 @@
 /**
  * A node's kubelet as its own process (`amesh kubelet`), as kind runs kubelet as a systemd service of each node: it
  * reads what `amesh up` laid out for the node in the data directory (the node's record in `cluster.json`, the admin
- * kubeconfig, the CNI network configuration in `nodes/<node>/cni/net.d/`, the static pod manifests), starts the
+ * kubeconfig, the CNI network configuration in the node's /etc/cni/net.d (node-filesystem.ts), the static pod manifests), starts the
  * static pods at once, registers the Node once the API answers, and runs the node's pods. A kubelet that restarts
  * takes over the sandboxes and containers of the one before (kubelet.ts, processes.ts), so its pods run on.
  * SIGTERM is the node shutting down: every pod is stopped, then the kubelet exits. With `exitWithStdin`, the end of
@@ -14,18 +14,21 @@ import { Backoff } from '../lib/backoff.js';
 import { describeError } from '../lib/errors.js';
 import type { LogControl } from '../lib/log.js';
 import { packageRoot } from '../lib/package-root.js';
-import { CniRuntime, parseNetworkConfigList } from './cni-runtime.js';
+import { CniRuntime } from './cni-runtime.js';
 import { Kubelet } from './kubelet.js';
 import { KubeletSources } from './kubelet-sources.js';
 import { ResourceJournal } from './resource-journal.js';
 import { RuncRuntime } from './runc-runtime.js';
 import { UpDataDir } from './up-data-dir.js';
 
-/** Where the CNI plugins are: Debian's containernetworking-plugins, the upstream tarball's, and amesh-cni. */
+/** Where the host's CNI plugins are: Debian's containernetworking-plugins and the upstream tarball's. */
 export const CNI_PLUGIN_DIRS = ['/usr/lib/cni', '/opt/cni/bin'] as const;
-/** The node's CNI network configuration list, as a node's /etc/cni/net.d holds it. */
+/** The node's /etc/cni/net.d. */
+const nodeCniConfDir = (dataDir: UpDataDir, node: string): string =>
+  dataDir.nodeFilesystem(node).hostPath('/etc/cni/net.d');
+/** The node's CNI network configuration list, the first in its /etc/cni/net.d. */
 export const nodeNetworkConfigFile = (dataDir: UpDataDir, node: string): string =>
-  path.join(dataDir.nodeDir(node), 'cni', 'net.d', '10-amesh.conflist');
+  path.join(nodeCniConfDir(dataDir, node), '10-amesh.conflist');
 
 const REGISTER_RETRY_INITIAL_MS = 250;
 const REGISTER_RETRY_MAX_MS = 5_000;
@@ -44,8 +47,7 @@ export async function runKubeletProcess(o: KubeletProcessOptions, logs: LogContr
   const node = await dataDir.node(o.node);
   const kc = new PooledKubeConfig();
   kc.loadFromFile(dataDir.kubeconfig);
-  const confFile = nodeNetworkConfigFile(dataDir, node.name);
-  const cniList = parseNetworkConfigList(await readFile(confFile, 'utf8'), confFile);
+  const nodeFs = dataDir.nodeFilesystem(node.name);
   const log = logs.scope(`kubelet.${node.name}`);
   const sources = new KubeletSources(kc, log);
   const kubelet = new Kubelet({
@@ -55,9 +57,10 @@ export async function runKubeletProcess(o: KubeletProcessOptions, logs: LogContr
     nodeNetnsPath: `/run/netns/${node.netns}`,
     dataDir,
     journal: ResourceJournal.attach(dataDir.journal),
-    cniList,
+    cniConfDir: nodeCniConfDir(dataDir, node.name),
+    hostPath: (p) => nodeFs.hostPath(p),
     cni: new CniRuntime({
-      pluginDirs: [...CNI_PLUGIN_DIRS, path.join(packageRoot(), 'bin')],
+      pluginDirs: [nodeFs.hostPath('/opt/cni/bin'), ...CNI_PLUGIN_DIRS, path.join(packageRoot(), 'bin')],
       cacheDir: path.join(dataDir.nodeDir(node.name), 'cni', 'cache'),
       inNetns: `/run/netns/${node.netns}`,
     }),

@@ -36,7 +36,7 @@ import { describeError } from '../lib/errors.js';
 import { kubeTime } from '../lib/kube-time.js';
 import type { Logger } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
-import type { CniRuntime, NetworkConfigList } from './cni-runtime.js';
+import { loadNetworkConfig, type CniRuntime, type NetworkConfigList } from './cni-runtime.js';
 import { containerArgv, containerEnv } from './container-env.js';
 import { resolveCommand } from './host-tools.js';
 import type { KubeletSources } from './kubelet-sources.js';
@@ -88,8 +88,11 @@ export interface KubeletOptions {
   readonly nodeNetnsPath: string;
   readonly dataDir: UpDataDir;
   readonly journal: ResourceJournal;
-  readonly cniList: NetworkConfigList;
+  /** The node's /etc/cni/net.d, where its network configuration is. */
+  readonly cniConfDir: string;
   readonly cni: CniRuntime;
+  /** Where the hostPaths of this node's pods are (node-filesystem.ts). */
+  readonly hostPath: (p: string) => string;
   /** The cluster's Services, ConfigMaps and Secrets. */
   readonly sources: KubeletSources;
   readonly runtime: RuncRuntime;
@@ -120,6 +123,8 @@ class PodWorker {
   /** Whether this worker made the sandbox's namespace (a failed `ip netns add` made nothing to remove). */
   private netnsMade = false;
   private sandboxError: string | undefined;
+  /** The network configuration the sandbox's ADD ran with, which its DEL runs with. */
+  private network: NetworkConfigList | undefined;
   private readonly containers: PodContainer[] = [];
   /** The init containers started so far, in order. */
   private readonly initContainers: PodContainer[] = [];
@@ -306,6 +311,7 @@ class PodWorker {
     this.volumes = new PodVolumes(this.pod, path.join(this.runDir, 'volumes'), at, {
       sources: this.k.sources,
       requestToken: tokenFor,
+      hostPath: this.k.hostPath,
       clock: this.k.clock ?? systemClock,
       log: this.log,
     });
@@ -425,9 +431,11 @@ class PodWorker {
     await this.k.journal.create({ t: 'netns', name: this.netns }, () => ip('netns', 'add', this.netns));
     this.netnsMade = true;
     await ip('-n', this.netns, 'link', 'set', 'lo', 'up');
-    const result = (await this.k.cni.add(this.k.cniList, this.at)) as { ips?: { address?: string }[] };
+    const network = await loadNetworkConfig(this.k.cniConfDir);
+    this.network = network;
+    const result = (await this.k.cni.add(network, this.at)) as { ips?: { address?: string }[] };
     const address = result.ips?.[0]?.address?.split('/')[0];
-    if (address === undefined) throw new Error(`the CNI chain ${this.k.cniList.name} returned no IP`);
+    if (address === undefined) throw new Error(`the CNI chain ${network.name} returned no IP`);
     return address;
   }
 
@@ -641,9 +649,12 @@ class PodWorker {
     this.podIp = undefined;
     if (!this.netnsMade) return;
     this.netnsMade = false;
-    await this.k.cni
-      .del(this.k.cniList, this.at)
-      .catch((e: unknown) => this.log.warn({ error: describeError(e) }, 'CNI DEL failed'));
+    try {
+      await this.k.cni.del(this.network ?? (await loadNetworkConfig(this.k.cniConfDir)), this.at);
+    } catch (e) {
+      this.log.warn({ error: describeError(e) }, 'CNI DEL failed');
+    }
+    this.network = undefined;
     await deleteNetns(this.netns).catch((e: unknown) =>
       this.log.debug({ error: describeError(e) }, 'no sandbox namespace to remove'),
     );

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { V1ConfigMap, V1Pod, V1Secret, V1Volume } from '@kubernetes/client-node';
 import { ManualClock } from '../../test/helpers/manual-clock.js';
 import { silentLogs } from '../../test/helpers/captured-logs.js';
+import { NodeFilesystem } from './node-filesystem.js';
 import { PodVolumes, type TokenRequestFor } from './pod-volumes.js';
 
 const CM: V1ConfigMap = { metadata: { name: 'cfg', namespace: 'ns' }, data: { 'app.yaml': 'a: 1', other: 'x' } };
@@ -21,6 +22,7 @@ async function volumesFor(
 ) {
   const dir = await mkdtemp(path.join(tmpdir(), 'vols-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
+  const node = new NodeFilesystem(path.join(dir, 'node-root'));
   const configMaps = new Map([['ns/cfg', CM]]);
   const tokens: TokenRequestFor[] = [];
   const pod: V1Pod = {
@@ -44,12 +46,13 @@ async function volumesFor(
         tokens.push(r);
         return Promise.resolve(`token-${String(tokens.length)}`);
       },
+      hostPath: (p) => node.hostPath(p),
       clock,
       log: silentLogs('test').scope('volumes'),
     },
   );
   t.after(() => Promise.resolve(v.stop()));
-  return { v, dir, tokens, pod, configMaps };
+  return { v, dir, tokens, pod, configMaps, node };
 }
 
 test('configMap and secret volumes hold their keys (items pick and rename, defaultMode applies); a missing key is a FailedMount', async (t) => {
@@ -92,6 +95,23 @@ test('a volume type amesh up has no plugin for is refused by name, and hostPath 
   await assert.rejects(h.setUp(), {
     message: /hostPath type check failed: \/etc\/hostname-does-not-exist is not a directory/,
   });
+});
+
+test("a hostPath under the node's own directories (/etc/cni/net.d, /var/run/ztunnel) is made in the node's root and mounted at the path the pod names; another is the host's", async (t) => {
+  const shared = await mkdtemp(path.join(tmpdir(), 'host-'));
+  t.after(() => rm(shared, { recursive: true, force: true }));
+  const { v, node } = await volumesFor(t, [
+    { name: 'conf', hostPath: { path: '/etc/cni/net.d', type: 'DirectoryOrCreate' } },
+    { name: 'sock', hostPath: { path: '/var/run/ztunnel', type: 'DirectoryOrCreate' } },
+    { name: 'shared', hostPath: { path: shared, type: 'Directory' } },
+  ]);
+  await v.setUp();
+  const c = { name: 'app', volumeMounts: ['conf', 'sock', 'shared'].map((n) => ({ name: n, mountPath: `/m/${n}` })) };
+  assert.deepEqual(
+    v.mounts(c).map((m) => m.source),
+    [path.join(node.root, 'etc/cni/net.d'), path.join(node.root, 'run/ztunnel'), shared],
+  );
+  assert.ok((await stat(path.join(node.root, 'etc/cni/net.d'))).isDirectory());
 });
 
 test('downwardAPI files: labels as sorted key="value" lines, one label, the namespace, a container\'s memory limit', async (t) => {

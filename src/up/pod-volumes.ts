@@ -2,7 +2,7 @@
  * A pod's volumes as kubelet's volume manager sets them up, each under the pod's runtime directory (or, for
  * hostPath, the host path itself), for the container runtime to bind-mount at the containers' `mountPath`s:
  * - emptyDir: an empty directory (mode 0777) that lives as long as the pod;
- * - hostPath: the host's path, with the `type` checks and the `...OrCreate` creation of pkg/volume/hostpath;
+ * - hostPath: the host's path (or the node's own, node-filesystem.ts), with the `type` checks and the `...OrCreate` creation of pkg/volume/hostpath;
  * - configMap, secret, downwardAPI and projected: files written by atomic-writer.ts with `items`, `defaultMode`
  *   and `optional` as pkg/volume/{configmap,secret,downwardapi,projected} read them, rewritten when their sources
  *   change;
@@ -49,6 +49,8 @@ export interface TokenRequestFor {
 export interface PodVolumesDeps {
   readonly sources: Pick<KubeletSources, 'configMap' | 'secret'>;
   readonly requestToken: (r: TokenRequestFor) => Promise<string>;
+  /** Where a hostPath is on this node (node-filesystem.ts). */
+  readonly hostPath: (p: string) => string;
   readonly clock: Clock;
   readonly log: Logger;
 }
@@ -130,9 +132,10 @@ export class PodVolumes {
   }
 
   private async hostPath(v: V1Volume): Promise<string> {
-    const p = v.hostPath!.path;
+    const named = v.hostPath!.path;
     const type = v.hostPath!.type ?? '';
-    if (!path.isAbsolute(p)) fail(v, `hostPath ${p} is not an absolute path`);
+    if (!path.isAbsolute(named)) fail(v, `hostPath ${named} is not an absolute path`);
+    const p = this.d.hostPath(named);
     let st = await stat(p).catch(() => undefined);
     if (st === undefined && type === 'DirectoryOrCreate') {
       await mkdir(p, { recursive: true, mode: 0o755 });
@@ -143,7 +146,7 @@ export class PodVolumes {
       st = await stat(p);
     }
     const orCreate = { DirectoryOrCreate: 'Directory', FileOrCreate: 'File' } as Readonly<Record<string, string>>;
-    const why = hostPathTypeError(p, orCreate[type] ?? type, st);
+    const why = hostPathTypeError(named, orCreate[type] ?? type, st);
     if (why !== undefined) fail(v, why);
     if (st === undefined && type === '' && (await lstat(p).catch(() => undefined)) === undefined)
       // An unchecked path that is not there is made a directory, as containerd's CRI makes a missing mount source.

@@ -6,6 +6,7 @@
 import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { MeshError } from '../lib/errors.js';
+import { NodeFilesystem } from './node-filesystem.js';
 
 /** One node as `amesh exec --node` and `amesh down` need it. */
 export interface NodeRecord {
@@ -85,6 +86,10 @@ export class UpDataDir {
 
   nodeDir(node: string): string {
     return path.join(this.nodesDir, node);
+  }
+  /** The directories node `node` has to itself (its /etc/cni, /opt/cni, /var/run/ztunnel…). */
+  nodeFilesystem(node: string): NodeFilesystem {
+    return new NodeFilesystem(path.join(this.nodeDir(node), 'root'));
   }
   /** Node `node`'s static pod manifests (kubeadm's /etc/kubernetes/manifests). */
   staticPodDir(node: string): string {
