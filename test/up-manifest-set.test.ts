@@ -2,7 +2,8 @@
  * One unchanged manifest set, as a user would apply it to a kind cluster, under `amesh up --nodes 2 --dataplane
  * ambient`: a hostNetwork DaemonSet with a hostPath and a projected token, a StatefulSet behind its headless Service,
  * a Job and a CronJob, an echo Deployment in an ambient namespace and one in a plain namespace (with a LoadBalancer
- * Service), a plain and an ambient client, and a container whose liveness probe starts failing. The checks are what
+ * Service; its echo servers run the amesh image of some registry, by the CLI's path in the image, as `amesh
+ * install` renders it), a plain and an ambient client, and a container whose liveness probe starts failing. The checks are what
  * an operator looks at on kind: rollouts, cluster DNS, Services from pods and from the host, capture by ztunnel,
  * the kubelet's restarts and Events, and a teardown that leaves nothing behind.
  */
@@ -65,10 +66,11 @@ const shThenIdle = (marker: string, first: string): string[] => [
     .join(' ')}`,
 ];
 
+/** The amesh image from some registry, run by its CLI's path in the image: the kubelet maps it to the local build. */
 const echoContainer = {
   name: 'echo',
-  image: 'amesh',
-  command: ['amesh', 'echo', 'server', '--address', `0.0.0.0:${String(ECHO_PORT)}`],
+  image: 'registry.example/mesh/amesh:1.0.0',
+  command: ['/usr/local/bin/amesh', 'echo', 'server', '--address', `0.0.0.0:${String(ECHO_PORT)}`],
   ports: [{ name: 'http', containerPort: ECHO_PORT }],
   readinessProbe: { httpGet: { path: '/', port: 'http' }, periodSeconds: 1 },
 };

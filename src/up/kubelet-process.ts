@@ -16,6 +16,7 @@ import type { LogControl } from '../lib/log.js';
 import { packageRoot } from '../lib/package-root.js';
 import { CniRuntime } from './cni-runtime.js';
 import { Kubelet } from './kubelet.js';
+import { writeImageLauncher } from './local-image.js';
 import { KubeletSources } from './kubelet-sources.js';
 import { ResourceJournal } from './resource-journal.js';
 import { RuncRuntime } from './runc-runtime.js';
@@ -48,6 +49,8 @@ export async function runKubeletProcess(o: KubeletProcessOptions, logs: LogContr
   const kc = new PooledKubeConfig();
   kc.loadFromFile(dataDir.kubeconfig);
   const nodeFs = dataDir.nodeFilesystem(node.name);
+  const imageLauncher = path.join(dataDir.nodeDir(node.name), 'amesh-image-launcher');
+  await writeImageLauncher(imageLauncher);
   const log = logs.scope(`kubelet.${node.name}`);
   const sources = new KubeletSources(kc, log);
   const kubelet = new Kubelet({
@@ -59,6 +62,7 @@ export async function runKubeletProcess(o: KubeletProcessOptions, logs: LogContr
     journal: ResourceJournal.attach(dataDir.journal),
     cniConfDir: nodeCniConfDir(dataDir, node.name),
     hostPath: (p) => nodeFs.hostPath(p),
+    imageLauncher,
     cni: new CniRuntime({
       pluginDirs: [nodeFs.hostPath('/opt/cni/bin'), ...CNI_PLUGIN_DIRS, path.join(packageRoot(), 'bin')],
       cacheDir: path.join(dataDir.nodeDir(node.name), 'cni', 'cache'),

@@ -38,6 +38,7 @@ import type { Logger } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
 import { loadNetworkConfig, type CniRuntime, type NetworkConfigList } from './cni-runtime.js';
 import { containerArgv, containerEnv } from './container-env.js';
+import { localImageCommand } from './local-image.js';
 import { resolveCommand } from './host-tools.js';
 import type { KubeletSources } from './kubelet-sources.js';
 import { isMirrorPod, MirrorClient, mirrorHash } from './mirror-client.js';
@@ -91,6 +92,8 @@ export interface KubeletOptions {
   /** The node's /etc/cni/net.d, where its network configuration is. */
   readonly cniConfDir: string;
   readonly cni: CniRuntime;
+  /** What containers of the amesh image run as its `amesh` (local-image.ts). */
+  readonly imageLauncher: string;
   /** Where the hostPaths of this node's pods are (node-filesystem.ts). */
   readonly hostPath: (p: string) => string;
   /** The cluster's Services, ConfigMaps and Secrets. */
@@ -390,12 +393,13 @@ class PodWorker {
           this.k.sources,
         );
         const argv = containerArgv(c, env);
-        const cmd = argv[0] === undefined ? undefined : resolveCommand(argv[0], env['PATH'] ?? '');
+        const local = localImageCommand(c.image, argv[0], this.k.imageLauncher);
+        const cmd = local?.cmd ?? (argv[0] === undefined ? undefined : resolveCommand(argv[0], env['PATH'] ?? ''));
         if (cmd === undefined)
           throw new ContainerCreateError(
             'CreateContainerError',
             argv[0] === undefined
-              ? `container ${c.name} has no command: amesh up runs a container's command and args, not its image`
+              ? `container ${c.name} has no command: amesh up runs a container's command and args, not its image's entrypoint`
               : `container ${c.name}: "${argv[0]}" is not an executable on its PATH`,
           );
         let cred;
@@ -418,7 +422,7 @@ class PodWorker {
           },
           hostname: this.hostNetwork ? undefined : podHostname(this.pod),
           netnsPath: `/run/netns/${this.netns}`,
-          mounts: [...this.etcMounts(), ...this.volumes!.mounts(c)],
+          mounts: [...this.etcMounts(), ...(local?.mounts ?? []), ...this.volumes!.mounts(c)],
           readOnlyRootFilesystem: cred.readOnlyRootFilesystem,
         });
       },
