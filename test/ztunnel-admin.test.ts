@@ -149,3 +149,24 @@ describe('ztunnel admin, access logs and half-close (one process, LOG_FORMAT=jso
     assert.equal((await fetch(`http://${zt.admin}/nope`)).status, 404);
   });
 });
+
+test('a ztunnel with no workload on its node keeps running, ready, until SIGTERM stops it (as upstream does)', async (t) => {
+  const fx = await meshFixture();
+  t.after(() => fx.cleanup());
+  await fx.write('mesh.yaml', 'workloads: []\n');
+  const zt = spawnZtunnel({
+    localConfig: fx.file('mesh.yaml'),
+    nodeName: 'n1',
+    localCa: fx.ca,
+    controlIp: '127.36.2.1',
+    controlPorts: await freeControlPorts('127.36.2.1'),
+    env: { LOG_FORMAT: 'json' },
+  });
+  t.after(() => zt.stop());
+  // It answers once it has started: a process that exited after starting would not.
+  await zt.waitReady();
+  assert.equal((await fetch(`http://${zt.readiness}/healthz/ready`)).status, 200);
+  assert.equal(zt.child.exitCode, null);
+  assert.equal(await zt.stop('SIGTERM'), 0);
+  assert.match(zt.output(), /"message":"ztunnel stopped"/);
+});

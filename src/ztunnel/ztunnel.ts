@@ -218,6 +218,9 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
       'readiness',
     );
     this.servers = [admin, metrics, readiness];
+    // startHttpServer's servers do not hold a process open; a ztunnel's do, until shutdown closes them: it runs until
+    // told to stop, as upstream's does, also when no workload on its node has listeners of its own.
+    for (const s of this.servers) s.ref();
     this.ports.admin = boundPort(admin);
     this.ports.metrics = boundPort(metrics);
     this.ports.readiness = boundPort(readiness);
