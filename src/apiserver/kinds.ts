@@ -12,6 +12,12 @@ import { leaseStrategy } from './strategies/lease.js';
 import { namespaceStrategy } from './strategies/namespace.js';
 import { nodeStrategy } from './strategies/node.js';
 import { podStrategy } from './strategies/pod.js';
+import {
+  clusterRoleBindingStrategy,
+  clusterRoleStrategy,
+  roleBindingStrategy,
+  roleStrategy,
+} from './strategies/rbac.js';
 import { replicaSetStrategy } from './strategies/replica-set.js';
 import { secretStrategy } from './strategies/secret.js';
 import { serviceStrategy } from './strategies/service.js';
@@ -355,6 +361,38 @@ const ENTRIES: KindEntry[] = [
     plural: 'selfsubjectreviews',
     namespaced: false,
     review: true,
+  },
+  {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    kind: 'ClusterRole',
+    plural: 'clusterroles',
+    namespaced: false,
+    strategy: clusterRoleStrategy,
+  },
+  {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    kind: 'ClusterRoleBinding',
+    plural: 'clusterrolebindings',
+    namespaced: false,
+    strategy: clusterRoleBindingStrategy,
+  },
+  {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    kind: 'Role',
+    plural: 'roles',
+    namespaced: true,
+    strategy: roleStrategy,
+  },
+  {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    kind: 'RoleBinding',
+    plural: 'rolebindings',
+    namespaced: true,
+    strategy: roleBindingStrategy,
   },
 ];
 

@@ -114,6 +114,10 @@ const SCHEMAS: ReadonlyMap<string, Schema> = new Map<string, Schema>([
   ['batch/CronJob', metaOnly({ spec: struct({ jobTemplate: struct(metaOnly({ spec: struct(JOB_SPEC) })) }) })],
   ['discovery.k8s.io/EndpointSlice', metaOnly()],
   ['authentication.k8s.io/TokenReview', metaOnly()],
+  ['rbac.authorization.k8s.io/ClusterRole', metaOnly()],
+  ['rbac.authorization.k8s.io/ClusterRoleBinding', metaOnly()],
+  ['rbac.authorization.k8s.io/Role', metaOnly()],
+  ['rbac.authorization.k8s.io/RoleBinding', metaOnly()],
   ['authorization.k8s.io/SubjectAccessReview', metaOnly()],
 ]);
 

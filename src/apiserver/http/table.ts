@@ -120,6 +120,32 @@ function jobCompletions(o: KubeObject): string {
   return parallelism > 1 ? `${succeeded}/1 of ${parallelism}` : `${succeeded}/1`;
 }
 
+/** A role's CREATED AT: its creation time in RFC 3339, as printers.go prints roles. */
+const CREATED_AT: Column = {
+  name: 'Created At',
+  type: 'date',
+  cell: (o) => o.metadata.creationTimestamp ?? '',
+};
+
+/** A binding's subjects of one kind, joined as printers.go joins `rbac.SubjectsStrings` (a ServiceAccount as ns/name). */
+function subjectsOf(kind: string): (o: KubeObject) => string {
+  return (o) =>
+    arr(o.subjects)
+      .map(asRecord)
+      .filter((s) => s.kind === kind)
+      .map((s) => (kind === 'ServiceAccount' ? `${str(s.namespace, '')}/${str(s.name, '')}` : str(s.name, '')))
+      .join(', ');
+}
+
+const BINDING_COLUMNS: Column[] = [
+  NAME,
+  { name: 'Role', cell: (o) => `${str(asRecord(o.roleRef).kind, '')}/${str(asRecord(o.roleRef).name, '')}` },
+  AGE,
+  { name: 'Users', priority: 1, cell: subjectsOf('User') },
+  { name: 'Groups', priority: 1, cell: subjectsOf('Group') },
+  { name: 'ServiceAccounts', priority: 1, cell: subjectsOf('ServiceAccount') },
+];
+
 const COLUMNS: Record<string, Column[]> = {
   '/Pod': [
     NAME,
@@ -304,6 +330,10 @@ const COLUMNS: Record<string, Column[]> = {
     },
     AGE,
   ],
+  'rbac.authorization.k8s.io/ClusterRole': [NAME, CREATED_AT],
+  'rbac.authorization.k8s.io/Role': [NAME, CREATED_AT],
+  'rbac.authorization.k8s.io/ClusterRoleBinding': BINDING_COLUMNS,
+  'rbac.authorization.k8s.io/RoleBinding': BINDING_COLUMNS,
   'security.istio.io/AuthorizationPolicy': [NAME, { name: 'Action', cell: (o) => str(spec(o).action, '') }, AGE],
   'security.istio.io/PeerAuthentication': [
     NAME,

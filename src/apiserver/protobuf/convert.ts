@@ -27,6 +27,12 @@ import {
   ServiceAccountSchema,
   ServiceSchema,
 } from '../../api/k8s/io/api/core/v1/generated_pb.js';
+import {
+  ClusterRoleBindingSchema,
+  ClusterRoleSchema,
+  RoleBindingSchema,
+  RoleSchema,
+} from '../../api/k8s/io/api/rbac/v1/generated_pb.js';
 import { TypeMetaSchema, UnknownSchema } from '../../api/k8s/io/apimachinery/pkg/runtime/generated_pb.js';
 import { ApiError } from '../api-error.js';
 import { kindOfObject } from '../kinds.js';
@@ -54,6 +60,10 @@ const MESSAGES: ReadonlyMap<string, DescMessage> = new Map<string, DescMessage>(
   ['authentication.k8s.io/v1/TokenRequest', TokenRequestSchema],
   ['authentication.k8s.io/v1/SelfSubjectReview', SelfSubjectReviewSchema],
   ['authorization.k8s.io/v1/SelfSubjectAccessReview', SelfSubjectAccessReviewSchema],
+  ['rbac.authorization.k8s.io/v1/ClusterRole', ClusterRoleSchema],
+  ['rbac.authorization.k8s.io/v1/ClusterRoleBinding', ClusterRoleBindingSchema],
+  ['rbac.authorization.k8s.io/v1/Role', RoleSchema],
+  ['rbac.authorization.k8s.io/v1/RoleBinding', RoleBindingSchema],
 ]);
 
 const TIME = 'k8s.io.apimachinery.pkg.apis.meta.v1.Time';

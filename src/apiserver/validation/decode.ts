@@ -81,6 +81,7 @@ function firstProblem(kind: KindInfo, obj: KubeObject): string | undefined {
   if (isBuiltIn(kind) && !kind.review && wrong(obj.spec, 'object'))
     return mismatch(obj.spec, kind.kind, 'spec', `${kind.version}.${kind.kind}Spec`);
   if (kind.group === '' && kind.kind === 'Secret') return secretProblem(obj);
+  if (kind.group === 'rbac.authorization.k8s.io') return rbacProblem(kind.kind, obj);
   if (kind.group === '' && kind.kind === 'ConfigMap')
     return (
       stringMapProblem(obj.data, 'ConfigMap', 'data') ?? bytesMapProblem(obj.binaryData, 'ConfigMap', 'binaryData')
@@ -119,6 +120,54 @@ function secretProblem(obj: KubeObject): string | undefined {
     stringMapProblem(obj.stringData, 'Secret', 'stringData') ??
     (wrong(obj.type, 'string') ? mismatch(obj.type, 'Secret', 'type', 'v1.SecretType') : undefined)
   );
+}
+
+/** A list of objects whose fields are all strings or all string lists (RBAC's rules and subjects). */
+function structListProblem(
+  v: unknown,
+  owner: string,
+  field: string,
+  struct: string,
+  fields: readonly string[],
+  fieldType: 'string' | '[]string',
+): string | undefined {
+  if (wrong(v, 'array')) return mismatch(v, owner, field, `[]v1.${struct}`);
+  for (const entry of asArray(v) ?? []) {
+    if (wrong(entry, 'object')) return mismatch(entry, owner, field, `v1.${struct}`);
+    const o = asObject(entry) ?? {};
+    for (const f of fields) {
+      const stringProblem = wrong(o[f], 'string') ? mismatch(o[f], struct, `${field}.${f}`, 'string') : undefined;
+      const problem = fieldType === 'string' ? stringProblem : stringListProblem(o[f], struct, `${field}.${f}`);
+      if (problem !== undefined) return problem;
+    }
+  }
+  return undefined;
+}
+
+const POLICY_RULE_FIELDS = ['verbs', 'apiGroups', 'resources', 'resourceNames', 'nonResourceURLs'];
+const SUBJECT_FIELDS = ['kind', 'apiGroup', 'name', 'namespace'];
+
+/** Roles' rules and aggregation rule, bindings' subjects and roleRef: what RBAC's evaluation reads. */
+function rbacProblem(kind: string, obj: KubeObject): string | undefined {
+  const rules = structListProblem(obj.rules, kind, 'rules', 'PolicyRule', POLICY_RULE_FIELDS, '[]string');
+  if (rules !== undefined) return rules;
+  const aggregation: unknown = obj.aggregationRule;
+  if (wrong(aggregation, 'object')) return mismatch(aggregation, kind, 'aggregationRule', 'v1.AggregationRule');
+  const selectors = asObject(aggregation)?.clusterRoleSelectors;
+  const at = 'aggregationRule.clusterRoleSelectors';
+  if (wrong(selectors, 'array')) return mismatch(selectors, 'AggregationRule', at, '[]v1.LabelSelector');
+  for (const s of asArray(selectors) ?? []) {
+    if (wrong(s, 'object')) return mismatch(s, 'AggregationRule', at, 'v1.LabelSelector');
+    const labels = stringMapProblem(asObject(s)?.matchLabels, 'LabelSelector', `${at}.matchLabels`);
+    if (labels !== undefined) return labels;
+  }
+  const subjects = structListProblem(obj.subjects, kind, 'subjects', 'Subject', SUBJECT_FIELDS, 'string');
+  if (subjects !== undefined) return subjects;
+  const ref: unknown = obj.roleRef;
+  if (wrong(ref, 'object')) return mismatch(ref, kind, 'roleRef', 'v1.RoleRef');
+  for (const f of ['apiGroup', 'kind', 'name'])
+    if (wrong(asObject(ref)?.[f], 'string')) return mismatch(asObject(ref)?.[f], 'RoleRef', `roleRef.${f}`, 'string');
+  return undefined;
 }
 
 const BASE64_ALPHABET = /[A-Za-z0-9+/]/;

@@ -188,3 +188,13 @@ function masked(name: string, prefix: boolean): string {
 export const nameIsDnsSubdomain: NameRule = (name, prefix) => isDns1123Subdomain(masked(name, prefix));
 export const nameIsDnsLabel: NameRule = (name, prefix) => isDns1123Label(masked(name, prefix));
 export const nameIsDns1035Label: NameRule = (name, prefix) => isDns1035Label(masked(name, prefix));
+
+/**
+ * A name that is one URL path segment (apimachinery `pkg/api/validation/path` `IsValidPathSegmentName`, and
+ * `IsValidPathSegmentPrefix` for a generateName): not `.` or `..`, no `/` or `%`. RBAC's names, such as
+ * `system:controller:job-controller`, need no more.
+ */
+export const nameIsPathSegment: NameRule = (name, prefix) => {
+  if (!prefix && (name === '.' || name === '..')) return [`may not be '${name}'`];
+  return ['/', '%'].filter((c) => name.includes(c)).map((c) => `may not contain '${c}'`);
+};

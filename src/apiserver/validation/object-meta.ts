@@ -24,6 +24,7 @@ import {
   nameIsDns1035Label,
   nameIsDnsLabel,
   nameIsDnsSubdomain,
+  nameIsPathSegment,
 } from './formats.js';
 import { asArray, asNumber, asObject, asString } from './json-fields.js';
 
@@ -55,6 +56,9 @@ const BUILT_IN_GROUPS = new Set([
   'discovery.k8s.io',
   'authentication.k8s.io',
   'authorization.k8s.io',
+  'rbac.authorization.k8s.io',
+  'policy',
+  'autoscaling',
 ]);
 
 export function isBuiltIn(kind: KindInfo): boolean {
@@ -62,11 +66,12 @@ export function isBuiltIn(kind: KindInfo): boolean {
 }
 
 /**
- * The name rule of a kind: namespaces are DNS-1123 labels, services DNS-1035 labels, most kinds DNS-1123
- * subdomains. Core/v1 Events have none: upstream validates their metadata only for events.k8s.io
- * (`ValidateEventCreate`).
+ * The name rule of a kind: namespaces are DNS-1123 labels, services DNS-1035 labels, RBAC's roles and bindings
+ * path segments (kubernetes `pkg/apis/rbac/validation` `ValidateRBACName`), most kinds DNS-1123 subdomains.
+ * Core/v1 Events have none: upstream validates their metadata only for events.k8s.io (`ValidateEventCreate`).
  */
 export function nameRuleOf(kind: KindInfo): NameRule | undefined {
+  if (kind.group === 'rbac.authorization.k8s.io') return nameIsPathSegment;
   if (kind.group === '' && kind.kind === 'Namespace') return nameIsDnsLabel;
   if (kind.group === '' && kind.kind === 'Service') return nameIsDns1035Label;
   if (kind.group === '' && kind.kind === 'Event') return undefined;
