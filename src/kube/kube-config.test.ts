@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { isMeshError } from '../lib/errors.js';
 import { loadKubeConfig, tokenFileKubeconfig, userTokenFile } from './kube-config.js';
 
 const CLUSTER = {
@@ -77,4 +78,21 @@ current-context: x
   const kc = loadKubeConfig(file, {});
   assert.equal(userTokenFile(kc), undefined);
   assert.equal(await authorization(kc), 'Bearer inline');
+});
+
+test('a KUBECONFIG naming a missing file is skipped as client-go skips it; --kubeconfig naming one is an error', async (t) => {
+  const dir = await tempDir(t);
+  const missing = path.join(dir, 'remote', 'config');
+  assert.throws(
+    () => loadKubeConfig(undefined, { KUBECONFIG: missing }),
+    (e) =>
+      isMeshError(e, 'AMESH_ERR_CONFIG') && e.message.includes(`KUBECONFIG names ${missing}, which does not exist`),
+  );
+  assert.throws(
+    () => loadKubeConfig(missing, {}),
+    (e) => isMeshError(e, 'AMESH_ERR_CONFIG'),
+  );
+  const file = path.join(dir, 'kubeconfig');
+  await writeFile(file, tokenFileKubeconfig(CLUSTER, 'u', 'token'));
+  assert.equal(loadKubeConfig(undefined, { KUBECONFIG: file }).getCurrentCluster()?.server, CLUSTER.server);
 });

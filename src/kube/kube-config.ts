@@ -1,8 +1,11 @@
 /**
  * Where amesh components find their Kubernetes API, in the order Istio's components look: an explicit
  * `--kubeconfig`, then `KUBECONFIG`, then the in-cluster service account (KUBERNETES_SERVICE_HOST and the
- * mounted token). Unlike client-node's loadFromDefault, nothing falls back to http://localhost:8080: a
- * component with no API configured says so.
+ * mounted token). A `KUBECONFIG` naming a file that does not exist is skipped, as client-go's loading rules skip
+ * missing files of that list: Istio's istiod chart sets KUBECONFIG=/var/run/secrets/remote/config, a file that
+ * exists only when the optional `istio-kubeconfig` Secret does, and istiod runs on its service account otherwise.
+ * Unlike client-node's loadFromDefault, nothing falls back to http://localhost:8080: a component with no API
+ * configured says so.
  *
  * A kubeconfig user may carry client-go's `tokenFile` (a bearer token read from a file, reread as the file is
  * renewed, as a pod's projected service-account token is). client-node's loader ignores that key, so such a user
@@ -26,7 +29,8 @@ export function loadKubeConfig(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): KubeConfig {
   const kc = new PooledKubeConfig();
-  const file = flag ?? env['KUBECONFIG'];
+  const fromEnv = env['KUBECONFIG'];
+  const file = flag ?? (fromEnv !== undefined && existsSync(fromEnv) ? fromEnv : undefined);
   try {
     if (file !== undefined && file !== '') {
       kc.loadFromFile(file);
@@ -34,7 +38,11 @@ export function loadKubeConfig(
     } else if (env['KUBERNETES_SERVICE_HOST'] !== undefined && existsSync(IN_CLUSTER_TOKEN)) {
       kc.loadFromCluster();
     } else {
-      throw new Error('no --kubeconfig, no KUBECONFIG and not running in a pod');
+      throw new Error(
+        fromEnv === undefined || fromEnv === ''
+          ? 'no --kubeconfig, no KUBECONFIG and not running in a pod'
+          : `KUBECONFIG names ${fromEnv}, which does not exist, and not running in a pod`,
+      );
     }
   } catch (e) {
     throw new MeshError(
