@@ -190,6 +190,7 @@ export class ResourceStore {
     context?: AdmissionContext,
   ): Promise<KubeObject> {
     let obj = this.checkBody(k, body);
+    this.pruneFields(k, obj, context, (unknown) => this.strictDecodingError(k, unknown));
     ensureRequestNamespace(k, obj, namespace);
     if (obj.metadata.resourceVersion !== undefined && obj.metadata.resourceVersion !== '')
       throw new ApiError('BadRequest', 'resourceVersion should not be set on objects to be created');
@@ -205,7 +206,10 @@ export class ResourceStore {
         dryRun,
       };
     const mutating = attrs(obj);
-    if (mutating !== undefined) obj = this.checkBody(k, (await this.admission?.mutate(mutating)) ?? obj);
+    if (mutating !== undefined) {
+      obj = this.checkBody(k, (await this.admission?.mutate(mutating)) ?? obj);
+      this.pruneFields(k, obj, undefined);
+    }
     const meta = obj.metadata;
     if ((meta.name === undefined || meta.name === '') && meta.generateName !== undefined && meta.generateName !== '') {
       meta.name = meta.generateName.slice(0, MAX_GENERATED_NAME_PREFIX) + randomSafeString(NAME_SUFFIX_LENGTH);
@@ -246,6 +250,8 @@ export class ResourceStore {
     opts: WriteOptions = {},
   ): Promise<KubeObject> {
     const obj = this.checkBody(k, body);
+    if (opts.subresource === undefined)
+      this.pruneFields(k, obj, opts.context, (unknown) => this.strictDecodingError(k, unknown));
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
       throw new ApiError(
         'BadRequest',
@@ -298,6 +304,8 @@ export class ResourceStore {
       (current) => {
         const patched = applyPatch(type, current, patch, k);
         const obj = this.checkBody(k, patched);
+        if (opts.subresource === undefined)
+          this.pruneFields(k, obj, opts.context, (unknown) => strictPatchError(patched, unknown));
         const rv = obj.metadata.resourceVersion;
         if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw this.conflict(k, name);
         return obj;
@@ -449,6 +457,7 @@ export class ResourceStore {
       const base = { ...admit, namespace, name, oldObject: current, dryRun: opts.dryRun === true };
       const proposed = next(current);
       const mutated = this.checkBody(k, (await admission.mutate({ ...base, object: proposed })) ?? proposed);
+      if (opts.subresource === undefined) this.pruneFields(k, mutated, undefined);
       const step = this.nextVersion(k, name, current, () => mutated, opts);
       if (!step.removed) await admission.validate({ ...base, object: step.obj });
       if (opts.dryRun === true) return step.obj;
@@ -746,6 +755,31 @@ export class ResourceStore {
     return obj;
   }
 
+  /**
+   * Structural pruning of a decoded body (kinds with a schema): unknown fields are dropped, and reported as the
+   * request's fieldValidation asks: a warning each (Warn), or `strict` builds the error that refuses it (Strict).
+   */
+  private pruneFields(
+    k: KindInfo,
+    obj: KubeObject,
+    context: AdmissionContext | undefined,
+    strict?: (unknown: string[]) => ApiError,
+  ): void {
+    const pruned = k.strategy?.prune?.(obj) ?? [];
+    if (pruned.length === 0 || context === undefined || context.fieldValidation === 'Ignore') return;
+    const unknown = pruned.map((p) => `unknown field "${p}"`);
+    if (context.fieldValidation === 'Strict' && strict !== undefined) throw strict(unknown);
+    for (const w of unknown) if (!context.warnings.includes(w)) context.warnings.push(w);
+  }
+
+  /** A create or update body with unknown fields under fieldValidation=Strict (handlers' transformDecodeError). */
+  private strictDecodingError(k: KindInfo, unknown: string[]): ApiError {
+    return new ApiError(
+      'BadRequest',
+      `${k.kind} in version "${k.version}" cannot be handled as a ${k.kind}: strict decoding error: ${unknown.join(', ')}`,
+    );
+  }
+
   private checkNamespaceAcceptsContent(namespace: string): void {
     const ns = this.storage.get(storageKey(NAMESPACES, undefined, namespace));
     if (ns === undefined)
@@ -810,6 +844,30 @@ export class ResourceStore {
  */
 function allowsUnconditionalUpdate(k: KindInfo): boolean {
   return !k.group.includes('.') || (k.group.endsWith('.k8s.io') && k.group !== 'gateway.networking.k8s.io');
+}
+
+/**
+ * A patch whose result has unknown fields under fieldValidation=Strict: k8s.io/apiserver handlers/patch.go refuses
+ * it as an Invalid `patch` field holding the patched object's JSON (map keys sorted, as Go writes them).
+ */
+function strictPatchError(patched: KubeObject, unknown: string[]): ApiError {
+  return invalid('', '', '', [
+    {
+      reason: 'FieldValueInvalid',
+      field: 'patch',
+      message: `Invalid value: ${JSON.stringify(JSON.stringify(sortedKeys(patched)))}: strict decoding error: ${unknown.join(', ')}`,
+    },
+  ]);
+}
+
+function sortedKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortedKeys);
+  if (!isRecord(v)) return v;
+  return Object.fromEntries(
+    Object.keys(v)
+      .sort()
+      .map((key) => [key, sortedKeys(v[key])]),
+  );
 }
 
 /** A Namespace's `spec.finalizers`: `kubernetes` until the namespace controller has emptied it. */

@@ -44,11 +44,19 @@ export interface AdmissionLookups {
   find(k: KindInfo, namespace: string | undefined, name: string): KubeObject | undefined;
 }
 
-/** Who is asking, and where the webhooks' warnings for this request go. */
+/** Who is asking, where the webhooks' (and the server's) warnings for this request go, and how it wants unknown fields treated. */
 export interface AdmissionContext {
   readonly user: UserInfo;
   readonly warnings: string[];
+  /**
+   * The request's `fieldValidation` (kubectl's `--validate`): fields a kind's schema does not know are dropped
+   * silently (`Ignore`), dropped with a warning each (`Warn`, kube-apiserver's default), or refuse the request
+   * (`Strict`). Writes without a context (the server's own) ignore them.
+   */
+  readonly fieldValidation?: FieldValidation;
 }
+
+export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
 
 /** One write as admission sees it. */
 export interface AdmissionAttributes extends AdmissionSubject {

@@ -8,6 +8,9 @@
 import { createHash } from 'node:crypto';
 import { KINDS, apiVersionOf } from '../kinds.js';
 import type { KindInfo } from '../kind-info.js';
+import { supportsStrategicMergePatch } from '../strategic-merge-patch.js';
+import { customResourceSource } from '../schema/custom-resource-schemas.js';
+import { OBJECT_META_NAME, OBJECT_META_REF, OBJECT_META_SCHEMA } from './openapi-object-meta.js';
 
 function gvPath(group: string, version: string): string {
   return group === '' ? `api/${version}` : `apis/${group}/${version}`;
@@ -58,10 +61,14 @@ function documentFor(group: string, version: string): unknown {
         put: op('put', { requestBody: body, parameters: writeParams }),
         patch: op('patch', {
           requestBody: {
+            // kubectl apply sends a strategic merge patch only where the document offers one (custom kinds
+            // take merge patches, as CRDs' documents say).
             content: {
               'application/json-patch+json': { schema: { type: 'object' } },
               'application/merge-patch+json': { schema: { type: 'object' } },
-              'application/strategic-merge-patch+json': { schema: { type: 'object' } },
+              ...(supportsStrategicMergePatch(k)
+                ? { 'application/strategic-merge-patch+json': { schema: { type: 'object' } } }
+                : {}),
             },
           },
           parameters: [...writeParams, QUERY('force')],
@@ -77,12 +84,26 @@ function documentFor(group: string, version: string): unknown {
             patch: op('patch', { parameters: writeParams }),
           };
     }
-    schemas[schemaName(k)] = {
-      type: 'object',
-      description: `${k.kind} (${apiVersionOf(k)})`,
-      properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' } },
-      'x-kubernetes-group-version-kind': gvk,
-    };
+    const custom = customResourceSource(k.group, k.kind);
+    schemas[schemaName(k)] =
+      custom === undefined
+        ? {
+            type: 'object',
+            description: `${k.kind} (${apiVersionOf(k)})`,
+            properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' } },
+            'x-kubernetes-group-version-kind': gvk,
+          }
+        : {
+            ...custom.schema,
+            properties: {
+              apiVersion: { type: 'string', description: 'The versioned schema of this object: group/version.' },
+              kind: { type: 'string', description: 'The REST resource this object represents.' },
+              metadata: { allOf: [{ $ref: OBJECT_META_REF }], description: 'Standard object metadata.' },
+              ...custom.schema.properties,
+            },
+            'x-kubernetes-group-version-kind': gvk,
+          };
+    if (custom !== undefined) schemas[OBJECT_META_NAME] = OBJECT_META_SCHEMA;
   }
   return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'unversioned' }, paths, components: { schemas } };
 }

@@ -12,7 +12,7 @@ import type { KubeObject } from '../kube-object.js';
 import { PATCH_TYPES, type DeleteOptions, type PatchType, type ResourceStore } from '../resource-store.js';
 import { queryBool, type ResourceRequest } from './request-info.js';
 import type { UserInfo } from '../auth/user-info.js';
-import type { AdmissionContext } from '../admission/webhook-admission.js';
+import type { AdmissionContext, FieldValidation } from '../admission/webhook-admission.js';
 import { parseJsonBody, parseObjectBody, readBody, sendJson } from './respond.js';
 import { toTable, wantsTable, type IncludeObject } from './table.js';
 import { serveWatch } from './watch-stream.js';
@@ -132,6 +132,20 @@ function isDryRun(url: URL): boolean {
   return d.length > 0;
 }
 
+const FIELD_VALIDATION: readonly FieldValidation[] = ['Ignore', 'Strict', 'Warn'];
+
+/** The `fieldValidation` query parameter; kube-apiserver takes its absence as Warn (handlers/rest.go). */
+function fieldValidation(url: URL): FieldValidation {
+  const v = url.searchParams.get('fieldValidation');
+  if (v === null || v === '') return 'Warn';
+  if (!(FIELD_VALIDATION as readonly string[]).includes(v))
+    throw new ApiError(
+      'BadRequest',
+      `fieldValidation: Unsupported value: "${v}": supported values: ${FIELD_VALIDATION.map((f) => `"${f}"`).join(', ')}`,
+    );
+  return v as FieldValidation;
+}
+
 export async function handleResource(
   req: http.IncomingMessage,
   res: http.ServerResponse,
@@ -144,7 +158,7 @@ export async function handleResource(
   const k = resolveKind(r);
   const ns = k.namespaced ? r.namespace : undefined;
   const name = r.name ?? '';
-  const context: AdmissionContext = { user, warnings: [] };
+  const context: AdmissionContext = { user, warnings: [], fieldValidation: fieldValidation(url) };
   const reply = (status: number, o: object): void => {
     if (context.warnings.length > 0) res.setHeader('warning', context.warnings.map(warningHeader));
     sendJson(res, status, o);

@@ -22,7 +22,7 @@ test('every Istio and Gateway API kind is served with the custom resource strate
   }
 });
 
-test('custom resources: spec must be an object when present, refused as the schema validator words it', () => {
+test('custom resources are validated against their CRD schema: spec must be an object when present, refused as the schema validator words it', () => {
   assert.deepEqual(customResourceStrategy.validate!(policy({ action: 'ALLOW' })), []);
   assert.deepEqual(customResourceStrategy.validate!(policy(undefined)), []);
   assert.deepEqual(customResourceStrategy.validate!(policy('ALLOW')), [
@@ -36,6 +36,16 @@ test('custom resources: spec must be an object when present, refused as the sche
     customResourceStrategy.validate!(policy([1]))[0]!.message,
     'Invalid value: "array": spec in body must be of type object: "array"',
   );
+  assert.deepEqual(
+    customResourceStrategy.validate!(policy({ action: 'DENYX' })).map((c) => `${c.field ?? ''}: ${c.message}`),
+    ['spec.action: Unsupported value: "DENYX": supported values: "ALLOW", "DENY", "AUDIT", "CUSTOM"'],
+  );
+});
+
+test('custom resources: unknown fields are pruned and reported, defaults filled in', () => {
+  const p = policy({ action: 'ALLOW', foo: 1 });
+  assert.deepEqual(customResourceStrategy.prune!(p), ['spec.foo']);
+  assert.deepEqual(p.spec, { action: 'ALLOW' });
 });
 
 test('custom resources: status dropped on create and kept on update; generation counts changes outside metadata and status', () => {

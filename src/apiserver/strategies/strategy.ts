@@ -8,6 +8,11 @@ import type { KubeObject } from '../kube-object.js';
  * field causes; the HTTP layer turns a non-empty list into `422 Invalid`.
  */
 export interface Strategy {
+  /**
+   * Kinds with a structural schema (custom resources): drops from a decoded body what the schema does not know,
+   * fills in its defaults, and returns the dropped fields' paths (`spec.foo`) for the request's fieldValidation.
+   */
+  prune?(obj: KubeObject): string[];
   prepareForCreate?(obj: KubeObject): void;
   /** An update of the main resource: status is carried over from `old` for kinds with a status subresource. */
   prepareForUpdate?(obj: KubeObject, old: KubeObject): void;

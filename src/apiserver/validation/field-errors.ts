@@ -57,6 +57,16 @@ export function tooLong(field: string, max: number): StatusCause {
   return cause('FieldValueTooLong', field, `Too long: must have at most ${max} bytes`);
 }
 
+/** `Too many: 600: must have at most 512 items` (`field.TooMany`). */
+export function tooMany(field: string, actual: number, max: number): StatusCause {
+  return cause('FieldValueTooMany', field, `Too many: ${actual}: must have at most ${max} items`);
+}
+
+/** `Invalid value: "string": detail` (`field.TypeInvalid`). */
+export function typeInvalid(field: string, value: BadValue, detail: string): StatusCause {
+  return cause('FieldValueTypeInvalid', field, `Invalid value: ${render(value)}: ${detail}`);
+}
+
 /** The detail of apimachinery `ValidateImmutableField`'s error. */
 export const FIELD_IMMUTABLE = 'field is immutable';
 
