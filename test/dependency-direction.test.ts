@@ -13,7 +13,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['native', 'kube', 'zds'],
   ['apiserver', 'controllers', 'echo', 'ztunnel', 'cni'],
   ['istiod'],
-  ['up'],
+  ['up', 'install'],
   ['demo'],
   ['cli'],
 ];

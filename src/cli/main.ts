@@ -18,6 +18,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandUnknownOpts[]>>> = 
   scheduler: async () => [(await import('./scheduler.js')).schedulerCommand()],
   'cluster-dns': async () => [(await import('./cluster-dns.js')).clusterDnsCommand()],
   'cni-agent': async () => [(await import('./cni-agent.js')).cniAgentCommand()],
+  manifest: async () => [(await import('./manifest.js')).manifestCommand()],
   up: async () => [(await import('./up.js')).upCommand()],
   down: async () => [(await import('./up.js')).downCommand()],
   exec: async () => [(await import('./exec.js')).execCommand()],
