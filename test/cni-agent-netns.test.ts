@@ -169,7 +169,7 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
         readinessAddress: `${LOOPBACK}:0`,
         monitoringAddress: `${LOOPBACK}:${MONITORING_PORT}`,
       },
-      { NODE_NAME: NODE, AMBIENT_IPV6: 'false' },
+      { NODE_NAME: NODE, AMBIENT_IPV6: 'false', CNI_ENABLE_INSTALL: 'false' },
     );
     agent = await startAgent();
     await connectZtunnel();
