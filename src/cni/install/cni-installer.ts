@@ -15,7 +15,7 @@
  * or a node reboot, when the plugin must stay to hold new pods back until the new agent is up): our entry leaves the
  * config it was chained into (a standalone config file is removed), and the kubeconfig and plugin files go.
  */
-import { readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { writeFileAtomic } from '../../lib/atomic-file.js';
@@ -122,6 +122,16 @@ export class CniInstaller {
 
   private async installAll(signal: AbortSignal): Promise<void> {
     await this.files.install();
+    // Watchable before the node's CNI writes its first config there (a hostPath mount normally exists already).
+    try {
+      await mkdir(this.cfg.netDir, { recursive: true, mode: 0o755 });
+    } catch (e) {
+      throw new MeshError(
+        'AGENT_ERR_CNI_INSTALL',
+        `cannot create the CNI config directory ${this.cfg.netDir}: ${describeError(e)}`,
+        { cause: e },
+      );
+    }
     if (await this.configValid()) {
       this.log.info({ file: this.configFile }, 'valid CNI config present, not modifying');
       return;
