@@ -14,15 +14,25 @@
 //    tsc's JavaScript, not the TypeScript sources: the bundle runs exactly what was type-checked and compiled, and
 //    its source maps lead back through tsc's to the TypeScript. The native addon and lmdb (which loads its own native
 //    binding) stay outside, found from the package root at run time.
+//
+// 3. The CNI plugin once more, as one file with nothing outside it (dist/cni-plugin/amesh-cni.mjs): the node agent
+//    installs it on the host with a Node.js runtime beside it (src/cni/install/plugin-files.ts), where there is no
+//    package to load chunks or dependencies from. The plugin uses neither the native addon nor lmdb.
 import { existsSync, statSync, utimesSync } from 'node:fs';
 import { build } from 'esbuild';
 import { bundleIsCurrent, compiledFiles } from '../dist/src/up/amesh-command.js';
+import { PLUGIN_BUNDLE } from '../dist/src/cni/install/plugin-files.js';
 
 const now = new Date();
 for (const { source, out } of compiledFiles('.', ['src', 'test', 'bench']))
   if (existsSync(out) && statSync(out).mtimeMs < statSync(source).mtimeMs) utimesSync(out, now, now);
 
-// After a build that changed nothing, the bundle is already made from what tsc wrote.
+// CommonJS dependencies call require(); an ES module has none of its own.
+const requireBanner = {
+  js: "import { createRequire as __ameshRequire } from 'node:module'; const require = __ameshRequire(import.meta.url);",
+};
+
+// After a build that changed nothing, the bundles are already made from what tsc wrote.
 if (!bundleIsCurrent('.'))
   await build({
     entryPoints: { amesh: 'dist/src/cli/main.js', 'amesh-cni': 'dist/src/cni/plugin/main.js' },
@@ -34,9 +44,17 @@ if (!bundleIsCurrent('.'))
     target: 'node20',
     sourcemap: true,
     external: ['lmdb', '*.node'],
-    // CommonJS dependencies call require(); an ES module has none of its own.
-    banner: {
-      js: "import { createRequire as __ameshRequire } from 'node:module'; const require = __ameshRequire(import.meta.url);",
-    },
+    banner: requireBanner,
+    logLevel: 'warning',
+  });
+if (!bundleIsCurrent('.', PLUGIN_BUNDLE))
+  await build({
+    entryPoints: ['dist/src/cni/plugin/main.js'],
+    outfile: PLUGIN_BUNDLE,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    banner: requireBanner,
     logLevel: 'warning',
   });

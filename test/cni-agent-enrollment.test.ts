@@ -125,7 +125,7 @@ describe('amesh cni-agent enrollment against the API server', () => {
   const config = () =>
     loadCniAgentConfig(
       { cniAgentRunDir: path.join(dir, 'run'), readinessAddress: `${LOOPBACK}:0`, monitoringAddress: `${LOOPBACK}:0` },
-      { NODE_NAME: NODE },
+      { NODE_NAME: NODE, CNI_ENABLE_INSTALL: 'false' },
     );
   const annotation = async (namespace: string, name: string): Promise<string | undefined> =>
     (await core.readNamespacedPod({ name, namespace })).metadata?.annotations?.['ambient.istio.io/redirection'];

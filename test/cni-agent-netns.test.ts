@@ -4,7 +4,7 @@
  * probe ipset of a throwaway "node" netns, and sends ZDS Add with the pod's netns to a ZDS peer (amesh's ztunnel-side
  * client with a recording runner); a running pod is enrolled and un-enrolled by its label; the ADD is refused
  * (the plugin fails closed) when the agent is down or ztunnel is not connected, and the pod is then `pending` with
- * an Event.
+ * an Event. The agent as a process installs the plugin into the node's CNI dirs and removes it at SIGTERM.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import readline from 'node:readline';
 import { closeSync, existsSync, openSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -169,7 +169,7 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
         readinessAddress: `${LOOPBACK}:0`,
         monitoringAddress: `${LOOPBACK}:${MONITORING_PORT}`,
       },
-      { NODE_NAME: NODE, AMBIENT_IPV6: 'false' },
+      { NODE_NAME: NODE, AMBIENT_IPV6: 'false', CNI_ENABLE_INSTALL: 'false' },
     );
     agent = await startAgent();
     await connectZtunnel();
@@ -263,7 +263,7 @@ describe('amesh cni-agent with its real parts, as root in throwaway network name
 });
 
 describe('amesh cni-agent as a process in a node netns', { skip }, () => {
-  test('with Istio env names it becomes ready (host probe rules in, sockets made) and SIGTERM removes the host rules', async () => {
+  test('with Istio env names it becomes ready (host probe rules in, sockets made, plugin installed) and SIGTERM removes the host rules and the plugin', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'amesh-cni-agent-cli-'));
     const node = await TestNetns.create();
     let api: ApiServer | undefined;
@@ -276,6 +276,14 @@ describe('amesh cni-agent as a process in a node netns', { skip }, () => {
       await node.exec('ip', ['link', 'set', 'amesh93n', 'up']);
       api = await startApiServer(path.join(dir, 'api'), { listen: '10.93.255.1:0' });
       const runDir = path.join(dir, 'run');
+      // The node's CNI dirs, as the DaemonSet mounts them.
+      const netDir = path.join(dir, 'host', 'etc', 'cni', 'net.d');
+      const binDir = path.join(dir, 'host', 'opt', 'cni', 'bin');
+      await mkdir(netDir, { recursive: true });
+      await mkdir(binDir, { recursive: true });
+      const conflist = path.join(netDir, '10-bridge.conflist');
+      const primary = '{"cniVersion":"1.0.0","name":"cbr0","plugins":[{"type":"bridge","bridge":"cni0"}]}';
+      await writeFile(conflist, primary);
       const { cmd, args } = ameshCommand();
       const agent = spawn(
         'ip',
@@ -301,17 +309,30 @@ describe('amesh cni-agent as a process in a node netns', { skip }, () => {
             CNI_AGENT_RUN_DIR: runDir,
             ZTUNNEL_UDS_ADDRESS: path.join(dir, 'zt', 'ztunnel.sock'),
             AMBIENT_IPV6: 'false',
+            MOUNTED_CNI_NET_DIR: netDir,
+            HOST_CNI_BIN_DIR: binDir,
           },
           stdio: ['ignore', 'pipe', 'inherit'],
         },
       );
+      const awaited = new Set([
+        'CNI ambient server marking ready',
+        'the CNI plugin is installed; watching for changes',
+      ]);
       const ready = new Promise<void>((resolve, reject) => {
         readline.createInterface({ input: agent.stdout }).on('line', (line) => {
-          if (line.includes('CNI ambient server marking ready')) resolve();
+          awaited.delete(String((JSON.parse(line) as { message?: unknown }).message));
+          if (awaited.size === 0) resolve();
         });
         agent.once('exit', (code) => reject(new Error(`cni-agent exited ${String(code)} before it was ready`)));
       });
       await ready;
+      const plugins = (JSON.parse(await readFile(conflist, 'utf8')) as { plugins: { type: string }[] }).plugins;
+      assert.deepEqual(
+        plugins.map((p) => p.type),
+        ['bridge', 'amesh-cni'],
+      );
+      assert.equal(existsSync(path.join(binDir, 'amesh-cni')), true);
       assert.match(await node.exec('iptables-save', ['-t', 'nat']), /-A POSTROUTING -j ISTIO_POSTRT/);
       assert.equal(existsSync(path.join(runDir, 'pluginevent.sock')), true);
       assert.equal(existsSync(path.join(runDir, 'istio-cni-kubeconfig')), true);
@@ -321,6 +342,10 @@ describe('amesh cni-agent as a process in a node netns', { skip }, () => {
       assert.equal(code, 0);
       assert.doesNotMatch(await node.exec('iptables-save', []), /ISTIO_POSTRT/);
       assert.doesNotMatch(await node.exec('ipset', ['list', '-n']), /istio-inpod-probes/);
+      // No DaemonSet to say this is an upgrade: the plugin is uninstalled, the node's config as it was.
+      assert.equal(await readFile(conflist, 'utf8'), primary);
+      assert.deepEqual(await readdir(binDir), []);
+      assert.equal(existsSync(path.join(runDir, 'istio-cni-kubeconfig')), false);
     } finally {
       await mustRun('ip', ['link', 'del', 'amesh93h']).catch(() => undefined);
       await node.remove();

@@ -48,7 +48,7 @@ test("an agent started before its token file exists waits for it (the process st
       MONITORING,
     ],
     {
-      env: { ...process.env, NODE_NAME: 'node-a', LOG_FORMAT: 'json' },
+      env: { ...process.env, NODE_NAME: 'node-a', LOG_FORMAT: 'json', CNI_ENABLE_INSTALL: 'false' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

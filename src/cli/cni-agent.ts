@@ -11,13 +11,14 @@ import { fatal } from './fatal.js';
 
 /**
  * `amesh cni-agent`: Istio's CNI node agent (istio-cni's `install-cni` in ambient mode) for one node. Config comes
- * from Istio's env names (NODE_NAME, AMBIENT_DNS_CAPTURE, AMBIENT_ENABLEMENT_SELECTOR, EXCLUDE_NAMESPACES, ...) and
- * these flags; see docs/errors.md for what each failure means.
+ * from Istio's env names (NODE_NAME, AMBIENT_DNS_CAPTURE, AMBIENT_ENABLEMENT_SELECTOR, EXCLUDE_NAMESPACES,
+ * MOUNTED_CNI_NET_DIR, CNI_CONF_NAME, ...) and these flags; see docs/cni.md for what it installs on the node and
+ * docs/errors.md for what each failure means.
  */
 export function cniAgentCommand(): Command {
   return new Command('cni-agent')
     .description(
-      "run Istio's CNI node agent for one node (NODE_NAME): the CNI plugin's /cmdadd, in-pod rules, ZDS to ztunnel, enrollment by labels",
+      "run Istio's CNI node agent for one node (NODE_NAME): installs the CNI plugin on the node, serves its /cmdadd, in-pod rules, ZDS to ztunnel, enrollment by labels",
     )
     .option('--kubeconfig <file>', 'the API to watch (default: KUBECONFIG, else the in-cluster service account)')
     .option(

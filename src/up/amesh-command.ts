@@ -47,9 +47,12 @@ export function buildIsCurrent(root: string, dirs: readonly string[] = ['src']):
   return true;
 }
 
-/** Whether the bundle at `root` was made after every compiled file it is made from (esbuild rewrites it whole). */
-export function bundleIsCurrent(root: string): boolean {
-  const bundle = path.join(root, BUNDLE);
+/**
+ * Whether the bundle at `root` (the CLI's, or `file` relative to the root) was made after every compiled file it is
+ * made from (esbuild rewrites it whole).
+ */
+export function bundleIsCurrent(root: string, file = BUNDLE): boolean {
+  const bundle = path.join(root, file);
   if (!existsSync(bundle)) return false;
   return !modifiedAfter(path.join(root, 'dist', 'src'), statSync(bundle).mtimeMs, (n) => n.endsWith('.js'));
 }

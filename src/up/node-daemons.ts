@@ -194,7 +194,9 @@ function agentPod(node: NodeRecord, o: NodeDaemonsOptions, kubeconfig: string): 
     serviceAccount: AGENT_SERVICE_ACCOUNT,
     container: 'install-cni',
     amesh: args,
-    env: {},
+    // `up` writes each node's network config with the plugin chained (cluster.ts), and its kubelets run the plugin
+    // from the checkout's bin/.
+    env: { CNI_ENABLE_INSTALL: 'false' },
     probe: AGENT_READINESS,
     capabilities: ['NET_ADMIN', 'NET_RAW', 'SYS_PTRACE', 'SYS_ADMIN', 'DAC_OVERRIDE'],
     hostPaths: [

@@ -28,6 +28,62 @@ test("with only NODE_NAME the agent runs with an Istio install's defaults", () =
     false,
   );
   assert.equal(Object.isFrozen(c), true);
+  assert.deepEqual(
+    {
+      netDir: c.install?.netDir,
+      confName: c.install?.confName,
+      chained: c.install?.chained,
+      confMode: c.install?.confMode,
+      binDir: c.install?.binDir,
+      runtime: c.install?.plugin.runtime,
+    },
+    {
+      netDir: '/host/etc/cni/net.d',
+      confName: '',
+      chained: true,
+      confMode: 0o600,
+      binDir: '/host/opt/cni/bin',
+      runtime: process.execPath,
+    },
+  );
+  assert.match(c.install?.plugin.bundle ?? '', /\/dist\/cni-plugin\/amesh-cni\.mjs$/);
+  assert.deepEqual(
+    [c.install?.entry['cni_agent_run_dir'], c.install?.entry['exclude_namespaces'], c.install?.entry['pod_namespace']],
+    ['/var/run/istio-cni', ['kube-system'], ''],
+  );
+});
+
+test("the installer takes Istio's env names, amesh's for its own paths, and CNI_ENABLE_INSTALL=false turns it off", () => {
+  const c = loadCniAgentConfig(
+    {},
+    {
+      NODE_NAME: 'n',
+      MOUNTED_CNI_NET_DIR: '/tmp/net.d',
+      CNI_CONF_NAME: '05-cilium.conflist',
+      CHAINED_CNI_PLUGIN: 'false',
+      CNI_CONF_GROUP_READ: 'true',
+      HOST_CNI_BIN_DIR: '/tmp/bin',
+      AMESH_CNI_PLUGIN_BUNDLE: '/tmp/amesh-cni.mjs',
+      AMESH_CNI_PLUGIN_RUNTIME: '/tmp/node',
+      ENABLE_AMBIENT_DETECTION_RETRY: 'true',
+      EXCLUDE_NAMESPACES: '',
+      LOG_LEVEL: 'info,cni-plugin=debug',
+    },
+  );
+  assert.deepEqual(
+    [c.install?.netDir, c.install?.confName, c.install?.chained, c.install?.confMode, c.install?.binDir],
+    ['/tmp/net.d', '05-cilium.conflist', false, 0o640, '/tmp/bin'],
+  );
+  assert.deepEqual(c.install?.plugin, { bundle: '/tmp/amesh-cni.mjs', runtime: '/tmp/node' });
+  assert.deepEqual(
+    [
+      c.install?.entry['enable_ambient_detection_retry'],
+      c.install?.entry['exclude_namespaces'],
+      c.install?.entry['plugin_log_level'],
+    ],
+    [true, null, 'debug'],
+  );
+  assert.equal(loadCniAgentConfig({}, { NODE_NAME: 'n', CNI_ENABLE_INSTALL: 'false' }).install, undefined);
 });
 
 test("Istio's env names set it; a flag wins over its env var", () => {
@@ -66,6 +122,12 @@ test('a bad value is AMESH_ERR_CONFIG naming the variable', () => {
     ],
     [{ NODE_NAME: 'n', AMBIENT_ENABLEMENT_SELECTOR: '{' }, 'AMBIENT_ENABLEMENT_SELECTOR'],
     [{ NODE_NAME: 'n', HOST_PROBE_SNAT_IP: 'fd00::1' }, 'HOST_PROBE_SNAT_IP'],
+    [{ NODE_NAME: 'n', AMBIENT_ENABLED: 'false' }, 'AMBIENT_ENABLED'],
+    [{ NODE_NAME: 'n', ISTIO_OWNED_CNI_CONFIG: 'true' }, 'ISTIO_OWNED_CNI_CONFIG'],
+    [{ NODE_NAME: 'n', MOUNTED_CNI_NET_DIR: 'net.d' }, 'MOUNTED_CNI_NET_DIR'],
+    [{ NODE_NAME: 'n', HOST_CNI_BIN_DIR: 'bin' }, 'HOST_CNI_BIN_DIR'],
+    [{ NODE_NAME: 'n', CNI_CONF_NAME: '../10-x.conflist' }, 'CNI_CONF_NAME'],
+    [{ NODE_NAME: 'n', CHAINED_CNI_PLUGIN: 'yes' }, 'CHAINED_CNI_PLUGIN'],
   ] as const) {
     assert.throws(
       () => loadCniAgentConfig({}, env),

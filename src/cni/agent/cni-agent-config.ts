@@ -2,7 +2,9 @@
  * `amesh cni-agent`'s configuration, read once from flags and Istio's env names (istio cni/pkg/cmd/root.go, where
  * viper binds each flag to its upper-cased env name; cni/pkg/nodeagent/options.go; the ConfigMap of
  * manifests/charts/istio-cni). A flag wins over its env var, as with viper. Defaults are the values an Istio
- * install runs with (the chart's), so a node agent started with no env behaves as Istio's does in a cluster.
+ * install runs with (the chart's, with the ambient profile's AMBIENT_ENABLED=true: this agent has no other mode), so
+ * a node agent started with no env behaves as Istio's does in a cluster. The installer's settings are read by
+ * src/cni/install/install-config.ts.
  */
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -12,6 +14,7 @@ import { CNI_MONITORING_PORT } from '../../lib/istio-ports.js';
 import { ZDS_SOCKET_PATH } from '../../zds/zds-socket-path.js';
 import { envGoBool } from '../../lib/go-bool.js';
 import { LogControl, parseLogFormat, type LogFormat } from '../../lib/log.js';
+import { loadCniInstallConfig, type CniInstallConfig } from '../install/install-config.js';
 import { compileEnablementSelectors, type EnablementSelectors } from '../plugin/enablement-selectors.js';
 import { CNI_EVENT_SOCKET_NAME, CNI_PLUGIN_KUBECONFIG_NAME } from '../plugin/plugin-config.js';
 import {
@@ -68,6 +71,8 @@ export interface CniAgentConfig extends PodRulesConfig {
   readonly podNamespace: string;
   /** AMBIENT_DISABLE_SAFE_UPGRADE: clean up host rules at shutdown even while the DaemonSet exists. */
   readonly disableSafeUpgrade: boolean;
+  /** The plugin's installation on the node; undefined when CNI_ENABLE_INSTALL=false. */
+  readonly install: CniInstallConfig | undefined;
   readonly readinessAddress: ListenAddress;
   readonly monitoringAddress: ListenAddress;
   readonly logFormat: LogFormat;
@@ -101,16 +106,17 @@ export function splitExcludeNamespaces(s: string): string[] {
     .filter((n) => n !== '');
 }
 
-function enablementSelectors(text: string): EnablementSelectors {
+/** AMBIENT_ENABLEMENT_SELECTOR decoded (for the plugin's config) and compiled. */
+function enablementSelectors(text: string): { decoded: unknown; compiled: EnablementSelectors } {
   const name = 'AMBIENT_ENABLEMENT_SELECTOR';
-  let v: unknown;
+  let decoded: unknown;
   try {
-    v = parseYaml(text);
+    decoded = parseYaml(text);
   } catch (e) {
     throw configError(name, `is not YAML: ${(e as Error).message}`);
   }
   try {
-    return compileEnablementSelectors(v, name);
+    return { decoded, compiled: compileEnablementSelectors(decoded, name) };
   } catch (e) {
     if (isMeshError(e)) throw configError(name, e.message);
     throw e;
@@ -141,6 +147,15 @@ export function loadCniAgentConfig(flags: CniAgentFlags, env: Env = process.env)
     hostProbeSnatIpv6: envString(env, 'HOST_PROBE_SNAT_IPV6', DEFAULT_HOST_PROBE_SNAT_IPV6),
   };
   checkProbeSnatIps('AMESH_ERR_CONFIG', snat);
+  if (!envGoBool(env, 'AMBIENT_ENABLED', true))
+    throw configError('AMBIENT_ENABLED', "is false, but amesh's node agent only runs Istio's ambient mode");
+  const selectors = enablementSelectors(
+    envString(env, 'AMBIENT_ENABLEMENT_SELECTOR', CNI_AGENT_DEFAULTS.enablementSelector),
+  );
+  const excludeNamespaces = Object.freeze(
+    splitExcludeNamespaces(env['EXCLUDE_NAMESPACES'] ?? CNI_AGENT_DEFAULTS.excludeNamespaces),
+  );
+  const podNamespace = env['POD_NAMESPACE'] ?? '';
   return Object.freeze({
     nodeName,
     ...snat,
@@ -159,14 +174,17 @@ export function loadCniAgentConfig(flags: CniAgentFlags, env: Env = process.env)
       'AMBIENT_RECONCILE_POD_RULES_ON_STARTUP',
       CNI_AGENT_DEFAULTS.reconcilePodRulesOnStartup,
     ),
-    enablementSelectors: enablementSelectors(
-      envString(env, 'AMBIENT_ENABLEMENT_SELECTOR', CNI_AGENT_DEFAULTS.enablementSelector),
-    ),
-    excludeNamespaces: Object.freeze(
-      splitExcludeNamespaces(env['EXCLUDE_NAMESPACES'] ?? CNI_AGENT_DEFAULTS.excludeNamespaces),
-    ),
+    enablementSelectors: selectors.compiled,
+    excludeNamespaces,
     systemNamespace: envString(env, 'SYSTEM_NAMESPACE', CNI_AGENT_DEFAULTS.systemNamespace),
-    podNamespace: env['POD_NAMESPACE'] ?? '',
+    podNamespace,
+    install: loadCniInstallConfig(env, {
+      runDir,
+      podNamespace,
+      excludeNamespaces,
+      enablementSelectors: selectors.decoded,
+      logLevel,
+    }),
     disableSafeUpgrade: envGoBool(env, 'AMBIENT_DISABLE_SAFE_UPGRADE', false),
     readinessAddress: parseListenAddress(
       flags.readinessAddress ?? CNI_AGENT_DEFAULTS.readinessAddress,

@@ -1,11 +1,14 @@
 /**
  * The node agent process (istio cni/pkg/nodeagent/server.go, cni/pkg/cmd/root.go): writes the plugin's
- * kubeconfig (kept current as the agent's token is renewed), serves `/healthz` and `/readyz` (Istio's port 8000) and `/metrics`, starts the informers and waits
- * for them, puts the host probe rules in place, builds the snapshot of the pods already enrolled (their netns from
- * /proc, their rules reconciled), starts the enrollment queue, the ZDS server ztunnel connects to and the
- * plugin's socket, and only then reports ready. At shutdown the plugin socket closes first; the host probe rules
- * are removed unless the agent's DaemonSet (`istio-cni-node` in POD_NAMESPACE) is still there, which means an
- * upgrade or a node reboot; pods' own rules always stay, so captured pods keep their traffic on ztunnel.
+ * kubeconfig (kept current as the agent's token is renewed), installs the plugin on the node and keeps it installed
+ * (src/cni/install/, unless CNI_ENABLE_INSTALL=false), serves `/healthz` and `/readyz` (Istio's port 8000) and
+ * `/metrics`, starts the informers and waits for them, puts the host probe rules in place, builds the snapshot of
+ * the pods already enrolled (their netns from /proc, their rules reconciled), starts the enrollment queue, the ZDS
+ * server ztunnel connects to and the plugin's socket, and only then reports ready (and, as Istio's readiness, once
+ * the plugin is installed too). At shutdown, unless the agent's DaemonSet (`istio-cni-node` in POD_NAMESPACE) is
+ * still there, which means an upgrade or a node reboot, the plugin is uninstalled first, then the plugin socket
+ * closes and the host probe rules are removed; pods' own rules always stay, so captured pods keep their traffic on
+ * ztunnel.
  */
 import { mkdir } from 'node:fs/promises';
 import type http from 'node:http';
@@ -14,6 +17,7 @@ import { Registry as MetricsRegistry, collectDefaultMetrics } from 'prom-client'
 import { MeshError, describeError } from '../../lib/errors.js';
 import { startHttpServer } from '../../lib/http-server.js';
 import type { LogControl, Logger } from '../../lib/log.js';
+import { CniInstaller } from '../install/cni-installer.js';
 import type { CniAgentConfig } from './cni-agent-config.js';
 import { Enrollment } from './enrollment.js';
 import { MeshDataplane, type HostProbes, type InpodRules, type PodNetnsCache } from './mesh-dataplane.js';
@@ -44,6 +48,7 @@ export class CniAgent {
   private readonly servers: http.Server[] = [];
   private plugin: PluginServer | undefined;
   private pluginKubeconfig: PluginKubeconfig | undefined;
+  private installer: CniInstaller | undefined;
   private zds: ZdsServer | undefined;
   private readonly enrollment: Enrollment;
   private readonly dataplane: MeshDataplane;
@@ -67,8 +72,9 @@ export class CniAgent {
     this.enrollment = new Enrollment(kc, cfg, this.dataplane, logs.scope('enrollment'));
   }
 
+  /** Istio's readiness: the node agent serving and, when it installs the plugin, the plugin installed. */
   get ready(): boolean {
-    return this.isReady;
+    return this.isReady && (this.installer?.ready ?? true);
   }
 
   /** Starts the agent; resolves once it is ready. A failure stops what was started and rejects. */
@@ -97,13 +103,19 @@ export class CniAgent {
       cfg.pluginKubeconfig,
       this.logs.scope('plugin-kubeconfig'),
     );
+    // As Istio's agent, the plugin is installed while the rest starts: pods it sends before the agent is ready are
+    // refused (their sandboxes are retried) rather than started outside the mesh.
+    if (cfg.install !== undefined) {
+      this.installer = new CniInstaller(cfg.install, cfg.pluginKubeconfig, this.logs.scope('install'));
+      this.installer.start();
+    }
     collectDefaultMetrics({ register: this.metrics });
     this.servers.push(
       await startHttpServer(
         cfg.readinessAddress,
         {
           '/healthz': () => ({ status: 200, body: '' }),
-          '/readyz': () => (this.isReady ? { status: 200, body: '' } : { status: 503, body: 'Service Unavailable\n' }),
+          '/readyz': () => (this.ready ? { status: 200, body: '' } : { status: 503, body: 'Service Unavailable\n' }),
         },
         'readiness',
       ),
@@ -153,11 +165,14 @@ export class CniAgent {
   /** Stops the agent; `decideCleanup` false skips the DaemonSet lookup and leaves the host rules (a failed start). */
   async stop(decideCleanup = true): Promise<void> {
     this.isReady = false;
-    await this.plugin?.stop();
+    await this.installer?.stop();
     this.pluginKubeconfig?.close();
-    await this.enrollment.stop();
     const cleanup = decideCleanup && (await this.shouldCleanUp());
     this.log.info({ cleanup }, 'node agent shutting down');
+    // Istio removes the plugin before stopping the agent, so no new pod is handed to an agent that is going.
+    if (cleanup) await this.installer?.cleanup();
+    await this.plugin?.stop();
+    await this.enrollment.stop();
     await this.dataplane
       .stop(cleanup)
       .catch((e: unknown) => this.log.error({ error: describeError(e) }, 'cannot remove the host probe rules'));

@@ -14,10 +14,11 @@
  */
 import { EventEmitter, once } from 'node:events';
 import { watch, type FSWatcher } from 'node:fs';
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { userTokenFile } from '../../kube/kube-config.js';
+import { writeFileAtomic } from '../../lib/atomic-file.js';
 import { MeshError, describeError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
 
@@ -174,11 +175,9 @@ export class PluginKubeconfig extends EventEmitter<{ written: [] }> {
   }
 
   private async write(token: string | undefined): Promise<void> {
-    const tmp = `${this.file}.${String(process.pid)}.tmp`;
     const text = pluginKubeconfig(this.kc, this.caData, token);
     try {
-      await writeFile(tmp, text, { mode: KUBECONFIG_MODE });
-      await rename(tmp, this.file);
+      await writeFileAtomic(this.file, text, KUBECONFIG_MODE);
     } catch (e) {
       throw new MeshError(
         'AGENT_ERR_RUN_DIR',
