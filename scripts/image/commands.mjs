@@ -19,8 +19,11 @@ export function requireTools(tools) {
 export class CommandFailed extends Error {}
 
 /**
- * Runs commands until `signal` aborts; then the running one gets SIGTERM, and `run` rejects with the abort reason
- * once it has exited (mmdebstrap, for one, cleans up its mounts and temporary directory first).
+ * Runs commands until `signal` aborts; then the running one's process group gets SIGINT, as from a terminal's
+ * Ctrl-C, and `run` rejects with the abort reason once it has exited (mmdebstrap, for one, cleans up its mounts and
+ * temporary directory first). Each command has a process group of its own, so the build is stopped the same way
+ * whether Ctrl-C reached the whole terminal group or a signal only this process; mmdebstrap given SIGTERM alone
+ * would finish its setup, minutes, before cleaning up.
  * `run(cmd, args, { progress, env })` resolves with the command's stdout; `progress` gets each stderr line as it comes.
  */
 export function commandRunner(signal) {
@@ -30,8 +33,14 @@ export function commandRunner(signal) {
         reject(signal.reason);
         return;
       }
-      const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: o.env ?? process.env });
-      const stop = () => child.kill('SIGTERM');
+      const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: o.env ?? process.env, detached: true });
+      const stop = () => {
+        try {
+          process.kill(-child.pid, 'SIGINT');
+        } catch {
+          // The group is gone: the command has exited.
+        }
+      };
       signal.addEventListener('abort', stop, { once: true });
       let stdout = '';
       let stderr = '';
