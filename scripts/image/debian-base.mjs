@@ -8,7 +8,7 @@
 // Man pages, docs (but their copyright files) and translations are left out. The mirrors are Debian's, as this
 // machine's apt sources name them (deb.debian.org for the release, its updates and security).
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -42,6 +42,21 @@ export function cacheDir(env = process.env) {
   return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'amesh', 'image');
 }
 
+const PARTIAL = '.partial-';
+
+/**
+ * Removes the partial tarballs of builds that are gone: one killed outright (SIGKILL) cannot remove its own, and its
+ * mmdebstrap, in a process group of its own, may have finished writing it since.
+ */
+function removeOrphanedPartials(dir) {
+  for (const f of readdirSync(dir)) {
+    const at = f.lastIndexOf(PARTIAL);
+    if (at < 0) continue;
+    const pid = Number(f.slice(at + PARTIAL.length));
+    if (Number.isInteger(pid) && pid > 0 && !existsSync(`/proc/${pid}`)) rmSync(path.join(dir, f), { force: true });
+  }
+}
+
 /**
  * The base tarball's path, made with mmdebstrap first if it is not cached (or `refresh` asks for a new one, e.g. to
  * take Debian's security updates). `run` runs a command (commands.mjs); `progress` prints a line.
@@ -54,8 +69,9 @@ export async function baseTarball({ refresh, run, progress }) {
     return tarball;
   }
   mkdirSync(dir, { recursive: true });
+  removeOrphanedPartials(dir);
   // Written aside and renamed when complete, so an interrupted or failed run never leaves a tarball that looks made.
-  const partial = `${tarball}.partial-${process.pid}`;
+  const partial = `${tarball}${PARTIAL}${process.pid}`;
   progress(`Debian ${BASE.suite} base: making it with mmdebstrap (a minute or more; cached afterwards in ${dir})`);
   try {
     await run(
