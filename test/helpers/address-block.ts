@@ -57,6 +57,7 @@ export const ADDRESS_BLOCKS: Readonly<Record<string, number>> = Object.freeze({
   'test/ztunnel-footprint.test.ts': 113,
   'test/cluster-dns.test.ts': 114,
   'test/istiod-ip-autoallocate.test.ts': 87,
+  'test/image.test.ts': 121,
 });
 
 /**
