@@ -115,6 +115,11 @@ describe('amesh install against the embedded API server', () => {
     const second = await amesh('install', '-y', ...ZTUNNEL_ONLY);
     assert.equal(second.status, 0, second.stdout + second.stderr);
     assert.deepEqual(await versions(), before, 'nothing was written');
+    const dryRun = await amesh('install', '--dry-run', ...ZTUNNEL_ONLY, '--set', 'tag=2.0.0');
+    assert.equal(dryRun.status, 0, dryRun.stdout + dryRun.stderr);
+    assert.match(dryRun.stdout, /^ {2}would be updated: DaemonSet\/istio-system\/ztunnel$/m);
+    assert.match(dryRun.stdout, /^ {2}unchanged: ServiceAccount\/istio-system\/ztunnel$/m);
+    assert.deepEqual(await versions(), before, 'a dry run writes nothing');
 
     const upgrade = await amesh('install', '-y', ...ZTUNNEL_ONLY, '--set', 'tag=2.0.0');
     assert.equal(upgrade.status, 0, upgrade.stdout + upgrade.stderr);
@@ -139,6 +144,33 @@ describe('amesh install against the embedded API server', () => {
       'istio-system holds none of the install’s objects',
       async () => (await installed()).length === 0,
       DEADLINE_MS,
+    );
+  });
+
+  test('an install that no longer renders an object prunes it; uninstall of the revision removes the rest', async () => {
+    const first = await amesh('install', '-y', ...ZTUNNEL_ONLY);
+    assert.equal(first.status, 0, first.stdout + first.stderr);
+    const renamed = await amesh('install', '-y', ...ZTUNNEL_ONLY, '--set', 'values.ztunnel.resourceName=ztunnel-next');
+    assert.equal(renamed.status, 0, renamed.stdout + renamed.stderr);
+    await waitFor(
+      'only ztunnel-next is left',
+      async () =>
+        JSON.stringify((await installed()).sort()) ===
+        JSON.stringify(['DaemonSet/ztunnel-next', 'ServiceAccount/ztunnel-next']),
+      DEADLINE_MS,
+    );
+    const removed = await amesh('uninstall', '--revision', 'default', '-y');
+    assert.equal(removed.status, 0, removed.stdout + removed.stderr);
+    assert.match(removed.stdout, /^ {2}Removed apps\/v1, Kind=DaemonSet\/ztunnel-next\.istio-system\.$/m);
+    await waitFor(
+      'istio-system holds none of the install’s objects',
+      async () => (await installed()).length === 0,
+      DEADLINE_MS,
+    );
+    const again = await amesh('uninstall', '--revision', 'default', '-y');
+    assert.match(
+      again.stdout,
+      /^No resources will be pruned from the cluster\. Please double check the input configs$/m,
     );
   });
 
