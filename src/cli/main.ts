@@ -19,6 +19,8 @@ const COMMANDS: Readonly<Record<string, () => Promise<CommandUnknownOpts[]>>> = 
   'cluster-dns': async () => [(await import('./cluster-dns.js')).clusterDnsCommand()],
   'cni-agent': async () => [(await import('./cni-agent.js')).cniAgentCommand()],
   manifest: async () => [(await import('./manifest.js')).manifestCommand()],
+  install: async () => [(await import('./install.js')).installCommand()],
+  uninstall: async () => [(await import('./install.js')).uninstallCommand()],
   up: async () => [(await import('./up.js')).upCommand()],
   down: async () => [(await import('./up.js')).downCommand()],
   exec: async () => [(await import('./exec.js')).execCommand()],

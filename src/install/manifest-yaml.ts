@@ -33,15 +33,19 @@ function rank(o: RenderedObject): number {
   }
 }
 
+/** istioctl's order of two objects: by rank, API group, kind and name. */
+export function compareManifests(a: RenderedObject, b: RenderedObject): number {
+  return (
+    rank(a) - rank(b) ||
+    compareStrings(groupOf(a), groupOf(b)) ||
+    compareStrings(a.kind, b.kind) ||
+    compareStrings(a.metadata.name, b.metadata.name)
+  );
+}
+
 /** `objects` in istioctl's print order (a stable sort). */
 export function sortManifests(objects: readonly RenderedObject[]): RenderedObject[] {
-  return [...objects].sort(
-    (a, b) =>
-      rank(a) - rank(b) ||
-      compareStrings(groupOf(a), groupOf(b)) ||
-      compareStrings(a.kind, b.kind) ||
-      compareStrings(a.metadata.name, b.metadata.name),
-  );
+  return [...objects].sort(compareManifests);
 }
 
 /** The whole manifest, every object followed by a separator, as `istioctl manifest generate` prints it. */
