@@ -51,4 +51,36 @@ describe("Debian's python3-kubernetes against amesh apiserver", { skip }, () => 
     assert.equal(r.wrong_audience, false);
     assert.equal(r.after_pod_deleted, false);
   });
+
+  test('custom resources: schema errors as 422 Invalid with causes, Strict unknown fields as 400, pruning, a CRD Established', async () => {
+    const r = await scenario('schemas', 'py-schemas');
+    assert.deepEqual(r.invalid, {
+      status: 422,
+      reason: 'Invalid',
+      message:
+        'AuthorizationPolicy.security.istio.io "bad" is invalid: spec.action: Unsupported value: "DENYX": supported values: "ALLOW", "DENY", "AUDIT", "CUSTOM"',
+      causes: [
+        {
+          reason: 'FieldValueNotSupported',
+          message: 'Unsupported value: "DENYX": supported values: "ALLOW", "DENY", "AUDIT", "CUSTOM"',
+          field: 'spec.action',
+        },
+      ],
+    });
+    assert.deepEqual(r.strict, {
+      status: 400,
+      reason: 'BadRequest',
+      message:
+        'AuthorizationPolicy in version "v1" cannot be handled as a AuthorizationPolicy: strict decoding error: unknown field "spec.foo"',
+      causes: null,
+    });
+    assert.deepEqual(r.pruned_spec, { action: 'DENY' });
+    assert.equal((r.patch as { status: number }).status, 422);
+    assert.match((r.patch as { message: string }).message, /spec\.rules in body must be of type array: "string"/);
+    assert.deepEqual(r.established, [
+      ['NamesAccepted', 'True'],
+      ['Established', 'True'],
+    ]);
+    assert.equal(r.accepted_kind, 'PeerAuthentication');
+  });
 });

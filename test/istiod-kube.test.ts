@@ -107,7 +107,7 @@ spec: {address: 127.83.1.30, serviceAccount: echo}
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
 metadata: {name: broken, namespace: frontend}
-spec: {action: MAYBE}
+spec: {selector: {matchLabels: {app: "not a label!"}}}
 `;
 
 /** Resources both sources must serve, with what each one's derivation depends on. */
@@ -305,7 +305,7 @@ describe('istiod on the Kubernetes API', () => {
       assert.deepEqual(withoutKubernetes(b.initial), withoutKubernetes(a.initial));
       assert.ok(
         istiodLog.some((l) =>
-          l.includes('AuthorizationPolicy frontend/broken: spec.action: expected one of ALLOW, DENY, AUDIT, CUSTOM'),
+          l.includes('AuthorizationPolicy frontend/broken: spec.selector.matchLabels.app: label value'),
         ),
         'the refused object is named by namespace/name',
       );
@@ -353,12 +353,15 @@ describe('istiod on the Kubernetes API', () => {
           },
           k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
         );
-      await patchPolicy({ action: 'PERHAPS' });
-      await patchPolicy({ action: 'DENY' });
+      // The API's schema takes the label value; istiod refuses it.
+      await patchPolicy({ selector: { matchLabels: { app: 'not a label!' } } });
+      await patchPolicy({ action: 'DENY', selector: null });
       const policy = await s.next();
       assert.equal(policy.typeUrl, AUTHZ);
       assert.deepEqual(decode(policy, AuthorizationSchema)['backend/allow-web']?.['action'], 'DENY');
-      assert.ok(istiodLog.some((l) => l.includes('AuthorizationPolicy backend/allow-web: spec.action')));
+      assert.ok(
+        istiodLog.some((l) => l.includes('AuthorizationPolicy backend/allow-web: spec.selector.matchLabels.app')),
+      );
     } finally {
       s.close();
     }

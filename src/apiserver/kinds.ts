@@ -3,6 +3,7 @@ import { configMapStrategy } from './strategies/config-map.js';
 import { controllerRevisionStrategy } from './strategies/controller-revision.js';
 import { cronJobStrategy } from './strategies/cron-job.js';
 import { customResourceStrategy } from './strategies/custom-resource.js';
+import { customResourceDefinitionStrategy } from './strategies/custom-resource-definition.js';
 import { daemonSetStrategy } from './strategies/daemon-set.js';
 import { deploymentStrategy } from './strategies/deployment.js';
 import { endpointSliceStrategy } from './strategies/endpoint-slice.js';
@@ -393,6 +394,17 @@ const ENTRIES: KindEntry[] = [
     plural: 'rolebindings',
     namespaced: true,
     strategy: roleBindingStrategy,
+  },
+  {
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    kind: 'CustomResourceDefinition',
+    plural: 'customresourcedefinitions',
+    namespaced: false,
+    shortNames: ['crd', 'crds'],
+    categories: ['api-extensions'],
+    subresources: ['status'],
+    strategy: customResourceDefinitionStrategy((group, version, plural) => findKind(group, version, plural)),
   },
 ];
 

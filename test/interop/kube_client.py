@@ -82,10 +82,50 @@ def tokens(api_client, ns):
     return out
 
 
+def schemas(api_client, ns):
+    core = client.CoreV1Api(api_client)
+    custom = client.CustomObjectsApi(api_client)
+    ext = client.ApiextensionsV1Api(api_client)
+    out = {}
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+
+    def policy(name, spec):
+        return {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy", "metadata": {"name": name}, "spec": spec}
+
+    def refused(call):
+        try:
+            call()
+            return {"status": 200}
+        except ApiException as e:
+            body = json.loads(e.body)
+            return {"status": e.status, "reason": body.get("reason"), "message": body.get("message"), "causes": body.get("details", {}).get("causes")}
+
+    args = ("security.istio.io", "v1", ns, "authorizationpolicies")
+    out["invalid"] = refused(lambda: custom.create_namespaced_custom_object(*args, policy("bad", {"action": "DENYX"})))
+    # This client's typed calls predate fieldValidation: the query parameter goes through its raw call.
+    out["strict"] = refused(lambda: api_client.call_api(
+        f"/apis/security.istio.io/v1/namespaces/{ns}/authorizationpolicies", "POST",
+        query_params=[("fieldValidation", "Strict")], body=policy("strict", {"foo": 1}),
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        auth_settings=["BearerToken"], response_type="object", _return_http_data_only=True))
+    custom.create_namespaced_custom_object(*args, policy("pruned", {"action": "DENY", "foo": 1}))
+    out["pruned_spec"] = custom.get_namespaced_custom_object("security.istio.io", "v1", ns, "authorizationpolicies", "pruned")["spec"]
+    out["patch"] = refused(lambda: custom.patch_namespaced_custom_object("security.istio.io", "v1", ns, "authorizationpolicies", "pruned", {"spec": {"rules": "x"}}))
+    ext.create_custom_resource_definition({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "peerauthentications.security.istio.io"},
+        "spec": {"group": "security.istio.io", "scope": "Namespaced", "names": {"plural": "peerauthentications", "kind": "PeerAuthentication"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    crd = ext.read_custom_resource_definition("peerauthentications.security.istio.io")
+    out["established"] = [[c.type, c.status] for c in crd.status.conditions]
+    out["accepted_kind"] = crd.status.accepted_names.kind
+    return out
+
+
 def main():
     kubeconfig, scenario, ns = sys.argv[1], sys.argv[2], sys.argv[3]
     api_client = config.new_client_from_config(config_file=kubeconfig)
-    result = {"crud": crud_and_watch, "tokens": tokens}[scenario](api_client, ns)
+    result = {"crud": crud_and_watch, "tokens": tokens, "schemas": schemas}[scenario](api_client, ns)
     print(json.dumps(result))
 
 
