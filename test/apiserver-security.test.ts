@@ -4,9 +4,12 @@ import https from 'node:https';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import { SignJWT, importPKCS8 } from 'jose';
 import { startApiServer } from './helpers/in-process.js';
 import type { ApiServer } from '../src/apiserver/api-server.js';
+import { applyRbac } from '../src/up/apply-rbac.js';
+import { ISTIO_CNI_RBAC, ISTIOD_RBAC } from '../src/up/istio-rbac.js';
 
 interface Reply {
   status: number;
@@ -83,6 +86,10 @@ describe('amesh apiserver authentication and authorization', () => {
     const kubeconfig = await readFile(api.kubeconfigPath, 'utf8');
     admin = /token: (\S+)/.exec(kubeconfig)?.[1] ?? '';
     await must('POST', '/api/v1/namespaces', { metadata: { name: 'istio-system' } });
+    // Istio's charts, as amesh up (or any installer) applies them.
+    const kc = new KubeConfig();
+    kc.loadFromFile(api.kubeconfigPath);
+    await applyRbac(kc, [...ISTIOD_RBAC, ...ISTIO_CNI_RBAC]);
     await must('POST', '/api/v1/namespaces', { metadata: { name: 'app' } });
     for (const sa of ['ztunnel', 'istio-cni', 'istiod'])
       await must('POST', '/api/v1/namespaces/istio-system/serviceaccounts', { metadata: { name: sa } });

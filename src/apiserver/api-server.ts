@@ -1,9 +1,9 @@
 /**
  * `amesh apiserver`: the embedded Kubernetes API server for one machine. It composes the lmdb storage, the
  * resource store every verb goes through (`resource-store.ts`) and its garbage collector, the cluster
- * credentials in the data directory, bearer-token authentication with Istio's RBAC grants, and the HTTPS request
- * pipeline. `kubectl`, @kubernetes/client-node
- * and python's kubernetes client talk to it as to a real cluster.
+ * credentials in the data directory, bearer-token authentication, RBAC over the stored roles and bindings (the
+ * bootstrap policy reconciled at start, ClusterRoles aggregated, escalation checked), and the HTTPS request
+ * pipeline. `kubectl`, @kubernetes/client-node and python's kubernetes client talk to it as to a real cluster.
  */
 import https from 'node:https';
 import { isIP, type AddressInfo } from 'node:net';
@@ -32,7 +32,7 @@ import {
 import { Authenticator } from './auth/authenticator.js';
 import { DEFAULT_ISSUER, ServiceAccountTokenIssuer, type ObjectLookups } from './auth/service-account-token.js';
 import { reviewToken } from './auth/token-review.js';
-import { authorize, forbidden, type Attributes } from './auth/authorizer.js';
+import { RbacAuthorizer, forbidden, type Attributes } from './auth/authorizer.js';
 import { reviewSubjectAccess } from './auth/subject-access-review.js';
 import { impersonatedUser } from './auth/impersonation.js';
 import { reviewSelf, reviewSelfSubjectAccess } from './auth/self-reviews.js';
@@ -40,6 +40,10 @@ import type { RequestInfo } from './http/request-info.js';
 import { apiHandler } from './http/api-handler.js';
 import { OpenApiDocuments } from './http/openapi.js';
 import type { UserInfo } from './auth/user-info.js';
+import { RbacCache } from './rbac/rbac-cache.js';
+import { EscalationCheck } from './rbac/escalation-check.js';
+import { reconcileBootstrapPolicy } from './rbac/bootstrap-reconcile.js';
+import { ClusterRoleAggregation } from './rbac/cluster-role-aggregation.js';
 
 /** The store lives in `DATA_DIR/store`; credentials and the kubeconfig beside it. */
 const STORE_DIR = 'store';
@@ -69,6 +73,8 @@ export class ApiServer {
     private readonly server: https.Server,
     private readonly storage: Storage,
     private readonly gc: GarbageCollector,
+    private readonly rbac: RbacCache,
+    private readonly aggregation: ClusterRoleAggregation,
     private readonly credentials: ClusterCredentials,
     private readonly log: Logger,
   ) {}
@@ -169,6 +175,11 @@ export class ApiServer {
       lookups,
     });
     const openapi = new OpenApiDocuments();
+    const rbac = RbacCache.follow(store, log);
+    const authorizer = new RbacAuthorizer(rbac);
+    const escalation = new EscalationCheck(rbac, authorizer);
+    store.guardWrite = (k, obj, old, user) => escalation.check(k, obj, old, user);
+    const aggregation = new ClusterRoleAggregation(store, rbac, logs.scope('clusterrole-aggregation'));
 
     let ready = false;
     const handler = apiHandler({
@@ -178,17 +189,19 @@ export class ApiServer {
       serverAddress: () => `${cfg.listen.host}:${port}`,
       ready: () => ready,
       authenticate: (h) => authenticator.authenticate(h),
-      impersonate: impersonatedUser,
+      impersonate: (user, headers) => impersonatedUser(user, headers, authorizer),
       authorize: (user, info) => {
         const a = attributes(user, info);
-        if (!authorize(a).allowed) throw forbidden(a);
+        const d = authorizer.authorize(a);
+        if (!d.allowed) throw forbidden(a, d.reason);
       },
       computed: {
         tokenRequest: (ns, name, body) => tokens.createToken(ns, name, body),
         review: (k: KindInfo, body: KubeObject, user: UserInfo) => {
           if (k.kind === 'TokenReview') return reviewToken(authenticator, body);
-          if (k.kind === 'SubjectAccessReview') return Promise.resolve(reviewSubjectAccess(body));
-          if (k.kind === 'SelfSubjectAccessReview') return Promise.resolve(reviewSelfSubjectAccess(body, user));
+          if (k.kind === 'SubjectAccessReview') return Promise.resolve(reviewSubjectAccess(body, authorizer));
+          if (k.kind === 'SelfSubjectAccessReview')
+            return Promise.resolve(reviewSelfSubjectAccess(body, user, authorizer));
           if (k.kind === 'SelfSubjectReview') return Promise.resolve(reviewSelf(user));
           throw new ApiError('NotFound', 'the server could not find the requested resource');
         },
@@ -201,6 +214,8 @@ export class ApiServer {
     // The EndpointSlice needs an address: a wildcard or a name listens on loopback too.
     const host = isIP(cfg.listen.host) === 0 ? '127.0.0.1' : loopbackForWildcard(cfg.listen.host);
     await bootstrapCluster(store, { serviceIp: clusterIps.kubernetesServiceIp, host, port }, log);
+    await reconcileBootstrapPolicy(store, logs.scope('rbac-bootstrap'));
+    await aggregation.start();
     ready = true;
     log.info(
       {
@@ -211,11 +226,13 @@ export class ApiServer {
       },
       'API server ready',
     );
-    return new ApiServer(server, storage, gc, credentials, log);
+    return new ApiServer(server, storage, gc, rbac, aggregation, credentials, log);
   }
 
   async stop(): Promise<void> {
     this.gc.stop();
+    this.rbac.stop();
+    await this.aggregation.stop();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await this.storage.close();

@@ -29,6 +29,7 @@ import { kubeTime } from '../lib/kube-time.js';
 import { beforeDelete } from './graceful-delete.js';
 import type { AdmissionContext, AdmissionAttributes, WebhookAdmission } from './admission/webhook-admission.js';
 import type { AdmissionOperation } from './admission/webhook-rules.js';
+import type { UserInfo } from './auth/user-info.js';
 
 export const PATCH_TYPES = {
   json: 'application/json-patch+json',
@@ -126,6 +127,11 @@ export class ResourceStore {
   orphanDependents: ((ownerUid: string) => Promise<void>) | undefined;
   /** The admission webhooks clients' writes go through. */
   admission: WebhookAdmission | undefined;
+  /**
+   * Checks a client's create or update of an object before its validation, throwing to refuse it (RBAC's
+   * escalation check); `old` is the stored object of an update.
+   */
+  guardWrite: ((k: KindInfo, obj: KubeObject, old: KubeObject | undefined, user: UserInfo) => void) | undefined;
 
   constructor(
     private readonly storage: Storage,
@@ -210,6 +216,7 @@ export class ResourceStore {
       obj = this.checkBody(k, (await this.admission?.mutate(mutating)) ?? obj);
       this.pruneFields(k, obj, undefined);
     }
+    if (context !== undefined) this.guardWrite?.(k, obj, undefined, context.user);
     const meta = obj.metadata;
     if ((meta.name === undefined || meta.name === '') && meta.generateName !== undefined && meta.generateName !== '') {
       meta.name = meta.generateName.slice(0, MAX_GENERATED_NAME_PREFIX) + randomSafeString(NAME_SUFFIX_LENGTH);
@@ -547,6 +554,7 @@ export class ResourceStore {
       if ('status' in current) obj.status = clone(current.status);
       else delete obj.status;
     }
+    if (opts.context !== undefined) this.guardWrite?.(k, obj, current, opts.context.user);
     k.strategy?.prepareForUpdate?.(obj, current);
     const causes = [
       ...validateObjectMetaUpdate(k, obj, current),

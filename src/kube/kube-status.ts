@@ -20,3 +20,8 @@ export function describeKubeError(e: unknown): string {
   if (s === undefined) return e instanceof Error ? e.message : String(e);
   return describeStatus(s);
 }
+
+/** For `.catch` after a create: an object that already exists (409) is as good as created; anything else rethrows. */
+export function ignoreConflict(e: unknown): void {
+  if ((e as { code?: number }).code !== 409) throw e;
+}

@@ -3,12 +3,16 @@
  * cmd/kubeadm/app/phases/addons/dns/manifests.go, dns.go): the `kube-system/coredns` ServiceAccount, the
  * `kube-system/coredns` Deployment (`k8s-app: kube-dns`, running `amesh cluster-dns` in the `amesh` image, Ready by
  * `/ready` on 8181, live by `/health` on 8080, `dnsPolicy: Default` so that its upstream is the node's resolv.conf)
- * and the `kube-system/kube-dns` Service on the tenth address of the service CIDR.
- *
- * The `system:coredns` ClusterRole and its binding are not objects here: the API server's RBAC is its fixed
- * policy (src/apiserver/auth/rbac-policy.ts), which grants them to this ServiceAccount.
+ * and the `kube-system/kube-dns` Service on the tenth address of the service CIDR; and the `system:coredns`
+ * ClusterRole and ClusterRoleBinding that let the ServiceAccount list and watch what the DNS answers from.
  */
-import type { V1Deployment, V1Service, V1ServiceAccount } from '@kubernetes/client-node';
+import type {
+  V1ClusterRole,
+  V1ClusterRoleBinding,
+  V1Deployment,
+  V1Service,
+  V1ServiceAccount,
+} from '@kubernetes/client-node';
 import { MeshError } from '../lib/errors.js';
 import { formatIp, parseCidr } from '../lib/ip.js';
 import { packageRoot } from '../lib/package-root.js';
@@ -48,6 +52,30 @@ export function clusterDnsIp(serviceCidr: string): string {
   const out = Buffer.alloc(c.bytes.length);
   for (let i = out.length - 1; i >= 0; i--, v >>= 8n) out[i] = Number(v & 0xffn);
   return formatIp(out)!;
+}
+
+/** kubeadm's CoreDNSClusterRole and CoreDNSClusterRoleBinding. */
+export function clusterDnsRbacObjects(): [V1ClusterRole, V1ClusterRoleBinding] {
+  const name = 'system:coredns';
+  const verbs = ['list', 'watch'];
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name },
+      rules: [
+        { apiGroups: [''], resources: ['endpoints', 'services', 'pods', 'namespaces'], verbs },
+        { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name: NAME, namespace: NAMESPACE }],
+    },
+  ];
 }
 
 export function clusterDnsObjects(o: ClusterDnsManifestOptions): [V1ServiceAccount, V1Deployment, V1Service] {

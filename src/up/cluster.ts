@@ -33,6 +33,7 @@ import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
+import { ignoreConflict } from '../kube/kube-status.js';
 import { describeError, MeshError } from '../lib/errors.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT, ISTIOD_WEBHOOK_PORT } from '../lib/istio-ports.js';
 import { LogControl } from '../lib/log.js';
@@ -45,7 +46,9 @@ import { parseNetworkConfigList } from './cni-runtime.js';
 import { requireHostTools, type HostTool } from './host-tools.js';
 import { KubeProxy } from './kube-proxy.js';
 import { LoadBalancerAllocator } from './load-balancer.js';
-import { clusterDnsIp, clusterDnsObjects } from './cluster-dns-manifest.js';
+import { clusterDnsIp, clusterDnsObjects, clusterDnsRbacObjects } from './cluster-dns-manifest.js';
+import { applyRbac } from './apply-rbac.js';
+import { ISTIO_CNI_RBAC, ISTIO_NAMESPACE, ISTIOD_RBAC } from './istio-rbac.js';
 import { APISERVER_PORT, controlPlanePods } from './control-plane-manifests.js';
 import { waitForApiServer } from './wait-for-api-server.js';
 import { CNI_PLUGIN_DIRS, nodeNetworkConfigFile } from './kubelet-process.js';
@@ -347,6 +350,14 @@ export class Cluster {
       `Kubelets running; nodes registered: ${nodes.map((n) => n.name).join(', ')} (control plane: ${controlPlane.name})`,
     );
 
+    // Istio's charts as an installer applies them: istiod's RBAC, and with the ambient data plane istio-cni's.
+    await kc
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: ISTIO_NAMESPACE } } })
+      .catch(ignoreConflict);
+    await applyRbac(kc, cfg.dataplane === 'ambient' ? [...ISTIOD_RBAC, ...ISTIO_CNI_RBAC] : ISTIOD_RBAC);
+    progress(`Applied Istio's RBAC (istio-discovery${cfg.dataplane === 'ambient' ? ', istio-cni' : ''} charts)`);
+
     const istiod = await Istiod.start(
       loadIstiodConfig({
         kubeconfig: credentials.kubeconfigPath,
@@ -416,10 +427,8 @@ export class Cluster {
     const core = kc.makeApiClient(CoreV1Api);
     const apps = kc.makeApiClient(AppsV1Api);
     const namespace = 'kube-system';
-    const created = (p: Promise<unknown>): Promise<unknown> =>
-      p.catch((e: unknown) => {
-        if ((e as { code?: number }).code !== 409) throw e;
-      });
+    const created = (p: Promise<unknown>): Promise<unknown> => p.catch(ignoreConflict);
+    await applyRbac(kc, clusterDnsRbacObjects());
     await created(core.createNamespacedServiceAccount({ namespace, body: account }));
     await created(core.createNamespacedService({ namespace, body: service }));
     await created(apps.createNamespacedDeployment({ namespace, body: deployment }));

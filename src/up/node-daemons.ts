@@ -15,7 +15,7 @@
  *   the file AUTH_TOKEN names.
  * - the agent's API token, for `istio-system/istio-cni` and the API's own audiences, as a pod's kube-api-access
  *   token is: the agent reaches the API as Istio's istio-cni-node DaemonSet does, with the istio-cni ClusterRoles
- *   (src/apiserver/auth/rbac-policy.ts), never with up's admin credentials. Its kubeconfig names the token by
+ *   (src/up/istio-rbac.ts, applied by up before the daemons start), never with up's admin credentials. Its kubeconfig names the token by
  *   `tokenFile`, which the agent rereads, and the agent writes the token into the plugin's kubeconfig.
  */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
@@ -23,6 +23,7 @@ import path from 'node:path';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { ameshCommand } from './amesh-command.js';
 import { tokenFileKubeconfig } from '../kube/kube-config.js';
+import { ignoreConflict } from '../kube/kube-status.js';
 import { requestToken } from '../kube/request-token.js';
 import { MeshError, describeError } from '../lib/errors.js';
 import { ZTUNNEL_READINESS_PORT } from '../lib/istio-ports.js';
@@ -217,10 +218,6 @@ interface PodToken {
   readonly audience?: string;
   readonly file: string;
 }
-
-const ignoreConflict = (e: unknown): void => {
-  if ((e as { code?: number }).code !== 409) throw e;
-};
 
 export class NodeDaemons {
   private readonly timers = new Set<NodeJS.Timeout>();

@@ -1,146 +1,155 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { authorize, forbidden, type Attributes } from './authorizer.js';
+import type { KubeObject } from '../kube-object.js';
+import { BOOTSTRAP_POLICY_OBJECTS } from '../rbac/bootstrap-reconcile.js';
+import { RbacCache } from '../rbac/rbac-cache.js';
+import { RbacAuthorizer, forbidden, type Attributes } from './authorizer.js';
 import { serviceAccountUser, type UserInfo } from './user-info.js';
 
+const RBAC = 'rbac.authorization.k8s.io';
 const saUser = (namespace: string, name: string): UserInfo => serviceAccountUser({ namespace, name, uid: 'u' });
 const ZTUNNEL = saUser('istio-system', 'ztunnel');
 const CNI = saUser('istio-system', 'istio-cni');
-const ISTIOD = saUser('istio-system', 'istiod');
-const WEB = saUser('default', 'web');
-const COREDNS = saUser('kube-system', 'coredns');
+const WEB = saUser('shop', 'web');
 const ADMIN: UserInfo = { username: 'kubernetes-admin', groups: ['system:masters', 'system:authenticated'] };
 const ANONYMOUS: UserInfo = { username: 'system:anonymous', groups: ['system:unauthenticated'] };
+const person = (name: string, ...groups: string[]): UserInfo => ({
+  username: name,
+  groups: [...groups, 'system:authenticated'],
+});
 
-type Row = [
+const obj = (
+  kind: string,
+  name: string,
+  namespace: string | undefined,
+  fields: Record<string, unknown>,
+): KubeObject => ({
+  apiVersion: `${RBAC}/v1`,
+  kind,
+  metadata: { name, ...(namespace !== undefined ? { namespace } : {}) },
+  ...fields,
+});
+const ref = (kind: string, name: string): unknown => ({ apiGroup: RBAC, kind, name });
+const OBJECTS: KubeObject[] = [
+  obj('ClusterRole', 'ops', undefined, {
+    rules: [
+      { verbs: ['*'], apiGroups: ['apps'], resources: ['deployments', '*/scale'] },
+      { verbs: ['get'], apiGroups: [''], resources: ['configmaps'], resourceNames: ['settings'] },
+      { verbs: ['get'], nonResourceURLs: ['/metrics', '/logs/*'] },
+    ],
+  }),
+  obj('ClusterRoleBinding', 'ops', undefined, {
+    roleRef: ref('ClusterRole', 'ops'),
+    subjects: [{ kind: 'Group', apiGroup: RBAC, name: 'ops' }],
+  }),
+  obj('Role', 'reader', 'shop', { rules: [{ verbs: ['get', 'list'], apiGroups: [''], resources: ['pods'] }] }),
+  obj('RoleBinding', 'reader', 'shop', {
+    roleRef: ref('Role', 'reader'),
+    subjects: [{ kind: 'ServiceAccount', name: 'web' }],
+  }),
+  obj('RoleBinding', 'ops-in-shop', 'shop', {
+    roleRef: ref('ClusterRole', 'ops'),
+    subjects: [{ kind: 'User', apiGroup: RBAC, name: 'bob' }],
+  }),
+  obj('RoleBinding', 'broken', 'shop', {
+    roleRef: ref('Role', 'missing'),
+    subjects: [{ kind: 'User', apiGroup: RBAC, name: 'carol' }],
+  }),
+];
+const CACHE = RbacCache.of([...BOOTSTRAP_POLICY_OBJECTS, ...OBJECTS]);
+const AUTHORIZER = new RbacAuthorizer(CACHE);
+
+const resource = (
   user: UserInfo,
   verb: string,
   apiGroup: string,
-  resource: string,
-  namespace: string,
-  allowed: boolean,
+  res: string,
+  namespace = '',
   name?: string,
-];
+): Attributes => {
+  const [r, subresource] = res.split('/') as [string, string | undefined];
+  return {
+    user,
+    verb,
+    apiGroup,
+    resource: r,
+    ...(subresource !== undefined ? { subresource } : {}),
+    namespace,
+    ...(name !== undefined ? { name } : {}),
+  };
+};
+const allowed = (a: Attributes): boolean => AUTHORIZER.authorize(a).allowed;
 
-/** The table: who may do what, as Istio's charts and Kubernetes' bootstrap policy grant it. */
-const ROWS: Row[] = [
-  [ZTUNNEL, 'list', '', 'secrets', 'default', false],
-  [ZTUNNEL, 'list', '', 'pods', 'default', false],
-  [ZTUNNEL, 'get', '', 'pods', 'istio-system', false, 'ztunnel-x'],
-  [ZTUNNEL, 'create', 'authentication.k8s.io', 'tokenreviews', '', false],
-  // Every call the node agent (informers, pod annotation, Events, the DaemonSet at shutdown) and amesh-cni (the pod
-  // and its namespace) make as istio-cni, then what Istio's istio-cni ClusterRoles do not grant.
-  [CNI, 'list', '', 'pods', '', true],
-  [CNI, 'watch', '', 'pods', '', true],
-  [CNI, 'list', '', 'namespaces', '', true],
-  [CNI, 'watch', '', 'namespaces', '', true],
-  [CNI, 'get', '', 'pods', 'default', true, 'web-1'],
-  [CNI, 'get', '', 'namespaces', '', true, 'default'],
-  [CNI, 'get', '', 'nodes', '', true, 'node-a'],
-  [CNI, 'patch', '', 'pods/status', 'default', true, 'web-1'],
-  [CNI, 'update', '', 'pods/status', 'default', true, 'web-1'],
-  [CNI, 'create', '', 'events', 'default', true],
-  [CNI, 'patch', '', 'events', 'default', true, 'web-1.1'],
-  [CNI, 'get', 'apps', 'daemonsets', 'istio-system', true, 'istio-cni-node'],
-  [CNI, 'create', '', 'pods', 'default', false],
-  [CNI, 'patch', '', 'pods', 'default', false, 'web-1'],
-  [CNI, 'update', '', 'pods', 'default', false, 'web-1'],
-  [CNI, 'delete', '', 'pods', 'default', false, 'web-1'],
-  [CNI, 'create', '', 'pods/exec', 'default', false, 'web-1'],
-  [CNI, 'patch', '', 'namespaces', '', false, 'default'],
-  [CNI, 'patch', '', 'nodes/status', '', false, 'node-a'],
-  [CNI, 'list', '', 'secrets', '', false],
-  [CNI, 'get', '', 'secrets', 'istio-system', false, 'istio-ca-secret'],
-  [CNI, 'list', '', 'configmaps', 'istio-system', false],
-  [CNI, 'list', '', 'events', 'default', false],
-  [CNI, 'create', '', 'serviceaccounts/token', 'istio-system', false, 'istio-cni'],
-  [CNI, 'create', 'authentication.k8s.io', 'tokenreviews', '', false],
-  [CNI, 'list', 'security.istio.io', 'authorizationpolicies', '', false],
-  [CNI, 'get', 'apps', 'daemonsets', 'istio-system', false, 'ztunnel'],
-  [CNI, 'list', 'apps', 'daemonsets', 'istio-system', false],
-  // What the cluster DNS's informers read, as kubeadm's system:coredns grants it, and nothing more.
-  [COREDNS, 'list', '', 'services', '', true],
-  [COREDNS, 'watch', '', 'services', '', true],
-  [COREDNS, 'list', 'discovery.k8s.io', 'endpointslices', '', true],
-  [COREDNS, 'watch', 'discovery.k8s.io', 'endpointslices', '', true],
-  [COREDNS, 'list', '', 'namespaces', '', true],
-  [COREDNS, 'watch', '', 'pods', '', true],
-  [COREDNS, 'get', '', 'services', 'default', false, 'kubernetes'],
-  [COREDNS, 'list', '', 'secrets', '', false],
-  [COREDNS, 'create', '', 'services', 'default', false],
-  [ISTIOD, 'create', 'authentication.k8s.io', 'tokenreviews', '', true],
-  [ISTIOD, 'create', 'authorization.k8s.io', 'subjectaccessreviews', '', true],
-  [ISTIOD, 'watch', '', 'pods', '', true],
-  [ISTIOD, 'list', 'discovery.k8s.io', 'endpointslices', '', true],
-  [ISTIOD, 'watch', 'security.istio.io', 'authorizationpolicies', '', true],
-  [ISTIOD, 'patch', 'security.istio.io', 'authorizationpolicies/status', 'default', true],
-  [ISTIOD, 'update', 'security.istio.io', 'authorizationpolicies', 'default', false],
-  [ISTIOD, 'watch', 'gateway.networking.k8s.io', 'httproutes', '', true],
-  [ISTIOD, 'create', '', 'configmaps', 'default', true],
-  [ISTIOD, 'delete', '', 'configmaps', 'default', false, 'istio-ca-root-cert'],
-  [ISTIOD, 'delete', '', 'configmaps', 'istio-system', true, 'x'],
-  [ISTIOD, 'create', '', 'secrets', 'istio-system', true],
-  [ISTIOD, 'create', '', 'secrets', 'default', false],
-  [ISTIOD, 'patch', '', 'pods', 'default', false, 'web-1'],
-  [ISTIOD, 'list', 'apps', 'replicasets', '', false],
-  [WEB, 'list', '', 'pods', 'default', false],
-  [WEB, 'create', 'authorization.k8s.io', 'selfsubjectaccessreviews', '', true],
-  [ADMIN, 'deletecollection', 'security.istio.io', 'authorizationpolicies', 'default', true],
-  [ADMIN, 'create', '', 'serviceaccounts/token', 'istio-system', true, 'ztunnel'],
-  [ANONYMOUS, 'get', '', 'pods', 'default', false, 'x'],
-  [ANONYMOUS, 'create', 'authorization.k8s.io', 'selfsubjectaccessreviews', '', false],
-];
-
-for (const [user, verb, apiGroup, res, namespace, allowed, name] of ROWS) {
-  const [resource, subresource] = res.split('/') as [string, string | undefined];
-  test(`${user.username} ${allowed ? 'may' : 'may not'} ${verb} ${res}${apiGroup === '' ? '' : `.${apiGroup}`}${name !== undefined ? ` "${name}"` : ''}${namespace !== '' ? ` in ${namespace}` : ''}`, () => {
-    const a: Attributes = {
-      user,
-      verb,
-      apiGroup,
-      resource,
-      ...(subresource !== undefined ? { subresource } : {}),
-      namespace,
-      ...(name !== undefined ? { name } : {}),
-    };
-    assert.equal(authorize(a).allowed, allowed);
-  });
-}
-
-test('non-resource paths: discovery, /version and health for every authenticated user; nothing for anonymous; other paths only for system:masters', () => {
-  for (const path of [
-    '/api',
-    '/api/v1',
-    '/apis',
-    '/apis/apps/v1',
-    '/version',
-    '/healthz',
-    '/readyz',
-    '/livez',
-    '/openapi/v3',
-  ]) {
-    assert.equal(authorize({ user: ZTUNNEL, verb: 'get', path }).allowed, true, path);
-    assert.equal(authorize({ user: ANONYMOUS, verb: 'get', path }).allowed, false, path);
-  }
-  assert.equal(authorize({ user: ZTUNNEL, verb: 'get', path: '/openid/v1/jwks' }).allowed, true);
-  assert.equal(authorize({ user: ZTUNNEL, verb: 'get', path: '/metrics' }).allowed, false);
-  assert.equal(authorize({ user: ZTUNNEL, verb: 'post', path: '/api' }).allowed, false);
-  assert.equal(authorize({ user: ADMIN, verb: 'get', path: '/metrics' }).allowed, true);
+test('a rule matches `*` verbs, `*/subresource`, resourceNames only by name, and URL prefixes ending in `*`', () => {
+  const ops = person('olga', 'ops');
+  assert.equal(allowed(resource(ops, 'patch', 'apps', 'deployments', 'default', 'web')), true);
+  assert.equal(allowed(resource(ops, 'get', 'apps', 'deployments/scale', 'default', 'web')), true);
+  assert.equal(allowed(resource(ops, 'update', 'apps', 'statefulsets/scale', 'default', 'db')), true);
+  assert.equal(allowed(resource(ops, 'get', 'apps', 'statefulsets', 'default', 'db')), false);
+  assert.equal(allowed(resource(ops, 'get', 'apps', 'deployments/status', 'default', 'web')), false);
+  assert.equal(allowed(resource(ops, 'get', '', 'configmaps', 'default', 'settings')), true);
+  assert.equal(allowed(resource(ops, 'get', '', 'configmaps', 'default', 'other')), false);
+  assert.equal(allowed(resource(ops, 'list', '', 'configmaps', 'default')), false);
+  assert.equal(allowed({ user: ops, verb: 'get', path: '/metrics' }), true);
+  assert.equal(allowed({ user: ops, verb: 'get', path: '/logs/kubelet.log' }), true);
+  assert.equal(allowed({ user: ops, verb: 'get', path: '/logs' }), false);
+  assert.equal(allowed({ user: ops, verb: 'post', path: '/metrics' }), false);
 });
 
-test("the reason names the binding, role and subject as Kubernetes' RBAC authorizer does", () => {
+test("a RoleBinding grants only in its namespace, never URLs; a ServiceAccount subject without a namespace is the binding's", () => {
+  assert.equal(allowed(resource(WEB, 'list', '', 'pods', 'shop')), true);
+  assert.equal(allowed(resource(WEB, 'list', '', 'pods', 'default')), false);
+  assert.equal(allowed(resource(WEB, 'list', '', 'pods')), false);
+  assert.equal(allowed(resource(saUser('default', 'web'), 'list', '', 'pods', 'shop')), false);
+  const bob = person('bob');
+  assert.equal(allowed(resource(bob, 'patch', 'apps', 'deployments', 'shop', 'web')), true);
+  assert.equal(allowed(resource(bob, 'patch', 'apps', 'deployments', 'default', 'web')), false);
+  assert.equal(allowed({ user: bob, verb: 'get', path: '/metrics' }), false);
+});
+
+test("the reason: which binding allowed a request, or the missing roles a refusal's bindings name (the lister's wording)", () => {
+  assert.deepEqual(AUTHORIZER.authorize(resource(WEB, 'get', '', 'pods', 'shop', 'web-1')), {
+    allowed: true,
+    reason: 'RBAC: allowed by RoleBinding "reader/shop" of Role "reader" to ServiceAccount "web/shop"',
+  });
   assert.equal(
-    authorize({ user: ISTIOD, verb: 'create', apiGroup: 'authentication.k8s.io', resource: 'tokenreviews' }).reason,
-    'RBAC: allowed by ClusterRoleBinding "istiod-clusterrole-istio-system" of ClusterRole "istiod-clusterrole-istio-system" to ServiceAccount "istiod/istio-system"',
-  );
-  assert.equal(
-    authorize({ user: ISTIOD, verb: 'create', apiGroup: '', resource: 'secrets', namespace: 'istio-system' }).reason,
-    'RBAC: allowed by RoleBinding "istiod/istio-system" of Role "istiod" to ServiceAccount "istiod/istio-system"',
-  );
-  assert.equal(
-    authorize({ user: WEB, verb: 'get', path: '/version' }).reason,
+    AUTHORIZER.authorize({ user: WEB, verb: 'get', path: '/version' }).reason,
     'RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole "system:discovery" to Group "system:authenticated"',
   );
+  assert.deepEqual(AUTHORIZER.authorize(resource(person('carol'), 'get', '', 'pods', 'shop', 'x')), {
+    allowed: false,
+    reason: 'RBAC: role.rbac.authorization.k8s.io "missing" not found',
+  });
+  assert.deepEqual(AUTHORIZER.authorize(resource(ADMIN, 'delete', '', 'nodes', '', 'n')), {
+    allowed: true,
+    reason: '',
+  });
+});
+
+test('the cache follows changes: a binding removed takes its grant with it, one added grants at once', () => {
+  const cache = RbacCache.of(OBJECTS);
+  const authorizer = new RbacAuthorizer(cache);
+  const a = resource(WEB, 'list', '', 'pods', 'shop');
+  assert.equal(authorizer.authorize(a).allowed, true);
+  cache.remove(OBJECTS[3]!);
+  assert.equal(authorizer.authorize(a).allowed, false);
+  cache.put(OBJECTS[3]!);
+  assert.equal(authorizer.authorize(a).allowed, true);
+});
+
+test('the bootstrap policy: discovery, /version, health and issuer discovery for every authenticated user; health and version alone for anonymous; other paths only for system:masters', () => {
+  for (const path of ['/api', '/api/v1', '/apis', '/apis/apps/v1', '/openapi/v3']) {
+    assert.equal(AUTHORIZER.authorize({ user: ZTUNNEL, verb: 'get', path }).allowed, true, path);
+    assert.equal(AUTHORIZER.authorize({ user: ANONYMOUS, verb: 'get', path }).allowed, false, path);
+  }
+  for (const path of ['/version', '/healthz', '/readyz', '/livez']) {
+    assert.equal(AUTHORIZER.authorize({ user: ZTUNNEL, verb: 'get', path }).allowed, true, path);
+    assert.equal(AUTHORIZER.authorize({ user: ANONYMOUS, verb: 'get', path }).allowed, true, path);
+  }
+  assert.equal(AUTHORIZER.authorize({ user: ZTUNNEL, verb: 'get', path: '/openid/v1/jwks' }).allowed, true);
+  assert.equal(AUTHORIZER.authorize({ user: ZTUNNEL, verb: 'get', path: '/metrics' }).allowed, false);
+  assert.equal(AUTHORIZER.authorize({ user: ZTUNNEL, verb: 'post', path: '/api' }).allowed, false);
+  assert.equal(AUTHORIZER.authorize({ user: ADMIN, verb: 'get', path: '/metrics' }).allowed, true);
 });
 
 test('a 403 is worded as kube-apiserver words it, for namespaced, named, cluster-scoped and non-resource requests', () => {

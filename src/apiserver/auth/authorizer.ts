@@ -1,16 +1,16 @@
 /**
  * Authorization for the embedded API server: `system:masters` may do anything (k8s.io/apiserver
- * pkg/authorization/authorizerfactory privileged groups), everyone else gets what {@link RBAC_POLICY} binds to
- * them, matched as Kubernetes' RBAC authorizer matches (kubernetes plugin/pkg/auth/authorizer/rbac/rbac.go and
- * pkg/apis/rbac/v1/evaluation_helpers.go: `*` wildcards, `resource/subresource`, resourceNames, non-resource URL
- * prefixes, ServiceAccount subjects by username, RoleBindings only in their namespace). Nothing is ever denied
- * explicitly: what no rule allows is not allowed. The 403 message is kube-apiserver's
- * (k8s.io/apiserver pkg/endpoints/handlers/responsewriters/errors.go `forbiddenMessage`, apimachinery
- * `NewForbidden`).
+ * pkg/authorization/authorizerfactory privileged groups), everyone else what the cluster's RBAC objects grant,
+ * as Kubernetes' RBAC authorizer decides (kubernetes plugin/pkg/auth/authorizer/rbac/rbac.go over the cache of
+ * `src/apiserver/rbac/rbac-cache.ts`). Nothing is ever denied explicitly: what no rule allows is not allowed, and
+ * the reason then names the roles that bindings refer to but that do not exist. The 403 message is
+ * kube-apiserver's (k8s.io/apiserver pkg/endpoints/handlers/responsewriters/errors.go `forbiddenMessage`,
+ * apimachinery `NewForbidden`).
  */
 import { ApiError, type StatusDetails } from '../api-error.js';
-import { RBAC_POLICY, type PolicyBinding, type PolicyRule, type Subject } from './rbac-policy.js';
-import { SYSTEM_MASTERS, parseServiceAccountUsername, type UserInfo } from './user-info.js';
+import type { RbacCache, RuleSource } from '../rbac/rbac-cache.js';
+import { ruleAllows } from '../rbac/rule-evaluation.js';
+import { SYSTEM_MASTERS, type UserInfo } from './user-info.js';
 
 /** A request on an API resource. */
 export interface ResourceAttributes {
@@ -38,67 +38,53 @@ export type Attributes = ResourceAttributes | NonResourceAttributes;
 
 export interface Decision {
   readonly allowed: boolean;
-  /** Which binding allowed it, worded as Kubernetes' RBAC authorizer words it; '' otherwise. */
+  /** What allowed it, or why nothing could, worded as Kubernetes' RBAC authorizer words it; '' otherwise. */
   readonly reason: string;
+}
+
+/** Decides requests; the API server has one, over its RBAC cache. */
+export interface Authorizer {
+  authorize(a: Attributes): Decision;
 }
 
 export const isResourceRequest = (a: Attributes): a is ResourceAttributes => 'resource' in a;
 
-const has = (list: readonly string[] | undefined, v: string): boolean =>
-  list !== undefined && (list.includes('*') || list.includes(v));
+/** rbac.go's description of what allowed a request (rule.go `clusterRoleBindingDescriber`, `roleBindingDescriber`). */
+function describe({ binding: b, subject: s }: RuleSource): string {
+  const subject =
+    s.kind === 'ServiceAccount'
+      ? `${s.kind} ${JSON.stringify(`${s.name}/${s.namespace !== '' ? s.namespace : b.namespace}`)}`
+      : `${s.kind} ${JSON.stringify(s.name)}`;
+  const name = b.kind === 'RoleBinding' ? `${b.name}/${b.namespace}` : b.name;
+  return `RBAC: allowed by ${b.kind} ${JSON.stringify(name)} of ${b.roleRef.kind} ${JSON.stringify(b.roleRef.name)} to ${subject}`;
+}
 
-function ruleAllows(a: Attributes, rule: PolicyRule): boolean {
-  if (!has(rule.verbs, a.verb)) return false;
-  if (!isResourceRequest(a)) {
-    return (rule.nonResourceURLs ?? []).some(
-      (u) => u === '*' || u === a.path || (u.endsWith('*') && a.path.startsWith(u.replace(/\*+$/, ''))),
+/** Go's `utilerrors.NewAggregate(errs).Error()`: one error as itself, more as `[a, b]`. */
+export function aggregateErrors(errors: readonly string[]): string {
+  return errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]`;
+}
+
+export class RbacAuthorizer implements Authorizer {
+  constructor(private readonly rbac: RbacCache) {}
+
+  authorize(a: Attributes): Decision {
+    if (a.user.groups.includes(SYSTEM_MASTERS)) return { allowed: true, reason: '' };
+    let allowedBy: RuleSource | undefined;
+    const missing: string[] = [];
+    this.rbac.visitRulesFor(
+      a.user,
+      isResourceRequest(a) ? (a.namespace ?? '') : '',
+      (source, rule) => {
+        if (!ruleAllows(a, rule)) return true;
+        allowedBy = source;
+        return false;
+      },
+      // The informers' lister names a missing role by its singular resource.
+      (m) => missing.push(`${m.kind.toLowerCase()}.rbac.authorization.k8s.io ${JSON.stringify(m.name)} not found`),
     );
+    if (allowedBy !== undefined) return { allowed: true, reason: describe(allowedBy) };
+    return { allowed: false, reason: missing.length > 0 ? `RBAC: ${aggregateErrors(missing)}` : '' };
   }
-  if (!has(rule.apiGroups, a.apiGroup)) return false;
-  const sub = a.subresource ?? '';
-  const combined = sub === '' ? a.resource : `${a.resource}/${sub}`;
-  const resourceOk = (rule.resources ?? []).some(
-    (r) => r === '*' || r === combined || (sub !== '' && r === `*/${sub}`),
-  );
-  if (!resourceOk) return false;
-  return (
-    rule.resourceNames === undefined || rule.resourceNames.length === 0 || rule.resourceNames.includes(a.name ?? '')
-  );
-}
-
-function appliesTo(user: UserInfo, s: Subject, bindingNamespace: string): boolean {
-  switch (s.kind) {
-    case 'User':
-      return user.username === s.name;
-    case 'Group':
-      return user.groups.includes(s.name);
-    case 'ServiceAccount': {
-      const who = parseServiceAccountUsername(user.username);
-      return who !== undefined && who.name === s.name && who.namespace === (s.namespace ?? bindingNamespace);
-    }
-  }
-}
-
-/** rbac.go's description of what allowed a request. */
-function describe(b: PolicyBinding, s: Subject): string {
-  const ns = b.binding.namespace ?? '';
-  const subject = s.kind === 'ServiceAccount' ? `${s.kind} "${s.name}/${s.namespace ?? ns}"` : `${s.kind} "${s.name}"`;
-  const name = b.binding.kind === 'RoleBinding' ? `${b.binding.name}/${ns}` : b.binding.name;
-  return `RBAC: allowed by ${b.binding.kind} "${name}" of ${b.role.kind} "${b.role.name}" to ${subject}`;
-}
-
-/** Whether `a` is allowed, and by what. */
-export function authorize(a: Attributes, policy: readonly PolicyBinding[] = RBAC_POLICY): Decision {
-  if (a.user.groups.includes(SYSTEM_MASTERS)) return { allowed: true, reason: '' };
-  const namespace = isResourceRequest(a) ? (a.namespace ?? '') : '';
-  for (const b of policy) {
-    // A RoleBinding grants only within its namespace; non-resource URLs are never namespaced.
-    if (b.binding.kind === 'RoleBinding' && (namespace === '' || namespace !== b.binding.namespace)) continue;
-    const subject = b.subjects.find((s) => appliesTo(a.user, s, b.binding.namespace ?? ''));
-    if (subject === undefined) continue;
-    if (b.rules.some((r) => ruleAllows(a, r))) return { allowed: true, reason: describe(b, subject) };
-  }
-  return { allowed: false, reason: '' };
 }
 
 /** kube-apiserver's sentence for a refused request: `User "u" cannot list resource "pods" in API group "" in the namespace "default"`. */

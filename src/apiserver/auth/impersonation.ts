@@ -7,7 +7,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError } from '../api-error.js';
-import { authorize, forbidden, type Attributes } from './authorizer.js';
+import { forbidden, type Attributes, type Authorizer } from './authorizer.js';
 import {
   ALL_SERVICE_ACCOUNTS_GROUP,
   SYSTEM_AUTHENTICATED,
@@ -22,7 +22,7 @@ function list(v: string | string[] | undefined): string[] {
 }
 
 /** The user a request acts as: `user` itself, or whom it impersonates once `user` may. Throws 403 otherwise. */
-export function impersonatedUser(user: UserInfo, headers: IncomingHttpHeaders): UserInfo {
+export function impersonatedUser(user: UserInfo, headers: IncomingHttpHeaders, authorizer: Authorizer): UserInfo {
   const name = headers['impersonate-user'];
   const groups = list(headers['impersonate-group']);
   const uid = headers['impersonate-uid'];
@@ -48,7 +48,10 @@ export function impersonatedUser(user: UserInfo, headers: IncomingHttpHeaders): 
       ? [{ user, verb: 'impersonate', apiGroup: 'authentication.k8s.io', resource: 'uids', name: uid }]
       : []),
   ];
-  for (const a of checks) if (!authorize(a).allowed) throw forbidden(a);
+  for (const a of checks) {
+    const d = authorizer.authorize(a);
+    if (!d.allowed) throw forbidden(a, d.reason);
+  }
   const impersonatedGroups =
     groups.length > 0 || sa === undefined
       ? groups

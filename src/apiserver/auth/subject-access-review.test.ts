@@ -2,7 +2,32 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../api-error.js';
 import type { KubeObject } from '../kube-object.js';
+import { BOOTSTRAP_POLICY_OBJECTS } from '../rbac/bootstrap-reconcile.js';
+import { RbacCache } from '../rbac/rbac-cache.js';
+import { RbacAuthorizer } from './authorizer.js';
 import { reviewSubjectAccess } from './subject-access-review.js';
+
+const RBAC = 'rbac.authorization.k8s.io';
+/** The bootstrap policy, and istiod's right to review tokens as Istio's chart grants it. */
+const AUTHORIZER = new RbacAuthorizer(
+  RbacCache.of([
+    ...BOOTSTRAP_POLICY_OBJECTS,
+    {
+      apiVersion: `${RBAC}/v1`,
+      kind: 'ClusterRole',
+      metadata: { name: 'istiod-clusterrole-istio-system' },
+      rules: [{ apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] }],
+    },
+    {
+      apiVersion: `${RBAC}/v1`,
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'istiod-clusterrole-istio-system' },
+      roleRef: { apiGroup: RBAC, kind: 'ClusterRole', name: 'istiod-clusterrole-istio-system' },
+      subjects: [{ kind: 'ServiceAccount', name: 'istiod', namespace: 'istio-system' }],
+    },
+  ]),
+);
+const review = (body: KubeObject): KubeObject => reviewSubjectAccess(body, AUTHORIZER);
 
 const sar = (spec: Record<string, unknown>, metadata: KubeObject['metadata'] = {}): KubeObject => ({
   apiVersion: 'authorization.k8s.io/v1',
@@ -10,7 +35,7 @@ const sar = (spec: Record<string, unknown>, metadata: KubeObject['metadata'] = {
   metadata,
   spec,
 });
-const status = (spec: Record<string, unknown>): unknown => reviewSubjectAccess(sar(spec))['status'];
+const status = (spec: Record<string, unknown>): unknown => review(sar(spec))['status'];
 
 test('a SubjectAccessReview answers from the same rules: istiod may create tokenreviews, with the reason', () => {
   assert.deepEqual(
@@ -64,7 +89,7 @@ test("the user's groups are taken as given: system:authenticated grants discover
 test("an invalid SubjectAccessReview is 422 with Kubernetes' field errors", () => {
   const invalid = (body: KubeObject, field: string, message: RegExp): void => {
     assert.throws(
-      () => reviewSubjectAccess(body),
+      () => review(body),
       (e: unknown) =>
         e instanceof ApiError &&
         e.code === 422 &&
@@ -94,7 +119,7 @@ test("an invalid SubjectAccessReview is 422 with Kubernetes' field errors", () =
   );
   assert.equal(
     (
-      reviewSubjectAccess(
+      review(
         sar(
           { user: 'a', resourceAttributes: { verb: 'get', resource: 'pods' } },
           JSON.parse('{"creationTimestamp":null}') as KubeObject['metadata'],

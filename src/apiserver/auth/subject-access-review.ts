@@ -7,8 +7,7 @@
  */
 import { ApiError, invalid, type StatusCause } from '../api-error.js';
 import type { KubeObject } from '../kube-object.js';
-import { authorize, type Attributes } from './authorizer.js';
-import { RBAC_POLICY, type PolicyBinding } from './rbac-policy.js';
+import type { Attributes, Authorizer } from './authorizer.js';
 import { isRecord } from '../../lib/record.js';
 
 const GROUP = 'authorization.k8s.io';
@@ -26,7 +25,7 @@ function strings(o: Record<string, unknown>, keys: readonly string[], where: str
 }
 
 /** The SubjectAccessReview `body` with its `status` filled in. Throws 400 for a malformed body, 422 for an invalid one. */
-export function reviewSubjectAccess(body: KubeObject, policy: readonly PolicyBinding[] = RBAC_POLICY): KubeObject {
+export function reviewSubjectAccess(body: KubeObject, authorizer: Authorizer): KubeObject {
   const spec = body['spec'] ?? {};
   if (!isRecord(spec)) throw badBody('spec is not an object');
   const { user, uid } = strings(spec, ['user', 'uid'], 'spec') as { user: string; uid: string };
@@ -85,7 +84,7 @@ export function reviewSubjectAccess(body: KubeObject, policy: readonly PolicyBin
     const r = strings(nra!, ['path', 'verb'], 'spec.nonResourceAttributes');
     attrs = { user: who, verb: r['verb']!, path: r['path']! };
   }
-  const d = authorize(attrs, policy);
+  const d = authorizer.authorize(attrs);
   return {
     ...body,
     apiVersion: `${GROUP}/v1`,

@@ -1,0 +1,372 @@
+/**
+ * Kubernetes' bootstrap ClusterRoles and ClusterRoleBindings, as kube-apiserver reconciles them into every
+ * cluster (kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go `ClusterRoles`,
+ * `ClusterRoleBindings`, rendered with the default feature gates as its testdata/cluster-roles.yaml and
+ * cluster-role-bindings.yaml show them): cluster-admin for `system:masters`; discovery, basic-user and public
+ * info for every authenticated user; the issuer-discovery URLs for every service account; the aggregated admin,
+ * edit and view roles with the rules they gather; and the roles of the node, the proxy, the scheduler, the
+ * controller manager and the other system components.
+ */
+import type { KubeObject } from '../kube-object.js';
+import {
+  EVENTS_RULE,
+  READ,
+  READ_WRITE,
+  WRITE,
+  aggregatedClusterRole,
+  clusterRole,
+  clusterRoleBinding,
+  group,
+  rule,
+  serviceAccount,
+  urlRule,
+  user,
+} from './policy-builders.js';
+
+const TO_ADMIN = 'rbac.authorization.k8s.io/aggregate-to-admin';
+const TO_EDIT = 'rbac.authorization.k8s.io/aggregate-to-edit';
+const TO_VIEW = 'rbac.authorization.k8s.io/aggregate-to-view';
+const CERTIFICATES = 'certificates.k8s.io';
+const STORAGE = 'storage.k8s.io';
+const RESOURCE = 'resource.k8s.io';
+const COORDINATION = 'coordination.k8s.io';
+const TOKEN_REVIEW = rule(['create'], ['authentication.k8s.io'], ['tokenreviews']);
+const SUBJECT_ACCESS_REVIEW = rule(['create'], ['authorization.k8s.io'], ['subjectaccessreviews']);
+
+const approver = (signer: string): KubeObject =>
+  clusterRole(`system:certificates.k8s.io:${signer.replace('kubernetes.io/', '')}-approver`, [
+    rule(['approve'], [CERTIFICATES], ['signers'], [signer]),
+  ]);
+
+export const BOOTSTRAP_CLUSTER_ROLES: readonly KubeObject[] = [
+  aggregatedClusterRole('admin', TO_ADMIN),
+  clusterRole('cluster-admin', [rule(['*'], ['*'], ['*']), urlRule(['*'], ['*'])]),
+  aggregatedClusterRole('edit', TO_EDIT, { [TO_ADMIN]: 'true' }),
+  clusterRole(
+    'system:aggregate-to-admin',
+    [
+      rule(['create'], ['authorization.k8s.io'], ['localsubjectaccessreviews']),
+      rule(READ_WRITE, ['rbac.authorization.k8s.io'], ['roles', 'rolebindings']),
+    ],
+    { [TO_ADMIN]: 'true' },
+  ),
+  clusterRole(
+    'system:aggregate-to-edit',
+    [
+      rule(READ, [''], ['pods/attach', 'pods/proxy', 'pods/exec', 'pods/portforward', 'secrets', 'services/proxy']),
+      rule(['impersonate'], [''], ['serviceaccounts']),
+      rule(WRITE, [''], ['pods', 'pods/attach', 'pods/proxy', 'pods/exec', 'pods/portforward']),
+      rule(['create'], [''], ['pods/eviction']),
+      rule(
+        WRITE,
+        [''],
+        [
+          'replicationcontrollers',
+          'replicationcontrollers/scale',
+          'serviceaccounts',
+          'services',
+          'services/proxy',
+          'persistentvolumeclaims',
+          'configmaps',
+          'secrets',
+        ],
+      ),
+      rule(['create'], [''], ['serviceaccounts/token']),
+      rule(WRITE, ['', 'events.k8s.io'], ['events']),
+      rule(
+        WRITE,
+        ['apps'],
+        [
+          'statefulsets',
+          'statefulsets/scale',
+          'daemonsets',
+          'deployments',
+          'deployments/scale',
+          'deployments/rollback',
+          'replicasets',
+          'replicasets/scale',
+        ],
+      ),
+      rule(WRITE, ['autoscaling'], ['horizontalpodautoscalers']),
+      rule(WRITE, ['batch'], ['jobs', 'cronjobs']),
+      rule(
+        WRITE,
+        ['extensions'],
+        [
+          'daemonsets',
+          'deployments',
+          'deployments/scale',
+          'deployments/rollback',
+          'ingresses',
+          'replicasets',
+          'replicasets/scale',
+          'replicationcontrollers/scale',
+          'networkpolicies',
+        ],
+      ),
+      rule(WRITE, ['policy'], ['poddisruptionbudgets']),
+      rule(WRITE, ['networking.k8s.io'], ['ingresses', 'networkpolicies']),
+      rule(READ_WRITE, [COORDINATION], ['leases']),
+      rule(WRITE, [RESOURCE], ['resourceclaims', 'resourceclaimtemplates']),
+    ],
+    { [TO_EDIT]: 'true' },
+  ),
+  clusterRole(
+    'system:aggregate-to-view',
+    [
+      rule(
+        READ,
+        [''],
+        [
+          'pods',
+          'replicationcontrollers',
+          'replicationcontrollers/scale',
+          'serviceaccounts',
+          'services',
+          'services/status',
+          'endpoints',
+          'persistentvolumeclaims',
+          'persistentvolumeclaims/status',
+          'configmaps',
+        ],
+      ),
+      rule(
+        READ,
+        [''],
+        [
+          'limitranges',
+          'resourcequotas',
+          'bindings',
+          'pods/status',
+          'resourcequotas/status',
+          'namespaces/status',
+          'replicationcontrollers/status',
+          'pods/log',
+        ],
+      ),
+      rule(READ, [''], ['namespaces']),
+      rule(READ, ['', 'events.k8s.io'], ['events']),
+      rule(READ, ['discovery.k8s.io'], ['endpointslices']),
+      rule(
+        READ,
+        ['apps'],
+        [
+          'controllerrevisions',
+          'statefulsets',
+          'statefulsets/status',
+          'statefulsets/scale',
+          'daemonsets',
+          'daemonsets/status',
+          'deployments',
+          'deployments/status',
+          'deployments/scale',
+          'replicasets',
+          'replicasets/status',
+          'replicasets/scale',
+        ],
+      ),
+      rule(READ, ['autoscaling'], ['horizontalpodautoscalers', 'horizontalpodautoscalers/status']),
+      rule(READ, ['batch'], ['jobs', 'cronjobs', 'cronjobs/status', 'jobs/status']),
+      rule(
+        READ,
+        ['extensions'],
+        [
+          'daemonsets',
+          'daemonsets/status',
+          'deployments',
+          'deployments/scale',
+          'deployments/status',
+          'ingresses',
+          'ingresses/status',
+          'replicasets',
+          'replicasets/scale',
+          'replicasets/status',
+          'replicationcontrollers/scale',
+          'networkpolicies',
+        ],
+      ),
+      rule(READ, ['policy'], ['poddisruptionbudgets', 'poddisruptionbudgets/status']),
+      rule(READ, ['networking.k8s.io'], ['ingresses', 'ingresses/status', 'networkpolicies']),
+      rule(READ, [RESOURCE], ['resourceclaims', 'resourceclaims/status', 'resourceclaimtemplates']),
+    ],
+    { [TO_VIEW]: 'true' },
+  ),
+  clusterRole('system:auth-delegator', [TOKEN_REVIEW, SUBJECT_ACCESS_REVIEW]),
+  clusterRole('system:basic-user', [
+    rule(['create'], ['authorization.k8s.io'], ['selfsubjectaccessreviews', 'selfsubjectrulesreviews']),
+    rule(['create'], ['authentication.k8s.io'], ['selfsubjectreviews']),
+  ]),
+  clusterRole('system:certificates.k8s.io:certificatesigningrequests:nodeclient', [
+    rule(['create'], [CERTIFICATES], ['certificatesigningrequests/nodeclient']),
+  ]),
+  clusterRole('system:certificates.k8s.io:certificatesigningrequests:selfnodeclient', [
+    rule(['create'], [CERTIFICATES], ['certificatesigningrequests/selfnodeclient']),
+  ]),
+  approver('kubernetes.io/kube-apiserver-client'),
+  approver('kubernetes.io/kube-apiserver-client-kubelet'),
+  approver('kubernetes.io/kubelet-serving'),
+  approver('kubernetes.io/legacy-unknown'),
+  clusterRole('system:discovery', [
+    urlRule(
+      ['get'],
+      [
+        '/livez',
+        '/readyz',
+        '/healthz',
+        '/version',
+        '/version/',
+        '/api',
+        '/api/*',
+        '/apis',
+        '/apis/*',
+        '/openapi',
+        '/openapi/*',
+      ],
+    ),
+  ]),
+  clusterRole('system:heapster', [
+    rule(READ, [''], ['events', 'pods', 'nodes', 'namespaces']),
+    rule(READ, ['extensions'], ['deployments']),
+  ]),
+  clusterRole('system:kube-aggregator', [rule(READ, [''], ['services', 'endpoints'])]),
+  clusterRole('system:kube-controller-manager', [
+    EVENTS_RULE,
+    rule(['create'], [COORDINATION], ['leases']),
+    rule(['get', 'update'], [COORDINATION], ['leases'], ['kube-controller-manager']),
+    rule(['create'], [''], ['secrets', 'serviceaccounts']),
+    rule(['delete'], [''], ['secrets']),
+    rule(['get'], [''], ['namespaces', 'secrets', 'serviceaccounts', 'configmaps']),
+    rule(['update'], [''], ['secrets', 'serviceaccounts']),
+    TOKEN_REVIEW,
+    SUBJECT_ACCESS_REVIEW,
+    rule(['list', 'watch'], ['*'], ['*']),
+    rule(['create'], [''], ['serviceaccounts/token']),
+  ]),
+  clusterRole('system:kube-dns', [rule(['list', 'watch'], [''], ['endpoints', 'services'])]),
+  clusterRole('system:kube-scheduler', [
+    EVENTS_RULE,
+    rule(['create'], [COORDINATION], ['leases']),
+    rule(['get', 'update', 'list', 'watch'], [COORDINATION], ['leases'], ['kube-scheduler']),
+    rule(READ_WRITE, [COORDINATION], ['leasecandidates']),
+    rule(READ, [''], ['nodes']),
+    rule(['get', 'list', 'watch', 'delete'], [''], ['pods']),
+    rule(['create'], [''], ['pods/binding', 'bindings']),
+    rule(['patch', 'update'], [''], ['pods/status']),
+    rule(READ, [''], ['replicationcontrollers', 'services']),
+    rule(READ, ['apps', 'extensions'], ['replicasets']),
+    rule(READ, ['apps'], ['statefulsets']),
+    rule(READ, ['policy'], ['poddisruptionbudgets']),
+    rule(READ, [''], ['persistentvolumeclaims', 'persistentvolumes']),
+    TOKEN_REVIEW,
+    SUBJECT_ACCESS_REVIEW,
+    rule(READ, [STORAGE], ['csinodes']),
+    rule(READ, [STORAGE], ['volumeattachments']),
+    rule(READ, [''], ['namespaces']),
+    rule(READ, [STORAGE], ['csidrivers']),
+    rule(READ, [STORAGE], ['csistoragecapacities']),
+    rule(READ, [RESOURCE], ['deviceclasses']),
+    rule([...READ, 'patch', 'update'], [RESOURCE], ['resourceclaims']),
+    rule([...READ, 'patch', 'update'], [RESOURCE], ['resourceclaims/status']),
+    rule(['update'], [''], ['pods/finalizers']),
+    rule(READ, [RESOURCE], ['resourceslices']),
+    rule(['create', 'delete'], [RESOURCE], ['resourceclaims']),
+  ]),
+  clusterRole('system:kubelet-api-admin', [
+    rule(READ, [''], ['nodes']),
+    rule(['proxy'], [''], ['nodes']),
+    rule(['*'], [''], ['nodes/proxy', 'nodes/metrics', 'nodes/stats', 'nodes/log']),
+    rule(['*'], [''], ['nodes/configz', 'nodes/healthz', 'nodes/pods']),
+  ]),
+  clusterRole('system:monitoring', [
+    urlRule(
+      ['get'],
+      ['/metrics', '/metrics/slis', '/livez', '/readyz', '/healthz', '/livez/*', '/readyz/*', '/healthz/*', '/statusz'],
+    ),
+    rule(['get'], [''], ['nodes/metrics']),
+  ]),
+  clusterRole('system:node', [
+    TOKEN_REVIEW,
+    rule(['create'], ['authorization.k8s.io'], ['subjectaccessreviews', 'localsubjectaccessreviews']),
+    rule(READ, [''], ['services']),
+    rule(['create', 'get', 'list', 'watch'], [''], ['nodes']),
+    rule(['update', 'patch'], [''], ['nodes/status']),
+    rule(['update', 'patch'], [''], ['nodes']),
+    EVENTS_RULE,
+    rule(READ, [''], ['pods']),
+    rule(['create', 'delete'], [''], ['pods']),
+    rule(['update', 'patch'], [''], ['pods/status']),
+    rule(['create'], [''], ['pods/eviction']),
+    rule(READ, [''], ['secrets', 'configmaps']),
+    rule(['get'], [''], ['persistentvolumeclaims', 'persistentvolumes']),
+    rule(['get'], [''], ['endpoints']),
+    rule(['create', 'get', 'list', 'watch'], [CERTIFICATES], ['certificatesigningrequests']),
+    rule(['get', 'create', 'update', 'patch', 'delete'], [COORDINATION], ['leases']),
+    rule(['get'], [STORAGE], ['volumeattachments']),
+    rule(['create'], [''], ['serviceaccounts/token']),
+    rule(['get', 'update', 'patch'], [''], ['persistentvolumeclaims/status']),
+    rule(READ, [STORAGE], ['csidrivers']),
+    rule(['create', 'delete', 'get', 'patch', 'update'], [STORAGE], ['csinodes']),
+    rule(READ, ['node.k8s.io'], ['runtimeclasses']),
+    rule(['get'], [RESOURCE], ['resourceclaims']),
+    rule(['deletecollection'], [RESOURCE], ['resourceslices']),
+    rule(['get'], [''], ['serviceaccounts']),
+  ]),
+  clusterRole('system:node-bootstrapper', [
+    rule(['create', 'get', 'list', 'watch'], [CERTIFICATES], ['certificatesigningrequests']),
+  ]),
+  clusterRole('system:node-problem-detector', [
+    rule(['get'], [''], ['nodes']),
+    rule(['patch'], [''], ['nodes/status']),
+    EVENTS_RULE,
+  ]),
+  clusterRole('system:node-proxier', [
+    rule(['list', 'watch'], [''], ['services', 'endpoints']),
+    rule(READ, [''], ['nodes']),
+    EVENTS_RULE,
+    rule(['list', 'watch'], ['networking.k8s.io'], ['servicecidrs']),
+    rule(['list', 'watch'], ['discovery.k8s.io'], ['endpointslices']),
+  ]),
+  clusterRole('system:persistent-volume-provisioner', [
+    rule(['get', 'list', 'watch', 'create', 'delete'], [''], ['persistentvolumes']),
+    rule(['get', 'list', 'watch', 'update'], [''], ['persistentvolumeclaims']),
+    rule(READ, [STORAGE], ['storageclasses']),
+    rule(['watch'], [''], ['events']),
+    EVENTS_RULE,
+  ]),
+  clusterRole('system:public-info-viewer', [
+    urlRule(['get'], ['/livez', '/readyz', '/healthz', '/version', '/version/']),
+  ]),
+  clusterRole('system:service-account-issuer-discovery', [
+    urlRule(
+      ['get'],
+      [
+        '/.well-known/openid-configuration',
+        '/.well-known/openid-configuration/',
+        '/openid/v1/jwks',
+        '/openid/v1/jwks/',
+      ],
+    ),
+  ]),
+  clusterRole('system:volume-scheduler', [
+    rule(['get', 'list', 'watch', 'update', 'patch'], [''], ['persistentvolumes']),
+    rule(READ, [STORAGE], ['storageclasses']),
+    rule(['get', 'list', 'watch', 'update', 'patch'], [''], ['persistentvolumeclaims']),
+  ]),
+  aggregatedClusterRole('view', TO_VIEW, { [TO_EDIT]: 'true' }),
+];
+
+export const BOOTSTRAP_CLUSTER_ROLE_BINDINGS: readonly KubeObject[] = [
+  clusterRoleBinding('cluster-admin', [group('system:masters')]),
+  clusterRoleBinding('system:basic-user', [group('system:authenticated')]),
+  clusterRoleBinding('system:discovery', [group('system:authenticated')]),
+  clusterRoleBinding('system:kube-controller-manager', [user('system:kube-controller-manager')]),
+  clusterRoleBinding('system:kube-dns', [serviceAccount('kube-system', 'kube-dns')]),
+  clusterRoleBinding('system:kube-scheduler', [user('system:kube-scheduler')]),
+  clusterRoleBinding('system:monitoring', [group('system:monitoring')]),
+  // Kept, without subjects, for compatibility: the node authorizer grants nodes their rights now.
+  clusterRoleBinding('system:node', []),
+  clusterRoleBinding('system:node-proxier', [user('system:kube-proxy')]),
+  clusterRoleBinding('system:public-info-viewer', [group('system:authenticated'), group('system:unauthenticated')]),
+  clusterRoleBinding('system:service-account-issuer-discovery', [group('system:serviceaccounts')]),
+  clusterRoleBinding('system:volume-scheduler', [user('system:kube-scheduler')]),
+];
