@@ -27,7 +27,7 @@ import { loadOrCreateClusterCredentials } from '../apiserver/auth/cluster-creden
 import { ClusterIpAllocator } from '../apiserver/cluster-ip-allocator.js';
 import { CNI_AGENT_DEFAULTS } from '../cni/agent/cni-agent-config.js';
 import { loadApiServerConfig } from '../apiserver/config.js';
-import { loadIstiodConfig } from '../istiod/config.js';
+import { ISTIOD_DEFAULTS, loadIstiodConfig } from '../istiod/config.js';
 import { PooledKubeConfig } from '../kube/pooled-kube-config.js';
 import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
@@ -347,6 +347,13 @@ export class Cluster {
       `Kubelets running; nodes registered: ${nodes.map((n) => n.name).join(', ')} (control plane: ${controlPlane.name})`,
     );
 
+    // istiod keeps its CA in istio-ca-secret, in its namespace: that comes first, as in Istio's install steps.
+    await kc
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: ISTIOD_DEFAULTS.podNamespace } } })
+      .catch((e: unknown) => {
+        if ((e as { code?: number }).code !== 409) throw e;
+      });
     const istiod = await Istiod.start(
       loadIstiodConfig({
         kubeconfig: credentials.kubeconfigPath,
