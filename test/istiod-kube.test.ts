@@ -11,6 +11,7 @@ import type { DeltaDiscoveryResponse } from '../src/api/envoy/service/discovery/
 import { AddressSchema } from '../src/api/istio/workload/workload_pb.js';
 import { AuthorizationSchema } from '../src/api/istio/security/authorization_pb.js';
 import type { ApiServer } from '../src/apiserver/api-server.js';
+import { writePluginCaDir } from '../src/lib/pki/plugin-ca-dir.js';
 import type { Istiod } from '../src/istiod/istiod.js';
 import { startApiServer, startIstiod } from './helpers/in-process.js';
 import { openStream } from './helpers/ads-stream.js';
@@ -372,9 +373,12 @@ describe('istiod on the Kubernetes API', () => {
     let late: Istiod | undefined;
     try {
       await api.stop();
+      // With a plug-in CA: one from istio-ca-secret would wait for the API.
+      await writePluginCaDir(path.join(dir, 'late-cacerts'));
       late = await startIstiod(undefined, path.join(dir, 'late-state'), {
         host: LATE_ISTIOD,
         kubeconfig: api.kubeconfigPath,
+        caDir: path.join(dir, 'late-cacerts'),
       });
       assert.equal((await fetch(`http://${LATE_ISTIOD}:${String(late.ports.monitoring)}/ready`)).status, 503);
       // Changes istiod cannot see: made against the same data by another server instance.

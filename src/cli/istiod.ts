@@ -27,11 +27,11 @@ export function istiodCommand(): Command {
     )
     .option(
       '--ca-dir <dir>',
-      'Istio plug-in CA files (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem); default: a self-signed root kept in the state dir',
+      'Istio plug-in CA files (ca-cert.pem, ca-key.pem, root-cert.pem, cert-chain.pem, or tls.crt, tls.key, ca.crt) (default: ROOT_CA_DIR or ./etc/cacerts when it holds them, else a self-signed root kept in the istio-ca-secret Secret with a Kubernetes API, in the state dir with --config-dir)',
     )
     .option(
       '--state-dir <dir>',
-      'where the generated root, the token issuer key and root-cert.pem live',
+      'where the token issuer key, root-cert.pem and (with --config-dir) the generated CA live',
       ISTIOD_DEFAULTS.stateDir,
     )
     .option('--grpc-address <host:port>', 'xDS and CA (gRPC over TLS)', ISTIOD_DEFAULTS.grpcAddress)

@@ -13,9 +13,9 @@
  *   `global.sds.token.aud` is not `istio-ca`, LOG_FORMAT=json for `--log_as_json`, `--log-level` for
  *   `--log_output_level`;
  * - its readiness is `/ready` on the monitoring port 15014 (pilot-discovery serves it on 8080);
- * - it keeps its self-signed CA in a state directory (an emptyDir, `/var/lib/amesh/istiod`) rather than in the
- *   `istio-ca-secret` Secret, and runs as uid 1337 (Istio's pilot image's user) since amesh's image serves every
- *   component;
+ * - it keeps its token-issuer key and published root in a state directory (an emptyDir, `/var/lib/amesh/istiod`);
+ *   its CA comes from where Istio's does (the `cacerts` mount, else the `istio-ca-secret` Secret). It runs as uid
+ *   1337 (Istio's pilot image's user) since amesh's image serves every component;
  * - the sidecar injector ConfigMap carries no injection templates and no MutatingWebhookConfiguration is rendered:
  *   amesh injects no sidecars. The `values` ConfigMap and gateway-class ConfigMaps are not rendered either.
  */
@@ -41,7 +41,7 @@ import { validationWebhook } from './render-base.js';
 import { meshConfig } from './mesh-config.js';
 import { at, type Tree } from './value-tree.js';
 
-/** Where amesh's istiod keeps its CA and token-issuer key in the pod. */
+/** Where amesh's istiod keeps its token-issuer key and published root in the pod. */
 const STATE_MOUNT = '/var/lib/amesh';
 /** The uid of Istio's pilot image. */
 const ISTIOD_UID = 1337;

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { loadIstiodConfig } from './config.js';
 
 test('--kubeconfig and --config-dir together are a config error', () => {
@@ -38,5 +39,22 @@ test("ServiceEntry address allocation: on by default with Istio's prefixes; PILO
   assert.throws(() => load({ PILOT_IP_AUTOALLOCATE_IPV4_PREFIX: '2001:2::/48' }), {
     code: 'AMESH_ERR_CONFIG',
     message: /PILOT_IP_AUTOALLOCATE_IPV4_PREFIX: "2001:2::\/48" is not an IPv4 prefix/,
+  });
+});
+
+test("the CA's settings: ROOT_CA_DIR (./etc/cacerts) unless --ca-dir, which must then hold a CA; POD_NAMESPACE; CITADEL_SELF_SIGNED_CA_CERT_TTL", () => {
+  const load = (env: Record<string, string>, caDir?: string): ReturnType<typeof loadIstiodConfig> =>
+    loadIstiodConfig({ configDir: 'examples/local-mesh', caDir }, env);
+  const defaults = load({});
+  assert.deepEqual(defaults.pluggedCa, { dir: path.resolve('etc/cacerts'), required: false });
+  assert.equal(defaults.podNamespace, 'istio-system');
+  assert.equal(defaults.selfSignedCa.rootTtlMs, 3650 * 24 * 3600_000);
+  assert.deepEqual(load({ ROOT_CA_DIR: '/etc/cacerts' }).pluggedCa, { dir: '/etc/cacerts', required: false });
+  assert.deepEqual(load({ ROOT_CA_DIR: '/etc/cacerts' }, '/srv/ca').pluggedCa, { dir: '/srv/ca', required: true });
+  assert.equal(load({ POD_NAMESPACE: 'mesh' }).podNamespace, 'mesh');
+  assert.equal(load({ CITADEL_SELF_SIGNED_CA_CERT_TTL: '48h' }).selfSignedCa.rootTtlMs, 48 * 3600_000);
+  assert.throws(() => load({ CITADEL_SELF_SIGNED_CA_CERT_TTL: '0s' }), {
+    code: 'AMESH_ERR_CONFIG',
+    message: /CITADEL_SELF_SIGNED_CA_CERT_TTL: "0s" must be longer than 0/,
   });
 });

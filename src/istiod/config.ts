@@ -40,6 +40,9 @@ const GRPC_LIMIT_DEFAULTS: GrpcLimits = Object.freeze({
   keepaliveTimeoutMs: 10_000,
 });
 
+/** istio_ca.go createSelfSignedCACertificateOptions: "Abort after 20 minutes". */
+const SELF_SIGNED_CA_LOAD_TIMEOUT_MS = 20 * 60_000;
+
 /** istiod's defaults, each Istio's own (istio `pilot/pkg/features/`, `security/pkg/server/ca/server.go`). */
 export const ISTIOD_DEFAULTS = Object.freeze({
   grpcAddress: `0.0.0.0:${ISTIOD_GRPC_PORT}`,
@@ -49,8 +52,14 @@ export const ISTIOD_DEFAULTS = Object.freeze({
   revision: 'default',
   /** With --config-dir: the embedded API server, on amesh apiserver's (and kube-apiserver's) secure port, loopback only. */
   apiserverAddress: '127.0.0.1:6443',
-  /** Where the generated root, the token issuer key and the published root live. */
+  /** Where the token issuer key, the published root and (without Kubernetes) the generated CA live. */
   stateDir: '.amesh/istiod',
+  /** ROOT_CA_DIR (pilot/pkg/bootstrap/istio_ca.go): the plug-in CA, where the chart mounts the `cacerts` Secret. */
+  pluggedCaDir: './etc/cacerts',
+  /** POD_NAMESPACE (pilot/pkg/bootstrap/options.go): where istio-ca-secret lives. */
+  podNamespace: 'istio-system',
+  /** CITADEL_SELF_SIGNED_CA_CERT_TTL (security/pkg/cmd/constants.go DefaultSelfSignedCACertTTL: 3650 days). */
+  selfSignedCaCertTtl: '87600h',
   tokenAudiences: 'istio-ca',
   trustedNodeAccounts: 'istio-system/ztunnel',
   workloadCertTtl: '24h',
@@ -72,7 +81,16 @@ export const ISTIOD_SERVING_NAMES = [
 
 export interface IstiodConfig {
   readonly configDir: string | undefined;
-  readonly caDir: string | undefined;
+  /** The plug-in CA directory: `--ca-dir` (then it must hold one), else ROOT_CA_DIR. */
+  readonly pluggedCa: { readonly dir: string; readonly required: boolean };
+  /** The self-signed CA kept in istio-ca-secret on Kubernetes. */
+  readonly selfSignedCa: {
+    readonly rootTtlMs: number;
+    /** How long istiod retries reading or creating the Secret before it gives up (Istio: 20 minutes). */
+    readonly loadTimeoutMs: number;
+  };
+  /** istiod's own namespace, where istio-ca-secret lives. */
+  readonly podNamespace: string;
   readonly stateDir: string;
   readonly trustDomain: string;
   readonly clusterId: string;
@@ -124,6 +142,12 @@ function positiveInt(env: Readonly<Record<string, string | undefined>>, name: st
   return n;
 }
 
+function positiveDuration(env: Readonly<Record<string, string | undefined>>, name: string, dflt: string): number {
+  const ms = parseDuration(env[name] || dflt, name);
+  if (ms <= 0) throw new MeshError('AMESH_ERR_CONFIG', `${name}: "${env[name] ?? ''}" must be longer than 0`);
+  return ms;
+}
+
 /** The allocation prefixes, checked only when allocation is on, as istiod checks them (pilot/pkg/bootstrap/server.go). */
 function ipAutoallocate(env: Readonly<Record<string, string | undefined>>): IstiodConfig['ipAutoallocate'] {
   if (!envGoBool(env, 'PILOT_ENABLE_IP_AUTOALLOCATE', ISTIOD_DEFAULTS.ipAutoallocate)) return undefined;
@@ -166,7 +190,15 @@ export function loadIstiodConfig(
   }
   const cfg: IstiodConfig = {
     configDir: flags.configDir === undefined ? undefined : path.resolve(flags.configDir),
-    caDir: flags.caDir,
+    pluggedCa: Object.freeze({
+      dir: path.resolve(flags.caDir ?? (env['ROOT_CA_DIR'] || ISTIOD_DEFAULTS.pluggedCaDir)),
+      required: flags.caDir !== undefined,
+    }),
+    selfSignedCa: Object.freeze({
+      rootTtlMs: positiveDuration(env, 'CITADEL_SELF_SIGNED_CA_CERT_TTL', ISTIOD_DEFAULTS.selfSignedCaCertTtl),
+      loadTimeoutMs: SELF_SIGNED_CA_LOAD_TIMEOUT_MS,
+    }),
+    podNamespace: env['POD_NAMESPACE'] || ISTIOD_DEFAULTS.podNamespace,
     stateDir: path.resolve(flags.stateDir ?? ISTIOD_DEFAULTS.stateDir),
     trustDomain: parseTrustDomain(env['TRUST_DOMAIN']),
     clusterId: env['CLUSTER_ID'] ?? 'Kubernetes',

@@ -5,14 +5,9 @@ import { Registry as MetricsRegistry, collectDefaultMetrics, Gauge } from 'prom-
 import { IstioCertificateService } from '../api/istio/v1/auth/ca_pb.js';
 import { AggregatedDiscoveryService } from '../api/envoy/service/discovery/v3/discovery_pb.js';
 import { grpcServiceDefinition } from '../lib/grpc-service.js';
-import {
-  CertificateAuthority,
-  issueServingCertificate,
-  PLUGIN_CA_FILES,
-  writePluginCaDir,
-} from '../lib/pki/certificate-authority.js';
+import { issueServingCertificate } from '../lib/pki/certificate-authority.js';
 import { ensurePrivateDir } from '../lib/pki/private-files.js';
-import { isMeshError, MeshError } from '../lib/errors.js';
+import { MeshError } from '../lib/errors.js';
 import { startHttpServer, boundPort } from '../lib/http-server.js';
 import type { LogControl } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
@@ -27,6 +22,7 @@ import { CaServer } from './ca/ca-server.js';
 import { authenticationInterceptor } from './ca/authentication-interceptor.js';
 import { startGrpcServer } from './grpc-server.js';
 import { LocalIssuer } from './ca/local-issuer.js';
+import { loadSigningCa } from './ca/signing-ca-source.js';
 import { ConfigStore } from './registry/config-store.js';
 import { KubeSource } from './registry/kube-source.js';
 import { ConfigDirApi } from './registry/config-dir-api.js';
@@ -40,25 +36,6 @@ import { ValidatingWebhookController } from './webhook/validating-webhook-contro
 const SERVING_CERT_TTL_SECONDS = 365 * 24 * 3600;
 /** The published trust anchor, for clients' XDS_ROOT_CA / CA_ROOT_CA. */
 export const ROOT_CERT_FILE = 'root-cert.pem';
-
-/** Loads the plug-in CA from `--ca-dir`, or a self-signed one created once in the state directory. */
-async function loadSigningCa(cfg: IstiodConfig): Promise<CertificateAuthority> {
-  if (cfg.caDir !== undefined) return CertificateAuthority.fromPluginDir(cfg.caDir);
-  const dir = path.join(cfg.stateDir, 'ca');
-  const exists = await access(path.join(dir, PLUGIN_CA_FILES.caKey)).then(
-    () => true,
-    () => false,
-  );
-  if (!exists) {
-    try {
-      await writePluginCaDir(dir, cfg.trustDomain);
-    } catch (e) {
-      if (isMeshError(e)) throw e;
-      throw new MeshError('ISTIOD_ERR_STATE', `cannot create the self-signed CA in ${dir}: ${(e as Error).message}`);
-    }
-  }
-  return CertificateAuthority.fromPluginDir(dir);
-}
 
 /** Stops each of `started`, last started first, waiting for each. */
 async function stopAll(started: readonly { stop(): unknown }[]): Promise<void> {
@@ -97,7 +74,7 @@ export class Istiod {
       );
     }
     await ensurePrivateDir(cfg.stateDir, 'ISTIOD_ERR_STATE', 'istiod state directory');
-    const ca = await loadSigningCa(cfg);
+    const { ca, source: caSource } = await loadSigningCa(cfg, logs.scope('ca'));
     const rootCertPath = path.join(cfg.stateDir, ROOT_CERT_FILE);
     await writeFile(rootCertPath, ca.rootBundlePem, { mode: 0o644 });
     const issuer = await LocalIssuer.loadOrCreate(cfg.stateDir);
@@ -247,6 +224,7 @@ export class Istiod {
           monitoring: ist.ports.monitoring,
           webhook: ist.ports.webhook,
           root: rootCertPath,
+          ca: caSource,
           configDir: cfg.configDir,
           kube: kubeConfig.getCurrentCluster()?.server,
           kubeconfig: ist.kubeconfigPath,

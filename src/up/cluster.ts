@@ -350,7 +350,8 @@ export class Cluster {
       `Kubelets running; nodes registered: ${nodes.map((n) => n.name).join(', ')} (control plane: ${controlPlane.name})`,
     );
 
-    // Istio's charts as an installer applies them: istiod's RBAC, and with the ambient data plane istio-cni's.
+    // Istio's charts as an installer applies them: the namespace (istiod keeps its CA in istio-ca-secret there),
+    // istiod's RBAC, and with the ambient data plane istio-cni's.
     await kc
       .makeApiClient(CoreV1Api)
       .createNamespace({ body: { metadata: { name: ISTIO_NAMESPACE } } })

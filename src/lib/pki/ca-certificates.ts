@@ -9,6 +9,7 @@
  * re-serialises keeping each attribute's string type; `exactSubjectName` checks that those bytes occur verbatim in
  * the certificate and refuses the CA otherwise.
  */
+import { KeyObject } from 'node:crypto';
 import { MeshError } from '../errors.js';
 import { CLOCK_SKEW_GRACE_MS, randomSerial, SELF_SIGNED_ROOT_TTL_MS } from './issue-policy.js';
 import { x509, subtle, EC_P256 } from './x509.js';
@@ -36,15 +37,18 @@ const caKeyUsages = (): x509.KeyUsagesExtension =>
     true,
   );
 
-/** A new self-signed ECDSA P-256 root named `name`. */
-export async function createSelfSignedRoot(name: string): Promise<{ cert: x509.X509Certificate; keys: CryptoKeyPair }> {
+/** A new self-signed ECDSA P-256 root named `name`, valid for `ttlMs` (Istio's default: 10 years). */
+export async function createSelfSignedRoot(
+  name: string,
+  ttlMs = SELF_SIGNED_ROOT_TTL_MS,
+): Promise<{ cert: x509.X509Certificate; keys: CryptoKeyPair }> {
   const keys = await subtle.generateKey(EC_P256, true, ['sign', 'verify']);
   const now = Date.now();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: randomSerial(),
     name,
     notBefore: new Date(now - CLOCK_SKEW_GRACE_MS),
-    notAfter: new Date(now + SELF_SIGNED_ROOT_TTL_MS),
+    notAfter: new Date(now + ttlMs),
     keys,
     signingAlgorithm: EC_P256,
     extensions: [
@@ -54,6 +58,18 @@ export async function createSelfSignedRoot(name: string): Promise<{ cert: x509.X
     ],
   });
   return { cert, keys };
+}
+
+/** A new self-signed root as `createSelfSignedRoot` makes it, as PEM: the certificate and its PKCS#8 key. */
+export async function createSelfSignedRootPem(
+  name: string,
+  ttlMs: number,
+): Promise<{ readonly certPem: string; readonly keyPem: string }> {
+  const { cert, keys } = await createSelfSignedRoot(name, ttlMs);
+  return {
+    certPem: cert.toString('pem') + '\n',
+    keyPem: KeyObject.from(keys.privateKey).export({ type: 'pkcs8', format: 'pem' }) as string,
+  };
 }
 
 /** A new P-256 intermediate CA (path length 0) named `subject`, signed by `root`. */

@@ -18,7 +18,8 @@ import {
 import { CLOCK_SKEW_GRACE_MS, randomSerial } from './issue-policy.js';
 import { parseCsrPem } from './parse-csr.js';
 import { pemEncode } from './pem.js';
-import { readPluginCaDir, type PluginCa } from './plugin-ca-dir.js';
+import { readPluginCaDir } from './plugin-ca-dir.js';
+import type { SigningCa } from './signing-ca.js';
 
 export { PLUGIN_CA_FILES, writePluginCaDir } from './plugin-ca-dir.js';
 export { csrUriSans } from './parse-csr.js';
@@ -60,7 +61,7 @@ const generateEcKeyPair = promisify(generateKeyPair);
 export class CertificateAuthority {
   private readonly caNotAfter: number;
 
-  private constructor(private readonly ca: PluginCa) {
+  private constructor(private readonly ca: SigningCa) {
     this.caNotAfter = Date.parse(ca.caCert.validTo);
   }
 
@@ -69,9 +70,14 @@ export class CertificateAuthority {
     return this.ca.rootBundlePem;
   }
 
-  /** Loads and verifies Istio's plug-in CA files from `dir` (errors: ZT_ERR_CA_FILES, naming the file). */
+  /** Loads and verifies Istio's plug-in CA files from `dir` (either layout; errors: ZT_ERR_CA_FILES, naming the file). */
   static async fromPluginDir(dir: string): Promise<CertificateAuthority> {
     return new CertificateAuthority(await readPluginCaDir(dir));
+  }
+
+  /** A CA checked by `verifySigningCa` (signing-ca.ts). */
+  static fromSigningCa(ca: SigningCa): CertificateAuthority {
+    return new CertificateAuthority(ca);
   }
 
   /** A new self-signed ECDSA P-256 root that signs leaves directly. */

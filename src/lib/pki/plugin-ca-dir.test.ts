@@ -6,7 +6,13 @@ import path from 'node:path';
 import { isMeshError, type ErrorCode } from '../errors.js';
 import { CertificateAuthority } from './certificate-authority.js';
 import { createKeyAndCsr } from './csr.js';
-import { PLUGIN_CA_FILES, readPluginCaDir, writePluginCaDir } from './plugin-ca-dir.js';
+import {
+  inspectPluginCaDir,
+  PLUGIN_CA_FILES,
+  readPluginCaDir,
+  TLS_SECRET_CA_FILES,
+  writePluginCaDir,
+} from './plugin-ca-dir.js';
 import { ensurePrivateDir } from './private-files.js';
 
 async function withDirs(fn: (a: string, b: string, base: string) => Promise<void>): Promise<void> {
@@ -33,6 +39,41 @@ test('a directory written by create-ca loads: ca-cert chains to root-cert throug
     const ca = await readPluginCaDir(a);
     assert.equal(ca.intermediatesPem.length, 1);
     assert.equal(ca.caCert.subject, 'O=Istio\nCN=Intermediate CA\nL=cluster.local');
+  });
+});
+
+test("a kubernetes.io/tls Secret's files (tls.crt, tls.key, ca.crt) are read in place of Istio's when tls.crt is there", async () => {
+  await withDirs(async (a, b, base) => {
+    const tls = path.join(base, 'tls');
+    await mkdir(tls);
+    await copyFile(path.join(a, PLUGIN_CA_FILES.caCert), path.join(tls, TLS_SECRET_CA_FILES.caCert));
+    await copyFile(path.join(a, PLUGIN_CA_FILES.caKey), path.join(tls, TLS_SECRET_CA_FILES.caKey));
+    // Istio's files of another CA beside them are ignored.
+    for (const f of Object.values(PLUGIN_CA_FILES)) await copyFile(path.join(b, f), path.join(tls, f));
+    assert.deepEqual(await inspectPluginCaDir(tls), {
+      form: 'tls',
+      names: { caCert: 'tls.crt', caKey: 'tls.key', rootCert: 'ca.crt', certChain: 'tls.crt' },
+      present: ['tls.crt', 'tls.key'],
+      missing: ['ca.crt'],
+    });
+    await refused(
+      readPluginCaDir(tls),
+      'ZT_ERR_CA_FILES',
+      /ca\.crt: cannot read it .*needs tls\.crt, tls\.key, ca\.crt/,
+    );
+    await copyFile(path.join(a, PLUGIN_CA_FILES.rootCert), path.join(tls, TLS_SECRET_CA_FILES.rootCert));
+    const ca = await readPluginCaDir(tls);
+    assert.equal(ca.rootBundlePem, await readFile(path.join(a, PLUGIN_CA_FILES.rootCert), 'utf8'));
+    assert.deepEqual(ca.intermediatesPem, [await readFile(path.join(a, PLUGIN_CA_FILES.caCert), 'utf8')]);
+  });
+});
+
+test('a directory that does not exist holds no plug-in CA file', async () => {
+  assert.deepEqual(await inspectPluginCaDir(path.join(tmpdir(), 'amesh-no-such-dir', 'cacerts')), {
+    form: 'istio',
+    names: PLUGIN_CA_FILES,
+    present: [],
+    missing: Object.values(PLUGIN_CA_FILES),
   });
 });
 
