@@ -141,16 +141,13 @@ test('a revision names istiod’s objects after it', () => {
   assert.equal(env(find(all, 'Deployment', 'istiod-canary'))['REVISION'], 'canary');
 });
 
-test('Istio’s CRDs come from the function given, relabelled, first in the manifest', () => {
-  const crd: RenderedObject = {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: 'gateways.networking.istio.io', labels: { old: 'x' } },
-  };
-  const { sets } = generateManifest({ files: [], sets: [], crds: () => [crd] });
-  const base = sets[0]!.objects;
-  assert.equal(base[0]!.kind, 'CustomResourceDefinition');
-  assert.equal(base[0]!.metadata.labels?.['app.kubernetes.io/part-of'], 'istio');
-  assert.equal(base[0]!.metadata.labels?.['old'], undefined);
-  assert.deepEqual(crd.metadata.labels, { old: 'x' }, 'the given CRD is not changed');
+test("Istio's CRDs, relabelled with the chart's labels, come first in the manifest", () => {
+  const { sets } = generateManifest({ files: [], sets: [] });
+  const crds = sets[0]!.objects.filter((o) => o.kind === 'CustomResourceDefinition');
+  assert.equal(sets[0]!.objects[0]!.kind, 'CustomResourceDefinition');
+  assert.ok(crds.some((c) => c.metadata.name === 'authorizationpolicies.security.istio.io'));
+  for (const c of crds) {
+    assert.equal(c.metadata.labels?.['app.kubernetes.io/part-of'], 'istio', c.metadata.name);
+    assert.equal(c.metadata.labels?.['heritage'], undefined, c.metadata.name);
+  }
 });

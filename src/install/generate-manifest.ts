@@ -31,11 +31,7 @@ export interface GeneratedManifest {
 export interface GenerateInputs {
   readonly files: readonly InputFile[];
   readonly sets: readonly SetFlag[];
-  /** Istio's CustomResourceDefinitions, rendered by the base component; none when absent. */
-  readonly crds?: () => readonly RenderedObject[];
 }
-
-const NO_CRDS = (): readonly RenderedObject[] => [];
 
 export function generateManifest(inputs: GenerateInputs): GeneratedManifest {
   const iop = mergeIstioOperator(inputs.files, inputs.sets);
@@ -49,7 +45,7 @@ export function generateManifest(inputs: GenerateInputs): GeneratedManifest {
     let objects: RenderedObject[];
     switch (c.component.chart) {
       case 'base':
-        objects = renderBase(values, inputs.crds ?? NO_CRDS);
+        objects = renderBase(values);
         break;
       case 'istiod':
         objects = renderIstiod(values, c.namespace);

@@ -5,9 +5,11 @@
  * webhook `validation.istio.io`, only when `defaultRevision` is set: istioctl's default profile sets it to ""), and
  * the `istio-reader-service-account` ServiceAccount (reader-serviceaccount.yaml).
  *
- * The CRDs come from the function the caller gives (`crds`), Istio's CRDs as amesh's API server knows them; without
- * one, none are rendered. Not rendered: the experimental stable-channel ValidatingAdmissionPolicy.
+ * The CRDs are those amesh's API server validates Istio's kinds with (src/apiserver/schema), generated from
+ * istio/api's protos as crd-all.gen.yaml is. Not rendered: the experimental stable-channel
+ * ValidatingAdmissionPolicy.
  */
+import { istioCustomResourceDefinitions } from '../apiserver/schema/custom-resource-definitions.js';
 import { isRecord } from '../lib/record.js';
 import { RELEASE, istioLabels, textAt, truthy, type RenderedObject } from './chart-helpers.js';
 import { at, cloneValue, type Tree } from './value-tree.js';
@@ -47,7 +49,7 @@ export function validationWebhook(values: Tree, name: string, service: string): 
   };
 }
 
-export function renderBase(values: Tree, crds: () => readonly RenderedObject[]): RenderedObject[] {
+export function renderBase(values: Tree): RenderedObject[] {
   const scope = at(values, 'global.resourceScope');
   const cluster = scope === 'all' || scope === 'cluster';
   const namespaced = scope === 'all' || scope === 'namespace';
@@ -56,7 +58,7 @@ export function renderBase(values: Tree, crds: () => readonly RenderedObject[]):
   if (cluster) {
     const excluded = new Set(at(values, 'base.excludedCRDs') as string[]);
     const templated = at(values, 'base.enableCRDTemplates') === true;
-    for (const crd of crds()) {
+    for (const crd of istioCustomResourceDefinitions() as RenderedObject[]) {
       if (templated && excluded.has(crd.metadata.name)) continue;
       const copy = cloneValue(crd);
       out.push(templated ? { ...copy, metadata: { ...copy.metadata, labels: { ...labels } } } : copy);
