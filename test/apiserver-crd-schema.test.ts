@@ -64,6 +64,10 @@ describe("kubectl 1.32 against the CRD schemas of Istio's kinds", { skip: kubect
     assert.match(warn.stderr, /Warning: unknown field "spec\.foo"/);
     const stored = JSON.parse(await ok('get', 'ap', 'extra', '-o', 'json')) as { spec: unknown };
     assert.deepEqual(stored.spec, { action: 'DENY', rules: [{ to: [{ operation: {} }] }] });
+    const other = policy('ignored', { action: 'DENY', foo: 1 });
+    const ignored = await kubectl('apply', '-f', await file('ignored.yaml', other), '--validate=false');
+    assert.equal(ignored.status, 0, ignored.stderr);
+    assert.doesNotMatch(ignored.stderr, /Warning/);
   });
 
   test('a patch that breaks the schema is refused; a changed apply of a custom resource goes through as a merge patch', async () => {
