@@ -64,6 +64,10 @@ describe("kubectl 1.32 against the CRD schemas of Istio's kinds", { skip: kubect
     assert.match(warn.stderr, /Warning: unknown field "spec\.foo"/);
     const stored = JSON.parse(await ok('get', 'ap', 'extra', '-o', 'json')) as { spec: unknown };
     assert.deepEqual(stored.spec, { action: 'DENY', rules: [{ to: [{ operation: {} }] }] });
+    const other = policy('ignored', { action: 'DENY', foo: 1 });
+    const ignored = await kubectl('apply', '-f', await file('ignored.yaml', other), '--validate=false');
+    assert.equal(ignored.status, 0, ignored.stderr);
+    assert.doesNotMatch(ignored.stderr, /Warning/);
   });
 
   test('a patch that breaks the schema is refused; a changed apply of a custom resource goes through as a merge patch', async () => {
@@ -86,7 +90,7 @@ describe("kubectl 1.32 against the CRD schemas of Istio's kinds", { skip: kubect
     assert.match(await ok('explain', 'virtualservices.spec.http.timeout'), /FIELD: timeout <string>/);
   });
 
-  test("Istio's CRDs apply (server dry run first), a served kind's is Established for kubectl wait, another's is stored not served", async () => {
+  test("Istio's CRDs apply (server dry run first) and are Established for kubectl wait; a kind not built in is then served", async () => {
     const crds = await file(
       'crds.yaml',
       istioCustomResourceDefinitions()
@@ -99,26 +103,81 @@ describe("kubectl 1.32 against the CRD schemas of Istio's kinds", { skip: kubect
     );
     const applied = await ok('apply', '-f', crds);
     assert.equal(applied.match(/ created$/gm)?.length, 15);
-    assert.match(
-      await ok(
-        'wait',
-        '--for',
-        'condition=established',
-        'crd/authorizationpolicies.security.istio.io',
-        '--timeout=10s',
-      ),
-      /condition met/,
-    );
+    for (const name of ['authorizationpolicies.security.istio.io', 'envoyfilters.networking.istio.io'])
+      assert.match(await ok('wait', '--for', 'condition=established', `crd/${name}`, '--timeout=10s'), /condition met/);
     const ef = JSON.parse(await ok('get', 'crd', 'envoyfilters.networking.istio.io', '-o', 'json')) as {
-      status: { conditions: { type: string; status: string; reason: string }[] };
+      status: { conditions: { type: string; status: string }[]; acceptedNames: { kind: string } };
     };
     assert.deepEqual(
-      ef.status.conditions.map((c) => [c.type, c.status, c.reason]),
+      ef.status.conditions.map((c) => [c.type, c.status]),
       [
-        ['NamesAccepted', 'True', 'NoConflicts'],
-        ['Established', 'False', 'NotServed'],
+        ['NamesAccepted', 'True'],
+        ['Established', 'True'],
       ],
     );
+    assert.equal(ef.status.acceptedNames.kind, 'EnvoyFilter');
     assert.match(await ok('apply', '-f', crds), /authorizationpolicies\.security\.istio\.io unchanged/);
+
+    const filter = (patch: object): string =>
+      stringify({
+        apiVersion: 'networking.istio.io/v1alpha3',
+        kind: 'EnvoyFilter',
+        metadata: { name: 'ef', namespace: 'default' },
+        spec: { configPatches: [{ applyTo: 'HTTP_FILTER', patch }] },
+      });
+    const bad = await kubectl('apply', '-f', await file('ef-bad.yaml', filter({ operation: 'SMASH' })));
+    assert.match(bad.stderr, /spec\.configPatches\[0\]\.patch\.operation: Unsupported value: "SMASH"/);
+    assert.match(
+      await ok('apply', '-f', await file('ef.yaml', filter({ operation: 'MERGE' }))),
+      /envoyfilter\.networking\.istio\.io\/ef created/,
+    );
+    assert.match(await ok('get', 'envoyfilters'), /^ef\s/m);
+    assert.match(await ok('explain', 'envoyfilters.spec.configPatches.applyTo'), /ENUM:/);
+  });
+
+  test('a CRD of your own is served from its schema, and deleting it deletes its objects', async () => {
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'widgets.example.com' },
+      spec: {
+        group: 'example.com',
+        scope: 'Namespaced',
+        names: { plural: 'widgets', kind: 'Widget', shortNames: ['wd'] },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            subresources: { status: {} },
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: {
+                  spec: {
+                    type: 'object',
+                    required: ['size'],
+                    properties: { size: { type: 'integer', minimum: 1 }, color: { type: 'string', default: 'blue' } },
+                  },
+                },
+              },
+            },
+          },
+        ],
+      },
+    };
+    await ok('apply', '-f', await file('widget-crd.yaml', stringify(crd)));
+    await ok('wait', '--for', 'condition=established', 'crd/widgets.example.com', '--timeout=10s');
+    const widget = (spec: object): string =>
+      stringify({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'default' }, spec });
+    const bad = await kubectl('apply', '-f', await file('w-bad.yaml', widget({ size: 0 })));
+    assert.match(bad.stderr, /spec\.size: Invalid value: 0: spec\.size in body should be greater than or equal to 1/);
+    await ok('apply', '-f', await file('w.yaml', widget({ size: 3 })));
+    const stored = JSON.parse(await ok('get', 'wd', 'w', '-o', 'json')) as { spec: unknown };
+    assert.deepEqual(stored.spec, { size: 3, color: 'blue' });
+    await ok('delete', 'crd', 'widgets.example.com');
+    await ok('apply', '-f', path.join(dir, 'widget-crd.yaml'));
+    await ok('wait', '--for', 'condition=established', 'crd/widgets.example.com', '--timeout=10s');
+    assert.equal(await ok('get', 'widgets', '-A', '-o', 'name'), '');
   });
 });

@@ -20,7 +20,8 @@ import { WebhookAdmission } from './admission/webhook-admission.js';
 import { bootstrapCluster } from './bootstrap.js';
 import { ClusterIpAllocator } from './cluster-ip-allocator.js';
 import { NodePortAllocator } from './node-port-allocator.js';
-import { KINDS, findKind } from './kinds.js';
+import { findKind, servedKinds } from './kinds.js';
+import { CustomResourceDefinitionController } from './custom-resource-definition-controller.js';
 import type { KindInfo } from './kind-info.js';
 import { ApiError } from './api-error.js';
 import type { KubeObject } from './kube-object.js';
@@ -75,6 +76,7 @@ export class ApiServer {
     private readonly gc: GarbageCollector,
     private readonly rbac: RbacCache,
     private readonly aggregation: ClusterRoleAggregation,
+    private readonly crds: CustomResourceDefinitionController,
     private readonly credentials: ClusterCredentials,
     private readonly log: Logger,
   ) {}
@@ -211,6 +213,8 @@ export class ApiServer {
     server.on('request', handler);
     server.on('tlsClientError', (e: Error) => log.debug({ err: e.message }, 'TLS handshake failed'));
     gc.start();
+    const crds = new CustomResourceDefinitionController(store, logs.scope('crd'));
+    await crds.start();
     // The EndpointSlice needs an address: a wildcard or a name listens on loopback too.
     const host = isIP(cfg.listen.host) === 0 ? '127.0.0.1' : loopbackForWildcard(cfg.listen.host);
     await bootstrapCluster(store, { serviceIp: clusterIps.kubernetesServiceIp, host, port }, log);
@@ -221,18 +225,19 @@ export class ApiServer {
       {
         url: credentials.serverUrl,
         kubeconfig: credentials.kubeconfigPath,
-        kinds: KINDS.length,
+        kinds: servedKinds().length,
         revision: storage.revision(),
       },
       'API server ready',
     );
-    return new ApiServer(server, storage, gc, rbac, aggregation, credentials, log);
+    return new ApiServer(server, storage, gc, rbac, aggregation, crds, credentials, log);
   }
 
   async stop(): Promise<void> {
     this.gc.stop();
     this.rbac.stop();
     await this.aggregation.stop();
+    await this.crds.stop();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await this.storage.close();

@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../lib/log.js';
 import { ApiError } from './api-error.js';
-import { KINDS, findKind, kindOfObject } from './kinds.js';
+import { findKind, kindOfObject, servedKinds } from './kinds.js';
 import type { KindInfo } from './kind-info.js';
 import type { KubeObject } from './kube-object.js';
 import { FOREGROUND_DELETION, type ResourceStore } from './resource-store.js';
@@ -203,7 +203,7 @@ export class GarbageCollector {
   private enqueueNamespace(name: string): void {
     this.enqueue(async () => {
       let remaining = 0;
-      for (const k of KINDS) {
+      for (const k of servedKinds()) {
         if (!k.namespaced || k.review) continue;
         for (const o of this.store.list(k, name).items) {
           if (o.metadata.deletionTimestamp === undefined) await this.deleteQuietly(k, o);

@@ -1,3 +1,4 @@
+import type { JsonSchema } from './schema/json-schema.js';
 import type { Strategy } from './strategies/strategy.js';
 
 /** What a kind serves under `<object>/<subresource>` besides the object itself. */
@@ -20,4 +21,6 @@ export interface KindInfo {
   /** Create-only review kinds (TokenReview, SubjectAccessReview): answered, never stored. */
   readonly review: boolean;
   readonly strategy: Strategy | undefined;
+  /** A kind served from a stored CustomResourceDefinition: its schema (built-in custom kinds find theirs by name). */
+  readonly schema?: JsonSchema;
 }

@@ -404,7 +404,7 @@ const ENTRIES: KindEntry[] = [
     shortNames: ['crd', 'crds'],
     categories: ['api-extensions'],
     subresources: ['status'],
-    strategy: customResourceDefinitionStrategy((group, version, plural) => findKind(group, version, plural)),
+    strategy: customResourceDefinitionStrategy,
   },
 ];
 
@@ -432,14 +432,38 @@ export function apiVersionOf(k: KindInfo): string {
   return k.group === '' ? k.version : `${k.group}/${k.version}`;
 }
 
+/** Kinds served from stored CustomResourceDefinitions, after the built-in ones (see `setDefinedKinds`). */
+let served: readonly KindInfo[] = KINDS;
+let servedRevision = 0;
+
+/** Every kind served now: the built-in ones, then those of stored CustomResourceDefinitions. */
+export function servedKinds(): readonly KindInfo[] {
+  return served;
+}
+
+/** Counts changes of `servedKinds()`, for what is built from it (the OpenAPI documents). */
+export function servedKindsRevision(): number {
+  return servedRevision;
+}
+
+/**
+ * Serves these kinds beside the built-in ones, in place of those set before (the custom resource definitions
+ * controller sets them from the stored CRDs). A kind the server has built in is never replaced.
+ */
+export function setDefinedKinds(kinds: readonly KindInfo[]): void {
+  const added = kinds.filter((k) => !KINDS.some((b) => b.group === k.group && b.plural === k.plural));
+  served = Object.freeze([...KINDS, ...added]);
+  servedRevision++;
+}
+
 /** The kind serving `plural` in `group`/`version`, if any. */
 export function findKind(group: string, version: string, plural: string): KindInfo | undefined {
-  return KINDS.find((k) => k.group === group && k.version === version && k.plural === plural);
+  return served.find((k) => k.group === group && k.version === version && k.plural === plural);
 }
 
 /** The kind an object names with its `apiVersion` and `kind`, if served. */
 export function kindOfObject(apiVersion: string, kind: string): KindInfo | undefined {
-  return KINDS.find((k) => apiVersionOf(k) === apiVersion && k.kind === kind);
+  return served.find((k) => apiVersionOf(k) === apiVersion && k.kind === kind);
 }
 
 /**

@@ -116,7 +116,13 @@ def schemas(api_client, ns):
         "metadata": {"name": "peerauthentications.security.istio.io"},
         "spec": {"group": "security.istio.io", "scope": "Namespaced", "names": {"plural": "peerauthentications", "kind": "PeerAuthentication"},
                  "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    crd = ext.read_custom_resource_definition("peerauthentications.security.istio.io")
+    # The conditions are the server's controller's: watch for them, as kubectl wait does.
+    crd = None
+    w = watch.Watch()
+    for ev in w.stream(ext.list_custom_resource_definition, field_selector="metadata.name=peerauthentications.security.istio.io", timeout_seconds=10):
+        if ev["object"].status.conditions:
+            crd = ev["object"]
+            w.stop()
     out["established"] = [[c.type, c.status] for c in crd.status.conditions]
     out["accepted_kind"] = crd.status.accepted_names.kind
     return out

@@ -3,7 +3,7 @@
  * (APIGroupList), and one APIResourceList per group version, all derived from the kinds table. kubectl and
  * client libraries resolve kinds, plurals, short names and verbs from these.
  */
-import { KINDS } from '../kinds.js';
+import { servedKinds } from '../kinds.js';
 import type { KindInfo, Subresource } from '../kind-info.js';
 
 /** What discovery says of each subresource: the kind its requests carry and its verbs. */
@@ -30,7 +30,7 @@ export function apiVersions(serverAddress: string): unknown {
 /** Every named group with its versions, in the order the kinds table lists them. */
 export function apiGroupList(): unknown {
   const groups = new Map<string, Set<string>>();
-  for (const k of KINDS) {
+  for (const k of servedKinds()) {
     if (k.group === '') continue;
     const vs = groups.get(k.group) ?? new Set<string>();
     vs.add(k.version);
@@ -50,14 +50,20 @@ function apiGroup(name: string, versions: string[]): unknown {
 
 /** `/apis/<group>`: one group, or undefined when not served. */
 export function apiGroupDocument(group: string): unknown {
-  const versions = [...new Set(KINDS.filter((k) => k.group === group).map((k) => k.version))];
+  const versions = [
+    ...new Set(
+      servedKinds()
+        .filter((k) => k.group === group)
+        .map((k) => k.version),
+    ),
+  ];
   if (versions.length === 0) return undefined;
   return { kind: 'APIGroup', apiVersion: 'v1', ...(apiGroup(group, versions) as object) };
 }
 
 /** `/api/v1`, `/apis/<group>/<version>`: the resources of one group version, or undefined when not served. */
 export function apiResourceList(group: string, version: string): unknown {
-  const kinds = KINDS.filter((k) => k.group === group && k.version === version);
+  const kinds = servedKinds().filter((k) => k.group === group && k.version === version);
   if (kinds.length === 0) return undefined;
   const resources: unknown[] = [];
   for (const k of kinds) {

@@ -6,7 +6,7 @@
  * from its own compiled types when a schema names none.
  */
 import { createHash } from 'node:crypto';
-import { KINDS, apiVersionOf } from '../kinds.js';
+import { apiVersionOf, servedKinds, servedKindsRevision } from '../kinds.js';
 import type { KindInfo } from '../kind-info.js';
 import { supportsStrategicMergePatch } from '../strategic-merge-patch.js';
 import { customResourceSource } from '../schema/custom-resource-schemas.js';
@@ -34,7 +34,7 @@ const PATH = (name: string): unknown => ({
 });
 
 function documentFor(group: string, version: string): unknown {
-  const kinds = KINDS.filter((k) => k.group === group && k.version === version);
+  const kinds = servedKinds().filter((k) => k.group === group && k.version === version);
   const paths: Record<string, unknown> = {};
   const schemas: Record<string, unknown> = {};
   for (const k of kinds) {
@@ -84,7 +84,7 @@ function documentFor(group: string, version: string): unknown {
             patch: op('patch', { parameters: writeParams }),
           };
     }
-    const custom = customResourceSource(k.group, k.kind);
+    const custom = k.schema !== undefined ? { schema: k.schema } : customResourceSource(k.group, k.kind);
     schemas[schemaName(k)] =
       custom === undefined
         ? {
@@ -108,26 +108,38 @@ function documentFor(group: string, version: string): unknown {
   return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'unversioned' }, paths, components: { schemas } };
 }
 
-/** The `/openapi/v3` index and the documents it points at, built once: they only change with the kinds table. */
+/** The `/openapi/v3` index and the documents it points at, built again only when the served kinds change. */
 export class OpenApiDocuments {
-  private readonly docs = new Map<string, string>();
-  readonly index: string;
+  private docs = new Map<string, string>();
+  private builtFor = -1;
+  private indexText = '';
 
-  constructor() {
-    const paths: Record<string, { serverRelativeURL: string }> = {};
-    for (const k of KINDS) {
-      const p = gvPath(k.group, k.version);
-      if (this.docs.has(p)) continue;
-      const text = JSON.stringify(documentFor(k.group, k.version));
-      this.docs.set(p, text);
-      const hash = createHash('sha512').update(text).digest('hex').toUpperCase();
-      paths[p] = { serverRelativeURL: `/openapi/v3/${p}?hash=${hash}` };
-    }
-    this.index = JSON.stringify({ paths });
+  /** The index of the group-version documents, each with the hash of its content. */
+  get index(): string {
+    this.refresh();
+    return this.indexText;
   }
 
   /** The document for `api/v1` or `apis/<group>/<version>`, if served. */
   document(path: string): string | undefined {
+    this.refresh();
     return this.docs.get(path);
+  }
+
+  private refresh(): void {
+    if (this.builtFor === servedKindsRevision()) return;
+    this.builtFor = servedKindsRevision();
+    const docs = new Map<string, string>();
+    const paths: Record<string, { serverRelativeURL: string }> = {};
+    for (const k of servedKinds()) {
+      const p = gvPath(k.group, k.version);
+      if (docs.has(p)) continue;
+      const text = JSON.stringify(documentFor(k.group, k.version));
+      docs.set(p, text);
+      const hash = createHash('sha512').update(text).digest('hex').toUpperCase();
+      paths[p] = { serverRelativeURL: `/openapi/v3/${p}?hash=${hash}` };
+    }
+    this.docs = docs;
+    this.indexText = JSON.stringify({ paths });
   }
 }

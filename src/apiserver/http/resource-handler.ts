@@ -158,7 +158,12 @@ export async function handleResource(
   const k = resolveKind(r);
   const ns = k.namespaced ? r.namespace : undefined;
   const name = r.name ?? '';
-  const context: AdmissionContext = { user, warnings: [], fieldValidation: fieldValidation(url) };
+  const writes = r.verb === 'create' || r.verb === 'update' || r.verb === 'patch';
+  const context: AdmissionContext = {
+    user,
+    warnings: [],
+    ...(writes ? { fieldValidation: fieldValidation(url) } : {}),
+  };
   const reply = (status: number, o: object): void => {
     if (context.warnings.length > 0) res.setHeader('warning', context.warnings.map(warningHeader));
     sendJson(res, status, o);

@@ -1,7 +1,5 @@
 import type { StatusCause } from '../api-error.js';
 import type { KubeObject } from '../kube-object.js';
-import type { KindInfo } from '../kind-info.js';
-import { kubeTime } from '../../lib/kube-time.js';
 import { child, duplicate, index, invalid, notSupported, required } from '../validation/field-errors.js';
 import { isDns1035Label, isDns1123Subdomain } from '../validation/formats.js';
 import { asArray, asObject, asString, type JsonObject } from '../validation/json-fields.js';
@@ -13,22 +11,18 @@ import type { Strategy } from './strategy.js';
  * `pkg/registry/customresourcedefinition/strategy.go` and `pkg/apis/apiextensions/validation`: names defaulted
  * (singular, listKind) and checked (the object is named `<plural>.<group>`, a group with a dot, DNS-1035 names),
  * scope, exactly one storage version, and a schema per version whose root and object fields have a type (a basic
- * structural check).
- *
- * The server serves only the kinds it has built in, so it does what the naming and establishing controllers would
- * for those: a CRD naming one (same group, plural and kind) gets NamesAccepted and Established True and its
- * `acceptedNames` at once, so `kubectl wait --for condition=established` returns. A CRD of any other kind is
- * stored, but nothing serves its resources: Established is False with reason `NotServed`, saying so.
+ * structural check). A new CRD's status holds only its storage version; the conditions and accepted names are the
+ * controller's (`custom-resource-definition-controller.ts`), as upstream's naming and establishing controllers'.
  */
 
 const SCOPES = ['Cluster', 'Namespaced'];
 const SCHEMA_TYPES = ['array', 'boolean', 'integer', 'number', 'object', 'string'];
 
-function specOf(o: KubeObject): JsonObject {
+export function specOf(o: KubeObject): JsonObject {
   return asObject(o.spec) ?? {};
 }
 
-function namesOf(o: KubeObject): JsonObject {
+export function namesOf(o: KubeObject): JsonObject {
   return asObject(specOf(o).names) ?? {};
 }
 
@@ -45,64 +39,6 @@ function storageVersion(o: KubeObject): string | undefined {
     ?.map(asObject)
     .find((x) => x?.storage === true);
   return asString(v?.name);
-}
-
-/** The kind the server serves as `plural` in `group`/`version`, if any (kinds.ts `findKind`). */
-export type KindLookup = (group: string, version: string, plural: string) => KindInfo | undefined;
-
-/** Whether the server has built in the kind a CRD names: same group, plural and kind, at a version it serves. */
-function servedKind(o: KubeObject, findKind: KindLookup): boolean {
-  const spec = specOf(o);
-  const names = namesOf(o);
-  const group = asString(spec.group) ?? '';
-  const plural = asString(names.plural) ?? '';
-  return (asArray(spec.versions) ?? []).some((v) => {
-    const k = findKind(group, asString(asObject(v)?.name) ?? '', plural);
-    return k !== undefined && k.kind === names.kind && asObject(v)?.served === true;
-  });
-}
-
-interface Condition {
-  type: string;
-  status: 'True' | 'False';
-  reason: string;
-  message: string;
-  lastTransitionTime?: string;
-}
-
-/** The conditions and accepted names the naming and establishing controllers would set, kept where unchanged. */
-function establish(o: KubeObject, old: KubeObject | undefined, findKind: KindLookup): void {
-  const served = servedKind(o, findKind);
-  const wanted: Condition[] = [
-    { type: 'NamesAccepted', status: 'True', reason: 'NoConflicts', message: 'no conflicts found' },
-    served
-      ? {
-          type: 'Established',
-          status: 'True',
-          reason: 'InitialNamesAccepted',
-          message: 'the initial names have been accepted',
-        }
-      : {
-          type: 'Established',
-          status: 'False',
-          reason: 'NotServed',
-          message: `amesh's API server serves only the custom kinds it has built in (Istio's and the Gateway API's); ${String(namesOf(o).plural)}.${String(specOf(o).group)} is stored but not served`,
-        },
-  ];
-  const before = asArray(asObject(old?.status)?.conditions)?.map(asObject) ?? [];
-  const now = kubeTime();
-  const conditions = wanted.map((c) => {
-    const prior = before.find((b) => b?.type === c.type);
-    const kept = prior?.status === c.status ? asString(prior.lastTransitionTime) : undefined;
-    return { ...c, lastTransitionTime: kept ?? now };
-  });
-  const stored = asArray(asObject(old?.status)?.storedVersions)?.filter((v) => typeof v === 'string') ?? [];
-  const storage = storageVersion(o);
-  o.status = {
-    conditions,
-    acceptedNames: { ...namesOf(o) },
-    storedVersions: storage === undefined || stored.includes(storage) ? stored : [...stored, storage],
-  };
 }
 
 function validateNames(o: KubeObject): StatusCause[] {
@@ -203,17 +139,21 @@ function tracked(o: KubeObject): unknown {
   return { ...o, metadata: undefined, status: undefined };
 }
 
-/** The strategy, with the server's kinds to establish CRDs against. */
-export const customResourceDefinitionStrategy = (findKind: KindLookup): Strategy => ({
+export const customResourceDefinitionStrategy: Strategy = {
   prepareForCreate(obj) {
     defaultNames(obj);
     obj.metadata.generation = 1;
-    establish(obj, undefined, findKind);
+    const storage = storageVersion(obj);
+    obj.status = { storedVersions: storage === undefined ? [] : [storage] };
   },
   prepareForUpdate(obj, old) {
     defaultNames(obj);
     nextGeneration(obj, old, tracked);
-    establish(obj, old, findKind);
+    const status = asObject(obj.status) ?? {};
+    const stored = (asArray(status.storedVersions) ?? []).filter((v) => typeof v === 'string');
+    const storage = storageVersion(obj);
+    if (storage !== undefined && !stored.includes(storage))
+      obj.status = { ...status, storedVersions: [...stored, storage] };
   },
   validate: validateCustomResourceDefinition,
   validateUpdate(obj, old) {
@@ -224,4 +164,4 @@ export const customResourceDefinitionStrategy = (findKind: KindLookup): Strategy
       errs.push(invalid('spec.scope', asString(specOf(obj).scope) ?? '', 'field is immutable'));
     return errs;
   },
-});
+};

@@ -1,3 +1,5 @@
+import type { StatusCause } from '../api-error.js';
+import type { JsonSchema } from '../schema/json-schema.js';
 import type { Strategy } from './strategy.js';
 import type { KubeObject } from '../kube-object.js';
 import { customResourceSchema } from '../schema/custom-resource-schemas.js';
@@ -9,33 +11,40 @@ import { nextGeneration } from './generation.js';
  * k8s.io/apiextensions-apiserver `pkg/registry/customresource/strategy.go` with the status subresource enabled:
  * status is dropped on create and kept on update, generation starts at 1 and counts every change outside
  * metadata and status. Bodies are pruned and defaulted by the kind's structural schema
- * (`src/apiserver/schema/`), and objects validated against it.
+ * (`src/apiserver/schema/`), and objects validated against it; kinds of stored CRDs use the CRD's schema.
  */
 
 function tracked(o: KubeObject): unknown {
   return { ...o, metadata: undefined, status: undefined };
 }
 
-function validateCustomResource(obj: KubeObject): ReturnType<typeof validateAgainstSchema> {
-  const schema = customResourceSchema(obj.apiVersion, obj.kind);
-  return schema === undefined ? [] : validateAgainstSchema(obj, schema);
+/** The strategy of custom kinds whose schema `schemaOf` finds for an object. */
+export function customResourceStrategyWith(schemaOf: (obj: KubeObject) => JsonSchema | undefined): Strategy {
+  const validate = (obj: KubeObject): StatusCause[] => {
+    const schema = schemaOf(obj);
+    return schema === undefined ? [] : validateAgainstSchema(obj, schema);
+  };
+  return {
+    prune(obj) {
+      const schema = schemaOf(obj);
+      if (schema === undefined) return [];
+      const pruned = pruneUnknownFields(obj, schema);
+      applyDefaults(obj, schema);
+      return pruned;
+    },
+    prepareForCreate(obj) {
+      delete obj.status;
+      obj.metadata.generation = 1;
+    },
+    prepareForUpdate(obj, old) {
+      nextGeneration(obj, old, tracked);
+    },
+    validate,
+    validateUpdate: validate,
+  };
 }
 
-export const customResourceStrategy: Strategy = {
-  prune(obj) {
-    const schema = customResourceSchema(obj.apiVersion, obj.kind);
-    if (schema === undefined) return [];
-    const pruned = pruneUnknownFields(obj, schema);
-    applyDefaults(obj, schema);
-    return pruned;
-  },
-  prepareForCreate(obj) {
-    delete obj.status;
-    obj.metadata.generation = 1;
-  },
-  prepareForUpdate(obj, old) {
-    nextGeneration(obj, old, tracked);
-  },
-  validate: validateCustomResource,
-  validateUpdate: validateCustomResource,
-};
+/** The strategy of the custom kinds the server has built in, their schemas found by apiVersion and kind. */
+export const customResourceStrategy: Strategy = customResourceStrategyWith((obj) =>
+  customResourceSchema(obj.apiVersion, obj.kind),
+);
