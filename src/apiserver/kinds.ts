@@ -12,6 +12,8 @@ import { leaseStrategy } from './strategies/lease.js';
 import { namespaceStrategy } from './strategies/namespace.js';
 import { nodeStrategy } from './strategies/node.js';
 import { podStrategy } from './strategies/pod.js';
+import { podDisruptionBudgetStrategy } from './strategies/pod-disruption-budget.js';
+import { horizontalPodAutoscalerStrategy } from './strategies/horizontal-pod-autoscaler.js';
 import {
   clusterRoleBindingStrategy,
   clusterRoleStrategy,
@@ -122,7 +124,7 @@ const ENTRIES: KindEntry[] = [
     namespaced: true,
     shortNames: ['deploy'],
     categories: ['all'],
-    subresources: ['status'],
+    subresources: ['status', 'scale'],
     strategy: deploymentStrategy,
   },
   {
@@ -133,7 +135,7 @@ const ENTRIES: KindEntry[] = [
     namespaced: true,
     shortNames: ['rs'],
     categories: ['all'],
-    subresources: ['status'],
+    subresources: ['status', 'scale'],
     strategy: replicaSetStrategy,
   },
   {
@@ -155,7 +157,7 @@ const ENTRIES: KindEntry[] = [
     namespaced: true,
     shortNames: ['sts'],
     categories: ['all'],
-    subresources: ['status'],
+    subresources: ['status', 'scale'],
     strategy: statefulSetStrategy,
   },
   {
@@ -393,6 +395,27 @@ const ENTRIES: KindEntry[] = [
     plural: 'rolebindings',
     namespaced: true,
     strategy: roleBindingStrategy,
+  },
+  {
+    group: 'policy',
+    version: 'v1',
+    kind: 'PodDisruptionBudget',
+    plural: 'poddisruptionbudgets',
+    namespaced: true,
+    shortNames: ['pdb'],
+    subresources: ['status'],
+    strategy: podDisruptionBudgetStrategy,
+  },
+  {
+    group: 'autoscaling',
+    version: 'v2',
+    kind: 'HorizontalPodAutoscaler',
+    plural: 'horizontalpodautoscalers',
+    namespaced: true,
+    shortNames: ['hpa'],
+    categories: ['all'],
+    subresources: ['status'],
+    strategy: horizontalPodAutoscalerStrategy,
   },
 ];
 
