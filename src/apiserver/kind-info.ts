@@ -2,7 +2,7 @@ import type { JsonSchema } from './schema/json-schema.js';
 import type { Strategy } from './strategies/strategy.js';
 
 /** What a kind serves under `<object>/<subresource>` besides the object itself. */
-export type Subresource = 'status' | 'token' | 'binding';
+export type Subresource = 'status' | 'token' | 'binding' | 'scale';
 
 /** One served kind. Adding a kind to the API server is adding one entry to `KINDS` (kinds.ts). */
 export interface KindInfo {

@@ -13,6 +13,8 @@ import { leaseStrategy } from './strategies/lease.js';
 import { namespaceStrategy } from './strategies/namespace.js';
 import { nodeStrategy } from './strategies/node.js';
 import { podStrategy } from './strategies/pod.js';
+import { podDisruptionBudgetStrategy } from './strategies/pod-disruption-budget.js';
+import { horizontalPodAutoscalerStrategy } from './strategies/horizontal-pod-autoscaler.js';
 import {
   clusterRoleBindingStrategy,
   clusterRoleStrategy,
@@ -123,7 +125,7 @@ const ENTRIES: KindEntry[] = [
     namespaced: true,
     shortNames: ['deploy'],
     categories: ['all'],
-    subresources: ['status'],
+    subresources: ['status', 'scale'],
     strategy: deploymentStrategy,
   },
   {
@@ -134,7 +136,7 @@ const ENTRIES: KindEntry[] = [
     namespaced: true,
     shortNames: ['rs'],
     categories: ['all'],
-    subresources: ['status'],
+    subresources: ['status', 'scale'],
     strategy: replicaSetStrategy,
   },
   {
@@ -156,7 +158,7 @@ const ENTRIES: KindEntry[] = [
     namespaced: true,
     shortNames: ['sts'],
     categories: ['all'],
-    subresources: ['status'],
+    subresources: ['status', 'scale'],
     strategy: statefulSetStrategy,
   },
   {
@@ -405,6 +407,27 @@ const ENTRIES: KindEntry[] = [
     categories: ['api-extensions'],
     subresources: ['status'],
     strategy: customResourceDefinitionStrategy,
+  },
+  {
+    group: 'policy',
+    version: 'v1',
+    kind: 'PodDisruptionBudget',
+    plural: 'poddisruptionbudgets',
+    namespaced: true,
+    shortNames: ['pdb'],
+    subresources: ['status'],
+    strategy: podDisruptionBudgetStrategy,
+  },
+  {
+    group: 'autoscaling',
+    version: 'v2',
+    kind: 'HorizontalPodAutoscaler',
+    plural: 'horizontalpodautoscalers',
+    namespaced: true,
+    shortNames: ['hpa'],
+    categories: ['all'],
+    subresources: ['status'],
+    strategy: horizontalPodAutoscalerStrategy,
   },
 ];
 

@@ -13,6 +13,7 @@ import { randomSafeString } from '../lib/safe-encode.js';
 import { ApiError, invalid, type StatusCause } from './api-error.js';
 import { apiVersionOf, findKind, storageKey, storagePrefix } from './kinds.js';
 import { mountServiceAccountToken } from './service-account-admission.js';
+import { SCALE_KIND, applyScale, scaleOf } from './scale-subresource.js';
 import type { KindInfo } from './kind-info.js';
 import type { KubeList, KubeObject } from './kube-object.js';
 import type { Storage, StorageEvent } from './storage.js';
@@ -319,6 +320,62 @@ export class ResourceStore {
       },
       opts,
     );
+  }
+
+  /** GET of `<object>/scale`: the autoscaling/v1 Scale of a Deployment, ReplicaSet or StatefulSet. */
+  getScale(k: KindInfo, namespace: string | undefined, name: string): KubeObject {
+    return scaleOf(this.get(k, namespace, name));
+  }
+
+  /** PUT of `<object>/scale`: `body` is the whole new Scale. */
+  updateScale(
+    k: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    body: KubeObject,
+    dryRun: boolean,
+  ): Promise<KubeObject> {
+    if (body.metadata?.name !== undefined && body.metadata.name !== name)
+      throw new ApiError(
+        'BadRequest',
+        `the name of the object (${body.metadata.name}) does not match the name on the URL (${name})`,
+      );
+    return this.writeScale(k, namespace, name, () => body, dryRun);
+  }
+
+  /** PATCH of `<object>/scale`: the patch applies to the current Scale. */
+  patchScale(
+    k: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    dryRun: boolean,
+  ): Promise<KubeObject> {
+    return this.writeScale(k, namespace, name, (scale) => applyPatch(type, scale, patch, SCALE_KIND), dryRun);
+  }
+
+  /**
+   * Writes the replicas of the Scale `next` makes of the current one into the object, as an update of the object
+   * (its strategy counts the generation); the answer is the Scale of what was written. Admission webhooks do not
+   * see scale writes.
+   */
+  private async writeScale(
+    k: KindInfo,
+    namespace: string | undefined,
+    name: string,
+    next: (scale: KubeObject) => KubeObject,
+    dryRun: boolean,
+  ): Promise<KubeObject> {
+    if (this.storage.get(storageKey(k, namespace, name)) === undefined) throw this.notFound(k, name);
+    const written = await this.writeUpdate(
+      k,
+      namespace,
+      name,
+      (current) => applyScale(k, current, next(scaleOf(current)), () => this.conflict(k, name)),
+      { dryRun },
+    );
+    return scaleOf(written);
   }
 
   /** Applies `change` to the current object and writes it as an update (of `subresource`, if given). */

@@ -5,7 +5,8 @@
  * interpretStrategicMergePatchError gives its errors.
  *
  * Upstream reads `patchStrategy`/`patchMergeKey` from the Go struct tags of the kind's type. We carry those tags
- * as a table ({@link SCHEMAS}, copied from k8s.io/api core/v1, apps/v1, batch/v1 and k8s.io/apimachinery meta/v1
+ * as a table ({@link SCHEMAS}, copied from k8s.io/api core/v1, apps/v1, batch/v1, policy/v1, autoscaling/v1 and
+ * v2, rbac/v1 and k8s.io/apimachinery meta/v1
  * types.go): a field listed with `merge` merges lists by its merge key (or as a set of scalars); every other list
  * is replaced whole; maps always merge. `retainKeys` needs no table entry: the server honours `$retainKeys`
  * wherever a patch carries it. Directives: `$patch: replace|delete` (and `merge`, refused as upstream refuses it),
@@ -114,6 +115,9 @@ const SCHEMAS: ReadonlyMap<string, Schema> = new Map<string, Schema>([
   ['batch/CronJob', metaOnly({ spec: struct({ jobTemplate: struct(metaOnly({ spec: struct(JOB_SPEC) })) }) })],
   ['discovery.k8s.io/EndpointSlice', metaOnly()],
   ['authentication.k8s.io/TokenReview', metaOnly()],
+  ['autoscaling/Scale', metaOnly()],
+  ['autoscaling/HorizontalPodAutoscaler', metaOnly({ status: struct(CONDITIONS_STATUS) })],
+  ['policy/PodDisruptionBudget', metaOnly({ status: struct(CONDITIONS_STATUS) })],
   ['rbac.authorization.k8s.io/ClusterRole', metaOnly()],
   ['rbac.authorization.k8s.io/ClusterRoleBinding', metaOnly()],
   ['rbac.authorization.k8s.io/Role', metaOnly()],

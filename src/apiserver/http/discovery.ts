@@ -11,6 +11,7 @@ const SUBRESOURCE_DISCOVERY: Readonly<Record<Subresource, (k: KindInfo) => objec
   status: (k) => ({ kind: k.kind, verbs: ['get', 'patch', 'update'] }),
   token: () => ({ group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', verbs: ['create'] }),
   binding: () => ({ kind: 'Binding', verbs: ['create'] }),
+  scale: () => ({ group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] }),
 };
 
 const READ_WRITE_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];

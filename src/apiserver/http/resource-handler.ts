@@ -29,9 +29,13 @@ const INCLUDE_OBJECT: readonly IncludeObject[] = ['None', 'Metadata', 'Object'];
 /** DeleteOptions.propagationPolicy values. */
 const PROPAGATION_POLICIES: readonly string[] = ['Foreground', 'Background', 'Orphan'];
 
-/** The verbs each subresource serves (status: get, update, patch; token and binding: create; a Namespace's finalize: update). */
+/**
+ * The verbs each subresource serves (status and scale: get, update, patch; token and binding: create; a
+ * Namespace's finalize: update).
+ */
 const SUBRESOURCE_VERBS: Readonly<Record<string, readonly string[]>> = {
   status: ['get', 'update', 'patch'],
+  scale: ['get', 'update', 'patch'],
   token: ['create'],
   binding: ['create'],
   finalize: ['update'],
@@ -168,6 +172,18 @@ export async function handleResource(
     if (context.warnings.length > 0) res.setHeader('warning', context.warnings.map(warningHeader));
     sendJson(res, status, o);
   };
+  if (r.subresource === 'scale') {
+    if (r.verb === 'get') return reply(200, store.getScale(k, ns, name));
+    if (r.verb === 'update') {
+      const body = parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject;
+      return reply(200, await store.updateScale(k, ns, name, body, isDryRun(url)));
+    }
+    const patch = parseJsonBody(await readBody(req), 'application/json');
+    return reply(
+      200,
+      await store.patchScale(k, ns, name, patchTypeOf(req.headers['content-type']), patch, isDryRun(url)),
+    );
+  }
   switch (r.verb) {
     case 'get': {
       const o = store.get(k, ns, name);

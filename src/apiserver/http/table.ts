@@ -146,6 +146,47 @@ const BINDING_COLUMNS: Column[] = [
   { name: 'ServiceAccounts', priority: 1, cell: subjectsOf('ServiceAccount') },
 ];
 
+/** An IntOrString as Go prints it, `N/A` when unset (printers.go's PodDisruptionBudget columns). */
+const intOrPercent = (v: unknown): string => (typeof v === 'number' || typeof v === 'string' ? String(v) : 'N/A');
+
+/**
+ * An HPA's TARGETS as printers.go's `formatHPAMetrics` writes it: per metric `current/target` (current
+ * `<unknown>` until a controller reports it; a resource's `cpu: `, an average `(avg)`), the first two, then how
+ * many more.
+ */
+function hpaTargets(o: KubeObject): string {
+  const metrics = arr(spec(o).metrics).map(asRecord);
+  if (metrics.length === 0) return '<none>';
+  const current = arr(status(o).currentMetrics).map(asRecord);
+  const cells = metrics.map((m, i) => {
+    const type = str(m.type, '');
+    const field = {
+      Resource: 'resource',
+      ContainerResource: 'containerResource',
+      Pods: 'pods',
+      Object: 'object',
+      External: 'external',
+    }[type];
+    if (field === undefined) return '<unknown type>';
+    const source = asRecord(m[field]);
+    const target = asRecord(source.target);
+    const now = asRecord(asRecord(current[i]?.[field]).current);
+    const quantity = (v: unknown): string => str(v, '<unknown>');
+    if (type === 'Resource' || type === 'ContainerResource') {
+      const name = str(source.name, '');
+      if (target.averageValue !== undefined)
+        return `${name}: ${quantity(now.averageValue)}/${str(target.averageValue, '')}`;
+      const used = typeof now.averageUtilization === 'number' ? `${now.averageUtilization}%` : '<unknown>';
+      const wanted = typeof target.averageUtilization === 'number' ? `${target.averageUtilization}%` : '<auto>';
+      return `${name}: ${used}/${wanted}`;
+    }
+    if (type === 'Pods') return `${quantity(now.averageValue)}/${str(target.averageValue, '')}`;
+    if (target.averageValue !== undefined) return `${quantity(now.averageValue)}/${str(target.averageValue, '')} (avg)`;
+    return `${quantity(now.value)}/${str(target.value, '')}`;
+  });
+  return cells.length > 2 ? `${cells.slice(0, 2).join(', ')} + ${cells.length - 2} more...` : cells.join(', ');
+}
+
 const COLUMNS: Record<string, Column[]> = {
   '/Pod': [
     NAME,
@@ -328,6 +369,26 @@ const COLUMNS: Record<string, Column[]> = {
       name: 'Endpoints',
       cell: (o) => firstThree(arr(o.endpoints).flatMap((e) => arr(asRecord(e).addresses).map((a) => str(a, '')))),
     },
+    AGE,
+  ],
+  'policy/PodDisruptionBudget': [
+    NAME,
+    { name: 'Min Available', cell: (o) => intOrPercent(spec(o).minAvailable) },
+    { name: 'Max Unavailable', cell: (o) => intOrPercent(spec(o).maxUnavailable) },
+    { name: 'Allowed Disruptions', type: 'integer', cell: (o) => count(status(o).disruptionsAllowed) },
+    AGE,
+  ],
+  'autoscaling/HorizontalPodAutoscaler': [
+    NAME,
+    {
+      name: 'Reference',
+      cell: (o) =>
+        `${str(asRecord(spec(o).scaleTargetRef).kind, '')}/${str(asRecord(spec(o).scaleTargetRef).name, '')}`,
+    },
+    { name: 'Targets', cell: hpaTargets },
+    { name: 'MinPods', cell: (o) => str(spec(o).minReplicas, '<unset>') },
+    { name: 'MaxPods', type: 'integer', cell: (o) => count(spec(o).maxReplicas) },
+    { name: 'Replicas', type: 'integer', cell: (o) => count(status(o).currentReplicas) },
     AGE,
   ],
   'rbac.authorization.k8s.io/ClusterRole': [NAME, CREATED_AT],

@@ -27,6 +27,7 @@ import {
   ServiceAccountSchema,
   ServiceSchema,
 } from '../../api/k8s/io/api/core/v1/generated_pb.js';
+import { PodDisruptionBudgetSchema } from '../../api/k8s/io/api/policy/v1/generated_pb.js';
 import {
   ClusterRoleBindingSchema,
   ClusterRoleSchema,
@@ -60,6 +61,7 @@ const MESSAGES: ReadonlyMap<string, DescMessage> = new Map<string, DescMessage>(
   ['authentication.k8s.io/v1/TokenRequest', TokenRequestSchema],
   ['authentication.k8s.io/v1/SelfSubjectReview', SelfSubjectReviewSchema],
   ['authorization.k8s.io/v1/SelfSubjectAccessReview', SelfSubjectAccessReviewSchema],
+  ['policy/v1/PodDisruptionBudget', PodDisruptionBudgetSchema],
   ['rbac.authorization.k8s.io/v1/ClusterRole', ClusterRoleSchema],
   ['rbac.authorization.k8s.io/v1/ClusterRoleBinding', ClusterRoleBindingSchema],
   ['rbac.authorization.k8s.io/v1/Role', RoleSchema],

@@ -1,6 +1,6 @@
 /**
  * How the Go types behind Kubernetes' protobuf messages show each field in JSON (the `json:"..."` tags of
- * k8s.io/api core/v1, apps/v1, batch/v1, authentication/v1, authorization/v1, rbac/v1 types.go and k8s.io/apimachinery meta/v1 types.go).
+ * k8s.io/api core/v1, apps/v1, batch/v1, authentication/v1, authorization/v1, policy/v1, rbac/v1 types.go and k8s.io/apimachinery meta/v1 types.go).
  * Protobuf alone cannot say this: a proto2 `optional int32` may be a Go `*int32` (shown whenever set, even as 0)
  * or an `int32` with `omitempty` (hidden when 0); a few fields have no `omitempty` and always show; embedded
  * structs are `json:",inline"` and flatten into their parent. The decoder needs these facts to produce the JSON
@@ -92,6 +92,7 @@ const FORMS: Readonly<Record<GoJsonForm, Readonly<Record<string, readonly string
       'timeZone',
     ],
     'k8s.io.api.authentication.v1.TokenRequestSpec': ['expirationSeconds'],
+    'k8s.io.api.policy.v1.PodDisruptionBudgetSpec': ['unhealthyPodEvictionPolicy'],
   },
   required: {
     [`${META}.OwnerReference`]: ['apiVersion', 'kind', 'name', 'uid'],
@@ -113,6 +114,12 @@ const FORMS: Readonly<Record<GoJsonForm, Readonly<Record<string, readonly string
     'k8s.io.api.batch.v1.CronJobSpec': ['schedule'],
     'k8s.io.api.authentication.v1.TokenRequestStatus': ['token'],
     'k8s.io.api.authorization.v1.SubjectAccessReviewStatus': ['allowed'],
+    'k8s.io.api.policy.v1.PodDisruptionBudgetStatus': [
+      'disruptionsAllowed',
+      'currentHealthy',
+      'desiredHealthy',
+      'expectedPods',
+    ],
     'k8s.io.api.rbac.v1.RoleRef': ['apiGroup', 'kind', 'name'],
     'k8s.io.api.rbac.v1.Subject': ['kind', 'name'],
   },
