@@ -7,7 +7,6 @@
  * its binding's namespace.
  */
 import type { Attributes } from '../auth/authorizer.js';
-import { isResourceRequest } from '../auth/authorizer.js';
 import { serviceAccountUsername, type UserInfo } from '../auth/user-info.js';
 import { ALL, type PolicyRule, type Subject } from './policy-rule.js';
 
@@ -25,7 +24,7 @@ export function nonResourceUrlMatches(ruleUrl: string, path: string): boolean {
 
 export function ruleAllows(a: Attributes, rule: PolicyRule): boolean {
   if (!matches(rule.verbs, a.verb)) return false;
-  if (!isResourceRequest(a)) return rule.nonResourceURLs.some((u) => nonResourceUrlMatches(u, a.path));
+  if (!('resource' in a)) return rule.nonResourceURLs.some((u) => nonResourceUrlMatches(u, a.path));
   const sub = a.subresource ?? '';
   return (
     matches(rule.apiGroups, a.apiGroup) &&
