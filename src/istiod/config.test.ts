@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { loadIstiodConfig } from './config.js';
+import { istiodServingNames, loadIstiodConfig } from './config.js';
 
 test('--kubeconfig and --config-dir together are a config error', () => {
   assert.throws(
@@ -57,4 +57,16 @@ test("the CA's settings: ROOT_CA_DIR (./etc/cacerts) unless --ca-dir, which must
     code: 'AMESH_ERR_CONFIG',
     message: /CITADEL_SELF_SIGNED_CA_CERT_TTL: "0s" must be longer than 0/,
   });
+});
+
+test("istiod's serving certificate names its Service in its own namespace, and the revision's Service for a revision", () => {
+  assert.deepEqual(istiodServingNames({ podNamespace: 'mesh', revision: 'default' }), [
+    'istiod.mesh.svc',
+    'istiod.mesh.svc.cluster.local',
+    'istiod',
+    'localhost',
+  ]);
+  assert.ok(
+    istiodServingNames({ podNamespace: 'istio-system', revision: 'canary' }).includes('istiod-canary.istio-system.svc'),
+  );
 });

@@ -71,13 +71,19 @@ export const ISTIOD_DEFAULTS = Object.freeze({
   ipAutoallocateIpv6Prefix: '2001:2::/48',
 });
 
-/** DNS names on istiod's serving certificate: the in-cluster service name ztunnel verifies, and localhost. */
-export const ISTIOD_SERVING_NAMES = [
-  'istiod.istio-system.svc',
-  'istiod.istio-system.svc.cluster.local',
-  'istiod',
-  'localhost',
-] as const;
+/**
+ * DNS names on istiod's serving certificate: its Service in its namespace (`istiod.<POD_NAMESPACE>.svc`, and
+ * `istiod-<revision>` for a revision other than default, as pilot/pkg/bootstrap/server.go names them), which ztunnel
+ * and the API server's webhook calls verify, and the names a local client uses.
+ */
+export function istiodServingNames(c: Pick<IstiodConfig, 'podNamespace' | 'revision'>): string[] {
+  const services = c.revision === ISTIOD_DEFAULTS.revision ? ['istiod'] : ['istiod', `istiod-${c.revision}`];
+  return [
+    ...services.flatMap((svc) => [`${svc}.${c.podNamespace}.svc`, `${svc}.${c.podNamespace}.svc.cluster.local`]),
+    'istiod',
+    'localhost',
+  ];
+}
 
 export interface IstiodConfig {
   readonly configDir: string | undefined;

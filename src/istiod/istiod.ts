@@ -11,7 +11,7 @@ import { MeshError } from '../lib/errors.js';
 import { startHttpServer, boundPort } from '../lib/http-server.js';
 import type { LogControl } from '../lib/log.js';
 import { VERSION } from '../lib/version.js';
-import { ISTIOD_SERVING_NAMES, type IstiodConfig } from './config.js';
+import { istiodServingNames, type IstiodConfig } from './config.js';
 import { Authenticator } from './ca/authenticate.js';
 import { ManifestNodeAuthorizer } from './ca/manifest-node-authorizer.js';
 import { KubeCaSecurity } from './kube-ca-security.js';
@@ -174,7 +174,7 @@ export class Istiod {
         metrics,
         logs.scope('ca'),
       );
-      const serving = await issueServingCertificate(ca, ISTIOD_SERVING_NAMES, SERVING_CERT_TTL_SECONDS);
+      const serving = await issueServingCertificate(ca, istiodServingNames(cfg), SERVING_CERT_TTL_SECONDS);
       const grpcServer = await startGrpcServer(
         {
           address: cfg.grpcAddress,

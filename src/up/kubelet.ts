@@ -399,7 +399,7 @@ class PodWorker {
           throw new ContainerCreateError(
             'CreateContainerError',
             argv[0] === undefined
-              ? `container ${c.name} has no command: amesh up runs a container's command and args, not its image's entrypoint`
+              ? `container ${c.name} has no command: amesh up runs a container's command and args, not its image`
               : `container ${c.name}: "${argv[0]}" is not an executable on its PATH`,
           );
         let cred;

@@ -38,7 +38,7 @@ const CA_AUDIENCE = 'istio-ca';
 const AGENT_SERVICE_ACCOUNT = 'istio-cni';
 /** The agent's readiness server (Istio cni/pkg/constants ReadinessPort, the chart's readinessProbe). */
 const AGENT_READINESS = { port: 8000, path: '/readyz' } as const;
-/** The name on istiod's serving certificate (istiod/config.ts ISTIOD_SERVING_NAMES), verified when dialled by IP. */
+/** The name on istiod's serving certificate (istiod/config.ts istiodServingNames), verified when dialled by IP. */
 const ISTIOD_HOSTNAME = 'istiod.istio-system.svc';
 /** Lifetime of the daemons' tokens; the kubelet's projected-token default (expirationSeconds) is one hour. */
 const TOKEN_TTL_SECONDS = 3600;

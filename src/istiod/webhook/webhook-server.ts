@@ -2,7 +2,7 @@
  * istiod's HTTPS webhook port (15017, pilot-discovery's `--httpsAddr`; the `istiod` Service's 443 `https-webhook`):
  * `/validate` takes an AdmissionReview as kube-apiserver posts it and answers with `config-validation.ts`, as istio
  * `pkg/webhooks/validation/server/server.go` serves it: a request with no body is 400, one that is not
- * `application/json` is 415. The certificate is istiod's serving certificate for `istiod.istio-system.svc`, which
+ * `application/json` is 415. The certificate is istiod's serving certificate for `istiod.<its namespace>.svc`, which
  * the validating webhook configuration's `caBundle` anchors.
  */
 import https from 'node:https';
