@@ -44,7 +44,8 @@ export async function startZtunnel(
 /**
  * An istiod in this process on ephemeral ports, serving `configDir` (or, when it is undefined, the API of
  * `o.kubeconfig`), with its state under `stateDir`; optionally with a plug-in CA (`caDir`), on another loopback
- * `host`, other limits on its gRPC port, and its JSON log lines (info and up) sent to `log`.
+ * `host`, other limits on its gRPC port, its environment `env`, another time to wait for a usable istio-ca-secret,
+ * and its JSON log lines (info and up) sent to `log`, or its logs to `logs`.
  */
 export async function startIstiod(
   configDir: string | undefined,
@@ -55,6 +56,9 @@ export async function startIstiod(
     log?: (line: string) => void;
     grpcLimits?: Partial<GrpcLimits>;
     kubeconfig?: string;
+    env?: Record<string, string>;
+    caSecretTimeoutMs?: number;
+    logs?: LogControl;
   } = {},
 ): Promise<Istiod> {
   const host = o.host ?? '127.0.0.1';
@@ -69,10 +73,14 @@ export async function startIstiod(
       apiserverAddress: configDir === undefined ? undefined : `${host}:0`,
       kubeconfig: o.kubeconfig,
     },
-    {},
+    o.env ?? {},
   );
-  const cfg = { ...loaded, grpcLimits: { ...loaded.grpcLimits, ...o.grpcLimits } };
-  return Istiod.start(cfg, jsonLogsTo(o.log, 'istiod'));
+  const cfg = {
+    ...loaded,
+    grpcLimits: { ...loaded.grpcLimits, ...o.grpcLimits },
+    selfSignedCa: { ...loaded.selfSignedCa, loadTimeoutMs: o.caSecretTimeoutMs ?? loaded.selfSignedCa.loadTimeoutMs },
+  };
+  return Istiod.start(cfg, o.logs ?? jsonLogsTo(o.log, 'istiod'));
 }
 
 /** An istiod in this process against the Kubernetes API `kubeconfig` names, on ephemeral ports of `host`, logging to `logs`. */
