@@ -13,7 +13,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['native', 'kube', 'zds'],
   ['apiserver', 'controllers', 'echo', 'ztunnel', 'cni'],
   ['istiod'],
-  ['up', 'install'],
+  ['install'],
+  ['up'],
   ['demo'],
   ['cli'],
 ];

@@ -12,8 +12,8 @@
  * - it opens pods' network namespaces at the host path the CNI plugin reports, so the netns directory is also
  *   mounted at its own path, and iptables' lock (/run/xtables.lock) is the host's, shared with kube-proxy;
  * - `--log-level` stands for `--log_output_level`, LOG_FORMAT=json for `--log_as_json`.
- * The chart's mounts of the node's CNI bin and config directories are kept, though amesh's agent does not install
- * the CNI plugin into them.
+ * The chart's mounts of the node's CNI bin and config directories are where the agent installs its plugin and chains
+ * it into the node's network configuration (src/cni/install), as install-cni does.
  */
 import {
   RELEASE,
