@@ -110,8 +110,13 @@ export class JobController extends PodOwnerController<V1Job> {
     });
     this.backoffs.set(key, sync.backoff);
     if (sync.requeueAfterMs !== undefined) this.later.addAfter(key, sync.requeueAfterMs);
-    await this.managePods(key, job, sync);
-    await this.updateStatus(job, sync.status);
+    if (sync.statusFirst) {
+      await this.updateStatus(job, sync.status);
+      await this.managePods(key, job, sync);
+    } else {
+      await this.managePods(key, job, sync);
+      await this.updateStatus(job, sync.status);
+    }
   }
 
   private async managePods(key: string, job: V1Job, sync: JobSync): Promise<void> {

@@ -104,6 +104,23 @@ test('activeDeadlineSeconds: the Job is looked at again when it runs out, then f
   assert.equal(late.remove.length, 1);
 });
 
+test('a failing Job counts the pods it deletes in a status written before the deletions, and counts them once', () => {
+  const j = job({ completions: 2, parallelism: 2, activeDeadlineSeconds: 30 }, { startTime: new Date(NOW) });
+  const running = [pod('Running'), pod('Running')];
+  const first = syncJob(input(j, running, { now: NOW + 30_000 }));
+  assert.equal(first.statusFirst, true);
+  assert.equal(first.status.failed, 2);
+  // The deletions not seen yet: the pods are deleted again, not counted again.
+  const again = syncJob(input(job(j.spec!, first.status), running, { now: NOW + 31_000 }));
+  assert.equal(again.statusFirst, false);
+  assert.equal(again.remove.length, 2);
+  assert.equal(again.status.failed, 2);
+  // The pods gone, the Job fails with them counted.
+  const gone = syncJob(input(job(j.spec!, again.status), [], { now: NOW + 32_000 }));
+  assert.deepEqual(types(gone), ['FailureTarget:DeadlineExceeded', 'Failed:DeadlineExceeded']);
+  assert.equal(gone.status.failed, 2);
+});
+
 test('a suspended Job deletes its pods without counting them failed; resuming restarts its clock', () => {
   const j = job({ completions: 2, suspend: true }, { startTime: '2024-05-01T09:00:00Z' as unknown as Date });
   const s = syncJob(input(j, [pod('Running'), pod('Running')]));

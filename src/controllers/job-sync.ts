@@ -12,8 +12,9 @@
  * terminating.
  *
  * Kubernetes counts finished pods exactly by holding each with the `batch.kubernetes.io/job-tracking` finalizer
- * until its status has counted it; amesh's pods carry none, so `succeeded` and `failed` never go down, but a pod
- * deleted before it was seen finished is not counted. `podFailurePolicy`, `successPolicy` and
+ * until its status has counted it; amesh's pods carry none, so `succeeded` and `failed` never go down, the pods a
+ * failing Job deletes are counted in the status written before the deletions, and a pod deleted by someone else
+ * before it was seen finished is not counted. `podFailurePolicy`, `successPolicy` and
  * `backoffLimitPerIndex` are not applied.
  */
 import type { V1Job, V1JobCondition, V1JobStatus, V1Pod } from '@kubernetes/client-node';
@@ -59,6 +60,8 @@ export interface JobSync {
   readonly create: readonly (number | undefined)[];
   readonly remove: readonly V1Pod[];
   readonly status: V1JobStatus;
+  /** The status counts the pods to remove, so it is written before they are deleted. */
+  readonly statusFirst: boolean;
   readonly backoff: FailureBackoff;
   /** Sync again after this long: a backoff or a deadline runs out. */
   readonly requeueAfterMs?: number;
@@ -229,11 +232,17 @@ export function syncJob(input: JobSyncInput): JobSync {
 
   const create: (number | undefined)[] = [];
   const remove: V1Pod[] = [];
+  let statusFirst = false;
   if (finishing?.type === 'FailureTarget') {
-    // Every pod still running is deleted, and counts as failed.
-    if (input.expectationsSatisfied) {
+    // Every pod still running is deleted, and counts as failed: counted in the status that first says
+    // FailureTarget, which is written before they are deleted, so that a write refused as stale deletes nothing.
+    if (failureTarget === undefined && !input.expectationsSatisfied) finishing = undefined;
+    else {
+      if (failureTarget === undefined) {
+        failed += active.length;
+        statusFirst = active.length > 0;
+      }
       remove.push(...active);
-      failed += active.length;
       active = [];
     }
   } else if (finishing === undefined && input.expectationsSatisfied && job.metadata?.deletionTimestamp === undefined) {
@@ -314,5 +323,5 @@ export function syncJob(input: JobSyncInput): JobSync {
     uncountedTerminatedPods: {},
   });
   if (indexed) next.completedIndexes = formatIndexes(completedIndexes!);
-  return { create, remove, status: next, backoff, requeueAfterMs };
+  return { create, remove, status: next, statusFirst, backoff, requeueAfterMs };
 }
