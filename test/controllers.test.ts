@@ -119,7 +119,7 @@ describe('Deployment and ReplicaSet controllers', () => {
     await markReady();
   });
 
-  test('a new template rolls out as revision 2; the old pods stay until the new ones are ready, then go', async () => {
+  test('a new template rolls out as revision 2, which the Deployment is annotated with; the old pods stay until the new ones are ready, then go', async () => {
     const [first] = await replicaSetsOf();
     const oldPods = new Set((await podsOf()).map((p) => p.metadata?.name));
     await apps.patchNamespacedDeployment(
@@ -137,6 +137,12 @@ describe('Deployment and ReplicaSet controllers', () => {
     );
     const next = (await replicaSetsOf()).find((rs) => rs.metadata?.uid !== first?.metadata?.uid);
     assert.equal(next?.metadata?.annotations?.[REVISION], '2');
+    await waitFor(
+      'the Deployment annotated with its revision, as kubectl rollout and installers read it',
+      async () =>
+        (await apps.readNamespacedDeployment({ name: 'web', namespace: NS })).metadata?.annotations?.[REVISION] === '2',
+      DEADLINE_MS,
+    );
     assert.equal(
       (await podsOf()).filter((p) => oldPods.has(p.metadata?.name)).length,
       2,

@@ -90,6 +90,7 @@ export class DeploymentController {
       await this.createReplicaSet(d, hash, old, desired);
       return;
     }
+    await this.annotateRevision(d, current);
     await this.rollOut(d, current, old, desired);
     await this.cleanUp(d, old);
     await this.updateStatus(d, current, owned, desired);
@@ -142,6 +143,23 @@ export class DeploymentController {
       if (controllerOf(existing.metadata)?.uid === meta.uid) return;
       await this.patchStatus(d, { collisionCount: (d.status?.collisionCount ?? 0) + 1 });
     }
+  }
+
+  /**
+   * Gives the Deployment its current ReplicaSet's revision, as Kubernetes does (SetDeploymentRevision): what
+   * `kubectl rollout status` and installers read to find the ReplicaSet of the latest rollout.
+   */
+  private async annotateRevision(d: V1Deployment, current: V1ReplicaSet): Promise<void> {
+    const revision = current.metadata?.annotations?.[REVISION];
+    if (revision === undefined || d.metadata?.annotations?.[REVISION] === revision) return;
+    await this.apps.patchNamespacedDeployment(
+      {
+        name: d.metadata?.name ?? '',
+        namespace: d.metadata?.namespace ?? '',
+        body: { metadata: { annotations: { [REVISION]: revision } } },
+      },
+      MERGE_PATCH,
+    );
   }
 
   /** Scales the current ReplicaSet up and the old ones down, as the strategy allows. */

@@ -87,7 +87,7 @@ test('CNI network configuration lists are refused with the field that is wrong',
   bad('{"cniVersion":"1.0.0","name":"n","plugins":[{"ipam":{}}]}', /plugins\[0\]\.type is required/);
 });
 
-test("the network configuration is the conf dir's first file by name, read anew each time; a .conf is a list of its one plugin; none is containerd's not-initialized error", async () => {
+test("the network configuration is the conf dir's first file by name, read anew each time; a .conf is a list of its one plugin; none is containerd's not-initialized error; the plugins' paths resolve on the node", async () => {
   const conf = await mkdtemp(path.join(tmpdir(), 'amesh-cni-conf-'));
   try {
     await assert.rejects(loadNetworkConfig(conf), {
@@ -108,6 +108,19 @@ test("the network configuration is the conf dir's first file by name, read anew 
       name: 'br',
       plugins: [{ cniVersion: '0.4.0', name: 'br', type: 'bridge', bridge: 'cni0' }],
     });
+    // The paths a chained plugin is given (Istio's cni_agent_run_dir) are where this node has them.
+    await writeFile(
+      path.join(conf, '05-chained.conflist'),
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'chained',
+        plugins: [{ type: 'amesh-cni', cni_agent_run_dir: '/var/run/istio-cni', list: ['/etc/cni/x', 'rel'] }],
+      }),
+    );
+    const node = (p: string): string => (p.startsWith('/var/run/') ? `/nodes/n1/root${p.slice(4)}` : p);
+    assert.deepEqual((await loadNetworkConfig(conf, node)).plugins, [
+      { type: 'amesh-cni', cni_agent_run_dir: '/nodes/n1/root/run/istio-cni', list: ['/etc/cni/x', 'rel'] },
+    ]);
   } finally {
     await rm(conf, { recursive: true, force: true });
   }

@@ -73,19 +73,38 @@ export function parseNetworkConfigList(text: string, source: string): NetworkCon
 /** The file extensions libcni reads as network configuration (libcni/conf.go ConfFiles). */
 const CONF_EXTENSIONS = ['.conf', '.conflist', '.json'];
 
+/** Each absolute path among the string values of `v`, at any depth, replaced by `resolve`'s answer. */
+function resolvePaths(v: unknown, resolve: (p: string) => string): unknown {
+  if (typeof v === 'string') return v.startsWith('/') ? resolve(v) : v;
+  if (Array.isArray(v)) return v.map((x) => resolvePaths(x, resolve));
+  if (typeof v === 'object' && v !== null)
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolvePaths(x, resolve)]));
+  return v;
+}
+
 /**
  * The network configuration a runtime uses for the next sandbox: the first file of `dir` by name, as containerd's
  * CRI picks it, read anew each time so that a node agent that chains its plugin into it (Istio's install-cni) is
  * used from the next pod on. A single-plugin `.conf` is a list of that one plugin (libcni ConfListFromConf).
+ * `resolve` maps the paths the plugins are given (Istio's `cni_agent_run_dir`, say) to where they are for this
+ * runtime, as a node's kubelet resolves hostPath volumes.
  */
-export async function loadNetworkConfig(dir: string): Promise<NetworkConfigList> {
+export async function loadNetworkConfig(
+  dir: string,
+  resolve: (p: string) => string = (p) => p,
+): Promise<NetworkConfigList> {
   const names = await readdir(dir).catch(() => [] as string[]);
   const first = names.filter((n) => CONF_EXTENSIONS.includes(path.extname(n))).sort()[0];
   if (first === undefined)
     throw new MeshError('UP_ERR_CNI', `no network config found in ${dir}: cni plugin not initialized`);
   const file = path.join(dir, first);
-  const text = await readFile(file, 'utf8');
-  if (first.endsWith('.conflist')) return parseNetworkConfigList(text, file);
+  const list = parseNetworkConfigFile(await readFile(file, 'utf8'), file);
+  return Object.freeze({ ...list, plugins: list.plugins.map((p) => resolvePaths(p, resolve) as typeof p) });
+}
+
+/** A `.conflist`, or a `.conf` as the list of its one plugin. */
+function parseNetworkConfigFile(text: string, file: string): NetworkConfigList {
+  if (file.endsWith('.conflist')) return parseNetworkConfigList(text, file);
   let conf: Record<string, unknown>;
   try {
     conf = asRecord(JSON.parse(text));

@@ -435,7 +435,7 @@ class PodWorker {
     await this.k.journal.create({ t: 'netns', name: this.netns }, () => ip('netns', 'add', this.netns));
     this.netnsMade = true;
     await ip('-n', this.netns, 'link', 'set', 'lo', 'up');
-    const network = await loadNetworkConfig(this.k.cniConfDir);
+    const network = await loadNetworkConfig(this.k.cniConfDir, this.k.hostPath);
     this.network = network;
     const result = (await this.k.cni.add(network, this.at)) as { ips?: { address?: string }[] };
     const address = result.ips?.[0]?.address?.split('/')[0];
@@ -654,7 +654,7 @@ class PodWorker {
     if (!this.netnsMade) return;
     this.netnsMade = false;
     try {
-      await this.k.cni.del(this.network ?? (await loadNetworkConfig(this.k.cniConfDir)), this.at);
+      await this.k.cni.del(this.network ?? (await loadNetworkConfig(this.k.cniConfDir, this.k.hostPath)), this.at);
     } catch (e) {
       this.log.warn({ error: describeError(e) }, 'CNI DEL failed');
     }

@@ -29,12 +29,15 @@ const quoted = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 /**
  * Writes to `file` the launcher a container of the amesh image runs as its `amesh`: this Node with the package's
  * entry point. A source tree run through tsx names the loader by path, since the container's working directory is
- * its own.
+ * its own, and keeps no compile cache, since the image's containers may not write their root filesystem (istiod's
+ * and ztunnel's charts make it read-only).
  */
 export async function writeImageLauncher(file: string): Promise<void> {
   const { cmd, args } = ameshCommand();
+  const tsx = args.some((a, i) => a === 'tsx' && args[i - 1] === '--import');
   const argv = [cmd, ...args.map((a, i) => (a === 'tsx' && args[i - 1] === '--import' ? import.meta.resolve(a) : a))];
-  await writeFile(file, `#!/bin/sh\nexec ${argv.map(quoted).join(' ')} "$@"\n`, { mode: 0o755 });
+  const env = tsx ? 'TSX_DISABLE_CACHE=1 ' : '';
+  await writeFile(file, `#!/bin/sh\n${env}exec ${argv.map(quoted).join(' ')} "$@"\n`, { mode: 0o755 });
 }
 
 /**
