@@ -8,8 +8,9 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { SignJWT, importPKCS8 } from 'jose';
 import { startApiServer } from './helpers/in-process.js';
 import type { ApiServer } from '../src/apiserver/api-server.js';
-import { applyRbac } from '../src/up/apply-rbac.js';
-import { ISTIO_CNI_RBAC, ISTIOD_RBAC } from '../src/up/istio-rbac.js';
+import { applyRbac, type RbacObject } from '../src/up/apply-rbac.js';
+import { generateManifest } from '../src/install/generate-manifest.js';
+import { parseSetFlag } from '../src/install/set-flag.js';
 
 interface Reply {
   status: number;
@@ -89,7 +90,12 @@ describe('amesh apiserver authentication and authorization', () => {
     // Istio's charts, as amesh up (or any installer) applies them.
     const kc = new KubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
-    await applyRbac(kc, [...ISTIOD_RBAC, ...ISTIO_CNI_RBAC]);
+    const ambient = generateManifest({ files: [], sets: [parseSetFlag('profile=ambient')] }).sets;
+    const rbac = ambient
+      .filter((set) => set.component.name === 'Pilot' || set.component.name === 'Cni')
+      .flatMap((set) => set.objects)
+      .filter((o) => ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind));
+    await applyRbac(kc, rbac as unknown as RbacObject[]);
     await must('POST', '/api/v1/namespaces', { metadata: { name: 'app' } });
     for (const sa of ['ztunnel', 'istio-cni', 'istiod'])
       await must('POST', '/api/v1/namespaces/istio-system/serviceaccounts', { metadata: { name: sa } });

@@ -83,7 +83,7 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
   await cp(examplesDir('mesh'), config, { recursive: true });
   const cfg = loadUpConfig({ configDir: config, dataDir: o.dataDir, name: o.name, dataplane: 'ambient' });
   say(
-    `==> amesh up: the API server, istiod, ${String(cfg.nodes)} nodes each with a node agent and a ztunnel, and the pods of ${config} (copied from examples/mesh)`,
+    `==> amesh up: the API server and ${String(cfg.nodes)} nodes, then amesh install --set profile=ambient (istiod, and a node agent and a ztunnel on each node), and the pods of ${config} (copied from examples/mesh)`,
   );
   let cluster: Cluster | undefined;
   let starting = true;
@@ -164,8 +164,15 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
   say('==> the cluster (kubectl get nodes,pods -A -o wide shows the same):');
   say(indent(clusterTable(snapshot, 'table')));
   const web = snapshot.pods.find((p) => p.metadata?.namespace === CLIENT.namespace && p.metadata.name === CLIENT.pod);
-  const serverNode = snapshot.nodes.find((n) => n.metadata?.name === SERVER_NODE);
-  const metricsUrl = `http://${serverNode?.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? ''}:${ZTUNNEL_STATS_PORT}/metrics`;
+  // The ztunnel DaemonSet's pod on the server's node.
+  const ztunnel = snapshot.pods.find(
+    (p) =>
+      p.metadata?.namespace === 'istio-system' &&
+      p.metadata.labels?.['app'] === 'ztunnel' &&
+      p.spec?.nodeName === SERVER_NODE,
+  );
+  const ztunnelPod = ztunnel?.metadata?.name ?? '?';
+  const metricsUrl = `http://${ztunnel?.status?.podIP ?? ''}:${ZTUNNEL_STATS_PORT}/metrics`;
   const webIp = web?.status?.podIP ?? '';
   const curl = await webCurl(cluster);
 
@@ -223,7 +230,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
   });
   say(`    the same curl now fails (exit ${String(denied.code)}): ${denied.stderr.trim()}`);
   const log = await readFile(
-    path.join((await cluster.dataDir.sandbox('istio-system', `ztunnel-${SERVER_NODE}`)).dir, 'istio-proxy.log'),
+    path.join((await cluster.dataDir.sandbox('istio-system', ztunnelPod)).dir, 'istio-proxy.log'),
     'utf8',
   );
   const why = log
@@ -232,7 +239,7 @@ async function tour(cluster: Cluster, config: string): Promise<void> {
     .at(-1);
   if (why !== undefined) {
     say(
-      `    ${SERVER_NODE}'s ztunnel logged it (${ameshInvocation()} logs --data-dir ${cluster.dataDir.root} istio-system/ztunnel-${SERVER_NODE}):`,
+      `    ${SERVER_NODE}'s ztunnel logged it (${ameshInvocation()} logs --data-dir ${cluster.dataDir.root} istio-system/${ztunnelPod}):`,
     );
     for (const key of ['src.identity', 'dst.identity', 'error']) say(`      ${key}=${logField(why, key)}`);
   }

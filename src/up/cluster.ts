@@ -1,12 +1,13 @@
 /**
- * `amesh up`: a whole cluster on one machine, as kind builds one from containers. In the namespace `up` runs in
- * (the host): a bridge for the node network, istiod listening on the bridge's address (so every node reaches it),
- * the manifest directory applied to the API as `kubectl apply --prune` would (a policy the API refuses stands in
- * fail-closed in istiod), kube-proxy's rules and the LoadBalancer allocator. Per node: its network namespace
- * (node.ts) and its kubelet, a process of its own that `up` restarts (node-service.ts, kubelet-process.ts), running
- * the pods bound to it; node1's also runs the control plane as static pods (control-plane-manifests.ts).
- * Everything made outside this process is recorded in the data directory first (resource-journal.ts), so
- * `stop()`, or `amesh down` after a crash, removes all of it.
+ * `amesh up`: a whole cluster on one machine, as kind builds one from containers, then Istio's ambient profile
+ * installed on it as `amesh install --set profile=ambient` installs it on any cluster (install-istio.ts); with
+ * `--dataplane none` the bare cluster alone, as kind's `create cluster` leaves it. In the namespace `up` runs in
+ * (the host): a bridge for the node network, the manifest directory applied to the API as `kubectl apply --prune`
+ * would, kube-proxy's rules and the LoadBalancer allocator. Per node: its network namespace (node.ts) and its
+ * kubelet, a process of its own that `up` restarts (node-service.ts, kubelet-process.ts), running the pods bound to
+ * it, istiod's and the DaemonSets' included; node1's also runs the control plane as static pods
+ * (control-plane-manifests.ts). Everything made outside this process is recorded in the data directory first
+ * (resource-journal.ts), so `stop()`, or `amesh down` after a crash, removes all of it.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
@@ -25,21 +26,16 @@ import {
 import { stringify } from 'yaml';
 import { loadOrCreateClusterCredentials } from '../apiserver/auth/cluster-credentials.js';
 import { ClusterIpAllocator } from '../apiserver/cluster-ip-allocator.js';
-import { CNI_AGENT_DEFAULTS } from '../cni/agent/cni-agent-config.js';
 import { loadApiServerConfig } from '../apiserver/config.js';
-import { loadIstiodConfig } from '../istiod/config.js';
 import { PooledKubeConfig } from '../kube/pooled-kube-config.js';
-import { Istiod } from '../istiod/istiod.js';
 import { DirectoryApplier } from '../istiod/registry/directory-applier.js';
 import { RestartingInformer } from '../kube/informer.js';
 import { listJson } from '../kube/list-json.js';
 import { ignoreConflict } from '../kube/kube-status.js';
 import { describeError, MeshError } from '../lib/errors.js';
-import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT, ISTIOD_WEBHOOK_PORT } from '../lib/istio-ports.js';
 import { LogControl } from '../lib/log.js';
 import { ameshInvocation } from './amesh-invocation.js';
 import { ClusterClaim } from './cluster-claim.js';
-import { requireFreePorts } from './free-ports.js';
 import { requireRoot } from './require-root.js';
 import { consoleAlert } from './console-alerts.js';
 import { parseNetworkConfigList } from './cni-runtime.js';
@@ -48,13 +44,12 @@ import { KubeProxy } from './kube-proxy.js';
 import { LoadBalancerAllocator } from './load-balancer.js';
 import { clusterDnsIp, clusterDnsObjects, clusterDnsRbacObjects } from './cluster-dns-manifest.js';
 import { applyRbac } from './apply-rbac.js';
-import { ISTIO_CNI_RBAC, ISTIO_NAMESPACE, ISTIOD_RBAC } from './istio-rbac.js';
+import { installIstio, UP_PROFILE } from './install-istio.js';
 import { APISERVER_PORT, controlPlanePods } from './control-plane-manifests.js';
 import { waitForApiServer } from './wait-for-api-server.js';
 import { CNI_PLUGIN_DIRS, nodeNetworkConfigFile } from './kubelet-process.js';
 import { NodeService } from './node-service.js';
 import { nodesRegistered } from './wait-for-nodes.js';
-import { agentRunDir, NodeDaemons } from './node-daemons.js';
 import { createHostBridge, hostBridgeName, nodeRecord, UpNode } from './node.js';
 import { ResourceJournal } from './resource-journal.js';
 import { RuncRuntime } from './runc-runtime.js';
@@ -108,14 +103,11 @@ export interface ClusterSnapshot {
   readonly pods: readonly V1Pod[];
 }
 
-/** The plugin selects pods as the agent does: Istio's default enablement selectors, the chart's values. */
-const ISTIO_ENABLEMENT_SELECTORS: unknown = JSON.parse(CNI_AGENT_DEFAULTS.enablementSelector);
-
 /**
- * The node's network configuration list: Debian's bridge with host-local IPAM over the node's pod CIDR, and with
- * a node agent (`agentRunDir`) amesh-cni chained last, as Istio's installer appends its plugin.
+ * The node's network configuration list, as a cluster's pod network leaves it before Istio: Debian's bridge with
+ * host-local IPAM over the node's pod CIDR. istio-cni's node agent chains its plugin into it when installed.
  */
-function nodeNetworkConfig(podCidr: string, ipamDir: string, agentRunDir?: string): string {
+function nodeNetworkConfig(podCidr: string, ipamDir: string): string {
   const bridge = {
     type: 'bridge',
     bridge: 'cni0',
@@ -124,20 +116,7 @@ function nodeNetworkConfig(podCidr: string, ipamDir: string, agentRunDir?: strin
     hairpinMode: true,
     ipam: { type: 'host-local', ranges: [[{ subnet: podCidr }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir },
   };
-  const istio = {
-    type: 'amesh-cni',
-    plugin_log_level: 'info',
-    cni_agent_run_dir: agentRunDir,
-    ambient_enabled: true,
-    enablement_selectors: ISTIO_ENABLEMENT_SELECTORS,
-    exclude_namespaces: ['kube-system'],
-    pod_namespace: 'istio-system',
-  };
-  return JSON.stringify({
-    cniVersion: '1.0.0',
-    name: 'amesh',
-    plugins: agentRunDir === undefined ? [bridge] : [bridge, istio],
-  });
+  return JSON.stringify({ cniVersion: '1.0.0', name: 'amesh', plugins: [bridge] });
 }
 
 const podSettled = (p: V1Pod): boolean => {
@@ -250,10 +229,6 @@ export class Cluster {
       what: `bridge ${hostBridgeName(cfg)}`,
       run: () => ip('link', 'del', hostBridgeName(cfg)).then(() => undefined),
     });
-    await requireFreePorts(cfg.hostIp, [
-      { port: ISTIOD_GRPC_PORT, what: "istiod's xDS and CA" },
-      { port: ISTIOD_MONITORING_PORT, what: "istiod's monitoring" },
-    ]);
     const nodes: UpNode[] = [];
     for (const r of records) {
       progress(`Creating node ${r.name}: network namespace ${r.netns}, address ${r.ip}, pods ${r.podCidr}`);
@@ -295,11 +270,7 @@ export class Cluster {
     await journal.create({ t: 'cgroup', name: runtime.cgroup }, () => mkdir(dataDir.runcRoot, { recursive: true }));
     for (const r of records) {
       const file = nodeNetworkConfigFile(dataDir, r.name);
-      const text = nodeNetworkConfig(
-        r.podCidr,
-        path.join(dataDir.nodeDir(r.name), 'cni', 'ipam'),
-        cfg.dataplane === 'ambient' ? agentRunDir(dataDir, r.name) : undefined,
-      );
+      const text = nodeNetworkConfig(r.podCidr, path.join(dataDir.nodeDir(r.name), 'cni', 'ipam'));
       parseNetworkConfigList(text, file);
       await mkdir(path.dirname(file), { recursive: true });
       await writeFile(file, text, { mode: 0o644 });
@@ -350,31 +321,6 @@ export class Cluster {
       `Kubelets running; nodes registered: ${nodes.map((n) => n.name).join(', ')} (control plane: ${controlPlane.name})`,
     );
 
-    // Istio's charts as an installer applies them: the namespace (istiod keeps its CA in istio-ca-secret there),
-    // istiod's RBAC, and with the ambient data plane istio-cni's.
-    await kc
-      .makeApiClient(CoreV1Api)
-      .createNamespace({ body: { metadata: { name: ISTIO_NAMESPACE } } })
-      .catch(ignoreConflict);
-    await applyRbac(kc, cfg.dataplane === 'ambient' ? [...ISTIOD_RBAC, ...ISTIO_CNI_RBAC] : ISTIOD_RBAC);
-    progress(`Applied Istio's RBAC (istio-discovery${cfg.dataplane === 'ambient' ? ', istio-cni' : ''} charts)`);
-
-    const istiod = await Istiod.start(
-      loadIstiodConfig({
-        kubeconfig: credentials.kubeconfigPath,
-        stateDir: dataDir.istiodDir,
-        grpcAddress: `${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`,
-        monitoringAddress: `${cfg.hostIp}:${String(ISTIOD_MONITORING_PORT)}`,
-        webhookAddress: `${cfg.hostIp}:${String(ISTIOD_WEBHOOK_PORT)}`,
-      }),
-      this.logs,
-    );
-    this.undo.push({ what: 'istiod', run: () => istiod.stop() });
-    progress(`istiod serving xDS and its CA on ${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`);
-
-    progress(`Applying ${cfg.configDir}`);
-    await this.applyManifests(kc, istiod);
-
     await this.addClusterDns(kc, apiCfg.serviceCidr);
     progress(`Cluster DNS: kube-system/kube-dns at ${clusterDnsIp(apiCfg.serviceCidr)} (amesh cluster-dns)`);
 
@@ -402,26 +348,15 @@ export class Cluster {
     await lb.synced;
     progress(`LoadBalancer addresses from ${cfg.lbPool.first}-${cfg.lbPool.last}, announced from ${records[0]!.name}`);
 
-    if (cfg.dataplane === 'none') return;
-    const daemons = await NodeDaemons.start({
-      kc,
-      dataDir,
-      nodes: records,
-      istiodAddress: `https://${cfg.hostIp}:${String(ISTIOD_GRPC_PORT)}`,
-      rootCertPath: istiod.rootCertPath,
-      log: this.logs.scope('daemons'),
-    });
-    this.undo.push({ what: 'the node daemons', run: () => daemons.stop() });
-    progress(
-      `Node agent and ztunnel starting on ${records.map((r) => r.name).join(', ')} (istio-system/istio-cni-node-<node>, istio-system/ztunnel-<node>)`,
-    );
+    if (cfg.dataplane === 'ambient') {
+      progress(`Installing Istio: amesh install --set profile=${UP_PROFILE} (istiod, istio-cni, ztunnel)`);
+      await installIstio(kc, progress);
+    }
+
+    progress(`Applying ${cfg.configDir}`);
+    await this.applyManifests(kc);
   }
 
-  /**
-   * Applies the manifest directory, then follows its changes; a policy the API refuses stands in fail-closed in
-   * `istiod`'s config store. At start, an object the API refuses stops `up`: a cluster that lacks part of its
-   * directory is not the one asked for.
-   */
   /** Creates the cluster's DNS (kubeadm's CoreDNS objects, running `amesh cluster-dns`), as kind's cluster has it. */
   private async addClusterDns(kc: KubeConfig, serviceCidr: string): Promise<void> {
     const [account, deployment, service] = clusterDnsObjects({ serviceCidr });
@@ -435,14 +370,14 @@ export class Cluster {
     await created(apps.createNamespacedDeployment({ namespace, body: deployment }));
   }
 
-  private async applyManifests(kc: KubeConfig, istiod: Istiod): Promise<void> {
+  /**
+   * Applies the manifest directory, then follows its changes, as `kubectl apply` would: what the API refuses (by
+   * its schemas, or istiod's validating webhook) is reported. At start, an object the API refuses stops `up`: a
+   * cluster that lacks part of its directory is not the one asked for.
+   */
+  private async applyManifests(kc: KubeConfig): Promise<void> {
     const alertsBefore = this.alerts;
-    const manifests = await DirectoryApplier.start({
-      dir: this.cfg.configDir,
-      kubeconfig: kc,
-      store: istiod.store,
-      logs: this.logs,
-    });
+    const manifests = await DirectoryApplier.start({ dir: this.cfg.configDir, kubeconfig: kc, logs: this.logs });
     this.undo.push({ what: 'the manifest watcher', run: () => manifests.stop() });
     if (manifests.initial.errors.length > 0)
       throw new MeshError(

@@ -40,7 +40,6 @@ const SANDBOX_FILE = 'sandbox.json';
 const ENTRIES = {
   kubeconfig: 'kubeconfig',
   apiserverDir: 'apiserver',
-  istiodDir: 'istiod',
   journal: 'created.jsonl',
   clusterFile: 'cluster.json',
   nodesDir: 'nodes',
@@ -56,7 +55,6 @@ export class UpDataDir {
   /** The admin kubeconfig (a link to the API server's). */
   readonly kubeconfig: string;
   readonly apiserverDir: string;
-  readonly istiodDir: string;
   readonly journal: string;
   readonly clusterFile: string;
   readonly logFile: string;
@@ -73,7 +71,6 @@ export class UpDataDir {
     const at = (name: string): string => path.join(root, name);
     this.kubeconfig = at(ENTRIES.kubeconfig);
     this.apiserverDir = at(ENTRIES.apiserverDir);
-    this.istiodDir = at(ENTRIES.istiodDir);
     this.journal = at(ENTRIES.journal);
     this.clusterFile = at(ENTRIES.clusterFile);
     this.logFile = at(LOGS.logFile);

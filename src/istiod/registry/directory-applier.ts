@@ -6,9 +6,10 @@
  * have left any earlier change half applied. A change made while a retry waits is that retry, at once.
  *
  * A policy the API refuses (its namespace missing, a value the API does not take) never reaches istiod's
- * informers, so istiod would simply lack it and allow what it should deny. Its fail-closed stand-in is set in
- * istiod's config store instead, as for a document the directory refused, until the API takes the policy (its
- * informer then replaces the stand-in) or the directory no longer defines it.
+ * informers, so istiod would simply lack it and allow what it should deny. Given istiod's config store (istiod
+ * --config-dir, whose API has no validating webhook), its fail-closed stand-in is set there instead, as for a
+ * document the directory refused, until the API takes the policy (its informer then replaces the stand-in) or the
+ * directory no longer defines it.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Backoff } from '../../lib/backoff.js';
@@ -25,8 +26,12 @@ export interface DirectoryApplierOptions {
   readonly dir: string;
   /** The API to apply the directory to. */
   readonly kubeconfig: KubeConfig;
-  /** istiod's config store, fed by informers on that same API: where refused policies stand in. */
-  readonly store: ConfigStore;
+  /**
+   * istiod's config store, fed by informers on that same API: where refused policies stand in. Absent where the
+   * API refuses what istiod would not take (schemas and istiod's validating webhook, as `amesh up` installs them):
+   * a refused object is then reported, as `kubectl apply` reports it.
+   */
+  readonly store?: ConfigStore;
   readonly logs: LogControl;
   /** Delays between retries of a failed apply; by default about 0.5 s, doubling up to 15 s. */
   readonly retry?: Backoff;
@@ -46,7 +51,7 @@ export class DirectoryApplier {
   private constructor(
     private readonly directory: ManifestDirectory,
     private readonly applier: ManifestApplier,
-    private readonly store: ConfigStore,
+    private readonly store: ConfigStore | undefined,
     private readonly log: Logger,
     private readonly retry: Backoff,
     /** What the first apply, of the whole directory, gave. */
@@ -122,6 +127,7 @@ export class DirectoryApplier {
    * objects at `keys` (every object when undefined).
    */
   private settle(r: ApplyResult, keys: ReadonlySet<string> | undefined): void {
+    if (this.store === undefined) return;
     const refused = new Set(r.refused.map((x) => x.key));
     for (const rejected of r.refused) {
       this.standIns.add(rejected.key);

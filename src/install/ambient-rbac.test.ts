@@ -8,14 +8,31 @@ import { RbacCache } from '../apiserver/rbac/rbac-cache.js';
 import { kindOfObject } from '../apiserver/kinds.js';
 import { decodeError } from '../apiserver/validation/decode.js';
 import { validateObjectMeta } from '../apiserver/validation/object-meta.js';
-import { clusterDnsRbacObjects } from './cluster-dns-manifest.js';
-import { ISTIO_CNI_RBAC, ISTIOD_RBAC } from './istio-rbac.js';
+import { clusterDnsRbacObjects } from '../up/cluster-dns-manifest.js';
+import { generateManifest } from './generate-manifest.js';
+import { parseSetFlag } from './set-flag.js';
 
-/** What a cluster `amesh up` made holds: Kubernetes' bootstrap policy, then Istio's and CoreDNS's grants. */
+const RBAC_KINDS = new Set(['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+const AMBIENT = generateManifest({ files: [], sets: [parseSetFlag('profile=ambient')] }).sets;
+/** The RBAC objects the ambient profile renders for one component. */
+const rbacOf = (component: 'Pilot' | 'Cni'): KubeObject[] =>
+  (AMBIENT.find((s) => s.component.name === component)?.objects ?? []).filter((o) =>
+    RBAC_KINDS.has(o.kind),
+  ) as unknown as KubeObject[];
+/** istiod's grants (istio-discovery chart) and the node agent's (istio-cni chart); ztunnel's chart grants none. */
+const ISTIOD_RBAC = rbacOf('Pilot');
+const ISTIO_CNI_RBAC = rbacOf('Cni');
+
+/**
+ * What a cluster with `amesh install --set profile=ambient` holds (as `amesh up` makes one): Kubernetes' bootstrap
+ * policy, then Istio's grants as the ambient profile renders them, and CoreDNS's.
+ */
 const AUTHORIZER = new RbacAuthorizer(
   RbacCache.of([
     ...BOOTSTRAP_POLICY_OBJECTS,
-    ...([...ISTIOD_RBAC, ...ISTIO_CNI_RBAC, ...clusterDnsRbacObjects()] as KubeObject[]),
+    ...ISTIOD_RBAC,
+    ...ISTIO_CNI_RBAC,
+    ...(clusterDnsRbacObjects() as unknown as KubeObject[]),
   ]),
 );
 
