@@ -20,7 +20,6 @@ import {
   inPodNetns,
   killContainer,
   kubectlIn,
-  kubectlWith,
   launchUp,
   removeCluster,
   upSkip,
@@ -32,6 +31,7 @@ import { normalizeSave } from './helpers/iptables-save.js';
 import { ambientNamespace, commandPod, namespaces, object } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
+import { runToExit } from './helpers/run-to-exit.js';
 import { readGolden } from './helpers/pod-rules-cases.js';
 
 /** Long enough for a config change to reach the ztunnels, an agent to act on a label, or a restarted daemon to be back. */
@@ -134,6 +134,25 @@ describe(
       return r.stdout;
     };
     const podIp = (ns: string, name: string): Promise<string> => jsonpath(ns, 'pod', name, '{.status.podIP}');
+    /** The name of the pod a DaemonSet of amesh install (`app=ztunnel`, `k8s-app=istio-cni-node`) runs on `node`. */
+    const daemonPod = async (label: string, node: string): Promise<string> => {
+      const r = await kubectl(
+        'get',
+        'pods',
+        '-n',
+        'istio-system',
+        '-l',
+        label,
+        '--field-selector',
+        `spec.nodeName=${node}`,
+        '-o',
+        'jsonpath={.items[*].metadata.name}',
+      );
+      assert.match(r.stdout, /^\S+$/, `one pod of ${label} on ${node}: ${r.stderr}`);
+      return r.stdout;
+    };
+    const ztunnelOn = (node: string): Promise<string> => daemonPod('app=ztunnel', node);
+    const agentOn = (node: string): Promise<string> => daemonPod('k8s-app=istio-cni-node', node);
     /** The pod's rules as the node sees them: a container without NET_ADMIN may not read them itself. */
     const iptablesSave = async (pod: string): Promise<string> => {
       const [ns, name] = pod.split('/') as [string, string];
@@ -148,12 +167,11 @@ describe(
         'exec',
         '--data-dir',
         dataDir,
-        '--node',
-        node,
+        `istio-system/${await ztunnelOn(node)}`,
         '--',
-        'node',
-        '-e',
-        "fetch('http://127.0.0.1:15020/metrics').then((r) => r.text()).then((t) => process.stdout.write(t))",
+        'curl',
+        '-sS',
+        'http://127.0.0.1:15020/metrics',
       );
       assert.equal(r.status, 0, r.stderr);
       let total = 0;
@@ -176,7 +194,7 @@ describe(
       const out = await Promise.all(
         ['node1', 'node2'].map(
           async (n) =>
-            `--- ztunnel-${n}\n${(await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/ztunnel-${n}`)).stdout}`,
+            `--- ztunnel on ${n}\n${(await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/${await ztunnelOn(n)}`)).stdout}`,
         ),
       );
       const pods = (await kubectl('get', 'pods', '-A', '-o', 'wide')).stdout;
@@ -340,50 +358,46 @@ describe(
       assert.equal(await jsonpath('cli', 'pod', 'client', '{.metadata.uid}'), uid, 'the pod was not recreated');
     });
 
-    test("the node agent runs as istio-cni with a token bound to its pod, not up's admin kubeconfig; it and its plugin may read pods and are refused (403) creating a pod or reading secrets", async () => {
-      const agent = 'istio-cni-node-node1';
+    test("the node agent runs as istio-cni with its pod's in-cluster token, not up's admin kubeconfig; the plugin's kubeconfig it writes into the node is bound to its pod, may read pods and is refused (403) creating a pod or reading secrets", async () => {
+      const agent = await agentOn('node1');
       assert.equal(await jsonpath('istio-system', 'pod', agent, '{.spec.serviceAccountName}'), 'istio-cni');
-      const command = JSON.parse(
-        await jsonpath('istio-system', 'pod', agent, '{.spec.containers[0].command}'),
-      ) as string[];
-      const flag = (name: string): string => command[command.indexOf(name) + 1] ?? '';
-      const agentKubeconfig = flag('--kubeconfig');
-      assert.notEqual(path.resolve(agentKubeconfig), path.resolve(dataDir, 'kubeconfig'));
-      // kubectl (client-go) reads the agent's kubeconfig as written (its tokenFile); the plugin's has the token written in.
-      for (const kubeconfig of [agentKubeconfig, path.join(flag('--cni-agent-run-dir'), 'istio-cni-kubeconfig')]) {
-        const as = (...args: string[]): Promise<RunResult> => kubectlWith(host, kubeconfig, ...args);
-        const whoami = await as(
-          'auth',
-          'whoami',
-          '-o',
-          'jsonpath={.status.userInfo.username} {.status.userInfo.extra.authentication\\.kubernetes\\.io/pod-name[0]}',
+      assert.doesNotMatch(
+        await jsonpath('istio-system', 'pod', agent, '{.spec.containers[0].args}'),
+        /kubeconfig/,
+        'the API reached in-cluster, as the chart runs it',
+      );
+      // Where the node's /var/run/istio-cni is (each node of up has its own); kubectl runs in the node's network,
+      // as the plugin does, where the kubernetes Service's address is routed.
+      const kubeconfig = path.join(dataDir, 'nodes', 'node1', 'root', 'run', 'istio-cni', 'istio-cni-kubeconfig');
+      const as = (...args: string[]): Promise<RunResult> =>
+        runToExit('ip', ['netns', 'exec', `${cluster}-node1`, 'kubectl', '--kubeconfig', kubeconfig, ...args], 30_000);
+      const whoami = await as(
+        'auth',
+        'whoami',
+        '-o',
+        'jsonpath={.status.userInfo.username} {.status.userInfo.extra.authentication\\.kubernetes\\.io/pod-name[0]}',
+      );
+      assert.equal(whoami.stdout, `system:serviceaccount:istio-system:istio-cni ${agent}`, whoami.stderr);
+      const pods = await as('get', 'pods', '-n', 'cli', 'client', '-o', 'name');
+      assert.equal(pods.stdout.trim(), 'pod/client', pods.stderr);
+      for (const refused of [
+        ['run', 'intruder', '-n', 'cli', '--image', 'amesh', '--restart', 'Never'],
+        ['get', 'secrets', '-n', 'istio-system'],
+      ]) {
+        const r = await as(...refused);
+        assert.notEqual(r.status, 0, refused.join(' '));
+        assert.match(
+          r.stderr,
+          /\(Forbidden\).*User "system:serviceaccount:istio-system:istio-cni" cannot (create|list) resource "(pods|secrets)"/,
+          refused.join(' '),
         );
-        assert.equal(
-          whoami.stdout,
-          `system:serviceaccount:istio-system:istio-cni ${agent}`,
-          `${kubeconfig}: ${whoami.stderr}`,
-        );
-        const pods = await as('get', 'pods', '-n', 'cli', 'client', '-o', 'name');
-        assert.equal(pods.stdout.trim(), 'pod/client', pods.stderr);
-        for (const refused of [
-          ['run', 'intruder', '-n', 'cli', '--image', 'amesh', '--restart', 'Never'],
-          ['get', 'secrets', '-n', 'istio-system'],
-        ]) {
-          const r = await as(...refused);
-          assert.notEqual(r.status, 0, refused.join(' '));
-          assert.match(
-            r.stderr,
-            /\(Forbidden\).*User "system:serviceaccount:istio-system:istio-cni" cannot (create|list) resource "(pods|secrets)"/,
-            refused.join(' '),
-          );
-        }
       }
     });
 
-    test("killing a node's ztunnel or node agent: amesh up restarts it, the client pod is not recreated and its traffic is back", async () => {
+    test("killing a node's ztunnel or node agent: its kubelet restarts it (DaemonSet pods), the client pod is not recreated and its traffic is back", async () => {
       const clientIp = await podIp('cli', 'client');
       const uid = await jsonpath('cli', 'pod', 'client', '{.metadata.uid}');
-      for (const daemon of ['ztunnel-node2', 'istio-cni-node-node2', 'ztunnel-node1']) {
+      for (const daemon of [await ztunnelOn('node2'), await agentOn('node2'), await ztunnelOn('node1')]) {
         const state = (): Promise<string> =>
           jsonpath(
             'istio-system',
@@ -454,18 +468,35 @@ describe(
       await untilClientAllowed(clientIp);
     });
 
-    test("a DENY AuthorizationPolicy the API refuses at run time still denies: up's istiod serves it as deny-all for its namespace until it leaves the config dir", async () => {
+    test("a DENY AuthorizationPolicy istiod's validating webhook refuses is refused at apply time: up reports the webhook's message on the console, the API never holds it, and a valid DENY written after it still denies", async () => {
       const clientIp = await podIp('cli', 'client');
       assert.equal(await dial(CLIENT, clusterIp, SERVICE_PORT), `${clientIp}\n`, 'allowed before');
       const refused = path.join(manifests, 'refused.yaml');
-      // The API refuses both finalizers together (422); the directory's own checks do not look at finalizers.
+      // Istio's CRD types ports as strings; istiod refuses a port that is not a number.
       await writeFile(
         refused,
-        denyClient({ name: 'deny-client-refused', finalizers: ['orphan', 'foregroundDeletion'] }),
+        object({
+          apiVersion: 'security.istio.io/v1',
+          kind: 'AuthorizationPolicy',
+          metadata: { name: 'deny-bad-port', namespace: 'srv' },
+          spec: { action: 'DENY', rules: [{ to: [{ operation: { ports: ['abc'] } }] }] },
+        }),
       );
-      await untilRefused('the client denied', CLIENT, clusterIp, SERVICE_PORT);
-      const inApi = await kubectl('get', 'authorizationpolicy', '-n', 'srv', 'deny-client-refused');
+      await waitFor(
+        "the webhook's refusal on up's console",
+        async () =>
+          /refused\.yaml.*AuthorizationPolicy srv\/deny-bad-port.*admission webhook "validation\.istio\.io" denied the request/.test(
+            launched!.stderr(),
+          ),
+        CHANGE_DEADLINE_MS,
+      );
+      const inApi = await kubectl('get', 'authorizationpolicy', '-n', 'srv', 'deny-bad-port');
       assert.match(inApi.stderr, /NotFound/, 'the API never took the policy');
+      assert.equal(await dial(CLIENT, clusterIp, SERVICE_PORT), `${clientIp}\n`, 'nothing half-written denies');
+      const deny = path.join(manifests, 'deny.yaml');
+      await writeFile(deny, denyClient({ name: 'deny-client' }));
+      await untilRefused('the client denied', CLIENT, clusterIp, SERVICE_PORT);
+      await unlink(deny);
       await unlink(refused);
       await untilClientAllowed(clientIp);
     });

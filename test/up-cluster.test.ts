@@ -468,42 +468,6 @@ describe('amesh up that cannot start', { skip }, () => {
     }
   });
 
-  test("where another program listens on istiod's monitoring port: names it and how to find the program, no flag up lacks (UP_ERR_PORT_IN_USE), and removes what it made", async () => {
-    const name = `p${randomBytes(3).toString('hex')}`;
-    const host = await TestNetns.create();
-    const dir = await mkdtemp(path.join(tmpdir(), 'amesh-port-'));
-    const holder = spawn(
-      'ip',
-      [
-        'netns',
-        'exec',
-        host.name,
-        'node',
-        '-e',
-        "require('net').createServer().listen(15014, () => console.log('held'))",
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    try {
-      await once(holder.stdout, 'data');
-      const clean = await hostState(host, name, name);
-      const dataDir = path.join(dir, 'data');
-      const r = await amesh(host, 'up', '--data-dir', dataDir, '--name', name, '--nodes', '1', '--dataplane', 'none');
-      assert.notEqual(r.status, 0);
-      assert.match(
-        r.stderr,
-        /UP_ERR_PORT_IN_USE: another program listens on 15014 \(istiod's monitoring\), on 10\.240\.0\.1 or on all addresses/,
-      );
-      assert.doesNotMatch(r.stderr, /--listen|--monitoring-address/);
-      assert.deepEqual(await hostState(host, name, name), clean);
-    } finally {
-      holder.kill();
-      await once(holder, 'exit');
-      await host.remove();
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
-
   test('without root: up, down and demo say they need root (UP_ERR_NOT_ROOT), not EACCES, and touch nothing', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'amesh-noroot-'));
     try {
@@ -526,10 +490,10 @@ describe('amesh up that cannot start', { skip }, () => {
 });
 
 describe(
-  'amesh up --dataplane ambient: a node agent and a ztunnel on every node, as DaemonSets run them',
+  'amesh up --dataplane ambient: Istio installed as amesh install installs it, its daemons run by DaemonSets',
   { skip },
   () => {
-    test('istio-cni-node-<node> and ztunnel-<node> (in-pod mode) run in the node namespace and turn Ready; ztunnel reaches istiod with its bound token and is restarted when it dies; a pod gets its IP through bridge, host-local and amesh-cni', async () => {
+    test("amesh install's objects run on the nodes: istiod's Deployment pod, istio-cni-node (host network) and ztunnel (in-pod mode) DaemonSet pods turn Ready; ztunnel reaches istiod by its Service with its projected token; a killed ztunnel or node agent is restarted by its kubelet with the restart counted; a pod gets its IP through bridge, host-local and the chained amesh-cni", async () => {
       const id = randomBytes(3).toString('hex');
       const host = await TestNetns.create();
       const dir = await mkdtemp(path.join(tmpdir(), 'amesh-up-zt-'));
@@ -570,17 +534,22 @@ describe(
           'ambient',
         ]);
         const table = await launched.ready;
+        const system = table.pods.filter((p) => p.namespace === 'istio-system');
         assert.deepEqual(
-          table.pods.filter((p) => p.namespace !== 'kube-system'),
-          ['istio-cni-node-node1', 'ztunnel-node1'].map((name) => ({
-            namespace: 'istio-system',
-            name,
-            ready: '1/1',
-            status: 'Running',
-            restarts: 0,
-            ip: '10.240.0.2',
-            node: 'node1',
-          })),
+          system.map((p) => [p.name.replace(/-[a-z0-9]{5}$/, '').replace(/-[a-z0-9]{6,10}$/, ''), p.ready, p.restarts]),
+          [
+            ['istio-cni-node', '1/1', 0],
+            ['istiod', '1/1', 0],
+            ['ztunnel', '1/1', 0],
+          ],
+        );
+        const [agent, istiod, ztunnel] = system;
+        assert.equal(agent?.ip, '10.240.0.2', "the node agent runs in the node's network, as the chart's hostNetwork");
+        assert.match(istiod?.ip ?? '', /^10\.244\.0\.\d+$/);
+        assert.match(
+          ztunnel?.ip ?? '',
+          /^10\.244\.0\.\d+$/,
+          "ztunnel runs in a pod network of its own, as the chart's",
         );
         assert.deepEqual(
           table.pods
@@ -596,10 +565,10 @@ describe(
           "the cluster's DNS and control plane run as kind's do",
         );
         await waitFor(
-          "ztunnel's xDS stream, authenticated by TokenReview",
+          "ztunnel's xDS stream to istiod's Service, authenticated by TokenReview",
           async () =>
-            /xDS stream established.*address=https:\/\/10\.240\.0\.1:15012/.test(
-              (await amesh(host, 'logs', '--data-dir', dataDir, 'istio-system/ztunnel-node1')).stdout,
+            /xDS stream established.*address=https:\/\/istiod\.istio-system\.svc:15012/.test(
+              (await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/${ztunnel?.name ?? ''}`)).stdout,
             ),
           30_000,
         );
@@ -608,33 +577,38 @@ describe(
           'exec',
           '--data-dir',
           dataDir,
-          '--node',
-          'node1',
+          `istio-system/${ztunnel?.name ?? ''}`,
           '--',
-          'node',
-          '-e',
-          "fetch('http://127.0.0.1:15000/config_dump').then((r) => r.text()).then((t) => process.stdout.write(t))",
+          'curl',
+          '-sS',
+          'http://127.0.0.1:15000/config_dump',
         );
         assert.equal(admin.status, 0, admin.stderr);
-        assert.match(admin.stdout, /ztunnel-node1/);
+        assert.match(admin.stdout, new RegExp(istiod?.name ?? 'istiod'), 'its workloads came from istiod');
 
-        const containerId = (
-          await kubectl(
-            'get',
-            'pod',
-            '-n',
-            'istio-system',
-            'ztunnel-node1',
-            '-o',
-            'jsonpath={.status.containerStatuses[0].containerID}',
-          )
-        ).stdout;
-        assert.equal((await killContainer(host, dataDir, containerId)).status, 0);
-        await waitFor(
-          'ztunnel restarted and Ready again (the agent sends the new one its snapshot)',
-          async () => (await podState('ztunnel-node1')) === '10.240.0.2/1/true',
-          30_000,
-        );
+        for (const pod of [ztunnel, agent]) {
+          const name = pod?.name ?? '';
+          const containerId = (
+            await kubectl(
+              'get',
+              'pod',
+              '-n',
+              'istio-system',
+              name,
+              '-o',
+              'jsonpath={.status.containerStatuses[0].containerID}',
+            )
+          ).stdout;
+          assert.equal((await killContainer(host, dataDir, containerId)).status, 0);
+          await waitFor(
+            `${name} restarted and Ready again`,
+            async () => (await podState(name)) === `${pod?.ip ?? ''}/1/true`,
+            60_000,
+          );
+        }
+        const listed = (await kubectl('get', 'pods', '-n', 'istio-system')).stdout;
+        for (const pod of [ztunnel, agent])
+          assert.match(listed, new RegExp(`^${pod?.name ?? ''}\\s+1/1\\s+Running\\s+1\\s`, 'm'), listed);
 
         // amesh-cni, last in the chain, reads the pod from the API with the agent's istio-cni-kubeconfig and passes
         // the bridge's result on; a failure there would leave the pod without a sandbox.

@@ -2,7 +2,8 @@
  * `amesh install`'s work on a cluster, as istioctl's Installer (istio operator/pkg/install/install.go): create the
  * Istio namespace, then apply each component's objects with the owner labels and wait for them to be ready, base
  * first, istiod and the node agent after it, ztunnel after the node agent (components not installed count as done),
- * then prune the objects of earlier installs (found by their owner labels) that are no longer rendered.
+ * then, with istiod, deploy the default revision's validator as istioctl does (default-revision-validator.ts), and
+ * prune the objects of earlier installs (found by their owner labels) that are no longer rendered.
  *
  * Each object is read first: a missing one is created, a live one whose fields already match the rendering is left
  * alone (its resourceVersion does not move), and one that differs is replaced, keeping what others own
@@ -15,6 +16,7 @@ import type { ComponentName } from './components.js';
 import { istioNamespace, type GeneratedManifest, type ManifestSet } from './generate-manifest.js';
 import { CLUSTER_KINDS, NAMESPACED_KINDS, NAMESPACE_KIND, installKind } from './install-kinds.js';
 import { covers, desiredObject, replacementFor } from './live-object.js';
+import { DEFAULT_VALIDATOR, defaultRevisionValidator } from './default-revision-validator.js';
 import { compareManifests } from './manifest-yaml.js';
 import {
   COMPONENT_LABEL,
@@ -86,9 +88,18 @@ export class Installer {
         : 'INSTALL_ERR_APPLY';
       throw new MeshError(code, `failed to install manifests: ${errors.join('\n')}`);
     }
+    if (installed.has('Pilot')) await this.deployDefaultValidator();
     progress.pruning();
     await this.prune();
     progress.complete();
+  }
+
+  /** istioctl's default tag: the validator of objects without a revision label (default-revision-validator.ts). */
+  private async deployDefaultValidator(): Promise<void> {
+    const kind = installKind('admissionregistration.k8s.io/v1', 'ValidatingWebhookConfiguration');
+    const live = await this.o.client.get(kind, undefined, DEFAULT_VALIDATOR);
+    const o = defaultRevisionValidator(this.o.manifest.iop, live?.metadata.labels?.['istio.io/tag'] === 'default');
+    if (o !== undefined) await this.applyObject(o);
   }
 
   private async createNamespace(): Promise<void> {
