@@ -395,8 +395,21 @@ describe(
       const echoIdentity = 'destination_principal="spiffe://cluster.local/ns/backend/sa/default"';
       const opened = async (): Promise<number> => {
         let total = 0;
-        for (const node of ['node1', 'node2']) {
-          const exec = ['exec', '--data-dir', dataDir, '--node', node, '--'];
+        const ztunnels = (
+          await kubectl(
+            'get',
+            'pods',
+            '-n',
+            'istio-system',
+            '-l',
+            'app=ztunnel',
+            '-o',
+            'jsonpath={.items[*].metadata.name}',
+          )
+        ).stdout.split(' ');
+        assert.equal(ztunnels.length, 2, 'one ztunnel per node');
+        for (const pod of ztunnels) {
+          const exec = ['exec', '--data-dir', dataDir, `istio-system/${pod}`, '--'];
           const r = await amesh(host, ...exec, 'curl', '-sS', 'http://127.0.0.1:15020/metrics');
           for (const line of r.stdout.split('\n'))
             if (line.startsWith('istio_tcp_connections_opened_total{') && line.includes(echoIdentity))

@@ -23,7 +23,7 @@ const progress = (line: string): void => void process.stderr.write(`${line}\n`);
 export function upCommand(): Command {
   return new Command('up')
     .description(
-      "bring up a local cluster: an API server, istiod, and N nodes (network namespaces) running the manifests' pods; Ctrl-C tears it down",
+      "bring up a local cluster: an API server and N nodes (network namespaces), Istio's ambient mesh installed on it, running the manifests' pods; Ctrl-C tears it down",
     )
     .option(
       '--config-dir <dir>',
@@ -44,7 +44,7 @@ export function upCommand(): Command {
     )
     .option(
       '--dataplane <mode>',
-      'ambient: a node agent and a ztunnel on every node (istio-system), amesh-cni in the pod network chain; none: the pods only',
+      "ambient: Istio installed on the new cluster as amesh install --set profile=ambient does (istiod, and istio-cni's node agent and ztunnel on every node); none: the bare cluster, as kind's",
       UP_DEFAULTS.dataplane,
     )
     .option(
