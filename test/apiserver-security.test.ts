@@ -8,7 +8,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { SignJWT, importPKCS8 } from 'jose';
 import { startApiServer } from './helpers/in-process.js';
 import type { ApiServer } from '../src/apiserver/api-server.js';
-import { applyRbac, type RbacObject } from '../src/up/apply-rbac.js';
+import { applyRbac } from '../src/up/apply-rbac.js';
 import { generateManifest } from '../src/install/generate-manifest.js';
 import { parseSetFlag } from '../src/install/set-flag.js';
 
@@ -95,7 +95,7 @@ describe('amesh apiserver authentication and authorization', () => {
       .filter((set) => set.component.name === 'Pilot' || set.component.name === 'Cni')
       .flatMap((set) => set.objects)
       .filter((o) => ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind));
-    await applyRbac(kc, rbac as unknown as RbacObject[]);
+    await applyRbac(kc, rbac);
     await must('POST', '/api/v1/namespaces', { metadata: { name: 'app' } });
     for (const sa of ['ztunnel', 'istio-cni', 'istiod'])
       await must('POST', '/api/v1/namespaces/istio-system/serviceaccounts', { metadata: { name: sa } });

@@ -484,9 +484,11 @@ describe(
       );
       await waitFor(
         "the refusal on up's console",
-        async () =>
-          /refused\.yaml:\d+: AuthorizationPolicy srv\/deny-bad-port: spec\.rules\[0\]\.to\[0\]\.operation\.ports: no valid value left/.test(
-            launched!.stderr(),
+        () =>
+          Promise.resolve(
+            /refused\.yaml:\d+: AuthorizationPolicy srv\/deny-bad-port: spec\.rules\[0\]\.to\[0\]\.operation\.ports: no valid value left/.test(
+              launched!.stderr(),
+            ),
           ),
         CHANGE_DEADLINE_MS,
       );

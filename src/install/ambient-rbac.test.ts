@@ -18,7 +18,7 @@ const AMBIENT = generateManifest({ files: [], sets: [parseSetFlag('profile=ambie
 const rbacOf = (component: 'Pilot' | 'Cni'): KubeObject[] =>
   (AMBIENT.find((s) => s.component.name === component)?.objects ?? []).filter((o) =>
     RBAC_KINDS.has(o.kind),
-  ) as unknown as KubeObject[];
+  );
 /** istiod's grants (istio-discovery chart) and the node agent's (istio-cni chart); ztunnel's chart grants none. */
 const ISTIOD_RBAC = rbacOf('Pilot');
 const ISTIO_CNI_RBAC = rbacOf('Cni');
