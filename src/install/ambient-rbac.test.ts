@@ -16,9 +16,7 @@ const RBAC_KINDS = new Set(['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBi
 const AMBIENT = generateManifest({ files: [], sets: [parseSetFlag('profile=ambient')] }).sets;
 /** The RBAC objects the ambient profile renders for one component. */
 const rbacOf = (component: 'Pilot' | 'Cni'): KubeObject[] =>
-  (AMBIENT.find((s) => s.component.name === component)?.objects ?? []).filter((o) =>
-    RBAC_KINDS.has(o.kind),
-  );
+  (AMBIENT.find((s) => s.component.name === component)?.objects ?? []).filter((o) => RBAC_KINDS.has(o.kind));
 /** istiod's grants (istio-discovery chart) and the node agent's (istio-cni chart); ztunnel's chart grants none. */
 const ISTIOD_RBAC = rbacOf('Pilot');
 const ISTIO_CNI_RBAC = rbacOf('Cni');
