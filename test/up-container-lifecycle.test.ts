@@ -122,7 +122,11 @@ describe('amesh up: container lifecycle (probes, preStop, init containers)', { s
           containers: [
             {
               name: 'app',
-              command: idle(marker, `require('fs').rmSync('${file('sick')}', { force: true });`),
+              // Each run removes `sick`, then counts itself in `runs`.
+              command: idle(
+                marker,
+                `require('fs').rmSync('${file('sick')}', { force: true }); require('fs').appendFileSync('${file('runs')}', 'x');`,
+              ),
               livenessProbe: {
                 exec: { command: ['test', '!', '-f', file('sick')] },
                 periodSeconds: 1,
@@ -208,9 +212,12 @@ describe('amesh up: container lifecycle (probes, preStop, init containers)', { s
   });
 
   test('a liveness probe that fails failureThreshold times kills the container, which restartPolicy Always restarts: restartCount 1, lastState terminated, Unhealthy and Killing events', async () => {
+    const runs = (): string => (existsSync(file('runs')) ? readFileSync(file('runs'), 'utf8') : '');
+    // Its command has run (the container's process may start a moment after its status says running).
     await waitFor(
-      'liveness running',
-      async () => (await getPod('liveness')).status.containerStatuses?.[0]?.state.running !== undefined,
+      'liveness running its command',
+      async () =>
+        (await getPod('liveness')).status.containerStatuses?.[0]?.state.running !== undefined && runs() === 'x',
       60_000,
     );
     await writeFile(file('sick'), '');
@@ -219,7 +226,7 @@ describe('amesh up: container lifecycle (probes, preStop, init containers)', { s
       'liveness restarted',
       async () => {
         const s = (await getPod('liveness')).status.containerStatuses?.[0];
-        return s?.restartCount === 1 && s.state.running !== undefined && !existsSync(file('sick'));
+        return s?.restartCount === 1 && s.state.running !== undefined && runs() === 'xx' && !existsSync(file('sick'));
       },
       60_000,
     );
