@@ -422,7 +422,7 @@ class PodWorker {
           },
           hostname: this.hostNetwork ? undefined : podHostname(this.pod),
           netnsPath: `/run/netns/${this.netns}`,
-          mounts: [...this.etcMounts(), ...(local?.mounts ?? []), ...this.volumes!.mounts(c)],
+          mounts: [...this.etcMounts(), ...this.volumes!.mounts(c), ...(local?.mounts ?? [])],
           readOnlyRootFilesystem: cred.readOnlyRootFilesystem,
         });
       },

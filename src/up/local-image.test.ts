@@ -15,10 +15,16 @@ test('the amesh image is named by its repository: any registry, path, tag or dig
     assert.equal(isAmeshImage(image), false, String(image));
 });
 
-test("a container of the amesh image runs its CLI (by name or by the image's path) from the launcher mounted at the image's path; other commands and images are left alone", () => {
-  const mapped = { cmd: AMESH_IMAGE_CLI, mounts: [{ source: '/l', destination: AMESH_IMAGE_CLI, readOnly: true }] };
-  assert.deepEqual(localImageCommand('localhost/amesh:1', 'amesh', '/l'), mapped);
-  assert.deepEqual(localImageCommand('localhost/amesh:1', AMESH_IMAGE_CLI, '/l'), mapped);
+test("a container of the amesh image runs its CLI (by name or by the image's path) from the launcher mounted at the image's path, with the build mounted at its own path over any volume; other commands and images are left alone", () => {
+  const mapped = {
+    cmd: AMESH_IMAGE_CLI,
+    mounts: [
+      { source: '/l', destination: AMESH_IMAGE_CLI, readOnly: true },
+      { source: '/tmp/checkout', destination: '/tmp/checkout', readOnly: true },
+    ],
+  };
+  assert.deepEqual(localImageCommand('localhost/amesh:1', 'amesh', '/l', '/tmp/checkout'), mapped);
+  assert.deepEqual(localImageCommand('localhost/amesh:1', AMESH_IMAGE_CLI, '/l', '/tmp/checkout'), mapped);
   assert.equal(localImageCommand('localhost/amesh:1', 'sh', '/l'), undefined);
   assert.equal(localImageCommand('busybox', 'amesh', '/l'), undefined);
 });

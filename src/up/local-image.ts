@@ -6,6 +6,7 @@
  * knows the mapping.
  */
 import { writeFile } from 'node:fs/promises';
+import { packageRoot } from '../lib/package-root.js';
 import { ameshCommand } from './amesh-command.js';
 import type { ContainerMount } from './oci-spec.js';
 
@@ -42,13 +43,21 @@ export async function writeImageLauncher(file: string): Promise<void> {
 
 /**
  * The command and mounts that run container command `argv0` of `image` from the local build, or undefined when
- * it is not the amesh image's CLI.
+ * it is not the amesh image's CLI. The build is mounted read-only at its own path too, to be mounted after the
+ * pod's volumes: a volume over one of its parents (ztunnel's chart puts an emptyDir on /tmp) would hide it.
  */
 export function localImageCommand(
   image: string | undefined,
   argv0: string | undefined,
   launcher: string,
+  build = packageRoot(),
 ): { cmd: string; mounts: ContainerMount[] } | undefined {
   if (!isAmeshImage(image) || (argv0 !== 'amesh' && argv0 !== AMESH_IMAGE_CLI)) return undefined;
-  return { cmd: AMESH_IMAGE_CLI, mounts: [{ source: launcher, destination: AMESH_IMAGE_CLI, readOnly: true }] };
+  return {
+    cmd: AMESH_IMAGE_CLI,
+    mounts: [
+      { source: launcher, destination: AMESH_IMAGE_CLI, readOnly: true },
+      { source: build, destination: build, readOnly: true },
+    ],
+  };
 }
