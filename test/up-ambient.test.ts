@@ -348,7 +348,10 @@ describe(
           (await jsonpath('cli', 'pod', 'client', '{.metadata.annotations.ambient\\.istio\\.io/redirection}')) ===
             'enabled' && (await iptablesSave(CLIENT)) === readGolden('pod-rules/default.iptables-save'),
         CHANGE_DEADLINE_MS,
-      );
+      ).catch(async (e: unknown) => {
+        const agent = await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/${await agentOn('node2')}`);
+        assert.fail(`${String(e)}\n${agent.stdout.split('\n').slice(-30).join('\n')}\n${await ztunnelLogs()}`);
+      });
       await waitFor(
         'client reaches the server through ztunnel',
         async () =>
