@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { fstatSync, writeFileSync, rmSync } from 'node:fs';
-import { randomInt } from 'node:crypto';
+import { existsSync, fstatSync, mkdirSync, rmdirSync, writeFileSync, rmSync } from 'node:fs';
+import { randomInt, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { isMeshError } from '../src/lib/errors.js';
@@ -126,6 +126,38 @@ test(
         assert.ok(sameNetns(cache.get('uid-c'), c!.ns));
       } finally {
         await stopProcess(second);
+      }
+    });
+  },
+);
+
+/** A cgroup of its own for `p` (named after `name`), as a kubelet puts a pod's processes in one; removed by the returned function. */
+function inCgroup(p: ChildProcess, name: string): () => void {
+  const root = existsSync('/sys/fs/cgroup/cgroup.procs') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/pids';
+  const dir = path.join(root, name);
+  mkdirSync(dir);
+  writeFileSync(path.join(dir, 'cgroup.procs'), String(p.pid));
+  return () => {
+    // The process has exited: the cgroup is empty.
+    rmdirSync(dir);
+  };
+}
+
+test(
+  "two network namespaces hold a pod's IP (another cluster's pod on this machine): the one whose process's cgroup names the pod's UID is taken, as Istio matches cgroups",
+  { skip },
+  () => {
+    const shared = newPodIp();
+    const uid = randomUUID();
+    return withPods([[shared], [shared]], async ([, b], cache) => {
+      const own = await ProcPod.spawnIn(b!.ns);
+      const leave = inCgroup(own, `amesh-test-${uid}-app`);
+      try {
+        const found = await cache.scanProc([{ uid, ips: [shared] }]);
+        assert.ok(sameNetns(found.get(uid), b!.ns));
+      } finally {
+        await stopProcess(own);
+        leave();
       }
     });
   },

@@ -2,11 +2,13 @@
  * The node agent's open network namespaces, one fd per pod UID (istio `cni/pkg/nodeagent/pod_cache.go`,
  * `netns_linux.go`): opened from the CNI netns path when a pod is added, or, for pods that were running before
  * the agent started, found by scanning /proc as Istio does (`cni/pkg/nodeagent/podcgroupns_linux.go`). Istio
- * matches a process's cgroup to the pod UID, then checks its netns holds one of the pod's IPs; amesh's pods are
- * plain processes without a pod cgroup, so the IP check is the match: a netns whose addresses include one of the
- * pod's IPs. When several network namespaces hold a pod's IP (a stale sandbox beside the pod's own), none is
- * taken: without Istio's cgroup check the wrong one would get the rules and the pod would run uncaptured, so the scan
- * fails for that pod, naming the candidates. Each netns is looked at once (through its oldest process), by its
+ * matches a process's cgroup to the pod UID, then checks its netns holds one of the pod's IPs; here the IP check
+ * comes first (a process started some other way may carry no pod cgroup): a netns whose addresses include one of
+ * the pod's IPs. When several network namespaces hold a pod's IP (a stale sandbox beside the pod's own, or another
+ * cluster's pod on the same machine), the one whose processes' cgroups name the pod's UID is taken (a kubelet's
+ * cgroup paths do: `pod<uid>`, with `_` for `-` under systemd; amesh up's runc `<uid>-<container>`); when not
+ * exactly one does, none is taken, since the wrong one would get the rules and the pod would run uncaptured, and
+ * the scan fails for that pod, naming the candidates. Each netns is looked at once (through its oldest process), by its
  * identity (dev, ino). A netns's addresses come from its processes' `/proc/PID/net/fib_trie` (IPv4 local
  * addresses) and `/proc/PID/net/if_inet6`, which the kernel shows for the process's own netns, so the scan needs
  * neither setns nor a child process.
@@ -146,6 +148,7 @@ export class PodNetnsCache {
     }
     // The oldest process of each netns (its addresses are read through it), then which netns hold each wanted pod's IPs.
     const netnses = new Map<string, ScannedNetns>();
+    const members = new Map<string, string[]>();
     let pids: string[];
     try {
       pids = await readdir(this.procRoot);
@@ -162,6 +165,7 @@ export class PodNetnsCache {
       if (id === undefined || skip.has(idKey(id))) continue;
       const startTime = await processStartTime(path.join(this.procRoot, pid, 'stat'));
       if (startTime === undefined) continue;
+      members.set(idKey(id), [...(members.get(idKey(id)) ?? []), pid]);
       const seen = netnses.get(idKey(id));
       if (seen === undefined) netnses.set(idKey(id), { pid, startTime, id });
       else if (startTime < seen.startTime) Object.assign(seen, { pid, startTime });
@@ -177,12 +181,18 @@ export class PodNetnsCache {
     }
     const ambiguous: string[] = [];
     for (const [uid, of] of candidates) {
-      const [ns, ...others] = of.values();
-      if (ns === undefined) continue;
-      if (others.length > 0) {
-        ambiguous.push(`pod ${uid} in ${[ns, ...others].map((n) => `netns ${idKey(n.id)} (pid ${n.pid})`).join(', ')}`);
-        continue;
+      const all = [...of.values()];
+      let ns = all[0];
+      if (all.length > 1) {
+        const named: ScannedNetns[] = [];
+        for (const n of all) if (await this.cgroupsName(members.get(idKey(n.id)) ?? [], uid)) named.push(n);
+        ns = named.length === 1 ? named[0] : undefined;
+        if (ns === undefined) {
+          ambiguous.push(`pod ${uid} in ${all.map((n) => `netns ${idKey(n.id)} (pid ${n.pid})`).join(', ')}`);
+          continue;
+        }
       }
+      if (ns === undefined) continue;
       // A pod opened or removed during the scan keeps what that call did.
       if ((this.changedAt.get(uid) ?? start) > start || this.byUid.has(uid)) continue;
       const fd = this.openProcNetns(ns);
@@ -191,10 +201,20 @@ export class PodNetnsCache {
     if (ambiguous.length > 0) {
       throw new MeshError(
         'AGENT_ERR_POD_NETNS',
-        `more than one network namespace holds the IPs of ${ambiguous.join('; ')}: a stale sandbox? None is taken, so the pod is not captured in the wrong one`,
+        `more than one network namespace holds the IPs of ${ambiguous.join('; ')}, and not exactly one has a process whose cgroup names the pod: a stale sandbox? None is taken, so the pod is not captured in the wrong one`,
       );
     }
     return found;
+  }
+
+  /** Whether the cgroup of one of `pids` names pod `uid` (with `-` or `_` between its groups). */
+  private async cgroupsName(pids: readonly string[], uid: string): Promise<boolean> {
+    const wanted = uid.toLowerCase();
+    for (const pid of pids) {
+      const text = await readFile(path.join(this.procRoot, pid, 'cgroup'), 'utf8').catch(() => '');
+      if (text.toLowerCase().replaceAll('_', '-').includes(wanted)) return true;
+    }
+    return false;
   }
 
   /** Opens `/proc/PID/ns/net` of a scanned process, or undefined if that PID now is another netns (it exited). */
