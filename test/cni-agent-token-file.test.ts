@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { ameshCommand } from '../src/up/amesh-command.js';
-import { tokenFileKubeconfig } from '../src/kube/kube-config.js';
+import { tokenFileKubeconfig } from './helpers/token-file-kubeconfig.js';
 
 /** Loopback addresses of this file (nothing listens on the API address: the agent never gets that far). */
 const API = 'https://127.103.0.1:1';

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isMeshError } from '../lib/errors.js';
-import { loadKubeConfig, tokenFileKubeconfig, userTokenFile } from './kube-config.js';
+import { loadKubeConfig, userTokenFile } from './kube-config.js';
+import { tokenFileKubeconfig } from '../../test/helpers/token-file-kubeconfig.js';
 
 const CLUSTER = {
   name: 'amesh',

@@ -14,7 +14,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { KubeConfig, type Cluster } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { MeshError } from '../lib/errors.js';
 import { PooledKubeConfig } from './pooled-kube-config.js';
@@ -80,19 +80,4 @@ function useTokenFiles(kc: KubeConfig, file: string): void {
 export function userTokenFile(kc: KubeConfig): string | undefined {
   const config = (kc.getCurrentUser()?.authProvider as { config?: { tokenFile?: unknown } } | undefined)?.config;
   return typeof config?.tokenFile === 'string' ? config.tokenFile : undefined;
-}
-
-/** A kubeconfig (JSON, which is YAML) for `cluster` as user `userName`, whose token client-go and loadKubeConfig read from `tokenFile`. */
-export function tokenFileKubeconfig(cluster: Cluster, userName: string, tokenFile: string): string {
-  const kc = new KubeConfig();
-  const context = `${userName}@${cluster.name}`;
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name: userName }],
-    contexts: [{ name: context, cluster: cluster.name, user: userName }],
-    currentContext: context,
-  });
-  const doc = JSON.parse(kc.exportConfig()) as { users: { user: Record<string, unknown> }[] };
-  for (const u of doc.users) u.user = { tokenFile };
-  return JSON.stringify(doc, null, 2);
 }

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { CapturedLogs } from '../../../test/helpers/captured-logs.js';
 import { eventAfter } from '../../../test/helpers/fs-events.js';
-import { loadKubeConfig, tokenFileKubeconfig } from '../../kube/kube-config.js';
+import { loadKubeConfig } from '../../kube/kube-config.js';
+import { tokenFileKubeconfig } from '../../../test/helpers/token-file-kubeconfig.js';
 import { isMeshError } from '../../lib/errors.js';
 import { PluginKubeconfig } from './plugin-kubeconfig.js';
 
