@@ -58,6 +58,7 @@ export const ADDRESS_BLOCKS: Readonly<Record<string, number>> = Object.freeze({
   'test/cluster-dns.test.ts': 114,
   'test/istiod-ip-autoallocate.test.ts': 87,
   'test/image.test.ts': 121,
+  'test/ztunnel-waypoint-grpcio.test.ts': 122,
 });
 
 /**

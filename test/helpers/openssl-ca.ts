@@ -77,3 +77,16 @@ export async function opensslPluginCa(dir: string, cluster = 'cluster1'): Promis
     (await readFile(f('ca-cert.pem'), 'utf8')) + (await readFile(f('root-cert.pem'), 'utf8')),
   );
 }
+
+/** A self-signed P-256 server certificate for `subjectAltName` (e.g. `IP:127.1.0.1`), by the openssl CLI, valid a day. */
+export function opensslSelfSigned(certFile: string, keyFile: string, subjectAltName: string): void {
+  execFileSync(
+    'openssl',
+    [
+      ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1'],
+      ...['-subj', '/CN=amesh test server', '-addext', `subjectAltName=${subjectAltName}`],
+      ...['-keyout', keyFile, '-out', certFile],
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+}

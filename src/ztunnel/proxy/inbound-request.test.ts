@@ -20,7 +20,9 @@ const SVC = (name: string): string => `${name}.shop.svc.cluster.local`;
 /**
  * web-0 (10.0.0.1 and fd00::1) backs `web` (80 → 8080, 7 → 15006), `named` (80 → a named port, 8443 on web-0)
  * and `admin` (9000 → 9090); `other` has port 80 too but web-0 does not back it. A policy denies port 9999 and a
- * dry-run one would deny 8080. The client is client-0 (10.0.0.9).
+ * dry-run one would deny 8080. The client is client-0 (10.0.0.9). wp-0 (10.0.0.5) is the waypoint behind the
+ * `waypoint` service: `bound` (10.96.1.1) names that service as its waypoint, db-0 (10.0.0.6) names wp-0 by
+ * address, and `unbound` (10.96.1.2) has none.
  */
 function mesh(): ProxyState {
   const state = new ProxyState();
@@ -40,7 +42,12 @@ workloads:
     shop/${SVC('named')}: {80: 8443}
     shop/${SVC('admin')}: {9000: 9090}
 - {name: client-0, namespace: front, serviceAccount: client, workloadIps: [10.0.0.9], node: n2}
+- {name: wp-0, namespace: shop, serviceAccount: waypoint, workloadIps: [10.0.0.5], node: n1, services: {shop/${SVC('waypoint')}: {15008: 15008}}}
+- {name: db-0, namespace: shop, workloadIps: [10.0.0.6], node: n2, waypoint: {destination: /10.0.0.5}, services: {shop/${SVC('bound')}: {80: 8080}}}
 services:
+- {name: waypoint, namespace: shop, hostname: ${SVC('waypoint')}, vips: [/10.96.1.9], ports: {15008: 15008}}
+- {name: bound, namespace: shop, hostname: ${SVC('bound')}, vips: [/10.96.1.1], ports: {80: 8080}, waypoint: {destination: {namespace: shop, hostname: ${SVC('waypoint')}}}}
+- {name: unbound, namespace: shop, hostname: ${SVC('unbound')}, vips: [/10.96.1.2], ports: {80: 8080}}
 - {name: web, namespace: shop, hostname: ${SVC('web')}, ports: {80: 8080, 7: 15006}}
 - {name: named, namespace: shop, hostname: ${SVC('named')}, ports: {80: 0}}
 - {name: admin, namespace: shop, hostname: ${SVC('admin')}, ports: {9000: 9090}}
@@ -162,6 +169,19 @@ test('a CONNECT to another IP than the one it arrived on is answered 400 (ztunne
   // A dual-stack workload is reached on each family's own listener, never across them.
   refused(decide('[fd00::1]:8080'), 400, '-', 'ZT_ERR_HBONE_IP_MISMATCH');
   served(decide('[fd00::1]:8080', { peer: { localIp: 'fd00::1' } }));
+});
+
+test('a waypoint receives CONNECTs to the service or workload bound to it, on the port named, and no others', () => {
+  const WP = 'Kubernetes//Pod/shop/wp-0';
+  const atWaypoint = { uid: WP, peer: { localIp: '10.0.0.5' } };
+  const viaService = served(decide('10.96.1.1:80', atWaypoint));
+  assert.deepEqual(viaService.upstream, { ip: '10.0.0.5', port: 80 });
+  assert.equal(viaService.destination.uid, WP);
+  served(decide('10.0.0.6:8080', atWaypoint));
+  const notBound = refused(decide('10.96.1.2:80', atWaypoint), 400, '-', 'ZT_ERR_HBONE_IP_MISMATCH');
+  assert.match(notBound.error.message, /nor bound to it as its waypoint/);
+  // web-0 is not the waypoint of `bound`: the exception is only for the waypoint itself.
+  refused(decide('10.96.1.1:80'), 400, '-', 'ZT_ERR_HBONE_IP_MISMATCH');
 });
 
 test('a local workload no longer known is answered 503', () => {

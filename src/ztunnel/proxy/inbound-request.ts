@@ -7,6 +7,7 @@ import { HBONE_PORT } from '../../lib/istio-ports.js';
 import { evaluate, type RbacConnection, type RbacDecision } from '../rbac.js';
 import type { ProxyState } from '../state/proxy-state.js';
 import type { Service } from '../state/service.js';
+import { isWaypointFor } from '../state/waypoint.js';
 import type { Workload } from '../state/workload.js';
 import type { ResponseFlags } from '../admin/metrics.js';
 import { NO_BAGGAGE, parseBaggage } from './baggage.js';
@@ -115,9 +116,9 @@ export function buildInboundRequest(
     const e = new MeshError('ZT_ERR_UNKNOWN_WORKLOAD', `workload ${local.key} is no longer known to this ztunnel`);
     return refuse(503, 'CONNECT', e);
   }
-  const mismatch = validateDestination(peer, target.host);
+  const mismatch = validateDestination(state, dest, peer, target.host);
   if (mismatch !== undefined) return refuse(400, '-', mismatch);
-  const up = findInboundUpstream(state, dest, peer.localIp, target, authority);
+  const up = findInboundUpstream(state, dest, target, authority);
   if (up.error !== undefined) return refuse(503, 'CONNECT', up.error, up.service);
   // Telemetry only: a CONNECT to an IP names no service, so the guess names one; refusals from here on count
   // against it too.
@@ -144,13 +145,21 @@ export function buildInboundRequest(
 
 /**
  * A CONNECT to an IP names the IP the connection arrived on (ztunnel `validate_destination`): a dual-stack workload is
- * reached on each family's own listener, never across them. A hostname is checked against the services later.
+ * reached on each family's own listener, never across them. The one exception is a workload that is the waypoint of
+ * the workload or service the target names: it receives the traffic bound there. A hostname is checked against the
+ * services later.
  */
-function validateDestination(peer: InboundPeer, host: string): MeshError | undefined {
+function validateDestination(
+  state: ProxyState,
+  dest: Workload,
+  peer: InboundPeer,
+  host: string,
+): MeshError | undefined {
   if (net.isIP(host) === 0 || host === peer.localIp) return undefined;
+  if (isWaypointFor(state, dest.network, host, dest, peer.localIp)) return undefined;
   return new MeshError(
     'ZT_ERR_HBONE_IP_MISMATCH',
-    `CONNECT target ${host} is not the IP this connection arrived on (${peer.localIp})`,
+    `CONNECT target ${host} is not the IP this connection arrived on (${peer.localIp}), nor bound to it as its waypoint`,
   );
 }
 
@@ -160,17 +169,17 @@ type InboundUpstream =
   | { readonly error: MeshError; readonly service: Service | undefined };
 
 /**
- * The app port a CONNECT target reaches on `dest` (ztunnel `find_inbound_upstream`): an IP target names it; a
- * hostname must be a service's, its port mapped to the target port of this workload's endpoint, else the service's.
+ * The app port a CONNECT target reaches on `dest` (ztunnel `find_inbound_upstream`): an IP target names it (its own,
+ * or, for a waypoint, the address it stands in front of); a hostname must be a service's, its port mapped to the
+ * target port of this workload's endpoint, else the service's.
  */
 function findInboundUpstream(
   state: ProxyState,
   dest: Workload,
-  ip: string,
   target: { readonly host: string; readonly port: number },
   authority: string,
 ): InboundUpstream {
-  if (target.host === ip) return { port: target.port, service: undefined };
+  if (net.isIP(target.host) !== 0) return { port: target.port, service: undefined };
   const service = state.serviceByHostname(target.host, dest.namespace);
   const port = service?.endpoints[dest.uid]?.port[String(target.port)] ?? service?.ports[String(target.port)];
   if (port === undefined || port === 0)

@@ -34,6 +34,7 @@ export function failureKind(e: unknown): OutboundFailure {
     if (e.code === 'ZT_ERR_POLICY_DENIED') return 'denied';
     if (
       e.code === 'ZT_ERR_NO_HEALTHY_UPSTREAM' ||
+      e.code === 'ZT_ERR_UNKNOWN_WAYPOINT' ||
       e.code === 'ZT_ERR_HBONE_CONNECT_TIMEOUT' ||
       e.code === 'ZT_ERR_SERVICE_PORT'
     )
@@ -71,12 +72,13 @@ function sourceIpFor(source: Workload, captured: string, dstIp: string): string 
  * upstream is known, only the source. Over HBONE the source is the identity its certificate presents.
  */
 function outboundParties(source: Workload | undefined, up?: Upstream): TrafficParties {
-  const hbone = up?.kind === 'workload' && up.protocol === 'HBONE';
+  const hbone = up?.kind === 'waypoint' || (up?.kind === 'workload' && up.protocol === 'HBONE');
   return {
     reporter: 'source',
     source,
     sourceIdentity: hbone && source !== undefined ? workloadIdentity(source) : undefined,
-    destination: up?.kind === 'workload' ? up.workload : undefined,
+    // Through a waypoint, the destination reported is the waypoint (ztunnel's `actual_destination_workload`).
+    destination: up === undefined || up.kind === 'passthrough' ? undefined : up.workload,
     destinationService: up?.service,
     mtls: hbone,
   };
@@ -118,8 +120,8 @@ export class Outbound {
       fail(new MeshError('ZT_ERR_SELF_CALL', `refusing to proxy to ztunnel's own port ${dstPort}`), '-');
     let up: Upstream;
     try {
-      up = resolveUpstream(state, source, dstIp, dstPort);
-      if (up.kind === 'workload' && up.ip === '')
+      up = resolveUpstream(state, source, dstIp, dstPort, srcIp);
+      if (up.kind !== 'passthrough' && up.ip === '')
         up = { ...up, ip: await resolveWorkloadHostname(up.workload.hostname, net.isIP(dstIp)) };
     } catch (e) {
       return fail(
@@ -128,7 +130,7 @@ export class Outbound {
       );
     }
     const fromIp = sourceIpFor(source, srcIp, up.ip);
-    if (up.kind === 'passthrough' || up.protocol === 'TCP') {
+    if (up.kind === 'passthrough' || (up.kind === 'workload' && up.protocol === 'TCP')) {
       const ip = up.ip;
       const port = up.kind === 'passthrough' ? up.port : up.targetPort;
       const actualDst = formatHostPort(ip, port);
@@ -151,12 +153,14 @@ export class Outbound {
     source: Workload,
     src: string,
     srcIp: string | undefined,
-    up: Extract<Upstream, { kind: 'workload' }>,
+    up: Extract<Upstream, { kind: 'workload' | 'waypoint' }>,
     originalDst: string,
     fail: Fail,
   ): Promise<OutboundSetup> {
     const srcId = workloadIdentity(source);
-    const authority = formatHostPort(up.ip, up.targetPort);
+    // To a waypoint, the CONNECT names the address the app dialled and the connection goes to the waypoint's port.
+    const authority = up.kind === 'waypoint' ? up.target : formatHostPort(up.ip, up.targetPort);
+    const hbonePort = up.kind === 'waypoint' ? up.port : HBONE_PORT;
     const fields: [string, string][] = [
       ['baggage', baggageFor(source)],
       // A fresh trace per outbound connection (W3C trace context, sampled flag off).
@@ -168,11 +172,11 @@ export class Outbound {
       dstIds: up.expectedIdentities,
       srcIp,
       dstIp: up.ip,
-      dstPort: HBONE_PORT,
+      dstPort: hbonePort,
     };
     const info = connectionInfo(
       this.local.key,
-      { src, originalDst, actualDst: formatHostPort(up.ip, HBONE_PORT), hboneAddr: authority },
+      { src, originalDst, actualDst: formatHostPort(up.ip, hbonePort), hboneAddr: authority },
       outboundParties(source, up),
     );
     let res;

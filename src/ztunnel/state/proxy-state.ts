@@ -131,6 +131,18 @@ export class ProxyState extends EventEmitter<{ change: [StateChange] }> {
     return all.find((s) => s.namespace === preferNs) ?? all[0];
   }
 
+  /**
+   * What a namespaced hostname names (ztunnel `find_hostname`): that namespace's service, else a workload of that
+   * namespace with that hostname (a linear scan, as ztunnel does for this rare case).
+   */
+  byNamespacedHostname(namespace: string, hostname: string): Service | Workload | undefined {
+    const svc = this.services.get(serviceKey({ namespace, hostname }));
+    if (svc !== undefined) return svc;
+    for (const w of this.workloads.values())
+      if (w.workload.hostname === hostname && w.workload.namespace === namespace) return w.workload;
+    return undefined;
+  }
+
   /** Every service named `hostname`, in any namespace (ztunnel `ServiceStore::get_by_host`). */
   servicesByHostname(hostname: string): readonly Service[] {
     return this.services.withHostname(hostname);

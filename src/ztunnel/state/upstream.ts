@@ -1,9 +1,11 @@
 import net from 'node:net';
 import { MeshError } from '../../lib/errors.js';
+import { formatHostPort } from '../../lib/ip.js';
 import { identityToString } from '../../lib/spiffe.js';
 import type { ProxyState } from './proxy-state.js';
 import type { Endpoint, LoadBalancerScope, Service } from './service.js';
-import { workloadIdentity, type Workload } from './workload.js';
+import { gatewayDestination, isFromWaypoint, isService } from './waypoint.js';
+import { workloadIdentity, type GatewayAddress, type Workload } from './workload.js';
 
 /** Where an outbound connection goes (ztunnel `src/proxy/outbound.rs`). */
 export type Upstream =
@@ -18,44 +20,60 @@ export type Upstream =
       readonly targetPort: number;
       /** SANs the server must present: service SANs ∪ the workload's identity (ztunnel `src/tls/workload.rs`). */
       readonly expectedIdentities: readonly string[];
+    }
+  | {
+      /** Through the destination's waypoint: HBONE to the waypoint, the original destination as CONNECT target. */
+      readonly kind: 'waypoint';
+      /** The waypoint's workload that was picked. */
+      readonly workload: Workload;
+      /** The service the app addressed, if it addressed one (not the waypoint's own service). */
+      readonly service: Service | undefined;
+      /** The waypoint's address ('' when it has only a hostname) and its HBONE port. */
+      readonly ip: string;
+      readonly port: number;
+      /** The CONNECT `:authority`: the address the app dialled. */
+      readonly target: string;
+      /** The waypoint workload's identity ∪ its service's SANs. */
+      readonly expectedIdentities: readonly string[];
     };
 
+/** What picking a backend of a service checks of the port (ztunnel's `ServiceResolutionMode`). */
+type ResolutionMode = 'standard' | 'waypoint';
+
 /**
- * The outbound decision, ztunnel `src/proxy/outbound.rs`: workload IP first, then service VIP; a service is
- * load-balanced over healthy endpoints that have the port; unknown destinations pass through; a known
- * service with no usable endpoint fails.
+ * The outbound decision, ztunnel `src/proxy/outbound.rs` `build_request`: a service VIP whose service has a waypoint
+ * goes to that waypoint; else workload IP first, then service VIP; a service is load-balanced over healthy endpoints
+ * that have the port; a workload with a waypoint, addressed directly and not by its own waypoint, goes to that
+ * waypoint; unknown destinations pass through; a known service with no usable endpoint fails. A waypoint that cannot
+ * be found fails the connection: traffic bound to a waypoint never goes around it. `downstreamIp` is the address the
+ * app connected from.
  */
 export function resolveUpstream(
   state: ProxyState,
   source: Workload,
   dstIp: string,
   dstPort: number,
+  downstreamIp: string,
   random: () => number = Math.random,
 ): Upstream {
+  const target = formatHostPort(dstIp, dstPort);
   const w = state.workloadByAddr(source.network, dstIp);
-  if (w !== undefined) return toWorkload(w, undefined, dstPort, dstIp);
+  if (w !== undefined) {
+    if (w.waypoint !== undefined && !isFromWaypoint(state, w, identityToString(workloadIdentity(source)), downstreamIp))
+      return viaWaypoint(state, w.waypoint, source, dstIp, target, undefined, random);
+    return toWorkload(w, undefined, dstPort, dstIp);
+  }
   const svc = state.serviceByVip(source.network, dstIp, source.namespace);
   if (svc === undefined) return { kind: 'passthrough', ip: dstIp, port: dstPort, service: undefined };
+  if (svc.waypoint !== undefined) return viaWaypoint(state, svc.waypoint, source, dstIp, target, svc, random);
   if (svc.loadBalancer?.mode === 'Passthrough') return { kind: 'passthrough', ip: dstIp, port: dstPort, service: svc };
-  const svcTarget = svc.ports[String(dstPort)];
-  if (svcTarget === undefined) {
+  if (svc.ports[String(dstPort)] === undefined) {
     throw new MeshError(
       'ZT_ERR_SERVICE_PORT',
       `service ${svc.namespace}/${svc.hostname} has no port ${dstPort} (ports: ${Object.keys(svc.ports).join(', ') || 'none'})`,
     );
   }
-  const allowUnhealthy = svc.loadBalancer?.healthPolicy === 'AllowAll';
-  const candidates: { w: Workload; ep: Endpoint; port: number }[] = [];
-  for (const ep of Object.values(svc.endpoints)) {
-    const ew = state.workloadByUid(ep.workloadUid);
-    if (ew === undefined || (ew.workloadIps.length === 0 && ew.hostname === '')) continue;
-    if (!allowUnhealthy && (ep.status !== 'Healthy' || ew.status !== 'Healthy')) continue;
-    const port = ep.port[String(dstPort)] ?? svcTarget;
-    if (port === 0) continue; // a named port this endpoint does not define
-    candidates.push({ w: ew, ep, port });
-  }
-  const ranked = rankByLocality(svc, source, candidates);
-  const pick = weightedPick(ranked, random);
+  const pick = pickEndpoint(state, svc, source, dstPort, 'standard', random);
   if (pick === undefined) {
     throw new MeshError(
       'ZT_ERR_NO_HEALTHY_UPSTREAM',
@@ -65,13 +83,93 @@ export function resolveUpstream(
   return toWorkload(pick.w, svc, pick.port, dstIp);
 }
 
+/**
+ * A healthy endpoint of `svc` for `port`, ranked by locality and weighted by capacity, with the port it is reached on
+ * (ztunnel `load_balance` and `find_upstream_from_service`). For a waypoint the port need not be the service's when
+ * the workload has an application tunnel.
+ */
+function pickEndpoint(
+  state: ProxyState,
+  svc: Service,
+  source: Workload,
+  port: number,
+  mode: ResolutionMode,
+  random: () => number,
+): { w: Workload; port: number } | undefined {
+  const svcTarget = svc.ports[String(port)];
+  const allowUnhealthy = svc.loadBalancer?.healthPolicy === 'AllowAll';
+  const candidates: { w: Workload; ep: Endpoint; port: number }[] = [];
+  for (const ep of Object.values(svc.endpoints)) {
+    const ew = state.workloadByUid(ep.workloadUid);
+    if (ew === undefined || (ew.workloadIps.length === 0 && ew.hostname === '')) continue;
+    if (!allowUnhealthy && (ep.status !== 'Healthy' || ew.status !== 'Healthy')) continue;
+    const mapped = ep.port[String(port)] ?? (svcTarget !== undefined && svcTarget > 0 ? svcTarget : undefined);
+    const tunnel = mode === 'waypoint' && ew.applicationTunnel?.port !== undefined;
+    const p = mapped ?? (tunnel ? port : 0);
+    if (p === 0) continue; // a port this endpoint does not define
+    candidates.push({ w: ew, ep, port: p });
+  }
+  return weightedPick(rankByLocality(svc, source, candidates), random);
+}
+
+/**
+ * The waypoint `gw` names, resolved to one of its workloads (ztunnel `src/state.rs` `fetch_waypoint`). Named by
+ * address, the waypoint's own address picks the IP family; by hostname, the address the app dialled does.
+ */
+function viaWaypoint(
+  state: ProxyState,
+  gw: GatewayAddress,
+  source: Workload,
+  dstIp: string,
+  target: string,
+  service: Service | undefined,
+  random: () => number,
+): Upstream {
+  const what =
+    'hostname' in gw.destination ? `${gw.destination.namespace}/${gw.destination.hostname}` : gw.destination.address;
+  const dest = gatewayDestination(state, gw, source.namespace);
+  if (dest === undefined) throw new MeshError('ZT_ERR_UNKNOWN_WAYPOINT', `waypoint ${what} not found`);
+  const familyOf =
+    'address' in gw.destination ? gw.destination.address.slice(gw.destination.address.indexOf('/') + 1) : dstIp;
+  let picked: { w: Workload; port: number; svc: Service | undefined };
+  if (isService(dest)) {
+    const p = pickEndpoint(state, dest, source, gw.hboneMtlsPort, 'waypoint', random);
+    if (p === undefined)
+      throw new MeshError(
+        'ZT_ERR_UNKNOWN_WAYPOINT',
+        `waypoint ${what} has no healthy endpoint with port ${gw.hboneMtlsPort} (${Object.keys(dest.endpoints).length} endpoint(s))`,
+      );
+    picked = { ...p, svc: dest };
+  } else picked = { w: dest, port: gw.hboneMtlsPort, svc: undefined };
+  const ip = chooseIp(picked.w, picked.svc, familyOf) ?? (picked.w.hostname !== '' ? '' : undefined);
+  if (ip === undefined)
+    throw new MeshError(
+      'ZT_ERR_UNKNOWN_WAYPOINT',
+      `waypoint workload ${picked.w.uid} has neither an IP address nor a hostname`,
+    );
+  return {
+    kind: 'waypoint',
+    workload: picked.w,
+    service,
+    ip,
+    port: picked.port,
+    target,
+    expectedIdentities: identities(picked.w, picked.svc),
+  };
+}
+
+/** SANs a server must present: its service's SANs ∪ the workload's identity (ztunnel `workload_and_services_san`). */
+function identities(w: Workload, svc: Service | undefined): string[] {
+  const ids = new Set<string>(svc?.subjectAltNames ?? []);
+  ids.add(identityToString(workloadIdentity(w)));
+  return [...ids];
+}
+
 function toWorkload(w: Workload, svc: Service | undefined, port: number, originalIp: string): Upstream {
   // A workload known only by DNS name gets ip '' here; the caller resolves `workload.hostname` (ztunnel `src/proxy/outbound.rs`).
   const ip = chooseIp(w, svc, originalIp) ?? (w.hostname !== '' ? '' : undefined);
   if (ip === undefined)
     throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `workload ${w.uid} has neither an IP address nor a hostname`);
-  const ids = new Set<string>(svc?.subjectAltNames ?? []);
-  ids.add(identityToString(workloadIdentity(w)));
   return {
     kind: 'workload',
     protocol: w.protocol,
@@ -79,7 +177,7 @@ function toWorkload(w: Workload, svc: Service | undefined, port: number, origina
     service: svc,
     ip,
     targetPort: port,
-    expectedIdentities: [...ids],
+    expectedIdentities: identities(w, svc),
   };
 }
 

@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""A delta ADS server on Debian's python3-grpcio that is not amesh's istiod: it serves ztunnel the Address
+resources described in a JSON file, encoded by hand from the field numbers of ztunnel `proto/workload.proto` and
+`proto/xds.proto`, and an empty set of every other type. Prints "listening PORT", then one JSON line per request
+it receives (type_url, nonce, whether it carried an error).
+
+usage: xds_server_grpcio.py HOST CERT KEY RESOURCES_JSON
+
+RESOURCES_JSON: a list of {"workload": {...}} and {"service": {...}} objects with the fields encode() reads.
+"""
+import json
+import socket
+import sys
+import threading
+import uuid
+from concurrent import futures
+
+import grpc
+
+from pbwire import field, fields, varint
+
+ADDRESS_TYPE = "type.googleapis.com/istio.workload.Address"
+
+
+def ld(num, payload):
+    return field(num, 2, payload)
+
+
+def st(num, s):
+    return ld(num, s.encode()) if s else b""
+
+
+def uint(num, v):
+    return field(num, 0, varint(v)) if v else b""
+
+
+def ip_bytes(ip):
+    return socket.inet_pton(socket.AF_INET6 if ":" in ip else socket.AF_INET, ip)
+
+
+def network_address(ip, network=""):
+    return st(1, network) + ld(2, ip_bytes(ip))  # NetworkAddress: network = 1, address = 2
+
+
+def gateway_address(g):
+    """GatewayAddress: hostname = 1 (NamespacedHostname: namespace = 1, hostname = 2), address = 2, hbone_mtls_port = 3."""
+    if "hostname" in g:
+        dest = ld(1, st(1, g["namespace"]) + st(2, g["hostname"]))
+    else:
+        dest = ld(2, network_address(g["address"]))
+    return dest + uint(3, g.get("hbone_mtls_port", 15008))
+
+
+def port(p):
+    return uint(1, p[0]) + uint(2, p[1])  # Port: service_port = 1, target_port = 2
+
+
+def workload(w):
+    out = st(20, w["uid"]) + st(1, w["name"]) + st(2, w["namespace"])
+    for ip in w.get("addresses", []):
+        out += ld(3, ip_bytes(ip))
+    out += uint(5, 1)  # tunnel_protocol = HBONE
+    out += st(7, w.get("service_account", "")) + st(9, w.get("node", ""))
+    if "waypoint" in w:
+        out += ld(8, gateway_address(w["waypoint"]))
+    for key, ports in w.get("services", {}).items():  # map<string, PortList> services = 22
+        plist = b"".join(ld(1, port(p)) for p in ports)
+        out += ld(22, st(1, key) + ld(2, plist))
+    out += uint(17, 1 if w.get("unhealthy") else 0)  # status
+    return out
+
+
+def service(s):
+    out = st(1, s["name"]) + st(2, s["namespace"]) + st(3, s["hostname"])
+    for vip in s.get("vips", []):
+        out += ld(4, network_address(vip))
+    for p in s.get("ports", []):
+        out += ld(5, port(p))
+    if "waypoint" in s:
+        out += ld(7, gateway_address(s["waypoint"]))
+    return out
+
+
+def address_resource(r):
+    if "workload" in r:
+        name, addr = r["workload"]["uid"], ld(1, workload(r["workload"]))
+    else:
+        s = r["service"]
+        name, addr = "%s/%s" % (s["namespace"], s["hostname"]), ld(2, service(s))
+    anyv = st(1, ADDRESS_TYPE) + ld(2, addr)
+    return ld(1, b"1") + ld(2, anyv) + st(3, name)  # Resource: version = 1, resource = 2, name = 3
+
+
+class Ads:
+    def __init__(self, resources):
+        self.resources = resources
+        self.lock = threading.Lock()
+
+    def delta(self, requests, context):
+        for raw in requests:
+            req = fields(raw)
+            type_url = req.get(2, [b""])[0].decode()
+            nonce = req.get(6, [b""])[0].decode()
+            with self.lock:
+                print(json.dumps({"type_url": type_url, "nonce": nonce, "error": 7 in req}), flush=True)
+            if nonce:
+                continue  # an ACK or NACK of what was sent; nothing changes here
+            body = b""
+            if type_url == ADDRESS_TYPE:
+                body = b"".join(ld(2, address_resource(r)) for r in self.resources)
+            # DeltaDiscoveryResponse: resources = 2, type_url = 4, nonce = 5
+            yield body + st(4, type_url) + st(5, uuid.uuid4().hex)
+
+
+def main():
+    host, cert, key, resources = sys.argv[1:5]
+    ads = Ads(json.load(open(resources)))
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    handler = grpc.method_handlers_generic_handler(
+        "envoy.service.discovery.v3.AggregatedDiscoveryService",
+        {"DeltaAggregatedResources": grpc.stream_stream_rpc_method_handler(ads.delta)},
+    )
+    server.add_generic_rpc_handlers((handler,))
+    creds = grpc.ssl_server_credentials([(open(key, "rb").read(), open(cert, "rb").read())])
+    bound = server.add_secure_port("%s:0" % host, creds)
+    server.start()
+    print("listening %d" % bound, flush=True)
+    server.wait_for_termination()
+
+
+if __name__ == "__main__":
+    main()
