@@ -315,6 +315,17 @@ const ENTRIES: KindEntry[] = [
   {
     group: 'gateway.networking.k8s.io',
     version: 'v1',
+    kind: 'GatewayClass',
+    plural: 'gatewayclasses',
+    namespaced: false,
+    shortNames: ['gc'],
+    categories: ['gateway-api'],
+    subresources: ['status'],
+    strategy: customResourceStrategy,
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
     kind: 'Gateway',
     plural: 'gateways',
     namespaced: true,

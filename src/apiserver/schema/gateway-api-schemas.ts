@@ -1,5 +1,5 @@
 /**
- * The Gateway API's Gateway and HTTPRoute (gateway.networking.k8s.io/v1, standard channel) as their CRDs declare
+ * The Gateway API's GatewayClass, Gateway and HTTPRoute (gateway.networking.k8s.io/v1, standard channel) as their CRDs declare
  * them, written from the Go types and their kubebuilder markers (kubernetes-sigs/gateway-api `apis/v1/
  * gateway_types.go`, `httproute_types.go`, `shared_types.go`, `object_reference_types.go`): types, enums, required
  * fields, lengths, patterns, list limits and defaults.
@@ -307,6 +307,20 @@ const httpRouteSpec = obj({
   ),
 });
 
+/** `GatewayClassSpec` (`apis/v1/gatewayclass_types.go`): the controller that implements the class, immutable. */
+const gatewayClassSpec = obj(
+  {
+    controllerName: str(
+      1,
+      253,
+      "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\\/[A-Za-z0-9\\/\\-._~%!$&'()*+,;=:]+$",
+    ),
+    parametersRef: obj({ group: group(), kind: kind(), name: str(1, 253), namespace }, ['group', 'kind', 'name']),
+    description: str(undefined, 64),
+  },
+  ['controllerName'],
+);
+
 const STATUS: JsonSchema = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
 const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 const ANNOTATIONS = { 'gateway.networking.k8s.io/channel': 'standard' };
@@ -317,6 +331,24 @@ const VERSIONS = [
 
 /** The Gateway API kinds the API server serves, with their CRDs' names and columns. */
 export const GATEWAY_API_CRDS: readonly CustomResourceSource[] = [
+  {
+    group: 'gateway.networking.k8s.io',
+    kind: 'GatewayClass',
+    plural: 'gatewayclasses',
+    singular: 'gatewayclass',
+    listKind: 'GatewayClassList',
+    shortNames: ['gc'],
+    categories: ['gateway-api'],
+    labels: {},
+    annotations: ANNOTATIONS,
+    versions: VERSIONS,
+    printerColumns: [
+      { name: 'Controller', type: 'string', jsonPath: '.spec.controllerName' },
+      { name: 'Accepted', type: 'string', jsonPath: '.status.conditions[?(@.type=="Accepted")].status' },
+      AGE,
+    ],
+    schema: { type: 'object', properties: { spec: gatewayClassSpec, status: STATUS }, required: ['spec'] },
+  },
   {
     group: 'gateway.networking.k8s.io',
     kind: 'Gateway',

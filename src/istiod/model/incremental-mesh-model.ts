@@ -28,6 +28,7 @@ import {
 } from './services.js';
 import { EndpointSliceIndex, sliceService } from './endpoint-slice-index.js';
 import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
+import { serviceWaypoint, waypointsOf, workloadWaypoint, type WaypointInputs } from './waypoints.js';
 import {
   convertEndpointSlice,
   convertPod,
@@ -66,6 +67,9 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'Node',
   'AuthorizationPolicy',
   'PeerAuthentication',
+  'Namespace',
+  'Gateway',
+  'GatewayClass',
 ]);
 /** Kinds whose objects produce resources of their own. */
 const PRODUCER_KINDS: ReadonlySet<string> = new Set([
@@ -102,6 +106,7 @@ interface Shared {
   }[];
   readonly peerAuthentications: readonly ResourceOf<'PeerAuthentication'>[];
   readonly authorizations: ReadonlyMap<string, AuthorizationModel>;
+  readonly waypoints: WaypointInputs;
 }
 
 const selects = (selector: Readonly<Record<string, string>>, labels: Readonly<Record<string, string>>): boolean =>
@@ -130,7 +135,8 @@ function changedEntries<T>(a: readonly T[], b: readonly T[]): T[] {
  * Which workloads a change of the shared inputs can touch, from what changed in them: a backend (a Service or
  * ServiceEntry host, selection included) selects by namespace and labels, a Service named by EndpointSlices the
  * pods they list (`sliceServices`), a selector policy by namespace (any, from the root namespace) and labels, a
- * locality by node. A PeerAuthentication change may alter any workload's mTLS mode, so it touches all. Each
+ * locality by node. A PeerAuthentication change may alter any workload's mTLS mode, and a change of the waypoints
+ * or of namespace labels any workload's waypoint binding, so they touch all. Each
  * workload reads only the shared inputs that match it, so the others would come out the same.
  */
 function affectedWorkloads(
@@ -142,7 +148,7 @@ function affectedWorkloads(
   const peerAuthenticationsChanged =
     before.peerAuthentications.length !== after.peerAuthentications.length ||
     before.peerAuthentications.some((pa, i) => pa !== after.peerAuthentications[i]);
-  if (peerAuthenticationsChanged) return () => true;
+  if (peerAuthenticationsChanged || !isDeepStrictEqual(before.waypoints, after.waypoints)) return () => true;
   const backends = changedEntries(before.backends, after.backends);
   const named = new Set(changedEntries([...before.servicesByName], [...after.servicesByName]).map(([name]) => name));
   const policies = changedEntries(before.selectorPolicies, after.selectorPolicies);
@@ -310,7 +316,17 @@ export class IncrementalMeshModel {
     const peerAuthentications = shared.filter((o) => o.kind === 'PeerAuthentication');
     if (peerAuthentications.length > 0)
       authorizations.set(`${rootNamespace}/${STATIC_STRICT_POLICY}`, staticStrictPolicy(rootNamespace));
+    const waypoints: WaypointInputs = {
+      waypoints: waypointsOf(
+        shared.filter((o) => o.kind === 'Gateway'),
+        shared.filter((o) => o.kind === 'GatewayClass'),
+      ),
+      namespaceLabels: new Map(
+        shared.filter((o) => o.kind === 'Namespace').map((n) => [n.metadata.name, n.metadata.labels] as const),
+      ),
+    };
     return {
+      waypoints,
       selection,
       backends: serviceBackends(shared, domainSuffix, selection),
       servicesByName: servicesByName(shared, domainSuffix),
@@ -370,28 +386,42 @@ export class IncrementalMeshModel {
         nodeLocalities: s.nodeLocalities,
       };
     };
-    const workload = (w: WorkloadModel | undefined): void => {
-      if (w !== undefined) addresses.set(w.uid, { workload: w });
+    /** The model with the waypoint `meta` binds it to, if any (no `waypoint` key otherwise). */
+    const bound = <T extends object>(
+      m: T,
+      meta: { namespace: string; labels: Readonly<Record<string, string>> },
+      find: typeof workloadWaypoint,
+    ): T => {
+      const waypoint = find(s.waypoints, meta);
+      return waypoint === undefined ? m : { ...m, waypoint };
     };
-    const service = (v: ServiceModel | undefined): void => {
-      if (v !== undefined) addresses.set(`${v.namespace}/${v.hostname}`, { service: v });
+    const workload = (w: WorkloadModel | undefined, labels?: Readonly<Record<string, string>>): void => {
+      if (w === undefined) return;
+      const m = labels === undefined ? w : bound(w, { namespace: w.namespace, labels }, workloadWaypoint);
+      addresses.set(w.uid, { workload: m });
+    };
+    const service = (v: ServiceModel | undefined, labels: Readonly<Record<string, string>>): void => {
+      if (v === undefined) return;
+      addresses.set(`${v.namespace}/${v.hostname}`, {
+        service: bound(v, { namespace: v.namespace, labels }, serviceWaypoint),
+      });
     };
     switch (o.kind) {
       case 'Pod':
-        workload(convertPod(o, ctx(o.metadata.namespace, o.metadata.labels, this.sliceServices(o))));
+        workload(convertPod(o, ctx(o.metadata.namespace, o.metadata.labels, this.sliceServices(o))), o.metadata.labels);
         break;
       case 'WorkloadEntry':
-        workload(convertWorkloadEntry(o, ctx(o.metadata.namespace, workloadEntryLabels(o))));
+        workload(convertWorkloadEntry(o, ctx(o.metadata.namespace, workloadEntryLabels(o))), workloadEntryLabels(o));
         break;
       case 'ServiceEntry': {
         const hosts = serviceEntryHosts(o).filter((h) => s.selection.serves(o, h));
         for (const w of convertServiceEntryEndpoints(o, hosts, ctx(o.metadata.namespace, o.metadata.labels)))
           workload(w);
-        for (const v of convertServiceEntry(o, s.selection, this.cfg.ipAutoallocate)) service(v);
+        for (const v of convertServiceEntry(o, s.selection, this.cfg.ipAutoallocate)) service(v, o.metadata.labels);
         break;
       }
       case 'Service':
-        service(convertService(o, this.cfg.domainSuffix));
+        service(convertService(o, this.cfg.domainSuffix), o.metadata.labels);
         break;
       case 'EndpointSlice': {
         const svc = sliceService(o);

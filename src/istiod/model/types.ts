@@ -27,6 +27,14 @@ export interface LocalityModel {
   readonly subzone: string;
 }
 
+/** `istio.workload.GatewayAddress`: a waypoint by namespaced hostname (what istiod prefers) or by address. */
+export type GatewayAddressModel =
+  | {
+      readonly hostname: { readonly namespace: string; readonly hostname: string };
+      readonly hboneMtlsPort: number;
+    }
+  | { readonly address: NetworkAddressModel; readonly hboneMtlsPort: number };
+
 export interface WorkloadModel {
   readonly uid: string;
   readonly name: string;
@@ -56,6 +64,8 @@ export interface WorkloadModel {
   readonly networkMode: number;
   /** Unset when nothing about it is known. */
   readonly locality: LocalityModel | undefined;
+  /** The waypoint its workload-addressed traffic goes through, if it is bound to one. */
+  readonly waypoint?: GatewayAddressModel | undefined;
 }
 
 export interface NetworkAddressModel {
@@ -75,6 +85,8 @@ export interface ServiceModel {
   readonly loadBalancing:
     { readonly routingPreference: readonly number[]; readonly mode: number; readonly healthPolicy: number } | undefined;
   readonly canonical: boolean;
+  /** The waypoint its traffic goes through, if it is bound to one. */
+  readonly waypoint?: GatewayAddressModel | undefined;
 }
 
 export type StringMatchModel =

@@ -1,7 +1,7 @@
 /**
  * istiod's config store fed by the Kubernetes API: one informer per kind the model reads (istio
- * `pilot/pkg/serviceregistry/ambient/` builds its collections from the same kinds). Namespaces, ReplicaSets,
- * Deployments, Jobs and CronJobs are not watched: the model reads no namespace field, and a pod's workload name
+ * `pilot/pkg/serviceregistry/ambient/` builds its collections from the same kinds). Namespaces are read for their
+ * labels (waypoint bindings). ReplicaSets, Deployments, Jobs and CronJobs are not watched: a pod's workload name
  * comes from its controller owner's name as istio `pkg/kube/util.go` `GetDeployMetaFromPod` derives it, without
  * reading the owner.
  *
@@ -25,6 +25,11 @@ interface Watched {
   readonly apiVersion: string;
   /** The list and watch path across all namespaces. */
   readonly path: string;
+  /**
+   * The kind's CRD may not be installed (the Gateway API's, which a cluster gets apart from Istio): while its list
+   * is answered 404 the kind has no objects, istiod becomes ready without it, and looks again every 30 s.
+   */
+  readonly optional?: true;
 }
 
 /** What the model reads (`src/istiod/model/`), and the CA's impersonation check (Pods). */
@@ -45,7 +50,23 @@ export const WATCHED_KINDS: readonly Watched[] = [
     apiVersion: 'security.istio.io/v1',
     path: '/apis/security.istio.io/v1/peerauthentications',
   },
+  { kind: 'Namespace', apiVersion: 'v1', path: '/api/v1/namespaces' },
+  {
+    kind: 'Gateway',
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    path: '/apis/gateway.networking.k8s.io/v1/gateways',
+    optional: true,
+  },
+  {
+    kind: 'GatewayClass',
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    path: '/apis/gateway.networking.k8s.io/v1/gatewayclasses',
+    optional: true,
+  },
 ];
+
+/** How often istiod looks again for an optional kind whose CRD is not installed (istio's CRD watcher reacts at once). */
+const OPTIONAL_KIND_PROBE_MS = 30_000;
 
 export interface CheckedObject {
   readonly manifest: Manifest | undefined;
@@ -81,44 +102,90 @@ export function checkApiObject(w: Watched, o: KubernetesObject): CheckedObject {
   };
 }
 
-/** Feeds `store` from the API: `synced` resolves once every informer has listed and the store has the lists. */
+/**
+ * Feeds `store` from the API: `synced` resolves once every informer has listed and the store has the lists (an
+ * optional kind whose CRD is missing counts as listed, empty).
+ */
 export class KubeSource {
-  private readonly informers: RestartingInformer<KubernetesObject>[];
+  private readonly informers: RestartingInformer<KubernetesObject>[] = [];
+  private readonly probes = new Set<NodeJS.Timeout>();
+  private stopped = false;
+  private started: (optionalsListed: Promise<void>[]) => void = () => undefined;
   readonly synced: Promise<void>;
 
   constructor(
-    kc: KubeConfig,
+    private readonly kc: KubeConfig,
     private readonly store: ConfigStore,
     private readonly log: Logger,
   ) {
-    this.informers = WATCHED_KINDS.map((w) => {
-      const set = (o: KubernetesObject): void => this.set(w, o);
-      return new RestartingInformer<KubernetesObject>(
-        kc,
-        w.path,
-        () => listJson(kc, w.path),
-        {
-          add: set,
-          update: set,
-          delete: (o) =>
-            store.remove(
-              objectKey({
-                kind: w.kind,
-                metadata: { namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' },
-              }),
-            ),
-        },
-        log,
-      );
+    for (const w of WATCHED_KINDS) if (w.optional !== true) this.informers.push(this.informer(w));
+    const required = this.informers.map((i) => i.synced);
+    this.synced = new Promise<Promise<void>[]>((r) => (this.started = r)).then(async (optionalsListed) => {
+      await Promise.all([...required, ...optionalsListed]);
+      store.flush();
     });
-    this.synced = Promise.all(this.informers.map((i) => i.synced)).then(() => store.flush());
+  }
+
+  private informer(w: Watched): RestartingInformer<KubernetesObject> {
+    const set = (o: KubernetesObject): void => this.set(w, o);
+    return new RestartingInformer<KubernetesObject>(
+      this.kc,
+      w.path,
+      () => listJson(this.kc, w.path),
+      {
+        add: set,
+        update: set,
+        delete: (o) =>
+          this.store.remove(
+            objectKey({
+              kind: w.kind,
+              metadata: { namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' },
+            }),
+          ),
+      },
+      this.log,
+    );
+  }
+
+  /**
+   * Starts `w`'s informer once its list is served; until then looks again every 30 s. Resolves when its first
+   * list is in, or when the API said the kind does not exist.
+   */
+  private follow(w: Watched): Promise<void> {
+    return new Promise<void>((listed) => {
+      const probe = (): void => {
+        if (this.stopped) return listed();
+        listJson(this.kc, `${w.path}?limit=1`).then(
+          () => {
+            if (this.stopped) return listed();
+            const inf = this.informer(w);
+            this.informers.push(inf);
+            inf.start();
+            void inf.synced.then(listed);
+          },
+          (e: unknown) => {
+            if ((e as { statusCode?: number }).statusCode === 404) listed();
+            else this.log.warn({ path: w.path, err: (e as Error).message }, 'cannot list; trying again');
+            const t = setTimeout(() => {
+              this.probes.delete(t);
+              probe();
+            }, OPTIONAL_KIND_PROBE_MS);
+            this.probes.add(t);
+          },
+        );
+      };
+      probe();
+    });
   }
 
   start(): void {
     for (const i of this.informers) i.start();
+    this.started(WATCHED_KINDS.filter((w) => w.optional === true).map((w) => this.follow(w)));
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.probes) clearTimeout(t);
     await Promise.all(this.informers.map((i) => i.stop()));
   }
 

@@ -362,6 +362,7 @@ function checkedObject(d: CheckedDocument, namespace: string, origin: DocumentOr
     document: d,
   };
   if (!isResourceKind(d.kind)) return { ...object, kind: d.kind as ForeignKind };
-  // The walker checked spec and status against this kind's schemas, so they are of the types `Resource` gives them.
-  return { ...object, kind: d.kind };
+  // The walker checked spec and status against this kind's schemas, so they are of the types `Resource` gives them
+  // (too many kinds for the compiler to pair each kind with its own spec type here).
+  return { ...object, kind: d.kind } as Manifest;
 }

@@ -313,6 +313,42 @@ const SERVICE_ENTRY = obj({
  */
 const SERVICE_ENTRY_STATUS = open({ addresses: list(open({ value: str, host: str })) });
 
+/** A label selector with expressions, as a Gateway listener's `allowedRoutes.namespaces.selector` takes one. */
+const LABEL_SELECTOR = obj({
+  matchLabels: labels,
+  matchExpressions: list(
+    requiring(
+      open({ key: str, operator: { t: 'string', enum: ['In', 'NotIn', 'Exists', 'DoesNotExist'] }, values: strs }),
+      ['key', 'operator'],
+    ),
+  ),
+});
+/**
+ * A Gateway API Gateway as istiod reads it for waypoints (gateway.networking.k8s.io/v1 `Gateway`): its class, its
+ * listeners' ports, protocols and which namespaces may attach; the rest is let through unread.
+ */
+const GATEWAY_SPEC = requiring(
+  open({
+    gatewayClassName: str,
+    listeners: list(
+      open({
+        name: str,
+        port,
+        protocol: str,
+        allowedRoutes: open({
+          namespaces: open({
+            from: { t: 'string', enum: ['All', 'Same', 'Selector', 'None'] },
+            selector: LABEL_SELECTOR,
+          }),
+        }),
+      }),
+    ),
+  }),
+  ['gatewayClassName'],
+);
+/** The addresses the Gateway's controller published (`status.addresses`): a waypoint is known by them. */
+const GATEWAY_STATUS = open({ addresses: list(open({ type: str, value: str })) });
+
 /** What amesh validates per kind: `spec`/`status` schemas, whether the name must be a DNS-1123 label, and scope. */
 interface KindSchema {
   readonly spec?: Schema;
@@ -341,6 +377,10 @@ const KINDS = {
   WorkloadEntry: { spec: WORKLOAD_ENTRY },
   AuthorizationPolicy: { spec: AUTHORIZATION_POLICY },
   PeerAuthentication: { spec: PEER_AUTHENTICATION },
+  /** Read for waypoints (class, listeners, published addresses, `istio.io/waypoint-for`). */
+  Gateway: { spec: GATEWAY_SPEC, status: GATEWAY_STATUS },
+  /** Read for its `istio.io/waypoint-for` label, the traffic its waypoints take by default. */
+  GatewayClass: { clusterScoped: true },
   Deployment: {},
   ReplicaSet: {},
   StatefulSet: {},

@@ -2,14 +2,26 @@ import { createHash } from 'node:crypto';
 import { create, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { anyPack, EmptySchema } from '@bufbuild/protobuf/wkt';
 import type { Any } from '@bufbuild/protobuf/wkt';
-import { AddressSchema, PortListSchema, type Address } from '../../api/istio/workload/workload_pb.js';
+import {
+  AddressSchema,
+  PortListSchema,
+  type Address,
+  type GatewayAddressSchema,
+} from '../../api/istio/workload/workload_pb.js';
 import {
   AuthorizationSchema,
   type MatchSchema,
   type StringMatchSchema,
   type Authorization,
 } from '../../api/istio/security/authorization_pb.js';
-import type { AuthorizationModel, MatchModel, ServiceModel, StringMatchModel, WorkloadModel } from '../model/types.js';
+import type {
+  AuthorizationModel,
+  GatewayAddressModel,
+  MatchModel,
+  ServiceModel,
+  StringMatchModel,
+  WorkloadModel,
+} from '../model/types.js';
 
 /** xDS type URLs ztunnel subscribes to (ztunnel `src/xds/client.rs`). */
 export const ADDRESS_TYPE = 'type.googleapis.com/istio.workload.Address';
@@ -26,12 +38,24 @@ function version(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex').slice(0, 16);
 }
 
-function workloadAddress(w: WorkloadModel): Address {
+/** A waypoint's address: by namespaced hostname or by network address (the `destination` oneof). */
+function gatewayAddress(g: GatewayAddressModel): MessageInitShape<typeof GatewayAddressSchema> {
+  return {
+    destination:
+      'hostname' in g
+        ? { case: 'hostname', value: { ...g.hostname } }
+        : { case: 'address', value: { network: g.address.network, address: g.address.address } },
+    hboneMtlsPort: g.hboneMtlsPort,
+  };
+}
+
+function workloadAddress({ waypoint, ...w }: WorkloadModel): Address {
   return create(AddressSchema, {
     type: {
       case: 'workload',
       value: {
         ...w,
+        ...(waypoint === undefined ? {} : { waypoint: gatewayAddress(waypoint) }),
         addresses: [...w.addresses],
         services: Object.fromEntries(
           Object.entries(w.services).map(([k, ports]) => [
@@ -70,6 +94,7 @@ function serviceAddress(s: ServiceModel): Address {
               },
             }),
         canonical: s.canonical,
+        ...(s.waypoint === undefined ? {} : { waypoint: gatewayAddress(s.waypoint) }),
       },
     },
   });
