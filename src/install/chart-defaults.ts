@@ -2,7 +2,8 @@
  * The defaults of the four charts amesh renders, each chart's `_internal_defaults_do_not_set` (istio
  * manifests/charts/base/values.yaml, istio-control/istio-discovery/values.yaml, istio-cni/values.yaml,
  * ztunnel/values.yaml), with the keys the rendering reads. Where amesh differs: the image is `amesh` in every chart
- * (one image holds istiod, the node agent and ztunnel), and the hub and tag are amesh's (profiles.ts).
+ * and for the waypoints istiod deploys (`global.proxy.image`: one image holds istiod, the node agent, ztunnel and the
+ * waypoint proxy), and the hub and tag are amesh's (profiles.ts).
  */
 import { DEFAULT_HUB, DEFAULT_TAG } from './profiles.js';
 import type { Tree } from './value-tree.js';
@@ -106,7 +107,7 @@ export const CHART_DEFAULTS: Readonly<Record<ChartName, Tree>> = {
       omitSidecarInjectorConfigMap: false,
       resourceScope: 'all',
       priorityClassName: '',
-      proxy: { autoInject: 'enabled', clusterDomain: 'cluster.local', tracer: 'none' },
+      proxy: { autoInject: 'enabled', clusterDomain: 'cluster.local', tracer: 'none', image: AMESH_IMAGE },
       remotePilotAddress: '',
       externalIstiod: false,
       configCluster: false,

@@ -16,6 +16,7 @@ import { Authenticator } from './ca/authenticate.js';
 import { ManifestNodeAuthorizer } from './ca/manifest-node-authorizer.js';
 import { KubeCaSecurity } from './kube-ca-security.js';
 import { NamespaceController } from './namespace-controller.js';
+import { GatewayDeploymentController } from './gateway/gateway-deployment-controller.js';
 import { IpAutoallocator } from './ip-autoallocator.js';
 import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { CaServer } from './ca/ca-server.js';
@@ -123,6 +124,9 @@ export class Istiod {
       );
       webhookController.start();
       started.push(webhookController);
+      const gatewayController = new GatewayDeploymentController(kubeConfig, informers, cfg, logs.scope('gateway'));
+      gatewayController.start();
+      started.push(gatewayController);
       informers.start();
       const auth = kubeCa?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
       const metrics = new MetricsRegistry();

@@ -13,8 +13,17 @@ export interface KubeAnswer {
   readonly body: unknown;
 }
 
-/** Sends `method path` with `body` as JSON; resolves with any HTTP answer, rejects only when none came. */
-export async function kubeRequest(kc: KubeConfig, method: string, path: string, body?: unknown): Promise<KubeAnswer> {
+/**
+ * Sends `method path` with `body` as JSON (of `contentType`, e.g. a merge patch's); resolves with any HTTP answer,
+ * rejects only when none came.
+ */
+export async function kubeRequest(
+  kc: KubeConfig,
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<KubeAnswer> {
   const cluster = kc.getCurrentCluster();
   if (cluster === null) throw new Error('the kubeconfig has no current cluster');
   const url = new URL(cluster.server.replace(/\/+$/, '') + path);
@@ -25,7 +34,7 @@ export async function kubeRequest(kc: KubeConfig, method: string, path: string, 
   opts.headers = {
     ...(opts.headers as Record<string, string> | undefined),
     accept: 'application/json',
-    ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': payload.length }),
+    ...(payload === undefined ? {} : { 'content-type': contentType, 'content-length': payload.length }),
   };
   return new Promise((resolve, reject) => {
     const req = (url.protocol === 'https:' ? https : http).request(url, opts, (res) => {

@@ -49,6 +49,11 @@ def main():
             item.update(svc_name=s(sv[1][0]), namespace=s(sv[2][0]), hostname=s(sv[3][0]),
                         vips=[list(fields(a)[2][0]) for a in sv.get(4, [])],
                         ports=[[fields(p).get(1, [0])[0], fields(p).get(2, [0])[0]] for p in sv.get(5, [])])
+            if 7 in sv:  # waypoint: GatewayAddress (hostname = 1: namespace = 1, hostname = 2; hbone_mtls_port = 3)
+                gw = fields(sv[7][0])
+                host = fields(gw[1][0])
+                item.update(waypoint={"namespace": s(host[1][0]), "hostname": s(host[2][0]),
+                                      "hbone_mtls_port": gw[3][0]})
             out["services"].append(item)
     print(json.dumps(out))
     responses.cancel()

@@ -1,0 +1,139 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Istiod } from '../src/istiod/istiod.js';
+import { startIstiod } from './helpers/in-process.js';
+import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
+import { namespaces } from './helpers/manifests.js';
+import { pythonSkip, runPython } from './helpers/python.js';
+
+const skip = kubectlSkip || pythonSkip('grpc', 'python3-grpcio');
+
+/** Plain Gateway API YAML, as `istioctl waypoint generate` writes it, and a Service that asks for the waypoint. */
+const WAYPOINT = `
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: waypoint
+  namespace: backend
+  labels: {istio.io/waypoint-for: service}
+spec:
+  gatewayClassName: istio-waypoint
+  listeners:
+  - name: mesh
+    port: 15008
+    protocol: HBONE
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: backend, labels: {istio.io/use-waypoint: waypoint}}
+spec: {clusterIP: 10.96.0.10, selector: {app: echo}, ports: [{port: 80, targetPort: 8080}]}
+`;
+
+describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and binds what uses it', { skip }, () => {
+  let dir: string;
+  let ist: Istiod;
+  const { ok } = kubectlWith(() => ist.kubeconfigPath ?? '');
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'amesh-waypoint-'));
+    await mkdir(path.join(dir, 'config'));
+    await writeFile(path.join(dir, 'config', 'mesh.yaml'), namespaces('backend') + WAYPOINT);
+    ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'));
+  });
+  after(async () => {
+    await ist?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('istiod creates the istio-waypoint GatewayClass for its mesh controller, and accepts it', async () => {
+    await ok('wait', '--for=condition=Accepted', 'gatewayclass/istio-waypoint', '--timeout=20s');
+    const cls = JSON.parse(await ok('get', 'gatewayclass', 'istio-waypoint', '-o', 'json')) as {
+      spec: { controllerName: string };
+    };
+    assert.equal(cls.spec.controllerName, 'istio.io/mesh-controller');
+  });
+
+  test("the Gateway gets Istio's waypoint ServiceAccount, Deployment and Service, owned by it", async () => {
+    await ok('wait', '--for=condition=Programmed', '-n', 'backend', 'gateways.gateway.networking.k8s.io/waypoint', '--timeout=20s');
+    const list = JSON.parse(
+      await ok(
+        'get',
+        'serviceaccount,deployment,service',
+        '-n',
+        'backend',
+        '-l',
+        'gateway.networking.k8s.io/gateway-name=waypoint',
+        '-o',
+        'json',
+      ),
+    ) as {
+      items: {
+        kind: string;
+        metadata: { name: string; labels: Record<string, string>; ownerReferences: { kind: string; name: string }[] };
+        spec: Record<string, unknown>;
+      }[];
+    };
+    assert.deepEqual(list.items.map((o) => `${o.kind}/${o.metadata.name}`).sort(), [
+      'Deployment/waypoint',
+      'Service/waypoint',
+      'ServiceAccount/waypoint',
+    ]);
+    for (const o of list.items) {
+      assert.equal(o.metadata.labels['gateway.istio.io/managed'], 'istio.io-mesh-controller');
+      assert.equal(o.metadata.labels['gateway.networking.k8s.io/gateway-class-name'], 'istio-waypoint');
+      assert.equal(o.metadata.labels['istio.io/waypoint-for'], 'service', "the Gateway's labels are copied");
+      assert.deepEqual(
+        o.metadata.ownerReferences.map((r) => `${r.kind}/${r.name}`),
+        ['Gateway/waypoint'],
+      );
+    }
+    const svc = list.items.find((o) => o.kind === 'Service')!;
+    assert.deepEqual(
+      (svc.spec['ports'] as { name: string; port: number; appProtocol: string }[]).map((p) => [
+        p.name,
+        p.port,
+        p.appProtocol,
+      ]),
+      [
+        ['status-port', 15021, 'tcp'],
+        ['mesh', 15008, 'hbone'],
+      ],
+    );
+    const pod = list.items.find((o) => o.kind === 'Deployment')!.spec['template'] as {
+      metadata: { labels: Record<string, string> };
+      spec: { serviceAccountName: string; containers: { args: string[] }[] };
+    };
+    assert.equal(pod.metadata.labels['istio.io/dataplane-mode'], 'none', 'the waypoint itself is not captured');
+    assert.equal(pod.spec.serviceAccountName, 'waypoint');
+    assert.deepEqual(pod.spec.containers[0]!.args.slice(0, 2), ['proxy', 'waypoint']);
+  });
+
+  test("the Gateway's status publishes the Service's IP and hostname, and the bound Service is served with the waypoint", async () => {
+    const gw = JSON.parse(await ok('get', 'gateways.gateway.networking.k8s.io', '-n', 'backend', 'waypoint', '-o', 'json')) as {
+      status: { addresses: { type: string; value: string }[] };
+    };
+    assert.deepEqual(
+      gw.status.addresses.map((a) => a.type),
+      ['IPAddress', 'Hostname'],
+    );
+    assert.equal(gw.status.addresses[1]!.value, 'waypoint.backend.svc.cluster.local');
+    const token = await ist.issuer.issue({
+      namespace: 'istio-system',
+      serviceAccount: 'ztunnel',
+      audience: 'istio-ca',
+    });
+    const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
+    assert.equal(py.status, 0, py.stderr);
+    const r = JSON.parse(py.stdout) as { services: { hostname: string; waypoint?: unknown }[] };
+    assert.deepEqual(r.services.find((s) => s.hostname === 'echo.backend.svc.cluster.local')?.waypoint, {
+      namespace: 'backend',
+      hostname: 'waypoint.backend.svc.cluster.local',
+      hbone_mtls_port: 15008,
+    });
+    assert.equal(r.services.find((s) => s.hostname === 'waypoint.backend.svc.cluster.local')?.waypoint, undefined);
+  });
+});
