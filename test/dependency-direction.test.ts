@@ -12,7 +12,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['api', 'lib', 'h2'],
   ['native', 'kube', 'zds'],
   ['apiserver', 'controllers', 'echo', 'ztunnel', 'cni'],
-  ['istiod'],
+  ['istiod', 'waypoint'],
   ['install'],
   ['up'],
   ['demo'],

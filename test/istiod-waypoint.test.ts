@@ -58,7 +58,14 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
   });
 
   test("the Gateway gets Istio's waypoint ServiceAccount, Deployment and Service, owned by it", async () => {
-    await ok('wait', '--for=condition=Programmed', '-n', 'backend', 'gateways.gateway.networking.k8s.io/waypoint', '--timeout=20s');
+    await ok(
+      'wait',
+      '--for=condition=Programmed',
+      '-n',
+      'backend',
+      'gateways.gateway.networking.k8s.io/waypoint',
+      '--timeout=20s',
+    );
     const list = JSON.parse(
       await ok(
         'get',
@@ -113,7 +120,9 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
   });
 
   test("the Gateway's status publishes the Service's IP and hostname, and the bound Service is served with the waypoint", async () => {
-    const gw = JSON.parse(await ok('get', 'gateways.gateway.networking.k8s.io', '-n', 'backend', 'waypoint', '-o', 'json')) as {
+    const gw = JSON.parse(
+      await ok('get', 'gateways.gateway.networking.k8s.io', '-n', 'backend', 'waypoint', '-o', 'json'),
+    ) as {
       status: { addresses: { type: string; value: string }[] };
     };
     assert.deepEqual(

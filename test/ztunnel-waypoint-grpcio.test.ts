@@ -1,15 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { socks5Connect, Socks5Error } from '../src/echo/socks5-client.js';
 import type { Ztunnel } from '../src/ztunnel/ztunnel.js';
-import { packageRoot } from '../src/lib/package-root.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { meshFixture, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
-import { opensslSelfSigned } from './helpers/openssl-ca.js';
-import { PYTHON, pythonSkip } from './helpers/python.js';
+import { pythonSkip } from './helpers/python.js';
+import { pythonXdsServer, spawnPythonPeer, type PythonPeer } from './helpers/python-xds-server.js';
 import { startZtunnel } from './helpers/in-process.js';
 
 const skip = pythonSkip('grpc', 'python3-grpcio') || pythonSkip('h2', 'python3-h2');
@@ -116,50 +113,25 @@ const RESOURCES = [
   },
 ];
 
-/** A child process whose output lines are kept, so a test waits for the line it expects. */
-function spawnPeer(args: string[]): { proc: ChildProcess; lines: () => string[] } {
-  const proc = spawn(PYTHON, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  return { proc, lines: () => out.split('\n') };
-}
-
 describe(
   'ztunnel and waypoints served by an xDS server that is not amesh (python3-grpcio, hand-encoded protos)',
   { skip },
   () => {
     let fx: MeshFixture;
-    let xds: ReturnType<typeof spawnPeer>;
-    let waypoint: ReturnType<typeof spawnPeer>;
+    let xds: PythonPeer;
+    let waypoint: PythonPeer;
     let zt: Ztunnel;
     const logs = new CapturedLogs('ztunnel');
 
     before(async () => {
       fx = await meshFixture();
-      const interop = path.join(packageRoot(), 'test', 'interop');
-      opensslSelfSigned(fx.file('xds.crt'), fx.file('xds.key'), `IP:${XDS_IP}`);
-      await writeFile(fx.file('resources.json'), JSON.stringify(RESOURCES));
-      await writeFile(fx.file('token'), 'not-a-real-token');
-      xds = spawnPeer([
-        path.join(interop, 'xds_server_grpcio.py'),
-        XDS_IP,
-        fx.file('xds.crt'),
-        fx.file('xds.key'),
-        fx.file('resources.json'),
-      ]);
-      await waitFor('python xDS server', () => xds.lines().some((l) => l.startsWith('listening ')));
-      const port = xds
-        .lines()
-        .find((l) => l.startsWith('listening '))!
-        .split(' ')[1]!;
-
+      const served = await pythonXdsServer(fx.dir, XDS_IP, RESOURCES);
+      xds = served.peer;
       const c = await fx.cert('spiffe://cluster.local/ns/backend/sa/waypoint');
       await writeFile(fx.file('wp.crt'), c.leafPem + c.intermediatesPem.join(''));
       await writeFile(fx.file('wp.key'), c.keyPem);
       await writeFile(fx.file('root.pem'), c.rootsPem.join(''));
-      waypoint = spawnPeer([
-        path.join(interop, 'h2_hbone.py'),
+      waypoint = spawnPythonPeer('h2_hbone.py', [
         'server',
         WAYPOINT_IP,
         '15008',
@@ -169,17 +141,7 @@ describe(
       ]);
       await waitFor('python waypoint', () => waypoint.lines().includes('listening'));
 
-      zt = await startZtunnel(
-        '',
-        'n1',
-        fx.ca,
-        {
-          XDS_ADDRESS: `https://${XDS_IP}:${port}`,
-          XDS_ROOT_CA: fx.file('xds.crt'),
-          AUTH_TOKEN: fx.file('token'),
-        },
-        { logs: logs.control },
-      );
+      zt = await startZtunnel('', 'n1', fx.ca, served.env, { logs: logs.control });
     });
 
     after(async () => {

@@ -98,8 +98,12 @@ export class FrameDispatch implements FrameSink {
 
   onData(_id: number, data: Buffer): void {
     const s = this.dataStream!;
-    if (s.destroyed) this.target.flow.releaseConnection(data.length);
-    else if (s.push(data) && s.heldCredit === 0) this.target.flow.release(s, data.length);
+    if (s.destroyed) {
+      this.target.flow.releaseConnection(data.length);
+      return;
+    }
+    s.bytesReceived += data.length;
+    if (s.push(data) && s.heldCredit === 0) this.target.flow.release(s, data.length);
     else s.heldCredit += data.length;
   }
 

@@ -45,6 +45,9 @@ export class H2Stream extends Duplex {
   pendingDone: ((error?: Error | null) => void) | undefined;
   /** Queued on the session for connection-level window. */
   queuedForConnectionWindow = false;
+  /** DATA payload bytes received from the peer, and handed to this stream to send (as a socket's bytesRead/Written). */
+  bytesReceived = 0;
+  bytesSent = 0;
 
   constructor(
     private readonly host: StreamHost,
@@ -83,10 +86,12 @@ export class H2Stream extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    this.bytesSent += chunk.length;
     this.host.writeData(this, chunk, done);
   }
 
   override _writev(chunks: { chunk: Buffer }[], done: (error?: Error | null) => void): void {
+    for (const c of chunks) this.bytesSent += c.chunk.length;
     this.host.writeDataBatch(this, chunks, done);
   }
 

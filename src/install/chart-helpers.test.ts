@@ -1,19 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ameshLogLevel, goString, imageReference, resourcesBlock, truthy } from './chart-helpers.js';
+import { goString, imageReference, resourcesBlock, truthy } from './chart-helpers.js';
 
 test('an image value with a / or a : is a whole reference; a bare name goes between the hub and the tag', () => {
   assert.equal(imageReference('amesh', 'localhost', '0.1.0'), 'localhost/amesh:0.1.0');
   assert.equal(imageReference('amesh', 'registry.example/mesh', '1.3'), 'registry.example/mesh/amesh:1.3');
   assert.equal(imageReference('registry.example/amesh:dev', 'localhost', '0.1.0'), 'registry.example/amesh:dev');
   assert.equal(imageReference('amesh:dev', 'localhost', '0.1.0'), 'amesh:dev');
-});
-
-test("Istio's --log_output_level becomes amesh's --log-level", () => {
-  assert.equal(ameshLogLevel('default:info'), 'info');
-  assert.equal(ameshLogLevel('default:debug,ads:warn'), 'debug,ads=warn');
-  assert.equal(ameshLogLevel('info'), 'info');
-  assert.equal(ameshLogLevel('default:none'), 'silent');
 });
 
 test('values print as Go templates print them, and are true as Go templates test them', () => {

@@ -93,22 +93,6 @@ export function componentImage(values: unknown): string {
   );
 }
 
-/** Istio's `--log_output_level` (`default:info,ads:debug`) as amesh's `--log-level` (`info,ads=debug`). */
-export function ameshLogLevel(istioLevels: string): string {
-  return istioLevels
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '')
-    .map((part) => {
-      const colon = part.lastIndexOf(':');
-      const scope = colon < 0 ? 'default' : part.slice(0, colon);
-      const raw = part.slice(colon + 1);
-      const level = raw === 'none' ? 'silent' : raw;
-      return scope === 'default' ? level : `${scope}=${level}`;
-    })
-    .join(',');
-}
-
 /** The downward-API env both DaemonSets' containers and istiod read. */
 export const fieldEnv = (name: string, fieldPath: string, apiVersion?: string): Record<string, unknown> => ({
   name,

@@ -15,9 +15,9 @@
  * The chart's mounts of the node's CNI bin and config directories are where the agent installs its plugin and chains
  * it into the node's network configuration (src/cni/install), as install-cni does.
  */
+import { ameshLogLevel } from '../lib/istio-log-level.js';
 import {
   RELEASE,
-  ameshLogLevel,
   envFromMap,
   fieldEnv,
   goString,

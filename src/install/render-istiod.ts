@@ -19,11 +19,11 @@
  * - the sidecar injector ConfigMap carries no injection templates and no MutatingWebhookConfiguration is rendered:
  *   amesh injects no sidecars. The `values` ConfigMap and gateway-class ConfigMaps are not rendered either.
  */
+import { ameshLogLevel } from '../lib/istio-log-level.js';
 import { isRecord } from '../lib/record.js';
 import { ISTIOD_GRPC_PORT, ISTIOD_MONITORING_PORT, ISTIOD_WEBHOOK_PORT } from '../lib/istio-ports.js';
 import {
   RELEASE,
-  ameshLogLevel,
   envFromMap,
   fieldEnv,
   goString,

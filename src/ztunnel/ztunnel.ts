@@ -27,6 +27,25 @@ interface ConfigSource {
 
 type Lifecycle = { t: 'starting' } | { t: 'running' } | { t: 'draining' } | { t: 'stopped' };
 
+/** The listeners a process built on ztunnel's parts runs for its local workloads (`WorkloadProxyManager`'s shape). */
+export interface LocalProxies {
+  /** The state changed: start or stop listeners to match it. */
+  reconcile(): void;
+  pending(): string[];
+  dump(): Record<string, object>;
+  close(immediate: boolean): void;
+}
+
+/**
+ * What another proxy that is built on ztunnel's parts replaces (the waypoint proxy): its own listeners instead of
+ * the node's workloads', certificates for its own identity rather than by impersonation, and its xDS node type.
+ */
+export interface ProxyParts {
+  readonly proxies: (ctx: ProxyContext) => LocalProxies;
+  /** The first field of the xDS node ID (`ztunnel`, `waypoint`). */
+  readonly nodeType: string;
+}
+
 /**
  * A running ztunnel: state, identities, per-workload listeners and the admin/metrics/readiness servers. Emits
  * `fatal` when it cannot go on (in-pod: the node agent broke the ZDS protocol); ztunnel then exits, as Istio's does.
@@ -41,8 +60,8 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
     readonly config: ZtunnelConfig,
     private readonly logs: LogControl,
     readonly ctx: ProxyContext,
-    /** Local mode: the listeners of this node's workloads on their IPs. */
-    private readonly proxies: WorkloadProxyManager | undefined,
+    /** Local mode: the listeners of this node's workloads on their IPs (or another proxy's own listeners). */
+    private readonly proxies: LocalProxies | undefined,
     /** In-pod mode: the listeners inside each pod's network namespace, as ZDS hands the pods over. */
     readonly inpod: InpodProxies | undefined,
     /** In-pod mode: the node agent's ZDS, which starts and stops `inpod`'s pods. */
@@ -53,9 +72,9 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
     super();
   }
 
-  static async start(config: ZtunnelConfig, logs: LogControl): Promise<Ztunnel> {
+  static async start(config: ZtunnelConfig, logs: LogControl, parts?: ProxyParts): Promise<Ztunnel> {
     const log = logs.scope('ztunnel');
-    const caClient = await startCaClient(config, log);
+    const caClient = await startCaClient(config, log, parts === undefined);
     const metrics = new ZtunnelMetrics(VERSION, await processMetrics(config.nodeMetrics));
     const state = new ProxyState();
     const secrets = new SecretManager(caClient, config.secretTtlMs, logs.scope('identity'));
@@ -72,10 +91,10 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
     };
     // In-pod mode, the node agent's ZDS says which pods this ztunnel serves; local mode follows the node's workloads.
     const inpod = config.inpod === undefined ? undefined : await startInpodProxies(ctx, config.inpod, metrics, logs);
-    const proxies = inpod === undefined ? new WorkloadProxyManager(ctx) : undefined;
+    const proxies = parts?.proxies(ctx) ?? (inpod === undefined ? new WorkloadProxyManager(ctx) : undefined);
     // Live connections are re-checked only when a decision may differ.
     state.on('change', (c) => {
-      if (proxies !== undefined && changesWorkloadsOn(c, config.nodeName)) proxies.reconcile();
+      if (proxies !== undefined && (parts !== undefined || changesWorkloadsOn(c, config.nodeName))) proxies.reconcile();
       if (mayAlterPolicyDecision(c, config.nodeName)) {
         log.debug(
           { policies: c.policies.length, workloads: c.workloads.length, connections: ctx.connections.size },
@@ -84,7 +103,7 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
         ctx.connections.reevaluate(state);
       }
     });
-    const source = await startConfigSource(config, state, secrets, metrics, logs);
+    const source = await startConfigSource(config, state, secrets, metrics, logs, parts?.nodeType ?? 'ztunnel');
     const zds =
       inpod === undefined
         ? undefined
@@ -234,7 +253,8 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
  * native addon and the DNS proxy.
  */
 
-async function startCaClient(config: ZtunnelConfig, log: Logger): Promise<CaClient> {
+/** `impersonate`: a node proxy asks for its workloads' certificates; another proxy asks for its own. */
+async function startCaClient(config: ZtunnelConfig, log: Logger, impersonate: boolean): Promise<CaClient> {
   if (config.ca.t === 'istiod') {
     const [{ IstioCaClient }, { readRootCa }] = await Promise.all([
       import('./identity/istio-ca-client.js'),
@@ -246,7 +266,7 @@ async function startCaClient(config: ZtunnelConfig, log: Logger): Promise<CaClie
       rootPem: await readRootCa(config.caRootCa, 'CA_ROOT_CA'),
       tokenFile: config.authToken,
       clusterId: config.clusterId,
-      impersonate: true,
+      impersonate,
       altHostname: config.altCaHostname,
       headers: config.caHeaders,
     });
@@ -295,6 +315,7 @@ async function startConfigSource(
   secrets: SecretManager,
   metrics: ZtunnelMetrics,
   logs: LogControl,
+  nodeType: string,
 ): Promise<ConfigSource> {
   if (config.xdsAddress === undefined) {
     const { LocalConfigWatcher } = await import('./state/local-config-watcher.js');
@@ -314,7 +335,7 @@ async function startConfigSource(
       headers: config.xdsHeaders,
       // The node ID istiod recognises as a ztunnel; ISTIO_META_* / ISTIO_METAJSON_* added (ztunnel src/xds/client.rs).
       node: {
-        id: `ztunnel~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`,
+        id: `${nodeType}~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`,
         metadata: {
           NAME: config.podName,
           NAMESPACE: ns,

@@ -59,6 +59,7 @@ export const ADDRESS_BLOCKS: Readonly<Record<string, number>> = Object.freeze({
   'test/istiod-ip-autoallocate.test.ts': 87,
   'test/image.test.ts': 121,
   'test/ztunnel-waypoint-grpcio.test.ts': 122,
+  'test/waypoint-proxy.test.ts': 123,
 });
 
 /**

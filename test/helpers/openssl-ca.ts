@@ -78,7 +78,7 @@ export async function opensslPluginCa(dir: string, cluster = 'cluster1'): Promis
   );
 }
 
-/** A self-signed P-256 server certificate for `subjectAltName` (e.g. `IP:127.1.0.1`), by the openssl CLI, valid a day. */
+/** A self-signed P-256 server certificate for `subjectAltName` (e.g. `IP:127.0.0.1`), by the openssl CLI, valid a day. */
 export function opensslSelfSigned(certFile: string, keyFile: string, subjectAltName: string): void {
   execFileSync(
     'openssl',

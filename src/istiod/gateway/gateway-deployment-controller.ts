@@ -328,7 +328,7 @@ export class GatewayDeploymentController {
     }
     for (const cls of this.classes.list()) {
       if (cls.spec?.controllerName !== MESH_CONTROLLER) continue;
-      const generation = (cls.metadata)?.generation ?? 0;
+      const generation = cls.metadata?.generation ?? 0;
       const conditions = withTimes(
         [{ type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Handled by Istio controller' }],
         cls.status?.conditions,

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import tls, { type TLSSocket } from 'node:tls';
 import { describeError, MeshError } from '../../lib/errors.js';
 import { canonicalIp, formatHostPort, formatRemote } from '../../lib/ip.js';
@@ -15,11 +16,20 @@ import { H2ErrorCode } from '../../h2/frame.js';
 import { startKeepalive } from './h2-keepalive.js';
 import { meshErrorFromH2 } from './mesh-error-from-h2.js';
 import { hboneSessionOptions } from './hbone-session-options.js';
-import { buildInboundRequest, type InboundPeer, type InboundRefusal } from './inbound-request.js';
+import { buildInboundRequest, type InboundPeer, type InboundRefusal, type InboundRequest } from './inbound-request.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import { logPolicyDecision } from './log-policy-decision.js';
 import type { ProxyContext } from './proxy-context.js';
 import { relay } from './relay.js';
+
+/**
+ * Where a proxy that stands in front of other workloads (a waypoint) sends an accepted CONNECT instead of to a local
+ * app: the duplex to relay to, and its byte counts (sent, received). Rejects with a MeshError to refuse with 503.
+ */
+export type InboundForward = (
+  req: InboundRequest,
+  peer: InboundPeer,
+) => Promise<{ readonly upstream: Duplex; readonly bytes: () => [number, number] }>;
 
 /**
  * HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<listen IP>:15008` (ztunnel `src/proxy/inbound.rs`): the
@@ -38,6 +48,7 @@ export class InboundHbone {
     private readonly ctx: ProxyContext,
     private readonly local: LocalWorkloadInformation,
     private readonly listenIp: string,
+    private readonly forward?: InboundForward,
   ) {}
 
   get address(): string {
@@ -170,11 +181,17 @@ export class InboundHbone {
       this.refuse(stream, req);
       return;
     }
-    const { ip, port } = req.upstream;
-    // Connect to the app from the client's own IP where the sockets can spoof it (ztunnel `freebind_connect`).
-    let upstream;
+    let upstream: Duplex;
+    let bytes: () => [number, number];
     try {
-      upstream = await sockets.connect(ip, port, sockets.inboundSource(peer.ip, ip));
+      if (this.forward !== undefined) ({ upstream, bytes } = await this.forward(req, peer));
+      else {
+        const { ip, port } = req.upstream;
+        // Connect to the app from the client's own IP where the sockets can spoof it (ztunnel `freebind_connect`).
+        const sock = await sockets.connect(ip, port, sockets.inboundSource(peer.ip, ip));
+        upstream = sock;
+        bytes = () => [sock.bytesWritten, sock.bytesRead];
+      }
     } catch (e) {
       const error = e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e));
       this.refuse(stream, { status: 503, flags: 'CONNECT', error, built: true, info: req.info });
@@ -190,7 +207,7 @@ export class InboundHbone {
         upstream.destroy();
         stream.reset();
       },
-      () => [upstream.bytesWritten, upstream.bytesRead],
+      bytes,
     );
     stream.respond(200, config.enableResponseBaggage ? [['baggage', baggageFor(req.destination)]] : []);
     relay(stream, upstream, (err) => tracked.finish(err));

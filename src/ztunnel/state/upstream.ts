@@ -84,6 +84,37 @@ export function resolveUpstream(
 }
 
 /**
+ * Where a waypoint sends a connection it accepted for `dstIp:dstPort`, the address the client dialled: a service VIP
+ * to one of the service's healthy endpoints at its target port (load-balanced as for any client), a workload's
+ * address as it is. The waypoint then connects to that workload; as the workload's own waypoint it is not sent back
+ * to itself (`isFromWaypoint`). An address the mesh does not know is refused: a waypoint is no open proxy.
+ */
+export function resolveBehindWaypoint(
+  state: ProxyState,
+  self: Workload,
+  dstIp: string,
+  dstPort: number,
+  random: () => number = Math.random,
+): { readonly ip: string; readonly port: number; readonly service: Service | undefined } {
+  if (state.workloadByAddr(self.network, dstIp) !== undefined) return { ip: dstIp, port: dstPort, service: undefined };
+  const svc = state.serviceByVip(self.network, dstIp, self.namespace);
+  if (svc === undefined)
+    throw new MeshError(
+      'ZT_ERR_NO_HEALTHY_UPSTREAM',
+      `${formatHostPort(dstIp, dstPort)} is not a service or workload of the mesh`,
+    );
+  const pick =
+    svc.ports[String(dstPort)] === undefined ? undefined : pickEndpoint(state, svc, self, dstPort, 'standard', random);
+  const ip = pick === undefined ? undefined : chooseIp(pick.w, svc, dstIp);
+  if (pick === undefined || ip === undefined)
+    throw new MeshError(
+      'ZT_ERR_NO_HEALTHY_UPSTREAM',
+      `no healthy upstream for ${svc.namespace}/${svc.hostname}:${dstPort} behind its waypoint`,
+    );
+  return { ip, port: pick.port, service: svc };
+}
+
+/**
  * A healthy endpoint of `svc` for `port`, ranked by locality and weighted by capacity, with the port it is reached on
  * (ztunnel `load_balance` and `find_upstream_from_service`). For a waypoint the port need not be the service's when
  * the workload has an application tunnel.

@@ -1,0 +1,75 @@
+/**
+ * The waypoint's L4 path: HBONE on `<pod IP>:15008` accepts CONNECTs bound for the services and workloads that use
+ * this waypoint (the CONNECT names the address the client dialled; ztunnel's `isWaypointFor` admits it), applies the
+ * waypoint's own L4 policy as ztunnel's inbound does, and relays each to the destination over HBONE with the
+ * waypoint's identity: a service to one of its healthy endpoints, a workload to itself (ztunnel
+ * `src/proxy/outbound.rs` does not send a waypoint's traffic back to it). Istio's waypoint does the same in Envoy.
+ */
+import { MeshError } from '../lib/errors.js';
+import { formatHostPort, parseHostPort } from '../lib/ip.js';
+import { HBONE_PORT } from '../lib/istio-ports.js';
+import type { LocalProxies } from '../ztunnel/ztunnel.js';
+import { H2Stream } from '../h2/h2-stream.js';
+import { InboundHbone, type InboundForward } from '../ztunnel/proxy/inbound.js';
+import type { InboundPeer, InboundRequest } from '../ztunnel/proxy/inbound-request.js';
+import { LocalWorkloadInformation } from '../ztunnel/proxy/local-workload.js';
+import { Outbound } from '../ztunnel/proxy/outbound.js';
+import type { ProxyContext } from '../ztunnel/proxy/proxy-context.js';
+import { resolveBehindWaypoint } from '../ztunnel/state/upstream.js';
+
+export class WaypointListener implements LocalProxies {
+  private readonly local: LocalWorkloadInformation;
+  private readonly outbound: Outbound;
+  private readonly inbound: InboundHbone;
+  private listening = false;
+
+  constructor(
+    private readonly ctx: ProxyContext,
+    private readonly podUid: string,
+    private readonly ip: string,
+  ) {
+    this.local = LocalWorkloadInformation.byUid(ctx.state, podUid);
+    this.outbound = new Outbound(ctx, this.local);
+    this.inbound = new InboundHbone(ctx, this.local, ip, (req, peer) => this.forward(req, peer));
+    this.inbound.start().then(
+      () => (this.listening = true),
+      (e: unknown) => ctx.log.error({ error: String(e), addr: this.inbound.address }, 'waypoint cannot listen'),
+    );
+  }
+
+  /** Sends an accepted CONNECT on to its destination over HBONE. */
+  private async forward(req: InboundRequest, peer: InboundPeer): ReturnType<InboundForward> {
+    const target = parseHostPort(req.info.originalDst);
+    if (target === undefined)
+      throw new MeshError('ZT_ERR_HBONE_BAD_REQUEST', `CONNECT target ${req.info.originalDst} is not ip:port`);
+    const dest = resolveBehindWaypoint(this.ctx.state, req.destination, target.host, target.port);
+    const { upstream } = await this.outbound.connect(peer.addr, this.ip, dest.ip, dest.port);
+    if (!(upstream instanceof H2Stream)) {
+      upstream.destroy();
+      throw new MeshError(
+        'ZT_ERR_UPSTREAM_CONNECT',
+        `${dest.ip} is not reached over HBONE; a waypoint forwards only to the mesh`,
+      );
+    }
+    return { upstream, bytes: () => [upstream.bytesSent, upstream.bytesReceived] };
+  }
+
+  reconcile(): void {
+    // One listener on the pod's own IP, whatever the state says.
+  }
+
+  pending(): string[] {
+    const out: string[] = [];
+    if (!this.listening) out.push(`HBONE listener on ${formatHostPort(this.ip, HBONE_PORT)} not up`);
+    if (this.local.current() === undefined) out.push(`waypoint workload ${this.podUid} not known yet`);
+    return out;
+  }
+
+  dump(): Record<string, object> {
+    return { waypoint: { workload: this.podUid, hbone: this.inbound.address } };
+  }
+
+  close(immediate: boolean): void {
+    this.inbound.close(immediate);
+  }
+}

@@ -1,0 +1,16 @@
+import type { LogControl } from '../lib/log.js';
+import { Ztunnel } from '../ztunnel/ztunnel.js';
+import type { WaypointConfig } from './waypoint-config.js';
+import { WaypointListener } from './waypoint-listener.js';
+
+/**
+ * The waypoint proxy (`amesh proxy waypoint`, Istio's `pilot-agent proxy waypoint`): ztunnel's parts (xDS from
+ * istiod as node type `waypoint`, its own certificate from istiod's CA, the HBONE pool, metrics on 15020 and
+ * readiness on 15021) with one listener, `WaypointListener`, on the pod's IP.
+ */
+export function startWaypointProxy(cfg: WaypointConfig, logs: LogControl): Promise<Ztunnel> {
+  return Ztunnel.start(cfg.ztunnel, logs, {
+    nodeType: 'waypoint',
+    proxies: (ctx) => new WaypointListener(ctx, cfg.podUid, cfg.instanceIp),
+  });
+}

@@ -1,0 +1,49 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { packageRoot } from '../../src/lib/package-root.js';
+import { waitFor } from './mesh-fixture.js';
+import { opensslSelfSigned } from './openssl-ca.js';
+import { PYTHON } from './python.js';
+
+/** A Python peer process whose output lines are kept, so a test waits for the line it expects. */
+export interface PythonPeer {
+  readonly proc: ChildProcess;
+  lines(): string[];
+}
+
+/** Runs `test/interop/<script> args` with its stdout and stderr kept. */
+export function spawnPythonPeer(script: string, args: string[]): PythonPeer {
+  const proc = spawn(PYTHON, [path.join(packageRoot(), 'test', 'interop', script), ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  return { proc, lines: () => out.split('\n') };
+}
+
+/**
+ * test/interop/xds_server_grpcio.py on `ip` (a kernel-chosen port) serving `resources`, with a self-signed
+ * certificate for that IP under `dir`, once it listens; with the env a ztunnel needs to use it (a dummy token).
+ */
+export async function pythonXdsServer(
+  dir: string,
+  ip: string,
+  resources: unknown[],
+): Promise<{ peer: PythonPeer; env: Record<string, string> }> {
+  const f = (n: string): string => path.join(dir, n);
+  opensslSelfSigned(f('xds.crt'), f('xds.key'), `IP:${ip}`);
+  await writeFile(f('resources.json'), JSON.stringify(resources));
+  await writeFile(f('token'), 'not-a-real-token');
+  const peer = spawnPythonPeer('xds_server_grpcio.py', [ip, f('xds.crt'), f('xds.key'), f('resources.json')]);
+  await waitFor('python xDS server', () => peer.lines().some((l) => l.startsWith('listening ')));
+  const port = peer
+    .lines()
+    .find((l) => l.startsWith('listening '))!
+    .split(' ')[1]!;
+  return {
+    peer,
+    env: { XDS_ADDRESS: `https://${ip}:${port}`, XDS_ROOT_CA: f('xds.crt'), AUTH_TOKEN: f('token') },
+  };
+}

@@ -1,0 +1,148 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { socks5Connect, Socks5Error } from '../src/echo/socks5-client.js';
+import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
+import { loadZtunnelConfig } from '../src/ztunnel/config.js';
+import type { Ztunnel } from '../src/ztunnel/ztunnel.js';
+import { startWaypointProxy } from '../src/waypoint/waypoint-proxy.js';
+import { CapturedLogs } from './helpers/captured-logs.js';
+import { startZtunnel } from './helpers/in-process.js';
+import { meshFixture, sendAndCollect, type MeshFixture } from './helpers/mesh-fixture.js';
+import { pythonSkip } from './helpers/python.js';
+import { pythonXdsServer, type PythonPeer } from './helpers/python-xds-server.js';
+
+const skip = pythonSkip('grpc', 'python3-grpcio');
+
+const XDS_IP = '127.123.0.100';
+const WEB_IP = '127.123.0.1';
+const ECHO_IP = '127.123.0.2';
+const WAYPOINT_IP = '127.123.0.9';
+const WAYPOINT_HOST = 'waypoint.backend.svc.cluster.local';
+
+/**
+ * web-0 (node n1) calls the echo Service, which uses the waypoint wp-0 (node n3); echo-0 (node n2) backs it. The
+ * Address resources come from a python3-grpcio xDS server that is not amesh's istiod.
+ */
+const RESOURCES = [
+  {
+    workload: {
+      uid: 'Kubernetes//Pod/frontend/web-0',
+      name: 'web-0',
+      namespace: 'frontend',
+      addresses: [WEB_IP],
+      service_account: 'web',
+      node: 'n1',
+    },
+  },
+  {
+    workload: {
+      uid: 'Kubernetes//Pod/backend/echo-0',
+      name: 'echo-0',
+      namespace: 'backend',
+      addresses: [ECHO_IP],
+      service_account: 'echo',
+      node: 'n2',
+      services: { 'backend/echo.backend.svc.cluster.local': [[80, 8080]] },
+    },
+  },
+  {
+    workload: {
+      uid: 'Kubernetes//Pod/backend/wp-0',
+      name: 'wp-0',
+      namespace: 'backend',
+      addresses: [WAYPOINT_IP],
+      service_account: 'waypoint',
+      node: 'n3',
+      services: { [`backend/${WAYPOINT_HOST}`]: [[15008, 15008]] },
+    },
+  },
+  {
+    service: {
+      name: 'echo',
+      namespace: 'backend',
+      hostname: 'echo.backend.svc.cluster.local',
+      vips: ['10.96.0.10'],
+      ports: [[80, 8080]],
+      waypoint: { namespace: 'backend', hostname: WAYPOINT_HOST },
+    },
+  },
+  {
+    service: {
+      name: 'waypoint',
+      namespace: 'backend',
+      hostname: WAYPOINT_HOST,
+      vips: ['10.96.0.20'],
+      ports: [[15008, 15008]],
+    },
+  },
+];
+
+describe(
+  'the waypoint proxy relays HBONE from a ztunnel to the destination ztunnel with its own identity',
+  { skip },
+  () => {
+    let fx: MeshFixture;
+    let xds: PythonPeer;
+    let echo: EchoServer;
+    let z1: Ztunnel;
+    let z2: Ztunnel;
+    let wp: Ztunnel | undefined;
+    const destinationLogs = new CapturedLogs('ztunnel');
+    const waypointLogs = new CapturedLogs('waypoint');
+
+    const startWaypoint = async (env: Record<string, string>): Promise<Ztunnel> =>
+      startWaypointProxy(
+        {
+          ztunnel: loadZtunnelConfig(
+            {
+              localCa: fx.ca,
+              adminAddress: '127.0.0.1:0',
+              metricsAddress: '127.0.0.1:0',
+              readinessAddress: '127.0.0.1:0',
+            },
+            { ...env, POD_NAME: 'wp-0', POD_NAMESPACE: 'backend', INSTANCE_IP: WAYPOINT_IP, NODE_NAME: 'n3' },
+          ),
+          podUid: 'Kubernetes//Pod/backend/wp-0',
+          instanceIp: WAYPOINT_IP,
+        },
+        waypointLogs.control,
+      );
+
+    before(async () => {
+      fx = await meshFixture();
+      const served = await pythonXdsServer(fx.dir, XDS_IP, RESOURCES);
+      xds = served.peer;
+      echo = await startEchoServer(ECHO_IP, 8080);
+      z1 = await startZtunnel('', 'n1', fx.ca, served.env);
+      z2 = await startZtunnel('', 'n2', fx.ca, served.env, { logs: destinationLogs.control });
+      wp = await startWaypoint(served.env);
+    });
+
+    after(async () => {
+      await Promise.all([z1?.shutdown(), z2?.shutdown(), wp?.shutdown()]);
+      await echo?.close();
+      xds?.proc.kill();
+      await fx?.cleanup();
+    });
+
+    test('client -> ztunnel -> waypoint -> ztunnel -> app: the bytes echo back, and the app side sees the waypoint', async () => {
+      const s = await socks5Connect(WEB_IP, 15080, '10.96.0.10', 80, WEB_IP);
+      const payload = Buffer.alloc(200_000, 9);
+      assert.ok((await sendAndCollect(s, payload)).equals(payload));
+      const line = await destinationLogs.waitFor(
+        'the destination ztunnel logged the connection',
+        (l) => l['message'] === 'connection complete' && l['direction'] === 'inbound',
+      );
+      assert.equal(line['src.identity'], 'spiffe://cluster.local/ns/backend/sa/waypoint');
+      assert.equal(line['src.addr']?.toString().split(':')[0], WAYPOINT_IP);
+      assert.equal(line['dst.hbone_addr'], `${ECHO_IP}:8080`);
+      assert.equal(line['bytes_recv'], payload.length);
+    });
+
+    test('fail closed: with the waypoint down, traffic bound to it fails instead of going around it', async () => {
+      await wp!.shutdown();
+      wp = undefined;
+      await assert.rejects(socks5Connect(WEB_IP, 15080, '10.96.0.10', 80, WEB_IP), (e) => e instanceof Socks5Error);
+    });
+  },
+);
