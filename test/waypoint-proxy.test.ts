@@ -20,8 +20,8 @@ const WAYPOINT_IP = '127.123.0.9';
 const WAYPOINT_HOST = 'waypoint.backend.svc.cluster.local';
 
 /**
- * web-0 (node n1) calls the echo Service, which uses the waypoint wp-0 (node n3); echo-0 (node n2) backs it. The
- * Address resources come from a python3-grpcio xDS server that is not amesh's istiod.
+ * web-0 (node n1) calls the echo Service, which uses the waypoint wp-0 (node n3); echo-0 (node n2) backs it, and its
+ * namespace allows only the waypoint. The resources come from a python3-grpcio xDS server that is not amesh's istiod.
  */
 const RESOURCES = [
   {
@@ -75,6 +75,15 @@ const RESOURCES = [
       ports: [[15008, 15008]],
     },
   },
+  // The usual way to make the waypoint the only way in: backend's ztunnel allows the waypoint's identity alone. It
+  // applies to the waypoint's pod too, which ztunnel does not capture, so the waypoint must not enforce it.
+  {
+    authorization: {
+      name: 'only-via-waypoint',
+      namespace: 'backend',
+      principals: ['cluster.local/ns/backend/sa/waypoint'],
+    },
+  },
 ];
 
 describe(
@@ -125,7 +134,7 @@ describe(
       await fx?.cleanup();
     });
 
-    test('client -> ztunnel -> waypoint -> ztunnel -> app: the bytes echo back, and the app side sees the waypoint', async () => {
+    test('client -> ztunnel -> waypoint -> ztunnel -> app: the bytes echo back, the app side sees the waypoint, and only the destination enforces the namespace policy', async () => {
       const s = await socks5Connect(WEB_IP, 15080, '10.96.0.10', 80, WEB_IP);
       const payload = Buffer.alloc(200_000, 9);
       assert.ok((await sendAndCollect(s, payload)).equals(payload));

@@ -1,7 +1,7 @@
 /**
  * The waypoint's L4 path: HBONE on `<pod IP>:15008` accepts CONNECTs bound for the services and workloads that use
- * this waypoint (the CONNECT names the address the client dialled; ztunnel's `isWaypointFor` admits it), applies the
- * waypoint's own L4 policy as ztunnel's inbound does, and relays each to the destination over HBONE with the
+ * this waypoint (the CONNECT names the address the client dialled; ztunnel's `isWaypointFor` admits it), and relays
+ * each to the destination over HBONE with the
  * waypoint's identity: a service to one of its healthy endpoints, a workload to itself (ztunnel
  * `src/proxy/outbound.rs` does not send a waypoint's traffic back to it). Istio's waypoint does the same in Envoy.
  */
@@ -30,7 +30,15 @@ export class WaypointListener implements LocalProxies {
   ) {
     this.local = LocalWorkloadInformation.byUid(ctx.state, podUid);
     this.outbound = new Outbound(ctx, this.local);
-    this.inbound = new InboundHbone(ctx, this.local, ip, (req, peer) => this.forward(req, peer));
+    // ztunnel's policies (by namespace or selector) are for the workloads ztunnel captures, which a waypoint's pod is
+    // not; a waypoint enforces the policies attached to it (targetRefs), as Istio's does.
+    this.inbound = new InboundHbone(
+      ctx,
+      this.local,
+      ip,
+      (req, peer) => this.forward(req, peer),
+      () => [],
+    );
     this.inbound.start().then(
       () => (this.listening = true),
       (e: unknown) => ctx.log.error({ error: String(e), addr: this.inbound.address }, 'waypoint cannot listen'),

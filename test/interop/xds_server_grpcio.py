@@ -6,7 +6,8 @@ it receives (type_url, nonce, whether it carried an error).
 
 usage: xds_server_grpcio.py HOST CERT KEY RESOURCES_JSON
 
-RESOURCES_JSON: a list of {"workload": {...}} and {"service": {...}} objects with the fields encode() reads.
+RESOURCES_JSON: a list of {"workload": {...}}, {"service": {...}} and {"authorization": {...}} objects with the
+fields workload(), service() and authorization() read.
 """
 import json
 import socket
@@ -20,6 +21,7 @@ import grpc
 from pbwire import field, fields, varint
 
 ADDRESS_TYPE = "type.googleapis.com/istio.workload.Address"
+AUTHORIZATION_TYPE = "type.googleapis.com/istio.security.Authorization"
 
 
 def ld(num, payload):
@@ -81,14 +83,24 @@ def service(s):
     return out
 
 
+def authorization(a):
+    """Authorization (ztunnel `proto/authorization.proto`): one rule, one clause, one match of exact principals."""
+    match = b"".join(ld(3, st(1, p)) for p in a.get("principals", []))  # Match.principals = 3, StringMatch.exact = 1
+    rule = ld(1, ld(2, match))  # Rule.clauses = 1, Clause.matches = 2
+    return st(1, a["name"]) + st(2, a["namespace"]) + uint(3, a.get("scope", 1)) + uint(4, a.get("action", 0)) + ld(5, rule)
+
+
+def resource(name, type_url, value):
+    return ld(1, b"1") + ld(2, st(1, type_url) + ld(2, value)) + st(3, name)  # Resource: version, resource, name
+
+
 def address_resource(r):
     if "workload" in r:
         name, addr = r["workload"]["uid"], ld(1, workload(r["workload"]))
     else:
         s = r["service"]
         name, addr = "%s/%s" % (s["namespace"], s["hostname"]), ld(2, service(s))
-    anyv = st(1, ADDRESS_TYPE) + ld(2, addr)
-    return ld(1, b"1") + ld(2, anyv) + st(3, name)  # Resource: version = 1, resource = 2, name = 3
+    return resource(name, ADDRESS_TYPE, addr)
 
 
 class Ads:
@@ -107,7 +119,11 @@ class Ads:
                 continue  # an ACK or NACK of what was sent; nothing changes here
             body = b""
             if type_url == ADDRESS_TYPE:
-                body = b"".join(ld(2, address_resource(r)) for r in self.resources)
+                body = b"".join(ld(2, address_resource(r)) for r in self.resources if "authorization" not in r)
+            elif type_url == AUTHORIZATION_TYPE:
+                body = b"".join(ld(2, resource("%s/%s" % (r["authorization"]["namespace"], r["authorization"]["name"]),
+                                               AUTHORIZATION_TYPE, authorization(r["authorization"])))
+                                for r in self.resources if "authorization" in r)
             # DeltaDiscoveryResponse: resources = 2, type_url = 4, nonce = 5
             yield body + st(4, type_url) + st(5, uuid.uuid4().hex)
 

@@ -9,6 +9,7 @@ import type { ProxyState } from '../state/proxy-state.js';
 import type { Service } from '../state/service.js';
 import { isWaypointFor } from '../state/waypoint.js';
 import type { Workload } from '../state/workload.js';
+import type { Authorization } from '../state/policy.js';
 import type { ResponseFlags } from '../admin/metrics.js';
 import { NO_BAGGAGE, parseBaggage } from './baggage.js';
 import { connectionInfo, type ConnectionInfo } from './connection-info.js';
@@ -62,8 +63,9 @@ export interface InboundRefusal {
 /**
  * Decides one HBONE CONNECT from its head, the authenticated peer and the state (ztunnel `src/proxy/inbound.rs`
  * `build_inbound_request`, then the policy check of `serve_connect`): a malformed request is answered 400, a target
- * this workload does not serve 503, a policy denial 401. A source the state does not know by its IP is reported by
- * what the CONNECT's `baggage` says of it. Reads the state and nothing else: no socket, no log.
+ * this workload does not serve 503, a policy denial 401 (the workload's policies, unless `policiesFor` says which). A
+ * source the state does not know by its IP is reported by what the CONNECT's `baggage` says of it. Reads the state
+ * and nothing else: no socket, no log.
  */
 export function buildInboundRequest(
   head: RequestParts,
@@ -71,6 +73,7 @@ export function buildInboundRequest(
   local: Pick<LocalWorkloadInformation, 'key' | 'current'>,
   state: ProxyState,
   config: Pick<ZtunnelConfig, 'network' | 'enableResponseBaggage'>,
+  policiesFor: (w: Workload) => Authorization[] = (w) => state.policiesFor(w),
 ): InboundRequest | InboundRefusal {
   const authority = head.authority ?? '';
   const dest = local.current();
@@ -129,7 +132,7 @@ export function buildInboundRequest(
     return refuse(503, 'CONNECT', e, service);
   }
   const rbac: RbacConnection = { srcIp: peer.ip, dstIp: peer.localIp, dstPort: up.port, srcIdentity: peer.identity };
-  const policy = evaluate(state.policiesFor(dest), rbac);
+  const policy = evaluate(policiesFor(dest), rbac);
   if (!policy.allowed) {
     const error = new MeshError('ZT_ERR_POLICY_DENIED', policy.reason);
     return { ok: false, status: 401, flags: 'DENY', error, built: true, info: info(service, rbac), policy };

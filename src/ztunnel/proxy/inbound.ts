@@ -6,7 +6,8 @@ import { canonicalIp, formatHostPort, formatRemote } from '../../lib/ip.js';
 import { WORKLOAD_WAIT_MS } from '../config.js';
 import { HBONE_PORT } from '../../lib/istio-ports.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
-import { workloadIdentity } from '../state/workload.js';
+import { workloadIdentity, type Workload } from '../state/workload.js';
+import type { Authorization } from '../state/policy.js';
 import { SERVER_TLS, serverTlsOptions, verifyClientIdentity } from '../tls/workload-tls.js';
 import { baggageFor } from './baggage.js';
 import { H2Session } from '../../h2/h2-session.js';
@@ -49,6 +50,8 @@ export class InboundHbone {
     private readonly local: LocalWorkloadInformation,
     private readonly listenIp: string,
     private readonly forward?: InboundForward,
+    /** The policies a CONNECT is checked against; the local workload's, as ztunnel enforces them, by default. */
+    private readonly policiesFor?: (w: Workload) => Authorization[],
   ) {}
 
   get address(): string {
@@ -175,7 +178,7 @@ export class InboundHbone {
   /** One CONNECT: decide, log and report, connect to the app, answer, relay (ztunnel `serve_connect`). */
   private async handle(stream: H2Stream, head: RequestHead, peer: InboundPeer): Promise<void> {
     const { state, connections, config, sockets } = this.ctx;
-    const req = buildInboundRequest(head, peer, this.local, state, config);
+    const req = buildInboundRequest(head, peer, this.local, state, config, this.policiesFor);
     if (req.policy !== undefined) logPolicyDecision(this.ctx, req.info, req.policy);
     if (!req.ok) {
       this.refuse(stream, req);
