@@ -824,6 +824,57 @@ describe(
       await unlink(path.join(manifests, 'security.yaml'));
     });
 
+    test("a waypoint: istiod deploys the Gateway's Deployment, the Service bound to it is reached through it (the server sees the waypoint), and with the waypoint scaled to zero its traffic fails instead of going around it", async () => {
+      const gw = path.join(dir, 'waypoint.yaml');
+      await writeFile(
+        gw,
+        object({
+          apiVersion: 'gateway.networking.k8s.io/v1',
+          kind: 'Gateway',
+          metadata: { name: 'waypoint', namespace: 'srv' },
+          spec: { gatewayClassName: 'istio-waypoint', listeners: [{ name: 'mesh', port: 15008, protocol: 'HBONE' }] },
+        }),
+      );
+      const ok = async (...args: string[]): Promise<void> => {
+        const r = await kubectl(...args);
+        assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+      };
+      await ok('apply', '-f', gw);
+      await ok(
+        'wait',
+        '--for=condition=Programmed',
+        '-n',
+        'srv',
+        'gateways.gateway.networking.k8s.io/waypoint',
+        '--timeout=60s',
+      );
+      await ok('rollout', 'status', '-n', 'srv', 'deployment/waypoint', '--timeout=120s');
+      const waypointIp = (
+        await kubectl(
+          'get',
+          'pods',
+          '-n',
+          'srv',
+          '-l',
+          'gateway.networking.k8s.io/gateway-name=waypoint',
+          '-o',
+          'jsonpath={.items[0].status.podIP}',
+        )
+      ).stdout;
+      await ok('label', 'service', '-n', 'srv', 'server', 'istio.io/use-waypoint=waypoint');
+      let got = '';
+      await waitFor(
+        'the client reaches the server through the waypoint',
+        async () => (got = await dial(CLIENT, clusterIp, SERVICE_PORT)) === `${waypointIp}\n`,
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`${got}\n${await ztunnelLogs()}`));
+      await ok('scale', 'deployment', '-n', 'srv', 'waypoint', '--replicas=0');
+      await untilRefused('the waypoint gone, its traffic refused', CLIENT, clusterIp, SERVICE_PORT);
+      await ok('label', 'service', '-n', 'srv', 'server', 'istio.io/use-waypoint-');
+      await untilClientAllowed(await podIp('cli', 'client'));
+      await ok('delete', '-f', gw);
+    });
+
     test('SIGHUP with stdout and stderr closed (the terminal is gone) tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
       await assertTornDown(launched!, host, cluster, marker, clean, dataDir, { signal: 'SIGHUP', closeOutput: true });
     });
