@@ -4,7 +4,10 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Istiod } from '../src/istiod/istiod.js';
+import { parse } from 'yaml';
+import { ameshCommand } from '../src/up/amesh-command.js';
 import { startIstiod } from './helpers/in-process.js';
+import { runToExit } from './helpers/run-to-exit.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { namespaces } from './helpers/manifests.js';
 import { pythonSkip, runPython } from './helpers/python.js';
@@ -33,10 +36,31 @@ metadata: {name: echo, namespace: backend, labels: {istio.io/use-waypoint: waypo
 spec: {clusterIP: 10.96.0.10, selector: {app: echo}, ports: [{port: 80, targetPort: 8080}]}
 `;
 
+/** An EndpointSlice of Service `svc` in backend with one ready endpoint, as the controllers write for a ready pod. */
+const readySlice = (svc: string, ip: string): string => `
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: ${svc}-x1, namespace: backend, labels: {kubernetes.io/service-name: ${svc}}}
+addressType: IPv4
+endpoints: [{addresses: [${ip}], conditions: {ready: true}}]
+ports: [{name: mesh, port: 15008, protocol: TCP}]
+`;
+
 describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and binds what uses it', { skip }, () => {
   let dir: string;
   let ist: Istiod;
   const { ok } = kubectlWith(() => ist.kubeconfigPath ?? '');
+  /** The Services istiod serves, decoded by python3-grpcio from the wire. */
+  const services = async (): Promise<{ hostname: string; waypoint?: unknown }[]> => {
+    const token = await ist.issuer.issue({
+      namespace: 'istio-system',
+      serviceAccount: 'ztunnel',
+      audience: 'istio-ca',
+    });
+    const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
+    assert.equal(py.status, 0, py.stderr);
+    return (JSON.parse(py.stdout) as { services: { hostname: string; waypoint?: unknown }[] }).services;
+  };
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-waypoint-'));
@@ -60,7 +84,7 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
   test("the Gateway gets Istio's waypoint ServiceAccount, Deployment and Service, owned by it", async () => {
     await ok(
       'wait',
-      '--for=condition=Programmed',
+      '--for=condition=Accepted',
       '-n',
       'backend',
       'gateways.gateway.networking.k8s.io/waypoint',
@@ -119,7 +143,36 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
     assert.deepEqual(pod.spec.containers[0]!.args.slice(0, 2), ['proxy', 'waypoint']);
   });
 
-  test("the Gateway's status publishes the Service's IP and hostname, and the bound Service is served with the waypoint", async () => {
+  test('no pod behind the waypoint yet: not Programmed, no address, and nothing bound to it', async () => {
+    const gw = JSON.parse(
+      await ok('get', 'gateways.gateway.networking.k8s.io', '-n', 'backend', 'waypoint', '-o', 'json'),
+    ) as {
+      status: {
+        addresses?: unknown[];
+        conditions: { type: string; status: string; reason: string; message: string }[];
+      };
+    };
+    const programmed = gw.status.conditions.find((c) => c.type === 'Programmed');
+    assert.deepEqual(programmed && [programmed.status, programmed.reason, programmed.message], [
+      'False',
+      'AddressNotAssigned',
+      'Failed to assign to any requested addresses: no instances found for hostname "waypoint.backend.svc.cluster.local"',
+    ]);
+    assert.equal(gw.status.addresses, undefined);
+    assert.equal((await services()).find((s) => s.hostname === 'echo.backend.svc.cluster.local')?.waypoint, undefined);
+  });
+
+  test("once its pod is a ready endpoint, the Gateway's status publishes the Service's IP and hostname, and the bound Service is served with the waypoint", async () => {
+    await writeFile(path.join(dir, 'slice.yaml'), readySlice('waypoint', '10.1.0.9'));
+    await ok('apply', '-f', path.join(dir, 'slice.yaml'));
+    await ok(
+      'wait',
+      '--for=condition=Programmed',
+      '-n',
+      'backend',
+      'gateways.gateway.networking.k8s.io/waypoint',
+      '--timeout=20s',
+    );
     const gw = JSON.parse(
       await ok('get', 'gateways.gateway.networking.k8s.io', '-n', 'backend', 'waypoint', '-o', 'json'),
     ) as {
@@ -130,19 +183,84 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
       ['IPAddress', 'Hostname'],
     );
     assert.equal(gw.status.addresses[1]!.value, 'waypoint.backend.svc.cluster.local');
-    const token = await ist.issuer.issue({
-      namespace: 'istio-system',
-      serviceAccount: 'ztunnel',
-      audience: 'istio-ca',
-    });
-    const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
-    assert.equal(py.status, 0, py.stderr);
-    const r = JSON.parse(py.stdout) as { services: { hostname: string; waypoint?: unknown }[] };
+    const r = { services: await services() };
     assert.deepEqual(r.services.find((s) => s.hostname === 'echo.backend.svc.cluster.local')?.waypoint, {
       namespace: 'backend',
       hostname: 'waypoint.backend.svc.cluster.local',
       hbone_mtls_port: 15008,
     });
     assert.equal(r.services.find((s) => s.hostname === 'waypoint.backend.svc.cluster.local')?.waypoint, undefined);
+  });
+
+  const amesh = async (...args: string[]): Promise<string> => {
+    const { cmd, args: base } = ameshCommand();
+    const r = await runToExit(cmd, [...base, ...args, '--kubeconfig', ist.kubeconfigPath ?? ''], 60_000);
+    assert.equal(r.status, 0, `amesh ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+
+  test("amesh waypoint generate writes istioctl's Gateway: class istio-waypoint, HBONE on 15008, istio.io/waypoint-for only when --for is given", async () => {
+    assert.deepEqual(parse(await amesh('waypoint', 'generate', '-n', 'backend', '--for', 'all')), {
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'Gateway',
+      metadata: { name: 'waypoint', namespace: 'backend', labels: { 'istio.io/waypoint-for': 'all' } },
+      spec: { gatewayClassName: 'istio-waypoint', listeners: [{ name: 'mesh', port: 15008, protocol: 'HBONE' }] },
+    });
+    assert.deepEqual(
+      (parse(await amesh('waypoint', 'generate')) as { metadata: Record<string, unknown> }).metadata,
+      { name: 'waypoint' },
+      'without -n the namespace is left out, for kubectl apply -n to choose',
+    );
+  });
+
+  test('amesh waypoint apply --enroll-namespace --wait, list, status and delete, as istioctl waypoint', async () => {
+    await writeFile(path.join(dir, 'shared-slice.yaml'), readySlice('shared', '10.1.0.10'));
+    await ok('apply', '-f', path.join(dir, 'shared-slice.yaml'));
+    const applied = await amesh(
+      'waypoint',
+      'apply',
+      '-n',
+      'backend',
+      '--name',
+      'shared',
+      '--for',
+      'workload',
+      '--enroll-namespace',
+      '--wait',
+    );
+    assert.deepEqual(applied.trim().split('\n'), [
+      '⚠️ Warning: namespace is not enrolled in ambient. Consider running\t`kubectl label namespace backend istio.io/dataplane-mode=ambient`',
+      '✅ waypoint backend/shared applied',
+      '✅ waypoint backend/shared is ready!',
+      '✅ namespace backend labeled with "istio.io/use-waypoint: shared"',
+    ]);
+    assert.equal(
+      await ok('get', 'namespace', 'backend', '-o', 'jsonpath={.metadata.labels.istio\\.io/use-waypoint}'),
+      'shared',
+    );
+    assert.deepEqual(
+      (await amesh('waypoint', 'list', '-n', 'backend'))
+        .trim()
+        .split('\n')
+        .map((l) => l.split(/\s{2,}/)),
+      [
+        ['NAME', 'REVISION', 'TRAFFIC TYPE', 'PROGRAMMED'],
+        ['shared', 'default', 'workload', 'True'],
+        ['waypoint', 'default', 'service', 'True'],
+      ],
+    );
+    const status = (await amesh('waypoint', 'status', '-n', 'backend'))
+      .trim()
+      .split('\n')
+      .map((l) => l.split(/\s{2,}/));
+    assert.deepEqual(status[0], ['NAME', 'STATUS', 'TYPE', 'REASON', 'MESSAGE']);
+    assert.ok(
+      status.some((r) => r[0] === 'shared' && r[1] === 'True' && r[2] === 'Programmed'),
+      JSON.stringify(status),
+    );
+    assert.equal(await amesh('waypoint', 'delete', 'shared', '-n', 'backend'), 'waypoint backend/shared deleted\n');
+    assert.equal(await amesh('waypoint', 'delete', 'shared', '-n', 'backend'), 'waypoint backend/shared not found\n');
+    const again = await amesh('waypoint', 'apply', '-n', 'backend', '--name', 'shared', '--enroll-namespace');
+    assert.match(again, /already has an enrolled Waypoint\. Consider adding the `--overwrite` flag/);
   });
 });

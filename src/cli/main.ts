@@ -12,6 +12,7 @@ import { VERSION, ISTIO_COMPAT } from '../lib/version.js';
 const COMMANDS: Readonly<Record<string, () => Promise<CommandUnknownOpts[]>>> = {
   ztunnel: async () => [(await import('./ztunnel.js')).ztunnelCommand()],
   proxy: async () => [(await import('./proxy.js')).proxyCommand()],
+  waypoint: async () => [(await import('./waypoint.js')).waypointCommand()],
   istiod: async () => [(await import('./istiod.js')).istiodCommand()],
   apiserver: async () => [(await import('./apiserver.js')).apiserverCommand()],
   'controller-manager': async () => [(await import('./controller-manager.js')).controllerManagerCommand()],

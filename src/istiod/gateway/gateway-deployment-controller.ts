@@ -7,9 +7,10 @@
  * - each Gateway of a class with that controller gets the ServiceAccount, Deployment and Service of Istio's
  *   `waypoint` template (`waypoint-template.ts`), owned by the Gateway so that they go with it. They are created,
  *   or merge-patched back to what the template says when they differ (Istio applies them server-side with force);
- * - the Gateway's status: Accepted; Programmed once its Service exists, with the Service's cluster IPs and hostname
- *   as `status.addresses` (a waypoint reports both types), which is what makes it a waypoint to bind to. An address
- *   once published is kept.
+ * - the Gateway's status: Accepted; Programmed once its Service exists and has ready endpoints (Istio's
+ *   `ResolveGatewayInstances`), with the Service's cluster IPs and hostname as `status.addresses` (a waypoint reports
+ *   both types), which is what makes it a waypoint to bind to: nothing is sent to a waypoint before it can take it.
+ *   An address once published is kept.
  *
  * The installation's values (hub, tag, proxy image, cluster domain, `global.waypoint`) come from the
  * `istio-sidecar-injector` ConfigMap's `values`, as Istio's injection templates read them.
@@ -58,6 +59,9 @@ interface GatewayObject extends KubernetesObject {
 }
 interface ServiceObject extends KubernetesObject {
   spec?: { clusterIP?: string; clusterIPs?: string[] };
+}
+interface EndpointSliceObject extends KubernetesObject {
+  endpoints?: { conditions?: { ready?: boolean } }[];
 }
 interface ClassObject extends KubernetesObject {
   spec?: { controllerName?: string };
@@ -137,6 +141,7 @@ export class GatewayDeploymentController {
   private readonly gateways: RestartingInformer<GatewayObject>;
   private readonly classes: RestartingInformer<ClassObject>;
   private readonly services: RestartingInformer<ServiceObject>;
+  private readonly slices: RestartingInformer<EndpointSliceObject>;
 
   constructor(
     private readonly kc: KubeConfig,
@@ -162,10 +167,18 @@ export class GatewayDeploymentController {
       if (owner !== undefined) this.queue.add(`${s.metadata?.namespace ?? ''}/${owner.name}`);
     };
     this.services.addEventHandler({ add: byOwner, update: byOwner, delete: byOwner });
+    // Its Service's endpoints say whether it has instances, which Programmed and the addresses wait for.
+    this.slices = informers.informerFor<EndpointSliceObject>('/apis/discovery.k8s.io/v1/endpointslices');
+    const bySliceService = (e: EndpointSliceObject): void => {
+      const svc = e.metadata?.labels?.['kubernetes.io/service-name'];
+      const s = svc === undefined ? undefined : this.services.get(svc, e.metadata?.namespace);
+      if (s !== undefined) byOwner(s);
+    };
+    this.slices.addEventHandler({ add: bySliceService, update: bySliceService, delete: bySliceService });
   }
 
   start(): void {
-    void Promise.all([this.gateways.synced, this.classes.synced, this.services.synced]).then(() => {
+    void Promise.all([this.gateways.synced, this.classes.synced, this.services.synced, this.slices.synced]).then(() => {
       this.queue.add('/');
       this.queue.run();
     });
@@ -277,20 +290,26 @@ export class GatewayDeploymentController {
       (ip) => ip !== '' && ip !== 'None',
     );
     const ports = [...new Set((gw.spec?.listeners ?? []).map((l) => l.port))];
-    const programmed: Condition =
-      svc === undefined
-        ? {
-            type: 'Programmed',
-            status: 'False',
-            reason: 'AddressNotAssigned',
-            message: `Failed to assign to any requested addresses: service ${namespace}/${serviceName} does not exist yet`,
-          }
-        : {
-            type: 'Programmed',
-            status: 'True',
-            reason: 'Programmed',
-            message: `Resource programmed, assigned to service(s) ${ports.map((p) => `${host}:${String(p)}`).join(', ')}`,
-          };
+    // Istio's ResolveGatewayInstances: the Service must exist and have instances (ready endpoints).
+    const instances = (this.slices.list(namespace) as EndpointSliceObject[]).some(
+      (e) =>
+        e.metadata?.labels?.['kubernetes.io/service-name'] === serviceName &&
+        (e.endpoints ?? []).some((ep) => ep.conditions?.ready !== false),
+    );
+    const unassigned = (why: string): Condition => ({
+      type: 'Programmed',
+      status: 'False',
+      reason: 'AddressNotAssigned',
+      message: `Failed to assign to any requested addresses: ${why}`,
+    });
+    let programmed: Condition = {
+      type: 'Programmed',
+      status: 'True',
+      reason: 'Programmed',
+      message: `Resource programmed, assigned to service(s) ${ports.map((p) => `${host}:${String(p)}`).join(', ')}`,
+    };
+    if (svc === undefined) programmed = unassigned(`hostname "${host}" not found`);
+    else if (!instances) programmed = unassigned(`no instances found for hostname "${host}"`);
     const conditions = withTimes(
       [
         { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Resource accepted' },
@@ -300,14 +319,15 @@ export class GatewayDeploymentController {
       gw.status?.conditions,
       generation,
     );
+    // No address until the waypoint has instances; once published, an address is kept.
     const addresses =
-      svc === undefined
+      svc === undefined || !instances
         ? (gw.status?.addresses ?? [])
         : [...ips.map((value) => ({ type: 'IPAddress', value })), { type: 'Hostname', value: host }];
     if (sameConditions(gw.status?.conditions, conditions) && isDeepStrictEqual(gw.status?.addresses ?? [], addresses))
       return;
     const path = `${GATEWAY_API}/namespaces/${namespace}/gateways/${gw.metadata?.name ?? ''}/status`;
-    const body = { ...gw, status: { ...gw.status, addresses, conditions } };
+    const body = { ...gw, status: { ...gw.status, ...(addresses.length > 0 ? { addresses } : {}), conditions } };
     const res = await kubeRequest(this.kc, 'PUT', path, body);
     if (res.statusCode === 409) throw new Error(`${path}: the Gateway changed meanwhile; trying again`);
     if (res.statusCode >= 300) throw new Error(`update ${path}: HTTP ${res.statusCode}: ${JSON.stringify(res.body)}`);
