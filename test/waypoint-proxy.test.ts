@@ -146,6 +146,20 @@ describe(
       assert.equal(line['src.addr']?.toString().split(':')[0], WAYPOINT_IP);
       assert.equal(line['dst.hbone_addr'], `${ECHO_IP}:8080`);
       assert.equal(line['bytes_recv'], payload.length);
+      // The waypoint reports the connection as Istio's waypoints do: reporter="waypoint", client to destination.
+      const metrics = await (await fetch(`http://127.0.0.1:${wp!.ports.metrics}/stats/prometheus`)).text();
+      const opened = metrics
+        .split('\n')
+        .find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="waypoint"'));
+      assert.ok(opened !== undefined, metrics);
+      for (const label of [
+        'source_workload="web-0"',
+        'source_principal="spiffe://cluster.local/ns/frontend/sa/web"',
+        'destination_workload="echo-0"',
+        'destination_service="echo.backend.svc.cluster.local"',
+        'destination_principal="spiffe://cluster.local/ns/backend/sa/echo"',
+      ])
+        assert.ok(opened.includes(label), `${label} in ${opened}`);
     });
 
     test('fail closed: with the waypoint down, traffic bound to it fails instead of going around it', async () => {

@@ -12,6 +12,7 @@ import type { LocalProxies } from '../ztunnel/ztunnel.js';
 import { H2Stream } from '../h2/h2-stream.js';
 import { InboundHbone, type InboundForward } from '../ztunnel/proxy/inbound.js';
 import type { InboundPeer, InboundRequest } from '../ztunnel/proxy/inbound-request.js';
+import { connectionInfo } from '../ztunnel/proxy/connection-info.js';
 import { LocalWorkloadInformation } from '../ztunnel/proxy/local-workload.js';
 import { Outbound } from '../ztunnel/proxy/outbound.js';
 import type { ProxyContext } from '../ztunnel/proxy/proxy-context.js';
@@ -59,7 +60,19 @@ export class WaypointListener implements LocalProxies {
         `${dest.ip} is not reached over HBONE; a waypoint forwards only to the mesh`,
       );
     }
-    return { upstream, bytes: () => [upstream.bytesSent, upstream.bytesReceived] };
+    // Reported as Istio's waypoints report: reporter="waypoint", the client as source, the destination behind it.
+    const info = connectionInfo(
+      req.info.workloadUid,
+      req.info,
+      {
+        ...req.info.parties,
+        reporter: 'waypoint',
+        destination: this.ctx.state.workloadByAddr(req.destination.network, dest.ip),
+        destinationService: dest.service ?? req.info.parties.destinationService,
+      },
+      req.info.rbac,
+    );
+    return { upstream, bytes: () => [upstream.bytesSent, upstream.bytesReceived], info };
   }
 
   reconcile(): void {

@@ -46,7 +46,8 @@ const UNKNOWN = 'unknown';
 const or = (s: string | undefined): string => (s === undefined || s === '' ? UNKNOWN : s);
 
 export interface TrafficParties {
-  readonly reporter: 'source' | 'destination';
+  /** Who reports: the client's ztunnel, the server's, or a waypoint between them (Istio's `reporter` label). */
+  readonly reporter: 'source' | 'destination' | 'waypoint';
   readonly source: Workload | undefined;
   readonly sourceIdentity: Identity | undefined;
   /**

@@ -32,7 +32,8 @@ export interface ConnectionAddrs {
 
 /**
  * The record of a connection of the proxy `workloadUid`. The direction follows from who reports it, as ztunnel's
- * access log derives it (the destination's ztunnel reports inbound); the protocol from the security policy: HBONE
+ * access log derives it (the destination's ztunnel, and a waypoint, report inbound); the protocol from the security
+ * policy: HBONE
  * is always mutual TLS, plain TCP never is.
  */
 export function connectionInfo(
@@ -42,7 +43,7 @@ export function connectionInfo(
   rbac?: RbacConnection,
 ): ConnectionInfo {
   return {
-    direction: parties.reporter === 'destination' ? 'inbound' : 'outbound',
+    direction: parties.reporter === 'source' ? 'outbound' : 'inbound',
     workloadUid,
     src: addrs.src,
     originalDst: addrs.originalDst,

@@ -17,6 +17,7 @@ import { H2ErrorCode } from '../../h2/frame.js';
 import { startKeepalive } from './h2-keepalive.js';
 import { meshErrorFromH2 } from './mesh-error-from-h2.js';
 import { hboneSessionOptions } from './hbone-session-options.js';
+import type { ConnectionInfo } from './connection-info.js';
 import { buildInboundRequest, type InboundPeer, type InboundRefusal, type InboundRequest } from './inbound-request.js';
 import type { LocalWorkloadInformation } from './local-workload.js';
 import { logPolicyDecision } from './log-policy-decision.js';
@@ -25,12 +26,13 @@ import { relay } from './relay.js';
 
 /**
  * Where a proxy that stands in front of other workloads (a waypoint) sends an accepted CONNECT instead of to a local
- * app: the duplex to relay to, and its byte counts (sent, received). Rejects with a MeshError to refuse with 503.
+ * app: the duplex to relay to, its byte counts (sent, received), and the connection as that proxy reports it.
+ * Rejects with a MeshError to refuse with 503.
  */
 export type InboundForward = (
   req: InboundRequest,
   peer: InboundPeer,
-) => Promise<{ readonly upstream: Duplex; readonly bytes: () => [number, number] }>;
+) => Promise<{ readonly upstream: Duplex; readonly bytes: () => [number, number]; readonly info: ConnectionInfo }>;
 
 /**
  * HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<listen IP>:15008` (ztunnel `src/proxy/inbound.rs`): the
@@ -186,8 +188,9 @@ export class InboundHbone {
     }
     let upstream: Duplex;
     let bytes: () => [number, number];
+    let info = req.info;
     try {
-      if (this.forward !== undefined) ({ upstream, bytes } = await this.forward(req, peer));
+      if (this.forward !== undefined) ({ upstream, bytes, info } = await this.forward(req, peer));
       else {
         const { ip, port } = req.upstream;
         // Connect to the app from the client's own IP where the sockets can spoof it (ztunnel `freebind_connect`).
@@ -205,7 +208,7 @@ export class InboundHbone {
       return;
     }
     const tracked = connections.open(
-      req.info,
+      info,
       () => {
         upstream.destroy();
         stream.reset();
