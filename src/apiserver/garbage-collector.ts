@@ -204,7 +204,7 @@ export class GarbageCollector {
     this.enqueue(async () => {
       let remaining = 0;
       for (const k of servedKinds()) {
-        if (!k.namespaced || k.review) continue;
+        if (!k.namespaced || k.review || k.storageVersion !== undefined) continue; // each stored kind once
         for (const o of this.store.list(k, name).items) {
           if (o.metadata.deletionTimestamp === undefined) await this.deleteQuietly(k, o);
         }

@@ -21,6 +21,11 @@ export interface KindInfo {
   /** Create-only review kinds (TokenReview, SubjectAccessReview): answered, never stored. */
   readonly review: boolean;
   readonly strategy: Strategy | undefined;
+  /**
+   * Set when this version is served but not stored (a custom kind's other served versions, conversion `None`): the
+   * version objects are stored and read at. Responses carry this version's apiVersion; nothing else differs.
+   */
+  readonly storageVersion?: string;
   /** A kind served from a stored CustomResourceDefinition: its schema (built-in custom kinds find theirs by name). */
   readonly schema?: JsonSchema;
 }

@@ -6,7 +6,7 @@
  */
 import type http from 'node:http';
 import { ApiError, invalid } from '../api-error.js';
-import { findKind } from '../kinds.js';
+import { findKind, inServedVersion, storageKindOf, toStoredVersion } from '../kinds.js';
 import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
 import { PATCH_TYPES, type DeleteOptions, type PatchType, type ResourceStore } from '../resource-store.js';
@@ -159,7 +159,9 @@ export async function handleResource(
   computed: ComputedResources,
   user: UserInfo,
 ): Promise<void> {
-  const k = resolveKind(r);
+  // Another served version of a custom kind reads and writes the stored one; only apiVersion differs on the way.
+  const served = resolveKind(r);
+  const k = storageKindOf(served);
   const ns = k.namespaced ? r.namespace : undefined;
   const name = r.name ?? '';
   const writes = r.verb === 'create' || r.verb === 'update' || r.verb === 'patch';
@@ -170,7 +172,7 @@ export async function handleResource(
   };
   const reply = (status: number, o: object): void => {
     if (context.warnings.length > 0) res.setHeader('warning', context.warnings.map(warningHeader));
-    sendJson(res, status, o);
+    sendJson(res, status, inServedVersion(served, o));
   };
   if (r.subresource === 'scale') {
     if (r.verb === 'get') return reply(200, store.getScale(k, ns, name));
@@ -206,7 +208,7 @@ export async function handleResource(
           toTable(k, list.items, list.metadata.resourceVersion, includeObject(url)),
           'application/json;as=Table;v=v1;g=meta.k8s.io',
         );
-      else sendJson(res, 200, list);
+      else sendJson(res, 200, inServedVersion(served, list));
       return;
     }
     case 'watch': {
@@ -215,7 +217,7 @@ export async function handleResource(
       if (timeoutSeconds !== undefined && !(Number.isInteger(timeoutSeconds) && timeoutSeconds >= 0))
         throw new ApiError('BadRequest', `timeoutSeconds: Invalid value: "${timeout ?? ''}"`);
       const sendInitialEvents = url.searchParams.get('sendInitialEvents');
-      serveWatch(req, res, store, k, ns, {
+      serveWatch(req, res, store, served, ns, {
         resourceVersion: url.searchParams.get('resourceVersion') ?? undefined,
         timeoutSeconds,
         allowWatchBookmarks: queryBool(url, 'allowWatchBookmarks'),
@@ -227,7 +229,10 @@ export async function handleResource(
       return;
     }
     case 'create': {
-      const body = parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject;
+      const body = toStoredVersion(
+        served,
+        parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject,
+      );
       if (r.subresource === 'token') {
         reply(201, await computed.tokenRequest(ns ?? '', name, body));
         return;
@@ -247,13 +252,16 @@ export async function handleResource(
       return;
     }
     case 'update': {
-      const body = parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject;
+      const body = toStoredVersion(
+        served,
+        parseObjectBody(await readBody(req), req.headers['content-type']) as KubeObject,
+      );
       reply(200, await store.update(k, ns, name, body, { subresource: r.subresource, dryRun: isDryRun(url), context }));
       return;
     }
     case 'patch': {
       const type = patchTypeOf(req.headers['content-type']);
-      const patch = parseJsonBody(await readBody(req), 'application/json');
+      const patch = toStoredVersion(served, parseJsonBody(await readBody(req), 'application/json'));
       reply(
         200,
         await store.patch(k, ns, name, type, patch, { subresource: r.subresource, dryRun: isDryRun(url), context }),

@@ -17,7 +17,7 @@ import { ApiError } from '../api-error.js';
 import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
 import type { ListOptions, ResourceStore, ResourceEvent } from '../resource-store.js';
-import { apiVersionOf } from '../kinds.js';
+import { apiVersionOf, inServedVersion, storageKindOf } from '../kinds.js';
 import { toTable, type IncludeObject } from './table.js';
 
 /** The API server's minRequestTimeout: watches without timeoutSeconds last between this and twice this. */
@@ -70,11 +70,13 @@ export function serveWatch(
   req: http.IncomingMessage,
   res: http.ServerResponse,
   store: ResourceStore,
-  k: KindInfo,
+  servedKind: KindInfo,
   namespace: string | undefined,
   p: WatchParams,
 ): void {
   validate(p);
+  // Events of another served version of a custom kind come from the stored one, in the served version.
+  const k = storageKindOf(servedKind);
   // A client that left while it was being authenticated has nothing to watch.
   if (req.socket.destroyed || res.destroyed) return;
   const rv = p.resourceVersion ?? '';
@@ -104,7 +106,9 @@ export function serveWatch(
     return t;
   };
   const write = (type: string, object: KubeObject): boolean =>
-    closed ? false : res.write(JSON.stringify({ type, object: asTable(type, object) }) + '\n');
+    closed
+      ? false
+      : res.write(JSON.stringify({ type, object: asTable(type, inServedVersion(servedKind, object)) }) + '\n');
   const live = (e: ResourceEvent): void => {
     if (queued !== undefined) {
       queued.push(e);
@@ -133,7 +137,7 @@ export function serveWatch(
   const bookmark = (annotations?: Record<string, string>): void => {
     // The store's revision: every event up to it has reached this watcher's listener (filtered or not).
     write('BOOKMARK', {
-      apiVersion: apiVersionOf(k),
+      apiVersion: apiVersionOf(servedKind),
       kind: k.kind,
       metadata: {
         resourceVersion: String(Math.max(store.revision(), from)),
@@ -163,7 +167,7 @@ export function serveWatch(
     }
     if (p.sendInitialEvents === true)
       write('BOOKMARK', {
-        apiVersion: apiVersionOf(k),
+        apiVersion: apiVersionOf(servedKind),
         kind: k.kind,
         metadata: { resourceVersion: String(from), annotations: { [INITIAL_EVENTS_END]: 'true' } },
       });
