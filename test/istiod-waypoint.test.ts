@@ -51,7 +51,7 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
   let ist: Istiod;
   const { ok } = kubectlWith(() => ist.kubeconfigPath ?? '');
   /** The Services istiod serves, decoded by python3-grpcio from the wire. */
-  const services = async (): Promise<{ hostname: string; waypoint?: unknown }[]> => {
+  const services = async (): Promise<{ hostname: string; waypoint?: unknown; app_protocols?: number[] }[]> => {
     const token = await ist.issuer.issue({
       namespace: 'istio-system',
       serviceAccount: 'ztunnel',
@@ -59,7 +59,8 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
     });
     const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
     assert.equal(py.status, 0, py.stderr);
-    return (JSON.parse(py.stdout) as { services: { hostname: string; waypoint?: unknown }[] }).services;
+    return (JSON.parse(py.stdout) as { services: { hostname: string; waypoint?: unknown; app_protocols?: number[] }[] })
+      .services;
   };
 
   before(async () => {
@@ -190,6 +191,11 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
       hbone_mtls_port: 15008,
     });
     assert.equal(r.services.find((s) => s.hostname === 'waypoint.backend.svc.cluster.local')?.waypoint, undefined);
+    // The waypoint Service's ports as Istio types them: status-port's appProtocol tcp is TCP (4), hbone is none.
+    assert.deepEqual(
+      r.services.find((s) => s.hostname === 'waypoint.backend.svc.cluster.local')?.app_protocols,
+      [4, 0],
+    );
   });
 
   const amesh = async (...args: string[]): Promise<string> => {

@@ -49,6 +49,9 @@ def main():
             item.update(svc_name=s(sv[1][0]), namespace=s(sv[2][0]), hostname=s(sv[3][0]),
                         vips=[list(fields(a)[2][0]) for a in sv.get(4, [])],
                         ports=[[fields(p).get(1, [0])[0], fields(p).get(2, [0])[0]] for p in sv.get(5, [])])
+            app = [fields(p).get(3, [0])[0] for p in sv.get(5, [])]  # Port.app_protocol = 3
+            if any(app):
+                item.update(app_protocols=app)
             if 7 in sv:  # waypoint: GatewayAddress (hostname = 1: namespace = 1, hostname = 2; hbone_mtls_port = 3)
                 gw = fields(sv[7][0])
                 host = fields(gw[1][0])

@@ -102,9 +102,9 @@ test('Service -> Service with port mapping; named target ports resolve per pod, 
   assert.ok(s !== undefined && 'service' in s);
   const svc: ServiceModel = s.service;
   assert.deepEqual(svc.ports, [
-    { servicePort: 80, targetPort: 0 },
-    { servicePort: 81, targetPort: 0 },
-    { servicePort: 9000, targetPort: 9000 },
+    { servicePort: 80, targetPort: 0, appProtocol: 0 },
+    { servicePort: 81, targetPort: 0, appProtocol: 0 },
+    { servicePort: 9000, targetPort: 9000, appProtocol: 0 },
   ]);
   assert.deepEqual([...svc.addresses[0]!.address], [10, 96, 0, 20]);
   assert.equal(svc.canonical, true);
@@ -175,7 +175,7 @@ test('ServiceEntry -> one Service per host (CIDR VIPs, NONE = PASSTHROUGH); inli
     db.service.addresses.map((a) => [[...a.address].join('.'), a.length]),
     [['10.200.0.0', 24]],
   );
-  assert.deepEqual(db.service.ports, [{ servicePort: 5432, targetPort: 5432 }]);
+  assert.deepEqual(db.service.ports, [{ servicePort: 5432, targetPort: 5432, appProtocol: 4 }]);
   const any = m.addresses.get('data/api.example.com');
   assert.ok(any !== undefined && 'service' in any);
   assert.equal(any.service.loadBalancing?.mode, 3, 'PASSTHROUGH');

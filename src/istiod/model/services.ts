@@ -1,6 +1,7 @@
 import { ipBytes } from '../../lib/ip.js';
 import type { Manifest, Resource, ResourceOf } from '../registry/manifest-dir.js';
 import type { ServiceSelection } from './service-selection.js';
+import { appProtocolOfName, appProtocolOfServicePort } from './app-protocol.js';
 import { autoAllocatedAddresses, shouldAutoAllocateIp, takesAutoAllocatedAddress } from './ip-autoallocation.js';
 import {
   LbHealthPolicy,
@@ -18,6 +19,7 @@ export interface ServicePortSpec {
   readonly port: number;
   /** A number, a port name (resolved against the pod's container ports), or undefined (same as port). */
   readonly targetPort: number | string | undefined;
+  readonly appProtocol: number;
 }
 
 /** A port number in range (ports out of range are only warned about when checked); undefined otherwise. */
@@ -28,7 +30,9 @@ function inRange(port: number | null | undefined): number | undefined {
 export function servicePorts(svc: Service): ServicePortSpec[] {
   return (svc.spec.ports ?? []).flatMap((p) => {
     const port = inRange(p?.port);
-    return port === undefined ? [] : [{ port, targetPort: targetPortOf(p?.targetPort) }];
+    return port === undefined
+      ? []
+      : [{ port, targetPort: targetPortOf(p?.targetPort), appProtocol: appProtocolOfServicePort({ ...p, port }) }];
   });
 }
 
@@ -63,7 +67,11 @@ export function convertService(svc: Service, domain: string): ServiceModel | und
     const b = ipBytes(ip);
     return b === undefined ? [] : [{ network: '', address: new Uint8Array(b) }];
   });
-  const ports: PortModel[] = servicePorts(svc).map((p) => ({ servicePort: p.port, targetPort: serviceTargetPort(p) }));
+  const ports: PortModel[] = servicePorts(svc).map((p) => ({
+    servicePort: p.port,
+    targetPort: serviceTargetPort(p),
+    appProtocol: p.appProtocol,
+  }));
   let loadBalancing: ServiceModel['loadBalancing'];
   const distribution = spec.trafficDistribution ?? svc.metadata.annotations['networking.istio.io/traffic-distribution'];
   if (spec.internalTrafficPolicy === 'Local')
@@ -218,7 +226,14 @@ export function serviceEntryPorts(se: ServiceEntry): (ServicePortSpec & { name: 
     const port = inRange(p?.number);
     if (port === undefined) return [];
     const t = p?.targetPort;
-    return [{ port, targetPort: typeof t === 'number' && t > 0 ? t : undefined, name: p?.name ?? undefined }];
+    return [
+      {
+        port,
+        targetPort: typeof t === 'number' && t > 0 ? t : undefined,
+        name: p?.name ?? undefined,
+        appProtocol: appProtocolOfName(p?.protocol ?? ''),
+      },
+    ];
   });
 }
 
@@ -252,6 +267,7 @@ export function convertServiceEntry(
   const ports: PortModel[] = serviceEntryPorts(se).map((p) => ({
     servicePort: p.port,
     targetPort: typeof p.targetPort === 'number' ? p.targetPort : p.port,
+    appProtocol: p.appProtocol,
   }));
   const passthrough = (se.spec.resolution ?? 'NONE') === 'NONE';
   const allocated = shouldAutoAllocateIp(se, ipAutoallocate) ? autoAllocatedAddresses(se) : new Map<string, string[]>();

@@ -18,6 +18,8 @@ export interface PortModel {
   readonly servicePort: number;
   /** 0: a named port, resolved per endpoint. */
   readonly targetPort: number;
+  /** A Service's port: its `AppProtocol` (app-protocol.ts); unset on a workload's ports. */
+  readonly appProtocol?: number;
 }
 
 /** `istio.workload.Locality`. */
