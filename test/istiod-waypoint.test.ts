@@ -80,6 +80,14 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
       spec: { controllerName: string };
     };
     assert.equal(cls.spec.controllerName, 'istio.io/mesh-controller');
+    const table = (await ok('get', 'gatewayclass', 'istio-waypoint')).trim().split('\n');
+    assert.deepEqual(
+      table.map((l) => l.split(/\s+/).slice(0, 3)),
+      [
+        ['NAME', 'CONTROLLER', 'ACCEPTED'],
+        ['istio-waypoint', 'istio.io/mesh-controller', 'True'],
+      ],
+    );
   });
 
   test("the Gateway gets Istio's waypoint ServiceAccount, Deployment and Service, owned by it", async () => {
@@ -184,6 +192,15 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
       ['IPAddress', 'Hostname'],
     );
     assert.equal(gw.status.addresses[1]!.value, 'waypoint.backend.svc.cluster.local');
+    // kubectl get prints the CRDs' columns: the first address, and Programmed.
+    const table = (await ok('get', 'gateways.gateway.networking.k8s.io', '-n', 'backend')).trim().split('\n');
+    assert.deepEqual(table[0]!.split(/\s+/), ['NAME', 'CLASS', 'ADDRESS', 'PROGRAMMED', 'AGE']);
+    assert.deepEqual(table[1]!.split(/\s+/).slice(0, 4), [
+      'waypoint',
+      'istio-waypoint',
+      gw.status.addresses[0]!.value,
+      'True',
+    ]);
     const r = { services: await services() };
     assert.deepEqual(r.services.find((s) => s.hostname === 'echo.backend.svc.cluster.local')?.waypoint, {
       namespace: 'backend',

@@ -1,7 +1,8 @@
 /**
  * Server-side printing (`Accept: application/json;as=Table;g=meta.k8s.io;v=v1`), which `kubectl get` asks for:
  * the columns of k8s.io/kubernetes pkg/printers/internalversion/printers.go for built-in kinds, the
- * additionalPrinterColumns of Istio's CRDs, and Name/Age for everything else.
+ * additionalPrinterColumns of Istio's and the Gateway API's CRDs (a column shows its path's first value, as the CRD
+ * table convertor does), and Name/Age for everything else.
  */
 import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
@@ -59,6 +60,9 @@ const AGE: Column = {
 };
 const spec = (o: KubeObject): Obj => asRecord(o.spec);
 const status = (o: KubeObject): Obj => asRecord(o.status);
+/** `.status.conditions[?(@.type=="<type>")].status`, or empty. */
+const conditionStatus = (o: KubeObject, type: string): string =>
+  str(asRecord(arr(status(o).conditions).find((c) => asRecord(c).type === type)).status, '');
 
 function podReady(o: KubeObject): string {
   const containers = arr(spec(o).containers).length;
@@ -399,6 +403,27 @@ const COLUMNS: Record<string, Column[]> = {
   'security.istio.io/PeerAuthentication': [
     NAME,
     { name: 'Mode', cell: (o) => str(asRecord(spec(o).mtls).mode, '') },
+    AGE,
+  ],
+  'gateway.networking.k8s.io/GatewayClass': [
+    NAME,
+    { name: 'Controller', cell: (o) => str(spec(o).controllerName, '') },
+    { name: 'Accepted', cell: (o) => conditionStatus(o, 'Accepted') },
+    AGE,
+  ],
+  'gateway.networking.k8s.io/Gateway': [
+    NAME,
+    { name: 'Class', cell: (o) => str(spec(o).gatewayClassName, '') },
+    { name: 'Address', cell: (o) => str(asRecord(arr(status(o).addresses)[0]).value, '') },
+    { name: 'Programmed', cell: (o) => conditionStatus(o, 'Programmed') },
+    AGE,
+  ],
+  'gateway.networking.k8s.io/HTTPRoute': [
+    NAME,
+    {
+      name: 'Hostnames',
+      cell: (o) => (arr(spec(o).hostnames).length > 0 ? JSON.stringify(arr(spec(o).hostnames)) : ''),
+    },
     AGE,
   ],
   'networking.istio.io/ServiceEntry': [
