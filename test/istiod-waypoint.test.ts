@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Istiod } from '../src/istiod/istiod.js';
 import { parse } from 'yaml';
 import { ameshCommand } from '../src/up/amesh-command.js';
+import { CapturedLogs } from './helpers/captured-logs.js';
 import { startIstiod } from './helpers/in-process.js';
 import { runToExit } from './helpers/run-to-exit.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
@@ -50,6 +51,7 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
   let dir: string;
   let ist: Istiod;
   const { ok } = kubectlWith(() => ist.kubeconfigPath ?? '');
+  const logs = new CapturedLogs('istiod');
   /** The Services istiod serves, decoded by python3-grpcio from the wire. */
   const services = async (): Promise<{ hostname: string; waypoint?: unknown; app_protocols?: number[] }[]> => {
     const token = await ist.issuer.issue({
@@ -67,7 +69,7 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-waypoint-'));
     await mkdir(path.join(dir, 'config'));
     await writeFile(path.join(dir, 'config', 'mesh.yaml'), namespaces('backend') + WAYPOINT);
-    ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'));
+    ist = await startIstiod(path.join(dir, 'config'), path.join(dir, 'state'), { logs: logs.control });
   });
   after(async () => {
     await ist?.stop();
@@ -213,6 +215,31 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
       r.services.find((s) => s.hostname === 'waypoint.backend.svc.cluster.local')?.app_protocols,
       [4, 0],
     );
+  });
+
+  test('what the Gateway owns is kept as the template says: not patched while it matches, put back when edited or deleted', async () => {
+    const updated = (): number => logs.lines.filter((l) => l['message'] === 'updated to the waypoint template').length;
+    assert.equal(updated(), 0, 'objects the API server defaulted still match the template');
+    const image = await ok(
+      'get',
+      'deployment',
+      '-n',
+      'backend',
+      'waypoint',
+      '-o',
+      'jsonpath={.spec.template.spec.containers[0].image}',
+    );
+    await ok('set', 'image', '-n', 'backend', 'deployment/waypoint', 'istio-proxy=example.com/other:1');
+    await ok(
+      'wait',
+      '-n',
+      'backend',
+      'deployment/waypoint',
+      `--for=jsonpath={.spec.template.spec.containers[0].image}=${image}`,
+      '--timeout=20s',
+    );
+    await ok('delete', 'serviceaccount', '-n', 'backend', 'waypoint');
+    await ok('wait', '-n', 'backend', 'serviceaccount/waypoint', '--for=create', '--timeout=20s');
   });
 
   const amesh = async (...args: string[]): Promise<string> => {

@@ -87,9 +87,14 @@ const text = (tree: unknown, path: string, dflt = ''): string => {
   return typeof v === 'string' && v !== '' ? v : dflt;
 };
 
-/** Whether every field `want` sets has that value in `have` (lists compared whole). */
+/**
+ * Whether every field `want` sets has that value in `have`: lists item by item, of the same length, so that fields
+ * the API server defaulted inside them (a container's `terminationMessagePath`) are no difference.
+ */
 function covers(want: unknown, have: unknown): boolean {
-  if (typeof want !== 'object' || want === null || Array.isArray(want)) return isDeepStrictEqual(want, have);
+  if (Array.isArray(want))
+    return Array.isArray(have) && want.length === have.length && want.every((w, i) => covers(w, have[i]));
+  if (typeof want !== 'object' || want === null) return isDeepStrictEqual(want, have);
   if (typeof have !== 'object' || have === null) return false;
   return Object.entries(want).every(([k, v]) => covers(v, (have as Obj)[k]));
 }
@@ -142,6 +147,7 @@ export class GatewayDeploymentController {
   private readonly classes: RestartingInformer<ClassObject>;
   private readonly services: RestartingInformer<ServiceObject>;
   private readonly slices: RestartingInformer<EndpointSliceObject>;
+  private readonly owned: readonly RestartingInformer<KubernetesObject>[];
 
   constructor(
     private readonly kc: KubeConfig,
@@ -161,12 +167,17 @@ export class GatewayDeploymentController {
       this.queue.add('/');
     };
     this.classes.addEventHandler({ add: everyGateway, update: everyGateway, delete: everyGateway });
-    // A waypoint's Service (named after it in its namespace, owned by it) settles its status; one deleted is recreated.
-    const byOwner = (s: ServiceObject): void => {
-      const owner = s.metadata?.ownerReferences?.find((r) => r.kind === 'Gateway');
-      if (owner !== undefined) this.queue.add(`${s.metadata?.namespace ?? ''}/${owner.name}`);
+    // What a Gateway owns brings it back: an edited or deleted object is put back; its Service settles its status.
+    const byOwner = (o: KubernetesObject): void => {
+      const owner = o.metadata?.ownerReferences?.find((r) => r.kind === 'Gateway');
+      if (owner !== undefined) this.queue.add(`${o.metadata?.namespace ?? ''}/${owner.name}`);
     };
     this.services.addEventHandler({ add: byOwner, update: byOwner, delete: byOwner });
+    this.owned = [
+      informers.informerFor<KubernetesObject>('/apis/apps/v1/deployments'),
+      informers.informerFor<KubernetesObject>('/api/v1/serviceaccounts'),
+    ];
+    for (const inf of this.owned) inf.addEventHandler({ update: byOwner, delete: byOwner });
     // Its Service's endpoints say whether it has instances, which Programmed and the addresses wait for.
     this.slices = informers.informerFor<EndpointSliceObject>('/apis/discovery.k8s.io/v1/endpointslices');
     const bySliceService = (e: EndpointSliceObject): void => {
@@ -178,7 +189,8 @@ export class GatewayDeploymentController {
   }
 
   start(): void {
-    void Promise.all([this.gateways.synced, this.classes.synced, this.services.synced, this.slices.synced]).then(() => {
+    const informers = [this.gateways, this.classes, this.services, this.slices, ...this.owned];
+    void Promise.all(informers.map((i) => i.synced)).then(() => {
       this.queue.add('/');
       this.queue.run();
     });
