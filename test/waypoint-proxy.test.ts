@@ -9,6 +9,7 @@ import { CapturedLogs } from './helpers/captured-logs.js';
 import { startZtunnel } from './helpers/in-process.js';
 import { meshFixture, sendAndCollect, type MeshFixture } from './helpers/mesh-fixture.js';
 import { pythonSkip } from './helpers/python.js';
+import { runToExit } from './helpers/run-to-exit.js';
 import { pythonXdsServer, type PythonPeer } from './helpers/python-xds-server.js';
 
 const skip = pythonSkip('grpc', 'python3-grpcio');
@@ -42,7 +43,10 @@ const RESOURCES = [
       addresses: [ECHO_IP],
       service_account: 'echo',
       node: 'n2',
-      services: { 'backend/echo.backend.svc.cluster.local': [[80, 8080]] },
+      services: {
+        'backend/echo.backend.svc.cluster.local': [[80, 8080]],
+        'backend/echo-http.backend.svc.cluster.local': [[80, 8080]],
+      },
     },
   },
   {
@@ -73,6 +77,17 @@ const RESOURCES = [
       hostname: WAYPOINT_HOST,
       vips: ['10.96.0.20'],
       ports: [[15008, 15008]],
+    },
+  },
+  // The same backend behind a port declared HTTP (app_protocol HTTP11 = 1): the waypoint serves it request by request.
+  {
+    service: {
+      name: 'echo-http',
+      namespace: 'backend',
+      hostname: 'echo-http.backend.svc.cluster.local',
+      vips: ['10.96.0.11'],
+      ports: [[80, 8080, 1]],
+      waypoint: { namespace: 'backend', hostname: WAYPOINT_HOST },
     },
   },
   // The usual way to make the waypoint the only way in: backend's ztunnel allows the waypoint's identity alone. It
@@ -117,6 +132,15 @@ describe(
         waypointLogs.control,
       );
 
+    /** The waypoint's series of `metric` with reporter="waypoint", checked to carry every one of `labels`. */
+    const waypointSeries = async (metric: string, labels: readonly string[]): Promise<string> => {
+      const metrics = await (await fetch(`http://127.0.0.1:${wp!.ports.metrics}/stats/prometheus`)).text();
+      const line = metrics.split('\n').find((l) => l.startsWith(`${metric}{`) && l.includes('reporter="waypoint"'));
+      assert.ok(line !== undefined, metrics);
+      for (const label of labels) assert.ok(line.includes(label), `${label} in ${line}`);
+      return line;
+    };
+
     before(async () => {
       fx = await meshFixture();
       const served = await pythonXdsServer(fx.dir, XDS_IP, RESOURCES);
@@ -147,19 +171,43 @@ describe(
       assert.equal(line['dst.hbone_addr'], `${ECHO_IP}:8080`);
       assert.equal(line['bytes_recv'], payload.length);
       // The waypoint reports the connection as Istio's waypoints do: reporter="waypoint", client to destination.
-      const metrics = await (await fetch(`http://127.0.0.1:${wp!.ports.metrics}/stats/prometheus`)).text();
-      const opened = metrics
-        .split('\n')
-        .find((l) => l.startsWith('istio_tcp_connections_opened_total{') && l.includes('reporter="waypoint"'));
-      assert.ok(opened !== undefined, metrics);
-      for (const label of [
+      await waypointSeries('istio_tcp_connections_opened_total', [
         'source_workload="web-0"',
         'source_principal="spiffe://cluster.local/ns/frontend/sa/web"',
         'destination_workload="echo-0"',
         'destination_service="echo.backend.svc.cluster.local"',
         'destination_principal="spiffe://cluster.local/ns/backend/sa/echo"',
-      ])
-        assert.ok(opened.includes(label), `${label} in ${opened}`);
+      ]);
+    });
+
+    test('an HTTP port: curl\'s requests, two on one connection, are each proxied with an x-request-id and counted in istio_requests_total with reporter="waypoint"', async () => {
+      const r = await runToExit(
+        'curl',
+        ['-sS', '--socks5', `${WEB_IP}:15080`, '--interface', WEB_IP, 'http://10.96.0.11/a', 'http://10.96.0.11/b'],
+        15_000,
+      );
+      assert.equal(r.status, 0, r.stderr);
+      const answers = r.stdout
+        .replace(/}{/g, '}\n{')
+        .split('\n')
+        .map((l) => JSON.parse(l) as { path: string; peer: string; headers: Record<string, string> });
+      assert.deepEqual(
+        answers.map((a) => a.path),
+        ['/a', '/b'],
+      );
+      for (const a of answers) {
+        assert.equal(a.peer.split(':')[0], WAYPOINT_IP, 'the app sees the waypoint');
+        assert.match(a.headers['x-request-id'] ?? '', /^[0-9a-f-]{36}$/);
+      }
+      assert.notEqual(answers[0]!.headers['x-request-id'], answers[1]!.headers['x-request-id']);
+      const line = await waypointSeries('istio_requests_total', [
+        'response_code="200"',
+        'request_protocol="http"',
+        'source_workload="web-0"',
+        'destination_workload="echo-0"',
+        'destination_service="echo-http.backend.svc.cluster.local"',
+      ]);
+      assert.equal(line.split(' ').at(-1), '2');
     });
 
     test('fail closed: with the waypoint down, traffic bound to it fails instead of going around it', async () => {

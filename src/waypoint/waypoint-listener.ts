@@ -1,9 +1,9 @@
 /**
- * The waypoint's L4 path: HBONE on `<pod IP>:15008` accepts CONNECTs bound for the services and workloads that use
- * this waypoint (the CONNECT names the address the client dialled; ztunnel's `isWaypointFor` admits it), and relays
- * each to the destination over HBONE with the
- * waypoint's identity: a service to one of its healthy endpoints, a workload to itself (ztunnel
- * `src/proxy/outbound.rs` does not send a waypoint's traffic back to it). Istio's waypoint does the same in Envoy.
+ * The waypoint's listener: HBONE on `<pod IP>:15008` accepts CONNECTs bound for the services and workloads that use
+ * this waypoint (the CONNECT names the address the client dialled; ztunnel's `isWaypointFor` admits it). A Service
+ * port declared HTTP is served request by request (`http-proxy.ts`); anything else is relayed as bytes to the
+ * destination over HBONE with the waypoint's identity: a service to one of its healthy endpoints, a workload to
+ * itself (ztunnel `src/proxy/outbound.rs` does not send a waypoint's traffic back to it), as Istio's waypoint does.
  */
 import { MeshError } from '../lib/errors.js';
 import { formatHostPort, parseHostPort } from '../lib/ip.js';
@@ -17,20 +17,26 @@ import { LocalWorkloadInformation } from '../ztunnel/proxy/local-workload.js';
 import { Outbound } from '../ztunnel/proxy/outbound.js';
 import type { ProxyContext } from '../ztunnel/proxy/proxy-context.js';
 import { resolveBehindWaypoint } from '../ztunnel/state/upstream.js';
+import type { MetricsRegistry } from '../ztunnel/admin/prom-client-core.js';
+import { WaypointHttp } from './http-proxy.js';
+import { RequestMetrics } from './request-metrics.js';
 
 export class WaypointListener implements LocalProxies {
   private readonly local: LocalWorkloadInformation;
   private readonly outbound: Outbound;
   private readonly inbound: InboundHbone;
+  private readonly http: WaypointHttp;
   private listening = false;
 
   constructor(
     private readonly ctx: ProxyContext,
+    registry: MetricsRegistry,
     private readonly podUid: string,
     private readonly ip: string,
   ) {
     this.local = LocalWorkloadInformation.byUid(ctx.state, podUid);
     this.outbound = new Outbound(ctx, this.local);
+    this.http = new WaypointHttp(ctx, this.outbound, ip, new RequestMetrics(registry));
     // ztunnel's policies (by namespace or selector) are for the workloads ztunnel captures, which a waypoint's pod is
     // not; a waypoint enforces the policies attached to it (targetRefs), as Istio's does.
     this.inbound = new InboundHbone(
@@ -51,7 +57,23 @@ export class WaypointListener implements LocalProxies {
     const target = parseHostPort(req.info.originalDst);
     if (target === undefined)
       throw new MeshError('ZT_ERR_HBONE_BAD_REQUEST', `CONNECT target ${req.info.originalDst} is not ip:port`);
-    const dest = resolveBehindWaypoint(this.ctx.state, req.destination, target.host, target.port);
+    const self = req.destination;
+    const service = this.ctx.state.serviceByVip(self.network, target.host, self.namespace);
+    if (service?.appProtocols?.[String(target.port)] === 'HTTP11') {
+      // HTTP: each request is routed on its own; the tunnel is reported as the client's to the Service.
+      const parties = {
+        ...req.info.parties,
+        reporter: 'waypoint' as const,
+        destination: undefined,
+        destinationService: service,
+      };
+      const tunnel = { self, ip: target.host, port: target.port, peerAddr: peer.addr, parties };
+      return {
+        serve: (stream, done) => this.http.serve(stream, tunnel, done),
+        info: connectionInfo(req.info.workloadUid, req.info, parties, req.info.rbac),
+      };
+    }
+    const dest = resolveBehindWaypoint(this.ctx.state, self, target.host, target.port);
     const { upstream } = await this.outbound.connect(peer.addr, this.ip, dest.ip, dest.port);
     if (!(upstream instanceof H2Stream)) {
       upstream.destroy();
@@ -92,5 +114,6 @@ export class WaypointListener implements LocalProxies {
 
   close(immediate: boolean): void {
     this.inbound.close(immediate);
+    if (immediate) this.http.close();
   }
 }

@@ -11,6 +11,6 @@ import { WaypointListener } from './waypoint-listener.js';
 export function startWaypointProxy(cfg: WaypointConfig, logs: LogControl): Promise<Ztunnel> {
   return Ztunnel.start(cfg.ztunnel, logs, {
     nodeType: 'waypoint',
-    proxies: (ctx) => new WaypointListener(ctx, cfg.podUid, cfg.instanceIp),
+    proxies: (ctx, registry) => new WaypointListener(ctx, registry, cfg.podUid, cfg.instanceIp),
   });
 }

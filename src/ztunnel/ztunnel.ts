@@ -10,6 +10,7 @@ import { ProxyState } from './state/proxy-state.js';
 import { changesWorkloadsOn, mayAlterPolicyDecision } from './state/state-change.js';
 import type { CaClient } from './identity/ca-client.js';
 import { processMetrics, ZtunnelMetrics } from './admin/metrics.js';
+import type { MetricsRegistry } from './admin/prom-client-core.js';
 import { registerCertificateMetrics } from './admin/certificate-metrics.js';
 import { configDump } from './admin/config-dump.js';
 import { ConnectionManager } from './proxy/connection-manager.js';
@@ -41,7 +42,8 @@ export interface LocalProxies {
  * the node's workloads', certificates for its own identity rather than by impersonation, and its xDS node type.
  */
 export interface ProxyParts {
-  readonly proxies: (ctx: ProxyContext) => LocalProxies;
+  /** Its listeners, given the shared parts and the metrics registry to add its own metrics to. */
+  readonly proxies: (ctx: ProxyContext, registry: MetricsRegistry) => LocalProxies;
   /** The first field of the xDS node ID (`ztunnel`, `waypoint`). */
   readonly nodeType: string;
 }
@@ -91,7 +93,8 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
     };
     // In-pod mode, the node agent's ZDS says which pods this ztunnel serves; local mode follows the node's workloads.
     const inpod = config.inpod === undefined ? undefined : await startInpodProxies(ctx, config.inpod, metrics, logs);
-    const proxies = parts?.proxies(ctx) ?? (inpod === undefined ? new WorkloadProxyManager(ctx) : undefined);
+    const proxies =
+      parts?.proxies(ctx, metrics.registry) ?? (inpod === undefined ? new WorkloadProxyManager(ctx) : undefined);
     // Live connections are re-checked only when a decision may differ.
     state.on('change', (c) => {
       if (proxies !== undefined && (parts !== undefined || changesWorkloadsOn(c, config.nodeName))) proxies.reconcile();

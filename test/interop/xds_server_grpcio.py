@@ -54,7 +54,8 @@ def gateway_address(g):
 
 
 def port(p):
-    return uint(1, p[0]) + uint(2, p[1])  # Port: service_port = 1, target_port = 2
+    """Port: service_port = 1, target_port = 2, app_protocol = 3 (a third element, when given)."""
+    return uint(1, p[0]) + uint(2, p[1]) + (uint(3, p[2]) if len(p) > 2 else b"")
 
 
 def workload(w):

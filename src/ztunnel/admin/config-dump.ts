@@ -40,7 +40,8 @@ export function configDump(
   const s = state.dump();
   return {
     workloads: s.workloads,
-    services: s.services,
+    // A port's app protocol is for waypoints; ztunnel's dump has no place for it.
+    services: s.services.map((svc) => ({ ...svc, appProtocols: undefined })),
     policies: s.policies.map(policyDump),
     stagedServices: s.stagedServices,
     staticConfig: { workloads: [], policies: [], services: [] },

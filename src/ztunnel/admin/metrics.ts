@@ -34,7 +34,7 @@ export const TRAFFIC_LABELS = [
  * ztunnel's `LocalityLabels`: region and zone of the source and destination workloads, "unknown" where a known
  * workload has none. ztunnel leaves all four out (`OptionallyEncode`) when it knows neither party.
  */
-const LOCALITY_LABELS = ['source_region', 'source_zone', 'destination_region', 'destination_zone'] as const;
+export const LOCALITY_LABELS = ['source_region', 'source_zone', 'destination_region', 'destination_zone'] as const;
 type LabelName = (typeof TRAFFIC_LABELS)[number] | (typeof LOCALITY_LABELS)[number];
 export type TrafficLabels = Record<(typeof TRAFFIC_LABELS)[number], string> &
   Partial<Record<(typeof LOCALITY_LABELS)[number], string>>;

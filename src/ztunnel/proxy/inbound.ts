@@ -26,13 +26,17 @@ import { relay } from './relay.js';
 
 /**
  * Where a proxy that stands in front of other workloads (a waypoint) sends an accepted CONNECT instead of to a local
- * app: the duplex to relay to, its byte counts (sent, received), and the connection as that proxy reports it.
- * Rejects with a MeshError to refuse with 503.
+ * app, with the connection as that proxy reports it: a duplex to relay to and its byte counts (sent, received), or
+ * `serve`, which takes the tunnel itself once it is answered (an L7 proxy) and calls `done` when it ends. Rejects
+ * with a MeshError to refuse with 503.
  */
 export type InboundForward = (
   req: InboundRequest,
   peer: InboundPeer,
-) => Promise<{ readonly upstream: Duplex; readonly bytes: () => [number, number]; readonly info: ConnectionInfo }>;
+) => Promise<
+  | { readonly upstream: Duplex; readonly bytes: () => [number, number]; readonly info: ConnectionInfo }
+  | { readonly serve: (tunnel: H2Stream, done: (error?: Error) => void) => void; readonly info: ConnectionInfo }
+>;
 
 /**
  * HBONE inbound for one workload: mTLS + HTTP/2 CONNECT on `<listen IP>:15008` (ztunnel `src/proxy/inbound.rs`): the
@@ -186,37 +190,36 @@ export class InboundHbone {
       this.refuse(stream, req);
       return;
     }
-    let upstream: Duplex;
-    let bytes: () => [number, number];
-    let info = req.info;
+    let fwd: Awaited<ReturnType<InboundForward>>;
     try {
-      if (this.forward !== undefined) ({ upstream, bytes, info } = await this.forward(req, peer));
+      if (this.forward !== undefined) fwd = await this.forward(req, peer);
       else {
         const { ip, port } = req.upstream;
         // Connect to the app from the client's own IP where the sockets can spoof it (ztunnel `freebind_connect`).
         const sock = await sockets.connect(ip, port, sockets.inboundSource(peer.ip, ip));
-        upstream = sock;
-        bytes = () => [sock.bytesWritten, sock.bytesRead];
+        fwd = { upstream: sock, bytes: () => [sock.bytesWritten, sock.bytesRead], info: req.info };
       }
     } catch (e) {
       const error = e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e));
       this.refuse(stream, { status: 503, flags: 'CONNECT', error, built: true, info: req.info });
       return;
     }
+    const upstream = 'upstream' in fwd ? fwd.upstream : undefined;
     if (stream.destroyed || stream.streamClosed) {
-      upstream.destroy();
+      upstream?.destroy();
       return;
     }
     const tracked = connections.open(
-      info,
+      fwd.info,
       () => {
-        upstream.destroy();
+        upstream?.destroy();
         stream.reset();
       },
-      bytes,
+      'bytes' in fwd ? fwd.bytes : () => [stream.bytesReceived, stream.bytesSent],
     );
     stream.respond(200, config.enableResponseBaggage ? [['baggage', baggageFor(req.destination)]] : []);
-    relay(stream, upstream, (err) => tracked.finish(err));
+    if ('serve' in fwd) fwd.serve(stream, (err) => tracked.finish(err));
+    else relay(stream, fwd.upstream, (err) => tracked.finish(err));
   }
 
   /** Reports a refused CONNECT and answers it with its status, unless the client is already gone. */

@@ -29,7 +29,7 @@ import {
   type RbacScope,
   type StringMatch,
 } from './policy.js';
-import type { LoadBalancerMode, LoadBalancerScope, Service } from './service.js';
+import type { AppProtocolName, LoadBalancerMode, LoadBalancerScope, Service } from './service.js';
 import { DEFAULT_CLUSTER_ID, type GatewayAddress, type Workload } from './workload.js';
 
 /** A resource ztunnel could not take: its name and why (sent back in the NACK). */
@@ -130,6 +130,25 @@ function workloadFromXds(w: PbWorkload): { workload: LocalWorkload } | Rejected 
   return { workload: { workload, services } };
 }
 
+const APP_PROTOCOLS: Readonly<Record<number, AppProtocolName>> = {
+  1: 'HTTP11',
+  2: 'HTTP2',
+  3: 'GRPC',
+  4: 'TCP',
+  5: 'TLS',
+};
+
+/** The ports that declare an app protocol; undefined when none does. */
+function appProtocols(ports: PbService['ports']): Record<string, AppProtocolName> | undefined {
+  const out = Object.fromEntries(
+    ports.flatMap((p) => {
+      const name = APP_PROTOCOLS[p.appProtocol];
+      return name === undefined ? [] : [[String(p.servicePort), name] as const];
+    }),
+  );
+  return Object.keys(out).length === 0 ? undefined : out;
+}
+
 function serviceFromXds(s: PbService): { service: Service } | Rejected {
   const vips: string[] = [];
   const cidrVips: string[] = [];
@@ -148,6 +167,7 @@ function serviceFromXds(s: PbService): { service: Service } | Rejected {
       vips,
       cidrVips,
       ports: Object.fromEntries(s.ports.map((p) => [String(p.servicePort), p.targetPort])),
+      appProtocols: appProtocols(s.ports),
       endpoints: {},
       subjectAltNames: [...s.subjectAltNames],
       waypoint: gateway(s.waypoint),

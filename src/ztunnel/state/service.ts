@@ -16,6 +16,9 @@ export interface Endpoint {
   readonly status: HealthStatus;
 }
 
+/** A port's `app_protocol` (ztunnel `proto/workload.proto` `AppProtocol`), which a waypoint handles it by. */
+export type AppProtocolName = 'HTTP11' | 'HTTP2' | 'GRPC' | 'TCP' | 'TLS';
+
 /** A service as ztunnel holds it (ztunnel `proto/workload.proto`), keyed by `namespace/hostname`. */
 export interface Service {
   readonly name: string;
@@ -27,6 +30,8 @@ export interface Service {
   /** service port → target port (0: a named port, resolved per endpoint) */
   readonly ports: Readonly<Record<string, number>>;
   readonly endpoints: Readonly<Record<string, Endpoint>>;
+  /** service port → its declared app protocol, for the ports that declare one (not in ztunnel's `/config_dump`). */
+  readonly appProtocols?: Readonly<Record<string, AppProtocolName>> | undefined;
   readonly subjectAltNames: readonly string[];
   readonly waypoint?: GatewayAddress | undefined;
   readonly loadBalancer?: LoadBalancer | undefined;

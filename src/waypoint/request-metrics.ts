@@ -1,0 +1,51 @@
+import { Counter, Histogram, type MetricsRegistry } from '../ztunnel/admin/prom-client-core.js';
+import { LOCALITY_LABELS, TRAFFIC_LABELS, trafficLabels, type TrafficParties } from '../ztunnel/admin/metrics.js';
+
+const REQUEST_LABELS = [...TRAFFIC_LABELS, ...LOCALITY_LABELS, 'response_code', 'grpc_response_status'] as const;
+type RequestLabel = (typeof REQUEST_LABELS)[number];
+/** Istio's default buckets for request durations (milliseconds). */
+const DURATION_BUCKETS_MS = [
+  1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 600000, 1800000, 3600000,
+];
+
+/**
+ * Istio's standard request metrics (istio.io, reference/config/metrics), as its proxies' stats filter exports them:
+ * `istio_requests_total` and `istio_request_duration_milliseconds`, with the traffic labels of the TCP metrics and
+ * `request_protocol="http"`, `response_code`, `grpc_response_status`, and Envoy's response flags (`UF`: the upstream
+ * connection failed).
+ */
+export class RequestMetrics {
+  private readonly requests: Counter<RequestLabel>;
+  private readonly duration: Histogram<RequestLabel>;
+
+  constructor(registry: MetricsRegistry) {
+    const registers = [registry];
+    const labelNames = [...REQUEST_LABELS];
+    this.requests = new Counter({
+      name: 'istio_requests_total',
+      help: 'Total requests handled by an Istio proxy',
+      labelNames,
+      registers,
+    });
+    this.duration = new Histogram({
+      name: 'istio_request_duration_milliseconds',
+      help: 'Total time taken by an Istio proxy to handle a request',
+      labelNames,
+      buckets: DURATION_BUCKETS_MS,
+      registers,
+    });
+  }
+
+  /** One request answered with `status` after `ms`. */
+  record(parties: TrafficParties, status: number, flags: '-' | 'UF' | 'UH', ms: number): void {
+    const labels = {
+      ...trafficLabels(parties, '-'),
+      response_flags: flags,
+      request_protocol: 'http',
+      response_code: String(status),
+      grpc_response_status: '',
+    };
+    this.requests.inc(labels);
+    this.duration.observe(labels, ms);
+  }
+}
