@@ -208,6 +208,25 @@ describe(
         'destination_service="echo-http.backend.svc.cluster.local"',
       ]);
       assert.equal(line.split(' ').at(-1), '2');
+      // A POST's body is carried through the waypoint and counted in istio_request_bytes.
+      const posted = await runToExit(
+        'curl',
+        [
+          '-sS',
+          '--socks5',
+          `${WEB_IP}:15080`,
+          '--interface',
+          WEB_IP,
+          '--data-binary',
+          'x'.repeat(100_000),
+          'http://10.96.0.11/post',
+        ],
+        15_000,
+      );
+      assert.equal(posted.status, 0, posted.stderr);
+      assert.equal((JSON.parse(posted.stdout) as { method: string }).method, 'POST');
+      const sum = await waypointSeries('istio_request_bytes_sum', ['response_code="200"']);
+      assert.ok(Number(sum.split(' ').at(-1)) > 100_000, sum);
     });
 
     test('fail closed: with the waypoint down, traffic bound to it fails instead of going around it', async () => {

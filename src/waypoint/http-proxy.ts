@@ -42,6 +42,38 @@ interface Tunnel {
   readonly parties: TrafficParties;
 }
 
+/** The size of a message's head as received: each field's name and value, with `: ` and CRLF. */
+function headBytes(raw: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i + 1 < raw.length; i += 2) n += raw[i]!.length + raw[i + 1]!.length + 4;
+  return n;
+}
+
+/** Counts the body bytes a message delivers, beside whoever consumes them. */
+function bodyCounter(m: http.IncomingMessage): () => number {
+  let n = 0;
+  m.on('data', (c: Buffer) => (n += c.length));
+  return () => n;
+}
+
+/** Calls `then` once, when both messages have ended or closed (a client that goes away ends its request). */
+function whenBoth(a: http.IncomingMessage, b: http.IncomingMessage, then: () => void): void {
+  let left = 2;
+  for (const m of [a, b]) {
+    let seen = false;
+    const one = (): void => {
+      if (seen) return;
+      seen = true;
+      if (--left === 0) then();
+    };
+    if (m.readableEnded) one();
+    else {
+      m.once('end', one);
+      m.once('close', one);
+    }
+  }
+}
+
 function forwardable(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
@@ -78,15 +110,25 @@ export class WaypointHttp {
       return;
     }
     const started = performance.now();
-    const finish = (status: number, flags: '-' | 'UF' | 'UH', destination: Workload | undefined): void =>
-      this.metrics.record({ ...t.parties, destination }, status, flags, performance.now() - started);
+    // Counted once it is piped upstream: a listener any earlier would let the body flow away before then.
+    let requestBody = (): number => 0;
+    const finish = (
+      status: number,
+      flags: '-' | 'UF' | 'UH',
+      destination: Workload | undefined,
+      response: number,
+    ): void =>
+      this.metrics.record({ ...t.parties, destination }, status, flags, performance.now() - started, {
+        request: headBytes(req.rawHeaders) + requestBody(),
+        response,
+      });
     let dest: ReturnType<typeof resolveBehindWaypoint>;
     try {
       dest = resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
     } catch (e) {
       this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: no upstream for the request');
       res.writeHead(503, { 'content-type': 'text/plain' }).end('no healthy upstream');
-      finish(503, 'UH', undefined);
+      finish(503, 'UH', undefined, 0);
       return;
     }
     const destination = this.ctx.state.workloadByAddr(t.self.network, dest.ip);
@@ -101,23 +143,28 @@ export class WaypointHttp {
           createConnection: () => upstream,
         });
         out.on('response', (r) => {
+          const responseBody = bodyCounter(r);
           res.writeHead(r.statusCode ?? 502, forwardable(r.headers));
           r.pipe(res);
-          r.once('end', () => finish(r.statusCode ?? 502, '-', destination));
+          // Counted once both bodies are done: a server may answer before it has read the whole request.
+          whenBoth(r, req, () =>
+            finish(r.statusCode ?? 502, '-', destination, headBytes(r.rawHeaders) + responseBody()),
+          );
         });
         out.on('error', (e) => {
           this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: upstream request failed');
           if (!res.headersSent) {
             res.writeHead(503, { 'content-type': 'text/plain' }).end(UPSTREAM_FAILURE);
-            finish(503, 'UF', destination);
+            finish(503, 'UF', destination, UPSTREAM_FAILURE.length);
           } else res.destroy();
         });
+        requestBody = bodyCounter(req);
         req.pipe(out);
       },
       (e: unknown) => {
         this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: upstream connect failed');
         res.writeHead(503, { 'content-type': 'text/plain' }).end(UPSTREAM_FAILURE);
-        finish(503, 'UF', destination);
+        finish(503, 'UF', destination, UPSTREAM_FAILURE.length);
       },
     );
   }

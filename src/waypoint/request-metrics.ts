@@ -8,15 +8,21 @@ const DURATION_BUCKETS_MS = [
   1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 600000, 1800000, 3600000,
 ];
 
+/** Request and response sizes in bytes, bucketed by decades. */
+const SIZE_BUCKETS = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000];
+
 /**
  * Istio's standard request metrics (istio.io, reference/config/metrics), as its proxies' stats filter exports them:
- * `istio_requests_total` and `istio_request_duration_milliseconds`, with the traffic labels of the TCP metrics and
+ * `istio_requests_total`, `istio_request_duration_milliseconds`, `istio_request_bytes` and `istio_response_bytes`
+ * (headers and body), with the traffic labels of the TCP metrics and
  * `request_protocol="http"`, `response_code`, `grpc_response_status`, and Envoy's response flags (`UF`: the upstream
  * connection failed).
  */
 export class RequestMetrics {
   private readonly requests: Counter<RequestLabel>;
   private readonly duration: Histogram<RequestLabel>;
+  private readonly requestBytes: Histogram<RequestLabel>;
+  private readonly responseBytes: Histogram<RequestLabel>;
 
   constructor(registry: MetricsRegistry) {
     const registers = [registry];
@@ -34,10 +40,20 @@ export class RequestMetrics {
       buckets: DURATION_BUCKETS_MS,
       registers,
     });
+    const size = (name: string, help: string): Histogram<RequestLabel> =>
+      new Histogram({ name, help, labelNames, buckets: SIZE_BUCKETS, registers });
+    this.requestBytes = size('istio_request_bytes', 'Request sizes (headers and body) handled by an Istio proxy');
+    this.responseBytes = size('istio_response_bytes', 'Response sizes (headers and body) sent by an Istio proxy');
   }
 
-  /** One request answered with `status` after `ms`. */
-  record(parties: TrafficParties, status: number, flags: '-' | 'UF' | 'UH', ms: number): void {
+  /** One request of `sizes.request` bytes answered with `status` (`sizes.response` bytes) after `ms`. */
+  record(
+    parties: TrafficParties,
+    status: number,
+    flags: '-' | 'UF' | 'UH',
+    ms: number,
+    sizes: { readonly request: number; readonly response: number },
+  ): void {
     const labels = {
       ...trafficLabels(parties, '-'),
       response_flags: flags,
@@ -47,5 +63,7 @@ export class RequestMetrics {
     };
     this.requests.inc(labels);
     this.duration.observe(labels, ms);
+    this.requestBytes.observe(labels, sizes.request);
+    this.responseBytes.observe(labels, sizes.response);
   }
 }
