@@ -158,6 +158,10 @@ export class WaypointHttp {
             finish(503, 'UF', destination, UPSTREAM_FAILURE.length);
           } else res.destroy();
         });
+        // A client that goes away before its answer is complete takes the upstream request with it.
+        res.once('close', () => {
+          if (!res.writableFinished) out.destroy();
+        });
         requestBody = bodyCounter(req);
         req.pipe(out);
       },
