@@ -6,7 +6,8 @@ import path from 'node:path';
 import type { Istiod } from '../src/istiod/istiod.js';
 import { startIstiod } from './helpers/in-process.js';
 import { namespaces, pod } from './helpers/manifests.js';
-import { pythonSkip, runPython } from './helpers/python.js';
+import { adsFromPython } from './helpers/ads-grpcio.js';
+import { pythonSkip } from './helpers/python.js';
 
 const skip = pythonSkip('grpc', 'python3-grpcio');
 
@@ -40,19 +41,7 @@ test(
   'delta ADS from python3-grpcio with hand-decoded protobuf: Workload and Service field numbers of ztunnel `proto/workload.proto` on the wire',
   { skip },
   async () => {
-    const token = await ist.issuer.issue({
-      namespace: 'istio-system',
-      serviceAccount: 'ztunnel',
-      audience: 'istio-ca',
-    });
-    const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
-    assert.equal(py.status, 0, py.stderr);
-    const r = JSON.parse(py.stdout) as {
-      type_url: string;
-      nonce_set: boolean;
-      workloads: Record<string, unknown>[];
-      services: Record<string, unknown>[];
-    };
+    const r = await adsFromPython(ist);
     assert.equal(r.type_url, 'type.googleapis.com/istio.workload.Address');
     assert.ok(r.nonce_set);
     // The API server's own endpoint (default/kubernetes's EndpointSlice) is served too; this test is about echo's.

@@ -11,7 +11,8 @@ import { startIstiod } from './helpers/in-process.js';
 import { runToExit } from './helpers/run-to-exit.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { namespaces } from './helpers/manifests.js';
-import { pythonSkip, runPython } from './helpers/python.js';
+import { adsFromPython } from './helpers/ads-grpcio.js';
+import { pythonSkip } from './helpers/python.js';
 
 const skip = kubectlSkip || pythonSkip('grpc', 'python3-grpcio');
 
@@ -53,17 +54,8 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
   const { ok } = kubectlWith(() => ist.kubeconfigPath ?? '');
   const logs = new CapturedLogs('istiod');
   /** The Services istiod serves, decoded by python3-grpcio from the wire. */
-  const services = async (): Promise<{ hostname: string; waypoint?: unknown; app_protocols?: number[] }[]> => {
-    const token = await ist.issuer.issue({
-      namespace: 'istio-system',
-      serviceAccount: 'ztunnel',
-      audience: 'istio-ca',
-    });
-    const py = await runPython('ads_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token]);
-    assert.equal(py.status, 0, py.stderr);
-    return (JSON.parse(py.stdout) as { services: { hostname: string; waypoint?: unknown; app_protocols?: number[] }[] })
-      .services;
-  };
+  const services = async (): Promise<{ hostname?: unknown; waypoint?: unknown; app_protocols?: unknown }[]> =>
+    (await adsFromPython(ist)).services;
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-waypoint-'));

@@ -1,6 +1,5 @@
 import { Command, type OptionValues } from '@commander-js/extra-typings';
 import { createInterface } from 'node:readline/promises';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { ClusterClient } from '../install/cluster-client.js';
 import { generateManifest } from '../install/generate-manifest.js';
 import { mergeIstioOperator } from '../install/istio-operator.js';
@@ -16,7 +15,7 @@ import {
 import { getString } from '../install/value-tree.js';
 import { goString } from '../install/chart-helpers.js';
 import { fileNames, readInputFiles } from '../install/input-files.js';
-import { loadKubeConfig } from '../kube/kube-config.js';
+import { kubeConfigOf, withKubeconfigFlags } from './cluster-flags.js';
 import { parseDuration } from '../lib/duration.js';
 import { MeshError } from '../lib/errors.js';
 import { VERSION } from '../lib/version.js';
@@ -25,17 +24,6 @@ import { generateInputs, withInputFlags } from './install-flags.js';
 
 /** istioctl's default --readiness-timeout. */
 const READINESS_TIMEOUT = '5m';
-
-/** The kubeconfig of --kubeconfig (else KUBECONFIG, else in-cluster), at --context when given. */
-function kubeConfig(o: { kubeconfig?: string | undefined; context?: string | undefined }): KubeConfig {
-  const kc = loadKubeConfig(o.kubeconfig);
-  if (o.context !== undefined) {
-    if (kc.getContextObject(o.context) === null)
-      throw new MeshError('AMESH_ERR_CONFIG', `--context ${o.context}: no such context in the kubeconfig`);
-    kc.setCurrentContext(o.context);
-  }
-  return kc;
-}
 
 /** istioctl's Confirm: asks until y/yes or n/no; end of input is no. */
 async function confirm(question: string): Promise<boolean> {
@@ -58,12 +46,7 @@ function cancelled(): never {
 
 /** The cluster flags install and uninstall share. */
 function withClusterFlags<A extends unknown[], O extends OptionValues>(cmd: Command<A, O>) {
-  return cmd
-    .option(
-      '--kubeconfig <file>',
-      "the cluster's kubeconfig (default: KUBECONFIG, else the in-cluster service account)",
-    )
-    .option('--context <name>', 'the kubeconfig context to use')
+  return withKubeconfigFlags(cmd)
     .option('-y, --skip-confirmation', 'do not ask for confirmation')
     .option('--dry-run', 'show what would change, changing nothing');
 }
@@ -82,7 +65,7 @@ export function installCommand(): Command {
       try {
         const readinessTimeoutMs = parseDuration(o.readinessTimeout, '--readiness-timeout');
         const manifest = generateManifest(await generateInputs(o));
-        const client = new ClusterClient(kubeConfig(o));
+        const client = new ClusterClient(kubeConfigOf(o));
         const profile = profileName(manifest.iop);
         if (o.dryRun !== true && o.skipConfirmation !== true) {
           const ok = await confirm(
@@ -140,7 +123,7 @@ export function uninstallCommand(): Command {
           await readInputFiles(fileNames(o.filename === undefined ? [] : [o.filename])),
           sets,
         );
-        const client = new ClusterClient(kubeConfig(o));
+        const client = new ClusterClient(kubeConfigOf(o));
         const purge = o.purge === true;
         if (purge && (revision !== undefined || o.filename !== undefined))
           process.stdout.write(

@@ -8,7 +8,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { MeshError } from '../lib/errors.js';
 import { render } from '../lib/table.js';
-import { loadKubeConfig } from '../kube/kube-config.js';
+import { kubeConfigOf, withKubeconfigFlags } from './cluster-flags.js';
 import { kubeRequest } from '../kube/kube-request.js';
 import {
   DEFAULT_WAYPOINT_NAME,
@@ -19,6 +19,7 @@ import {
   waypointsOnly,
   type ListedGateway,
 } from '../install/waypoint-gateway.js';
+import { REVISION_LABEL, USE_WAYPOINT_LABEL } from '../istiod/model/waypoints.js';
 import { fatal } from './fatal.js';
 
 const GATEWAYS = '/apis/gateway.networking.k8s.io/v1';
@@ -32,12 +33,7 @@ interface Common {
 }
 
 function connect(o: Common): { kc: KubeConfig; namespace: string } {
-  const kc = loadKubeConfig(o.kubeconfig);
-  if (o.context !== undefined) {
-    if (kc.getContextObject(o.context) === null)
-      throw new MeshError('AMESH_ERR_CONFIG', `--context ${o.context}: no such context in the kubeconfig`);
-    kc.setCurrentContext(o.context);
-  }
+  const kc = kubeConfigOf(o);
   const namespace = o.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
   return { kc, namespace };
 }
@@ -84,12 +80,7 @@ async function waitProgrammed(
 
 /** The flags every subcommand takes (istioctl's root and waypoint persistent flags). */
 function common<A extends unknown[], O extends OptionValues>(cmd: Command<A, O>) {
-  return cmd
-    .option(
-      '--kubeconfig <file>',
-      "the cluster's kubeconfig (default: KUBECONFIG, else the in-cluster service account)",
-    )
-    .option('--context <name>', 'the kubeconfig context to use')
+  return withKubeconfigFlags(cmd)
     .option('-n, --namespace <ns>', "the namespace (default: the context's, else default)")
     .option('--name <name>', 'name of the waypoint', DEFAULT_WAYPOINT_NAME);
 }
@@ -139,7 +130,7 @@ export function waypointCommand(): Command {
       })) as { metadata?: { labels?: Record<string, string> } };
       const nsLabels = ns.metadata?.labels ?? {};
       if (o.enrollNamespace === true) {
-        if (o.overwrite !== true && (nsLabels['istio.io/use-waypoint'] ?? '') !== '') {
+        if (o.overwrite !== true && (nsLabels[USE_WAYPOINT_LABEL] ?? '') !== '') {
           process.stdout.write(
             `⚠️ Warning: namespace (${namespace}) already has an enrolled Waypoint. Consider adding the \`--overwrite\` flag to your apply command.\n`,
           );
@@ -175,7 +166,7 @@ export function waypointCommand(): Command {
       if (o.enrollNamespace === true) {
         await request(kc, 'PUT', nsPath, {
           ...ns,
-          metadata: { ...ns.metadata, labels: { ...nsLabels, 'istio.io/use-waypoint': gw.metadata.name } },
+          metadata: { ...ns.metadata, labels: { ...nsLabels, [USE_WAYPOINT_LABEL]: gw.metadata.name } },
         });
         process.stdout.write(`✅ namespace ${namespace} labeled with "istio.io/use-waypoint: ${gw.metadata.name}"\n`);
       }
@@ -255,7 +246,7 @@ export function waypointCommand(): Command {
       const { kc, namespace } = connect(o);
       const targets = byFlag
         ? waypointsOnly(await listGateways(kc, namespace))
-            .filter((g) => o.revision === undefined || g.metadata?.labels?.['istio.io/rev'] === o.revision)
+            .filter((g) => o.revision === undefined || g.metadata?.labels?.[REVISION_LABEL] === o.revision)
             .map((g) => g.metadata?.name ?? '')
         : names;
       for (const name of targets) {

@@ -4,8 +4,8 @@
  */
 import { MeshError } from '../lib/errors.js';
 import { HBONE_PORT } from '../lib/istio-ports.js';
+import { REVISION_LABEL, WAYPOINT_CLASS, WAYPOINT_FOR_LABEL } from '../istiod/model/waypoints.js';
 
-export const WAYPOINT_CLASS = 'istio-waypoint';
 /** constants.DefaultNamespaceWaypoint. */
 export const DEFAULT_WAYPOINT_NAME = 'waypoint';
 const TRAFFIC_TYPES = ['all', 'none', 'service', 'workload'];
@@ -46,9 +46,9 @@ export function waypointGateway(o: {
         'AMESH_ERR_CONFIG',
         `invalid traffic type: ${o.for}. Valid options are: [${TRAFFIC_TYPES.join(' ')}]`,
       );
-    labels['istio.io/waypoint-for'] = o.for;
+    labels[WAYPOINT_FOR_LABEL] = o.for;
   }
-  if (o.revision !== undefined && o.revision !== '') labels['istio.io/rev'] = o.revision;
+  if (o.revision !== undefined && o.revision !== '') labels[REVISION_LABEL] = o.revision;
   return {
     apiVersion: 'gateway.networking.k8s.io/v1',
     kind: 'Gateway',
@@ -90,8 +90,8 @@ export function listRows(
     const labels = g.metadata?.labels ?? {};
     const row = [
       g.metadata?.name ?? '',
-      labels['istio.io/rev'] || 'default',
-      labels['istio.io/waypoint-for'] || 'none',
+      labels[REVISION_LABEL] || 'default',
+      labels[WAYPOINT_FOR_LABEL] || 'none',
       isProgrammed(g) ? 'True' : 'False',
     ];
     return allNamespaces ? [g.metadata?.namespace ?? '', ...row] : row;

@@ -23,7 +23,7 @@ import type { RestartingInformer } from '../../kube/informer.js';
 import { kubeRequest } from '../../kube/kube-request.js';
 import { ReconcileQueue } from '../../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../../kube/shared-informer-factory.js';
-import { MESH_CONTROLLER_MANAGED } from '../model/waypoints.js';
+import { MESH_CONTROLLER_MANAGED, WAYPOINT_CLASS } from '../model/waypoints.js';
 import {
   defaultCaAddress,
   renderWaypoint,
@@ -32,8 +32,7 @@ import {
   type TemplateValues,
 } from './waypoint-template.js';
 
-/** The waypoint class and its controller (istio `pkg/config/constants`). */
-export const WAYPOINT_CLASS = 'istio-waypoint';
+/** The waypoint class's controller (istio `pkg/config/constants`). */
 export const MESH_CONTROLLER = 'istio.io/mesh-controller';
 const WAYPOINT_CLASS_DESCRIPTION = 'The default Istio waypoint GatewayClass';
 const GATEWAY_API = '/apis/gateway.networking.k8s.io/v1';

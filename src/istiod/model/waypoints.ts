@@ -12,6 +12,9 @@ export const WAYPOINT_FOR_LABEL = 'istio.io/waypoint-for';
 export const GATEWAY_MANAGED_LABEL = 'gateway.istio.io/managed';
 export const GATEWAY_NAME_LABEL = 'gateway.networking.k8s.io/gateway-name';
 export const MESH_CONTROLLER_MANAGED = 'istio.io-mesh-controller';
+/** The waypoint GatewayClass (constants.WaypointGatewayClassName) and the `istio.io/rev` label. */
+export const WAYPOINT_CLASS = 'istio-waypoint';
+export const REVISION_LABEL = 'istio.io/rev';
 const EAST_WEST_CONTROLLER_MANAGED = 'istio.io-eastwest-controller';
 
 /** A Gateway that can stand in front of workloads and services (istio `pilot/pkg/serviceregistry/ambient/waypoints.go` `Waypoint`). */
