@@ -128,6 +128,7 @@ describe(
           ),
           podUid: 'Kubernetes//Pod/backend/wp-0',
           instanceIp: WAYPOINT_IP,
+          gateway: 'backend/waypoint',
         },
         waypointLogs.control,
       );

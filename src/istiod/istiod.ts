@@ -148,7 +148,10 @@ export class Istiod {
         const touched = xds.apply(c);
         if (ready) ads.update(xds.snapshot, touched);
         // Per batch of API events only at debug level, as they may come many a second.
-        modelLog.debug({ ...xds.size, changed: c.addresses.size + c.authorizations.size }, 'model updated');
+        modelLog.debug(
+          { ...xds.size, changed: c.addresses.size + c.authorizations.size + c.waypoints.size },
+          'model updated',
+        );
       });
       const markReady = (): void => {
         ready = true;

@@ -10,13 +10,16 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { H2Stream } from '../h2/h2-stream.js';
-import { describeError } from '../lib/errors.js';
-import type { TrafficParties } from '../ztunnel/admin/metrics.js';
+import { describeError, MeshError } from '../lib/errors.js';
 import type { Outbound } from '../ztunnel/proxy/outbound.js';
 import type { ProxyContext } from '../ztunnel/proxy/proxy-context.js';
-import { resolveBehindWaypoint } from '../ztunnel/state/upstream.js';
+import type { Service } from '../ztunnel/state/service.js';
+import { resolveBehindWaypoint, resolveServiceBehindWaypoint } from '../ztunnel/state/upstream.js';
 import type { Workload } from '../ztunnel/state/workload.js';
-import type { RequestMetrics } from './request-metrics.js';
+import { RBAC_DENIED, type Flow, type WaypointAuthorizer } from './waypoint-authorizer.js';
+import type { RequestMetrics, ResponseFlag } from './request-metrics.js';
+import { applyHeaderEdits, editPath, pickBackend, redirectLocation, routeRequest } from './route-table.js';
+import type { WaypointRules } from './waypoint-rules.js';
 
 /** RFC 9110 §7.6.1's connection-specific fields, and the proxy ones Envoy also drops. */
 const HOP_BY_HOP = new Set([
@@ -30,16 +33,14 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
   'upgrade',
 ]);
-/** What Envoy answers when it cannot connect upstream. */
+/** What Envoy answers when it cannot connect upstream, and when the route's timeout passes. */
 const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before headers. reset reason: connection failure';
+const UPSTREAM_TIMEOUT = 'upstream request timeout';
 
 /** One client tunnel: where its requests go and who it is from. */
-interface Tunnel {
+interface Tunnel extends Flow {
+  /** The waypoint's own workload. */
   readonly self: Workload;
-  readonly ip: string;
-  readonly port: number;
-  readonly peerAddr: string;
-  readonly parties: TrafficParties;
 }
 
 /** The size of a message's head as received: each field's name and value, with `: ` and CRLF. */
@@ -89,6 +90,8 @@ export class WaypointHttp {
     private readonly outbound: Outbound,
     private readonly sourceIp: string,
     private readonly metrics: RequestMetrics,
+    private readonly rules: WaypointRules,
+    private readonly authorizer: WaypointAuthorizer,
   ) {
     // No server timeouts of its own: the tunnel's HBONE keepalive and the client decide how long it lives.
     this.server = http.createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0 }, (req, res) =>
@@ -112,54 +115,100 @@ export class WaypointHttp {
     const started = performance.now();
     // Counted once it is piped upstream: a listener any earlier would let the body flow away before then.
     let requestBody = (): number => 0;
-    const finish = (
-      status: number,
-      flags: '-' | 'UF' | 'UH',
-      destination: Workload | undefined,
-      response: number,
-    ): void =>
-      this.metrics.record({ ...t.parties, destination }, status, flags, performance.now() - started, {
+    let parties = t.parties;
+    const finish = (status: number, flags: ResponseFlag, response: number): void =>
+      this.metrics.record(parties, status, flags, performance.now() - started, {
         request: headBytes(req.rawHeaders) + requestBody(),
         response,
       });
-    let dest: ReturnType<typeof resolveBehindWaypoint>;
+    /** Answers the request from the waypoint itself. */
+    const answer = (status: number, flags: ResponseFlag, body = '', headers: http.OutgoingHttpHeaders = {}): void => {
+      res.writeHead(status, body === '' ? headers : { 'content-type': 'text/plain', ...headers }).end(body);
+      finish(status, flags, Buffer.byteLength(body));
+    };
+    const svc = t.parties.destinationService;
+    if (this.authorizer.request(req, t) !== undefined) {
+      answer(403, '-', RBAC_DENIED);
+      return;
+    }
+    const table = svc === undefined ? undefined : this.rules.routesFor(svc.namespace, svc.hostname, t.port);
+    const routed = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers };
+    const route = table === undefined ? undefined : routeRequest(table, routed);
+    if (table !== undefined && route === undefined) {
+      answer(404, 'NR');
+      return;
+    }
+    let dest: { ip: string; port: number; service: Service | undefined };
     try {
-      dest = resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
+      const a = route?.action;
+      if (a?.t === 'direct') {
+        answer(a.status, '-');
+        return;
+      }
+      if (a?.t === 'redirect') {
+        answer(a.status, '-', '', { location: redirectLocation(routed, a, route!, t.port) });
+        return;
+      }
+      if (a?.t === 'forward') {
+        const b = pickBackend(a);
+        if (b === undefined || b.hostname === '') {
+          answer(500, '-');
+          return;
+        }
+        const backend = this.ctx.state.serviceByKey(`${b.namespace}/${b.hostname}`);
+        if (backend === undefined)
+          throw new MeshError(
+            'ZT_ERR_NO_HEALTHY_UPSTREAM',
+            `route backend ${b.namespace}/${b.hostname} is not known yet`,
+          );
+        dest = resolveServiceBehindWaypoint(this.ctx.state, t.self, backend, b.port, t.ip);
+      } else dest = resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
     } catch (e) {
       this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: no upstream for the request');
-      res.writeHead(503, { 'content-type': 'text/plain' }).end('no healthy upstream');
-      finish(503, 'UH', undefined, 0);
+      answer(503, 'UH', 'no healthy upstream');
       return;
     }
     const destination = this.ctx.state.workloadByAddr(t.self.network, dest.ip);
-    const headers = forwardable(req.headers);
+    parties = { ...parties, destination, destinationService: dest.service ?? parties.destinationService };
+    let headers = forwardable(req.headers);
     headers['x-request-id'] ??= randomUUID();
+    if (route?.requestHeaders !== undefined) headers = applyHeaderEdits(headers, route.requestHeaders);
+    if (route?.rewrite !== undefined && route.rewrite.hostname !== '') headers.host = route.rewrite.hostname;
+    const path = route?.rewrite === undefined ? (req.url ?? '/') : editPath(req.url ?? '/', route.rewrite.path, route);
+    let timer: NodeJS.Timeout | undefined;
     void this.outbound.connect(t.peerAddr, this.sourceIp, dest.ip, dest.port).then(
       ({ upstream }) => {
-        const out = http.request({
-          method: req.method,
-          path: req.url,
-          headers,
-          createConnection: () => upstream,
-        });
+        const out = http.request({ method: req.method, path, headers, createConnection: () => upstream });
+        if (route?.timeoutMs !== undefined)
+          timer = setTimeout(() => {
+            if (res.headersSent) return;
+            out.destroy();
+            answer(504, 'UT', UPSTREAM_TIMEOUT);
+          }, route.timeoutMs);
         out.on('response', (r) => {
+          clearTimeout(timer);
           const responseBody = bodyCounter(r);
-          res.writeHead(r.statusCode ?? 502, forwardable(r.headers));
+          const back = forwardable(r.headers);
+          res.writeHead(
+            r.statusCode ?? 502,
+            route?.responseHeaders === undefined ? back : applyHeaderEdits(back, route.responseHeaders),
+          );
           r.pipe(res);
           // Counted once both bodies are done: a server may answer before it has read the whole request.
-          whenBoth(r, req, () =>
-            finish(r.statusCode ?? 502, '-', destination, headBytes(r.rawHeaders) + responseBody()),
-          );
+          whenBoth(r, req, () => finish(r.statusCode ?? 502, '-', headBytes(r.rawHeaders) + responseBody()));
         });
         out.on('error', (e) => {
+          clearTimeout(timer);
+          if (res.headersSent) {
+            if (!res.writableFinished) res.destroy();
+            return;
+          }
           this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: upstream request failed');
-          if (!res.headersSent) {
-            res.writeHead(503, { 'content-type': 'text/plain' }).end(UPSTREAM_FAILURE);
-            finish(503, 'UF', destination, UPSTREAM_FAILURE.length);
-          } else res.destroy();
+          answer(503, 'UF', UPSTREAM_FAILURE);
         });
         // A client that goes away before its answer is complete takes the upstream request with it.
         res.once('close', () => {
+          clearTimeout(timer);
           if (!res.writableFinished) out.destroy();
         });
         requestBody = bodyCounter(req);
@@ -167,8 +216,7 @@ export class WaypointHttp {
       },
       (e: unknown) => {
         this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: upstream connect failed');
-        res.writeHead(503, { 'content-type': 'text/plain' }).end(UPSTREAM_FAILURE);
-        finish(503, 'UF', destination, UPSTREAM_FAILURE.length);
+        answer(503, 'UF', UPSTREAM_FAILURE);
       },
     );
   }

@@ -3,6 +3,8 @@ import { LOCALITY_LABELS, TRAFFIC_LABELS, trafficLabels, type TrafficParties } f
 
 const REQUEST_LABELS = [...TRAFFIC_LABELS, ...LOCALITY_LABELS, 'response_code', 'grpc_response_status'] as const;
 type RequestLabel = (typeof REQUEST_LABELS)[number];
+/** Envoy's response flags the waypoint reports: none, upstream connection failure, no healthy upstream, no route, upstream timeout. */
+export type ResponseFlag = '-' | 'UF' | 'UH' | 'NR' | 'UT';
 /** Istio's default buckets for request durations (milliseconds). */
 const DURATION_BUCKETS_MS = [
   1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 600000, 1800000, 3600000,
@@ -15,8 +17,7 @@ const SIZE_BUCKETS = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000
  * Istio's standard request metrics (istio.io, reference/config/metrics), as its proxies' stats filter exports them:
  * `istio_requests_total`, `istio_request_duration_milliseconds`, `istio_request_bytes` and `istio_response_bytes`
  * (headers and body), with the traffic labels of the TCP metrics and
- * `request_protocol="http"`, `response_code`, `grpc_response_status`, and Envoy's response flags (`UF`: the upstream
- * connection failed).
+ * `request_protocol="http"`, `response_code`, `grpc_response_status`, and Envoy's response flags.
  */
 export class RequestMetrics {
   private readonly requests: Counter<RequestLabel>;
@@ -50,7 +51,7 @@ export class RequestMetrics {
   record(
     parties: TrafficParties,
     status: number,
-    flags: '-' | 'UF' | 'UH',
+    flags: ResponseFlag,
     ms: number,
     sizes: { readonly request: number; readonly response: number },
   ): void {

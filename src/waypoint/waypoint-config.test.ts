@@ -13,12 +13,14 @@ const TEMPLATE_ENV = {
   ISTIO_META_NODE_NAME: 'node2',
   ISTIO_META_CLUSTER_ID: 'Kubernetes',
   TRUST_DOMAIN: 'cluster.local',
+  ISTIO_META_WORKLOAD_NAME: 'waypoint',
 };
 
 test("the template's env and flags: istiod for xDS and CA at Istio's mount paths, the pod's uid, Istio's log levels", () => {
   const c = loadWaypointConfig({ log_output_level: 'default:debug', log_as_json: true }, TEMPLATE_ENV);
   assert.equal(c.podUid, 'Kubernetes//Pod/shop/waypoint-6d9c-x2');
   assert.equal(c.instanceIp, '10.244.1.7');
+  assert.equal(c.gateway, 'shop/waypoint', 'its resource from istiod is named after its Gateway');
   assert.equal(c.ztunnel.xdsAddress, 'https://istiod.istio-system.svc:15012');
   assert.deepEqual(c.ztunnel.ca, { t: 'istiod', address: 'https://istiod.istio-system.svc:15012' });
   assert.equal(c.ztunnel.xdsRootCa, '/var/run/secrets/istio/root-cert.pem');

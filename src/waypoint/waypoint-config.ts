@@ -29,6 +29,8 @@ export interface WaypointConfig {
   readonly podUid: string;
   /** The pod IP, where HBONE is served on 15008. */
   readonly instanceIp: string;
+  /** `namespace/name` of the waypoint's Gateway: the name of its resource from istiod. */
+  readonly gateway: string;
 }
 
 function required(env: Readonly<Record<string, string | undefined>>, name: string): string {
@@ -83,5 +85,7 @@ export function loadWaypointConfig(
       UNSTABLE_ENABLE_SOCKS5: 'false',
     },
   );
-  return Object.freeze({ ztunnel, podUid: `${clusterId}//Pod/${namespace}/${podName}`, instanceIp });
+  // The template names the Deployment after the Gateway (the waypoint class adds no suffix).
+  const gateway = `${namespace}/${required(env, 'ISTIO_META_WORKLOAD_NAME')}`;
+  return Object.freeze({ ztunnel, podUid: `${clusterId}//Pod/${namespace}/${podName}`, instanceIp, gateway });
 }

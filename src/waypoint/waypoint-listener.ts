@@ -20,12 +20,15 @@ import { resolveBehindWaypoint } from '../ztunnel/state/upstream.js';
 import type { MetricsRegistry } from '../ztunnel/admin/prom-client-core.js';
 import { WaypointHttp } from './http-proxy.js';
 import { RequestMetrics } from './request-metrics.js';
+import { WaypointAuthorizer } from './waypoint-authorizer.js';
+import type { WaypointRules } from './waypoint-rules.js';
 
 export class WaypointListener implements LocalProxies {
   private readonly local: LocalWorkloadInformation;
   private readonly outbound: Outbound;
   private readonly inbound: InboundHbone;
   private readonly http: WaypointHttp;
+  private readonly authorizer: WaypointAuthorizer;
   private listening = false;
 
   constructor(
@@ -33,10 +36,12 @@ export class WaypointListener implements LocalProxies {
     registry: MetricsRegistry,
     private readonly podUid: string,
     private readonly ip: string,
+    private readonly rules: WaypointRules,
   ) {
     this.local = LocalWorkloadInformation.byUid(ctx.state, podUid);
     this.outbound = new Outbound(ctx, this.local);
-    this.http = new WaypointHttp(ctx, this.outbound, ip, new RequestMetrics(registry));
+    this.authorizer = new WaypointAuthorizer(rules, ctx.log);
+    this.http = new WaypointHttp(ctx, this.outbound, ip, new RequestMetrics(registry), rules, this.authorizer);
     // ztunnel's policies (by namespace or selector) are for the workloads ztunnel captures, which a waypoint's pod is
     // not; a waypoint enforces the policies attached to it (targetRefs), as Istio's does.
     this.inbound = new InboundHbone(
@@ -59,20 +64,30 @@ export class WaypointListener implements LocalProxies {
       throw new MeshError('ZT_ERR_HBONE_BAD_REQUEST', `CONNECT target ${req.info.originalDst} is not ip:port`);
     const self = req.destination;
     const service = this.ctx.state.serviceByVip(self.network, target.host, self.namespace);
+    const sourceIp = req.info.parties.source?.workloadIps[0] ?? peer.ip;
     if (service?.appProtocols?.[String(target.port)] === 'HTTP11') {
-      // HTTP: each request is routed on its own; the tunnel is reported as the client's to the Service.
+      // HTTP: each request is authorized and routed on its own; the tunnel is reported as the client's to the Service.
       const parties = {
         ...req.info.parties,
         reporter: 'waypoint' as const,
         destination: undefined,
         destinationService: service,
       };
-      const tunnel = { self, ip: target.host, port: target.port, peerAddr: peer.addr, parties };
+      const tunnel = { self, ip: target.host, port: target.port, peerAddr: peer.addr, sourceIp, parties };
       return {
         serve: (stream, done) => this.http.serve(stream, tunnel, done),
         info: connectionInfo(req.info.workloadUid, req.info, parties, req.info.rbac),
       };
     }
+    const flow = {
+      ip: target.host,
+      port: target.port,
+      peerAddr: peer.addr,
+      sourceIp,
+      parties: { ...req.info.parties, destinationService: service ?? req.info.parties.destinationService },
+    };
+    const refusal = this.authorizer.connection(flow);
+    if (refusal !== undefined) throw new MeshError('ZT_ERR_POLICY_DENIED', refusal);
     const dest = resolveBehindWaypoint(this.ctx.state, self, target.host, target.port);
     const { upstream } = await this.outbound.connect(peer.addr, this.ip, dest.ip, dest.port);
     if (!(upstream instanceof H2Stream)) {
@@ -109,7 +124,7 @@ export class WaypointListener implements LocalProxies {
   }
 
   dump(): Record<string, object> {
-    return { waypoint: { workload: this.podUid, hbone: this.inbound.address } };
+    return { waypoint: { workload: this.podUid, hbone: this.inbound.address, config: this.rules.dump() } };
   }
 
   close(immediate: boolean): void {

@@ -20,6 +20,7 @@ import { WorkloadProxyManager } from './proxy/workload-proxies.js';
 import type { InpodProxies } from './inpod/inpod-proxies.js';
 import type { ZdsClient } from './inpod/zds-client.js';
 import type { ProxyContext } from './proxy/proxy-context.js';
+import type { NamedSubscription } from './xds/ads-client.js';
 
 interface ConfigSource {
   stop(): void;
@@ -46,6 +47,8 @@ export interface ProxyParts {
   readonly proxies: (ctx: ProxyContext, registry: MetricsRegistry) => LocalProxies;
   /** The first field of the xDS node ID (`ztunnel`, `waypoint`). */
   readonly nodeType: string;
+  /** Types it subscribes to by name, besides ztunnel's. */
+  readonly subscriptions?: readonly NamedSubscription[];
 }
 
 /**
@@ -106,7 +109,7 @@ export class Ztunnel extends EventEmitter<{ fatal: [MeshError] }> {
         ctx.connections.reevaluate(state);
       }
     });
-    const source = await startConfigSource(config, state, secrets, metrics, logs, parts?.nodeType ?? 'ztunnel');
+    const source = await startConfigSource(config, state, secrets, metrics, logs, parts);
     const zds =
       inpod === undefined
         ? undefined
@@ -318,8 +321,9 @@ async function startConfigSource(
   secrets: SecretManager,
   metrics: ZtunnelMetrics,
   logs: LogControl,
-  nodeType: string,
+  parts: ProxyParts | undefined,
 ): Promise<ConfigSource> {
+  const nodeType = parts?.nodeType ?? 'ztunnel';
   if (config.xdsAddress === undefined) {
     const { LocalConfigWatcher } = await import('./state/local-config-watcher.js');
     const watcher = new LocalConfigWatcher(config.localXdsPath!, (c) => state.apply(c), logs.scope('xds'));
@@ -336,6 +340,7 @@ async function startConfigSource(
       clusterId: config.clusterId,
       altHostname: config.altXdsHostname,
       headers: config.xdsHeaders,
+      subscriptions: parts?.subscriptions,
       // The node ID istiod recognises as a ztunnel; ISTIO_META_* / ISTIO_METAJSON_* added (ztunnel src/xds/client.rs).
       node: {
         id: `${nodeType}~${config.instanceIp || '1.1.1.1'}~${config.podName}.${ns}~${ns}.svc.cluster.local`,

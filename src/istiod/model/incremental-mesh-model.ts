@@ -29,6 +29,7 @@ import {
 import { EndpointSliceIndex, sliceService } from './endpoint-slice-index.js';
 import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
 import { serviceWaypoint, waypointsOf, workloadWaypoint, type WaypointInputs } from './waypoints.js';
+import { waypointResources, type WaypointResourceModel } from './waypoint-resources.js';
 import {
   convertEndpointSlice,
   convertPod,
@@ -53,6 +54,8 @@ export type AddressModel = { readonly workload: WorkloadModel } | { readonly ser
 export interface ModelChanges {
   readonly addresses: ReadonlySet<string>;
   readonly authorizations: ReadonlySet<string>;
+  /** Waypoints (`namespace/name`) whose resource changed. */
+  readonly waypoints: ReadonlySet<string>;
   readonly warnings: readonly string[];
 }
 
@@ -70,6 +73,7 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'Namespace',
   'Gateway',
   'GatewayClass',
+  'HTTPRoute',
 ]);
 /** Kinds whose objects produce resources of their own. */
 const PRODUCER_KINDS: ReadonlySet<string> = new Set([
@@ -107,6 +111,8 @@ interface Shared {
   readonly peerAuthentications: readonly ResourceOf<'PeerAuthentication'>[];
   readonly authorizations: ReadonlyMap<string, AuthorizationModel>;
   readonly waypoints: WaypointInputs;
+  /** Each waypoint's routes and policies, by `namespace/name`. */
+  readonly waypointResources: ReadonlyMap<string, WaypointResourceModel>;
 }
 
 const selects = (selector: Readonly<Record<string, string>>, labels: Readonly<Record<string, string>>): boolean =>
@@ -193,6 +199,7 @@ export class IncrementalMeshModel {
   /** AuthorizationPolicy conversions by object version: an unchanged policy is not converted (nor warned about) again. */
   private converted = new WeakMap<Resource, ConvertResult>();
   private shadowWarnings = new Set<string>();
+  private waypointWarnings = new Set<string>();
   private readonly endpointSlices = new EndpointSliceIndex();
 
   constructor(private readonly cfg: ModelConfig) {}
@@ -213,6 +220,15 @@ export class IncrementalMeshModel {
     return this.authorizationMap.get(name)?.value;
   }
 
+  /** The resource of the waypoint `namespace/name`, if it is one. */
+  waypoint(name: string): WaypointResourceModel | undefined {
+    return this.shared?.waypointResources.get(name);
+  }
+
+  get waypoints(): ReadonlyMap<string, WaypointResourceModel> {
+    return this.shared?.waypointResources ?? new Map();
+  }
+
   /** Replaces the whole object set (a directory reload): every object is treated as changed. */
   replaceAll(objects: readonly Manifest[]): ModelChanges {
     const changes = new Map<string, Manifest | undefined>();
@@ -223,7 +239,12 @@ export class IncrementalMeshModel {
 
   /** Applies changed objects (undefined: deleted), keyed by `objectKey`; kinds the model does not read are ignored. */
   update(changes: ObjectChanges): ModelChanges {
-    const out = { addresses: new Set<string>(), authorizations: new Set<string>(), warnings: [] as string[] };
+    const out = {
+      addresses: new Set<string>(),
+      authorizations: new Set<string>(),
+      waypoints: new Set<string>(),
+      warnings: [] as string[],
+    };
     let sharedChanged = this.shared === undefined;
     /** Pods an EndpointSlice change adds to or removes from a Service. */
     const slicePods = new Set<string>();
@@ -242,6 +263,9 @@ export class IncrementalMeshModel {
     if (sharedChanged) {
       const before = this.shared;
       this.shared = this.deriveShared(out.warnings);
+      const was = before?.waypointResources ?? new Map<string, WaypointResourceModel>();
+      for (const name of new Set([...was.keys(), ...this.shared.waypointResources.keys()]))
+        if (!isDeepStrictEqual(was.get(name), this.shared.waypointResources.get(name))) out.waypoints.add(name);
       this.settle(SHARED, { addresses: new Map(), authorizations: this.shared.authorizations }, out);
       const affected =
         before === undefined
@@ -325,8 +349,19 @@ export class IncrementalMeshModel {
         shared.filter((o) => o.kind === 'Namespace').map((n) => [n.metadata.name, n.metadata.labels] as const),
       ),
     };
+    const computed = waypointResources(shared, waypoints, {
+      domainSuffix,
+      trustDomain: this.cfg.trustDomain,
+      rootNamespace,
+      providers: new Set(),
+    });
+    // Said once while it holds, as the ServiceEntry shadowing above.
+    const waypointWarnings = new Set(computed.warnings);
+    for (const w of waypointWarnings) if (!this.waypointWarnings.has(w)) warnings.push(w);
+    this.waypointWarnings = waypointWarnings;
     return {
       waypoints,
+      waypointResources: computed.resources,
       selection,
       backends: serviceBackends(shared, domainSuffix, selection),
       servicesByName: servicesByName(shared, domainSuffix),

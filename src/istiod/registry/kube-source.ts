@@ -63,6 +63,12 @@ export const WATCHED_KINDS: readonly Watched[] = [
     path: '/apis/gateway.networking.k8s.io/v1/gatewayclasses',
     optional: true,
   },
+  {
+    kind: 'HTTPRoute',
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    path: '/apis/gateway.networking.k8s.io/v1/httproutes',
+    optional: true,
+  },
 ];
 
 /** How often istiod looks again for an optional kind whose CRD is not installed (istio's CRD watcher reacts at once). */

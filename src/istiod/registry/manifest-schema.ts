@@ -349,6 +349,43 @@ const GATEWAY_SPEC = requiring(
 /** The addresses the Gateway's controller published (`status.addresses`): a waypoint is known by them. */
 const GATEWAY_STATUS = open({ addresses: list(open({ type: str, value: str })) });
 
+/** A Gateway API object reference (`parentRefs`, `backendRefs`, `targetRefs`); the API server checked its shape. */
+const OBJECT_REF = open({ group: str, kind: str, name: str, namespace: str, sectionName: str, port: int, weight: int });
+const HEADER_LIST = list(open({ name: str, value: str }));
+const HEADER_FILTER = open({ set: HEADER_LIST, add: HEADER_LIST, remove: strs });
+const PATH_MODIFIER = open({ type: str, replaceFullPath: str, replacePrefixMatch: str });
+/** A `filters` entry of an HTTPRoute rule or backendRef. */
+const HTTP_ROUTE_FILTER = open({
+  type: str,
+  requestHeaderModifier: HEADER_FILTER,
+  responseHeaderModifier: HEADER_FILTER,
+  requestRedirect: open({ scheme: str, hostname: str, path: PATH_MODIFIER, port: int, statusCode: int }),
+  urlRewrite: open({ hostname: str, path: PATH_MODIFIER }),
+  requestMirror: open({ backendRef: OBJECT_REF }),
+});
+/** A Gateway API HTTPRoute (gateway.networking.k8s.io/v1) as istiod reads it for the waypoint's routes. */
+const HTTP_ROUTE_SPEC = open({
+  parentRefs: list(OBJECT_REF),
+  hostnames: strs,
+  rules: list(
+    open({
+      name: str,
+      matches: list(
+        open({
+          path: open({ type: str, value: str }),
+          headers: list(open({ type: str, name: str, value: str })),
+          queryParams: list(open({ type: str, name: str, value: str })),
+          method: str,
+        }),
+      ),
+      filters: list(HTTP_ROUTE_FILTER),
+      backendRefs: list(OBJECT_REF),
+      timeouts: open({ request: str, backendRequest: str }),
+    }),
+  ),
+});
+export type HttpRouteSpec = Infer<typeof HTTP_ROUTE_SPEC>;
+
 /** What amesh validates per kind: `spec`/`status` schemas, whether the name must be a DNS-1123 label, and scope. */
 interface KindSchema {
   readonly spec?: Schema;
@@ -381,6 +418,8 @@ const KINDS = {
   Gateway: { spec: GATEWAY_SPEC, status: GATEWAY_STATUS },
   /** Read for its `istio.io/waypoint-for` label, the traffic its waypoints take by default. */
   GatewayClass: { clusterScoped: true },
+  /** Read for the routes of the Services behind waypoints (parentRefs to a Service). */
+  HTTPRoute: { spec: HTTP_ROUTE_SPEC },
   Deployment: {},
   ReplicaSet: {},
   StatefulSet: {},

@@ -21,6 +21,7 @@ import { Authenticator } from '../ca/authenticate.js';
 import { LocalIssuer } from '../ca/local-issuer.js';
 import { AdsServer, type Snapshot } from './ads-server.js';
 import { ADDRESS_TYPE, type XdsResource } from './convert.js';
+import { WAYPOINT_TYPE } from './waypoint-resource.js';
 
 type AdsClient = TypedClient<typeof AggregatedDiscoveryService>;
 type ClientStream = ReturnType<AdsClient['deltaAggregatedResources']>;
@@ -151,6 +152,49 @@ describe('istiod delta ADS server, per connection', () => {
         ['b'],
       );
       assert.deepEqual(got[1]!.removedResources, ['missing']);
+      s.cancel();
+    },
+  );
+
+  test(
+    'a waypoint resource is served only by name, and only to a caller of its namespace',
+    { timeout: 10_000 },
+    async () => {
+      const waypoints = (versions: Record<string, string>): Snapshot =>
+        new Map([
+          [ADDRESS_TYPE, new Map()],
+          [WAYPOINT_TYPE, new Map(Object.entries(versions).map(([n, v]) => [n, { ...resource(n, v), name: n }]))],
+        ]);
+      ads.update(waypoints({ 'istio-system/wp': '1', 'istio-system/other': '1', 'shop/wp': '1' }));
+      const s = open();
+      const got: DeltaDiscoveryResponse[] = [];
+      const next = (): Promise<DeltaDiscoveryResponse> =>
+        new Promise((resolve) => s.once('data', (r: DeltaDiscoveryResponse) => resolve(r)));
+      s.on('data', (r: DeltaDiscoveryResponse) => got.push(r));
+      let answer = next();
+      // The caller's token is for istio-system: the shop name is refused, and nothing is sent it did not name.
+      s.write({ typeUrl: WAYPOINT_TYPE, resourceNamesSubscribe: ['istio-system/wp', 'shop/wp'] });
+      let r = await answer;
+      assert.deepEqual(
+        r.resources.map((x) => x.name),
+        ['istio-system/wp'],
+      );
+      s.write({ typeUrl: WAYPOINT_TYPE, responseNonce: r.nonce });
+      answer = next();
+      ads.update(
+        waypoints({ 'istio-system/wp': '2', 'istio-system/other': '2', 'shop/wp': '2' }),
+        new Map([[WAYPOINT_TYPE, new Set(['istio-system/wp', 'istio-system/other', 'shop/wp'])]]),
+      );
+      r = await answer;
+      assert.deepEqual(
+        r.resources.map((x) => [x.name, x.version]),
+        [['istio-system/wp', '2']],
+      );
+      answer = next();
+      s.write({ typeUrl: WAYPOINT_TYPE, resourceNamesUnsubscribe: ['istio-system/wp'] });
+      r = await answer;
+      assert.deepEqual(r.removedResources, ['istio-system/wp']);
+      assert.ok(got.every((x) => x.resources.every((y) => y.name === 'istio-system/wp')));
       s.cancel();
     },
   );

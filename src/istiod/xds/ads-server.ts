@@ -11,8 +11,11 @@ import { describeError } from '../../lib/errors.js';
 import type { Caller, CallerAuthenticator } from '../ca/authenticate.js';
 import { AUTHENTICATION_FAILURE, authenticatedCaller } from '../ca/authentication-interceptor.js';
 import { ADDRESS_TYPE, AUTHORIZATION_TYPE, type XdsResource } from './convert.js';
+import { WAYPOINT_TYPE } from './waypoint-resource.js';
 
-export const SUPPORTED_TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE] as const;
+export const SUPPORTED_TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE, WAYPOINT_TYPE] as const;
+/** Types served only by name, each name only to callers of the namespace it begins with (`namespace/name`). */
+const NAMESPACED_TYPES: ReadonlySet<string> = new Set([WAYPOINT_TYPE]);
 export type Snapshot = ReadonlyMap<string, ReadonlyMap<string, XdsResource>>;
 
 type Stream = grpc.ServerDuplexStream<DeltaDiscoveryRequest, MessageInitShape<typeof DeltaDiscoveryResponseSchema>>;
@@ -27,6 +30,8 @@ interface TypeState {
   readonly requested: Set<string>;
   /** A (re)subscription is answered even when there is nothing to send. */
   answerDue: boolean;
+  /** The names subscribed to; undefined: a wildcard subscription (every resource of the type). */
+  readonly names: Set<string> | undefined;
 }
 
 interface Connection {
@@ -100,9 +105,12 @@ export class AdsServer {
   update(snapshot: Snapshot, touched?: ReadonlyMap<string, ReadonlySet<string>>): void {
     const first = this.snapshot === undefined;
     this.snapshot = snapshot;
-    for (const c of this.conns)
-      for (const [typeUrl, st] of c.types)
-        this.push(c, typeUrl, st, first || touched === undefined ? undefined : (touched.get(typeUrl) ?? new Set()));
+    // Waypoints hear first of the routes and policies that come with a new binding, before ztunnels send them traffic.
+    for (const waypointsFirst of [true, false])
+      for (const c of this.conns)
+        for (const [typeUrl, st] of c.types)
+          if ((typeUrl === WAYPOINT_TYPE) === waypointsFirst)
+            this.push(c, typeUrl, st, first || touched === undefined ? undefined : (touched.get(typeUrl) ?? new Set()));
   }
 
   /** `/debug/connections`: who is connected and what each was last sent. */
@@ -174,6 +182,12 @@ export class AdsServer {
       return;
     }
     const st = c.types.get(typeUrl);
+    const namespaced = NAMESPACED_TYPES.has(typeUrl);
+    const subscribe = namespaced ? this.permitted(c, typeUrl, req.resourceNamesSubscribe) : req.resourceNamesSubscribe;
+    if (st?.names !== undefined) {
+      for (const n of subscribe) st.names.add(n);
+      for (const n of req.resourceNamesUnsubscribe) st.names.delete(n);
+    }
     if (st !== undefined && req.responseNonce !== '') {
       // ACK or NACK of an earlier response.
       if (req.responseNonce !== st.lastNonce) return; // stale: a newer response is in flight
@@ -187,6 +201,10 @@ export class AdsServer {
       } else {
         st.acked = true;
       }
+      return;
+    }
+    if (st?.names !== undefined) {
+      if (subscribe.length > 0 || req.resourceNamesUnsubscribe.length > 0) this.push(c, typeUrl, st);
       return;
     }
     if (st !== undefined) {
@@ -207,9 +225,25 @@ export class AdsServer {
       lastNack: undefined,
       requested: new Set(),
       answerDue: true,
+      names: namespaced || (subscribe.length > 0 && !subscribe.includes('*')) ? new Set(subscribe) : undefined,
     };
     c.types.set(typeUrl, fresh);
     this.push(c, typeUrl, fresh);
+  }
+
+  /**
+   * The names of a namespaced type the caller may have: those in its own namespace (istio `pilot/pkg/xds`
+   * authenticates a proxy to its namespace the same way). Others are refused in the log and never sent.
+   */
+  private permitted(c: Connection, typeUrl: string, names: readonly string[]): string[] {
+    const own = `${c.caller.namespace}/`;
+    const refused = names.filter((n) => !n.startsWith(own));
+    if (refused.length > 0)
+      this.log.warn(
+        { connection: c.id, caller: `${c.caller.namespace}/${c.caller.serviceAccount}`, typeUrl, refused },
+        'xDS subscription to resources of another namespace refused',
+      );
+    return names.filter((n) => n.startsWith(own));
   }
 
   /** Sends what `st` lacks of the snapshot; `only`: the names that may have changed since the last push. */
@@ -222,7 +256,10 @@ export class AdsServer {
       if (r !== undefined && st.sent.get(name) !== r.version) changed.add(r);
       else if (r === undefined && st.sent.has(name)) removed.push(name);
     };
-    if (only === undefined || st.answerDue) {
+    if (st.names !== undefined) {
+      for (const n of st.names) compare(n, current.get(n));
+      for (const n of st.sent.keys()) if (!st.names.has(n) && !removed.includes(n)) removed.push(n);
+    } else if (only === undefined || st.answerDue) {
       for (const r of current.values()) compare(r.name, r);
       for (const n of st.sent.keys()) if (!current.has(n)) removed.push(n);
     } else {

@@ -34,7 +34,7 @@ export interface XdsResource {
   readonly resource: Any;
 }
 
-function version(bytes: Uint8Array): string {
+export function version(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex').slice(0, 16);
 }
 
@@ -100,7 +100,7 @@ function serviceAddress(s: ServiceModel): Address {
   });
 }
 
-function stringMatch(m: StringMatchModel): MessageInitShape<typeof StringMatchSchema> {
+export function stringMatch(m: StringMatchModel): MessageInitShape<typeof StringMatchSchema> {
   if ('exact' in m) return { matchType: { case: 'exact', value: m.exact } };
   if ('prefix' in m) return { matchType: { case: 'prefix', value: m.prefix } };
   if ('suffix' in m) return { matchType: { case: 'suffix', value: m.suffix } };

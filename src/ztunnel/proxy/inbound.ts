@@ -201,7 +201,15 @@ export class InboundHbone {
       }
     } catch (e) {
       const error = e instanceof MeshError ? e : new MeshError('ZT_ERR_UPSTREAM_CONNECT', describeError(e));
-      this.refuse(stream, { status: 503, flags: 'CONNECT', error, built: true, info: req.info });
+      // A forward hook's policy refusal is answered as ztunnel's own is.
+      const denied = error.code === 'ZT_ERR_POLICY_DENIED';
+      this.refuse(stream, {
+        status: denied ? 401 : 503,
+        flags: denied ? 'DENY' : 'CONNECT',
+        error,
+        built: true,
+        info: req.info,
+      });
       return;
     }
     const upstream = 'upstream' in fwd ? fwd.upstream : undefined;

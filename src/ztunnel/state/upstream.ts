@@ -103,9 +103,24 @@ export function resolveBehindWaypoint(
       'ZT_ERR_NO_HEALTHY_UPSTREAM',
       `${formatHostPort(dstIp, dstPort)} is not a service or workload of the mesh`,
     );
+  return resolveServiceBehindWaypoint(state, self, svc, dstPort, dstIp, random);
+}
+
+/**
+ * A healthy endpoint of `svc` for its port `dstPort`, chosen for a request a waypoint forwards (a Service's own, or
+ * one its HTTP route named). `dialled`: the address the client dialled, which picks the endpoint's IP family.
+ */
+export function resolveServiceBehindWaypoint(
+  state: ProxyState,
+  self: Workload,
+  svc: Service,
+  dstPort: number,
+  dialled: string,
+  random: () => number = Math.random,
+): { readonly ip: string; readonly port: number; readonly service: Service } {
   const pick =
     svc.ports[String(dstPort)] === undefined ? undefined : pickEndpoint(state, svc, self, dstPort, 'standard', random);
-  const ip = pick === undefined ? undefined : chooseIp(pick.w, svc, dstIp);
+  const ip = pick === undefined ? undefined : chooseIp(pick.w, svc, dialled);
   if (pick === undefined || ip === undefined)
     throw new MeshError(
       'ZT_ERR_NO_HEALTHY_UPSTREAM',

@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { EventEmitter } from 'node:events';
+import type { Any } from '@bufbuild/protobuf/wkt';
 import { Counter, type MetricsRegistry } from '../admin/prom-client-core.js';
 import type { DeltaDiscoveryResponse } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
 import { AggregatedDiscoveryService } from '../../api/envoy/service/discovery/v3/discovery_pb.js';
@@ -49,6 +50,19 @@ interface DeltaBuilder {
 
 const REMOVALS = { workload: 'removedWorkloads', service: 'removedServices', policy: 'removedPolicies' } as const;
 
+/**
+ * A type that a proxy built on ztunnel's parts subscribes to by name, besides ztunnel's own (the waypoint's
+ * `amesh.waypoint.v1.Waypoint`). `apply` takes one response's upserts and removals and says why it rejected any.
+ */
+export interface NamedSubscription {
+  readonly typeUrl: string;
+  readonly names: readonly string[];
+  readonly apply: (
+    resources: readonly { readonly name: string; readonly resource: Any | undefined }[],
+    removed: readonly string[],
+  ) => string[];
+}
+
 export interface AdsClientOptions {
   readonly address: string;
   /** A PEM file path, the PEM itself, or SYSTEM. */
@@ -59,6 +73,7 @@ export interface AdsClientOptions {
   /** XDS_HEADER_* metadata. */
   readonly headers: GrpcHeaders;
   readonly node: { readonly id: string; readonly metadata: Readonly<Record<string, NodeMetadataValue>> };
+  readonly subscriptions?: readonly NamedSubscription[] | undefined;
 }
 
 type Client = TypedClient<typeof AggregatedDiscoveryService>;
@@ -82,6 +97,8 @@ type ClientState =
 export class AdsClient extends EventEmitter<{ connected: [] }> {
   private state: ClientState = { t: 'connecting' };
   private readonly held = new Map<string, Map<string, Held>>(TYPES.map((t) => [t, new Map()]));
+  /** The named subscriptions by type, and the version held of each of their names. */
+  private readonly named: ReadonlyMap<string, { sub: NamedSubscription; held: Map<string, string> }>;
   private readonly acked = new Set<string>();
   private readonly backoff = new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS);
   private client: Client | undefined;
@@ -94,6 +111,7 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
     private readonly log: Logger,
   ) {
     super();
+    this.named = new Map((o.subscriptions ?? []).map((sub) => [sub.typeUrl, { sub, held: new Map() }]));
     const registers = [metrics];
     this.metrics = {
       terminations: new Counter({
@@ -113,7 +131,9 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
 
   /** Types not yet ACKed once; readiness waits for both (ztunnel `src/xds/client.rs`). */
   pending(): string[] {
-    return TYPES.filter((t) => !this.acked.has(t)).map((t) => `xds ${t.slice(t.lastIndexOf('/') + 1)}`);
+    return [...TYPES, ...this.named.keys()]
+      .filter((t) => !this.acked.has(t))
+      .map((t) => `xds ${t.slice(t.lastIndexOf('/') + 1)}`);
   }
 
   async start(): Promise<void> {
@@ -181,6 +201,12 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
         ...(i === 0 ? { node: { id: this.o.node.id, metadata: { ...this.o.node.metadata } } } : {}),
       });
     });
+    for (const [typeUrl, { sub, held }] of this.named)
+      call.write({
+        typeUrl,
+        resourceNamesSubscribe: [...sub.names],
+        initialResourceVersions: Object.fromEntries(held),
+      });
   }
 
   private retry(reason: string, backoff: boolean): void {
@@ -198,6 +224,17 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
       this.state.answered = true;
       this.log.info({ address: this.o.address }, 'xDS stream established');
       this.emit('connected');
+    }
+    const named = this.named.get(res.typeUrl);
+    if (named !== undefined) {
+      for (const r of res.resources) named.held.set(r.name, r.version);
+      for (const n of res.removedResources) named.held.delete(n);
+      const rejects = named.sub.apply(
+        res.resources.map((r) => ({ name: r.name, resource: r.resource })),
+        res.removedResources,
+      );
+      this.answer(call, res, rejects);
+      return;
     }
     const held = this.held.get(res.typeUrl);
     if (held === undefined) {
@@ -251,6 +288,11 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
       delta[REMOVALS[prev.kind]].push(prev.key);
     }
     this.update(delta);
+    this.answer(call, res, rejects);
+  }
+
+  /** ACKs a response, or NACKs it naming the rejected resources (the rest of it was applied). */
+  private answer(call: DeltaStream, res: DeltaDiscoveryResponse, rejects: readonly string[]): void {
     this.backoff.reset();
     if (rejects.length > 0) {
       this.log.warn(

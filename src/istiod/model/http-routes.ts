@@ -1,0 +1,334 @@
+/**
+ * HTTPRoutes attached to a Service (the Gateway API's GAMMA mesh routes) → the routes a waypoint applies to that
+ * Service's requests, as istio `pilot/pkg/config/kube/gateway/conversion.go` converts them: each match of each rule
+ * becomes one route, routes are ordered oldest HTTPRoute first and then by match precedence (`sortHTTPRoutes`:
+ * exact, prefix, regex path, longer paths first, then method, more headers, more query parameters), and requests no
+ * route matches get 404. A route's parentRef must name a Service in its own namespace (producer routes, the only kind
+ * a waypoint serves); backendRefs must name a Service with a port in the route's namespace. A backendRef that cannot
+ * be resolved keeps its weight and has its share answered 500, as the Gateway API asks; a rule that uses something
+ * the waypoint cannot do is answered 500 rather than routed as if it were not there.
+ */
+import type { ResourceOf } from '../registry/manifest-dir.js';
+import type { HttpRouteSpec } from '../registry/manifest-schema.js';
+
+export interface HeaderModel {
+  readonly name: string;
+  readonly value: string;
+}
+export interface HeaderModifierModel {
+  readonly set: readonly HeaderModel[];
+  readonly add: readonly HeaderModel[];
+  readonly remove: readonly string[];
+}
+export type PathMatchModel = { readonly exact: string } | { readonly prefix: string } | { readonly regex: string };
+export type ValueMatchModel = { readonly exact: string } | { readonly regex: string };
+export interface RouteMatchModel {
+  readonly path: PathMatchModel | undefined;
+  readonly headers: readonly (ValueMatchModel & { readonly name: string })[];
+  readonly queryParams: readonly (ValueMatchModel & { readonly name: string })[];
+  readonly method: string;
+}
+export type PathRewriteModel = { readonly full: string } | { readonly prefix: string };
+export interface BackendModel {
+  readonly namespace: string;
+  /** Empty: the backendRef could not be resolved. */
+  readonly hostname: string;
+  readonly port: number;
+  readonly weight: number;
+}
+export interface RedirectModel {
+  readonly scheme: string;
+  readonly hostname: string;
+  readonly port: number;
+  readonly path: PathRewriteModel | undefined;
+  readonly statusCode: number;
+}
+export type RouteActionModel =
+  | { readonly forward: readonly BackendModel[] }
+  | { readonly redirect: RedirectModel }
+  | { readonly directStatus: number };
+export interface RouteModel {
+  readonly name: string;
+  readonly matches: readonly RouteMatchModel[];
+  readonly requestHeaders: HeaderModifierModel | undefined;
+  readonly responseHeaders: HeaderModifierModel | undefined;
+  readonly action: RouteActionModel;
+  readonly rewrite: { readonly hostname: string; readonly path: PathRewriteModel | undefined } | undefined;
+  /** Milliseconds; undefined: no limit. */
+  readonly timeoutMs: number | undefined;
+}
+/** The routes of one Service port (0: every port), in the order the waypoint tries them. */
+export interface ServiceRoutesModel {
+  readonly namespace: string;
+  readonly hostname: string;
+  readonly port: number;
+  readonly routes: readonly RouteModel[];
+}
+
+type Rule = NonNullable<NonNullable<HttpRouteSpec['rules']>[number]>;
+type Match = NonNullable<NonNullable<Rule['matches']>[number]>;
+type Filter = NonNullable<NonNullable<Rule['filters']>[number]>;
+type Ref = NonNullable<NonNullable<HttpRouteSpec['parentRefs']>[number]>;
+
+const present = <T>(v: readonly (T | null)[] | null | undefined): T[] =>
+  (v ?? []).flatMap((x) => (x === null ? [] : [x]));
+
+/** The Gateway API's Duration (GEP-2257): `1h`, `30s`, `1m30s`, `500ms`; "0s" means none. */
+export function gatewayDuration(s: string): number | undefined {
+  if (!/^([0-9]{1,5}(h|m|s|ms)){1,4}$/.test(s)) return undefined;
+  const unit = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
+  let ms = 0;
+  for (const [, n, u] of s.matchAll(/([0-9]+)(ms|h|m|s)/g)) ms += Number(n) * unit[u as keyof typeof unit];
+  return ms;
+}
+
+function validRegex(s: string): boolean {
+  try {
+    new RegExp(s, 'u');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Why the waypoint cannot honour a match as written, or its model. */
+function convertMatch(m: Match): RouteMatchModel | string {
+  const p = m.path ?? { type: 'PathPrefix', value: '/' };
+  const value = p.value ?? '/';
+  let path: PathMatchModel | undefined;
+  switch (p.type ?? 'PathPrefix') {
+    case 'Exact':
+      path = { exact: value };
+      break;
+    case 'PathPrefix':
+      path = value === '/' ? undefined : { prefix: value.replace(/\/+$/, '') };
+      break;
+    case 'RegularExpression':
+      if (!validRegex(value)) return `path regex ${JSON.stringify(value)} does not compile`;
+      path = { regex: value };
+      break;
+    default:
+      return `path match type ${String(p.type)} is not supported`;
+  }
+  const values = (
+    list: readonly ({ type?: string | null; name?: string | null; value?: string | null } | null)[] | null | undefined,
+    lower: boolean,
+  ): (ValueMatchModel & { name: string })[] | string => {
+    const out: (ValueMatchModel & { name: string })[] = [];
+    const seen = new Set<string>();
+    for (const h of present(list)) {
+      const name = lower ? (h.name ?? '').toLowerCase() : (h.name ?? '');
+      // The Gateway API: of several matches on one name, only the first counts.
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const v = h.value ?? '';
+      if ((h.type ?? 'Exact') === 'Exact') out.push({ name, exact: v });
+      else if (h.type === 'RegularExpression') {
+        if (!validRegex(v)) return `regex ${JSON.stringify(v)} for ${name} does not compile`;
+        out.push({ name, regex: v });
+      } else return `match type ${String(h.type)} for ${name} is not supported`;
+    }
+    return out;
+  };
+  const headers = values(m.headers, true);
+  if (typeof headers === 'string') return headers;
+  const queryParams = values(m.queryParams, false);
+  if (typeof queryParams === 'string') return queryParams;
+  return { path, headers, queryParams, method: m.method ?? '' };
+}
+
+function headerModifier(f: Filter['requestHeaderModifier']): HeaderModifierModel | undefined {
+  if (f == null) return undefined;
+  const pairs = (l: typeof f.set): HeaderModel[] =>
+    present(l).map((h) => ({ name: (h.name ?? '').toLowerCase(), value: h.value ?? '' }));
+  return { set: pairs(f.set), add: pairs(f.add), remove: present(f.remove).map((h) => h.toLowerCase()) };
+}
+
+function pathRewrite(p: NonNullable<Filter['urlRewrite']>['path']): PathRewriteModel | undefined | string {
+  if (p == null) return undefined;
+  if (p.type === 'ReplaceFullPath') return { full: p.replaceFullPath ?? '/' };
+  if (p.type === 'ReplacePrefixMatch') return { prefix: p.replacePrefixMatch ?? '/' };
+  return `path modifier ${String(p.type)} is not supported`;
+}
+
+const isService = (r: Ref): boolean => (r.group ?? '') === '' && (r.kind ?? 'Service') === 'Service';
+
+/** What the routes read of the Services: which exist and their ports, by `namespace/name`. */
+export type ServicePorts = ReadonlyMap<string, ReadonlySet<number>>;
+
+interface Converted {
+  readonly routes: RouteModel[];
+  readonly warnings: string[];
+}
+
+/** One HTTPRoute's rules as routes (one per match), unsorted. */
+function convertRules(route: ResourceOf<'HTTPRoute'>, services: ServicePorts, domainSuffix: string): Converted {
+  const ns = route.metadata.namespace;
+  const name = `${ns}/${route.metadata.name}`;
+  const routes: RouteModel[] = [];
+  const warnings: string[] = [];
+  present(route.spec.rules).forEach((rule, i) => {
+    const ruleName = `${name}.${i}`;
+    const fail = (why: string): void => {
+      warnings.push(`HTTPRoute ${ruleName}: ${why}; its requests are answered 500`);
+    };
+    let problem: string | undefined;
+    let requestHeaders: HeaderModifierModel | undefined;
+    let responseHeaders: HeaderModifierModel | undefined;
+    let redirect: RedirectModel | undefined;
+    let rewrite: RouteModel['rewrite'];
+    for (const f of present(rule.filters)) {
+      switch (f.type) {
+        case 'RequestHeaderModifier':
+          requestHeaders = headerModifier(f.requestHeaderModifier);
+          break;
+        case 'ResponseHeaderModifier':
+          responseHeaders = headerModifier(f.responseHeaderModifier);
+          break;
+        case 'RequestRedirect': {
+          const r = f.requestRedirect ?? {};
+          const path = pathRewrite(r.path);
+          if (typeof path === 'string') problem = path;
+          else
+            redirect = {
+              scheme: r.scheme ?? '',
+              hostname: r.hostname ?? '',
+              port: r.port ?? 0,
+              path,
+              statusCode: r.statusCode ?? 302,
+            };
+          break;
+        }
+        case 'URLRewrite': {
+          const path = pathRewrite(f.urlRewrite?.path);
+          if (typeof path === 'string') problem = path;
+          else rewrite = { hostname: f.urlRewrite?.hostname ?? '', path };
+          break;
+        }
+        default:
+          problem = `filter ${String(f.type)} is not supported by the waypoint`;
+      }
+    }
+    let timeoutMs: number | undefined;
+    for (const t of [rule.timeouts?.request, rule.timeouts?.backendRequest]) {
+      if (t == null) continue;
+      const ms = gatewayDuration(t);
+      if (ms === undefined) problem = `timeout ${JSON.stringify(t)} is not a Gateway API duration`;
+      else if (ms > 0) timeoutMs = timeoutMs === undefined ? ms : Math.min(timeoutMs, ms);
+    }
+    const backends: BackendModel[] = present(rule.backendRefs).map((b) => {
+      const weight = b.weight ?? 1;
+      const bns = b.namespace ?? ns;
+      const unresolved = (why: string): BackendModel => {
+        warnings.push(`HTTPRoute ${ruleName}: backendRef ${bns}/${b.name ?? ''}: ${why}`);
+        return { namespace: bns, hostname: '', port: 0, weight };
+      };
+      if (!isService(b)) return unresolved(`kind ${b.kind ?? ''} is not supported`);
+      if (bns !== ns) return unresolved('another namespace needs a ReferenceGrant, which the waypoint does not read');
+      const ports = services.get(`${bns}/${b.name ?? ''}`);
+      if (ports === undefined) return unresolved('no such Service');
+      if (b.port == null || !ports.has(b.port))
+        return unresolved(`the Service has no port ${b.port ?? '(none given)'}`);
+      return { namespace: bns, hostname: `${b.name}.${bns}.svc.${domainSuffix}`, port: b.port, weight };
+    });
+    let action: RouteActionModel;
+    if (problem !== undefined) {
+      fail(problem);
+      action = { directStatus: 500 };
+    } else if (redirect !== undefined) action = { redirect };
+    else if (backends.length === 0 || backends.every((b) => b.hostname === '')) action = { directStatus: 500 };
+    else action = { forward: backends };
+    const matches = present(rule.matches);
+    for (const m of matches.length === 0 ? [{}] : matches) {
+      const match = convertMatch(m);
+      if (typeof match === 'string') {
+        fail(match);
+        continue;
+      }
+      routes.push({
+        name: ruleName,
+        matches: [match],
+        requestHeaders,
+        responseHeaders,
+        action,
+        rewrite: problem === undefined ? rewrite : undefined,
+        timeoutMs,
+      });
+    }
+  });
+  return { routes, warnings };
+}
+
+/** Exact paths first, then prefixes, then regexes; "/" (any path) counts as a one-character prefix. */
+function pathRank(p: PathMatchModel | undefined): number {
+  if (p === undefined) return 1;
+  if ('exact' in p) return 3;
+  return 'prefix' in p ? 2 : 0;
+}
+
+function pathText(p: PathMatchModel | undefined): string {
+  if (p === undefined) return '/';
+  if ('exact' in p) return p.exact;
+  return 'prefix' in p ? p.prefix : p.regex;
+}
+
+/** Gateway API precedence of one route's (single) match: exact, then prefix, then regex; longer paths first; etc. */
+function precedence(a: RouteModel, b: RouteModel): number {
+  const ma = a.matches[0];
+  const mb = b.matches[0];
+  if (ma === undefined) return mb === undefined ? 0 : 1;
+  if (mb === undefined) return -1;
+  return (
+    pathRank(mb.path) - pathRank(ma.path) ||
+    pathText(mb.path).length - pathText(ma.path).length ||
+    Number(mb.method !== '') - Number(ma.method !== '') ||
+    mb.headers.length - ma.headers.length ||
+    mb.queryParams.length - ma.queryParams.length
+  );
+}
+
+/**
+ * Every Service port's routes from the HTTPRoutes whose parentRefs name a Service, keyed `namespace/hostname:port`
+ * (port 0: every port). A parentRef with a port gets the routes for every port as well.
+ */
+export function serviceRoutes(
+  routes: readonly ResourceOf<'HTTPRoute'>[],
+  services: ServicePorts,
+  domainSuffix: string,
+): { readonly tables: ReadonlyMap<string, ServiceRoutesModel>; readonly warnings: readonly string[] } {
+  const warnings: string[] = [];
+  const ordered = [...routes].sort(
+    (a, b) =>
+      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
+      `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`),
+  );
+  const byParent = new Map<string, { namespace: string; hostname: string; port: number; routes: RouteModel[] }>();
+  for (const route of ordered) {
+    const ns = route.metadata.namespace;
+    const parents = present(route.spec.parentRefs).filter(isService);
+    if (parents.length === 0) continue;
+    const converted = convertRules(route, services, domainSuffix);
+    warnings.push(...converted.warnings);
+    for (const p of parents) {
+      if ((p.namespace ?? ns) !== ns) {
+        warnings.push(
+          `HTTPRoute ${ns}/${route.metadata.name}: a parentRef to a Service in another namespace is not served by a waypoint`,
+        );
+        continue;
+      }
+      if (!services.has(`${ns}/${p.name ?? ''}`)) continue;
+      const hostname = `${p.name}.${ns}.svc.${domainSuffix}`;
+      const port = p.port ?? 0;
+      const key = `${ns}/${hostname}:${port}`;
+      let t = byParent.get(key);
+      if (t === undefined) byParent.set(key, (t = { namespace: ns, hostname, port, routes: [] }));
+      t.routes.push(...converted.routes);
+    }
+  }
+  // A table for one port also holds the routes for every port.
+  for (const t of byParent.values())
+    if (t.port !== 0) t.routes.push(...(byParent.get(`${t.namespace}/${t.hostname}:0`)?.routes ?? []));
+  const tables = new Map<string, ServiceRoutesModel>();
+  for (const [key, t] of byParent) tables.set(key, { ...t, routes: t.routes.sort(precedence) });
+  return { tables, warnings };
+}

@@ -1,0 +1,232 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseManifests } from '../registry/manifest-dir.js';
+import { gatewayDuration } from './http-routes.js';
+import { IncrementalMeshModel } from './incremental-mesh-model.js';
+
+const CFG = {
+  clusterId: 'Kubernetes',
+  trustDomain: 'cluster.local',
+  rootNamespace: 'istio-system',
+  domainSuffix: 'cluster.local',
+  ipAutoallocate: false,
+};
+
+function objects(yaml: string): ReturnType<typeof parseManifests>['objects'] {
+  const { objects, errors } = parseManifests('m.yaml', yaml);
+  assert.deepEqual(errors, []);
+  return objects;
+}
+
+const WAYPOINT = `
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: waypoint, namespace: shop}
+spec: {gatewayClassName: istio-waypoint, listeners: [{name: mesh, port: 15008, protocol: HBONE}]}
+status: {addresses: [{type: Hostname, value: waypoint.shop.svc.cluster.local}]}`;
+
+function service(name: string, ip: string, bound = true, ns = 'shop'): string {
+  const labels = bound ? '{istio.io/use-waypoint: waypoint}' : '{}';
+  return `
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ${name}, namespace: ${ns}, labels: ${labels}}
+spec: {clusterIP: ${ip}, selector: {app: ${name}}, ports: [{port: 80}, {port: 9080}]}`;
+}
+
+function route(name: string, spec: string, created = '2026-01-01T00:00:00Z'): string {
+  return `
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: ${name}, namespace: shop, creationTimestamp: "${created}"}
+spec: ${spec}`;
+}
+
+function policy(name: string, spec: string, ns = 'shop'): string {
+  return `
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: ${name}, namespace: ${ns}}
+spec: ${spec}`;
+}
+
+const BASE = WAYPOINT + service('reviews', '10.96.0.10') + service('reviews-v2', '10.96.0.11', false);
+
+function model(yaml: string): { m: IncrementalMeshModel; warnings: readonly string[] } {
+  const m = new IncrementalMeshModel(CFG);
+  const c = m.replaceAll(objects(yaml));
+  return { m, warnings: c.warnings };
+}
+
+test("an HTTPRoute on a Service bound to a waypoint becomes that waypoint's routes, one per match, in Gateway API precedence", () => {
+  const { m } = model(
+    BASE +
+      route(
+        'reviews',
+        `{parentRefs: [{group: "", kind: Service, name: reviews}], rules: [
+          {backendRefs: [{name: reviews, port: 9080}]},
+          {matches: [{headers: [{name: X-Version, value: v2}]}, {path: {type: PathPrefix, value: /v2/}}],
+           backendRefs: [{name: reviews-v2, port: 9080, weight: 3}, {name: reviews, port: 9080}]},
+          {matches: [{path: {type: Exact, value: /admin}, method: DELETE}], backendRefs: [{name: reviews, port: 9080}]}]}`,
+      ),
+  );
+  const w = m.waypoint('shop/waypoint');
+  assert.ok(w !== undefined);
+  assert.equal(w.services.length, 1);
+  const t = w.services[0]!;
+  assert.deepEqual([t.namespace, t.hostname, t.port], ['shop', 'reviews.shop.svc.cluster.local', 0]);
+  // Exact first, then the longer prefix, then the header match on "/" (more headers than the plain default).
+  assert.deepEqual(
+    t.routes.map((r) => r.name),
+    ['shop/reviews.2', 'shop/reviews.1', 'shop/reviews.1', 'shop/reviews.0'],
+  );
+  assert.deepEqual(t.routes[1]!.matches[0]!.path, { prefix: '/v2' });
+  assert.deepEqual(t.routes[2]!.matches[0]!.headers, [{ name: 'x-version', exact: 'v2' }]);
+  assert.deepEqual(t.routes[2]!.action, {
+    forward: [
+      { namespace: 'shop', hostname: 'reviews-v2.shop.svc.cluster.local', port: 9080, weight: 3 },
+      { namespace: 'shop', hostname: 'reviews.shop.svc.cluster.local', port: 9080, weight: 1 },
+    ],
+  });
+  assert.equal(t.routes[0]!.matches[0]!.method, 'DELETE');
+});
+
+test('routes of an older HTTPRoute come first among equals, and a parentRef port gets the routes for every port too', () => {
+  const { m } = model(
+    BASE +
+      route(
+        'young',
+        `{parentRefs: [{kind: Service, name: reviews, port: 9080}], rules: [{backendRefs: [{name: reviews-v2, port: 9080}]}]}`,
+        '2026-02-01T00:00:00Z',
+      ) +
+      route(
+        'old',
+        `{parentRefs: [{kind: Service, name: reviews}], rules: [{backendRefs: [{name: reviews, port: 9080}]}]}`,
+        '2026-01-01T00:00:00Z',
+      ),
+  );
+  const tables = m.waypoint('shop/waypoint')!.services;
+  assert.deepEqual(
+    tables.map((t) => [t.port, t.routes.map((r) => r.name)]),
+    [
+      [0, ['shop/old.0']],
+      [9080, ['shop/young.0', 'shop/old.0']],
+    ],
+  );
+});
+
+test('a backendRef that cannot be resolved keeps its share as a 500, and a rule with an unsupported filter answers 500', () => {
+  const { m, warnings } = model(
+    BASE +
+      route(
+        'r',
+        `{parentRefs: [{kind: Service, name: reviews}], rules: [
+          {matches: [{path: {value: /a}}], backendRefs: [{name: nowhere, port: 80}, {name: reviews, port: 9080}]},
+          {matches: [{path: {value: /b}}], backendRefs: [{name: reviews, port: 1234}]},
+          {matches: [{path: {value: /c}}], filters: [{type: ExtensionRef}], backendRefs: [{name: reviews, port: 80}]},
+          {matches: [{path: {value: /d}}], backendRefs: [{name: reviews, namespace: other, port: 80}]}]}`,
+      ),
+  );
+  const routes = m.waypoint('shop/waypoint')!.services[0]!.routes;
+  const byPath = new Map(routes.map((r) => [JSON.stringify(r.matches[0]!.path), r.action]));
+  assert.deepEqual(byPath.get('{"prefix":"/a"}'), {
+    forward: [
+      { namespace: 'shop', hostname: '', port: 0, weight: 1 },
+      { namespace: 'shop', hostname: 'reviews.shop.svc.cluster.local', port: 9080, weight: 1 },
+    ],
+  });
+  assert.deepEqual(byPath.get('{"prefix":"/b"}'), { directStatus: 500 });
+  assert.deepEqual(byPath.get('{"prefix":"/c"}'), { directStatus: 500 });
+  assert.deepEqual(byPath.get('{"prefix":"/d"}'), { directStatus: 500 }, 'no ReferenceGrant is read: refused');
+  assert.ok(
+    warnings.some((w) => /ExtensionRef is not supported/.test(w)),
+    warnings.join('\n'),
+  );
+  assert.ok(warnings.some((w) => /nowhere: no such Service/.test(w)));
+});
+
+test('routes of a Service that is not bound to a waypoint are in no resource; a route change names the waypoint it changes', () => {
+  const unbound = route(
+    'v2',
+    `{parentRefs: [{kind: Service, name: reviews-v2}], rules: [{backendRefs: [{name: reviews-v2, port: 80}]}]}`,
+  );
+  const { m } = model(BASE + unbound);
+  assert.deepEqual(m.waypoint('shop/waypoint')!.services, []);
+  const bound = route(
+    'r',
+    `{parentRefs: [{kind: Service, name: reviews}], rules: [{backendRefs: [{name: reviews, port: 80}]}]}`,
+  );
+  const [added] = objects(bound);
+  const c = m.update(new Map([['HTTPRoute/shop/r', added!]]));
+  assert.deepEqual([...c.waypoints], ['shop/waypoint']);
+  assert.equal(m.waypoint('shop/waypoint')!.services.length, 1);
+});
+
+test('policies reach a waypoint through targetRefs to its Gateway, its class, or a Service bound to it, and never ztunnel', () => {
+  const { m } = model(
+    BASE +
+      policy(
+        'gw',
+        `{targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: waypoint}], action: DENY,
+          rules: [{to: [{operation: {methods: [DELETE], paths: ["/admin*"]}}]}]}`,
+      ) +
+      policy(
+        'svc',
+        `{targetRefs: [{kind: Service, group: "", name: reviews}], rules: [{from: [{source: {serviceAccounts: [web]}}]}]}`,
+      ) +
+      policy('unbound', `{targetRefs: [{kind: Service, group: "", name: reviews-v2}], rules: [{}]}`) +
+      policy(
+        'mesh',
+        `{targetRefs: [{group: gateway.networking.k8s.io, kind: GatewayClass, name: istio-waypoint}], action: AUDIT, rules: [{}]}`,
+        'istio-system',
+      ),
+  );
+  const p = m.waypoint('shop/waypoint')!.policies;
+  assert.deepEqual(
+    p.map((x) => [x.name, x.action, x.services]),
+    [
+      ['istio-system/mesh', 'AUDIT', []],
+      ['shop/gw', 'DENY', []],
+      ['shop/svc', 'ALLOW', ['shop/reviews.shop.svc.cluster.local']],
+    ],
+  );
+  assert.deepEqual(p[1]!.rules[0]!.to[0]!.paths, [{ prefix: '/admin' }]);
+  assert.deepEqual(p[2]!.rules[0]!.from[0]!.principals, [{ exact: 'cluster.local/ns/shop/sa/web' }]);
+  assert.equal(m.authorizations.size, 0, 'targeted policies are not sent to ztunnel');
+});
+
+test('a policy the waypoint cannot evaluate fails closed: ALLOW rules are dropped, DENY rules match everything, unknown providers deny', () => {
+  const target = `targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: waypoint}]`;
+  const { m, warnings } = model(
+    BASE +
+      policy(
+        'allow',
+        `{${target}, rules: [{when: [{key: "experimental.envoy.filters.x", values: [a]}]}, {to: [{operation: {paths: ["/ok"]}}]}]}`,
+      ) +
+      policy('deny', `{${target}, action: DENY, rules: [{to: [{operation: {paths: ["/{*}/x"]}}]}]}`) +
+      policy(
+        'custom',
+        `{${target}, action: CUSTOM, provider: {name: ext-authz}, rules: [{to: [{operation: {paths: ["/x"]}}]}]}`,
+      ),
+  );
+  const p = new Map(m.waypoint('shop/waypoint')!.policies.map((x) => [x.name, x]));
+  assert.equal(p.get('shop/allow')!.rules.length, 1, 'the rule with an unknown key is gone; the other stays');
+  assert.deepEqual(p.get('shop/deny')!.rules, [{ from: [], to: [], when: [] }]);
+  assert.equal(p.get('shop/custom')!.action, 'DENY');
+  assert.ok(
+    warnings.some((w) => /ext-authz.*not defined in meshConfig/.test(w)),
+    warnings.join('\n'),
+  );
+});
+
+test("the Gateway API's durations: units summed, bad forms refused", () => {
+  assert.equal(gatewayDuration('1m30s'), 90_000);
+  assert.equal(gatewayDuration('500ms'), 500);
+  assert.equal(gatewayDuration('0s'), 0);
+  assert.equal(gatewayDuration('1.5s'), undefined);
+  assert.equal(gatewayDuration('10'), undefined);
+});

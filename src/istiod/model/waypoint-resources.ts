@@ -1,0 +1,112 @@
+/**
+ * The `amesh.waypoint.v1.Waypoint` resource of each waypoint (docs/waypoint-xds.md): the routes of the Services bound
+ * to it and the AuthorizationPolicies that target it, its class, or those Services. A waypoint is known by its
+ * Gateway's `namespace/name`; a Service or ServiceEntry belongs to the waypoint its binding names (the same binding
+ * served in the Service's `waypoint` field, `serviceWaypoint`).
+ */
+import type { Resource, ResourceOf } from '../registry/manifest-dir.js';
+import { serviceRoutes, type ServicePorts, type ServiceRoutesModel } from './http-routes.js';
+import { serviceEntryHosts, servicePorts } from './services.js';
+import { serviceWaypoint, type WaypointInputs } from './waypoints.js';
+import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './waypoint-policies.js';
+
+export interface WaypointResourceModel {
+  readonly services: readonly ServiceRoutesModel[];
+  readonly policies: readonly L7PolicyModel[];
+}
+
+export interface WaypointResourceInputs {
+  readonly domainSuffix: string;
+  readonly trustDomain: string;
+  readonly rootNamespace: string;
+  /** meshConfig.extensionProviders' names, which CUSTOM policies may name. */
+  readonly providers: ReadonlySet<string>;
+}
+
+/** `namespace/name` of the waypoint a GatewayAddress names (its Service's hostname is `<name>.<namespace>.svc…`). */
+function waypointKey(inputs: WaypointInputs, address: ReturnType<typeof serviceWaypoint>): string | undefined {
+  if (address === undefined) return undefined;
+  for (const [key, w] of inputs.waypoints) if (w.address === address) return key;
+  return undefined;
+}
+
+/** Every waypoint's resource, keyed `namespace/name`, with the conversions' warnings. */
+export function waypointResources(
+  objects: readonly Resource[],
+  waypoints: WaypointInputs,
+  cfg: WaypointResourceInputs,
+): { readonly resources: ReadonlyMap<string, WaypointResourceModel>; readonly warnings: readonly string[] } {
+  const warnings: string[] = [];
+  const kubeServices = objects.filter((o): o is ResourceOf<'Service'> => o.kind === 'Service');
+  const serviceEntries = objects.filter((o): o is ResourceOf<'ServiceEntry'> => o.kind === 'ServiceEntry');
+  const ports: ServicePorts = new Map(
+    kubeServices.map((s) => [
+      `${s.metadata.namespace}/${s.metadata.name}`,
+      new Set(servicePorts(s).map((p) => p.port)),
+    ]),
+  );
+  /** Which waypoint each Service and ServiceEntry host belongs to, by `namespace/hostname`. */
+  const boundTo = new Map<string, string>();
+  /** `namespace/name` of a Service or ServiceEntry → its hostnames. */
+  const hostsOf = new Map<string, string[]>();
+  for (const s of kubeServices) {
+    const hostname = `${s.metadata.name}.${s.metadata.namespace}.svc.${cfg.domainSuffix}`;
+    hostsOf.set(`Service/${s.metadata.namespace}/${s.metadata.name}`, [hostname]);
+    const w = waypointKey(waypoints, serviceWaypoint(waypoints, s.metadata));
+    if (w !== undefined) boundTo.set(`${s.metadata.namespace}/${hostname}`, w);
+  }
+  for (const se of serviceEntries) {
+    const hosts = serviceEntryHosts(se);
+    hostsOf.set(`ServiceEntry/${se.metadata.namespace}/${se.metadata.name}`, hosts);
+    const w = waypointKey(waypoints, serviceWaypoint(waypoints, se.metadata));
+    if (w !== undefined) for (const h of hosts) boundTo.set(`${se.metadata.namespace}/${h}`, w);
+  }
+  const resources = new Map<string, { services: ServiceRoutesModel[]; policies: L7PolicyModel[] }>(
+    [...waypoints.waypoints.keys()].map((k) => [k, { services: [], policies: [] }]),
+  );
+  const routes = serviceRoutes(
+    objects.filter((o): o is ResourceOf<'HTTPRoute'> => o.kind === 'HTTPRoute'),
+    ports,
+    cfg.domainSuffix,
+  );
+  warnings.push(...routes.warnings);
+  for (const t of routes.tables.values()) {
+    const w = boundTo.get(`${t.namespace}/${t.hostname}`);
+    if (w !== undefined) resources.get(w)?.services.push(t);
+  }
+  for (const ap of objects) {
+    if (ap.kind !== 'AuthorizationPolicy') continue;
+    const targets = policyTargets(ap, cfg.rootNamespace);
+    if (targets.unknown.length > 0)
+      warnings.push(
+        `${ap.metadata.namespace}/${ap.metadata.name}: targetRefs ${targets.unknown.join(', ')} are not enforced by a waypoint`,
+      );
+    const attached = targets.allWaypoints ? [...resources.keys()] : targets.gateways.filter((g) => resources.has(g));
+    const services = new Map<string, string[]>();
+    for (const ref of [
+      ...targets.services.map((s) => `Service/${s}`),
+      ...targets.serviceEntries.map((s) => `ServiceEntry/${s}`),
+    ])
+      for (const h of hostsOf.get(ref) ?? []) {
+        const key = `${ap.metadata.namespace}/${h}`;
+        const w = boundTo.get(key);
+        if (w === undefined) continue;
+        let l = services.get(w);
+        if (l === undefined) services.set(w, (l = []));
+        l.push(key);
+      }
+    if (attached.length === 0 && services.size === 0) continue;
+    const c = convertWaypointPolicy(ap, cfg.trustDomain, cfg.providers);
+    warnings.push(...c.warnings);
+    for (const w of attached) resources.get(w)!.policies.push({ ...c.policy, services: [] });
+    for (const [w, l] of services)
+      if (!attached.includes(w)) resources.get(w)?.policies.push({ ...c.policy, services: l.sort() });
+  }
+  for (const r of resources.values()) {
+    r.services.sort((a, b) =>
+      `${a.namespace}/${a.hostname}:${a.port}`.localeCompare(`${b.namespace}/${b.hostname}:${b.port}`),
+    );
+    r.policies.sort((a, b) => a.name.localeCompare(b.name));
+  }
+  return { resources, warnings };
+}

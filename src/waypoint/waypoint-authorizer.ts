@@ -1,0 +1,89 @@
+/**
+ * The waypoint's authorization step: each HTTP request, and each TCP connection it relays, is put to the policies
+ * istiod attached to it (`WaypointRules`), with the attributes Istio's waypoint sees: the client's SPIFFE identity
+ * and address, the destination Service, address and port, and for HTTP the request itself. AUDIT and dry-run
+ * results are logged; a refusal is logged with its reason, while the client only gets Envoy's `RBAC: access denied`.
+ * A matching CUSTOM policy refuses: this waypoint has no ext_authz provider to ask. A rejected config refuses all.
+ */
+import type http from 'node:http';
+import type { Logger } from '../lib/log.js';
+import type { TrafficParties } from '../ztunnel/admin/metrics.js';
+import { authorizeRequest, type RequestAttributes } from './l7-authorization.js';
+import type { WaypointRules } from './waypoint-rules.js';
+
+/** What Envoy answers when RBAC denies a request. */
+export const RBAC_DENIED = 'RBAC: access denied';
+
+/** The connection a request or relay comes on: who from, for what, at which address. */
+export interface Flow {
+  readonly ip: string;
+  readonly port: number;
+  readonly peerAddr: string;
+  /** The client workload's address (the peer's, when the state does not know the client). */
+  readonly sourceIp: string;
+  readonly parties: TrafficParties;
+}
+
+export class WaypointAuthorizer {
+  constructor(
+    private readonly rules: WaypointRules,
+    private readonly log: Logger,
+  ) {}
+
+  /** Why `req` may not pass, or undefined when it may. */
+  request(req: http.IncomingMessage, f: Flow): string | undefined {
+    return this.decide(f, {
+      http: true,
+      method: req.method ?? '',
+      path: req.url ?? '/',
+      host: req.headers.host ?? '',
+      headers: req.headers,
+    });
+  }
+
+  /** Why a TCP connection may not be relayed, or undefined when it may. */
+  connection(f: Flow): string | undefined {
+    return this.decide(f, { http: false, method: '', path: '', host: '', headers: {} });
+  }
+
+  private decide(
+    f: Flow,
+    r: Pick<RequestAttributes, 'http' | 'method' | 'path' | 'host' | 'headers'>,
+  ): string | undefined {
+    const broken = this.rules.broken;
+    if (broken !== undefined) return this.refuse(f, r, `the waypoint's config was rejected: ${broken}`);
+    const svc = f.parties.destinationService;
+    const id = f.parties.sourceIdentity;
+    const decision = authorizeRequest(this.rules.policies, {
+      ...r,
+      service: svc === undefined ? undefined : `${svc.namespace}/${svc.hostname}`,
+      sourcePrincipal: id === undefined ? undefined : `${id.trustDomain}/ns/${id.namespace}/sa/${id.serviceAccount}`,
+      sourceIp: f.sourceIp,
+      remoteIp: f.sourceIp,
+      destinationIp: f.ip,
+      destinationPort: f.port,
+      sni: undefined,
+      jwt: undefined,
+    });
+    for (const policy of decision.audited)
+      this.log.info({ src: f.peerAddr, policy, method: r.method, path: r.path }, 'waypoint: AUDIT policy matched');
+    for (const s of decision.shadow)
+      this.log.info({ src: f.peerAddr, policy: s.policy, wouldDeny: s.wouldDeny }, 'waypoint: dry-run policy');
+    if (!decision.allowed) return this.refuse(f, r, decision.reason);
+    if (decision.custom.length > 0)
+      return this.refuse(
+        f,
+        r,
+        `ext_authz provider ${decision.custom.map((p) => p.provider).join(', ')} is not available to this waypoint`,
+      );
+    return undefined;
+  }
+
+  private refuse(f: Flow, r: Pick<RequestAttributes, 'method' | 'path'>, reason: string): string {
+    this.log.info(
+      { src: f.peerAddr, dst: `${f.ip}:${f.port}`, method: r.method || undefined, path: r.path || undefined, reason },
+      'waypoint: denied by authorization policy',
+    );
+    return reason;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * What istiod says this waypoint enforces: its `amesh.waypoint.v1.Waypoint` resource (docs/waypoint-xds.md),
+ * subscribed to by its Gateway's `namespace/name` and converted once per push into route tables and policies. A
+ * resource that cannot be decoded is NACKed and the waypoint then refuses every request (403) until a good one
+ * comes: it never serves without the policies it was given. Until the first push it holds nothing (no routes, no
+ * policies), as when istiod has nothing for it.
+ */
+import { anyUnpack } from '@bufbuild/protobuf/wkt';
+import { WaypointSchema } from '../api/amesh/waypoint/v1/waypoint_pb.js';
+import type { Logger } from '../lib/log.js';
+import type { NamedSubscription } from '../ztunnel/xds/ads-client.js';
+import { l7PoliciesFromXds, type L7Policy } from './l7-authorization.js';
+import { routeTablesFromXds, type RouteTable } from './route-table.js';
+
+export const WAYPOINT_TYPE = `type.googleapis.com/${WaypointSchema.typeName}`;
+
+export class WaypointRules {
+  private tables = new Map<string, RouteTable>();
+  private current: readonly L7Policy[] = [];
+  private undecodable: string | undefined;
+
+  constructor(
+    /** The Gateway's `namespace/name`. */
+    readonly name: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** The subscription the waypoint's xDS client makes for its resource. */
+  subscription(): NamedSubscription {
+    return {
+      typeUrl: WAYPOINT_TYPE,
+      names: [this.name],
+      apply: (resources, removed) => {
+        const rejects: string[] = [];
+        for (const r of resources) if (r.name === this.name) rejects.push(...this.install(r.resource));
+        if (removed.includes(this.name)) this.clear();
+        return rejects;
+      },
+    };
+  }
+
+  /** The routes for a Service port: the port's own table, else the one for every port; undefined: none. */
+  routesFor(namespace: string, hostname: string, port: number): RouteTable | undefined {
+    return this.tables.get(`${namespace}/${hostname}:${port}`) ?? this.tables.get(`${namespace}/${hostname}:0`);
+  }
+
+  get policies(): readonly L7Policy[] {
+    return this.current;
+  }
+
+  /** Why every request is refused: the last resource istiod sent could not be decoded. */
+  get broken(): string | undefined {
+    return this.undecodable;
+  }
+
+  dump(): object {
+    return {
+      name: this.name,
+      routes: [...this.tables.keys()],
+      policies: this.current.map((p) => `${p.action} ${p.name}`),
+      ...(this.undecodable === undefined ? {} : { rejected: this.undecodable }),
+    };
+  }
+
+  private install(resource: Parameters<NamedSubscription['apply']>[0][number]['resource']): string[] {
+    let msg;
+    try {
+      msg = resource === undefined ? undefined : anyUnpack(resource, WaypointSchema);
+    } catch (e) {
+      msg = undefined;
+      this.undecodable = `${this.name}: ${(e as Error).message}`;
+    }
+    if (msg === undefined) {
+      this.undecodable ??= `${this.name}: not an ${WAYPOINT_TYPE}`;
+      this.log.error({ waypoint: this.name, error: this.undecodable }, 'waypoint config rejected; refusing requests');
+      return [this.undecodable];
+    }
+    this.undecodable = undefined;
+    const routes = routeTablesFromXds(msg.services);
+    const policies = l7PoliciesFromXds(msg.policies);
+    this.tables = new Map(routes.tables.map((t) => [`${t.namespace}/${t.hostname}:${t.port}`, t]));
+    this.current = policies.policies;
+    this.log.info(
+      { waypoint: this.name, routeTables: routes.tables.length, policies: policies.policies.length },
+      'waypoint config applied',
+    );
+    return [...routes.rejected, ...policies.rejected];
+  }
+
+  private clear(): void {
+    this.tables = new Map();
+    this.current = [];
+    this.undecodable = undefined;
+    this.log.info({ waypoint: this.name }, 'waypoint config removed by istiod');
+  }
+}
