@@ -12,7 +12,9 @@ import { runToExit } from './helpers/run-to-exit.js';
 import { kubectlSkip, kubectlWith } from './helpers/kubectl.js';
 import { namespaces } from './helpers/manifests.js';
 import { adsFromPython } from './helpers/ads-grpcio.js';
-import { pythonSkip } from './helpers/python.js';
+import { pythonSkip, runPython } from './helpers/python.js';
+import { waitFor } from './helpers/mesh-fixture.js';
+import { waypointProtoPython } from './helpers/waypoint-proto-python.js';
 
 const skip = kubectlSkip || pythonSkip('grpc', 'python3-grpcio');
 
@@ -37,6 +39,39 @@ kind: Service
 metadata: {name: echo, namespace: backend, labels: {istio.io/use-waypoint: waypoint}}
 spec: {clusterIP: 10.96.0.10, selector: {app: echo}, ports: [{port: 80, targetPort: 8080}]}
 `;
+
+/** A header route to v2 with a timeout, and a DENY on DELETE /admin*, both as plain Gateway API and Istio YAML. */
+const L7 = `
+apiVersion: v1
+kind: Service
+metadata: {name: echo-v2, namespace: backend}
+spec: {clusterIP: 10.96.0.11, selector: {app: echo, version: v2}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: echo, namespace: backend}
+spec:
+  parentRefs: [{group: "", kind: Service, name: echo}]
+  rules:
+  - matches: [{headers: [{name: X-Version, value: v2}]}]
+    backendRefs: [{name: echo-v2, port: 80}]
+    timeouts: {request: 2s}
+  - backendRefs: [{name: echo, port: 80}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: no-admin-delete, namespace: backend}
+spec:
+  targetRefs: [{kind: Gateway, group: gateway.networking.k8s.io, name: waypoint}]
+  action: DENY
+  rules: [{to: [{operation: {methods: [DELETE], paths: ["/admin*"]}}]}]
+`;
+
+/** The Waypoint resource as proto3 JSON (python3-protobuf's MessageToDict). */
+interface WaypointJson {
+  services?: unknown[];
+  policies?: unknown[];
+}
 
 /** An EndpointSlice of Service `svc` in backend with one ready endpoint, as the controllers write for a ready pod. */
 const readySlice = (svc: string, ip: string): string => `
@@ -207,6 +242,76 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
       r.services.find((s) => s.hostname === 'waypoint.backend.svc.cluster.local')?.app_protocols,
       [4, 0],
     );
+  });
+
+  /** The waypoint resources `names` as python3-protobuf decodes them, subscribed to with a token for `namespace`. */
+  const waypointFromPython = async (
+    namespace: string,
+    ...names: string[]
+  ): Promise<{ removed: string[]; resources: { name: string; any_type: string; waypoint: WaypointJson }[] }> => {
+    const token = await ist.issuer.issue({ namespace, serviceAccount: 'waypoint', audience: 'istio-ca' });
+    const pydir = waypointProtoPython(await mkdtemp(path.join(dir, 'py-')));
+    const py = await runPython('waypoint_ads_grpcio.py', [
+      `127.0.0.1:${ist.ports.grpc}`,
+      ist.rootCertPath,
+      token,
+      pydir,
+      ...names,
+    ]);
+    assert.equal(py.status, 0, py.stderr);
+    return JSON.parse(py.stdout) as Awaited<ReturnType<typeof waypointFromPython>>;
+  };
+
+  test("kubectl-applied HTTPRoute and AuthorizationPolicy reach the bound waypoint's own resource, decoded by python3-protobuf, and only its namespace gets it", async () => {
+    await writeFile(path.join(dir, 'l7.yaml'), L7);
+    await ok('apply', '-f', path.join(dir, 'l7.yaml'));
+    let got: Awaited<ReturnType<typeof waypointFromPython>> | undefined;
+    await waitFor(
+      'the waypoint resource with routes and a policy',
+      async () => {
+        got = await waypointFromPython('backend', 'backend/waypoint');
+        const w = got.resources[0]?.waypoint;
+        return (w?.services?.length ?? 0) > 0 && (w?.policies?.length ?? 0) > 0;
+      },
+      20_000,
+    );
+    const r = got!.resources[0]!;
+    assert.equal(r.any_type, 'type.googleapis.com/amesh.waypoint.v1.Waypoint');
+    assert.equal(r.name, 'backend/waypoint');
+    assert.deepEqual(r.waypoint.services, [
+      {
+        namespace: 'backend',
+        hostname: 'echo.backend.svc.cluster.local',
+        routes: [
+          {
+            name: 'backend/echo.0',
+            matches: [{ headers: [{ name: 'x-version', exact: 'v2' }] }],
+            forward: {
+              backends: [{ namespace: 'backend', hostname: 'echo-v2.backend.svc.cluster.local', port: 80, weight: 1 }],
+            },
+            timeout: '2s',
+          },
+          {
+            name: 'backend/echo.1',
+            matches: [{}],
+            forward: {
+              backends: [{ namespace: 'backend', hostname: 'echo.backend.svc.cluster.local', port: 80, weight: 1 }],
+            },
+          },
+        ],
+      },
+    ]);
+    assert.deepEqual(r.waypoint.policies, [
+      {
+        name: 'backend/no-admin-delete',
+        action: 'DENY',
+        rules: [{ to: [{ methods: [{ exact: 'DELETE' }], paths: [{ prefix: '/admin' }] }] }],
+      },
+    ]);
+    // A caller of another namespace is refused the name: nothing is sent.
+    const other = await waypointFromPython('default', 'backend/waypoint');
+    assert.deepEqual(other.resources, []);
+    assert.ok(logs.lines.some((l) => l['message'] === 'xDS subscription to resources of another namespace refused'));
   });
 
   test('what the Gateway owns is kept as the template says: not patched while it matches, put back when edited or deleted', async () => {

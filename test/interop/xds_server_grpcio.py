@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """A delta ADS server on Debian's python3-grpcio that is not amesh's istiod: it serves ztunnel the Address
 resources described in a JSON file, encoded by hand from the field numbers of ztunnel `proto/workload.proto` and
-`proto/xds.proto`, and an empty set of every other type. Prints "listening PORT", then one JSON line per request
-it receives (type_url, nonce, whether it carried an error).
+`proto/xds.proto`, the waypoint's own amesh.waypoint.v1.Waypoint resources by name, and an empty set of every other
+type. Prints "listening PORT", then one JSON line per request it receives (type_url, nonce, whether it carried an
+error, the error's message, the names it subscribes to) and one per Waypoint response it sends ("sent": the names).
 
-usage: xds_server_grpcio.py HOST CERT KEY RESOURCES_JSON
+usage: xds_server_grpcio.py HOST CERT KEY RESOURCES_JSON [WAYPOINT_PB_DIR]
 
 RESOURCES_JSON: a list of {"workload": {...}}, {"service": {...}} and {"authorization": {...}} objects with the
-fields workload(), service() and authorization() read.
+fields workload(), service() and authorization() read, and of {"waypoint": {"name": "<ns>/<gateway>", "message":
+{...}}}, the message being a Waypoint in proto3 JSON. Those are encoded with python3-protobuf from the modules protoc
+compiled from amesh's proto/amesh/waypoint/v1/waypoint.proto into WAYPOINT_PB_DIR (needed only when there are any).
 """
 import json
 import socket
@@ -22,6 +25,7 @@ from pbwire import field, fields, varint
 
 ADDRESS_TYPE = "type.googleapis.com/istio.workload.Address"
 AUTHORIZATION_TYPE = "type.googleapis.com/istio.security.Authorization"
+WAYPOINT_TYPE = "type.googleapis.com/amesh.waypoint.v1.Waypoint"
 
 
 def ld(num, payload):
@@ -95,6 +99,23 @@ def resource(name, type_url, value):
     return ld(1, b"1") + ld(2, st(1, type_url) + ld(2, value)) + st(3, name)  # Resource: version, resource, name
 
 
+def waypoint_resources(items, pb_dir):
+    """name -> the encoded Waypoint, from proto3 JSON through the message protoc compiled from amesh's proto."""
+    if not items:
+        return {}
+    if pb_dir is None:
+        sys.exit("waypoint resources need WAYPOINT_PB_DIR, the Python modules protoc compiled from waypoint.proto")
+    sys.path.insert(0, pb_dir)
+    from google.protobuf import json_format
+    from amesh.waypoint.v1 import waypoint_pb2
+
+    out = {}
+    for w in items:
+        msg = json_format.ParseDict(w["message"], waypoint_pb2.Waypoint())
+        out[w["name"]] = msg.SerializeToString()
+    return out
+
+
 def address_resource(r):
     if "workload" in r:
         name, addr = r["workload"]["uid"], ld(1, workload(r["workload"]))
@@ -105,17 +126,37 @@ def address_resource(r):
 
 
 class Ads:
-    def __init__(self, resources):
-        self.resources = resources
+    def __init__(self, resources, pb_dir):
+        self.resources = [r for r in resources if "waypoint" not in r]
+        self.waypoints = waypoint_resources([r["waypoint"] for r in resources if "waypoint" in r], pb_dir)
         self.lock = threading.Lock()
+
+    def log(self, line):
+        with self.lock:
+            print(json.dumps(line), flush=True)
 
     def delta(self, requests, context):
         for raw in requests:
+            # DeltaDiscoveryRequest: type_url = 2, resource_names_subscribe = 3, response_nonce = 6, error_detail = 7
             req = fields(raw)
             type_url = req.get(2, [b""])[0].decode()
             nonce = req.get(6, [b""])[0].decode()
-            with self.lock:
-                print(json.dumps({"type_url": type_url, "nonce": nonce, "error": 7 in req}), flush=True)
+            subscribe = [n.decode() for n in req.get(3, [])]
+            line = {"type_url": type_url, "nonce": nonce, "error": 7 in req}
+            if 7 in req:
+                line["detail"] = fields(req[7][0]).get(2, [b""])[0].decode()  # google.rpc.Status: message = 2
+            if subscribe:
+                line["subscribe"] = subscribe
+            self.log(line)
+            if type_url == WAYPOINT_TYPE:
+                if nonce and not subscribe:
+                    continue  # an ACK or NACK, subscribing to nothing new
+                # Only the names asked for; a name it does not have gets an empty response.
+                names = [n for n in subscribe if n in self.waypoints]
+                body = b"".join(ld(2, resource(n, WAYPOINT_TYPE, self.waypoints[n])) for n in names)
+                self.log({"sent": WAYPOINT_TYPE, "names": names})
+                yield body + st(4, type_url) + st(5, uuid.uuid4().hex)
+                continue
             if nonce:
                 continue  # an ACK or NACK of what was sent; nothing changes here
             body = b""
@@ -131,7 +172,7 @@ class Ads:
 
 def main():
     host, cert, key, resources = sys.argv[1:5]
-    ads = Ads(json.load(open(resources)))
+    ads = Ads(json.load(open(resources)), sys.argv[5] if len(sys.argv) > 5 else None)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     handler = grpc.method_handlers_generic_handler(
         "envoy.service.discovery.v3.AggregatedDiscoveryService",
