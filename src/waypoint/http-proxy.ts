@@ -16,6 +16,7 @@ import type { ProxyContext } from '../ztunnel/proxy/proxy-context.js';
 import type { Service } from '../ztunnel/state/service.js';
 import { resolveBehindWaypoint, resolveServiceBehindWaypoint } from '../ztunnel/state/upstream.js';
 import type { Workload } from '../ztunnel/state/workload.js';
+import { authenticateRequest, type JwtOutcome } from './jwt-authenticator.js';
 import { RBAC_DENIED, type Flow, type WaypointAuthorizer } from './waypoint-authorizer.js';
 import type { RequestMetrics, ResponseFlag } from './request-metrics.js';
 import { applyHeaderEdits, editPath, pickBackend, redirectLocation, routeRequest } from './route-table.js';
@@ -112,6 +113,19 @@ export class WaypointHttp {
       res.writeHead(500).end();
       return;
     }
+    const svc = t.parties.destinationService;
+    void authenticateRequest(
+      this.rules.jwtPolicies,
+      svc === undefined ? undefined : `${svc.namespace}/${svc.hostname}`,
+      {
+        url: req.url ?? '/',
+        headers: req.headers,
+      },
+    ).then((jwt) => this.forward(req, res, t, jwt));
+  }
+
+  /** Authorizes, routes and forwards one request whose token (if any) was checked. */
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, t: Tunnel, jwt: JwtOutcome): void {
     const started = performance.now();
     // Counted once it is piped upstream: a listener any earlier would let the body flow away before then.
     let requestBody = (): number => 0;
@@ -127,7 +141,15 @@ export class WaypointHttp {
       finish(status, flags, Buffer.byteLength(body));
     };
     const svc = t.parties.destinationService;
-    if (this.authorizer.request(req, t) !== undefined) {
+    if (!jwt.ok) {
+      this.ctx.log.info(
+        { src: t.peerAddr, method: req.method, path: req.url, reason: jwt.reason },
+        'waypoint: request refused by RequestAuthentication',
+      );
+      answer(401, '-', jwt.body);
+      return;
+    }
+    if (this.authorizer.request(req, t, jwt.jwt) !== undefined) {
       answer(403, '-', RBAC_DENIED);
       return;
     }
@@ -172,9 +194,10 @@ export class WaypointHttp {
     parties = { ...parties, destination, destinationService: dest.service ?? parties.destinationService };
     let headers = forwardable(req.headers);
     headers['x-request-id'] ??= randomUUID();
+    if (jwt.headers !== undefined) headers = applyHeaderEdits(headers, jwt.headers);
     if (route?.requestHeaders !== undefined) headers = applyHeaderEdits(headers, route.requestHeaders);
     if (route?.rewrite !== undefined && route.rewrite.hostname !== '') headers.host = route.rewrite.hostname;
-    const path = route?.rewrite === undefined ? (req.url ?? '/') : editPath(req.url ?? '/', route.rewrite.path, route);
+    const path = route?.rewrite === undefined ? jwt.url : editPath(jwt.url, route.rewrite.path, route);
     let timer: NodeJS.Timeout | undefined;
     void this.outbound.connect(t.peerAddr, this.sourceIp, dest.ip, dest.port).then(
       ({ upstream }) => {

@@ -8,6 +8,7 @@
 import type http from 'node:http';
 import type { Logger } from '../lib/log.js';
 import type { TrafficParties } from '../ztunnel/admin/metrics.js';
+import type { VerifiedJwt } from './jwt-authenticator.js';
 import { authorizeRequest, type RequestAttributes } from './l7-authorization.js';
 import type { WaypointRules } from './waypoint-rules.js';
 
@@ -31,24 +32,25 @@ export class WaypointAuthorizer {
   ) {}
 
   /** Why `req` may not pass, or undefined when it may. */
-  request(req: http.IncomingMessage, f: Flow): string | undefined {
+  request(req: http.IncomingMessage, f: Flow, jwt: VerifiedJwt | undefined): string | undefined {
     return this.decide(f, {
       http: true,
       method: req.method ?? '',
       path: req.url ?? '/',
       host: req.headers.host ?? '',
       headers: req.headers,
+      jwt,
     });
   }
 
   /** Why a TCP connection may not be relayed, or undefined when it may. */
   connection(f: Flow): string | undefined {
-    return this.decide(f, { http: false, method: '', path: '', host: '', headers: {} });
+    return this.decide(f, { http: false, method: '', path: '', host: '', headers: {}, jwt: undefined });
   }
 
   private decide(
     f: Flow,
-    r: Pick<RequestAttributes, 'http' | 'method' | 'path' | 'host' | 'headers'>,
+    r: Pick<RequestAttributes, 'http' | 'method' | 'path' | 'host' | 'headers' | 'jwt'>,
   ): string | undefined {
     const broken = this.rules.broken;
     if (broken !== undefined) return this.refuse(f, r, `the waypoint's config was rejected: ${broken}`);
@@ -63,7 +65,6 @@ export class WaypointAuthorizer {
       destinationIp: f.ip,
       destinationPort: f.port,
       sni: undefined,
-      jwt: undefined,
     });
     for (const policy of decision.audited)
       this.log.info({ src: f.peerAddr, policy, method: r.method, path: r.path }, 'waypoint: AUDIT policy matched');

@@ -9,6 +9,7 @@ import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { WaypointSchema } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import type { Logger } from '../lib/log.js';
 import type { NamedSubscription } from '../ztunnel/xds/ads-client.js';
+import { jwtPoliciesFromXds, remoteKeySets, type JwtPolicy } from './jwt-authenticator.js';
 import { l7PoliciesFromXds, type L7Policy } from './l7-authorization.js';
 import { routeTablesFromXds, type RouteTable } from './route-table.js';
 
@@ -17,6 +18,8 @@ export const WAYPOINT_TYPE = `type.googleapis.com/${WaypointSchema.typeName}`;
 export class WaypointRules {
   private tables = new Map<string, RouteTable>();
   private current: readonly L7Policy[] = [];
+  private jwt: readonly JwtPolicy[] = [];
+  private readonly remoteKeys = remoteKeySets();
   private undecodable: string | undefined;
 
   constructor(
@@ -48,6 +51,10 @@ export class WaypointRules {
     return this.current;
   }
 
+  get jwtPolicies(): readonly JwtPolicy[] {
+    return this.jwt;
+  }
+
   /** Why every request is refused: the last resource istiod sent could not be decoded. */
   get broken(): string | undefined {
     return this.undecodable;
@@ -58,6 +65,7 @@ export class WaypointRules {
       name: this.name,
       routes: [...this.tables.keys()],
       policies: this.current.map((p) => `${p.action} ${p.name}`),
+      requestAuthentications: this.jwt.map((p) => p.name),
       ...(this.undecodable === undefined ? {} : { rejected: this.undecodable }),
     };
   }
@@ -78,18 +86,26 @@ export class WaypointRules {
     this.undecodable = undefined;
     const routes = routeTablesFromXds(msg.services);
     const policies = l7PoliciesFromXds(msg.policies);
+    const jwt = jwtPoliciesFromXds(msg.requestAuthentications, this.remoteKeys);
     this.tables = new Map(routes.tables.map((t) => [`${t.namespace}/${t.hostname}:${t.port}`, t]));
     this.current = policies.policies;
+    this.jwt = jwt.policies;
     this.log.info(
-      { waypoint: this.name, routeTables: routes.tables.length, policies: policies.policies.length },
+      {
+        waypoint: this.name,
+        routeTables: routes.tables.length,
+        policies: policies.policies.length,
+        requestAuthentications: jwt.policies.length,
+      },
       'waypoint config applied',
     );
-    return [...routes.rejected, ...policies.rejected];
+    return [...routes.rejected, ...policies.rejected, ...jwt.rejected];
   }
 
   private clear(): void {
     this.tables = new Map();
     this.current = [];
+    this.jwt = [];
     this.undecodable = undefined;
     this.log.info({ waypoint: this.name }, 'waypoint config removed by istiod');
   }

@@ -74,6 +74,7 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'Gateway',
   'GatewayClass',
   'HTTPRoute',
+  'RequestAuthentication',
 ]);
 /** Kinds whose objects produce resources of their own. */
 const PRODUCER_KINDS: ReadonlySet<string> = new Set([

@@ -88,7 +88,7 @@ const CLAIM_KEY = /^request\.auth\.claims(\[[^\][]+\])+$/;
 
 /** The targets of `targetRef`/`targetRefs` (kinds a waypoint can enforce); `unknown` lists the rest. */
 export function policyTargets(
-  ap: ResourceOf<'AuthorizationPolicy'>,
+  ap: ResourceOf<'AuthorizationPolicy'> | ResourceOf<'RequestAuthentication'>,
   rootNamespace: string,
 ): PolicyTargets & { unknown: string[] } {
   const ns = ap.metadata.namespace;

@@ -230,3 +230,33 @@ test("the Gateway API's durations: units summed, bad forms refused", () => {
   assert.equal(gatewayDuration('1.5s'), undefined);
   assert.equal(gatewayDuration('10'), undefined);
 });
+
+test('a RequestAuthentication reaches the waypoint it targets; keys that cannot be used are sent as an empty key set', () => {
+  const ra = (name: string, spec: string): string => `
+---
+apiVersion: security.istio.io/v1
+kind: RequestAuthentication
+metadata: {name: ${name}, namespace: shop}
+spec: ${spec}`;
+  const { m, warnings } = model(
+    BASE +
+      ra(
+        'jwt',
+        `{targetRefs: [{kind: Service, group: "", name: reviews}], jwtRules: [{issuer: "https://a", jwksUri: "http://jwks.shop/keys", fromHeaders: [{name: X-Jwt}], outputClaimToHeaders: [{header: X-Sub, claim: sub}]}]}`,
+      ) +
+      ra(
+        'broken',
+        `{targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: waypoint}], jwtRules: [{issuer: "https://b", jwks: "{not json"}]}`,
+      ),
+  );
+  const ras = m.waypoint('shop/waypoint')!.requestAuthentications;
+  assert.deepEqual(
+    ras.map((r) => [r.name, r.services, r.rules.map((x) => [x.issuer, x.jwks, x.jwksUri])]),
+    [
+      ['shop/broken', [], [['https://b', '{"keys":[]}', '']]],
+      ['shop/jwt', ['shop/reviews.shop.svc.cluster.local'], [['https://a', '', 'http://jwks.shop/keys']]],
+    ],
+  );
+  assert.deepEqual(ras[1]!.rules[0]!.fromHeaders, [{ name: 'x-jwt', prefix: '' }]);
+  assert.ok(warnings.some((w) => /not a JSON Web Key Set; its tokens are refused/.test(w)));
+});

@@ -1,6 +1,6 @@
 /**
  * The `amesh.waypoint.v1.Waypoint` resource of each waypoint (docs/waypoint-xds.md): the routes of the Services bound
- * to it and the AuthorizationPolicies that target it, its class, or those Services. A waypoint is known by its
+ * to it, and the AuthorizationPolicies and RequestAuthentications that target it, its class, or those Services. A waypoint is known by its
  * Gateway's `namespace/name`; a Service or ServiceEntry belongs to the waypoint its binding names (the same binding
  * served in the Service's `waypoint` field, `serviceWaypoint`).
  */
@@ -9,10 +9,12 @@ import { serviceRoutes, type ServicePorts, type ServiceRoutesModel } from './htt
 import { serviceEntryHosts, servicePorts } from './services.js';
 import { serviceWaypoint, type WaypointInputs } from './waypoints.js';
 import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './waypoint-policies.js';
+import { convertRequestAuthentication, type RequestAuthenticationModel } from './request-authentication.js';
 
 export interface WaypointResourceModel {
   readonly services: readonly ServiceRoutesModel[];
   readonly policies: readonly L7PolicyModel[];
+  readonly requestAuthentications: readonly RequestAuthenticationModel[];
 }
 
 export interface WaypointResourceInputs {
@@ -61,9 +63,10 @@ export function waypointResources(
     const w = waypointKey(waypoints, serviceWaypoint(waypoints, se.metadata));
     if (w !== undefined) for (const h of hosts) boundTo.set(`${se.metadata.namespace}/${h}`, w);
   }
-  const resources = new Map<string, { services: ServiceRoutesModel[]; policies: L7PolicyModel[] }>(
-    [...waypoints.waypoints.keys()].map((k) => [k, { services: [], policies: [] }]),
-  );
+  const resources = new Map<
+    string,
+    { services: ServiceRoutesModel[]; policies: L7PolicyModel[]; requestAuthentications: RequestAuthenticationModel[] }
+  >([...waypoints.waypoints.keys()].map((k) => [k, { services: [], policies: [], requestAuthentications: [] }]));
   const routes = serviceRoutes(
     objects.filter((o): o is ResourceOf<'HTTPRoute'> => o.kind === 'HTTPRoute'),
     ports,
@@ -74,39 +77,57 @@ export function waypointResources(
     const w = boundTo.get(`${t.namespace}/${t.hostname}`);
     if (w !== undefined) resources.get(w)?.services.push(t);
   }
-  for (const ap of objects) {
-    if (ap.kind !== 'AuthorizationPolicy') continue;
-    const targets = policyTargets(ap, cfg.rootNamespace);
+  /**
+   * The waypoints a targeted policy attaches to: each with the Services it covers there (`namespace/hostname`),
+   * none when it targets the waypoint itself (or every waypoint, through the class).
+   */
+  const attach = (
+    o: ResourceOf<'AuthorizationPolicy'> | ResourceOf<'RequestAuthentication'>,
+  ): Map<string, string[]> => {
+    const targets = policyTargets(o, cfg.rootNamespace);
     if (targets.unknown.length > 0)
       warnings.push(
-        `${ap.metadata.namespace}/${ap.metadata.name}: targetRefs ${targets.unknown.join(', ')} are not enforced by a waypoint`,
+        `${o.kind} ${o.metadata.namespace}/${o.metadata.name}: targetRefs ${targets.unknown.join(', ')} are not enforced by a waypoint`,
       );
-    const attached = targets.allWaypoints ? [...resources.keys()] : targets.gateways.filter((g) => resources.has(g));
-    const services = new Map<string, string[]>();
+    const out = new Map<string, string[]>();
     for (const ref of [
       ...targets.services.map((s) => `Service/${s}`),
       ...targets.serviceEntries.map((s) => `ServiceEntry/${s}`),
     ])
       for (const h of hostsOf.get(ref) ?? []) {
-        const key = `${ap.metadata.namespace}/${h}`;
+        const key = `${o.metadata.namespace}/${h}`;
         const w = boundTo.get(key);
         if (w === undefined) continue;
-        let l = services.get(w);
-        if (l === undefined) services.set(w, (l = []));
+        let l = out.get(w);
+        if (l === undefined) out.set(w, (l = []));
         l.push(key);
       }
-    if (attached.length === 0 && services.size === 0) continue;
-    const c = convertWaypointPolicy(ap, cfg.trustDomain, cfg.providers);
-    warnings.push(...c.warnings);
-    for (const w of attached) resources.get(w)!.policies.push({ ...c.policy, services: [] });
-    for (const [w, l] of services)
-      if (!attached.includes(w)) resources.get(w)?.policies.push({ ...c.policy, services: l.sort() });
+    for (const w of targets.allWaypoints ? [...resources.keys()] : targets.gateways.filter((g) => resources.has(g)))
+      out.set(w, []);
+    for (const l of out.values()) l.sort();
+    return out;
+  };
+  for (const o of objects) {
+    if (o.kind === 'AuthorizationPolicy') {
+      const at = attach(o);
+      if (at.size === 0) continue;
+      const c = convertWaypointPolicy(o, cfg.trustDomain, cfg.providers);
+      warnings.push(...c.warnings);
+      for (const [w, services] of at) resources.get(w)?.policies.push({ ...c.policy, services });
+    } else if (o.kind === 'RequestAuthentication') {
+      const at = attach(o);
+      if (at.size === 0) continue;
+      const c = convertRequestAuthentication(o);
+      warnings.push(...c.warnings);
+      for (const [w, services] of at) resources.get(w)?.requestAuthentications.push({ ...c.model, services });
+    }
   }
   for (const r of resources.values()) {
     r.services.sort((a, b) =>
       `${a.namespace}/${a.hostname}:${a.port}`.localeCompare(`${b.namespace}/${b.hostname}:${b.port}`),
     );
     r.policies.sort((a, b) => a.name.localeCompare(b.name));
+    r.requestAuthentications.sort((a, b) => a.name.localeCompare(b.name));
   }
   return { resources, warnings };
 }

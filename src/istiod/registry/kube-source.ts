@@ -50,6 +50,11 @@ export const WATCHED_KINDS: readonly Watched[] = [
     apiVersion: 'security.istio.io/v1',
     path: '/apis/security.istio.io/v1/peerauthentications',
   },
+  {
+    kind: 'RequestAuthentication',
+    apiVersion: 'security.istio.io/v1',
+    path: '/apis/security.istio.io/v1/requestauthentications',
+  },
   { kind: 'Namespace', apiVersion: 'v1', path: '/api/v1/namespaces' },
   {
     kind: 'Gateway',

@@ -220,6 +220,28 @@ export type PolicyOperation = Infer<typeof OPERATION>;
 export type PolicyCondition = Infer<typeof CONDITION>;
 export type PolicyRule = Infer<typeof RULE>;
 
+/** A RequestAuthentication (security.istio.io/v1): the JWTs a waypoint checks, per issuer. */
+const REQUEST_AUTHENTICATION = obj({
+  selector,
+  targetRef: any,
+  targetRefs: list(any),
+  jwtRules: list(
+    open({
+      issuer: str,
+      audiences: strs,
+      jwksUri: str,
+      jwks: str,
+      fromHeaders: list(open({ name: str, prefix: str })),
+      fromParams: strs,
+      fromCookies: strs,
+      outputPayloadToHeader: str,
+      forwardOriginalToken: bool,
+      outputClaimToHeaders: list(open({ header: str, claim: str })),
+    }),
+  ),
+});
+export type JwtRuleSpec = NonNullable<NonNullable<Infer<typeof REQUEST_AUTHENTICATION>['jwtRules']>[number]>;
+
 const MTLS_MODE = { t: 'string', enum: ['UNSET', 'DISABLE', 'PERMISSIVE', 'STRICT'] } as const satisfies Schema;
 export type MtlsMode = Infer<typeof MTLS_MODE>;
 const PEER_AUTHENTICATION = obj({
@@ -414,6 +436,8 @@ const KINDS = {
   WorkloadEntry: { spec: WORKLOAD_ENTRY },
   AuthorizationPolicy: { spec: AUTHORIZATION_POLICY },
   PeerAuthentication: { spec: PEER_AUTHENTICATION },
+  /** Read for the JWT rules of waypoints (targetRefs). */
+  RequestAuthentication: { spec: REQUEST_AUTHENTICATION },
   /** Read for waypoints (class, listeners, published addresses, `istio.io/waypoint-for`). */
   Gateway: { spec: GATEWAY_SPEC, status: GATEWAY_STATUS },
   /** Read for its `istio.io/waypoint-for` label, the traffic its waypoints take by default. */

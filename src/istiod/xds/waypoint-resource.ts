@@ -122,6 +122,21 @@ function policy(p: L7PolicyModel) {
 }
 
 export function waypointResource(name: string, w: WaypointResourceModel): XdsResource {
-  const msg = create(WaypointSchema, { services: w.services.map(serviceRoutes), policies: w.policies.map(policy) });
+  const msg = create(WaypointSchema, {
+    services: w.services.map(serviceRoutes),
+    policies: w.policies.map(policy),
+    requestAuthentications: w.requestAuthentications.map((ra) => ({
+      name: ra.name,
+      services: [...ra.services],
+      rules: ra.rules.map((r) => ({
+        ...r,
+        audiences: [...r.audiences],
+        fromHeaders: r.fromHeaders.map((h) => ({ ...h })),
+        fromParams: [...r.fromParams],
+        fromCookies: [...r.fromCookies],
+        outputClaimToHeaders: r.outputClaimToHeaders.map((c) => ({ ...c })),
+      })),
+    })),
+  });
   return { name, version: version(toBinary(WaypointSchema, msg)), resource: anyPack(WaypointSchema, msg) };
 }

@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file amesh/waypoint/v1/waypoint.proto.
  */
 export const file_amesh_waypoint_v1_waypoint: GenFile = /*@__PURE__*/
-  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEiawoIV2F5cG9pbnQSMgoIc2VydmljZXMYASADKAsyIC5hbWVzaC53YXlwb2ludC52MS5TZXJ2aWNlUm91dGVzEisKCHBvbGljaWVzGAIgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuUG9saWN5ImwKDVNlcnZpY2VSb3V0ZXMSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SKAoGcm91dGVzGAQgAygLMhguYW1lc2gud2F5cG9pbnQudjEuUm91dGUinQMKBVJvdXRlEgwKBG5hbWUYASABKAkSLgoHbWF0Y2hlcxgCIAMoCzIdLmFtZXNoLndheXBvaW50LnYxLlJvdXRlTWF0Y2gSOgoPcmVxdWVzdF9oZWFkZXJzGAMgASgLMiEuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTW9kaWZpZXISOwoQcmVzcG9uc2VfaGVhZGVycxgEIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEi0KB2ZvcndhcmQYBSABKAsyGi5hbWVzaC53YXlwb2ludC52MS5Gb3J3YXJkSAASLwoIcmVkaXJlY3QYBiABKAsyGy5hbWVzaC53YXlwb2ludC52MS5SZWRpcmVjdEgAEhcKDWRpcmVjdF9zdGF0dXMYByABKA1IABIuCgdyZXdyaXRlGAggASgLMh0uYW1lc2gud2F5cG9pbnQudjEuVVJMUmV3cml0ZRIqCgd0aW1lb3V0GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQggKBmFjdGlvbiKvAQoKUm91dGVNYXRjaBIqCgRwYXRoGAEgASgLMhwuYW1lc2gud2F5cG9pbnQudjEuUGF0aE1hdGNoEi8KB2hlYWRlcnMYAiADKAsyHi5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNYXRjaBI0CgxxdWVyeV9wYXJhbXMYAyADKAsyHi5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNYXRjaBIOCgZtZXRob2QYBCABKAkiRwoJUGF0aE1hdGNoEg8KBWV4YWN0GAEgASgJSAASEAoGcHJlZml4GAIgASgJSAASDwoFcmVnZXgYAyABKAlIAEIGCgRraW5kIkYKC0hlYWRlck1hdGNoEgwKBG5hbWUYASABKAkSDwoFZXhhY3QYAiABKAlIABIPCgVyZWdleBgDIAEoCUgAQgcKBXZhbHVlInAKDkhlYWRlck1vZGlmaWVyEiYKA3NldBgBIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLkhlYWRlchImCgNhZGQYAiADKAsyGS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXISDgoGcmVtb3ZlGAMgAygJIiUKBkhlYWRlchIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIjcKB0ZvcndhcmQSLAoIYmFja2VuZHMYASADKAsyGi5hbWVzaC53YXlwb2ludC52MS5CYWNrZW5kIkwKB0JhY2tlbmQSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SDgoGd2VpZ2h0GAQgASgNIn0KCFJlZGlyZWN0Eg4KBnNjaGVtZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEiwKBHBhdGgYBCABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZRITCgtzdGF0dXNfY29kZRgFIAEoDSI3CgtQYXRoUmV3cml0ZRIOCgRmdWxsGAEgASgJSAASEAoGcHJlZml4GAIgASgJSABCBgoEa2luZCJMCgpVUkxSZXdyaXRlEhAKCGhvc3RuYW1lGAEgASgJEiwKBHBhdGgYAiABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZSKeAQoGUG9saWN5EgwKBG5hbWUYASABKAkSKQoGYWN0aW9uGAIgASgOMhkuYW1lc2gud2F5cG9pbnQudjEuQWN0aW9uEhAKCHByb3ZpZGVyGAMgASgJEiYKBXJ1bGVzGAQgAygLMhcuYW1lc2gud2F5cG9pbnQudjEuUnVsZRIQCghzZXJ2aWNlcxgFIAMoCRIPCgdkcnlfcnVuGAYgASgIIoUBCgRSdWxlEicKBGZyb20YASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5Tb3VyY2USKAoCdG8YAiADKAsyHC5hbWVzaC53YXlwb2ludC52MS5PcGVyYXRpb24SKgoEd2hlbhgDIAMoCzIcLmFtZXNoLndheXBvaW50LnYxLkNvbmRpdGlvbiKQBAoGU291cmNlEi8KCnByaW5jaXBhbHMYASADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIzCg5ub3RfcHJpbmNpcGFscxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjcKEnJlcXVlc3RfcHJpbmNpcGFscxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjsKFm5vdF9yZXF1ZXN0X3ByaW5jaXBhbHMYBCADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIvCgpuYW1lc3BhY2VzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X25hbWVzcGFjZXMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCglpcF9ibG9ja3MYByADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEi4KDW5vdF9pcF9ibG9ja3MYCCADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjEKEHJlbW90ZV9pcF9ibG9ja3MYCSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjUKFG5vdF9yZW1vdGVfaXBfYmxvY2tzGAogAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyLFAgoJT3BlcmF0aW9uEioKBWhvc3RzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X2hvc3RzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSDQoFcG9ydHMYAyADKA0SEQoJbm90X3BvcnRzGAQgAygNEiwKB21ldGhvZHMYBSADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIwCgtub3RfbWV0aG9kcxgGIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEioKBXBhdGhzGAcgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X3BhdGhzGAggAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2giygEKCUNvbmRpdGlvbhILCgNrZXkYASABKAkSKwoGdmFsdWVzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbm90X3ZhbHVlcxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEiYKBWNpZHJzGAQgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIqCglub3RfY2lkcnMYBSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzKjQKBkFjdGlvbhIJCgVBTExPVxAAEggKBERFTlkQARIJCgVBVURJVBACEgoKBkNVU1RPTRADYgZwcm90bzM", [file_google_protobuf_duration, file_istio_security_authorization]);
+  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEitgEKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbiJiChVSZXF1ZXN0QXV0aGVudGljYXRpb24SDAoEbmFtZRgBIAEoCRIQCghzZXJ2aWNlcxgCIAMoCRIpCgVydWxlcxgDIAMoCzIaLmFtZXNoLndheXBvaW50LnYxLkp3dFJ1bGUisAIKB0p3dFJ1bGUSDgoGaXNzdWVyGAEgASgJEhEKCWF1ZGllbmNlcxgCIAMoCRIMCgRqd2tzGAMgASgJEhAKCGp3a3NfdXJpGAQgASgJEjIKDGZyb21faGVhZGVycxgFIAMoCzIcLmFtZXNoLndheXBvaW50LnYxLkp3dEhlYWRlchITCgtmcm9tX3BhcmFtcxgGIAMoCRIUCgxmcm9tX2Nvb2tpZXMYByADKAkSHgoWZm9yd2FyZF9vcmlnaW5hbF90b2tlbhgIIAEoCBIgChhvdXRwdXRfcGF5bG9hZF90b19oZWFkZXIYCSABKAkSQQoXb3V0cHV0X2NsYWltX3RvX2hlYWRlcnMYCiADKAsyIC5hbWVzaC53YXlwb2ludC52MS5DbGFpbVRvSGVhZGVyIikKCUp3dEhlYWRlchIMCgRuYW1lGAEgASgJEg4KBnByZWZpeBgCIAEoCSIuCg1DbGFpbVRvSGVhZGVyEg4KBmhlYWRlchgBIAEoCRINCgVjbGFpbRgCIAEoCSJsCg1TZXJ2aWNlUm91dGVzEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEigKBnJvdXRlcxgEIAMoCzIYLmFtZXNoLndheXBvaW50LnYxLlJvdXRlIp0DCgVSb3V0ZRIMCgRuYW1lGAEgASgJEi4KB21hdGNoZXMYAiADKAsyHS5hbWVzaC53YXlwb2ludC52MS5Sb3V0ZU1hdGNoEjoKD3JlcXVlc3RfaGVhZGVycxgDIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEjsKEHJlc3BvbnNlX2hlYWRlcnMYBCABKAsyIS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNb2RpZmllchItCgdmb3J3YXJkGAUgASgLMhouYW1lc2gud2F5cG9pbnQudjEuRm9yd2FyZEgAEi8KCHJlZGlyZWN0GAYgASgLMhsuYW1lc2gud2F5cG9pbnQudjEuUmVkaXJlY3RIABIXCg1kaXJlY3Rfc3RhdHVzGAcgASgNSAASLgoHcmV3cml0ZRgIIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLlVSTFJld3JpdGUSKgoHdGltZW91dBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIICgZhY3Rpb24irwEKClJvdXRlTWF0Y2gSKgoEcGF0aBgBIAEoCzIcLmFtZXNoLndheXBvaW50LnYxLlBhdGhNYXRjaBIvCgdoZWFkZXJzGAIgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSNAoMcXVlcnlfcGFyYW1zGAMgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSDgoGbWV0aG9kGAQgASgJIkcKCVBhdGhNYXRjaBIPCgVleGFjdBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSABCBgoEa2luZCJGCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg8KBWV4YWN0GAIgASgJSAASDwoFcmVnZXgYAyABKAlIAEIHCgV2YWx1ZSJwCg5IZWFkZXJNb2RpZmllchImCgNzZXQYASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXISJgoDYWRkGAIgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEg4KBnJlbW92ZRgDIAMoCSIlCgZIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSI3CgdGb3J3YXJkEiwKCGJhY2tlbmRzGAEgAygLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZCJMCgdCYWNrZW5kEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEg4KBndlaWdodBgEIAEoDSJ9CghSZWRpcmVjdBIOCgZzY2hlbWUYASABKAkSEAoIaG9zdG5hbWUYAiABKAkSDAoEcG9ydBgDIAEoDRIsCgRwYXRoGAQgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUSEwoLc3RhdHVzX2NvZGUYBSABKA0iNwoLUGF0aFJld3JpdGUSDgoEZnVsbBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAQgYKBGtpbmQiTAoKVVJMUmV3cml0ZRIQCghob3N0bmFtZRgBIAEoCRIsCgRwYXRoGAIgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUingEKBlBvbGljeRIMCgRuYW1lGAEgASgJEikKBmFjdGlvbhgCIAEoDjIZLmFtZXNoLndheXBvaW50LnYxLkFjdGlvbhIQCghwcm92aWRlchgDIAEoCRImCgVydWxlcxgEIAMoCzIXLmFtZXNoLndheXBvaW50LnYxLlJ1bGUSEAoIc2VydmljZXMYBSADKAkSDwoHZHJ5X3J1bhgGIAEoCCKFAQoEUnVsZRInCgRmcm9tGAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuU291cmNlEigKAnRvGAIgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuT3BlcmF0aW9uEioKBHdoZW4YAyADKAsyHC5hbWVzaC53YXlwb2ludC52MS5Db25kaXRpb24ikAQKBlNvdXJjZRIvCgpwcmluY2lwYWxzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X3ByaW5jaXBhbHMYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI3ChJyZXF1ZXN0X3ByaW5jaXBhbHMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI7ChZub3RfcmVxdWVzdF9wcmluY2lwYWxzGAQgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbmFtZXNwYWNlcxgFIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjMKDm5vdF9uYW1lc3BhY2VzGAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSKgoJaXBfYmxvY2tzGAcgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIuCg1ub3RfaXBfYmxvY2tzGAggAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIxChByZW1vdGVfaXBfYmxvY2tzGAkgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxI1ChRub3RfcmVtb3RlX2lwX2Jsb2NrcxgKIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MixQIKCU9wZXJhdGlvbhIqCgVob3N0cxgBIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9ob3N0cxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEg0KBXBvcnRzGAMgAygNEhEKCW5vdF9wb3J0cxgEIAMoDRIsCgdtZXRob2RzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMAoLbm90X21ldGhvZHMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCgVwYXRocxgHIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9wYXRocxgIIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoIsoBCglDb25kaXRpb24SCwoDa2V5GAEgASgJEisKBnZhbHVlcxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi8KCm5vdF92YWx1ZXMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBImCgVjaWRycxgEIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MSKgoJbm90X2NpZHJzGAUgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyo0CgZBY3Rpb24SCQoFQUxMT1cQABIICgRERU5ZEAESCQoFQVVESVQQAhIKCgZDVVNUT00QA2IGcHJvdG8z", [file_google_protobuf_duration, file_istio_security_authorization]);
 
 /**
  * @generated from message amesh.waypoint.v1.Waypoint
@@ -39,6 +39,13 @@ export type Waypoint = Message<"amesh.waypoint.v1.Waypoint"> & {
    * @generated from field: repeated amesh.waypoint.v1.Policy policies = 2;
    */
   policies: Policy[];
+
+  /**
+   * The RequestAuthentications whose targetRefs name this waypoint's Gateway or a Service behind it.
+   *
+   * @generated from field: repeated amesh.waypoint.v1.RequestAuthentication request_authentications = 3;
+   */
+  requestAuthentications: RequestAuthentication[];
 };
 
 /**
@@ -47,6 +54,157 @@ export type Waypoint = Message<"amesh.waypoint.v1.Waypoint"> & {
  */
 export const WaypointSchema: GenMessage<Waypoint> = /*@__PURE__*/
   messageDesc(file_amesh_waypoint_v1_waypoint, 0);
+
+/**
+ * One RequestAuthentication: the JWTs a request may carry, and how each is checked.
+ *
+ * @generated from message amesh.waypoint.v1.RequestAuthentication
+ */
+export type RequestAuthentication = Message<"amesh.waypoint.v1.RequestAuthentication"> & {
+  /**
+   * `<namespace>/<name>`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Only requests for these Services (`<namespace>/<hostname>`); empty: every request the waypoint serves.
+   *
+   * @generated from field: repeated string services = 2;
+   */
+  services: string[];
+
+  /**
+   * @generated from field: repeated amesh.waypoint.v1.JwtRule rules = 3;
+   */
+  rules: JwtRule[];
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.RequestAuthentication.
+ * Use `create(RequestAuthenticationSchema)` to create a new message.
+ */
+export const RequestAuthenticationSchema: GenMessage<RequestAuthentication> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 1);
+
+/**
+ * @generated from message amesh.waypoint.v1.JwtRule
+ */
+export type JwtRule = Message<"amesh.waypoint.v1.JwtRule"> & {
+  /**
+   * @generated from field: string issuer = 1;
+   */
+  issuer: string;
+
+  /**
+   * Empty: any audience.
+   *
+   * @generated from field: repeated string audiences = 2;
+   */
+  audiences: string[];
+
+  /**
+   * The JSON Web Key Set, inline; or, when empty, fetched by the waypoint from `jwks_uri`.
+   *
+   * @generated from field: string jwks = 3;
+   */
+  jwks: string;
+
+  /**
+   * @generated from field: string jwks_uri = 4;
+   */
+  jwksUri: string;
+
+  /**
+   * Where the token is looked for; none of the three: `Authorization: Bearer <token>` and `?access_token=`.
+   *
+   * @generated from field: repeated amesh.waypoint.v1.JwtHeader from_headers = 5;
+   */
+  fromHeaders: JwtHeader[];
+
+  /**
+   * @generated from field: repeated string from_params = 6;
+   */
+  fromParams: string[];
+
+  /**
+   * @generated from field: repeated string from_cookies = 7;
+   */
+  fromCookies: string[];
+
+  /**
+   * Keep the token in the request forwarded upstream.
+   *
+   * @generated from field: bool forward_original_token = 8;
+   */
+  forwardOriginalToken: boolean;
+
+  /**
+   * The verified payload, base64url-encoded, in this header of the forwarded request.
+   *
+   * @generated from field: string output_payload_to_header = 9;
+   */
+  outputPayloadToHeader: string;
+
+  /**
+   * @generated from field: repeated amesh.waypoint.v1.ClaimToHeader output_claim_to_headers = 10;
+   */
+  outputClaimToHeaders: ClaimToHeader[];
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.JwtRule.
+ * Use `create(JwtRuleSchema)` to create a new message.
+ */
+export const JwtRuleSchema: GenMessage<JwtRule> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 2);
+
+/**
+ * @generated from message amesh.waypoint.v1.JwtHeader
+ */
+export type JwtHeader = Message<"amesh.waypoint.v1.JwtHeader"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Stripped from the value before the token; the value must start with it.
+   *
+   * @generated from field: string prefix = 2;
+   */
+  prefix: string;
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.JwtHeader.
+ * Use `create(JwtHeaderSchema)` to create a new message.
+ */
+export const JwtHeaderSchema: GenMessage<JwtHeader> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 3);
+
+/**
+ * @generated from message amesh.waypoint.v1.ClaimToHeader
+ */
+export type ClaimToHeader = Message<"amesh.waypoint.v1.ClaimToHeader"> & {
+  /**
+   * @generated from field: string header = 1;
+   */
+  header: string;
+
+  /**
+   * @generated from field: string claim = 2;
+   */
+  claim: string;
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.ClaimToHeader.
+ * Use `create(ClaimToHeaderSchema)` to create a new message.
+ */
+export const ClaimToHeaderSchema: GenMessage<ClaimToHeader> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 4);
 
 /**
  * The routes of one Service: the rules of every HTTPRoute whose parentRef is the Service.
@@ -84,7 +242,7 @@ export type ServiceRoutes = Message<"amesh.waypoint.v1.ServiceRoutes"> & {
  * Use `create(ServiceRoutesSchema)` to create a new message.
  */
 export const ServiceRoutesSchema: GenMessage<ServiceRoutes> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 1);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 5);
 
 /**
  * @generated from message amesh.waypoint.v1.Route
@@ -159,7 +317,7 @@ export type Route = Message<"amesh.waypoint.v1.Route"> & {
  * Use `create(RouteSchema)` to create a new message.
  */
 export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 2);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 6);
 
 /**
  * Every part that is set must hold.
@@ -195,7 +353,7 @@ export type RouteMatch = Message<"amesh.waypoint.v1.RouteMatch"> & {
  * Use `create(RouteMatchSchema)` to create a new message.
  */
 export const RouteMatchSchema: GenMessage<RouteMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 3);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 7);
 
 /**
  * @generated from message amesh.waypoint.v1.PathMatch
@@ -234,7 +392,7 @@ export type PathMatch = Message<"amesh.waypoint.v1.PathMatch"> & {
  * Use `create(PathMatchSchema)` to create a new message.
  */
 export const PathMatchSchema: GenMessage<PathMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 4);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 8);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderMatch
@@ -272,7 +430,7 @@ export type HeaderMatch = Message<"amesh.waypoint.v1.HeaderMatch"> & {
  * Use `create(HeaderMatchSchema)` to create a new message.
  */
 export const HeaderMatchSchema: GenMessage<HeaderMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 5);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 9);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderModifier
@@ -299,7 +457,7 @@ export type HeaderModifier = Message<"amesh.waypoint.v1.HeaderModifier"> & {
  * Use `create(HeaderModifierSchema)` to create a new message.
  */
 export const HeaderModifierSchema: GenMessage<HeaderModifier> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 6);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 10);
 
 /**
  * @generated from message amesh.waypoint.v1.Header
@@ -321,7 +479,7 @@ export type Header = Message<"amesh.waypoint.v1.Header"> & {
  * Use `create(HeaderSchema)` to create a new message.
  */
 export const HeaderSchema: GenMessage<Header> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 7);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 11);
 
 /**
  * @generated from message amesh.waypoint.v1.Forward
@@ -340,9 +498,11 @@ export type Forward = Message<"amesh.waypoint.v1.Forward"> & {
  * Use `create(ForwardSchema)` to create a new message.
  */
 export const ForwardSchema: GenMessage<Forward> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 8);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
 
 /**
+ * A backendRef istiod could not resolve has no hostname: its share of the requests is answered 500.
+ *
  * @generated from message amesh.waypoint.v1.Backend
  */
 export type Backend = Message<"amesh.waypoint.v1.Backend"> & {
@@ -372,7 +532,7 @@ export type Backend = Message<"amesh.waypoint.v1.Backend"> & {
  * Use `create(BackendSchema)` to create a new message.
  */
 export const BackendSchema: GenMessage<Backend> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 9);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
 
 /**
  * @generated from message amesh.waypoint.v1.Redirect
@@ -413,7 +573,7 @@ export type Redirect = Message<"amesh.waypoint.v1.Redirect"> & {
  * Use `create(RedirectSchema)` to create a new message.
  */
 export const RedirectSchema: GenMessage<Redirect> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 10);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
 
 /**
  * @generated from message amesh.waypoint.v1.PathRewrite
@@ -444,7 +604,7 @@ export type PathRewrite = Message<"amesh.waypoint.v1.PathRewrite"> & {
  * Use `create(PathRewriteSchema)` to create a new message.
  */
 export const PathRewriteSchema: GenMessage<PathRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 11);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
 
 /**
  * @generated from message amesh.waypoint.v1.URLRewrite
@@ -466,7 +626,7 @@ export type URLRewrite = Message<"amesh.waypoint.v1.URLRewrite"> & {
  * Use `create(URLRewriteSchema)` to create a new message.
  */
 export const URLRewriteSchema: GenMessage<URLRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
 
 /**
  * @generated from message amesh.waypoint.v1.Policy
@@ -516,7 +676,7 @@ export type Policy = Message<"amesh.waypoint.v1.Policy"> & {
  * Use `create(PolicySchema)` to create a new message.
  */
 export const PolicySchema: GenMessage<Policy> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
 
 /**
  * Every part holds: one of `from`, one of `to` and each of `when`. An empty list holds.
@@ -545,7 +705,7 @@ export type Rule = Message<"amesh.waypoint.v1.Rule"> & {
  * Use `create(RuleSchema)` to create a new message.
  */
 export const RuleSchema: GenMessage<Rule> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 18);
 
 /**
  * Each list that is not empty must hold: one of its values, or none of a `not_` list's.
@@ -613,7 +773,7 @@ export type Source = Message<"amesh.waypoint.v1.Source"> & {
  * Use `create(SourceSchema)` to create a new message.
  */
 export const SourceSchema: GenMessage<Source> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 19);
 
 /**
  * @generated from message amesh.waypoint.v1.Operation
@@ -669,7 +829,7 @@ export type Operation = Message<"amesh.waypoint.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 20);
 
 /**
  * @generated from message amesh.waypoint.v1.Condition
@@ -712,7 +872,7 @@ export type Condition = Message<"amesh.waypoint.v1.Condition"> & {
  * Use `create(ConditionSchema)` to create a new message.
  */
 export const ConditionSchema: GenMessage<Condition> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 21);
 
 /**
  * @generated from enum amesh.waypoint.v1.Action
