@@ -163,14 +163,16 @@ describe(
       assert.equal((await sendAndCollect(s, payload)).toString(), payload);
     };
 
-    test('ztunnel ACKs the Address resources with a waypoint from the foreign server', () => {
-      const acks = xds
-        .lines()
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as { type_url: string; nonce: string; error: boolean })
-        .filter((r) => r.type_url === 'type.googleapis.com/istio.workload.Address' && r.nonce !== '');
-      assert.ok(acks.length > 0, xds.lines().join('\n'));
-      assert.ok(acks.every((a) => !a.error));
+    test('ztunnel ACKs the Address resources with a waypoint from the foreign server', async () => {
+      const acks = (): { error: boolean }[] =>
+        xds
+          .lines()
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { type_url: string; nonce: string; error: boolean })
+          .filter((r) => r.type_url === 'type.googleapis.com/istio.workload.Address' && r.nonce !== '');
+      // Readiness needs the ACK sent, not yet printed by the server: wait for its line.
+      await waitFor('the Address ACK printed by the server', () => acks().length > 0);
+      assert.ok(acks().every((a) => !a.error));
     });
 
     test('to a service with a waypoint: HBONE to the waypoint as the client, CONNECT to the VIP:port the app dialled', async () => {

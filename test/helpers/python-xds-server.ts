@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { packageRoot } from '../../src/lib/package-root.js';
 import { waitFor } from './mesh-fixture.js';
 import { opensslSelfSigned } from './openssl-ca.js';
 import { PYTHON } from './python.js';
+import { waypointProtoPython } from './waypoint-proto-python.js';
 
 /** A Python peer process whose output lines are kept, so a test waits for the line it expects. */
 export interface PythonPeer {
@@ -26,6 +27,8 @@ export function spawnPythonPeer(script: string, args: string[]): PythonPeer {
 /**
  * test/interop/xds_server_grpcio.py on `ip` (a kernel-chosen port) serving `resources`, with a self-signed
  * certificate for that IP under `dir`, once it listens; with the env a ztunnel needs to use it (a dummy token).
+ * When `resources` hold `{ waypoint: { name, message } }` items (a Waypoint in proto3 JSON), amesh's waypoint proto
+ * is compiled for python3-protobuf under `dir` first, and the server encodes them with it.
  */
 export async function pythonXdsServer(
   dir: string,
@@ -36,8 +39,16 @@ export async function pythonXdsServer(
   opensslSelfSigned(f('xds.crt'), f('xds.key'), `IP:${ip}`);
   await writeFile(f('resources.json'), JSON.stringify(resources));
   await writeFile(f('token'), 'not-a-real-token');
-  const peer = spawnPythonPeer('xds_server_grpcio.py', [ip, f('xds.crt'), f('xds.key'), f('resources.json')]);
-  await waitFor('python xDS server', () => peer.lines().some((l) => l.startsWith('listening ')));
+  const args = [ip, f('xds.crt'), f('xds.key'), f('resources.json')];
+  if (resources.some((r) => typeof r === 'object' && r !== null && 'waypoint' in r)) {
+    await mkdir(f('waypoint-pb'), { recursive: true });
+    args.push(waypointProtoPython(f('waypoint-pb')));
+  }
+  const peer = spawnPythonPeer('xds_server_grpcio.py', args);
+  await waitFor('python xDS server', () => {
+    if (peer.proc.exitCode !== null) throw new Error(`python xDS server exited:\n${peer.lines().join('\n')}`);
+    return peer.lines().some((l) => l.startsWith('listening '));
+  });
   const port = peer
     .lines()
     .find((l) => l.startsWith('listening '))!
