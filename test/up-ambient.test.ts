@@ -5,7 +5,8 @@
  * (ztunnel's DNS proxy), the SPIFFE identities in the server ztunnel's metrics, Istio's rules in the enrolled pod,
  * un-enrolling and enrolling a running pod by label, the node agent and its plugin reaching the API as istio-cni
  * (not as up's admin), PeerAuthentication STRICT / AuthorizationPolicy DENY written into the config dir (a DENY
- * the API refuses included), and SIGTERM leaving nothing behind.
+ * the API refuses included), L7 through a waypoint (an HTTPRoute, AuthorizationPolicy and RequestAuthentication), and
+ * SIGTERM leaving nothing behind.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,6 +34,7 @@ import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
 import { readGolden } from './helpers/pod-rules-cases.js';
+import { runPython } from './helpers/python.js';
 
 /** Long enough for a config change to reach the ztunnels, an agent to act on a label, or a restarted daemon to be back. */
 const CHANGE_DEADLINE_MS = 30_000;
@@ -873,6 +875,195 @@ describe(
       await ok('label', 'service', '-n', 'srv', 'server', 'istio.io/use-waypoint-');
       await untilClientAllowed(await podIp('cli', 'client'));
       await ok('delete', '-f', gw);
+    });
+
+    test('L7 through a waypoint: an HTTPRoute header match reaches v2, DELETE /admin is refused 403 while GET passes, a path needs a valid JWT from an independent issuer, and the waypoint counts each in istio_requests_total', async () => {
+      const minted = await runPython('mint_jwt.py', ['testing@secure.istio.io', 'alice']);
+      assert.equal(minted.status, 0, minted.stderr);
+      const jwt = JSON.parse(minted.stdout) as { jwks: object; valid: string; expired: string; other_key: string };
+      const echo = (version: string): string =>
+        object({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: `echo-${version}`, namespace: 'l7' },
+          spec: {
+            selector: { matchLabels: { app: 'echo', version } },
+            template: {
+              metadata: { labels: { app: 'echo', version } },
+              spec: {
+                containers: [
+                  {
+                    name: 'echo',
+                    image: 'amesh',
+                    command: ['amesh', 'echo', 'server', '--address', `0.0.0.0:${SERVER_PORT}`, '--name', version],
+                    ports: [{ containerPort: SERVER_PORT }],
+                  },
+                ],
+              },
+            },
+          },
+        }) +
+        object({
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: version === 'v1' ? 'echo' : `echo-${version}`, namespace: 'l7' },
+          spec: {
+            selector: { app: 'echo', version },
+            ports: [{ name: 'http', port: SERVICE_PORT, targetPort: SERVER_PORT }],
+          },
+        });
+      const echoRef = { group: '', kind: 'Service', name: 'echo' };
+      const l7 = path.join(dir, 'l7.yaml');
+      await writeFile(
+        l7,
+        ambientNamespace('l7') +
+          echo('v1') +
+          echo('v2') +
+          object({
+            apiVersion: 'gateway.networking.k8s.io/v1',
+            kind: 'HTTPRoute',
+            metadata: { name: 'echo', namespace: 'l7' },
+            spec: {
+              parentRefs: [echoRef],
+              rules: [
+                {
+                  matches: [{ headers: [{ name: 'x-version', value: 'v2' }] }],
+                  backendRefs: [{ name: 'echo-v2', port: SERVICE_PORT }],
+                },
+                { backendRefs: [{ name: 'echo', port: SERVICE_PORT }] },
+              ],
+            },
+          }) +
+          object({
+            apiVersion: 'security.istio.io/v1',
+            kind: 'AuthorizationPolicy',
+            metadata: { name: 'no-admin-delete', namespace: 'l7' },
+            spec: {
+              targetRefs: [echoRef],
+              action: 'DENY',
+              rules: [{ to: [{ operation: { methods: ['DELETE'], paths: ['/admin*'] } }] }],
+            },
+          }) +
+          object({
+            apiVersion: 'security.istio.io/v1',
+            kind: 'RequestAuthentication',
+            metadata: { name: 'jwt', namespace: 'l7' },
+            spec: {
+              targetRefs: [echoRef],
+              jwtRules: [{ issuer: 'testing@secure.istio.io', jwks: JSON.stringify(jwt.jwks) }],
+            },
+          }) +
+          object({
+            apiVersion: 'security.istio.io/v1',
+            kind: 'AuthorizationPolicy',
+            metadata: { name: 'secure-needs-jwt', namespace: 'l7' },
+            spec: {
+              targetRefs: [echoRef],
+              action: 'DENY',
+              rules: [
+                { from: [{ source: { notRequestPrincipals: ['*'] } }], to: [{ operation: { paths: ['/secure*'] } }] },
+              ],
+            },
+          }),
+      );
+      const ok = async (...args: string[]): Promise<void> => {
+        const r = await kubectl(...args);
+        assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+      };
+      await ok('apply', '-f', l7);
+      const kubeconfig = path.join(dataDir, 'kubeconfig');
+      const applied = await amesh(
+        host,
+        'waypoint',
+        'apply',
+        '-n',
+        'l7',
+        '--enroll-namespace',
+        '--wait',
+        '--kubeconfig',
+        kubeconfig,
+      );
+      assert.equal(applied.status, 0, applied.stderr);
+      await ok('rollout', 'status', '-n', 'l7', 'deployment/echo-v1', 'deployment/echo-v2', '--timeout=120s');
+      /** curl in the client pod: the status code, then the body. */
+      const curl = async (p: string, ...args: string[]): Promise<string> => {
+        const r = await amesh(
+          host,
+          'exec',
+          '--data-dir',
+          dataDir,
+          CLIENT,
+          '--',
+          'curl',
+          '-s',
+          '-m',
+          '5',
+          '-w',
+          ' %{http_code}',
+          ...args,
+          `http://echo.l7${p}`,
+        );
+        return r.stdout;
+      };
+      let got = '';
+      await waitFor(
+        'the HTTPRoute sends x-version: v2 to echo-v2 through the waypoint',
+        async () => /"hostname":"v2".* 200$/.test((got = await curl('/', '-H', 'x-version: v2'))),
+        CHANGE_DEADLINE_MS,
+      ).catch(() => assert.fail(got));
+      assert.match(await curl('/'), /"hostname":"v1".* 200$/);
+      await waitFor(
+        'DELETE /admin refused by the waypoint',
+        async () => (got = await curl('/admin', '-X', 'DELETE')) === 'RBAC: access denied 403',
+        CHANGE_DEADLINE_MS,
+      ).catch(() => assert.fail(got));
+      assert.match(await curl('/admin'), / 200$/);
+      assert.equal(await curl('/secure'), 'RBAC: access denied 403', 'no token: no request principal');
+      assert.equal(await curl('/secure', '-H', `Authorization: Bearer ${jwt.expired}`), 'Jwt is expired 401');
+      assert.equal(await curl('/secure', '-H', `Authorization: Bearer ${jwt.other_key}`), 'Jwt verification fails 401');
+      const secure = await curl('/secure', '-H', `Authorization: Bearer ${jwt.valid}`);
+      assert.match(secure, /"hostname":"v1".* 200$/);
+      assert.doesNotMatch(secure, /authorization/i, 'the verified token is not forwarded');
+      const waypointIp = (
+        await kubectl(
+          'get',
+          'pods',
+          '-n',
+          'l7',
+          '-l',
+          'gateway.networking.k8s.io/gateway-name=waypoint',
+          '-o',
+          'jsonpath={.items[0].status.podIP}',
+        )
+      ).stdout;
+      const stats = await amesh(
+        host,
+        'exec',
+        '--data-dir',
+        dataDir,
+        CLIENT,
+        '--',
+        'curl',
+        '-s',
+        '-m',
+        '5',
+        `http://${waypointIp}:15020/stats/prometheus`,
+      );
+      const counted = (code: string): number =>
+        stats.stdout
+          .split('\n')
+          .filter(
+            (l) =>
+              l.startsWith('istio_requests_total{') &&
+              l.includes('reporter="waypoint"') &&
+              l.includes('destination_service_namespace="l7"') &&
+              l.includes(`response_code="${code}"`),
+          )
+          .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      assert.ok(counted('200') >= 4, stats.stdout);
+      assert.ok(counted('403') >= 2, stats.stdout);
+      assert.equal(counted('401'), 2, stats.stdout);
+      await ok('delete', 'namespace', 'l7');
     });
 
     test('SIGHUP with stdout and stderr closed (the terminal is gone) tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {
