@@ -82,7 +82,7 @@ describe("a manifest directory applied to the API with istiod's config store on 
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(api.kubeconfigPath);
     custom = kc.makeApiClient(k8s.CustomObjectsApi);
-    kube = new KubeSource(kc, store, logs.control.scope('kube'));
+    kube = new KubeSource(kc, store, logs.control.scope('kube'), 'istio-system');
     kube.start();
     await kube.synced;
     // The applier goes through the front, which the test makes fail; the informers read the API directly.

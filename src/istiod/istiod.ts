@@ -157,7 +157,7 @@ export class Istiod {
         ready = true;
         ads.update(xds.snapshot);
       };
-      const kube = new KubeSource(kubeConfig, store, logs.scope('kube'));
+      const kube = new KubeSource(kubeConfig, store, logs.scope('kube'), cfg.rootNamespace);
       started.push(kube);
       kube.start();
       const synced = Promise.all([kube.synced, kubeCa?.synced, rootPublisher?.synced]).then(() => {

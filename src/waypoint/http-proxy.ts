@@ -17,6 +17,7 @@ import type { Service } from '../ztunnel/state/service.js';
 import { resolveBehindWaypoint, resolveServiceBehindWaypoint } from '../ztunnel/state/upstream.js';
 import type { Workload } from '../ztunnel/state/workload.js';
 import { authenticateRequest, type JwtOutcome } from './jwt-authenticator.js';
+import type { ExtAuthzClient, ExtAuthzVerdict } from './ext-authz.js';
 import { RBAC_DENIED, type Flow, type WaypointAuthorizer } from './waypoint-authorizer.js';
 import type { RequestMetrics, ResponseFlag } from './request-metrics.js';
 import { applyHeaderEdits, editPath, pickBackend, redirectLocation, routeRequest } from './route-table.js';
@@ -93,6 +94,7 @@ export class WaypointHttp {
     private readonly metrics: RequestMetrics,
     private readonly rules: WaypointRules,
     private readonly authorizer: WaypointAuthorizer,
+    private readonly extAuthz: ExtAuthzClient,
   ) {
     // No server timeouts of its own: the tunnel's HBONE keepalive and the client decide how long it lives.
     this.server = http.createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0 }, (req, res) =>
@@ -121,11 +123,22 @@ export class WaypointHttp {
         url: req.url ?? '/',
         headers: req.headers,
       },
-    ).then((jwt) => this.forward(req, res, t, jwt));
+    )
+      .then((jwt) => this.forward(req, res, t, jwt))
+      .catch((e: unknown) => {
+        this.ctx.log.error({ src: t.peerAddr, error: describeError(e) }, 'waypoint: request failed');
+        if (res.headersSent) res.destroy();
+        else res.writeHead(500).end();
+      });
   }
 
   /** Authorizes, routes and forwards one request whose token (if any) was checked. */
-  private forward(req: http.IncomingMessage, res: http.ServerResponse, t: Tunnel, jwt: JwtOutcome): void {
+  private async forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    t: Tunnel,
+    jwt: JwtOutcome,
+  ): Promise<void> {
     const started = performance.now();
     // Counted once it is piped upstream: a listener any earlier would let the body flow away before then.
     let requestBody = (): number => 0;
@@ -149,7 +162,22 @@ export class WaypointHttp {
       answer(401, '-', jwt.body);
       return;
     }
-    if (this.authorizer.request(req, t, jwt.jwt) !== undefined) {
+    const authz = this.authorizer.request(req, t, jwt.jwt);
+    let extAuthz: Extract<ExtAuthzVerdict, { allowed: true }> | undefined;
+    for (const name of authz.providers) {
+      const provider = this.rules.extAuthzProvider(name);
+      const verdict =
+        provider === undefined
+          ? ({ allowed: false, status: 403, headers: [], body: '', reason: `no ext_authz provider ${name}` } as const)
+          : await this.extAuthz.check(provider, req, t.self, t.peerAddr);
+      if (!verdict.allowed) {
+        this.authorizer.refuse(t, { method: req.method, path: req.url }, verdict.reason);
+        answer(verdict.status, 'UAEX', verdict.body, Object.fromEntries(verdict.headers));
+        return;
+      }
+      extAuthz = verdict;
+    }
+    if (authz.refused !== undefined) {
       answer(403, '-', RBAC_DENIED);
       return;
     }
@@ -195,6 +223,7 @@ export class WaypointHttp {
     let headers = forwardable(req.headers);
     headers['x-request-id'] ??= randomUUID();
     if (jwt.headers !== undefined) headers = applyHeaderEdits(headers, jwt.headers);
+    if (extAuthz !== undefined) headers = applyHeaderEdits(headers, { set: extAuthz.upstream, add: [], remove: [] });
     if (route?.requestHeaders !== undefined) headers = applyHeaderEdits(headers, route.requestHeaders);
     if (route?.rewrite !== undefined && route.rewrite.hostname !== '') headers.host = route.rewrite.hostname;
     const path = route?.rewrite === undefined ? jwt.url : editPath(jwt.url, route.rewrite.path, route);
@@ -211,7 +240,10 @@ export class WaypointHttp {
         out.on('response', (r) => {
           clearTimeout(timer);
           const responseBody = bodyCounter(r);
-          const back = forwardable(r.headers);
+          const back =
+            extAuthz === undefined || extAuthz.downstream.length === 0
+              ? forwardable(r.headers)
+              : applyHeaderEdits(forwardable(r.headers), { set: [], add: extAuthz.downstream, remove: [] });
           res.writeHead(
             r.statusCode ?? 502,
             route?.responseHeaders === undefined ? back : applyHeaderEdits(back, route.responseHeaders),

@@ -3,7 +3,7 @@
  * istiod attached to it (`WaypointRules`), with the attributes Istio's waypoint sees: the client's SPIFFE identity
  * and address, the destination Service, address and port, and for HTTP the request itself. AUDIT and dry-run
  * results are logged; a refusal is logged with its reason, while the client only gets Envoy's `RBAC: access denied`.
- * A matching CUSTOM policy refuses: this waypoint has no ext_authz provider to ask. A rejected config refuses all.
+ * The providers of matching CUSTOM policies are returned for the caller to ask first. A rejected config refuses all.
  */
 import type http from 'node:http';
 import type { Logger } from '../lib/log.js';
@@ -31,8 +31,15 @@ export class WaypointAuthorizer {
     private readonly log: Logger,
   ) {}
 
-  /** Why `req` may not pass, or undefined when it may. */
-  request(req: http.IncomingMessage, f: Flow, jwt: VerifiedJwt | undefined): string | undefined {
+  /**
+   * What the policies say of `req`: the ext_authz providers to ask first (CUSTOM policies that match, in Envoy's
+   * filter order), then why DENY or ALLOW refuse it, if they do.
+   */
+  request(
+    req: http.IncomingMessage,
+    f: Flow,
+    jwt: VerifiedJwt | undefined,
+  ): { readonly providers: readonly string[]; readonly refused: string | undefined } {
     return this.decide(f, {
       http: true,
       method: req.method ?? '',
@@ -43,17 +50,25 @@ export class WaypointAuthorizer {
     });
   }
 
-  /** Why a TCP connection may not be relayed, or undefined when it may. */
+  /**
+   * Why a TCP connection may not be relayed, or undefined when it may. A CUSTOM policy that matches refuses it: its
+   * provider can only judge HTTP requests (Istio lets such a connection through; this waypoint does not).
+   */
   connection(f: Flow): string | undefined {
-    return this.decide(f, { http: false, method: '', path: '', host: '', headers: {}, jwt: undefined });
+    const d = this.decide(f, { http: false, method: '', path: '', host: '', headers: {}, jwt: undefined });
+    if (d.refused !== undefined) return d.refused;
+    if (d.providers.length > 0)
+      return this.refuse(f, {}, `ext_authz provider ${d.providers.join(', ')} cannot judge a TCP connection`);
+    return undefined;
   }
 
   private decide(
     f: Flow,
     r: Pick<RequestAttributes, 'http' | 'method' | 'path' | 'host' | 'headers' | 'jwt'>,
-  ): string | undefined {
+  ): { providers: readonly string[]; refused: string | undefined } {
     const broken = this.rules.broken;
-    if (broken !== undefined) return this.refuse(f, r, `the waypoint's config was rejected: ${broken}`);
+    if (broken !== undefined)
+      return { providers: [], refused: this.refuse(f, r, `the waypoint's config was rejected: ${broken}`) };
     const svc = f.parties.destinationService;
     const id = f.parties.sourceIdentity;
     const decision = authorizeRequest(this.rules.policies, {
@@ -70,17 +85,14 @@ export class WaypointAuthorizer {
       this.log.info({ src: f.peerAddr, policy, method: r.method, path: r.path }, 'waypoint: AUDIT policy matched');
     for (const s of decision.shadow)
       this.log.info({ src: f.peerAddr, policy: s.policy, wouldDeny: s.wouldDeny }, 'waypoint: dry-run policy');
-    if (!decision.allowed) return this.refuse(f, r, decision.reason);
-    if (decision.custom.length > 0)
-      return this.refuse(
-        f,
-        r,
-        `ext_authz provider ${decision.custom.map((p) => p.provider).join(', ')} is not available to this waypoint`,
-      );
-    return undefined;
+    return {
+      providers: [...new Set(decision.custom.map((p) => p.provider))],
+      refused: decision.allowed ? undefined : this.refuse(f, r, decision.reason),
+    };
   }
 
-  private refuse(f: Flow, r: Pick<RequestAttributes, 'method' | 'path'>, reason: string): string {
+  /** Logs a refusal with its reason (the client gets only Envoy's answer). */
+  refuse(f: Flow, r: Partial<Pick<RequestAttributes, 'method' | 'path'>>, reason: string): string {
     this.log.info(
       { src: f.peerAddr, dst: `${f.ip}:${f.port}`, method: r.method || undefined, path: r.path || undefined, reason },
       'waypoint: denied by authorization policy',

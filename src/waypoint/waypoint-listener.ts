@@ -21,6 +21,7 @@ import type { MetricsRegistry } from '../ztunnel/admin/prom-client-core.js';
 import { WaypointHttp } from './http-proxy.js';
 import { RequestMetrics } from './request-metrics.js';
 import { WaypointAuthorizer } from './waypoint-authorizer.js';
+import { ExtAuthzClient } from './ext-authz.js';
 import type { WaypointRules } from './waypoint-rules.js';
 
 export class WaypointListener implements LocalProxies {
@@ -41,7 +42,15 @@ export class WaypointListener implements LocalProxies {
     this.local = LocalWorkloadInformation.byUid(ctx.state, podUid);
     this.outbound = new Outbound(ctx, this.local);
     this.authorizer = new WaypointAuthorizer(rules, ctx.log);
-    this.http = new WaypointHttp(ctx, this.outbound, ip, new RequestMetrics(registry), rules, this.authorizer);
+    this.http = new WaypointHttp(
+      ctx,
+      this.outbound,
+      ip,
+      new RequestMetrics(registry),
+      rules,
+      this.authorizer,
+      new ExtAuthzClient(ctx, this.outbound, ip),
+    );
     // ztunnel's policies (by namespace or selector) are for the workloads ztunnel captures, which a waypoint's pod is
     // not; a waypoint enforces the policies attached to it (targetRefs), as Istio's does.
     this.inbound = new InboundHbone(

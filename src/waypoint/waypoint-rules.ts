@@ -9,6 +9,7 @@ import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { WaypointSchema } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import type { Logger } from '../lib/log.js';
 import type { NamedSubscription } from '../ztunnel/xds/ads-client.js';
+import { extAuthzProvidersFromXds, type ExtAuthzProviderConfig } from './ext-authz.js';
 import { jwtPoliciesFromXds, remoteKeySets, type JwtPolicy } from './jwt-authenticator.js';
 import { l7PoliciesFromXds, type L7Policy } from './l7-authorization.js';
 import { routeTablesFromXds, type RouteTable } from './route-table.js';
@@ -19,6 +20,7 @@ export class WaypointRules {
   private tables = new Map<string, RouteTable>();
   private current: readonly L7Policy[] = [];
   private jwt: readonly JwtPolicy[] = [];
+  private providers: ReadonlyMap<string, ExtAuthzProviderConfig> = new Map();
   private readonly remoteKeys = remoteKeySets();
   private undecodable: string | undefined;
 
@@ -53,6 +55,11 @@ export class WaypointRules {
 
   get jwtPolicies(): readonly JwtPolicy[] {
     return this.jwt;
+  }
+
+  /** The ext_authz provider a CUSTOM policy names; undefined when istiod sent none by that name. */
+  extAuthzProvider(name: string): ExtAuthzProviderConfig | undefined {
+    return this.providers.get(name);
   }
 
   /** Why every request is refused: the last resource istiod sent could not be decoded. */
@@ -90,6 +97,7 @@ export class WaypointRules {
     this.tables = new Map(routes.tables.map((t) => [`${t.namespace}/${t.hostname}:${t.port}`, t]));
     this.current = policies.policies;
     this.jwt = jwt.policies;
+    this.providers = extAuthzProvidersFromXds(msg.extAuthzProviders);
     this.log.info(
       {
         waypoint: this.name,
@@ -106,6 +114,7 @@ export class WaypointRules {
     this.tables = new Map();
     this.current = [];
     this.jwt = [];
+    this.providers = new Map();
     this.undecodable = undefined;
     this.log.info({ waypoint: this.name }, 'waypoint config removed by istiod');
   }

@@ -30,6 +30,7 @@ import { EndpointSliceIndex, sliceService } from './endpoint-slice-index.js';
 import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
 import { serviceWaypoint, waypointsOf, workloadWaypoint, type WaypointInputs } from './waypoints.js';
 import { waypointResources, type WaypointResourceModel } from './waypoint-resources.js';
+import { extAuthzProviders } from './extension-providers.js';
 import {
   convertEndpointSlice,
   convertPod,
@@ -75,6 +76,7 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'GatewayClass',
   'HTTPRoute',
   'RequestAuthentication',
+  'ConfigMap',
 ]);
 /** Kinds whose objects produce resources of their own. */
 const PRODUCER_KINDS: ReadonlySet<string> = new Set([
@@ -350,14 +352,18 @@ export class IncrementalMeshModel {
         shared.filter((o) => o.kind === 'Namespace').map((n) => [n.metadata.name, n.metadata.labels] as const),
       ),
     };
+    const mesh = extAuthzProviders(
+      shared.filter((o) => o.kind === 'ConfigMap'),
+      rootNamespace,
+    );
     const computed = waypointResources(shared, waypoints, {
       domainSuffix,
       trustDomain: this.cfg.trustDomain,
       rootNamespace,
-      providers: new Set(),
+      providers: mesh.providers,
     });
     // Said once while it holds, as the ServiceEntry shadowing above.
-    const waypointWarnings = new Set(computed.warnings);
+    const waypointWarnings = new Set([...mesh.warnings, ...computed.warnings]);
     for (const w of waypointWarnings) if (!this.waypointWarnings.has(w)) warnings.push(w);
     this.waypointWarnings = waypointWarnings;
     return {

@@ -245,7 +245,7 @@ const EVERYTHING: L7RuleModel = { from: [], to: [], when: [] };
 export function convertWaypointPolicy(
   ap: ResourceOf<'AuthorizationPolicy'>,
   trustDomain: string,
-  providers: ReadonlySet<string>,
+  providers: ReadonlyMap<string, unknown>,
 ): { policy: Omit<L7PolicyModel, 'services'>; warnings: string[] } {
   const name = `${ap.metadata.namespace}/${ap.metadata.name}`;
   const action: L7Action = ap.spec.action ?? 'ALLOW';

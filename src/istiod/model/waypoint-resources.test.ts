@@ -260,3 +260,51 @@ spec: ${spec}`;
   assert.deepEqual(ras[1]!.rules[0]!.fromHeaders, [{ name: 'x-jwt', prefix: '' }]);
   assert.ok(warnings.some((w) => /not a JSON Web Key Set; its tokens are refused/.test(w)));
 });
+
+test("meshConfig's ext_authz providers reach the waypoints whose CUSTOM policies name them; an unusable one leaves its policies denying", () => {
+  const mesh = `
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: istio, namespace: istio-system}
+data:
+  mesh: |
+    extensionProviders:
+    - name: sample-http
+      envoyExtAuthzHttp:
+        service: ext-authz.shop.svc.cluster.local
+        port: 8000
+        timeout: 0.5s
+        includeRequestHeadersInCheck: [X-Ext-Authz]
+        headersToUpstreamOnAllow: [x-ext-authz-check-result]
+    - name: sample-grpc
+      envoyExtAuthzGrpc: {service: shop/ext-authz.shop.svc.cluster.local, port: 9000, failOpen: true}
+    - name: broken
+      envoyExtAuthzHttp: {port: 8000}`;
+  const custom = (name: string, provider: string): string =>
+    policy(
+      name,
+      `{targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: waypoint}], action: CUSTOM, provider: {name: ${provider}}, rules: [{to: [{operation: {paths: ["/${name}*"]}}]}]}`,
+    );
+  const { m, warnings } = model(BASE + mesh + custom('a', 'sample-http') + custom('b', 'broken'));
+  const w = m.waypoint('shop/waypoint')!;
+  assert.deepEqual(
+    w.policies.map((p) => [p.name, p.action, p.provider]),
+    [
+      ['shop/a', 'CUSTOM', 'sample-http'],
+      ['shop/b', 'DENY', ''],
+    ],
+  );
+  assert.deepEqual(
+    w.extAuthzProviders.map((p) => [p.name, p.hostname, p.port, p.timeoutMs]),
+    [['sample-http', 'ext-authz.shop.svc.cluster.local', 8000, 500]],
+    'only the providers its policies name',
+  );
+  const api = w.extAuthzProviders[0]!.api;
+  assert.ok('http' in api);
+  assert.deepEqual(api.http.includeRequestHeadersInCheck, [{ exact: 'x-ext-authz' }]);
+  assert.ok(
+    warnings.some((w) => /"broken" has no service/.test(w)),
+    warnings.join('\n'),
+  );
+});

@@ -10,19 +10,22 @@ import { serviceEntryHosts, servicePorts } from './services.js';
 import { serviceWaypoint, type WaypointInputs } from './waypoints.js';
 import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './waypoint-policies.js';
 import { convertRequestAuthentication, type RequestAuthenticationModel } from './request-authentication.js';
+import type { ExtAuthzProviderModel } from './extension-providers.js';
 
 export interface WaypointResourceModel {
   readonly services: readonly ServiceRoutesModel[];
   readonly policies: readonly L7PolicyModel[];
   readonly requestAuthentications: readonly RequestAuthenticationModel[];
+  /** The providers its CUSTOM policies name. */
+  readonly extAuthzProviders: readonly ExtAuthzProviderModel[];
 }
 
 export interface WaypointResourceInputs {
   readonly domainSuffix: string;
   readonly trustDomain: string;
   readonly rootNamespace: string;
-  /** meshConfig.extensionProviders' names, which CUSTOM policies may name. */
-  readonly providers: ReadonlySet<string>;
+  /** meshConfig.extensionProviders by name, which CUSTOM policies may name. */
+  readonly providers: ReadonlyMap<string, ExtAuthzProviderModel>;
 }
 
 /** `namespace/name` of the waypoint a GatewayAddress names (its Service's hostname is `<name>.<namespace>.svc…`). */
@@ -122,12 +125,15 @@ export function waypointResources(
       for (const [w, services] of at) resources.get(w)?.requestAuthentications.push({ ...c.model, services });
     }
   }
-  for (const r of resources.values()) {
+  const out = new Map<string, WaypointResourceModel>();
+  for (const [key, r] of resources) {
     r.services.sort((a, b) =>
       `${a.namespace}/${a.hostname}:${a.port}`.localeCompare(`${b.namespace}/${b.hostname}:${b.port}`),
     );
     r.policies.sort((a, b) => a.name.localeCompare(b.name));
     r.requestAuthentications.sort((a, b) => a.name.localeCompare(b.name));
+    const named = new Set(r.policies.filter((p) => p.action === 'CUSTOM').map((p) => p.provider));
+    out.set(key, { ...r, extAuthzProviders: [...named].sort().flatMap((n) => cfg.providers.get(n) ?? []) });
   }
-  return { resources, warnings };
+  return { resources: out, warnings };
 }

@@ -128,8 +128,15 @@ export class KubeSource {
     private readonly kc: KubeConfig,
     private readonly store: ConfigStore,
     private readonly log: Logger,
+    /** istiod's namespace, whose ConfigMaps hold its mesh config (`istio`). */
+    meshNamespace: string,
   ) {
-    for (const w of WATCHED_KINDS) if (w.optional !== true) this.informers.push(this.informer(w));
+    const meshConfig: Watched = {
+      kind: 'ConfigMap',
+      apiVersion: 'v1',
+      path: `/api/v1/namespaces/${meshNamespace}/configmaps`,
+    };
+    for (const w of [...WATCHED_KINDS, meshConfig]) if (w.optional !== true) this.informers.push(this.informer(w));
     const required = this.informers.map((i) => i.synced);
     this.synced = new Promise<Promise<void>[]>((r) => (this.started = r)).then(async (optionalsListed) => {
       await Promise.all([...required, ...optionalsListed]);

@@ -63,10 +63,10 @@ test('a checked document arrives typed by its kind: omitted fields absent, null 
 test('an object of a kind amesh does not read is kept for the API server, but is no Resource', () => {
   const { objects } = parseManifests(
     'm.yaml',
-    'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\ndata: {a: b}\n',
+    'apiVersion: v1\nkind: Secret\nmetadata: {name: c, namespace: shop}\ndata: {a: Yg==}\n',
   );
   const [config] = objects;
   assert.ok(config !== undefined);
-  assert.equal(config.kind, 'ConfigMap');
+  assert.equal(config.kind, 'Secret');
   assert.equal(isResource(config), false);
 });

@@ -436,6 +436,8 @@ const KINDS = {
   WorkloadEntry: { spec: WORKLOAD_ENTRY },
   AuthorizationPolicy: { spec: AUTHORIZATION_POLICY },
   PeerAuthentication: { spec: PEER_AUTHENTICATION },
+  /** Read for istiod's mesh config (the `istio` ConfigMap's `mesh`): its extension providers. */
+  ConfigMap: { spec: open({ data: map(str) }), topLevel: true },
   /** Read for the JWT rules of waypoints (targetRefs). */
   RequestAuthentication: { spec: REQUEST_AUTHENTICATION },
   /** Read for waypoints (class, listeners, published addresses, `istio.io/waypoint-for`). */

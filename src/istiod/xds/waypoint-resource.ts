@@ -7,6 +7,7 @@ import { anyPack, durationFromMs } from '@bufbuild/protobuf/wkt';
 import {
   Action,
   WaypointSchema,
+  type ExtAuthzProviderSchema,
   type HeaderModifierSchema,
   type PathMatchSchema,
   type PathRewriteSchema,
@@ -20,6 +21,7 @@ import type {
   ServiceRoutesModel,
 } from '../model/http-routes.js';
 import type { L7PolicyModel } from '../model/waypoint-policies.js';
+import type { ExtAuthzProviderModel } from '../model/extension-providers.js';
 import type { WaypointResourceModel } from '../model/waypoint-resources.js';
 import { stringMatch, version, type XdsResource } from './convert.js';
 
@@ -121,10 +123,33 @@ function policy(p: L7PolicyModel) {
   };
 }
 
+function extAuthzProvider(p: ExtAuthzProviderModel): MessageInitShape<typeof ExtAuthzProviderSchema> {
+  const { api, timeoutMs, ...rest } = p;
+  return {
+    ...rest,
+    timeout: timeoutMs === undefined ? undefined : durationFromMs(timeoutMs),
+    api:
+      'http' in api
+        ? {
+            case: 'http',
+            value: {
+              pathPrefix: api.http.pathPrefix,
+              includeRequestHeadersInCheck: api.http.includeRequestHeadersInCheck.map(stringMatch),
+              includeAdditionalHeadersInCheck: { ...api.http.includeAdditionalHeadersInCheck },
+              headersToUpstreamOnAllow: api.http.headersToUpstreamOnAllow.map(stringMatch),
+              headersToDownstreamOnDeny: api.http.headersToDownstreamOnDeny.map(stringMatch),
+              headersToDownstreamOnAllow: api.http.headersToDownstreamOnAllow.map(stringMatch),
+            },
+          }
+        : { case: 'grpc', value: {} },
+  };
+}
+
 export function waypointResource(name: string, w: WaypointResourceModel): XdsResource {
   const msg = create(WaypointSchema, {
     services: w.services.map(serviceRoutes),
     policies: w.policies.map(policy),
+    extAuthzProviders: w.extAuthzProviders.map(extAuthzProvider),
     requestAuthentications: w.requestAuthentications.map((ra) => ({
       name: ra.name,
       services: [...ra.services],

@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file amesh/waypoint/v1/waypoint.proto.
  */
 export const file_amesh_waypoint_v1_waypoint: GenFile = /*@__PURE__*/
-  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEitgEKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbiJiChVSZXF1ZXN0QXV0aGVudGljYXRpb24SDAoEbmFtZRgBIAEoCRIQCghzZXJ2aWNlcxgCIAMoCRIpCgVydWxlcxgDIAMoCzIaLmFtZXNoLndheXBvaW50LnYxLkp3dFJ1bGUisAIKB0p3dFJ1bGUSDgoGaXNzdWVyGAEgASgJEhEKCWF1ZGllbmNlcxgCIAMoCRIMCgRqd2tzGAMgASgJEhAKCGp3a3NfdXJpGAQgASgJEjIKDGZyb21faGVhZGVycxgFIAMoCzIcLmFtZXNoLndheXBvaW50LnYxLkp3dEhlYWRlchITCgtmcm9tX3BhcmFtcxgGIAMoCRIUCgxmcm9tX2Nvb2tpZXMYByADKAkSHgoWZm9yd2FyZF9vcmlnaW5hbF90b2tlbhgIIAEoCBIgChhvdXRwdXRfcGF5bG9hZF90b19oZWFkZXIYCSABKAkSQQoXb3V0cHV0X2NsYWltX3RvX2hlYWRlcnMYCiADKAsyIC5hbWVzaC53YXlwb2ludC52MS5DbGFpbVRvSGVhZGVyIikKCUp3dEhlYWRlchIMCgRuYW1lGAEgASgJEg4KBnByZWZpeBgCIAEoCSIuCg1DbGFpbVRvSGVhZGVyEg4KBmhlYWRlchgBIAEoCRINCgVjbGFpbRgCIAEoCSJsCg1TZXJ2aWNlUm91dGVzEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEigKBnJvdXRlcxgEIAMoCzIYLmFtZXNoLndheXBvaW50LnYxLlJvdXRlIp0DCgVSb3V0ZRIMCgRuYW1lGAEgASgJEi4KB21hdGNoZXMYAiADKAsyHS5hbWVzaC53YXlwb2ludC52MS5Sb3V0ZU1hdGNoEjoKD3JlcXVlc3RfaGVhZGVycxgDIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEjsKEHJlc3BvbnNlX2hlYWRlcnMYBCABKAsyIS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNb2RpZmllchItCgdmb3J3YXJkGAUgASgLMhouYW1lc2gud2F5cG9pbnQudjEuRm9yd2FyZEgAEi8KCHJlZGlyZWN0GAYgASgLMhsuYW1lc2gud2F5cG9pbnQudjEuUmVkaXJlY3RIABIXCg1kaXJlY3Rfc3RhdHVzGAcgASgNSAASLgoHcmV3cml0ZRgIIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLlVSTFJld3JpdGUSKgoHdGltZW91dBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIICgZhY3Rpb24irwEKClJvdXRlTWF0Y2gSKgoEcGF0aBgBIAEoCzIcLmFtZXNoLndheXBvaW50LnYxLlBhdGhNYXRjaBIvCgdoZWFkZXJzGAIgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSNAoMcXVlcnlfcGFyYW1zGAMgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSDgoGbWV0aG9kGAQgASgJIkcKCVBhdGhNYXRjaBIPCgVleGFjdBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSABCBgoEa2luZCJGCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg8KBWV4YWN0GAIgASgJSAASDwoFcmVnZXgYAyABKAlIAEIHCgV2YWx1ZSJwCg5IZWFkZXJNb2RpZmllchImCgNzZXQYASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXISJgoDYWRkGAIgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEg4KBnJlbW92ZRgDIAMoCSIlCgZIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSI3CgdGb3J3YXJkEiwKCGJhY2tlbmRzGAEgAygLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZCJMCgdCYWNrZW5kEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEg4KBndlaWdodBgEIAEoDSJ9CghSZWRpcmVjdBIOCgZzY2hlbWUYASABKAkSEAoIaG9zdG5hbWUYAiABKAkSDAoEcG9ydBgDIAEoDRIsCgRwYXRoGAQgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUSEwoLc3RhdHVzX2NvZGUYBSABKA0iNwoLUGF0aFJld3JpdGUSDgoEZnVsbBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAQgYKBGtpbmQiTAoKVVJMUmV3cml0ZRIQCghob3N0bmFtZRgBIAEoCRIsCgRwYXRoGAIgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUingEKBlBvbGljeRIMCgRuYW1lGAEgASgJEikKBmFjdGlvbhgCIAEoDjIZLmFtZXNoLndheXBvaW50LnYxLkFjdGlvbhIQCghwcm92aWRlchgDIAEoCRImCgVydWxlcxgEIAMoCzIXLmFtZXNoLndheXBvaW50LnYxLlJ1bGUSEAoIc2VydmljZXMYBSADKAkSDwoHZHJ5X3J1bhgGIAEoCCKFAQoEUnVsZRInCgRmcm9tGAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuU291cmNlEigKAnRvGAIgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuT3BlcmF0aW9uEioKBHdoZW4YAyADKAsyHC5hbWVzaC53YXlwb2ludC52MS5Db25kaXRpb24ikAQKBlNvdXJjZRIvCgpwcmluY2lwYWxzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X3ByaW5jaXBhbHMYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI3ChJyZXF1ZXN0X3ByaW5jaXBhbHMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI7ChZub3RfcmVxdWVzdF9wcmluY2lwYWxzGAQgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbmFtZXNwYWNlcxgFIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjMKDm5vdF9uYW1lc3BhY2VzGAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSKgoJaXBfYmxvY2tzGAcgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIuCg1ub3RfaXBfYmxvY2tzGAggAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIxChByZW1vdGVfaXBfYmxvY2tzGAkgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxI1ChRub3RfcmVtb3RlX2lwX2Jsb2NrcxgKIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MixQIKCU9wZXJhdGlvbhIqCgVob3N0cxgBIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9ob3N0cxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEg0KBXBvcnRzGAMgAygNEhEKCW5vdF9wb3J0cxgEIAMoDRIsCgdtZXRob2RzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMAoLbm90X21ldGhvZHMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCgVwYXRocxgHIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9wYXRocxgIIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoIsoBCglDb25kaXRpb24SCwoDa2V5GAEgASgJEisKBnZhbHVlcxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi8KCm5vdF92YWx1ZXMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBImCgVjaWRycxgEIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MSKgoJbm90X2NpZHJzGAUgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyo0CgZBY3Rpb24SCQoFQUxMT1cQABIICgRERU5ZEAESCQoFQVVESVQQAhIKCgZDVVNUT00QA2IGcHJvdG8z", [file_google_protobuf_duration, file_istio_security_authorization]);
+  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEi+AEKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbhJAChNleHRfYXV0aHpfcHJvdmlkZXJzGAQgAygLMiMuYW1lc2gud2F5cG9pbnQudjEuRXh0QXV0aHpQcm92aWRlciKUAgoQRXh0QXV0aHpQcm92aWRlchIMCgRuYW1lGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRIQCghob3N0bmFtZRgDIAEoCRIMCgRwb3J0GAQgASgNEioKB3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEQoJZmFpbF9vcGVuGAYgASgIEhcKD3N0YXR1c19vbl9lcnJvchgHIAEoDRIvCgRodHRwGAggASgLMh8uYW1lc2gud2F5cG9pbnQudjEuSHR0cEV4dEF1dGh6SAASLwoEZ3JwYxgJIAEoCzIfLmFtZXNoLndheXBvaW50LnYxLkdycGNFeHRBdXRoekgAQgUKA2FwaSLxAwoMSHR0cEV4dEF1dGh6EhMKC3BhdGhfcHJlZml4GAEgASgJEkUKIGluY2x1ZGVfcmVxdWVzdF9oZWFkZXJzX2luX2NoZWNrGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gScQojaW5jbHVkZV9hZGRpdGlvbmFsX2hlYWRlcnNfaW5fY2hlY2sYAyADKAsyRC5hbWVzaC53YXlwb2ludC52MS5IdHRwRXh0QXV0aHouSW5jbHVkZUFkZGl0aW9uYWxIZWFkZXJzSW5DaGVja0VudHJ5EkEKHGhlYWRlcnNfdG9fdXBzdHJlYW1fb25fYWxsb3cYBCADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBJCCh1oZWFkZXJzX3RvX2Rvd25zdHJlYW1fb25fZGVueRgFIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEkMKHmhlYWRlcnNfdG9fZG93bnN0cmVhbV9vbl9hbGxvdxgGIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoGkYKJEluY2x1ZGVBZGRpdGlvbmFsSGVhZGVyc0luQ2hlY2tFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIg4KDEdycGNFeHRBdXRoeiJiChVSZXF1ZXN0QXV0aGVudGljYXRpb24SDAoEbmFtZRgBIAEoCRIQCghzZXJ2aWNlcxgCIAMoCRIpCgVydWxlcxgDIAMoCzIaLmFtZXNoLndheXBvaW50LnYxLkp3dFJ1bGUisAIKB0p3dFJ1bGUSDgoGaXNzdWVyGAEgASgJEhEKCWF1ZGllbmNlcxgCIAMoCRIMCgRqd2tzGAMgASgJEhAKCGp3a3NfdXJpGAQgASgJEjIKDGZyb21faGVhZGVycxgFIAMoCzIcLmFtZXNoLndheXBvaW50LnYxLkp3dEhlYWRlchITCgtmcm9tX3BhcmFtcxgGIAMoCRIUCgxmcm9tX2Nvb2tpZXMYByADKAkSHgoWZm9yd2FyZF9vcmlnaW5hbF90b2tlbhgIIAEoCBIgChhvdXRwdXRfcGF5bG9hZF90b19oZWFkZXIYCSABKAkSQQoXb3V0cHV0X2NsYWltX3RvX2hlYWRlcnMYCiADKAsyIC5hbWVzaC53YXlwb2ludC52MS5DbGFpbVRvSGVhZGVyIikKCUp3dEhlYWRlchIMCgRuYW1lGAEgASgJEg4KBnByZWZpeBgCIAEoCSIuCg1DbGFpbVRvSGVhZGVyEg4KBmhlYWRlchgBIAEoCRINCgVjbGFpbRgCIAEoCSJsCg1TZXJ2aWNlUm91dGVzEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEigKBnJvdXRlcxgEIAMoCzIYLmFtZXNoLndheXBvaW50LnYxLlJvdXRlIp0DCgVSb3V0ZRIMCgRuYW1lGAEgASgJEi4KB21hdGNoZXMYAiADKAsyHS5hbWVzaC53YXlwb2ludC52MS5Sb3V0ZU1hdGNoEjoKD3JlcXVlc3RfaGVhZGVycxgDIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEjsKEHJlc3BvbnNlX2hlYWRlcnMYBCABKAsyIS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNb2RpZmllchItCgdmb3J3YXJkGAUgASgLMhouYW1lc2gud2F5cG9pbnQudjEuRm9yd2FyZEgAEi8KCHJlZGlyZWN0GAYgASgLMhsuYW1lc2gud2F5cG9pbnQudjEuUmVkaXJlY3RIABIXCg1kaXJlY3Rfc3RhdHVzGAcgASgNSAASLgoHcmV3cml0ZRgIIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLlVSTFJld3JpdGUSKgoHdGltZW91dBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIICgZhY3Rpb24irwEKClJvdXRlTWF0Y2gSKgoEcGF0aBgBIAEoCzIcLmFtZXNoLndheXBvaW50LnYxLlBhdGhNYXRjaBIvCgdoZWFkZXJzGAIgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSNAoMcXVlcnlfcGFyYW1zGAMgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSDgoGbWV0aG9kGAQgASgJIkcKCVBhdGhNYXRjaBIPCgVleGFjdBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSABCBgoEa2luZCJGCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg8KBWV4YWN0GAIgASgJSAASDwoFcmVnZXgYAyABKAlIAEIHCgV2YWx1ZSJwCg5IZWFkZXJNb2RpZmllchImCgNzZXQYASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXISJgoDYWRkGAIgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEg4KBnJlbW92ZRgDIAMoCSIlCgZIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSI3CgdGb3J3YXJkEiwKCGJhY2tlbmRzGAEgAygLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZCJMCgdCYWNrZW5kEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEg4KBndlaWdodBgEIAEoDSJ9CghSZWRpcmVjdBIOCgZzY2hlbWUYASABKAkSEAoIaG9zdG5hbWUYAiABKAkSDAoEcG9ydBgDIAEoDRIsCgRwYXRoGAQgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUSEwoLc3RhdHVzX2NvZGUYBSABKA0iNwoLUGF0aFJld3JpdGUSDgoEZnVsbBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAQgYKBGtpbmQiTAoKVVJMUmV3cml0ZRIQCghob3N0bmFtZRgBIAEoCRIsCgRwYXRoGAIgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUingEKBlBvbGljeRIMCgRuYW1lGAEgASgJEikKBmFjdGlvbhgCIAEoDjIZLmFtZXNoLndheXBvaW50LnYxLkFjdGlvbhIQCghwcm92aWRlchgDIAEoCRImCgVydWxlcxgEIAMoCzIXLmFtZXNoLndheXBvaW50LnYxLlJ1bGUSEAoIc2VydmljZXMYBSADKAkSDwoHZHJ5X3J1bhgGIAEoCCKFAQoEUnVsZRInCgRmcm9tGAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuU291cmNlEigKAnRvGAIgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuT3BlcmF0aW9uEioKBHdoZW4YAyADKAsyHC5hbWVzaC53YXlwb2ludC52MS5Db25kaXRpb24ikAQKBlNvdXJjZRIvCgpwcmluY2lwYWxzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X3ByaW5jaXBhbHMYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI3ChJyZXF1ZXN0X3ByaW5jaXBhbHMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI7ChZub3RfcmVxdWVzdF9wcmluY2lwYWxzGAQgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbmFtZXNwYWNlcxgFIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjMKDm5vdF9uYW1lc3BhY2VzGAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSKgoJaXBfYmxvY2tzGAcgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIuCg1ub3RfaXBfYmxvY2tzGAggAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIxChByZW1vdGVfaXBfYmxvY2tzGAkgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxI1ChRub3RfcmVtb3RlX2lwX2Jsb2NrcxgKIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MixQIKCU9wZXJhdGlvbhIqCgVob3N0cxgBIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9ob3N0cxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEg0KBXBvcnRzGAMgAygNEhEKCW5vdF9wb3J0cxgEIAMoDRIsCgdtZXRob2RzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMAoLbm90X21ldGhvZHMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCgVwYXRocxgHIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9wYXRocxgIIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoIsoBCglDb25kaXRpb24SCwoDa2V5GAEgASgJEisKBnZhbHVlcxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi8KCm5vdF92YWx1ZXMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBImCgVjaWRycxgEIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MSKgoJbm90X2NpZHJzGAUgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyo0CgZBY3Rpb24SCQoFQUxMT1cQABIICgRERU5ZEAESCQoFQVVESVQQAhIKCgZDVVNUT00QA2IGcHJvdG8z", [file_google_protobuf_duration, file_istio_security_authorization]);
 
 /**
  * @generated from message amesh.waypoint.v1.Waypoint
@@ -46,6 +46,13 @@ export type Waypoint = Message<"amesh.waypoint.v1.Waypoint"> & {
    * @generated from field: repeated amesh.waypoint.v1.RequestAuthentication request_authentications = 3;
    */
   requestAuthentications: RequestAuthentication[];
+
+  /**
+   * The meshConfig.extensionProviders the CUSTOM policies above name.
+   *
+   * @generated from field: repeated amesh.waypoint.v1.ExtAuthzProvider ext_authz_providers = 4;
+   */
+  extAuthzProviders: ExtAuthzProvider[];
 };
 
 /**
@@ -54,6 +61,148 @@ export type Waypoint = Message<"amesh.waypoint.v1.Waypoint"> & {
  */
 export const WaypointSchema: GenMessage<Waypoint> = /*@__PURE__*/
   messageDesc(file_amesh_waypoint_v1_waypoint, 0);
+
+/**
+ * An ext_authz provider (meshConfig `envoyExtAuthzHttp` or `envoyExtAuthzGrpc`), asked about each request a CUSTOM
+ * policy naming it matches.
+ *
+ * @generated from message amesh.waypoint.v1.ExtAuthzProvider
+ */
+export type ExtAuthzProvider = Message<"amesh.waypoint.v1.ExtAuthzProvider"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The provider's Service: its namespace (empty: not given) and hostname, and port.
+   *
+   * @generated from field: string namespace = 2;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string hostname = 3;
+   */
+  hostname: string;
+
+  /**
+   * @generated from field: uint32 port = 4;
+   */
+  port: number;
+
+  /**
+   * Unset: 600 s, as Envoy's default.
+   *
+   * @generated from field: google.protobuf.Duration timeout = 5;
+   */
+  timeout?: Duration | undefined;
+
+  /**
+   * When the provider cannot be asked: let the request through (true), or answer `status_on_error` (0: 403).
+   *
+   * @generated from field: bool fail_open = 6;
+   */
+  failOpen: boolean;
+
+  /**
+   * @generated from field: uint32 status_on_error = 7;
+   */
+  statusOnError: number;
+
+  /**
+   * @generated from oneof amesh.waypoint.v1.ExtAuthzProvider.api
+   */
+  api: {
+    /**
+     * @generated from field: amesh.waypoint.v1.HttpExtAuthz http = 8;
+     */
+    value: HttpExtAuthz;
+    case: "http";
+  } | {
+    /**
+     * envoy.service.auth.v3.Authorization/Check.
+     *
+     * @generated from field: amesh.waypoint.v1.GrpcExtAuthz grpc = 9;
+     */
+    value: GrpcExtAuthz;
+    case: "grpc";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.ExtAuthzProvider.
+ * Use `create(ExtAuthzProviderSchema)` to create a new message.
+ */
+export const ExtAuthzProviderSchema: GenMessage<ExtAuthzProvider> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 1);
+
+/**
+ * @generated from message amesh.waypoint.v1.HttpExtAuthz
+ */
+export type HttpExtAuthz = Message<"amesh.waypoint.v1.HttpExtAuthz"> & {
+  /**
+   * Put before the request's path in the check request.
+   *
+   * @generated from field: string path_prefix = 1;
+   */
+  pathPrefix: string;
+
+  /**
+   * Headers of the request sent in the check, besides Envoy's (Host, Method, Path, Content-Length, Authorization).
+   *
+   * @generated from field: repeated istio.security.StringMatch include_request_headers_in_check = 2;
+   */
+  includeRequestHeadersInCheck: StringMatch[];
+
+  /**
+   * Added to the check request.
+   *
+   * @generated from field: map<string, string> include_additional_headers_in_check = 3;
+   */
+  includeAdditionalHeadersInCheck: { [key: string]: string };
+
+  /**
+   * The check response's headers copied into the request forwarded upstream when allowed.
+   *
+   * @generated from field: repeated istio.security.StringMatch headers_to_upstream_on_allow = 4;
+   */
+  headersToUpstreamOnAllow: StringMatch[];
+
+  /**
+   * The check response's headers sent back to the client when denied.
+   *
+   * @generated from field: repeated istio.security.StringMatch headers_to_downstream_on_deny = 5;
+   */
+  headersToDownstreamOnDeny: StringMatch[];
+
+  /**
+   * The check response's headers added to the upstream's response when allowed.
+   *
+   * @generated from field: repeated istio.security.StringMatch headers_to_downstream_on_allow = 6;
+   */
+  headersToDownstreamOnAllow: StringMatch[];
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.HttpExtAuthz.
+ * Use `create(HttpExtAuthzSchema)` to create a new message.
+ */
+export const HttpExtAuthzSchema: GenMessage<HttpExtAuthz> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 2);
+
+/**
+ * @generated from message amesh.waypoint.v1.GrpcExtAuthz
+ */
+export type GrpcExtAuthz = Message<"amesh.waypoint.v1.GrpcExtAuthz"> & {
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.GrpcExtAuthz.
+ * Use `create(GrpcExtAuthzSchema)` to create a new message.
+ */
+export const GrpcExtAuthzSchema: GenMessage<GrpcExtAuthz> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 3);
 
 /**
  * One RequestAuthentication: the JWTs a request may carry, and how each is checked.
@@ -86,7 +235,7 @@ export type RequestAuthentication = Message<"amesh.waypoint.v1.RequestAuthentica
  * Use `create(RequestAuthenticationSchema)` to create a new message.
  */
 export const RequestAuthenticationSchema: GenMessage<RequestAuthentication> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 1);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 4);
 
 /**
  * @generated from message amesh.waypoint.v1.JwtRule
@@ -158,7 +307,7 @@ export type JwtRule = Message<"amesh.waypoint.v1.JwtRule"> & {
  * Use `create(JwtRuleSchema)` to create a new message.
  */
 export const JwtRuleSchema: GenMessage<JwtRule> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 2);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 5);
 
 /**
  * @generated from message amesh.waypoint.v1.JwtHeader
@@ -182,7 +331,7 @@ export type JwtHeader = Message<"amesh.waypoint.v1.JwtHeader"> & {
  * Use `create(JwtHeaderSchema)` to create a new message.
  */
 export const JwtHeaderSchema: GenMessage<JwtHeader> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 3);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 6);
 
 /**
  * @generated from message amesh.waypoint.v1.ClaimToHeader
@@ -204,7 +353,7 @@ export type ClaimToHeader = Message<"amesh.waypoint.v1.ClaimToHeader"> & {
  * Use `create(ClaimToHeaderSchema)` to create a new message.
  */
 export const ClaimToHeaderSchema: GenMessage<ClaimToHeader> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 4);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 7);
 
 /**
  * The routes of one Service: the rules of every HTTPRoute whose parentRef is the Service.
@@ -242,7 +391,7 @@ export type ServiceRoutes = Message<"amesh.waypoint.v1.ServiceRoutes"> & {
  * Use `create(ServiceRoutesSchema)` to create a new message.
  */
 export const ServiceRoutesSchema: GenMessage<ServiceRoutes> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 5);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 8);
 
 /**
  * @generated from message amesh.waypoint.v1.Route
@@ -317,7 +466,7 @@ export type Route = Message<"amesh.waypoint.v1.Route"> & {
  * Use `create(RouteSchema)` to create a new message.
  */
 export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 6);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 9);
 
 /**
  * Every part that is set must hold.
@@ -353,7 +502,7 @@ export type RouteMatch = Message<"amesh.waypoint.v1.RouteMatch"> & {
  * Use `create(RouteMatchSchema)` to create a new message.
  */
 export const RouteMatchSchema: GenMessage<RouteMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 7);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 10);
 
 /**
  * @generated from message amesh.waypoint.v1.PathMatch
@@ -392,7 +541,7 @@ export type PathMatch = Message<"amesh.waypoint.v1.PathMatch"> & {
  * Use `create(PathMatchSchema)` to create a new message.
  */
 export const PathMatchSchema: GenMessage<PathMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 8);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 11);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderMatch
@@ -430,7 +579,7 @@ export type HeaderMatch = Message<"amesh.waypoint.v1.HeaderMatch"> & {
  * Use `create(HeaderMatchSchema)` to create a new message.
  */
 export const HeaderMatchSchema: GenMessage<HeaderMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 9);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderModifier
@@ -457,7 +606,7 @@ export type HeaderModifier = Message<"amesh.waypoint.v1.HeaderModifier"> & {
  * Use `create(HeaderModifierSchema)` to create a new message.
  */
 export const HeaderModifierSchema: GenMessage<HeaderModifier> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 10);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
 
 /**
  * @generated from message amesh.waypoint.v1.Header
@@ -479,7 +628,7 @@ export type Header = Message<"amesh.waypoint.v1.Header"> & {
  * Use `create(HeaderSchema)` to create a new message.
  */
 export const HeaderSchema: GenMessage<Header> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 11);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
 
 /**
  * @generated from message amesh.waypoint.v1.Forward
@@ -498,7 +647,7 @@ export type Forward = Message<"amesh.waypoint.v1.Forward"> & {
  * Use `create(ForwardSchema)` to create a new message.
  */
 export const ForwardSchema: GenMessage<Forward> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
 
 /**
  * A backendRef istiod could not resolve has no hostname: its share of the requests is answered 500.
@@ -532,7 +681,7 @@ export type Backend = Message<"amesh.waypoint.v1.Backend"> & {
  * Use `create(BackendSchema)` to create a new message.
  */
 export const BackendSchema: GenMessage<Backend> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
 
 /**
  * @generated from message amesh.waypoint.v1.Redirect
@@ -573,7 +722,7 @@ export type Redirect = Message<"amesh.waypoint.v1.Redirect"> & {
  * Use `create(RedirectSchema)` to create a new message.
  */
 export const RedirectSchema: GenMessage<Redirect> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
 
 /**
  * @generated from message amesh.waypoint.v1.PathRewrite
@@ -604,7 +753,7 @@ export type PathRewrite = Message<"amesh.waypoint.v1.PathRewrite"> & {
  * Use `create(PathRewriteSchema)` to create a new message.
  */
 export const PathRewriteSchema: GenMessage<PathRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 18);
 
 /**
  * @generated from message amesh.waypoint.v1.URLRewrite
@@ -626,7 +775,7 @@ export type URLRewrite = Message<"amesh.waypoint.v1.URLRewrite"> & {
  * Use `create(URLRewriteSchema)` to create a new message.
  */
 export const URLRewriteSchema: GenMessage<URLRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 19);
 
 /**
  * @generated from message amesh.waypoint.v1.Policy
@@ -676,7 +825,7 @@ export type Policy = Message<"amesh.waypoint.v1.Policy"> & {
  * Use `create(PolicySchema)` to create a new message.
  */
 export const PolicySchema: GenMessage<Policy> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 20);
 
 /**
  * Every part holds: one of `from`, one of `to` and each of `when`. An empty list holds.
@@ -705,7 +854,7 @@ export type Rule = Message<"amesh.waypoint.v1.Rule"> & {
  * Use `create(RuleSchema)` to create a new message.
  */
 export const RuleSchema: GenMessage<Rule> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 18);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 21);
 
 /**
  * Each list that is not empty must hold: one of its values, or none of a `not_` list's.
@@ -773,7 +922,7 @@ export type Source = Message<"amesh.waypoint.v1.Source"> & {
  * Use `create(SourceSchema)` to create a new message.
  */
 export const SourceSchema: GenMessage<Source> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 19);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 22);
 
 /**
  * @generated from message amesh.waypoint.v1.Operation
@@ -829,7 +978,7 @@ export type Operation = Message<"amesh.waypoint.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 20);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 23);
 
 /**
  * @generated from message amesh.waypoint.v1.Condition
@@ -872,7 +1021,7 @@ export type Condition = Message<"amesh.waypoint.v1.Condition"> & {
  * Use `create(ConditionSchema)` to create a new message.
  */
 export const ConditionSchema: GenMessage<Condition> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 21);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 24);
 
 /**
  * @generated from enum amesh.waypoint.v1.Action
