@@ -11,7 +11,7 @@ import { importCycles, sourceImports } from './helpers/import-graph.js';
 const LAYERS: readonly (readonly string[])[] = [
   ['api', 'lib', 'h2'],
   ['native', 'kube', 'zds'],
-  ['apiserver', 'controllers', 'echo', 'ztunnel', 'cni'],
+  ['apiserver', 'controllers', 'echo', 'extauthz', 'ztunnel', 'cni'],
   ['istiod', 'waypoint'],
   ['install'],
   ['up'],

@@ -3,6 +3,9 @@ import { writePluginCaDir } from '../lib/pki/certificate-authority.js';
 import { readFile } from 'node:fs/promises';
 import { MeshError } from '../lib/errors.js';
 import { CniRuntime, parseNetworkConfigList } from '../up/cni-runtime.js';
+import { extAuthzOptions } from '../extauthz/ext-authz-options.js';
+import { goLogLine } from '../extauthz/go-log-line.js';
+import { onStopSignal } from '../lib/stop-signals.js';
 import { fatal } from './fatal.js';
 
 /** Experimental and helper commands. */
@@ -56,6 +59,30 @@ export function xCommand(): Command {
         if (verb === 'ADD') process.stdout.write(JSON.stringify(await rt.add(list, at), null, 2) + '\n');
         else if (verb === 'DEL') await rt.del(list, at);
         else await rt.check(list, at);
+      } catch (e) {
+        fatal(e);
+      }
+    });
+  x.command('extauthz')
+    .description(
+      "Istio's sample ext_authz server (samples/extauthz): an HTTP check, and Envoy's gRPC envoy.service.auth.v3 Check; allows a request whose x-ext-authz header is allow (over gRPC, one without the header from --allow_service_account's principal), denies others with 403; prints `listening http <port> grpc <port>` once both listen",
+    )
+    .option('--http <port>', 'HTTP check port (0: the kernel chooses)', '8000')
+    .option('--grpc <port>', 'gRPC check port (0: the kernel chooses)', '9000')
+    .option(
+      '--allow_service_account <name>',
+      'service account whose source principal (spiffe://.../sa/<name>) a gRPC check without the header allows',
+      'a',
+    )
+    .option('--address <ip>', 'listen on this address only (default: all addresses)')
+    .action(async (o) => {
+      try {
+        const options = extAuthzOptions(o);
+        // Loaded here: grpc-js is not for `amesh x`'s other commands to carry.
+        const { startExtAuthzServer } = await import('../extauthz/ext-authz-server.js');
+        const s = await startExtAuthzServer(options, (line) => process.stderr.write(goLogLine(line)));
+        process.stdout.write(`listening http ${s.httpPort} grpc ${s.grpcPort}\n`);
+        onStopSignal(() => void s.close().then(() => process.exit(0)));
       } catch (e) {
         fatal(e);
       }

@@ -8,8 +8,20 @@
  * answer allows, copying the headers it names into the upstream request and the downstream response; any other
  * answer denies with that answer's status, body and the headers it names. A provider that cannot be asked in time
  * denies with `statusOnError` (403 when unset), unless `failOpen`.
+ *
+ * gRPC (`envoyExtAuthzGrpc`): Envoy's `Authorization/Check` with the request's attributes (`ext-authz-grpc.ts`);
+ * status OK allows with the answer's headers, anything else denies with its denied response, 403 when it has none.
  */
 import http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { create } from '@bufbuild/protobuf';
+import { timestampNow } from '@bufbuild/protobuf/wkt';
+import {
+  CheckRequestSchema,
+  type CheckRequest,
+  type CheckResponse,
+} from '../api/envoy/service/auth/v3/external_auth_pb.js';
+import { checkOverStream } from './ext-authz-grpc.js';
 import { durationMs } from '@bufbuild/protobuf/wkt';
 import type { ExtAuthzProvider } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import type { StringMatch } from '../api/istio/security/authorization_pb.js';
@@ -125,20 +137,22 @@ export class ExtAuthzClient {
     private readonly sourceIp: string,
   ) {}
 
-  /** Puts `req` to `p`; `self` is the waypoint's workload, `peerAddr` the client's (for logs). */
+  /**
+   * Puts `req` to `p`; `self` is the waypoint's workload, `peerAddr` the client's (for logs), `source` the client's
+   * SPIFFE identity (the gRPC API's `source.principal`).
+   */
   async check(
     p: ExtAuthzProviderConfig,
     req: http.IncomingMessage,
     self: Workload,
     peerAddr: string,
+    source: string | undefined,
   ): Promise<ExtAuthzVerdict> {
     try {
+      const upstream = await this.connect(p, self, peerAddr);
       if (p.http === undefined)
-        throw new MeshError(
-          'ZT_ERR_UPSTREAM_CONNECT',
-          `provider ${p.name}: the gRPC check API is not available to this waypoint`,
-        );
-      return await this.checkHttp(p, p.http, req, self, peerAddr);
+        return verdictOf(p, await checkOverStream(upstream, checkRequest(req, source), p.timeoutMs));
+      return await checkHttp(p, p.http, req, upstream);
     } catch (e) {
       const reason = `ext_authz provider ${p.name} could not be asked: ${(e as Error).message}`;
       if (p.failOpen) return { allowed: true, upstream: [], downstream: [] };
@@ -146,61 +160,109 @@ export class ExtAuthzClient {
     }
   }
 
-  private async checkHttp(
-    p: ExtAuthzProviderConfig,
-    h: NonNullable<ExtAuthzProviderConfig['http']>,
-    req: http.IncomingMessage,
-    self: Workload,
-    peerAddr: string,
-  ): Promise<ExtAuthzVerdict> {
+  /** A stream to one of the provider's endpoints, over HBONE with the waypoint's identity. */
+  private async connect(p: ExtAuthzProviderConfig, self: Workload, peerAddr: string): Promise<Duplex> {
     const svc = this.ctx.state.serviceByHostname(p.hostname, p.namespace || self.namespace);
     if (svc === undefined)
       throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `${p.hostname} is not a Service of the mesh`);
     const vip = svc.vips[0]?.slice(svc.vips[0].indexOf('/') + 1) ?? '';
     const dest = resolveServiceBehindWaypoint(this.ctx.state, self, svc, p.port, vip);
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of pairs(req.headers, (n) => ALWAYS_SENT.has(n) || h.includeInCheck(n))) {
-      const cur = headers[k];
-      headers[k] = cur === undefined ? v : [...(Array.isArray(cur) ? cur : [cur]), v];
-    }
-    for (const [k, v] of h.additional) headers[k] = v;
-    headers['content-length'] = '0';
-    const deadline = AbortSignal.timeout(p.timeoutMs);
-    const { upstream } = await this.outbound.connect(peerAddr, this.sourceIp, dest.ip, dest.port);
-    return new Promise<ExtAuthzVerdict>((resolve, reject) => {
-      const out = http.request(
-        {
-          method: req.method,
-          path: `${h.pathPrefix}${req.url ?? '/'}`,
-          headers,
-          createConnection: () => upstream,
-          signal: deadline,
-        },
-        (r) => {
-          let body = '';
-          r.setEncoding('utf8');
-          r.on('data', (c: string) => (body += c));
-          r.on('error', reject);
-          r.on('end', () => {
-            if (r.statusCode === 200)
-              resolve({
-                allowed: true,
-                upstream: pairs(r.headers, h.toUpstreamOnAllow),
-                downstream: pairs(r.headers, h.toDownstreamOnAllow),
-              });
-            else
-              resolve({
-                allowed: false,
-                status: r.statusCode ?? 403,
-                headers: pairs(r.headers, h.toDownstreamOnDeny),
-                body,
-                reason: `ext_authz provider ${p.name} denied the request (${r.statusCode ?? 0})`,
-              });
-          });
-        },
-      );
-      out.on('error', reject);
-      out.end();
-    });
+    return (await this.outbound.connect(peerAddr, this.sourceIp, dest.ip, dest.port)).upstream;
   }
+}
+
+/** An HTTP check request on `upstream`, read as Envoy's HTTP ext_authz reads the answer. */
+function checkHttp(
+  p: ExtAuthzProviderConfig,
+  h: NonNullable<ExtAuthzProviderConfig['http']>,
+  req: http.IncomingMessage,
+  upstream: Duplex,
+): Promise<ExtAuthzVerdict> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of pairs(req.headers, (n) => ALWAYS_SENT.has(n) || h.includeInCheck(n))) {
+    const cur = headers[k];
+    headers[k] = cur === undefined ? v : [...(Array.isArray(cur) ? cur : [cur]), v];
+  }
+  for (const [k, v] of h.additional) headers[k] = v;
+  headers['content-length'] = '0';
+  return new Promise<ExtAuthzVerdict>((resolve, reject) => {
+    const out = http.request(
+      {
+        method: req.method,
+        path: `${h.pathPrefix}${req.url ?? '/'}`,
+        headers,
+        createConnection: () => upstream,
+        signal: AbortSignal.timeout(p.timeoutMs),
+      },
+      (r) => {
+        let body = '';
+        r.setEncoding('utf8');
+        r.on('data', (c: string) => (body += c));
+        r.on('error', reject);
+        r.on('end', () => {
+          if (r.statusCode === 200)
+            resolve({
+              allowed: true,
+              upstream: pairs(r.headers, h.toUpstreamOnAllow),
+              downstream: pairs(r.headers, h.toDownstreamOnAllow),
+            });
+          else
+            resolve({
+              allowed: false,
+              status: r.statusCode ?? 403,
+              headers: pairs(r.headers, h.toDownstreamOnDeny),
+              body,
+              reason: `ext_authz provider ${p.name} denied the request (${r.statusCode ?? 0})`,
+            });
+        });
+      },
+    );
+    out.on('error', reject);
+    out.end();
+  });
+}
+
+/** The gRPC API's view of a request (envoy `attribute_context.proto`), as Envoy's ext_authz fills it. */
+function checkRequest(req: http.IncomingMessage, source: string | undefined): CheckRequest {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers))
+    if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  return create(CheckRequestSchema, {
+    attributes: {
+      source: { principal: source ?? '' },
+      request: {
+        time: timestampNow(),
+        http: {
+          id: headers['x-request-id'] ?? '',
+          method: req.method ?? '',
+          headers,
+          path: url,
+          host: headers['host'] ?? '',
+          scheme: 'http',
+          query: q < 0 ? '' : url.slice(q + 1),
+          protocol: `HTTP/${req.httpVersion}`,
+        },
+      },
+    },
+  });
+}
+
+/** Envoy's reading of a gRPC answer: status OK allows with its headers; anything else denies, 403 unless it says. */
+function verdictOf(p: ExtAuthzProviderConfig, r: CheckResponse): ExtAuthzVerdict {
+  const kv = (hs: readonly { header?: { key: string; value: string } | undefined }[]): [string, string][] =>
+    hs.flatMap((h) => (h.header === undefined ? [] : [[h.header.key.toLowerCase(), h.header.value]]));
+  if ((r.status?.code ?? 0) === 0) {
+    const ok = r.httpResponse.case === 'okResponse' ? r.httpResponse.value : undefined;
+    return { allowed: true, upstream: kv(ok?.headers ?? []), downstream: kv(ok?.responseHeadersToAdd ?? []) };
+  }
+  const denied = r.httpResponse.case === 'deniedResponse' ? r.httpResponse.value : undefined;
+  return {
+    allowed: false,
+    status: denied?.status?.code || 403,
+    headers: kv(denied?.headers ?? []),
+    body: denied?.body ?? '',
+    reason: `ext_authz provider ${p.name} denied the request (gRPC status ${r.status?.code ?? 0})`,
+  };
 }

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { H2Stream } from '../h2/h2-stream.js';
 import { describeError, MeshError } from '../lib/errors.js';
+import { identityToString } from '../lib/spiffe.js';
 import type { Outbound } from '../ztunnel/proxy/outbound.js';
 import type { ProxyContext } from '../ztunnel/proxy/proxy-context.js';
 import type { Service } from '../ztunnel/state/service.js';
@@ -169,7 +170,13 @@ export class WaypointHttp {
       const verdict =
         provider === undefined
           ? ({ allowed: false, status: 403, headers: [], body: '', reason: `no ext_authz provider ${name}` } as const)
-          : await this.extAuthz.check(provider, req, t.self, t.peerAddr);
+          : await this.extAuthz.check(
+              provider,
+              req,
+              t.self,
+              t.peerAddr,
+              t.parties.sourceIdentity === undefined ? undefined : identityToString(t.parties.sourceIdentity),
+            );
       if (!verdict.allowed) {
         this.authorizer.refuse(t, { method: req.method, path: req.url }, verdict.reason);
         answer(verdict.status, 'UAEX', verdict.body, Object.fromEntries(verdict.headers));
