@@ -35,6 +35,7 @@ import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
 import { readGolden } from './helpers/pod-rules-cases.js';
 import { runPython } from './helpers/python.js';
+import { parse, stringify } from 'yaml';
 
 /** Long enough for a config change to reach the ztunnels, an agent to act on a label, or a restarted daemon to be back. */
 const CHANGE_DEADLINE_MS = 30_000;
@@ -877,7 +878,7 @@ describe(
       await ok('delete', '-f', gw);
     });
 
-    test('L7 through a waypoint: an HTTPRoute header match reaches v2, DELETE /admin is refused 403 while GET passes, a path needs a valid JWT from an independent issuer, and the waypoint counts each in istio_requests_total', async () => {
+    test("L7 through a waypoint: an HTTPRoute header match reaches v2, DELETE /admin is refused 403 while GET passes, a path needs a valid JWT from an independent issuer, Istio's sample ext_authz decides by header over HTTP and gRPC, and the waypoint counts each in istio_requests_total", async () => {
       const minted = await runPython('mint_jwt.py', ['testing@secure.istio.io', 'alice']);
       assert.equal(minted.status, 0, minted.stderr);
       const jwt = JSON.parse(minted.stdout) as { jwks: object; valid: string; expired: string; other_key: string };
@@ -1024,6 +1025,97 @@ describe(
       const secure = await curl('/secure', '-H', `Authorization: Bearer ${jwt.valid}`);
       assert.match(secure, /"hostname":"v1".* 200$/);
       assert.doesNotMatch(secure, /authorization/i, 'the verified token is not forwarded');
+
+      // ext_authz: Istio's sample provider (amesh x extauthz) as meshConfig's HTTP and gRPC providers.
+      const mesh = parse(await jsonpath('istio-system', 'configmap', 'istio', '{.data.mesh}')) as Record<
+        string,
+        unknown
+      >;
+      const provider = (kind: string, port: number): Record<string, unknown> => ({
+        service: 'ext-authz.l7.svc.cluster.local',
+        port,
+        ...(kind === 'envoyExtAuthzHttp'
+          ? { includeRequestHeadersInCheck: ['x-ext-authz'], headersToUpstreamOnAllow: ['x-ext-authz-check-result'] }
+          : {}),
+      });
+      mesh['extensionProviders'] = [
+        { name: 'sample-http', envoyExtAuthzHttp: provider('envoyExtAuthzHttp', 8000) },
+        { name: 'sample-grpc', envoyExtAuthzGrpc: provider('envoyExtAuthzGrpc', 9000) },
+      ];
+      await ok(
+        'patch',
+        'configmap',
+        '-n',
+        'istio-system',
+        'istio',
+        '--type',
+        'merge',
+        '-p',
+        JSON.stringify({ data: { mesh: stringify(mesh) } }),
+      );
+      const custom = (name: string, prefix: string): string =>
+        object({
+          apiVersion: 'security.istio.io/v1',
+          kind: 'AuthorizationPolicy',
+          metadata: { name: `ext-${name}`, namespace: 'l7' },
+          spec: {
+            targetRefs: [echoRef],
+            action: 'CUSTOM',
+            provider: { name },
+            rules: [{ to: [{ operation: { paths: [`${prefix}*`] } }] }],
+          },
+        });
+      const extAuthz = path.join(dir, 'ext-authz.yaml');
+      await writeFile(
+        extAuthz,
+        object({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'ext-authz', namespace: 'l7' },
+          spec: {
+            selector: { matchLabels: { app: 'ext-authz' } },
+            template: {
+              metadata: { labels: { app: 'ext-authz' } },
+              spec: {
+                containers: [
+                  {
+                    name: 'ext-authz',
+                    image: 'amesh',
+                    command: ['amesh', 'x', 'extauthz'],
+                    ports: [{ containerPort: 8000 }, { containerPort: 9000 }],
+                  },
+                ],
+              },
+            },
+          },
+        }) +
+          object({
+            apiVersion: 'v1',
+            kind: 'Service',
+            metadata: { name: 'ext-authz', namespace: 'l7' },
+            spec: {
+              selector: { app: 'ext-authz' },
+              ports: [
+                { name: 'http', port: 8000 },
+                { name: 'grpc', port: 9000 },
+              ],
+            },
+          }) +
+          custom('sample-http', '/ext-http') +
+          custom('sample-grpc', '/ext-grpc'),
+      );
+      await ok('apply', '-f', extAuthz);
+      await ok('rollout', 'status', '-n', 'l7', 'deployment/ext-authz', '--timeout=120s');
+      const DENIED = 'denied by ext_authz for not found header `x-ext-authz: allow` in the request 403';
+      await waitFor(
+        'the HTTP provider refuses a request without x-ext-authz: allow',
+        async () => (got = await curl('/ext-http')) === DENIED,
+        CHANGE_DEADLINE_MS,
+      ).catch(() => assert.fail(got));
+      const allowed = await curl('/ext-http', '-H', 'x-ext-authz: allow');
+      assert.match(allowed, /"x-ext-authz-check-result":"allowed".* 200$/, 'the check result is passed upstream');
+      assert.equal(await curl('/ext-grpc'), DENIED, "the gRPC provider: client's account is not the allowed one");
+      assert.match(await curl('/ext-grpc', '-H', 'x-ext-authz: allow'), /"hostname":"v1".* 200$/);
       const waypointIp = (
         await kubectl(
           'get',
@@ -1060,8 +1152,8 @@ describe(
               l.includes(`response_code="${code}"`),
           )
           .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-      assert.ok(counted('200') >= 4, stats.stdout);
-      assert.ok(counted('403') >= 2, stats.stdout);
+      assert.ok(counted('200') >= 6, stats.stdout);
+      assert.ok(counted('403') >= 4, stats.stdout);
       assert.equal(counted('401'), 2, stats.stdout);
       await ok('delete', 'namespace', 'l7');
     });
