@@ -35,6 +35,7 @@ import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
 import { readGolden } from './helpers/pod-rules-cases.js';
 import { runPython } from './helpers/python.js';
+import { packageRoot } from '../src/lib/package-root.js';
 import { parse, stringify } from 'yaml';
 
 /** Long enough for a config change to reach the ztunnels, an agent to act on a label, or a restarted daemon to be back. */
@@ -878,7 +879,7 @@ describe(
       await ok('delete', '-f', gw);
     });
 
-    test("L7 through a waypoint: an HTTPRoute header match reaches v2, DELETE /admin is refused 403 while GET passes, a path needs a valid JWT from an independent issuer, Istio's sample ext_authz decides by header over HTTP and gRPC, and the waypoint counts each in istio_requests_total", async () => {
+    test("L7 through a waypoint: an HTTPRoute header match reaches v2, DELETE /admin is refused 403 while GET passes, a path needs a valid JWT from an independent issuer, Istio's sample ext_authz decides by header over HTTP and gRPC, h2c and gRPC pass through with their trailers, and the waypoint counts each in istio_requests_total", async () => {
       const minted = await runPython('mint_jwt.py', ['testing@secure.istio.io', 'alice']);
       assert.equal(minted.status, 0, minted.stderr);
       const jwt = JSON.parse(minted.stdout) as { jwks: object; valid: string; expired: string; other_key: string };
@@ -1116,6 +1117,80 @@ describe(
       assert.match(allowed, /"x-ext-authz-check-result":"allowed".* 200$/, 'the check result is passed upstream');
       assert.equal(await curl('/ext-grpc'), DENIED, "the gRPC provider: client's account is not the allowed one");
       assert.match(await curl('/ext-grpc', '-H', 'x-ext-authz: allow'), /"hostname":"v1".* 200$/);
+      // HTTP/2 with prior knowledge (curl) and gRPC (python3-grpcio) through the waypoint, on ports declared http2 and grpc.
+      const H2C =
+        "require('http2').createServer((q, r) => r.end(JSON.stringify({ version: q.httpVersion, id: q.headers['x-request-id'] }))).listen(8080)";
+      const grpcEcho = path.join(packageRoot(), 'test', 'interop', 'grpc_echo.py');
+      const h2 = path.join(dir, 'h2.yaml');
+      const app = (name: string, command: string[], portName: string): string =>
+        object({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name, namespace: 'l7' },
+          spec: {
+            selector: { matchLabels: { app: name } },
+            template: {
+              metadata: { labels: { app: name } },
+              spec: { containers: [{ name, image: 'amesh', command, ports: [{ containerPort: SERVER_PORT }] }] },
+            },
+          },
+        }) +
+        object({
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name, namespace: 'l7' },
+          spec: { selector: { app: name }, ports: [{ name: portName, port: SERVICE_PORT, targetPort: SERVER_PORT }] },
+        });
+      await writeFile(
+        h2,
+        app('h2c', ['node', '-e', H2C], 'http2') +
+          app('grpc', ['/usr/bin/python3', grpcEcho, 'serve', String(SERVER_PORT)], 'grpc'),
+      );
+      await ok('apply', '-f', h2);
+      await ok('rollout', 'status', '-n', 'l7', 'deployment/h2c', 'deployment/grpc', '--timeout=120s');
+      const inClient = async (...cmd: string[]): Promise<string> =>
+        (await amesh(host, 'exec', '--data-dir', dataDir, CLIENT, '--', ...cmd)).stdout;
+      await waitFor(
+        'h2c through the waypoint: HTTP/2 end to end, with an x-request-id added',
+        async () =>
+          /^\{"version":"2.0","id":"[0-9a-f-]{36}"\} 200$/.test(
+            (got = await inClient(
+              'curl',
+              '-s',
+              '-m',
+              '5',
+              '--http2-prior-knowledge',
+              '-w',
+              ' %{http_code}',
+              'http://h2c.l7/',
+            )),
+          ),
+        CHANGE_DEADLINE_MS,
+      ).catch(() => assert.fail(got));
+      assert.equal(
+        await inClient(
+          '/usr/bin/python3',
+          grpcEcho,
+          'call',
+          `grpc.l7.svc.cluster.local:${SERVICE_PORT}`,
+          'Say',
+          'hello',
+        ),
+        'OK hello\n',
+      );
+      assert.equal(
+        await inClient(
+          '/usr/bin/python3',
+          grpcEcho,
+          'call',
+          `grpc.l7.svc.cluster.local:${SERVICE_PORT}`,
+          'Missing',
+          'x',
+        ),
+        'STATUS NOT_FOUND\n',
+        "the upstream's gRPC status reaches the client in the trailers",
+      );
+
       const waypointIp = (
         await kubectl(
           'get',
@@ -1155,6 +1230,17 @@ describe(
       assert.ok(counted('200') >= 6, stats.stdout);
       assert.ok(counted('403') >= 4, stats.stdout);
       assert.equal(counted('401'), 2, stats.stdout);
+      const grpcSeries = stats.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('istio_requests_total{') && l.includes('request_protocol="grpc"'));
+      assert.ok(
+        grpcSeries.some((l) => l.includes('grpc_response_status="5"') && l.includes('destination_service_name="grpc"')),
+        grpcSeries.join('\n'),
+      );
+      assert.ok(
+        grpcSeries.some((l) => l.includes('grpc_response_status="0"')),
+        grpcSeries.join('\n'),
+      );
       await ok('delete', 'namespace', 'l7');
     });
 

@@ -12,7 +12,7 @@ import { startZtunnel } from './helpers/in-process.js';
 import { meshFixture, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
 import { pythonSkip } from './helpers/python.js';
 import { runToExit } from './helpers/run-to-exit.js';
-import { pythonXdsServer, type PythonPeer } from './helpers/python-xds-server.js';
+import { pythonExtAuthzServer, pythonXdsServer, type PythonPeer } from './helpers/python-xds-server.js';
 
 const skip = pythonSkip('grpc', 'python3-grpcio');
 /** The waypoint's own resource is encoded by python3-protobuf, from what protoc compiles of amesh's proto. */
@@ -266,7 +266,12 @@ const L7_OTHER_IP = '127.123.1.4';
 const L7_V1_IP = '127.123.1.2';
 const L7_V2_IP = '127.123.1.3';
 const L7_WAYPOINT_IP = '127.123.1.9';
+/** The ext_authz providers' pods (node n2): python3-grpcio's, http.server's, and one where nothing listens. */
+const L7_PY_GRPC_IP = '127.123.1.5';
+const L7_PY_HTTP_IP = '127.123.1.6';
+const L7_PY_DOWN_IP = '127.123.1.7';
 const svcHost = (name: string): string => `${name}.backend.svc.cluster.local`;
+const authzHost = (name: string): string => `${name}.authz.svc.cluster.local`;
 const WEB_PRINCIPAL = 'cluster.local/ns/frontend/sa/web';
 
 /** A Service of namespace backend on `vip`, port 80 to 8080 declared HTTP, with the waypoint unless told otherwise. */
@@ -287,13 +292,53 @@ const forwardTo = (name: string): object => ({
 });
 
 /**
+ * An ext_authz provider's pod `<name>-0` (node n2) and its Service `name` of namespace authz on `vip`, port
+ * `service` to `target`. Not bound to the waypoint: the waypoint reaches it over HBONE through n2's ztunnel.
+ */
+const providerResources = (name: string, ip: string, vip: string, service: number, target: number): object[] => [
+  {
+    workload: {
+      uid: `Kubernetes//Pod/authz/${name}-0`,
+      name: `${name}-0`,
+      namespace: 'authz',
+      addresses: [ip],
+      service_account: name,
+      node: 'n2',
+      services: { [`authz/${authzHost(name)}`]: [[service, target]] },
+    },
+  },
+  { service: { name, namespace: 'authz', hostname: authzHost(name), vips: [vip], ports: [[service, target]] } },
+];
+
+/** A CUSTOM AuthorizationPolicy sending the requests whose path starts with `prefix` to the provider `provider`. */
+const custom = (provider: string, prefix: string): object => ({
+  name: `backend/custom-${provider}`,
+  action: 'CUSTOM',
+  provider,
+  rules: [{ to: [{ paths: [{ prefix }] }] }],
+});
+
+/** An ext_authz provider (meshConfig extensionProviders, as istiod sends it) on the Service `service` of authz. */
+const provider = (name: string, service: string, port: number, rest: object): object => ({
+  name,
+  namespace: 'authz',
+  hostname: authzHost(service),
+  port,
+  ...rest,
+});
+
+/**
  * Two clients on node n1, web-0 (frontend/web) and other-0 (frontend/other), call Services bound to the waypoint
  * wp-0 (node n3); echo-v1-0 and echo-v2-0 (node n2) back them and name themselves in their answers. The waypoint's
  * own resource, backend/waypoint, is what an HTTPRoute and three AuthorizationPolicies become in istiod:
  * - echo (both pods): `x-version: v2` goes to the Service echo-v2, everything else to echo-v1;
  * - echo-exact (v1): one route, for the exact path /only;
  * - DENY DELETE on /admin* for every request the waypoint serves;
- * - ALLOW for the Service echo-guarded (v1) from web's identity only.
+ * - ALLOW for the Service echo-guarded (v1) from web's identity only;
+ * - CUSTOM, by path prefix, for ext_authz providers amesh did not write, Services of namespace authz (node n2):
+ *   /py-grpc to python3-grpcio's Envoy Check (py-grpc, port 9000 to 9001), /py-http to python's http.server (py-http,
+ *   port 8000 to 8001); /down-closed, /down-503 and /down-open to providers on the Service py-down, whose pod has no
+ *   listener: statusOnError unset, 503, and failOpen.
  */
 const L7_RESOURCES = [
   {
@@ -351,6 +396,9 @@ const L7_RESOURCES = [
       services: { [`backend/${WAYPOINT_HOST}`]: [[15008, 15008]] },
     },
   },
+  ...providerResources('py-grpc', L7_PY_GRPC_IP, '10.96.1.30', 9000, 9001),
+  ...providerResources('py-http', L7_PY_HTTP_IP, '10.96.1.31', 8000, 8001),
+  ...providerResources('py-down', L7_PY_DOWN_IP, '10.96.1.32', 9000, 9001),
   httpService('echo', '10.96.1.10'),
   httpService('echo-v1', '10.96.1.11', false),
   httpService('echo-v2', '10.96.1.12', false),
@@ -410,6 +458,24 @@ const L7_RESOURCES = [
             services: [`backend/${svcHost('echo-guarded')}`],
             rules: [{ from: [{ principals: [{ exact: WEB_PRINCIPAL }] }] }],
           },
+          custom('py-grpc', '/py-grpc'),
+          custom('py-http', '/py-http'),
+          custom('py-down', '/down-closed'),
+          custom('py-down-503', '/down-503'),
+          custom('py-down-open', '/down-open'),
+        ],
+        extAuthzProviders: [
+          provider('py-grpc', 'py-grpc', 9000, { grpc: {} }),
+          provider('py-http', 'py-http', 8000, {
+            http: {
+              includeRequestHeadersInCheck: [{ exact: 'x-py-authz' }],
+              headersToUpstreamOnAllow: [{ exact: 'x-py-checked' }],
+              headersToDownstreamOnDeny: [{ exact: 'x-py-verdict' }],
+            },
+          }),
+          provider('py-down', 'py-down', 9000, { grpc: {} }),
+          provider('py-down-503', 'py-down', 9000, { statusOnError: 503, grpc: {} }),
+          provider('py-down-open', 'py-down', 9000, { failOpen: true, grpc: {} }),
         ],
       },
     },
@@ -438,6 +504,55 @@ async function curl(from: string, url: string, options: string[] = []): Promise<
   return { status: Number(r.stdout.slice(cut + 1)), body: r.stdout.slice(0, cut) };
 }
 
+/** curl as above, with the response's headers too (names in lower case). */
+async function curlWithHeaders(
+  from: string,
+  url: string,
+  options: string[] = [],
+): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  const r = await runToExit(
+    'curl',
+    ['-sS', '--http1.1', '--socks5', `${from}:15080`, '--interface', from, '-D', '-', ...options, url],
+    15_000,
+  );
+  assert.equal(r.status, 0, r.stderr);
+  const cut = r.stdout.indexOf('\r\n\r\n');
+  const [statusLine = '', ...lines] = r.stdout.slice(0, cut).split('\r\n');
+  const headers = Object.fromEntries(
+    lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  );
+  return { status: Number(statusLine.split(' ')[1]), headers, body: r.stdout.slice(cut + 4) };
+}
+
+/** What the echo pod saw of a request it answered. */
+const echoed = (r: { status: number; body: string }): { method: string; headers: Record<string, string> } => {
+  assert.equal(r.status, 200, r.body);
+  return JSON.parse(r.body) as { method: string; headers: Record<string, string> };
+};
+
+/** A line test/interop/ext_authz_grpcio_server.py prints: one check it received (principal: gRPC only). */
+interface ProviderCheck {
+  readonly principal?: string;
+  readonly id?: string;
+  readonly method: string;
+  readonly path: string;
+  readonly host?: string;
+  readonly headers: Record<string, string>;
+  readonly verdict: 'allowed' | 'denied';
+}
+
+/** The check `peer` logged for `path`, once it has. */
+async function checkSeen(peer: PythonPeer, path: string): Promise<ProviderCheck> {
+  const find = (): ProviderCheck | undefined =>
+    peer
+      .lines()
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as ProviderCheck)
+      .find((c) => c.path === path);
+  await waitFor(`the provider's check of ${path}`, () => find() !== undefined);
+  return find()!;
+}
+
 /** Which echo pod answered: the name it gives in its JSON answer. */
 const servedBy = (r: { status: number; body: string }): string => {
   assert.equal(r.status, 200, r.body);
@@ -450,6 +565,8 @@ describe(
   () => {
     let fx: MeshFixture;
     let xds: PythonPeer;
+    let pyGrpc: PythonPeer;
+    let pyHttp: PythonPeer;
     let echoes: EchoServer[] = [];
     let z1: Ztunnel;
     let z2: Ztunnel;
@@ -468,6 +585,8 @@ describe(
       const served = await pythonXdsServer(fx.dir, L7_XDS_IP, L7_RESOURCES);
       xds = served.peer;
       echoes = [await startEchoServer(L7_V1_IP, 8080, 'echo-v1'), await startEchoServer(L7_V2_IP, 8080, 'echo-v2')];
+      pyGrpc = await pythonExtAuthzServer('grpc', L7_PY_GRPC_IP, 9001);
+      pyHttp = await pythonExtAuthzServer('http', L7_PY_HTTP_IP, 8001);
       z1 = await startZtunnel('', 'n1', fx.ca, served.env);
       z2 = await startZtunnel('', 'n2', fx.ca, served.env);
       wp = await startWaypoint(fx.ca, L7_WAYPOINT_IP, served.env, waypointLogs.control);
@@ -481,6 +600,8 @@ describe(
       await Promise.all([z1?.shutdown(), z2?.shutdown(), wp?.shutdown()]);
       await Promise.all(echoes.map((e) => e.close()));
       xds?.proc.kill();
+      pyGrpc?.proc.kill();
+      pyHttp?.proc.kill();
       await fx?.cleanup();
     });
 
@@ -504,7 +625,7 @@ describe(
       );
       const applied = waypointLogs.lines.find((l) => l['message'] === 'waypoint config applied');
       assert.equal(applied?.['routeTables'], 2);
-      assert.equal(applied?.['policies'], 2);
+      assert.equal(applied?.['policies'], 7);
     });
 
     test('an HTTPRoute header match: x-version: v2 is routed to the v2 Service, every other request to v1', async () => {
@@ -590,6 +711,104 @@ describe(
         'source_workload="web-0"',
         `destination_service="${svcHost('echo')}"`,
       ]);
+    });
+
+    test("a CUSTOM policy's gRPC provider amesh did not write (python3-grpcio, Envoy's Check decoded by field number) is sent the client's principal, method, path and headers; its denial reaches the client as its 418, body and header, flagged UAEX; its OK lets the request through with its headers upstream and downstream", async () => {
+      const denied = await curlWithHeaders(L7_WEB_IP, 'http://10.96.1.10/py-grpc/items?color=red');
+      assert.equal(denied.status, 418, denied.body);
+      assert.equal(denied.body, 'python says no');
+      assert.equal(denied.headers['x-py-verdict'], 'denied');
+      const deniedCheck = await checkSeen(pyGrpc, '/py-grpc/items?color=red');
+      assert.equal(deniedCheck.verdict, 'denied');
+      assert.equal(deniedCheck.principal, `spiffe://${WEB_PRINCIPAL}`);
+      assert.equal(deniedCheck.method, 'GET');
+      assert.equal(deniedCheck.host, '10.96.1.10');
+      assert.equal(deniedCheck.headers['x-py-authz'], undefined);
+      await waypointSeries(wp, 'istio_requests_total', [
+        'response_code="418"',
+        'response_flags="UAEX"',
+        'source_workload="web-0"',
+        `destination_service="${svcHost('echo')}"`,
+      ]);
+
+      const allowed = await curlWithHeaders(L7_WEB_IP, 'http://10.96.1.10/py-grpc/items/2', [
+        '-H',
+        'x-py-authz: yes',
+        '--data-binary',
+        'a body that waits for the check',
+      ]);
+      assert.equal(servedBy(allowed), 'echo-v1');
+      const upstream = echoed(allowed);
+      assert.equal(upstream.method, 'POST');
+      assert.equal(upstream.headers['x-py-checked'], '/py-grpc/items/2', 'ok_response.headers go upstream');
+      assert.equal(upstream.headers['x-py-verdict'], undefined, 'response_headers_to_add do not go upstream');
+      assert.equal(allowed.headers['x-py-verdict'], 'allowed', 'response_headers_to_add reach the client');
+      const allowedCheck = await checkSeen(pyGrpc, '/py-grpc/items/2');
+      assert.equal(allowedCheck.verdict, 'allowed');
+      assert.equal(allowedCheck.principal, `spiffe://${WEB_PRINCIPAL}`);
+      assert.equal(allowedCheck.method, 'POST');
+      assert.equal(allowedCheck.headers['x-py-authz'], 'yes');
+      // Another identity is put to the provider with its own principal.
+      assert.equal(
+        servedBy(await curl(L7_OTHER_IP, 'http://10.96.1.10/py-grpc/from-other', ['-H', 'x-py-authz: yes'])),
+        'echo-v1',
+      );
+      assert.equal(
+        (await checkSeen(pyGrpc, '/py-grpc/from-other')).principal,
+        'spiffe://cluster.local/ns/frontend/sa/other',
+      );
+    });
+
+    test("a CUSTOM policy's HTTP provider amesh did not write (python's http.server) is sent the method and path with Envoy's default headers and the one asked for; its 403 reaches the client with its body and the header named for denials; its 200 lets the request through with the header named for upstream, and other headers of its answer go nowhere", async () => {
+      const denied = await curlWithHeaders(L7_WEB_IP, 'http://10.96.1.10/py-http/items', ['-X', 'DELETE']);
+      assert.equal(denied.status, 403, denied.body);
+      assert.equal(denied.body, 'python http says no');
+      assert.equal(denied.headers['x-py-verdict'], 'denied');
+      assert.doesNotMatch(denied.headers['server'] ?? '', /BaseHTTP/, "the provider's other headers stay with it");
+      const deniedCheck = await checkSeen(pyHttp, '/py-http/items');
+      assert.equal(deniedCheck.verdict, 'denied');
+      assert.equal(deniedCheck.method, 'DELETE');
+      assert.equal(deniedCheck.headers['host'], '10.96.1.10');
+      assert.equal(deniedCheck.headers['user-agent'], undefined, 'a header not asked for is not sent');
+      await waypointSeries(wp, 'istio_requests_total', [
+        'response_code="403"',
+        'response_flags="UAEX"',
+        `destination_service="${svcHost('echo')}"`,
+      ]);
+
+      const allowed = await curlWithHeaders(L7_WEB_IP, 'http://10.96.1.10/py-http/items?page=2', [
+        '-H',
+        'x-py-authz: yes',
+        '-H',
+        'x-not-asked: 1',
+      ]);
+      assert.equal(servedBy(allowed), 'echo-v1');
+      const upstream = echoed(allowed);
+      assert.equal(upstream.headers['x-py-checked'], '/py-http/items?page=2');
+      assert.equal(upstream.headers['x-not-asked'], '1', "the client's own headers still go upstream");
+      // x-py-verdict: allowed is in the provider's 200, but neither headersToUpstreamOnAllow nor ...OnAllow names it.
+      assert.equal(upstream.headers['x-py-verdict'], undefined);
+      assert.equal(allowed.headers['x-py-verdict'], undefined);
+      const allowedCheck = await checkSeen(pyHttp, '/py-http/items?page=2');
+      assert.equal(allowedCheck.verdict, 'allowed');
+      assert.equal(allowedCheck.method, 'GET');
+      assert.equal(allowedCheck.headers['x-py-authz'], 'yes');
+      assert.equal(allowedCheck.headers['x-not-asked'], undefined);
+    });
+
+    test("a provider that cannot be asked (nothing listens on its pod's port) refuses with statusOnError, 403 unless set, logging why; a failOpen one lets the request through", async () => {
+      const closed = await curlWithHeaders(L7_WEB_IP, 'http://10.96.1.10/down-closed/items');
+      assert.deepEqual({ status: closed.status, body: closed.body }, { status: 403, body: '' });
+      const set = await curlWithHeaders(L7_WEB_IP, 'http://10.96.1.10/down-503/items');
+      assert.deepEqual({ status: set.status, body: set.body }, { status: 503, body: '' });
+      await waypointLogs.waitFor(
+        'the waypoint logged why it refused',
+        (l) =>
+          l['message'] === 'waypoint: denied by authorization policy' &&
+          l['path'] === '/down-closed/items' &&
+          String(l['reason']).startsWith('ext_authz provider py-down could not be asked'),
+      );
+      assert.equal(servedBy(await curl(L7_WEB_IP, 'http://10.96.1.10/down-open/items')), 'echo-v1');
     });
   },
 );

@@ -22,6 +22,7 @@ import {
   type CheckResponse,
 } from '../api/envoy/service/auth/v3/external_auth_pb.js';
 import { checkOverStream } from './ext-authz-grpc.js';
+import type { ClientRequest } from './http-proxy.js';
 import { durationMs } from '@bufbuild/protobuf/wkt';
 import type { ExtAuthzProvider } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import type { StringMatch } from '../api/istio/security/authorization_pb.js';
@@ -34,7 +35,7 @@ import type { Workload } from '../ztunnel/state/workload.js';
 /** Envoy's ext_authz timeout when the provider gives none. */
 const DEFAULT_TIMEOUT_MS = 600_000;
 /** Headers Envoy's HTTP ext_authz sends in every check request (its `allowed_headers` defaults). */
-const ALWAYS_SENT = new Set(['host', 'authorization', 'content-length', 'method', 'path']);
+const ALWAYS_SENT = new Set(['host', 'authorization', 'content-length']);
 
 type NameMatch = (name: string) => boolean;
 
@@ -126,7 +127,8 @@ export function extAuthzProvidersFromXds(ps: readonly ExtAuthzProvider[]): Reado
 function pairs(headers: http.IncomingHttpHeaders, keep: NameMatch): [string, string][] {
   const out: [string, string][] = [];
   for (const [k, v] of Object.entries(headers))
-    if (v !== undefined && keep(k)) for (const one of Array.isArray(v) ? v : [v]) out.push([k, one]);
+    if (v !== undefined && !k.startsWith(':') && keep(k))
+      for (const one of Array.isArray(v) ? v : [v]) out.push([k, one]);
   return out;
 }
 
@@ -143,7 +145,7 @@ export class ExtAuthzClient {
    */
   async check(
     p: ExtAuthzProviderConfig,
-    req: http.IncomingMessage,
+    req: ClientRequest,
     self: Workload,
     peerAddr: string,
     source: string | undefined,
@@ -175,7 +177,7 @@ export class ExtAuthzClient {
 function checkHttp(
   p: ExtAuthzProviderConfig,
   h: NonNullable<ExtAuthzProviderConfig['http']>,
-  req: http.IncomingMessage,
+  req: ClientRequest,
   upstream: Duplex,
 ): Promise<ExtAuthzVerdict> {
   const headers: Record<string, string | string[]> = {};
@@ -183,6 +185,8 @@ function checkHttp(
     const cur = headers[k];
     headers[k] = cur === undefined ? v : [...(Array.isArray(cur) ? cur : [cur]), v];
   }
+  const authority = req.headers[':authority'];
+  if (headers['host'] === undefined && typeof authority === 'string') headers['host'] = authority;
   for (const [k, v] of h.additional) headers[k] = v;
   headers['content-length'] = '0';
   return new Promise<ExtAuthzVerdict>((resolve, reject) => {
@@ -223,12 +227,17 @@ function checkHttp(
 }
 
 /** The gRPC API's view of a request (envoy `attribute_context.proto`), as Envoy's ext_authz fills it. */
-function checkRequest(req: http.IncomingMessage, source: string | undefined): CheckRequest {
+function checkRequest(req: ClientRequest, source: string | undefined): CheckRequest {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers))
     if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
   const url = req.url ?? '/';
   const q = url.indexOf('?');
+  // Envoy's header map holds the request's pseudo-headers, whatever protocol the client spoke.
+  headers[':authority'] ??= headers['host'] ?? '';
+  headers[':method'] ??= req.method ?? '';
+  headers[':path'] ??= url;
+  headers[':scheme'] ??= 'http';
   return create(CheckRequestSchema, {
     attributes: {
       source: { principal: source ?? '' },
@@ -239,7 +248,7 @@ function checkRequest(req: http.IncomingMessage, source: string | undefined): Ch
           method: req.method ?? '',
           headers,
           path: url,
-          host: headers['host'] ?? '',
+          host: headers[':authority'] ?? headers['host'] ?? '',
           scheme: 'http',
           query: q < 0 ? '' : url.slice(q + 1),
           protocol: `HTTP/${req.httpVersion}`,

@@ -1,12 +1,15 @@
 /**
- * The waypoint's HTTP/1.1 path, for a destination port whose app protocol is HTTP: `node:http` parses the requests
- * inside the client's HBONE tunnel and writes them, one HBONE stream each, to the destination behind the waypoint,
- * chosen per request (a Service's endpoints are balanced request by request, as Envoy does). Hop-by-hop headers
- * are not forwarded; `x-request-id` is added when the client sent none. A request whose upstream cannot be
- * reached is answered 503 with Envoy's text. Each request is counted in Istio's request metrics with
- * `reporter="waypoint"`.
+ * The waypoint's HTTP path, for a destination port whose app protocol is HTTP (HTTP/1.1, `node:http`) or HTTP2/GRPC
+ * (HTTP/2 with prior knowledge, `node:http2`'s compatibility API): the requests inside the client's HBONE tunnel are
+ * parsed and written, one HBONE stream each, in the same protocol to the destination behind the waypoint, chosen per
+ * request (a Service's endpoints are balanced request by request, as Envoy does). Hop-by-hop headers are not
+ * forwarded; `x-request-id` is added when the client sent none; HTTP/2 trailers (gRPC's status) are passed on. A
+ * request whose upstream cannot be reached is answered 503 with Envoy's text. Each request is counted in Istio's
+ * request metrics with `reporter="waypoint"`, gRPC ones with `request_protocol="grpc"` and `grpc_response_status`.
  */
 import http from 'node:http';
+import http2 from 'node:http2';
+import type { Readable, Writable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { H2Stream } from '../h2/h2-stream.js';
@@ -39,11 +42,40 @@ const HOP_BY_HOP = new Set([
 /** What Envoy answers when it cannot connect upstream, and when the route's timeout passes. */
 const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before headers. reset reason: connection failure';
 const UPSTREAM_TIMEOUT = 'upstream request timeout';
+/** The fields of a gRPC status, which belong in trailers. */
+const GRPC_STATUS_FIELDS = new Set(['grpc-status', 'grpc-message', 'grpc-status-details-bin']);
 
 /** One client tunnel: where its requests go and who it is from. */
 interface Tunnel extends Flow {
   /** The waypoint's own workload. */
   readonly self: Workload;
+}
+
+/** A request as `node:http` and `node:http2`'s compatibility API both give it. */
+export interface ClientRequest extends Readable {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly rawHeaders: string[];
+  readonly httpVersion: string;
+}
+/** The response side both give. */
+interface ClientResponse extends Writable {
+  writeHead(status: number, headers?: http.OutgoingHttpHeaders): unknown;
+  readonly headersSent: boolean;
+}
+
+/** What the upstream answered: its head, its body, and (HTTP/2) a way to hear its trailers. */
+interface UpstreamAnswer {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly rawHeaders: readonly string[];
+  readonly body: Readable;
+}
+/** One request sent upstream: its body is written to `body`. */
+interface UpstreamExchange {
+  readonly body: Writable;
+  destroy(): void;
 }
 
 /** The size of a message's head as received: each field's name and value, with `: ` and CRLF. */
@@ -54,14 +86,14 @@ function headBytes(raw: readonly string[]): number {
 }
 
 /** Counts the body bytes a message delivers, beside whoever consumes them. */
-function bodyCounter(m: http.IncomingMessage): () => number {
+function bodyCounter(m: Readable): () => number {
   let n = 0;
   m.on('data', (c: Buffer) => (n += c.length));
   return () => n;
 }
 
 /** Calls `then` once, when both messages have ended or closed (a client that goes away ends its request). */
-function whenBoth(a: http.IncomingMessage, b: http.IncomingMessage, then: () => void): void {
+function whenBoth(a: Readable, b: Readable, then: () => void): void {
   let left = 2;
   for (const m of [a, b]) {
     let seen = false;
@@ -78,10 +110,62 @@ function whenBoth(a: http.IncomingMessage, b: http.IncomingMessage, then: () => 
   }
 }
 
+/** The headers a proxy passes on: no hop-by-hop fields, no HTTP/2 pseudo-headers (`:authority` becomes `host`). */
 function forwardable(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+  for (const [k, v] of Object.entries(headers))
+    if (v !== undefined && !HOP_BY_HOP.has(k) && !k.startsWith(':')) out[k] = v;
+  // The one TE an HTTP/2 peer may send, which gRPC servers require.
+  if (headers['te'] === 'trailers') out['te'] = 'trailers';
+  const authority = headers[':authority'];
+  if (typeof authority === 'string' && out['host'] === undefined) out['host'] = authority;
   return out;
+}
+
+/** Sends a request upstream over HTTP/1.1 on `upstream`. */
+function sendHttp1(
+  upstream: Readable & Writable,
+  method: string,
+  path: string,
+  headers: http.OutgoingHttpHeaders,
+  onAnswer: (a: UpstreamAnswer) => void,
+  onError: (e: Error) => void,
+): UpstreamExchange {
+  const out = http.request({ method, path, headers, createConnection: () => upstream as never });
+  out.on('response', (r) =>
+    onAnswer({ status: r.statusCode ?? 502, headers: r.headers, rawHeaders: r.rawHeaders, body: r }),
+  );
+  out.on('error', onError);
+  return { body: out, destroy: () => out.destroy() };
+}
+
+/** Sends a request upstream over HTTP/2 (prior knowledge) on `upstream`; its trailers go to `onTrailers`. */
+function sendHttp2(
+  upstream: Readable & Writable,
+  method: string,
+  path: string,
+  headers: http.OutgoingHttpHeaders,
+  onAnswer: (a: UpstreamAnswer) => void,
+  onTrailers: (t: http.IncomingHttpHeaders) => void,
+  onError: (e: Error) => void,
+): UpstreamExchange {
+  const { host, ...rest } = headers;
+  const session = http2.connect('http://upstream', { createConnection: () => upstream as never });
+  session.on('error', onError);
+  const out = session.request({
+    ':method': method,
+    ':path': path,
+    ':authority': typeof host === 'string' ? host : '',
+    ...rest,
+  });
+  out.on('response', (h) => {
+    const raw = Object.entries(h).flatMap(([k, v]) => [k, String(v)]);
+    onAnswer({ status: h[':status'] ?? 502, headers: h, rawHeaders: raw, body: out });
+  });
+  out.on('trailers', onTrailers);
+  out.on('error', onError);
+  out.on('close', () => session.close());
+  return { body: out, destroy: () => session.destroy() };
 }
 
 export class WaypointHttp {
@@ -99,7 +183,7 @@ export class WaypointHttp {
   ) {
     // No server timeouts of its own: the tunnel's HBONE keepalive and the client decide how long it lives.
     this.server = http.createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0 }, (req, res) =>
-      this.proxy(req, res),
+      this.proxy(req, res, this.tunnels.get(req.socket), false),
     );
   }
 
@@ -110,13 +194,28 @@ export class WaypointHttp {
     this.server.emit('connection', tunnel);
   }
 
-  private proxy(req: http.IncomingMessage, res: http.ServerResponse): void {
-    const t = this.tunnels.get(req.socket);
+  /**
+   * Serves HTTP/2 with prior knowledge on a CONNECT tunnel (a port whose app protocol is HTTP2 or GRPC): a server of
+   * its own, since node's HTTP/2 compatibility API hides which tunnel a request came on.
+   */
+  serveHttp2(tunnel: H2Stream, t: Tunnel, done: (error?: Error) => void): void {
+    const server = http2.createServer({}, (req, res) => this.proxy(req, res, t, true));
+    tunnel.once('close', () => {
+      server.close();
+      done();
+    });
+    server.emit('connection', tunnel);
+  }
+
+  private proxy(req: ClientRequest, res: ClientResponse, t: Tunnel | undefined, h2: boolean): void {
     if (t === undefined) {
-      res.writeHead(500).end();
+      res.writeHead(500);
+      res.end();
       return;
     }
     const svc = t.parties.destinationService;
+    // Given before any filter runs, as Envoy does, so that an ext_authz provider sees the id the upstream will.
+    req.headers['x-request-id'] ??= randomUUID();
     void authenticateRequest(
       this.rules.jwtPolicies,
       svc === undefined ? undefined : `${svc.namespace}/${svc.hostname}`,
@@ -125,33 +224,44 @@ export class WaypointHttp {
         headers: req.headers,
       },
     )
-      .then((jwt) => this.forward(req, res, t, jwt))
+      .then((jwt) => this.forward(req, res, t, jwt, h2))
       .catch((e: unknown) => {
         this.ctx.log.error({ src: t.peerAddr, error: describeError(e) }, 'waypoint: request failed');
         if (res.headersSent) res.destroy();
-        else res.writeHead(500).end();
+        else {
+          res.writeHead(500);
+          res.end();
+        }
       });
   }
 
   /** Authorizes, routes and forwards one request whose token (if any) was checked. */
   private async forward(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
+    req: ClientRequest,
+    res: ClientResponse,
     t: Tunnel,
     jwt: JwtOutcome,
+    h2: boolean,
   ): Promise<void> {
     const started = performance.now();
     // Counted once it is piped upstream: a listener any earlier would let the body flow away before then.
     let requestBody = (): number => 0;
     let parties = t.parties;
+    const grpc = (req.headers['content-type'] ?? '').startsWith('application/grpc');
+    let grpcStatus = '';
     const finish = (status: number, flags: ResponseFlag, response: number): void =>
-      this.metrics.record(parties, status, flags, performance.now() - started, {
-        request: headBytes(req.rawHeaders) + requestBody(),
-        response,
-      });
+      this.metrics.record(
+        parties,
+        status,
+        flags,
+        performance.now() - started,
+        { request: headBytes(req.rawHeaders) + requestBody(), response },
+        grpc ? { status: grpcStatus } : undefined,
+      );
     /** Answers the request from the waypoint itself. */
     const answer = (status: number, flags: ResponseFlag, body = '', headers: http.OutgoingHttpHeaders = {}): void => {
-      res.writeHead(status, body === '' ? headers : { 'content-type': 'text/plain', ...headers }).end(body);
+      res.writeHead(status, body === '' ? headers : { 'content-type': 'text/plain', ...headers });
+      res.end(body);
       finish(status, flags, Buffer.byteLength(body));
     };
     const svc = t.parties.destinationService;
@@ -228,38 +338,34 @@ export class WaypointHttp {
     const destination = this.ctx.state.workloadByAddr(t.self.network, dest.ip);
     parties = { ...parties, destination, destinationService: dest.service ?? parties.destinationService };
     let headers = forwardable(req.headers);
-    headers['x-request-id'] ??= randomUUID();
     if (jwt.headers !== undefined) headers = applyHeaderEdits(headers, jwt.headers);
     if (extAuthz !== undefined) headers = applyHeaderEdits(headers, { set: extAuthz.upstream, add: [], remove: [] });
     if (route?.requestHeaders !== undefined) headers = applyHeaderEdits(headers, route.requestHeaders);
-    if (route?.rewrite !== undefined && route.rewrite.hostname !== '') headers.host = route.rewrite.hostname;
+    if (route?.rewrite !== undefined && route.rewrite.hostname !== '') headers['host'] = route.rewrite.hostname;
     const path = route?.rewrite === undefined ? jwt.url : editPath(jwt.url, route.rewrite.path, route);
     let timer: NodeJS.Timeout | undefined;
     void this.outbound.connect(t.peerAddr, this.sourceIp, dest.ip, dest.port).then(
       ({ upstream }) => {
-        const out = http.request({ method: req.method, path, headers, createConnection: () => upstream });
-        if (route?.timeoutMs !== undefined)
-          timer = setTimeout(() => {
-            if (res.headersSent) return;
-            out.destroy();
-            answer(504, 'UT', UPSTREAM_TIMEOUT);
-          }, route.timeoutMs);
-        out.on('response', (r) => {
+        const onAnswer = (r: UpstreamAnswer): void => {
           clearTimeout(timer);
-          const responseBody = bodyCounter(r);
-          const back =
-            extAuthz === undefined || extAuthz.downstream.length === 0
-              ? forwardable(r.headers)
-              : applyHeaderEdits(forwardable(r.headers), { set: [], add: extAuthz.downstream, remove: [] });
-          res.writeHead(
-            r.statusCode ?? 502,
-            route?.responseHeaders === undefined ? back : applyHeaderEdits(back, route.responseHeaders),
-          );
-          r.pipe(res);
+          const responseBody = bodyCounter(r.body);
+          grpcStatus = typeof r.headers['grpc-status'] === 'string' ? r.headers['grpc-status'] : '';
+          let back = forwardable(r.headers);
+          if (extAuthz !== undefined && extAuthz.downstream.length > 0)
+            back = applyHeaderEdits(back, { set: [], add: extAuthz.downstream, remove: [] });
+          if (route?.responseHeaders !== undefined) back = applyHeaderEdits(back, route.responseHeaders);
+          if (grpcStatus !== '' && res instanceof http2.Http2ServerResponse) {
+            // A trailers-only gRPC answer: its status goes on in trailers, after the head and the (empty) body.
+            const status = Object.entries(back).filter(([k]) => GRPC_STATUS_FIELDS.has(k));
+            res.addTrailers(Object.fromEntries(status));
+            back = Object.fromEntries(Object.entries(back).filter(([k]) => !GRPC_STATUS_FIELDS.has(k)));
+          }
+          res.writeHead(r.status, back);
+          r.body.pipe(res);
           // Counted once both bodies are done: a server may answer before it has read the whole request.
-          whenBoth(r, req, () => finish(r.statusCode ?? 502, '-', headBytes(r.rawHeaders) + responseBody()));
-        });
-        out.on('error', (e) => {
+          whenBoth(r.body, req, () => finish(r.status, '-', headBytes(r.rawHeaders) + responseBody()));
+        };
+        const onError = (e: Error): void => {
           clearTimeout(timer);
           if (res.headersSent) {
             if (!res.writableFinished) res.destroy();
@@ -267,20 +373,45 @@ export class WaypointHttp {
           }
           this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: upstream request failed');
           answer(503, 'UF', UPSTREAM_FAILURE);
-        });
+        };
+        const method = req.method ?? 'GET';
+        const out = h2
+          ? sendHttp2(
+              upstream,
+              method,
+              path,
+              headers,
+              onAnswer,
+              (tr) => this.trailers(res, tr, (g) => (grpcStatus = g)),
+              onError,
+            )
+          : sendHttp1(upstream, method, path, headers, onAnswer, onError);
+        if (route?.timeoutMs !== undefined)
+          timer = setTimeout(() => {
+            if (res.headersSent) return;
+            out.destroy();
+            answer(504, 'UT', UPSTREAM_TIMEOUT);
+          }, route.timeoutMs);
         // A client that goes away before its answer is complete takes the upstream request with it.
         res.once('close', () => {
           clearTimeout(timer);
           if (!res.writableFinished) out.destroy();
         });
         requestBody = bodyCounter(req);
-        req.pipe(out);
+        req.pipe(out.body);
       },
       (e: unknown) => {
         this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: upstream connect failed');
         answer(503, 'UF', UPSTREAM_FAILURE);
       },
     );
+  }
+
+  /** Passes an HTTP/2 upstream's trailers on to the client (gRPC's status among them). */
+  private trailers(res: ClientResponse, tr: http.IncomingHttpHeaders, grpc: (status: string) => void): void {
+    const status = tr['grpc-status'];
+    if (typeof status === 'string') grpc(status);
+    if (res instanceof http2.Http2ServerResponse) res.addTrailers(forwardable(tr));
   }
 
   close(): void {

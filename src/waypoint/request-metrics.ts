@@ -57,13 +57,15 @@ export class RequestMetrics {
     flags: ResponseFlag,
     ms: number,
     sizes: { readonly request: number; readonly response: number },
+    /** Set for a gRPC request: its `grpc-status` (empty when the upstream gave none). */
+    grpc?: { readonly status: string },
   ): void {
     const labels = {
       ...trafficLabels(parties, '-'),
       response_flags: flags,
-      request_protocol: 'http',
+      request_protocol: grpc === undefined ? 'http' : 'grpc',
       response_code: String(status),
-      grpc_response_status: '',
+      grpc_response_status: grpc?.status ?? '',
     };
     this.requests.inc(labels);
     this.duration.observe(labels, ms);

@@ -5,9 +5,9 @@
  * results are logged; a refusal is logged with its reason, while the client only gets Envoy's `RBAC: access denied`.
  * The providers of matching CUSTOM policies are returned for the caller to ask first. A rejected config refuses all.
  */
-import type http from 'node:http';
 import type { Logger } from '../lib/log.js';
 import type { TrafficParties } from '../ztunnel/admin/metrics.js';
+import type { ClientRequest } from './http-proxy.js';
 import type { VerifiedJwt } from './jwt-authenticator.js';
 import { authorizeRequest, type RequestAttributes } from './l7-authorization.js';
 import type { WaypointRules } from './waypoint-rules.js';
@@ -36,7 +36,7 @@ export class WaypointAuthorizer {
    * filter order), then why DENY or ALLOW refuse it, if they do.
    */
   request(
-    req: http.IncomingMessage,
+    req: ClientRequest,
     f: Flow,
     jwt: VerifiedJwt | undefined,
   ): { readonly providers: readonly string[]; readonly refused: string | undefined } {
@@ -44,7 +44,7 @@ export class WaypointAuthorizer {
       http: true,
       method: req.method ?? '',
       path: req.url ?? '/',
-      host: req.headers.host ?? '',
+      host: String(req.headers[':authority'] ?? req.headers.host ?? ''),
       headers: req.headers,
       jwt,
     });

@@ -74,7 +74,8 @@ export class WaypointListener implements LocalProxies {
     const self = req.destination;
     const service = this.ctx.state.serviceByVip(self.network, target.host, self.namespace);
     const sourceIp = req.info.parties.source?.workloadIps[0] ?? peer.ip;
-    if (service?.appProtocols?.[String(target.port)] === 'HTTP11') {
+    const appProtocol = service?.appProtocols?.[String(target.port)];
+    if (appProtocol === 'HTTP11' || appProtocol === 'HTTP2' || appProtocol === 'GRPC') {
       // HTTP: each request is authorized and routed on its own; the tunnel is reported as the client's to the Service.
       const parties = {
         ...req.info.parties,
@@ -84,7 +85,8 @@ export class WaypointListener implements LocalProxies {
       };
       const tunnel = { self, ip: target.host, port: target.port, peerAddr: peer.addr, sourceIp, parties };
       return {
-        serve: (stream, done) => this.http.serve(stream, tunnel, done),
+        serve: (stream, done) =>
+          appProtocol === 'HTTP11' ? this.http.serve(stream, tunnel, done) : this.http.serveHttp2(stream, tunnel, done),
         info: connectionInfo(req.info.workloadUid, req.info, parties, req.info.rbac),
       };
     }

@@ -45,16 +45,30 @@ export async function pythonXdsServer(
     args.push(waypointProtoPython(f('waypoint-pb')));
   }
   const peer = spawnPythonPeer('xds_server_grpcio.py', args);
-  await waitFor('python xDS server', () => {
-    if (peer.proc.exitCode !== null) throw new Error(`python xDS server exited:\n${peer.lines().join('\n')}`);
-    return peer.lines().some((l) => l.startsWith('listening '));
-  });
-  const port = peer
-    .lines()
-    .find((l) => l.startsWith('listening '))!
-    .split(' ')[1]!;
+  const port = await listeningPort(peer, 'python xDS server');
   return {
     peer,
     env: { XDS_ADDRESS: `https://${ip}:${port}`, XDS_ROOT_CA: f('xds.crt'), AUTH_TOKEN: f('token') },
   };
+}
+
+/** The port in the `listening PORT` line `peer` prints once it listens; fails if it exits first. */
+async function listeningPort(peer: PythonPeer, what: string): Promise<number> {
+  const line = (): string | undefined => peer.lines().find((l) => l.startsWith('listening '));
+  await waitFor(what, () => {
+    if (peer.proc.exitCode !== null) throw new Error(`${what} exited:\n${peer.lines().join('\n')}`);
+    return line() !== undefined;
+  });
+  return Number(line()!.split(' ')[1]);
+}
+
+/**
+ * test/interop/ext_authz_grpcio_server.py, an ext_authz provider amesh did not write, once it listens on
+ * `host:port`: Envoy's Authorization/Check over plaintext HTTP/2 with python3-grpcio (`grpc`), or Envoy's HTTP
+ * ext_authz API with http.server (`http`). It prints one JSON line per check it receives.
+ */
+export async function pythonExtAuthzServer(mode: 'grpc' | 'http', host: string, port: number): Promise<PythonPeer> {
+  const peer = spawnPythonPeer('ext_authz_grpcio_server.py', [mode, host, String(port)]);
+  await listeningPort(peer, `python ${mode} ext_authz server`);
+  return peer;
 }
