@@ -2,7 +2,8 @@
  * `npm run bench`: direct TCP vs amesh (SOCKS5 -> ztunnel -> HBONE -> ztunnel -> app, two processes) vs a stunnel4
  * mTLS pair, side by side in one run on loopback (interleaved rounds, medians), and with them, as root, the paths
  * between two pod network namespaces with and without in-pod capture (bench/capture-bench.ts); then the API server
- * section (bench/api-bench.ts) and the idle-connection footprint (bench/idle-connections-bench.ts). Prints tables with ratios and writes JSON to bench/results/.
+ * section (bench/api-bench.ts), the idle-connection footprint (bench/idle-connections-bench.ts) and small HTTP
+ * requests through the waypoint (bench/waypoint-bench.ts). Prints tables with ratios and writes JSON to bench/results/.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -22,6 +23,7 @@ import { writeResults } from './write-results.js';
 import { startZtunnelPair } from './ztunnel-pair.js';
 import { benchApi } from './api-bench.js';
 import { benchIdleConnections } from './idle-connections-bench.js';
+import { benchWaypoint } from './waypoint-bench.js';
 import { cpuSeconds, currentRssMiB, median, rssMiB } from './proc-stats.js';
 import { interleavedLatency, type Percentiles } from './interleaved-latency.js';
 import { performanceTargets, renderTargets } from './performance-targets.js';
@@ -584,14 +586,18 @@ async function latencyChild(names: readonly string[]): Promise<void> {
   }
 }
 
-/** The data paths `BENCH_PATHS` can name; `api` names the API server section, `idle` the idle-connection footprint. */
+/**
+ * The data paths `BENCH_PATHS` can name; `api` names the API server section, `idle` the idle-connection footprint,
+ * `waypoint` HTTP requests through the waypoint.
+ */
 const DATA_PATHS: readonly string[] = ['direct', 'amesh', 'node-tls', 'stunnel', ...CAPTURE_PATHS, ALT_PATH];
-const SECTIONS: readonly string[] = ['idle', 'api'];
+const SECTIONS: readonly string[] = ['idle', 'api', 'waypoint'];
 
 /**
  * Every section by default. `BENCH_PATHS=amesh,stunnel` measures a subset of the data paths (amesh is always
  * kept; `pod-direct,pod-capture` are the capture paths, skipped with the reason when not root), `BENCH_PATHS=api` the API server alone, `BENCH_PATHS=stunnel,api` both sections,
- * `BENCH_PATHS=idle` the idle-connection footprint (bench/idle-connections-bench.ts), `BENCH_PATHS=amesh,amesh-alt,node-tls`
+ * `BENCH_PATHS=idle` the idle-connection footprint (bench/idle-connections-bench.ts), `BENCH_PATHS=waypoint` small
+ * HTTP requests through the waypoint against a `node:http` proxy (bench/waypoint-bench.ts), `BENCH_PATHS=amesh,amesh-alt,node-tls`
  * a second ztunnel pair with other Node flags beside amesh (ALT_PATH).
  * `BENCH_CPU_PROF=<dir>` runs the ztunnels under `--cpu-prof` (`profileFlags` in ztunnel-pair.ts).
  */
@@ -606,6 +612,7 @@ async function main(): Promise<void> {
   if (only === undefined || only.some((p) => DATA_PATHS.includes(p))) await benchDataPaths(only);
   if (only === undefined || only.includes('idle')) await benchIdleConnections();
   if (only === undefined || only.includes('api')) await benchApi(ROUNDS);
+  if (only === undefined || only.includes('waypoint')) await benchWaypoint(ROUNDS);
 }
 
 if (process.argv[2] === '--measure')

@@ -4,7 +4,8 @@
  * rate against stunnel, the in-pod capture path's ratios against the SOCKS5 path's, the idle ztunnel's RSS, and
  * flat over time (meaningful with BENCH_ROUNDS=10): the last round against the first, and a line fitted through
  * every round with its 95% interval beside the Node floor's; and the idle-connection
- * footprint (bench/idle-connections-bench.ts).
+ * footprint (bench/idle-connections-bench.ts); and small HTTP requests through the waypoint against a minimal
+ * `node:http` reverse proxy (bench/waypoint-bench.ts).
  */
 import { render } from '../src/lib/table.js';
 import { fittedChange } from './proc-stats.js';
@@ -174,4 +175,45 @@ export function renderTargets(rows: readonly TargetRow[]): string {
     rows.map((r) => [r.target, r.want, r.measured, r.met ? 'yes' : 'NO']),
     rows,
   );
+}
+
+/** The figures of one path of the waypoint section (bench/waypoint-bench.ts) the targets read. */
+export interface WaypointPathFigures {
+  readonly requestsPerSec: number;
+  readonly p99Ms: number;
+  /** Requests that failed, over every round. */
+  readonly errors: number;
+}
+
+const WAYPOINT_RPS_RATIO = 0.8;
+const WAYPOINT_P99_RATIO = 1.5;
+
+/** Small HTTP requests through the waypoint against the same requests through a minimal `node:http` reverse proxy. */
+export function waypointTargets(f: {
+  readonly waypoint: WaypointPathFigures;
+  readonly floor: WaypointPathFigures;
+  readonly responseBytes: number;
+}): TargetRow[] {
+  const rps = f.waypoint.requestsPerSec / f.floor.requestsPerSec;
+  const p99 = f.waypoint.p99Ms / f.floor.p99Ms;
+  return [
+    {
+      target: 'waypoint requests/s vs node-http',
+      want: `≥ ${x(WAYPOINT_RPS_RATIO)}`,
+      measured: x(rps),
+      met: rps >= WAYPOINT_RPS_RATIO,
+    },
+    {
+      target: 'waypoint p99 latency vs node-http',
+      want: `≤ ${x(WAYPOINT_P99_RATIO)}`,
+      measured: x(p99),
+      met: p99 <= WAYPOINT_P99_RATIO,
+    },
+    {
+      target: `every request answered 200 with ${String(f.responseBytes)} B`,
+      want: '0 failed',
+      measured: `${String(f.waypoint.errors)} failed`,
+      met: f.waypoint.errors === 0,
+    },
+  ];
 }

@@ -346,6 +346,16 @@ const ENTRIES: KindEntry[] = [
     strategy: customResourceStrategy,
   },
   {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
+    kind: 'GRPCRoute',
+    plural: 'grpcroutes',
+    namespaced: true,
+    categories: ['gateway-api'],
+    subresources: ['status'],
+    strategy: customResourceStrategy,
+  },
+  {
     group: 'authentication.k8s.io',
     version: 'v1',
     kind: 'TokenReview',

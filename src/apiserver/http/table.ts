@@ -150,6 +150,16 @@ const BINDING_COLUMNS: Column[] = [
   { name: 'ServiceAccounts', priority: 1, cell: subjectsOf('ServiceAccount') },
 ];
 
+/** HTTPRoute's and GRPCRoute's, as their CRDs' printer columns say: `.spec.hostnames` (a JSON list), and age. */
+const ROUTE_COLUMNS: Column[] = [
+  NAME,
+  {
+    name: 'Hostnames',
+    cell: (o) => (arr(spec(o).hostnames).length > 0 ? JSON.stringify(arr(spec(o).hostnames)) : ''),
+  },
+  AGE,
+];
+
 /** An IntOrString as Go prints it, `N/A` when unset (printers.go's PodDisruptionBudget columns). */
 const intOrPercent = (v: unknown): string => (typeof v === 'number' || typeof v === 'string' ? String(v) : 'N/A');
 
@@ -418,14 +428,8 @@ const COLUMNS: Record<string, Column[]> = {
     { name: 'Programmed', cell: (o) => conditionStatus(o, 'Programmed') },
     AGE,
   ],
-  'gateway.networking.k8s.io/HTTPRoute': [
-    NAME,
-    {
-      name: 'Hostnames',
-      cell: (o) => (arr(spec(o).hostnames).length > 0 ? JSON.stringify(arr(spec(o).hostnames)) : ''),
-    },
-    AGE,
-  ],
+  'gateway.networking.k8s.io/HTTPRoute': ROUTE_COLUMNS,
+  'gateway.networking.k8s.io/GRPCRoute': ROUTE_COLUMNS,
   'networking.istio.io/ServiceEntry': [
     NAME,
     { name: 'Hosts', cell: (o) => JSON.stringify(arr(spec(o).hosts)) },

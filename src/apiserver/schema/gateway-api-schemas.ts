@@ -1,13 +1,13 @@
 /**
- * The Gateway API's GatewayClass, Gateway and HTTPRoute (gateway.networking.k8s.io/v1, standard channel) as their CRDs declare
- * them, written from the Go types and their kubebuilder markers (kubernetes-sigs/gateway-api `apis/v1/
- * gateway_types.go`, `httproute_types.go`, `shared_types.go`, `object_reference_types.go`): types, enums, required
- * fields, lengths, patterns, list limits and defaults.
+ * The Gateway API's GatewayClass, Gateway, HTTPRoute and GRPCRoute (gateway.networking.k8s.io/v1, standard channel) as
+ * their CRDs declare them, written from the Go types and their kubebuilder markers (kubernetes-sigs/gateway-api
+ * `apis/v1/gateway_types.go`, `httproute_types.go`, `grpcroute_types.go`, `shared_types.go`,
+ * `object_reference_types.go`): types, enums, required fields, lengths, patterns, list limits and defaults.
  *
  * Left out: the CEL rules (`x-kubernetes-validations`: listener name and hostname uniqueness, per-filter-type field
- * pairing, path match value rules, timeout ordering), which this server does not evaluate; they are cross-field
- * consistency checks, none guards the server. `status` keeps unknown fields rather than listing the controllers'
- * conditions.
+ * pairing, path match value rules, timeout ordering, a gRPC method match naming a service or a method and their
+ * characters), which this server does not evaluate; they are cross-field consistency checks, none guards the
+ * server. `status` keeps unknown fields rather than listing the controllers' conditions.
  */
 import type { CustomResourceSource, JsonSchema } from './json-schema.js';
 
@@ -197,6 +197,16 @@ const headerSet = (items: JsonSchema, maxItems: number): JsonSchema => ({
   'x-kubernetes-list-type': 'set',
 });
 
+/** `HTTPRequestMirrorFilter`, which HTTPRoute and GRPCRoute filters share. */
+const requestMirror = obj(
+  {
+    backendRef: obj(backendObjectReference, ['name']),
+    fraction: obj({ denominator: int32(1, { default: 100 }), numerator: int32(0) }, ['numerator']),
+    percent: int32(0, { maximum: 100 }),
+  },
+  ['backendRef'],
+);
+
 const httpRouteFilter = obj(
   {
     cors: obj({
@@ -212,14 +222,7 @@ const httpRouteFilter = obj(
     }),
     extensionRef: localObjectReference,
     requestHeaderModifier: headerModifier,
-    requestMirror: obj(
-      {
-        backendRef: obj(backendObjectReference, ['name']),
-        fraction: obj({ denominator: int32(1, { default: 100 }), numerator: int32(0) }, ['numerator']),
-        percent: int32(0, { maximum: 100 }),
-      },
-      ['backendRef'],
-    ),
+    requestMirror,
     requestRedirect: obj({
       hostname: str(1, 253, DNS_SUBDOMAIN),
       path: pathModifier,
@@ -244,23 +247,28 @@ const httpRouteFilter = obj(
 
 const matchType = enumOf(['Exact', 'RegularExpression'], { default: 'Exact' });
 const PATH_PREFIX_ROOT = { type: 'PathPrefix', value: '/' };
+/** A route's header matches (`HTTPHeaderMatch`, `GRPCHeaderMatch`): one per name. */
+const headerMatches = mapList(obj({ ...headerValue(4096).properties, type: matchType }, ['name', 'value']), 'name', 16);
+const routeHostnames = list(str(1, 253, HOSTNAME), 16);
+/** `ParentReference`: a Gateway unless named otherwise (a Service for the mesh's routes). */
+const parentRefs = list(
+  obj(
+    {
+      group: group('gateway.networking.k8s.io'),
+      kind: kind('Gateway'),
+      name: objectName,
+      namespace,
+      port,
+      sectionName,
+    },
+    ['name'],
+  ),
+  32,
+);
 
 const httpRouteSpec = obj({
-  hostnames: list(str(1, 253, HOSTNAME), 16),
-  parentRefs: list(
-    obj(
-      {
-        group: group('gateway.networking.k8s.io'),
-        kind: kind('Gateway'),
-        name: objectName,
-        namespace,
-        port,
-        sectionName,
-      },
-      ['name'],
-    ),
-    32,
-  ),
+  hostnames: routeHostnames,
+  parentRefs,
   rules: list(
     obj({
       backendRefs: list(
@@ -277,7 +285,7 @@ const httpRouteSpec = obj({
       filters: list(httpRouteFilter, 16),
       matches: list(
         obj({
-          headers: mapList(obj({ ...headerValue(4096).properties, type: matchType }, ['name', 'value']), 'name', 16),
+          headers: headerMatches,
           method: enumOf(HTTP_METHODS),
           path: obj(
             {
@@ -304,6 +312,55 @@ const httpRouteSpec = obj({
     }),
     16,
     { minItems: 1, default: [{ matches: [{ path: PATH_PREFIX_ROOT }] }] },
+  ),
+});
+
+/**
+ * `GRPCRouteFilter` (`apis/v1/grpcroute_types.go`): header modifiers, a mirror and an extension, the same objects an
+ * HTTPRoute's filters take.
+ */
+const grpcRouteFilter = obj(
+  {
+    extensionRef: localObjectReference,
+    requestHeaderModifier: headerModifier,
+    requestMirror,
+    responseHeaderModifier: headerModifier,
+    type: enumOf(['ResponseHeaderModifier', 'RequestHeaderModifier', 'RequestMirror', 'ExtensionRef']),
+  },
+  ['type'],
+);
+
+/**
+ * `GRPCRouteSpec`: matches by gRPC service and method (`GRPCMethodMatch`) and headers; unlike an HTTPRoute's, its
+ * rules and matches have no defaults (a rule without matches takes every request).
+ */
+const grpcRouteSpec = obj({
+  hostnames: routeHostnames,
+  parentRefs,
+  rules: list(
+    obj({
+      backendRefs: list(
+        obj(
+          {
+            filters: list(grpcRouteFilter, 16),
+            ...backendObjectReference,
+            weight: int32(0, { maximum: 1000000, default: 1 }),
+          },
+          ['name'],
+        ),
+        16,
+      ),
+      filters: list(grpcRouteFilter, 16),
+      matches: list(
+        obj({
+          headers: headerMatches,
+          method: obj({ method: str(undefined, 1024), service: str(undefined, 1024), type: matchType }),
+        }),
+        64,
+      ),
+      name: sectionName,
+    }),
+    16,
   ),
 });
 
@@ -381,5 +438,21 @@ export const GATEWAY_API_CRDS: readonly CustomResourceSource[] = [
     versions: VERSIONS,
     printerColumns: [{ name: 'Hostnames', type: 'string', jsonPath: '.spec.hostnames' }, AGE],
     schema: { type: 'object', properties: { spec: httpRouteSpec, status: STATUS }, required: ['spec'] },
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    kind: 'GRPCRoute',
+    plural: 'grpcroutes',
+    singular: 'grpcroute',
+    listKind: 'GRPCRouteList',
+    shortNames: [],
+    categories: ['gateway-api'],
+    labels: {},
+    annotations: ANNOTATIONS,
+    // The standard channel's CRD serves v1 alone (since Gateway API v1.1 it lists v1alpha2 unserved, since v1.2 not
+    // at all); the experimental channel's also serves v1alpha2.
+    versions: [{ name: 'v1', served: true, storage: true }],
+    printerColumns: [{ name: 'Hostnames', type: 'string', jsonPath: '.spec.hostnames' }, AGE],
+    schema: { type: 'object', properties: { spec: grpcRouteSpec, status: STATUS }, required: ['spec'] },
   },
 ];

@@ -70,7 +70,7 @@ type Match = NonNullable<NonNullable<Rule['matches']>[number]>;
 type Filter = NonNullable<NonNullable<Rule['filters']>[number]>;
 type Ref = NonNullable<NonNullable<HttpRouteSpec['parentRefs']>[number]>;
 
-const present = <T>(v: readonly (T | null)[] | null | undefined): T[] =>
+export const present = <T>(v: readonly (T | null)[] | null | undefined): T[] =>
   (v ?? []).flatMap((x) => (x === null ? [] : [x]));
 
 /** The Gateway API's Duration (GEP-2257): `1h`, `30s`, `1m30s`, `500ms`; "0s" means none. */
@@ -82,7 +82,7 @@ export function gatewayDuration(s: string): number | undefined {
   return ms;
 }
 
-function validRegex(s: string): boolean {
+export function validRegex(s: string): boolean {
   try {
     new RegExp(s, 'u');
     return true;
@@ -137,7 +137,7 @@ function convertMatch(m: Match): RouteMatchModel | string {
   return { path, headers, queryParams, method: m.method ?? '' };
 }
 
-function headerModifier(f: Filter['requestHeaderModifier']): HeaderModifierModel | undefined {
+export function headerModifier(f: Filter['requestHeaderModifier']): HeaderModifierModel | undefined {
   if (f == null) return undefined;
   const pairs = (l: typeof f.set): HeaderModel[] =>
     present(l).map((h) => ({ name: (h.name ?? '').toLowerCase(), value: h.value ?? '' }));
@@ -151,7 +151,7 @@ function pathRewrite(p: NonNullable<Filter['urlRewrite']>['path']): PathRewriteM
   return `path modifier ${String(p.type)} is not supported`;
 }
 
-const isService = (r: Ref): boolean => (r.group ?? '') === '' && (r.kind ?? 'Service') === 'Service';
+export const isService = (r: Ref): boolean => (r.group ?? '') === '' && (r.kind ?? 'Service') === 'Service';
 
 /** What the routes read of the Services: which exist and their ports, by `namespace/name`. */
 export type ServicePorts = ReadonlyMap<string, ReadonlySet<number>>;
@@ -273,7 +273,7 @@ function pathText(p: PathMatchModel | undefined): string {
 }
 
 /** Gateway API precedence of one route's (single) match: exact, then prefix, then regex; longer paths first; etc. */
-function precedence(a: RouteModel, b: RouteModel): number {
+export function precedence(a: RouteModel, b: RouteModel): number {
   const ma = a.matches[0];
   const mb = b.matches[0];
   if (ma === undefined) return mb === undefined ? 0 : 1;

@@ -75,6 +75,7 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'Gateway',
   'GatewayClass',
   'HTTPRoute',
+  'GRPCRoute',
   'RequestAuthentication',
   'ConfigMap',
 ]);

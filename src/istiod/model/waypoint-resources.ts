@@ -1,11 +1,13 @@
 /**
  * The `amesh.waypoint.v1.Waypoint` resource of each waypoint (docs/waypoint-xds.md): the routes of the Services bound
- * to it, and the AuthorizationPolicies and RequestAuthentications that target it, its class, or those Services. A waypoint is known by its
- * Gateway's `namespace/name`; a Service or ServiceEntry belongs to the waypoint its binding names (the same binding
- * served in the Service's `waypoint` field, `serviceWaypoint`).
+ * to it (their HTTPRoutes and GRPCRoutes), and the AuthorizationPolicies and RequestAuthentications that target it,
+ * its class, or those Services. A waypoint is known by its Gateway's `namespace/name`; a Service or ServiceEntry
+ * belongs to the waypoint its binding names (the same binding served in the Service's `waypoint` field,
+ * `serviceWaypoint`).
  */
 import type { Resource, ResourceOf } from '../registry/manifest-dir.js';
-import { serviceRoutes, type ServicePorts, type ServiceRoutesModel } from './http-routes.js';
+import { mergedServiceRoutes } from './grpc-routes.js';
+import type { ServicePorts, ServiceRoutesModel } from './http-routes.js';
 import { serviceEntryHosts, servicePorts } from './services.js';
 import { serviceWaypoint, type WaypointInputs } from './waypoints.js';
 import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './waypoint-policies.js';
@@ -70,8 +72,9 @@ export function waypointResources(
     string,
     { services: ServiceRoutesModel[]; policies: L7PolicyModel[]; requestAuthentications: RequestAuthenticationModel[] }
   >([...waypoints.waypoints.keys()].map((k) => [k, { services: [], policies: [], requestAuthentications: [] }]));
-  const routes = serviceRoutes(
+  const routes = mergedServiceRoutes(
     objects.filter((o): o is ResourceOf<'HTTPRoute'> => o.kind === 'HTTPRoute'),
+    objects.filter((o): o is ResourceOf<'GRPCRoute'> => o.kind === 'GRPCRoute'),
     ports,
     cfg.domainSuffix,
   );

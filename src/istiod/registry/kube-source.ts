@@ -74,6 +74,12 @@ export const WATCHED_KINDS: readonly Watched[] = [
     path: '/apis/gateway.networking.k8s.io/v1/httproutes',
     optional: true,
   },
+  {
+    kind: 'GRPCRoute',
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    path: '/apis/gateway.networking.k8s.io/v1/grpcroutes',
+    optional: true,
+  },
 ];
 
 /** How often istiod looks again for an optional kind whose CRD is not installed (istio's CRD watcher reacts at once). */

@@ -407,6 +407,45 @@ const HTTP_ROUTE_SPEC = open({
   ),
 });
 export type HttpRouteSpec = Infer<typeof HTTP_ROUTE_SPEC>;
+/** A `filters` entry of a GRPCRoute rule or backendRef. */
+const GRPC_ROUTE_FILTER = open({
+  type: str,
+  requestHeaderModifier: HEADER_FILTER,
+  responseHeaderModifier: HEADER_FILTER,
+  requestMirror: open({ backendRef: OBJECT_REF }),
+});
+/**
+ * A Gateway API GRPCRoute (gateway.networking.k8s.io/v1) as istiod reads it for the waypoint's routes: matches by
+ * gRPC service and method and by headers; backendRefs are read with their `filters`, which the waypoint cannot apply.
+ */
+const GRPC_ROUTE_SPEC = open({
+  parentRefs: list(OBJECT_REF),
+  hostnames: strs,
+  rules: list(
+    open({
+      name: str,
+      matches: list(
+        open({
+          method: open({ type: str, service: str, method: str }),
+          headers: list(open({ type: str, name: str, value: str })),
+        }),
+      ),
+      filters: list(GRPC_ROUTE_FILTER),
+      backendRefs: list(
+        open({
+          group: str,
+          kind: str,
+          name: str,
+          namespace: str,
+          port: int,
+          weight: int,
+          filters: list(GRPC_ROUTE_FILTER),
+        }),
+      ),
+    }),
+  ),
+});
+export type GrpcRouteSpec = Infer<typeof GRPC_ROUTE_SPEC>;
 
 /** What amesh validates per kind: `spec`/`status` schemas, whether the name must be a DNS-1123 label, and scope. */
 interface KindSchema {
@@ -446,6 +485,8 @@ const KINDS = {
   GatewayClass: { clusterScoped: true },
   /** Read for the routes of the Services behind waypoints (parentRefs to a Service). */
   HTTPRoute: { spec: HTTP_ROUTE_SPEC },
+  /** Read as HTTPRoutes are, into the same per-Service routes. */
+  GRPCRoute: { spec: GRPC_ROUTE_SPEC },
   Deployment: {},
   ReplicaSet: {},
   StatefulSet: {},
