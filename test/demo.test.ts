@@ -17,11 +17,11 @@ import { localMeshPodIp } from './helpers/local-mesh-example.js';
 import { netnsSkip, TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
 
-/** The tour takes about 20 s on an idle machine: starting the cluster, four requests, a policy change, teardown. */
+/** The tour takes about 40 s on an idle machine: starting the cluster, four requests, a policy change, the L7 step, teardown. */
 const DEMO_DEADLINE_MS = 180_000;
 
 test(
-  "the README's main job (`amesh demo --keep`): an unchanged curl in frontend/web on node1 reaches echo.backend's pods on node2 over mTLS with both identities verified, a policy edit denies it, the metrics show both whole; the kept cluster has its allow policy back and the command it suggests works as printed; Ctrl-C with the output pipe gone leaves nothing",
+  "the README's main job (`amesh demo --keep --l7`): an unchanged curl in frontend/web on node1 reaches echo.backend's pods on node2 over mTLS with both identities verified, a policy edit denies it, the metrics show both whole; with --l7 a waypoint routes by header, refuses DELETE /admin and needs a JWT on /secure; the kept cluster has its allow policy back and the command it suggests works as printed; Ctrl-C with the output pipe gone leaves nothing",
   { skip: upSkip },
   async () => {
     const id = randomBytes(3).toString('hex');
@@ -31,6 +31,7 @@ test(
     // What the tour starts names its data dir (the kubelets), or runs in the cluster's cgroup (the pods): it must
     // leave none behind. The echo pods' own command lines are the same in every cluster.
     const marker = dir;
+    let running: ReturnType<typeof spawn> | undefined;
     try {
       const clean = await hostState(host, cluster, marker);
       const { cmd, args } = ameshCommand();
@@ -43,6 +44,7 @@ test(
           ...args,
           'demo',
           '--keep',
+          '--l7',
           '--data-dir',
           path.join(dir, 'data'),
           '--name',
@@ -50,6 +52,7 @@ test(
         ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
+      running = demo;
       let out = '';
       const kept = new Promise<string>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`the tour did not reach --keep:\n${out}`)), DEMO_DEADLINE_MS);
@@ -90,6 +93,25 @@ test(
         out,
         /restoring \S+policies\.yaml: backend's ALLOW policy names web again\n {4}the same curl succeeds again\n/,
       );
+      // --l7: the waypoint between web and echo.
+      const waypointIp = /the waypoint runs as backend\/waypoint-[a-z0-9-]+ \((\d+\.\d+\.\d+\.\d+)\)/.exec(out)?.[1];
+      assert.ok(waypointIp !== undefined, out);
+      assert.match(
+        out,
+        new RegExp(
+          `x-version: v2' http://echo.backend/: echo-v2-[a-z0-9-]+ answered, and saw ${waypointIp.replaceAll('.', '\\.')}:\\d+`,
+        ),
+      );
+      assert.match(out, /curl http:\/\/echo\.backend\/: echo-[a-z0-9]+-[a-z0-9]+ answered \(the route's default\)/);
+      assert.match(out, /curl -X DELETE http:\/\/echo\.backend\/admin: 403 RBAC: access denied\n/);
+      assert.match(out, /curl http:\/\/echo\.backend\/admin: 200 echo-/);
+      assert.match(out, /secure \(no token\): 403 RBAC: access denied\n/);
+      assert.match(out, /secure with an expired token: 401 Jwt is expired\n/);
+      assert.match(out, /secure with a token of tour@amesh\.local: 200 echo-/);
+      assert.match(
+        out,
+        /istio_requests_total\{reporter="waypoint",source_workload="web",destination_service_name="echo",response_code="403"\} [2-9]\n/,
+      );
 
       const exec = /; ((?:amesh|npm [^;]*) exec --data-dir [^;]*); edit /.exec(keptLine)?.[1];
       assert.ok(exec !== undefined, keptLine);
@@ -104,6 +126,12 @@ test(
       assert.equal(code, 0);
       assert.deepEqual(await hostState(host, cluster, marker), clean);
     } finally {
+      // A failed assertion leaves the kept cluster running: Ctrl-C it, and wait for its teardown, before removing.
+      if (running !== undefined && running.exitCode === null && running.signalCode === null) {
+        const exited = once(running, 'exit');
+        running.kill('SIGINT');
+        await exited;
+      }
       await host.remove();
       await rm(dir, { recursive: true, force: true });
     }

@@ -17,13 +17,17 @@ export function demoCommand(): Command {
     )
     .option('--name <name>', "the cluster's name: prefixes its network namespaces and links", UP_DEFAULTS.name)
     .option(
+      '--l7',
+      "then the L7 step: a waypoint for backend (examples/l7), an HTTPRoute to v2 by header, DELETE /admin refused, a path that needs a JWT, and the waypoint's request metrics",
+    )
+    .option(
       '--socks5',
       'the tour without root: istiod serving examples/local-mesh and two ztunnels on loopback, the client entering the mesh through SOCKS5',
     )
     .action(async (o) => {
       try {
         if (o.socks5 === true) await runLocalMeshDemo({ keep: o.keep === true });
-        else await runAmbientDemo({ keep: o.keep === true, dataDir: o.dataDir, name: o.name });
+        else await runAmbientDemo({ keep: o.keep === true, dataDir: o.dataDir, name: o.name, l7: o.l7 === true });
       } catch (e) {
         fatal(e);
       }

@@ -20,6 +20,7 @@ import { requireRoot } from '../up/require-root.js';
 import { runCommand, type CommandResult } from '../up/run-command.js';
 import { loadUpConfig } from '../up/up-config.js';
 import { examplesDir } from './examples-dir.js';
+import { l7Tour, type WebCurl } from './l7-tour.js';
 
 /** How long a change (a new policy, a pod's workload) may take to reach both ztunnels. */
 const PROPAGATION_DEADLINE_MS = 30_000;
@@ -39,6 +40,8 @@ export interface AmbientDemoOptions {
   readonly dataDir: string;
   /** The cluster's name (it prefixes the network namespaces and links). */
   readonly name: string;
+  /** Then the L7 step: a waypoint, routes, L7 policy and JWT (`l7-tour.ts`). */
+  readonly l7: boolean;
 }
 
 const say = (s: string): void => void process.stdout.write(`${s}\n`);
@@ -54,8 +57,12 @@ function stepFailed(step: string, detail: string): MeshError {
 }
 
 /** Retries `attempt` until it returns a value, or fails the step with the last reason it gave. */
-async function until<T>(step: string, attempt: () => Promise<T | string>): Promise<T> {
-  const deadline = Date.now() + PROPAGATION_DEADLINE_MS;
+async function until<T>(
+  step: string,
+  attempt: () => Promise<T | string>,
+  deadlineMs = PROPAGATION_DEADLINE_MS,
+): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
   for (;;) {
     const r = await attempt();
     if (typeof r !== 'string') return r;
@@ -110,6 +117,22 @@ export async function runAmbientDemo(o: AmbientDemoOptions): Promise<void> {
     starting = false;
     if (interrupted) return await teardownAndExit();
     await tour(cluster, config);
+    if (o.l7) {
+      await restoreAllowPolicy(cluster, config);
+      const { record } = await cluster.dataDir.sandbox(CLIENT.namespace, CLIENT.pod);
+      const curl: WebCurl = (...args) =>
+        runCommand('ip', [
+          'netns',
+          'exec',
+          record.netns,
+          'curl',
+          '-sS',
+          '--max-time',
+          CURL_MAX_SECONDS,
+          ...(args.some((a) => a.startsWith('http://')) ? args : [...args, SERVICE_URL]),
+        ]);
+      await l7Tour(cluster, config, curl, { say, until });
+    }
   } catch (e) {
     starting = false;
     if (interrupted) return await teardownAndExit();
