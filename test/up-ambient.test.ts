@@ -1144,7 +1144,17 @@ describe(
       await writeFile(
         h2,
         app('h2c', ['node', '-e', H2C], 'http2') +
-          app('grpc', ['/usr/bin/python3', grpcEcho, 'serve', String(SERVER_PORT)], 'grpc'),
+          app('grpc', ['/usr/bin/python3', grpcEcho, 'serve', String(SERVER_PORT)], 'grpc') +
+          object({
+            apiVersion: 'security.istio.io/v1',
+            kind: 'AuthorizationPolicy',
+            metadata: { name: 'no-forbidden', namespace: 'l7' },
+            spec: {
+              targetRefs: [{ group: '', kind: 'Service', name: 'grpc' }],
+              action: 'DENY',
+              rules: [{ to: [{ operation: { paths: ['/amesh.test.Echo/Forbidden'] } }] }],
+            },
+          }),
       );
       await ok('apply', '-f', h2);
       await ok('rollout', 'status', '-n', 'l7', 'deployment/h2c', 'deployment/grpc', '--timeout=120s');
@@ -1189,6 +1199,18 @@ describe(
         ),
         'STATUS NOT_FOUND\n',
         "the upstream's gRPC status reaches the client in the trailers",
+      );
+      assert.equal(
+        await inClient(
+          '/usr/bin/python3',
+          grpcEcho,
+          'call',
+          `grpc.l7.svc.cluster.local:${SERVICE_PORT}`,
+          'Forbidden',
+          'x',
+        ),
+        'STATUS PERMISSION_DENIED\n',
+        "the waypoint's own 403 reaches a gRPC client as Envoy maps it",
       );
 
       const waypointIp = (

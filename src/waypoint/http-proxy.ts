@@ -42,6 +42,30 @@ const HOP_BY_HOP = new Set([
 /** What Envoy answers when it cannot connect upstream, and when the route's timeout passes. */
 const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before headers. reset reason: connection failure';
 const UPSTREAM_TIMEOUT = 'upstream request timeout';
+/**
+ * The gRPC status a local reply's HTTP status stands for, as Envoy maps them (envoy
+ * `source/common/grpc/status.cc` `httpToGrpcStatus`).
+ */
+export function grpcStatusOf(http: number): number {
+  switch (http) {
+    case 400:
+      return 13; // INTERNAL
+    case 401:
+      return 16; // UNAUTHENTICATED
+    case 403:
+      return 7; // PERMISSION_DENIED
+    case 404:
+      return 12; // UNIMPLEMENTED
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+      return 14; // UNAVAILABLE
+    default:
+      return 2; // UNKNOWN
+  }
+}
+
 /** The fields of a gRPC status, which belong in trailers. */
 const GRPC_STATUS_FIELDS = new Set(['grpc-status', 'grpc-message', 'grpc-status-details-bin']);
 
@@ -260,6 +284,15 @@ export class WaypointHttp {
       );
     /** Answers the request from the waypoint itself. */
     const answer = (status: number, flags: ResponseFlag, body = '', headers: http.OutgoingHttpHeaders = {}): void => {
+      if (grpc && res instanceof http2.Http2ServerResponse) {
+        // A gRPC client is answered in gRPC: 200, with the status Envoy maps the HTTP one to, in trailers.
+        grpcStatus = String(grpcStatusOf(status));
+        res.addTrailers({ 'grpc-status': grpcStatus, 'grpc-message': encodeURIComponent(body) });
+        res.writeHead(200, { ...headers, 'content-type': 'application/grpc' });
+        res.end();
+        finish(200, flags, 0);
+        return;
+      }
       res.writeHead(status, body === '' ? headers : { 'content-type': 'text/plain', ...headers });
       res.end(body);
       finish(status, flags, Buffer.byteLength(body));
