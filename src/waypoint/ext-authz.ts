@@ -15,7 +15,7 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { create } from '@bufbuild/protobuf';
-import { timestampNow } from '@bufbuild/protobuf/wkt';
+import { durationMs, timestampNow } from '@bufbuild/protobuf/wkt';
 import {
   CheckRequestSchema,
   type CheckRequest,
@@ -23,7 +23,6 @@ import {
 } from '../api/envoy/service/auth/v3/external_auth_pb.js';
 import { checkOverStream } from './ext-authz-grpc.js';
 import type { ClientRequest } from './http-proxy.js';
-import { durationMs } from '@bufbuild/protobuf/wkt';
 import type { ExtAuthzProvider } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import type { StringMatch } from '../api/istio/security/authorization_pb.js';
 import { MeshError } from '../lib/errors.js';
