@@ -314,6 +314,103 @@ describe('istiod deploys a waypoint for a Gateway of class istio-waypoint and bi
     assert.ok(logs.lines.some((l) => l['message'] === 'xDS subscription to resources of another namespace refused'));
   });
 
+  test("istiod reports the mesh routes' status as Istio's controller does: Accepted, ResolvedRefs and ResolvedWaypoints per Service parent, with the reason when a parent or backend is missing", async () => {
+    type Parents = {
+      parentRef: { name: string };
+      controllerName: string;
+      conditions: { type: string; status: string; reason: string; message: string }[];
+    }[];
+    const parents = async (name: string): Promise<Parents> =>
+      (
+        JSON.parse(await ok('get', 'httproutes', '-n', 'backend', name, '-o', 'json')) as {
+          status: { parents: Parents };
+        }
+      ).status.parents;
+    const conds = (p: Parents): string[][] =>
+      p.flatMap((x) =>
+        x.conditions.map((c) => [x.parentRef.name, x.controllerName, c.type, c.status, c.reason, c.message]),
+      );
+    let echo: string[][] = [];
+    await waitFor(
+      'the route reported',
+      async () => (echo = conds((await parents('echo')) ?? [])).length === 3,
+      20_000,
+    ).catch(() => assert.fail(JSON.stringify(echo)));
+    assert.deepEqual(echo, [
+      ['echo', 'istio.io/gateway-controller', 'Accepted', 'True', 'Accepted', 'Route was valid'],
+      ['echo', 'istio.io/gateway-controller', 'ResolvedRefs', 'True', 'ResolvedRefs', 'All references resolved'],
+      [
+        'echo',
+        'istio.io/gateway-controller',
+        'ResolvedWaypoints',
+        'True',
+        'ResolvedWaypoints',
+        'All waypoints resolved',
+      ],
+    ]);
+    await writeFile(
+      path.join(dir, 'broken-route.yaml'),
+      `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: broken, namespace: backend}
+spec:
+  parentRefs: [{group: "", kind: Service, name: echo-v2}, {group: "", kind: Service, name: nowhere}]
+  rules: [{backendRefs: [{name: gone, port: 80}]}]
+`,
+    );
+    await ok('apply', '-f', path.join(dir, 'broken-route.yaml'));
+    let got: string[][] = [];
+    await waitFor(
+      'the broken route reported',
+      async () => (got = conds(await parents('broken').catch(() => []))).length === 6,
+      20_000,
+    );
+    assert.deepEqual(got, [
+      ['echo-v2', 'istio.io/gateway-controller', 'Accepted', 'True', 'Accepted', 'Route was valid'],
+      [
+        'echo-v2',
+        'istio.io/gateway-controller',
+        'ResolvedRefs',
+        'False',
+        'BackendNotFound',
+        'backend(gone.backend.svc) not found',
+      ],
+      [
+        'echo-v2',
+        'istio.io/gateway-controller',
+        'ResolvedWaypoints',
+        'True',
+        'ResolvedWaypoints',
+        'istio.io/use-waypoint label missing from parent and parent namespace; in ambient mode, route will not be respected',
+      ],
+      [
+        'nowhere',
+        'istio.io/gateway-controller',
+        'Accepted',
+        'False',
+        'NoMatchingParent',
+        'parent service: "nowhere" not found',
+      ],
+      [
+        'nowhere',
+        'istio.io/gateway-controller',
+        'ResolvedRefs',
+        'False',
+        'BackendNotFound',
+        'backend(gone.backend.svc) not found',
+      ],
+      [
+        'nowhere',
+        'istio.io/gateway-controller',
+        'ResolvedWaypoints',
+        'True',
+        'ResolvedWaypoints',
+        'istio.io/use-waypoint label missing from parent and parent namespace; in ambient mode, route will not be respected',
+      ],
+    ]);
+    await ok('delete', '-f', path.join(dir, 'broken-route.yaml'));
+  });
+
   test('what the Gateway owns is kept as the template says: not patched while it matches, put back when edited or deleted', async () => {
     const updated = (): number => logs.lines.filter((l) => l['message'] === 'updated to the waypoint template').length;
     assert.equal(updated(), 0, 'objects the API server defaulted still match the template');

@@ -17,6 +17,7 @@ import { ManifestNodeAuthorizer } from './ca/manifest-node-authorizer.js';
 import { KubeCaSecurity } from './kube-ca-security.js';
 import { NamespaceController } from './namespace-controller.js';
 import { GatewayDeploymentController } from './gateway/gateway-deployment-controller.js';
+import { RouteStatusController } from './gateway/route-status-controller.js';
 import { IpAutoallocator } from './ip-autoallocator.js';
 import { SharedInformerFactory } from '../kube/shared-informer-factory.js';
 import { CaServer } from './ca/ca-server.js';
@@ -127,6 +128,9 @@ export class Istiod {
       const gatewayController = new GatewayDeploymentController(kubeConfig, informers, cfg, logs.scope('gateway'));
       gatewayController.start();
       started.push(gatewayController);
+      const routeStatus = new RouteStatusController(kubeConfig, informers, logs.scope('gateway'));
+      routeStatus.start();
+      started.push(routeStatus);
       informers.start();
       const auth = kubeCa?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
       const metrics = new MetricsRegistry();

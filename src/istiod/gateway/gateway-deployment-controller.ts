@@ -24,6 +24,7 @@ import { kubeRequest } from '../../kube/kube-request.js';
 import { ReconcileQueue } from '../../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../../kube/shared-informer-factory.js';
 import { MESH_CONTROLLER_MANAGED, WAYPOINT_CLASS } from '../model/waypoints.js';
+import { sameConditions, withTimes, type Condition } from './status-conditions.js';
 import {
   defaultCaAddress,
   renderWaypoint,
@@ -39,14 +40,6 @@ const GATEWAY_API = '/apis/gateway.networking.k8s.io/v1';
 const MAX_ATTEMPTS = 8;
 
 type Obj = Record<string, unknown>;
-interface Condition {
-  readonly type: string;
-  readonly status: 'True' | 'False';
-  readonly reason: string;
-  readonly message: string;
-  readonly observedGeneration?: number;
-  readonly lastTransitionTime?: string;
-}
 interface GatewayObject extends KubernetesObject {
   metadata?: KubernetesObject['metadata'] & { generation?: number };
   spec?: {
@@ -112,33 +105,6 @@ function objectPath(o: Obj): string {
       throw new MeshError('AMESH_ERR_CONFIG', `the waypoint template rendered a ${String(o['kind'])}`);
   }
 }
-
-/** Conditions with `observedGeneration`, keeping each one's transition time while its status stays the same. */
-function withTimes(next: Condition[], prev: readonly Condition[] | undefined, generation: number): Condition[] {
-  const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  return next.map((c) => {
-    const old = prev?.find((p) => p.type === c.type);
-    return {
-      ...c,
-      observedGeneration: generation,
-      lastTransitionTime: old?.status === c.status ? (old.lastTransitionTime ?? now) : now,
-    };
-  });
-}
-
-const sameConditions = (a: readonly Condition[] | undefined, b: readonly Condition[]): boolean =>
-  a !== undefined &&
-  a.length === b.length &&
-  b.every((c) => {
-    const o = a.find((x) => x.type === c.type);
-    return (
-      o !== undefined &&
-      o.status === c.status &&
-      o.reason === c.reason &&
-      o.message === c.message &&
-      o.observedGeneration === c.observedGeneration
-    );
-  });
 
 export class GatewayDeploymentController {
   private readonly queue: ReconcileQueue;

@@ -1,0 +1,184 @@
+/**
+ * The status istiod writes on HTTPRoutes and GRPCRoutes whose parentRefs name a Service (the Gateway API's mesh
+ * routes), as istio's gateway controller reports them (`pilot/pkg/config/kube/gateway/conditions.go` and the parent
+ * checks of `conversion.go`). For each such parentRef, under `controllerName: istio.io/gateway-controller`:
+ * - Accepted: the Service exists in the route's namespace (and has the parentRef's port), else `NoMatchingParent`;
+ * - ResolvedRefs: every backendRef names a Service of the route's namespace (`InvalidKind`, `RefNotPermitted`,
+ *   `BackendNotFound` otherwise);
+ * - ResolvedWaypoints: True, with Istio's warning when neither the Service nor its namespace has
+ *   `istio.io/use-waypoint` (the route is then not applied by any waypoint).
+ * Parents other controllers report are kept as they are; a status that already says this is not written again.
+ */
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { isDeepStrictEqual } from 'node:util';
+import type { Logger } from '../../lib/log.js';
+import type { RestartingInformer } from '../../kube/informer.js';
+import { kubeRequest } from '../../kube/kube-request.js';
+import { ReconcileQueue } from '../../kube/reconcile-queue.js';
+import type { SharedInformerFactory } from '../../kube/shared-informer-factory.js';
+import { USE_WAYPOINT_LABEL } from '../model/waypoints.js';
+import { sameConditions, withTimes, type Condition } from './status-conditions.js';
+
+const GATEWAY_API = '/apis/gateway.networking.k8s.io/v1';
+/** Istio's controller name for the routes it reports on (istio `pkg/config/constants` ManagedGatewayController). */
+export const ROUTE_CONTROLLER = 'istio.io/gateway-controller';
+const MAX_ATTEMPTS = 5;
+
+interface Ref {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly port?: number;
+  readonly sectionName?: string;
+}
+interface ParentStatus {
+  readonly parentRef: Ref;
+  readonly controllerName: string;
+  readonly conditions?: Condition[];
+}
+interface RouteObject extends KubernetesObject {
+  spec?: { parentRefs?: Ref[]; rules?: { backendRefs?: Ref[] }[] };
+  status?: { parents?: ParentStatus[] };
+}
+interface ServiceObject extends KubernetesObject {
+  spec?: { ports?: { port?: number }[] };
+}
+
+const isService = (r: Ref): boolean => (r.group ?? '') === '' && (r.kind ?? 'Service') === 'Service';
+
+export class RouteStatusController {
+  private readonly queue: ReconcileQueue;
+  private readonly routes: ReadonlyMap<string, RestartingInformer<RouteObject>>;
+  private readonly services: RestartingInformer<ServiceObject>;
+  private readonly namespaces: RestartingInformer<KubernetesObject>;
+
+  constructor(
+    private readonly kc: KubeConfig,
+    informers: SharedInformerFactory,
+    private readonly log: Logger,
+  ) {
+    this.queue = new ReconcileQueue((key) => this.reconcile(key), MAX_ATTEMPTS, log, 5_000);
+    this.routes = new Map(
+      ['httproutes', 'grpcroutes'].map((plural) => [
+        plural,
+        informers.informerFor<RouteObject>(`${GATEWAY_API}/${plural}`),
+      ]),
+    );
+    this.services = informers.informerFor<ServiceObject>('/api/v1/services');
+    this.namespaces = informers.informerFor<KubernetesObject>('/api/v1/namespaces');
+    for (const [plural, inf] of this.routes) {
+      const byKey = (o: KubernetesObject): void =>
+        this.queue.add(`${plural}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`);
+      inf.addEventHandler({ add: byKey, update: byKey });
+    }
+    // A Service or namespace label that appears or goes changes what the routes of that namespace report.
+    const everyRouteIn = (namespace: string | undefined): void => {
+      for (const [plural, inf] of this.routes)
+        for (const r of inf.list(namespace))
+          this.queue.add(`${plural}/${r.metadata?.namespace ?? ''}/${r.metadata?.name ?? ''}`);
+    };
+    const byNamespace = (o: KubernetesObject): void => everyRouteIn(o.metadata?.namespace);
+    this.services.addEventHandler({ add: byNamespace, update: byNamespace, delete: byNamespace });
+    const byName = (o: KubernetesObject): void => everyRouteIn(o.metadata?.name);
+    this.namespaces.addEventHandler({ update: byName });
+  }
+
+  start(): void {
+    const informers = [...this.routes.values(), this.services, this.namespaces];
+    void Promise.all(informers.map((i) => i.synced)).then(() => this.queue.run());
+  }
+
+  stop(): void {
+    this.queue.stop();
+  }
+
+  /** `<plural>/<namespace>/<name>`: one route. */
+  private async reconcile(key: string): Promise<void> {
+    const [plural = '', namespace = '', name = ''] = key.split('/');
+    const route = this.routes.get(plural)?.get(name, namespace);
+    if (route === undefined || route.metadata?.deletionTimestamp !== undefined) return;
+    const generation = route.metadata?.generation ?? 0;
+    const previous = route.status?.parents ?? [];
+    const ours = (route.spec?.parentRefs ?? []).filter(isService).map((ref): ParentStatus => {
+      const old = previous.find((p) => p.controllerName === ROUTE_CONTROLLER && isDeepStrictEqual(p.parentRef, ref));
+      return {
+        parentRef: ref,
+        controllerName: ROUTE_CONTROLLER,
+        conditions: withTimes(this.conditions(route, ref), old?.conditions, generation),
+      };
+    });
+    if (ours.length === 0) return;
+    const others = previous.filter((p) => p.controllerName !== ROUTE_CONTROLLER);
+    const same =
+      previous.length === others.length + ours.length &&
+      ours.every((p) => {
+        const old = previous.find(
+          (o) => o.controllerName === ROUTE_CONTROLLER && isDeepStrictEqual(o.parentRef, p.parentRef),
+        );
+        return old !== undefined && sameConditions(old.conditions, p.conditions ?? []);
+      });
+    if (same) return;
+    const path = `${GATEWAY_API}/namespaces/${namespace}/${plural}/${name}/status`;
+    const res = await kubeRequest(this.kc, 'PUT', path, {
+      ...route,
+      status: { ...route.status, parents: [...others, ...ours] },
+    });
+    if (res.statusCode === 409) throw new Error(`${path}: the route changed meanwhile; trying again`);
+    if (res.statusCode >= 300) throw new Error(`update ${path}: HTTP ${res.statusCode}: ${JSON.stringify(res.body)}`);
+    this.log.debug({ route: `${namespace}/${name}`, kind: plural }, 'route status written');
+  }
+
+  /** What istiod says of one Service parent of `route`. */
+  private conditions(route: RouteObject, parent: Ref): Condition[] {
+    const ns = route.metadata?.namespace ?? '';
+    const parentNs = parent.namespace ?? ns;
+    const svc = this.services.get(parent.name ?? '', parentNs);
+    let accepted: Condition = { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Route was valid' };
+    const notAccepted = (message: string): Condition => ({
+      type: 'Accepted',
+      status: 'False',
+      reason: 'NoMatchingParent',
+      message,
+    });
+    if (svc === undefined) accepted = notAccepted(`parent service: "${parent.name ?? ''}" not found`);
+    else if (parent.port !== undefined && !(svc.spec?.ports ?? []).some((p) => p.port === parent.port))
+      accepted = notAccepted(`port ${parent.port} not found`);
+    let resolved: Condition = {
+      type: 'ResolvedRefs',
+      status: 'True',
+      reason: 'ResolvedRefs',
+      message: 'All references resolved',
+    };
+    for (const b of (route.spec?.rules ?? []).flatMap((r) => r.backendRefs ?? [])) {
+      const refused = (reason: string, message: string): Condition => ({
+        type: 'ResolvedRefs',
+        status: 'False',
+        reason,
+        message,
+      });
+      if (!isService(b))
+        resolved = refused('InvalidKind', `referencing unsupported backendRef: ${b.group ?? ''}/${b.kind ?? ''}`);
+      else if ((b.namespace ?? ns) !== ns)
+        resolved = refused(
+          'RefNotPermitted',
+          `backendRef ${b.name ?? ''}/${b.namespace ?? ''} not accessible to a route in namespace "${ns}" (missing a ReferenceGrant?)`,
+        );
+      else if (this.services.get(b.name ?? '', ns) === undefined)
+        resolved = refused('BackendNotFound', `backend(${b.name ?? ''}.${ns}.svc) not found`);
+      if (resolved.status === 'False') break;
+    }
+    const nsLabels = this.namespaces.get(parentNs)?.metadata?.labels ?? {};
+    const bound = svc?.metadata?.labels?.[USE_WAYPOINT_LABEL] ?? nsLabels[USE_WAYPOINT_LABEL];
+    const waypoints: Condition = {
+      type: 'ResolvedWaypoints',
+      status: 'True',
+      reason: 'ResolvedWaypoints',
+      message:
+        bound === undefined || bound === 'none'
+          ? 'istio.io/use-waypoint label missing from parent and parent namespace; in ambient mode, route will not be respected'
+          : 'All waypoints resolved',
+    };
+    return [accepted, resolved, waypoints];
+  }
+}
