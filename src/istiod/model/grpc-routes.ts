@@ -13,29 +13,21 @@ import type { ResourceOf } from '../registry/manifest-dir.js';
 import type { GrpcRouteSpec } from '../registry/manifest-schema.js';
 import {
   headerModifier,
-  isService,
-  precedence,
   present,
-  serviceRoutes,
+  resolveBackend,
   validRegex,
-  type BackendModel,
+  type ConvertedRoute,
   type HeaderModifierModel,
   type PathMatchModel,
   type RouteActionModel,
   type RouteMatchModel,
   type RouteModel,
   type ServicePorts,
-  type ServiceRoutesModel,
   type ValueMatchModel,
 } from './http-routes.js';
 
 type Rule = NonNullable<NonNullable<GrpcRouteSpec['rules']>[number]>;
 type Match = NonNullable<NonNullable<Rule['matches']>[number]>;
-
-interface RouteTables {
-  readonly tables: ReadonlyMap<string, ServiceRoutesModel>;
-  readonly warnings: readonly string[];
-}
 
 const escapeRegex = (s: string): string => s.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
 
@@ -137,23 +129,11 @@ function convertRules(
       else if (f.type === 'ResponseHeaderModifier') responseHeaders = headerModifier(f.responseHeaderModifier);
       else problem = `filter ${String(f.type)} is not supported by the waypoint`;
     }
-    const backends: BackendModel[] = present(rule.backendRefs).map((b) => {
-      const weight = b.weight ?? 1;
-      const bns = b.namespace ?? ns;
+    const backends = present(rule.backendRefs).map((b) => {
       const filters = present(b.filters);
       if (filters.length > 0)
         problem = `backendRef filters (${filters.map((f) => String(f.type)).join(', ')}) are not supported by the waypoint`;
-      const unresolved = (why: string): BackendModel => {
-        warnings.push(`GRPCRoute ${ruleName}: backendRef ${bns}/${b.name ?? ''}: ${why}`);
-        return { namespace: bns, hostname: '', port: 0, weight };
-      };
-      if (!isService(b)) return unresolved(`kind ${b.kind ?? ''} is not supported`);
-      if (bns !== ns) return unresolved('another namespace needs a ReferenceGrant, which the waypoint does not read');
-      const ports = services.get(`${bns}/${b.name ?? ''}`);
-      if (ports === undefined) return unresolved('no such Service');
-      if (b.port == null || !ports.has(b.port))
-        return unresolved(`the Service has no port ${b.port ?? '(none given)'}`);
-      return { namespace: bns, hostname: `${b.name}.${bns}.svc.${domainSuffix}`, port: b.port, weight };
+      return resolveBackend(b, ns, services, domainSuffix, (why) => warnings.push(`GRPCRoute ${ruleName}: ${why}`));
     });
     let action: RouteActionModel;
     if (problem !== undefined) {
@@ -174,79 +154,19 @@ function convertRules(
   return { routes, warnings };
 }
 
-/**
- * Every Service port's routes from the GRPCRoutes whose parentRefs name a Service, keyed `namespace/hostname:port`
- * (port 0: every port), as `serviceRoutes` builds an HTTPRoute's: a parentRef must name a Service in the route's
- * namespace; a parentRef with a port gets the routes for every port as well; oldest GRPCRoute first, then by
- * precedence.
- */
-export function grpcServiceRoutes(
-  routes: readonly ResourceOf<'GRPCRoute'>[],
+/** One GRPCRoute's routes, one per match of each rule, as an HTTPRoute's are (`convertHttpRoute`). */
+export function convertGrpcRoute(
+  route: ResourceOf<'GRPCRoute'>,
   services: ServicePorts,
   domainSuffix: string,
-): RouteTables {
-  const warnings: string[] = [];
-  const ordered = [...routes].sort(
-    (a, b) =>
-      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-      `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`),
-  );
-  const byParent = new Map<string, { namespace: string; hostname: string; port: number; routes: RouteModel[] }>();
-  for (const route of ordered) {
-    const ns = route.metadata.namespace;
-    const parents = present(route.spec.parentRefs).filter(isService);
-    if (parents.length === 0) continue;
-    const converted = convertRules(route, services, domainSuffix);
-    warnings.push(...converted.warnings);
-    for (const p of parents) {
-      if ((p.namespace ?? ns) !== ns) {
-        warnings.push(
-          `GRPCRoute ${ns}/${route.metadata.name}: a parentRef to a Service in another namespace is not served by a waypoint`,
-        );
-        continue;
-      }
-      if (!services.has(`${ns}/${p.name ?? ''}`)) continue;
-      const hostname = `${p.name}.${ns}.svc.${domainSuffix}`;
-      const port = p.port ?? 0;
-      const key = `${ns}/${hostname}:${port}`;
-      let t = byParent.get(key);
-      if (t === undefined) byParent.set(key, (t = { namespace: ns, hostname, port, routes: [] }));
-      t.routes.push(...converted.routes);
-    }
-  }
-  for (const t of byParent.values())
-    if (t.port !== 0) t.routes.push(...(byParent.get(`${t.namespace}/${t.hostname}:0`)?.routes ?? []));
-  const tables = new Map<string, ServiceRoutesModel>();
-  for (const [key, t] of byParent) tables.set(key, { ...t, routes: t.routes.sort(precedence) });
-  return { tables, warnings };
-}
-
-/**
- * The routes of each Service port from its HTTPRoutes and GRPCRoutes together, one table per port as
- * `serviceRoutes` keys them. Istio merges both kinds' VirtualServices for one parent into one
- * (`pilot/pkg/config/kube/gateway/controller.go`, `mergeHTTPRoutes` over both kinds' base VirtualServices in
- * `route_collections.go`), its routes sorted by precedence. The Gateway API calls an HTTPRoute and a GRPCRoute on
- * the same parent a conflict (GRPCRoute's `hostnames`: a Gateway listener accepts only one of them); both are kept
- * here, as Istio keeps them, and among routes of equal precedence the HTTPRoute's come first, where Istio takes the
- * older route's first whatever its kind.
- */
-export function mergedServiceRoutes(
-  httpRoutes: readonly ResourceOf<'HTTPRoute'>[],
-  grpcRoutes: readonly ResourceOf<'GRPCRoute'>[],
-  services: ServicePorts,
-  domainSuffix: string,
-): RouteTables {
-  const http = serviceRoutes(httpRoutes, services, domainSuffix);
-  if (grpcRoutes.length === 0) return http;
-  const grpc = grpcServiceRoutes(grpcRoutes, services, domainSuffix);
-  const tables = new Map<string, ServiceRoutesModel>();
-  for (const key of new Set([...http.tables.keys(), ...grpc.tables.keys()])) {
-    const t = (http.tables.get(key) ?? grpc.tables.get(key))!;
-    // A kind without a table for this port still has its routes for every port here.
-    const of = (kind: ReadonlyMap<string, ServiceRoutesModel>): readonly RouteModel[] =>
-      kind.get(key)?.routes ?? (t.port === 0 ? [] : (kind.get(`${t.namespace}/${t.hostname}:0`)?.routes ?? []));
-    const routes = [...of(http.tables), ...of(grpc.tables)].sort(precedence);
-    tables.set(key, { namespace: t.namespace, hostname: t.hostname, port: t.port, routes });
-  }
-  return { tables, warnings: [...http.warnings, ...grpc.warnings] };
+): ConvertedRoute {
+  const { metadata, spec } = route;
+  const c = convertRules(route, services, domainSuffix);
+  return {
+    kind: 'GRPCRoute',
+    namespace: metadata.namespace,
+    name: metadata.name,
+    parentRefs: present(spec.parentRefs),
+    ...c,
+  };
 }

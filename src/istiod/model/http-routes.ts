@@ -151,7 +151,7 @@ function pathRewrite(p: NonNullable<Filter['urlRewrite']>['path']): PathRewriteM
   return `path modifier ${String(p.type)} is not supported`;
 }
 
-export const isService = (r: Ref): boolean => (r.group ?? '') === '' && (r.kind ?? 'Service') === 'Service';
+const isService = (r: Ref): boolean => (r.group ?? '') === '' && (r.kind ?? 'Service') === 'Service';
 
 /** What the routes read of the Services: which exist and their ports, by `namespace/name`. */
 export type ServicePorts = ReadonlyMap<string, ReadonlySet<number>>;
@@ -162,6 +162,31 @@ interface Converted {
 }
 
 /** One HTTPRoute's rules as routes (one per match), unsorted. */
+/**
+ * A backendRef of a route in `ns` as the waypoint forwards to it. One that cannot be resolved (a kind other than
+ * Service, another namespace, no such Service or port) keeps its weight with no hostname, and `warn` says why.
+ */
+export function resolveBackend(
+  b: Ref & { readonly weight?: number | null },
+  ns: string,
+  services: ServicePorts,
+  domainSuffix: string,
+  warn: (why: string) => void,
+): BackendModel {
+  const weight = b.weight ?? 1;
+  const bns = b.namespace ?? ns;
+  const unresolved = (why: string): BackendModel => {
+    warn(`backendRef ${bns}/${b.name ?? ''}: ${why}`);
+    return { namespace: bns, hostname: '', port: 0, weight };
+  };
+  if (!isService(b)) return unresolved(`kind ${b.kind ?? ''} is not supported`);
+  if (bns !== ns) return unresolved('another namespace needs a ReferenceGrant, which the waypoint does not read');
+  const ports = services.get(`${bns}/${b.name ?? ''}`);
+  if (ports === undefined) return unresolved('no such Service');
+  if (b.port == null || !ports.has(b.port)) return unresolved(`the Service has no port ${b.port ?? '(none given)'}`);
+  return { namespace: bns, hostname: `${b.name}.${bns}.svc.${domainSuffix}`, port: b.port, weight };
+}
+
 function convertRules(route: ResourceOf<'HTTPRoute'>, services: ServicePorts, domainSuffix: string): Converted {
   const ns = route.metadata.namespace;
   const name = `${ns}/${route.metadata.name}`;
@@ -216,21 +241,9 @@ function convertRules(route: ResourceOf<'HTTPRoute'>, services: ServicePorts, do
       if (ms === undefined) problem = `timeout ${JSON.stringify(t)} is not a Gateway API duration`;
       else if (ms > 0) timeoutMs = timeoutMs === undefined ? ms : Math.min(timeoutMs, ms);
     }
-    const backends: BackendModel[] = present(rule.backendRefs).map((b) => {
-      const weight = b.weight ?? 1;
-      const bns = b.namespace ?? ns;
-      const unresolved = (why: string): BackendModel => {
-        warnings.push(`HTTPRoute ${ruleName}: backendRef ${bns}/${b.name ?? ''}: ${why}`);
-        return { namespace: bns, hostname: '', port: 0, weight };
-      };
-      if (!isService(b)) return unresolved(`kind ${b.kind ?? ''} is not supported`);
-      if (bns !== ns) return unresolved('another namespace needs a ReferenceGrant, which the waypoint does not read');
-      const ports = services.get(`${bns}/${b.name ?? ''}`);
-      if (ports === undefined) return unresolved('no such Service');
-      if (b.port == null || !ports.has(b.port))
-        return unresolved(`the Service has no port ${b.port ?? '(none given)'}`);
-      return { namespace: bns, hostname: `${b.name}.${bns}.svc.${domainSuffix}`, port: b.port, weight };
-    });
+    const backends = present(rule.backendRefs).map((b) =>
+      resolveBackend(b, ns, services, domainSuffix, (why) => warnings.push(`HTTPRoute ${ruleName}: ${why}`)),
+    );
     let action: RouteActionModel;
     if (problem !== undefined) {
       fail(problem);
@@ -273,7 +286,7 @@ function pathText(p: PathMatchModel | undefined): string {
 }
 
 /** Gateway API precedence of one route's (single) match: exact, then prefix, then regex; longer paths first; etc. */
-export function precedence(a: RouteModel, b: RouteModel): number {
+function precedence(a: RouteModel, b: RouteModel): number {
   const ma = a.matches[0];
   const mb = b.matches[0];
   if (ma === undefined) return mb === undefined ? 0 : 1;
@@ -287,32 +300,68 @@ export function precedence(a: RouteModel, b: RouteModel): number {
   );
 }
 
-/**
- * Every Service port's routes from the HTTPRoutes whose parentRefs name a Service, keyed `namespace/hostname:port`
- * (port 0: every port). A parentRef with a port gets the routes for every port as well.
- */
-export function serviceRoutes(
-  routes: readonly ResourceOf<'HTTPRoute'>[],
-  services: ServicePorts,
-  domainSuffix: string,
-): { readonly tables: ReadonlyMap<string, ServiceRoutesModel>; readonly warnings: readonly string[] } {
-  const warnings: string[] = [];
-  const ordered = [...routes].sort(
+/** A route object of either kind (HTTPRoute, GRPCRoute) converted: its routes and what it says of its parents. */
+export interface ConvertedRoute {
+  readonly kind: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly parentRefs: readonly Ref[];
+  readonly routes: readonly RouteModel[];
+  readonly warnings: readonly string[];
+}
+
+/** Route objects oldest first, then by `namespace/name`: the order Istio gives their routes among equals. */
+export function byAge<T extends ResourceOf<'HTTPRoute'> | ResourceOf<'GRPCRoute'>>(routes: readonly T[]): T[] {
+  return [...routes].sort(
     (a, b) =>
       (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
       `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`),
   );
-  const byParent = new Map<string, { namespace: string; hostname: string; port: number; routes: RouteModel[] }>();
-  for (const route of ordered) {
-    const ns = route.metadata.namespace;
-    const parents = present(route.spec.parentRefs).filter(isService);
+}
+
+/** Whether a route object names a Service among its parents (a mesh route a waypoint serves). */
+export const hasServiceParent = (r: ResourceOf<'HTTPRoute'> | ResourceOf<'GRPCRoute'>): boolean =>
+  present(r.spec.parentRefs).some(isService);
+
+/** One HTTPRoute's routes, one per match of each rule. */
+export function convertHttpRoute(
+  route: ResourceOf<'HTTPRoute'>,
+  services: ServicePorts,
+  domainSuffix: string,
+): ConvertedRoute {
+  const { metadata, spec } = route;
+  const c = convertRules(route, services, domainSuffix);
+  return {
+    kind: 'HTTPRoute',
+    namespace: metadata.namespace,
+    name: metadata.name,
+    parentRefs: present(spec.parentRefs),
+    ...c,
+  };
+}
+
+/**
+ * Every Service port's routes from the converted routes whose parentRefs name a Service, keyed
+ * `namespace/hostname:port` (port 0: every port). A parentRef with a port gets the routes for every port as well.
+ * Routes are sorted by precedence; among equals they keep the order of `converted`.
+ */
+export function routeTables(
+  converted: readonly ConvertedRoute[],
+  services: ServicePorts,
+  domainSuffix: string,
+): { readonly tables: ReadonlyMap<string, ServiceRoutesModel>; readonly warnings: readonly string[] } {
+  const warnings: string[] = [];
+  /** Each table and which of `converted` attach to it. */
+  const byParent = new Map<string, { namespace: string; hostname: string; port: number; from: Set<number> }>();
+  for (const [i, route] of converted.entries()) {
+    const ns = route.namespace;
+    const parents = route.parentRefs.filter(isService);
     if (parents.length === 0) continue;
-    const converted = convertRules(route, services, domainSuffix);
-    warnings.push(...converted.warnings);
+    warnings.push(...route.warnings);
     for (const p of parents) {
       if ((p.namespace ?? ns) !== ns) {
         warnings.push(
-          `HTTPRoute ${ns}/${route.metadata.name}: a parentRef to a Service in another namespace is not served by a waypoint`,
+          `${route.kind} ${ns}/${route.name}: a parentRef to a Service in another namespace is not served by a waypoint`,
         );
         continue;
       }
@@ -321,14 +370,16 @@ export function serviceRoutes(
       const port = p.port ?? 0;
       const key = `${ns}/${hostname}:${port}`;
       let t = byParent.get(key);
-      if (t === undefined) byParent.set(key, (t = { namespace: ns, hostname, port, routes: [] }));
-      t.routes.push(...converted.routes);
+      if (t === undefined) byParent.set(key, (t = { namespace: ns, hostname, port, from: new Set() }));
+      t.from.add(i);
     }
   }
-  // A table for one port also holds the routes for every port.
-  for (const t of byParent.values())
-    if (t.port !== 0) t.routes.push(...(byParent.get(`${t.namespace}/${t.hostname}:0`)?.routes ?? []));
   const tables = new Map<string, ServiceRoutesModel>();
-  for (const [key, t] of byParent) tables.set(key, { ...t, routes: t.routes.sort(precedence) });
+  for (const [key, { from, ...t }] of byParent) {
+    // A table for one port also holds the routes for every port.
+    const all = t.port === 0 ? undefined : byParent.get(`${t.namespace}/${t.hostname}:0`)?.from;
+    const routes = converted.flatMap((c, i) => (from.has(i) || all?.has(i) === true ? c.routes : []));
+    tables.set(key, { ...t, routes: routes.sort(precedence) });
+  }
   return { tables, warnings };
 }

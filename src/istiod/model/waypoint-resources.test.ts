@@ -114,7 +114,7 @@ test('routes of an older HTTPRoute come first among equals, and a parentRef port
     tables.map((t) => [t.port, t.routes.map((r) => r.name)]),
     [
       [0, ['shop/old.0']],
-      [9080, ['shop/young.0', 'shop/old.0']],
+      [9080, ['shop/old.0', 'shop/young.0']],
     ],
   );
 });

@@ -6,8 +6,15 @@
  * `serviceWaypoint`).
  */
 import type { Resource, ResourceOf } from '../registry/manifest-dir.js';
-import { mergedServiceRoutes } from './grpc-routes.js';
-import type { ServicePorts, ServiceRoutesModel } from './http-routes.js';
+import { convertGrpcRoute } from './grpc-routes.js';
+import {
+  byAge,
+  convertHttpRoute,
+  hasServiceParent,
+  routeTables,
+  type ServicePorts,
+  type ServiceRoutesModel,
+} from './http-routes.js';
 import { serviceEntryHosts, servicePorts } from './services.js';
 import { serviceWaypoint, type WaypointInputs } from './waypoints.js';
 import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './waypoint-policies.js';
@@ -72,9 +79,17 @@ export function waypointResources(
     string,
     { services: ServiceRoutesModel[]; policies: L7PolicyModel[]; requestAuthentications: RequestAuthenticationModel[] }
   >([...waypoints.waypoints.keys()].map((k) => [k, { services: [], policies: [], requestAuthentications: [] }]));
-  const routes = mergedServiceRoutes(
-    objects.filter((o): o is ResourceOf<'HTTPRoute'> => o.kind === 'HTTPRoute'),
-    objects.filter((o): o is ResourceOf<'GRPCRoute'> => o.kind === 'GRPCRoute'),
+  // Both kinds' routes of a Service port in one table, as Istio merges both kinds' VirtualServices for one parent
+  // (`pilot/pkg/config/kube/gateway/route_collections.go`). The Gateway API calls an HTTPRoute and a GRPCRoute on
+  // one parent a conflict; both are kept, as Istio keeps them, and among routes of equal precedence the HTTPRoute's
+  // come first (Istio takes the older route's first, whatever its kind).
+  const httpRoutes = objects.filter((o): o is ResourceOf<'HTTPRoute'> => o.kind === 'HTTPRoute' && hasServiceParent(o));
+  const grpcRoutes = objects.filter((o): o is ResourceOf<'GRPCRoute'> => o.kind === 'GRPCRoute' && hasServiceParent(o));
+  const routes = routeTables(
+    [
+      ...byAge(httpRoutes).map((r) => convertHttpRoute(r, ports, cfg.domainSuffix)),
+      ...byAge(grpcRoutes).map((r) => convertGrpcRoute(r, ports, cfg.domainSuffix)),
+    ],
     ports,
     cfg.domainSuffix,
   );
