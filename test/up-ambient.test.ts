@@ -35,6 +35,7 @@ import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
 import { readGolden } from './helpers/pod-rules-cases.js';
 import { runPython } from './helpers/python.js';
+import { tlsSecret } from './helpers/tls-secret.js';
 import { packageRoot } from '../src/lib/package-root.js';
 import { parse, stringify } from 'yaml';
 
@@ -1264,6 +1265,216 @@ describe(
         grpcSeries.join('\n'),
       );
       await ok('delete', 'namespace', 'l7');
+    });
+
+    test("an ingress Gateway of class istio: the host curls its LoadBalancer address over HTTPS with SNI and reaches a meshed pod over HBONE with the gateway's identity; an unknown name gets no certificate, and a rotated Secret is served", async () => {
+      const ok = async (...args: string[]): Promise<string> => {
+        const r = await kubectl(...args);
+        assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
+        return r.stdout;
+      };
+      const first = await tlsSecret('ingress', 'shop-cert', ['*.shop.test']);
+      const manifest = path.join(dir, 'ingress.yaml');
+      await writeFile(
+        manifest,
+        namespaces('ingress') +
+          first.yaml +
+          ambientNamespace('shop') +
+          object({
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            metadata: { name: 'web', namespace: 'shop' },
+            spec: {
+              selector: { matchLabels: { app: 'web' } },
+              template: {
+                metadata: { labels: { app: 'web' } },
+                spec: {
+                  containers: [
+                    {
+                      name: 'web',
+                      image: 'amesh',
+                      command: ['amesh', 'echo', 'server', '--address', `0.0.0.0:${SERVER_PORT}`, '--name', 'shop-web'],
+                      ports: [{ containerPort: SERVER_PORT }],
+                    },
+                  ],
+                },
+              },
+            },
+          }) +
+          object({
+            apiVersion: 'v1',
+            kind: 'Service',
+            metadata: { name: 'web', namespace: 'shop' },
+            spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: SERVICE_PORT, targetPort: SERVER_PORT }] },
+          }) +
+          // Only the gateway's identity may reach the shop: a request that came in plaintext would be refused.
+          object({
+            apiVersion: 'security.istio.io/v1',
+            kind: 'AuthorizationPolicy',
+            metadata: { name: 'from-ingress', namespace: 'shop' },
+            spec: {
+              action: 'ALLOW',
+              rules: [{ from: [{ source: { principals: ['cluster.local/ns/ingress/sa/gw-istio'] } }] }],
+            },
+          }) +
+          object({
+            apiVersion: 'gateway.networking.k8s.io/v1',
+            kind: 'Gateway',
+            metadata: { name: 'gw', namespace: 'ingress' },
+            spec: {
+              gatewayClassName: 'istio',
+              listeners: [
+                {
+                  name: 'https',
+                  port: 443,
+                  protocol: 'HTTPS',
+                  hostname: '*.shop.test',
+                  tls: { mode: 'Terminate', certificateRefs: [{ name: 'shop-cert' }] },
+                  allowedRoutes: { namespaces: { from: 'All' } },
+                },
+              ],
+            },
+          }) +
+          object({
+            apiVersion: 'gateway.networking.k8s.io/v1',
+            kind: 'HTTPRoute',
+            metadata: { name: 'web', namespace: 'shop' },
+            spec: {
+              parentRefs: [{ name: 'gw', namespace: 'ingress' }],
+              hostnames: ['www.shop.test'],
+              rules: [{ backendRefs: [{ name: 'web', port: SERVICE_PORT }] }],
+            },
+          }),
+      );
+      await ok('apply', '-f', manifest);
+      await ok(
+        'wait',
+        '--for=condition=Programmed',
+        '-n',
+        'ingress',
+        'gateways.gateway.networking.k8s.io/gw',
+        '--timeout=120s',
+      );
+      await ok('rollout', 'status', '-n', 'shop', 'deployment/web', '--timeout=120s');
+      const lb = await ok(
+        'get',
+        'gateways.gateway.networking.k8s.io',
+        '-n',
+        'ingress',
+        'gw',
+        '-o',
+        'jsonpath={.status.addresses[0].value}',
+      );
+      assert.equal(
+        await ok('get', 'service', '-n', 'ingress', 'gw-istio', '-o', 'jsonpath={.status.loadBalancer.ingress[0].ip}'),
+        lb,
+        "the Gateway's address is its LoadBalancer Service's",
+      );
+      const ca = path.join(dir, 'shop-ca.pem');
+      /** curl on the host: the status code, then the body; or curl's error. */
+      const curl = async (name: string): Promise<string> => {
+        const r = await runToExit(
+          'nsenter',
+          [
+            `--net=${host.path}`,
+            '--',
+            'curl',
+            '-sS',
+            '-m',
+            '5',
+            '--cacert',
+            ca,
+            '--resolve',
+            `${name}:443:${lb}`,
+            '-w',
+            '\\n%{http_code}',
+            `https://${name}/hello`,
+          ],
+          10_000,
+        );
+        return r.status === 0 ? r.stdout : `ERR ${r.stderr.trim()}`;
+      };
+      await writeFile(ca, first.certPem);
+      /** The gateway's and istiod's logs about xDS and certificates, for a failure's message. */
+      const gatewayLogs = async (): Promise<string> => {
+        const pod = await ok('get', 'pods', '-n', 'ingress', '-o', 'jsonpath={.items[0].metadata.name}');
+        const istiod = await ok(
+          'get',
+          'pods',
+          '-n',
+          'istio-system',
+          '-l',
+          'app=istiod',
+          '-o',
+          'jsonpath={.items[0].metadata.name}',
+        );
+        const logsOf = async (p: string): Promise<string> =>
+          (await amesh(host, 'logs', '--data-dir', dataDir, p)).stdout
+            .split('\n')
+            .filter(
+              (l) =>
+                /xDS|sds|certificate|config applied|listener|informer|secret|\terror\t/.test(l) &&
+                !l.includes('no certificate for the TLS'),
+            )
+            .slice(-30)
+            .join('\n');
+        const dump = await amesh(
+          host,
+          'exec',
+          '--data-dir',
+          dataDir,
+          `ingress/${pod}`,
+          '--',
+          'curl',
+          '-s',
+          'http://127.0.0.1:15000/config_dump',
+        );
+        const gw = (JSON.parse(dump.stdout || '{}') as { workloadState?: { gateway?: unknown } }).workloadState
+          ?.gateway;
+        const conns = await amesh(
+          host,
+          'exec',
+          '--data-dir',
+          dataDir,
+          `istio-system/${istiod}`,
+          '--',
+          'curl',
+          '-s',
+          'http://127.0.0.1:15014/debug/connections',
+        );
+        return `--- gateway\n${await logsOf(`ingress/${pod}`)}\n${JSON.stringify(gw)}\n--- istiod\n${await logsOf(`istio-system/${istiod}`)}\n${conns.stdout}`;
+      };
+      let got = '';
+      await waitFor(
+        'the host reaches the shop through the gateway',
+        async () => (got = await curl('www.shop.test')).endsWith('\n200'),
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`${got}\n${await gatewayLogs()}`));
+      assert.match(got, /"hostname":"shop-web"/);
+      const gwIp = await ok(
+        'get',
+        'pods',
+        '-n',
+        'ingress',
+        '-l',
+        'gateway.networking.k8s.io/gateway-name=gw',
+        '-o',
+        'jsonpath={.items[0].status.podIP}',
+      );
+      assert.match(got, new RegExp(`"peer":"${gwIp.replaceAll('.', '\\.')}:`), 'the shop sees the gateway as its peer');
+      assert.match(await curl('nope.other.test'), /^ERR .*(handshake|SSL)/i, 'no listener covers the name');
+
+      const rotated = await tlsSecret('ingress', 'shop-cert', ['www.shop.test']);
+      const secret = path.join(dir, 'shop-cert.yaml');
+      await writeFile(secret, rotated.yaml);
+      await ok('apply', '-f', secret);
+      await writeFile(ca, rotated.certPem);
+      await waitFor(
+        'the rotated certificate served',
+        async () => (got = await curl('www.shop.test')).endsWith('\n200'),
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`${got}\n${await gatewayLogs()}`));
+      await ok('delete', 'namespace', 'shop', 'ingress');
     });
 
     test('SIGHUP with stdout and stderr closed (the terminal is gone) tears the ambient cluster down: no namespace, link, route, iptables rule, ipset, process or data left', async () => {

@@ -1,3 +1,8 @@
+/**
+ * The kinds table: every kind the embedded API server serves, built in (one entry each, at the version its objects
+ * are stored at, plus one for each other version its CRD serves) or from stored CustomResourceDefinitions, and how
+ * a kind is found by URL, by an object's apiVersion and kind, and in the store.
+ */
 import type { KindInfo, Subresource } from './kind-info.js';
 import { customResourceSource } from './schema/custom-resource-schemas.js';
 import { configMapStrategy } from './strategies/config-map.js';
@@ -356,6 +361,37 @@ const ENTRIES: KindEntry[] = [
     strategy: customResourceStrategy,
   },
   {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
+    kind: 'TLSRoute',
+    plural: 'tlsroutes',
+    namespaced: true,
+    categories: ['gateway-api'],
+    subresources: ['status'],
+    strategy: customResourceStrategy,
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    version: 'v1',
+    kind: 'TCPRoute',
+    plural: 'tcproutes',
+    namespaced: true,
+    categories: ['gateway-api'],
+    subresources: ['status'],
+    strategy: customResourceStrategy,
+  },
+  {
+    // Stored at v1beta1, as its CRD says; served at v1 too.
+    group: 'gateway.networking.k8s.io',
+    version: 'v1beta1',
+    kind: 'ReferenceGrant',
+    plural: 'referencegrants',
+    namespaced: true,
+    shortNames: ['refgrant'],
+    categories: ['gateway-api'],
+    strategy: customResourceStrategy,
+  },
+  {
     group: 'authentication.k8s.io',
     version: 'v1',
     kind: 'TokenReview',
@@ -471,8 +507,9 @@ const storedKinds = ENTRIES.map((e) =>
 
 /**
  * The other versions a built-in custom kind's CRD serves (Istio's networking kinds at v1alpha3, v1beta1 and v1; the
- * Gateway API's at v1beta1), each one more entry stored as the built-in one, its conversion `None` as Istio's CRDs
- * declare it: an object written at any version is the same stored object, read at any version.
+ * Gateway API's at v1beta1 too), each one more entry stored as the built-in one, its conversion `None` as their CRDs
+ * declare it (`version-conversion.ts`): an object written at any version is the same stored object, read at any
+ * version.
  */
 const otherServedVersions = storedKinds.flatMap((k) =>
   (customResourceSource(k.group, k.kind)?.versions ?? [])
@@ -482,33 +519,6 @@ const otherServedVersions = storedKinds.flatMap((k) =>
 
 /** Every kind the embedded API server serves, in discovery order (a group's stored version first: its preferred one). */
 export const KINDS: readonly KindInfo[] = Object.freeze([...storedKinds, ...otherServedVersions]);
-
-/** The kind a request at `k`'s version reads and writes in the store: `k` itself unless it is another served version. */
-export function storageKindOf(k: KindInfo): KindInfo {
-  if (k.storageVersion === undefined) return k;
-  return served.find((s) => s.group === k.group && s.plural === k.plural && s.version === k.storageVersion) ?? k;
-}
-
-/**
- * `o` (an object, a list of them, or a watch event's object) as a client of `k`'s version reads it: with that
- * version's apiVersion. Status objects and other kinds pass unchanged.
- */
-export function inServedVersion<T>(k: KindInfo, o: T): T {
-  if (k.storageVersion === undefined || typeof o !== 'object' || o === null) return o;
-  const obj = o as { apiVersion?: unknown; kind?: unknown; items?: unknown[] };
-  const stored = apiVersionOf(storageKindOf(k));
-  const apiVersion = apiVersionOf(k);
-  if (obj.kind === `${k.kind}List` && Array.isArray(obj.items))
-    return { ...obj, apiVersion, items: obj.items.map((i) => inServedVersion(k, i)) } as T;
-  return obj.apiVersion === stored ? ({ ...obj, apiVersion } as T) : o;
-}
-
-/** A request body of `k`'s version as the store keeps it: with the stored version's apiVersion. */
-export function toStoredVersion<T>(k: KindInfo, body: T): T {
-  if (k.storageVersion === undefined || typeof body !== 'object' || body === null) return body;
-  const b = body as { apiVersion?: unknown };
-  return b.apiVersion === apiVersionOf(k) ? ({ ...b, apiVersion: apiVersionOf(storageKindOf(k)) } as T) : body;
-}
 
 /** `apiVersion` as objects of this kind carry it: `v1`, `apps/v1`. */
 export function apiVersionOf(k: KindInfo): string {

@@ -197,7 +197,7 @@ export class ResourceStore {
     context?: AdmissionContext,
   ): Promise<KubeObject> {
     let obj = this.checkBody(k, body);
-    this.pruneFields(k, obj, context, (unknown) => this.strictDecodingError(k, unknown));
+    this.pruneFields(k, obj, context, (unknown) => this.strictDecodingError(context?.requestKind ?? k, unknown));
     ensureRequestNamespace(k, obj, namespace);
     if (obj.metadata.resourceVersion !== undefined && obj.metadata.resourceVersion !== '')
       throw new ApiError('BadRequest', 'resourceVersion should not be set on objects to be created');
@@ -259,7 +259,9 @@ export class ResourceStore {
   ): Promise<KubeObject> {
     const obj = this.checkBody(k, body);
     if (opts.subresource === undefined)
-      this.pruneFields(k, obj, opts.context, (unknown) => this.strictDecodingError(k, unknown));
+      this.pruneFields(k, obj, opts.context, (unknown) =>
+        this.strictDecodingError(opts.context?.requestKind ?? k, unknown),
+      );
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
       throw new ApiError(
         'BadRequest',
@@ -545,8 +547,11 @@ export class ResourceStore {
     operation: AdmissionOperation,
     context: AdmissionContext | undefined,
   ): AdmissionRequest | undefined {
-    if (context === undefined || this.admission?.interested(k, subresource, operation) !== true) return undefined;
-    return { kind: k, subresource, operation, context };
+    // Webhooks see the write at the version the client made it (`context.requestKind`), not the storage version.
+    const requested = context?.requestKind ?? k;
+    if (context === undefined || this.admission?.interested(requested, subresource, operation) !== true)
+      return undefined;
+    return { kind: requested, subresource, operation, context };
   }
 
   /** The object an update of `current` writes, and whether that update completes a pending deletion. */

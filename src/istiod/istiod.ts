@@ -30,6 +30,7 @@ import { KubeSource } from './registry/kube-source.js';
 import { ConfigDirApi } from './registry/config-dir-api.js';
 import { IncrementalMeshModel } from './model/incremental-mesh-model.js';
 import { AdsServer } from './xds/ads-server.js';
+import { SECRET_TYPE, SecretGenerator } from './xds/secret-generator.js';
 import { XdsSnapshot } from './xds/xds-snapshot.js';
 import { startWebhookServer } from './webhook/webhook-server.js';
 import { ValidatingWebhookController } from './webhook/validating-webhook-controller.js';
@@ -131,10 +132,26 @@ export class Istiod {
       const routeStatus = new RouteStatusController(kubeConfig, informers, logs.scope('gateway'));
       routeStatus.start();
       started.push(routeStatus);
+      // Gateways' certificates over SDS: names istiod verified in the model, or allowed by a SubjectAccessReview. The
+      // generator's informer must be asked for before the informers start; what it reads comes after.
+      const late: { ads?: AdsServer; model?: IncrementalMeshModel } = {};
+      const secrets = new SecretGenerator(
+        kubeConfig,
+        informers,
+        (namespace) =>
+          new Set(
+            [...(late.model?.waypoints ?? new Map<string, never>())]
+              .filter(([name]) => name.startsWith(`${namespace}/`))
+              .flatMap(([, w]) => w.listeners.flatMap((l) => l.credentialNames)),
+          ),
+        () => late.ads?.refresh(SECRET_TYPE),
+        logs.scope('sds'),
+      );
       informers.start();
       const auth = kubeCa?.authenticator ?? new Authenticator(cfg.jwtRules, issuer.publicJwk, cfg.tokenAudiences);
       const metrics = new MetricsRegistry();
-      const ads = new AdsServer(auth, metrics, logs.scope('ads'));
+      const ads = new AdsServer(auth, metrics, logs.scope('ads'), new Map([[SECRET_TYPE, secrets]]));
+      late.ads = ads;
       const modelLog = logs.scope('model');
       const model = new IncrementalMeshModel({
         clusterId: cfg.clusterId,
@@ -143,6 +160,7 @@ export class Istiod {
         domainSuffix: cfg.domainSuffix,
         ipAutoallocate: cfg.ipAutoallocate !== undefined,
       });
+      late.model = model;
       const xds = new XdsSnapshot(model);
       /** Until the store holds every object (every informer synced), nothing is served. */
       let ready = false;

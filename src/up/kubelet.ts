@@ -53,6 +53,7 @@ import { containerCredentials } from './security-context.js';
 import { deleteNetns, type ResourceJournal } from './resource-journal.js';
 import { CONFIG_HASH_ANNOTATION, readStaticPods } from './static-pod-source.js';
 import { ip } from './run-command.js';
+import { applyPodSysctls, podSysctls } from './pod-sysctls.js';
 import { readSandboxRecord, type NodeRecord, type UpDataDir } from './up-data-dir.js';
 
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -232,6 +233,7 @@ class PodWorker {
         if (adopted !== undefined) this.takeOverContainers(adopted);
         return;
       }
+      if (this.hostNetwork) podSysctls(this.pod);
       const address = adopted ?? (this.hostNetwork ? this.k.node.ip : await this.sandboxes(() => this.addNetwork()));
       this.podIp = podIp = address;
       this.sandboxError = undefined;
@@ -435,6 +437,7 @@ class PodWorker {
     await this.k.journal.create({ t: 'netns', name: this.netns }, () => ip('netns', 'add', this.netns));
     this.netnsMade = true;
     await ip('-n', this.netns, 'link', 'set', 'lo', 'up');
+    await applyPodSysctls(this.netns, podSysctls(this.pod));
     const network = await loadNetworkConfig(this.k.cniConfDir, this.k.hostPath);
     this.network = network;
     const result = (await this.k.cni.add(network, this.at)) as { ips?: { address?: string }[] };

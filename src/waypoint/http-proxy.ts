@@ -9,7 +9,7 @@
  */
 import http from 'node:http';
 import http2 from 'node:http2';
-import type { Readable, Writable } from 'node:stream';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { H2Stream } from '../h2/h2-stream.js';
@@ -24,7 +24,14 @@ import { authenticateRequest, type JwtOutcome } from './jwt-authenticator.js';
 import type { ExtAuthzClient, ExtAuthzVerdict } from './ext-authz.js';
 import { RBAC_DENIED, type Flow, type WaypointAuthorizer } from './waypoint-authorizer.js';
 import type { RequestMetrics, ResponseFlag } from './request-metrics.js';
-import { applyHeaderEdits, editPath, pickBackend, redirectLocation, routeRequest } from './route-table.js';
+import {
+  applyHeaderEdits,
+  editPath,
+  pickBackend,
+  redirectLocation,
+  routeRequest,
+  type RouteTable,
+} from './route-table.js';
 import type { WaypointRules } from './waypoint-rules.js';
 
 /** RFC 9110 §7.6.1's connection-specific fields, and the proxy ones Envoy also drops. */
@@ -69,10 +76,15 @@ export function grpcStatusOf(http: number): number {
 /** The fields of a gRPC status, which belong in trailers. */
 const GRPC_STATUS_FIELDS = new Set(['grpc-status', 'grpc-message', 'grpc-status-details-bin']);
 
-/** One client tunnel: where its requests go and who it is from. */
-interface Tunnel extends Flow {
-  /** The waypoint's own workload. */
+/** One client tunnel (or, at an ingress gateway, connection): where its requests go and who it is from. */
+export interface Tunnel extends Flow {
+  /** The proxy's own workload. */
   readonly self: Workload;
+  /**
+   * An ingress gateway's routing: the route table of the virtual host a request's Host selects (none: 404). A
+   * waypoint routes by the Service the tunnel is for instead.
+   */
+  readonly virtualHost?: (host: string) => RouteTable | undefined;
 }
 
 /** A request as `node:http` and `node:http2`'s compatibility API both give it. */
@@ -218,6 +230,12 @@ export class WaypointHttp {
     this.server.emit('connection', tunnel);
   }
 
+  /** Serves HTTP/1.1 on a connection an ingress gateway's listener accepted (plain, or TLS it terminated). */
+  serveConnection(socket: Duplex, t: Tunnel): void {
+    this.tunnels.set(socket, t);
+    this.server.emit('connection', socket);
+  }
+
   /**
    * Serves HTTP/2 with prior knowledge on a CONNECT tunnel (a port whose app protocol is HTTP2 or GRPC): a server of
    * its own, since node's HTTP/2 compatibility API hides which tunnel a request came on.
@@ -297,7 +315,6 @@ export class WaypointHttp {
       res.end(body);
       finish(status, flags, Buffer.byteLength(body));
     };
-    const svc = t.parties.destinationService;
     if (!jwt.ok) {
       this.ctx.log.info(
         { src: t.peerAddr, method: req.method, path: req.url, reason: jwt.reason },
@@ -331,10 +348,10 @@ export class WaypointHttp {
       answer(403, '-', RBAC_DENIED);
       return;
     }
-    const table = svc === undefined ? undefined : this.rules.routesFor(svc.namespace, svc.hostname, t.port);
+    const table = this.routeTable(req, t);
     const routed = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers };
     const route = table === undefined ? undefined : routeRequest(table, routed);
-    if (table !== undefined && route === undefined) {
+    if ((table !== undefined || t.virtualHost !== undefined) && route === undefined) {
       answer(404, 'NR');
       return;
     }
@@ -438,6 +455,16 @@ export class WaypointHttp {
         answer(503, 'UF', UPSTREAM_FAILURE);
       },
     );
+  }
+
+  /** The routes a request is matched against: its virtual host's at a gateway, its Service's at a waypoint. */
+  private routeTable(req: ClientRequest, t: Tunnel): RouteTable | undefined {
+    if (t.virtualHost !== undefined) {
+      const host = req.headers[':authority'] ?? req.headers.host;
+      return t.virtualHost(typeof host === 'string' ? host : '');
+    }
+    const svc = t.parties.destinationService;
+    return svc === undefined ? undefined : this.rules.routesFor(svc.namespace, svc.hostname, t.port);
   }
 
   /** Passes an HTTP/2 upstream's trailers on to the client (gRPC's status among them). */

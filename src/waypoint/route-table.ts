@@ -4,7 +4,13 @@
  * (a prefix by whole segments, a regex over the whole path), header values as received, the first value of a query
  * parameter, the method. Regexes are compiled here, once; a route whose regex JavaScript cannot compile is rejected.
  */
-import type { HeaderModifier, PathRewrite, RouteMatch, ServiceRoutes } from '../api/amesh/waypoint/v1/waypoint_pb.js';
+import type {
+  HeaderModifier,
+  PathRewrite,
+  Route as XdsRoute,
+  RouteMatch,
+  ServiceRoutes,
+} from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import { durationMs } from '@bufbuild/protobuf/wkt';
 
 type Value = { readonly exact: string } | { readonly regex: RegExp };
@@ -107,50 +113,59 @@ const BROKEN: Route = Object.freeze<Route>({
   timeoutMs: undefined,
 });
 
+/** Converts one list of istiod's routes; throws when one cannot be used (a regex JavaScript cannot compile). */
+export function routesFromXds(routes: readonly XdsRoute[]): Route[] {
+  return routes.map((r): Route => {
+    const a = r.action;
+    let action: RouteAction;
+    if (a.case === 'forward') {
+      const backends = a.value.backends.map((b) => ({ ...b }));
+      action = { t: 'forward', backends, totalWeight: backends.reduce((n, b) => n + b.weight, 0) };
+    } else if (a.case === 'redirect') {
+      const d = a.value;
+      action = {
+        t: 'redirect',
+        scheme: d.scheme,
+        hostname: d.hostname,
+        port: d.port,
+        path: pathEdit(d.path),
+        status: d.statusCode || 302,
+      };
+    } else action = { t: 'direct', status: a.case === 'directStatus' ? a.value : 500 };
+    return Object.freeze({
+      name: r.name,
+      matches: r.matches.map((m) => ({
+        path: pathMatch(m.path),
+        headers: m.headers.map((h) => value({ name: h.name.toLowerCase(), value: h.value })),
+        query: m.queryParams.map(value),
+        method: m.method,
+      })),
+      requestHeaders: edits(r.requestHeaders),
+      responseHeaders: edits(r.responseHeaders),
+      action,
+      rewrite: r.rewrite === undefined ? undefined : { hostname: r.rewrite.hostname, path: pathEdit(r.rewrite.path) },
+      timeoutMs: r.timeout === undefined ? undefined : durationMs(r.timeout),
+    });
+  });
+}
+
+/** A table whose routes could not be converted: its requests are answered 500, never forwarded as if unrouted. */
+export function brokenTable(namespace: string, hostname: string, port: number): RouteTable {
+  return Object.freeze({ namespace, hostname, port, routes: [BROKEN] });
+}
+
 /** Converts istiod's route tables; a table that cannot be used answers 500, and the reason is returned. */
 export function routeTablesFromXds(services: readonly ServiceRoutes[]): { tables: RouteTable[]; rejected: string[] } {
   const tables: RouteTable[] = [];
   const rejected: string[] = [];
   for (const s of services) {
     try {
-      const routes = s.routes.map((r): Route => {
-        const a = r.action;
-        let action: RouteAction;
-        if (a.case === 'forward') {
-          const backends = a.value.backends.map((b) => ({ ...b }));
-          action = { t: 'forward', backends, totalWeight: backends.reduce((n, b) => n + b.weight, 0) };
-        } else if (a.case === 'redirect') {
-          const d = a.value;
-          action = {
-            t: 'redirect',
-            scheme: d.scheme,
-            hostname: d.hostname,
-            port: d.port,
-            path: pathEdit(d.path),
-            status: d.statusCode || 302,
-          };
-        } else action = { t: 'direct', status: a.case === 'directStatus' ? a.value : 500 };
-        return Object.freeze({
-          name: r.name,
-          matches: r.matches.map((m) => ({
-            path: pathMatch(m.path),
-            headers: m.headers.map((h) => value({ name: h.name.toLowerCase(), value: h.value })),
-            query: m.queryParams.map(value),
-            method: m.method,
-          })),
-          requestHeaders: edits(r.requestHeaders),
-          responseHeaders: edits(r.responseHeaders),
-          action,
-          rewrite:
-            r.rewrite === undefined ? undefined : { hostname: r.rewrite.hostname, path: pathEdit(r.rewrite.path) },
-          timeoutMs: r.timeout === undefined ? undefined : durationMs(r.timeout),
-        });
-      });
-      tables.push(Object.freeze({ namespace: s.namespace, hostname: s.hostname, port: s.port, routes }));
+      tables.push(
+        Object.freeze({ namespace: s.namespace, hostname: s.hostname, port: s.port, routes: routesFromXds(s.routes) }),
+      );
     } catch (e) {
-      // Its requests are answered 500 rather than forwarded as if it had no routes.
       rejected.push(`routes of ${s.namespace}/${s.hostname}:${s.port}: ${(e as Error).message}`);
-      tables.push(Object.freeze({ namespace: s.namespace, hostname: s.hostname, port: s.port, routes: [BROKEN] }));
+      tables.push(brokenTable(s.namespace, s.hostname, s.port));
     }
   }
   return { tables, rejected };

@@ -1,6 +1,7 @@
 /**
- * What istiod says this waypoint enforces: its `amesh.waypoint.v1.Waypoint` resource (docs/waypoint-xds.md),
- * subscribed to by its Gateway's `namespace/name` and converted once per push into route tables and policies. A
+ * What istiod says this waypoint or ingress gateway enforces: its `amesh.waypoint.v1.Waypoint` resource
+ * (docs/waypoint-xds.md), subscribed to by its workload's `namespace/name` and converted once per push into route
+ * tables, policies and (a gateway) listeners. A
  * resource that cannot be decoded is NACKed and the waypoint then refuses every request (403) until a good one
  * comes: it never serves without the policies it was given. Until the first push it holds nothing (no routes, no
  * policies), as when istiod has nothing for it.
@@ -13,6 +14,7 @@ import { extAuthzProvidersFromXds, type ExtAuthzProviderConfig } from './ext-aut
 import { jwtPoliciesFromXds, remoteKeySets, type JwtPolicy } from './jwt-authenticator.js';
 import { l7PoliciesFromXds, type L7Policy } from './l7-authorization.js';
 import { routeTablesFromXds, type RouteTable } from './route-table.js';
+import { gatewayListenersFromXds, type GatewayListenerConfig } from './gateway-listeners-config.js';
 
 export const WAYPOINT_TYPE = `type.googleapis.com/${WaypointSchema.typeName}`;
 
@@ -23,9 +25,11 @@ export class WaypointRules {
   private providers: ReadonlyMap<string, ExtAuthzProviderConfig> = new Map();
   private readonly remoteKeys = remoteKeySets();
   private undecodable: string | undefined;
+  private gatewayListeners: readonly GatewayListenerConfig[] = [];
+  private readonly watchers: (() => void)[] = [];
 
   constructor(
-    /** The Gateway's `namespace/name`. */
+    /** The proxy's workload `namespace/name` (its Deployment's). */
     readonly name: string,
     private readonly log: Logger,
   ) {}
@@ -47,6 +51,16 @@ export class WaypointRules {
   /** The routes for a Service port: the port's own table, else the one for every port; undefined: none. */
   routesFor(namespace: string, hostname: string, port: number): RouteTable | undefined {
     return this.tables.get(`${namespace}/${hostname}:${port}`) ?? this.tables.get(`${namespace}/${hostname}:0`);
+  }
+
+  /** An ingress gateway's listeners. */
+  get listeners(): readonly GatewayListenerConfig[] {
+    return this.gatewayListeners;
+  }
+
+  /** Calls `f` after each push is applied. */
+  watch(f: () => void): void {
+    this.watchers.push(f);
   }
 
   get policies(): readonly L7Policy[] {
@@ -73,6 +87,14 @@ export class WaypointRules {
       routes: [...this.tables.keys()],
       policies: this.current.map((p) => `${p.action} ${p.name}`),
       requestAuthentications: this.jwt.map((p) => p.name),
+      listeners: this.gatewayListeners.map((l) => ({
+        name: l.name,
+        port: l.port,
+        protocol: l.protocol,
+        hostname: l.hostname,
+        credentials: l.credentialNames,
+        virtualHosts: [...l.virtualHosts.keys()],
+      })),
       ...(this.undecodable === undefined ? {} : { rejected: this.undecodable }),
     };
   }
@@ -94,20 +116,24 @@ export class WaypointRules {
     const routes = routeTablesFromXds(msg.services);
     const policies = l7PoliciesFromXds(msg.policies);
     const jwt = jwtPoliciesFromXds(msg.requestAuthentications, this.remoteKeys);
+    const listeners = gatewayListenersFromXds(msg.listeners);
     this.tables = new Map(routes.tables.map((t) => [`${t.namespace}/${t.hostname}:${t.port}`, t]));
     this.current = policies.policies;
     this.jwt = jwt.policies;
     this.providers = extAuthzProvidersFromXds(msg.extAuthzProviders);
+    this.gatewayListeners = listeners.listeners;
+    for (const f of this.watchers) f();
     this.log.info(
       {
         waypoint: this.name,
         routeTables: routes.tables.length,
         policies: policies.policies.length,
         requestAuthentications: jwt.policies.length,
+        listeners: listeners.listeners.length,
       },
       'waypoint config applied',
     );
-    return [...routes.rejected, ...policies.rejected, ...jwt.rejected];
+    return [...routes.rejected, ...policies.rejected, ...jwt.rejected, ...listeners.rejected];
   }
 
   private clear(): void {
@@ -115,7 +141,9 @@ export class WaypointRules {
     this.current = [];
     this.jwt = [];
     this.providers = new Map();
+    this.gatewayListeners = [];
     this.undecodable = undefined;
+    for (const f of this.watchers) f();
     this.log.info({ waypoint: this.name }, 'waypoint config removed by istiod');
   }
 }

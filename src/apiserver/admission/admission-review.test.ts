@@ -44,6 +44,40 @@ test('a request matched as equivalent carries the object at the rule version and
   assert.deepEqual(r.options, { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions', dryRun: ['All'] });
 });
 
+test("a request at another served version names that version as requestKind and sends the stored object at the webhook's", () => {
+  const gateways = findKind('networking.istio.io', 'v1alpha3', 'gateways') as KindInfo;
+  const stored = { apiVersion: 'networking.istio.io/v1', kind: 'Gateway', metadata: { name: 'g' } };
+  const request = (version: string): Record<string, unknown> =>
+    (
+      reviewRequest(
+        {
+          kind: gateways,
+          version,
+          subresource: undefined,
+          operation: 'UPDATE',
+          namespace: 'ns',
+          name: 'g',
+          object: stored,
+          oldObject: stored,
+          dryRun: false,
+          user,
+        },
+        'v1',
+      ).body as { request: Record<string, unknown> }
+    ).request;
+  const exact = request('v1alpha3');
+  assert.deepEqual(exact.kind, { group: 'networking.istio.io', version: 'v1alpha3', kind: 'Gateway' });
+  assert.deepEqual(exact.requestKind, exact.kind);
+  assert.deepEqual(exact.requestResource, { group: 'networking.istio.io', version: 'v1alpha3', resource: 'gateways' });
+  assert.equal((exact.object as { apiVersion: string }).apiVersion, 'networking.istio.io/v1alpha3');
+  assert.equal((exact.oldObject as { apiVersion: string }).apiVersion, 'networking.istio.io/v1alpha3');
+  // A webhook whose rule names the storage version gets the object as stored; the request's kind stays v1alpha3.
+  const equivalent = request('v1');
+  assert.deepEqual(equivalent.kind, { group: 'networking.istio.io', version: 'v1', kind: 'Gateway' });
+  assert.deepEqual(equivalent.requestKind, exact.kind);
+  assert.equal(equivalent.object, stored);
+});
+
 const v1 = (response: Record<string, unknown>): unknown => ({
   apiVersion: 'admission.k8s.io/v1',
   kind: 'AdmissionReview',

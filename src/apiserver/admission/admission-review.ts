@@ -56,10 +56,14 @@ export function negotiateReviewVersion(listed: unknown): ReviewVersion | undefin
   return (asArray(listed) ?? []).find((v): v is ReviewVersion => (REVIEW_VERSIONS as readonly unknown[]).includes(v));
 }
 
-/** The object as the webhook's version names it: only `apiVersion` differs between the versions of a kind here. */
+/**
+ * The object as the webhook's version names it: only `apiVersion` differs between the versions of a kind here (the
+ * store keeps objects at the storage version, which may be neither the request's nor the webhook's).
+ */
 function atVersion(o: KubeObject | undefined, k: KindInfo, version: string): KubeObject | null {
   if (o === undefined) return null;
-  return version === k.version ? o : { ...o, apiVersion: k.group === '' ? version : `${k.group}/${version}` };
+  const apiVersion = k.group === '' ? version : `${k.group}/${version}`;
+  return o.apiVersion === apiVersion ? o : { ...o, apiVersion };
 }
 
 export function reviewRequest(r: ReviewRequest, reviewVersion: ReviewVersion): { uid: string; body: object } {

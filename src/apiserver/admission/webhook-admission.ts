@@ -54,6 +54,12 @@ export interface AdmissionContext {
    * (`Strict`). Writes without a context (the server's own) ignore them.
    */
   readonly fieldValidation?: FieldValidation;
+  /**
+   * The kind at the version the request named, when that is another served version of the stored kind (a write at
+   * `networking.istio.io/v1alpha3` of a kind stored at v1): webhooks' rules are matched against that version, and
+   * the review names it as the request's kind, as kube-apiserver does before it converts.
+   */
+  readonly requestKind?: KindInfo;
 }
 
 export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';

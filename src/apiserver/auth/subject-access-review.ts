@@ -62,7 +62,10 @@ export function reviewSubjectAccess(body: KubeObject, authorizer: Authorizer): K
     );
   if (user === '' && groups.length === 0) cause('spec.user', '""', 'at least one of user or group must be specified');
   const meta = Object.fromEntries(
-    Object.entries(body.metadata).filter(([k, v]) => v !== null && v !== undefined && k !== 'managedFields'),
+    // A client may send no metadata at all (a review is not stored).
+    Object.entries((body.metadata as KubeObject['metadata'] | undefined) ?? {}).filter(
+      ([k, v]) => v !== null && v !== undefined && k !== 'managedFields',
+    ),
   );
   if (Object.keys(meta).length > 0) cause('metadata', JSON.stringify(meta), 'must be empty');
   if (causes.length > 0) throw invalid('SubjectAccessReview', GROUP, '', causes);

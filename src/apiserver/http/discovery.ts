@@ -44,8 +44,30 @@ export function apiGroupList(): unknown {
   };
 }
 
+/**
+ * Where a version sorts in k8s.io/apimachinery's `CompareKubeAwareVersionStrings`: GA before beta before alpha,
+ * higher major and then higher minor first, versions of another form last (by name).
+ */
+function versionPriority(v: string): [number, number, number] {
+  const m = /^v(\d+)(?:(alpha|beta)(\d+))?$/.exec(v);
+  if (m === null) return [3, 0, 0];
+  const stage = { alpha: 2, beta: 1 }[m[2] ?? ''] ?? 0;
+  return [stage, -Number(m[1]), -Number(m[3] ?? 0)];
+}
+
+function byVersionPriority(a: string, b: string): number {
+  const [pa, pb] = [versionPriority(a), versionPriority(b)];
+  for (let i = 0; i < 3; i++) if (pa[i] !== pb[i]) return (pa[i] ?? 0) - (pb[i] ?? 0);
+  return a.localeCompare(b);
+}
+
+/**
+ * One group: its preferred version is the one its first kind is stored at (the stored version comes first in the
+ * kinds table); the other versions follow in Kubernetes' version order, as kube-apiserver lists a CRD group's.
+ */
 function apiGroup(name: string, versions: string[]): unknown {
-  const vs = versions.map((v) => ({ groupVersion: `${name}/${v}`, version: v }));
+  const [preferred, ...others] = versions;
+  const vs = [preferred, ...others.sort(byVersionPriority)].map((v) => ({ groupVersion: `${name}/${v}`, version: v }));
   return { name, versions: vs, preferredVersion: vs[0] };
 }
 

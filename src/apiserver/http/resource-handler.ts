@@ -6,7 +6,7 @@
  */
 import type http from 'node:http';
 import { ApiError, invalid } from '../api-error.js';
-import { findKind, inServedVersion, storageKindOf, toStoredVersion } from '../kinds.js';
+import { findKind } from '../kinds.js';
 import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
 import { PATCH_TYPES, type DeleteOptions, type PatchType, type ResourceStore } from '../resource-store.js';
@@ -16,6 +16,7 @@ import type { AdmissionContext, FieldValidation } from '../admission/webhook-adm
 import { parseJsonBody, parseObjectBody, readBody, sendJson } from './respond.js';
 import { toTable, wantsTable, type IncludeObject } from './table.js';
 import { serveWatch } from './watch-stream.js';
+import { inServedVersion, storageKindOf, toStoredVersion } from '../version-conversion.js';
 
 /** Requests answered by computation rather than storage. */
 export interface ComputedResources {
@@ -169,6 +170,7 @@ export async function handleResource(
     user,
     warnings: [],
     ...(writes ? { fieldValidation: fieldValidation(url) } : {}),
+    ...(served !== k ? { requestKind: served } : {}),
   };
   const reply = (status: number, o: object): void => {
     if (context.warnings.length > 0) res.setHeader('warning', context.warnings.map(warningHeader));
@@ -193,7 +195,7 @@ export async function handleResource(
         sendJson(
           res,
           200,
-          toTable(k, [o], o.metadata.resourceVersion ?? '', includeObject(url)),
+          toTable(k, [inServedVersion(served, o)], o.metadata.resourceVersion ?? '', includeObject(url)),
           'application/json;as=Table;v=v1;g=meta.k8s.io',
         );
       else reply(200, o);
@@ -205,7 +207,12 @@ export async function handleResource(
         sendJson(
           res,
           200,
-          toTable(k, list.items, list.metadata.resourceVersion, includeObject(url)),
+          toTable(
+            k,
+            list.items.map((o) => inServedVersion(served, o)),
+            list.metadata.resourceVersion,
+            includeObject(url),
+          ),
           'application/json;as=Table;v=v1;g=meta.k8s.io',
         );
       else sendJson(res, 200, inServedVersion(served, list));

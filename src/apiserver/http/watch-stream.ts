@@ -17,7 +17,8 @@ import { ApiError } from '../api-error.js';
 import type { KindInfo } from '../kind-info.js';
 import type { KubeObject } from '../kube-object.js';
 import type { ListOptions, ResourceStore, ResourceEvent } from '../resource-store.js';
-import { apiVersionOf, inServedVersion, storageKindOf } from '../kinds.js';
+import { apiVersionOf } from '../kinds.js';
+import { inServedVersion, storageKindOf } from '../version-conversion.js';
 import { toTable, type IncludeObject } from './table.js';
 
 /** The API server's minRequestTimeout: watches without timeoutSeconds last between this and twice this. */

@@ -1,13 +1,15 @@
 /**
- * The Gateway API's GatewayClass, Gateway, HTTPRoute and GRPCRoute (gateway.networking.k8s.io/v1, standard channel) as
- * their CRDs declare them, written from the Go types and their kubebuilder markers (kubernetes-sigs/gateway-api
- * `apis/v1/gateway_types.go`, `httproute_types.go`, `grpcroute_types.go`, `shared_types.go`,
+ * The Gateway API's GatewayClass, Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute and ReferenceGrant
+ * (gateway.networking.k8s.io, standard channel) as their CRDs declare them, written from the Go types and their
+ * kubebuilder markers (kubernetes-sigs/gateway-api `apis/v1/gateway_types.go`, `httproute_types.go`,
+ * `grpcroute_types.go`, `tlsroute_types.go`, `tcproute_types.go`, `referencegrant_types.go`, `shared_types.go`,
  * `object_reference_types.go`): types, enums, required fields, lengths, patterns, list limits and defaults.
  *
  * Left out: the CEL rules (`x-kubernetes-validations`: listener name and hostname uniqueness, per-filter-type field
  * pairing, path match value rules, timeout ordering, a gRPC method match naming a service or a method and their
- * characters), which this server does not evaluate; they are cross-field consistency checks, none guards the
- * server. `status` keeps unknown fields rather than listing the controllers' conditions.
+ * characters, a TLSRoute hostname that is an IP, a Service backend without a port), which this server does not
+ * evaluate; they are cross-field consistency checks, none guards the server. `status` keeps unknown fields rather
+ * than listing the controllers' conditions.
  */
 import type { CustomResourceSource, JsonSchema } from './json-schema.js';
 
@@ -378,6 +380,49 @@ const gatewayClassSpec = obj(
   ['controllerName'],
 );
 
+/**
+ * The rules of the L4 routes (`TLSRouteRule`, `TCPRouteRule`): exactly one, forwarding to one to 16 weighted
+ * backends, with no matches or filters.
+ */
+const l4RouteRules = list(
+  obj(
+    {
+      backendRefs: list(
+        obj({ ...backendObjectReference, weight: int32(0, { maximum: 1000000, default: 1 }) }, ['name']),
+        16,
+        { minItems: 1 },
+      ),
+      name: sectionName,
+    },
+    ['backendRefs'],
+  ),
+  1,
+  { minItems: 1 },
+);
+
+/** `TLSRouteSpec` (`apis/v1/tlsroute_types.go`): the SNI hostnames it takes (one at least) and its one rule. */
+const tlsRouteSpec = obj(
+  { hostnames: list(str(1, 253, HOSTNAME), 1024, { minItems: 1 }), parentRefs, rules: l4RouteRules },
+  ['hostnames', 'rules'],
+);
+
+/** `TCPRouteSpec` (`apis/v1/tcproute_types.go`): every connection a listener takes goes to the one rule's backends. */
+const tcpRouteSpec = obj({ parentRefs, rules: l4RouteRules }, ['rules']);
+
+/**
+ * `ReferenceGrantSpec` (`apis/v1beta1/referencegrant_types.go`, the same in v1): which kinds in which namespaces may
+ * refer to which kinds (all of a kind, or one by name) in the grant's namespace.
+ */
+const referenceGrantSpec = obj(
+  {
+    from: list(obj({ group: group(), kind: kind(), namespace }, ['group', 'kind', 'namespace']), 16, {
+      minItems: 1,
+    }),
+    to: list(obj({ group: group(), kind: kind(), name: objectName }, ['group', 'kind']), 16, { minItems: 1 }),
+  },
+  ['from', 'to'],
+);
+
 const STATUS: JsonSchema = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
 const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 const ANNOTATIONS = { 'gateway.networking.k8s.io/channel': 'standard' };
@@ -454,5 +499,61 @@ export const GATEWAY_API_CRDS: readonly CustomResourceSource[] = [
     versions: [{ name: 'v1', served: true, storage: true }],
     printerColumns: [{ name: 'Hostnames', type: 'string', jsonPath: '.spec.hostnames' }, AGE],
     schema: { type: 'object', properties: { spec: grpcRouteSpec, status: STATUS }, required: ['spec'] },
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    kind: 'TLSRoute',
+    plural: 'tlsroutes',
+    singular: 'tlsroute',
+    listKind: 'TLSRouteList',
+    shortNames: [],
+    categories: ['gateway-api'],
+    labels: {},
+    annotations: ANNOTATIONS,
+    // The standard channel's CRD lists v1alpha2 and v1alpha3 unserved (their schemas differ: more rules, optional
+    // hostnames); only the experimental channel's serves them.
+    versions: [
+      { name: 'v1', served: true, storage: true },
+      { name: 'v1alpha2', served: false, storage: false },
+      { name: 'v1alpha3', served: false, storage: false },
+    ],
+    printerColumns: [AGE],
+    schema: { type: 'object', properties: { spec: tlsRouteSpec, status: STATUS }, required: ['spec'] },
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    kind: 'TCPRoute',
+    plural: 'tcproutes',
+    singular: 'tcproute',
+    listKind: 'TCPRouteList',
+    shortNames: [],
+    categories: ['gateway-api'],
+    labels: {},
+    annotations: ANNOTATIONS,
+    // As TLSRoute's: v1alpha2 (up to 16 rules) is listed unserved, served by the experimental channel only.
+    versions: [
+      { name: 'v1', served: true, storage: true },
+      { name: 'v1alpha2', served: false, storage: false },
+    ],
+    printerColumns: [AGE],
+    schema: { type: 'object', properties: { spec: tcpRouteSpec, status: STATUS }, required: ['spec'] },
+  },
+  {
+    group: 'gateway.networking.k8s.io',
+    kind: 'ReferenceGrant',
+    plural: 'referencegrants',
+    singular: 'referencegrant',
+    listKind: 'ReferenceGrantList',
+    shortNames: ['refgrant'],
+    categories: ['gateway-api'],
+    labels: {},
+    annotations: ANNOTATIONS,
+    // Stored at v1beta1 still, as upstream's CRD keeps it, and served at v1 too; no status subresource.
+    versions: [
+      { name: 'v1', served: true, storage: false },
+      { name: 'v1beta1', served: true, storage: true },
+    ],
+    printerColumns: [AGE],
+    schema: { type: 'object', properties: { spec: referenceGrantSpec }, required: ['spec'] },
   },
 ];

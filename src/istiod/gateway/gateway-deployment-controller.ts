@@ -1,21 +1,23 @@
 /**
- * istiod's Gateway controllers for waypoints (istio `pilot/pkg/config/kube/gatewaycommon/gatewayclass.go`,
+ * istiod's Gateway controllers (istio `pilot/pkg/config/kube/gatewaycommon/gatewayclass.go`,
  * `deploymentcontroller.go`, and the Gateway status of `pilot/pkg/config/kube/gateway/conversion.go`):
  *
- * - the built-in GatewayClass `istio-waypoint` (controller `istio.io/mesh-controller`) is created when missing, and
- *   marked Accepted;
- * - each Gateway of a class with that controller gets the ServiceAccount, Deployment and Service of Istio's
- *   `waypoint` template (`waypoint-template.ts`), owned by the Gateway so that they go with it. They are created,
- *   or merge-patched back to what the template says when they differ (Istio applies them server-side with force);
+ * - the built-in GatewayClasses `istio-waypoint` (controller `istio.io/mesh-controller`) and `istio` (controller
+ *   `istio.io/gateway-controller`) are created when missing, and every class of those controllers marked Accepted;
+ * - each Gateway of such a class gets the ServiceAccount, Deployment and Service of its class's template
+ *   (`gateway-template.ts`), owned by the Gateway so that they go with it. They are created, or merge-patched back to
+ *   what the template says when they differ (Istio applies them server-side with force);
  * - the Gateway's status: Accepted; Programmed once its Service exists and has ready endpoints (Istio's
- *   `ResolveGatewayInstances`), with the Service's cluster IPs and hostname as `status.addresses` (a waypoint reports
- *   both types), which is what makes it a waypoint to bind to: nothing is sent to a waypoint before it can take it.
- *   An address once published is kept.
+ *   `ResolveGatewayInstances`) and, for a LoadBalancer Service, an external address; `status.addresses` are the load
+ *   balancer's addresses when there are any, else the Service's (a waypoint reports its cluster IPs and hostname, an
+ *   ingress gateway its hostname). Nothing is published before the Gateway can take traffic; an address once
+ *   published is kept. An ingress Gateway's listeners get their own status (`listener-status.ts`).
  *
  * The installation's values (hub, tag, proxy image, cluster domain, `global.waypoint`) come from the
  * `istio-sidecar-injector` ConfigMap's `values`, as Istio's injection templates read them.
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { isIP } from 'node:net';
 import { isDeepStrictEqual } from 'node:util';
 import { MeshError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/log.js';
@@ -23,19 +25,18 @@ import type { RestartingInformer } from '../../kube/informer.js';
 import { kubeRequest } from '../../kube/kube-request.js';
 import { ReconcileQueue } from '../../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../../kube/shared-informer-factory.js';
-import { MESH_CONTROLLER_MANAGED, WAYPOINT_CLASS } from '../model/waypoints.js';
+import { gatewayShape, grantShape, routeShape } from '../model/gateway-listeners.js';
+import { CONTROLLER_CLASSES, type ControllerClass } from './gateway-classes.js';
+import { listenerStatuses, type ListenerStatus } from './listener-status.js';
 import { sameConditions, withTimes, type Condition } from './status-conditions.js';
 import {
   defaultCaAddress,
-  renderWaypoint,
-  waypointNames,
+  gatewayNames,
+  renderGateway,
   type TemplateGateway,
   type TemplateValues,
-} from './waypoint-template.js';
+} from './gateway-template.js';
 
-/** The waypoint class's controller (istio `pkg/config/constants`). */
-export const MESH_CONTROLLER = 'istio.io/mesh-controller';
-const WAYPOINT_CLASS_DESCRIPTION = 'The default Istio waypoint GatewayClass';
 const GATEWAY_API = '/apis/gateway.networking.k8s.io/v1';
 const MAX_ATTEMPTS = 8;
 
@@ -46,11 +47,23 @@ interface GatewayObject extends KubernetesObject {
     gatewayClassName?: string;
     listeners?: { name?: string; port?: number; protocol?: string }[];
     infrastructure?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    addresses?: { type?: string; value?: string }[];
   };
-  status?: { addresses?: { type?: string; value?: string }[]; conditions?: Condition[] };
+  status?: {
+    addresses?: { type?: string; value?: string }[];
+    conditions?: Condition[];
+    listeners?: (Omit<ListenerStatus, 'conditions'> & { conditions: Condition[] })[];
+  };
 }
 interface ServiceObject extends KubernetesObject {
-  spec?: { clusterIP?: string; clusterIPs?: string[] };
+  spec?: { clusterIP?: string; clusterIPs?: string[]; type?: string };
+  status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
+}
+interface SpecObject extends KubernetesObject {
+  spec?: unknown;
+}
+interface SecretObject extends KubernetesObject {
+  data?: Record<string, string>;
 }
 interface EndpointSliceObject extends KubernetesObject {
   endpoints?: { conditions?: { ready?: boolean } }[];
@@ -113,6 +126,11 @@ export class GatewayDeploymentController {
   private readonly services: RestartingInformer<ServiceObject>;
   private readonly slices: RestartingInformer<EndpointSliceObject>;
   private readonly owned: readonly RestartingInformer<KubernetesObject>[];
+  /** What an ingress Gateway's listener status reads. */
+  private readonly routes: readonly (readonly [string, RestartingInformer<SpecObject>])[];
+  private readonly grants: RestartingInformer<SpecObject>;
+  private readonly namespaces: RestartingInformer<KubernetesObject>;
+  private readonly secrets: RestartingInformer<SecretObject>;
 
   constructor(
     private readonly kc: KubeConfig,
@@ -151,10 +169,38 @@ export class GatewayDeploymentController {
       if (s !== undefined) byOwner(s);
     };
     this.slices.addEventHandler({ add: bySliceService, update: bySliceService, delete: bySliceService });
+    // Routes, grants, namespaces and Secrets change what an ingress Gateway's listeners report.
+    const everyIngress = (): void => {
+      for (const g of this.gateways.list()) if (this.controllerOf(g)?.template.template === 'kube-gateway') byKey(g);
+    };
+    this.routes = [
+      ['HTTPRoute', informers.informerFor<SpecObject>(`${GATEWAY_API}/httproutes`)],
+      ['GRPCRoute', informers.informerFor<SpecObject>(`${GATEWAY_API}/grpcroutes`)],
+    ];
+    this.grants = informers.informerFor<SpecObject>('/apis/gateway.networking.k8s.io/v1beta1/referencegrants');
+    this.namespaces = informers.informerFor<KubernetesObject>('/api/v1/namespaces');
+    this.secrets = informers.informerFor<SecretObject>('/api/v1/secrets');
+    for (const inf of [...this.routes.map(([, i]) => i), this.grants, this.namespaces, this.secrets])
+      inf.addEventHandler({ add: everyIngress, update: everyIngress, delete: everyIngress });
+  }
+
+  private controllerOf(gw: GatewayObject): ControllerClass | undefined {
+    const cls = this.classes.get(gw.spec?.gatewayClassName ?? '');
+    return CONTROLLER_CLASSES.get(cls?.spec?.controllerName ?? '');
   }
 
   start(): void {
-    const informers = [this.gateways, this.classes, this.services, this.slices, ...this.owned];
+    const informers = [
+      this.gateways,
+      this.classes,
+      this.services,
+      this.slices,
+      ...this.owned,
+      ...this.routes.map(([, i]) => i),
+      this.grants,
+      this.namespaces,
+      this.secrets,
+    ];
     void Promise.all(informers.map((i) => i.synced)).then(() => {
       this.queue.add('/');
       this.queue.run();
@@ -165,17 +211,17 @@ export class GatewayDeploymentController {
     this.queue.stop();
   }
 
-  /** `/`: the built-in class; `namespace/name`: one Gateway. */
+  /** `/`: the built-in classes; `namespace/name`: one Gateway. */
   private async reconcile(key: string): Promise<void> {
     if (key === '/') return this.reconcileClass();
     const [namespace = '', name = ''] = key.split('/');
     const gw = this.gateways.get(name, namespace);
     if (gw === undefined || gw.metadata?.deletionTimestamp !== undefined) return;
-    const cls = this.classes.get(gw.spec?.gatewayClassName ?? '');
-    if (cls?.spec?.controllerName !== MESH_CONTROLLER) return;
+    const cc = this.controllerOf(gw);
+    if (cc === undefined) return;
     const tgw = this.templateGateway(gw);
-    for (const o of renderWaypoint(tgw, await this.values(), MESH_CONTROLLER_MANAGED)) await this.apply(o);
-    await this.writeStatus(gw, waypointNames(tgw).deployment);
+    for (const o of renderGateway(tgw, await this.values(), cc.template)) await this.apply(o);
+    await this.writeStatus(gw, gatewayNames(tgw, cc.template).deployment, cc);
   }
 
   private templateGateway(gw: GatewayObject): TemplateGateway {
@@ -196,6 +242,7 @@ export class GatewayDeploymentController {
           protocol: l.protocol ?? '',
         })),
         ...(gw.spec?.infrastructure === undefined ? {} : { infrastructure: gw.spec.infrastructure }),
+        ...(gw.spec?.addresses === undefined ? {} : { addresses: gw.spec.addresses }),
       },
     };
   }
@@ -236,6 +283,8 @@ export class GatewayDeploymentController {
       pilotCertProvider: text(values, 'global.pilotCertProvider', 'istiod'),
       logLevel: text(values, 'global.logging.level', 'default:info'),
       logAsJson: at(values, 'global.logAsJson') === true,
+      proxyLogLevel: text(values, 'global.proxy.logLevel', 'warning'),
+      proxyComponentLogLevel: text(values, 'global.proxy.componentLogLevel', 'misc:error'),
       waypoint: typeof waypoint === 'object' && waypoint !== null ? (waypoint as Obj) : {},
     };
   }
@@ -255,10 +304,10 @@ export class GatewayDeploymentController {
     if (covers(o, got.body)) return;
     const res = await kubeRequest(this.kc, 'PATCH', path, o, 'application/merge-patch+json');
     if (res.statusCode >= 300) throw new Error(`patch ${path}: HTTP ${res.statusCode}: ${JSON.stringify(res.body)}`);
-    this.log.info({ object: path }, 'updated to the waypoint template');
+    this.log.info({ object: path }, 'updated to the gateway template');
   }
 
-  private async writeStatus(gw: GatewayObject, serviceName: string): Promise<void> {
+  private async writeStatus(gw: GatewayObject, serviceName: string, cc: ControllerClass): Promise<void> {
     const namespace = gw.metadata?.namespace ?? '';
     const generation = gw.metadata?.generation ?? 0;
     const svc = this.services.get(serviceName, namespace);
@@ -267,64 +316,132 @@ export class GatewayDeploymentController {
       (ip) => ip !== '' && ip !== 'None',
     );
     const ports = [...new Set((gw.spec?.listeners ?? []).map((l) => l.port))];
-    // Istio's ResolveGatewayInstances: the Service must exist and have instances (ready endpoints).
+    // Istio's ResolveGatewayInstances: the Service must exist and have instances (ready endpoints); a LoadBalancer
+    // Service must also have been given an external address.
     const instances = (this.slices.list(namespace) as EndpointSliceObject[]).some(
       (e) =>
         e.metadata?.labels?.['kubernetes.io/service-name'] === serviceName &&
         (e.endpoints ?? []).some((ep) => ep.conditions?.ready !== false),
     );
-    const unassigned = (why: string): Condition => ({
-      type: 'Programmed',
-      status: 'False',
-      reason: 'AddressNotAssigned',
-      message: `Failed to assign to any requested addresses: ${why}`,
-    });
+    const external = (svc?.status?.loadBalancer?.ingress ?? []).flatMap((i) => i.ip ?? i.hostname ?? []);
+    const pending = svc?.spec?.type === 'LoadBalancer' && external.length === 0;
+    const internal = svc !== undefined && instances ? ports.map((p) => `${host}:${String(p)}`) : [];
+    const warnings: string[] = [];
+    if (svc === undefined) warnings.push(`hostname "${host}" not found`);
+    else if (!instances) warnings.push(`no instances found for hostname "${host}"`);
+    else if (pending) warnings.push(`address pending for hostname "${host}"`);
     let programmed: Condition = {
       type: 'Programmed',
       status: 'True',
       reason: 'Programmed',
-      message: `Resource programmed, assigned to service(s) ${ports.map((p) => `${host}:${String(p)}`).join(', ')}`,
+      message: `Resource programmed, assigned to service(s) ${internal.join(', ')}`,
     };
-    if (svc === undefined) programmed = unassigned(`hostname "${host}" not found`);
-    else if (!instances) programmed = unassigned(`no instances found for hostname "${host}"`);
+    if (warnings.length > 0)
+      programmed = {
+        type: 'Programmed',
+        status: 'False',
+        reason: 'AddressNotAssigned',
+        message:
+          internal.length > 0
+            ? `Assigned to service(s) ${internal.join(', ')}, but failed to assign to all requested addresses: ${warnings.join('; ')}`
+            : `Failed to assign to any requested addresses: ${warnings.join('; ')}`,
+      };
+    const listeners = cc.template.template === 'kube-gateway' ? this.listenerStatus(gw) : undefined;
+    const invalid = listeners?.filter((l) => l.conditions[0]?.status === 'False').length ?? 0;
+    let accepted: Condition = { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Resource accepted' };
+    if (listeners !== undefined && invalid > 0)
+      accepted =
+        invalid === listeners.length
+          ? {
+              type: 'Accepted',
+              status: 'False',
+              reason: 'ListenersNotValid',
+              message: "None of the Gateway's listeners are valid",
+            }
+          : {
+              type: 'Accepted',
+              status: 'True',
+              reason: 'ListenersNotValid',
+              message: "One or more of the Gateway's listeners are invalid",
+            };
     const conditions = withTimes(
       [
-        { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Resource accepted' },
+        accepted,
         programmed,
         { type: 'ResolvedRefs', status: 'True', reason: 'ResolvedRefs', message: 'All references resolved' },
       ],
       gw.status?.conditions,
       generation,
     );
-    // No address until the waypoint has instances; once published, an address is kept.
-    const addresses =
-      svc === undefined || !instances
-        ? (gw.status?.addresses ?? [])
-        : [...ips.map((value) => ({ type: 'IPAddress', value })), { type: 'Hostname', value: host }];
-    if (sameConditions(gw.status?.conditions, conditions) && isDeepStrictEqual(gw.status?.addresses ?? [], addresses))
+    // Nothing until the Gateway can take traffic; once published, an address is kept.
+    let addresses = gw.status?.addresses ?? [];
+    if (external.length > 0) addresses = external.map((value) => ({ type: addressType(value), value }));
+    else if (internal.length > 0 && !pending)
+      addresses = [
+        ...(cc.addressTypes === 'both' ? ips.map((value) => ({ type: 'IPAddress', value })) : []),
+        { type: 'Hostname', value: host },
+      ];
+    const listenerStatus = listeners?.map((l) => ({
+      ...l,
+      supportedKinds: [...l.supportedKinds],
+      conditions: withTimes(
+        [...l.conditions],
+        gw.status?.listeners?.find((o) => o.name === l.name)?.conditions,
+        generation,
+      ),
+    }));
+    if (
+      sameConditions(gw.status?.conditions, conditions) &&
+      isDeepStrictEqual(gw.status?.addresses ?? [], addresses) &&
+      (listenerStatus === undefined || sameListeners(gw.status?.listeners, listenerStatus))
+    )
       return;
     const path = `${GATEWAY_API}/namespaces/${namespace}/gateways/${gw.metadata?.name ?? ''}/status`;
-    const body = { ...gw, status: { ...gw.status, ...(addresses.length > 0 ? { addresses } : {}), conditions } };
+    const body = {
+      ...gw,
+      status: {
+        ...gw.status,
+        ...(addresses.length > 0 ? { addresses } : {}),
+        conditions,
+        ...(listenerStatus === undefined ? {} : { listeners: listenerStatus }),
+      },
+    };
     const res = await kubeRequest(this.kc, 'PUT', path, body);
     if (res.statusCode === 409) throw new Error(`${path}: the Gateway changed meanwhile; trying again`);
     if (res.statusCode >= 300) throw new Error(`update ${path}: HTTP ${res.statusCode}: ${JSON.stringify(res.body)}`);
   }
 
-  /** Creates `istio-waypoint` when it is missing, and marks the classes of istiod's controller Accepted. */
+  /** An ingress Gateway's listeners as the routes, grants and Secrets of the cluster make them. */
+  private listenerStatus(gw: GatewayObject): ListenerStatus[] {
+    const shape = gatewayShape(gw.metadata?.namespace ?? '', gw.metadata?.name ?? '', gw.spec);
+    const routes = this.routes.flatMap(([kind, inf]) =>
+      inf.list().map((r) => routeShape(kind, r.metadata?.namespace ?? '', r.metadata?.name ?? '', r.spec)),
+    );
+    const grants = this.grants.list().map((g) => grantShape(g.metadata?.namespace ?? '', g.spec));
+    const namespaceLabels = new Map(
+      this.namespaces.list().map((n) => [n.metadata?.name ?? '', n.metadata?.labels ?? {}] as const),
+    );
+    return listenerStatuses(shape, routes, grants, namespaceLabels, (ns, name) => this.secrets.get(name, ns)?.data);
+  }
+
+  /** Creates the built-in classes that are missing, and marks the classes of istiod's controllers Accepted. */
   private async reconcileClass(): Promise<void> {
-    if (this.classes.get(WAYPOINT_CLASS) === undefined) {
+    let created = false;
+    for (const [controllerName, cc] of CONTROLLER_CLASSES) {
+      if (this.classes.get(cc.builtinClass) !== undefined) continue;
       const res = await kubeRequest(this.kc, 'POST', `${GATEWAY_API}/gatewayclasses`, {
         apiVersion: 'gateway.networking.k8s.io/v1',
         kind: 'GatewayClass',
-        metadata: { name: WAYPOINT_CLASS },
-        spec: { controllerName: MESH_CONTROLLER, description: WAYPOINT_CLASS_DESCRIPTION },
+        metadata: { name: cc.builtinClass },
+        spec: { controllerName, description: cc.description },
       });
       if (res.statusCode >= 300 && res.statusCode !== 409)
-        throw new Error(`create GatewayClass ${WAYPOINT_CLASS}: HTTP ${res.statusCode}: ${JSON.stringify(res.body)}`);
-      return; // its informer event brings the status update
+        throw new Error(`create GatewayClass ${cc.builtinClass}: HTTP ${res.statusCode}: ${JSON.stringify(res.body)}`);
+      created = true;
     }
+    if (created) return; // their informer events bring the status update
     for (const cls of this.classes.list()) {
-      if (cls.spec?.controllerName !== MESH_CONTROLLER) continue;
+      if (!CONTROLLER_CLASSES.has(cls.spec?.controllerName ?? '')) continue;
       const generation = cls.metadata?.generation ?? 0;
       const conditions = withTimes(
         [{ type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Handled by Istio controller' }],
@@ -341,4 +458,26 @@ export class GatewayDeploymentController {
       if (res.statusCode >= 300) throw new Error(`update GatewayClass status: HTTP ${res.statusCode}`);
     }
   }
+}
+
+const addressType = (v: string): string => (isIP(v) === 0 ? 'Hostname' : 'IPAddress');
+
+/** Whether the listeners' statuses say the same, whatever their conditions' times. */
+function sameListeners(
+  have:
+    | readonly { name: string; attachedRoutes: number; supportedKinds: readonly object[]; conditions: Condition[] }[]
+    | undefined,
+  want: readonly { name: string; attachedRoutes: number; supportedKinds: readonly object[]; conditions: Condition[] }[],
+): boolean {
+  return (
+    have !== undefined &&
+    have.length === want.length &&
+    have.every(
+      (h, i) =>
+        h.name === want[i]!.name &&
+        h.attachedRoutes === want[i]!.attachedRoutes &&
+        isDeepStrictEqual(h.supportedKinds, want[i]!.supportedKinds) &&
+        sameConditions(h.conditions, want[i]!.conditions),
+    )
+  );
 }

@@ -1,11 +1,14 @@
 /**
  * The status istiod writes on HTTPRoutes and GRPCRoutes whose parentRefs name a Service (the Gateway API's mesh
- * routes), as istio's gateway controller reports them (`pilot/pkg/config/kube/gateway/conditions.go` and the parent
- * checks of `conversion.go`). For each such parentRef, under `controllerName: istio.io/gateway-controller`:
- * - Accepted: the Service exists in the route's namespace (and has the parentRef's port), else `NoMatchingParent`;
+ * routes) or a Gateway of istiod's `istio` class, as istio's gateway controller reports them
+ * (`pilot/pkg/config/kube/gateway/conditions.go` and the parent checks of `conversion.go`). For each such parentRef,
+ * under `controllerName: istio.io/gateway-controller`:
+ * - Accepted, for a Service: the Service exists in the route's namespace (and has the parentRef's port), else
+ *   `NoMatchingParent`; for a Gateway: the route attaches to one of its listeners (`gateway-listeners.ts`), else
+ *   `NotAllowedByListeners`, `NoMatchingListenerHostname` or `NoMatchingParent`, with Istio's messages;
  * - ResolvedRefs: every backendRef names a Service of the route's namespace (`InvalidKind`, `RefNotPermitted`,
  *   `BackendNotFound` otherwise);
- * - ResolvedWaypoints: True, with Istio's warning when neither the Service nor its namespace has
+ * - ResolvedWaypoints (Service parents): True, with Istio's warning when neither the Service nor its namespace has
  *   `istio.io/use-waypoint` (the route is then not applied by any waypoint).
  * Parents other controllers report are kept as they are; a status that already says this is not written again.
  */
@@ -17,11 +20,11 @@ import { kubeRequest } from '../../kube/kube-request.js';
 import { ReconcileQueue } from '../../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../../kube/shared-informer-factory.js';
 import { USE_WAYPOINT_LABEL } from '../model/waypoints.js';
+import { attachParent, gatewayShape, refersToGateway, routeShape } from '../model/gateway-listeners.js';
+import { GATEWAY_CONTROLLER as ROUTE_CONTROLLER } from './gateway-classes.js';
 import { sameConditions, withTimes, type Condition } from './status-conditions.js';
 
 const GATEWAY_API = '/apis/gateway.networking.k8s.io/v1';
-/** Istio's controller name for the routes it reports on (istio `pkg/config/constants` ManagedGatewayController). */
-export const ROUTE_CONTROLLER = 'istio.io/gateway-controller';
 const MAX_ATTEMPTS = 5;
 
 interface Ref {
@@ -38,11 +41,17 @@ interface ParentStatus {
   readonly conditions?: Condition[];
 }
 interface RouteObject extends KubernetesObject {
-  spec?: { parentRefs?: Ref[]; rules?: { backendRefs?: Ref[] }[] };
+  spec?: { parentRefs?: Ref[]; hostnames?: string[]; rules?: { backendRefs?: Ref[] }[] };
   status?: { parents?: ParentStatus[] };
 }
 interface ServiceObject extends KubernetesObject {
   spec?: { ports?: { port?: number }[] };
+}
+interface GatewayObject extends KubernetesObject {
+  spec?: { gatewayClassName?: string };
+}
+interface ClassObject extends KubernetesObject {
+  spec?: { controllerName?: string };
 }
 
 const isService = (r: Ref): boolean => (r.group ?? '') === '' && (r.kind ?? 'Service') === 'Service';
@@ -52,6 +61,8 @@ export class RouteStatusController {
   private readonly routes: ReadonlyMap<string, RestartingInformer<RouteObject>>;
   private readonly services: RestartingInformer<ServiceObject>;
   private readonly namespaces: RestartingInformer<KubernetesObject>;
+  private readonly gateways: RestartingInformer<GatewayObject>;
+  private readonly classes: RestartingInformer<ClassObject>;
 
   constructor(
     private readonly kc: KubeConfig,
@@ -67,6 +78,8 @@ export class RouteStatusController {
     );
     this.services = informers.informerFor<ServiceObject>('/api/v1/services');
     this.namespaces = informers.informerFor<KubernetesObject>('/api/v1/namespaces');
+    this.gateways = informers.informerFor<GatewayObject>(`${GATEWAY_API}/gateways`);
+    this.classes = informers.informerFor<ClassObject>(`${GATEWAY_API}/gatewayclasses`);
     for (const [plural, inf] of this.routes) {
       const byKey = (o: KubernetesObject): void =>
         this.queue.add(`${plural}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`);
@@ -82,10 +95,14 @@ export class RouteStatusController {
     this.services.addEventHandler({ add: byNamespace, update: byNamespace, delete: byNamespace });
     const byName = (o: KubernetesObject): void => everyRouteIn(o.metadata?.name);
     this.namespaces.addEventHandler({ update: byName });
+    // A Gateway's listeners decide which routes attach, in any namespace.
+    const everyRoute = (): void => everyRouteIn(undefined);
+    for (const inf of [this.gateways, this.classes])
+      inf.addEventHandler({ add: everyRoute, update: everyRoute, delete: everyRoute });
   }
 
   start(): void {
-    const informers = [...this.routes.values(), this.services, this.namespaces];
+    const informers = [...this.routes.values(), this.services, this.namespaces, this.gateways, this.classes];
     void Promise.all(informers.map((i) => i.synced)).then(() => this.queue.run());
   }
 
@@ -100,13 +117,18 @@ export class RouteStatusController {
     if (route === undefined || route.metadata?.deletionTimestamp !== undefined) return;
     const generation = route.metadata?.generation ?? 0;
     const previous = route.status?.parents ?? [];
-    const ours = (route.spec?.parentRefs ?? []).filter(isService).map((ref): ParentStatus => {
+    const kind = plural === 'grpcroutes' ? 'GRPCRoute' : 'HTTPRoute';
+    const ours = (route.spec?.parentRefs ?? []).flatMap((ref): ParentStatus[] => {
+      const conditions = isService(ref) ? this.conditions(route, ref) : this.gatewayConditions(route, kind, ref);
+      if (conditions === undefined) return [];
       const old = previous.find((p) => p.controllerName === ROUTE_CONTROLLER && isDeepStrictEqual(p.parentRef, ref));
-      return {
-        parentRef: ref,
-        controllerName: ROUTE_CONTROLLER,
-        conditions: withTimes(this.conditions(route, ref), old?.conditions, generation),
-      };
+      return [
+        {
+          parentRef: ref,
+          controllerName: ROUTE_CONTROLLER,
+          conditions: withTimes(conditions, old?.conditions, generation),
+        },
+      ];
     });
     if (ours.length === 0) return;
     const others = previous.filter((p) => p.controllerName !== ROUTE_CONTROLLER);
@@ -129,6 +151,32 @@ export class RouteStatusController {
     this.log.debug({ route: `${namespace}/${name}`, kind: plural }, 'route status written');
   }
 
+  /**
+   * What istiod says of one Gateway parent of `route`: undefined for a Gateway that is missing or of another
+   * controller's class (that controller reports it).
+   */
+  private gatewayConditions(route: RouteObject, kind: string, parent: Ref): Condition[] | undefined {
+    const ns = route.metadata?.namespace ?? '';
+    const name = parent.name ?? '';
+    const gwNamespace = parent.namespace ?? ns;
+    const gw = this.gateways.get(name, gwNamespace);
+    if (gw === undefined || !refersToGateway(parent, { namespace: gwNamespace, name }, ns)) return undefined;
+    if (this.classes.get(gw.spec?.gatewayClassName ?? '')?.spec?.controllerName !== ROUTE_CONTROLLER) return undefined;
+    const namespaceLabels = new Map(
+      this.namespaces.list().map((n) => [n.metadata?.name ?? '', n.metadata?.labels ?? {}] as const),
+    );
+    const { outcome } = attachParent(
+      routeShape(kind, ns, route.metadata?.name ?? '', route.spec),
+      parent,
+      gatewayShape(gwNamespace, name, gw.spec),
+      namespaceLabels,
+    );
+    const accepted: Condition = outcome.attached
+      ? { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Route was valid' }
+      : { type: 'Accepted', status: 'False', reason: outcome.reason, message: outcome.message };
+    return [accepted, this.backendsResolved(route)];
+  }
+
   /** What istiod says of one Service parent of `route`. */
   private conditions(route: RouteObject, parent: Ref): Condition[] {
     const ns = route.metadata?.namespace ?? '';
@@ -144,6 +192,23 @@ export class RouteStatusController {
     if (svc === undefined) accepted = notAccepted(`parent service: "${parent.name ?? ''}" not found`);
     else if (parent.port !== undefined && !(svc.spec?.ports ?? []).some((p) => p.port === parent.port))
       accepted = notAccepted(`port ${parent.port} not found`);
+    const nsLabels = this.namespaces.get(parentNs)?.metadata?.labels ?? {};
+    const bound = svc?.metadata?.labels?.[USE_WAYPOINT_LABEL] ?? nsLabels[USE_WAYPOINT_LABEL];
+    const waypoints: Condition = {
+      type: 'ResolvedWaypoints',
+      status: 'True',
+      reason: 'ResolvedWaypoints',
+      message:
+        bound === undefined || bound === 'none'
+          ? 'istio.io/use-waypoint label missing from parent and parent namespace; in ambient mode, route will not be respected'
+          : 'All waypoints resolved',
+    };
+    return [accepted, this.backendsResolved(route), waypoints];
+  }
+
+  /** ResolvedRefs: whether every backendRef of `route` names a Service of its namespace. */
+  private backendsResolved(route: RouteObject): Condition {
+    const ns = route.metadata?.namespace ?? '';
     let resolved: Condition = {
       type: 'ResolvedRefs',
       status: 'True',
@@ -168,17 +233,6 @@ export class RouteStatusController {
         resolved = refused('BackendNotFound', `backend(${b.name ?? ''}.${ns}.svc) not found`);
       if (resolved.status === 'False') break;
     }
-    const nsLabels = this.namespaces.get(parentNs)?.metadata?.labels ?? {};
-    const bound = svc?.metadata?.labels?.[USE_WAYPOINT_LABEL] ?? nsLabels[USE_WAYPOINT_LABEL];
-    const waypoints: Condition = {
-      type: 'ResolvedWaypoints',
-      status: 'True',
-      reason: 'ResolvedWaypoints',
-      message:
-        bound === undefined || bound === 'none'
-          ? 'istio.io/use-waypoint label missing from parent and parent namespace; in ambient mode, route will not be respected'
-          : 'All waypoints resolved',
-    };
-    return [accepted, resolved, waypoints];
+    return resolved;
   }
 }

@@ -286,7 +286,7 @@ function pathText(p: PathMatchModel | undefined): string {
 }
 
 /** Gateway API precedence of one route's (single) match: exact, then prefix, then regex; longer paths first; etc. */
-function precedence(a: RouteModel, b: RouteModel): number {
+export function precedence(a: RouteModel, b: RouteModel): number {
   const ma = a.matches[0];
   const mb = b.matches[0];
   if (ma === undefined) return mb === undefined ? 0 : 1;

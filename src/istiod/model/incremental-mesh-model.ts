@@ -76,6 +76,7 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'GatewayClass',
   'HTTPRoute',
   'GRPCRoute',
+  'ReferenceGrant',
   'RequestAuthentication',
   'ConfigMap',
 ]);

@@ -1,9 +1,11 @@
 /**
- * The `amesh.waypoint.v1.Waypoint` resource of each waypoint (docs/waypoint-xds.md): the routes of the Services bound
- * to it (their HTTPRoutes and GRPCRoutes), and the AuthorizationPolicies and RequestAuthentications that target it,
- * its class, or those Services. A waypoint is known by its Gateway's `namespace/name`; a Service or ServiceEntry
- * belongs to the waypoint its binding names (the same binding served in the Service's `waypoint` field,
- * `serviceWaypoint`).
+ * The `amesh.waypoint.v1.Waypoint` resource of each waypoint and ingress gateway (docs/waypoint-xds.md): the routes
+ * of the Services bound to a waypoint (their HTTPRoutes and GRPCRoutes), an ingress gateway's listeners with the
+ * routes attached to them (`gateway-listeners.ts`), and the AuthorizationPolicies and RequestAuthentications that
+ * target the Gateway, its class, or those Services. A Service or ServiceEntry belongs to the waypoint its binding
+ * names (the same binding served in the Service's `waypoint` field, `serviceWaypoint`). Each resource is named
+ * `<namespace>/<Deployment>` after the proxy that subscribes to it (its `ISTIO_META_WORKLOAD_NAME`): the Gateway's
+ * name for a waypoint, `<Gateway>-istio` for an ingress gateway.
  */
 import type { Resource, ResourceOf } from '../registry/manifest-dir.js';
 import { convertGrpcRoute } from './grpc-routes.js';
@@ -11,6 +13,7 @@ import {
   byAge,
   convertHttpRoute,
   hasServiceParent,
+  present,
   routeTables,
   type ServicePorts,
   type ServiceRoutesModel,
@@ -20,6 +23,16 @@ import { serviceWaypoint, type WaypointInputs } from './waypoints.js';
 import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './waypoint-policies.js';
 import { convertRequestAuthentication, type RequestAuthenticationModel } from './request-authentication.js';
 import type { ExtAuthzProviderModel } from './extension-providers.js';
+import { gatewayNames } from '../gateway/gateway-template.js';
+import { GATEWAY_CONTROLLER } from '../gateway/gateway-classes.js';
+import {
+  gatewayListeners,
+  gatewayShape,
+  grantShape,
+  refersToGateway,
+  routeShape,
+  type GatewayListenerModel,
+} from './gateway-listeners.js';
 
 export interface WaypointResourceModel {
   readonly services: readonly ServiceRoutesModel[];
@@ -27,6 +40,8 @@ export interface WaypointResourceModel {
   readonly requestAuthentications: readonly RequestAuthenticationModel[];
   /** The providers its CUSTOM policies name. */
   readonly extAuthzProviders: readonly ExtAuthzProviderModel[];
+  /** An ingress gateway's listeners; none for a waypoint. */
+  readonly listeners: readonly GatewayListenerModel[];
 }
 
 export interface WaypointResourceInputs {
@@ -44,7 +59,7 @@ function waypointKey(inputs: WaypointInputs, address: ReturnType<typeof serviceW
   return undefined;
 }
 
-/** Every waypoint's resource, keyed `namespace/name`, with the conversions' warnings. */
+/** Every waypoint's and ingress gateway's resource, keyed `namespace/<Deployment>`, with the conversions' warnings. */
 export function waypointResources(
   objects: readonly Resource[],
   waypoints: WaypointInputs,
@@ -75,25 +90,72 @@ export function waypointResources(
     const w = waypointKey(waypoints, serviceWaypoint(waypoints, se.metadata));
     if (w !== undefined) for (const h of hosts) boundTo.set(`${se.metadata.namespace}/${h}`, w);
   }
+  const controllers = new Map(
+    objects.flatMap((o) => (o.kind === 'GatewayClass' ? [[o.metadata.name, o.spec['controllerName']] as const] : [])),
+  );
+  const gateways = new Map<string, ResourceOf<'Gateway'>>(
+    objects.flatMap((o) => (o.kind === 'Gateway' ? [[`${o.metadata.namespace}/${o.metadata.name}`, o] as const] : [])),
+  );
+  const ingress = [...gateways.values()].filter((g) => controllers.get(g.spec.gatewayClassName) === GATEWAY_CONTROLLER);
   const resources = new Map<
     string,
-    { services: ServiceRoutesModel[]; policies: L7PolicyModel[]; requestAuthentications: RequestAuthenticationModel[] }
-  >([...waypoints.waypoints.keys()].map((k) => [k, { services: [], policies: [], requestAuthentications: [] }]));
+    {
+      services: ServiceRoutesModel[];
+      policies: L7PolicyModel[];
+      requestAuthentications: RequestAuthenticationModel[];
+      listeners: GatewayListenerModel[];
+    }
+  >(
+    [...waypoints.waypoints.keys(), ...ingress.map((g) => `${g.metadata.namespace}/${g.metadata.name}`)].map((k) => [
+      k,
+      { services: [], policies: [], requestAuthentications: [], listeners: [] },
+    ]),
+  );
   // Both kinds' routes of a Service port in one table, as Istio merges both kinds' VirtualServices for one parent
   // (`pilot/pkg/config/kube/gateway/route_collections.go`). The Gateway API calls an HTTPRoute and a GRPCRoute on
   // one parent a conflict; both are kept, as Istio keeps them, and among routes of equal precedence the HTTPRoute's
   // come first (Istio takes the older route's first, whatever its kind).
-  const httpRoutes = objects.filter((o): o is ResourceOf<'HTTPRoute'> => o.kind === 'HTTPRoute' && hasServiceParent(o));
-  const grpcRoutes = objects.filter((o): o is ResourceOf<'GRPCRoute'> => o.kind === 'GRPCRoute' && hasServiceParent(o));
+  const httpRoutes = objects.filter((o): o is ResourceOf<'HTTPRoute'> => o.kind === 'HTTPRoute');
+  const grpcRoutes = objects.filter((o): o is ResourceOf<'GRPCRoute'> => o.kind === 'GRPCRoute');
+  const converted = [
+    ...byAge(httpRoutes).map((r) => ({ r, c: convertHttpRoute(r, ports, cfg.domainSuffix) })),
+    ...byAge(grpcRoutes).map((r) => ({ r, c: convertGrpcRoute(r, ports, cfg.domainSuffix) })),
+  ];
   const routes = routeTables(
-    [
-      ...byAge(httpRoutes).map((r) => convertHttpRoute(r, ports, cfg.domainSuffix)),
-      ...byAge(grpcRoutes).map((r) => convertGrpcRoute(r, ports, cfg.domainSuffix)),
-    ],
+    converted.filter(({ r }) => hasServiceParent(r)).map(({ c }) => c),
     ports,
     cfg.domainSuffix,
   );
   warnings.push(...routes.warnings);
+  if (ingress.length > 0) {
+    const grants = objects.flatMap((o) =>
+      o.kind === 'ReferenceGrant' ? [grantShape(o.metadata.namespace, o.spec)] : [],
+    );
+    const namespaceLabels = new Map(
+      objects.flatMap((o) => (o.kind === 'Namespace' ? [[o.metadata.name, o.metadata.labels] as const] : [])),
+    );
+    const shapes = converted.map(({ r, c }) => ({
+      shape: routeShape(r.kind, r.metadata.namespace, r.metadata.name, r.spec),
+      routes: c.routes,
+    }));
+    for (const { r, c } of converted)
+      if (
+        ingress.some((g) =>
+          present(r.spec.parentRefs).some((p) => refersToGateway(p, g.metadata, r.metadata.namespace)),
+        )
+      )
+        warnings.push(...c.warnings);
+    for (const g of ingress) {
+      const key = `${g.metadata.namespace}/${g.metadata.name}`;
+      const listeners = gatewayListeners(
+        gatewayShape(g.metadata.namespace, g.metadata.name, g.spec),
+        shapes,
+        grants,
+        namespaceLabels,
+      );
+      resources.get(key)!.listeners.push(...listeners);
+    }
+  }
   for (const t of routes.tables.values()) {
     const w = boundTo.get(`${t.namespace}/${t.hostname}`);
     if (w !== undefined) resources.get(w)?.services.push(t);
@@ -123,7 +185,9 @@ export function waypointResources(
         if (l === undefined) out.set(w, (l = []));
         l.push(key);
       }
-    for (const w of targets.allWaypoints ? [...resources.keys()] : targets.gateways.filter((g) => resources.has(g)))
+    for (const w of targets.allWaypoints
+      ? [...waypoints.waypoints.keys()]
+      : targets.gateways.filter((g) => resources.has(g)))
       out.set(w, []);
     for (const l of out.values()) l.sort();
     return out;
@@ -151,7 +215,15 @@ export function waypointResources(
     r.policies.sort((a, b) => a.name.localeCompare(b.name));
     r.requestAuthentications.sort((a, b) => a.name.localeCompare(b.name));
     const named = new Set(r.policies.filter((p) => p.action === 'CUSTOM').map((p) => p.provider));
-    out.set(key, { ...r, extAuthzProviders: [...named].sort().flatMap((n) => cfg.providers.get(n) ?? []) });
+    const gw = gateways.get(key);
+    const proxy =
+      gw === undefined
+        ? key
+        : `${gw.metadata.namespace}/${
+            gatewayNames(gw, { nameSuffix: controllers.get(gw.spec.gatewayClassName) === GATEWAY_CONTROLLER })
+              .deployment
+          }`;
+    out.set(proxy, { ...r, extAuthzProviders: [...named].sort().flatMap((n) => cfg.providers.get(n) ?? []) });
   }
   return { resources: out, warnings };
 }

@@ -80,6 +80,12 @@ export const WATCHED_KINDS: readonly Watched[] = [
     path: '/apis/gateway.networking.k8s.io/v1/grpcroutes',
     optional: true,
   },
+  {
+    kind: 'ReferenceGrant',
+    apiVersion: 'gateway.networking.k8s.io/v1beta1',
+    path: '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',
+    optional: true,
+  },
 ];
 
 /** How often istiod looks again for an optional kind whose CRD is not installed (istio's CRD watcher reacts at once). */

@@ -346,8 +346,9 @@ const LABEL_SELECTOR = obj({
   ),
 });
 /**
- * A Gateway API Gateway as istiod reads it for waypoints (gateway.networking.k8s.io/v1 `Gateway`): its class, its
- * listeners' ports, protocols and which namespaces may attach; the rest is let through unread.
+ * A Gateway API Gateway as istiod reads it for waypoints and ingress gateways (gateway.networking.k8s.io/v1
+ * `Gateway`): its class, its listeners' ports, protocols, hostnames, TLS and which routes may attach; the rest is let
+ * through unread.
  */
 const GATEWAY_SPEC = requiring(
   open({
@@ -357,17 +358,30 @@ const GATEWAY_SPEC = requiring(
         name: str,
         port,
         protocol: str,
+        hostname: str,
+        tls: open({
+          mode: str,
+          certificateRefs: list(open({ group: str, kind: str, name: str, namespace: str })),
+          options: map(str),
+        }),
         allowedRoutes: open({
           namespaces: open({
             from: { t: 'string', enum: ['All', 'Same', 'Selector', 'None'] },
             selector: LABEL_SELECTOR,
           }),
+          kinds: list(open({ group: str, kind: str })),
         }),
       }),
     ),
+    addresses: list(open({ type: str, value: str })),
   }),
   ['gatewayClassName'],
 );
+/** A ReferenceGrant (gateway.networking.k8s.io/v1beta1): who may refer to what in its namespace. */
+const REFERENCE_GRANT_SPEC = open({
+  from: list(open({ group: str, kind: str, namespace: str })),
+  to: list(open({ group: str, kind: str, name: str })),
+});
 /** The addresses the Gateway's controller published (`status.addresses`): a waypoint is known by them. */
 const GATEWAY_STATUS = open({ addresses: list(open({ type: str, value: str })) });
 
@@ -487,6 +501,8 @@ const KINDS = {
   HTTPRoute: { spec: HTTP_ROUTE_SPEC },
   /** Read as HTTPRoutes are, into the same per-Service routes. */
   GRPCRoute: { spec: GRPC_ROUTE_SPEC },
+  /** Read for the references it lets Gateways and routes make into its namespace (certificates, backends). */
+  ReferenceGrant: { spec: REFERENCE_GRANT_SPEC },
   Deployment: {},
   ReplicaSet: {},
   StatefulSet: {},

@@ -22,6 +22,7 @@ import { LocalIssuer } from '../ca/local-issuer.js';
 import { AdsServer, type Snapshot } from './ads-server.js';
 import { ADDRESS_TYPE, type XdsResource } from './convert.js';
 import { WAYPOINT_TYPE } from './waypoint-resource.js';
+import { SECRET_TYPE, type CallerGenerator } from './secret-generator.js';
 
 type AdsClient = TypedClient<typeof AggregatedDiscoveryService>;
 type ClientStream = ReturnType<AdsClient['deltaAggregatedResources']>;
@@ -32,6 +33,20 @@ function resource(name: string, version: string, size = 64): XdsResource {
     type: { case: 'workload', value: { uid: name, name, namespace: 'ns', workloadName: 'x'.repeat(size) } },
   });
   return { name, version, resource: anyPack(AddressSchema, wl) };
+}
+
+/**
+ * A per-caller type whose authorizations are answered by the test, in the order it chooses: each call waits in
+ * `pending` until resolved with the names it allows.
+ */
+class HeldGenerator implements CallerGenerator {
+  readonly pending: { asked: readonly string[]; resolve: (allowed: string[]) => void }[] = [];
+  authorize(_caller: unknown, _conn: string, names: readonly string[]): Promise<string[]> {
+    return new Promise((resolve) => this.pending.push({ asked: names, resolve }));
+  }
+  resource(_caller: unknown, name: string): XdsResource {
+    return { ...resource(name, '1'), name };
+  }
 }
 
 function snapshot(resources: XdsResource[]): Snapshot {
@@ -45,6 +60,7 @@ describe('istiod delta ADS server, per connection', () => {
   let metrics: MetricsRegistry;
   let client: AdsClient;
   let token: string;
+  const generated = new HeldGenerator();
 
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'amesh-ads-'));
@@ -62,7 +78,12 @@ describe('istiod delta ADS server, per connection', () => {
       component: 'istiod',
       out: new Writable({ write: (_c, _e, cb) => cb() }),
     });
-    ads = new AdsServer(new Authenticator([], issuer.publicJwk, ['istio-ca']), metrics, logs.scope('ads'));
+    ads = new AdsServer(
+      new Authenticator([], issuer.publicJwk, ['istio-ca']),
+      metrics,
+      logs.scope('ads'),
+      new Map([[SECRET_TYPE, generated]]),
+    );
     server = new grpc.Server();
     server.addService(grpcServiceDefinition(AggregatedDiscoveryService), ads.handlers);
     const port = await new Promise<number>((resolve, reject) =>
@@ -195,6 +216,58 @@ describe('istiod delta ADS server, per connection', () => {
       r = await answer;
       assert.deepEqual(r.removedResources, ['istio-system/wp']);
       assert.ok(got.every((x) => x.resources.every((y) => y.name === 'istio-system/wp')));
+      s.cancel();
+    },
+  );
+
+  test(
+    'a per-caller type (SDS): an authorization answered after a newer one is dropped, so a name allowed later is not taken back',
+    { timeout: 10_000 },
+    async () => {
+      ads.update(snapshot([]));
+      const s = open();
+      const next = (): Promise<DeltaDiscoveryResponse> =>
+        new Promise((resolve) => s.once('data', (r: DeltaDiscoveryResponse) => resolve(r)));
+      const asked = async (n: number): Promise<void> => {
+        while (generated.pending.length < n) await new Promise((r) => setImmediate(r));
+      };
+      s.write({ typeUrl: SECRET_TYPE });
+      await asked(1);
+      // A model change re-authorizes what the stream asked for (nothing yet) while the first answer is out.
+      ads.update(snapshot([]));
+      await asked(2);
+      s.write({ typeUrl: SECRET_TYPE, resourceNamesSubscribe: ['kubernetes-gateway://ns/cert'] });
+      await asked(3);
+      const [first, second, third] = generated.pending as [
+        HeldGenerator['pending'][number],
+        HeldGenerator['pending'][number],
+        HeldGenerator['pending'][number],
+      ];
+      assert.deepEqual(third.asked, ['kubernetes-gateway://ns/cert']);
+      const answer = next();
+      third.resolve(['kubernetes-gateway://ns/cert']);
+      const r = await answer;
+      assert.deepEqual(
+        r.resources.map((x) => x.name),
+        ['kubernetes-gateway://ns/cert'],
+      );
+      s.write({ typeUrl: SECRET_TYPE, responseNonce: r.nonce });
+      const seen: DeltaDiscoveryResponse[] = [];
+      s.on('data', (x: DeltaDiscoveryResponse) => seen.push(x));
+      first.resolve([]);
+      second.resolve([]);
+      // Had the stale answers (nothing allowed) been applied, a removal of the certificate would come before this.
+      generated.pending.length = 0;
+      const last = next();
+      s.write({ typeUrl: SECRET_TYPE, resourceNamesSubscribe: ['kubernetes-gateway://ns/other'] });
+      await asked(1);
+      generated.pending[0]!.resolve(['kubernetes-gateway://ns/cert', 'kubernetes-gateway://ns/other']);
+      await last;
+      assert.deepEqual(
+        seen.map((x) => [x.resources.map((y) => y.name), x.removedResources]),
+        [[['kubernetes-gateway://ns/other'], []]],
+        'the certificate was never withdrawn',
+      );
       s.cancel();
     },
   );

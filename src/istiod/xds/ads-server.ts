@@ -12,8 +12,9 @@ import type { Caller, CallerAuthenticator } from '../ca/authenticate.js';
 import { AUTHENTICATION_FAILURE, authenticatedCaller } from '../ca/authentication-interceptor.js';
 import { ADDRESS_TYPE, AUTHORIZATION_TYPE, type XdsResource } from './convert.js';
 import { WAYPOINT_TYPE } from './waypoint-resource.js';
+import { SECRET_TYPE, type CallerGenerator } from './secret-generator.js';
 
-export const SUPPORTED_TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE, WAYPOINT_TYPE] as const;
+export const SUPPORTED_TYPES = [ADDRESS_TYPE, AUTHORIZATION_TYPE, WAYPOINT_TYPE, SECRET_TYPE] as const;
 /** Types served only by name, each name only to callers of the namespace it begins with (`namespace/name`). */
 const NAMESPACED_TYPES: ReadonlySet<string> = new Set([WAYPOINT_TYPE]);
 export type Snapshot = ReadonlyMap<string, ReadonlyMap<string, XdsResource>>;
@@ -32,6 +33,10 @@ interface TypeState {
   answerDue: boolean;
   /** The names subscribed to; undefined: a wildcard subscription (every resource of the type). */
   readonly names: Set<string> | undefined;
+  /** A type served per caller: the names the client asked for, of which `names` holds those it may have. */
+  readonly wanted?: Set<string>;
+  /** The latest authorization of `wanted` started: an answer to an earlier one is stale and dropped. */
+  authorizing?: number;
 }
 
 interface Connection {
@@ -51,6 +56,10 @@ interface Connection {
  * reconnecting client is not re-sent what it holds, and per-connection pushes of only what changed (upserts by
  * version, removals by name).
  *
+ * Types a `CallerGenerator` serves (SDS Secrets) are answered per caller: each name the client subscribes to is
+ * authorized first (again whenever the model changes, so that a withdrawn permission takes the name away), and the
+ * resource is built for that caller.
+ *
  * Bounded per connection: a client that stops reading is not written to until its stream drains, and the
  * changes meanwhile go out as one diff; a spontaneous request on a type already subscribed is answered only
  * for the names it subscribes, as istiod's shouldRespondDelta does, so a client looping on subscriptions
@@ -67,6 +76,7 @@ export class AdsServer {
     private readonly auth: CallerAuthenticator,
     metrics: MetricsRegistry,
     private readonly log: Logger,
+    private readonly generators: ReadonlyMap<string, CallerGenerator> = new Map(),
   ) {
     const registers = [metrics];
     this.metrics = {
@@ -109,8 +119,37 @@ export class AdsServer {
     for (const waypointsFirst of [true, false])
       for (const c of this.conns)
         for (const [typeUrl, st] of c.types)
-          if ((typeUrl === WAYPOINT_TYPE) === waypointsFirst)
+          if ((typeUrl === WAYPOINT_TYPE) === waypointsFirst && !this.generators.has(typeUrl))
             this.push(c, typeUrl, st, first || touched === undefined ? undefined : (touched.get(typeUrl) ?? new Set()));
+    for (const c of this.conns) for (const typeUrl of this.generators.keys()) this.reauthorize(c, typeUrl);
+  }
+
+  /** Pushes what a generator's resources now say (a Secret changed) to every connection subscribed to its type. */
+  refresh(typeUrl: string): void {
+    for (const c of this.conns) {
+      const st = c.types.get(typeUrl);
+      if (st !== undefined) this.push(c, typeUrl, st);
+    }
+  }
+
+  /** Authorizes again what a connection asked for of a generator's type, and pushes what that changes. */
+  private reauthorize(c: Connection, typeUrl: string, added: readonly string[] = []): void {
+    const st = c.types.get(typeUrl);
+    const gen = this.generators.get(typeUrl);
+    if (st?.wanted === undefined || st.names === undefined || gen === undefined) return;
+    for (const n of added) st.wanted.add(n);
+    const asked = [...st.wanted];
+    const seq = (st.authorizing = (st.authorizing ?? 0) + 1);
+    void gen.authorize(c.caller, c.id, asked).then(
+      (allowed) => {
+        if (!this.conns.has(c) || st.authorizing !== seq) return;
+        st.names!.clear();
+        for (const n of allowed) if (st.wanted!.has(n)) st.names!.add(n);
+        this.push(c, typeUrl, st);
+      },
+      (e: unknown) =>
+        this.log.error({ connection: c.id, typeUrl, error: describeError(e) }, 'authorizing names failed'),
+    );
   }
 
   /** `/debug/connections`: who is connected and what each was last sent. */
@@ -182,9 +221,21 @@ export class AdsServer {
       return;
     }
     const st = c.types.get(typeUrl);
+    const generated = this.generators.has(typeUrl);
     const namespaced = NAMESPACED_TYPES.has(typeUrl);
     const subscribe = namespaced ? this.permitted(c, typeUrl, req.resourceNamesSubscribe) : req.resourceNamesSubscribe;
-    if (st?.names !== undefined) {
+    if (generated && st?.wanted !== undefined) {
+      for (const n of req.resourceNamesUnsubscribe) {
+        st.wanted.delete(n);
+        st.names?.delete(n);
+      }
+      if (req.responseNonce === '' || subscribe.length > 0 || req.resourceNamesUnsubscribe.length > 0) {
+        st.answerDue ||= req.responseNonce === '';
+        this.reauthorize(c, typeUrl, subscribe);
+      }
+    }
+    if (generated && st !== undefined && req.responseNonce === '') return;
+    if (st?.names !== undefined && !generated) {
       for (const n of subscribe) st.names.add(n);
       for (const n of req.resourceNamesUnsubscribe) st.names.delete(n);
     }
@@ -225,10 +276,15 @@ export class AdsServer {
       lastNack: undefined,
       requested: new Set(),
       answerDue: true,
-      names: namespaced || (subscribe.length > 0 && !subscribe.includes('*')) ? new Set(subscribe) : undefined,
+      names:
+        generated || namespaced || (subscribe.length > 0 && !subscribe.includes('*'))
+          ? new Set(generated ? [] : subscribe)
+          : undefined,
+      ...(generated ? { wanted: new Set<string>() } : {}),
     };
     c.types.set(typeUrl, fresh);
-    this.push(c, typeUrl, fresh);
+    if (generated) this.reauthorize(c, typeUrl, subscribe);
+    else this.push(c, typeUrl, fresh);
   }
 
   /**
@@ -249,7 +305,14 @@ export class AdsServer {
   /** Sends what `st` lacks of the snapshot; `only`: the names that may have changed since the last push. */
   private push(c: Connection, typeUrl: string, st: TypeState, only?: ReadonlySet<string>): void {
     if (c.blocked || this.snapshot === undefined) return;
-    const current = this.snapshot.get(typeUrl) ?? new Map<string, XdsResource>();
+    const gen = this.generators.get(typeUrl);
+    const current: Pick<ReadonlyMap<string, XdsResource>, 'get' | 'has' | 'values'> = gen === undefined
+      ? (this.snapshot.get(typeUrl) ?? new Map<string, XdsResource>())
+      : {
+          get: (n) => gen.resource(c.caller, n),
+          has: (n) => gen.resource(c.caller, n) !== undefined,
+          values: () => [][Symbol.iterator](),
+        };
     const changed = new Set<XdsResource>();
     const removed: string[] = [];
     const compare = (name: string, r: XdsResource | undefined): void => {

@@ -162,6 +162,14 @@ export function waypointResource(name: string, w: WaypointResourceModel): XdsRes
         outputClaimToHeaders: r.outputClaimToHeaders.map((c) => ({ ...c })),
       })),
     })),
+    listeners: w.listeners.map((l) => ({
+      name: l.name,
+      port: l.port,
+      protocol: l.protocol,
+      hostname: l.hostname,
+      credentialNames: [...l.credentialNames],
+      virtualHosts: l.virtualHosts.map((v) => ({ hostname: v.hostname, routes: v.routes.map(route) })),
+    })),
   });
   return { name, version: version(toBinary(WaypointSchema, msg)), resource: anyPack(WaypointSchema, msg) };
 }

@@ -56,7 +56,10 @@ const REMOVALS = { workload: 'removedWorkloads', service: 'removedServices', pol
  */
 export interface NamedSubscription {
   readonly typeUrl: string;
+  /** Read on each (re)connect, and again when the subscription says its names changed. */
   readonly names: readonly string[];
+  /** Given a function to call when `names` changed (a gateway's certificates follow its listeners). */
+  readonly watch?: (namesChanged: () => void) => void;
   readonly apply: (
     resources: readonly { readonly name: string; readonly resource: Any | undefined }[],
     removed: readonly string[],
@@ -99,6 +102,8 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
   private readonly held = new Map<string, Map<string, Held>>(TYPES.map((t) => [t, new Map()]));
   /** The named subscriptions by type, and the version held of each of their names. */
   private readonly named: ReadonlyMap<string, { sub: NamedSubscription; held: Map<string, string> }>;
+  /** The names of each named subscription as last sent on the current stream. */
+  private readonly subscribed = new Map<string, Set<string>>();
   private readonly acked = new Set<string>();
   private readonly backoff = new Backoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS);
   private client: Client | undefined;
@@ -112,6 +117,7 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
   ) {
     super();
     this.named = new Map((o.subscriptions ?? []).map((sub) => [sub.typeUrl, { sub, held: new Map() }]));
+    for (const [typeUrl, { sub }] of this.named) sub.watch?.(() => this.resubscribe(typeUrl));
     const registers = [metrics];
     this.metrics = {
       terminations: new Counter({
@@ -201,12 +207,28 @@ export class AdsClient extends EventEmitter<{ connected: [] }> {
         ...(i === 0 ? { node: { id: this.o.node.id, metadata: { ...this.o.node.metadata } } } : {}),
       });
     });
-    for (const [typeUrl, { sub, held }] of this.named)
+    for (const [typeUrl, { sub, held }] of this.named) {
+      this.subscribed.set(typeUrl, new Set(sub.names));
       call.write({
         typeUrl,
         resourceNamesSubscribe: [...sub.names],
-        initialResourceVersions: Object.fromEntries(held),
+        initialResourceVersions: Object.fromEntries([...held].filter(([n]) => sub.names.includes(n))),
       });
+    }
+  }
+
+  /** Tells istiod what a named subscription now wants: the names it gained and lost since the last request. */
+  private resubscribe(typeUrl: string): void {
+    const named = this.named.get(typeUrl);
+    const had = this.subscribed.get(typeUrl);
+    if (named === undefined || had === undefined || this.state.t !== 'streaming') return;
+    const want = new Set(named.sub.names);
+    const add = [...want].filter((n) => !had.has(n));
+    const drop = [...had].filter((n) => !want.has(n));
+    if (add.length === 0 && drop.length === 0) return;
+    for (const n of drop) named.held.delete(n);
+    this.subscribed.set(typeUrl, want);
+    this.state.call.write({ typeUrl, resourceNamesSubscribe: add, resourceNamesUnsubscribe: drop });
   }
 
   private retry(reason: string, backoff: boolean): void {

@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file amesh/waypoint/v1/waypoint.proto.
  */
 export const file_amesh_waypoint_v1_waypoint: GenFile = /*@__PURE__*/
-  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEi+AEKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbhJAChNleHRfYXV0aHpfcHJvdmlkZXJzGAQgAygLMiMuYW1lc2gud2F5cG9pbnQudjEuRXh0QXV0aHpQcm92aWRlciKUAgoQRXh0QXV0aHpQcm92aWRlchIMCgRuYW1lGAEgASgJEhEKCW5hbWVzcGFjZRgCIAEoCRIQCghob3N0bmFtZRgDIAEoCRIMCgRwb3J0GAQgASgNEioKB3RpbWVvdXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEQoJZmFpbF9vcGVuGAYgASgIEhcKD3N0YXR1c19vbl9lcnJvchgHIAEoDRIvCgRodHRwGAggASgLMh8uYW1lc2gud2F5cG9pbnQudjEuSHR0cEV4dEF1dGh6SAASLwoEZ3JwYxgJIAEoCzIfLmFtZXNoLndheXBvaW50LnYxLkdycGNFeHRBdXRoekgAQgUKA2FwaSLxAwoMSHR0cEV4dEF1dGh6EhMKC3BhdGhfcHJlZml4GAEgASgJEkUKIGluY2x1ZGVfcmVxdWVzdF9oZWFkZXJzX2luX2NoZWNrGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gScQojaW5jbHVkZV9hZGRpdGlvbmFsX2hlYWRlcnNfaW5fY2hlY2sYAyADKAsyRC5hbWVzaC53YXlwb2ludC52MS5IdHRwRXh0QXV0aHouSW5jbHVkZUFkZGl0aW9uYWxIZWFkZXJzSW5DaGVja0VudHJ5EkEKHGhlYWRlcnNfdG9fdXBzdHJlYW1fb25fYWxsb3cYBCADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBJCCh1oZWFkZXJzX3RvX2Rvd25zdHJlYW1fb25fZGVueRgFIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEkMKHmhlYWRlcnNfdG9fZG93bnN0cmVhbV9vbl9hbGxvdxgGIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoGkYKJEluY2x1ZGVBZGRpdGlvbmFsSGVhZGVyc0luQ2hlY2tFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIg4KDEdycGNFeHRBdXRoeiJiChVSZXF1ZXN0QXV0aGVudGljYXRpb24SDAoEbmFtZRgBIAEoCRIQCghzZXJ2aWNlcxgCIAMoCRIpCgVydWxlcxgDIAMoCzIaLmFtZXNoLndheXBvaW50LnYxLkp3dFJ1bGUisAIKB0p3dFJ1bGUSDgoGaXNzdWVyGAEgASgJEhEKCWF1ZGllbmNlcxgCIAMoCRIMCgRqd2tzGAMgASgJEhAKCGp3a3NfdXJpGAQgASgJEjIKDGZyb21faGVhZGVycxgFIAMoCzIcLmFtZXNoLndheXBvaW50LnYxLkp3dEhlYWRlchITCgtmcm9tX3BhcmFtcxgGIAMoCRIUCgxmcm9tX2Nvb2tpZXMYByADKAkSHgoWZm9yd2FyZF9vcmlnaW5hbF90b2tlbhgIIAEoCBIgChhvdXRwdXRfcGF5bG9hZF90b19oZWFkZXIYCSABKAkSQQoXb3V0cHV0X2NsYWltX3RvX2hlYWRlcnMYCiADKAsyIC5hbWVzaC53YXlwb2ludC52MS5DbGFpbVRvSGVhZGVyIikKCUp3dEhlYWRlchIMCgRuYW1lGAEgASgJEg4KBnByZWZpeBgCIAEoCSIuCg1DbGFpbVRvSGVhZGVyEg4KBmhlYWRlchgBIAEoCRINCgVjbGFpbRgCIAEoCSJsCg1TZXJ2aWNlUm91dGVzEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEigKBnJvdXRlcxgEIAMoCzIYLmFtZXNoLndheXBvaW50LnYxLlJvdXRlIp0DCgVSb3V0ZRIMCgRuYW1lGAEgASgJEi4KB21hdGNoZXMYAiADKAsyHS5hbWVzaC53YXlwb2ludC52MS5Sb3V0ZU1hdGNoEjoKD3JlcXVlc3RfaGVhZGVycxgDIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEjsKEHJlc3BvbnNlX2hlYWRlcnMYBCABKAsyIS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNb2RpZmllchItCgdmb3J3YXJkGAUgASgLMhouYW1lc2gud2F5cG9pbnQudjEuRm9yd2FyZEgAEi8KCHJlZGlyZWN0GAYgASgLMhsuYW1lc2gud2F5cG9pbnQudjEuUmVkaXJlY3RIABIXCg1kaXJlY3Rfc3RhdHVzGAcgASgNSAASLgoHcmV3cml0ZRgIIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLlVSTFJld3JpdGUSKgoHdGltZW91dBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbkIICgZhY3Rpb24irwEKClJvdXRlTWF0Y2gSKgoEcGF0aBgBIAEoCzIcLmFtZXNoLndheXBvaW50LnYxLlBhdGhNYXRjaBIvCgdoZWFkZXJzGAIgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSNAoMcXVlcnlfcGFyYW1zGAMgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSDgoGbWV0aG9kGAQgASgJIkcKCVBhdGhNYXRjaBIPCgVleGFjdBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSABCBgoEa2luZCJGCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg8KBWV4YWN0GAIgASgJSAASDwoFcmVnZXgYAyABKAlIAEIHCgV2YWx1ZSJwCg5IZWFkZXJNb2RpZmllchImCgNzZXQYASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXISJgoDYWRkGAIgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEg4KBnJlbW92ZRgDIAMoCSIlCgZIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSI3CgdGb3J3YXJkEiwKCGJhY2tlbmRzGAEgAygLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZCJMCgdCYWNrZW5kEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEg4KBndlaWdodBgEIAEoDSJ9CghSZWRpcmVjdBIOCgZzY2hlbWUYASABKAkSEAoIaG9zdG5hbWUYAiABKAkSDAoEcG9ydBgDIAEoDRIsCgRwYXRoGAQgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUSEwoLc3RhdHVzX2NvZGUYBSABKA0iNwoLUGF0aFJld3JpdGUSDgoEZnVsbBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAQgYKBGtpbmQiTAoKVVJMUmV3cml0ZRIQCghob3N0bmFtZRgBIAEoCRIsCgRwYXRoGAIgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUingEKBlBvbGljeRIMCgRuYW1lGAEgASgJEikKBmFjdGlvbhgCIAEoDjIZLmFtZXNoLndheXBvaW50LnYxLkFjdGlvbhIQCghwcm92aWRlchgDIAEoCRImCgVydWxlcxgEIAMoCzIXLmFtZXNoLndheXBvaW50LnYxLlJ1bGUSEAoIc2VydmljZXMYBSADKAkSDwoHZHJ5X3J1bhgGIAEoCCKFAQoEUnVsZRInCgRmcm9tGAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuU291cmNlEigKAnRvGAIgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuT3BlcmF0aW9uEioKBHdoZW4YAyADKAsyHC5hbWVzaC53YXlwb2ludC52MS5Db25kaXRpb24ikAQKBlNvdXJjZRIvCgpwcmluY2lwYWxzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X3ByaW5jaXBhbHMYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI3ChJyZXF1ZXN0X3ByaW5jaXBhbHMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI7ChZub3RfcmVxdWVzdF9wcmluY2lwYWxzGAQgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbmFtZXNwYWNlcxgFIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjMKDm5vdF9uYW1lc3BhY2VzGAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSKgoJaXBfYmxvY2tzGAcgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIuCg1ub3RfaXBfYmxvY2tzGAggAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIxChByZW1vdGVfaXBfYmxvY2tzGAkgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxI1ChRub3RfcmVtb3RlX2lwX2Jsb2NrcxgKIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MixQIKCU9wZXJhdGlvbhIqCgVob3N0cxgBIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9ob3N0cxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEg0KBXBvcnRzGAMgAygNEhEKCW5vdF9wb3J0cxgEIAMoDRIsCgdtZXRob2RzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMAoLbm90X21ldGhvZHMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCgVwYXRocxgHIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9wYXRocxgIIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoIsoBCglDb25kaXRpb24SCwoDa2V5GAEgASgJEisKBnZhbHVlcxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi8KCm5vdF92YWx1ZXMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBImCgVjaWRycxgEIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MSKgoJbm90X2NpZHJzGAUgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyo0CgZBY3Rpb24SCQoFQUxMT1cQABIICgRERU5ZEAESCQoFQVVESVQQAhIKCgZDVVNUT00QA2IGcHJvdG8z", [file_google_protobuf_duration, file_istio_security_authorization]);
+  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEiqAIKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbhJAChNleHRfYXV0aHpfcHJvdmlkZXJzGAQgAygLMiMuYW1lc2gud2F5cG9pbnQudjEuRXh0QXV0aHpQcm92aWRlchIuCglsaXN0ZW5lcnMYBSADKAsyGy5hbWVzaC53YXlwb2ludC52MS5MaXN0ZW5lciKbAQoITGlzdGVuZXISDAoEbmFtZRgBIAEoCRIMCgRwb3J0GAIgASgNEhAKCHByb3RvY29sGAMgASgJEhAKCGhvc3RuYW1lGAQgASgJEhgKEGNyZWRlbnRpYWxfbmFtZXMYBSADKAkSNQoNdmlydHVhbF9ob3N0cxgGIAMoCzIeLmFtZXNoLndheXBvaW50LnYxLlZpcnR1YWxIb3N0IkkKC1ZpcnR1YWxIb3N0EhAKCGhvc3RuYW1lGAEgASgJEigKBnJvdXRlcxgCIAMoCzIYLmFtZXNoLndheXBvaW50LnYxLlJvdXRlIpQCChBFeHRBdXRoelByb3ZpZGVyEgwKBG5hbWUYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEgwKBHBvcnQYBCABKA0SKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglmYWlsX29wZW4YBiABKAgSFwoPc3RhdHVzX29uX2Vycm9yGAcgASgNEi8KBGh0dHAYCCABKAsyHy5hbWVzaC53YXlwb2ludC52MS5IdHRwRXh0QXV0aHpIABIvCgRncnBjGAkgASgLMh8uYW1lc2gud2F5cG9pbnQudjEuR3JwY0V4dEF1dGh6SABCBQoDYXBpIvEDCgxIdHRwRXh0QXV0aHoSEwoLcGF0aF9wcmVmaXgYASABKAkSRQogaW5jbHVkZV9yZXF1ZXN0X2hlYWRlcnNfaW5fY2hlY2sYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBJxCiNpbmNsdWRlX2FkZGl0aW9uYWxfaGVhZGVyc19pbl9jaGVjaxgDIAMoCzJELmFtZXNoLndheXBvaW50LnYxLkh0dHBFeHRBdXRoei5JbmNsdWRlQWRkaXRpb25hbEhlYWRlcnNJbkNoZWNrRW50cnkSQQocaGVhZGVyc190b191cHN0cmVhbV9vbl9hbGxvdxgEIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEkIKHWhlYWRlcnNfdG9fZG93bnN0cmVhbV9vbl9kZW55GAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSQwoeaGVhZGVyc190b19kb3duc3RyZWFtX29uX2FsbG93GAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gaRgokSW5jbHVkZUFkZGl0aW9uYWxIZWFkZXJzSW5DaGVja0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiDgoMR3JwY0V4dEF1dGh6ImIKFVJlcXVlc3RBdXRoZW50aWNhdGlvbhIMCgRuYW1lGAEgASgJEhAKCHNlcnZpY2VzGAIgAygJEikKBXJ1bGVzGAMgAygLMhouYW1lc2gud2F5cG9pbnQudjEuSnd0UnVsZSKwAgoHSnd0UnVsZRIOCgZpc3N1ZXIYASABKAkSEQoJYXVkaWVuY2VzGAIgAygJEgwKBGp3a3MYAyABKAkSEAoIandrc191cmkYBCABKAkSMgoMZnJvbV9oZWFkZXJzGAUgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuSnd0SGVhZGVyEhMKC2Zyb21fcGFyYW1zGAYgAygJEhQKDGZyb21fY29va2llcxgHIAMoCRIeChZmb3J3YXJkX29yaWdpbmFsX3Rva2VuGAggASgIEiAKGG91dHB1dF9wYXlsb2FkX3RvX2hlYWRlchgJIAEoCRJBChdvdXRwdXRfY2xhaW1fdG9faGVhZGVycxgKIAMoCzIgLmFtZXNoLndheXBvaW50LnYxLkNsYWltVG9IZWFkZXIiKQoJSnd0SGVhZGVyEgwKBG5hbWUYASABKAkSDgoGcHJlZml4GAIgASgJIi4KDUNsYWltVG9IZWFkZXISDgoGaGVhZGVyGAEgASgJEg0KBWNsYWltGAIgASgJImwKDVNlcnZpY2VSb3V0ZXMSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SKAoGcm91dGVzGAQgAygLMhguYW1lc2gud2F5cG9pbnQudjEuUm91dGUinQMKBVJvdXRlEgwKBG5hbWUYASABKAkSLgoHbWF0Y2hlcxgCIAMoCzIdLmFtZXNoLndheXBvaW50LnYxLlJvdXRlTWF0Y2gSOgoPcmVxdWVzdF9oZWFkZXJzGAMgASgLMiEuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTW9kaWZpZXISOwoQcmVzcG9uc2VfaGVhZGVycxgEIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEi0KB2ZvcndhcmQYBSABKAsyGi5hbWVzaC53YXlwb2ludC52MS5Gb3J3YXJkSAASLwoIcmVkaXJlY3QYBiABKAsyGy5hbWVzaC53YXlwb2ludC52MS5SZWRpcmVjdEgAEhcKDWRpcmVjdF9zdGF0dXMYByABKA1IABIuCgdyZXdyaXRlGAggASgLMh0uYW1lc2gud2F5cG9pbnQudjEuVVJMUmV3cml0ZRIqCgd0aW1lb3V0GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uQggKBmFjdGlvbiKvAQoKUm91dGVNYXRjaBIqCgRwYXRoGAEgASgLMhwuYW1lc2gud2F5cG9pbnQudjEuUGF0aE1hdGNoEi8KB2hlYWRlcnMYAiADKAsyHi5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNYXRjaBI0CgxxdWVyeV9wYXJhbXMYAyADKAsyHi5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNYXRjaBIOCgZtZXRob2QYBCABKAkiRwoJUGF0aE1hdGNoEg8KBWV4YWN0GAEgASgJSAASEAoGcHJlZml4GAIgASgJSAASDwoFcmVnZXgYAyABKAlIAEIGCgRraW5kIkYKC0hlYWRlck1hdGNoEgwKBG5hbWUYASABKAkSDwoFZXhhY3QYAiABKAlIABIPCgVyZWdleBgDIAEoCUgAQgcKBXZhbHVlInAKDkhlYWRlck1vZGlmaWVyEiYKA3NldBgBIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLkhlYWRlchImCgNhZGQYAiADKAsyGS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXISDgoGcmVtb3ZlGAMgAygJIiUKBkhlYWRlchIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIjcKB0ZvcndhcmQSLAoIYmFja2VuZHMYASADKAsyGi5hbWVzaC53YXlwb2ludC52MS5CYWNrZW5kIkwKB0JhY2tlbmQSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SDgoGd2VpZ2h0GAQgASgNIn0KCFJlZGlyZWN0Eg4KBnNjaGVtZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEiwKBHBhdGgYBCABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZRITCgtzdGF0dXNfY29kZRgFIAEoDSI3CgtQYXRoUmV3cml0ZRIOCgRmdWxsGAEgASgJSAASEAoGcHJlZml4GAIgASgJSABCBgoEa2luZCJMCgpVUkxSZXdyaXRlEhAKCGhvc3RuYW1lGAEgASgJEiwKBHBhdGgYAiABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZSKeAQoGUG9saWN5EgwKBG5hbWUYASABKAkSKQoGYWN0aW9uGAIgASgOMhkuYW1lc2gud2F5cG9pbnQudjEuQWN0aW9uEhAKCHByb3ZpZGVyGAMgASgJEiYKBXJ1bGVzGAQgAygLMhcuYW1lc2gud2F5cG9pbnQudjEuUnVsZRIQCghzZXJ2aWNlcxgFIAMoCRIPCgdkcnlfcnVuGAYgASgIIoUBCgRSdWxlEicKBGZyb20YASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5Tb3VyY2USKAoCdG8YAiADKAsyHC5hbWVzaC53YXlwb2ludC52MS5PcGVyYXRpb24SKgoEd2hlbhgDIAMoCzIcLmFtZXNoLndheXBvaW50LnYxLkNvbmRpdGlvbiKQBAoGU291cmNlEi8KCnByaW5jaXBhbHMYASADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIzCg5ub3RfcHJpbmNpcGFscxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjcKEnJlcXVlc3RfcHJpbmNpcGFscxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjsKFm5vdF9yZXF1ZXN0X3ByaW5jaXBhbHMYBCADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIvCgpuYW1lc3BhY2VzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X25hbWVzcGFjZXMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCglpcF9ibG9ja3MYByADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEi4KDW5vdF9pcF9ibG9ja3MYCCADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjEKEHJlbW90ZV9pcF9ibG9ja3MYCSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjUKFG5vdF9yZW1vdGVfaXBfYmxvY2tzGAogAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyLFAgoJT3BlcmF0aW9uEioKBWhvc3RzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X2hvc3RzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSDQoFcG9ydHMYAyADKA0SEQoJbm90X3BvcnRzGAQgAygNEiwKB21ldGhvZHMYBSADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIwCgtub3RfbWV0aG9kcxgGIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEioKBXBhdGhzGAcgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X3BhdGhzGAggAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2giygEKCUNvbmRpdGlvbhILCgNrZXkYASABKAkSKwoGdmFsdWVzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbm90X3ZhbHVlcxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEiYKBWNpZHJzGAQgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIqCglub3RfY2lkcnMYBSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzKjQKBkFjdGlvbhIJCgVBTExPVxAAEggKBERFTlkQARIJCgVBVURJVBACEgoKBkNVU1RPTRADYgZwcm90bzM", [file_google_protobuf_duration, file_istio_security_authorization]);
 
 /**
  * @generated from message amesh.waypoint.v1.Waypoint
@@ -53,6 +53,13 @@ export type Waypoint = Message<"amesh.waypoint.v1.Waypoint"> & {
    * @generated from field: repeated amesh.waypoint.v1.ExtAuthzProvider ext_authz_providers = 4;
    */
   extAuthzProviders: ExtAuthzProvider[];
+
+  /**
+   * An ingress gateway's listeners (a Gateway of the `istio` class); a waypoint has none.
+   *
+   * @generated from field: repeated amesh.waypoint.v1.Listener listeners = 5;
+   */
+  listeners: Listener[];
 };
 
 /**
@@ -61,6 +68,88 @@ export type Waypoint = Message<"amesh.waypoint.v1.Waypoint"> & {
  */
 export const WaypointSchema: GenMessage<Waypoint> = /*@__PURE__*/
   messageDesc(file_amesh_waypoint_v1_waypoint, 0);
+
+/**
+ * One listener of an ingress gateway: the Gateway's listener, with the routes attached to it.
+ *
+ * @generated from message amesh.waypoint.v1.Listener
+ */
+export type Listener = Message<"amesh.waypoint.v1.Listener"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: uint32 port = 2;
+   */
+  port: number;
+
+  /**
+   * HTTP, or HTTPS (TLS terminated by the gateway, then HTTP).
+   *
+   * @generated from field: string protocol = 3;
+   */
+  protocol: string;
+
+  /**
+   * The listener's hostname, exact or `*.suffix`; empty: any. An HTTPS listener takes the TLS connections whose SNI
+   * it matches (the most specific listener of the port wins).
+   *
+   * @generated from field: string hostname = 4;
+   */
+  hostname: string;
+
+  /**
+   * HTTPS: the certificates, as SDS resource names (`kubernetes-gateway://<namespace>/<Secret>`) istiod serves as
+   * `envoy.extensions.transport_sockets.tls.v3.Secret` to this gateway only. Listed only when the reference is
+   * permitted (same namespace, or a ReferenceGrant).
+   *
+   * @generated from field: repeated string credential_names = 5;
+   */
+  credentialNames: string[];
+
+  /**
+   * By hostname; a request takes the virtual host its Host matches exactly, else the longest `*.suffix`, else `*`.
+   * No virtual host matching: 404.
+   *
+   * @generated from field: repeated amesh.waypoint.v1.VirtualHost virtual_hosts = 6;
+   */
+  virtualHosts: VirtualHost[];
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.Listener.
+ * Use `create(ListenerSchema)` to create a new message.
+ */
+export const ListenerSchema: GenMessage<Listener> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 1);
+
+/**
+ * @generated from message amesh.waypoint.v1.VirtualHost
+ */
+export type VirtualHost = Message<"amesh.waypoint.v1.VirtualHost"> & {
+  /**
+   * Exact, `*.suffix`, or `*` for any.
+   *
+   * @generated from field: string hostname = 1;
+   */
+  hostname: string;
+
+  /**
+   * In precedence order, as a ServiceRoutes' routes.
+   *
+   * @generated from field: repeated amesh.waypoint.v1.Route routes = 2;
+   */
+  routes: Route[];
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.VirtualHost.
+ * Use `create(VirtualHostSchema)` to create a new message.
+ */
+export const VirtualHostSchema: GenMessage<VirtualHost> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 2);
 
 /**
  * An ext_authz provider (meshConfig `envoyExtAuthzHttp` or `envoyExtAuthzGrpc`), asked about each request a CUSTOM
@@ -135,7 +224,7 @@ export type ExtAuthzProvider = Message<"amesh.waypoint.v1.ExtAuthzProvider"> & {
  * Use `create(ExtAuthzProviderSchema)` to create a new message.
  */
 export const ExtAuthzProviderSchema: GenMessage<ExtAuthzProvider> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 1);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 3);
 
 /**
  * @generated from message amesh.waypoint.v1.HttpExtAuthz
@@ -189,7 +278,7 @@ export type HttpExtAuthz = Message<"amesh.waypoint.v1.HttpExtAuthz"> & {
  * Use `create(HttpExtAuthzSchema)` to create a new message.
  */
 export const HttpExtAuthzSchema: GenMessage<HttpExtAuthz> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 2);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 4);
 
 /**
  * @generated from message amesh.waypoint.v1.GrpcExtAuthz
@@ -202,7 +291,7 @@ export type GrpcExtAuthz = Message<"amesh.waypoint.v1.GrpcExtAuthz"> & {
  * Use `create(GrpcExtAuthzSchema)` to create a new message.
  */
 export const GrpcExtAuthzSchema: GenMessage<GrpcExtAuthz> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 3);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 5);
 
 /**
  * One RequestAuthentication: the JWTs a request may carry, and how each is checked.
@@ -235,7 +324,7 @@ export type RequestAuthentication = Message<"amesh.waypoint.v1.RequestAuthentica
  * Use `create(RequestAuthenticationSchema)` to create a new message.
  */
 export const RequestAuthenticationSchema: GenMessage<RequestAuthentication> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 4);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 6);
 
 /**
  * @generated from message amesh.waypoint.v1.JwtRule
@@ -307,7 +396,7 @@ export type JwtRule = Message<"amesh.waypoint.v1.JwtRule"> & {
  * Use `create(JwtRuleSchema)` to create a new message.
  */
 export const JwtRuleSchema: GenMessage<JwtRule> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 5);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 7);
 
 /**
  * @generated from message amesh.waypoint.v1.JwtHeader
@@ -331,7 +420,7 @@ export type JwtHeader = Message<"amesh.waypoint.v1.JwtHeader"> & {
  * Use `create(JwtHeaderSchema)` to create a new message.
  */
 export const JwtHeaderSchema: GenMessage<JwtHeader> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 6);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 8);
 
 /**
  * @generated from message amesh.waypoint.v1.ClaimToHeader
@@ -353,7 +442,7 @@ export type ClaimToHeader = Message<"amesh.waypoint.v1.ClaimToHeader"> & {
  * Use `create(ClaimToHeaderSchema)` to create a new message.
  */
 export const ClaimToHeaderSchema: GenMessage<ClaimToHeader> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 7);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 9);
 
 /**
  * The routes of one Service: the rules of every HTTPRoute whose parentRef is the Service.
@@ -391,7 +480,7 @@ export type ServiceRoutes = Message<"amesh.waypoint.v1.ServiceRoutes"> & {
  * Use `create(ServiceRoutesSchema)` to create a new message.
  */
 export const ServiceRoutesSchema: GenMessage<ServiceRoutes> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 8);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 10);
 
 /**
  * @generated from message amesh.waypoint.v1.Route
@@ -466,7 +555,7 @@ export type Route = Message<"amesh.waypoint.v1.Route"> & {
  * Use `create(RouteSchema)` to create a new message.
  */
 export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 9);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 11);
 
 /**
  * Every part that is set must hold.
@@ -502,7 +591,7 @@ export type RouteMatch = Message<"amesh.waypoint.v1.RouteMatch"> & {
  * Use `create(RouteMatchSchema)` to create a new message.
  */
 export const RouteMatchSchema: GenMessage<RouteMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 10);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
 
 /**
  * @generated from message amesh.waypoint.v1.PathMatch
@@ -541,7 +630,7 @@ export type PathMatch = Message<"amesh.waypoint.v1.PathMatch"> & {
  * Use `create(PathMatchSchema)` to create a new message.
  */
 export const PathMatchSchema: GenMessage<PathMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 11);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderMatch
@@ -579,7 +668,7 @@ export type HeaderMatch = Message<"amesh.waypoint.v1.HeaderMatch"> & {
  * Use `create(HeaderMatchSchema)` to create a new message.
  */
 export const HeaderMatchSchema: GenMessage<HeaderMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderModifier
@@ -606,7 +695,7 @@ export type HeaderModifier = Message<"amesh.waypoint.v1.HeaderModifier"> & {
  * Use `create(HeaderModifierSchema)` to create a new message.
  */
 export const HeaderModifierSchema: GenMessage<HeaderModifier> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
 
 /**
  * @generated from message amesh.waypoint.v1.Header
@@ -628,7 +717,7 @@ export type Header = Message<"amesh.waypoint.v1.Header"> & {
  * Use `create(HeaderSchema)` to create a new message.
  */
 export const HeaderSchema: GenMessage<Header> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
 
 /**
  * @generated from message amesh.waypoint.v1.Forward
@@ -647,7 +736,7 @@ export type Forward = Message<"amesh.waypoint.v1.Forward"> & {
  * Use `create(ForwardSchema)` to create a new message.
  */
 export const ForwardSchema: GenMessage<Forward> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
 
 /**
  * A backendRef istiod could not resolve has no hostname: its share of the requests is answered 500.
@@ -681,7 +770,7 @@ export type Backend = Message<"amesh.waypoint.v1.Backend"> & {
  * Use `create(BackendSchema)` to create a new message.
  */
 export const BackendSchema: GenMessage<Backend> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 18);
 
 /**
  * @generated from message amesh.waypoint.v1.Redirect
@@ -722,7 +811,7 @@ export type Redirect = Message<"amesh.waypoint.v1.Redirect"> & {
  * Use `create(RedirectSchema)` to create a new message.
  */
 export const RedirectSchema: GenMessage<Redirect> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 19);
 
 /**
  * @generated from message amesh.waypoint.v1.PathRewrite
@@ -753,7 +842,7 @@ export type PathRewrite = Message<"amesh.waypoint.v1.PathRewrite"> & {
  * Use `create(PathRewriteSchema)` to create a new message.
  */
 export const PathRewriteSchema: GenMessage<PathRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 18);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 20);
 
 /**
  * @generated from message amesh.waypoint.v1.URLRewrite
@@ -775,7 +864,7 @@ export type URLRewrite = Message<"amesh.waypoint.v1.URLRewrite"> & {
  * Use `create(URLRewriteSchema)` to create a new message.
  */
 export const URLRewriteSchema: GenMessage<URLRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 19);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 21);
 
 /**
  * @generated from message amesh.waypoint.v1.Policy
@@ -825,7 +914,7 @@ export type Policy = Message<"amesh.waypoint.v1.Policy"> & {
  * Use `create(PolicySchema)` to create a new message.
  */
 export const PolicySchema: GenMessage<Policy> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 20);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 22);
 
 /**
  * Every part holds: one of `from`, one of `to` and each of `when`. An empty list holds.
@@ -854,7 +943,7 @@ export type Rule = Message<"amesh.waypoint.v1.Rule"> & {
  * Use `create(RuleSchema)` to create a new message.
  */
 export const RuleSchema: GenMessage<Rule> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 21);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 23);
 
 /**
  * Each list that is not empty must hold: one of its values, or none of a `not_` list's.
@@ -922,7 +1011,7 @@ export type Source = Message<"amesh.waypoint.v1.Source"> & {
  * Use `create(SourceSchema)` to create a new message.
  */
 export const SourceSchema: GenMessage<Source> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 22);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 24);
 
 /**
  * @generated from message amesh.waypoint.v1.Operation
@@ -978,7 +1067,7 @@ export type Operation = Message<"amesh.waypoint.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 23);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 25);
 
 /**
  * @generated from message amesh.waypoint.v1.Condition
@@ -1021,7 +1110,7 @@ export type Condition = Message<"amesh.waypoint.v1.Condition"> & {
  * Use `create(ConditionSchema)` to create a new message.
  */
 export const ConditionSchema: GenMessage<Condition> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 24);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 26);
 
 /**
  * @generated from enum amesh.waypoint.v1.Action

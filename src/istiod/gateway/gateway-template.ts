@@ -1,14 +1,21 @@
 /**
- * The objects istiod's deployment controller creates for a waypoint Gateway: its ServiceAccount, Deployment and
- * Service, as Istio's `waypoint` injection template renders them (istio
- * `manifests/charts/istio-control/istio-discovery/files/waypoint.yaml`, filled in by
+ * The objects istiod's deployment controller creates for a Gateway: its ServiceAccount, Deployment and Service, as
+ * Istio's injection templates render them (istio `manifests/charts/istio-control/istio-discovery/files/waypoint.yaml`
+ * for the `istio-waypoint` class, `kube-gateway.yaml` for the `istio` class, filled in by
  * `pilot/pkg/config/kube/gatewaycommon/deploymentcontroller.go`): the same names, labels, annotations, ports,
- * probes, environment and volumes. The HorizontalPodAutoscaler and PodDisruptionBudget the template also holds are
+ * probes, environment and volumes. The HorizontalPodAutoscaler and PodDisruptionBudget the templates also hold are
  * rendered by Istio only when a class or parameters overlay asks for them; amesh renders none.
  *
+ * The two templates differ where Istio's do: a waypoint is named after its Gateway, runs `proxy waypoint`, is not
+ * captured (`istio.io/dataplane-mode: none`) and has a ClusterIP Service; an ingress gateway is named
+ * `<Gateway>-<class>`, runs `proxy router`, lets its unprivileged user bind low ports (the pod's
+ * `net.ipv4.ip_unprivileged_port_start` sysctl) and has a LoadBalancer Service unless the Gateway's
+ * `networking.istio.io/service-type` annotation says otherwise, at `spec.addresses[0]` when that is an IP.
+ *
  * Where amesh differs: the container runs amesh's image (`global.proxy.image` is `amesh`) with `amesh` as its
- * command and Istio's `proxy waypoint` arguments, and the Go runtime's `GOMEMLIMIT` is not set.
+ * command and Istio's arguments, and the Go runtime's `GOMEMLIMIT` is not set.
  */
+import { isIP } from 'node:net';
 import { ISTIOD_GRPC_PORT } from '../../lib/istio-ports.js';
 import { GATEWAY_MANAGED_LABEL, GATEWAY_NAME_LABEL } from '../model/waypoints.js';
 
@@ -38,6 +45,7 @@ export interface TemplateGateway {
   readonly spec: {
     readonly gatewayClassName: string;
     readonly listeners: readonly { readonly name: string; readonly port: number; readonly protocol: string }[];
+    readonly addresses?: readonly { readonly type?: string | undefined; readonly value?: string | undefined }[];
     readonly infrastructure?: {
       readonly labels?: Readonly<Record<string, string>>;
       readonly annotations?: Readonly<Record<string, string>>;
@@ -62,13 +70,37 @@ export interface TemplateValues {
   readonly pilotCertProvider: string;
   readonly logLevel: string;
   readonly logAsJson: boolean;
+  /** `global.proxy.logLevel` and `global.proxy.componentLogLevel`: Envoy's levels, handed to a gateway's proxy. */
+  readonly proxyLogLevel: string;
+  readonly proxyComponentLogLevel: string;
   /** `global.waypoint`: affinity, nodeSelector, tolerations, topologySpreadConstraints, resources. */
   readonly waypoint: Readonly<Record<string, unknown>>;
 }
 
-/** The name of the Deployment, Service and (unless overridden) ServiceAccount: the Gateway's own for a waypoint. */
-export function waypointNames(gw: TemplateGateway): { deployment: string; serviceAccount: string } {
-  const deployment = gw.metadata.annotations['gateway.istio.io/name-override'] ?? gw.metadata.name;
+/** What a class's controller renders (istio `pilot/pkg/config/kube/gatewaycommon/classinfo.go` `ClassInfo`). */
+export interface ClassTemplate {
+  readonly template: 'waypoint' | 'kube-gateway';
+  /** The `gateway.istio.io/managed` value. */
+  readonly controllerLabel: string;
+  /** Whether names get `-<class>` appended (not for waypoints). */
+  readonly nameSuffix: boolean;
+  readonly defaultServiceType: 'ClusterIP' | 'LoadBalancer';
+}
+
+/**
+ * The name of the Deployment, Service and (unless overridden) ServiceAccount: `gateway.istio.io/name-override`, else
+ * the Gateway's (a waypoint's) or `<Gateway>-<class>` (istio `GetDefaultName`).
+ */
+export function gatewayNames(
+  gw: {
+    readonly metadata: { readonly name: string; readonly annotations: Readonly<Record<string, string>> };
+    readonly spec: { readonly gatewayClassName: string };
+  },
+  cls: { readonly nameSuffix: boolean },
+): { deployment: string; serviceAccount: string } {
+  const deployment =
+    gw.metadata.annotations['gateway.istio.io/name-override'] ??
+    (cls.nameSuffix ? `${gw.metadata.name}-${gw.spec.gatewayClassName}` : gw.metadata.name);
   return { deployment, serviceAccount: gw.metadata.annotations['gateway.istio.io/service-account'] ?? deployment };
 }
 
@@ -90,10 +122,11 @@ function servicePorts(gw: TemplateGateway): Obj[] {
 
 const field = (name: string, fieldPath: string): Obj => ({ name, valueFrom: { fieldRef: { fieldPath } } });
 
-/** ServiceAccount, Deployment and Service for `gw`, each labelled `gateway.istio.io/managed: <controllerLabel>`. */
-export function renderWaypoint(gw: TemplateGateway, v: TemplateValues, controllerLabel: string): Obj[] {
+/** ServiceAccount, Deployment and Service for `gw`, as its class's template renders them. */
+export function renderGateway(gw: TemplateGateway, v: TemplateValues, cls: ClassTemplate): Obj[] {
   const { name, namespace, uid } = gw.metadata;
-  const { deployment, serviceAccount } = waypointNames(gw);
+  const { deployment, serviceAccount } = gatewayNames(gw, cls);
+  const waypoint = cls.template === 'waypoint';
   const infraLabels = { ...gw.metadata.labels, ...gw.spec.infrastructure?.labels };
   const infraAnnotations = Object.fromEntries(
     Object.entries({ ...gw.metadata.annotations, ...gw.spec.infrastructure?.annotations }).filter(
@@ -101,7 +134,7 @@ export function renderWaypoint(gw: TemplateGateway, v: TemplateValues, controlle
     ),
   );
   const gatewayLabels = { [GATEWAY_NAME_LABEL]: name, [GATEWAY_CLASS_NAME_LABEL]: gw.spec.gatewayClassName };
-  const managed = { [GATEWAY_MANAGED_LABEL]: controllerLabel };
+  const managed = { [GATEWAY_MANAGED_LABEL]: cls.controllerLabel };
   const owner = [{ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'Gateway', name, uid }];
   const meta = (objName: string, labels: Obj, annotations: Obj = infraAnnotations): Obj => ({
     name: objName,
@@ -110,11 +143,15 @@ export function renderWaypoint(gw: TemplateGateway, v: TemplateValues, controlle
     labels,
     ownerReferences: owner,
   });
+  const type = gw.metadata.annotations['networking.istio.io/service-type'] ?? cls.defaultServiceType;
+  const first = gw.spec.addresses?.[0]?.value;
+  const requestedIp = first !== undefined && isIP(first) !== 0 ? first : undefined;
   const wp = v.waypoint;
   const optional = (key: string): Obj => (wp[key] === undefined || wp[key] === null ? {} : { [key]: wp[key] });
   const env: Obj[] = [
-    field('ISTIO_META_SERVICE_ACCOUNT', 'spec.serviceAccountName'),
-    field('ISTIO_META_NODE_NAME', 'spec.nodeName'),
+    ...(waypoint
+      ? [field('ISTIO_META_SERVICE_ACCOUNT', 'spec.serviceAccountName'), field('ISTIO_META_NODE_NAME', 'spec.nodeName')]
+      : []),
     { name: 'PILOT_CERT_PROVIDER', value: v.pilotCertProvider },
     { name: 'CA_ADDR', value: v.caAddress },
     field('POD_NAME', 'metadata.name'),
@@ -124,7 +161,14 @@ export function renderWaypoint(gw: TemplateGateway, v: TemplateValues, controlle
     field('HOST_IP', 'status.hostIP'),
     { name: 'ISTIO_CPU_LIMIT', valueFrom: { resourceFieldRef: { resource: 'limits.cpu', divisor: '1' } } },
     { name: 'PROXY_CONFIG', value: JSON.stringify({ discoveryAddress: v.caAddress }) },
+    ...(waypoint
+      ? []
+      : [
+          { name: 'ISTIO_META_POD_PORTS', value: '[]' },
+          { name: 'ISTIO_META_APP_CONTAINERS', value: '' },
+        ]),
     { name: 'ISTIO_META_CLUSTER_ID', value: v.clusterId },
+    ...(waypoint ? [] : [field('ISTIO_META_NODE_NAME', 'spec.nodeName')]),
     ...(v.network === '' ? [] : [{ name: 'ISTIO_META_NETWORK', value: v.network }]),
     { name: 'ISTIO_META_INTERCEPTION_MODE', value: 'REDIRECT' },
     { name: 'ISTIO_META_WORKLOAD_NAME', value: deployment },
@@ -149,7 +193,7 @@ export function renderWaypoint(gw: TemplateGateway, v: TemplateValues, controlle
     {
       apiVersion: 'v1',
       kind: 'ServiceAccount',
-      metadata: meta(serviceAccount, { ...infraLabels, ...gatewayLabels, ...managed }),
+      metadata: meta(serviceAccount, { ...infraLabels, ...gatewayLabels, ...(waypoint ? managed : {}) }),
     },
     {
       apiVersion: 'apps/v1',
@@ -168,7 +212,7 @@ export function renderWaypoint(gw: TemplateGateway, v: TemplateValues, controlle
             },
             labels: {
               'sidecar.istio.io/inject': 'false',
-              'istio.io/dataplane-mode': 'none',
+              ...(waypoint ? { 'istio.io/dataplane-mode': 'none' } : {}),
               'service.istio.io/canonical-name': deployment,
               'service.istio.io/canonical-revision': 'latest',
               ...infraLabels,
@@ -177,10 +221,14 @@ export function renderWaypoint(gw: TemplateGateway, v: TemplateValues, controlle
             },
           },
           spec: {
-            ...optional('affinity'),
-            ...optional('topologySpreadConstraints'),
-            ...optional('nodeSelector'),
-            ...optional('tolerations'),
+            ...(waypoint
+              ? {
+                  ...optional('affinity'),
+                  ...optional('topologySpreadConstraints'),
+                  ...optional('nodeSelector'),
+                  ...optional('tolerations'),
+                }
+              : { securityContext: { sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }] } }),
             serviceAccountName: serviceAccount,
             containers: [
               {
@@ -195,17 +243,18 @@ export function renderWaypoint(gw: TemplateGateway, v: TemplateValues, controlle
                 command: ['amesh'],
                 args: [
                   'proxy',
-                  'waypoint',
+                  waypoint ? 'waypoint' : 'router',
                   '--domain',
                   `$(POD_NAMESPACE).svc.${v.clusterDomain}`,
-                  '--serviceCluster',
-                  `${serviceAccount}.$(POD_NAMESPACE)`,
+                  ...(waypoint
+                    ? ['--serviceCluster', `${serviceAccount}.$(POD_NAMESPACE)`]
+                    : ['--proxyLogLevel', v.proxyLogLevel, '--proxyComponentLogLevel', v.proxyComponentLogLevel]),
                   '--log_output_level',
                   v.logLevel,
                   ...(v.logAsJson ? ['--log_as_json'] : []),
                 ],
                 env,
-                ...optional('resources'),
+                ...(waypoint ? optional('resources') : {}),
                 startupProbe: probe(30, 1, 1),
                 readinessProbe: probe(4, 15, 0),
                 securityContext: {
@@ -257,21 +306,34 @@ export function renderWaypoint(gw: TemplateGateway, v: TemplateValues, controlle
         },
       },
     },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: meta(
-        deployment,
-        { ...infraLabels, ...gatewayLabels, ...managed },
-        { 'networking.istio.io/traffic-distribution': 'PreferClose', ...infraAnnotations },
-      ),
-      spec: {
-        ipFamilyPolicy: 'PreferDualStack',
-        ports: servicePorts(gw),
-        selector: { [GATEWAY_NAME_LABEL]: name },
-        type: 'ClusterIP',
-      },
-    },
+    waypoint
+      ? {
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: meta(
+            deployment,
+            { ...infraLabels, ...gatewayLabels, ...managed },
+            { 'networking.istio.io/traffic-distribution': 'PreferClose', ...infraAnnotations },
+          ),
+          spec: {
+            ipFamilyPolicy: 'PreferDualStack',
+            ports: servicePorts(gw),
+            selector: { [GATEWAY_NAME_LABEL]: name },
+            type: 'ClusterIP',
+          },
+        }
+      : {
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: meta(deployment, { ...infraLabels, ...gatewayLabels }),
+          spec: {
+            ipFamilyPolicy: 'PreferDualStack',
+            ports: servicePorts(gw),
+            selector: { [GATEWAY_NAME_LABEL]: name },
+            ...(type === 'LoadBalancer' && requestedIp !== undefined ? { loadBalancerIP: requestedIp } : {}),
+            type,
+          },
+        },
   ];
 }
 

@@ -1,0 +1,115 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  attach,
+  attachParent,
+  certificateRef,
+  gatewayListeners,
+  gatewayShape,
+  grantShape,
+  listenerHostnames,
+  routeShape,
+} from './gateway-listeners.js';
+import type { RouteModel } from './http-routes.js';
+
+const gw = gatewayShape('ingress', 'gw', {
+  gatewayClassName: 'istio',
+  listeners: [
+    { name: 'http', port: 80, protocol: 'HTTP', allowedRoutes: { namespaces: { from: 'All' } } },
+    {
+      name: 'https',
+      port: 443,
+      protocol: 'HTTPS',
+      hostname: '*.example.com',
+      tls: { certificateRefs: [{ name: 'cert' }, { name: 'far', namespace: 'certs' }] },
+    },
+    { name: 'tls', port: 9443, protocol: 'TLS', tls: { mode: 'Passthrough' } },
+  ],
+});
+const [http, https] = gw.listeners as [(typeof gw.listeners)[number], (typeof gw.listeners)[number]];
+const none = new Map<string, Record<string, string>>();
+
+test('hostnames meet as the Gateway API says: the more specific name of each pair, a wildcard covering only names below it', () => {
+  assert.deepEqual(listenerHostnames(https, ['a.example.com', 'x.a.example.com', 'example.com', 'other.test']), [
+    'a.example.com',
+    'x.a.example.com',
+  ]);
+  assert.deepEqual(listenerHostnames(https, ['*.a.example.com', '*.com']), ['*.a.example.com', '*.example.com']);
+  assert.deepEqual(listenerHostnames(https, []), ['*.example.com'], "a route without hostnames takes the listener's");
+  assert.deepEqual(listenerHostnames(http, []), ['*']);
+});
+
+test("a route of another namespace attaches only where allowedRoutes admits it, with Istio's reasons", () => {
+  const route = routeShape('HTTPRoute', 'app', 'r', {
+    parentRefs: [{ name: 'gw', namespace: 'ingress' }],
+    hostnames: ['a.example.com'],
+  });
+  const ref = route.parentRefs[0]!;
+  assert.deepEqual(attach(route, ref, gw, http, none), { attached: true, hostnames: ['a.example.com'] });
+  assert.deepEqual(attach(route, ref, gw, https, none), {
+    attached: false,
+    reason: 'NotAllowedByListeners',
+    message: 'hostnames matched parent hostname "*.example.com", but namespace "app" is not allowed by the parent',
+  });
+  const other = routeShape('HTTPRoute', 'ingress', 'o', {
+    parentRefs: [{ name: 'gw', sectionName: 'https' }],
+    hostnames: ['other.test'],
+  });
+  assert.deepEqual(attachParent(other, other.parentRefs[0]!, gw, none).outcome, {
+    attached: false,
+    reason: 'NoMatchingListenerHostname',
+    message: 'no hostnames matched parent hostname "*.example.com"',
+  });
+  const tcp = routeShape('TCPRoute', 'ingress', 't', { parentRefs: [{ name: 'gw', port: 80 }] });
+  assert.equal(attachParent(tcp, tcp.parentRefs[0]!, gw, none).outcome.attached, false);
+});
+
+test('a certificateRef to another namespace needs a ReferenceGrant there for Gateways of this one; only Secrets are certificates', () => {
+  const refs = https.tls!.certificateRefs;
+  assert.deepEqual(certificateRef(refs[0]!, gw, []), {
+    ok: true,
+    namespace: 'ingress',
+    name: 'cert',
+    credential: 'kubernetes-gateway://ingress/cert',
+  });
+  assert.equal((certificateRef(refs[1]!, gw, []) as { reason: string }).reason, 'RefNotPermitted');
+  const grant = grantShape('certs', {
+    from: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: 'ingress' }],
+    to: [{ group: '', kind: 'Secret' }],
+  });
+  assert.equal(certificateRef(refs[1]!, gw, [grant]).ok, true);
+  const elsewhere = grantShape('certs', {
+    ...grant,
+    from: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: 'app' }],
+    to: [{ group: '', kind: 'Secret' }],
+  });
+  assert.equal(certificateRef(refs[1]!, gw, [elsewhere]).ok, false, 'a grant to another namespace does not count');
+  assert.equal(
+    (certificateRef({ kind: 'ConfigMap', name: 'cm' }, gw, []) as { reason: string }).reason,
+    'InvalidCertificateRef',
+  );
+});
+
+test('listeners: HTTP and HTTPS are served with their permitted certificates and virtual hosts; TLS passthrough is left out', () => {
+  const route = (name: string): RouteModel => ({
+    name,
+    matches: [],
+    requestHeaders: undefined,
+    responseHeaders: undefined,
+    action: { directStatus: 200 },
+    rewrite: undefined,
+    timeoutMs: undefined,
+  });
+  const shape = routeShape('HTTPRoute', 'ingress', 'r', {
+    parentRefs: [{ name: 'gw' }],
+    hostnames: ['b.example.com', 'a.example.com'],
+  });
+  const out = gatewayListeners(gw, [{ shape, routes: [route('ingress/r.0')] }], [], none);
+  assert.deepEqual(
+    out.map((l) => [l.name, l.credentialNames, l.virtualHosts.map((v) => v.hostname)]),
+    [
+      ['http', [], ['a.example.com', 'b.example.com']],
+      ['https', ['kubernetes-gateway://ingress/cert'], ['a.example.com', 'b.example.com']],
+    ],
+  );
+});

@@ -1,0 +1,378 @@
+/**
+ * How routes attach to an ingress Gateway's listeners and what each listener serves, as istio
+ * `pilot/pkg/config/kube/gateway/conversion.go` decides it for the `istio` class:
+ * - a parentRef names the Gateway (group `gateway.networking.k8s.io`, kind `Gateway`, the route's namespace unless
+ *   given), and optionally a listener by `sectionName` or `port`;
+ * - the listener admits the route's namespace (`allowedRoutes.namespaces`: Same by default, All, Selector) and kind
+ *   (`allowedRoutes.kinds`, else the protocol's: HTTPRoute and GRPCRoute for HTTP and HTTPS);
+ * - the route's hostnames meet the listener's (`*.example.com` covers any name below example.com), each virtual host
+ *   taking the more specific of the two names; a route without hostnames takes the listener's;
+ * - an HTTPS listener in Terminate mode names its certificates by `certificateRefs`: a Secret of the Gateway's
+ *   namespace, or of another one a ReferenceGrant there opens to Gateways of this namespace.
+ * The inputs are plain shapes, so that the model (checked objects) and the status writer (informer objects) share
+ * one reading of the rules.
+ */
+import { selectorMatches } from '../../apiserver/validation/label-selector.js';
+import type { JsonObject } from '../../apiserver/validation/json-fields.js';
+import { precedence, type RouteModel } from './http-routes.js';
+
+export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io';
+/** The SDS resource name of a Secret a Gateway API listener refers to (istio `credentials.ToKubernetesGatewayResource`). */
+export const gatewayCredentialName = (namespace: string, name: string): string =>
+  `kubernetes-gateway://${namespace}/${name}`;
+
+/** A reference as the Gateway API writes one (parentRef, certificateRef). */
+export interface RefShape {
+  readonly group?: string | null | undefined;
+  readonly kind?: string | null | undefined;
+  readonly name?: string | null | undefined;
+  readonly namespace?: string | null | undefined;
+  readonly sectionName?: string | null | undefined;
+  readonly port?: number | null | undefined;
+}
+
+export interface ListenerShape {
+  readonly name: string;
+  readonly port: number;
+  readonly protocol: string;
+  readonly hostname: string;
+  readonly tls:
+    | {
+        readonly mode: string;
+        readonly certificateRefs: readonly RefShape[];
+        readonly options: Readonly<Record<string, string>>;
+      }
+    | undefined;
+  readonly allowedFrom: 'All' | 'Same' | 'Selector' | 'None';
+  readonly allowedSelector: JsonObject;
+  /** `allowedRoutes.kinds`; empty: the protocol's. */
+  readonly allowedKinds: readonly { readonly group: string; readonly kind: string }[];
+}
+
+export interface GatewayShape {
+  readonly namespace: string;
+  readonly name: string;
+  readonly listeners: readonly ListenerShape[];
+}
+
+export interface RouteShape {
+  readonly kind: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly hostnames: readonly string[];
+  readonly parentRefs: readonly RefShape[];
+}
+
+export interface GrantShape {
+  readonly namespace: string;
+  readonly from: readonly { readonly group: string; readonly kind: string; readonly namespace: string }[];
+  readonly to: readonly { readonly group: string; readonly kind: string; readonly name: string }[];
+}
+
+/** Why a parentRef to a Gateway does not attach (the route's Accepted reason), or the hosts it attaches with. */
+export type Attachment =
+  | { readonly attached: true; readonly hostnames: readonly string[] }
+  | {
+      readonly attached: false;
+      readonly reason: 'NotAllowedByListeners' | 'NoMatchingListenerHostname' | 'NoMatchingParent';
+      /** As istio's `ParentError` says it. */
+      readonly message: string;
+    };
+
+const ROUTE_KINDS: Readonly<Record<string, readonly string[]>> = {
+  HTTP: ['HTTPRoute', 'GRPCRoute'],
+  HTTPS: ['HTTPRoute', 'GRPCRoute'],
+  TLS: ['TLSRoute'],
+  TCP: ['TCPRoute'],
+};
+
+/** Whether `ref` names the Gateway `gw` (from a route in `routeNamespace`). */
+export function refersToGateway(
+  ref: RefShape,
+  gw: { namespace: string; name: string },
+  routeNamespace: string,
+): boolean {
+  return (
+    (ref.group ?? GATEWAY_API_GROUP) === GATEWAY_API_GROUP &&
+    (ref.kind ?? 'Gateway') === 'Gateway' &&
+    (ref.namespace ?? routeNamespace) === gw.namespace &&
+    ref.name === gw.name
+  );
+}
+
+/** The names both match, each the more specific of the pair (the Gateway API's hostname intersection). */
+function meet(listener: string, route: string): string | undefined {
+  if (listener === '' || listener === route) return route;
+  const below = (name: string, wildcard: string): boolean =>
+    wildcard.startsWith('*.') && name.endsWith(wildcard.slice(1)) && name.length > wildcard.length - 1;
+  if (below(route, listener)) return route;
+  if (below(listener, route)) return listener;
+  return undefined;
+}
+
+/** The hostnames a route serves on a listener; empty when they have none in common. */
+export function listenerHostnames(listener: ListenerShape, routeHostnames: readonly string[]): string[] {
+  if (routeHostnames.length === 0) return [listener.hostname === '' ? '*' : listener.hostname];
+  return [...new Set(routeHostnames.flatMap((h) => meet(listener.hostname, h) ?? []))];
+}
+
+function admitsNamespace(
+  l: ListenerShape,
+  gwNamespace: string,
+  routeNamespace: string,
+  namespaceLabels: ReadonlyMap<string, Readonly<Record<string, string>>>,
+): boolean {
+  switch (l.allowedFrom) {
+    case 'All':
+      return true;
+    case 'Same':
+      return routeNamespace === gwNamespace;
+    case 'Selector':
+      return selectorMatches(l.allowedSelector, namespaceLabels.get(routeNamespace) ?? {});
+    case 'None':
+      return false;
+  }
+}
+
+function admitsKind(l: ListenerShape, kind: string): boolean {
+  if (l.allowedKinds.length === 0) return (ROUTE_KINDS[l.protocol] ?? []).includes(kind);
+  return l.allowedKinds.some(
+    (k) => (k.group === '' ? GATEWAY_API_GROUP : k.group) === GATEWAY_API_GROUP && k.kind === kind,
+  );
+}
+
+/**
+ * Whether one parentRef of `route` (already known to name `gw`) attaches to `listener`, and with which hostnames.
+ * A parentRef that names another listener (sectionName, port) is `NoMatchingParent` for this one.
+ */
+export function attach(
+  route: RouteShape,
+  ref: RefShape,
+  gw: GatewayShape,
+  listener: ListenerShape,
+  namespaceLabels: ReadonlyMap<string, Readonly<Record<string, string>>>,
+): Attachment {
+  const unnamed = { attached: false, reason: 'NoMatchingParent', message: 'no matching listener' } as const;
+  if (ref.sectionName != null && ref.sectionName !== listener.name) return unnamed;
+  if (ref.port != null && ref.port !== listener.port) return unnamed;
+  const parentHost = listener.hostname === '' ? '*' : listener.hostname;
+  const hostnames = listenerHostnames(listener, route.hostnames);
+  if (hostnames.length === 0)
+    return {
+      attached: false,
+      reason: 'NoMatchingListenerHostname',
+      message: `no hostnames matched parent hostname "${parentHost}"`,
+    };
+  if (!admitsNamespace(listener, gw.namespace, route.namespace, namespaceLabels))
+    return {
+      attached: false,
+      reason: 'NotAllowedByListeners',
+      message: `hostnames matched parent hostname "${parentHost}", but namespace "${route.namespace}" is not allowed by the parent`,
+    };
+  if (!admitsKind(listener, route.kind))
+    return {
+      attached: false,
+      reason: 'NotAllowedByListeners',
+      message: `kind ${GATEWAY_API_GROUP}/v1, Kind=${route.kind} is not allowed`,
+    };
+  return { attached: true, hostnames };
+}
+
+/**
+ * One parentRef's outcome over every listener of its Gateway: attached to some (with the count per listener name), or
+ * refused with the reason of the listener that came closest (a namespace or kind refused beats no hostname in
+ * common, which beats a listener the parentRef does not name).
+ */
+export function attachParent(
+  route: RouteShape,
+  ref: RefShape,
+  gw: GatewayShape,
+  namespaceLabels: ReadonlyMap<string, Readonly<Record<string, string>>>,
+): { readonly listeners: ReadonlyMap<string, readonly string[]>; readonly outcome: Attachment } {
+  const listeners = new Map<string, readonly string[]>();
+  const rank = { NoMatchingParent: 0, NoMatchingListenerHostname: 1, NotAllowedByListeners: 2 } as const;
+  let best: Attachment = { attached: false, reason: 'NoMatchingParent', message: 'no matching listener' };
+  for (const l of gw.listeners) {
+    const a = attach(route, ref, gw, l, namespaceLabels);
+    if (a.attached) listeners.set(l.name, a.hostnames);
+    else if (!best.attached && rank[a.reason] > rank[best.reason]) best = a;
+  }
+  return { listeners, outcome: listeners.size > 0 ? { attached: true, hostnames: [] } : best };
+}
+
+/** Whether a ReferenceGrant in `toNamespace` lets a `fromKind` of `fromNamespace` refer to the object. */
+export function referenceGranted(
+  grants: readonly GrantShape[],
+  from: { readonly group: string; readonly kind: string; readonly namespace: string },
+  to: { readonly group: string; readonly kind: string; readonly namespace: string; readonly name: string },
+): boolean {
+  return grants.some(
+    (g) =>
+      g.namespace === to.namespace &&
+      g.from.some((f) => f.group === from.group && f.kind === from.kind && f.namespace === from.namespace) &&
+      g.to.some((t) => t.group === to.group && t.kind === to.kind && (t.name === '' || t.name === to.name)),
+  );
+}
+
+/** A listener's certificateRef: its SDS name when it may be used, else the listener's ResolvedRefs failure. */
+export type CertificateRef =
+  | { readonly ok: true; readonly namespace: string; readonly name: string; readonly credential: string }
+  | { readonly ok: false; readonly reason: 'InvalidCertificateRef' | 'RefNotPermitted'; readonly message: string };
+
+/** Istio's checks of a certificateRef that do not read the Secret itself (conversion.go `buildTLS`). */
+export function certificateRef(ref: RefShape, gw: GatewayShape, grants: readonly GrantShape[]): CertificateRef {
+  const namespace = ref.namespace ?? gw.namespace;
+  const name = ref.name ?? '';
+  if ((ref.group ?? '') !== '' || (ref.kind ?? 'Secret') !== 'Secret')
+    return {
+      ok: false,
+      reason: 'InvalidCertificateRef',
+      message: `invalid certificate reference ${ref.kind ?? ''}/${namespace}/${name}, only secret is allowed`,
+    };
+  if (
+    namespace !== gw.namespace &&
+    !referenceGranted(
+      grants,
+      { group: GATEWAY_API_GROUP, kind: 'Gateway', namespace: gw.namespace },
+      { group: '', kind: 'Secret', namespace, name },
+    )
+  )
+    return {
+      ok: false,
+      reason: 'RefNotPermitted',
+      message: `certificateRef ${name}/${namespace} not accessible to a Gateway in namespace "${gw.namespace}" (missing a ReferenceGrant?)`,
+    };
+  return { ok: true, namespace, name, credential: gatewayCredentialName(namespace, name) };
+}
+
+export interface VirtualHostModel {
+  readonly hostname: string;
+  readonly routes: readonly RouteModel[];
+}
+
+export interface GatewayListenerModel {
+  readonly name: string;
+  readonly port: number;
+  readonly protocol: string;
+  readonly hostname: string;
+  readonly credentialNames: readonly string[];
+  readonly virtualHosts: readonly VirtualHostModel[];
+}
+
+/** The protocols the gateway serves; a listener of another one is left out (and its status says so). */
+export const SERVED_PROTOCOLS: ReadonlySet<string> = new Set(['HTTP', 'HTTPS']);
+
+/**
+ * What each listener of `gw` serves: its certificates, and the routes of the converted route objects attached to it
+ * by hostname, each host's routes in precedence order (objects oldest first among equals, as `converted` is given).
+ */
+export function gatewayListeners(
+  gw: GatewayShape,
+  converted: readonly { readonly shape: RouteShape; readonly routes: readonly RouteModel[] }[],
+  grants: readonly GrantShape[],
+  namespaceLabels: ReadonlyMap<string, Readonly<Record<string, string>>>,
+): GatewayListenerModel[] {
+  const out: GatewayListenerModel[] = [];
+  for (const l of gw.listeners) {
+    if (!SERVED_PROTOCOLS.has(l.protocol)) continue;
+    const hosts = new Map<string, RouteModel[]>();
+    for (const { shape, routes } of converted)
+      for (const ref of shape.parentRefs) {
+        if (!refersToGateway(ref, gw, shape.namespace)) continue;
+        const a = attach(shape, ref, gw, l, namespaceLabels);
+        if (!a.attached) continue;
+        for (const h of a.hostnames) {
+          let list = hosts.get(h);
+          if (list === undefined) hosts.set(h, (list = []));
+          for (const r of routes) if (!list.includes(r)) list.push(r);
+        }
+      }
+    const credentialNames =
+      l.protocol === 'HTTPS' && (l.tls?.mode ?? 'Terminate') === 'Terminate'
+        ? (l.tls?.certificateRefs ?? []).flatMap((r) => {
+            const c = certificateRef(r, gw, grants);
+            return c.ok ? [c.credential] : [];
+          })
+        : [];
+    out.push({
+      name: l.name,
+      port: l.port,
+      protocol: l.protocol,
+      hostname: l.hostname,
+      credentialNames,
+      virtualHosts: [...hosts]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([hostname, routes]) => ({ hostname, routes: [...routes].sort(precedence) })),
+    });
+  }
+  return out;
+}
+
+type Json = Readonly<Record<string, unknown>>;
+const obj = (v: unknown): Json => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : {});
+const objs = (v: unknown): Json[] => (Array.isArray(v) ? v.map(obj).filter((o) => Object.keys(o).length > 0) : []);
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+const opt = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
+
+function refShape(r: Json): RefShape {
+  return {
+    group: opt(r['group']),
+    kind: opt(r['kind']),
+    name: opt(r['name']),
+    namespace: opt(r['namespace']),
+    sectionName: opt(r['sectionName']),
+    port: typeof r['port'] === 'number' ? r['port'] : undefined,
+  };
+}
+
+/** A Gateway's spec (as the API serves it, or as istiod checked it) in the shape the rules above read. */
+export function gatewayShape(namespace: string, name: string, spec: unknown): GatewayShape {
+  return {
+    namespace,
+    name,
+    listeners: objs(obj(spec)['listeners']).map((l) => {
+      const tls = l['tls'] === undefined || l['tls'] === null ? undefined : obj(l['tls']);
+      const allowed = obj(l['allowedRoutes']);
+      const namespaces = obj(allowed['namespaces']);
+      const from = str(namespaces['from']);
+      return {
+        name: str(l['name']),
+        port: typeof l['port'] === 'number' ? l['port'] : 0,
+        protocol: str(l['protocol']),
+        hostname: str(l['hostname']),
+        tls:
+          tls === undefined
+            ? undefined
+            : {
+                mode: str(tls['mode']) || 'Terminate',
+                certificateRefs: objs(tls['certificateRefs']).map(refShape),
+                options: Object.fromEntries(Object.entries(obj(tls['options'])).map(([k, v]) => [k, str(v)])),
+              },
+        allowedFrom: from === 'All' || from === 'Selector' || from === 'None' ? from : 'Same',
+        allowedSelector: obj(namespaces['selector']),
+        allowedKinds: objs(allowed['kinds']).map((k) => ({ group: str(k['group']), kind: str(k['kind']) })),
+      };
+    }),
+  };
+}
+
+/** A route object of kind `kind` in the shape the rules above read. */
+export function routeShape(kind: string, namespace: string, name: string, spec: unknown): RouteShape {
+  const s = obj(spec);
+  return { kind, namespace, name, hostnames: strs(s['hostnames']), parentRefs: objs(s['parentRefs']).map(refShape) };
+}
+
+/** A ReferenceGrant in the shape the rules above read. */
+export function grantShape(namespace: string, spec: unknown): GrantShape {
+  const s = obj(spec);
+  return {
+    namespace,
+    from: objs(s['from']).map((f) => ({
+      group: str(f['group']),
+      kind: str(f['kind']),
+      namespace: str(f['namespace']),
+    })),
+    to: objs(s['to']).map((t) => ({ group: str(t['group']), kind: str(t['kind']), name: str(t['name']) })),
+  };
+}

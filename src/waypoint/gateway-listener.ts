@@ -1,0 +1,199 @@
+/**
+ * An ingress gateway's listeners (`amesh proxy router`, Istio's `pilot-agent proxy router` for the `istio` class):
+ * one server per port istiod's listeners name, on every address of the pod, made and closed as pushes change them.
+ * - HTTP: requests are routed by Host to the virtual hosts of every HTTP listener of the port.
+ * - HTTPS: TLS is terminated with the certificates istiod serves over SDS (`gateway-credentials.ts`), chosen by SNI
+ *   (`listenerForSni`); a client without SNI gets the listener without a hostname, if there is one. The requests
+ *   inside are routed by the virtual hosts of that listener only, as Envoy's per-server routes are.
+ * Each request then goes through the same path a waypoint's does (`http-proxy.ts`): RequestAuthentication,
+ * AuthorizationPolicies that target the Gateway, then the route, and into the mesh over HBONE with the gateway's
+ * identity. Requests are counted with `reporter="source"` and the gateway as source, as Istio's gateways report.
+ * As Istio's gateways, TLS 1.2 is the oldest version accepted from clients outside the mesh.
+ */
+import net from 'node:net';
+import tls from 'node:tls';
+import { MeshError } from '../lib/errors.js';
+import { formatHostPort } from '../lib/ip.js';
+import type { LocalProxies } from '../ztunnel/ztunnel.js';
+import { LocalWorkloadInformation } from '../ztunnel/proxy/local-workload.js';
+import { Outbound } from '../ztunnel/proxy/outbound.js';
+import type { ProxyContext } from '../ztunnel/proxy/proxy-context.js';
+import type { MetricsRegistry } from '../ztunnel/admin/prom-client-core.js';
+import { WaypointHttp, type Tunnel } from './http-proxy.js';
+import { RequestMetrics } from './request-metrics.js';
+import { WaypointAuthorizer } from './waypoint-authorizer.js';
+import { ExtAuthzClient } from './ext-authz.js';
+import type { WaypointRules } from './waypoint-rules.js';
+import type { GatewayCredentials } from './gateway-credentials.js';
+import { listenerForSni, virtualHostFor, type GatewayListenerConfig } from './gateway-listeners-config.js';
+
+/** Where the listeners bind: every IPv4 address of the pod, as Envoy's `0.0.0.0` listeners do. */
+const BIND_ADDRESS = '0.0.0.0';
+
+interface PortServer {
+  readonly protocol: 'HTTP' | 'HTTPS';
+  readonly server: net.Server;
+  listening: boolean;
+  error: string | undefined;
+}
+
+export class GatewayListener implements LocalProxies {
+  private readonly local: LocalWorkloadInformation;
+  private readonly http: WaypointHttp;
+  private readonly servers = new Map<number, PortServer>();
+  private readonly sockets = new Set<net.Socket>();
+  private closed = false;
+
+  constructor(
+    private readonly ctx: ProxyContext,
+    registry: MetricsRegistry,
+    private readonly podUid: string,
+    private readonly ip: string,
+    private readonly rules: WaypointRules,
+    private readonly credentials: GatewayCredentials,
+  ) {
+    this.local = LocalWorkloadInformation.byUid(ctx.state, podUid);
+    const outbound = new Outbound(ctx, this.local);
+    this.http = new WaypointHttp(
+      ctx,
+      outbound,
+      ip,
+      new RequestMetrics(registry),
+      rules,
+      new WaypointAuthorizer(rules, ctx.log),
+      new ExtAuthzClient(ctx, outbound, ip),
+    );
+    rules.watch(() => this.reconcile());
+    credentials.watch(() => this.refreshCertificates());
+  }
+
+  private listenersOn(port: number): GatewayListenerConfig[] {
+    return this.rules.listeners.filter((l) => l.port === port);
+  }
+
+  /** Opens a server for each port istiod's listeners name, and closes those no listener names any more. */
+  reconcile(): void {
+    if (this.closed) return;
+    const want = new Map<number, 'HTTP' | 'HTTPS'>();
+    for (const l of this.rules.listeners) if (!want.has(l.port)) want.set(l.port, l.protocol);
+    for (const [port, s] of this.servers)
+      if (want.get(port) !== s.protocol) {
+        s.server.close();
+        this.servers.delete(port);
+        this.ctx.log.info({ port }, 'gateway listener closed');
+      }
+    for (const [port, protocol] of want) if (!this.servers.has(port)) this.open(port, protocol);
+    this.refreshCertificates();
+  }
+
+  private open(port: number, protocol: 'HTTP' | 'HTTPS'): void {
+    const server =
+      protocol === 'HTTP'
+        ? net.createServer((s) => this.accept(s, port, undefined))
+        : tls.createServer(
+            {
+              minVersion: 'TLSv1.2',
+              SNICallback: (sni, cb) => {
+                const l = listenerForSni(this.listenersOn(port), sni);
+                const ctx = l === undefined ? undefined : this.credentials.contextFor(l.credentialNames);
+                if (ctx === undefined) {
+                  this.ctx.log.warn({ port, sni }, 'gateway: no certificate for the TLS connection');
+                  cb(new MeshError('ZT_ERR_GATEWAY_NO_CERTIFICATE', `no certificate for ${sni} on port ${port}`));
+                } else cb(null, ctx);
+              },
+            },
+            (s) => this.accept(s, port, typeof s.servername === 'string' ? s.servername : undefined),
+          );
+    const entry: PortServer = { protocol, server, listening: false, error: undefined };
+    server.on('tlsClientError', (e: Error, s: tls.TLSSocket) => {
+      this.ctx.log.debug({ port, src: s.remoteAddress, error: e.message }, 'gateway: TLS handshake failed');
+    });
+    server.on('error', (e: Error) => {
+      entry.error = e.message;
+      this.ctx.log.error({ port, error: e.message }, 'gateway listener failed');
+    });
+    server.listen({ host: BIND_ADDRESS, port }, () => {
+      entry.listening = true;
+      this.ctx.log.info({ address: formatHostPort(BIND_ADDRESS, port), protocol }, 'gateway listener up');
+    });
+    this.servers.set(port, entry);
+  }
+
+  /** The TLS context for clients without SNI: that of the port's listener without a hostname. */
+  private refreshCertificates(): void {
+    for (const [port, s] of this.servers) {
+      if (s.protocol !== 'HTTPS') continue;
+      const l = listenerForSni(this.listenersOn(port), undefined);
+      const names = l?.credentialNames ?? [];
+      const pairs = this.credentials.keyPairs(names);
+      if (pairs.length > 0)
+        (s.server as tls.Server).setSecureContext({
+          cert: pairs.map((p) => p.cert),
+          key: pairs.map((p) => p.key),
+          minVersion: 'TLSv1.2',
+        });
+    }
+  }
+
+  private accept(socket: net.Socket, port: number, sni: string | undefined): void {
+    const self = this.local.current();
+    if (self === undefined || this.rules.broken !== undefined) {
+      socket.destroy();
+      return;
+    }
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.on('error', () => undefined);
+    const https = sni !== undefined || socket instanceof tls.TLSSocket;
+    const t: Tunnel = {
+      self,
+      ip: this.ip,
+      port,
+      peerAddr: formatHostPort(socket.remoteAddress ?? '', socket.remotePort ?? 0),
+      sourceIp: socket.remoteAddress ?? '',
+      parties: {
+        reporter: 'source',
+        source: self,
+        sourceIdentity: undefined,
+        destination: undefined,
+        destinationService: undefined,
+        mtls: false,
+      },
+      virtualHost: (host) => {
+        const on = this.listenersOn(port);
+        const scope = https ? [listenerForSni(on, sni)].flatMap((l) => l ?? []) : on;
+        return virtualHostFor(scope, host);
+      },
+    };
+    this.http.serveConnection(socket, t);
+  }
+
+  pending(): string[] {
+    const out: string[] = [];
+    if (this.local.current() === undefined) out.push(`gateway workload ${this.podUid} not known yet`);
+    for (const [port, s] of this.servers)
+      if (!s.listening) out.push(`listener on port ${port} not up${s.error === undefined ? '' : `: ${s.error}`}`);
+    return out;
+  }
+
+  dump(): Record<string, object> {
+    return {
+      gateway: {
+        workload: this.podUid,
+        listening: [...this.servers].map(([port, s]) => ({ port, protocol: s.protocol, up: s.listening })),
+        config: this.rules.dump(),
+        certificates: this.credentials.dump(),
+      },
+    };
+  }
+
+  close(immediate: boolean): void {
+    this.closed = true;
+    for (const s of this.servers.values()) s.server.close();
+    this.servers.clear();
+    if (immediate) {
+      for (const s of this.sockets) s.destroy();
+      this.http.close();
+    }
+  }
+}
