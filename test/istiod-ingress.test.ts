@@ -116,6 +116,44 @@ describe(
     const listener = (g: GatewayJson, name: string, type: string): Condition | undefined =>
       g.status?.listeners?.find((l) => l.name === name)?.conditions.find((c) => c.type === type);
 
+    interface ListenerJson {
+      name: string;
+      port: number;
+      protocol: string;
+      hostname?: string;
+      credentialNames?: string[];
+      virtualHosts?: { hostname: string; routes: Record<string, unknown>[] }[];
+    }
+    /** The listeners of proxy resource `name`, as python3-protobuf decodes them, once `ready` says they are all in. */
+    const proxyListeners = async (
+      serviceAccount: string,
+      name: string,
+      ready: (l: ListenerJson[]) => boolean,
+    ): Promise<ListenerJson[]> => {
+      const pydir = waypointProtoPython(await mkdtemp(path.join(dir, 'py-')));
+      const [namespace = ''] = name.split('/');
+      const token = await ist.issuer.issue({ namespace, serviceAccount, audience: 'istio-ca' });
+      let listeners: ListenerJson[] = [];
+      await waitFor(
+        `the listeners of ${name}`,
+        async () => {
+          const py = await runPython('waypoint_ads_grpcio.py', [
+            `127.0.0.1:${ist.ports.grpc}`,
+            ist.rootCertPath,
+            token,
+            pydir,
+            name,
+          ]);
+          assert.equal(py.status, 0, py.stderr);
+          const out = JSON.parse(py.stdout) as { resources: { waypoint: { listeners?: ListenerJson[] } }[] };
+          listeners = out.resources[0]?.waypoint.listeners ?? [];
+          return ready(listeners);
+        },
+        20_000,
+      );
+      return listeners;
+    };
+
     before(async () => {
       dir = await mkdtemp(path.join(tmpdir(), 'amesh-ingress-'));
       await mkdir(path.join(dir, 'config'));
@@ -277,33 +315,10 @@ ports: [{name: http, port: 80, protocol: TCP}]
     });
 
     test("the gateway's own resource, decoded by python3-protobuf: its listeners, virtual hosts and certificate names", async () => {
-      const pydir = waypointProtoPython(await mkdtemp(path.join(dir, 'py-')));
-      const token = await ist.issuer.issue({ namespace: 'ingress', serviceAccount: 'gw-istio', audience: 'istio-ca' });
-      type Listener = {
-        name: string;
-        port: number;
-        protocol: string;
-        hostname?: string;
-        credentialNames?: string[];
-        virtualHosts?: { hostname: string; routes: { name: string }[] }[];
-      };
-      let listeners: Listener[] = [];
-      await waitFor(
-        'the gateway resource with its listeners',
-        async () => {
-          const py = await runPython('waypoint_ads_grpcio.py', [
-            `127.0.0.1:${ist.ports.grpc}`,
-            ist.rootCertPath,
-            token,
-            pydir,
-            'ingress/gw-istio',
-          ]);
-          assert.equal(py.status, 0, py.stderr);
-          const out = JSON.parse(py.stdout) as { resources: { waypoint: { listeners?: Listener[] } }[] };
-          listeners = out.resources[0]?.waypoint.listeners ?? [];
-          return listeners.find((l) => l.name === 'https-other')?.credentialNames !== undefined;
-        },
-        20_000,
+      const listeners = await proxyListeners(
+        'gw-istio',
+        'ingress/gw-istio',
+        (l) => l.find((x) => x.name === 'https-other')?.credentialNames !== undefined,
       );
       assert.deepEqual(listeners, [
         {
@@ -416,6 +431,85 @@ ports: [{name: http, port: 80, protocol: TCP}]
         served.resources.map((r) => [r.name, r.dns_names]),
         [['kubernetes://example-cert', ['*.example.com']]],
         "allowed by the Role, and only from the proxy's own namespace",
+      );
+    });
+
+    test("Istio's own Gateway (v1alpha3) and VirtualService (v1beta1) give the proxies the Gateway selects listeners, with credentialName over SDS as kubernetes://", async () => {
+      await apply(
+        'istio-gateway.yaml',
+        `apiVersion: v1
+kind: Pod
+metadata: {name: ingressgateway-0, namespace: ingress, labels: {istio: ingressgateway}}
+spec: {containers: [{name: istio-proxy, image: amesh}]}
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: Gateway
+metadata: {name: istio-gw, namespace: ingress}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: ["app/*.shop.test"]
+    tls: {mode: SIMPLE, credentialName: example-cert}
+  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: ["*"]
+  - port: {number: 9443, name: tls, protocol: TLS}
+    hosts: ["*"]
+    tls: {mode: PASSTHROUGH}
+---
+apiVersion: networking.istio.io/v1beta1
+kind: VirtualService
+metadata: {name: shop, namespace: app}
+spec:
+  hosts: [www.shop.test]
+  gateways: [ingress/istio-gw]
+  http:
+  - match: [{uri: {prefix: /api}}]
+    rewrite: {uri: /v1}
+    route: [{destination: {host: echo, port: {number: 80}}}]
+  - route: [{destination: {host: echo}}]
+`,
+      );
+      const listeners = await proxyListeners('default', 'ingress/ingressgateway-0', (l) => l.length === 2);
+      const echo = { backends: [{ namespace: 'app', hostname: 'echo.app.svc.cluster.local', port: 80, weight: 100 }] };
+      const routes = [
+        {
+          name: 'app/shop.0',
+          matches: [{ path: { stringPrefix: '/api' } }],
+          forward: echo,
+          rewrite: { path: { prefix: '/v1' } },
+        },
+        { name: 'app/shop.1', matches: [{}], forward: echo },
+      ];
+      assert.deepEqual(
+        listeners.map(({ port, protocol, hostname, credentialNames, virtualHosts }) => ({
+          port,
+          protocol,
+          hostname,
+          credentialNames,
+          virtualHosts,
+        })),
+        [
+          {
+            port: 443,
+            protocol: 'HTTPS',
+            hostname: '*.shop.test',
+            credentialNames: ['kubernetes://example-cert'],
+            virtualHosts: [{ hostname: 'www.shop.test', routes }],
+          },
+          {
+            port: 80,
+            protocol: 'HTTP',
+            hostname: undefined,
+            credentialNames: undefined,
+            virtualHosts: [{ hostname: 'www.shop.test', routes }],
+          },
+        ],
+      );
+      assert.ok(
+        logs.lines.some((l) =>
+          String(l['message']).includes("server tls: TLS with TLS mode PASSTHROUGH is not served by amesh's gateway"),
+        ),
       );
     });
   },

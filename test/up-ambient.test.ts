@@ -1396,18 +1396,18 @@ describe(
       };
       await writeFile(ca, first.certPem);
       /** The gateway's and istiod's logs about xDS and certificates, for a failure's message. */
+      const istiod = await ok(
+        'get',
+        'pods',
+        '-n',
+        'istio-system',
+        '-l',
+        'app=istiod',
+        '-o',
+        'jsonpath={.items[0].metadata.name}',
+      );
       const gatewayLogs = async (): Promise<string> => {
         const pod = await ok('get', 'pods', '-n', 'ingress', '-o', 'jsonpath={.items[0].metadata.name}');
-        const istiod = await ok(
-          'get',
-          'pods',
-          '-n',
-          'istio-system',
-          '-l',
-          'app=istiod',
-          '-o',
-          'jsonpath={.items[0].metadata.name}',
-        );
         const logsOf = async (p: string): Promise<string> =>
           (await amesh(host, 'logs', '--data-dir', dataDir, p)).stdout
             .split('\n')
@@ -1463,6 +1463,54 @@ describe(
       );
       assert.match(got, new RegExp(`"peer":"${gwIp.replaceAll('.', '\\.')}:`), 'the shop sees the gateway as its peer');
       assert.match(await curl('nope.other.test'), /^ERR .*(handshake|SSL)/i, 'no listener covers the name');
+
+      // Istio's own Gateway on the same proxy: its credentialName is a Secret of the gateway's namespace, which
+      // istiod serves only if a SubjectAccessReview lets the gateway's service account list Secrets. It may not.
+      const restricted = path.join(dir, 'istio-gateway.yaml');
+      await writeFile(
+        restricted,
+        (await tlsSecret('ingress', 'secret-cert', ['secret.shop.test'])).yaml +
+          object({
+            apiVersion: 'networking.istio.io/v1',
+            kind: 'Gateway',
+            metadata: { name: 'istio-gw', namespace: 'ingress' },
+            spec: {
+              selector: { 'gateway.networking.k8s.io/gateway-name': 'gw' },
+              servers: [
+                {
+                  port: { number: 443, name: 'https', protocol: 'HTTPS' },
+                  hosts: ['shop/secret.shop.test'],
+                  tls: { mode: 'SIMPLE', credentialName: 'secret-cert' },
+                },
+              ],
+            },
+          }) +
+          object({
+            apiVersion: 'networking.istio.io/v1',
+            kind: 'VirtualService',
+            metadata: { name: 'secret', namespace: 'shop' },
+            spec: {
+              hosts: ['secret.shop.test'],
+              gateways: ['ingress/istio-gw'],
+              http: [{ route: [{ destination: { host: 'web', port: { number: SERVICE_PORT } } }] }],
+            },
+          }),
+      );
+      await ok('apply', '-f', restricted);
+      await waitFor(
+        'istiod refuses the gateway the Secret through the SubjectAccessReview',
+        async () =>
+          (await amesh(host, 'logs', '--data-dir', dataDir, `istio-system/${istiod}`)).stdout
+            .split('\n')
+            .some(
+              (l) =>
+                l.includes('proxy attempted to access unauthorized certificates') &&
+                l.includes('kubernetes://secret-cert') &&
+                l.includes('gw-istio/ingress is not authorized to read secrets'),
+            ),
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(await gatewayLogs()));
+      assert.match(await curl('secret.shop.test'), /^ERR .*(handshake|SSL)/i, 'no certificate for the refused Secret');
 
       const rotated = await tlsSecret('ingress', 'shop-cert', ['www.shop.test']);
       const secret = path.join(dir, 'shop-cert.yaml');

@@ -108,3 +108,16 @@ test('a redirect keeps what the route does not change and leaves out the well-kn
   if (same.action.t !== 'redirect') assert.fail('a redirect');
   assert.equal(redirectLocation(get('/x'), same.action, same, 9080), 'http://other:9080/x');
 });
+
+test("a VirtualService's uri prefix matches character by character, and its rewrite replaces just that prefix", () => {
+  const t = table({
+    name: 'vs',
+    matches: [{ path: { kind: { case: 'stringPrefix', value: '/api' } } }],
+    action: forward('a'),
+    rewrite: { path: { kind: { case: 'prefix', value: '/v1' } } },
+  });
+  assert.equal(routeRequest(t, get('/apiary'))?.name, 'vs', 'not by whole segments');
+  assert.equal(routeRequest(t, get('/ap')), undefined);
+  const route = routeRequest(t, get('/api/items?x=1'))!;
+  assert.equal(editPath('/api/items?x=1', route.rewrite?.path, route), '/v1/items?x=1');
+});

@@ -15,7 +15,12 @@ import { durationMs } from '@bufbuild/protobuf/wkt';
 
 type Value = { readonly exact: string } | { readonly regex: RegExp };
 interface Match {
-  readonly path: { readonly exact: string } | { readonly prefix: string } | { readonly regex: RegExp } | undefined;
+  readonly path:
+    | { readonly exact: string }
+    | { readonly prefix: string }
+    | { readonly stringPrefix: string }
+    | { readonly regex: RegExp }
+    | undefined;
   readonly headers: readonly (Value & { readonly name: string })[];
   readonly query: readonly (Value & { readonly name: string })[];
   readonly method: string;
@@ -97,6 +102,8 @@ function pathMatch(p: RouteMatch['path']): Match['path'] {
       return { prefix: p.kind.value.replace(/\/+$/, '') };
     case 'regex':
       return { regex: anchored(p.kind.value) };
+    case 'stringPrefix':
+      return { stringPrefix: p.kind.value };
     default:
       return undefined;
   }
@@ -187,6 +194,8 @@ function matches(m: Match, req: RoutedRequest, path: string, query: URLSearchPar
   if (p !== undefined) {
     if ('exact' in p) {
       if (path !== p.exact) return false;
+    } else if ('stringPrefix' in p) {
+      if (!path.startsWith(p.stringPrefix)) return false;
     } else if ('prefix' in p) {
       if (!(path === p.prefix || path.startsWith(`${p.prefix}/`) || (p.prefix === '' && path.startsWith('/'))))
         return false;
@@ -229,8 +238,12 @@ export function editPath(url: string, edit: PathEdit | undefined, route: Route):
   const { path, query } = splitUrl(url);
   const rest = query === '' ? '' : `?${query}`;
   if ('full' in edit) return `${edit.full}${rest}`;
-  const prefix = route.matches.map((m) => m.path).find((p) => p !== undefined && 'prefix' in p);
-  const matched = prefix !== undefined && 'prefix' in prefix ? prefix.prefix : '';
+  const prefix = route.matches
+    .map((m) => m.path)
+    .find((p) => p !== undefined && ('prefix' in p || 'stringPrefix' in p));
+  let matched = '';
+  if (prefix !== undefined && 'prefix' in prefix) matched = prefix.prefix;
+  else if (prefix !== undefined && 'stringPrefix' in prefix) matched = prefix.stringPrefix;
   const tail = path.slice(matched.length);
   const joined = edit.prefix.endsWith('/') && tail.startsWith('/') ? edit.prefix + tail.slice(1) : edit.prefix + tail;
   return `${joined === '' ? '/' : joined}${rest}`;

@@ -100,9 +100,13 @@ export function refersToGateway(
   );
 }
 
-/** The names both match, each the more specific of the pair (the Gateway API's hostname intersection). */
-function meet(listener: string, route: string): string | undefined {
-  if (listener === '' || listener === route) return route;
+/**
+ * The name both match, the more specific of the pair (the Gateway API's hostname intersection, Istio's for a server
+ * and a VirtualService host); `''` or `*` matches any.
+ */
+export function meet(listener: string, route: string): string | undefined {
+  if (listener === '' || listener === '*' || listener === route) return route;
+  if (route === '*') return listener;
   const below = (name: string, wildcard: string): boolean =>
     wildcard.startsWith('*.') && name.endsWith(wildcard.slice(1)) && name.length > wildcard.length - 1;
   if (below(route, listener)) return route;

@@ -8,7 +8,7 @@
  * be resolved keeps its weight and has its share answered 500, as the Gateway API asks; a rule that uses something
  * the waypoint cannot do is answered 500 rather than routed as if it were not there.
  */
-import type { ResourceOf } from '../registry/manifest-dir.js';
+import type { Resource, ResourceOf } from '../registry/manifest-dir.js';
 import type { HttpRouteSpec } from '../registry/manifest-schema.js';
 
 export interface HeaderModel {
@@ -20,7 +20,12 @@ export interface HeaderModifierModel {
   readonly add: readonly HeaderModel[];
   readonly remove: readonly string[];
 }
-export type PathMatchModel = { readonly exact: string } | { readonly prefix: string } | { readonly regex: string };
+/** `prefix` by whole segments (the Gateway API's); `stringPrefix` character by character (a VirtualService's). */
+export type PathMatchModel =
+  | { readonly exact: string }
+  | { readonly prefix: string }
+  | { readonly regex: string }
+  | { readonly stringPrefix: string };
 export type ValueMatchModel = { readonly exact: string } | { readonly regex: string };
 export interface RouteMatchModel {
   readonly path: PathMatchModel | undefined;
@@ -276,12 +281,13 @@ function convertRules(route: ResourceOf<'HTTPRoute'>, services: ServicePorts, do
 function pathRank(p: PathMatchModel | undefined): number {
   if (p === undefined) return 1;
   if ('exact' in p) return 3;
-  return 'prefix' in p ? 2 : 0;
+  return 'prefix' in p || 'stringPrefix' in p ? 2 : 0;
 }
 
 function pathText(p: PathMatchModel | undefined): string {
   if (p === undefined) return '/';
   if ('exact' in p) return p.exact;
+  if ('stringPrefix' in p) return p.stringPrefix;
   return 'prefix' in p ? p.prefix : p.regex;
 }
 
@@ -311,7 +317,7 @@ export interface ConvertedRoute {
 }
 
 /** Route objects oldest first, then by `namespace/name`: the order Istio gives their routes among equals. */
-export function byAge<T extends ResourceOf<'HTTPRoute'> | ResourceOf<'GRPCRoute'>>(routes: readonly T[]): T[] {
+export function byAge<T extends { readonly metadata: Resource['metadata'] }>(routes: readonly T[]): T[] {
   return [...routes].sort(
     (a, b) =>
       (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||

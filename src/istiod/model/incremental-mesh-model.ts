@@ -30,6 +30,7 @@ import { EndpointSliceIndex, sliceService } from './endpoint-slice-index.js';
 import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
 import { serviceWaypoint, waypointsOf, workloadWaypoint, type WaypointInputs } from './waypoints.js';
 import { waypointResources, type WaypointResourceModel } from './waypoint-resources.js';
+import { selectorMatches } from '../../apiserver/validation/label-selector.js';
 import { extAuthzProviders } from './extension-providers.js';
 import {
   convertEndpointSlice,
@@ -77,6 +78,8 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'HTTPRoute',
   'GRPCRoute',
   'ReferenceGrant',
+  'IstioGateway',
+  'VirtualService',
   'RequestAuthentication',
   'ConfigMap',
 ]);
@@ -258,9 +261,13 @@ export class IncrementalMeshModel {
       const kind = kindOfKey(key);
       let m = this.byKind.get(kind);
       if (m === undefined) this.byKind.set(kind, (m = new Map<string, Resource>()));
+      const was = m.get(key);
       if (o === undefined) m.delete(key);
       else m.set(key, o);
       if (SHARED_KINDS.has(kind)) sharedChanged = true;
+      // A pod an Istio Gateway selects is one of its proxies: its coming and going changes their listeners.
+      else if (kind === 'Pod' && [was, o].some((p) => p !== undefined && this.selectedByIstioGateway(p)))
+        sharedChanged = true;
       if (kind === 'EndpointSlice')
         for (const pod of this.endpointSlices.set(key, o?.kind === 'EndpointSlice' ? o : undefined))
           slicePods.add(`Pod/${pod}`);
@@ -300,6 +307,13 @@ export class IncrementalMeshModel {
   /** `namespace/name` of the Services whose EndpointSlices list a pod (none for a WorkloadEntry). */
   private sliceServices(o: Workload): string[] {
     return o.kind === 'Pod' ? this.endpointSlices.servicesOf(o.metadata) : [];
+  }
+
+  /** Whether an Istio Gateway's selector matches the pod's labels. */
+  private selectedByIstioGateway(pod: Resource): boolean {
+    return this.objectsOf('IstioGateway').some(
+      (g) => g.kind === 'IstioGateway' && selectorMatches({ matchLabels: g.spec.selector ?? {} }, pod.metadata.labels),
+    );
   }
 
   private objectsOf(kind: string): Resource[] {
@@ -358,7 +372,8 @@ export class IncrementalMeshModel {
       shared.filter((o) => o.kind === 'ConfigMap'),
       rootNamespace,
     );
-    const computed = waypointResources(shared, waypoints, {
+    const gatewayPods = this.objectsOf('Pod').filter((p) => this.selectedByIstioGateway(p));
+    const computed = waypointResources([...shared, ...gatewayPods], waypoints, {
       domainSuffix,
       trustDomain: this.cfg.trustDomain,
       rootNamespace,

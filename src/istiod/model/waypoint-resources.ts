@@ -23,6 +23,8 @@ import { serviceWaypoint, type WaypointInputs } from './waypoints.js';
 import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './waypoint-policies.js';
 import { convertRequestAuthentication, type RequestAuthenticationModel } from './request-authentication.js';
 import type { ExtAuthzProviderModel } from './extension-providers.js';
+import { convertVirtualService } from './virtual-services.js';
+import { istioGatewayListeners } from './istio-gateways.js';
 import { gatewayNames } from '../gateway/gateway-template.js';
 import { GATEWAY_CONTROLLER } from '../gateway/gateway-classes.js';
 import {
@@ -207,6 +209,16 @@ export function waypointResources(
       for (const [w, services] of at) resources.get(w)?.requestAuthentications.push({ ...c.model, services });
     }
   }
+  const virtualServices = byAge(objects.filter((o): o is ResourceOf<'VirtualService'> => o.kind === 'VirtualService'))
+    .map((vs) => convertVirtualService(vs, ports, cfg.domainSuffix))
+    .filter((vs) => vs.gateways.length > 0);
+  for (const vs of virtualServices) warnings.push(...vs.warnings);
+  const istio = istioGatewayListeners(
+    objects.filter((o): o is ResourceOf<'IstioGateway'> => o.kind === 'IstioGateway'),
+    objects.filter((o): o is ResourceOf<'Pod'> => o.kind === 'Pod'),
+    virtualServices,
+  );
+  warnings.push(...istio.warnings);
   const out = new Map<string, WaypointResourceModel>();
   for (const [key, r] of resources) {
     r.services.sort((a, b) =>
@@ -224,6 +236,17 @@ export function waypointResources(
               .deployment
           }`;
     out.set(proxy, { ...r, extAuthzProviders: [...named].sort().flatMap((n) => cfg.providers.get(n) ?? []) });
+  }
+  // Proxies Istio Gateways select get those listeners too, after their own Gateway's.
+  for (const [proxy, listeners] of istio.listeners) {
+    const r = out.get(proxy);
+    out.set(proxy, {
+      services: r?.services ?? [],
+      policies: r?.policies ?? [],
+      requestAuthentications: r?.requestAuthentications ?? [],
+      extAuthzProviders: r?.extAuthzProviders ?? [],
+      listeners: [...(r?.listeners ?? []), ...listeners],
+    });
   }
   return { resources: out, warnings };
 }

@@ -20,7 +20,10 @@ import { SchemaWalker, type ResourceKind } from './manifest-schema.js';
 import type { ConfigStore } from './config-store.js';
 
 interface Watched {
-  /** A kind with a schema, so its objects are `Resource`s typed by it. */
+  /**
+   * A kind with a schema, so its objects are `Resource`s typed by it; the object's own kind is read as this one
+   * (Istio's Gateway is `IstioGateway`, beside the Gateway API's `Gateway`).
+   */
   readonly kind: ResourceKind;
   readonly apiVersion: string;
   /** The list and watch path across all namespaces. */
@@ -81,6 +84,16 @@ export const WATCHED_KINDS: readonly Watched[] = [
     optional: true,
   },
   {
+    kind: 'IstioGateway',
+    apiVersion: 'networking.istio.io/v1',
+    path: '/apis/networking.istio.io/v1/gateways',
+  },
+  {
+    kind: 'VirtualService',
+    apiVersion: 'networking.istio.io/v1',
+    path: '/apis/networking.istio.io/v1/virtualservices',
+  },
+  {
     kind: 'ReferenceGrant',
     apiVersion: 'gateway.networking.k8s.io/v1beta1',
     path: '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',
@@ -100,8 +113,8 @@ export interface CheckedObject {
 
 /** One API object checked as a manifest is; messages and `source` name it by kind and namespace/name. */
 export function checkApiObject(w: Watched, o: KubernetesObject): CheckedObject {
-  // List items carry no kind or apiVersion (the list does); watch events do.
-  const value = { ...o, apiVersion: o.apiVersion ?? w.apiVersion, kind: o.kind ?? w.kind };
+  // List items carry no kind or apiVersion (the list does); watch events do. The kind is the watched one's.
+  const value = { ...o, apiVersion: o.apiVersion ?? w.apiVersion, kind: w.kind };
   const ns = o.metadata?.namespace ?? '';
   const name = o.metadata?.name ?? '';
   const out = {

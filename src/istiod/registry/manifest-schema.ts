@@ -377,6 +377,57 @@ const GATEWAY_SPEC = requiring(
   }),
   ['gatewayClassName'],
 );
+/** An Istio StringMatch (networking/v1alpha3 `StringMatch`): one of exact, prefix, regex. */
+const ISTIO_STRING_MATCH = open({ exact: str, prefix: str, regex: str });
+const ISTIO_HEADER_OPS = open({ set: map(str), add: map(str), remove: strs });
+/**
+ * Istio's own Gateway (networking.istio.io `Gateway`) as istiod reads it for ingress gateways: the proxies it
+ * selects by label, and its servers' ports, hosts and TLS.
+ */
+const ISTIO_GATEWAY_SPEC = open({
+  selector: map(str),
+  servers: list(
+    open({
+      port: open({ number: port, name: str, protocol: str }),
+      hosts: strs,
+      tls: open({ mode: str, credentialName: str, httpsRedirect: bool }),
+      name: str,
+    }),
+  ),
+});
+/** Istio's VirtualService (networking.istio.io) as istiod reads it for the HTTP routes of gateways it names. */
+const VIRTUAL_SERVICE_SPEC = open({
+  hosts: strs,
+  gateways: strs,
+  http: list(
+    open({
+      name: str,
+      match: list(
+        open({
+          uri: ISTIO_STRING_MATCH,
+          method: ISTIO_STRING_MATCH,
+          headers: map(ISTIO_STRING_MATCH),
+          queryParams: map(ISTIO_STRING_MATCH),
+          port: int,
+          gateways: strs,
+        }),
+      ),
+      route: list(
+        open({
+          destination: open({ host: str, subset: str, port: open({ number: int }) }),
+          weight: int,
+          headers: open({ request: ISTIO_HEADER_OPS, response: ISTIO_HEADER_OPS }),
+        }),
+      ),
+      redirect: open({ uri: str, authority: str, port: int, scheme: str, redirectCode: int }),
+      directResponse: open({ status: int }),
+      rewrite: open({ uri: str, authority: str }),
+      timeout: str,
+      headers: open({ request: ISTIO_HEADER_OPS, response: ISTIO_HEADER_OPS }),
+    }),
+  ),
+});
+export type VirtualServiceSpec = Infer<typeof VIRTUAL_SERVICE_SPEC>;
 /** A ReferenceGrant (gateway.networking.k8s.io/v1beta1): who may refer to what in its namespace. */
 const REFERENCE_GRANT_SPEC = open({
   from: list(open({ group: str, kind: str, namespace: str })),
@@ -503,6 +554,13 @@ const KINDS = {
   GRPCRoute: { spec: GRPC_ROUTE_SPEC },
   /** Read for the references it lets Gateways and routes make into its namespace (certificates, backends). */
   ReferenceGrant: { spec: REFERENCE_GRANT_SPEC },
+  /**
+   * Istio's own Gateway (networking.istio.io), read under this name so as not to be taken for the Gateway API's:
+   * its servers become listeners of the gateways it selects.
+   */
+  IstioGateway: { spec: ISTIO_GATEWAY_SPEC },
+  /** Read for the HTTP routes of the Istio Gateways it names. */
+  VirtualService: { spec: VIRTUAL_SERVICE_SPEC },
   Deployment: {},
   ReplicaSet: {},
   StatefulSet: {},

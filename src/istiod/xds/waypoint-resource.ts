@@ -41,6 +41,7 @@ function pathRewrite(p: PathRewriteModel | undefined): MessageInitShape<typeof P
 function pathKind(p: PathMatchModel): MessageInitShape<typeof PathMatchSchema>['kind'] {
   if ('exact' in p) return { case: 'exact', value: p.exact };
   if ('prefix' in p) return { case: 'prefix', value: p.prefix };
+  if ('stringPrefix' in p) return { case: 'stringPrefix', value: p.stringPrefix };
   return { case: 'regex', value: p.regex };
 }
 

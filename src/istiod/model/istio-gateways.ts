@@ -1,0 +1,90 @@
+/**
+ * Istio's own Gateway (networking.istio.io) → listeners of the ingress gateways it selects, with the routes of the
+ * VirtualServices bound to it, as istio `pilot/pkg/networking/core/gateway.go` builds a gateway's servers:
+ * - the proxies are the pods its `selector` matches, in any namespace (Istio's default, without
+ *   `PILOT_SCOPE_GATEWAY_TO_NAMESPACE`), each known by its workload (`<namespace>/<Deployment>`);
+ * - each server host (`host`; `ns/host`, where `.` is the Gateway's namespace and `*` any) becomes a listener on
+ *   the server's port, HTTP, or HTTPS in SIMPLE mode with its `credentialName` fetched over SDS as `kubernetes://<name>`:
+ *   only from the proxy's own namespace, and only if the proxy's service account may list Secrets there;
+ * - a VirtualService binds when its `gateways` name the Gateway and its namespace is one the server host admits;
+ *   its hosts meet the server's, and its routes (in its own order, VirtualServices oldest first) serve each host
+ *   they share, restricted to the server's port when a match names one.
+ * Servers of other protocols and TLS modes are left out and said so.
+ */
+import { selectorMatches } from '../../apiserver/validation/label-selector.js';
+import type { ResourceOf } from '../registry/manifest-dir.js';
+import { meet, type GatewayListenerModel } from './gateway-listeners.js';
+import { present, type RouteModel } from './http-routes.js';
+import type { ConvertedVirtualService } from './virtual-services.js';
+import { podWorkloadName } from './workloads.js';
+
+/** The listeners each proxy gets from Istio Gateways, by `<namespace>/<workload>`, with what could not be served. */
+export function istioGatewayListeners(
+  gateways: readonly ResourceOf<'IstioGateway'>[],
+  pods: readonly ResourceOf<'Pod'>[],
+  virtualServices: readonly ConvertedVirtualService[],
+): { readonly listeners: ReadonlyMap<string, GatewayListenerModel[]>; readonly warnings: readonly string[] } {
+  const warnings: string[] = [];
+  const out = new Map<string, GatewayListenerModel[]>();
+  for (const gw of gateways) {
+    const key = `${gw.metadata.namespace}/${gw.metadata.name}`;
+    const selector = gw.spec.selector ?? {};
+    const proxies = new Set(
+      pods
+        .filter((p) => selectorMatches({ matchLabels: selector }, p.metadata.labels))
+        .map((p) => `${p.metadata.namespace}/${podWorkloadName(p)}`),
+    );
+    if (proxies.size === 0) continue;
+    const listeners: GatewayListenerModel[] = [];
+    present(gw.spec.servers).forEach((server, i) => {
+      const where = `Gateway ${key} server ${server.name ?? server.port?.name ?? i}`;
+      const portNumber = server.port?.number ?? 0;
+      const protocol = (server.port?.protocol ?? '').toUpperCase();
+      const tls = server.tls;
+      let served: 'HTTP' | 'HTTPS';
+      let credentialNames: string[] = [];
+      if (protocol === 'HTTP' && tls?.httpsRedirect !== true) served = 'HTTP';
+      else if (protocol === 'HTTPS' && (tls?.mode ?? 'SIMPLE') === 'SIMPLE' && (tls?.credentialName ?? '') !== '') {
+        served = 'HTTPS';
+        credentialNames = [`kubernetes://${tls!.credentialName!}`];
+      } else {
+        warnings.push(
+          `${where}: ${protocol || 'no protocol'}${tls?.mode == null ? '' : ` with TLS mode ${tls.mode}`}${tls?.httpsRedirect === true ? ' with httpsRedirect' : ''} is not served by amesh's gateway`,
+        );
+        return;
+      }
+      for (const raw of present(server.hosts)) {
+        const slash = raw.indexOf('/');
+        const nsFilter = slash < 0 ? '*' : raw.slice(0, slash);
+        const host = slash < 0 ? raw : raw.slice(slash + 1);
+        const admits = (ns: string): boolean =>
+          nsFilter === '*' || ns === (nsFilter === '.' ? gw.metadata.namespace : nsFilter);
+        const hosts = new Map<string, RouteModel[]>();
+        for (const vs of virtualServices) {
+          if (!vs.gateways.includes(key) || !admits(vs.namespace)) continue;
+          for (const vsHost of vs.hosts) {
+            const h = meet(host, vsHost);
+            if (h === undefined) continue;
+            let list = hosts.get(h);
+            if (list === undefined) hosts.set(h, (list = []));
+            for (const r of vs.routes) if (r.port === 0 || r.port === portNumber) list.push(r.route);
+          }
+        }
+        listeners.push({
+          name: `${key}.${server.name ?? i}`,
+          port: portNumber,
+          protocol: served,
+          hostname: host === '*' ? '' : host,
+          credentialNames,
+          virtualHosts: [...hosts].map(([hostname, routes]) => ({ hostname, routes })),
+        });
+      }
+    });
+    for (const p of proxies) {
+      let l = out.get(p);
+      if (l === undefined) out.set(p, (l = []));
+      l.push(...listeners);
+    }
+  }
+  return { listeners: out, warnings };
+}

@@ -1,0 +1,234 @@
+/**
+ * Istio's VirtualService (networking.istio.io) → the routes a gateway applies, as Envoy's routes from istio
+ * `pilot/pkg/networking/core/route/route.go` behave:
+ * - each `http` entry's matches become one route each (an entry without matches, one route for every request), in
+ *   the order written: a VirtualService's routes are tried in order, not by precedence;
+ * - `uri` exact, prefix (character by character, not by segments) and regex; headers, query parameters and the
+ *   method by exact, prefix or regex (a prefix is sent as a regex); `port` keeps a match to that listener port;
+ * - `route` destinations by weight, a short host taken in the VirtualService's namespace; a destination that cannot
+ *   be resolved (no such Service or port, a `subset`, which needs DestinationRules) keeps its weight and has its
+ *   share answered 500, as a rule the gateway cannot follow is answered rather than routed as if it said less;
+ * - `redirect` (301 unless `redirectCode` says otherwise), `rewrite` (the matched prefix, or for other matches the
+ *   whole path, and the authority), `directResponse` (its status), `timeout`, and the entry's `headers`.
+ * A match it cannot evaluate (a method by prefix or regex, a match restricted to gateways) is left out, and the
+ * entry's other matches answer 500. `retries`, `fault`, `mirror`, `corsPolicy` and per-destination headers are not
+ * applied; istiod says so.
+ */
+import type { ResourceOf } from '../registry/manifest-dir.js';
+import type { VirtualServiceSpec } from '../registry/manifest-schema.js';
+import {
+  present,
+  validRegex,
+  type BackendModel,
+  type HeaderModifierModel,
+  type PathMatchModel,
+  type PathRewriteModel,
+  type RouteActionModel,
+  type RouteMatchModel,
+  type RouteModel,
+  type ServicePorts,
+  type ValueMatchModel,
+} from './http-routes.js';
+
+type Http = NonNullable<NonNullable<VirtualServiceSpec['http']>[number]>;
+type StringMatch = { exact?: string | null; prefix?: string | null; regex?: string | null } | null | undefined;
+type HeaderOps = NonNullable<Http['headers']>['request'];
+
+/** A route, with the listener port its match names (0: any). */
+export interface VirtualServiceRoute {
+  readonly route: RouteModel;
+  readonly port: number;
+}
+
+export interface ConvertedVirtualService {
+  readonly namespace: string;
+  readonly name: string;
+  /** Its hosts, a short name taken in its namespace. */
+  readonly hosts: readonly string[];
+  /** The gateways it binds to, as `<namespace>/<name>` (`mesh` left out). */
+  readonly gateways: readonly string[];
+  readonly routes: readonly VirtualServiceRoute[];
+  readonly warnings: readonly string[];
+}
+
+const escapeRegex = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** A StringMatch as a value match: exact, or a regex (a prefix as one); a string says why it cannot be. */
+function valueMatch(m: StringMatch): ValueMatchModel | string {
+  if (m?.exact != null) return { exact: m.exact };
+  if (m?.prefix != null) return { regex: `${escapeRegex(m.prefix)}.*` };
+  if (m?.regex != null)
+    return validRegex(m.regex) ? { regex: m.regex } : `regex ${JSON.stringify(m.regex)} does not compile`;
+  return 'an empty match';
+}
+
+/** A protobuf Duration as JSON writes it (`5s`, `0.5s`, `100ms` is not one but Istio's CLI accepts it). */
+export function protoDuration(s: string): number | undefined {
+  const m = /^([0-9]+(?:\.[0-9]+)?)(s|ms|m|h)$/.exec(s.trim());
+  if (m === null) return undefined;
+  const unit = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 } as const;
+  return Math.round(Number(m[1]) * unit[m[2] as keyof typeof unit]);
+}
+
+/** A VirtualService host as a Service hostname: a short name in `namespace`, `name.ns` completed. */
+export function qualifiedHost(host: string, namespace: string, domainSuffix: string): string {
+  if (host === '*' || host.startsWith('*.')) return host;
+  const dots = host.split('.').length - 1;
+  if (dots === 0) return `${host}.${namespace}.svc.${domainSuffix}`;
+  if (dots === 1) return `${host}.svc.${domainSuffix}`;
+  return host;
+}
+
+function headerOps(h: HeaderOps): HeaderModifierModel | undefined {
+  if (h == null) return undefined;
+  const pairs = (m: Record<string, string | null> | null | undefined): { name: string; value: string }[] =>
+    Object.entries(m ?? {}).map(([name, value]) => ({ name: name.toLowerCase(), value: value ?? '' }));
+  return { set: pairs(h.set), add: pairs(h.add), remove: present(h.remove).map((r) => r.toLowerCase()) };
+}
+
+export function convertVirtualService(
+  vs: ResourceOf<'VirtualService'>,
+  services: ServicePorts,
+  domainSuffix: string,
+): ConvertedVirtualService {
+  const ns = vs.metadata.namespace;
+  const name = `${ns}/${vs.metadata.name}`;
+  const warnings: string[] = [];
+  const routes: VirtualServiceRoute[] = [];
+  const gateways = present(vs.spec.gateways)
+    .filter((g) => g !== 'mesh')
+    .map((g) => (g.includes('/') ? g : `${ns}/${g}`));
+  present(vs.spec.http).forEach((http, i) => {
+    const entry = `${name}.${i}`;
+    const problems: string[] = [];
+    for (const [field, label] of [
+      ['retries', 'retries'],
+      ['fault', 'fault injection'],
+      ['mirror', 'mirrors'],
+      ['mirrors', 'mirrors'],
+      ['corsPolicy', 'CORS'],
+    ] as const)
+      if ((http as Record<string, unknown>)[field] != null)
+        warnings.push(`VirtualService ${entry}: ${label} is not applied by amesh's gateway`);
+    let action: RouteActionModel;
+    if (http.redirect != null) {
+      const r = http.redirect;
+      action = {
+        redirect: {
+          scheme: r.scheme ?? '',
+          hostname: r.authority ?? '',
+          port: r.port ?? 0,
+          path: r.uri == null ? undefined : { full: r.uri },
+          statusCode: r.redirectCode ?? 301,
+        },
+      };
+    } else if (http.directResponse != null) {
+      action = { directStatus: http.directResponse.status ?? 200 };
+    } else {
+      const backends = present(http.route).map((d): BackendModel => {
+        const weight = d.weight ?? (present(http.route).length === 1 ? 100 : 0);
+        const host = qualifiedHost(d.destination?.host ?? '', ns, domainSuffix);
+        const unresolved = (why: string): BackendModel => {
+          warnings.push(`VirtualService ${entry}: destination ${host}: ${why}; its share is answered 500`);
+          return { namespace: ns, hostname: '', port: 0, weight };
+        };
+        if (d.destination?.subset != null) return unresolved('subsets (DestinationRules) are not supported yet');
+        if (d.headers != null) warnings.push(`VirtualService ${entry}: per-destination headers are not applied`);
+        const m = new RegExp(`^([^.]+)\\.([^.]+)\\.svc\\.${escapeRegex(domainSuffix)}$`).exec(host);
+        const ports = m === null ? undefined : services.get(`${m[2]}/${m[1]}`);
+        if (m === null || ports === undefined) return unresolved('no such Service');
+        const port = d.destination?.port?.number ?? (ports.size === 1 ? [...ports][0]! : undefined);
+        if (port === undefined || !ports.has(port))
+          return unresolved(`the Service has no port ${port ?? '(none given, and it has several)'}`);
+        return { namespace: m[2]!, hostname: host, port, weight };
+      });
+      action =
+        backends.length === 0 || backends.every((b) => b.hostname === '')
+          ? { directStatus: 500 }
+          : { forward: backends };
+      if (backends.length === 0) problems.push('no route, redirect or directResponse');
+    }
+    let timeoutMs: number | undefined;
+    if (http.timeout != null) {
+      timeoutMs = protoDuration(http.timeout);
+      if (timeoutMs === undefined) problems.push(`timeout ${JSON.stringify(http.timeout)} is not a duration`);
+    }
+    const requestHeaders = headerOps(http.headers?.request);
+    const responseHeaders = headerOps(http.headers?.response);
+    const matches = present(http.match);
+    const converted = (matches.length === 0 ? [{}] : matches).map(convertMatch);
+    for (const c of converted) if (typeof c === 'string') problems.push(c);
+    for (const c of converted) {
+      if (typeof c === 'string') continue;
+      let path = c.match.path;
+      // Istio rewrites a prefix match's prefix; with no uri match the implicit prefix is "/".
+      if (http.rewrite?.uri != null && path === undefined) path = { stringPrefix: '/' };
+      let rewritten: RouteModel['rewrite'];
+      if (http.rewrite != null) {
+        const uri = http.rewrite.uri;
+        let rewrittenPath: PathRewriteModel | undefined;
+        if (uri != null) rewrittenPath = path !== undefined && 'stringPrefix' in path ? { prefix: uri } : { full: uri };
+        rewritten = { hostname: http.rewrite.authority ?? '', path: rewrittenPath };
+      }
+      routes.push({
+        port: c.port,
+        route: {
+          name: entry,
+          matches: [{ ...c.match, path }],
+          requestHeaders,
+          responseHeaders,
+          action: problems.length > 0 ? { directStatus: 500 } : action,
+          rewrite: problems.length > 0 ? undefined : rewritten,
+          timeoutMs,
+        },
+      });
+    }
+    for (const p of problems) warnings.push(`VirtualService ${entry}: ${p}; its requests are answered 500`);
+  });
+  return {
+    namespace: ns,
+    name: vs.metadata.name,
+    hosts: present(vs.spec.hosts).map((h) => (h.includes('.') || h === '*' ? h : qualifiedHost(h, ns, domainSuffix))),
+    gateways,
+    routes,
+    warnings,
+  };
+}
+
+type HttpMatch = NonNullable<NonNullable<Http['match']>[number]>;
+
+/** One match of an `http` entry, or why it cannot be followed. */
+function convertMatch(m: HttpMatch | Record<string, never>): { match: RouteMatchModel; port: number } | string {
+  const match = m as Partial<HttpMatch>;
+  let path: PathMatchModel | undefined;
+  const uri = match.uri;
+  if (uri?.exact != null) path = { exact: uri.exact };
+  else if (uri?.prefix != null) path = uri.prefix === '/' ? undefined : { stringPrefix: uri.prefix };
+  else if (uri?.regex != null) {
+    if (!validRegex(uri.regex)) return `uri regex ${JSON.stringify(uri.regex)} does not compile`;
+    path = { regex: uri.regex };
+  }
+  const values = (
+    m: Record<string, StringMatch> | null | undefined,
+    lower: boolean,
+  ): (ValueMatchModel & { name: string })[] | string => {
+    const out: (ValueMatchModel & { name: string })[] = [];
+    for (const [k, v] of Object.entries(m ?? {})) {
+      const value = valueMatch(v);
+      if (typeof value === 'string') return `${k}: ${value}`;
+      out.push({ name: lower ? k.toLowerCase() : k, ...value });
+    }
+    return out;
+  };
+  const headers = values(match.headers, true);
+  if (typeof headers === 'string') return headers;
+  const queryParams = values(match.queryParams, false);
+  if (typeof queryParams === 'string') return queryParams;
+  let method = '';
+  if (match.method != null) {
+    if (match.method.exact == null) return 'a method matched other than exactly';
+    method = match.method.exact;
+  }
+  if (present(match.gateways).length > 0) return 'a match restricted to gateways is not supported';
+  return { match: { path, headers, queryParams, method }, port: match.port ?? 0 };
+}
