@@ -38,10 +38,10 @@ spec:
     protocol: HTTPS
     hostname: other.test
     tls: {certificateRefs: [{name: other-cert, namespace: other}]}
-  - name: passthrough
+  - name: tls-terminate
     port: 9443
     protocol: TLS
-    tls: {mode: Passthrough}
+    tls: {mode: Terminate, certificateRefs: [{name: example-cert}]}
 ---
 apiVersion: v1
 kind: Service
@@ -229,12 +229,12 @@ describe(
           ['http', 80, 'http'],
           ['https', 443, 'https'],
           ['https-other', 8443, 'https'],
-          ['passthrough', 9443, 'tls'],
+          ['tls-terminate', 9443, 'tls'],
         ],
       );
     });
 
-    test('listener status: a missing Secret is InvalidCertificateRef, another namespace without a ReferenceGrant RefNotPermitted, TLS not served', async () => {
+    test('listener status: a missing Secret is InvalidCertificateRef, another namespace without a ReferenceGrant RefNotPermitted, TLS terminated on a TLS listener not served', async () => {
       let g: GatewayJson = {};
       await waitFor(
         'listener statuses',
@@ -254,8 +254,11 @@ describe(
       const other = listener(g, 'https-other', 'ResolvedRefs')!;
       assert.deepEqual([other.status, other.reason], ['False', 'RefNotPermitted']);
       assert.match(other.message, /missing a ReferenceGrant/);
-      const tls = listener(g, 'passthrough', 'Accepted')!;
-      assert.deepEqual([tls.status, tls.reason], ['False', 'UnsupportedProtocol']);
+      const tls = listener(g, 'tls-terminate', 'Accepted')!;
+      assert.deepEqual(
+        [tls.status, tls.reason, tls.message],
+        ['False', 'UnsupportedProtocol', 'protocol "TLS" with TLS mode "Terminate" is not served by amesh\'s gateway'],
+      );
       const accepted = g.status!.conditions!.find((c) => c.type === 'Accepted')!;
       assert.deepEqual([accepted.status, accepted.reason], ['True', 'ListenersNotValid']);
     });

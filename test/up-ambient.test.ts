@@ -1267,13 +1267,14 @@ describe(
       await ok('delete', 'namespace', 'l7');
     });
 
-    test("an ingress Gateway of class istio: the host curls its LoadBalancer address over HTTPS with SNI and reaches a meshed pod over HBONE with the gateway's identity; an unknown name gets no certificate, and a rotated Secret is served", async () => {
+    test("an ingress Gateway of class istio: the host curls its LoadBalancer address over HTTPS with SNI and reaches a meshed pod over HBONE with the gateway's identity; TLS passed through by SNI and TCP reach theirs; an unknown name gets no certificate, a Secret the gateway may not read is refused through SAR, and a rotated Secret is served", async () => {
       const ok = async (...args: string[]): Promise<string> => {
         const r = await kubectl(...args);
         assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
         return r.stdout;
       };
       const first = await tlsSecret('ingress', 'shop-cert', ['*.shop.test']);
+      const dbCert = await tlsSecret('shop', 'db-cert', ['db.shop.test']);
       const manifest = path.join(dir, 'ingress.yaml');
       await writeFile(
         manifest,
@@ -1332,7 +1333,72 @@ describe(
                   tls: { mode: 'Terminate', certificateRefs: [{ name: 'shop-cert' }] },
                   allowedRoutes: { namespaces: { from: 'All' } },
                 },
+                {
+                  name: 'tls',
+                  port: 8443,
+                  protocol: 'TLS',
+                  hostname: '*.shop.test',
+                  tls: { mode: 'Passthrough' },
+                  allowedRoutes: { namespaces: { from: 'All' } },
+                },
+                { name: 'tcp', port: 9000, protocol: 'TCP', allowedRoutes: { namespaces: { from: 'All' } } },
               ],
+            },
+          }) +
+          dbCert.yaml +
+          object({
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            metadata: { name: 'db', namespace: 'shop' },
+            spec: {
+              selector: { matchLabels: { app: 'db' } },
+              template: {
+                metadata: { labels: { app: 'db' } },
+                spec: {
+                  containers: [
+                    {
+                      name: 'db',
+                      image: 'amesh',
+                      // An HTTPS server with its own certificate: the gateway passes its TLS through untouched.
+                      command: [
+                        'node',
+                        '-e',
+                        "require('https').createServer({ cert: process.env.CRT, key: process.env.KEY }, (q, r) => r.end('db:' + q.headers.host)).listen(8443)",
+                      ],
+                      env: [
+                        { name: 'CRT', valueFrom: { secretKeyRef: { name: 'db-cert', key: 'tls.crt' } } },
+                        { name: 'KEY', valueFrom: { secretKeyRef: { name: 'db-cert', key: 'tls.key' } } },
+                      ],
+                      ports: [{ containerPort: 8443 }],
+                    },
+                  ],
+                },
+              },
+            },
+          }) +
+          object({
+            apiVersion: 'v1',
+            kind: 'Service',
+            metadata: { name: 'db', namespace: 'shop' },
+            spec: { selector: { app: 'db' }, ports: [{ name: 'tls', port: 8443, targetPort: 8443 }] },
+          }) +
+          object({
+            apiVersion: 'gateway.networking.k8s.io/v1',
+            kind: 'TLSRoute',
+            metadata: { name: 'db', namespace: 'shop' },
+            spec: {
+              parentRefs: [{ name: 'gw', namespace: 'ingress', sectionName: 'tls' }],
+              hostnames: ['db.shop.test'],
+              rules: [{ backendRefs: [{ name: 'db', port: 8443 }] }],
+            },
+          }) +
+          object({
+            apiVersion: 'gateway.networking.k8s.io/v1',
+            kind: 'TCPRoute',
+            metadata: { name: 'web', namespace: 'shop' },
+            spec: {
+              parentRefs: [{ name: 'gw', namespace: 'ingress', sectionName: 'tcp' }],
+              rules: [{ backendRefs: [{ name: 'web', port: SERVICE_PORT }] }],
             },
           }) +
           object({
@@ -1355,7 +1421,7 @@ describe(
         'gateways.gateway.networking.k8s.io/gw',
         '--timeout=120s',
       );
-      await ok('rollout', 'status', '-n', 'shop', 'deployment/web', '--timeout=120s');
+      await ok('rollout', 'status', '-n', 'shop', 'deployment/web', 'deployment/db', '--timeout=120s');
       const lb = await ok(
         'get',
         'gateways.gateway.networking.k8s.io',
@@ -1463,6 +1529,28 @@ describe(
       );
       assert.match(got, new RegExp(`"peer":"${gwIp.replaceAll('.', '\\.')}:`), 'the shop sees the gateway as its peer');
       assert.match(await curl('nope.other.test'), /^ERR .*(handshake|SSL)/i, 'no listener covers the name');
+
+      // TLS passed through by SNI: the client sees the db's own certificate, which the gateway never held.
+      const dbCa = path.join(dir, 'db-ca.pem');
+      await writeFile(dbCa, dbCert.certPem);
+      const onHost = async (...args: string[]): Promise<string> => {
+        const r = await runToExit('nsenter', [`--net=${host.path}`, '--', 'curl', '-sS', '-m', '5', ...args], 10_000);
+        return r.status === 0 ? r.stdout : `ERR ${r.stderr.trim()}`;
+      };
+      await waitFor(
+        'the db reached through TLS passthrough',
+        async () =>
+          (got = await onHost(
+            '--cacert',
+            dbCa,
+            '--resolve',
+            `db.shop.test:8443:${lb}`,
+            'https://db.shop.test:8443/',
+          )) === 'db:db.shop.test:8443',
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`${got}\n${await gatewayLogs()}`));
+      // TCP: the bytes are relayed as they are; the echo server answers the plain HTTP request.
+      assert.match(await onHost(`http://${lb}:9000/tcp`), /"hostname":"shop-web".*"path":"\/tcp"/);
 
       // Istio's own Gateway on the same proxy: its credentialName is a Secret of the gateway's namespace, which
       // istiod serves only if a SubjectAccessReview lets the gateway's service account list Secrets. It may not.

@@ -5,6 +5,9 @@
  * - HTTPS: TLS is terminated with the certificates istiod serves over SDS (`gateway-credentials.ts`), chosen by SNI
  *   (`listenerForSni`); a client without SNI gets the listener without a hostname, if there is one. The requests
  *   inside are routed by the virtual hosts of that listener only, as Envoy's per-server routes are.
+ * - TLS (passthrough): the ClientHello's SNI (`client-hello.ts`, read without terminating TLS, as Envoy's
+ *   tls_inspector does) picks the listener and its virtual host, whose route's backends take the connection as it is.
+ * - TCP: the route of the port's listener takes every connection.
  * Each request then goes through the same path a waypoint's does (`http-proxy.ts`): RequestAuthentication,
  * AuthorizationPolicies that target the Gateway, then the route, and into the mesh over HBONE with the gateway's
  * identity. Requests are counted with `reporter="source"` and the gateway as source, as Istio's gateways report.
@@ -12,7 +15,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import { MeshError } from '../lib/errors.js';
+import { describeError, MeshError } from '../lib/errors.js';
 import { formatHostPort } from '../lib/ip.js';
 import type { LocalProxies } from '../ztunnel/ztunnel.js';
 import { LocalWorkloadInformation } from '../ztunnel/proxy/local-workload.js';
@@ -25,13 +28,24 @@ import { WaypointAuthorizer } from './waypoint-authorizer.js';
 import { ExtAuthzClient } from './ext-authz.js';
 import type { WaypointRules } from './waypoint-rules.js';
 import type { GatewayCredentials } from './gateway-credentials.js';
-import { listenerForSni, virtualHostFor, type GatewayListenerConfig } from './gateway-listeners-config.js';
+import {
+  listenerForSni,
+  virtualHostFor,
+  type GatewayListenerConfig,
+  type GatewayProtocol,
+} from './gateway-listeners-config.js';
+import { peekClientHello } from './client-hello.js';
+import { pickBackend } from './route-table.js';
+import { resolveServiceBehindWaypoint } from '../ztunnel/state/upstream.js';
 
 /** Where the listeners bind: every IPv4 address of the pod, as Envoy's `0.0.0.0` listeners do. */
 const BIND_ADDRESS = '0.0.0.0';
 
+/** How long a passthrough connection may take to send its ClientHello (Envoy's listener filter timeout). */
+const CLIENT_HELLO_TIMEOUT_MS = 15_000;
+
 interface PortServer {
-  readonly protocol: 'HTTP' | 'HTTPS';
+  readonly protocol: GatewayProtocol;
   readonly server: net.Server;
   listening: boolean;
   error: string | undefined;
@@ -39,6 +53,7 @@ interface PortServer {
 
 export class GatewayListener implements LocalProxies {
   private readonly local: LocalWorkloadInformation;
+  private readonly outbound: Outbound;
   private readonly http: WaypointHttp;
   private readonly servers = new Map<number, PortServer>();
   private readonly sockets = new Set<net.Socket>();
@@ -54,6 +69,7 @@ export class GatewayListener implements LocalProxies {
   ) {
     this.local = LocalWorkloadInformation.byUid(ctx.state, podUid);
     const outbound = new Outbound(ctx, this.local);
+    this.outbound = outbound;
     this.http = new WaypointHttp(
       ctx,
       outbound,
@@ -74,7 +90,7 @@ export class GatewayListener implements LocalProxies {
   /** Opens a server for each port istiod's listeners name, and closes those no listener names any more. */
   reconcile(): void {
     if (this.closed) return;
-    const want = new Map<number, 'HTTP' | 'HTTPS'>();
+    const want = new Map<number, GatewayProtocol>();
     for (const l of this.rules.listeners) if (!want.has(l.port)) want.set(l.port, l.protocol);
     for (const [port, s] of this.servers)
       if (want.get(port) !== s.protocol) {
@@ -86,24 +102,8 @@ export class GatewayListener implements LocalProxies {
     this.refreshCertificates();
   }
 
-  private open(port: number, protocol: 'HTTP' | 'HTTPS'): void {
-    const server =
-      protocol === 'HTTP'
-        ? net.createServer((s) => this.accept(s, port, undefined))
-        : tls.createServer(
-            {
-              minVersion: 'TLSv1.2',
-              SNICallback: (sni, cb) => {
-                const l = listenerForSni(this.listenersOn(port), sni);
-                const ctx = l === undefined ? undefined : this.credentials.contextFor(l.credentialNames);
-                if (ctx === undefined) {
-                  this.ctx.log.warn({ port, sni }, 'gateway: no certificate for the TLS connection');
-                  cb(new MeshError('ZT_ERR_GATEWAY_NO_CERTIFICATE', `no certificate for ${sni} on port ${port}`));
-                } else cb(null, ctx);
-              },
-            },
-            (s) => this.accept(s, port, typeof s.servername === 'string' ? s.servername : undefined),
-          );
+  private open(port: number, protocol: GatewayProtocol): void {
+    const server = this.makeServer(port, protocol);
     const entry: PortServer = { protocol, server, listening: false, error: undefined };
     server.on('tlsClientError', (e: Error, s: tls.TLSSocket) => {
       this.ctx.log.debug({ port, src: s.remoteAddress, error: e.message }, 'gateway: TLS handshake failed');
@@ -117,6 +117,31 @@ export class GatewayListener implements LocalProxies {
       this.ctx.log.info({ address: formatHostPort(BIND_ADDRESS, port), protocol }, 'gateway listener up');
     });
     this.servers.set(port, entry);
+  }
+
+  private makeServer(port: number, protocol: GatewayProtocol): net.Server {
+    switch (protocol) {
+      case 'HTTP':
+        return net.createServer((s) => this.accept(s, port, undefined));
+      case 'TLS':
+      case 'TCP':
+        return net.createServer((s) => this.passThrough(s, port, protocol));
+      case 'HTTPS':
+        return tls.createServer(
+          {
+            minVersion: 'TLSv1.2',
+            SNICallback: (sni, cb) => {
+              const l = listenerForSni(this.listenersOn(port), sni);
+              const ctx = l === undefined ? undefined : this.credentials.contextFor(l.credentialNames);
+              if (ctx === undefined) {
+                this.ctx.log.warn({ port, sni }, 'gateway: no certificate for the TLS connection');
+                cb(new MeshError('ZT_ERR_GATEWAY_NO_CERTIFICATE', `no certificate for ${sni} on port ${port}`));
+              } else cb(null, ctx);
+            },
+          },
+          (s) => this.accept(s, port, typeof s.servername === 'string' ? s.servername : undefined),
+        );
+    }
   }
 
   /** The TLS context for clients without SNI: that of the port's listener without a hostname. */
@@ -166,6 +191,77 @@ export class GatewayListener implements LocalProxies {
       },
     };
     this.http.serveConnection(socket, t);
+  }
+
+  /** A TLS or TCP connection: relayed as it is to the backend its listener's route picks. */
+  private passThrough(socket: net.Socket, port: number, protocol: 'TLS' | 'TCP'): void {
+    socket.on('error', () => undefined);
+    if (this.local.current() === undefined || this.rules.broken !== undefined) {
+      socket.destroy();
+      return;
+    }
+    if (protocol === 'TCP') {
+      void this.relayTo(socket, port, protocol, undefined, Buffer.alloc(0));
+      return;
+    }
+    let head = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      // Once per connection, until the ClientHello is whole: not the relay's path.
+      head = Buffer.concat([head, chunk]);
+      const peek = peekClientHello(head);
+      if (peek.t === 'more') return;
+      socket.off('data', onData);
+      socket.pause();
+      socket.setTimeout(0);
+      if (peek.t === 'not-tls') {
+        this.ctx.log.info({ port, src: socket.remoteAddress }, 'gateway: not a TLS ClientHello on a TLS listener');
+        socket.destroy();
+        return;
+      }
+      void this.relayTo(socket, port, protocol, peek.sni, head);
+    };
+    socket.on('data', onData);
+    socket.setTimeout(CLIENT_HELLO_TIMEOUT_MS, () => socket.destroy());
+  }
+
+  /** Connects to the backend the route picks (over HBONE with the gateway's identity) and relays `socket` to it. */
+  private async relayTo(
+    socket: net.Socket,
+    port: number,
+    protocol: 'TLS' | 'TCP',
+    sni: string | undefined,
+    head: Buffer,
+  ): Promise<void> {
+    const on = this.listenersOn(port);
+    const listener = protocol === 'TLS' ? listenerForSni(on, sni) : on[0];
+    const table =
+      listener === undefined ? undefined : virtualHostFor([listener], protocol === 'TLS' ? (sni ?? '') : '*');
+    const action = table?.routes[0]?.action;
+    const backend = action?.t === 'forward' ? pickBackend(action) : undefined;
+    const self = this.local.current();
+    const peerAddr = formatHostPort(socket.remoteAddress ?? '', socket.remotePort ?? 0);
+    const refuse = (why: string): void => {
+      this.ctx.log.info({ port, sni, src: peerAddr, reason: why }, 'gateway: connection refused');
+      socket.destroy();
+    };
+    if (backend === undefined || backend.hostname === '' || self === undefined)
+      return refuse(table === undefined ? 'no route for the connection' : 'no backend for the connection');
+    const svc = this.ctx.state.serviceByKey(`${backend.namespace}/${backend.hostname}`);
+    if (svc === undefined) return refuse(`route backend ${backend.namespace}/${backend.hostname} is not known yet`);
+    let setup;
+    try {
+      const dest = resolveServiceBehindWaypoint(this.ctx.state, self, svc, backend.port, this.ip);
+      // Failures are logged and counted by the outbound flow itself.
+      setup = await this.outbound.connect(peerAddr, this.ip, dest.ip, dest.port);
+    } catch (e) {
+      return refuse(describeError(e));
+    }
+    if (socket.destroyed) {
+      setup.upstream.destroy();
+      return;
+    }
+    if (head.length > 0) setup.upstream.write(head);
+    this.outbound.run(socket, setup);
   }
 
   pending(): string[] {

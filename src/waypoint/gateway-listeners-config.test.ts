@@ -22,11 +22,11 @@ const { listeners, rejected } = gatewayListenersFromXds([
   listener('wild', '*.example.com', ['*.example.com', 'a.example.com']),
   listener('deeper', '*.b.example.com', ['*.b.example.com']),
   listener('exact', 'a.example.com', ['a.example.com']),
-  listener('passthrough', '', [], 'TLS'),
+  listener('udp', '', [], 'UDP'),
 ]);
 
 test('a listener of a protocol the gateway does not serve is rejected by name', () => {
-  assert.deepEqual(rejected, ['listener passthrough: protocol TLS is not served']);
+  assert.deepEqual(rejected, ['listener udp: protocol UDP is not served']);
 });
 
 test('SNI picks the listener whose hostname is the name, else the longest covering wildcard, else the one without a hostname', () => {

@@ -10,10 +10,14 @@
 import type { Listener } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import { brokenTable, routesFromXds, type RouteTable } from './route-table.js';
 
+/** What a listener serves: HTTP, HTTPS terminated here, TLS passed through by SNI, or TCP. */
+export type GatewayProtocol = 'HTTP' | 'HTTPS' | 'TLS' | 'TCP';
+const PROTOCOLS: ReadonlySet<string> = new Set<GatewayProtocol>(['HTTP', 'HTTPS', 'TLS', 'TCP']);
+
 export interface GatewayListenerConfig {
   readonly name: string;
   readonly port: number;
-  readonly protocol: 'HTTP' | 'HTTPS';
+  readonly protocol: GatewayProtocol;
   /** Empty: any. */
   readonly hostname: string;
   readonly credentialNames: readonly string[];
@@ -29,7 +33,7 @@ export function gatewayListenersFromXds(listeners: readonly Listener[]): {
   const out: GatewayListenerConfig[] = [];
   const rejected: string[] = [];
   for (const l of listeners) {
-    if (l.protocol !== 'HTTP' && l.protocol !== 'HTTPS') {
+    if (!PROTOCOLS.has(l.protocol)) {
       rejected.push(`listener ${l.name}: protocol ${l.protocol} is not served`);
       continue;
     }
@@ -49,7 +53,7 @@ export function gatewayListenersFromXds(listeners: readonly Listener[]): {
       Object.freeze({
         name: l.name,
         port: l.port,
-        protocol: l.protocol,
+        protocol: l.protocol as GatewayProtocol,
         hostname: l.hostname,
         credentialNames: [...l.credentialNames],
         virtualHosts: hosts,

@@ -5,21 +5,22 @@
  * - A listener whose certificates cannot be used (no Secret, a Secret without a key pair, a reference to another
  *   namespace no ReferenceGrant opens, a kind other than Secret) is ResolvedRefs False (InvalidCertificateRef,
  *   RefNotPermitted) and Programmed False (`Bad TLS configuration`); it stays usable while one certificate is.
- * - A protocol amesh's gateway does not serve yet (TLS, TCP) is reported not Accepted (UnsupportedProtocol), rather
- *   than accepted and then silently not served.
+ * - A protocol or TLS mode amesh's gateway does not serve (TLS terminated on a TLS listener, HTTPS passed through)
+ *   is reported not Accepted (UnsupportedProtocol), rather than accepted and then silently not served.
+ * - attachedRoutes counts HTTPRoutes and GRPCRoutes; TLSRoutes and TCPRoutes are not watched here, since a cluster
+ *   may not serve their (experimental) CRDs and a watch that cannot sync would hold every status back.
  */
 import {
-  GATEWAY_API_GROUP,
-  SERVED_PROTOCOLS,
   attach,
   certificateRef,
   refersToGateway,
   type GatewayShape,
-  type GrantShape,
   type ListenerShape,
   type RefShape,
   type RouteShape,
+  unservedListener,
 } from '../model/gateway-listeners.js';
+import { GATEWAY_API_GROUP, type GrantShape } from '../model/reference-grants.js';
 import { extractCertInfo, keyPairProblem } from '../credentials/cert-info.js';
 import type { Condition } from './status-conditions.js';
 
@@ -36,6 +37,8 @@ export type SecretLookup = (namespace: string, name: string) => Readonly<Record<
 const DEFAULT_KINDS: Readonly<Record<string, readonly string[]>> = {
   HTTP: ['HTTPRoute', 'GRPCRoute'],
   HTTPS: ['HTTPRoute', 'GRPCRoute'],
+  TLS: ['TLSRoute'],
+  TCP: ['TCPRoute'],
 };
 
 /** As istio `secretObjectReferenceString` writes a reference: `group/kind/name.namespace`. */
@@ -90,13 +93,9 @@ export function listenerStatuses(
     let accepted = ok('Accepted', 'Accepted');
     let programmed = ok('Programmed', 'Programmed');
     let resolved = ok('ResolvedRefs', 'ResolvedRefs');
-    if (!SERVED_PROTOCOLS.has(l.protocol)) {
-      accepted = {
-        type: 'Accepted',
-        status: 'False',
-        reason: 'UnsupportedProtocol',
-        message: `protocol "${l.protocol}" is not served by amesh's gateway`,
-      };
+    const unserved = unservedListener(l);
+    if (unserved !== undefined) {
+      accepted = { type: 'Accepted', status: 'False', reason: 'UnsupportedProtocol', message: unserved };
       programmed = { type: 'Programmed', status: 'False', reason: 'Invalid', message: 'Unsupported protocol' };
     }
     const tls = tlsProblem(l, gw, grants, secret);

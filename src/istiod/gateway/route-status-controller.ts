@@ -21,6 +21,7 @@ import { ReconcileQueue } from '../../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../../kube/shared-informer-factory.js';
 import { USE_WAYPOINT_LABEL } from '../model/waypoints.js';
 import { attachParent, gatewayShape, refersToGateway, routeShape } from '../model/gateway-listeners.js';
+import { GATEWAY_API_GROUP, grantShape, referenceGranted } from '../model/reference-grants.js';
 import { GATEWAY_CONTROLLER as ROUTE_CONTROLLER } from './gateway-classes.js';
 import { sameConditions, withTimes, type Condition } from './status-conditions.js';
 
@@ -63,6 +64,7 @@ export class RouteStatusController {
   private readonly namespaces: RestartingInformer<KubernetesObject>;
   private readonly gateways: RestartingInformer<GatewayObject>;
   private readonly classes: RestartingInformer<ClassObject>;
+  private readonly grants: RestartingInformer<KubernetesObject & { spec?: unknown }>;
 
   constructor(
     private readonly kc: KubeConfig,
@@ -80,6 +82,7 @@ export class RouteStatusController {
     this.namespaces = informers.informerFor<KubernetesObject>('/api/v1/namespaces');
     this.gateways = informers.informerFor<GatewayObject>(`${GATEWAY_API}/gateways`);
     this.classes = informers.informerFor<ClassObject>(`${GATEWAY_API}/gatewayclasses`);
+    this.grants = informers.informerFor('/apis/gateway.networking.k8s.io/v1beta1/referencegrants');
     for (const [plural, inf] of this.routes) {
       const byKey = (o: KubernetesObject): void =>
         this.queue.add(`${plural}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`);
@@ -97,12 +100,19 @@ export class RouteStatusController {
     this.namespaces.addEventHandler({ update: byName });
     // A Gateway's listeners decide which routes attach, in any namespace.
     const everyRoute = (): void => everyRouteIn(undefined);
-    for (const inf of [this.gateways, this.classes])
+    for (const inf of [this.gateways, this.classes, this.grants])
       inf.addEventHandler({ add: everyRoute, update: everyRoute, delete: everyRoute });
   }
 
   start(): void {
-    const informers = [...this.routes.values(), this.services, this.namespaces, this.gateways, this.classes];
+    const informers = [
+      ...this.routes.values(),
+      this.services,
+      this.namespaces,
+      this.gateways,
+      this.classes,
+      this.grants,
+    ];
     void Promise.all(informers.map((i) => i.synced)).then(() => this.queue.run());
   }
 
@@ -119,7 +129,7 @@ export class RouteStatusController {
     const previous = route.status?.parents ?? [];
     const kind = plural === 'grpcroutes' ? 'GRPCRoute' : 'HTTPRoute';
     const ours = (route.spec?.parentRefs ?? []).flatMap((ref): ParentStatus[] => {
-      const conditions = isService(ref) ? this.conditions(route, ref) : this.gatewayConditions(route, kind, ref);
+      const conditions = isService(ref) ? this.conditions(route, kind, ref) : this.gatewayConditions(route, kind, ref);
       if (conditions === undefined) return [];
       const old = previous.find((p) => p.controllerName === ROUTE_CONTROLLER && isDeepStrictEqual(p.parentRef, ref));
       return [
@@ -174,11 +184,11 @@ export class RouteStatusController {
     const accepted: Condition = outcome.attached
       ? { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Route was valid' }
       : { type: 'Accepted', status: 'False', reason: outcome.reason, message: outcome.message };
-    return [accepted, this.backendsResolved(route)];
+    return [accepted, this.backendsResolved(route, kind)];
   }
 
   /** What istiod says of one Service parent of `route`. */
-  private conditions(route: RouteObject, parent: Ref): Condition[] {
+  private conditions(route: RouteObject, kind: string, parent: Ref): Condition[] {
     const ns = route.metadata?.namespace ?? '';
     const parentNs = parent.namespace ?? ns;
     const svc = this.services.get(parent.name ?? '', parentNs);
@@ -203,11 +213,14 @@ export class RouteStatusController {
           ? 'istio.io/use-waypoint label missing from parent and parent namespace; in ambient mode, route will not be respected'
           : 'All waypoints resolved',
     };
-    return [accepted, this.backendsResolved(route), waypoints];
+    return [accepted, this.backendsResolved(route, kind), waypoints];
   }
 
-  /** ResolvedRefs: whether every backendRef of `route` names a Service of its namespace. */
-  private backendsResolved(route: RouteObject): Condition {
+  /**
+   * ResolvedRefs: whether every backendRef of `route` names a Service that exists, in its namespace or in one whose
+   * ReferenceGrant lets the route's kind of its namespace refer to it.
+   */
+  private backendsResolved(route: RouteObject, kind: string): Condition {
     const ns = route.metadata?.namespace ?? '';
     let resolved: Condition = {
       type: 'ResolvedRefs',
@@ -224,13 +237,20 @@ export class RouteStatusController {
       });
       if (!isService(b))
         resolved = refused('InvalidKind', `referencing unsupported backendRef: ${b.group ?? ''}/${b.kind ?? ''}`);
-      else if ((b.namespace ?? ns) !== ns)
+      else if (
+        (b.namespace ?? ns) !== ns &&
+        !referenceGranted(
+          this.grants.list().map((g) => grantShape(g.metadata?.namespace ?? '', g.spec)),
+          { group: GATEWAY_API_GROUP, kind, namespace: ns },
+          { group: '', kind: 'Service', namespace: b.namespace ?? ns, name: b.name ?? '' },
+        )
+      )
         resolved = refused(
           'RefNotPermitted',
           `backendRef ${b.name ?? ''}/${b.namespace ?? ''} not accessible to a route in namespace "${ns}" (missing a ReferenceGrant?)`,
         );
-      else if (this.services.get(b.name ?? '', ns) === undefined)
-        resolved = refused('BackendNotFound', `backend(${b.name ?? ''}.${ns}.svc) not found`);
+      else if (this.services.get(b.name ?? '', b.namespace ?? ns) === undefined)
+        resolved = refused('BackendNotFound', `backend(${b.name ?? ''}.${b.namespace ?? ns}.svc) not found`);
       if (resolved.status === 'False') break;
     }
     return resolved;

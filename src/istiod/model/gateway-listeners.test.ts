@@ -6,10 +6,10 @@ import {
   certificateRef,
   gatewayListeners,
   gatewayShape,
-  grantShape,
   listenerHostnames,
   routeShape,
 } from './gateway-listeners.js';
+import { grantShape } from './reference-grants.js';
 import type { RouteModel } from './http-routes.js';
 
 const gw = gatewayShape('ingress', 'gw', {
@@ -90,7 +90,7 @@ test('a certificateRef to another namespace needs a ReferenceGrant there for Gat
   );
 });
 
-test('listeners: HTTP and HTTPS are served with their permitted certificates and virtual hosts; TLS passthrough is left out', () => {
+test('listeners: HTTP and HTTPS with their permitted certificates and virtual hosts; a TLS passthrough listener takes TLSRoutes only, by SNI', () => {
   const route = (name: string): RouteModel => ({
     name,
     matches: [],
@@ -104,12 +104,22 @@ test('listeners: HTTP and HTTPS are served with their permitted certificates and
     parentRefs: [{ name: 'gw' }],
     hostnames: ['b.example.com', 'a.example.com'],
   });
-  const out = gatewayListeners(gw, [{ shape, routes: [route('ingress/r.0')] }], [], none);
+  const tls = routeShape('TLSRoute', 'ingress', 't', { parentRefs: [{ name: 'gw' }], hostnames: ['db.test'] });
+  const out = gatewayListeners(
+    gw,
+    [
+      { shape, routes: [route('ingress/r.0')] },
+      { shape: tls, routes: [route('ingress/t.0')] },
+    ],
+    [],
+    none,
+  );
   assert.deepEqual(
     out.map((l) => [l.name, l.credentialNames, l.virtualHosts.map((v) => v.hostname)]),
     [
       ['http', [], ['a.example.com', 'b.example.com']],
       ['https', ['kubernetes-gateway://ingress/cert'], ['a.example.com', 'b.example.com']],
+      ['tls', [], ['db.test']],
     ],
   );
 });

@@ -15,8 +15,8 @@
 import { selectorMatches } from '../../apiserver/validation/label-selector.js';
 import type { JsonObject } from '../../apiserver/validation/json-fields.js';
 import { precedence, type RouteModel } from './http-routes.js';
+import { GATEWAY_API_GROUP, referenceGranted, type GrantShape } from './reference-grants.js';
 
-export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io';
 /** The SDS resource name of a Secret a Gateway API listener refers to (istio `credentials.ToKubernetesGatewayResource`). */
 export const gatewayCredentialName = (namespace: string, name: string): string =>
   `kubernetes-gateway://${namespace}/${name}`;
@@ -61,12 +61,6 @@ export interface RouteShape {
   readonly name: string;
   readonly hostnames: readonly string[];
   readonly parentRefs: readonly RefShape[];
-}
-
-export interface GrantShape {
-  readonly namespace: string;
-  readonly from: readonly { readonly group: string; readonly kind: string; readonly namespace: string }[];
-  readonly to: readonly { readonly group: string; readonly kind: string; readonly name: string }[];
 }
 
 /** Why a parentRef to a Gateway does not attach (the route's Accepted reason), or the hosts it attaches with. */
@@ -204,20 +198,6 @@ export function attachParent(
   return { listeners, outcome: listeners.size > 0 ? { attached: true, hostnames: [] } : best };
 }
 
-/** Whether a ReferenceGrant in `toNamespace` lets a `fromKind` of `fromNamespace` refer to the object. */
-export function referenceGranted(
-  grants: readonly GrantShape[],
-  from: { readonly group: string; readonly kind: string; readonly namespace: string },
-  to: { readonly group: string; readonly kind: string; readonly namespace: string; readonly name: string },
-): boolean {
-  return grants.some(
-    (g) =>
-      g.namespace === to.namespace &&
-      g.from.some((f) => f.group === from.group && f.kind === from.kind && f.namespace === from.namespace) &&
-      g.to.some((t) => t.group === to.group && t.kind === to.kind && (t.name === '' || t.name === to.name)),
-  );
-}
-
 /** A listener's certificateRef: its SDS name when it may be used, else the listener's ResolvedRefs failure. */
 export type CertificateRef =
   | { readonly ok: true; readonly namespace: string; readonly name: string; readonly credential: string }
@@ -263,8 +243,28 @@ export interface GatewayListenerModel {
   readonly virtualHosts: readonly VirtualHostModel[];
 }
 
-/** The protocols the gateway serves; a listener of another one is left out (and its status says so). */
-export const SERVED_PROTOCOLS: ReadonlySet<string> = new Set(['HTTP', 'HTTPS']);
+/**
+ * Why the gateway does not serve a listener (its status says so, and it is left out); undefined when it does: HTTP,
+ * HTTPS terminated by the gateway, TLS passed through by SNI, and TCP.
+ */
+export function unservedListener(l: ListenerShape): string | undefined {
+  const mode = l.tls?.mode ?? 'Terminate';
+  switch (l.protocol) {
+    case 'HTTP':
+    case 'TCP':
+      return undefined;
+    case 'HTTPS':
+      return mode === 'Terminate'
+        ? undefined
+        : `protocol "HTTPS" with TLS mode "${mode}" is not served by amesh's gateway`;
+    case 'TLS':
+      return mode === 'Passthrough'
+        ? undefined
+        : `protocol "TLS" with TLS mode "${mode}" is not served by amesh's gateway`;
+    default:
+      return `protocol "${l.protocol}" is not served by amesh's gateway`;
+  }
+}
 
 /**
  * What each listener of `gw` serves: its certificates, and the routes of the converted route objects attached to it
@@ -278,7 +278,7 @@ export function gatewayListeners(
 ): GatewayListenerModel[] {
   const out: GatewayListenerModel[] = [];
   for (const l of gw.listeners) {
-    if (!SERVED_PROTOCOLS.has(l.protocol)) continue;
+    if (unservedListener(l) !== undefined) continue;
     const hosts = new Map<string, RouteModel[]>();
     for (const { shape, routes } of converted)
       for (const ref of shape.parentRefs) {
@@ -365,18 +365,4 @@ export function gatewayShape(namespace: string, name: string, spec: unknown): Ga
 export function routeShape(kind: string, namespace: string, name: string, spec: unknown): RouteShape {
   const s = obj(spec);
   return { kind, namespace, name, hostnames: strs(s['hostnames']), parentRefs: objs(s['parentRefs']).map(refShape) };
-}
-
-/** A ReferenceGrant in the shape the rules above read. */
-export function grantShape(namespace: string, spec: unknown): GrantShape {
-  const s = obj(spec);
-  return {
-    namespace,
-    from: objs(s['from']).map((f) => ({
-      group: str(f['group']),
-      kind: str(f['kind']),
-      namespace: str(f['namespace']),
-    })),
-    to: objs(s['to']).map((t) => ({ group: str(t['group']), kind: str(t['kind']), name: str(t['name']) })),
-  };
 }

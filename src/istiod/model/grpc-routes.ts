@@ -11,6 +11,7 @@
  */
 import type { ResourceOf } from '../registry/manifest-dir.js';
 import type { GrpcRouteSpec } from '../registry/manifest-schema.js';
+import type { GrantShape } from './reference-grants.js';
 import {
   headerModifier,
   present,
@@ -111,6 +112,7 @@ function convertRules(
   route: ResourceOf<'GRPCRoute'>,
   services: ServicePorts,
   domainSuffix: string,
+  grants: readonly GrantShape[],
 ): { routes: RouteModel[]; warnings: string[] } {
   const ns = route.metadata.namespace;
   const name = `${ns}/${route.metadata.name}`;
@@ -133,7 +135,9 @@ function convertRules(
       const filters = present(b.filters);
       if (filters.length > 0)
         problem = `backendRef filters (${filters.map((f) => String(f.type)).join(', ')}) are not supported by the waypoint`;
-      return resolveBackend(b, ns, services, domainSuffix, (why) => warnings.push(`GRPCRoute ${ruleName}: ${why}`));
+      return resolveBackend(b, { kind: 'GRPCRoute', namespace: ns, grants }, services, domainSuffix, (why) =>
+        warnings.push(`GRPCRoute ${ruleName}: ${why}`),
+      );
     });
     let action: RouteActionModel;
     if (problem !== undefined) {
@@ -159,9 +163,10 @@ export function convertGrpcRoute(
   route: ResourceOf<'GRPCRoute'>,
   services: ServicePorts,
   domainSuffix: string,
+  grants: readonly GrantShape[] = [],
 ): ConvertedRoute {
   const { metadata, spec } = route;
-  const c = convertRules(route, services, domainSuffix);
+  const c = convertRules(route, services, domainSuffix, grants);
   return {
     kind: 'GRPCRoute',
     namespace: metadata.namespace,

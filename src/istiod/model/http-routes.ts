@@ -10,6 +10,7 @@
  */
 import type { Resource, ResourceOf } from '../registry/manifest-dir.js';
 import type { HttpRouteSpec } from '../registry/manifest-schema.js';
+import { GATEWAY_API_GROUP, referenceGranted, type GrantShape } from './reference-grants.js';
 
 export interface HeaderModel {
   readonly name: string;
@@ -173,11 +174,12 @@ interface Converted {
  */
 export function resolveBackend(
   b: Ref & { readonly weight?: number | null },
-  ns: string,
+  route: { readonly kind: string; readonly namespace: string; readonly grants: readonly GrantShape[] },
   services: ServicePorts,
   domainSuffix: string,
   warn: (why: string) => void,
 ): BackendModel {
+  const ns = route.namespace;
   const weight = b.weight ?? 1;
   const bns = b.namespace ?? ns;
   const unresolved = (why: string): BackendModel => {
@@ -185,15 +187,29 @@ export function resolveBackend(
     return { namespace: bns, hostname: '', port: 0, weight };
   };
   if (!isService(b)) return unresolved(`kind ${b.kind ?? ''} is not supported`);
-  if (bns !== ns) return unresolved('another namespace needs a ReferenceGrant, which the waypoint does not read');
+  if (
+    bns !== ns &&
+    !referenceGranted(
+      route.grants,
+      { group: GATEWAY_API_GROUP, kind: route.kind, namespace: ns },
+      { group: '', kind: 'Service', namespace: bns, name: b.name ?? '' },
+    )
+  )
+    return unresolved('another namespace needs a ReferenceGrant there that lets this route refer to the Service');
   const ports = services.get(`${bns}/${b.name ?? ''}`);
   if (ports === undefined) return unresolved('no such Service');
   if (b.port == null || !ports.has(b.port)) return unresolved(`the Service has no port ${b.port ?? '(none given)'}`);
   return { namespace: bns, hostname: `${b.name}.${bns}.svc.${domainSuffix}`, port: b.port, weight };
 }
 
-function convertRules(route: ResourceOf<'HTTPRoute'>, services: ServicePorts, domainSuffix: string): Converted {
+function convertRules(
+  route: ResourceOf<'HTTPRoute'>,
+  services: ServicePorts,
+  domainSuffix: string,
+  grants: readonly GrantShape[],
+): Converted {
   const ns = route.metadata.namespace;
+  const referrer = { kind: 'HTTPRoute', namespace: ns, grants };
   const name = `${ns}/${route.metadata.name}`;
   const routes: RouteModel[] = [];
   const warnings: string[] = [];
@@ -247,7 +263,7 @@ function convertRules(route: ResourceOf<'HTTPRoute'>, services: ServicePorts, do
       else if (ms > 0) timeoutMs = timeoutMs === undefined ? ms : Math.min(timeoutMs, ms);
     }
     const backends = present(rule.backendRefs).map((b) =>
-      resolveBackend(b, ns, services, domainSuffix, (why) => warnings.push(`HTTPRoute ${ruleName}: ${why}`)),
+      resolveBackend(b, referrer, services, domainSuffix, (why) => warnings.push(`HTTPRoute ${ruleName}: ${why}`)),
     );
     let action: RouteActionModel;
     if (problem !== undefined) {
@@ -334,9 +350,10 @@ export function convertHttpRoute(
   route: ResourceOf<'HTTPRoute'>,
   services: ServicePorts,
   domainSuffix: string,
+  grants: readonly GrantShape[] = [],
 ): ConvertedRoute {
   const { metadata, spec } = route;
-  const c = convertRules(route, services, domainSuffix);
+  const c = convertRules(route, services, domainSuffix, grants);
   return {
     kind: 'HTTPRoute',
     namespace: metadata.namespace,

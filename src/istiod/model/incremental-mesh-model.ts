@@ -77,6 +77,8 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'GatewayClass',
   'HTTPRoute',
   'GRPCRoute',
+  'TLSRoute',
+  'TCPRoute',
   'ReferenceGrant',
   'IstioGateway',
   'VirtualService',

@@ -24,13 +24,14 @@ import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './wayp
 import { convertRequestAuthentication, type RequestAuthenticationModel } from './request-authentication.js';
 import type { ExtAuthzProviderModel } from './extension-providers.js';
 import { convertVirtualService } from './virtual-services.js';
+import { grantShape } from './reference-grants.js';
+import { convertL4Route } from './l4-routes.js';
 import { istioGatewayListeners } from './istio-gateways.js';
 import { gatewayNames } from '../gateway/gateway-template.js';
 import { GATEWAY_CONTROLLER } from '../gateway/gateway-classes.js';
 import {
   gatewayListeners,
   gatewayShape,
-  grantShape,
   refersToGateway,
   routeShape,
   type GatewayListenerModel,
@@ -119,9 +120,12 @@ export function waypointResources(
   // come first (Istio takes the older route's first, whatever its kind).
   const httpRoutes = objects.filter((o): o is ResourceOf<'HTTPRoute'> => o.kind === 'HTTPRoute');
   const grpcRoutes = objects.filter((o): o is ResourceOf<'GRPCRoute'> => o.kind === 'GRPCRoute');
+  const grants = objects.flatMap((o) =>
+    o.kind === 'ReferenceGrant' ? [grantShape(o.metadata.namespace, o.spec)] : [],
+  );
   const converted = [
-    ...byAge(httpRoutes).map((r) => ({ r, c: convertHttpRoute(r, ports, cfg.domainSuffix) })),
-    ...byAge(grpcRoutes).map((r) => ({ r, c: convertGrpcRoute(r, ports, cfg.domainSuffix) })),
+    ...byAge(httpRoutes).map((r) => ({ r, c: convertHttpRoute(r, ports, cfg.domainSuffix, grants) })),
+    ...byAge(grpcRoutes).map((r) => ({ r, c: convertGrpcRoute(r, ports, cfg.domainSuffix, grants) })),
   ];
   const routes = routeTables(
     converted.filter(({ r }) => hasServiceParent(r)).map(({ c }) => c),
@@ -130,17 +134,20 @@ export function waypointResources(
   );
   warnings.push(...routes.warnings);
   if (ingress.length > 0) {
-    const grants = objects.flatMap((o) =>
-      o.kind === 'ReferenceGrant' ? [grantShape(o.metadata.namespace, o.spec)] : [],
-    );
     const namespaceLabels = new Map(
       objects.flatMap((o) => (o.kind === 'Namespace' ? [[o.metadata.name, o.metadata.labels] as const] : [])),
     );
-    const shapes = converted.map(({ r, c }) => ({
+    const l4 = byAge(
+      objects.filter(
+        (o): o is ResourceOf<'TLSRoute'> | ResourceOf<'TCPRoute'> => o.kind === 'TLSRoute' || o.kind === 'TCPRoute',
+      ),
+    ).map((r) => ({ r, c: convertL4Route(r, ports, cfg.domainSuffix, grants) }));
+    const all = [...converted, ...l4];
+    const shapes = all.map(({ r, c }) => ({
       shape: routeShape(r.kind, r.metadata.namespace, r.metadata.name, r.spec),
       routes: c.routes,
     }));
-    for (const { r, c } of converted)
+    for (const { r, c } of all)
       if (
         ingress.some((g) =>
           present(r.spec.parentRefs).some((p) => refersToGateway(p, g.metadata, r.metadata.namespace)),

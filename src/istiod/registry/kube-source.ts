@@ -94,6 +94,18 @@ export const WATCHED_KINDS: readonly Watched[] = [
     path: '/apis/networking.istio.io/v1/virtualservices',
   },
   {
+    kind: 'TLSRoute',
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    path: '/apis/gateway.networking.k8s.io/v1/tlsroutes',
+    optional: true,
+  },
+  {
+    kind: 'TCPRoute',
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    path: '/apis/gateway.networking.k8s.io/v1/tcproutes',
+    optional: true,
+  },
+  {
     kind: 'ReferenceGrant',
     apiVersion: 'gateway.networking.k8s.io/v1beta1',
     path: '/apis/gateway.networking.k8s.io/v1beta1/referencegrants',

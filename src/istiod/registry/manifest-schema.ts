@@ -511,6 +511,12 @@ const GRPC_ROUTE_SPEC = open({
   ),
 });
 export type GrpcRouteSpec = Infer<typeof GRPC_ROUTE_SPEC>;
+/** A Gateway API TLSRoute or TCPRoute (gateway.networking.k8s.io/v1): where an ingress gateway relays connections. */
+const L4_ROUTE_SPEC = open({
+  parentRefs: list(OBJECT_REF),
+  hostnames: strs,
+  rules: list(open({ name: str, backendRefs: list(OBJECT_REF) })),
+});
 
 /** What amesh validates per kind: `spec`/`status` schemas, whether the name must be a DNS-1123 label, and scope. */
 interface KindSchema {
@@ -552,6 +558,10 @@ const KINDS = {
   HTTPRoute: { spec: HTTP_ROUTE_SPEC },
   /** Read as HTTPRoutes are, into the same per-Service routes. */
   GRPCRoute: { spec: GRPC_ROUTE_SPEC },
+  /** Read for the connections an ingress gateway's TLS passthrough listeners relay, by SNI. */
+  TLSRoute: { spec: L4_ROUTE_SPEC },
+  /** Read for the connections an ingress gateway's TCP listeners relay. */
+  TCPRoute: { spec: L4_ROUTE_SPEC },
   /** Read for the references it lets Gateways and routes make into its namespace (certificates, backends). */
   ReferenceGrant: { spec: REFERENCE_GRANT_SPEC },
   /**

@@ -8,6 +8,7 @@ const review = (request: Record<string, unknown>): string =>
 const policy = (spec: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
   uid: 'u1',
   kind: { group: 'security.istio.io', version: 'v1', kind: 'AuthorizationPolicy' },
+  resource: { group: 'security.istio.io', version: 'v1', resource: 'authorizationpolicies' },
   operation: 'CREATE',
   namespace: 'shop',
   object: {
@@ -51,21 +52,32 @@ test('an unknown top-level field and a kind outside Istio are refused', () => {
     /^configuration is invalid: extra: unknown field "extra"/,
   );
   // A kind istiod does not read gets upstream's own check of the top-level fields.
-  const vs = {
+  const dr = {
     ...policy({}, { extra: 1 }),
-    kind: { group: 'networking.istio.io', version: 'v1', kind: 'VirtualService' },
+    kind: { group: 'networking.istio.io', version: 'v1', kind: 'DestinationRule' },
+    resource: { group: 'networking.istio.io', version: 'v1', resource: 'destinationrules' },
   };
-  assert.equal(response(review(vs)).status?.message, 'unknown field "extra" on VirtualService resource shop/p');
+  assert.equal(response(review(dr)).status?.message, 'unknown field "extra" on DestinationRule resource shop/p');
   const pod = { ...policy({}), kind: { group: '', version: 'v1', kind: 'Pod' } };
   assert.equal(response(review(pod)).status?.message, 'unrecognized type /v1, Kind=Pod');
 });
 
 test('Istio kinds amesh does not read are allowed', () => {
-  const vs = {
-    ...policy({ hosts: 'not-a-list' }),
-    kind: { group: 'networking.istio.io', version: 'v1', kind: 'VirtualService' },
+  const dr = {
+    ...policy({ host: ['not-a-string'] }),
+    kind: { group: 'networking.istio.io', version: 'v1', kind: 'DestinationRule' },
+    resource: { group: 'networking.istio.io', version: 'v1', resource: 'destinationrules' },
   };
-  assert.equal(response(review(vs)).allowed, true);
+  assert.equal(response(review(dr)).allowed, true);
+});
+
+test("Istio's Gateway is checked as istiod reads it, not as the Gateway API's", () => {
+  const gw = {
+    ...policy({ servers: 'not-a-list' }),
+    kind: { group: 'networking.istio.io', version: 'v1', kind: 'Gateway' },
+    resource: { group: 'networking.istio.io', version: 'v1', resource: 'gateways' },
+  };
+  assert.match(response(review(gw)).status?.message ?? '', /^configuration is invalid: spec\.servers: /);
 });
 
 test('a body that is not JSON or has no request is refused, not crashed on', () => {

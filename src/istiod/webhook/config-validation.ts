@@ -46,11 +46,14 @@ function judge(request: Record<string, unknown>): Answer {
       message: `configuration is invalid: "${ALWAYS_REJECT_ANNOTATION}" annotation found, rejecting`,
     };
   let warnings: readonly string[] = [];
-  const watched = WATCHED_KINDS.find((w) => w.kind === kind && w.apiVersion.startsWith(`${group}/`));
+  // By group and resource: istiod reads Istio's Gateway as its own kind, beside the Gateway API's.
+  const resource =
+    isRecord(request.resource) && typeof request.resource.resource === 'string' ? request.resource.resource : '';
+  const watched = WATCHED_KINDS.find((w) => w.apiVersion.startsWith(`${group}/`) && w.path.endsWith(`/${resource}`));
   if (watched !== undefined) {
     const checked = checkApiObject(watched, object);
     // The errors name the object (`AuthorizationPolicy ns/name: spec.action: …`); the request already does.
-    const named = `${kind} ${typeof meta.namespace === 'string' ? `${meta.namespace}/` : ''}${String(meta.name)}: `;
+    const named = `${watched.kind} ${typeof meta.namespace === 'string' ? `${meta.namespace}/` : ''}${String(meta.name)}: `;
     const strip = (e: string): string => (e.startsWith(named) ? e.slice(named.length) : e);
     if (checked.errors.length > 0)
       return { allowed: false, message: `configuration is invalid: ${multiError(checked.errors.map(strip))}` };

@@ -86,7 +86,8 @@ export type Listener = Message<"amesh.waypoint.v1.Listener"> & {
   port: number;
 
   /**
-   * HTTP, or HTTPS (TLS terminated by the gateway, then HTTP).
+   * HTTP; HTTPS (TLS terminated by the gateway, then HTTP); TLS (passed through: the virtual host is chosen by the
+   * ClientHello's SNI and its first route's backends take the connection); TCP (the `*` virtual host's first route).
    *
    * @generated from field: string protocol = 3;
    */
