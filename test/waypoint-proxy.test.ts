@@ -443,9 +443,22 @@ const L7_RESOURCES = [
             hostname: svcHost('echo-exact'),
             routes: [
               { name: 'backend/echo-exact.0', matches: [{ path: { exact: '/only' } }], ...forwardTo('echo-v1') },
+              {
+                name: 'backend/echo-exact.1',
+                matches: [{ path: { exact: '/faulty' } }],
+                ...forwardTo('echo-v1'),
+                fault: { abort: { httpStatus: 503, percentage: 100 } },
+              },
+              {
+                name: 'backend/echo-exact.2',
+                matches: [{ path: { exact: '/slow' } }],
+                ...forwardTo('echo-v1'),
+                fault: { delay: { fixedDelay: '0.05s', percentage: 100 } },
+              },
             ],
           },
         ],
+        accessLog: true,
         policies: [
           {
             name: 'backend/no-admin-delete',
@@ -654,6 +667,33 @@ describe(
         `destination_service="${svcHost('echo-exact')}"`,
       ]);
       assert.equal(line.split(' ').at(-1), '3');
+    });
+
+    test("a VirtualService's fault injection: an abort is answered by the waypoint with its status and Envoy's text (FI); a delayed request is served, flagged DI; with meshConfig.accessLogFile each request is in the access log", async () => {
+      const aborted = await curl(L7_WEB_IP, 'http://10.96.1.13/faulty');
+      assert.deepEqual([aborted.status, aborted.body], [503, 'fault filter abort']);
+      assert.equal(servedBy(await curl(L7_WEB_IP, 'http://10.96.1.13/slow')), 'echo-v1');
+      // With meshConfig.accessLogFile set, each request has its line in the access log, with Envoy's fields.
+      const logged = waypointLogs.lines.find(
+        (l) => l['message'] === 'request complete' && l['path'] === '/faulty' && l['scope'] === 'access',
+      );
+      assert.deepEqual(
+        logged && [logged['method'], logged['response_code'], logged['response_flags'], logged['route_name']],
+        ['GET', 503, 'FI', 'backend/echo-exact.1'],
+      );
+      // The abort is counted against the Service asked for; the delayed request against the one it was routed to.
+      for (const [code, flag, service] of [
+        ['503', 'FI', 'echo-exact'],
+        ['200', 'DI', 'echo-v1'],
+      ] as const)
+        assert.match(
+          await waypointSeries(wp, 'istio_requests_total', [
+            `response_code="${code}"`,
+            `response_flags="${flag}"`,
+            `destination_service="${svcHost(service)}"`,
+          ]),
+          / 1$/,
+        );
     });
 
     test('a DENY AuthorizationPolicy on DELETE /admin*: DELETE /admin gets 403 RBAC: access denied; GET /admin and DELETE elsewhere pass', async () => {

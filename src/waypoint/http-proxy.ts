@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { H2Stream } from '../h2/h2-stream.js';
 import { describeError, MeshError } from '../lib/errors.js';
+import { formatHostPort } from '../lib/ip.js';
 import { identityToString } from '../lib/spiffe.js';
 import type { Outbound } from '../ztunnel/proxy/outbound.js';
 import type { ProxyContext } from '../ztunnel/proxy/proxy-context.js';
@@ -49,6 +50,8 @@ const HOP_BY_HOP = new Set([
 /** What Envoy answers when it cannot connect upstream, and when the route's timeout passes. */
 const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before headers. reset reason: connection failure';
 const UPSTREAM_TIMEOUT = 'upstream request timeout';
+/** What Envoy's fault filter answers an aborted request with. */
+const FAULT_ABORT = 'fault filter abort';
 /**
  * The gRPC status a local reply's HTTP status stands for, as Envoy maps them (envoy
  * `source/common/grpc/status.cc` `httpToGrpcStatus`).
@@ -216,6 +219,8 @@ export class WaypointHttp {
     private readonly rules: WaypointRules,
     private readonly authorizer: WaypointAuthorizer,
     private readonly extAuthz: ExtAuthzClient,
+    /** Draws the share a fault applies to. */
+    private readonly random: () => number = Math.random,
   ) {
     // No server timeouts of its own: the tunnel's HBONE keepalive and the client decide how long it lives.
     this.server = http.createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0 }, (req, res) =>
@@ -291,15 +296,35 @@ export class WaypointHttp {
     let parties = t.parties;
     const grpc = (req.headers['content-type'] ?? '').startsWith('application/grpc');
     let grpcStatus = '';
-    const finish = (status: number, flags: ResponseFlag, response: number): void =>
-      this.metrics.record(
-        parties,
-        status,
-        flags,
-        performance.now() - started,
-        { request: headBytes(req.rawHeaders) + requestBody(), response },
-        grpc ? { status: grpcStatus } : undefined,
-      );
+    /** Where the request went (`ip:port`) and by which route, for the access log. */
+    let upstreamHost = '-';
+    let routeName = '-';
+    const finish = (status: number, flags: ResponseFlag, response: number): void => {
+      const durationMs = performance.now() - started;
+      const bytes = { request: headBytes(req.rawHeaders) + requestBody(), response };
+      this.metrics.record(parties, status, flags, durationMs, bytes, grpc ? { status: grpcStatus } : undefined);
+      if (this.rules.accessLog)
+        // Envoy's default access log fields, as Istio's proxies write them when meshConfig.accessLogFile is set.
+        this.ctx.connections.access.info(
+          {
+            method: req.method,
+            path: req.url,
+            protocol: `HTTP/${req.httpVersion}`,
+            response_code: status,
+            response_flags: flags,
+            bytes_received: bytes.request,
+            bytes_sent: bytes.response,
+            duration: Math.round(durationMs),
+            upstream_host: upstreamHost,
+            x_request_id: req.headers['x-request-id'],
+            authority: req.headers[':authority'] ?? req.headers.host,
+            downstream_peer: t.peerAddr,
+            route_name: routeName,
+            ...(grpc ? { grpc_status: grpcStatus } : {}),
+          },
+          'request complete',
+        );
+    };
     /** Answers the request from the waypoint itself. */
     const answer = (status: number, flags: ResponseFlag, body = '', headers: http.OutgoingHttpHeaders = {}): void => {
       if (grpc && res instanceof http2.Http2ServerResponse) {
@@ -351,8 +376,21 @@ export class WaypointHttp {
     const table = this.routeTable(req, t);
     const routed = { method: req.method ?? 'GET', url: req.url ?? '/', headers: req.headers };
     const route = table === undefined ? undefined : routeRequest(table, routed);
+    routeName = route?.name ?? '-';
     if ((table !== undefined || t.virtualHost !== undefined) && route === undefined) {
       answer(404, 'NR');
+      return;
+    }
+    // Envoy's fault filter, before the router: a share of the requests delayed (DI), a share answered (FI).
+    const fault = route?.fault;
+    let faultFlag: ResponseFlag = '-';
+    if (fault?.delay !== undefined && this.random() * 100 < fault.delay.percentage) {
+      faultFlag = 'DI';
+      await new Promise((resolve) => setTimeout(resolve, fault.delay!.ms));
+      if (res.destroyed) return;
+    }
+    if (fault?.abort !== undefined && this.random() * 100 < fault.abort.percentage) {
+      answer(fault.abort.status, 'FI', FAULT_ABORT);
       return;
     }
     let dest: { ip: string; port: number; service: Service | undefined };
@@ -385,6 +423,7 @@ export class WaypointHttp {
       answer(503, 'UH', 'no healthy upstream');
       return;
     }
+    upstreamHost = formatHostPort(dest.ip, dest.port);
     const destination = this.ctx.state.workloadByAddr(t.self.network, dest.ip);
     parties = { ...parties, destination, destinationService: dest.service ?? parties.destinationService };
     let headers = forwardable(req.headers);
@@ -413,7 +452,7 @@ export class WaypointHttp {
           res.writeHead(r.status, back);
           r.body.pipe(res);
           // Counted once both bodies are done: a server may answer before it has read the whole request.
-          whenBoth(r.body, req, () => finish(r.status, '-', headBytes(r.rawHeaders) + responseBody()));
+          whenBoth(r.body, req, () => finish(r.status, faultFlag, headBytes(r.rawHeaders) + responseBody()));
         };
         const onError = (e: Error): void => {
           clearTimeout(timer);

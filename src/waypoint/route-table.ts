@@ -57,6 +57,13 @@ export interface Route {
   readonly action: RouteAction;
   readonly rewrite: { readonly hostname: string; readonly path: PathEdit | undefined } | undefined;
   readonly timeoutMs: number | undefined;
+  /** Shares of 100: requests delayed, then requests answered with `status`. */
+  readonly fault:
+    | {
+        readonly delay: { readonly ms: number; readonly percentage: number } | undefined;
+        readonly abort: { readonly status: number; readonly percentage: number } | undefined;
+      }
+    | undefined;
 }
 export interface RouteTable {
   readonly namespace: string;
@@ -118,6 +125,7 @@ const BROKEN: Route = Object.freeze<Route>({
   action: { t: 'direct', status: 500 },
   rewrite: undefined,
   timeoutMs: undefined,
+  fault: undefined,
 });
 
 /** Converts one list of istiod's routes; throws when one cannot be used (a regex JavaScript cannot compile). */
@@ -152,6 +160,22 @@ export function routesFromXds(routes: readonly XdsRoute[]): Route[] {
       action,
       rewrite: r.rewrite === undefined ? undefined : { hostname: r.rewrite.hostname, path: pathEdit(r.rewrite.path) },
       timeoutMs: r.timeout === undefined ? undefined : durationMs(r.timeout),
+      fault:
+        r.fault === undefined
+          ? undefined
+          : {
+              delay:
+                r.fault.delay === undefined
+                  ? undefined
+                  : {
+                      ms: r.fault.delay.fixedDelay === undefined ? 0 : durationMs(r.fault.delay.fixedDelay),
+                      percentage: r.fault.delay.percentage,
+                    },
+              abort:
+                r.fault.abort === undefined
+                  ? undefined
+                  : { status: r.fault.abort.httpStatus, percentage: r.fault.abort.percentage },
+            },
     });
   });
 }

@@ -26,6 +26,7 @@ export class WaypointRules {
   private readonly remoteKeys = remoteKeySets();
   private undecodable: string | undefined;
   private gatewayListeners: readonly GatewayListenerConfig[] = [];
+  private logRequests = false;
   private readonly watchers: (() => void)[] = [];
 
   constructor(
@@ -56,6 +57,11 @@ export class WaypointRules {
   /** An ingress gateway's listeners. */
   get listeners(): readonly GatewayListenerConfig[] {
     return this.gatewayListeners;
+  }
+
+  /** Whether each request is logged (meshConfig.accessLogFile). */
+  get accessLog(): boolean {
+    return this.logRequests;
   }
 
   /** Calls `f` after each push is applied. */
@@ -122,6 +128,7 @@ export class WaypointRules {
     this.jwt = jwt.policies;
     this.providers = extAuthzProvidersFromXds(msg.extAuthzProviders);
     this.gatewayListeners = listeners.listeners;
+    this.logRequests = msg.accessLog;
     for (const f of this.watchers) f();
     this.log.info(
       {

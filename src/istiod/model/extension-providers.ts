@@ -1,12 +1,10 @@
 /**
- * meshConfig.extensionProviders (istio.io/api `mesh/v1alpha1/config.proto`), read from istiod's mesh config, the
- * `mesh` key of the `istio` ConfigMap in its namespace: the ext_authz providers CUSTOM AuthorizationPolicies name
+ * meshConfig.extensionProviders (istio.io/api `mesh/v1alpha1/config.proto`), from istiod's mesh config
+ * (`mesh-config.ts`): the ext_authz providers CUSTOM AuthorizationPolicies name
  * (`envoyExtAuthzHttp`, `envoyExtAuthzGrpc`), as istio `pilot/pkg/security/authz/builder/extauthz.go` reads them.
  * A provider that cannot be used (no service or port, a timeout that is not a duration) is left out with a warning,
  * so the policies that name it deny.
  */
-import { parse } from 'yaml';
-import type { ResourceOf } from '../registry/manifest-dir.js';
 import { stringMatch } from './authorization.js';
 import type { StringMatchModel } from './types.js';
 
@@ -61,23 +59,13 @@ function providerProblem(
   return undefined;
 }
 
-/** The ext_authz providers of the mesh config in `configMaps` (the `istio` ConfigMap of `namespace`). */
-export function extAuthzProviders(
-  configMaps: readonly ResourceOf<'ConfigMap'>[],
-  namespace: string,
-): { providers: ReadonlyMap<string, ExtAuthzProviderModel>; warnings: string[] } {
+/** The ext_authz providers of the mesh config (`mesh-config.ts`). */
+export function extAuthzProviders(mesh: Obj | undefined): {
+  providers: ReadonlyMap<string, ExtAuthzProviderModel>;
+  warnings: string[];
+} {
   const warnings: string[] = [];
   const providers = new Map<string, ExtAuthzProviderModel>();
-  const cm = configMaps.find((c) => c.metadata.namespace === namespace && c.metadata.name === 'istio');
-  const text = cm?.spec.data?.['mesh'];
-  if (typeof text !== 'string') return { providers, warnings };
-  let mesh: unknown;
-  try {
-    mesh = parse(text);
-  } catch (e) {
-    warnings.push(`ConfigMap ${namespace}/istio: mesh is not YAML (${(e as Error).message}); no extension providers`);
-    return { providers, warnings };
-  }
   const list = isObj(mesh) && Array.isArray(mesh['extensionProviders']) ? mesh['extensionProviders'] : [];
   for (const p of list) {
     if (!isObj(p)) continue;

@@ -62,6 +62,11 @@ export interface RouteModel {
   readonly rewrite: { readonly hostname: string; readonly path: PathRewriteModel | undefined } | undefined;
   /** Milliseconds; undefined: no limit. */
   readonly timeoutMs: number | undefined;
+  /** A VirtualService's fault injection: percentages of 100. */
+  readonly fault?: {
+    readonly delay?: { readonly ms: number; readonly percentage: number };
+    readonly abort?: { readonly httpStatus: number; readonly percentage: number };
+  };
 }
 /** The routes of one Service port (0: every port), in the order the waypoint tries them. */
 export interface ServiceRoutesModel {

@@ -32,6 +32,7 @@ import { serviceWaypoint, waypointsOf, workloadWaypoint, type WaypointInputs } f
 import { waypointResources, type WaypointResourceModel } from './waypoint-resources.js';
 import { selectorMatches } from '../../apiserver/validation/label-selector.js';
 import { extAuthzProviders } from './extension-providers.js';
+import { accessLogOn, readMeshConfig } from './mesh-config.js';
 import {
   convertEndpointSlice,
   convertPod,
@@ -370,19 +371,21 @@ export class IncrementalMeshModel {
         shared.filter((o) => o.kind === 'Namespace').map((n) => [n.metadata.name, n.metadata.labels] as const),
       ),
     };
-    const mesh = extAuthzProviders(
+    const meshConfig = readMeshConfig(
       shared.filter((o) => o.kind === 'ConfigMap'),
       rootNamespace,
     );
+    const mesh = extAuthzProviders(meshConfig.mesh);
     const gatewayPods = this.objectsOf('Pod').filter((p) => this.selectedByIstioGateway(p));
     const computed = waypointResources([...shared, ...gatewayPods], waypoints, {
       domainSuffix,
       trustDomain: this.cfg.trustDomain,
       rootNamespace,
       providers: mesh.providers,
+      accessLog: accessLogOn(meshConfig.mesh),
     });
     // Said once while it holds, as the ServiceEntry shadowing above.
-    const waypointWarnings = new Set([...mesh.warnings, ...computed.warnings]);
+    const waypointWarnings = new Set([...meshConfig.warnings, ...mesh.warnings, ...computed.warnings]);
     for (const w of waypointWarnings) if (!this.waypointWarnings.has(w)) warnings.push(w);
     this.waypointWarnings = waypointWarnings;
     return {

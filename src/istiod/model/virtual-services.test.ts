@@ -88,3 +88,16 @@ test('durations as protobuf JSON writes them', () => {
   assert.equal(protoDuration('100ms'), 100);
   assert.equal(protoDuration('soon'), undefined);
 });
+
+test("fault injection as Istio's: a delay and an abort, each for a share of the requests (all when no percentage)", () => {
+  const vs = convert(`  hosts: [web]
+  http:
+  - fault: {delay: {fixedDelay: 2s, percentage: {value: 10}}, abort: {httpStatus: 503}}
+    route: [{destination: {host: web}}]`);
+  assert.equal(vs.mesh, true, 'no gateways: the mesh');
+  assert.deepEqual(vs.routes[0]!.route.fault, {
+    delay: { ms: 2000, percentage: 10 },
+    abort: { httpStatus: 503, percentage: 100 },
+  });
+  assert.deepEqual(vs.warnings, []);
+});

@@ -9,10 +9,11 @@
  *   be resolved (no such Service or port, a `subset`, which needs DestinationRules) keeps its weight and has its
  *   share answered 500, as a rule the gateway cannot follow is answered rather than routed as if it said less;
  * - `redirect` (301 unless `redirectCode` says otherwise), `rewrite` (the matched prefix, or for other matches the
- *   whole path, and the authority), `directResponse` (its status), `timeout`, and the entry's `headers`.
+ *   whole path, and the authority), `directResponse` (its status), `timeout`, the entry's `headers`, and `fault`
+ *   (a share of the requests delayed, and a share answered with a status, as Envoy's fault filter does).
  * A match it cannot evaluate (a method by prefix or regex, a match restricted to gateways) is left out, and the
- * entry's other matches answer 500. `retries`, `fault`, `mirror`, `corsPolicy` and per-destination headers are not
- * applied; istiod says so.
+ * entry's other matches answer 500. `retries`, `mirror`, `corsPolicy` and per-destination headers are not applied;
+ * istiod says so.
  */
 import type { ResourceOf } from '../registry/manifest-dir.js';
 import type { VirtualServiceSpec } from '../registry/manifest-schema.js';
@@ -47,6 +48,8 @@ export interface ConvertedVirtualService {
   readonly hosts: readonly string[];
   /** The gateways it binds to, as `<namespace>/<name>` (`mesh` left out). */
   readonly gateways: readonly string[];
+  /** It applies to the mesh (no `gateways`, or `mesh` among them): to the Services of its hosts, at their waypoint. */
+  readonly mesh: boolean;
   readonly routes: readonly VirtualServiceRoute[];
   readonly warnings: readonly string[];
 }
@@ -103,7 +106,6 @@ export function convertVirtualService(
     const problems: string[] = [];
     for (const [field, label] of [
       ['retries', 'retries'],
-      ['fault', 'fault injection'],
       ['mirror', 'mirrors'],
       ['mirrors', 'mirrors'],
       ['corsPolicy', 'CORS'],
@@ -153,6 +155,7 @@ export function convertVirtualService(
       timeoutMs = protoDuration(http.timeout);
       if (timeoutMs === undefined) problems.push(`timeout ${JSON.stringify(http.timeout)} is not a duration`);
     }
+    const fault = faultOf(http.fault, (why) => problems.push(why));
     const requestHeaders = headerOps(http.headers?.request);
     const responseHeaders = headerOps(http.headers?.response);
     const matches = present(http.match);
@@ -180,6 +183,7 @@ export function convertVirtualService(
           action: problems.length > 0 ? { directStatus: 500 } : action,
           rewrite: problems.length > 0 ? undefined : rewritten,
           timeoutMs,
+          ...(fault === undefined ? {} : { fault }),
         },
       });
     }
@@ -190,9 +194,34 @@ export function convertVirtualService(
     name: vs.metadata.name,
     hosts: present(vs.spec.hosts).map((h) => (h.includes('.') || h === '*' ? h : qualifiedHost(h, ns, domainSuffix))),
     gateways,
+    mesh: present(vs.spec.gateways).length === 0 || present(vs.spec.gateways).includes('mesh'),
     routes,
     warnings,
   };
+}
+
+/** Istio's Percent: a share of 100; unset: every request. */
+function percentage(p: { value?: unknown } | null | undefined): number {
+  const v = p?.value;
+  return typeof v === 'number' && v >= 0 && v <= 100 ? v : 100;
+}
+
+/** An entry's fault injection; `problem` says why one cannot be applied. */
+function faultOf(f: Http['fault'], problem: (why: string) => void): RouteModel['fault'] {
+  if (f == null) return undefined;
+  let delay: NonNullable<RouteModel['fault']>['delay'];
+  if (f.delay != null) {
+    const ms = protoDuration(f.delay.fixedDelay ?? '');
+    if (ms === undefined) problem(`fault delay ${JSON.stringify(f.delay.fixedDelay)} is not a duration`);
+    else delay = { ms, percentage: percentage(f.delay.percentage) };
+  }
+  let abort: NonNullable<RouteModel['fault']>['abort'];
+  if (f.abort != null) {
+    const status = f.abort.httpStatus ?? 0;
+    if (status < 200 || status > 599) problem(`fault abort status ${status} is not an HTTP status`);
+    else abort = { httpStatus: status, percentage: percentage(f.abort.percentage) };
+  }
+  return { ...(delay === undefined ? {} : { delay }), ...(abort === undefined ? {} : { abort }) };
 }
 
 type HttpMatch = NonNullable<NonNullable<Http['match']>[number]>;

@@ -269,6 +269,7 @@ kind: ConfigMap
 metadata: {name: istio, namespace: istio-system}
 data:
   mesh: |
+    accessLogFile: /dev/stdout
     extensionProviders:
     - name: sample-http
       envoyExtAuthzHttp:
@@ -288,6 +289,8 @@ data:
     );
   const { m, warnings } = model(BASE + mesh + custom('a', 'sample-http') + custom('b', 'broken'));
   const w = m.waypoint('shop/waypoint')!;
+  assert.equal(w.accessLog, true, 'meshConfig.accessLogFile turns on the access log');
+  assert.equal(model(BASE).m.waypoint('shop/waypoint')!.accessLog, false);
   assert.deepEqual(
     w.policies.map((p) => [p.name, p.action, p.provider]),
     [
@@ -307,4 +310,46 @@ data:
     warnings.some((w) => /"broken" has no service/.test(w)),
     warnings.join('\n'),
   );
+});
+
+test("a mesh VirtualService on a Service bound to a waypoint becomes the waypoint's routes in its own order; a Service's HTTPRoutes win over it", () => {
+  const vs = (name: string, host: string): string => `
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: ${name}, namespace: shop}
+spec:
+  hosts: [${host}]
+  http:
+  - match: [{uri: {prefix: /api}}]
+    fault: {abort: {httpStatus: 503, percentage: {value: 50}}}
+    route: [{destination: {host: reviews-v2, port: {number: 9080}}}]
+  - match: [{port: 9080}]
+    route: [{destination: {host: reviews, port: {number: 9080}}}]`;
+  const { m, warnings } = model(
+    BASE +
+      service('ratings', '10.96.0.12') +
+      vs('reviews', 'reviews') +
+      vs('ratings', 'ratings.shop.svc.cluster.local') +
+      route(
+        'ratings',
+        `{parentRefs: [{group: "", kind: Service, name: ratings}], rules: [{backendRefs: [{name: ratings, port: 80}]}]}`,
+      ),
+  );
+  const tables = m.waypoint('shop/waypoint')!.services;
+  const reviews = tables.filter((t) => t.hostname === 'reviews.shop.svc.cluster.local');
+  assert.deepEqual(
+    reviews.map((t) => [t.port, t.routes.map((r) => r.name)]),
+    [
+      [0, ['shop/reviews.0']],
+      [9080, ['shop/reviews.0', 'shop/reviews.1']],
+    ],
+    'a route that names a port is only on that port',
+  );
+  assert.deepEqual(reviews[0]!.routes[0]!.fault, { abort: { httpStatus: 503, percentage: 50 } });
+  assert.deepEqual(
+    tables.filter((t) => t.hostname === 'ratings.shop.svc.cluster.local').map((t) => t.routes.map((r) => r.name)),
+    [['shop/ratings.0']],
+  );
+  assert.ok(warnings.some((w) => w.includes('ratings.shop.svc.cluster.local has HTTPRoutes')));
 });

@@ -23,7 +23,7 @@ import { serviceWaypoint, type WaypointInputs } from './waypoints.js';
 import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './waypoint-policies.js';
 import { convertRequestAuthentication, type RequestAuthenticationModel } from './request-authentication.js';
 import type { ExtAuthzProviderModel } from './extension-providers.js';
-import { convertVirtualService } from './virtual-services.js';
+import { convertVirtualService, type VirtualServiceRoute } from './virtual-services.js';
 import { grantShape } from './reference-grants.js';
 import { convertL4Route } from './l4-routes.js';
 import { istioGatewayListeners } from './istio-gateways.js';
@@ -45,6 +45,8 @@ export interface WaypointResourceModel {
   readonly extAuthzProviders: readonly ExtAuthzProviderModel[];
   /** An ingress gateway's listeners; none for a waypoint. */
   readonly listeners: readonly GatewayListenerModel[];
+  /** Log each request (meshConfig.accessLogFile). */
+  readonly accessLog: boolean;
 }
 
 export interface WaypointResourceInputs {
@@ -53,6 +55,8 @@ export interface WaypointResourceInputs {
   readonly rootNamespace: string;
   /** meshConfig.extensionProviders by name, which CUSTOM policies may name. */
   readonly providers: ReadonlyMap<string, ExtAuthzProviderModel>;
+  /** meshConfig.accessLogFile is set: every proxy logs each request. */
+  readonly accessLog: boolean;
 }
 
 /** `namespace/name` of the waypoint a GatewayAddress names (its Service's hostname is `<name>.<namespace>.svc…`). */
@@ -169,6 +173,37 @@ export function waypointResources(
     const w = boundTo.get(`${t.namespace}/${t.hostname}`);
     if (w !== undefined) resources.get(w)?.services.push(t);
   }
+  // VirtualServices for the mesh, on the waypoint of each Service they name (istio's ambient waypoints apply them):
+  // their routes in their own order, oldest VirtualService first; a Service's HTTPRoutes take precedence.
+  const allVirtualServices = byAge(
+    objects.filter((o): o is ResourceOf<'VirtualService'> => o.kind === 'VirtualService'),
+  ).map((vs) => convertVirtualService(vs, ports, cfg.domainSuffix));
+  const meshRoutes = new Map<string, { namespace: string; hostname: string; routes: VirtualServiceRoute[] }>();
+  for (const vs of allVirtualServices.filter((v) => v.mesh))
+    for (const host of vs.hosts) {
+      const ns = host.split('.')[1] ?? '';
+      if (boundTo.get(`${ns}/${host}`) === undefined) continue;
+      if ([...routes.tables.values()].some((t) => t.namespace === ns && t.hostname === host)) {
+        warnings.push(
+          `VirtualService ${vs.namespace}/${vs.name}: ${host} has HTTPRoutes, which its waypoint applies instead`,
+        );
+        continue;
+      }
+      let m = meshRoutes.get(`${ns}/${host}`);
+      if (m === undefined) meshRoutes.set(`${ns}/${host}`, (m = { namespace: ns, hostname: host, routes: [] }));
+      m.routes.push(...vs.routes);
+    }
+  for (const [key, m] of meshRoutes) {
+    const w = resources.get(boundTo.get(key)!);
+    const portsNamed = [...new Set(m.routes.map((r) => r.port))].filter((p) => p !== 0);
+    for (const port of [0, ...portsNamed])
+      w?.services.push({
+        namespace: m.namespace,
+        hostname: m.hostname,
+        port,
+        routes: m.routes.filter((r) => r.port === 0 || r.port === port).map((r) => r.route),
+      });
+  }
   /**
    * The waypoints a targeted policy attaches to: each with the Services it covers there (`namespace/hostname`),
    * none when it targets the waypoint itself (or every waypoint, through the class).
@@ -216,10 +251,8 @@ export function waypointResources(
       for (const [w, services] of at) resources.get(w)?.requestAuthentications.push({ ...c.model, services });
     }
   }
-  const virtualServices = byAge(objects.filter((o): o is ResourceOf<'VirtualService'> => o.kind === 'VirtualService'))
-    .map((vs) => convertVirtualService(vs, ports, cfg.domainSuffix))
-    .filter((vs) => vs.gateways.length > 0);
-  for (const vs of virtualServices) warnings.push(...vs.warnings);
+  const virtualServices = allVirtualServices.filter((vs) => vs.gateways.length > 0);
+  for (const vs of allVirtualServices) if (vs.gateways.length > 0 || vs.mesh) warnings.push(...vs.warnings);
   const istio = istioGatewayListeners(
     objects.filter((o): o is ResourceOf<'IstioGateway'> => o.kind === 'IstioGateway'),
     objects.filter((o): o is ResourceOf<'Pod'> => o.kind === 'Pod'),
@@ -242,7 +275,11 @@ export function waypointResources(
             gatewayNames(gw, { nameSuffix: controllers.get(gw.spec.gatewayClassName) === GATEWAY_CONTROLLER })
               .deployment
           }`;
-    out.set(proxy, { ...r, extAuthzProviders: [...named].sort().flatMap((n) => cfg.providers.get(n) ?? []) });
+    out.set(proxy, {
+      ...r,
+      extAuthzProviders: [...named].sort().flatMap((n) => cfg.providers.get(n) ?? []),
+      accessLog: cfg.accessLog,
+    });
   }
   // Proxies Istio Gateways select get those listeners too, after their own Gateway's.
   for (const [proxy, listeners] of istio.listeners) {
@@ -253,6 +290,7 @@ export function waypointResources(
       requestAuthentications: r?.requestAuthentications ?? [],
       extAuthzProviders: r?.extAuthzProviders ?? [],
       listeners: [...(r?.listeners ?? []), ...listeners],
+      accessLog: cfg.accessLog,
     });
   }
   return { resources: out, warnings };

@@ -424,6 +424,10 @@ const VIRTUAL_SERVICE_SPEC = open({
       rewrite: open({ uri: str, authority: str }),
       timeout: str,
       headers: open({ request: ISTIO_HEADER_OPS, response: ISTIO_HEADER_OPS }),
+      fault: open({
+        delay: open({ fixedDelay: str, percentage: open({ value: any }) }),
+        abort: open({ httpStatus: int, percentage: open({ value: any }) }),
+      }),
     }),
   ),
 });

@@ -66,6 +66,16 @@ function route(r: RouteModel): MessageInitShape<typeof RouteSchema> {
     action: routeAction(a),
     rewrite: r.rewrite === undefined ? undefined : { hostname: r.rewrite.hostname, path: pathRewrite(r.rewrite.path) },
     timeout: r.timeoutMs === undefined ? undefined : durationFromMs(r.timeoutMs),
+    fault:
+      r.fault === undefined
+        ? undefined
+        : {
+            delay:
+              r.fault.delay === undefined
+                ? undefined
+                : { fixedDelay: durationFromMs(r.fault.delay.ms), percentage: r.fault.delay.percentage },
+            abort: r.fault.abort === undefined ? undefined : { ...r.fault.abort },
+          },
   };
 }
 
@@ -163,6 +173,7 @@ export function waypointResource(name: string, w: WaypointResourceModel): XdsRes
         outputClaimToHeaders: r.outputClaimToHeaders.map((c) => ({ ...c })),
       })),
     })),
+    accessLog: w.accessLog,
     listeners: w.listeners.map((l) => ({
       name: l.name,
       port: l.port,

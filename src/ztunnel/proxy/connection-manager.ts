@@ -42,7 +42,8 @@ export class ConnectionManager {
 
   constructor(
     private readonly metrics: ZtunnelMetrics,
-    private readonly access: Logger,
+    /** The access log (scope `access`), which proxies built on these parts write to as well. */
+    readonly access: Logger,
     private readonly log: Logger,
   ) {}
 
