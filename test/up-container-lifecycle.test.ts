@@ -221,12 +221,18 @@ describe('amesh up: container lifecycle (probes, preStop, init containers)', { s
       60_000,
     );
     await writeFile(file('sick'), '');
-    // Running again, and its command ran again (it removes `sick` as it starts).
+    // Running again, and its command ran again (it removes `sick` as it starts). On a loaded machine the new run may
+    // start after two more probe periods, so that the probe kills it once more, as kubelet's would: at least once.
     await waitFor(
       'liveness restarted',
       async () => {
         const s = (await getPod('liveness')).status.containerStatuses?.[0];
-        return s?.restartCount === 1 && s.state.running !== undefined && runs() === 'xx' && !existsSync(file('sick'));
+        return (
+          (s?.restartCount ?? 0) >= 1 &&
+          s?.state.running !== undefined &&
+          runs().length === s.restartCount + 1 &&
+          !existsSync(file('sick'))
+        );
       },
       60_000,
     );

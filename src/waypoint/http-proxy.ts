@@ -26,6 +26,7 @@ import type { ExtAuthzClient, ExtAuthzVerdict } from './ext-authz.js';
 import { RBAC_DENIED, type Flow, type WaypointAuthorizer } from './waypoint-authorizer.js';
 import type { RequestMetrics, ResponseFlag } from './request-metrics.js';
 import {
+  DEFAULT_CONNECT_RETRIES,
   applyHeaderEdits,
   editPath,
   pickBackend,
@@ -394,6 +395,8 @@ export class WaypointHttp {
       return;
     }
     let dest: { ip: string; port: number; service: Service | undefined };
+    /** Where the request goes: an endpoint of the route's backend, or of the Service the tunnel is for. */
+    let resolve: () => typeof dest;
     try {
       const a = route?.action;
       if (a?.t === 'direct') {
@@ -416,16 +419,14 @@ export class WaypointHttp {
             'ZT_ERR_NO_HEALTHY_UPSTREAM',
             `route backend ${b.namespace}/${b.hostname} is not known yet`,
           );
-        dest = resolveServiceBehindWaypoint(this.ctx.state, t.self, backend, b.port, t.ip);
-      } else dest = resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
+        resolve = () => resolveServiceBehindWaypoint(this.ctx.state, t.self, backend, b.port, t.ip);
+      } else resolve = () => resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
+      dest = resolve();
     } catch (e) {
       this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: no upstream for the request');
       answer(503, 'UH', 'no healthy upstream');
       return;
     }
-    upstreamHost = formatHostPort(dest.ip, dest.port);
-    const destination = this.ctx.state.workloadByAddr(t.self.network, dest.ip);
-    parties = { ...parties, destination, destinationService: dest.service ?? parties.destinationService };
     let headers = forwardable(req.headers);
     if (jwt.headers !== undefined) headers = applyHeaderEdits(headers, jwt.headers);
     if (extAuthz !== undefined) headers = applyHeaderEdits(headers, { set: extAuthz.upstream, add: [], remove: [] });
@@ -433,8 +434,29 @@ export class WaypointHttp {
     if (route?.rewrite !== undefined && route.rewrite.hostname !== '') headers['host'] = route.rewrite.hostname;
     const path = route?.rewrite === undefined ? jwt.url : editPath(jwt.url, route.rewrite.path, route);
     let timer: NodeJS.Timeout | undefined;
-    void this.outbound.connect(t.peerAddr, this.sourceIp, dest.ip, dest.port).then(
+    // A connection that cannot be made is tried again on another endpoint, as Envoy's retry policy does: nothing of
+    // the request has left yet, so any request may be retried.
+    const retries = route?.connectRetries ?? DEFAULT_CONNECT_RETRIES;
+    const connect = async (): Promise<Awaited<ReturnType<Outbound['connect']>>> => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await this.outbound.connect(t.peerAddr, this.sourceIp, dest.ip, dest.port);
+        } catch (e) {
+          if (attempt >= retries || res.destroyed) throw e;
+          this.ctx.log.debug({ src: t.peerAddr, error: describeError(e), attempt }, 'waypoint: retrying upstream');
+          try {
+            dest = resolve();
+          } catch {
+            throw e;
+          }
+        }
+      }
+    };
+    void connect().then(
       ({ upstream }) => {
+        upstreamHost = formatHostPort(dest.ip, dest.port);
+        const destination = this.ctx.state.workloadByAddr(t.self.network, dest.ip);
+        parties = { ...parties, destination, destinationService: dest.service ?? parties.destinationService };
         const onAnswer = (r: UpstreamAnswer): void => {
           clearTimeout(timer);
           const responseBody = bodyCounter(r.body);

@@ -121,3 +121,31 @@ test("a VirtualService's uri prefix matches character by character, and its rewr
   const route = routeRequest(t, get('/api/items?x=1'))!;
   assert.equal(editPath('/api/items?x=1', route.rewrite?.path, route), '/v1/items?x=1');
 });
+
+test("connect retries: Istio's default of 2 when a route sets none, its attempts when it retries on connect-failure, none otherwise", () => {
+  const t = table(
+    { name: 'default', matches: [{ path: { kind: { case: 'exact', value: '/a' } } }], action: forward('a') },
+    {
+      name: 'vs',
+      matches: [{ path: { kind: { case: 'exact', value: '/b' } } }],
+      action: forward('a'),
+      retries: { attempts: 5, retryOn: ['connect-failure', '5xx'] },
+    },
+    {
+      name: 'other',
+      matches: [{ path: { kind: { case: 'exact', value: '/c' } } }],
+      action: forward('a'),
+      retries: { attempts: 5, retryOn: ['5xx'] },
+    },
+    {
+      name: 'off',
+      matches: [{ path: { kind: { case: 'exact', value: '/d' } } }],
+      action: forward('a'),
+      retries: { attempts: 0 },
+    },
+  );
+  assert.deepEqual(
+    ['/a', '/b', '/c', '/d'].map((p) => routeRequest(t, get(p))?.connectRetries),
+    [2, 5, 0, 0],
+  );
+});

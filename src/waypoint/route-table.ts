@@ -57,6 +57,8 @@ export interface Route {
   readonly action: RouteAction;
   readonly rewrite: { readonly hostname: string; readonly path: PathEdit | undefined } | undefined;
   readonly timeoutMs: number | undefined;
+  /** How many more times a connection that could not be made is tried, on another endpoint. */
+  readonly connectRetries: number;
   /** Shares of 100: requests delayed, then requests answered with `status`. */
   readonly fault:
     | {
@@ -125,6 +127,7 @@ const BROKEN: Route = Object.freeze<Route>({
   action: { t: 'direct', status: 500 },
   rewrite: undefined,
   timeoutMs: undefined,
+  connectRetries: 0,
   fault: undefined,
 });
 
@@ -160,6 +163,7 @@ export function routesFromXds(routes: readonly XdsRoute[]): Route[] {
       action,
       rewrite: r.rewrite === undefined ? undefined : { hostname: r.rewrite.hostname, path: pathEdit(r.rewrite.path) },
       timeoutMs: r.timeout === undefined ? undefined : durationMs(r.timeout),
+      connectRetries: connectRetries(r.retries),
       fault:
         r.fault === undefined
           ? undefined
@@ -178,6 +182,18 @@ export function routesFromXds(routes: readonly XdsRoute[]): Route[] {
             },
     });
   });
+}
+
+/**
+ * Istio's default retry policy (its mesh default `retryOn`, 2 attempts) for a route that sets none: a connection that
+ * could not be made is tried again on another endpoint.
+ */
+export const DEFAULT_CONNECT_RETRIES = 2;
+
+/** The connect retries a route's policy asks for: its attempts when it retries on `connect-failure` (its default). */
+function connectRetries(p: XdsRoute['retries']): number {
+  if (p === undefined) return DEFAULT_CONNECT_RETRIES;
+  return p.retryOn.length === 0 || p.retryOn.includes('connect-failure') ? p.attempts : 0;
 }
 
 /** A table whose routes could not be converted: its requests are answered 500, never forwarded as if unrouted. */

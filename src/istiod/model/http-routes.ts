@@ -62,6 +62,8 @@ export interface RouteModel {
   readonly rewrite: { readonly hostname: string; readonly path: PathRewriteModel | undefined } | undefined;
   /** Milliseconds; undefined: no limit. */
   readonly timeoutMs: number | undefined;
+  /** A VirtualService's retries; undefined: Istio's default. */
+  readonly retries?: { readonly attempts: number; readonly retryOn: readonly string[] };
   /** A VirtualService's fault injection: percentages of 100. */
   readonly fault?: {
     readonly delay?: { readonly ms: number; readonly percentage: number };

@@ -79,7 +79,8 @@ test("redirect is 301 unless it says; rewrite replaces a prefix match's prefix, 
   assert.equal(vs.routes[1]!.route.timeoutMs, 1500);
   assert.deepEqual(vs.routes[2]!.route.matches[0]!.path, { stringPrefix: '/' });
   assert.deepEqual(vs.routes[2]!.route.rewrite, { hostname: '', path: { prefix: '/x' } });
-  assert.deepEqual(vs.warnings, ["VirtualService shop/vs.2: retries is not applied by amesh's gateway"]);
+  assert.deepEqual(vs.routes[2]!.route.retries, { attempts: 3, retryOn: [] }, 'retries are sent as they are');
+  assert.deepEqual(vs.warnings, []);
 });
 
 test('durations as protobuf JSON writes them', () => {

@@ -12,8 +12,8 @@
  *   whole path, and the authority), `directResponse` (its status), `timeout`, the entry's `headers`, and `fault`
  *   (a share of the requests delayed, and a share answered with a status, as Envoy's fault filter does).
  * A match it cannot evaluate (a method by prefix or regex, a match restricted to gateways) is left out, and the
- * entry's other matches answer 500. `retries`, `mirror`, `corsPolicy` and per-destination headers are not applied;
- * istiod says so.
+ * entry's other matches answer 500. `retries` are sent (the proxy retries connections it could not make);
+ * `mirror`, `corsPolicy` and per-destination headers are not applied; istiod says so.
  */
 import type { ResourceOf } from '../registry/manifest-dir.js';
 import type { VirtualServiceSpec } from '../registry/manifest-schema.js';
@@ -105,7 +105,6 @@ export function convertVirtualService(
     const entry = `${name}.${i}`;
     const problems: string[] = [];
     for (const [field, label] of [
-      ['retries', 'retries'],
       ['mirror', 'mirrors'],
       ['mirrors', 'mirrors'],
       ['corsPolicy', 'CORS'],
@@ -184,6 +183,17 @@ export function convertVirtualService(
           rewrite: problems.length > 0 ? undefined : rewritten,
           timeoutMs,
           ...(fault === undefined ? {} : { fault }),
+          ...(http.retries == null
+            ? {}
+            : {
+                retries: {
+                  attempts: http.retries.attempts ?? 0,
+                  retryOn: (http.retries.retryOn ?? '')
+                    .split(',')
+                    .map((c) => c.trim())
+                    .filter((c) => c !== ''),
+                },
+              }),
         },
       });
     }

@@ -424,6 +424,7 @@ const VIRTUAL_SERVICE_SPEC = open({
       rewrite: open({ uri: str, authority: str }),
       timeout: str,
       headers: open({ request: ISTIO_HEADER_OPS, response: ISTIO_HEADER_OPS }),
+      retries: open({ attempts: int, retryOn: str, perTryTimeout: str }),
       fault: open({
         delay: open({ fixedDelay: str, percentage: open({ value: any }) }),
         abort: open({ httpStatus: int, percentage: open({ value: any }) }),

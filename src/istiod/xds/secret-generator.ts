@@ -30,6 +30,8 @@ import { version, type XdsResource } from './convert.js';
 export const SECRET_TYPE = `type.googleapis.com/${SecretSchema.typeName}`;
 /** How long a SubjectAccessReview's answer is kept for a service account. */
 const SAR_CACHE_MS = 60_000;
+/** Connections whose last refusal is remembered, so that it is not logged again on every model change. */
+const DENIALS_REMEMBERED = 1024;
 
 interface SecretObject extends KubernetesObject {
   data?: Record<string, string>;
@@ -64,6 +66,8 @@ export class SecretGenerator implements CallerGenerator {
   private readonly secrets: RestartingInformer<SecretObject>;
   private readonly reviews = new Map<string, { at: number; allowed: boolean; reason: string }>();
   private readonly encoded = new Map<string, { resourceVersion: string; resource: XdsResource | undefined }>();
+  /** What was last said of each connection's refused names (oldest first). */
+  private readonly lastDenial = new Map<string, string>();
   /** Names whose Secret is missing, said once until it appears. */
   private readonly missing = new Set<string>();
 
@@ -112,6 +116,12 @@ export class SecretGenerator implements CallerGenerator {
         why = review.reason;
       }
     }
+    // Said once per connection while it stays the same: authorization runs again on every model change.
+    const said = denied.length === 0 ? '' : `${denied.join(' ')}\n${why}`;
+    if (this.lastDenial.get(connection) === said) return allowed;
+    this.lastDenial.delete(connection);
+    this.lastDenial.set(connection, said);
+    if (this.lastDenial.size > DENIALS_REMEMBERED) this.lastDenial.delete(this.lastDenial.keys().next().value!);
     if (denied.length > 0)
       this.log.warn(
         {

@@ -66,6 +66,7 @@ function route(r: RouteModel): MessageInitShape<typeof RouteSchema> {
     action: routeAction(a),
     rewrite: r.rewrite === undefined ? undefined : { hostname: r.rewrite.hostname, path: pathRewrite(r.rewrite.path) },
     timeout: r.timeoutMs === undefined ? undefined : durationFromMs(r.timeoutMs),
+    retries: r.retries === undefined ? undefined : { attempts: r.retries.attempts, retryOn: [...r.retries.retryOn] },
     fault:
       r.fault === undefined
         ? undefined
