@@ -29,7 +29,7 @@ import {
   type RunResult,
 } from './helpers/amesh-up.js';
 import { normalizeSave } from './helpers/iptables-save.js';
-import { ambientNamespace, commandPod, namespaces, object } from './helpers/manifests.js';
+import { ambientNamespace, commandPod, deployment, namespaces, object } from './helpers/manifests.js';
 import { waitFor } from './helpers/mesh-fixture.js';
 import { TestNetns } from './helpers/netns.js';
 import { runToExit } from './helpers/run-to-exit.js';
@@ -1282,25 +1282,14 @@ describe(
         namespaces('ingress') +
           first.yaml +
           ambientNamespace('shop') +
-          object({
-            apiVersion: 'apps/v1',
-            kind: 'Deployment',
-            metadata: { name: 'web', namespace: 'shop' },
-            spec: {
-              selector: { matchLabels: { app: 'web' } },
-              template: {
-                metadata: { labels: { app: 'web' } },
-                spec: {
-                  containers: [
-                    {
-                      name: 'web',
-                      image: 'amesh',
-                      command: ['amesh', 'echo', 'server', '--address', `0.0.0.0:${SERVER_PORT}`, '--name', 'shop-web'],
-                      ports: [{ containerPort: SERVER_PORT }],
-                    },
-                  ],
-                },
-              },
+          deployment({
+            name: 'web',
+            namespace: 'shop',
+            replicas: 1,
+            container: {
+              name: 'web',
+              command: ['amesh', 'echo', 'server', '--address', `0.0.0.0:${SERVER_PORT}`, '--name', 'shop-web'],
+              ports: { http: SERVER_PORT },
             },
           }) +
           object({
@@ -1347,34 +1336,23 @@ describe(
             },
           }) +
           dbCert.yaml +
-          object({
-            apiVersion: 'apps/v1',
-            kind: 'Deployment',
-            metadata: { name: 'db', namespace: 'shop' },
-            spec: {
-              selector: { matchLabels: { app: 'db' } },
-              template: {
-                metadata: { labels: { app: 'db' } },
-                spec: {
-                  containers: [
-                    {
-                      name: 'db',
-                      image: 'amesh',
-                      // An HTTPS server with its own certificate: the gateway passes its TLS through untouched.
-                      command: [
-                        'node',
-                        '-e',
-                        "require('https').createServer({ cert: process.env.CRT, key: process.env.KEY }, (q, r) => r.end('db:' + q.headers.host)).listen(8443)",
-                      ],
-                      env: [
-                        { name: 'CRT', valueFrom: { secretKeyRef: { name: 'db-cert', key: 'tls.crt' } } },
-                        { name: 'KEY', valueFrom: { secretKeyRef: { name: 'db-cert', key: 'tls.key' } } },
-                      ],
-                      ports: [{ containerPort: 8443 }],
-                    },
-                  ],
-                },
-              },
+          deployment({
+            name: 'db',
+            namespace: 'shop',
+            replicas: 1,
+            container: {
+              name: 'db',
+              // An HTTPS server with its own certificate: the gateway passes its TLS through untouched.
+              command: [
+                'node',
+                '-e',
+                "require('https').createServer({ cert: process.env.CRT, key: process.env.KEY }, (q, r) => r.end('db:' + q.headers.host)).listen(8443)",
+              ],
+              env: [
+                { name: 'CRT', valueFrom: { secretKeyRef: { name: 'db-cert', key: 'tls.crt' } } },
+                { name: 'KEY', valueFrom: { secretKeyRef: { name: 'db-cert', key: 'tls.key' } } },
+              ],
+              ports: { tls: 8443 },
             },
           }) +
           object({

@@ -63,6 +63,7 @@ export interface CommandContainer {
   readonly command: readonly string[];
   readonly ports?: Readonly<Record<string, number>>;
   readonly readinessProbe?: Readonly<Record<string, unknown>>;
+  readonly env?: readonly Readonly<Record<string, unknown>>[];
 }
 
 const container = (c: CommandContainer): object => ({
@@ -73,6 +74,7 @@ const container = (c: CommandContainer): object => ({
     ? {}
     : { ports: Object.entries(c.ports).map(([name, containerPort]) => ({ name, containerPort })) }),
   ...(c.readinessProbe === undefined ? {} : { readinessProbe: c.readinessProbe }),
+  ...(c.env === undefined ? {} : { env: c.env }),
 });
 
 /** A Deployment of `replicas` pods labelled `app: <name>`, each running `c`. */

@@ -97,7 +97,8 @@ export class SecretGenerator implements CallerGenerator {
     for (const n of names) {
       const ref = parseName(n, caller.namespace);
       if (ref === undefined) {
-        this.log.warn({ connection, name: n }, 'SDS: not a kubernetes:// or kubernetes-gateway:// resource name');
+        denied.push(n);
+        why = 'not a kubernetes:// or kubernetes-gateway:// resource name';
         continue;
       }
       if (ref.kind === 'gateway') {
