@@ -83,6 +83,44 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: secret-reader}
 subjects: [{kind: ServiceAccount, name: reader, namespace: ingress}]
 `;
 
+/**
+ * A Gateway of a TLS passthrough and a TCP listener, a TLSRoute to a Service that exists and a TCPRoute to one that
+ * does not, both from `app`.
+ */
+const L4_ROUTES = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: l4, namespace: ingress}
+spec:
+  gatewayClassName: istio
+  listeners:
+  - name: tls
+    port: 9443
+    protocol: TLS
+    hostname: "*.db.test"
+    tls: {mode: Passthrough}
+    allowedRoutes: {namespaces: {from: All}}
+  - name: tcp
+    port: 5432
+    protocol: TCP
+    allowedRoutes: {namespaces: {from: All}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: db, namespace: app}
+spec:
+  parentRefs: [{name: l4, namespace: ingress}]
+  hostnames: [pg.db.test]
+  rules: [{backendRefs: [{name: echo, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: raw, namespace: app}
+spec:
+  parentRefs: [{name: l4, namespace: ingress, sectionName: tcp}]
+  rules: [{backendRefs: [{name: missing, port: 5432}]}]
+`;
+
 interface Condition {
   type: string;
   status: string;
@@ -435,6 +473,58 @@ ports: [{name: http, port: 80, protocol: TCP}]
         [['kubernetes://example-cert', ['*.example.com']]],
         "allowed by the Role, and only from the proxy's own namespace",
       );
+    });
+
+    test("TLSRoutes and TCPRoutes get the status of their Gateway parents, and count in their listeners' attachedRoutes", async () => {
+      await apply('l4.yaml', L4_ROUTES);
+      const parentConditions = async (resource: string): Promise<string[][]> => {
+        const route = JSON.parse(await ok('get', resource, '-n', 'app', '-o', 'json')) as {
+          status?: { parents?: { parentRef: { name: string }; controllerName: string; conditions: Condition[] }[] };
+        };
+        return (route.status?.parents ?? []).flatMap((p) =>
+          p.conditions.map((c) => [p.parentRef.name, p.controllerName, c.type, c.status, c.reason, c.message]),
+        );
+      };
+      let tls: string[][] = [];
+      let tcp: string[][] = [];
+      await waitFor(
+        'both routes reported',
+        async () =>
+          (tls = await parentConditions('tlsroute/db')).length === 2 &&
+          (tcp = await parentConditions('tcproute/raw')).length === 2,
+        20_000,
+      );
+      assert.deepEqual(tls, [
+        ['l4', 'istio.io/gateway-controller', 'Accepted', 'True', 'Accepted', 'Route was valid'],
+        ['l4', 'istio.io/gateway-controller', 'ResolvedRefs', 'True', 'ResolvedRefs', 'All references resolved'],
+      ]);
+      assert.deepEqual(tcp, [
+        ['l4', 'istio.io/gateway-controller', 'Accepted', 'True', 'Accepted', 'Route was valid'],
+        [
+          'l4',
+          'istio.io/gateway-controller',
+          'ResolvedRefs',
+          'False',
+          'BackendNotFound',
+          'backend(missing.app.svc) not found',
+        ],
+      ]);
+      let listeners: { name: string; attachedRoutes: number }[] = [];
+      await waitFor(
+        "the l4 Gateway's listener statuses",
+        async () => {
+          const g = JSON.parse(
+            await ok('get', 'gateways.gateway.networking.k8s.io', '-n', 'ingress', 'l4', '-o', 'json'),
+          ) as GatewayJson;
+          listeners = (g.status?.listeners ?? []).map(({ name, attachedRoutes }) => ({ name, attachedRoutes }));
+          return listeners.every((l) => l.attachedRoutes > 0) && listeners.length === 2;
+        },
+        20_000,
+      );
+      assert.deepEqual(listeners, [
+        { name: 'tls', attachedRoutes: 1 },
+        { name: 'tcp', attachedRoutes: 1 },
+      ]);
     });
 
     test("Istio's own Gateway (v1alpha3) and VirtualService (v1beta1) give the proxies the Gateway selects listeners, with credentialName over SDS as kubernetes://", async () => {

@@ -16,11 +16,18 @@ import { freePorts } from './helpers/free-port.js';
 const HOST = '127.82.0.1';
 const PATH = '/api/v1/namespaces/inf/configmaps';
 
-/** A RestartingInformer on ConfigMaps of namespace `inf`, with a `change` event after every handler call and log line. */
-function informer(kc: k8s.KubeConfig): {
+/**
+ * A RestartingInformer on `listPath` (ConfigMaps of namespace `inf` unless given), with a `change` event after every
+ * list request, handler call and log line.
+ */
+function informer(
+  kc: k8s.KubeConfig,
+  listPath = PATH,
+): {
   inf: RestartingInformer<k8s.V1ConfigMap>;
   changed: EventEmitter;
   logs: string[];
+  lists: () => number;
   names: () => string[];
 } {
   const changed = new EventEmitter();
@@ -36,10 +43,15 @@ function informer(kc: k8s.KubeConfig): {
       },
     }),
   );
+  let lists = 0;
   const inf = new RestartingInformer<k8s.V1ConfigMap>(
     kc,
-    PATH,
-    () => listJson(kc, PATH),
+    listPath,
+    () => {
+      lists++;
+      emit();
+      return listJson(kc, listPath);
+    },
     { add: emit, update: emit, delete: emit },
     log,
   );
@@ -47,6 +59,7 @@ function informer(kc: k8s.KubeConfig): {
     inf,
     changed,
     logs,
+    lists: () => lists,
     names: () =>
       inf
         .list()
@@ -55,7 +68,7 @@ function informer(kc: k8s.KubeConfig): {
   };
 }
 
-/** Resolves when `check` holds, tested now and after every informer event or log line; the test's timeout bounds it. */
+/** Resolves when `check` holds, tested now and after every `change`; the test's timeout bounds it. */
 async function until(changed: EventEmitter, check: () => boolean): Promise<void> {
   while (!check()) await new Promise((r) => changed.once('change', r));
 }
@@ -101,6 +114,52 @@ describe('RestartingInformer against amesh apiserver', () => {
     await i.inf.stop();
     await core.deleteNamespacedConfigMap({ name: 'listed', namespace: 'inf' });
     await core.deleteNamespacedConfigMap({ name: 'watched', namespace: 'inf' });
+  });
+
+  test('an informer of a resource the API does not serve settles as unserved, and lists its objects once a CRD serves it', async () => {
+    const i = informer(kc, '/apis/informer.amesh.test/v1/namespaces/inf/widgets');
+    let synced = false;
+    void i.inf.synced.then(() => (synced = true));
+    i.inf.start();
+    await i.inf.syncedOrUnserved;
+    assert.equal(synced, false);
+    await until(i.changed, () => i.lists() >= 3);
+    await kc.makeApiClient(k8s.ApiextensionsV1Api).createCustomResourceDefinition({
+      body: {
+        metadata: { name: 'widgets.informer.amesh.test' },
+        spec: {
+          group: 'informer.amesh.test',
+          scope: 'Namespaced',
+          names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              schema: { openAPIV3Schema: { type: 'object' } },
+            },
+          ],
+        },
+      },
+    });
+    await kc.makeApiClient(k8s.CustomObjectsApi).createNamespacedCustomObject({
+      group: 'informer.amesh.test',
+      version: 'v1',
+      namespace: 'inf',
+      plural: 'widgets',
+      body: { apiVersion: 'informer.amesh.test/v1', kind: 'Widget', metadata: { name: 'w' } },
+    });
+    await until(i.changed, () => i.names().includes('w'));
+    await i.inf.synced;
+    await i.inf.stop();
+    assert.deepEqual(
+      i.logs.map((l) => (JSON.parse(l) as { msg: string }).msg),
+      ['not served by the API (no CRD?); looking for it again'],
+      'said once, not warned of at every attempt as a failed watch',
+    );
+    await kc.makeApiClient(k8s.ApiextensionsV1Api).deleteCustomResourceDefinition({
+      name: 'widgets.informer.amesh.test',
+    });
   });
 
   test('an informer started while the API server is down syncs once it is up', async () => {

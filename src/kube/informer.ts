@@ -8,6 +8,10 @@
  * informer stopped while it lists would open a watch afterwards and keep delivering events: stop waits for the
  * run in flight and stops it again, and no handler is called once stop was.
  *
+ * A resource the API does not serve (its list answered 404: a CRD that is not installed) is looked for again on the
+ * same backoff, said once rather than warned of at every attempt; a reader that can do without it waits on
+ * `syncedOrUnserved` instead of `synced`, and gets its objects through the handlers once it is served.
+ *
  * The list function should return the API's JSON as it is (`listJson`): client-node's typed list calls turn
  * timestamps into Date objects, which its watch does not.
  */
@@ -39,12 +43,17 @@ export class RestartingInformer<T extends KubernetesObject> {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private resolveSynced: () => void = () => undefined;
+  private resolveUnserved: () => void = () => undefined;
+  /** Whether the last attempt found the resource unserved (said once, until it is served). */
+  private unserved = false;
   /** The start or restart in flight: its list, then the watch it opens. */
   private running: Promise<void> = Promise.resolve();
   private hasSynced = false;
   private started = false;
   /** Resolves once the first list has been delivered to the handlers. */
   readonly synced: Promise<void>;
+  /** Resolves as `synced` does, or earlier once the API answered that it does not serve the resource. */
+  readonly syncedOrUnserved: Promise<void>;
 
   constructor(
     kc: KubeConfig,
@@ -56,15 +65,21 @@ export class RestartingInformer<T extends KubernetesObject> {
     fieldSelector?: string,
   ) {
     this.synced = new Promise((r) => (this.resolveSynced = r));
+    this.syncedOrUnserved = Promise.race([this.synced, new Promise<void>((r) => (this.resolveUnserved = r))]);
     this.inf = new ListWatch<T>(path, new Watch(kc), list, false, undefined, fieldSelector);
     this.addEventHandler(handlers);
     this.inf.on('error', (e: unknown) => {
       if (this.stopped) return;
       const delay = this.backoff.next();
-      this.log.warn(
-        { path, err: e instanceof Error ? e.message : String(e), retryMs: delay },
-        'watch failed; restarting',
-      );
+      if ((e as { statusCode?: unknown } | null | undefined)?.statusCode === 404) {
+        if (!this.unserved) this.log.info({ path }, 'not served by the API (no CRD?); looking for it again');
+        this.unserved = true;
+        this.resolveUnserved();
+      } else
+        this.log.warn(
+          { path, err: e instanceof Error ? e.message : String(e), retryMs: delay },
+          'watch failed; restarting',
+        );
       this.timer = setTimeout(() => void (this.running = this.run()), delay);
     });
   }
@@ -100,6 +115,7 @@ export class RestartingInformer<T extends KubernetesObject> {
     this.inf.off('error', onError);
     if (failed || this.stopped) return;
     this.backoff.reset();
+    this.unserved = false;
     if (!this.hasSynced) {
       this.hasSynced = true;
       this.resolveSynced();

@@ -29,6 +29,7 @@ import { gatewayShape, routeShape } from '../model/gateway-listeners.js';
 import { grantShape } from '../model/reference-grants.js';
 import { CONTROLLER_CLASSES, type ControllerClass } from './gateway-classes.js';
 import { listenerStatuses, type ListenerStatus } from './listener-status.js';
+import { ROUTE_KINDS, type RouteKind } from './route-kinds.js';
 import { sameConditions, withTimes, type Condition } from './status-conditions.js';
 import {
   defaultCaAddress,
@@ -128,7 +129,7 @@ export class GatewayDeploymentController {
   private readonly slices: RestartingInformer<EndpointSliceObject>;
   private readonly owned: readonly RestartingInformer<KubernetesObject>[];
   /** What an ingress Gateway's listener status reads. */
-  private readonly routes: readonly (readonly [string, RestartingInformer<SpecObject>])[];
+  private readonly routes: readonly (readonly [RouteKind, RestartingInformer<SpecObject>])[];
   private readonly grants: RestartingInformer<SpecObject>;
   private readonly namespaces: RestartingInformer<KubernetesObject>;
   private readonly secrets: RestartingInformer<SecretObject>;
@@ -174,10 +175,7 @@ export class GatewayDeploymentController {
     const everyIngress = (): void => {
       for (const g of this.gateways.list()) if (this.controllerOf(g)?.template.template === 'kube-gateway') byKey(g);
     };
-    this.routes = [
-      ['HTTPRoute', informers.informerFor<SpecObject>(`${GATEWAY_API}/httproutes`)],
-      ['GRPCRoute', informers.informerFor<SpecObject>(`${GATEWAY_API}/grpcroutes`)],
-    ];
+    this.routes = ROUTE_KINDS.map((k) => [k, informers.informerFor<SpecObject>(`${GATEWAY_API}/${k.plural}`)] as const);
     this.grants = informers.informerFor<SpecObject>('/apis/gateway.networking.k8s.io/v1beta1/referencegrants');
     this.namespaces = informers.informerFor<KubernetesObject>('/api/v1/namespaces');
     this.secrets = informers.informerFor<SecretObject>('/api/v1/secrets');
@@ -197,12 +195,13 @@ export class GatewayDeploymentController {
       this.services,
       this.slices,
       ...this.owned,
-      ...this.routes.map(([, i]) => i),
       this.grants,
       this.namespaces,
       this.secrets,
     ];
-    void Promise.all(informers.map((i) => i.synced)).then(() => {
+    // A route kind the API may not serve (route-kinds.ts) holds nothing back while it is not served.
+    const routes = this.routes.map(([k, i]) => (k.optional ? i.syncedOrUnserved : i.synced));
+    void Promise.all([...informers.map((i) => i.synced), ...routes]).then(() => {
       this.queue.add('/');
       this.queue.run();
     });
@@ -415,7 +414,7 @@ export class GatewayDeploymentController {
   /** An ingress Gateway's listeners as the routes, grants and Secrets of the cluster make them. */
   private listenerStatus(gw: GatewayObject): ListenerStatus[] {
     const shape = gatewayShape(gw.metadata?.namespace ?? '', gw.metadata?.name ?? '', gw.spec);
-    const routes = this.routes.flatMap(([kind, inf]) =>
+    const routes = this.routes.flatMap(([{ kind }, inf]) =>
       inf.list().map((r) => routeShape(kind, r.metadata?.namespace ?? '', r.metadata?.name ?? '', r.spec)),
     );
     const grants = this.grants.list().map((g) => grantShape(g.metadata?.namespace ?? '', g.spec));

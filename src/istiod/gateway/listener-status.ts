@@ -7,8 +7,9 @@
  *   RefNotPermitted) and Programmed False (`Bad TLS configuration`); it stays usable while one certificate is.
  * - A protocol or TLS mode amesh's gateway does not serve (TLS terminated on a TLS listener, HTTPS passed through)
  *   is reported not Accepted (UnsupportedProtocol), rather than accepted and then silently not served.
- * - attachedRoutes counts HTTPRoutes and GRPCRoutes; TLSRoutes and TCPRoutes are not watched here, since a cluster
- *   may not serve their (experimental) CRDs and a watch that cannot sync would hold every status back.
+ * - attachedRoutes counts the routes of every kind given (HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes) with a
+ *   parentRef that attaches to the listener, as istio `pilot/pkg/config/kube/gateway/route_collections.go` counts
+ *   route attachments.
  */
 import {
   attach,

@@ -1,16 +1,17 @@
 /**
- * The status istiod writes on HTTPRoutes and GRPCRoutes whose parentRefs name a Service (the Gateway API's mesh
- * routes) or a Gateway of istiod's `istio` class, as istio's gateway controller reports them
+ * The status istiod writes on routes whose parentRefs name a Gateway of istiod's `istio` class (HTTPRoutes,
+ * GRPCRoutes, TLSRoutes and TCPRoutes) or a Service (the Gateway API's mesh routes: HTTPRoutes and GRPCRoutes, the
+ * kinds amesh's waypoints apply), as istio's gateway controller reports them
  * (`pilot/pkg/config/kube/gateway/conditions.go` and the parent checks of `conversion.go`). For each such parentRef,
  * under `controllerName: istio.io/gateway-controller`:
  * - Accepted, for a Service: the Service exists in the route's namespace (and has the parentRef's port), else
  *   `NoMatchingParent`; for a Gateway: the route attaches to one of its listeners (`gateway-listeners.ts`), else
  *   `NotAllowedByListeners`, `NoMatchingListenerHostname` or `NoMatchingParent`, with Istio's messages;
- * - ResolvedRefs: every backendRef names a Service of the route's namespace (`InvalidKind`, `RefNotPermitted`,
- *   `BackendNotFound` otherwise);
+ * - ResolvedRefs: every backendRef resolves to a Service (`resolved-refs.ts`);
  * - ResolvedWaypoints (Service parents): True, with Istio's warning when neither the Service nor its namespace has
  *   `istio.io/use-waypoint` (the route is then not applied by any waypoint).
  * Parents other controllers report are kept as they are; a status that already says this is not written again.
+ * TLSRoutes and TCPRoutes hold nothing back while the API does not serve them (`route-kinds.ts`).
  */
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
@@ -21,8 +22,10 @@ import { ReconcileQueue } from '../../kube/reconcile-queue.js';
 import type { SharedInformerFactory } from '../../kube/shared-informer-factory.js';
 import { USE_WAYPOINT_LABEL } from '../model/waypoints.js';
 import { attachParent, gatewayShape, refersToGateway, routeShape } from '../model/gateway-listeners.js';
-import { GATEWAY_API_GROUP, grantShape, referenceGranted } from '../model/reference-grants.js';
+import { grantShape } from '../model/reference-grants.js';
 import { GATEWAY_CONTROLLER as ROUTE_CONTROLLER } from './gateway-classes.js';
+import { resolvedRefs } from './resolved-refs.js';
+import { ROUTE_KINDS, type RouteKind } from './route-kinds.js';
 import { sameConditions, withTimes, type Condition } from './status-conditions.js';
 
 const GATEWAY_API = '/apis/gateway.networking.k8s.io/v1';
@@ -59,7 +62,8 @@ const isService = (r: Ref): boolean => (r.group ?? '') === '' && (r.kind ?? 'Ser
 
 export class RouteStatusController {
   private readonly queue: ReconcileQueue;
-  private readonly routes: ReadonlyMap<string, RestartingInformer<RouteObject>>;
+  /** By plural. */
+  private readonly routes: ReadonlyMap<string, { kind: RouteKind; inf: RestartingInformer<RouteObject> }>;
   private readonly services: RestartingInformer<ServiceObject>;
   private readonly namespaces: RestartingInformer<KubernetesObject>;
   private readonly gateways: RestartingInformer<GatewayObject>;
@@ -73,9 +77,9 @@ export class RouteStatusController {
   ) {
     this.queue = new ReconcileQueue((key) => this.reconcile(key), MAX_ATTEMPTS, log, 5_000);
     this.routes = new Map(
-      ['httproutes', 'grpcroutes'].map((plural) => [
-        plural,
-        informers.informerFor<RouteObject>(`${GATEWAY_API}/${plural}`),
+      ROUTE_KINDS.map((kind) => [
+        kind.plural,
+        { kind, inf: informers.informerFor<RouteObject>(`${GATEWAY_API}/${kind.plural}`) },
       ]),
     );
     this.services = informers.informerFor<ServiceObject>('/api/v1/services');
@@ -83,14 +87,14 @@ export class RouteStatusController {
     this.gateways = informers.informerFor<GatewayObject>(`${GATEWAY_API}/gateways`);
     this.classes = informers.informerFor<ClassObject>(`${GATEWAY_API}/gatewayclasses`);
     this.grants = informers.informerFor('/apis/gateway.networking.k8s.io/v1beta1/referencegrants');
-    for (const [plural, inf] of this.routes) {
+    for (const [plural, { inf }] of this.routes) {
       const byKey = (o: KubernetesObject): void =>
         this.queue.add(`${plural}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`);
       inf.addEventHandler({ add: byKey, update: byKey });
     }
     // A Service or namespace label that appears or goes changes what the routes of that namespace report.
     const everyRouteIn = (namespace: string | undefined): void => {
-      for (const [plural, inf] of this.routes)
+      for (const [plural, { inf }] of this.routes)
         for (const r of inf.list(namespace))
           this.queue.add(`${plural}/${r.metadata?.namespace ?? ''}/${r.metadata?.name ?? ''}`);
     };
@@ -105,15 +109,11 @@ export class RouteStatusController {
   }
 
   start(): void {
-    const informers = [
-      ...this.routes.values(),
-      this.services,
-      this.namespaces,
-      this.gateways,
-      this.classes,
-      this.grants,
-    ];
-    void Promise.all(informers.map((i) => i.synced)).then(() => this.queue.run());
+    const informers = [this.services, this.namespaces, this.gateways, this.classes, this.grants];
+    const routes = [...this.routes.values()].map(({ kind, inf }) =>
+      kind.optional ? inf.syncedOrUnserved : inf.synced,
+    );
+    void Promise.all([...informers.map((i) => i.synced), ...routes]).then(() => this.queue.run());
   }
 
   stop(): void {
@@ -123,13 +123,16 @@ export class RouteStatusController {
   /** `<plural>/<namespace>/<name>`: one route. */
   private async reconcile(key: string): Promise<void> {
     const [plural = '', namespace = '', name = ''] = key.split('/');
-    const route = this.routes.get(plural)?.get(name, namespace);
-    if (route === undefined || route.metadata?.deletionTimestamp !== undefined) return;
+    const routes = this.routes.get(plural);
+    const route = routes?.inf.get(name, namespace);
+    if (routes === undefined || route === undefined || route.metadata?.deletionTimestamp !== undefined) return;
     const generation = route.metadata?.generation ?? 0;
     const previous = route.status?.parents ?? [];
-    const kind = plural === 'grpcroutes' ? 'GRPCRoute' : 'HTTPRoute';
+    const { kind } = routes.kind;
     const ours = (route.spec?.parentRefs ?? []).flatMap((ref): ParentStatus[] => {
-      const conditions = isService(ref) ? this.conditions(route, kind, ref) : this.gatewayConditions(route, kind, ref);
+      const conditions = isService(ref)
+        ? this.serviceConditions(route, kind, ref)
+        : this.gatewayConditions(route, kind, ref);
       if (conditions === undefined) return [];
       const old = previous.find((p) => p.controllerName === ROUTE_CONTROLLER && isDeepStrictEqual(p.parentRef, ref));
       return [
@@ -187,8 +190,12 @@ export class RouteStatusController {
     return [accepted, this.backendsResolved(route, kind)];
   }
 
-  /** What istiod says of one Service parent of `route`. */
-  private conditions(route: RouteObject, kind: string, parent: Ref): Condition[] {
+  /**
+   * What istiod says of one Service parent of `route`: undefined for a TLSRoute or TCPRoute, which amesh's waypoints
+   * do not apply (an Accepted would say they are).
+   */
+  private serviceConditions(route: RouteObject, kind: string, parent: Ref): Condition[] | undefined {
+    if (kind === 'TLSRoute' || kind === 'TCPRoute') return undefined;
     const ns = route.metadata?.namespace ?? '';
     const parentNs = parent.namespace ?? ns;
     const svc = this.services.get(parent.name ?? '', parentNs);
@@ -216,43 +223,16 @@ export class RouteStatusController {
     return [accepted, this.backendsResolved(route, kind), waypoints];
   }
 
-  /**
-   * ResolvedRefs: whether every backendRef of `route` names a Service that exists, in its namespace or in one whose
-   * ReferenceGrant lets the route's kind of its namespace refer to it.
-   */
+  /** ResolvedRefs of `route`, its backendRefs judged by the Services and ReferenceGrants the informers hold. */
   private backendsResolved(route: RouteObject, kind: string): Condition {
-    const ns = route.metadata?.namespace ?? '';
-    let resolved: Condition = {
-      type: 'ResolvedRefs',
-      status: 'True',
-      reason: 'ResolvedRefs',
-      message: 'All references resolved',
-    };
-    for (const b of (route.spec?.rules ?? []).flatMap((r) => r.backendRefs ?? [])) {
-      const refused = (reason: string, message: string): Condition => ({
-        type: 'ResolvedRefs',
-        status: 'False',
-        reason,
-        message,
-      });
-      if (!isService(b))
-        resolved = refused('InvalidKind', `referencing unsupported backendRef: ${b.group ?? ''}/${b.kind ?? ''}`);
-      else if (
-        (b.namespace ?? ns) !== ns &&
-        !referenceGranted(
-          this.grants.list().map((g) => grantShape(g.metadata?.namespace ?? '', g.spec)),
-          { group: GATEWAY_API_GROUP, kind, namespace: ns },
-          { group: '', kind: 'Service', namespace: b.namespace ?? ns, name: b.name ?? '' },
-        )
-      )
-        resolved = refused(
-          'RefNotPermitted',
-          `backendRef ${b.name ?? ''}/${b.namespace ?? ''} not accessible to a route in namespace "${ns}" (missing a ReferenceGrant?)`,
-        );
-      else if (this.services.get(b.name ?? '', b.namespace ?? ns) === undefined)
-        resolved = refused('BackendNotFound', `backend(${b.name ?? ''}.${b.namespace ?? ns}.svc) not found`);
-      if (resolved.status === 'False') break;
-    }
-    return resolved;
+    return resolvedRefs(
+      {
+        kind,
+        namespace: route.metadata?.namespace ?? '',
+        backendRefs: (route.spec?.rules ?? []).flatMap((r) => r.backendRefs ?? []),
+      },
+      this.grants.list().map((g) => grantShape(g.metadata?.namespace ?? '', g.spec)),
+      (namespace, name) => this.services.get(name, namespace) !== undefined,
+    );
   }
 }

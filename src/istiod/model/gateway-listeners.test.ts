@@ -64,6 +64,20 @@ test("a route of another namespace attaches only where allowedRoutes admits it, 
   assert.equal(attachParent(tcp, tcp.parentRefs[0]!, gw, none).outcome.attached, false);
 });
 
+test("TLSRoutes and TCPRoutes attach to the listeners of their kind, refused elsewhere with Istio's reasons", () => {
+  const tls = routeShape('TLSRoute', 'ingress', 't', { parentRefs: [{ name: 'gw' }], hostnames: ['db.test'] });
+  assert.deepEqual(attachParent(tls, tls.parentRefs[0]!, gw, none), {
+    listeners: new Map([['tls', ['db.test']]]),
+    outcome: { attached: true, hostnames: [] },
+  });
+  const tcp = routeShape('TCPRoute', 'ingress', 'c', { parentRefs: [{ name: 'gw', sectionName: 'http' }] });
+  assert.deepEqual(attachParent(tcp, tcp.parentRefs[0]!, gw, none).outcome, {
+    attached: false,
+    reason: 'NotAllowedByListeners',
+    message: 'kind gateway.networking.k8s.io/v1/TCPRoute is not allowed',
+  });
+});
+
 test('a certificateRef to another namespace needs a ReferenceGrant there for Gateways of this one; only Secrets are certificates', () => {
   const refs = https.tls!.certificateRefs;
   assert.deepEqual(certificateRef(refs[0]!, gw, []), {

@@ -171,7 +171,7 @@ export function attach(
     return {
       attached: false,
       reason: 'NotAllowedByListeners',
-      message: `kind ${GATEWAY_API_GROUP}/v1, Kind=${route.kind} is not allowed`,
+      message: `kind ${GATEWAY_API_GROUP}/v1/${route.kind} is not allowed`,
     };
   return { attached: true, hostnames };
 }

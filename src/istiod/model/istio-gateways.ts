@@ -8,15 +8,21 @@
  *   only from the proxy's own namespace, and only if the proxy's service account may list Secrets there;
  * - a VirtualService binds when its `gateways` name the Gateway and its namespace is one the server host admits;
  *   its hosts meet the server's, and its routes (in its own order, VirtualServices oldest first) serve each host
- *   they share, restricted to the server's port when a match names one.
+ *   they share, restricted to the server's port when a match names one;
+ * - an HTTP server with `tls.httpsRedirect` answers every request for its hosts with a 301 to the same host and path
+ *   over https, before any route (Envoy's `require_tls: ALL` on the virtual hosts Istio makes for the server): its
+ *   virtual hosts, those VirtualServices give and the server host's own, have that one redirect.
  * Servers of other protocols and TLS modes are left out and said so.
  */
 import { selectorMatches } from '../../apiserver/validation/label-selector.js';
 import type { ResourceOf } from '../registry/manifest-dir.js';
 import { meet, type GatewayListenerModel } from './gateway-listeners.js';
-import { present, type RouteModel } from './http-routes.js';
+import { present, type RedirectModel, type RouteModel } from './http-routes.js';
 import type { ConvertedVirtualService } from './virtual-services.js';
 import { podWorkloadName } from './workloads.js';
+
+/** Where an HTTP server with `httpsRedirect` sends every request: https, its well-known port, host and path kept. */
+const HTTPS_REDIRECT: RedirectModel = { scheme: 'https', hostname: '', port: 0, path: undefined, statusCode: 301 };
 
 /** The listeners each proxy gets from Istio Gateways, by `<namespace>/<workload>`, with what could not be served. */
 export function istioGatewayListeners(
@@ -43,16 +49,29 @@ export function istioGatewayListeners(
       const tls = server.tls;
       let served: 'HTTP' | 'HTTPS';
       let credentialNames: string[] = [];
-      if (protocol === 'HTTP' && tls?.httpsRedirect !== true) served = 'HTTP';
+      if (protocol === 'HTTP') served = 'HTTP';
       else if (protocol === 'HTTPS' && (tls?.mode ?? 'SIMPLE') === 'SIMPLE' && (tls?.credentialName ?? '') !== '') {
         served = 'HTTPS';
         credentialNames = [`kubernetes://${tls!.credentialName!}`];
       } else {
         warnings.push(
-          `${where}: ${protocol || 'no protocol'}${tls?.mode == null ? '' : ` with TLS mode ${tls.mode}`}${tls?.httpsRedirect === true ? ' with httpsRedirect' : ''} is not served by amesh's gateway`,
+          `${where}: ${protocol || 'no protocol'}${tls?.mode == null ? '' : ` with TLS mode ${tls.mode}`} is not served by amesh's gateway`,
         );
         return;
       }
+      const listenerName = `${key}.${server.name ?? i}`;
+      const redirect: RouteModel | undefined =
+        served === 'HTTP' && tls?.httpsRedirect === true
+          ? {
+              name: `${listenerName}.https-redirect`,
+              matches: [],
+              requestHeaders: undefined,
+              responseHeaders: undefined,
+              action: { redirect: HTTPS_REDIRECT },
+              rewrite: undefined,
+              timeoutMs: undefined,
+            }
+          : undefined;
       for (const raw of present(server.hosts)) {
         const slash = raw.indexOf('/');
         const nsFilter = slash < 0 ? '*' : raw.slice(0, slash);
@@ -70,8 +89,12 @@ export function istioGatewayListeners(
             for (const r of vs.routes) if (r.port === 0 || r.port === portNumber) list.push(r.route);
           }
         }
+        if (redirect !== undefined) {
+          for (const h of hosts.keys()) hosts.set(h, [redirect]);
+          if (!hosts.has(host)) hosts.set(host, [redirect]);
+        }
         listeners.push({
-          name: `${key}.${server.name ?? i}`,
+          name: listenerName,
           port: portNumber,
           protocol: served,
           hostname: host === '*' ? '' : host,

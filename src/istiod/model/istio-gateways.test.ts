@@ -1,0 +1,108 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { isResource, parseManifests, type ResourceOf } from '../registry/manifest-dir.js';
+import { istioGatewayListeners } from './istio-gateways.js';
+import { convertVirtualService } from './virtual-services.js';
+
+/**
+ * Istio's Gateway `ingress/gw` with `servers`, and an ingress gateway pod its selector matches. The Gateway's kind is
+ * `IstioGateway`, as istiod reads it from the API beside the Gateway API's `Gateway`.
+ */
+function gatewayAndPod(servers: string): [ResourceOf<'IstioGateway'>, ResourceOf<'Pod'>] {
+  const { objects, errors } = parseManifests(
+    'gw.yaml',
+    `apiVersion: networking.istio.io/v1
+kind: IstioGateway
+metadata: {name: gw, namespace: ingress}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+${servers}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: ingressgateway-0, namespace: ingress, labels: {istio: ingressgateway}}
+spec: {containers: [{name: istio-proxy, image: amesh}]}
+`,
+  );
+  assert.deepEqual(errors, []);
+  const [gw, pod] = [objects[0]!, objects[1]!];
+  assert.ok(isResource(gw) && gw.kind === 'IstioGateway');
+  assert.ok(isResource(pod) && pod.kind === 'Pod');
+  return [gw, pod];
+}
+
+/** VirtualService `shop/shop` bound to `ingress/gw`, routing www.shop.test to the Service web. */
+function shop() {
+  const { objects, errors } = parseManifests(
+    'vs.yaml',
+    `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: shop, namespace: shop}
+spec:
+  hosts: [www.shop.test]
+  gateways: [ingress/gw]
+  http: [{route: [{destination: {host: web}}]}]
+`,
+  );
+  assert.deepEqual(errors, []);
+  const vs = objects[0]!;
+  assert.ok(isResource(vs) && vs.kind === 'VirtualService');
+  return convertVirtualService(vs, new Map([['shop/web', new Set([80])]]), 'cluster.local');
+}
+
+const redirectToHttps = {
+  name: 'ingress/gw.http.https-redirect',
+  matches: [],
+  requestHeaders: undefined,
+  responseHeaders: undefined,
+  action: { redirect: { scheme: 'https', hostname: '', port: 0, path: undefined, statusCode: 301 } },
+  rewrite: undefined,
+  timeoutMs: undefined,
+};
+
+test("an HTTP server with httpsRedirect answers every host it serves with a 301 to https, before any VirtualService's routes", () => {
+  const [gw, pod] = gatewayAndPod(`  - name: http
+    port: {number: 80, name: http, protocol: HTTP}
+    hosts: ["*.shop.test"]
+    tls: {httpsRedirect: true}
+  - name: https
+    port: {number: 443, name: https, protocol: HTTPS}
+    hosts: ["*.shop.test"]
+    tls: {mode: SIMPLE, credentialName: shop-cert}`);
+  const { listeners, warnings } = istioGatewayListeners([gw], [pod], [shop()]);
+  assert.deepEqual(warnings, []);
+  const [http, https] = listeners.get('ingress/ingressgateway-0')!;
+  assert.deepEqual(
+    http?.virtualHosts.map((v) => [v.hostname, v.routes]),
+    [
+      ['www.shop.test', [redirectToHttps]],
+      ['*.shop.test', [redirectToHttps]],
+    ],
+    "the VirtualService's host and the server's own redirect; nothing is routed",
+  );
+  assert.deepEqual(
+    https?.virtualHosts.map((v) => [v.hostname, v.routes.map((r) => r.name)]),
+    [['www.shop.test', ['shop/shop.0']]],
+    'the HTTPS server routes as the VirtualService says',
+  );
+});
+
+test('an HTTP server with httpsRedirect redirects even without a VirtualService bound to its Gateway', () => {
+  const [gw, pod] = gatewayAndPod(`  - name: http
+    port: {number: 80, name: http, protocol: HTTP}
+    hosts: ["*"]
+    tls: {httpsRedirect: true}`);
+  const { listeners, warnings } = istioGatewayListeners([gw], [pod], []);
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(listeners.get('ingress/ingressgateway-0'), [
+    {
+      name: 'ingress/gw.http',
+      port: 80,
+      protocol: 'HTTP',
+      hostname: '',
+      credentialNames: [],
+      virtualHosts: [{ hostname: '*', routes: [redirectToHttps] }],
+    },
+  ]);
+});
