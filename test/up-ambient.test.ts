@@ -881,7 +881,7 @@ describe(
       await ok('delete', '-f', gw);
     });
 
-    test("L7 through a waypoint: an HTTPRoute header match reaches v2, DELETE /admin is refused 403 while GET passes, a path needs a valid JWT from an independent issuer, Istio's sample ext_authz decides by header over HTTP and gRPC, h2c and gRPC pass through with their trailers, and the waypoint counts each in istio_requests_total", async () => {
+    test("L7 through a waypoint: an HTTPRoute header match reaches v2, a VirtualService reaches a DestinationRule subset, DELETE /admin is refused 403 while GET passes, a path needs a valid JWT from an independent issuer, Istio's sample ext_authz decides by header over HTTP and gRPC, h2c and gRPC pass through with their trailers, and the waypoint counts each in istio_requests_total", async () => {
       const minted = await runPython('mint_jwt.py', ['testing@secure.istio.io', 'alice']);
       assert.equal(minted.status, 0, minted.stderr);
       const jwt = JSON.parse(minted.stdout) as { jwks: object; valid: string; expired: string; other_key: string };
@@ -938,6 +938,37 @@ describe(
               ],
             },
           }) +
+          // Both versions behind one Service, told apart by Istio's DestinationRule subsets.
+          object({
+            apiVersion: 'v1',
+            kind: 'Service',
+            metadata: { name: 'echo-all', namespace: 'l7' },
+            spec: { selector: { app: 'echo' }, ports: [{ name: 'http', port: SERVICE_PORT, targetPort: SERVER_PORT }] },
+          }) +
+          object({
+            apiVersion: 'networking.istio.io/v1',
+            kind: 'DestinationRule',
+            metadata: { name: 'echo-all', namespace: 'l7' },
+            spec: {
+              host: 'echo-all',
+              subsets: ['v1', 'v2'].map((v) => ({ name: v, labels: { version: v } })),
+            },
+          }) +
+          object({
+            apiVersion: 'networking.istio.io/v1',
+            kind: 'VirtualService',
+            metadata: { name: 'echo-all', namespace: 'l7' },
+            spec: {
+              hosts: ['echo-all'],
+              http: [
+                {
+                  match: [{ headers: { 'x-subset': { exact: 'v2' } } }],
+                  route: [{ destination: { host: 'echo-all', subset: 'v2' } }],
+                },
+                { route: [{ destination: { host: 'echo-all', subset: 'v1' } }] },
+              ],
+            },
+          }) +
           object({
             apiVersion: 'security.istio.io/v1',
             kind: 'AuthorizationPolicy',
@@ -991,6 +1022,7 @@ describe(
       await ok('rollout', 'status', '-n', 'l7', 'deployment/echo-v1', 'deployment/echo-v2', '--timeout=120s');
       /** curl in the client pod: the status code, then the body. */
       const curl = async (p: string, ...args: string[]): Promise<string> => {
+        const url = p.startsWith('http') ? p : `http://echo.l7${p}`;
         const r = await amesh(
           host,
           'exec',
@@ -1005,11 +1037,18 @@ describe(
           '-w',
           ' %{http_code}',
           ...args,
-          `http://echo.l7${p}`,
+          url,
         );
         return r.stdout;
       };
       let got = '';
+      await waitFor(
+        "the VirtualService sends x-subset: v2 to the DestinationRule's v2 subset through the waypoint",
+        async () => /"hostname":"v2".* 200$/.test((got = await curl('http://echo-all.l7/', '-H', 'x-subset: v2'))),
+        CHANGE_DEADLINE_MS,
+      ).catch(() => assert.fail(got));
+      for (let i = 0; i < 4; i++)
+        assert.match(await curl('http://echo-all.l7/'), /"hostname":"v1".* 200$/, 'every other request: subset v1');
       await waitFor(
         'the HTTPRoute sends x-version: v2 to echo-v2 through the waypoint',
         async () => /"hostname":"v2".* 200$/.test((got = await curl('/', '-H', 'x-version: v2'))),

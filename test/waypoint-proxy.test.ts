@@ -12,7 +12,12 @@ import { startZtunnel } from './helpers/in-process.js';
 import { meshFixture, sendAndCollect, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
 import { pythonSkip } from './helpers/python.js';
 import { runToExit } from './helpers/run-to-exit.js';
-import { pythonExtAuthzServer, pythonXdsServer, type PythonPeer } from './helpers/python-xds-server.js';
+import {
+  pythonExtAuthzServer,
+  pythonFlakyHttpServer,
+  pythonXdsServer,
+  type PythonPeer,
+} from './helpers/python-xds-server.js';
 
 const skip = pythonSkip('grpc', 'python3-grpcio');
 /** The waypoint's own resource is encoded by python3-protobuf, from what protoc compiles of amesh's proto. */
@@ -270,6 +275,8 @@ const L7_WAYPOINT_IP = '127.123.1.9';
 const L7_PY_GRPC_IP = '127.123.1.5';
 const L7_PY_HTTP_IP = '127.123.1.6';
 const L7_PY_DOWN_IP = '127.123.1.7';
+/** An upstream that fails on request (python's http.server), for retries and mirrors: pod flaky-0 (node n2). */
+const L7_FLAKY_IP = '127.123.1.8';
 const svcHost = (name: string): string => `${name}.backend.svc.cluster.local`;
 const authzHost = (name: string): string => `${name}.authz.svc.cluster.local`;
 const WEB_PRINCIPAL = 'cluster.local/ns/frontend/sa/web';
@@ -399,6 +406,18 @@ const L7_RESOURCES = [
   ...providerResources('py-grpc', L7_PY_GRPC_IP, '10.96.1.30', 9000, 9001),
   ...providerResources('py-http', L7_PY_HTTP_IP, '10.96.1.31', 8000, 8001),
   ...providerResources('py-down', L7_PY_DOWN_IP, '10.96.1.32', 9000, 9001),
+  {
+    workload: {
+      uid: 'Kubernetes//Pod/backend/flaky-0',
+      name: 'flaky-0',
+      namespace: 'backend',
+      addresses: [L7_FLAKY_IP],
+      service_account: 'flaky',
+      node: 'n2',
+      services: { [`backend/${svcHost('flaky')}`]: [[80, 8080]] },
+    },
+  },
+  httpService('flaky', '10.96.1.15', false),
   httpService('echo', '10.96.1.10'),
   httpService('echo-v1', '10.96.1.11', false),
   httpService('echo-v2', '10.96.1.12', false),
@@ -454,6 +473,48 @@ const L7_RESOURCES = [
                 matches: [{ path: { exact: '/slow' } }],
                 ...forwardTo('echo-v1'),
                 fault: { delay: { fixedDelay: '0.05s', percentage: 100 } },
+              },
+              {
+                name: 'backend/retries.0',
+                matches: [{ path: { prefix: '/fail' } }],
+                ...forwardTo('flaky'),
+                retries: { attempts: 2, retryOn: ['5xx'] },
+              },
+              { name: 'backend/retries.1', matches: [{ path: { prefix: '/default' } }], ...forwardTo('flaky') },
+              {
+                name: 'backend/retries.2',
+                matches: [{ path: { prefix: '/hang' } }],
+                ...forwardTo('flaky'),
+                retries: { attempts: 1, retryOn: ['reset'], perTryTimeout: '0.3s' },
+              },
+              {
+                name: 'backend/mirrored.0',
+                matches: [{ path: { prefix: '/mirrored' } }],
+                ...forwardTo('echo-v1'),
+                mirrors: [{ backend: { namespace: 'backend', hostname: svcHost('flaky'), port: 80 }, percentage: 100 }],
+              },
+              {
+                name: 'backend/subsets.0',
+                matches: [{ path: { exact: '/subset-v2' } }],
+                forward: {
+                  backends: [
+                    {
+                      namespace: 'backend',
+                      hostname: svcHost('echo'),
+                      port: 80,
+                      weight: 1,
+                      subset: 'v2',
+                      endpoints: ['Kubernetes//Pod/backend/echo-v2-0'],
+                    },
+                  ],
+                },
+              },
+              {
+                name: 'backend/subsets.1',
+                matches: [{ path: { exact: '/subset-none' } }],
+                forward: {
+                  backends: [{ namespace: 'backend', hostname: svcHost('echo'), port: 80, weight: 1, subset: 'v3' }],
+                },
               },
             ],
           },
@@ -580,6 +641,7 @@ describe(
     let xds: PythonPeer;
     let pyGrpc: PythonPeer;
     let pyHttp: PythonPeer;
+    let flaky: PythonPeer;
     let echoes: EchoServer[] = [];
     let z1: Ztunnel;
     let z2: Ztunnel;
@@ -600,6 +662,7 @@ describe(
       echoes = [await startEchoServer(L7_V1_IP, 8080, 'echo-v1'), await startEchoServer(L7_V2_IP, 8080, 'echo-v2')];
       pyGrpc = await pythonExtAuthzServer('grpc', L7_PY_GRPC_IP, 9001);
       pyHttp = await pythonExtAuthzServer('http', L7_PY_HTTP_IP, 8001);
+      flaky = await pythonFlakyHttpServer(L7_FLAKY_IP, 8080);
       z1 = await startZtunnel('', 'n1', fx.ca, served.env);
       z2 = await startZtunnel('', 'n2', fx.ca, served.env);
       wp = await startWaypoint(fx.ca, L7_WAYPOINT_IP, served.env, waypointLogs.control);
@@ -615,6 +678,7 @@ describe(
       xds?.proc.kill();
       pyGrpc?.proc.kill();
       pyHttp?.proc.kill();
+      flaky?.proc.kill();
       await fx?.cleanup();
     });
 
@@ -694,6 +758,61 @@ describe(
           ]),
           / 1$/,
         );
+    });
+
+    /** The requests python's flaky server received for `path`. */
+    const flakySaw = (path: string): { method: string; host: string; body: number }[] =>
+      flaky
+        .lines()
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { method: string; path: string; host: string; body: number })
+        .filter((l) => l.path === path)
+        .map(({ method, host, body }) => ({ method, host, body }));
+
+    test("retries after a response, as Envoy's: a route retrying 5xx tries a 503 again (the body sent again each time) and answers the first success; past its attempts the last 503 goes back; Istio's default retries no 503", async () => {
+      const ok = await curl(L7_WEB_IP, 'http://10.96.1.13/fail/a/2', ['--data-binary', 'y'.repeat(5000)]);
+      assert.equal(ok.status, 200, ok.body);
+      assert.deepEqual(JSON.parse(ok.body), { path: '/fail/a/2', attempt: 3, body: 5000 });
+      assert.deepEqual(
+        flakySaw('/fail/a/2').map((r) => [r.method, r.body]),
+        [
+          ['POST', 5000],
+          ['POST', 5000],
+          ['POST', 5000],
+        ],
+      );
+      const exhausted = await curl(L7_WEB_IP, 'http://10.96.1.13/fail/b/3');
+      assert.deepEqual([exhausted.status, exhausted.body], [503, 'failing']);
+      assert.equal(flakySaw('/fail/b/3').length, 3, 'the first attempt and 2 retries');
+      const unretried = await curl(L7_WEB_IP, 'http://10.96.1.13/default/fail/c/1');
+      assert.deepEqual([unretried.status, unretried.body], [503, 'failing']);
+      assert.equal(flakySaw('/default/fail/c/1').length, 1, "Istio's default policy retries no 503");
+    });
+
+    test('a per-try timeout ends an attempt that has no answer yet, and the retry it allows is answered', async () => {
+      const r = await curl(L7_WEB_IP, 'http://10.96.1.13/hang/d/1');
+      assert.equal(r.status, 200, r.body);
+      assert.equal((JSON.parse(r.body) as { attempt: number }).attempt, 2);
+      assert.equal(flakySaw('/hang/d/1').length, 2);
+      assert.equal(r.status, 200);
+      const line = waypointLogs.lines.find(
+        (l) => l['message'] === 'request complete' && l['path'] === '/hang/d/1' && l['scope'] === 'access',
+      );
+      assert.equal(line?.['response_code'], 200);
+    });
+
+    test("a mirror gets a copy of each request, body included, with -shadow on its host, while the client gets the route's answer", async () => {
+      const r = await curl(L7_WEB_IP, 'http://10.96.1.13/mirrored/1', ['--data-binary', 'z'.repeat(3000)]);
+      assert.equal(servedBy(r), 'echo-v1');
+      await waitFor('the mirror received its copy', () => flakySaw('/mirrored/1').length === 1);
+      assert.deepEqual(flakySaw('/mirrored/1'), [{ method: 'POST', host: '10.96.1.13-shadow', body: 3000 }]);
+    });
+
+    test('a DestinationRule subset: the request goes only to the workloads istiod listed for it; a subset with none is answered 503 no healthy upstream', async () => {
+      for (let i = 0; i < 6; i++)
+        assert.equal(servedBy(await curl(L7_WEB_IP, 'http://10.96.1.13/subset-v2')), 'echo-v2');
+      const none = await curl(L7_WEB_IP, 'http://10.96.1.13/subset-none');
+      assert.deepEqual([none.status, none.body], [503, 'no healthy upstream']);
     });
 
     test('a DENY AuthorizationPolicy on DELETE /admin*: DELETE /admin gets 403 RBAC: access denied; GET /admin and DELETE elsewhere pass', async () => {

@@ -3,9 +3,11 @@
  * (HTTP/2 with prior knowledge, `node:http2`'s compatibility API): the requests inside the client's HBONE tunnel are
  * parsed and written, one HBONE stream each, in the same protocol to the destination behind the waypoint, chosen per
  * request (a Service's endpoints are balanced request by request, as Envoy does). Hop-by-hop headers are not
- * forwarded; `x-request-id` is added when the client sent none; HTTP/2 trailers (gRPC's status) are passed on. A
- * request whose upstream cannot be reached is answered 503 with Envoy's text. Each request is counted in Istio's
- * request metrics with `reporter="waypoint"`, gRPC ones with `request_protocol="grpc"` and `grpc_response_status`.
+ * forwarded; `x-request-id` is added when the client sent none; HTTP/2 trailers (gRPC's status) are passed on. An
+ * attempt is retried as the route's retry policy says (`retry-policy.ts`), the body kept for it (`request-body.ts`),
+ * and copies go to the route's mirrors; a request whose upstream cannot be reached is answered 503 with Envoy's
+ * text. Each request is counted in Istio's request metrics with `reporter="waypoint"`, gRPC ones with
+ * `request_protocol="grpc"` and `grpc_response_status`.
  */
 import http from 'node:http';
 import http2 from 'node:http2';
@@ -26,14 +28,23 @@ import type { ExtAuthzClient, ExtAuthzVerdict } from './ext-authz.js';
 import { RBAC_DENIED, type Flow, type WaypointAuthorizer } from './waypoint-authorizer.js';
 import type { RequestMetrics, ResponseFlag } from './request-metrics.js';
 import {
-  DEFAULT_CONNECT_RETRIES,
   applyHeaderEdits,
   editPath,
   pickBackend,
   redirectLocation,
   routeRequest,
+  type Backend,
+  type Mirror,
   type RouteTable,
 } from './route-table.js';
+import { RequestBody } from './request-body.js';
+import {
+  UpstreamConnectError,
+  UpstreamPool,
+  reusedConnectionReset,
+  type PooledRequestOptions,
+} from './upstream-pool.js';
+import { DEFAULT_RETRY_POLICY, backoffMs, retriable, type AttemptOutcome } from './retry-policy.js';
 import type { WaypointRules } from './waypoint-rules.js';
 
 /** RFC 9110 §7.6.1's connection-specific fields, and the proxy ones Envoy also drops. */
@@ -105,6 +116,22 @@ interface ClientResponse extends Writable {
   readonly headersSent: boolean;
 }
 
+/** An endpoint a request goes to. */
+interface Destination {
+  readonly ip: string;
+  readonly port: number;
+  readonly service: Service | undefined;
+}
+
+/**
+ * The host a mirrored request carries: `-shadow` added to the name, before any port, as Envoy marks the copies it
+ * sends.
+ */
+export function shadowHost(host: string): string {
+  const m = /^(.*?)(:[0-9]+)?$/.exec(host)!;
+  return `${m[1]}-shadow${m[2] ?? ''}`;
+}
+
 /** What the upstream answered: its head, its body, and (HTTP/2) a way to hear its trailers. */
 interface UpstreamAnswer {
   readonly status: number;
@@ -162,20 +189,27 @@ function forwardable(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeader
   return out;
 }
 
-/** Sends a request upstream over HTTP/1.1 on `upstream`. */
+/**
+ * Sends a request upstream over HTTP/1.1 to `to`, on a kept-alive connection of `pool` or a new one. `onError` hears
+ * whether the connection could not be made, or was a kept-alive one its server had closed (nothing of the request
+ * was served in either case).
+ */
 function sendHttp1(
-  upstream: Readable & Writable,
+  pool: UpstreamPool,
+  to: { readonly ip: string; readonly port: number },
+  peer: string,
   method: string,
   path: string,
   headers: http.OutgoingHttpHeaders,
   onAnswer: (a: UpstreamAnswer) => void,
-  onError: (e: Error) => void,
+  onError: (e: Error, unserved: boolean) => void,
 ): UpstreamExchange {
-  const out = http.request({ method, path, headers, createConnection: () => upstream as never });
+  const options: PooledRequestOptions = { agent: pool, host: to.ip, port: to.port, peer, method, path, headers };
+  const out = http.request(options);
   out.on('response', (r) =>
     onAnswer({ status: r.statusCode ?? 502, headers: r.headers, rawHeaders: r.rawHeaders, body: r }),
   );
-  out.on('error', onError);
+  out.on('error', (e) => onError(e, e instanceof UpstreamConnectError || reusedConnectionReset(out, e)));
   return { body: out, destroy: () => out.destroy() };
 }
 
@@ -211,6 +245,7 @@ function sendHttp2(
 export class WaypointHttp {
   private readonly server: http.Server;
   private readonly tunnels = new WeakMap<object, Tunnel>();
+  private readonly pool: UpstreamPool;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -223,6 +258,7 @@ export class WaypointHttp {
     /** Draws the share a fault applies to. */
     private readonly random: () => number = Math.random,
   ) {
+    this.pool = new UpstreamPool(async (peer, ip, port) => (await outbound.connect(peer, sourceIp, ip, port)).upstream);
     // No server timeouts of its own: the tunnel's HBONE keepalive and the client decide how long it lives.
     this.server = http.createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0 }, (req, res) =>
       this.proxy(req, res, this.tunnels.get(req.socket), false),
@@ -394,33 +430,27 @@ export class WaypointHttp {
       answer(fault.abort.status, 'FI', FAULT_ABORT);
       return;
     }
-    let dest: { ip: string; port: number; service: Service | undefined };
+    const a = route?.action;
+    if (a?.t === 'direct') {
+      answer(a.status, '-');
+      return;
+    }
+    if (a?.t === 'redirect') {
+      answer(a.status, '-', '', { location: redirectLocation(routed, a, route!, t.port) });
+      return;
+    }
     /** Where the request goes: an endpoint of the route's backend, or of the Service the tunnel is for. */
-    let resolve: () => typeof dest;
+    let resolve: () => Destination;
+    if (a?.t === 'forward') {
+      const b = pickBackend(a);
+      if (b === undefined || b.hostname === '') {
+        answer(500, '-');
+        return;
+      }
+      resolve = () => this.resolveBackend(b, t);
+    } else resolve = () => resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
+    let dest: Destination;
     try {
-      const a = route?.action;
-      if (a?.t === 'direct') {
-        answer(a.status, '-');
-        return;
-      }
-      if (a?.t === 'redirect') {
-        answer(a.status, '-', '', { location: redirectLocation(routed, a, route!, t.port) });
-        return;
-      }
-      if (a?.t === 'forward') {
-        const b = pickBackend(a);
-        if (b === undefined || b.hostname === '') {
-          answer(500, '-');
-          return;
-        }
-        const backend = this.ctx.state.serviceByKey(`${b.namespace}/${b.hostname}`);
-        if (backend === undefined)
-          throw new MeshError(
-            'ZT_ERR_NO_HEALTHY_UPSTREAM',
-            `route backend ${b.namespace}/${b.hostname} is not known yet`,
-          );
-        resolve = () => resolveServiceBehindWaypoint(this.ctx.state, t.self, backend, b.port, t.ip);
-      } else resolve = () => resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
       dest = resolve();
     } catch (e) {
       this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: no upstream for the request');
@@ -432,90 +462,217 @@ export class WaypointHttp {
     if (extAuthz !== undefined) headers = applyHeaderEdits(headers, { set: extAuthz.upstream, add: [], remove: [] });
     if (route?.requestHeaders !== undefined) headers = applyHeaderEdits(headers, route.requestHeaders);
     if (route?.rewrite !== undefined && route.rewrite.hostname !== '') headers['host'] = route.rewrite.hostname;
+    const method = req.method ?? 'GET';
     const path = route?.rewrite === undefined ? jwt.url : editPath(jwt.url, route.rewrite.path, route);
-    let timer: NodeJS.Timeout | undefined;
-    // A connection that cannot be made is tried again on another endpoint, as Envoy's retry policy does: nothing of
-    // the request has left yet, so any request may be retried.
-    const retries = route?.connectRetries ?? DEFAULT_CONNECT_RETRIES;
-    const connect = async (): Promise<Awaited<ReturnType<Outbound['connect']>>> => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await this.outbound.connect(t.peerAddr, this.sourceIp, dest.ip, dest.port);
-        } catch (e) {
-          if (attempt >= retries || res.destroyed) throw e;
-          this.ctx.log.debug({ src: t.peerAddr, error: describeError(e), attempt }, 'waypoint: retrying upstream');
-          try {
-            dest = resolve();
-          } catch {
-            throw e;
-          }
-        }
-      }
-    };
-    void connect().then(
-      ({ upstream }) => {
-        upstreamHost = formatHostPort(dest.ip, dest.port);
-        const destination = this.ctx.state.workloadByAddr(t.self.network, dest.ip);
-        parties = { ...parties, destination, destinationService: dest.service ?? parties.destinationService };
-        const onAnswer = (r: UpstreamAnswer): void => {
-          clearTimeout(timer);
-          const responseBody = bodyCounter(r.body);
-          grpcStatus = typeof r.headers['grpc-status'] === 'string' ? r.headers['grpc-status'] : '';
-          let back = forwardable(r.headers);
-          if (extAuthz !== undefined && extAuthz.downstream.length > 0)
-            back = applyHeaderEdits(back, { set: [], add: extAuthz.downstream, remove: [] });
-          if (route?.responseHeaders !== undefined) back = applyHeaderEdits(back, route.responseHeaders);
-          if (grpcStatus !== '' && res instanceof http2.Http2ServerResponse) {
-            // A trailers-only gRPC answer: its status goes on in trailers, after the head and the (empty) body.
-            const status = Object.entries(back).filter(([k]) => GRPC_STATUS_FIELDS.has(k));
-            res.addTrailers(Object.fromEntries(status));
-            back = Object.fromEntries(Object.entries(back).filter(([k]) => !GRPC_STATUS_FIELDS.has(k)));
-          }
-          res.writeHead(r.status, back);
-          r.body.pipe(res);
-          // Counted once both bodies are done: a server may answer before it has read the whole request.
-          whenBoth(r.body, req, () => finish(r.status, faultFlag, headBytes(r.rawHeaders) + responseBody()));
-        };
-        const onError = (e: Error): void => {
-          clearTimeout(timer);
-          if (res.headersSent) {
-            if (!res.writableFinished) res.destroy();
-            return;
-          }
-          this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: upstream request failed');
-          answer(503, 'UF', UPSTREAM_FAILURE);
-        };
-        const method = req.method ?? 'GET';
-        const out = h2
-          ? sendHttp2(
-              upstream,
-              method,
-              path,
-              headers,
-              onAnswer,
-              (tr) => this.trailers(res, tr, (g) => (grpcStatus = g)),
-              onError,
-            )
-          : sendHttp1(upstream, method, path, headers, onAnswer, onError);
-        if (route?.timeoutMs !== undefined)
-          timer = setTimeout(() => {
-            if (res.headersSent) return;
-            out.destroy();
+    const body = new RequestBody(req);
+    requestBody = () => body.bytes;
+    if (route !== undefined) for (const m of route.mirrors) this.mirror(m, t, method, path, headers, body, res, h2);
+    const policy = route?.retry ?? DEFAULT_RETRY_POLICY;
+    /** The attempt in flight, and how many were made. */
+    let exchange: UpstreamExchange | undefined;
+    let attempts = 0;
+    /** The client has its answer (or is gone): no attempt's outcome counts any more. */
+    let done = false;
+    const timer =
+      route?.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            if (done || res.headersSent) return;
+            done = true;
+            exchange?.destroy();
             answer(504, 'UT', UPSTREAM_TIMEOUT);
           }, route.timeoutMs);
-        // A client that goes away before its answer is complete takes the upstream request with it.
+    // A client that goes away before its answer is complete takes the upstream request with it.
+    res.once('close', () => {
+      clearTimeout(timer);
+      done = true;
+      if (!res.writableFinished) exchange?.destroy();
+    });
+    /** Schedules another attempt if the policy allows one after `outcome`. */
+    const retrying = (outcome: AttemptOutcome): boolean => {
+      if (done || attempts > policy.attempts || !body.replayable || !retriable(policy, outcome)) return false;
+      try {
+        dest = resolve();
+      } catch {
+        // No other endpoint now: the same one is tried again.
+      }
+      this.ctx.log.debug({ src: t.peerAddr, outcome: outcome.t, attempt: attempts }, 'waypoint: retrying upstream');
+      setTimeout(attempt, backoffMs(attempts, this.random));
+      return true;
+    };
+    /** Answers the client for an attempt that brought no response and will not be retried. */
+    const failed = (outcome: Exclude<AttemptOutcome, { t: 'response' }>, e?: unknown): void => {
+      if (done || retrying(outcome)) return;
+      done = true;
+      clearTimeout(timer);
+      this.ctx.log.warn({ src: t.peerAddr, error: describeError(e), attempts }, 'waypoint: upstream request failed');
+      if (outcome.t === 'per-try-timeout') answer(504, 'UT', UPSTREAM_TIMEOUT);
+      else answer(503, 'UF', UPSTREAM_FAILURE);
+    };
+    /** Passes the upstream's answer on to the client. */
+    const deliver = (r: UpstreamAnswer, grpcStatusHeader: string | undefined, from: UpstreamExchange): void => {
+      done = true;
+      clearTimeout(timer);
+      // An answer complete before the request is ends the upstream exchange, as Envoy resets it: the rest of the
+      // client's body is read and dropped, and the connection is not kept for another request.
+      r.body.once('end', () => {
+        if (!body.complete) from.destroy();
+      });
+      const responseBody = bodyCounter(r.body);
+      grpcStatus = grpcStatusHeader ?? '';
+      let back = forwardable(r.headers);
+      if (extAuthz !== undefined && extAuthz.downstream.length > 0)
+        back = applyHeaderEdits(back, { set: [], add: extAuthz.downstream, remove: [] });
+      if (route?.responseHeaders !== undefined) back = applyHeaderEdits(back, route.responseHeaders);
+      if (grpcStatus !== '' && res instanceof http2.Http2ServerResponse) {
+        // A trailers-only gRPC answer: its status goes on in trailers, after the head and the (empty) body.
+        const status = Object.entries(back).filter(([k]) => GRPC_STATUS_FIELDS.has(k));
+        res.addTrailers(Object.fromEntries(status));
+        back = Object.fromEntries(Object.entries(back).filter(([k]) => !GRPC_STATUS_FIELDS.has(k)));
+      }
+      res.writeHead(r.status, back);
+      r.body.pipe(res);
+      // Counted once both bodies are done: a server may answer before it has read the whole request.
+      whenBoth(r.body, req, () => finish(r.status, faultFlag, headBytes(r.rawHeaders) + responseBody()));
+    };
+    const attempt = (): void => {
+      if (done) return;
+      attempts++;
+      const to = dest;
+      upstreamHost = formatHostPort(to.ip, to.port);
+      const destination = this.ctx.state.workloadByAddr(t.self.network, to.ip);
+      parties = { ...parties, destination, destinationService: to.service ?? parties.destinationService };
+      /** Whether this attempt's answer went to the client, or it was given up (retried or failed). */
+      let state: 'pending' | 'delivered' | 'abandoned' = 'pending';
+      let perTry: NodeJS.Timeout | undefined;
+      let out: UpstreamExchange | undefined;
+      const onAnswer = (r: UpstreamAnswer): void => {
+        clearTimeout(perTry);
+        if (state !== 'pending' || done) {
+          r.body.resume();
+          return;
+        }
+        const g = r.headers['grpc-status'];
+        const grpcStatusHeader = typeof g === 'string' ? g : undefined;
+        if (retrying({ t: 'response', status: r.status, grpcStatus: grpcStatusHeader })) {
+          state = 'abandoned';
+          r.body.resume();
+          out?.destroy();
+          return;
+        }
+        state = 'delivered';
+        deliver(r, grpcStatusHeader, out!);
+      };
+      /** `unserved`: the connection could not be made, or was a kept-alive one its server had closed. */
+      const onError = (e: Error, unserved = false): void => {
+        clearTimeout(perTry);
+        if (state === 'delivered') {
+          // The answer broke off after its head went to the client: so does the client's.
+          if (!res.writableFinished) res.destroy();
+          return;
+        }
+        if (state === 'abandoned') return;
+        state = 'abandoned';
+        this.ctx.log.debug({ src: t.peerAddr, error: describeError(e), attempt: attempts }, 'waypoint: attempt failed');
+        failed(
+          unserved ? { t: 'connect-failure' } : { t: 'reset', refusedStream: /REFUSED_STREAM/.test(e.message) },
+          e,
+        );
+      };
+      const started = (exchange_: UpstreamExchange): void => {
+        out = exchange = exchange_;
+        if (policy.perTryTimeoutMs !== undefined)
+          perTry = setTimeout(() => {
+            if (state !== 'pending') return;
+            state = 'abandoned';
+            exchange_.destroy();
+            failed({ t: 'per-try-timeout' });
+          }, policy.perTryTimeoutMs);
+        body.sendTo(exchange_.body);
+      };
+      if (!h2) {
+        started(sendHttp1(this.pool, to, t.peerAddr, method, path, headers, onAnswer, onError));
+        return;
+      }
+      void this.outbound.connect(t.peerAddr, this.sourceIp, to.ip, to.port).then(
+        ({ upstream }) => {
+          if (done) upstream.destroy();
+          else
+            started(
+              sendHttp2(
+                upstream,
+                method,
+                path,
+                headers,
+                onAnswer,
+                (tr) => this.trailers(res, tr, (g) => (grpcStatus = g)),
+                onError,
+              ),
+            );
+        },
+        (e: unknown) => onError(e instanceof Error ? e : new Error(String(e)), true),
+      );
+    };
+    attempt();
+  }
+
+  /** An endpoint of a route's backend (of its subset, when it names one). */
+  private resolveBackend(b: Backend, t: Tunnel): Destination {
+    const svc = this.ctx.state.serviceByKey(`${b.namespace}/${b.hostname}`);
+    if (svc === undefined)
+      throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `route backend ${b.namespace}/${b.hostname} is not known yet`);
+    return resolveServiceBehindWaypoint(this.ctx.state, t.self, svc, b.port, t.ip, b.endpoints);
+  }
+
+  /**
+   * Sends a copy of the request to a mirror, as Envoy's request mirroring does: for its share of the requests, with
+   * `-shadow` added to the host, its answer read and dropped, its failures logged at debug level and never felt by
+   * the client.
+   */
+  private mirror(
+    m: Mirror,
+    t: Tunnel,
+    method: string,
+    path: string,
+    headers: http.OutgoingHttpHeaders,
+    body: RequestBody,
+    res: ClientResponse,
+    h2: boolean,
+  ): void {
+    if (this.random() * 100 >= m.percentage) return;
+    const skip = (e: unknown): void =>
+      this.ctx.log.debug(
+        { src: t.peerAddr, mirror: `${m.backend.namespace}/${m.backend.hostname}`, error: describeError(e) },
+        'waypoint: request not mirrored',
+      );
+    let to: Destination;
+    try {
+      to = this.resolveBackend(m.backend, t);
+    } catch (e) {
+      skip(e);
+      return;
+    }
+    const host = typeof headers['host'] === 'string' ? headers['host'] : '';
+    const shadow = { ...headers, host: shadowHost(host) };
+    const drop = (r: UpstreamAnswer): void => void r.body.resume();
+    const send = (out: UpstreamExchange): void => {
+      if (!body.mirrorTo(out.body)) {
+        out.destroy();
+        return;
+      }
+      // A request whose body will never be read (the client's exchange ended first) is not left waiting.
+      if (res.writableFinished || res.destroyed) {
+        if (!out.body.writableEnded) out.destroy();
+      } else
         res.once('close', () => {
-          clearTimeout(timer);
-          if (!res.writableFinished) out.destroy();
+          if (!out.body.writableEnded) out.destroy();
         });
-        requestBody = bodyCounter(req);
-        req.pipe(out.body);
-      },
-      (e: unknown) => {
-        this.ctx.log.warn({ src: t.peerAddr, error: describeError(e) }, 'waypoint: upstream connect failed');
-        answer(503, 'UF', UPSTREAM_FAILURE);
-      },
-    );
+    };
+    if (!h2) send(sendHttp1(this.pool, to, t.peerAddr, method, path, shadow, drop, skip));
+    else
+      void this.outbound
+        .connect(t.peerAddr, this.sourceIp, to.ip, to.port)
+        .then(({ upstream }) => send(sendHttp2(upstream, method, path, shadow, drop, () => undefined, skip)), skip);
   }
 
   /** The routes a request is matched against: its virtual host's at a gateway, its Service's at a waypoint. */
@@ -537,5 +694,6 @@ export class WaypointHttp {
 
   close(): void {
     this.server.close();
+    this.pool.destroy();
   }
 }

@@ -122,30 +122,38 @@ test("a VirtualService's uri prefix matches character by character, and its rewr
   assert.equal(editPath('/api/items?x=1', route.rewrite?.path, route), '/v1/items?x=1');
 });
 
-test("connect retries: Istio's default of 2 when a route sets none, its attempts when it retries on connect-failure, none otherwise", () => {
-  const t = table(
-    { name: 'default', matches: [{ path: { kind: { case: 'exact', value: '/a' } } }], action: forward('a') },
-    {
-      name: 'vs',
-      matches: [{ path: { kind: { case: 'exact', value: '/b' } } }],
-      action: forward('a'),
-      retries: { attempts: 5, retryOn: ['connect-failure', '5xx'] },
+test('a subset backend keeps only its endpoints; mirrors and retry policies come through', () => {
+  const t = table({
+    name: 'sub',
+    matches: [],
+    action: {
+      case: 'forward',
+      value: {
+        backends: [
+          {
+            namespace: 'shop',
+            hostname: 'a.shop.svc.cluster.local',
+            port: 80,
+            weight: 1,
+            subset: 'v2',
+            endpoints: ['u1'],
+          },
+          { namespace: 'shop', hostname: 'a.shop.svc.cluster.local', port: 80, weight: 1 },
+        ],
+      },
     },
-    {
-      name: 'other',
-      matches: [{ path: { kind: { case: 'exact', value: '/c' } } }],
-      action: forward('a'),
-      retries: { attempts: 5, retryOn: ['5xx'] },
-    },
-    {
-      name: 'off',
-      matches: [{ path: { kind: { case: 'exact', value: '/d' } } }],
-      action: forward('a'),
-      retries: { attempts: 0 },
-    },
-  );
+    mirrors: [{ backend: { namespace: 'shop', hostname: 'm.shop.svc.cluster.local', port: 80 }, percentage: 25 }],
+    retries: { attempts: 4, retryOn: ['5xx'] },
+  });
+  const r = routeRequest(t, get('/'))!;
+  assert.equal(r.action.t, 'forward');
+  const [sub, whole] = r.action.t === 'forward' ? r.action.backends : [];
+  assert.deepEqual([...(sub?.endpoints ?? [])], ['u1']);
+  assert.equal(whole?.endpoints, undefined, 'no subset: every endpoint of the Service');
   assert.deepEqual(
-    ['/a', '/b', '/c', '/d'].map((p) => routeRequest(t, get(p))?.connectRetries),
-    [2, 5, 0, 0],
+    r.mirrors.map((m) => [m.backend.hostname, m.percentage]),
+    [['m.shop.svc.cluster.local', 25]],
   );
+  assert.equal(r.retry.attempts, 4);
+  assert.deepEqual([...r.retry.retryOn], ['5xx']);
 });

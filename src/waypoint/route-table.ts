@@ -5,6 +5,7 @@
  * parameter, the method. Regexes are compiled here, once; a route whose regex JavaScript cannot compile is rejected.
  */
 import type {
+  Backend as XdsBackend,
   HeaderModifier,
   PathRewrite,
   Route as XdsRoute,
@@ -12,6 +13,7 @@ import type {
   ServiceRoutes,
 } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import { durationMs } from '@bufbuild/protobuf/wkt';
+import { DEFAULT_RETRY_POLICY, retryPolicyFromXds, type RetryPolicy } from './retry-policy.js';
 
 type Value = { readonly exact: string } | { readonly regex: RegExp };
 interface Match {
@@ -37,6 +39,13 @@ export interface Backend {
   readonly hostname: string;
   readonly port: number;
   readonly weight: number;
+  /** A DestinationRule subset: only these workloads (by UID) of the Service; undefined: any. */
+  readonly endpoints: ReadonlySet<string> | undefined;
+}
+/** Copies of the forwarded requests: to `backend`, for a share of 100. */
+export interface Mirror {
+  readonly backend: Backend;
+  readonly percentage: number;
 }
 export type RouteAction =
   | { readonly t: 'forward'; readonly backends: readonly Backend[]; readonly totalWeight: number }
@@ -57,8 +66,8 @@ export interface Route {
   readonly action: RouteAction;
   readonly rewrite: { readonly hostname: string; readonly path: PathEdit | undefined } | undefined;
   readonly timeoutMs: number | undefined;
-  /** How many more times a connection that could not be made is tried, on another endpoint. */
-  readonly connectRetries: number;
+  readonly retry: RetryPolicy;
+  readonly mirrors: readonly Mirror[];
   /** Shares of 100: requests delayed, then requests answered with `status`. */
   readonly fault:
     | {
@@ -127,7 +136,8 @@ const BROKEN: Route = Object.freeze<Route>({
   action: { t: 'direct', status: 500 },
   rewrite: undefined,
   timeoutMs: undefined,
-  connectRetries: 0,
+  retry: DEFAULT_RETRY_POLICY,
+  mirrors: [],
   fault: undefined,
 });
 
@@ -137,7 +147,7 @@ export function routesFromXds(routes: readonly XdsRoute[]): Route[] {
     const a = r.action;
     let action: RouteAction;
     if (a.case === 'forward') {
-      const backends = a.value.backends.map((b) => ({ ...b }));
+      const backends = a.value.backends.map(backend);
       action = { t: 'forward', backends, totalWeight: backends.reduce((n, b) => n + b.weight, 0) };
     } else if (a.case === 'redirect') {
       const d = a.value;
@@ -163,7 +173,10 @@ export function routesFromXds(routes: readonly XdsRoute[]): Route[] {
       action,
       rewrite: r.rewrite === undefined ? undefined : { hostname: r.rewrite.hostname, path: pathEdit(r.rewrite.path) },
       timeoutMs: r.timeout === undefined ? undefined : durationMs(r.timeout),
-      connectRetries: connectRetries(r.retries),
+      retry: retryPolicyFromXds(r.retries),
+      mirrors: r.mirrors.flatMap((m) =>
+        m.backend === undefined ? [] : [{ backend: backend(m.backend), percentage: m.percentage }],
+      ),
       fault:
         r.fault === undefined
           ? undefined
@@ -184,16 +197,14 @@ export function routesFromXds(routes: readonly XdsRoute[]): Route[] {
   });
 }
 
-/**
- * Istio's default retry policy (its mesh default `retryOn`, 2 attempts) for a route that sets none: a connection that
- * could not be made is tried again on another endpoint.
- */
-export const DEFAULT_CONNECT_RETRIES = 2;
-
-/** The connect retries a route's policy asks for: its attempts when it retries on `connect-failure` (its default). */
-function connectRetries(p: XdsRoute['retries']): number {
-  if (p === undefined) return DEFAULT_CONNECT_RETRIES;
-  return p.retryOn.length === 0 || p.retryOn.includes('connect-failure') ? p.attempts : 0;
+function backend(b: XdsBackend): Backend {
+  return {
+    namespace: b.namespace,
+    hostname: b.hostname,
+    port: b.port,
+    weight: b.weight,
+    endpoints: b.subset === '' ? undefined : new Set(b.endpoints),
+  };
 }
 
 /** A table whose routes could not be converted: its requests are answered 500, never forwarded as if unrouted. */

@@ -72,3 +72,14 @@ export async function pythonExtAuthzServer(mode: 'grpc' | 'http', host: string, 
   await listeningPort(peer, `python ${mode} ext_authz server`);
   return peer;
 }
+
+/**
+ * test/interop/flaky_http_server.py, an HTTP/1.1 upstream amesh did not write (http.server), once it listens on
+ * `host:port`: `/fail/KEY/N` answers 503 to the first N requests of KEY, `/hang/KEY/N` keeps them waiting; it prints
+ * one JSON line per request it receives.
+ */
+export async function pythonFlakyHttpServer(host: string, port: number): Promise<PythonPeer> {
+  const peer = spawnPythonPeer('flaky_http_server.py', [host, String(port)]);
+  await listeningPort(peer, 'python flaky HTTP server');
+  return peer;
+}

@@ -147,7 +147,7 @@ test('an exact method name is escaped in its regex, a top-level alternation grou
   );
 });
 
-test("header modifiers apply; RequestMirror, ExtensionRef and a backendRef's filters answer 500; backends resolve as an HTTPRoute's", () => {
+test("header modifiers and RequestMirror apply; ExtensionRef and a backendRef's filters answer 500; backends resolve as an HTTPRoute's", () => {
   const { m, warnings } = model(
     BASE +
       grpcRoute(
@@ -174,10 +174,12 @@ test("header modifiers apply; RequestMirror, ExtensionRef and a backendRef's fil
   assert.deepEqual(a.action, {
     forward: [{ ...ECHO_V2, weight: 3 }, ECHO, { namespace: 'shop', hostname: '', port: 0, weight: 1 }],
   });
-  for (const s of ['b.B', 'c.C', 'd.D', 'e.E', 'f.F'])
+  const b = by.get('{"prefix":"/b.B/"}')!;
+  assert.deepEqual(b.mirrors, [{ backend: { ...ECHO_V2, weight: 1 }, percentage: 100 }]);
+  assert.ok('forward' in b.action);
+  for (const s of ['c.C', 'd.D', 'e.E', 'f.F'])
     assert.deepEqual(by.get(`{"prefix":"/${s}/"}`)?.action, { directStatus: 500 }, s);
   for (const re of [
-    /GRPCRoute shop\/f\.1: filter RequestMirror is not supported by the waypoint; its requests are answered 500/,
     /GRPCRoute shop\/f\.2: filter ExtensionRef is not supported/,
     /GRPCRoute shop\/f\.3: backendRef filters \(RequestHeaderModifier\) are not supported/,
     /GRPCRoute shop\/f\.0: backendRef shop\/nowhere: no such Service/,

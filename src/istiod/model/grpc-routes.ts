@@ -5,7 +5,7 @@
  * becomes a path match (`createGRPCURIMatch`), header matches and the header modifier filters are an HTTPRoute's,
  * and backendRefs are resolved as an HTTPRoute's are. Each match of each rule is one route.
  *
- * What the waypoint cannot do answers 500, as for an HTTPRoute: a RequestMirror or ExtensionRef filter, and filters
+ * What the waypoint cannot do answers 500, as for an HTTPRoute: an ExtensionRef filter, and filters
  * on a backendRef (Istio applies a backendRef's header modifiers to that backend alone; the route model has no
  * per-backend headers). No method match is added: Istio matches any method, as here.
  */
@@ -15,10 +15,12 @@ import type { GrantShape } from './reference-grants.js';
 import {
   headerModifier,
   present,
+  requestMirror,
   resolveBackend,
   validRegex,
   type ConvertedRoute,
   type HeaderModifierModel,
+  type MirrorModel,
   type PathMatchModel,
   type RouteActionModel,
   type RouteMatchModel,
@@ -126,16 +128,23 @@ function convertRules(
     let problem: string | undefined;
     let requestHeaders: HeaderModifierModel | undefined;
     let responseHeaders: HeaderModifierModel | undefined;
+    const mirrors: MirrorModel[] = [];
+    const referrer = { kind: 'GRPCRoute', namespace: ns, grants };
     for (const f of present(rule.filters)) {
       if (f.type === 'RequestHeaderModifier') requestHeaders = headerModifier(f.requestHeaderModifier);
       else if (f.type === 'ResponseHeaderModifier') responseHeaders = headerModifier(f.responseHeaderModifier);
-      else problem = `filter ${String(f.type)} is not supported by the waypoint`;
+      else if (f.type === 'RequestMirror') {
+        const m = requestMirror(f.requestMirror ?? {}, referrer, services, domainSuffix, (why) =>
+          warnings.push(`GRPCRoute ${ruleName}: ${why}`),
+        );
+        if (m !== undefined) mirrors.push(m);
+      } else problem = `filter ${String(f.type)} is not supported by the waypoint`;
     }
     const backends = present(rule.backendRefs).map((b) => {
       const filters = present(b.filters);
       if (filters.length > 0)
         problem = `backendRef filters (${filters.map((f) => String(f.type)).join(', ')}) are not supported by the waypoint`;
-      return resolveBackend(b, { kind: 'GRPCRoute', namespace: ns, grants }, services, domainSuffix, (why) =>
+      return resolveBackend(b, referrer, services, domainSuffix, (why) =>
         warnings.push(`GRPCRoute ${ruleName}: ${why}`),
       );
     });
@@ -145,7 +154,15 @@ function convertRules(
       action = { directStatus: 500 };
     } else if (backends.length === 0 || backends.every((b) => b.hostname === '')) action = { directStatus: 500 };
     else action = { forward: backends };
-    const base = { name: ruleName, requestHeaders, responseHeaders, action, rewrite: undefined, timeoutMs: undefined };
+    const base = {
+      name: ruleName,
+      requestHeaders,
+      responseHeaders,
+      action,
+      rewrite: undefined,
+      timeoutMs: undefined,
+      ...(mirrors.length > 0 && problem === undefined ? { mirrors } : {}),
+    };
     const matches = present(rule.matches);
     // Without matches a rule takes every request, and (a route without a match) comes after every other route.
     if (matches.length === 0) routes.push({ ...base, matches: [] });

@@ -41,6 +41,20 @@ export interface BackendModel {
   readonly hostname: string;
   readonly port: number;
   readonly weight: number;
+  /**
+   * A DestinationRule subset (`destination-rules.ts`): its labels (undefined: no rule defines it), and once the
+   * model has filled them in, the UIDs of the workloads they select.
+   */
+  readonly subset?: {
+    readonly name: string;
+    readonly labels: Readonly<Record<string, string>> | undefined;
+    readonly endpoints?: readonly string[];
+  };
+}
+/** A copy of each forwarded request, sent to `backend` for a share (of 100) of the requests. */
+export interface MirrorModel {
+  readonly backend: BackendModel;
+  readonly percentage: number;
 }
 export interface RedirectModel {
   readonly scheme: string;
@@ -63,7 +77,14 @@ export interface RouteModel {
   /** Milliseconds; undefined: no limit. */
   readonly timeoutMs: number | undefined;
   /** A VirtualService's retries; undefined: Istio's default. */
-  readonly retries?: { readonly attempts: number; readonly retryOn: readonly string[] };
+  readonly retries?: {
+    readonly attempts: number;
+    readonly retryOn: readonly string[];
+    readonly statusCodes: readonly number[];
+    readonly perTryTimeoutMs: number | undefined;
+  };
+  /** Where copies of the forwarded requests go. */
+  readonly mirrors?: readonly MirrorModel[];
   /** A VirtualService's fault injection: percentages of 100. */
   readonly fault?: {
     readonly delay?: { readonly ms: number; readonly percentage: number };
@@ -209,6 +230,27 @@ export function resolveBackend(
   return { namespace: bns, hostname: `${b.name}.${bns}.svc.${domainSuffix}`, port: b.port, weight };
 }
 
+/**
+ * A RequestMirror filter's backend and share (`percent`, or `fraction` of a denominator of 100 by default; neither:
+ * every request). A backendRef that cannot be resolved mirrors nothing, and `warn` says why.
+ */
+export function requestMirror(
+  f: NonNullable<Filter['requestMirror']>,
+  route: Parameters<typeof resolveBackend>[1],
+  services: ServicePorts,
+  domainSuffix: string,
+  warn: (why: string) => void,
+): MirrorModel | undefined {
+  const backend = resolveBackend({ ...f.backendRef, weight: 1 }, route, services, domainSuffix, (why) =>
+    warn(`RequestMirror ${why}; nothing is mirrored`),
+  );
+  if (backend.hostname === '') return undefined;
+  let percentage = 100;
+  if (f.percent != null) percentage = f.percent;
+  else if (f.fraction != null) percentage = ((f.fraction.numerator ?? 0) * 100) / (f.fraction.denominator ?? 100);
+  return { backend, percentage: Math.min(100, Math.max(0, percentage)) };
+}
+
 function convertRules(
   route: ResourceOf<'HTTPRoute'>,
   services: ServicePorts,
@@ -230,8 +272,16 @@ function convertRules(
     let responseHeaders: HeaderModifierModel | undefined;
     let redirect: RedirectModel | undefined;
     let rewrite: RouteModel['rewrite'];
+    const mirrors: MirrorModel[] = [];
     for (const f of present(rule.filters)) {
       switch (f.type) {
+        case 'RequestMirror': {
+          const m = requestMirror(f.requestMirror ?? {}, referrer, services, domainSuffix, (why) =>
+            warnings.push(`HTTPRoute ${ruleName}: ${why}`),
+          );
+          if (m !== undefined) mirrors.push(m);
+          break;
+        }
         case 'RequestHeaderModifier':
           requestHeaders = headerModifier(f.requestHeaderModifier);
           break;
@@ -294,6 +344,7 @@ function convertRules(
         action,
         rewrite: problem === undefined ? rewrite : undefined,
         timeoutMs,
+        ...(mirrors.length > 0 && problem === undefined ? { mirrors } : {}),
       });
     }
   });

@@ -29,7 +29,9 @@ import {
 import { EndpointSliceIndex, sliceService } from './endpoint-slice-index.js';
 import type { AuthorizationModel, LocalityModel, ServiceModel, WorkloadModel } from './types.js';
 import { serviceWaypoint, waypointsOf, workloadWaypoint, type WaypointInputs } from './waypoints.js';
-import { waypointResources, type WaypointResourceModel } from './waypoint-resources.js';
+import { subsetBackends, waypointResources, withSubsets, type WaypointResourceModel } from './waypoint-resources.js';
+import { subsetSelects, type SubsetCandidate } from './destination-rules.js';
+import type { BackendModel } from './http-routes.js';
 import { selectorMatches } from '../../apiserver/validation/label-selector.js';
 import { extAuthzProviders } from './extension-providers.js';
 import { accessLogOn, readMeshConfig } from './mesh-config.js';
@@ -38,7 +40,9 @@ import {
   convertPod,
   convertServiceEntryEndpoints,
   convertWorkloadEntry,
+  podUid,
   workloadEntryLabels,
+  workloadEntryUid,
   type WorkloadContext,
 } from './workloads.js';
 
@@ -83,6 +87,7 @@ const SHARED_KINDS: ReadonlySet<string> = new Set([
   'ReferenceGrant',
   'IstioGateway',
   'VirtualService',
+  'DestinationRule',
   'RequestAuthentication',
   'ConfigMap',
 ]);
@@ -212,6 +217,10 @@ export class IncrementalMeshModel {
   private shadowWarnings = new Set<string>();
   private waypointWarnings = new Set<string>();
   private readonly endpointSlices = new EndpointSliceIndex();
+  /** The waypoints' resources, their subsets' endpoints filled in. */
+  private filledWaypoints: ReadonlyMap<string, WaypointResourceModel> = new Map();
+  /** The backends of those resources that name a subset. */
+  private subsetBackends: readonly BackendModel[] = [];
 
   constructor(private readonly cfg: ModelConfig) {}
 
@@ -233,11 +242,11 @@ export class IncrementalMeshModel {
 
   /** The resource of the waypoint `namespace/name`, if it is one. */
   waypoint(name: string): WaypointResourceModel | undefined {
-    return this.shared?.waypointResources.get(name);
+    return this.filledWaypoints.get(name);
   }
 
   get waypoints(): ReadonlyMap<string, WaypointResourceModel> {
-    return this.shared?.waypointResources ?? new Map();
+    return this.filledWaypoints;
   }
 
   /** Replaces the whole object set (a directory reload): every object is treated as changed. */
@@ -259,6 +268,8 @@ export class IncrementalMeshModel {
     let sharedChanged = this.shared === undefined;
     /** Pods an EndpointSlice change adds to or removes from a Service. */
     const slicePods = new Set<string>();
+    /** Workloads changed, as they were and are: a subset may select either. */
+    const workloadsChanged: Resource[] = [];
     for (const [key, o] of changes) {
       if (o !== undefined && !isResource(o)) continue;
       const kind = kindOfKey(key);
@@ -268,9 +279,12 @@ export class IncrementalMeshModel {
       if (o === undefined) m.delete(key);
       else m.set(key, o);
       if (SHARED_KINDS.has(kind)) sharedChanged = true;
-      // A pod an Istio Gateway selects is one of its proxies: its coming and going changes their listeners.
-      else if (kind === 'Pod' && [was, o].some((p) => p !== undefined && this.selectedByIstioGateway(p)))
-        sharedChanged = true;
+      if (kind === 'Pod' || kind === 'WorkloadEntry')
+        for (const w of [was, o])
+          if (w !== undefined) workloadsChanged.push(w);
+          // A pod an Istio Gateway selects is one of its proxies: its coming and going changes their listeners.
+          else if (kind === 'Pod' && [was, o].some((p) => p !== undefined && this.selectedByIstioGateway(p)))
+            sharedChanged = true;
       if (kind === 'EndpointSlice')
         for (const pod of this.endpointSlices.set(key, o?.kind === 'EndpointSlice' ? o : undefined))
           slicePods.add(`Pod/${pod}`);
@@ -278,9 +292,7 @@ export class IncrementalMeshModel {
     if (sharedChanged) {
       const before = this.shared;
       this.shared = this.deriveShared(out.warnings);
-      const was = before?.waypointResources ?? new Map<string, WaypointResourceModel>();
-      for (const name of new Set([...was.keys(), ...this.shared.waypointResources.keys()]))
-        if (!isDeepStrictEqual(was.get(name), this.shared.waypointResources.get(name))) out.waypoints.add(name);
+      this.subsetBackends = [...this.shared.waypointResources.values()].flatMap(subsetBackends);
       this.settle(SHARED, { addresses: new Map(), authorizations: this.shared.authorizations }, out);
       const affected =
         before === undefined
@@ -299,12 +311,54 @@ export class IncrementalMeshModel {
       if (o === undefined) this.settle(key, NOTHING, out);
       else if (!sharedChanged && isResource(o)) this.settle(key, this.produce(o), out);
     }
+    if (
+      sharedChanged ||
+      workloadsChanged.some((w) => {
+        const f = workloadFacts(w as Workload);
+        return this.subsetBackends.some((b) => subsetSelects(b, f.namespace, f.labels));
+      })
+    )
+      this.fillSubsets(out.waypoints);
     if (!sharedChanged)
       for (const key of slicePods) {
         const pod = this.byKind.get('Pod')?.get(key);
         if (pod !== undefined && !changes.has(key)) this.settle(key, this.produce(pod), out);
       }
     return out;
+  }
+
+  /**
+   * The waypoints' resources with their subsets' endpoints from the workloads now known; those that changed are
+   * added to `changed`.
+   */
+  private fillSubsets(changed: Set<string>): void {
+    const { clusterId } = this.cfg;
+    const workloads: SubsetCandidate[] =
+      this.subsetBackends.length === 0
+        ? []
+        : [
+            ...this.objectsOf('Pod').map((p) => ({
+              uid: podUid(clusterId, p.metadata),
+              namespace: p.metadata.namespace,
+              labels: p.metadata.labels,
+            })),
+            ...this.objectsOf('WorkloadEntry').flatMap((w) =>
+              w.kind === 'WorkloadEntry'
+                ? [
+                    {
+                      uid: workloadEntryUid(clusterId, w.metadata),
+                      namespace: w.metadata.namespace,
+                      labels: workloadEntryLabels(w),
+                    },
+                  ]
+                : [],
+            ),
+          ];
+    const next = new Map<string, WaypointResourceModel>();
+    for (const [name, r] of this.shared?.waypointResources ?? []) next.set(name, withSubsets(r, workloads));
+    for (const name of new Set([...this.filledWaypoints.keys(), ...next.keys()]))
+      if (!isDeepStrictEqual(this.filledWaypoints.get(name), next.get(name))) changed.add(name);
+    this.filledWaypoints = next;
   }
 
   /** `namespace/name` of the Services whose EndpointSlices list a pod (none for a WorkloadEntry). */

@@ -36,11 +36,11 @@ test("a uri prefix matches character by character, a header prefix is a regex, a
   assert.deepEqual(vs.warnings, []);
 });
 
-test('a destination the gateway cannot follow answers 500 rather than be routed as if it said less (a subset, a Service with several ports and none named); a match it cannot evaluate is left out', () => {
+test('a destination the gateway cannot follow answers 500 rather than be routed as if it said less (no such Service, a Service with several ports and none named); a match it cannot evaluate is left out', () => {
   const vs = convert(`  hosts: [a.test]
   gateways: [gw]
   http:
-  - route: [{destination: {host: web, subset: v2}, weight: 50}, {destination: {host: web}, weight: 50}]
+  - route: [{destination: {host: nowhere}, weight: 50}, {destination: {host: web}, weight: 50}]
   - match: [{method: {regex: "GET|HEAD"}}]
     route: [{destination: {host: web}}]
   - route: [{destination: {host: api.shop}}]`);
@@ -79,7 +79,11 @@ test("redirect is 301 unless it says; rewrite replaces a prefix match's prefix, 
   assert.equal(vs.routes[1]!.route.timeoutMs, 1500);
   assert.deepEqual(vs.routes[2]!.route.matches[0]!.path, { stringPrefix: '/' });
   assert.deepEqual(vs.routes[2]!.route.rewrite, { hostname: '', path: { prefix: '/x' } });
-  assert.deepEqual(vs.routes[2]!.route.retries, { attempts: 3, retryOn: [] }, 'retries are sent as they are');
+  assert.deepEqual(
+    vs.routes[2]!.route.retries,
+    { attempts: 3, retryOn: [], statusCodes: [], perTryTimeoutMs: undefined },
+    'retries are sent as they are',
+  );
   assert.deepEqual(vs.warnings, []);
 });
 
@@ -101,4 +105,84 @@ test("fault injection as Istio's: a delay and an abort, each for a share of the 
     abort: { httpStatus: 503, percentage: 100 },
   });
   assert.deepEqual(vs.warnings, []);
+});
+
+test("a subset takes its labels from the DestinationRules' lookup; one no rule defines is kept, labelless, and said", () => {
+  const lookup = (ns: string, host: string, subset: string) =>
+    ns === 'shop' && host === 'web.shop.svc.cluster.local' && subset === 'v2' ? { version: 'v2' } : undefined;
+  const vs = convertVirtualService(
+    virtualService(`  hosts: [web]
+  http:
+  - route: [{destination: {host: web, subset: v2}, weight: 90}, {destination: {host: web, subset: v3}, weight: 10}]`),
+    SERVICES,
+    'cluster.local',
+    lookup,
+  );
+  assert.deepEqual(vs.routes[0]!.route.action, {
+    forward: [
+      {
+        namespace: 'shop',
+        hostname: 'web.shop.svc.cluster.local',
+        port: 80,
+        weight: 90,
+        subset: { name: 'v2', labels: { version: 'v2' } },
+      },
+      {
+        namespace: 'shop',
+        hostname: 'web.shop.svc.cluster.local',
+        port: 80,
+        weight: 10,
+        subset: { name: 'v3', labels: undefined },
+      },
+    ],
+  });
+  assert.ok(
+    vs.warnings.some((w) =>
+      /subset v3 of web\.shop\.svc\.cluster\.local is not defined by a DestinationRule; its requests are answered 503/.test(
+        w,
+      ),
+    ),
+    vs.warnings.join('\n'),
+  );
+});
+
+test('mirror with mirrorPercentage (every request without), mirrors with their own shares; an unresolvable mirror is left out and said', () => {
+  const vs = convert(`  hosts: [web]
+  http:
+  - route: [{destination: {host: web}}]
+    mirror: {host: api, port: {number: 8080}}
+    mirrorPercentage: {value: 12.5}
+    mirrors: [{destination: {host: web}}, {destination: {host: nowhere}, percentage: {value: 5}}]
+  - route: [{destination: {host: web}}]
+    mirror: {host: web}`);
+  assert.deepEqual(vs.routes[0]!.route.mirrors, [
+    { backend: { namespace: 'shop', hostname: 'api.shop.svc.cluster.local', port: 8080, weight: 1 }, percentage: 12.5 },
+    { backend: { namespace: 'shop', hostname: 'web.shop.svc.cluster.local', port: 80, weight: 1 }, percentage: 100 },
+  ]);
+  assert.equal(vs.routes[1]!.route.mirrors?.[0]?.percentage, 100);
+  assert.ok(
+    vs.warnings.some((w) =>
+      /mirror nowhere\.shop\.svc\.cluster\.local: no such Service; nothing is mirrored there/.test(w),
+    ),
+    vs.warnings.join('\n'),
+  );
+});
+
+test('retries as Istio converts them: statuses among retryOn become retriable-status-codes, perTryTimeout is a duration', () => {
+  const vs = convert(`  hosts: [web]
+  http:
+  - route: [{destination: {host: web}}]
+    retries: {attempts: 3, retryOn: "connect-failure,503, 429", perTryTimeout: 2s}
+  - route: [{destination: {host: web}}]
+    retries: {attempts: 1, retryOn: "5xx,retriable-status-codes,502"}
+  - route: [{destination: {host: web}}]
+    retries: {attempts: 2, perTryTimeout: soon}`);
+  assert.deepEqual(vs.routes[0]!.route.retries, {
+    attempts: 3,
+    retryOn: ['connect-failure', 'retriable-status-codes'],
+    statusCodes: [503, 429],
+    perTryTimeoutMs: 2000,
+  });
+  assert.deepEqual(vs.routes[1]!.route.retries?.retryOn, ['5xx', 'retriable-status-codes']);
+  assert.deepEqual(vs.routes[2]!.route.action, { directStatus: 500 }, 'a perTryTimeout that is not a duration');
 });

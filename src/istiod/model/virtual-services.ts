@@ -6,22 +6,25 @@
  * - `uri` exact, prefix (character by character, not by segments) and regex; headers, query parameters and the
  *   method by exact, prefix or regex (a prefix is sent as a regex); `port` keeps a match to that listener port;
  * - `route` destinations by weight, a short host taken in the VirtualService's namespace; a destination that cannot
- *   be resolved (no such Service or port, a `subset`, which needs DestinationRules) keeps its weight and has its
- *   share answered 500, as a rule the gateway cannot follow is answered rather than routed as if it said less;
+ *   be resolved (no such Service or port) keeps its weight and has its share answered 500, as a rule the proxy
+ *   cannot follow is answered rather than routed as if it said less; a `subset` takes its labels from
+ *   DestinationRules (`destination-rules.ts`);
  * - `redirect` (301 unless `redirectCode` says otherwise), `rewrite` (the matched prefix, or for other matches the
  *   whole path, and the authority), `directResponse` (its status), `timeout`, the entry's `headers`, and `fault`
  *   (a share of the requests delayed, and a share answered with a status, as Envoy's fault filter does).
  * A match it cannot evaluate (a method by prefix or regex, a match restricted to gateways) is left out, and the
- * entry's other matches answer 500. `retries` are sent (the proxy retries connections it could not make);
- * `mirror`, `corsPolicy` and per-destination headers are not applied; istiod says so.
+ * entry's other matches answer 500. `retries` (status codes among `retryOn` as Istio reads them, `perTryTimeout`)
+ * and `mirror`/`mirrors` are sent; `corsPolicy` and per-destination headers are not applied; istiod says so.
  */
 import type { ResourceOf } from '../registry/manifest-dir.js';
 import type { VirtualServiceSpec } from '../registry/manifest-schema.js';
+import type { SubsetLookup } from './destination-rules.js';
 import {
   present,
   validRegex,
   type BackendModel,
   type HeaderModifierModel,
+  type MirrorModel,
   type PathMatchModel,
   type PathRewriteModel,
   type RouteActionModel,
@@ -32,6 +35,7 @@ import {
 } from './http-routes.js';
 
 type Http = NonNullable<NonNullable<VirtualServiceSpec['http']>[number]>;
+type Destination = Http['mirror'];
 type StringMatch = { exact?: string | null; prefix?: string | null; regex?: string | null } | null | undefined;
 type HeaderOps = NonNullable<Http['headers']>['request'];
 
@@ -93,24 +97,65 @@ export function convertVirtualService(
   vs: ResourceOf<'VirtualService'>,
   services: ServicePorts,
   domainSuffix: string,
+  subsets: SubsetLookup = () => undefined,
 ): ConvertedVirtualService {
   const ns = vs.metadata.namespace;
   const name = `${ns}/${vs.metadata.name}`;
   const warnings: string[] = [];
   const routes: VirtualServiceRoute[] = [];
+  /**
+   * A destination as a backend: a short host taken in the VirtualService's namespace, the Service's only port when
+   * none is given, a subset's labels from DestinationRules. One that cannot be resolved has no hostname, and
+   * `unresolved` says why.
+   */
+  const destination = (
+    d: Destination | null | undefined,
+    weight: number,
+    unresolved: (host: string, why: string) => void,
+  ): BackendModel => {
+    const host = qualifiedHost(d?.host ?? '', ns, domainSuffix);
+    const fail = (why: string): BackendModel => {
+      unresolved(host, why);
+      return { namespace: ns, hostname: '', port: 0, weight };
+    };
+    const m = new RegExp(`^([^.]+)\\.([^.]+)\\.svc\\.${escapeRegex(domainSuffix)}$`).exec(host);
+    const ports = m === null ? undefined : services.get(`${m[2]}/${m[1]}`);
+    if (m === null || ports === undefined) return fail('no such Service');
+    const port = d?.port?.number ?? (ports.size === 1 ? [...ports][0]! : undefined);
+    if (port === undefined || !ports.has(port))
+      return fail(`the Service has no port ${port ?? '(none given, and it has several)'}`);
+    const backend = { namespace: m[2]!, hostname: host, port, weight };
+    if (d?.subset == null) return backend;
+    const labels = subsets(backend.namespace, host, d.subset);
+    if (labels === undefined)
+      warnings.push(
+        `VirtualService ${name}: subset ${d.subset} of ${host} is not defined by a DestinationRule; its requests are answered 503`,
+      );
+    return { ...backend, subset: { name: d.subset, labels } };
+  };
+  /** An entry's mirrors: `mirror` (with `mirrorPercentage`, or the older `mirrorPercent`; unset: every request) and `mirrors`. */
+  const mirrorsOf = (http: Http, unresolved: (host: string, why: string) => void): MirrorModel[] => {
+    const out: MirrorModel[] = [];
+    const add = (d: Destination | null | undefined, share: number): void => {
+      const backend = destination(d, 1, unresolved);
+      if (backend.hostname !== '') out.push({ backend, percentage: share });
+    };
+    if (http.mirror != null)
+      add(http.mirror, http.mirrorPercentage != null ? percentage(http.mirrorPercentage) : (http.mirrorPercent ?? 100));
+    for (const m of present(http.mirrors)) add(m.destination, percentage(m.percentage));
+    return out;
+  };
   const gateways = present(vs.spec.gateways)
     .filter((g) => g !== 'mesh')
     .map((g) => (g.includes('/') ? g : `${ns}/${g}`));
   present(vs.spec.http).forEach((http, i) => {
     const entry = `${name}.${i}`;
     const problems: string[] = [];
-    for (const [field, label] of [
-      ['mirror', 'mirrors'],
-      ['mirrors', 'mirrors'],
-      ['corsPolicy', 'CORS'],
-    ] as const)
-      if ((http as Record<string, unknown>)[field] != null)
-        warnings.push(`VirtualService ${entry}: ${label} is not applied by amesh's gateway`);
+    if ((http as Record<string, unknown>)['corsPolicy'] != null)
+      warnings.push(`VirtualService ${entry}: CORS is not applied by amesh's waypoints and gateways`);
+    const mirrors = mirrorsOf(http, (host, why) =>
+      warnings.push(`VirtualService ${entry}: mirror ${host}: ${why}; nothing is mirrored there`),
+    );
     let action: RouteActionModel;
     if (http.redirect != null) {
       const r = http.redirect;
@@ -127,21 +172,10 @@ export function convertVirtualService(
       action = { directStatus: http.directResponse.status ?? 200 };
     } else {
       const backends = present(http.route).map((d): BackendModel => {
-        const weight = d.weight ?? (present(http.route).length === 1 ? 100 : 0);
-        const host = qualifiedHost(d.destination?.host ?? '', ns, domainSuffix);
-        const unresolved = (why: string): BackendModel => {
-          warnings.push(`VirtualService ${entry}: destination ${host}: ${why}; its share is answered 500`);
-          return { namespace: ns, hostname: '', port: 0, weight };
-        };
-        if (d.destination?.subset != null) return unresolved('subsets (DestinationRules) are not supported yet');
         if (d.headers != null) warnings.push(`VirtualService ${entry}: per-destination headers are not applied`);
-        const m = new RegExp(`^([^.]+)\\.([^.]+)\\.svc\\.${escapeRegex(domainSuffix)}$`).exec(host);
-        const ports = m === null ? undefined : services.get(`${m[2]}/${m[1]}`);
-        if (m === null || ports === undefined) return unresolved('no such Service');
-        const port = d.destination?.port?.number ?? (ports.size === 1 ? [...ports][0]! : undefined);
-        if (port === undefined || !ports.has(port))
-          return unresolved(`the Service has no port ${port ?? '(none given, and it has several)'}`);
-        return { namespace: m[2]!, hostname: host, port, weight };
+        return destination(d.destination, d.weight ?? (present(http.route).length === 1 ? 100 : 0), (host, why) =>
+          warnings.push(`VirtualService ${entry}: destination ${host}: ${why}; its share is answered 500`),
+        );
       });
       action =
         backends.length === 0 || backends.every((b) => b.hostname === '')
@@ -155,6 +189,7 @@ export function convertVirtualService(
       if (timeoutMs === undefined) problems.push(`timeout ${JSON.stringify(http.timeout)} is not a duration`);
     }
     const fault = faultOf(http.fault, (why) => problems.push(why));
+    const retries = retriesOf(http.retries, (why) => problems.push(why));
     const requestHeaders = headerOps(http.headers?.request);
     const responseHeaders = headerOps(http.headers?.response);
     const matches = present(http.match);
@@ -183,17 +218,8 @@ export function convertVirtualService(
           rewrite: problems.length > 0 ? undefined : rewritten,
           timeoutMs,
           ...(fault === undefined ? {} : { fault }),
-          ...(http.retries == null
-            ? {}
-            : {
-                retries: {
-                  attempts: http.retries.attempts ?? 0,
-                  retryOn: (http.retries.retryOn ?? '')
-                    .split(',')
-                    .map((c) => c.trim())
-                    .filter((c) => c !== ''),
-                },
-              }),
+          ...(retries === undefined ? {} : { retries }),
+          ...(mirrors.length > 0 && problems.length === 0 ? { mirrors } : {}),
         },
       });
     }
@@ -208,6 +234,29 @@ export function convertVirtualService(
     routes,
     warnings,
   };
+}
+
+/**
+ * An entry's retries as istio `pilot/pkg/networking/core/route/retry/retry.go` converts them: numbers among
+ * `retryOn` are statuses to retry (`retriable-status-codes` added for them), `attempts` 0 turns retries off.
+ */
+function retriesOf(r: Http['retries'], problem: (why: string) => void): RouteModel['retries'] {
+  if (r == null) return undefined;
+  const retryOn: string[] = [];
+  const statusCodes: number[] = [];
+  for (const c of (r.retryOn ?? '').split(',').map((x) => x.trim())) {
+    if (c === '') continue;
+    if (/^[0-9]+$/.test(c)) statusCodes.push(Number(c));
+    else retryOn.push(c);
+  }
+  if (statusCodes.length > 0 && !retryOn.includes('retriable-status-codes')) retryOn.push('retriable-status-codes');
+  let perTryTimeoutMs: number | undefined;
+  if (r.perTryTimeout != null) {
+    perTryTimeoutMs = protoDuration(r.perTryTimeout);
+    if (perTryTimeoutMs === undefined)
+      problem(`retries perTryTimeout ${JSON.stringify(r.perTryTimeout)} is not a duration`);
+  }
+  return { attempts: Math.max(0, r.attempts ?? 0), retryOn, statusCodes, perTryTimeoutMs };
 }
 
 /** Istio's Percent: a share of 100; unset: every request. */

@@ -353,3 +353,84 @@ spec:
   );
   assert.ok(warnings.some((w) => w.includes('ratings.shop.svc.cluster.local has HTTPRoutes')));
 });
+
+function pod(name: string, labels: string, ns = 'shop'): string {
+  return `
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}, labels: ${labels}}
+spec: {nodeName: n1, containers: [{name: c, image: x}]}
+status: {phase: Running, podIP: 10.0.0.${name.length}, conditions: [{type: Ready, status: "True"}]}`;
+}
+
+const SUBSET_ROUTES = `
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: shop}
+spec: {host: reviews, subsets: [{name: v1, labels: {version: v1}}, {name: v2, labels: {version: v2}}]}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews, namespace: shop}
+spec:
+  hosts: [reviews]
+  http:
+  - match: [{headers: {end-user: {exact: jason}}}]
+    route: [{destination: {host: reviews, port: {number: 80}, subset: v2}}]
+  - route: [{destination: {host: reviews, port: {number: 80}, subset: v1}}]`;
+
+test("a VirtualService subset goes to the workloads its DestinationRule's labels select, kept up to date as pods come, go and change labels", () => {
+  const { m } = model(
+    BASE +
+      SUBSET_ROUTES +
+      pod('r1', '{app: reviews, version: v1}') +
+      pod('r2a', '{app: reviews, version: v2}') +
+      pod('other', '{app: x}'),
+  );
+  const endpoints = (): unknown =>
+    m
+      .waypoint('shop/waypoint')!
+      .services[0]!.routes.map((r) =>
+        'forward' in r.action ? r.action.forward.map((b) => [b.subset?.name, b.subset?.endpoints]) : r.action,
+      );
+  assert.deepEqual(endpoints(), [[['v2', ['Kubernetes//Pod/shop/r2a']]], [['v1', ['Kubernetes//Pod/shop/r1']]]]);
+  const [r2b] = objects(pod('r2bb', '{app: reviews, version: v2}'));
+  assert.deepEqual([...m.update(new Map([['Pod/shop/r2bb', r2b!]])).waypoints], ['shop/waypoint'], 'a new v2 pod');
+  const [relabelled] = objects(pod('r1', '{app: reviews, version: v2}'));
+  assert.deepEqual([...m.update(new Map([['Pod/shop/r1', relabelled!]])).waypoints], ['shop/waypoint']);
+  assert.deepEqual(endpoints(), [
+    [['v2', ['Kubernetes//Pod/shop/r1', 'Kubernetes//Pod/shop/r2a', 'Kubernetes//Pod/shop/r2bb']]],
+    [['v1', []]],
+  ]);
+  const [unrelated] = objects(pod('other', '{app: y}'));
+  assert.deepEqual([...m.update(new Map([['Pod/shop/other', unrelated!]])).waypoints], [], 'no subset selects it');
+});
+
+test("an HTTPRoute's RequestMirror mirrors a share of the rule's requests; one whose backend cannot be resolved mirrors nothing", () => {
+  const { m, warnings } = model(
+    BASE +
+      route(
+        'r',
+        `{parentRefs: [{kind: Service, name: reviews}], rules: [
+          {matches: [{path: {value: /a}}], backendRefs: [{name: reviews, port: 80}],
+           filters: [{type: RequestMirror, requestMirror: {backendRef: {name: reviews-v2, port: 80}, percent: 30}},
+                     {type: RequestMirror, requestMirror: {backendRef: {name: reviews-v2, port: 9080}, fraction: {numerator: 1, denominator: 8}}},
+                     {type: RequestMirror, requestMirror: {backendRef: {name: nowhere, port: 80}}}]}]}`,
+      ),
+  );
+  const r = m.waypoint('shop/waypoint')!.services[0]!.routes[0]!;
+  assert.deepEqual(
+    r.mirrors?.map((x) => [x.backend.hostname, x.backend.port, x.percentage]),
+    [
+      ['reviews-v2.shop.svc.cluster.local', 80, 30],
+      ['reviews-v2.shop.svc.cluster.local', 9080, 12.5],
+    ],
+  );
+  assert.ok('forward' in r.action, 'the rule still forwards');
+  assert.ok(
+    warnings.some((w) => /RequestMirror backendRef shop\/nowhere: no such Service; nothing is mirrored/.test(w)),
+    warnings.join('\n'),
+  );
+});

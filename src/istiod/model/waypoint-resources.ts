@@ -15,6 +15,8 @@ import {
   hasServiceParent,
   present,
   routeTables,
+  type BackendModel,
+  type RouteModel,
   type ServicePorts,
   type ServiceRoutesModel,
 } from './http-routes.js';
@@ -24,6 +26,7 @@ import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './wayp
 import { convertRequestAuthentication, type RequestAuthenticationModel } from './request-authentication.js';
 import type { ExtAuthzProviderModel } from './extension-providers.js';
 import { convertVirtualService, type VirtualServiceRoute } from './virtual-services.js';
+import { destinationRuleSubsets, withSubsetEndpoints, type SubsetCandidate } from './destination-rules.js';
 import { grantShape } from './reference-grants.js';
 import { convertL4Route } from './l4-routes.js';
 import { istioGatewayListeners } from './istio-gateways.js';
@@ -175,9 +178,15 @@ export function waypointResources(
   }
   // VirtualServices for the mesh, on the waypoint of each Service they name (istio's ambient waypoints apply them):
   // their routes in their own order, oldest VirtualService first; a Service's HTTPRoutes take precedence.
+  const subsets = destinationRuleSubsets(
+    objects.filter((o): o is ResourceOf<'DestinationRule'> => o.kind === 'DestinationRule'),
+    cfg.domainSuffix,
+    cfg.rootNamespace,
+  );
+  warnings.push(...subsets.warnings);
   const allVirtualServices = byAge(
     objects.filter((o): o is ResourceOf<'VirtualService'> => o.kind === 'VirtualService'),
-  ).map((vs) => convertVirtualService(vs, ports, cfg.domainSuffix));
+  ).map((vs) => convertVirtualService(vs, ports, cfg.domainSuffix, subsets.lookup));
   const meshRoutes = new Map<string, { namespace: string; hostname: string; routes: VirtualServiceRoute[] }>();
   for (const vs of allVirtualServices.filter((v) => v.mesh))
     for (const host of vs.hosts) {
@@ -294,4 +303,42 @@ export function waypointResources(
     });
   }
   return { resources: out, warnings };
+}
+
+/** Each backend and mirror backend of a resource's routes. */
+function* backendsOf(r: WaypointResourceModel): Generator<BackendModel> {
+  const routes = [
+    ...r.services.flatMap((s) => s.routes),
+    ...r.listeners.flatMap((l) => l.virtualHosts.flatMap((v) => v.routes)),
+  ];
+  for (const route of routes) {
+    if ('forward' in route.action) yield* route.action.forward;
+    for (const m of route.mirrors ?? []) yield m.backend;
+  }
+}
+
+/** The backends of a resource that name a subset: the workloads they select make up their endpoints. */
+export function subsetBackends(r: WaypointResourceModel): BackendModel[] {
+  return [...backendsOf(r)].filter((b) => b.subset !== undefined);
+}
+
+/** A resource with the endpoints of its subsets filled in from `workloads` (the same object when it has none). */
+export function withSubsets(r: WaypointResourceModel, workloads: readonly SubsetCandidate[]): WaypointResourceModel {
+  if (subsetBackends(r).length === 0) return r;
+  const route = (x: RouteModel): RouteModel => ({
+    ...x,
+    action:
+      'forward' in x.action ? { forward: x.action.forward.map((b) => withSubsetEndpoints(b, workloads)) } : x.action,
+    ...(x.mirrors === undefined
+      ? {}
+      : { mirrors: x.mirrors.map((m) => ({ ...m, backend: withSubsetEndpoints(m.backend, workloads) })) }),
+  });
+  return {
+    ...r,
+    services: r.services.map((s) => ({ ...s, routes: s.routes.map(route) })),
+    listeners: r.listeners.map((l) => ({
+      ...l,
+      virtualHosts: l.virtualHosts.map((v) => ({ ...v, routes: v.routes.map(route) })),
+    })),
+  };
 }

@@ -129,6 +129,13 @@ export function workloadEntryLabels(we: WorkloadEntry): Readonly<Record<string, 
   return { ...we.metadata.labels, ...we.spec.labels };
 }
 
+/** A pod's workload UID, as istio's ambient index names it. */
+export const podUid = (clusterId: string, m: { readonly namespace: string; readonly name: string }): string =>
+  `${clusterId}//Pod/${m.namespace}/${m.name}`;
+/** A WorkloadEntry's workload UID. */
+export const workloadEntryUid = (clusterId: string, m: { readonly namespace: string; readonly name: string }): string =>
+  `${clusterId}/networking.istio.io/WorkloadEntry/${m.namespace}/${m.name}`;
+
 /** A `weight` (an integer: the schema says so) as ztunnel's capacity: unset unless positive. */
 const capacity = (weight: number | null | undefined): number | undefined =>
   typeof weight === 'number' && weight > 0 ? weight : undefined;
@@ -139,7 +146,7 @@ export function convertWorkloadEntry(we: WorkloadEntry, ctx: WorkloadContext): W
   if (address === '') return undefined;
   const labels = workloadEntryLabels(we);
   return {
-    uid: `${ctx.clusterId}/networking.istio.io/WorkloadEntry/${we.metadata.namespace}/${we.metadata.name}`,
+    uid: workloadEntryUid(ctx.clusterId, we.metadata),
     name: we.metadata.name,
     namespace: we.metadata.namespace,
     ...addressOrHostname(address),
@@ -250,7 +257,7 @@ export function convertPod(pod: Pod, ctx: WorkloadContext): WorkloadModel | unde
   const wname = podWorkloadName(pod);
   const node = pod.spec.nodeName ?? '';
   return {
-    uid: `${ctx.clusterId}//Pod/${pod.metadata.namespace}/${pod.metadata.name}`,
+    uid: podUid(ctx.clusterId, pod.metadata),
     name: pod.metadata.name,
     namespace: pod.metadata.namespace,
     addresses: ips.map((ip) => new Uint8Array(ipBytes(ip)!)),

@@ -94,6 +94,11 @@ export const WATCHED_KINDS: readonly Watched[] = [
     path: '/apis/networking.istio.io/v1/virtualservices',
   },
   {
+    kind: 'DestinationRule',
+    apiVersion: 'networking.istio.io/v1',
+    path: '/apis/networking.istio.io/v1/destinationrules',
+  },
+  {
     kind: 'TLSRoute',
     apiVersion: 'gateway.networking.k8s.io/v1',
     path: '/apis/gateway.networking.k8s.io/v1/tlsroutes',

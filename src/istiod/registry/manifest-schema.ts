@@ -395,6 +395,8 @@ const ISTIO_GATEWAY_SPEC = open({
     }),
   ),
 });
+/** Where an Istio route sends requests (networking/v1alpha3 `Destination`). */
+const ISTIO_DESTINATION = open({ host: str, subset: str, port: open({ number: int }) });
 /** Istio's VirtualService (networking.istio.io) as istiod reads it for the HTTP routes of gateways it names. */
 const VIRTUAL_SERVICE_SPEC = open({
   hosts: strs,
@@ -414,11 +416,15 @@ const VIRTUAL_SERVICE_SPEC = open({
       ),
       route: list(
         open({
-          destination: open({ host: str, subset: str, port: open({ number: int }) }),
+          destination: ISTIO_DESTINATION,
           weight: int,
           headers: open({ request: ISTIO_HEADER_OPS, response: ISTIO_HEADER_OPS }),
         }),
       ),
+      mirror: ISTIO_DESTINATION,
+      mirrorPercentage: open({ value: any }),
+      mirrorPercent: int,
+      mirrors: list(open({ destination: ISTIO_DESTINATION, percentage: open({ value: any }) })),
       redirect: open({ uri: str, authority: str, port: int, scheme: str, redirectCode: int }),
       directResponse: open({ status: int }),
       rewrite: open({ uri: str, authority: str }),
@@ -433,6 +439,13 @@ const VIRTUAL_SERVICE_SPEC = open({
   ),
 });
 export type VirtualServiceSpec = Infer<typeof VIRTUAL_SERVICE_SPEC>;
+/** Istio's DestinationRule (networking.istio.io) as istiod reads it for the subsets VirtualServices route to. */
+const DESTINATION_RULE_SPEC = open({
+  host: str,
+  subsets: list(open({ name: str, labels: map(str) })),
+  trafficPolicy: any,
+  workloadSelector: open({ matchLabels: map(str) }),
+});
 /** A ReferenceGrant (gateway.networking.k8s.io/v1beta1): who may refer to what in its namespace. */
 const REFERENCE_GRANT_SPEC = open({
   from: list(open({ group: str, kind: str, namespace: str })),
@@ -446,6 +459,12 @@ const OBJECT_REF = open({ group: str, kind: str, name: str, namespace: str, sect
 const HEADER_LIST = list(open({ name: str, value: str }));
 const HEADER_FILTER = open({ set: HEADER_LIST, add: HEADER_LIST, remove: strs });
 const PATH_MODIFIER = open({ type: str, replaceFullPath: str, replacePrefixMatch: str });
+/** A RequestMirror filter: the backend, and the share of requests (`percent`, or `fraction` of `denominator`). */
+const REQUEST_MIRROR = open({
+  backendRef: OBJECT_REF,
+  percent: int,
+  fraction: open({ numerator: int, denominator: int }),
+});
 /** A `filters` entry of an HTTPRoute rule or backendRef. */
 const HTTP_ROUTE_FILTER = open({
   type: str,
@@ -453,7 +472,7 @@ const HTTP_ROUTE_FILTER = open({
   responseHeaderModifier: HEADER_FILTER,
   requestRedirect: open({ scheme: str, hostname: str, path: PATH_MODIFIER, port: int, statusCode: int }),
   urlRewrite: open({ hostname: str, path: PATH_MODIFIER }),
-  requestMirror: open({ backendRef: OBJECT_REF }),
+  requestMirror: REQUEST_MIRROR,
 });
 /** A Gateway API HTTPRoute (gateway.networking.k8s.io/v1) as istiod reads it for the waypoint's routes. */
 const HTTP_ROUTE_SPEC = open({
@@ -482,7 +501,7 @@ const GRPC_ROUTE_FILTER = open({
   type: str,
   requestHeaderModifier: HEADER_FILTER,
   responseHeaderModifier: HEADER_FILTER,
-  requestMirror: open({ backendRef: OBJECT_REF }),
+  requestMirror: REQUEST_MIRROR,
 });
 /**
  * A Gateway API GRPCRoute (gateway.networking.k8s.io/v1) as istiod reads it for the waypoint's routes: matches by
@@ -574,8 +593,10 @@ const KINDS = {
    * its servers become listeners of the gateways it selects.
    */
   IstioGateway: { spec: ISTIO_GATEWAY_SPEC },
-  /** Read for the HTTP routes of the Istio Gateways it names. */
+  /** Read for the HTTP routes of the Istio Gateways it names, and of the Services it names at their waypoints. */
   VirtualService: { spec: VIRTUAL_SERVICE_SPEC },
+  /** Read for the subsets VirtualServices route to. */
+  DestinationRule: { spec: DESTINATION_RULE_SPEC },
   Deployment: {},
   ReplicaSet: {},
   StatefulSet: {},

@@ -52,23 +52,32 @@ test('an unknown top-level field and a kind outside Istio are refused', () => {
     /^configuration is invalid: extra: unknown field "extra"/,
   );
   // A kind istiod does not read gets upstream's own check of the top-level fields.
-  const dr = {
+  const sidecar = {
     ...policy({}, { extra: 1 }),
-    kind: { group: 'networking.istio.io', version: 'v1', kind: 'DestinationRule' },
-    resource: { group: 'networking.istio.io', version: 'v1', resource: 'destinationrules' },
+    kind: { group: 'networking.istio.io', version: 'v1', kind: 'Sidecar' },
+    resource: { group: 'networking.istio.io', version: 'v1', resource: 'sidecars' },
   };
-  assert.equal(response(review(dr)).status?.message, 'unknown field "extra" on DestinationRule resource shop/p');
+  assert.equal(response(review(sidecar)).status?.message, 'unknown field "extra" on Sidecar resource shop/p');
   const pod = { ...policy({}), kind: { group: '', version: 'v1', kind: 'Pod' } };
   assert.equal(response(review(pod)).status?.message, 'unrecognized type /v1, Kind=Pod');
 });
 
 test('Istio kinds amesh does not read are allowed', () => {
+  const sidecar = {
+    ...policy({ egress: 'not-a-list' }),
+    kind: { group: 'networking.istio.io', version: 'v1', kind: 'Sidecar' },
+    resource: { group: 'networking.istio.io', version: 'v1', resource: 'sidecars' },
+  };
+  assert.equal(response(review(sidecar)).allowed, true);
+});
+
+test('a DestinationRule is checked as istiod reads it for subsets', () => {
   const dr = {
-    ...policy({ host: ['not-a-string'] }),
+    ...policy({ host: 'reviews', subsets: [{ name: 'v1', labels: 'version=v1' }] }),
     kind: { group: 'networking.istio.io', version: 'v1', kind: 'DestinationRule' },
     resource: { group: 'networking.istio.io', version: 'v1', resource: 'destinationrules' },
   };
-  assert.equal(response(review(dr)).allowed, true);
+  assert.match(response(review(dr)).status?.message ?? '', /^configuration is invalid: spec\.subsets\[0\]\.labels: /);
 });
 
 test("Istio's Gateway is checked as istiod reads it, not as the Gateway API's", () => {

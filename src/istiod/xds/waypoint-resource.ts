@@ -7,6 +7,7 @@ import { anyPack, durationFromMs } from '@bufbuild/protobuf/wkt';
 import {
   Action,
   WaypointSchema,
+  type BackendSchema,
   type ExtAuthzProviderSchema,
   type HeaderModifierSchema,
   type PathMatchSchema,
@@ -14,6 +15,7 @@ import {
   type RouteSchema,
 } from '../../api/amesh/waypoint/v1/waypoint_pb.js';
 import type {
+  BackendModel,
   HeaderModifierModel,
   PathMatchModel,
   PathRewriteModel,
@@ -45,8 +47,13 @@ function pathKind(p: PathMatchModel): MessageInitShape<typeof PathMatchSchema>['
   return { case: 'regex', value: p.regex };
 }
 
+function backend(b: BackendModel): MessageInitShape<typeof BackendSchema> {
+  const { subset, ...rest } = b;
+  return subset === undefined ? rest : { ...rest, subset: subset.name, endpoints: [...(subset.endpoints ?? [])] };
+}
+
 function routeAction(a: RouteModel['action']): MessageInitShape<typeof RouteSchema>['action'] {
-  if ('forward' in a) return { case: 'forward', value: { backends: a.forward.map((b) => ({ ...b })) } };
+  if ('forward' in a) return { case: 'forward', value: { backends: a.forward.map(backend) } };
   if ('redirect' in a) return { case: 'redirect', value: { ...a.redirect, path: pathRewrite(a.redirect.path) } };
   return { case: 'directStatus', value: a.directStatus };
 }
@@ -66,7 +73,17 @@ function route(r: RouteModel): MessageInitShape<typeof RouteSchema> {
     action: routeAction(a),
     rewrite: r.rewrite === undefined ? undefined : { hostname: r.rewrite.hostname, path: pathRewrite(r.rewrite.path) },
     timeout: r.timeoutMs === undefined ? undefined : durationFromMs(r.timeoutMs),
-    retries: r.retries === undefined ? undefined : { attempts: r.retries.attempts, retryOn: [...r.retries.retryOn] },
+    retries:
+      r.retries === undefined
+        ? undefined
+        : {
+            attempts: r.retries.attempts,
+            retryOn: [...r.retries.retryOn],
+            retriableStatusCodes: [...r.retries.statusCodes],
+            perTryTimeout:
+              r.retries.perTryTimeoutMs === undefined ? undefined : durationFromMs(r.retries.perTryTimeoutMs),
+          },
+    mirrors: (r.mirrors ?? []).map((m) => ({ backend: backend(m.backend), percentage: m.percentage })),
     fault:
       r.fault === undefined
         ? undefined

@@ -103,7 +103,7 @@ export function resolveBehindWaypoint(
       'ZT_ERR_NO_HEALTHY_UPSTREAM',
       `${formatHostPort(dstIp, dstPort)} is not a service or workload of the mesh`,
     );
-  return resolveServiceBehindWaypoint(state, self, svc, dstPort, dstIp, random);
+  return resolveServiceBehindWaypoint(state, self, svc, dstPort, dstIp, undefined, random);
 }
 
 /**
@@ -116,10 +116,14 @@ export function resolveServiceBehindWaypoint(
   svc: Service,
   dstPort: number,
   dialled: string,
+  /** A subset's workloads (by UID): only these endpoints are picked. */
+  only: ReadonlySet<string> | undefined = undefined,
   random: () => number = Math.random,
 ): { readonly ip: string; readonly port: number; readonly service: Service } {
   const pick =
-    svc.ports[String(dstPort)] === undefined ? undefined : pickEndpoint(state, svc, self, dstPort, 'standard', random);
+    svc.ports[String(dstPort)] === undefined
+      ? undefined
+      : pickEndpoint(state, svc, self, dstPort, 'standard', random, only);
   const ip = pick === undefined ? undefined : chooseIp(pick.w, svc, dialled);
   if (pick === undefined || ip === undefined)
     throw new MeshError(
@@ -141,11 +145,13 @@ function pickEndpoint(
   port: number,
   mode: ResolutionMode,
   random: () => number,
+  only?: ReadonlySet<string>,
 ): { w: Workload; port: number } | undefined {
   const svcTarget = svc.ports[String(port)];
   const allowUnhealthy = svc.loadBalancer?.healthPolicy === 'AllowAll';
   const candidates: { w: Workload; ep: Endpoint; port: number }[] = [];
   for (const ep of Object.values(svc.endpoints)) {
+    if (only !== undefined && !only.has(ep.workloadUid)) continue;
     const ew = state.workloadByUid(ep.workloadUid);
     if (ew === undefined || (ew.workloadIps.length === 0 && ew.hostname === '')) continue;
     if (!allowUnhealthy && (ep.status !== 'Healthy' || ew.status !== 'Healthy')) continue;

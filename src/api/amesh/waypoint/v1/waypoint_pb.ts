@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file amesh/waypoint/v1/waypoint.proto.
  */
 export const file_amesh_waypoint_v1_waypoint: GenFile = /*@__PURE__*/
-  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEivAIKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbhJAChNleHRfYXV0aHpfcHJvdmlkZXJzGAQgAygLMiMuYW1lc2gud2F5cG9pbnQudjEuRXh0QXV0aHpQcm92aWRlchIuCglsaXN0ZW5lcnMYBSADKAsyGy5hbWVzaC53YXlwb2ludC52MS5MaXN0ZW5lchISCgphY2Nlc3NfbG9nGAYgASgIIpsBCghMaXN0ZW5lchIMCgRuYW1lGAEgASgJEgwKBHBvcnQYAiABKA0SEAoIcHJvdG9jb2wYAyABKAkSEAoIaG9zdG5hbWUYBCABKAkSGAoQY3JlZGVudGlhbF9uYW1lcxgFIAMoCRI1Cg12aXJ0dWFsX2hvc3RzGAYgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuVmlydHVhbEhvc3QiSQoLVmlydHVhbEhvc3QSEAoIaG9zdG5hbWUYASABKAkSKAoGcm91dGVzGAIgAygLMhguYW1lc2gud2F5cG9pbnQudjEuUm91dGUilAIKEEV4dEF1dGh6UHJvdmlkZXISDAoEbmFtZRgBIAEoCRIRCgluYW1lc3BhY2UYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSDAoEcG9ydBgEIAEoDRIqCgd0aW1lb3V0GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCWZhaWxfb3BlbhgGIAEoCBIXCg9zdGF0dXNfb25fZXJyb3IYByABKA0SLwoEaHR0cBgIIAEoCzIfLmFtZXNoLndheXBvaW50LnYxLkh0dHBFeHRBdXRoekgAEi8KBGdycGMYCSABKAsyHy5hbWVzaC53YXlwb2ludC52MS5HcnBjRXh0QXV0aHpIAEIFCgNhcGki8QMKDEh0dHBFeHRBdXRoehITCgtwYXRoX3ByZWZpeBgBIAEoCRJFCiBpbmNsdWRlX3JlcXVlc3RfaGVhZGVyc19pbl9jaGVjaxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEnEKI2luY2x1ZGVfYWRkaXRpb25hbF9oZWFkZXJzX2luX2NoZWNrGAMgAygLMkQuYW1lc2gud2F5cG9pbnQudjEuSHR0cEV4dEF1dGh6LkluY2x1ZGVBZGRpdGlvbmFsSGVhZGVyc0luQ2hlY2tFbnRyeRJBChxoZWFkZXJzX3RvX3Vwc3RyZWFtX29uX2FsbG93GAQgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSQgodaGVhZGVyc190b19kb3duc3RyZWFtX29uX2RlbnkYBSADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBJDCh5oZWFkZXJzX3RvX2Rvd25zdHJlYW1fb25fYWxsb3cYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBpGCiRJbmNsdWRlQWRkaXRpb25hbEhlYWRlcnNJbkNoZWNrRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIOCgxHcnBjRXh0QXV0aHoiYgoVUmVxdWVzdEF1dGhlbnRpY2F0aW9uEgwKBG5hbWUYASABKAkSEAoIc2VydmljZXMYAiADKAkSKQoFcnVsZXMYAyADKAsyGi5hbWVzaC53YXlwb2ludC52MS5Kd3RSdWxlIrACCgdKd3RSdWxlEg4KBmlzc3VlchgBIAEoCRIRCglhdWRpZW5jZXMYAiADKAkSDAoEandrcxgDIAEoCRIQCghqd2tzX3VyaRgEIAEoCRIyCgxmcm9tX2hlYWRlcnMYBSADKAsyHC5hbWVzaC53YXlwb2ludC52MS5Kd3RIZWFkZXISEwoLZnJvbV9wYXJhbXMYBiADKAkSFAoMZnJvbV9jb29raWVzGAcgAygJEh4KFmZvcndhcmRfb3JpZ2luYWxfdG9rZW4YCCABKAgSIAoYb3V0cHV0X3BheWxvYWRfdG9faGVhZGVyGAkgASgJEkEKF291dHB1dF9jbGFpbV90b19oZWFkZXJzGAogAygLMiAuYW1lc2gud2F5cG9pbnQudjEuQ2xhaW1Ub0hlYWRlciIpCglKd3RIZWFkZXISDAoEbmFtZRgBIAEoCRIOCgZwcmVmaXgYAiABKAkiLgoNQ2xhaW1Ub0hlYWRlchIOCgZoZWFkZXIYASABKAkSDQoFY2xhaW0YAiABKAkibAoNU2VydmljZVJvdXRlcxIRCgluYW1lc3BhY2UYASABKAkSEAoIaG9zdG5hbWUYAiABKAkSDAoEcG9ydBgDIAEoDRIoCgZyb3V0ZXMYBCADKAsyGC5hbWVzaC53YXlwb2ludC52MS5Sb3V0ZSL3AwoFUm91dGUSDAoEbmFtZRgBIAEoCRIuCgdtYXRjaGVzGAIgAygLMh0uYW1lc2gud2F5cG9pbnQudjEuUm91dGVNYXRjaBI6Cg9yZXF1ZXN0X2hlYWRlcnMYAyABKAsyIS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNb2RpZmllchI7ChByZXNwb25zZV9oZWFkZXJzGAQgASgLMiEuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTW9kaWZpZXISLQoHZm9yd2FyZBgFIAEoCzIaLmFtZXNoLndheXBvaW50LnYxLkZvcndhcmRIABIvCghyZWRpcmVjdBgGIAEoCzIbLmFtZXNoLndheXBvaW50LnYxLlJlZGlyZWN0SAASFwoNZGlyZWN0X3N0YXR1cxgHIAEoDUgAEi4KB3Jld3JpdGUYCCABKAsyHS5hbWVzaC53YXlwb2ludC52MS5VUkxSZXdyaXRlEioKB3RpbWVvdXQYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SJwoFZmF1bHQYCiABKAsyGC5hbWVzaC53YXlwb2ludC52MS5GYXVsdBIvCgdyZXRyaWVzGAsgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUmV0cnlQb2xpY3lCCAoGYWN0aW9uIjEKC1JldHJ5UG9saWN5EhAKCGF0dGVtcHRzGAEgASgNEhAKCHJldHJ5X29uGAIgAygJImMKBUZhdWx0EiwKBWRlbGF5GAEgASgLMh0uYW1lc2gud2F5cG9pbnQudjEuRmF1bHREZWxheRIsCgVhYm9ydBgCIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLkZhdWx0QWJvcnQiUAoKRmF1bHREZWxheRIuCgtmaXhlZF9kZWxheRgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgpwZXJjZW50YWdlGAIgASgBIjUKCkZhdWx0QWJvcnQSEwoLaHR0cF9zdGF0dXMYASABKA0SEgoKcGVyY2VudGFnZRgCIAEoASKvAQoKUm91dGVNYXRjaBIqCgRwYXRoGAEgASgLMhwuYW1lc2gud2F5cG9pbnQudjEuUGF0aE1hdGNoEi8KB2hlYWRlcnMYAiADKAsyHi5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNYXRjaBI0CgxxdWVyeV9wYXJhbXMYAyADKAsyHi5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNYXRjaBIOCgZtZXRob2QYBCABKAkiYAoJUGF0aE1hdGNoEg8KBWV4YWN0GAEgASgJSAASEAoGcHJlZml4GAIgASgJSAASDwoFcmVnZXgYAyABKAlIABIXCg1zdHJpbmdfcHJlZml4GAQgASgJSABCBgoEa2luZCJGCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg8KBWV4YWN0GAIgASgJSAASDwoFcmVnZXgYAyABKAlIAEIHCgV2YWx1ZSJwCg5IZWFkZXJNb2RpZmllchImCgNzZXQYASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXISJgoDYWRkGAIgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEg4KBnJlbW92ZRgDIAMoCSIlCgZIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSI3CgdGb3J3YXJkEiwKCGJhY2tlbmRzGAEgAygLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZCJMCgdCYWNrZW5kEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEg4KBndlaWdodBgEIAEoDSJ9CghSZWRpcmVjdBIOCgZzY2hlbWUYASABKAkSEAoIaG9zdG5hbWUYAiABKAkSDAoEcG9ydBgDIAEoDRIsCgRwYXRoGAQgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUSEwoLc3RhdHVzX2NvZGUYBSABKA0iNwoLUGF0aFJld3JpdGUSDgoEZnVsbBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAQgYKBGtpbmQiTAoKVVJMUmV3cml0ZRIQCghob3N0bmFtZRgBIAEoCRIsCgRwYXRoGAIgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUingEKBlBvbGljeRIMCgRuYW1lGAEgASgJEikKBmFjdGlvbhgCIAEoDjIZLmFtZXNoLndheXBvaW50LnYxLkFjdGlvbhIQCghwcm92aWRlchgDIAEoCRImCgVydWxlcxgEIAMoCzIXLmFtZXNoLndheXBvaW50LnYxLlJ1bGUSEAoIc2VydmljZXMYBSADKAkSDwoHZHJ5X3J1bhgGIAEoCCKFAQoEUnVsZRInCgRmcm9tGAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuU291cmNlEigKAnRvGAIgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuT3BlcmF0aW9uEioKBHdoZW4YAyADKAsyHC5hbWVzaC53YXlwb2ludC52MS5Db25kaXRpb24ikAQKBlNvdXJjZRIvCgpwcmluY2lwYWxzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X3ByaW5jaXBhbHMYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI3ChJyZXF1ZXN0X3ByaW5jaXBhbHMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI7ChZub3RfcmVxdWVzdF9wcmluY2lwYWxzGAQgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbmFtZXNwYWNlcxgFIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjMKDm5vdF9uYW1lc3BhY2VzGAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSKgoJaXBfYmxvY2tzGAcgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIuCg1ub3RfaXBfYmxvY2tzGAggAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIxChByZW1vdGVfaXBfYmxvY2tzGAkgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxI1ChRub3RfcmVtb3RlX2lwX2Jsb2NrcxgKIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MixQIKCU9wZXJhdGlvbhIqCgVob3N0cxgBIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9ob3N0cxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEg0KBXBvcnRzGAMgAygNEhEKCW5vdF9wb3J0cxgEIAMoDRIsCgdtZXRob2RzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMAoLbm90X21ldGhvZHMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCgVwYXRocxgHIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9wYXRocxgIIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoIsoBCglDb25kaXRpb24SCwoDa2V5GAEgASgJEisKBnZhbHVlcxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi8KCm5vdF92YWx1ZXMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBImCgVjaWRycxgEIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MSKgoJbm90X2NpZHJzGAUgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyo0CgZBY3Rpb24SCQoFQUxMT1cQABIICgRERU5ZEAESCQoFQVVESVQQAhIKCgZDVVNUT00QA2IGcHJvdG8z", [file_google_protobuf_duration, file_istio_security_authorization]);
+  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEivAIKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbhJAChNleHRfYXV0aHpfcHJvdmlkZXJzGAQgAygLMiMuYW1lc2gud2F5cG9pbnQudjEuRXh0QXV0aHpQcm92aWRlchIuCglsaXN0ZW5lcnMYBSADKAsyGy5hbWVzaC53YXlwb2ludC52MS5MaXN0ZW5lchISCgphY2Nlc3NfbG9nGAYgASgIIpsBCghMaXN0ZW5lchIMCgRuYW1lGAEgASgJEgwKBHBvcnQYAiABKA0SEAoIcHJvdG9jb2wYAyABKAkSEAoIaG9zdG5hbWUYBCABKAkSGAoQY3JlZGVudGlhbF9uYW1lcxgFIAMoCRI1Cg12aXJ0dWFsX2hvc3RzGAYgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuVmlydHVhbEhvc3QiSQoLVmlydHVhbEhvc3QSEAoIaG9zdG5hbWUYASABKAkSKAoGcm91dGVzGAIgAygLMhguYW1lc2gud2F5cG9pbnQudjEuUm91dGUilAIKEEV4dEF1dGh6UHJvdmlkZXISDAoEbmFtZRgBIAEoCRIRCgluYW1lc3BhY2UYAiABKAkSEAoIaG9zdG5hbWUYAyABKAkSDAoEcG9ydBgEIAEoDRIqCgd0aW1lb3V0GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCWZhaWxfb3BlbhgGIAEoCBIXCg9zdGF0dXNfb25fZXJyb3IYByABKA0SLwoEaHR0cBgIIAEoCzIfLmFtZXNoLndheXBvaW50LnYxLkh0dHBFeHRBdXRoekgAEi8KBGdycGMYCSABKAsyHy5hbWVzaC53YXlwb2ludC52MS5HcnBjRXh0QXV0aHpIAEIFCgNhcGki8QMKDEh0dHBFeHRBdXRoehITCgtwYXRoX3ByZWZpeBgBIAEoCRJFCiBpbmNsdWRlX3JlcXVlc3RfaGVhZGVyc19pbl9jaGVjaxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEnEKI2luY2x1ZGVfYWRkaXRpb25hbF9oZWFkZXJzX2luX2NoZWNrGAMgAygLMkQuYW1lc2gud2F5cG9pbnQudjEuSHR0cEV4dEF1dGh6LkluY2x1ZGVBZGRpdGlvbmFsSGVhZGVyc0luQ2hlY2tFbnRyeRJBChxoZWFkZXJzX3RvX3Vwc3RyZWFtX29uX2FsbG93GAQgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSQgodaGVhZGVyc190b19kb3duc3RyZWFtX29uX2RlbnkYBSADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBJDCh5oZWFkZXJzX3RvX2Rvd25zdHJlYW1fb25fYWxsb3cYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBpGCiRJbmNsdWRlQWRkaXRpb25hbEhlYWRlcnNJbkNoZWNrRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIOCgxHcnBjRXh0QXV0aHoiYgoVUmVxdWVzdEF1dGhlbnRpY2F0aW9uEgwKBG5hbWUYASABKAkSEAoIc2VydmljZXMYAiADKAkSKQoFcnVsZXMYAyADKAsyGi5hbWVzaC53YXlwb2ludC52MS5Kd3RSdWxlIrACCgdKd3RSdWxlEg4KBmlzc3VlchgBIAEoCRIRCglhdWRpZW5jZXMYAiADKAkSDAoEandrcxgDIAEoCRIQCghqd2tzX3VyaRgEIAEoCRIyCgxmcm9tX2hlYWRlcnMYBSADKAsyHC5hbWVzaC53YXlwb2ludC52MS5Kd3RIZWFkZXISEwoLZnJvbV9wYXJhbXMYBiADKAkSFAoMZnJvbV9jb29raWVzGAcgAygJEh4KFmZvcndhcmRfb3JpZ2luYWxfdG9rZW4YCCABKAgSIAoYb3V0cHV0X3BheWxvYWRfdG9faGVhZGVyGAkgASgJEkEKF291dHB1dF9jbGFpbV90b19oZWFkZXJzGAogAygLMiAuYW1lc2gud2F5cG9pbnQudjEuQ2xhaW1Ub0hlYWRlciIpCglKd3RIZWFkZXISDAoEbmFtZRgBIAEoCRIOCgZwcmVmaXgYAiABKAkiLgoNQ2xhaW1Ub0hlYWRlchIOCgZoZWFkZXIYASABKAkSDQoFY2xhaW0YAiABKAkibAoNU2VydmljZVJvdXRlcxIRCgluYW1lc3BhY2UYASABKAkSEAoIaG9zdG5hbWUYAiABKAkSDAoEcG9ydBgDIAEoDRIoCgZyb3V0ZXMYBCADKAsyGC5hbWVzaC53YXlwb2ludC52MS5Sb3V0ZSKjBAoFUm91dGUSDAoEbmFtZRgBIAEoCRIuCgdtYXRjaGVzGAIgAygLMh0uYW1lc2gud2F5cG9pbnQudjEuUm91dGVNYXRjaBI6Cg9yZXF1ZXN0X2hlYWRlcnMYAyABKAsyIS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNb2RpZmllchI7ChByZXNwb25zZV9oZWFkZXJzGAQgASgLMiEuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTW9kaWZpZXISLQoHZm9yd2FyZBgFIAEoCzIaLmFtZXNoLndheXBvaW50LnYxLkZvcndhcmRIABIvCghyZWRpcmVjdBgGIAEoCzIbLmFtZXNoLndheXBvaW50LnYxLlJlZGlyZWN0SAASFwoNZGlyZWN0X3N0YXR1cxgHIAEoDUgAEi4KB3Jld3JpdGUYCCABKAsyHS5hbWVzaC53YXlwb2ludC52MS5VUkxSZXdyaXRlEioKB3RpbWVvdXQYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SJwoFZmF1bHQYCiABKAsyGC5hbWVzaC53YXlwb2ludC52MS5GYXVsdBIvCgdyZXRyaWVzGAsgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUmV0cnlQb2xpY3kSKgoHbWlycm9ycxgMIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLk1pcnJvckIICgZhY3Rpb24iSQoGTWlycm9yEisKB2JhY2tlbmQYASABKAsyGi5hbWVzaC53YXlwb2ludC52MS5CYWNrZW5kEhIKCnBlcmNlbnRhZ2UYAiABKAEihQEKC1JldHJ5UG9saWN5EhAKCGF0dGVtcHRzGAEgASgNEhAKCHJldHJ5X29uGAIgAygJEh4KFnJldHJpYWJsZV9zdGF0dXNfY29kZXMYAyADKA0SMgoPcGVyX3RyeV90aW1lb3V0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uImMKBUZhdWx0EiwKBWRlbGF5GAEgASgLMh0uYW1lc2gud2F5cG9pbnQudjEuRmF1bHREZWxheRIsCgVhYm9ydBgCIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLkZhdWx0QWJvcnQiUAoKRmF1bHREZWxheRIuCgtmaXhlZF9kZWxheRgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhISCgpwZXJjZW50YWdlGAIgASgBIjUKCkZhdWx0QWJvcnQSEwoLaHR0cF9zdGF0dXMYASABKA0SEgoKcGVyY2VudGFnZRgCIAEoASKvAQoKUm91dGVNYXRjaBIqCgRwYXRoGAEgASgLMhwuYW1lc2gud2F5cG9pbnQudjEuUGF0aE1hdGNoEi8KB2hlYWRlcnMYAiADKAsyHi5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNYXRjaBI0CgxxdWVyeV9wYXJhbXMYAyADKAsyHi5hbWVzaC53YXlwb2ludC52MS5IZWFkZXJNYXRjaBIOCgZtZXRob2QYBCABKAkiYAoJUGF0aE1hdGNoEg8KBWV4YWN0GAEgASgJSAASEAoGcHJlZml4GAIgASgJSAASDwoFcmVnZXgYAyABKAlIABIXCg1zdHJpbmdfcHJlZml4GAQgASgJSABCBgoEa2luZCJGCgtIZWFkZXJNYXRjaBIMCgRuYW1lGAEgASgJEg8KBWV4YWN0GAIgASgJSAASDwoFcmVnZXgYAyABKAlIAEIHCgV2YWx1ZSJwCg5IZWFkZXJNb2RpZmllchImCgNzZXQYASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5IZWFkZXISJgoDYWRkGAIgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEg4KBnJlbW92ZRgDIAMoCSIlCgZIZWFkZXISDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSI3CgdGb3J3YXJkEiwKCGJhY2tlbmRzGAEgAygLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZCJvCgdCYWNrZW5kEhEKCW5hbWVzcGFjZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEg4KBndlaWdodBgEIAEoDRIOCgZzdWJzZXQYBSABKAkSEQoJZW5kcG9pbnRzGAYgAygJIn0KCFJlZGlyZWN0Eg4KBnNjaGVtZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEiwKBHBhdGgYBCABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZRITCgtzdGF0dXNfY29kZRgFIAEoDSI3CgtQYXRoUmV3cml0ZRIOCgRmdWxsGAEgASgJSAASEAoGcHJlZml4GAIgASgJSABCBgoEa2luZCJMCgpVUkxSZXdyaXRlEhAKCGhvc3RuYW1lGAEgASgJEiwKBHBhdGgYAiABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZSKeAQoGUG9saWN5EgwKBG5hbWUYASABKAkSKQoGYWN0aW9uGAIgASgOMhkuYW1lc2gud2F5cG9pbnQudjEuQWN0aW9uEhAKCHByb3ZpZGVyGAMgASgJEiYKBXJ1bGVzGAQgAygLMhcuYW1lc2gud2F5cG9pbnQudjEuUnVsZRIQCghzZXJ2aWNlcxgFIAMoCRIPCgdkcnlfcnVuGAYgASgIIoUBCgRSdWxlEicKBGZyb20YASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5Tb3VyY2USKAoCdG8YAiADKAsyHC5hbWVzaC53YXlwb2ludC52MS5PcGVyYXRpb24SKgoEd2hlbhgDIAMoCzIcLmFtZXNoLndheXBvaW50LnYxLkNvbmRpdGlvbiKQBAoGU291cmNlEi8KCnByaW5jaXBhbHMYASADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIzCg5ub3RfcHJpbmNpcGFscxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjcKEnJlcXVlc3RfcHJpbmNpcGFscxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjsKFm5vdF9yZXF1ZXN0X3ByaW5jaXBhbHMYBCADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIvCgpuYW1lc3BhY2VzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X25hbWVzcGFjZXMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCglpcF9ibG9ja3MYByADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEi4KDW5vdF9pcF9ibG9ja3MYCCADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjEKEHJlbW90ZV9pcF9ibG9ja3MYCSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjUKFG5vdF9yZW1vdGVfaXBfYmxvY2tzGAogAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyLFAgoJT3BlcmF0aW9uEioKBWhvc3RzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X2hvc3RzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSDQoFcG9ydHMYAyADKA0SEQoJbm90X3BvcnRzGAQgAygNEiwKB21ldGhvZHMYBSADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIwCgtub3RfbWV0aG9kcxgGIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEioKBXBhdGhzGAcgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X3BhdGhzGAggAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2giygEKCUNvbmRpdGlvbhILCgNrZXkYASABKAkSKwoGdmFsdWVzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbm90X3ZhbHVlcxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEiYKBWNpZHJzGAQgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIqCglub3RfY2lkcnMYBSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzKjQKBkFjdGlvbhIJCgVBTExPVxAAEggKBERFTlkQARIJCgVBVURJVBACEgoKBkNVU1RPTRADYgZwcm90bzM", [file_google_protobuf_duration, file_istio_security_authorization]);
 
 /**
  * @generated from message amesh.waypoint.v1.Waypoint
@@ -571,6 +571,14 @@ export type Route = Message<"amesh.waypoint.v1.Route"> & {
    * @generated from field: amesh.waypoint.v1.RetryPolicy retries = 11;
    */
   retries?: RetryPolicy | undefined;
+
+  /**
+   * Copies of each forwarded request, sent to these backends besides and never waited for (an HTTPRoute's
+   * RequestMirror filter, a VirtualService's mirror or mirrors).
+   *
+   * @generated from field: repeated amesh.waypoint.v1.Mirror mirrors = 12;
+   */
+  mirrors: Mirror[];
 };
 
 /**
@@ -579,6 +587,30 @@ export type Route = Message<"amesh.waypoint.v1.Route"> & {
  */
 export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
   messageDesc(file_amesh_waypoint_v1_waypoint, 11);
+
+/**
+ * @generated from message amesh.waypoint.v1.Mirror
+ */
+export type Mirror = Message<"amesh.waypoint.v1.Mirror"> & {
+  /**
+   * @generated from field: amesh.waypoint.v1.Backend backend = 1;
+   */
+  backend?: Backend | undefined;
+
+  /**
+   * Of 100; each request is drawn on its own.
+   *
+   * @generated from field: double percentage = 2;
+   */
+  percentage: number;
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.Mirror.
+ * Use `create(MirrorSchema)` to create a new message.
+ */
+export const MirrorSchema: GenMessage<Mirror> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
 
 /**
  * @generated from message amesh.waypoint.v1.RetryPolicy
@@ -592,12 +624,27 @@ export type RetryPolicy = Message<"amesh.waypoint.v1.RetryPolicy"> & {
   attempts: number;
 
   /**
-   * Envoy's retry conditions (`connect-failure`, `5xx`, ...); the proxy retries a connection that could not be
-   * made when `connect-failure` is among them.
+   * Envoy's retry conditions (`connect-failure`, `refused-stream`, `reset`, `5xx`, `gateway-error`,
+   * `retriable-4xx`, `retriable-status-codes`, and gRPC's `cancelled`, `deadline-exceeded`, `internal`,
+   * `resource-exhausted`, `unavailable`); empty: Istio's default ones.
    *
    * @generated from field: repeated string retry_on = 2;
    */
   retryOn: string[];
+
+  /**
+   * The statuses `retriable-status-codes` retries.
+   *
+   * @generated from field: repeated uint32 retriable_status_codes = 3;
+   */
+  retriableStatusCodes: number[];
+
+  /**
+   * Each attempt's limit, up to the response's headers; unset: none but the route's timeout.
+   *
+   * @generated from field: google.protobuf.Duration per_try_timeout = 4;
+   */
+  perTryTimeout?: Duration | undefined;
 };
 
 /**
@@ -605,7 +652,7 @@ export type RetryPolicy = Message<"amesh.waypoint.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
 
 /**
  * @generated from message amesh.waypoint.v1.Fault
@@ -627,7 +674,7 @@ export type Fault = Message<"amesh.waypoint.v1.Fault"> & {
  * Use `create(FaultSchema)` to create a new message.
  */
 export const FaultSchema: GenMessage<Fault> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
 
 /**
  * @generated from message amesh.waypoint.v1.FaultDelay
@@ -651,7 +698,7 @@ export type FaultDelay = Message<"amesh.waypoint.v1.FaultDelay"> & {
  * Use `create(FaultDelaySchema)` to create a new message.
  */
 export const FaultDelaySchema: GenMessage<FaultDelay> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
 
 /**
  * @generated from message amesh.waypoint.v1.FaultAbort
@@ -675,7 +722,7 @@ export type FaultAbort = Message<"amesh.waypoint.v1.FaultAbort"> & {
  * Use `create(FaultAbortSchema)` to create a new message.
  */
 export const FaultAbortSchema: GenMessage<FaultAbort> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
 
 /**
  * Every part that is set must hold.
@@ -711,7 +758,7 @@ export type RouteMatch = Message<"amesh.waypoint.v1.RouteMatch"> & {
  * Use `create(RouteMatchSchema)` to create a new message.
  */
 export const RouteMatchSchema: GenMessage<RouteMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
 
 /**
  * @generated from message amesh.waypoint.v1.PathMatch
@@ -758,7 +805,7 @@ export type PathMatch = Message<"amesh.waypoint.v1.PathMatch"> & {
  * Use `create(PathMatchSchema)` to create a new message.
  */
 export const PathMatchSchema: GenMessage<PathMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 18);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderMatch
@@ -796,7 +843,7 @@ export type HeaderMatch = Message<"amesh.waypoint.v1.HeaderMatch"> & {
  * Use `create(HeaderMatchSchema)` to create a new message.
  */
 export const HeaderMatchSchema: GenMessage<HeaderMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 18);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 19);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderModifier
@@ -823,7 +870,7 @@ export type HeaderModifier = Message<"amesh.waypoint.v1.HeaderModifier"> & {
  * Use `create(HeaderModifierSchema)` to create a new message.
  */
 export const HeaderModifierSchema: GenMessage<HeaderModifier> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 19);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 20);
 
 /**
  * @generated from message amesh.waypoint.v1.Header
@@ -845,7 +892,7 @@ export type Header = Message<"amesh.waypoint.v1.Header"> & {
  * Use `create(HeaderSchema)` to create a new message.
  */
 export const HeaderSchema: GenMessage<Header> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 20);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 21);
 
 /**
  * @generated from message amesh.waypoint.v1.Forward
@@ -864,7 +911,7 @@ export type Forward = Message<"amesh.waypoint.v1.Forward"> & {
  * Use `create(ForwardSchema)` to create a new message.
  */
 export const ForwardSchema: GenMessage<Forward> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 21);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 22);
 
 /**
  * A backendRef istiod could not resolve has no hostname: its share of the requests is answered 500.
@@ -891,6 +938,21 @@ export type Backend = Message<"amesh.waypoint.v1.Backend"> & {
    * @generated from field: uint32 weight = 4;
    */
   weight: number;
+
+  /**
+   * A DestinationRule subset the destination names (a VirtualService's `subset`); empty: the whole Service.
+   *
+   * @generated from field: string subset = 5;
+   */
+  subset: string;
+
+  /**
+   * With a subset: the UIDs of the workloads whose labels match it, as in the Services' `endpoints`; the request
+   * goes to one of these that is an endpoint of the Service, and none healthy answers 503.
+   *
+   * @generated from field: repeated string endpoints = 6;
+   */
+  endpoints: string[];
 };
 
 /**
@@ -898,7 +960,7 @@ export type Backend = Message<"amesh.waypoint.v1.Backend"> & {
  * Use `create(BackendSchema)` to create a new message.
  */
 export const BackendSchema: GenMessage<Backend> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 22);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 23);
 
 /**
  * @generated from message amesh.waypoint.v1.Redirect
@@ -939,7 +1001,7 @@ export type Redirect = Message<"amesh.waypoint.v1.Redirect"> & {
  * Use `create(RedirectSchema)` to create a new message.
  */
 export const RedirectSchema: GenMessage<Redirect> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 23);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 24);
 
 /**
  * @generated from message amesh.waypoint.v1.PathRewrite
@@ -970,7 +1032,7 @@ export type PathRewrite = Message<"amesh.waypoint.v1.PathRewrite"> & {
  * Use `create(PathRewriteSchema)` to create a new message.
  */
 export const PathRewriteSchema: GenMessage<PathRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 24);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 25);
 
 /**
  * @generated from message amesh.waypoint.v1.URLRewrite
@@ -992,7 +1054,7 @@ export type URLRewrite = Message<"amesh.waypoint.v1.URLRewrite"> & {
  * Use `create(URLRewriteSchema)` to create a new message.
  */
 export const URLRewriteSchema: GenMessage<URLRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 25);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 26);
 
 /**
  * @generated from message amesh.waypoint.v1.Policy
@@ -1042,7 +1104,7 @@ export type Policy = Message<"amesh.waypoint.v1.Policy"> & {
  * Use `create(PolicySchema)` to create a new message.
  */
 export const PolicySchema: GenMessage<Policy> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 26);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 27);
 
 /**
  * Every part holds: one of `from`, one of `to` and each of `when`. An empty list holds.
@@ -1071,7 +1133,7 @@ export type Rule = Message<"amesh.waypoint.v1.Rule"> & {
  * Use `create(RuleSchema)` to create a new message.
  */
 export const RuleSchema: GenMessage<Rule> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 27);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 28);
 
 /**
  * Each list that is not empty must hold: one of its values, or none of a `not_` list's.
@@ -1139,7 +1201,7 @@ export type Source = Message<"amesh.waypoint.v1.Source"> & {
  * Use `create(SourceSchema)` to create a new message.
  */
 export const SourceSchema: GenMessage<Source> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 28);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 29);
 
 /**
  * @generated from message amesh.waypoint.v1.Operation
@@ -1195,7 +1257,7 @@ export type Operation = Message<"amesh.waypoint.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 29);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 30);
 
 /**
  * @generated from message amesh.waypoint.v1.Condition
@@ -1238,7 +1300,7 @@ export type Condition = Message<"amesh.waypoint.v1.Condition"> & {
  * Use `create(ConditionSchema)` to create a new message.
  */
 export const ConditionSchema: GenMessage<Condition> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 30);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 31);
 
 /**
  * @generated from enum amesh.waypoint.v1.Action
