@@ -117,7 +117,7 @@ export function resolveServiceBehindWaypoint(
   dstPort: number,
   dialled: string,
   /** A subset's workloads (by UID): only these endpoints are picked. */
-  only: ReadonlySet<string> | undefined = undefined,
+  only?: ReadonlySet<string>,
   random: () => number = Math.random,
 ): { readonly ip: string; readonly port: number; readonly service: Service } {
   const pick =
