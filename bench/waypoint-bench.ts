@@ -11,7 +11,7 @@
  * load generator per path and round. The mesh's resources come from the tests' python3-grpcio xDS server
  * (test/helpers/python-xds-server.ts); without python3-grpcio the section says so and is skipped. No root needed.
  * The proxies run with the data-path Node flags and log at BENCH_WAYPOINT_LOG_LEVEL (warn: no per-connection access
- * log, which with one upstream connection per request would be a line per request).
+ * log).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';

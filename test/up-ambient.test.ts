@@ -1307,7 +1307,7 @@ describe(
       await ok('delete', 'namespace', 'l7');
     });
 
-    test("an ingress Gateway of class istio: the host curls its LoadBalancer address over HTTPS with SNI and reaches a meshed pod over HBONE with the gateway's identity; TLS passed through by SNI and TCP reach theirs; an unknown name gets no certificate, a Secret the gateway may not read is refused through SAR, and a rotated Secret is served", async () => {
+    test("an ingress Gateway of class istio: the host curls its LoadBalancer address over HTTPS with SNI and reaches a meshed pod over HBONE with the gateway's identity, in HTTP/1.1 and HTTP/2 (ALPN, and h2c on its HTTP listener); TLS passed through by SNI and TCP reach theirs; an unknown name gets no certificate, a Secret the gateway may not read is refused through SAR, and a rotated Secret is served", async () => {
       const ok = async (...args: string[]): Promise<string> => {
         const r = await kubectl(...args);
         assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
@@ -1371,6 +1371,13 @@ describe(
                   allowedRoutes: { namespaces: { from: 'All' } },
                 },
                 { name: 'tcp', port: 9000, protocol: 'TCP', allowedRoutes: { namespaces: { from: 'All' } } },
+                {
+                  name: 'http',
+                  port: 80,
+                  protocol: 'HTTP',
+                  hostname: '*.shop.test',
+                  allowedRoutes: { namespaces: { from: 'All' } },
+                },
               ],
             },
           }) +
@@ -1569,6 +1576,19 @@ describe(
       ).catch(async () => assert.fail(`${got}\n${await gatewayLogs()}`));
       // TCP: the bytes are relayed as they are; the echo server answers the plain HTTP request.
       assert.match(await onHost(`http://${lb}:9000/tcp`), /"hostname":"shop-web".*"path":"\/tcp"/);
+      // HTTP/2 from outside, as Istio's gateways take it: chosen by ALPN over TLS, and h2c with prior knowledge on
+      // the HTTP listener; HTTP/1.1 there too. The shop's port is plain HTTP: the gateway speaks HTTP/1.1 to it.
+      const version = '\n%{http_version}';
+      assert.match(
+        await onHost('--cacert', ca, '--resolve', `www.shop.test:443:${lb}`, '-w', version, 'https://www.shop.test/h2'),
+        /"hostname":"shop-web".*"path":"\/h2".*\n2$/s,
+      );
+      const plain = ['--resolve', `www.shop.test:80:${lb}`, '-w', version];
+      assert.match(
+        await onHost('--http2-prior-knowledge', ...plain, 'http://www.shop.test/h2c'),
+        /"hostname":"shop-web".*"path":"\/h2c".*\n2$/s,
+      );
+      assert.match(await onHost('--http1.1', ...plain, 'http://www.shop.test/h1'), /"path":"\/h1".*\n1\.1$/s);
 
       // Istio's own Gateway on the same proxy: its credentialName is a Secret of the gateway's namespace, which
       // istiod serves only if a SubjectAccessReview lets the gateway's service account list Secrets. It may not.

@@ -1,19 +1,23 @@
 /**
  * An ingress gateway's listeners (`amesh proxy router`, Istio's `pilot-agent proxy router` for the `istio` class):
  * one server per port istiod's listeners name, on every address of the pod, made and closed as pushes change them.
- * - HTTP: requests are routed by Host to the virtual hosts of every HTTP listener of the port.
+ * - HTTP: requests are routed by Host to the virtual hosts of every HTTP listener of the port; HTTP/1.1, or HTTP/2
+ *   with prior knowledge (h2c), told apart by the connection's first bytes.
  * - HTTPS: TLS is terminated with the certificates istiod serves over SDS (`gateway-credentials.ts`), chosen by SNI
- *   (`listenerForSni`); a client without SNI gets the listener without a hostname, if there is one. The requests
- *   inside are routed by the virtual hosts of that listener only, as Envoy's per-server routes are.
+ *   (`listenerForSni`); a client without SNI gets the listener without a hostname, if there is one. ALPN offers h2
+ *   and http/1.1, as Istio's gateways do. The requests inside are routed by the virtual hosts of that listener
+ *   only, as Envoy's per-server routes are.
  * - TLS (passthrough): the ClientHello's SNI (`client-hello.ts`, read without terminating TLS, as Envoy's
  *   tls_inspector does) picks the listener and its virtual host, whose route's backends take the connection as it is.
  * - TCP: the route of the port's listener takes every connection.
  * Each request then goes through the same path a waypoint's does (`http-proxy.ts`): RequestAuthentication,
  * AuthorizationPolicies that target the Gateway, then the route, and into the mesh over HBONE with the gateway's
- * identity. Requests are counted with `reporter="source"` and the gateway as source, as Istio's gateways report.
+ * identity, in HTTP/2 when the backend's Service port declares it (HTTP2, GRPC), else in HTTP/1.1, whatever the
+ * client spoke. Requests are counted with `reporter="source"` and the gateway as source, as Istio's gateways report.
  * As Istio's gateways, TLS 1.2 is the oldest version accepted from clients outside the mesh.
  */
 import net from 'node:net';
+import { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { describeError, MeshError } from '../lib/errors.js';
 import { formatHostPort } from '../lib/ip.js';
@@ -40,6 +44,31 @@ import { resolveServiceBehindWaypoint } from '../ztunnel/state/upstream.js';
 
 /** Where the listeners bind: every IPv4 address of the pod, as Envoy's `0.0.0.0` listeners do. */
 const BIND_ADDRESS = '0.0.0.0';
+
+/** What an HTTP/2 client sends first (RFC 9113 §3.4). */
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+/**
+ * `socket` as a plain stream: node's HTTP/2 server reads a TCP socket's handle directly, and would miss the bytes
+ * read (and put back) to tell h2c from HTTP/1.1; a stream that is not a socket it reads through its events.
+ */
+function streamOf(socket: net.Socket): Duplex {
+  const stream = new Duplex({
+    read: () => void socket.resume(),
+    write: (chunk: Buffer, _enc, cb) => void socket.write(chunk, cb),
+    final: (cb) => void socket.end(cb),
+    destroy: (e, cb) => {
+      socket.destroy(e ?? undefined);
+      cb(e);
+    },
+  });
+  socket.on('data', (c: Buffer) => {
+    if (!stream.push(c)) socket.pause();
+  });
+  socket.once('end', () => stream.push(null));
+  socket.once('close', () => stream.destroy());
+  return stream;
+}
 
 /** How long a passthrough connection may take to send its ClientHello (Envoy's listener filter timeout). */
 const CLIENT_HELLO_TIMEOUT_MS = 15_000;
@@ -122,7 +151,7 @@ export class GatewayListener implements LocalProxies {
   private makeServer(port: number, protocol: GatewayProtocol): net.Server {
     switch (protocol) {
       case 'HTTP':
-        return net.createServer((s) => this.accept(s, port, undefined));
+        return net.createServer((s) => this.acceptPlain(s, port));
       case 'TLS':
       case 'TCP':
         return net.createServer((s) => this.passThrough(s, port, protocol));
@@ -130,6 +159,8 @@ export class GatewayListener implements LocalProxies {
         return tls.createServer(
           {
             minVersion: 'TLSv1.2',
+            // As Istio's gateways offer: HTTP/2 first, then HTTP/1.1.
+            ALPNProtocols: ['h2', 'http/1.1'],
             SNICallback: (sni, cb) => {
               const l = listenerForSni(this.listenersOn(port), sni);
               const ctx = l === undefined ? undefined : this.credentials.contextFor(l.credentialNames);
@@ -160,7 +191,28 @@ export class GatewayListener implements LocalProxies {
     }
   }
 
-  private accept(socket: net.Socket, port: number, sni: string | undefined): void {
+  /**
+   * A plain HTTP connection: HTTP/2 when it opens with HTTP/2's connection preface (h2c with prior knowledge, which
+   * Envoy's codec detects the same way), else HTTP/1.1.
+   */
+  private acceptPlain(socket: net.Socket, port: number): void {
+    socket.on('error', () => undefined);
+    let head: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer): void => {
+      // Once per connection, until its first bytes tell: not the relay's path.
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, H2_PREFACE.length);
+      const h2 = head.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+      if (h2 && n < H2_PREFACE.length) return;
+      socket.off('data', onData);
+      socket.pause();
+      socket.unshift(head);
+      this.accept(socket, port, undefined, h2);
+    };
+    socket.on('data', onData);
+  }
+
+  private accept(socket: net.Socket, port: number, sni: string | undefined, plainH2 = false): void {
     const self = this.local.current();
     if (self === undefined || this.rules.broken !== undefined) {
       socket.destroy();
@@ -190,7 +242,10 @@ export class GatewayListener implements LocalProxies {
         return virtualHostFor(scope, host);
       },
     };
-    this.http.serveConnection(socket, t);
+    if (plainH2) this.http.serveHttp2(streamOf(socket), t);
+    else if (socket instanceof tls.TLSSocket && socket.alpnProtocol === 'h2') this.http.serveHttp2(socket, t);
+    else this.http.serveConnection(socket, t);
+    socket.resume();
   }
 
   /** A TLS or TCP connection: relayed as it is to the backend its listener's route picks. */

@@ -279,16 +279,17 @@ export class WaypointHttp {
   }
 
   /**
-   * Serves HTTP/2 with prior knowledge on a CONNECT tunnel (a port whose app protocol is HTTP2 or GRPC): a server of
-   * its own, since node's HTTP/2 compatibility API hides which tunnel a request came on.
+   * Serves HTTP/2 on a connection: a CONNECT tunnel whose port's app protocol is HTTP2 or GRPC (prior knowledge), or
+   * an ingress gateway's connection (h2c with prior knowledge, or TLS that chose h2 by ALPN). A server of its own,
+   * since node's HTTP/2 compatibility API hides which connection a request came on.
    */
-  serveHttp2(tunnel: H2Stream, t: Tunnel, done: (error?: Error) => void): void {
+  serveHttp2(conn: Duplex, t: Tunnel, done: (error?: Error) => void = () => undefined): void {
     const server = http2.createServer({}, (req, res) => this.proxy(req, res, t, true));
-    tunnel.once('close', () => {
+    conn.once('close', () => {
       server.close();
       done();
     });
-    server.emit('connection', tunnel);
+    server.emit('connection', conn);
   }
 
   private proxy(req: ClientRequest, res: ClientResponse, t: Tunnel | undefined, h2: boolean): void {
@@ -441,6 +442,11 @@ export class WaypointHttp {
     }
     /** Where the request goes: an endpoint of the route's backend, or of the Service the tunnel is for. */
     let resolve: () => Destination;
+    /**
+     * HTTP/2 upstream: at a waypoint, as the client spoke (the port's app protocol); at a gateway, as the backend's
+     * Service port declares (HTTP2 or GRPC), whatever the client outside spoke.
+     */
+    let upstreamH2 = h2;
     if (a?.t === 'forward') {
       const b = pickBackend(a);
       if (b === undefined || b.hostname === '') {
@@ -448,6 +454,7 @@ export class WaypointHttp {
         return;
       }
       resolve = () => this.resolveBackend(b, t);
+      if (t.virtualHost !== undefined) upstreamH2 = this.speaksHttp2(b);
     } else resolve = () => resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
     let dest: Destination;
     try {
@@ -466,7 +473,18 @@ export class WaypointHttp {
     const path = route?.rewrite === undefined ? jwt.url : editPath(jwt.url, route.rewrite.path, route);
     const body = new RequestBody(req);
     requestBody = () => body.bytes;
-    if (route !== undefined) for (const m of route.mirrors) this.mirror(m, t, method, path, headers, body, res, h2);
+    if (route !== undefined)
+      for (const m of route.mirrors)
+        this.mirror(
+          m,
+          t,
+          method,
+          path,
+          headers,
+          body,
+          res,
+          t.virtualHost === undefined ? h2 : this.speaksHttp2(m.backend),
+        );
     const policy = route?.retry ?? DEFAULT_RETRY_POLICY;
     /** The attempt in flight, and how many were made. */
     let exchange: UpstreamExchange | undefined;
@@ -590,7 +608,7 @@ export class WaypointHttp {
           }, policy.perTryTimeoutMs);
         body.sendTo(exchange_.body);
       };
-      if (!h2) {
+      if (!upstreamH2) {
         started(sendHttp1(this.pool, to, t.peerAddr, method, path, headers, onAnswer, onError));
         return;
       }
@@ -614,6 +632,12 @@ export class WaypointHttp {
       );
     };
     attempt();
+  }
+
+  /** Whether a backend's Service port declares HTTP/2 (app protocol HTTP2 or GRPC). */
+  private speaksHttp2(b: Backend): boolean {
+    const p = this.ctx.state.serviceByKey(`${b.namespace}/${b.hostname}`)?.appProtocols?.[String(b.port)];
+    return p === 'HTTP2' || p === 'GRPC';
   }
 
   /** An endpoint of a route's backend (of its subset, when it names one). */
