@@ -1307,7 +1307,7 @@ describe(
       await ok('delete', 'namespace', 'l7');
     });
 
-    test("an ingress Gateway of class istio: the host curls its LoadBalancer address over HTTPS with SNI and reaches a meshed pod over HBONE with the gateway's identity, in HTTP/1.1 and HTTP/2 (ALPN, and h2c on its HTTP listener); TLS passed through by SNI and TCP reach theirs; an unknown name gets no certificate, a Secret the gateway may not read is refused through SAR, and a rotated Secret is served", async () => {
+    test("an ingress Gateway of class istio: the host curls its LoadBalancer address over HTTPS with SNI and reaches a meshed pod over HBONE with the gateway's identity, in HTTP/1.1 and HTTP/2 (ALPN, and h2c on its HTTP listener), through the Service's waypoint when it sets istio.io/ingress-use-waypoint; TLS passed through by SNI and TCP reach theirs; an unknown name gets no certificate, a Secret the gateway may not read is refused through SAR, and a rotated Secret is served", async () => {
       const ok = async (...args: string[]): Promise<string> => {
         const r = await kubectl(...args);
         assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
@@ -1589,6 +1589,74 @@ describe(
         /"hostname":"shop-web".*"path":"\/h2c".*\n2$/s,
       );
       assert.match(await onHost('--http1.1', ...plain, 'http://www.shop.test/h1'), /"path":"\/h1".*\n1\.1$/s);
+
+      // istio.io/ingress-use-waypoint: a Service bound to a waypoint that asks for it is reached through the waypoint,
+      // which the shop then sees as its peer (and lets in, beside the gateway).
+      const waypointApplied = await amesh(
+        host,
+        'waypoint',
+        'apply',
+        '-n',
+        'shop',
+        '--wait',
+        '--kubeconfig',
+        path.join(dataDir, 'kubeconfig'),
+      );
+      assert.equal(waypointApplied.status, 0, waypointApplied.stderr);
+      const viaWaypoint = path.join(dir, 'via-waypoint.yaml');
+      await writeFile(
+        viaWaypoint,
+        object({
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: {
+            name: 'web-wp',
+            namespace: 'shop',
+            labels: { 'istio.io/use-waypoint': 'waypoint', 'istio.io/ingress-use-waypoint': 'true' },
+          },
+          spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: SERVICE_PORT, targetPort: SERVER_PORT }] },
+        }) +
+          object({
+            apiVersion: 'security.istio.io/v1',
+            kind: 'AuthorizationPolicy',
+            metadata: { name: 'from-waypoint', namespace: 'shop' },
+            spec: {
+              action: 'ALLOW',
+              rules: [{ from: [{ source: { principals: ['cluster.local/ns/shop/sa/waypoint'] } }] }],
+            },
+          }) +
+          object({
+            apiVersion: 'gateway.networking.k8s.io/v1',
+            kind: 'HTTPRoute',
+            metadata: { name: 'web-wp', namespace: 'shop' },
+            spec: {
+              parentRefs: [{ name: 'gw', namespace: 'ingress', sectionName: 'https' }],
+              hostnames: ['wp.shop.test'],
+              rules: [{ backendRefs: [{ name: 'web-wp', port: SERVICE_PORT }] }],
+            },
+          }),
+      );
+      await ok('apply', '-f', viaWaypoint);
+      const waypointIp = await ok(
+        'get',
+        'pods',
+        '-n',
+        'shop',
+        '-l',
+        'gateway.networking.k8s.io/gateway-name=waypoint',
+        '-o',
+        'jsonpath={.items[0].status.podIP}',
+      );
+      await waitFor(
+        'the gateway reaches web-wp through its waypoint',
+        async () => (got = await curl('wp.shop.test')).includes(`"peer":"${waypointIp}:`),
+        CHANGE_DEADLINE_MS,
+      ).catch(async () => assert.fail(`${got}\n${await gatewayLogs()}`));
+      assert.match(
+        await curl('www.shop.test'),
+        new RegExp(`"peer":"${gwIp.replaceAll('.', '\\.')}:`),
+        'web without it: straight',
+      );
 
       // Istio's own Gateway on the same proxy: its credentialName is a Secret of the gateway's namespace, which
       // istiod serves only if a SubjectAccessReview lets the gateway's service account list Secrets. It may not.

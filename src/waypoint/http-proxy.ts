@@ -11,6 +11,7 @@
  */
 import http from 'node:http';
 import http2 from 'node:http2';
+import net from 'node:net';
 import type { Duplex, Readable, Writable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -640,11 +641,19 @@ export class WaypointHttp {
     return p === 'HTTP2' || p === 'GRPC';
   }
 
-  /** An endpoint of a route's backend (of its subset, when it names one). */
+  /**
+   * An endpoint of a route's backend (of its subset, when it names one); or, for a backend an ingress gateway reaches
+   * through its waypoint, the Service's own address, which the outbound path sends to the waypoint as any client's.
+   */
   private resolveBackend(b: Backend, t: Tunnel): Destination {
     const svc = this.ctx.state.serviceByKey(`${b.namespace}/${b.hostname}`);
     if (svc === undefined)
       throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `route backend ${b.namespace}/${b.hostname} is not known yet`);
+    if (b.useWaypoint && svc.waypoint !== undefined) {
+      const family = net.isIPv6(t.ip) ? 6 : 4;
+      const vip = svc.vips.map((v) => v.slice(v.indexOf('/') + 1)).find((ip) => net.isIP(ip) === family);
+      if (vip !== undefined) return { ip: vip, port: b.port, service: svc };
+    }
     return resolveServiceBehindWaypoint(this.ctx.state, t.self, svc, b.port, t.ip, b.endpoints);
   }
 

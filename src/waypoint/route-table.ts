@@ -41,6 +41,8 @@ export interface Backend {
   readonly weight: number;
   /** A DestinationRule subset: only these workloads (by UID) of the Service; undefined: any. */
   readonly endpoints: ReadonlySet<string> | undefined;
+  /** At an ingress gateway: reached at the Service's address, through its waypoint. */
+  readonly useWaypoint: boolean;
 }
 /** Copies of the forwarded requests: to `backend`, for a share of 100. */
 export interface Mirror {
@@ -204,6 +206,7 @@ function backend(b: XdsBackend): Backend {
     port: b.port,
     weight: b.weight,
     endpoints: b.subset === '' ? undefined : new Set(b.endpoints),
+    useWaypoint: b.useWaypoint,
   };
 }
 

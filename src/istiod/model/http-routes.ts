@@ -50,6 +50,8 @@ export interface BackendModel {
     readonly labels: Readonly<Record<string, string>> | undefined;
     readonly endpoints?: readonly string[];
   };
+  /** An ingress gateway reaches it through its waypoint (`istio.io/ingress-use-waypoint`). */
+  readonly useWaypoint?: true;
 }
 /** A copy of each forwarded request, sent to `backend` for a share (of 100) of the requests. */
 export interface MirrorModel {

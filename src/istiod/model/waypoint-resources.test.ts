@@ -434,3 +434,55 @@ test("an HTTPRoute's RequestMirror mirrors a share of the rule's requests; one w
     warnings.join('\n'),
   );
 });
+
+test("istio.io/ingress-use-waypoint, on a Service or else its namespace, sends an ingress gateway's requests for a Service bound to a waypoint through it", () => {
+  const svc = (name: string, labels: string): string => `
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ${name}, namespace: shop, labels: {${labels}}}
+spec: {clusterIP: 10.96.1.${name.length}, selector: {app: ${name}}, ports: [{port: 80}]}`;
+  const { m, warnings } = model(
+    WAYPOINT +
+      `
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {istio.io/ingress-use-waypoint: "true"}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: istio}
+spec: {controllerName: istio.io/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: shop}
+spec: {gatewayClassName: istio, listeners: [{name: http, port: 80, protocol: HTTP}]}` +
+      svc('a', 'istio.io/use-waypoint: waypoint') +
+      svc('bb', 'istio.io/use-waypoint: waypoint, istio.io/ingress-use-waypoint: "false"') +
+      svc('ccc', 'istio.io/use-waypoint: waypoint, istio.io/ingress-use-waypoint: "yes"') +
+      svc('dddd', '') +
+      route(
+        'in',
+        `{parentRefs: [{name: gw}], rules: [{backendRefs: [{name: a, port: 80}, {name: bb, port: 80}, {name: ccc, port: 80}, {name: dddd, port: 80}]}]}`,
+      ),
+  );
+  const route0 = m.waypoint('shop/gw-istio')!.listeners[0]!.virtualHosts[0]!.routes[0]!;
+  assert.ok('forward' in route0.action);
+  assert.deepEqual(
+    route0.action.forward.map((b) => [b.hostname.split('.')[0], b.useWaypoint ?? false]),
+    [
+      ['a', true],
+      ['bb', false],
+      ['ccc', false],
+      ['dddd', false],
+    ],
+    "the namespace's label for a; b's own false wins; c's value is not a boolean; d has no waypoint",
+  );
+  assert.ok(
+    warnings.some((w) => /Service shop\/ccc: istio\.io\/ingress-use-waypoint is "yes", not a boolean/.test(w)),
+    warnings.join('\n'),
+  );
+  assert.equal(m.waypoint('shop/waypoint')!.services.length, 0, 'a waypoint itself is not told');
+});

@@ -140,10 +140,23 @@ export function waypointResources(
     cfg.domainSuffix,
   );
   warnings.push(...routes.warnings);
-  if (ingress.length > 0) {
-    const namespaceLabels = new Map(
-      objects.flatMap((o) => (o.kind === 'Namespace' ? [[o.metadata.name, o.metadata.labels] as const] : [])),
+  const namespaceLabels = new Map(
+    objects.flatMap((o) => (o.kind === 'Namespace' ? [[o.metadata.name, o.metadata.labels] as const] : [])),
+  );
+  /** `namespace/hostname` of the Services an ingress gateway reaches through their waypoint. */
+  const ingressViaWaypoint = new Set<string>();
+  for (const s of [...kubeServices, ...serviceEntries]) {
+    const { namespace, name, labels } = s.metadata;
+    const use = ingressUseWaypoint(labels, namespaceLabels.get(namespace), (v) =>
+      warnings.push(
+        `${s.kind} ${namespace}/${name}: ${INGRESS_USE_WAYPOINT} is ${JSON.stringify(v)}, not a boolean; taken as false`,
+      ),
     );
+    if (use)
+      for (const h of hostsOf.get(`${s.kind}/${namespace}/${name}`) ?? [])
+        if (boundTo.has(`${namespace}/${h}`)) ingressViaWaypoint.add(`${namespace}/${h}`);
+  }
+  if (ingress.length > 0) {
     const l4 = byAge(
       objects.filter(
         (o): o is ResourceOf<'TLSRoute'> | ResourceOf<'TCPRoute'> => o.kind === 'TLSRoute' || o.kind === 'TCPRoute',
@@ -302,7 +315,43 @@ export function waypointResources(
       accessLog: cfg.accessLog,
     });
   }
+  if (ingressViaWaypoint.size > 0)
+    for (const [proxy, r] of out)
+      if (r.listeners.length > 0)
+        out.set(proxy, { ...r, listeners: r.listeners.map((l) => viaWaypoints(l, ingressViaWaypoint)) });
   return { resources: out, warnings };
+}
+
+/** The label by which a Service (or its namespace) asks ingress gateways to go through its waypoint. */
+const INGRESS_USE_WAYPOINT = 'istio.io/ingress-use-waypoint';
+
+/**
+ * Whether ingress gateways reach a Service through its waypoint, as istio `pilot/pkg/serviceregistry/ambient/services.go`
+ * reads `istio.io/ingress-use-waypoint`: the Service's label, else its namespace's; a value that is not one of Go's
+ * booleans counts as false, and `invalid` hears it.
+ */
+export function ingressUseWaypoint(
+  serviceLabels: Readonly<Record<string, string>>,
+  namespaceLabels: Readonly<Record<string, string>> | undefined,
+  invalid: (value: string) => void,
+): boolean {
+  const value = serviceLabels[INGRESS_USE_WAYPOINT] ?? namespaceLabels?.[INGRESS_USE_WAYPOINT];
+  if (value === undefined) return false;
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
+  if (!['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) invalid(value);
+  return false;
+}
+
+/** A listener whose backends in `via` (`namespace/hostname`) are marked to be reached through their waypoint. */
+function viaWaypoints(l: GatewayListenerModel, via: ReadonlySet<string>): GatewayListenerModel {
+  const mark = (b: BackendModel): BackendModel =>
+    via.has(`${b.namespace}/${b.hostname}`) ? { ...b, useWaypoint: true } : b;
+  const route = (x: RouteModel): RouteModel => ({
+    ...x,
+    action: 'forward' in x.action ? { forward: x.action.forward.map(mark) } : x.action,
+    ...(x.mirrors === undefined ? {} : { mirrors: x.mirrors.map((m) => ({ ...m, backend: mark(m.backend) })) }),
+  });
+  return { ...l, virtualHosts: l.virtualHosts.map((v) => ({ ...v, routes: v.routes.map(route) })) };
 }
 
 /** Each backend and mirror backend of a resource's routes. */
