@@ -417,7 +417,14 @@ ports: [{name: http, port: 80, protocol: TCP}]
       const py = await runPython('sds_grpcio.py', [`127.0.0.1:${ist.ports.grpc}`, ist.rootCertPath, token, ...names]);
       assert.equal(py.status, 0, py.stderr);
       return JSON.parse(py.stdout) as {
-        resources: { name: string; any_type: string; secret_name: string; dns_names: string[]; key_matches: boolean }[];
+        resources: {
+          name: string;
+          any_type: string;
+          secret_name: string;
+          dns_names?: string[];
+          key_matches?: boolean;
+          ca_dns_names?: string[];
+        }[];
       };
     };
 
@@ -472,6 +479,32 @@ ports: [{name: http, port: 80, protocol: TCP}]
         served.resources.map((r) => [r.name, r.dns_names]),
         [['kubernetes://example-cert', ['*.example.com']]],
         "allowed by the Role, and only from the proxy's own namespace",
+      );
+      // MUTUAL: the CA clients' certificates must chain to, as `<credentialName>-cacert`: the Secret's ca.crt.
+      const clientCa = await tlsSecret('ingress', 'unused', ['client-ca.test']);
+      const mtls = await tlsSecret('ingress', 'mtls-cert', ['mtls.example.com']);
+      await apply(
+        'mtls-cert.yaml',
+        mtls.yaml.replace('\ndata: {', `\ndata: {ca.crt: ${Buffer.from(clientCa.certPem).toString('base64')}, `),
+      );
+      let cas: Awaited<ReturnType<typeof sds>> = { resources: [] };
+      await waitFor(
+        "istiod's informer has the new Secret",
+        async () =>
+          (cas = await sds('ingress', 'reader', 'kubernetes://mtls-cert-cacert', 'kubernetes://example-cert-cacert'))
+            .resources.length > 0,
+      );
+      assert.deepEqual(
+        cas.resources.map((r) => [r.name, r.secret_name, r.ca_dns_names]),
+        [['kubernetes://mtls-cert-cacert', 'kubernetes://mtls-cert-cacert', ['client-ca.test']]],
+        'a Secret without ca.crt gives no CA',
+      );
+      assert.ok(
+        logs.lines.some(
+          (l) =>
+            l['message'] === 'SDS: failed to fetch ca certificate' &&
+            String(l['error']).includes("didn't have expected keys cacert or ca.crt"),
+        ),
       );
     });
 

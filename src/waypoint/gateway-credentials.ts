@@ -3,8 +3,9 @@
  * `envoy.extensions.transport_sockets.tls.v3.Secret`, subscribed to by the names its listeners carry, on the same
  * delta ADS stream. The names follow the listeners: a push that adds or drops a certificate changes the
  * subscription. Each Secret's chain and key become one TLS context per listener (`contextFor`), made again when
- * istiod pushes a new version (rotation); a Secret that is not a usable key pair is NACKed and the listener keeps
- * the last good one. istiod sends nothing for a name the gateway may not use, so such a listener has no certificate
+ * istiod pushes a new version (rotation), with the CA certificates its clients' certificates must chain to when it
+ * asks for them (a `validation_context`, the `-cacert` names); a Secret that is not a usable key pair or CA is NACKed
+ * and the listener keeps the last good one. istiod sends nothing for a name the gateway may not use, so such a listener has no certificate
  * and its handshakes fail.
  */
 import { createSecureContext, type SecureContext } from 'node:tls';
@@ -35,6 +36,8 @@ function bytes(d: DataSource | undefined): Buffer | undefined {
 
 export class GatewayCredentials {
   private readonly pairs = new Map<string, KeyPair>();
+  /** CA certificates (PEM) by name, which clients' certificates are verified against. */
+  private readonly cas = new Map<string, Buffer>();
   private readonly contexts = new Map<string, SecureContext>();
   private namesChanged: () => void = () => undefined;
   private readonly watchers: (() => void)[] = [];
@@ -48,7 +51,7 @@ export class GatewayCredentials {
 
   /** The names the listeners carry now. */
   private get names(): string[] {
-    return [...new Set(this.rules.listeners.flatMap((l) => l.credentialNames))].sort();
+    return [...new Set(this.rules.listeners.flatMap((l) => [...l.credentialNames, ...l.clientCaNames]))].sort();
   }
 
   subscription(): NamedSubscription {
@@ -67,6 +70,7 @@ export class GatewayCredentials {
         }
         for (const n of removed) {
           this.pairs.delete(n);
+          this.cas.delete(n);
           this.log.info({ credential: n }, 'certificate withdrawn by istiod');
         }
         this.contexts.clear();
@@ -86,17 +90,28 @@ export class GatewayCredentials {
     return names.flatMap((n) => this.pairs.get(n) ?? []);
   }
 
-  /** The TLS context of a listener's certificates (several: one context holding each); undefined: none yet. */
-  contextFor(names: readonly string[]): SecureContext | undefined {
+  /** The CA certificates of `names` the gateway holds. */
+  caCertificates(names: readonly string[]): readonly Buffer[] {
+    return names.flatMap((n) => this.cas.get(n) ?? []);
+  }
+
+  /**
+   * The TLS context of a listener's certificates (several: one context holding each), with the CAs of `caNames` to
+   * verify clients against; undefined when it has no certificate yet, or asks for client certificates and has no CA
+   * yet (a handshake that cannot be verified is refused rather than let through unverified).
+   */
+  contextFor(names: readonly string[], caNames: readonly string[] = []): SecureContext | undefined {
     const have = this.keyPairs(names);
-    if (have.length === 0) return undefined;
-    const key = names.join('\n');
+    const ca = this.caCertificates(caNames);
+    if (have.length === 0 || (caNames.length > 0 && ca.length === 0)) return undefined;
+    const key = `${names.join('\n')}\n\n${caNames.join('\n')}`;
     let ctx = this.contexts.get(key);
     if (ctx === undefined) {
       ctx = createSecureContext({
         cert: have.map((p) => p.cert),
         key: have.map((p) => p.key),
         minVersion: 'TLSv1.2',
+        ...(ca.length > 0 ? { ca: [...ca] } : {}),
       });
       this.contexts.set(key, ctx);
     }
@@ -113,6 +128,14 @@ export class GatewayCredentials {
   ): string | undefined {
     try {
       const msg = resource === undefined ? undefined : anyUnpack(resource, SecretSchema);
+      if (msg?.type.case === 'validationContext') {
+        const ca = bytes(msg.type.value.trustedCa);
+        if (ca === undefined) return `${name}: the CA certificate is not inline`;
+        const x509 = new X509Certificate(ca);
+        this.cas.set(name, ca);
+        this.log.info({ credential: name, validTo: x509.validTo }, 'CA certificate applied');
+        return undefined;
+      }
       if (msg === undefined || msg.type.case !== 'tlsCertificate') return `${name}: not a TLS certificate Secret`;
       const cert = bytes(msg.type.value.certificateChain);
       const key = bytes(msg.type.value.privateKey);

@@ -4,8 +4,9 @@
  * - HTTP: requests are routed by Host to the virtual hosts of every HTTP listener of the port; HTTP/1.1, or HTTP/2
  *   with prior knowledge (h2c), told apart by the connection's first bytes.
  * - HTTPS: TLS is terminated with the certificates istiod serves over SDS (`gateway-credentials.ts`), chosen by SNI
- *   (`listenerForSni`); a client without SNI gets the listener without a hostname, if there is one. ALPN offers h2
- *   and http/1.1, as Istio's gateways do. The requests inside are routed by the virtual hosts of that listener
+ *   (`listenerForSni`); a client without SNI gets the listener without a hostname, if there is one. A listener that
+ *   verifies clients (MUTUAL, OPTIONAL_MUTUAL) checks their certificates against its CA. ALPN offers h2 and
+ *   http/1.1, as Istio's gateways do. The requests inside are routed by the virtual hosts of that listener
  *   only, as Envoy's per-server routes are.
  * - TLS (passthrough): the ClientHello's SNI (`client-hello.ts`, read without terminating TLS, as Envoy's
  *   tls_inspector does) picks the listener and its virtual host, whose route's backends take the connection as it is.
@@ -45,6 +46,17 @@ import { resolveServiceBehindWaypoint } from '../ztunnel/state/upstream.js';
 /** Where the listeners bind: every IPv4 address of the pod, as Envoy's `0.0.0.0` listeners do. */
 const BIND_ADDRESS = '0.0.0.0';
 
+/**
+ * Why a TLS client may not use a listener that verifies client certificates (MUTUAL, OPTIONAL_MUTUAL); undefined
+ * when it may. A port whose listeners all require certificates refuses in the handshake; this is for the others.
+ */
+function clientCertificateRefusal(socket: tls.TLSSocket, l: GatewayListenerConfig): string | undefined {
+  if (l.clientCaNames.length === 0 || socket.authorized) return undefined;
+  const presented = Object.keys(socket.getPeerCertificate()).length > 0;
+  if (!presented) return l.clientCertificateOptional ? undefined : 'no client certificate';
+  return `the client certificate does not verify: ${String(socket.authorizationError)}`;
+}
+
 /** What an HTTP/2 client sends first (RFC 9113 §3.4). */
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -73,8 +85,22 @@ function streamOf(socket: net.Socket): Duplex {
 /** How long a passthrough connection may take to send its ClientHello (Envoy's listener filter timeout). */
 const CLIENT_HELLO_TIMEOUT_MS = 15_000;
 
-interface PortServer {
+/**
+ * What a port's server is made with: its protocol and, for HTTPS, whether it asks clients for certificates (some
+ * listener verifies them) and requires them (every listener does, so the handshake itself refuses a client without
+ * one). Node fixes these when the server is made; a change makes the server again.
+ */
+interface PortShape {
   readonly protocol: GatewayProtocol;
+  readonly requestCert: boolean;
+  readonly requireCert: boolean;
+}
+
+const sameShape = (a: PortShape, b: PortShape): boolean =>
+  a.protocol === b.protocol && a.requestCert === b.requestCert && a.requireCert === b.requireCert;
+
+interface PortServer {
+  readonly shape: PortShape;
   readonly server: net.Server;
   listening: boolean;
   error: string | undefined;
@@ -116,24 +142,39 @@ export class GatewayListener implements LocalProxies {
     return this.rules.listeners.filter((l) => l.port === port);
   }
 
+  /** The shape of the server of `port`'s listeners. */
+  private shapeOf(port: number): PortShape {
+    const on = this.listenersOn(port);
+    const protocol = on[0]!.protocol;
+    const verifying = protocol === 'HTTPS' ? on.filter((l) => l.clientCaNames.length > 0) : [];
+    return {
+      protocol,
+      requestCert: verifying.length > 0,
+      requireCert: verifying.length === on.length && verifying.every((l) => !l.clientCertificateOptional),
+    };
+  }
+
   /** Opens a server for each port istiod's listeners name, and closes those no listener names any more. */
   reconcile(): void {
     if (this.closed) return;
-    const want = new Map<number, GatewayProtocol>();
-    for (const l of this.rules.listeners) if (!want.has(l.port)) want.set(l.port, l.protocol);
-    for (const [port, s] of this.servers)
-      if (want.get(port) !== s.protocol) {
+    const want = new Map<number, PortShape>();
+    for (const l of this.rules.listeners) if (!want.has(l.port)) want.set(l.port, this.shapeOf(l.port));
+    for (const [port, s] of this.servers) {
+      const w = want.get(port);
+      if (w === undefined || !sameShape(w, s.shape)) {
         s.server.close();
         this.servers.delete(port);
         this.ctx.log.info({ port }, 'gateway listener closed');
       }
-    for (const [port, protocol] of want) if (!this.servers.has(port)) this.open(port, protocol);
+    }
+    for (const [port, shape] of want) if (!this.servers.has(port)) this.open(port, shape);
     this.refreshCertificates();
   }
 
-  private open(port: number, protocol: GatewayProtocol): void {
-    const server = this.makeServer(port, protocol);
-    const entry: PortServer = { protocol, server, listening: false, error: undefined };
+  private open(port: number, shape: PortShape): void {
+    const { protocol } = shape;
+    const server = this.makeServer(port, shape);
+    const entry: PortServer = { shape, server, listening: false, error: undefined };
     server.on('tlsClientError', (e: Error, s: tls.TLSSocket) => {
       this.ctx.log.debug({ port, src: s.remoteAddress, error: e.message }, 'gateway: TLS handshake failed');
     });
@@ -148,22 +189,24 @@ export class GatewayListener implements LocalProxies {
     this.servers.set(port, entry);
   }
 
-  private makeServer(port: number, protocol: GatewayProtocol): net.Server {
-    switch (protocol) {
+  private makeServer(port: number, shape: PortShape): net.Server {
+    switch (shape.protocol) {
       case 'HTTP':
         return net.createServer((s) => this.acceptPlain(s, port));
       case 'TLS':
       case 'TCP':
-        return net.createServer((s) => this.passThrough(s, port, protocol));
+        return net.createServer((s) => this.passThrough(s, port, shape.protocol as 'TLS' | 'TCP'));
       case 'HTTPS':
         return tls.createServer(
           {
             minVersion: 'TLSv1.2',
             // As Istio's gateways offer: HTTP/2 first, then HTTP/1.1.
             ALPNProtocols: ['h2', 'http/1.1'],
+            requestCert: shape.requestCert,
+            rejectUnauthorized: shape.requireCert,
             SNICallback: (sni, cb) => {
               const l = listenerForSni(this.listenersOn(port), sni);
-              const ctx = l === undefined ? undefined : this.credentials.contextFor(l.credentialNames);
+              const ctx = l === undefined ? undefined : this.credentials.contextFor(l.credentialNames, l.clientCaNames);
               if (ctx === undefined) {
                 this.ctx.log.warn({ port, sni }, 'gateway: no certificate for the TLS connection');
                 cb(new MeshError('ZT_ERR_GATEWAY_NO_CERTIFICATE', `no certificate for ${sni} on port ${port}`));
@@ -178,15 +221,16 @@ export class GatewayListener implements LocalProxies {
   /** The TLS context for clients without SNI: that of the port's listener without a hostname. */
   private refreshCertificates(): void {
     for (const [port, s] of this.servers) {
-      if (s.protocol !== 'HTTPS') continue;
+      if (s.shape.protocol !== 'HTTPS') continue;
       const l = listenerForSni(this.listenersOn(port), undefined);
-      const names = l?.credentialNames ?? [];
-      const pairs = this.credentials.keyPairs(names);
-      if (pairs.length > 0)
+      const pairs = this.credentials.keyPairs(l?.credentialNames ?? []);
+      const ca = this.credentials.caCertificates(l?.clientCaNames ?? []);
+      if (pairs.length > 0 && ca.length >= Math.min(1, l?.clientCaNames.length ?? 0))
         (s.server as tls.Server).setSecureContext({
           cert: pairs.map((p) => p.cert),
           key: pairs.map((p) => p.key),
           minVersion: 'TLSv1.2',
+          ...(ca.length > 0 ? { ca: [...ca] } : {}),
         });
     }
   }
@@ -217,6 +261,15 @@ export class GatewayListener implements LocalProxies {
     if (self === undefined || this.rules.broken !== undefined) {
       socket.destroy();
       return;
+    }
+    if (socket instanceof tls.TLSSocket) {
+      const l = listenerForSni(this.listenersOn(port), sni);
+      const refused = l === undefined ? undefined : clientCertificateRefusal(socket, l);
+      if (refused !== undefined) {
+        this.ctx.log.info({ port, sni, src: socket.remoteAddress, error: refused }, 'gateway: client refused');
+        socket.destroy();
+        return;
+      }
     }
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
@@ -331,7 +384,7 @@ export class GatewayListener implements LocalProxies {
     return {
       gateway: {
         workload: this.podUid,
-        listening: [...this.servers].map(([port, s]) => ({ port, protocol: s.protocol, up: s.listening })),
+        listening: [...this.servers].map(([port, s]) => ({ port, protocol: s.shape.protocol, up: s.listening })),
         config: this.rules.dump(),
         certificates: this.credentials.dump(),
       },

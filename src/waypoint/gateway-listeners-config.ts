@@ -21,6 +21,9 @@ export interface GatewayListenerConfig {
   /** Empty: any. */
   readonly hostname: string;
   readonly credentialNames: readonly string[];
+  /** Client certificates: the SDS names of the CAs they must chain to (none: not asked for); whether optional. */
+  readonly clientCaNames: readonly string[];
+  readonly clientCertificateOptional: boolean;
   /** By hostname (exact, `*.suffix`, or `*`). */
   readonly virtualHosts: ReadonlyMap<string, RouteTable>;
 }
@@ -56,6 +59,8 @@ export function gatewayListenersFromXds(listeners: readonly Listener[]): {
         protocol: l.protocol as GatewayProtocol,
         hostname: l.hostname,
         credentialNames: [...l.credentialNames],
+        clientCaNames: [...l.clientCaNames],
+        clientCertificateOptional: l.clientCertificateOptional,
         virtualHosts: hosts,
       }),
     );

@@ -2,10 +2,11 @@
 """Subscribes by name to gateway certificates (type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret)
 on istiod's delta ADS with Debian's python3-grpcio, as an Istio gateway fetches its credentials over SDS. Request and
 reply are encoded and decoded by hand from Envoy's field numbers (discovery.proto; secret.proto: Secret.name = 1,
-tls_certificate = 2; common.proto: TlsCertificate.certificate_chain = 1, private_key = 2; base.proto:
-DataSource.inline_bytes = 2), not from amesh's .proto files. Each certificate and key is loaded with
-python3-cryptography, which checks that they are a pair. Prints the first response as JSON: per resource its name,
-the Any's type, the Secret's own name, the certificate's DNS names and whether the key matches.
+tls_certificate = 2, validation_context = 4; common.proto: TlsCertificate.certificate_chain = 1, private_key = 2,
+CertificateValidationContext.trusted_ca = 1; base.proto: DataSource.inline_bytes = 2), not from amesh's .proto
+files. Each certificate and key is loaded with python3-cryptography, which checks that they are a pair. Prints the
+first response as JSON: per resource its name, the Any's type, the Secret's own name, and the certificate's DNS names
+and whether the key matches, or for a CA (validation context) the CA certificate's DNS names.
 
 usage: sds_grpcio.py ADDRESS ROOT_PEM TOKEN NAME...
 """
@@ -50,6 +51,16 @@ def main():
         r = fields(raw)
         anyf = fields(r[2][0])
         secret = fields(anyf[2][0])
+        if 4 in secret:  # validation_context: CertificateValidationContext.trusted_ca = 1
+            ca = x509.load_pem_x509_certificate(fields(fields(secret[4][0])[1][0])[2][0])
+            san = ca.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+            out["resources"].append({
+                "name": r[3][0].decode(),
+                "any_type": anyf[1][0].decode(),
+                "secret_name": secret[1][0].decode(),
+                "ca_dns_names": san.get_values_for_type(x509.DNSName),
+            })
+            continue
         tls = fields(secret[2][0])
         chain = fields(tls[1][0])[2][0]
         key_pem = fields(tls[2][0])[2][0]

@@ -31,6 +31,21 @@ export function extractCertInfo(data: Readonly<Record<string, string>> | undefin
   return `found secret, but didn't have expected keys (cert and key) or (tls.crt and tls.key); found: ${found}`;
 }
 
+/**
+ * A Secret's CA certificate for verifying clients, read as Istio reads it (istio `pilot/pkg/credentials/kube/secrets.go`
+ * `ExtractRoot`): the generic `cacert` first, else the `kubernetes.io/tls` `ca.crt`; or why there is none.
+ */
+export function extractRoot(data: Readonly<Record<string, string>> | undefined): Buffer | string {
+  const d = data ?? {};
+  for (const k of ['cacert', 'ca.crt']) {
+    const v = Buffer.from(d[k] ?? '', 'base64');
+    if (v.length > 0) return v;
+  }
+  for (const k of ['cacert', 'ca.crt']) if (k in d) return `found key "${k}", but it was empty`;
+  const found = Object.keys(d).sort().join(', ');
+  return `found secret, but didn't have expected keys cacert or ca.crt; found: ${found}`;
+}
+
 /** Why `info` is not a usable key pair (unparsable PEM, or a key that is not the certificate's); undefined if it is. */
 export function keyPairProblem(info: CertInfo): string | undefined {
   try {

@@ -241,6 +241,9 @@ export interface GatewayListenerModel {
   readonly hostname: string;
   readonly credentialNames: readonly string[];
   readonly virtualHosts: readonly VirtualHostModel[];
+  /** Client certificates: the SDS names of the CAs they must chain to; whether a client may present none. */
+  readonly clientCaNames?: readonly string[];
+  readonly clientCertificateOptional?: boolean;
 }
 
 /**

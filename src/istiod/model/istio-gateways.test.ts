@@ -106,3 +106,30 @@ test('an HTTP server with httpsRedirect redirects even without a VirtualService 
     },
   ]);
 });
+
+test("MUTUAL and OPTIONAL_MUTUAL servers verify clients against the credential's CA, served as <credentialName>-cacert; certificate pinning is not applied and said so", () => {
+  const [gw, pod] = gatewayAndPod(`  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: [mtls.shop.test]
+    tls: {mode: MUTUAL, credentialName: shop-cert, subjectAltNames: [client.shop.test]}
+  - port: {number: 8443, name: https-opt, protocol: HTTPS}
+    hosts: [opt.shop.test]
+    tls: {mode: OPTIONAL_MUTUAL, credentialName: opt-cert}
+  - port: {number: 9443, name: https-simple, protocol: HTTPS}
+    hosts: [simple.shop.test]
+    tls: {mode: SIMPLE, credentialName: simple-cert}`);
+  const { listeners, warnings } = istioGatewayListeners([gw], [pod], []);
+  assert.deepEqual(
+    listeners
+      .get('ingress/ingressgateway-0')
+      ?.map((l) => [l.port, l.credentialNames, l.clientCaNames ?? [], l.clientCertificateOptional ?? false]),
+    [
+      [443, ['kubernetes://shop-cert'], ['kubernetes://shop-cert-cacert'], false],
+      [8443, ['kubernetes://opt-cert'], ['kubernetes://opt-cert-cacert'], true],
+      [9443, ['kubernetes://simple-cert'], [], false],
+    ],
+  );
+  assert.ok(
+    warnings.some((w) => /https: tls\.subjectAltNames is not checked by amesh's gateway/.test(w)),
+    warnings.join('\n'),
+  );
+});

@@ -5,7 +5,9 @@
  *   `PILOT_SCOPE_GATEWAY_TO_NAMESPACE`), each known by its workload (`<namespace>/<Deployment>`);
  * - each server host (`host`; `ns/host`, where `.` is the Gateway's namespace and `*` any) becomes a listener on
  *   the server's port, HTTP, or HTTPS in SIMPLE mode with its `credentialName` fetched over SDS as `kubernetes://<name>`:
- *   only from the proxy's own namespace, and only if the proxy's service account may list Secrets there;
+ *   only from the proxy's own namespace, and only if the proxy's service account may list Secrets there; in MUTUAL
+ *   and OPTIONAL_MUTUAL modes, clients' certificates are verified against `kubernetes://<name>-cacert` (the
+ *   credential's `ca.crt`, or a Secret of that name) as Envoy's do;
  * - a VirtualService binds when its `gateways` name the Gateway and its namespace is one the server host admits;
  *   its hosts meet the server's, and its routes (in its own order, VirtualServices oldest first) serve each host
  *   they share, restricted to the server's port when a match names one;
@@ -20,6 +22,9 @@ import { meet, type GatewayListenerModel } from './gateway-listeners.js';
 import { present, type RedirectModel, type RouteModel } from './http-routes.js';
 import type { ConvertedVirtualService } from './virtual-services.js';
 import { podWorkloadName } from './workloads.js';
+
+/** The TLS modes of an HTTPS server whose TLS the gateway terminates. */
+const TERMINATED: ReadonlySet<string> = new Set(['SIMPLE', 'MUTUAL', 'OPTIONAL_MUTUAL']);
 
 /** Where an HTTP server with `httpsRedirect` sends every request: https, its well-known port, host and path kept. */
 const HTTPS_REDIRECT: RedirectModel = { scheme: 'https', hostname: '', port: 0, path: undefined, statusCode: 301 };
@@ -49,10 +54,23 @@ export function istioGatewayListeners(
       const tls = server.tls;
       let served: 'HTTP' | 'HTTPS';
       let credentialNames: string[] = [];
+      let clientCa: Pick<GatewayListenerModel, 'clientCaNames' | 'clientCertificateOptional'> = {};
+      const mode = tls?.mode ?? 'SIMPLE';
       if (protocol === 'HTTP') served = 'HTTP';
-      else if (protocol === 'HTTPS' && (tls?.mode ?? 'SIMPLE') === 'SIMPLE' && (tls?.credentialName ?? '') !== '') {
+      else if (protocol === 'HTTPS' && TERMINATED.has(mode) && (tls?.credentialName ?? '') !== '') {
         served = 'HTTPS';
         credentialNames = [`kubernetes://${tls!.credentialName!}`];
+        // Client certificates verified against the credential's CA, which SDS serves under the `-cacert` name.
+        if (mode !== 'SIMPLE')
+          clientCa = {
+            clientCaNames: [`kubernetes://${tls!.credentialName!}-cacert`],
+            clientCertificateOptional: mode === 'OPTIONAL_MUTUAL',
+          };
+        for (const field of ['subjectAltNames', 'verifyCertificateHash', 'verifyCertificateSpki'] as const)
+          if ((tls?.[field] ?? []).length > 0)
+            warnings.push(
+              `${where}: tls.${field} is not checked by amesh's gateway; any client certificate the CA signed is let in`,
+            );
       } else {
         warnings.push(
           `${where}: ${protocol || 'no protocol'}${tls?.mode == null ? '' : ` with TLS mode ${tls.mode}`} is not served by amesh's gateway`,
@@ -99,6 +117,7 @@ export function istioGatewayListeners(
           protocol: served,
           hostname: host === '*' ? '' : host,
           credentialNames,
+          ...clientCa,
           virtualHosts: [...hosts].map(([hostname, routes]) => ({ hostname, routes })),
         });
       }

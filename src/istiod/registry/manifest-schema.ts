@@ -390,7 +390,14 @@ const ISTIO_GATEWAY_SPEC = open({
     open({
       port: open({ number: port, name: str, protocol: str }),
       hosts: strs,
-      tls: open({ mode: str, credentialName: str, httpsRedirect: bool }),
+      tls: open({
+        mode: str,
+        credentialName: str,
+        httpsRedirect: bool,
+        subjectAltNames: strs,
+        verifyCertificateHash: strs,
+        verifyCertificateSpki: strs,
+      }),
       name: str,
     }),
   ),

@@ -9,12 +9,14 @@
  *   Secrets there (istio `pilot/pkg/credentials/kube/secrets.go` `Authorize`).
  * Names the caller may not have are left out, never answered with an error, and istiod's log says which and why.
  * The certificate and key come from the Secret's `cert`/`key` or `tls.crt`/`tls.key`; a Secret that changes is
- * pushed again (rotation), and one without a usable pair is not served.
+ * pushed again (rotation), and one without a usable pair is not served. A name ending in `-cacert` is the CA that
+ * client certificates are verified against (a `validation_context`): the Secret of that very name, else the one
+ * without the suffix, its `cacert` or `ca.crt` (istio's `GetCaCert`); it is authorized as the name without it.
  *
  * SubjectAccessReview answers are kept for SAR_CACHE_MS per service account, as istio caches them, so that a
  * gateway re-subscribing does not cost the API server a review each time.
  */
-import { create, toBinary } from '@bufbuild/protobuf';
+import { create, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { anyPack } from '@bufbuild/protobuf/wkt';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { SecretSchema } from '../../api/envoy/extensions/transport_sockets/tls/v3/secret_pb.js';
@@ -24,7 +26,7 @@ import type { RestartingInformer } from '../../kube/informer.js';
 import { kubeRequest } from '../../kube/kube-request.js';
 import type { SharedInformerFactory } from '../../kube/shared-informer-factory.js';
 import type { Caller } from '../ca/authenticate.js';
-import { extractCertInfo } from '../credentials/cert-info.js';
+import { extractCertInfo, extractRoot } from '../credentials/cert-info.js';
 import { version, type XdsResource } from './convert.js';
 
 export const SECRET_TYPE = `type.googleapis.com/${SecretSchema.typeName}`;
@@ -43,6 +45,9 @@ export interface CallerGenerator {
   authorize(caller: Caller, connection: string, names: readonly string[]): Promise<string[]>;
   resource(caller: Caller, name: string): XdsResource | undefined;
 }
+
+/** The suffix of a name for a credential's CA certificate (istio `security/pkg/model` `SdsCaSuffix`). */
+const CA_SUFFIX = '-cacert';
 
 /** A name → the Secret it names for a caller of `callerNamespace`, and which kind of reference it is. */
 function parseName(
@@ -140,39 +145,48 @@ export class SecretGenerator implements CallerGenerator {
   resource(caller: Caller, name: string): XdsResource | undefined {
     const ref = parseName(name, caller.namespace);
     if (ref === undefined) return undefined;
-    const s = this.secrets.get(ref.secret, ref.namespace);
+    const ca = ref.secret.endsWith(CA_SUFFIX);
+    const failed = ca ? 'SDS: failed to fetch ca certificate' : 'SDS: failed to fetch key and certificate';
+    const secret =
+      ca && this.secrets.get(ref.secret, ref.namespace) === undefined
+        ? ref.secret.slice(0, -CA_SUFFIX.length)
+        : ref.secret;
+    const s = this.secrets.get(secret, ref.namespace);
     if (s === undefined) {
       if (!this.missing.has(name))
-        this.log.warn(
-          { name, error: `secret ${ref.namespace}/${ref.secret} not found` },
-          'SDS: failed to fetch key and certificate',
-        );
+        this.log.warn({ name, error: `secret ${ref.namespace}/${secret} not found` }, failed);
       this.missing.add(name);
       return undefined;
     }
     this.missing.delete(name);
-    const key = `${name}\n${ref.namespace}/${ref.secret}`;
+    const key = `${name}\n${ref.namespace}/${secret}`;
     const rv = s.metadata?.resourceVersion ?? '';
     const cached = this.encoded.get(key);
     if (cached?.resourceVersion === rv) return cached.resource;
-    const info = extractCertInfo(s.data);
-    let resource: XdsResource | undefined;
-    if (typeof info === 'string') {
-      this.log.warn(
-        { secret: `${ref.namespace}/${ref.secret}`, error: info },
-        'SDS: failed to fetch key and certificate',
-      );
+    let type: MessageInitShape<typeof SecretSchema>['type'] | string;
+    if (ca) {
+      const root = extractRoot(s.data);
+      type =
+        typeof root === 'string'
+          ? root
+          : { case: 'validationContext', value: { trustedCa: { specifier: { case: 'inlineBytes', value: root } } } };
     } else {
-      const msg = create(SecretSchema, {
-        name,
-        type: {
-          case: 'tlsCertificate',
-          value: {
-            certificateChain: { specifier: { case: 'inlineBytes', value: info.cert } },
-            privateKey: { specifier: { case: 'inlineBytes', value: info.key } },
-          },
-        },
-      });
+      const info = extractCertInfo(s.data);
+      type =
+        typeof info === 'string'
+          ? info
+          : {
+              case: 'tlsCertificate',
+              value: {
+                certificateChain: { specifier: { case: 'inlineBytes', value: info.cert } },
+                privateKey: { specifier: { case: 'inlineBytes', value: info.key } },
+              },
+            };
+    }
+    let resource: XdsResource | undefined;
+    if (typeof type === 'string') this.log.warn({ secret: `${ref.namespace}/${secret}`, error: type }, failed);
+    else {
+      const msg = create(SecretSchema, { name, type });
       resource = { name, version: version(toBinary(SecretSchema, msg)), resource: anyPack(SecretSchema, msg) };
     }
     this.encoded.set(key, { resourceVersion: rv, resource });

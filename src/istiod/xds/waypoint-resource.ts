@@ -198,6 +198,8 @@ export function waypointResource(name: string, w: WaypointResourceModel): XdsRes
       protocol: l.protocol,
       hostname: l.hostname,
       credentialNames: [...l.credentialNames],
+      clientCaNames: [...(l.clientCaNames ?? [])],
+      clientCertificateOptional: l.clientCertificateOptional ?? false,
       virtualHosts: l.virtualHosts.map((v) => ({ hostname: v.hostname, routes: v.routes.map(route) })),
     })),
   });
