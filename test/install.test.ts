@@ -3,8 +3,9 @@
  * embedded API server with the DaemonSet controller and the scheduler in this process, one node, and a stand-in
  * kubelet that reports the pods Ready when a test lets it: the install waits for readiness and fails naming what is
  * not ready after --readiness-timeout; a second install changes nothing (no resourceVersion moves); a new tag rolls
- * the DaemonSet; `uninstall --purge` leaves istio-system without the install's objects. kubectl checks the ambient
- * manifest with a server-side dry run.
+ * the DaemonSet; `uninstall --purge` leaves istio-system without the install's objects. The ingress gateway's
+ * Deployment is waited for like istiod's, and `uninstall --revision` removes its objects. kubectl checks the ambient
+ * and default manifests (the latter with the ingress gateway's objects) with a server-side dry run.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -26,6 +27,8 @@ const DEADLINE_MS = 20_000;
 /** The kinds the embedded API server does not serve yet, which every istiod or node-agent install renders. */
 /** ztunnel alone: its ServiceAccount and DaemonSet, kinds the API server serves. */
 const ZTUNNEL_ONLY = ['--set', 'profile=empty', '--set', 'components.ztunnel.enabled=true'];
+/** The ingress gateway alone. */
+const GATEWAY_ONLY = ['--set', 'profile=empty', '--set', 'components.ingressGateways[0].enabled=true'];
 
 describe('amesh install against the embedded API server', () => {
   let fx: ControllerFixture;
@@ -43,6 +46,8 @@ describe('amesh install against the embedded API server', () => {
       ?.resourceVersion,
     namespace: (await fx.core.readNamespace({ name: NS })).metadata?.resourceVersion,
   });
+  const rbac = (): k8s.RbacAuthorizationV1Api => fx.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const autoscaling = (): k8s.AutoscalingV2Api => fx.kc.makeApiClient(k8s.AutoscalingV2Api);
   /** The objects in istio-system an install labels with its component. */
   const installed = async (): Promise<string[]> => {
     const selector = { namespace: NS, labelSelector: 'operator.istio.io/component' };
@@ -54,6 +59,11 @@ describe('amesh install against the embedded API server', () => {
       ),
       ...(await fx.core.listNamespacedConfigMap(selector)).items.map((o) => `ConfigMap/${o.metadata?.name ?? ''}`),
       ...(await fx.core.listNamespacedService(selector)).items.map((o) => `Service/${o.metadata?.name ?? ''}`),
+      ...(await rbac().listNamespacedRole(selector)).items.map((o) => `Role/${o.metadata?.name ?? ''}`),
+      ...(await rbac().listNamespacedRoleBinding(selector)).items.map((o) => `RoleBinding/${o.metadata?.name ?? ''}`),
+      ...(await autoscaling().listNamespacedHorizontalPodAutoscaler(selector)).items.map(
+        (o) => `HorizontalPodAutoscaler/${o.metadata?.name ?? ''}`,
+      ),
     ];
   };
 
@@ -172,6 +182,69 @@ describe('amesh install against the embedded API server', () => {
     );
   });
 
+  test('the ingress gateway’s Deployment is waited for like istiod’s; a dry run finds it unchanged; an install without it prunes it; uninstall --revision removes its objects', async () => {
+    const r = await amesh('install', '-y', '--readiness-timeout', '2s', ...GATEWAY_ONLY);
+    // Without the deployment controller the gateway's Deployment never has a ReplicaSet: the install ends waiting.
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(
+      r.stderr,
+      /INSTALL_ERR_NOT_READY: failed to install manifests: resources not ready after 2s:\n {2}Deployment\/istio-system\/istio-ingressgateway/,
+    );
+    assert.match(
+      r.stdout,
+      /^- Processing resources for Ingress gateways\. Waiting for Deployment\/istio-system\/istio-ingressgateway$/m,
+    );
+    assert.match(r.stdout, /^✘ Ingress gateways encountered an error: resources not ready after 2s:/m);
+    assert.deepEqual((await installed()).sort(), [
+      'Deployment/istio-ingressgateway',
+      'HorizontalPodAutoscaler/istio-ingressgateway',
+      'Role/istio-ingressgateway-sds',
+      'RoleBinding/istio-ingressgateway-sds',
+      'Service/istio-ingressgateway',
+      'ServiceAccount/istio-ingressgateway-service-account',
+    ]);
+    const svc = await fx.core.readNamespacedService({ name: 'istio-ingressgateway', namespace: NS });
+    assert.equal(svc.spec?.type, 'LoadBalancer');
+    assert.deepEqual(
+      svc.spec?.ports?.map((p) => `${p.name ?? ''}:${String(p.port)}->${String(p.targetPort)}`),
+      ['status-port:15021->15021', 'http2:80->8080', 'https:443->8443'],
+    );
+    assert.equal(svc.metadata?.labels?.['operator.istio.io/component'], 'IngressGateways');
+    const d = await fx.apps.readNamespacedDeployment({ name: 'istio-ingressgateway', namespace: NS });
+    assert.equal(d.spec?.template.metadata?.labels?.['istio'], 'ingressgateway');
+    assert.deepEqual(d.spec?.template.spec?.containers[0]?.args?.slice(0, 2), ['proxy', 'router']);
+
+    const dryRun = await amesh('install', '--dry-run', ...GATEWAY_ONLY);
+    assert.equal(dryRun.status, 0, dryRun.stdout + dryRun.stderr);
+    for (const id of [
+      'Deployment/istio-system/istio-ingressgateway',
+      'Service/istio-system/istio-ingressgateway',
+      'HorizontalPodAutoscaler/istio-system/istio-ingressgateway',
+      'Role/istio-system/istio-ingressgateway-sds',
+      'RoleBinding/istio-system/istio-ingressgateway-sds',
+    ])
+      assert.match(dryRun.stdout, new RegExp(`^ {2}unchanged: ${id}$`, 'm'), dryRun.stdout);
+
+    // An install without the gateway (here: without anything) prunes its objects.
+    const pruned = await amesh('install', '-y', '--set', 'profile=empty');
+    assert.equal(pruned.status, 0, pruned.stdout + pruned.stderr);
+    await waitFor('the gateway’s objects are pruned', async () => (await installed()).length === 0, DEADLINE_MS);
+
+    await amesh('install', '-y', '--readiness-timeout', '1s', ...GATEWAY_ONLY);
+    const removed = await amesh('uninstall', '--revision', 'default', '-y');
+    assert.equal(removed.status, 0, removed.stdout + removed.stderr);
+    assert.match(removed.stdout, /^ {2}Removed apps\/v1, Kind=Deployment\/istio-ingressgateway\.istio-system\.$/m);
+    assert.match(
+      removed.stdout,
+      /^ {2}Removed rbac\.authorization\.k8s\.io\/v1, Kind=Role\/istio-ingressgateway-sds\.istio-system\.$/m,
+    );
+    await waitFor(
+      'istio-system holds none of the install’s objects',
+      async () => (await installed()).length === 0,
+      DEADLINE_MS,
+    );
+  });
+
   test('an unknown value is refused before the cluster is touched, in istioctl’s words', async () => {
     const r = await amesh('install', '-y', '--set', 'values.global.proxy.foo=bar');
     assert.equal(r.status, 1);
@@ -181,15 +254,31 @@ describe('amesh install against the embedded API server', () => {
     );
   });
 
-  test('kubectl apply --dry-run=server accepts the ambient manifest', { skip: kubectlSkip }, async () => {
-    const file = path.join(dir, 'ambient.yaml');
-    const generated = await run('manifest', 'generate', '--set', 'profile=ambient');
-    assert.equal(generated.status, 0, generated.stderr);
-    await writeFile(file, generated.stdout);
+  test('kubectl apply --dry-run=server accepts the ambient and default manifests', { skip: kubectlSkip }, async () => {
     await fx.core.createNamespace({ body: { metadata: { name: NS } } }).catch((e: unknown) => {
       if ((e as { code?: number }).code !== 409) throw e;
     });
-    await ok('apply', '--dry-run=server', '-f', file);
+    for (const profile of ['ambient', 'default']) {
+      const file = path.join(dir, `${profile}.yaml`);
+      const generated = await run('manifest', 'generate', '--set', `profile=${profile}`);
+      assert.equal(generated.status, 0, generated.stderr);
+      if (profile === 'default')
+        for (const kind of [
+          'Deployment',
+          'Service',
+          'ServiceAccount',
+          'Role',
+          'RoleBinding',
+          'HorizontalPodAutoscaler',
+        ])
+          assert.match(
+            generated.stdout,
+            new RegExp(`^kind: ${kind}\\nmetadata:\\n(?:  .*\\n)*?  name: istio-ingressgateway`, 'm'),
+            `the default manifest has the gateway's ${kind}`,
+          );
+      await writeFile(file, generated.stdout);
+      await ok('apply', '--dry-run=server', '-f', file);
+    }
   });
 
   test('the ambient profile installs, a second install changes nothing, uninstall --purge leaves istio-system empty', async () => {

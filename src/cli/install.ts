@@ -55,7 +55,9 @@ function withClusterFlags<A extends unknown[], O extends OptionValues>(cmd: Comm
 export function installCommand(): Command {
   return withInputFlags(withClusterFlags(new Command('install')))
     .alias('apply')
-    .description("install or reconfigure Istio's ambient mesh (amesh's istiod, node agent and ztunnel) on a cluster")
+    .description(
+      "install or reconfigure Istio's mesh on a cluster (amesh's istiod, ingress gateway, node agent and ztunnel, as the profile says)",
+    )
     .option(
       '--readiness-timeout <duration>',
       'how long to wait for the objects of each component to be ready',

@@ -1,14 +1,15 @@
 /**
- * The defaults of the four charts amesh renders, each chart's `_internal_defaults_do_not_set` (istio
+ * The defaults of the five charts amesh renders, each chart's `_internal_defaults_do_not_set` (istio
  * manifests/charts/base/values.yaml, istio-control/istio-discovery/values.yaml, istio-cni/values.yaml,
- * ztunnel/values.yaml), with the keys the rendering reads. Where amesh differs: the image is `amesh` in every chart
- * and for the waypoints istiod deploys (`global.proxy.image`: one image holds istiod, the node agent, ztunnel and the
- * waypoint proxy), and the hub and tag are amesh's (profiles.ts).
+ * ztunnel/values.yaml, gateways/istio-ingress/values.yaml), with the keys the rendering reads. Where amesh differs:
+ * the image is `amesh` in every chart, for the ingress gateway and for the waypoints istiod deploys
+ * (`global.proxy.image`: one image holds istiod, the node agent, ztunnel and the gateway and waypoint proxies), and
+ * the hub and tag are amesh's (profiles.ts).
  */
 import { DEFAULT_HUB, DEFAULT_TAG } from './profiles.js';
 import type { Tree } from './value-tree.js';
 
-/** The image name of all three components (the charts' pilot, install-cni and ztunnel). */
+/** The image name of every component (the charts' pilot, install-cni, ztunnel and the gateways' proxyv2). */
 export const AMESH_IMAGE = 'amesh';
 
 /** The tolerations both DaemonSets have, so that they run on every node. */
@@ -18,7 +19,8 @@ const NODE_TOLERATIONS = [
   { effect: 'NoExecute', operator: 'Exists' },
 ];
 
-export type ChartName = 'base' | 'istiod' | 'cni' | 'ztunnel';
+/** The charts, by istioctl's HelmSubdir: base, istio-control/istio-discovery, istio-cni, ztunnel, gateways/istio-ingress. */
+export type ChartName = 'base' | 'istiod' | 'cni' | 'ztunnel' | 'ingress';
 
 export const CHART_DEFAULTS: Readonly<Record<ChartName, Tree>> = {
   base: {
@@ -230,5 +232,92 @@ export const CHART_DEFAULTS: Readonly<Record<ChartName, Tree>> = {
     updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
     dnsPolicy: '',
     dnsConfig: {},
+  },
+  ingress: {
+    gateways: {
+      'istio-ingressgateway': {
+        name: 'istio-ingressgateway',
+        labels: { app: 'istio-ingressgateway', istio: 'ingressgateway' },
+        ports: [
+          { port: 15021, targetPort: 15021, name: 'status-port', protocol: 'TCP' },
+          { port: 80, targetPort: 8080, name: 'http2', protocol: 'TCP' },
+          { port: 443, targetPort: 8443, name: 'https', protocol: 'TCP' },
+        ],
+        rollingMaxSurge: '100%',
+        rollingMaxUnavailable: '25%',
+        autoscaleEnabled: true,
+        autoscaleMin: 1,
+        autoscaleMax: 5,
+        cpu: { targetAverageUtilization: 80 },
+        memory: {},
+        resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '2000m', memory: '1024Mi' } },
+        loadBalancerIP: '',
+        loadBalancerSourceRanges: [],
+        serviceAnnotations: {},
+        ipFamilyPolicy: '',
+        ipFamilies: [],
+        podAnnotations: {},
+        type: 'LoadBalancer',
+        secretVolumes: [
+          {
+            name: 'ingressgateway-certs',
+            secretName: 'istio-ingressgateway-certs',
+            mountPath: '/etc/istio/ingressgateway-certs',
+          },
+          {
+            name: 'ingressgateway-ca-certs',
+            secretName: 'istio-ingressgateway-ca-certs',
+            mountPath: '/etc/istio/ingressgateway-ca-certs',
+          },
+        ],
+        customService: false,
+        externalTrafficPolicy: '',
+        ingressPorts: [],
+        additionalContainers: [],
+        configVolumes: [],
+        serviceAccount: { annotations: {} },
+        env: {},
+        nodeSelector: {},
+        tolerations: [],
+        podAntiAffinityLabelSelector: [],
+        podAntiAffinityTermLabelSelector: [],
+        runAsRoot: false,
+        injectionTemplate: '',
+      },
+    },
+    revision: '',
+    ownerName: '',
+    global: {
+      defaultNodeSelector: {},
+      defaultPodDisruptionBudget: { enabled: true },
+      defaultResources: { requests: { cpu: '10m' } },
+      defaultTolerations: [],
+      hub: DEFAULT_HUB,
+      tag: DEFAULT_TAG,
+      variant: '',
+      imagePullPolicy: '',
+      imagePullSecrets: [],
+      logAsJson: false,
+      arch: {},
+      logging: { level: 'default:info' },
+      priorityClassName: '',
+      proxy: {
+        image: AMESH_IMAGE,
+        clusterDomain: 'cluster.local',
+        componentLogLevel: 'misc:error',
+        logLevel: 'warning',
+      },
+      caAddress: '',
+      istioNamespace: 'istio-system',
+      meshID: '',
+      mountMtlsCerts: false,
+      multiCluster: { clusterName: '' },
+      network: '',
+      pilotCertProvider: 'istiod',
+      sds: { token: { aud: 'istio-ca' } },
+      sts: { servicePort: 0 },
+      networkPolicy: { enabled: false },
+    },
+    meshConfig: { enablePrometheusMerge: true, trustDomain: 'cluster.local', defaultConfig: { proxyMetadata: {} } },
   },
 };

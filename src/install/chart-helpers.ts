@@ -48,6 +48,7 @@ const CHART_NAMES: Readonly<Record<ChartName, string>> = {
   istiod: 'istiod',
   cni: 'cni',
   ztunnel: 'ztunnel',
+  ingress: 'istio-ingress',
 };
 
 /** `istio.labels`: the chart's version is amesh's, as release builds stamp Istio's release into Chart.yaml. */

@@ -3,7 +3,9 @@
  * - istioctl gives each chart spec.values, with the component's `hub`/`tag` and the parts of its `k8s` settings the
  *   templates test (hpaSpec min/max, replicaCount, resources' cpu) copied in, and flattens `values.ztunnel` for the
  *   ztunnel chart, which takes its values unprefixed (operator/pkg/render/manifest.go
- *   applyComponentValuesToHelmValues);
+ *   applyComponentValuesToHelmValues); a gateway entry's `name`, `label` (which replaces the values' `labels`, the
+ *   chart's `app` and `istio` staying under it) and `k8s.service.ports` become its chart's `name`, `labels` and
+ *   `ports` under values.gateways.istio-ingressgateway;
  * - the chart lays the profile (`profile`, `global.platform`) over its defaults, and the values over that
  *   (manifests/zzz_profile.yaml); the ztunnel chart first lays `global` over its top level too (its
  *   FLATTEN_GLOBALS), and istiod and istio-cni lift `pilot.*` and `cni.*` to the top (zzy_descope_legacy.yaml).
@@ -13,7 +15,7 @@ import { MeshError } from '../lib/errors.js';
 import { isRecord } from '../lib/record.js';
 import { CHART_DEFAULTS } from './chart-defaults.js';
 import { goString } from './chart-helpers.js';
-import type { ComponentSpec } from './components.js';
+import { gatewayName, type ComponentSpec } from './components.js';
 import { chartProfile } from './profiles.js';
 import { cloneValue, getPath, getString, getTree, mergeInto, setPath, type Tree } from './value-tree.js';
 
@@ -34,6 +36,12 @@ function componentValues(c: ComponentSpec, iop: Readonly<Tree>): Tree {
   const root = c.component.valuesRoot.split('.');
   const at = (...path: string[]): string[] => [...root, ...path];
   const k8s = getTree(c.spec, ['k8s']);
+  if (c.component.multi === true) {
+    setPath(values, at('name'), gatewayName(c));
+    setPath(values, at('labels'), cloneValue(getTree(c.spec, ['label']) ?? {}));
+    const ports = getPath(k8s, ['service', 'ports']);
+    if (Array.isArray(ports) && ports.length > 0) setPath(values, at('ports'), cloneValue(ports));
+  }
   if (c.component.workload?.kind === 'Deployment' && k8s !== undefined) {
     const min = getPath(k8s, ['hpaSpec', 'minReplicas']);
     const max = getPath(k8s, ['hpaSpec', 'maxReplicas']);

@@ -3,8 +3,10 @@
  * chart (istio operator/pkg/render/postprocess.go): each field is a strategic merge patch of the component's
  * workload (Deployment istiod, DaemonSets istio-cni-node and ztunnel: its pod template or its main container), of
  * its HorizontalPodAutoscaler (`hpaSpec`), PodDisruptionBudget (`podDisruptionBudget`, where a maxUnavailable drops
- * the chart's minAvailable) or Service (`service`, `serviceAnnotations`). `volumes` and `volumeMounts` are accepted
- * and unused, as in istioctl; `overlays` (istioctl's path patches) are not supported.
+ * the chart's minAvailable) or Service (`service`, `serviceAnnotations`). A gateway's objects are those named after
+ * its entry, and its `service.ports` are left out of the Service patch, having become the chart's `ports` value
+ * (chart-values.ts). `volumes` and `volumeMounts` are accepted and unused, as in istioctl; `overlays` (istioctl's
+ * path patches) are not supported.
  */
 import { kindOfObject } from '../apiserver/kinds.js';
 import type { KubeObject } from '../apiserver/kube-object.js';
@@ -13,7 +15,7 @@ import { applyStrategicMergePatch } from '../apiserver/strategic-merge-patch.js'
 import { MeshError } from '../lib/errors.js';
 import { isRecord } from '../lib/record.js';
 import type { RenderedObject } from './chart-helpers.js';
-import type { ComponentSpec } from './components.js';
+import { workloadName, type ComponentSpec } from './components.js';
 import { getTree, type Tree } from './value-tree.js';
 
 type Target = 'workload' | 'HorizontalPodAutoscaler' | 'PodDisruptionBudget' | 'Service';
@@ -69,14 +71,16 @@ export function applyComponentPatches(c: ComponentSpec, objects: RenderedObject[
       'INSTALL_ERR_VALUES',
       `spec.components.${c.component.specName}.k8s.overlays: amesh does not apply overlays; use the other k8s settings or values`,
     );
-  const name =
-    c.component.name === 'Pilot' && revision !== '' && revision !== 'default'
-      ? `${workload.name}-${revision}`
-      : workload.name;
+  const name = workloadName(c, revision);
   return objects.map((o) => {
     let out = o;
     for (const [field, { target, patch }] of Object.entries(PATCHES)) {
-      const v = k8s[field];
+      let v = k8s[field];
+      if (field === 'service' && c.component.multi === true && isRecord(v)) {
+        const rest = { ...v };
+        delete rest['ports'];
+        v = rest;
+      }
       if (v === undefined) continue;
       const kind = target === 'workload' ? workload.kind : target;
       if (o.kind !== kind || o.metadata.name !== name) continue;

@@ -82,7 +82,7 @@ test('istiod autoscales by default (an HPA, no replicas, no PDB); with autoscali
   assert.equal(at(find(fixed, 'Deployment', 'istiod'), 'spec.replicas'), 2);
   assert.deepEqual(at(find(fixed, 'PodDisruptionBudget', 'istiod'), 'spec.minAvailable'), 1);
   assert.equal(
-    fixed.find((o) => o.kind === 'HorizontalPodAutoscaler'),
+    fixed.find((o) => o.kind === 'HorizontalPodAutoscaler' && o.metadata.name === 'istiod'),
     undefined,
   );
 });

@@ -1,7 +1,8 @@
 /**
  * `amesh manifest generate`'s work, as istioctl's GenerateManifest (istio operator/pkg/render/manifest.go): merge
  * the inputs into one IstioOperator, then for each enabled component compute its chart's values, render the
- * chart's objects and apply the component's `k8s` settings. Nothing here reads a cluster.
+ * chart's objects and apply the component's `k8s` settings. Several ingress gateways make one set, as istioctl
+ * gathers a component's renderings. Nothing here reads a cluster.
  */
 import type { RenderedObject } from './chart-helpers.js';
 import { chartValues } from './chart-values.js';
@@ -11,6 +12,7 @@ import { mergeIstioOperator, type InputFile } from './istio-operator.js';
 import type { SetFlag } from './set-flag.js';
 import { renderBase } from './render-base.js';
 import { renderCni } from './render-cni.js';
+import { renderIngressGateway } from './render-ingress-gateway.js';
 import { renderIstiod } from './render-istiod.js';
 import { renderZtunnel, type MeshSettings } from './render-ztunnel.js';
 import { at, getString, type Tree } from './value-tree.js';
@@ -18,6 +20,7 @@ import { at, getString, type Tree } from './value-tree.js';
 /** One component's objects. */
 export interface ManifestSet {
   readonly component: Component;
+  /** Its namespace (a gateway set's first entry's). */
   readonly namespace: string;
   readonly objects: readonly RenderedObject[];
 }
@@ -40,7 +43,7 @@ export function generateManifest(inputs: GenerateInputs): GeneratedManifest {
     trustDomain: getString(iop, ['spec', 'values', 'meshConfig', 'trustDomain'], 'cluster.local'),
     clusterDomain: getString(iop, ['spec', 'values', 'global', 'proxy', 'clusterDomain'], 'cluster.local'),
   };
-  const sets = enabledComponents(iop).map((c): ManifestSet => {
+  const rendered = enabledComponents(iop).map((c): ManifestSet => {
     const values = chartValues(c, iop);
     let objects: RenderedObject[];
     switch (c.component.chart) {
@@ -56,9 +59,18 @@ export function generateManifest(inputs: GenerateInputs): GeneratedManifest {
       case 'ztunnel':
         objects = renderZtunnel(values, c.namespace, mesh);
         break;
+      case 'ingress':
+        objects = renderIngressGateway(values, c.namespace);
+        break;
     }
     return { component: c.component, namespace: c.namespace, objects: applyComponentPatches(c, objects, revision) };
   });
+  const sets: ManifestSet[] = [];
+  for (const set of rendered) {
+    const i = sets.findIndex((s) => s.component === set.component);
+    if (i < 0) sets.push(set);
+    else sets[i] = { ...sets[i]!, objects: [...sets[i]!.objects, ...set.objects] };
+  }
   return { iop, sets };
 }
 

@@ -1,9 +1,10 @@
 /**
  * `amesh install`'s work on a cluster, as istioctl's Installer (istio operator/pkg/install/install.go): create the
  * Istio namespace, then apply each component's objects with the owner labels and wait for them to be ready, base
- * first, istiod and the node agent after it, ztunnel after the node agent (components not installed count as done),
- * then, with istiod, deploy the default revision's validator as istioctl does (default-revision-validator.ts), and
- * prune the objects of earlier installs (found by their owner labels) that are no longer rendered.
+ * first, istiod and the node agent after it, the ingress gateways after istiod, ztunnel after the node agent
+ * (components not installed count as done), then, with istiod, deploy the default revision's validator as istioctl
+ * does (default-revision-validator.ts), and prune the objects of earlier installs (found by their owner labels)
+ * that are no longer rendered.
  *
  * Each object is read first: a missing one is created, a live one whose fields already match the rendering is left
  * alone (its resourceVersion does not move), and one that differs is replaced, keeping what others own
@@ -12,7 +13,7 @@
 import { isMeshError, MeshError } from '../lib/errors.js';
 import type { RenderedObject } from './chart-helpers.js';
 import { ApiRefusal, objectId, type ClusterClient } from './cluster-client.js';
-import type { ComponentName } from './components.js';
+import { COMPONENTS, type ComponentName } from './components.js';
 import { istioNamespace, type GeneratedManifest, type ManifestSet } from './generate-manifest.js';
 import { CLUSTER_KINDS, NAMESPACED_KINDS, NAMESPACE_KIND, installKind } from './install-kinds.js';
 import { covers, desiredObject, replacementFor } from './live-object.js';
@@ -34,9 +35,11 @@ import { getString, type Tree } from './value-tree.js';
 const DEPENDS_ON: Readonly<Record<ComponentName, readonly ComponentName[]>> = {
   Base: [],
   Pilot: ['Base'],
+  IngressGateways: ['Pilot'],
   Cni: ['Base'],
   Ztunnel: ['Cni'],
 };
+const COMPONENT_NAMES: readonly string[] = COMPONENTS.map((c) => c.name);
 
 /** A replaced object that changed underneath is read again and retried this often. */
 const CONFLICT_ATTEMPTS = 3;
@@ -178,7 +181,7 @@ export class Installer {
     for (const kind of [...NAMESPACED_KINDS, ...CLUSTER_KINDS]) {
       for (const live of await client.list(kind, selector)) {
         const component = live.metadata.labels?.[COMPONENT_LABEL] ?? '';
-        if (!['Base', 'Pilot', 'Cni', 'Ztunnel'].includes(component)) continue;
+        if (!COMPONENT_NAMES.includes(component)) continue;
         if (live.metadata.labels?.[OWNING_RESOURCE_NOT_PRUNED] === 'true') continue;
         if (rendered.get(component)?.has(`${live.kind}:${live.metadata.namespace ?? ''}:${live.metadata.name}`))
           continue;

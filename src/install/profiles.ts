@@ -4,9 +4,12 @@
  * profiles they name through `values.profile` and `values.global.platform` (manifests/helm-profiles/ambient.yaml,
  * platform-*.yaml), which each chart lays over its defaults (manifests/zzz_profile.yaml).
  *
- * Where amesh differs: the default profile installs no `istio-ingressgateway` (amesh has no Envoy gateway), and
- * the hub and tag are amesh's own image (`localhost/amesh:<version>`, podman's name for a local build), put where
- * istioctl puts the hub and tag it was built with (operator/pkg/render/manifest.go hubTagOverlay).
+ * As Istio's, the default profile installs the `istio-ingressgateway` ingress gateway (amesh's router), and the
+ * ambient, minimal and empty profiles list it disabled; the egress gateway is listed disabled. Istio's `demo`
+ * profile (which turns the egress gateway on), and its `preview`, `remote`, `stable` and OpenShift profiles are not
+ * offered. Where amesh differs: the hub and tag are amesh's own image (`localhost/amesh:<version>`, podman's name
+ * for a local build), put where istioctl puts the hub and tag it was built with (operator/pkg/render/manifest.go
+ * hubTagOverlay).
  */
 import { VERSION } from '../lib/version.js';
 import { MeshError } from '../lib/errors.js';
@@ -22,25 +25,36 @@ const DEFAULT: Tree = {
   kind: 'IstioOperator',
   metadata: { namespace: 'istio-system' },
   spec: {
-    components: { base: { enabled: true }, pilot: { enabled: true } },
+    components: {
+      base: { enabled: true },
+      pilot: { enabled: true },
+      ingressGateways: [{ name: 'istio-ingressgateway', enabled: true }],
+      egressGateways: [{ name: 'istio-egressgateway', enabled: false }],
+    },
     values: {
       defaultRevision: '',
       global: { istioNamespace: 'istio-system', configValidation: true },
+      gateways: { 'istio-ingressgateway': {}, 'istio-egressgateway': {} },
       ztunnel: { resourceName: 'ztunnel' },
     },
   },
 };
 
+/** The ingress gateway as the profiles without it list it. */
+const NO_INGRESS = [{ name: 'istio-ingressgateway', enabled: false }];
+
 const PROFILES: Readonly<Record<string, Tree>> = {
   default: {},
   ambient: {
     spec: {
-      components: { cni: { enabled: true }, ztunnel: { enabled: true } },
+      components: { cni: { enabled: true }, ztunnel: { enabled: true }, ingressGateways: NO_INGRESS },
       values: { profile: 'ambient' },
     },
   },
-  minimal: {},
-  empty: { spec: { components: { base: { enabled: false }, pilot: { enabled: false } } } },
+  minimal: { spec: { components: { ingressGateways: NO_INGRESS } } },
+  empty: {
+    spec: { components: { base: { enabled: false }, pilot: { enabled: false }, ingressGateways: NO_INGRESS } },
+  },
 };
 
 export const PROFILE_NAMES: readonly string[] = Object.keys(PROFILES);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { COMPONENTS } from './components.js';
 import { ProgressLog } from './progress-log.js';
 
-const [base, pilot, cni] = COMPONENTS;
+const [base, pilot, cni] = (['Base', 'Pilot', 'Cni'] as const).map((n) => COMPONENTS.find((c) => c.name === n));
 
 test('without a terminal each new status is one line, and components finish in istioctl’s words', () => {
   let out = '';
