@@ -133,3 +133,44 @@ test("MUTUAL and OPTIONAL_MUTUAL servers verify clients against the credential's
     warnings.join('\n'),
   );
 });
+
+test("a server's port is translated to the target port of the gateway's Service that has it, as Istio's ingress gateway Service maps 80 to 8080; a Service that opts out, or no such port, leaves it as it is", () => {
+  const [gw, pod] = gatewayAndPod(`  - port: {number: 80, name: http, protocol: HTTP}
+    hosts: ["*"]
+  - port: {number: 443, name: https, protocol: HTTPS}
+    hosts: ["*"]
+    tls: {mode: SIMPLE, credentialName: cert}
+  - port: {number: 9090, name: other, protocol: HTTP}
+    hosts: ["*"]`);
+  const { objects, errors } = parseManifests(
+    'svc.yaml',
+    `apiVersion: v1
+kind: Service
+metadata: {name: istio-ingressgateway, namespace: ingress}
+spec:
+  selector: {istio: ingressgateway}
+  ports: [{name: http2, port: 80, targetPort: 8080}, {name: https, port: 443, targetPort: https-port}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: opted-out, namespace: ingress, labels: {experimental.istio.io/disable-gateway-port-translation: "true"}}
+spec:
+  selector: {istio: ingressgateway}
+  ports: [{port: 9090, targetPort: 1234}]`,
+  );
+  assert.deepEqual(errors, []);
+  const services = objects.filter((o): o is ResourceOf<'Service'> => isResource(o) && o.kind === 'Service');
+  const withPorts = {
+    ...pod,
+    spec: { ...pod.spec, containers: [{ name: 'istio-proxy', ports: [{ name: 'https-port', containerPort: 8443 }] }] },
+  } as ResourceOf<'Pod'>;
+  const { listeners } = istioGatewayListeners([gw], [withPorts], [], services);
+  assert.deepEqual(
+    listeners.get('ingress/ingressgateway-0')?.map((l) => [l.name, l.port]),
+    [
+      ['ingress/gw.0', 8080],
+      ['ingress/gw.1', 8443],
+      ['ingress/gw.2', 9090],
+    ],
+  );
+});

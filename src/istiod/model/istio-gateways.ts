@@ -4,7 +4,7 @@
  * - the proxies are the pods its `selector` matches, in any namespace (Istio's default, without
  *   `PILOT_SCOPE_GATEWAY_TO_NAMESPACE`), each known by its workload (`<namespace>/<Deployment>`);
  * - each server host (`host`; `ns/host`, where `.` is the Gateway's namespace and `*` any) becomes a listener on
- *   the server's port, HTTP, or HTTPS in SIMPLE mode with its `credentialName` fetched over SDS as `kubernetes://<name>`:
+ *   the server's port (translated to the target port of the gateway's Service that has it, as Istio does), HTTP, or HTTPS in SIMPLE mode with its `credentialName` fetched over SDS as `kubernetes://<name>`:
  *   only from the proxy's own namespace, and only if the proxy's service account may list Secrets there; in MUTUAL
  *   and OPTIONAL_MUTUAL modes, clients' certificates are verified against `kubernetes://<name>-cacert` (the
  *   credential's `ca.crt`, or a Secret of that name) as Envoy's do;
@@ -21,7 +21,8 @@ import type { ResourceOf } from '../registry/manifest-dir.js';
 import { meet, type GatewayListenerModel } from './gateway-listeners.js';
 import { present, type RedirectModel, type RouteModel } from './http-routes.js';
 import type { ConvertedVirtualService } from './virtual-services.js';
-import { podWorkloadName } from './workloads.js';
+import { servicePorts } from './services.js';
+import { containerPorts, podWorkloadName } from './workloads.js';
 
 /** The TLS modes of an HTTPS server whose TLS the gateway terminates. */
 const TERMINATED: ReadonlySet<string> = new Set(['SIMPLE', 'MUTUAL', 'OPTIONAL_MUTUAL']);
@@ -34,17 +35,18 @@ export function istioGatewayListeners(
   gateways: readonly ResourceOf<'IstioGateway'>[],
   pods: readonly ResourceOf<'Pod'>[],
   virtualServices: readonly ConvertedVirtualService[],
+  services: readonly ResourceOf<'Service'>[] = [],
 ): { readonly listeners: ReadonlyMap<string, GatewayListenerModel[]>; readonly warnings: readonly string[] } {
   const warnings: string[] = [];
   const out = new Map<string, GatewayListenerModel[]>();
   for (const gw of gateways) {
     const key = `${gw.metadata.namespace}/${gw.metadata.name}`;
     const selector = gw.spec.selector ?? {};
-    const proxies = new Set(
-      pods
-        .filter((p) => selectorMatches({ matchLabels: selector }, p.metadata.labels))
-        .map((p) => `${p.metadata.namespace}/${podWorkloadName(p)}`),
-    );
+    /** Each proxy the Gateway selects, with one of its pods (a workload's pods share labels and ports). */
+    const proxies = new Map<string, ResourceOf<'Pod'>>();
+    for (const p of pods)
+      if (selectorMatches({ matchLabels: selector }, p.metadata.labels))
+        proxies.set(`${p.metadata.namespace}/${podWorkloadName(p)}`, p);
     if (proxies.size === 0) continue;
     const listeners: GatewayListenerModel[] = [];
     present(gw.spec.servers).forEach((server, i) => {
@@ -122,11 +124,42 @@ export function istioGatewayListeners(
         });
       }
     });
-    for (const p of proxies) {
+    for (const [p, pod] of proxies) {
       let l = out.get(p);
       if (l === undefined) out.set(p, (l = []));
-      l.push(...listeners);
+      const listenPort = gatewayPortTranslation(pod, services);
+      l.push(...listeners.map((x) => ({ ...x, port: listenPort(x.port) })));
     }
   }
   return { listeners: out, warnings };
+}
+
+/** The label by which a gateway's Service opts out of port translation. */
+const DISABLE_PORT_TRANSLATION = 'experimental.istio.io/disable-gateway-port-translation';
+
+/**
+ * Where a gateway pod listens for a server's port, as istio `pilot/pkg/model/gateway.go` `resolvePorts` resolves it
+ * for a Gateway that selects pods by label: the server's port is taken as a port of the Services that select the
+ * pod (those without `experimental.istio.io/disable-gateway-port-translation`), and the first such port's target
+ * port is listened on (a named target resolved through the pod's container ports); no such port: the server's own.
+ * So a server on 80 listens on 8080 behind Istio's ingress gateway Service (80→8080).
+ */
+function gatewayPortTranslation(
+  pod: ResourceOf<'Pod'>,
+  services: readonly ResourceOf<'Service'>[],
+): (port: number) => number {
+  const named = containerPorts(pod);
+  const targets: { port: number; target: number }[] = [];
+  for (const s of services) {
+    const selector = s.spec.selector ?? {};
+    if (s.metadata.namespace !== pod.metadata.namespace || Object.keys(selector).length === 0) continue;
+    if (DISABLE_PORT_TRANSLATION in s.metadata.labels) continue;
+    if (!selectorMatches({ matchLabels: selector }, pod.metadata.labels)) continue;
+    for (const p of servicePorts(s)) {
+      const t = p.targetPort ?? p.port;
+      const target = typeof t === 'number' ? t : named[t];
+      if (target !== undefined) targets.push({ port: p.port, target });
+    }
+  }
+  return (port) => targets.find((t) => t.port === port)?.target ?? port;
 }

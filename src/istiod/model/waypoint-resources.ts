@@ -279,6 +279,7 @@ export function waypointResources(
     objects.filter((o): o is ResourceOf<'IstioGateway'> => o.kind === 'IstioGateway'),
     objects.filter((o): o is ResourceOf<'Pod'> => o.kind === 'Pod'),
     virtualServices,
+    kubeServices,
   );
   warnings.push(...istio.warnings);
   const out = new Map<string, WaypointResourceModel>();

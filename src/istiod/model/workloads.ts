@@ -78,7 +78,7 @@ function workloadEntryName(we: WorkloadEntry, labels: Readonly<Record<string, st
 }
 
 /** Named container ports, for named service target ports. */
-function containerPorts(pod: Pod): Record<string, number> {
+export function containerPorts(pod: Pod): Record<string, number> {
   const out: Record<string, number> = {};
   for (const c of pod.spec.containers ?? []) {
     for (const p of c?.ports ?? []) {
