@@ -1,15 +1,17 @@
 #!/usr/bin/python3
 """A delta ADS server on Debian's python3-grpcio that is not amesh's istiod: it serves ztunnel the Address
 resources described in a JSON file, encoded by hand from the field numbers of ztunnel `proto/workload.proto` and
-`proto/xds.proto`, the waypoint's own amesh.waypoint.v1.Waypoint resources by name, and an empty set of every other
-type. Prints "listening PORT", then one JSON line per request it receives (type_url, nonce, whether it carried an
+`proto/xds.proto`, the waypoint's own amesh.waypoint.v1.Waypoint resources by name, gateway certificates by name
+(Envoy's envoy.extensions.transport_sockets.tls.v3.Secret, encoded by hand from its field numbers), and an empty set
+of every other type. Prints "listening PORT", then one JSON line per request it receives (type_url, nonce, whether it carried an
 error, the error's message, the names it subscribes to) and one per Waypoint response it sends ("sent": the names).
 
 usage: xds_server_grpcio.py HOST CERT KEY RESOURCES_JSON [WAYPOINT_PB_DIR]
 
 RESOURCES_JSON: a list of {"workload": {...}}, {"service": {...}} and {"authorization": {...}} objects with the
 fields workload(), service() and authorization() read, and of {"waypoint": {"name": "<ns>/<gateway>", "message":
-{...}}}, the message being a Waypoint in proto3 JSON. Those are encoded with python3-protobuf from the modules protoc
+{...}}}, the message being a Waypoint in proto3 JSON, and of {"secret": {"name": ..., "cert": PEM, "key": PEM}} (a
+certificate and key) or {"secret": {"name": ..., "ca": PEM}} (a CA to verify clients against). Those are encoded with python3-protobuf from the modules protoc
 compiled from amesh's proto/amesh/waypoint/v1/waypoint.proto into WAYPOINT_PB_DIR (needed only when there are any).
 """
 import json
@@ -26,6 +28,7 @@ from pbwire import field, fields, varint
 ADDRESS_TYPE = "type.googleapis.com/istio.workload.Address"
 AUTHORIZATION_TYPE = "type.googleapis.com/istio.security.Authorization"
 WAYPOINT_TYPE = "type.googleapis.com/amesh.waypoint.v1.Waypoint"
+SECRET_TYPE = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 
 
 def ld(num, payload):
@@ -116,6 +119,15 @@ def waypoint_resources(items, pb_dir):
     return out
 
 
+def secret(s):
+    """Secret: name = 1, tls_certificate = 2 (certificate_chain = 1, private_key = 2), validation_context = 4
+    (trusted_ca = 1); each a DataSource with inline_bytes = 2."""
+    inline = lambda pem: ld(2, pem.encode())
+    if "ca" in s:
+        return st(1, s["name"]) + ld(4, ld(1, inline(s["ca"])))
+    return st(1, s["name"]) + ld(2, ld(1, inline(s["cert"])) + ld(2, inline(s["key"])))
+
+
 def address_resource(r):
     if "workload" in r:
         name, addr = r["workload"]["uid"], ld(1, workload(r["workload"]))
@@ -127,8 +139,9 @@ def address_resource(r):
 
 class Ads:
     def __init__(self, resources, pb_dir):
-        self.resources = [r for r in resources if "waypoint" not in r]
+        self.resources = [r for r in resources if "waypoint" not in r and "secret" not in r]
         self.waypoints = waypoint_resources([r["waypoint"] for r in resources if "waypoint" in r], pb_dir)
+        self.secrets = {r["secret"]["name"]: secret(r["secret"]) for r in resources if "secret" in r}
         self.lock = threading.Lock()
 
     def log(self, line):
@@ -148,13 +161,14 @@ class Ads:
             if subscribe:
                 line["subscribe"] = subscribe
             self.log(line)
-            if type_url == WAYPOINT_TYPE:
+            if type_url in (WAYPOINT_TYPE, SECRET_TYPE):
                 if nonce and not subscribe:
                     continue  # an ACK or NACK, subscribing to nothing new
                 # Only the names asked for; a name it does not have gets an empty response.
-                names = [n for n in subscribe if n in self.waypoints]
-                body = b"".join(ld(2, resource(n, WAYPOINT_TYPE, self.waypoints[n])) for n in names)
-                self.log({"sent": WAYPOINT_TYPE, "names": names})
+                held = self.waypoints if type_url == WAYPOINT_TYPE else self.secrets
+                names = [n for n in subscribe if n in held]
+                body = b"".join(ld(2, resource(n, type_url, held[n])) for n in names)
+                self.log({"sent": type_url, "names": names})
                 yield body + st(4, type_url) + st(5, uuid.uuid4().hex)
                 continue
             if nonce:
