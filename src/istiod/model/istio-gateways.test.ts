@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isResource, parseManifests, type ResourceOf } from '../registry/manifest-dir.js';
 import { istioGatewayListeners } from './istio-gateways.js';
+import type { RouteModel } from './http-routes.js';
 import { convertVirtualService } from './virtual-services.js';
 
 /**
@@ -173,4 +174,64 @@ spec:
       ['ingress/gw.2', 9090],
     ],
   );
+});
+
+test("a PASSTHROUGH server relays by SNI to the VirtualServices' tls routes (the first that names a host), a TCP server every connection to the first tcp route", () => {
+  const [gw, pod] = gatewayAndPod(`  - name: tls
+    port: {number: 443, name: tls, protocol: TLS}
+    hosts: ["*.shop.test"]
+    tls: {mode: PASSTHROUGH}
+  - name: tcp
+    port: {number: 9000, name: tcp, protocol: TCP}
+    hosts: [db.shop.test, cache.shop.test]`);
+  const { objects, errors } = parseManifests(
+    'vs.yaml',
+    `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: l4, namespace: shop}
+spec:
+  hosts: [db.shop.test, api.shop.test]
+  gateways: [ingress/gw]
+  tls:
+  - match: [{sniHosts: [db.shop.test], port: 443}]
+    route: [{destination: {host: db, port: {number: 5432}}}]
+  - match: [{sniHosts: [db.shop.test, api.shop.test]}]
+    route: [{destination: {host: web}}]
+  tcp:
+  - match: [{port: 9000}]
+    route: [{destination: {host: db, port: {number: 5432}}, weight: 80}, {destination: {host: web}, weight: 20}]
+  - route: [{destination: {host: web}}]`,
+  );
+  assert.deepEqual(errors, []);
+  const vs = objects[0]!;
+  assert.ok(isResource(vs) && vs.kind === 'VirtualService');
+  const converted = convertVirtualService(
+    vs,
+    new Map([
+      ['shop/web', new Set([80])],
+      ['shop/db', new Set([5432])],
+    ]),
+    'cluster.local',
+  );
+  const { listeners, warnings } = istioGatewayListeners([gw], [pod], [converted]);
+  const backends = (routes: readonly RouteModel[]): unknown =>
+    routes.map((r) => ('forward' in r.action ? r.action.forward.map((b) => `${b.hostname}:${b.port}`) : r.action));
+  assert.deepEqual(
+    listeners
+      .get('ingress/ingressgateway-0')
+      ?.map((l) => [l.protocol, l.port, l.hostname, l.virtualHosts.map((v) => [v.hostname, backends(v.routes)])]),
+    [
+      [
+        'TLS',
+        443,
+        '*.shop.test',
+        [
+          ['db.shop.test', [['db.shop.svc.cluster.local:5432']]],
+          ['api.shop.test', [['web.shop.svc.cluster.local:80']]],
+        ],
+      ],
+      ['TCP', 9000, '', [['*', [['db.shop.svc.cluster.local:5432', 'web.shop.svc.cluster.local:80']]]]],
+    ],
+  );
+  assert.deepEqual(warnings, []);
 });

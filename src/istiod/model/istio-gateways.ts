@@ -14,6 +14,8 @@
  * - an HTTP server with `tls.httpsRedirect` answers every request for its hosts with a 301 to the same host and path
  *   over https, before any route (Envoy's `require_tls: ALL` on the virtual hosts Istio makes for the server): its
  *   virtual hosts, those VirtualServices give and the server host's own, have that one redirect.
+ * - a TLS server in PASSTHROUGH mode (protocol TLS or HTTPS) relays connections by SNI to the VirtualServices' `tls`
+ *   routes, and a TCP server relays every connection to their first `tcp` route (`l4Hosts`).
  * Servers of other protocols and TLS modes are left out and said so.
  */
 import { selectorMatches } from '../../apiserver/validation/label-selector.js';
@@ -54,7 +56,7 @@ export function istioGatewayListeners(
       const portNumber = server.port?.number ?? 0;
       const protocol = (server.port?.protocol ?? '').toUpperCase();
       const tls = server.tls;
-      let served: 'HTTP' | 'HTTPS';
+      let served: 'HTTP' | 'HTTPS' | 'TLS' | 'TCP';
       let credentialNames: string[] = [];
       let clientCa: Pick<GatewayListenerModel, 'clientCaNames' | 'clientCertificateOptional'> = {};
       const mode = tls?.mode ?? 'SIMPLE';
@@ -73,7 +75,9 @@ export function istioGatewayListeners(
             warnings.push(
               `${where}: tls.${field} is not checked by amesh's gateway; any client certificate the CA signed is let in`,
             );
-      } else {
+      } else if ((protocol === 'TLS' || protocol === 'HTTPS') && mode === 'PASSTHROUGH') served = 'TLS';
+      else if (protocol === 'TCP') served = 'TCP';
+      else {
         warnings.push(
           `${where}: ${protocol || 'no protocol'}${tls?.mode == null ? '' : ` with TLS mode ${tls.mode}`} is not served by amesh's gateway`,
         );
@@ -92,7 +96,9 @@ export function istioGatewayListeners(
               timeoutMs: undefined,
             }
           : undefined;
-      for (const raw of present(server.hosts)) {
+      // A TCP server is one listener for all its hosts: a connection carries no name to tell them apart.
+      const serverHosts = present(server.hosts);
+      for (const raw of served === 'TCP' ? serverHosts.slice(0, 1) : serverHosts) {
         const slash = raw.indexOf('/');
         const nsFilter = slash < 0 ? '*' : raw.slice(0, slash);
         const host = slash < 0 ? raw : raw.slice(slash + 1);
@@ -101,6 +107,10 @@ export function istioGatewayListeners(
         const hosts = new Map<string, RouteModel[]>();
         for (const vs of virtualServices) {
           if (!vs.gateways.includes(key) || !admits(vs.namespace)) continue;
+          if (served === 'TLS' || served === 'TCP') {
+            l4Hosts(served, vs, serverHosts, host, portNumber, hosts);
+            continue;
+          }
           for (const vsHost of vs.hosts) {
             const h = meet(host, vsHost);
             if (h === undefined) continue;
@@ -117,7 +127,7 @@ export function istioGatewayListeners(
           name: listenerName,
           port: portNumber,
           protocol: served,
-          hostname: host === '*' ? '' : host,
+          hostname: host === '*' || served === 'TCP' ? '' : host,
           credentialNames,
           ...clientCa,
           virtualHosts: [...hosts].map(([hostname, routes]) => ({ hostname, routes })),
@@ -132,6 +142,34 @@ export function istioGatewayListeners(
     }
   }
   return { listeners: out, warnings };
+}
+
+/**
+ * A VirtualService's `tls` or `tcp` routes on a passthrough TLS or a TCP server, as Envoy's filter chains from
+ * Istio's gateway take them: for TLS, each SNI name of a route's match (else the VirtualService's hosts) that meets
+ * the server host is a virtual host, taken by the first route that names it; for TCP, the first route (whose match
+ * port, if any, is the server's) of a VirtualService whose hosts meet a server host takes every connection (`*`).
+ */
+function l4Hosts(
+  served: 'TLS' | 'TCP',
+  vs: ConvertedVirtualService,
+  serverHosts: readonly string[],
+  host: string,
+  port: number,
+  hosts: Map<string, RouteModel[]>,
+): void {
+  for (const r of served === 'TLS' ? vs.tlsRoutes : vs.tcpRoutes) {
+    if (r.port !== 0 && r.port !== port) continue;
+    if (served === 'TCP') {
+      const bound = vs.hosts.some((h) => serverHosts.some((s) => meet(s.slice(s.indexOf('/') + 1), h) !== undefined));
+      if (bound && !hosts.has('*')) hosts.set('*', [r.route]);
+      continue;
+    }
+    for (const name of r.sniHosts.length > 0 ? r.sniHosts : vs.hosts) {
+      const h = meet(host, name);
+      if (h !== undefined && !hosts.has(h)) hosts.set(h, [r.route]);
+    }
+  }
 }
 
 /** The label by which a gateway's Service opts out of port translation. */

@@ -15,6 +15,8 @@
  * A match it cannot evaluate (a method by prefix or regex, a match restricted to gateways) is left out, and the
  * entry's other matches answer 500. `retries` (status codes among `retryOn` as Istio reads them, `perTryTimeout`)
  * and `mirror`/`mirrors` are sent; `corsPolicy` and per-destination headers are not applied; istiod says so.
+ * `tls` and `tcp` entries become routes too (`tlsRoutes`, `tcpRoutes`), one per match, for a gateway's passthrough
+ * TLS and TCP servers (`istio-gateways.ts`).
  */
 import type { ResourceOf } from '../registry/manifest-dir.js';
 import type { VirtualServiceSpec } from '../registry/manifest-schema.js';
@@ -36,6 +38,7 @@ import {
 
 type Http = NonNullable<NonNullable<VirtualServiceSpec['http']>[number]>;
 type Destination = Http['mirror'];
+type Strings = readonly (string | null)[] | null;
 type StringMatch = { exact?: string | null; prefix?: string | null; regex?: string | null } | null | undefined;
 type HeaderOps = NonNullable<Http['headers']>['request'];
 
@@ -43,6 +46,13 @@ type HeaderOps = NonNullable<Http['headers']>['request'];
 export interface VirtualServiceRoute {
   readonly route: RouteModel;
   readonly port: number;
+}
+
+/** A `tls` route (by SNI: its match's `sniHosts`) or a `tcp` one (no `sniHosts`), with its match's port (0: any). */
+export interface VirtualServiceL4Route {
+  readonly sniHosts: readonly string[];
+  readonly port: number;
+  readonly route: RouteModel;
 }
 
 export interface ConvertedVirtualService {
@@ -55,6 +65,9 @@ export interface ConvertedVirtualService {
   /** It applies to the mesh (no `gateways`, or `mesh` among them): to the Services of its hosts, at their waypoint. */
   readonly mesh: boolean;
   readonly routes: readonly VirtualServiceRoute[];
+  /** Its `tls` routes, then its `tcp` ones, in the order written: the first that matches a connection takes it. */
+  readonly tlsRoutes: readonly VirtualServiceL4Route[];
+  readonly tcpRoutes: readonly VirtualServiceL4Route[];
   readonly warnings: readonly string[];
 }
 
@@ -225,9 +238,47 @@ export function convertVirtualService(
     }
     for (const p of problems) warnings.push(`VirtualService ${entry}: ${p}; its requests are answered 500`);
   });
+  /** The `tls` or `tcp` entries as routes: one per match (an entry without matches, one for any connection). */
+  const l4 = (kind: 'tls' | 'tcp'): VirtualServiceL4Route[] => {
+    const out: VirtualServiceL4Route[] = [];
+    present(vs.spec[kind]).forEach((e, i) => {
+      const entry = `${name}.${kind}.${i}`;
+      const routes = present(e.route);
+      const backends = routes.map((d) =>
+        destination(d.destination, d.weight ?? (routes.length === 1 ? 100 : 0), (host, why) =>
+          warnings.push(`VirtualService ${entry}: destination ${host}: ${why}; its share is refused`),
+        ),
+      );
+      const action: RouteActionModel =
+        backends.length === 0 || backends.every((b) => b.hostname === '')
+          ? { directStatus: 500 }
+          : { forward: backends };
+      const route: RouteModel = {
+        name: entry,
+        matches: [],
+        requestHeaders: undefined,
+        responseHeaders: undefined,
+        action,
+        rewrite: undefined,
+        timeoutMs: undefined,
+      };
+      const matches: { sniHosts?: readonly (string | null)[] | null; port?: number | null; gateways?: Strings }[] =
+        present(e.match);
+      for (const m of matches.length === 0 ? [{}] : matches) {
+        if (present(m.gateways).length > 0) {
+          warnings.push(`VirtualService ${entry}: a match restricted to gateways is not supported; it is left out`);
+          continue;
+        }
+        out.push({ sniHosts: present(m.sniHosts), port: m.port ?? 0, route });
+      }
+    });
+    return out;
+  };
   return {
     namespace: ns,
     name: vs.metadata.name,
+    tlsRoutes: l4('tls'),
+    tcpRoutes: l4('tcp'),
     hosts: present(vs.spec.hosts).map((h) => (h.includes('.') || h === '*' ? h : qualifiedHost(h, ns, domainSuffix))),
     gateways,
     mesh: present(vs.spec.gateways).length === 0 || present(vs.spec.gateways).includes('mesh'),

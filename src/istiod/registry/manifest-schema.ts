@@ -404,6 +404,8 @@ const ISTIO_GATEWAY_SPEC = open({
 });
 /** Where an Istio route sends requests (networking/v1alpha3 `Destination`). */
 const ISTIO_DESTINATION = open({ host: str, subset: str, port: open({ number: int }) });
+/** A `tls` or `tcp` route's destinations (networking/v1alpha3 `RouteDestination`). */
+const ISTIO_L4_ROUTE = list(open({ destination: ISTIO_DESTINATION, weight: int }));
 /** Istio's VirtualService (networking.istio.io) as istiod reads it for the HTTP routes of gateways it names. */
 const VIRTUAL_SERVICE_SPEC = open({
   hosts: strs,
@@ -444,6 +446,13 @@ const VIRTUAL_SERVICE_SPEC = open({
       }),
     }),
   ),
+  tls: list(
+    open({
+      match: list(open({ sniHosts: strs, port: int, gateways: strs })),
+      route: ISTIO_L4_ROUTE,
+    }),
+  ),
+  tcp: list(open({ match: list(open({ port: int, gateways: strs })), route: ISTIO_L4_ROUTE })),
 });
 export type VirtualServiceSpec = Infer<typeof VIRTUAL_SERVICE_SPEC>;
 /** Istio's DestinationRule (networking.istio.io) as istiod reads it for the subsets VirtualServices route to. */
