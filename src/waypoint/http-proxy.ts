@@ -45,6 +45,7 @@ import {
   reusedConnectionReset,
   type PooledRequestOptions,
 } from './upstream-pool.js';
+import { Http2UpstreamPool } from './http2-upstream-pool.js';
 import { DEFAULT_RETRY_POLICY, backoffMs, retriable, type AttemptOutcome } from './retry-policy.js';
 import type { WaypointRules } from './waypoint-rules.js';
 
@@ -216,7 +217,7 @@ function sendHttp1(
 
 /** Sends a request upstream over HTTP/2 (prior knowledge) on `upstream`; its trailers go to `onTrailers`. */
 function sendHttp2(
-  upstream: Readable & Writable,
+  session: http2.ClientHttp2Session,
   method: string,
   path: string,
   headers: http.OutgoingHttpHeaders,
@@ -225,28 +226,39 @@ function sendHttp2(
   onError: (e: Error) => void,
 ): UpstreamExchange {
   const { host, ...rest } = headers;
-  const session = http2.connect('http://upstream', { createConnection: () => upstream as never });
-  session.on('error', onError);
   const out = session.request({
     ':method': method,
     ':path': path,
     ':authority': typeof host === 'string' ? host : '',
     ...rest,
   });
+  let answered = false;
   out.on('response', (h) => {
+    answered = true;
     const raw = Object.entries(h).flatMap(([k, v]) => [k, String(v)]);
     onAnswer({ status: h[':status'] ?? 502, headers: h, rawHeaders: raw, body: out });
   });
   out.on('trailers', onTrailers);
   out.on('error', onError);
-  out.on('close', () => session.close());
-  return { body: out, destroy: () => session.destroy() };
+  // A stream reset before its answer (REFUSED_STREAM among others) is an attempt that brought none.
+  out.once('close', () => {
+    if (!answered)
+      onError(
+        new Error(
+          out.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM
+            ? 'upstream refused the stream (REFUSED_STREAM)'
+            : `upstream stream closed before its answer (code ${out.rstCode})`,
+        ),
+      );
+  });
+  return { body: out, destroy: () => out.close(http2.constants.NGHTTP2_CANCEL) };
 }
 
 export class WaypointHttp {
   private readonly server: http.Server;
   private readonly tunnels = new WeakMap<object, Tunnel>();
   private readonly pool: UpstreamPool;
+  private readonly h2Pool: Http2UpstreamPool;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -259,7 +271,10 @@ export class WaypointHttp {
     /** Draws the share a fault applies to. */
     private readonly random: () => number = Math.random,
   ) {
-    this.pool = new UpstreamPool(async (peer, ip, port) => (await outbound.connect(peer, sourceIp, ip, port)).upstream);
+    const open = async (peer: string, ip: string, port: number): Promise<Duplex> =>
+      (await outbound.connect(peer, sourceIp, ip, port)).upstream;
+    this.pool = new UpstreamPool(open);
+    this.h2Pool = new Http2UpstreamPool(open);
     // No server timeouts of its own: the tunnel's HBONE keepalive and the client decide how long it lives.
     this.server = http.createServer({ requestTimeout: 0, headersTimeout: 0, keepAliveTimeout: 0 }, (req, res) =>
       this.proxy(req, res, this.tunnels.get(req.socket), false),
@@ -613,21 +628,26 @@ export class WaypointHttp {
         started(sendHttp1(this.pool, to, t.peerAddr, method, path, headers, onAnswer, onError));
         return;
       }
-      void this.outbound.connect(t.peerAddr, this.sourceIp, to.ip, to.port).then(
-        ({ upstream }) => {
-          if (done) upstream.destroy();
-          else
-            started(
-              sendHttp2(
-                upstream,
-                method,
-                path,
-                headers,
-                onAnswer,
-                (tr) => this.trailers(res, tr, (g) => (grpcStatus = g)),
-                onError,
-              ),
+      void this.h2Pool.session(t.peerAddr, to.ip, to.port).then(
+        (session) => {
+          if (done) return;
+          let exchange_: UpstreamExchange;
+          try {
+            exchange_ = sendHttp2(
+              session,
+              method,
+              path,
+              headers,
+              onAnswer,
+              (tr) => this.trailers(res, tr, (g) => (grpcStatus = g)),
+              onError,
             );
+          } catch (e) {
+            // A session that closed as it was handed out: nothing of the request left.
+            onError(e instanceof Error ? e : new Error(String(e)), true);
+            return;
+          }
+          started(exchange_);
         },
         (e: unknown) => onError(e instanceof Error ? e : new Error(String(e)), true),
       );
@@ -703,9 +723,10 @@ export class WaypointHttp {
     };
     if (!h2) send(sendHttp1(this.pool, to, t.peerAddr, method, path, shadow, drop, skip));
     else
-      void this.outbound
-        .connect(t.peerAddr, this.sourceIp, to.ip, to.port)
-        .then(({ upstream }) => send(sendHttp2(upstream, method, path, shadow, drop, () => undefined, skip)), skip);
+      void this.h2Pool
+        .session(t.peerAddr, to.ip, to.port)
+        .then((session) => send(sendHttp2(session, method, path, shadow, drop, () => undefined, skip)))
+        .catch(skip);
   }
 
   /** The routes a request is matched against: its virtual host's at a gateway, its Service's at a waypoint. */
@@ -728,5 +749,6 @@ export class WaypointHttp {
   close(): void {
     this.server.close();
     this.pool.destroy();
+    this.h2Pool.destroy();
   }
 }
