@@ -160,6 +160,7 @@ describe(
       protocol: string;
       hostname?: string;
       credentialNames?: string[];
+      clientCaNames?: string[];
       virtualHosts?: { hostname: string; routes: Record<string, unknown>[] }[];
     }
     /** The listeners of proxy resource `name`, as python3-protobuf decodes them, once `ready` says they are all in. */
@@ -508,6 +509,54 @@ ports: [{name: http, port: 80, protocol: TCP}]
       );
     });
 
+    test("frontend TLS validation: a Gateway's caCertificateRef to a ConfigMap reaches its HTTPS listener as the CA clients must chain to, which SDS serves as configmap:// to any caller", async () => {
+      const ca = await tlsSecret('ingress', 'unused', ['fe-client-ca.test']);
+      await apply(
+        'frontend.yaml',
+        `apiVersion: v1
+kind: ConfigMap
+metadata: {name: client-ca, namespace: ingress}
+data:
+  ca.crt: |
+${ca.certPem
+  .trim()
+  .split('\n')
+  .map((l) => `    ${l}`)
+  .join('\n')}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: fe, namespace: ingress}
+spec:
+  gatewayClassName: istio
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, hostname: fe.example.com, tls: {certificateRefs: [{name: example-cert}]}}
+  tls:
+    frontend:
+      default:
+        validation: {caCertificateRefs: [{group: "", kind: ConfigMap, name: client-ca}]}
+`,
+      );
+      const listeners = await proxyListeners(
+        'fe-istio',
+        'ingress/fe-istio',
+        (l) => (l[0]?.clientCaNames ?? []).length > 0,
+      );
+      assert.deepEqual(
+        listeners.map((l) => [l.name, l.credentialNames, l.clientCaNames]),
+        [['https', ['kubernetes-gateway://ingress/example-cert'], ['configmap://ingress/client-ca-cacert']]],
+      );
+      let served: Awaited<ReturnType<typeof sds>> = { resources: [] };
+      await waitFor(
+        'the ConfigMap served as a CA',
+        async () => (served = await sds('app', 'default', 'configmap://ingress/client-ca-cacert')).resources.length > 0,
+      );
+      assert.deepEqual(
+        served.resources.map((r) => [r.name, r.ca_dns_names]),
+        [['configmap://ingress/client-ca-cacert', ['fe-client-ca.test']]],
+      );
+    });
+
     test("TLSRoutes and TCPRoutes get the status of their Gateway parents, and count in their listeners' attachedRoutes", async () => {
       await apply('l4.yaml', L4_ROUTES);
       const parentConditions = async (resource: string): Promise<string[][]> => {
@@ -560,7 +609,7 @@ ports: [{name: http, port: 80, protocol: TCP}]
       ]);
     });
 
-    test("Istio's own Gateway (v1alpha3) and VirtualService (v1beta1) give the proxies the Gateway selects listeners, with credentialName over SDS as kubernetes://", async () => {
+    test("Istio's own Gateway (v1alpha3) and VirtualService (v1beta1) give the proxies the Gateway selects listeners, with credentialName over SDS as kubernetes://, and a PASSTHROUGH server the VirtualService's tls routes by SNI", async () => {
       await apply(
         'istio-gateway.yaml',
         `apiVersion: v1
@@ -594,9 +643,12 @@ spec:
     rewrite: {uri: /v1}
     route: [{destination: {host: echo, port: {number: 80}}}]
   - route: [{destination: {host: echo}}]
+  tls:
+  - match: [{sniHosts: [www.shop.test], port: 9443}]
+    route: [{destination: {host: echo, port: {number: 80}}}]
 `,
       );
-      const listeners = await proxyListeners('default', 'ingress/ingressgateway-0', (l) => l.length === 2);
+      const listeners = await proxyListeners('default', 'ingress/ingressgateway-0', (l) => l.length === 3);
       const echo = { backends: [{ namespace: 'app', hostname: 'echo.app.svc.cluster.local', port: 80, weight: 100 }] };
       const routes = [
         {
@@ -630,12 +682,14 @@ spec:
             credentialNames: undefined,
             virtualHosts: [{ hostname: 'www.shop.test', routes }],
           },
+          {
+            port: 9443,
+            protocol: 'TLS',
+            hostname: undefined,
+            credentialNames: undefined,
+            virtualHosts: [{ hostname: 'www.shop.test', routes: [{ name: 'app/shop.tls.0', forward: echo }] }],
+          },
         ],
-      );
-      assert.ok(
-        logs.lines.some((l) =>
-          String(l['message']).includes("server tls: TLS with TLS mode PASSTHROUGH is not served by amesh's gateway"),
-        ),
       );
     });
   },

@@ -142,7 +142,7 @@ export class Istiod {
           new Set(
             [...(late.model?.waypoints ?? new Map<string, never>())]
               .filter(([name]) => name.startsWith(`${namespace}/`))
-              .flatMap(([, w]) => w.listeners.flatMap((l) => l.credentialNames)),
+              .flatMap(([, w]) => w.listeners.flatMap((l) => [...l.credentialNames, ...(l.clientCaNames ?? [])])),
           ),
         () => late.ads?.refresh(SECRET_TYPE),
         logs.scope('sds'),

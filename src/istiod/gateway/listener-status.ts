@@ -5,6 +5,9 @@
  * - A listener whose certificates cannot be used (no Secret, a Secret without a key pair, a reference to another
  *   namespace no ReferenceGrant opens, a kind other than Secret) is ResolvedRefs False (InvalidCertificateRef,
  *   RefNotPermitted) and Programmed False (`Bad TLS configuration`); it stays usable while one certificate is.
+ * - A listener whose clients cannot be verified as the Gateway's frontend TLS asks (several caCertificateRefs, a
+ *   kind other than ConfigMap or Secret, another namespace without a ReferenceGrant) is reported the same way
+ *   (InvalidCACertificateRef, RefNotPermitted), and is not served at all.
  * - A protocol or TLS mode amesh's gateway does not serve (TLS terminated on a TLS listener, HTTPS passed through)
  *   is reported not Accepted (UnsupportedProtocol), rather than accepted and then silently not served.
  * - attachedRoutes counts the routes of every kind given (HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes) with a
@@ -14,6 +17,7 @@
 import {
   attach,
   certificateRef,
+  clientValidation,
   refersToGateway,
   type GatewayShape,
   type ListenerShape,
@@ -53,6 +57,8 @@ function tlsProblem(
   secret: SecretLookup,
 ): { reason: string; message: string } | undefined {
   if (l.protocol !== 'HTTPS' || l.tls === undefined || l.tls.mode !== 'Terminate') return undefined;
+  const validation = clientValidation(gw, l.port, grants);
+  if (validation?.ok === false) return { reason: validation.reason, message: validation.message };
   const problems: { reason: string; message: string }[] = [];
   for (const ref of l.tls.certificateRefs) {
     const c = certificateRef(ref, gw, grants);

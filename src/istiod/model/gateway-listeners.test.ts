@@ -4,6 +4,7 @@ import {
   attach,
   attachParent,
   certificateRef,
+  clientValidation,
   gatewayListeners,
   gatewayShape,
   listenerHostnames,
@@ -136,4 +137,69 @@ test('listeners: HTTP and HTTPS with their permitted certificates and virtual ho
       ['tls', [], ['db.test']],
     ],
   );
+});
+
+test("frontend TLS validation: a port's entry, else the default, names the CA clients must chain to (a ConfigMap, or a Secret), optional with AllowInsecureFallback; a listener whose CA reference cannot be used is not served", () => {
+  const withFrontend = (frontend: object) =>
+    gatewayShape('ingress', 'gw', {
+      gatewayClassName: 'istio',
+      listeners: [
+        { name: 'https', port: 443, protocol: 'HTTPS', tls: { certificateRefs: [{ name: 'cert' }] } },
+        { name: 'alt', port: 8443, protocol: 'HTTPS', tls: { certificateRefs: [{ name: 'cert' }] } },
+      ],
+      tls: { frontend },
+    });
+  const g = withFrontend({
+    default: { validation: { caCertificateRefs: [{ group: '', kind: 'ConfigMap', name: 'client-ca' }] } },
+    perPort: [
+      {
+        port: 8443,
+        tls: {
+          validation: {
+            caCertificateRefs: [{ group: '', kind: 'Secret', name: 'client-ca' }],
+            mode: 'AllowInsecureFallback',
+          },
+        },
+      },
+    ],
+  });
+  assert.deepEqual(
+    gatewayListeners(g, [], [], none).map((l) => [l.name, l.clientCaNames, l.clientCertificateOptional]),
+    [
+      ['https', ['configmap://ingress/client-ca-cacert'], false],
+      ['alt', ['kubernetes-gateway://ingress/client-ca-cacert'], true],
+    ],
+  );
+  const far = withFrontend({
+    default: { validation: { caCertificateRefs: [{ group: '', kind: 'ConfigMap', name: 'ca', namespace: 'certs' }] } },
+  });
+  assert.deepEqual(clientValidation(far, 443, []), {
+    ok: false,
+    reason: 'RefNotPermitted',
+    message: 'caCertificateRef certs/ca not accessible to a Gateway in namespace "ingress" (missing a ReferenceGrant?)',
+  });
+  assert.deepEqual(gatewayListeners(far, [], [], none), [], 'not served without the check it asks for');
+  const granted = [
+    grantShape('certs', {
+      from: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: 'ingress' }],
+      to: [{ group: '', kind: 'ConfigMap' }],
+    }),
+  ];
+  assert.deepEqual(clientValidation(far, 443, granted), {
+    ok: true,
+    caName: 'configmap://certs/ca-cacert',
+    optional: false,
+  });
+  const two = withFrontend({
+    default: {
+      validation: {
+        caCertificateRefs: [
+          { kind: 'ConfigMap', name: 'a' },
+          { kind: 'ConfigMap', name: 'b' },
+        ],
+      },
+    },
+  });
+  assert.equal(clientValidation(two, 443, [])?.ok, false);
+  assert.equal(clientValidation(gw, 443, []), undefined, 'no frontend: clients are not asked for certificates');
 });

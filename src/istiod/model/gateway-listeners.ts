@@ -49,10 +49,22 @@ export interface ListenerShape {
   readonly allowedKinds: readonly { readonly group: string; readonly kind: string }[];
 }
 
+/** The Gateway API's frontend TLS validation (`spec.tls.frontend`): the CA clients' certificates must chain to. */
+export interface FrontendValidationShape {
+  readonly caCertificateRefs: readonly RefShape[];
+  /** `AllowValidOnly` (the default) or `AllowInsecureFallback`. */
+  readonly mode: string;
+}
+
 export interface GatewayShape {
   readonly namespace: string;
   readonly name: string;
   readonly listeners: readonly ListenerShape[];
+  /** `spec.tls.frontend`: the default validation, and those of single ports. */
+  readonly frontend?: {
+    readonly default: FrontendValidationShape | undefined;
+    readonly perPort: readonly { readonly port: number; readonly validation: FrontendValidationShape | undefined }[];
+  };
 }
 
 export interface RouteShape {
@@ -229,6 +241,55 @@ export function certificateRef(ref: RefShape, gw: GatewayShape, grants: readonly
   return { ok: true, namespace, name, credential: gatewayCredentialName(namespace, name) };
 }
 
+export type ClientValidation =
+  | { readonly ok: true; readonly caName: string; readonly optional: boolean }
+  | { readonly ok: false; readonly reason: 'InvalidCACertificateRef' | 'RefNotPermitted'; readonly message: string };
+
+/**
+ * How clients of an HTTPS listener on `port` are verified, from the Gateway's frontend TLS (its port's entry, else
+ * the default), as istio `pilot/pkg/config/kube/gateway/conversion.go` `buildTLS` reads it: one caCertificateRef, a
+ * ConfigMap (SDS `configmap://<ns>/<name>-cacert`) or a Secret (`kubernetes-gateway://<ns>/<name>-cacert`), in
+ * another namespace only through a ReferenceGrant; `AllowInsecureFallback` lets clients without a certificate in.
+ * Undefined: no validation.
+ */
+export function clientValidation(
+  gw: GatewayShape,
+  port: number,
+  grants: readonly GrantShape[],
+): ClientValidation | undefined {
+  const f = gw.frontend;
+  if (f === undefined) return undefined;
+  const v = f.perPort.find((p) => p.port === port)?.validation ?? f.default;
+  if (v === undefined || v.caCertificateRefs.length === 0) return undefined;
+  if (v.caCertificateRefs.length > 1)
+    return { ok: false, reason: 'InvalidCACertificateRef', message: 'only one caCertificateRef is supported' };
+  const ref = v.caCertificateRefs[0]!;
+  const namespace = ref.namespace ?? gw.namespace;
+  const name = ref.name ?? '';
+  const kind = (ref.group ?? '') === '' ? (ref.kind ?? 'ConfigMap') : '';
+  if (kind !== 'ConfigMap' && kind !== 'Secret')
+    return {
+      ok: false,
+      reason: 'InvalidCACertificateRef',
+      message: `invalid CA certificate reference ${ref.group ?? ''}/${ref.kind ?? ''}/${name}.${namespace}, only ConfigMap and Secret are supported`,
+    };
+  if (
+    namespace !== gw.namespace &&
+    !referenceGranted(
+      grants,
+      { group: GATEWAY_API_GROUP, kind: 'Gateway', namespace: gw.namespace },
+      { group: '', kind, namespace, name },
+    )
+  )
+    return {
+      ok: false,
+      reason: 'RefNotPermitted',
+      message: `caCertificateRef ${namespace}/${name} not accessible to a Gateway in namespace "${gw.namespace}" (missing a ReferenceGrant?)`,
+    };
+  const scheme = kind === 'ConfigMap' ? 'configmap' : 'kubernetes-gateway';
+  return { ok: true, caName: `${scheme}://${namespace}/${name}-cacert`, optional: v.mode === 'AllowInsecureFallback' };
+}
+
 export interface VirtualHostModel {
   readonly hostname: string;
   readonly routes: readonly RouteModel[];
@@ -294,19 +355,25 @@ export function gatewayListeners(
           for (const r of routes) if (!list.includes(r)) list.push(r);
         }
       }
-    const credentialNames =
-      l.protocol === 'HTTPS' && (l.tls?.mode ?? 'Terminate') === 'Terminate'
-        ? (l.tls?.certificateRefs ?? []).flatMap((r) => {
-            const c = certificateRef(r, gw, grants);
-            return c.ok ? [c.credential] : [];
-          })
-        : [];
+    const terminated = l.protocol === 'HTTPS' && (l.tls?.mode ?? 'Terminate') === 'Terminate';
+    const credentialNames = terminated
+      ? (l.tls?.certificateRefs ?? []).flatMap((r) => {
+          const c = certificateRef(r, gw, grants);
+          return c.ok ? [c.credential] : [];
+        })
+      : [];
+    const validation = terminated ? clientValidation(gw, l.port, grants) : undefined;
+    // A listener whose clients cannot be verified as asked is not served rather than served without the check.
+    if (validation?.ok === false) continue;
     out.push({
       name: l.name,
       port: l.port,
       protocol: l.protocol,
       hostname: l.hostname,
       credentialNames,
+      ...(validation === undefined
+        ? {}
+        : { clientCaNames: [validation.caName], clientCertificateOptional: validation.optional }),
       virtualHosts: [...hosts]
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([hostname, routes]) => ({ hostname, routes: [...routes].sort(precedence) })),
@@ -334,10 +401,29 @@ function refShape(r: Json): RefShape {
 }
 
 /** A Gateway's spec (as the API serves it, or as istiod checked it) in the shape the rules above read. */
+/** A frontend validation as the API holds it; undefined when there is none. */
+function frontendValidation(v: unknown): FrontendValidationShape | undefined {
+  if (v === undefined || v === null) return undefined;
+  const o = obj(v);
+  return { caCertificateRefs: objs(o['caCertificateRefs']).map(refShape), mode: str(o['mode']) || 'AllowValidOnly' };
+}
+
 export function gatewayShape(namespace: string, name: string, spec: unknown): GatewayShape {
+  const frontend = obj(obj(obj(spec)['tls'])['frontend']);
   return {
     namespace,
     name,
+    ...(Object.keys(frontend).length === 0
+      ? {}
+      : {
+          frontend: {
+            default: frontendValidation(obj(frontend['default'])['validation']),
+            perPort: objs(frontend['perPort']).map((p) => ({
+              port: typeof p['port'] === 'number' ? p['port'] : 0,
+              validation: frontendValidation(obj(p['tls'])['validation']),
+            })),
+          },
+        }),
     listeners: objs(obj(spec)['listeners']).map((l) => {
       const tls = l['tls'] === undefined || l['tls'] === null ? undefined : obj(l['tls']);
       const allowed = obj(l['allowedRoutes']);

@@ -6,7 +6,9 @@
  *   Gateway's namespace, or a ReferenceGrant opens it): istio's `VerifiedCertificateReferences`;
  * - `kubernetes://<Secret>` or `kubernetes://<namespace>/<Secret>`: an Istio Gateway's `credentialName`. Served only
  *   from the caller's own namespace, and only when a SubjectAccessReview says the caller's service account may list
- *   Secrets there (istio `pilot/pkg/credentials/kube/secrets.go` `Authorize`).
+ *   Secrets there (istio `pilot/pkg/credentials/kube/secrets.go` `Authorize`);
+ * - `configmap://<namespace>/<ConfigMap>-cacert`: a Gateway's frontend caCertificateRef to a ConfigMap, its
+ *   `ca.crt` (or `cacert`), served to any caller as Istio serves it: a CA certificate is not a secret.
  * Names the caller may not have are left out, never answered with an error, and istiod's log says which and why.
  * The certificate and key come from the Secret's `cert`/`key` or `tls.crt`/`tls.key`; a Secret that changes is
  * pushed again (rotation), and one without a usable pair is not served. A name ending in `-cacert` is the CA that
@@ -38,6 +40,8 @@ const DENIALS_REMEMBERED = 1024;
 interface SecretObject extends KubernetesObject {
   data?: Record<string, string>;
 }
+/** A ConfigMap's `data` is text, not base64. */
+type ConfigMapObject = SecretObject;
 
 /** A type served per caller: what it may subscribe to, and each resource as that caller gets it. */
 export interface CallerGenerator {
@@ -53,15 +57,19 @@ const CA_SUFFIX = '-cacert';
 function parseName(
   name: string,
   callerNamespace: string,
-): { kind: 'gateway' | 'credential'; namespace: string; secret: string } | undefined {
+): { kind: 'gateway' | 'credential' | 'configmap'; namespace: string; secret: string } | undefined {
   for (const [prefix, kind] of [
     ['kubernetes-gateway://', 'gateway'],
     ['kubernetes://', 'credential'],
+    ['configmap://', 'configmap'],
   ] as const) {
     if (!name.startsWith(prefix)) continue;
     const rest = name.slice(prefix.length).split('/');
     if (rest.length === 1 && kind === 'credential') return { kind, namespace: callerNamespace, secret: rest[0]! };
-    if (rest.length === 2 && rest[0] !== '' && rest[1] !== '') return { kind, namespace: rest[0]!, secret: rest[1]! };
+    const [namespace = '', secret = ''] = rest;
+    // A ConfigMap is only ever a CA: its name carries the suffix.
+    if (rest.length === 2 && namespace !== '' && secret !== '' && (kind !== 'configmap' || secret.endsWith(CA_SUFFIX)))
+      return { kind, namespace, secret };
     return undefined;
   }
   return undefined;
@@ -69,6 +77,7 @@ function parseName(
 
 export class SecretGenerator implements CallerGenerator {
   private readonly secrets: RestartingInformer<SecretObject>;
+  private readonly configMaps: RestartingInformer<ConfigMapObject>;
   private readonly reviews = new Map<string, { at: number; allowed: boolean; reason: string }>();
   private readonly encoded = new Map<string, { resourceVersion: string; resource: XdsResource | undefined }>();
   /** What was last said of each connection's refused names (oldest first). */
@@ -93,6 +102,8 @@ export class SecretGenerator implements CallerGenerator {
       changed();
     };
     this.secrets.addEventHandler({ add: changed, update: changed, delete: gone });
+    this.configMaps = informers.informerFor<ConfigMapObject>('/api/v1/configmaps');
+    this.configMaps.addEventHandler({ add: changed, update: changed, delete: changed });
   }
 
   async authorize(caller: Caller, connection: string, names: readonly string[]): Promise<string[]> {
@@ -103,7 +114,11 @@ export class SecretGenerator implements CallerGenerator {
       const ref = parseName(n, caller.namespace);
       if (ref === undefined) {
         denied.push(n);
-        why = 'not a kubernetes:// or kubernetes-gateway:// resource name';
+        why = 'not a kubernetes://, kubernetes-gateway:// or configmap:// resource name';
+        continue;
+      }
+      if (ref.kind === 'configmap') {
+        allowed.push(n);
         continue;
       }
       if (ref.kind === 'gateway') {
@@ -145,6 +160,7 @@ export class SecretGenerator implements CallerGenerator {
   resource(caller: Caller, name: string): XdsResource | undefined {
     const ref = parseName(name, caller.namespace);
     if (ref === undefined) return undefined;
+    if (ref.kind === 'configmap') return this.configMapCa(name, ref.namespace, ref.secret.slice(0, -CA_SUFFIX.length));
     const ca = ref.secret.endsWith(CA_SUFFIX);
     const failed = ca ? 'SDS: failed to fetch ca certificate' : 'SDS: failed to fetch key and certificate';
     const secret =
@@ -191,6 +207,26 @@ export class SecretGenerator implements CallerGenerator {
     }
     this.encoded.set(key, { resourceVersion: rv, resource });
     return resource;
+  }
+
+  /** A ConfigMap's CA certificate as a validation context (istio's `GetConfigMapCaCert`). */
+  private configMapCa(name: string, namespace: string, configMap: string): XdsResource | undefined {
+    const cm = this.configMaps.get(configMap, namespace);
+    const data = Object.fromEntries(
+      Object.entries(cm?.data ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+    );
+    const root = cm === undefined ? `configmap ${namespace}/${configMap} not found` : extractRoot(data);
+    if (typeof root === 'string') {
+      if (!this.missing.has(name)) this.log.warn({ name, error: root }, 'SDS: failed to fetch ca certificate');
+      this.missing.add(name);
+      return undefined;
+    }
+    this.missing.delete(name);
+    const msg = create(SecretSchema, {
+      name,
+      type: { case: 'validationContext', value: { trustedCa: { specifier: { case: 'inlineBytes', value: root } } } },
+    });
+    return { name, version: version(toBinary(SecretSchema, msg)), resource: anyPack(SecretSchema, msg) };
   }
 
   /** Whether `caller`'s service account may list Secrets in its namespace, asked of the API server. */
