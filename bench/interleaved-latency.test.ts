@@ -4,7 +4,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { interleavedLatency } from './interleaved-latency.js';
 
-const SLOW_ECHO_MS = 50;
+const SLOW_ECHO_MS = 300;
 
 /**
  * An echo server on loopback that records, in `order`, which server each message reached; its first `slow`

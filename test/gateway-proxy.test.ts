@@ -22,9 +22,9 @@ const skip =
     ? false
     : 'protoc is not installed (apt-get install protobuf-compiler libprotobuf-dev; .ci/run does this)');
 
-const XDS_IP = '127.123.2.100';
-const GATEWAY_IP = '127.123.2.9';
-const WEB_IP = '127.123.2.2';
+const XDS_IP = '127.124.0.100';
+const GATEWAY_IP = '127.124.0.9';
+const WEB_IP = '127.124.0.2';
 /** The gateway listens on every address, as Envoy's `0.0.0.0` listeners: ports no other test uses. */
 const HTTP_PORT = 17080;
 /** MUTUAL (mtls.test) beside SIMPLE (simple.test): client certificates asked for, required by one listener only. */

@@ -9,8 +9,10 @@
  *
  * Everything else a test makes lives in a throwaway network namespace (TestNetns: a random name under /run/netns,
  * its own links, routes, iptables chains and ipsets) or a mkdtemp directory (UDS paths, state, CNI caches), so
- * files cannot meet there. The one exception is in the host's namespace: test/cni-agent-netns.test.ts's veth
- * amesh93h (10.93.255.1/30), the way from its in-process API server to an agent in a node namespace.
+ * files cannot meet there. The exceptions are in the host's namespace: test/cni-agent-netns.test.ts's veth
+ * amesh93h (10.93.255.1/30), the way from its in-process API server to an agent in a node namespace; and
+ * test/gateway-proxy.test.ts's gateway, which binds every address (as a gateway pod binds every address of its
+ * namespace) on ports 17080 and 17443-17445, which no other file uses.
  */
 export const ADDRESS_BLOCKS: Readonly<Record<string, number>> = Object.freeze({
   'test/hbone-two-ztunnels.test.ts': 20,
@@ -60,6 +62,7 @@ export const ADDRESS_BLOCKS: Readonly<Record<string, number>> = Object.freeze({
   'test/image.test.ts': 121,
   'test/ztunnel-waypoint-grpcio.test.ts': 122,
   'test/waypoint-proxy.test.ts': 123,
+  'test/gateway-proxy.test.ts': 124,
 });
 
 /**
