@@ -9,8 +9,8 @@ import { startGatewayProxy } from '../src/waypoint/waypoint-proxy.js';
 import { CapturedLogs } from './helpers/captured-logs.js';
 import { startZtunnel } from './helpers/in-process.js';
 import { meshFixture, waitFor, type MeshFixture } from './helpers/mesh-fixture.js';
-import { pythonSkip } from './helpers/python.js';
-import { pythonXdsServer, type PythonPeer } from './helpers/python-xds-server.js';
+import { pythonSkip, runPython } from './helpers/python.js';
+import { pythonXdsServer, spawnPythonPeer, type PythonPeer } from './helpers/python-xds-server.js';
 import { runToExit } from './helpers/run-to-exit.js';
 import { selfSignedCertificate } from './helpers/tls-secret.js';
 
@@ -25,6 +25,11 @@ const skip =
 const XDS_IP = '127.124.0.100';
 const GATEWAY_IP = '127.124.0.9';
 const WEB_IP = '127.124.0.2';
+/** python3-grpcio's echo server, behind a Service whose port declares GRPC. */
+const GRPC_IP = '127.124.0.3';
+/** An HTTP port routing to the gRPC Service: h2c in, HTTP/2 out because the backend port says GRPC. */
+const GRPC_PORT = 17081;
+const GRPC_HOST = 'grpc.shop.svc.cluster.local';
 /** The gateway listens on every address, as Envoy's `0.0.0.0` listeners: ports no other test uses. */
 const HTTP_PORT = 17080;
 /** MUTUAL (mtls.test) beside SIMPLE (simple.test): client certificates asked for, required by one listener only. */
@@ -60,6 +65,7 @@ describe(
     let fx: MeshFixture;
     let xds: PythonPeer;
     let web: EchoServer;
+    let grpc: PythonPeer;
     let z2: Ztunnel;
     let gw: Ztunnel | undefined;
     const gatewayLogs = new CapturedLogs('gateway');
@@ -99,6 +105,27 @@ describe(
         {
           service: { name: 'web', namespace: 'shop', hostname: WEB_HOST, vips: ['10.96.2.10'], ports: [[80, 8080, 1]] },
         },
+        {
+          workload: {
+            uid: 'Kubernetes//Pod/shop/grpc-0',
+            name: 'grpc-0',
+            namespace: 'shop',
+            addresses: [GRPC_IP],
+            service_account: 'grpc',
+            node: 'n2',
+            services: { [`shop/${GRPC_HOST}`]: [[50051, 50051]] },
+          },
+        },
+        // app_protocol GRPC = 3 (ztunnel proto/workload.proto AppProtocol).
+        {
+          service: {
+            name: 'grpc',
+            namespace: 'shop',
+            hostname: GRPC_HOST,
+            vips: ['10.96.2.11'],
+            ports: [[50051, 50051, 3]],
+          },
+        },
         { secret: { name: 'kubernetes://server', cert: await pem(server.cert), key: await pem(server.key) } },
         { secret: { name: 'kubernetes://server-cacert', ca: await pem(client.cert) } },
         {
@@ -107,6 +134,23 @@ describe(
             message: {
               listeners: [
                 listener('http', HTTP_PORT, 'HTTP', ''),
+                {
+                  name: 'grpc',
+                  port: GRPC_PORT,
+                  protocol: 'HTTP',
+                  hostname: '',
+                  virtualHosts: [
+                    {
+                      hostname: '*',
+                      routes: [
+                        {
+                          name: 'shop/grpc.0',
+                          forward: { backends: [{ namespace: 'shop', hostname: GRPC_HOST, port: 50051, weight: 1 }] },
+                        },
+                      ],
+                    },
+                  ],
+                },
                 listener('mtls', MIXED_PORT, 'HTTPS', 'mtls.test', mutual(false)),
                 listener('simple', MIXED_PORT, 'HTTPS', 'simple.test', { credentialNames: ['kubernetes://server'] }),
                 listener('strict', STRICT_PORT, 'HTTPS', 'mtls.test', mutual(false)),
@@ -118,6 +162,8 @@ describe(
       ]);
       xds = served.peer;
       web = await startEchoServer(WEB_IP, 8080, 'web');
+      grpc = spawnPythonPeer('grpc_echo.py', ['serve', '50051', GRPC_IP]);
+      await waitFor('the gRPC echo server', () => grpc.lines().includes('listening'));
       z2 = await startZtunnel('', 'n2', fx.ca, served.env);
       gw = await startGatewayProxy(
         {
@@ -140,7 +186,7 @@ describe(
         'the CA certificate applied',
         (l) => l['message'] === 'CA certificate applied' && l['credential'] === 'kubernetes://server-cacert',
       );
-      for (const port of [HTTP_PORT, MIXED_PORT, STRICT_PORT, OPTIONAL_PORT])
+      for (const port of [HTTP_PORT, GRPC_PORT, MIXED_PORT, STRICT_PORT, OPTIONAL_PORT])
         await gatewayLogs.waitFor(`the listener on ${port}`, (l) => {
           const a = l['address'];
           return l['message'] === 'gateway listener up' && typeof a === 'string' && a.endsWith(`:${port}`);
@@ -151,6 +197,7 @@ describe(
       await Promise.all([z2?.shutdown(), gw?.shutdown()]);
       await web?.close();
       xds?.proc.kill();
+      grpc?.proc.kill();
       await fx?.cleanup();
     });
 
@@ -178,6 +225,21 @@ describe(
     test('an HTTP port takes HTTP/2 with prior knowledge (h2c) and HTTP/1.1, each routed to the backend over HBONE', async () => {
       assert.match(await curl('any.test', HTTP_PORT, '--http2-prior-knowledge'), /"hostname":"web".*\n200 2$/s);
       assert.match(await curl('any.test', HTTP_PORT, '--http1.1'), /"hostname":"web".*\n200 1\.1$/s);
+    });
+
+    test('gRPC from python3-grpcio through an HTTP port reaches a backend whose port declares GRPC over HTTP/2, its status coming back in trailers', async () => {
+      const call = async (method: string): Promise<string> => {
+        const r = await runPython('grpc_echo.py', [
+          'call',
+          `${GATEWAY_IP}:${GRPC_PORT}`,
+          method,
+          'through the gateway',
+        ]);
+        assert.equal(r.status, 0, r.stderr);
+        return r.stdout.trim();
+      };
+      assert.equal(await call('Say'), 'OK through the gateway');
+      assert.equal(await call('Missing'), 'STATUS NOT_FOUND');
     });
 
     test('MUTUAL: a client certificate the CA signed is let in; none, or one the CA did not sign, is refused; a SIMPLE listener of the same port needs none', async () => {

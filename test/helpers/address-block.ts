@@ -12,7 +12,7 @@
  * files cannot meet there. The exceptions are in the host's namespace: test/cni-agent-netns.test.ts's veth
  * amesh93h (10.93.255.1/30), the way from its in-process API server to an agent in a node namespace; and
  * test/gateway-proxy.test.ts's gateway, which binds every address (as a gateway pod binds every address of its
- * namespace) on ports 17080 and 17443-17445, which no other file uses.
+ * namespace) on ports 17080, 17081 and 17443-17445, which no other file uses.
  */
 export const ADDRESS_BLOCKS: Readonly<Record<string, number>> = Object.freeze({
   'test/hbone-two-ztunnels.test.ts': 20,

@@ -3,7 +3,7 @@
 answers the request's bytes and `/amesh.test.Echo/Missing` fails with NOT_FOUND; as a client, it calls one method
 and prints `OK <reply>` or `STATUS <code name>`.
 
-usage: grpc_echo.py serve PORT
+usage: grpc_echo.py serve PORT [HOST]   (HOST: the address to listen on, every one by default)
        grpc_echo.py call HOST:PORT METHOD MESSAGE
 """
 import sys
@@ -12,7 +12,7 @@ from concurrent import futures
 import grpc
 
 
-def serve(port):
+def serve(port, host="0.0.0.0"):
     def say(request, context):
         return request
 
@@ -25,7 +25,7 @@ def serve(port):
     }
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("amesh.test.Echo", handlers),))
-    server.add_insecure_port(f"0.0.0.0:{port}")
+    server.add_insecure_port(f"{host}:{port}")
     server.start()
     print("listening", flush=True)
     server.wait_for_termination()
@@ -42,6 +42,6 @@ def call(target, method, message):
 
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
-        serve(int(sys.argv[2]))
+        serve(int(sys.argv[2]), *sys.argv[3:4])
     else:
         call(*sys.argv[2:5])
