@@ -362,25 +362,19 @@ ports: [{name: http, port: 80, protocol: TCP}]
         'ingress/gw-istio',
         (l) => l.find((x) => x.name === 'https-other')?.credentialNames !== undefined,
       );
+      const echo = { namespace: 'app', hostname: 'echo.app.svc.cluster.local', port: 80, weight: 1 };
+      const echoHost = [
+        {
+          hostname: 'echo.example.com',
+          routes: [{ name: 'app/echo.0', matches: [{}], forward: { backends: [echo] } }],
+        },
+      ];
       assert.deepEqual(listeners, [
         {
           name: 'http',
           port: 80,
           protocol: 'HTTP',
-          virtualHosts: [
-            {
-              hostname: 'echo.example.com',
-              routes: [
-                {
-                  name: 'app/echo.0',
-                  matches: [{}],
-                  forward: {
-                    backends: [{ namespace: 'app', hostname: 'echo.app.svc.cluster.local', port: 80, weight: 1 }],
-                  },
-                },
-              ],
-            },
-          ],
+          virtualHosts: echoHost,
         },
         {
           name: 'https',
@@ -388,20 +382,7 @@ ports: [{name: http, port: 80, protocol: TCP}]
           protocol: 'HTTPS',
           hostname: '*.example.com',
           credentialNames: ['kubernetes-gateway://ingress/example-cert'],
-          virtualHosts: [
-            {
-              hostname: 'echo.example.com',
-              routes: [
-                {
-                  name: 'app/echo.0',
-                  matches: [{}],
-                  forward: {
-                    backends: [{ namespace: 'app', hostname: 'echo.app.svc.cluster.local', port: 80, weight: 1 }],
-                  },
-                },
-              ],
-            },
-          ],
+          virtualHosts: echoHost,
         },
         {
           name: 'https-other',
@@ -509,7 +490,7 @@ ports: [{name: http, port: 80, protocol: TCP}]
       );
     });
 
-    test("frontend TLS validation: a Gateway's caCertificateRef to a ConfigMap reaches its HTTPS listener as the CA clients must chain to, which SDS serves as configmap:// to any caller", async () => {
+    test("frontend TLS validation: a Gateway's caCertificateRef reaches its HTTPS listeners as the CA clients must chain to: a ConfigMap, which SDS serves as configmap:// to any caller, or (for one port) a Secret, served as kubernetes-gateway:// to that gateway only", async () => {
       const ca = await tlsSecret('ingress', 'unused', ['fe-client-ca.test']);
       await apply(
         'frontend.yaml',
@@ -524,6 +505,11 @@ ${ca.certPem
   .map((l) => `    ${l}`)
   .join('\n')}
 ---
+apiVersion: v1
+kind: Secret
+metadata: {name: fe-ca, namespace: ingress}
+data: {ca.crt: ${Buffer.from(ca.certPem).toString('base64')}}
+---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: fe, namespace: ingress}
@@ -531,20 +517,27 @@ spec:
   gatewayClassName: istio
   listeners:
   - {name: https, port: 443, protocol: HTTPS, hostname: fe.example.com, tls: {certificateRefs: [{name: example-cert}]}}
+  - {name: alt, port: 8443, protocol: HTTPS, hostname: fe.example.com, tls: {certificateRefs: [{name: example-cert}]}}
   tls:
     frontend:
       default:
         validation: {caCertificateRefs: [{group: "", kind: ConfigMap, name: client-ca}]}
+      perPort:
+      - port: 8443
+        tls: {validation: {caCertificateRefs: [{group: "", kind: Secret, name: fe-ca}]}}
 `,
       );
       const listeners = await proxyListeners(
         'fe-istio',
         'ingress/fe-istio',
-        (l) => (l[0]?.clientCaNames ?? []).length > 0,
+        (l) => l.length === 2 && l.every((x) => (x.clientCaNames ?? []).length > 0),
       );
       assert.deepEqual(
         listeners.map((l) => [l.name, l.credentialNames, l.clientCaNames]),
-        [['https', ['kubernetes-gateway://ingress/example-cert'], ['configmap://ingress/client-ca-cacert']]],
+        [
+          ['https', ['kubernetes-gateway://ingress/example-cert'], ['configmap://ingress/client-ca-cacert']],
+          ['alt', ['kubernetes-gateway://ingress/example-cert'], ['kubernetes-gateway://ingress/fe-ca-cacert']],
+        ],
       );
       let served: Awaited<ReturnType<typeof sds>> = { resources: [] };
       await waitFor(
@@ -555,6 +548,14 @@ spec:
         served.resources.map((r) => [r.name, r.ca_dns_names]),
         [['configmap://ingress/client-ca-cacert', ['fe-client-ca.test']]],
       );
+      const secretCa = await sds('ingress', 'fe-istio', 'kubernetes-gateway://ingress/fe-ca-cacert');
+      assert.deepEqual(
+        secretCa.resources.map((r) => [r.name, r.ca_dns_names]),
+        [['kubernetes-gateway://ingress/fe-ca-cacert', ['fe-client-ca.test']]],
+        'a Secret CA its own Gateway names is served to that gateway',
+      );
+      const elsewhere = await sds('app', 'default', 'kubernetes-gateway://ingress/fe-ca-cacert');
+      assert.deepEqual(elsewhere.resources, [], 'and to no proxy of another namespace');
     });
 
     test("TLSRoutes and TCPRoutes get the status of their Gateway parents, and count in their listeners' attachedRoutes", async () => {

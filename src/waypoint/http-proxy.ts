@@ -458,10 +458,6 @@ export class WaypointHttp {
     }
     /** Where the request goes: an endpoint of the route's backend, or of the Service the tunnel is for. */
     let resolve: () => Destination;
-    /**
-     * HTTP/2 upstream: at a waypoint, as the client spoke (the port's app protocol); at a gateway, as the backend's
-     * Service port declares (HTTP2 or GRPC), whatever the client outside spoke.
-     */
     let upstreamH2 = h2;
     if (a?.t === 'forward') {
       const b = pickBackend(a);
@@ -470,7 +466,7 @@ export class WaypointHttp {
         return;
       }
       resolve = () => this.resolveBackend(b, t);
-      if (t.virtualHost !== undefined) upstreamH2 = this.speaksHttp2(b);
+      upstreamH2 = this.upstreamHttp2(t, h2, b);
     } else resolve = () => resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
     let dest: Destination;
     try {
@@ -491,16 +487,7 @@ export class WaypointHttp {
     requestBody = () => body.bytes;
     if (route !== undefined)
       for (const m of route.mirrors)
-        this.mirror(
-          m,
-          t,
-          method,
-          path,
-          headers,
-          body,
-          res,
-          t.virtualHost === undefined ? h2 : this.speaksHttp2(m.backend),
-        );
+        this.mirror(m, t, method, path, headers, body, res, this.upstreamHttp2(t, h2, m.backend));
     const policy = route?.retry ?? DEFAULT_RETRY_POLICY;
     /** The attempt in flight, and how many were made. */
     let exchange: UpstreamExchange | undefined;
@@ -655,8 +642,12 @@ export class WaypointHttp {
     attempt();
   }
 
-  /** Whether a backend's Service port declares HTTP/2 (app protocol HTTP2 or GRPC). */
-  private speaksHttp2(b: Backend): boolean {
+  /**
+   * Whether a request goes to `b` in HTTP/2: at a waypoint, as the client spoke (the port's app protocol, `h2`); at
+   * a gateway, as the backend's Service port declares (HTTP2 or GRPC), whatever the client outside spoke.
+   */
+  private upstreamHttp2(t: Tunnel, h2: boolean, b: Backend): boolean {
+    if (t.virtualHost === undefined) return h2;
     const p = this.ctx.state.serviceByKey(`${b.namespace}/${b.hostname}`)?.appProtocols?.[String(b.port)];
     return p === 'HTTP2' || p === 'GRPC';
   }

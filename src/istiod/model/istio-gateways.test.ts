@@ -5,14 +5,22 @@ import { istioGatewayListeners } from './istio-gateways.js';
 import type { RouteModel } from './http-routes.js';
 import { convertVirtualService } from './virtual-services.js';
 
+/** The objects of kind `kind` that `yaml` holds, which must parse. */
+function parsed<K extends 'Service' | 'VirtualService' | 'IstioGateway' | 'Pod'>(
+  yaml: string,
+  kind: K,
+): ResourceOf<K>[] {
+  const { objects, errors } = parseManifests('test.yaml', yaml);
+  assert.deepEqual(errors, []);
+  return objects.filter((o): o is ResourceOf<K> => isResource(o) && o.kind === kind);
+}
+
 /**
  * Istio's Gateway `ingress/gw` with `servers`, and an ingress gateway pod its selector matches. The Gateway's kind is
  * `IstioGateway`, as istiod reads it from the API beside the Gateway API's `Gateway`.
  */
 function gatewayAndPod(servers: string): [ResourceOf<'IstioGateway'>, ResourceOf<'Pod'>] {
-  const { objects, errors } = parseManifests(
-    'gw.yaml',
-    `apiVersion: networking.istio.io/v1
+  const yaml = `apiVersion: networking.istio.io/v1
 kind: IstioGateway
 metadata: {name: gw, namespace: ingress}
 spec:
@@ -24,19 +32,13 @@ apiVersion: v1
 kind: Pod
 metadata: {name: ingressgateway-0, namespace: ingress, labels: {istio: ingressgateway}}
 spec: {containers: [{name: istio-proxy, image: amesh}]}
-`,
-  );
-  assert.deepEqual(errors, []);
-  const [gw, pod] = [objects[0]!, objects[1]!];
-  assert.ok(isResource(gw) && gw.kind === 'IstioGateway');
-  assert.ok(isResource(pod) && pod.kind === 'Pod');
-  return [gw, pod];
+`;
+  return [parsed(yaml, 'IstioGateway')[0]!, parsed(yaml, 'Pod')[0]!];
 }
 
 /** VirtualService `shop/shop` bound to `ingress/gw`, routing www.shop.test to the Service web. */
 function shop() {
-  const { objects, errors } = parseManifests(
-    'vs.yaml',
+  const [vs] = parsed(
     `apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: shop, namespace: shop}
@@ -45,11 +47,9 @@ spec:
   gateways: [ingress/gw]
   http: [{route: [{destination: {host: web}}]}]
 `,
+    'VirtualService',
   );
-  assert.deepEqual(errors, []);
-  const vs = objects[0]!;
-  assert.ok(isResource(vs) && vs.kind === 'VirtualService');
-  return convertVirtualService(vs, new Map([['shop/web', new Set([80])]]), 'cluster.local');
+  return convertVirtualService(vs!, new Map([['shop/web', new Set([80])]]), 'cluster.local');
 }
 
 const redirectToHttps = {
@@ -143,8 +143,7 @@ test("a server's port is translated to the target port of the gateway's Service 
     tls: {mode: SIMPLE, credentialName: cert}
   - port: {number: 9090, name: other, protocol: HTTP}
     hosts: ["*"]`);
-  const { objects, errors } = parseManifests(
-    'svc.yaml',
+  const services = parsed(
     `apiVersion: v1
 kind: Service
 metadata: {name: istio-ingressgateway, namespace: ingress}
@@ -158,9 +157,8 @@ metadata: {name: opted-out, namespace: ingress, labels: {experimental.istio.io/d
 spec:
   selector: {istio: ingressgateway}
   ports: [{port: 9090, targetPort: 1234}]`,
+    'Service',
   );
-  assert.deepEqual(errors, []);
-  const services = objects.filter((o): o is ResourceOf<'Service'> => isResource(o) && o.kind === 'Service');
   const withPorts = {
     ...pod,
     spec: { ...pod.spec, containers: [{ name: 'istio-proxy', ports: [{ name: 'https-port', containerPort: 8443 }] }] },
@@ -184,8 +182,7 @@ test("a PASSTHROUGH server relays by SNI to the VirtualServices' tls routes (the
   - name: tcp
     port: {number: 9000, name: tcp, protocol: TCP}
     hosts: [db.shop.test, cache.shop.test]`);
-  const { objects, errors } = parseManifests(
-    'vs.yaml',
+  const [vs] = parsed(
     `apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: l4, namespace: shop}
@@ -201,12 +198,10 @@ spec:
   - match: [{port: 9000}]
     route: [{destination: {host: db, port: {number: 5432}}, weight: 80}, {destination: {host: web}, weight: 20}]
   - route: [{destination: {host: web}}]`,
+    'VirtualService',
   );
-  assert.deepEqual(errors, []);
-  const vs = objects[0]!;
-  assert.ok(isResource(vs) && vs.kind === 'VirtualService');
   const converted = convertVirtualService(
-    vs,
+    vs!,
     new Map([
       ['shop/web', new Set([80])],
       ['shop/db', new Set([5432])],

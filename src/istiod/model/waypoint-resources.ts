@@ -345,14 +345,24 @@ export function ingressUseWaypoint(
 
 /** A listener whose backends in `via` (`namespace/hostname`) are marked to be reached through their waypoint. */
 function viaWaypoints(l: GatewayListenerModel, via: ReadonlySet<string>): GatewayListenerModel {
-  const mark = (b: BackendModel): BackendModel =>
-    via.has(`${b.namespace}/${b.hostname}`) ? { ...b, useWaypoint: true } : b;
-  const route = (x: RouteModel): RouteModel => ({
+  return mapListenerBackends(l, (b) => (via.has(`${b.namespace}/${b.hostname}`) ? { ...b, useWaypoint: true } : b));
+}
+
+/** A route with `f` applied to each of its backends and mirror backends. */
+function mapRouteBackends(x: RouteModel, f: (b: BackendModel) => BackendModel): RouteModel {
+  return {
     ...x,
-    action: 'forward' in x.action ? { forward: x.action.forward.map(mark) } : x.action,
-    ...(x.mirrors === undefined ? {} : { mirrors: x.mirrors.map((m) => ({ ...m, backend: mark(m.backend) })) }),
-  });
-  return { ...l, virtualHosts: l.virtualHosts.map((v) => ({ ...v, routes: v.routes.map(route) })) };
+    action: 'forward' in x.action ? { forward: x.action.forward.map(f) } : x.action,
+    ...(x.mirrors === undefined ? {} : { mirrors: x.mirrors.map((m) => ({ ...m, backend: f(m.backend) })) }),
+  };
+}
+
+/** A listener with `f` applied to the backends of each of its routes. */
+function mapListenerBackends(l: GatewayListenerModel, f: (b: BackendModel) => BackendModel): GatewayListenerModel {
+  return {
+    ...l,
+    virtualHosts: l.virtualHosts.map((v) => ({ ...v, routes: v.routes.map((r) => mapRouteBackends(r, f)) })),
+  };
 }
 
 /** Each backend and mirror backend of a resource's routes. */
@@ -375,20 +385,10 @@ export function subsetBackends(r: WaypointResourceModel): BackendModel[] {
 /** A resource with the endpoints of its subsets filled in from `workloads` (the same object when it has none). */
 export function withSubsets(r: WaypointResourceModel, workloads: readonly SubsetCandidate[]): WaypointResourceModel {
   if (subsetBackends(r).length === 0) return r;
-  const route = (x: RouteModel): RouteModel => ({
-    ...x,
-    action:
-      'forward' in x.action ? { forward: x.action.forward.map((b) => withSubsetEndpoints(b, workloads)) } : x.action,
-    ...(x.mirrors === undefined
-      ? {}
-      : { mirrors: x.mirrors.map((m) => ({ ...m, backend: withSubsetEndpoints(m.backend, workloads) })) }),
-  });
+  const fill = (b: BackendModel): BackendModel => withSubsetEndpoints(b, workloads);
   return {
     ...r,
-    services: r.services.map((s) => ({ ...s, routes: s.routes.map(route) })),
-    listeners: r.listeners.map((l) => ({
-      ...l,
-      virtualHosts: l.virtualHosts.map((v) => ({ ...v, routes: v.routes.map(route) })),
-    })),
+    services: r.services.map((s) => ({ ...s, routes: s.routes.map((x) => mapRouteBackends(x, fill)) })),
+    listeners: r.listeners.map((l) => mapListenerBackends(l, fill)),
   };
 }
