@@ -4,7 +4,10 @@
  * soon as the last is answered, for BENCH_WAYPOINT_MS (5 s) a path; requests/s and per-request latency. Paths:
  * - `amesh-waypoint`: client -> SOCKS5 -> ztunnel (node n1) -> HBONE -> the waypoint proxy (node n3), which serves
  *   the Service's HTTP port request by request -> HBONE -> ztunnel (node n2) -> the app;
- * - `node-http`: the floor, a minimal `node:http` reverse proxy (keep-alive Agent upstream, no TLS) -> the app;
+ * - `node-http`: the floor on the same path: client -> SOCKS5 -> ztunnel n1 -> HBONE -> a minimal `node:http`
+ *   reverse proxy in the waypoint's place (node n4; `node:http2` for the HBONE tunnels in and out, the waypoint's
+ *   identity, a keep-alive Agent upstream) -> HBONE -> ztunnel n2 -> the app. ztunnel n1 reaches it as the waypoint
+ *   of a second Service (web-floor) backed by the same app;
  * - `direct`: client -> the app, for context.
  * Every part is its own process on loopback: both ztunnels and the waypoint (children of this file, certificates
  * from a plug-in CA, which `amesh proxy waypoint` cannot take: it asks istiod), the floor proxy, the app, and a fresh
@@ -14,19 +17,22 @@
  * log).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
+import http2 from 'node:http2';
 import type net from 'node:net';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Duplex } from 'node:stream';
+import { Duplex } from 'node:stream';
+import type tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { socks5Connect } from '../src/echo/socks5-client.js';
-import { SOCKS5_PORT, ZTUNNEL_READINESS_PORT } from '../src/lib/istio-ports.js';
+import { HBONE_PORT, SOCKS5_PORT, ZTUNNEL_READINESS_PORT } from '../src/lib/istio-ports.js';
 import { LogControl } from '../src/lib/log.js';
 import { DATA_PATH_NODE_FLAGS } from '../src/lib/node-flags.js';
-import { writePluginCaDir } from '../src/lib/pki/certificate-authority.js';
+import { CertificateAuthority, writePluginCaDir } from '../src/lib/pki/certificate-authority.js';
 import { render } from '../src/lib/table.js';
 import { startWaypointProxy } from '../src/waypoint/waypoint-proxy.js';
 import { loadZtunnelConfig } from '../src/ztunnel/config.js';
@@ -48,11 +54,15 @@ const XDS_IP = '127.0.50.5';
 const CONTROL_IPS = ['127.0.50.11', '127.0.50.12', '127.0.50.13'] as const;
 const APP_PORT = 8080;
 const SERVICE_VIP = '10.96.50.10';
+/** The same app behind the floor, as a second Service whose waypoint is the floor proxy (floor-0, node n4). */
+const FLOOR_SERVICE_VIP = '10.96.50.11';
 const SERVICE_PORT = 80;
 const NAMESPACE = 'app';
 const SERVICE_HOST = `web.${NAMESPACE}.svc.cluster.local`;
 const WAYPOINT_HOST = `waypoint.${NAMESPACE}.svc.cluster.local`;
 const WAYPOINT_POD = `Kubernetes//Pod/${NAMESPACE}/waypoint-0`;
+const FLOOR_SERVICE_HOST = `web-floor.${NAMESPACE}.svc.cluster.local`;
+const FLOOR_HOST = `floor.${NAMESPACE}.svc.cluster.local`;
 
 const CONNECTIONS = Math.max(1, Number(process.env['BENCH_WAYPOINT_CONNECTIONS'] ?? 16) || 16);
 const MEASURE_MS = Math.max(500, Number(process.env['BENCH_WAYPOINT_MS'] ?? 5000) || 5000);
@@ -96,7 +106,10 @@ const RESOURCES = [
       addresses: [APP_IP],
       service_account: 'web',
       node: 'n2',
-      services: { [`${NAMESPACE}/${SERVICE_HOST}`]: [[SERVICE_PORT, APP_PORT]] },
+      services: {
+        [`${NAMESPACE}/${SERVICE_HOST}`]: [[SERVICE_PORT, APP_PORT]],
+        [`${NAMESPACE}/${FLOOR_SERVICE_HOST}`]: [[SERVICE_PORT, APP_PORT]],
+      },
     },
   },
   {
@@ -130,6 +143,36 @@ const RESOURCES = [
     },
   },
   {
+    workload: {
+      uid: `Kubernetes//Pod/${NAMESPACE}/floor-0`,
+      name: 'floor-0',
+      namespace: NAMESPACE,
+      addresses: [FLOOR_IP],
+      service_account: 'waypoint',
+      node: 'n4',
+      services: { [`${NAMESPACE}/${FLOOR_HOST}`]: [[15008, 15008]] },
+    },
+  },
+  {
+    service: {
+      name: 'web-floor',
+      namespace: NAMESPACE,
+      hostname: FLOOR_SERVICE_HOST,
+      vips: [FLOOR_SERVICE_VIP],
+      ports: [[SERVICE_PORT, APP_PORT, 1]],
+      waypoint: { namespace: NAMESPACE, hostname: FLOOR_HOST },
+    },
+  },
+  {
+    service: {
+      name: 'floor',
+      namespace: NAMESPACE,
+      hostname: FLOOR_HOST,
+      vips: ['10.96.50.21'],
+      ports: [[15008, 15008]],
+    },
+  },
+  {
     authorization: {
       name: 'only-via-waypoint',
       namespace: NAMESPACE,
@@ -149,7 +192,7 @@ interface LoadFigures {
   p999Ms: number;
   /** CPU per answered request over the measured window: the path's proxies (summed), the app, the load generator. */
   proxyCpuUsPerRequest: number | null;
-  /** The same for each proxy on its own, in the path's order (amesh-waypoint: ztunnel n1, the waypoint, ztunnel n2). */
+  /** The same for each proxy on its own, in the path's order: ztunnel n1, the waypoint or the floor, ztunnel n2. */
   proxyCpuUsPerRequestEach: number[];
   appCpuUsPerRequest: number;
   loadCpuUsPerRequest: number;
@@ -249,11 +292,13 @@ async function startParts(dir: string): Promise<Parts> {
   const ca = path.join(dir, 'ca');
   await writePluginCaDir(ca);
   const procs: ChildProcess[] = [];
+  // A bench that dies (its output piped into a reader that went away) takes its parts with it.
+  process.once('exit', () => procs.forEach((p) => p.kill('SIGKILL')));
   try {
     const app = child('--app', []);
     procs.push(app);
     await listening(app, 'the app');
-    const floor = child('--floor', [], DATA_PATH_NODE_FLAGS);
+    const floor = child('--floor', [ca], DATA_PATH_NODE_FLAGS);
     procs.push(floor);
     await listening(floor, 'the node-http floor proxy');
     const xds = await pythonXdsServer(dir, XDS_IP, RESOURCES);
@@ -267,7 +312,7 @@ async function startParts(dir: string): Promise<Parts> {
     return {
       procs,
       app,
-      proxies: { direct: [], 'node-http': [pid(floor)], 'amesh-waypoint': [z1, wp, z2].map(pid) },
+      proxies: { direct: [], 'node-http': [z1, floor, z2].map(pid), 'amesh-waypoint': [z1, wp, z2].map(pid) },
     };
   } catch (e) {
     await stopAll(procs);
@@ -386,10 +431,15 @@ export async function benchWaypoint(rounds: number): Promise<void> {
       rows,
     ),
   );
-  const each = by(WAYPOINT_PATH).proxyCpuUsPerRequestEach.map((v) => v.toFixed(0));
-  process.stdout.write(
-    `amesh-waypoint proxy CPU µs per request: ztunnel n1 ${each[0]!}, waypoint ${each[1]!}, ztunnel n2 ${each[2]!}\n`,
-  );
+  for (const [name, middle] of [
+    [WAYPOINT_PATH, 'waypoint'],
+    [FLOOR_PATH, 'floor'],
+  ] as const) {
+    const each = by(name).proxyCpuUsPerRequestEach.map((v) => v.toFixed(0));
+    process.stdout.write(
+      `${name} proxy CPU µs per request: ztunnel n1 ${each[0]!}, ${middle} ${each[1]!}, ztunnel n2 ${each[2]!}\n`,
+    );
+  }
   const ratios: Record<string, Record<string, number | null>> = {};
   for (const [over, base] of [
     [WAYPOINT_PATH, FLOOR_PATH],
@@ -478,9 +528,110 @@ function endToEnd(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   return out;
 }
 
-/** The floor: the least a Node HTTP reverse proxy does, with a keep-alive pool to the app. */
-async function runFloor(): Promise<void> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, scheduling: 'lifo' });
+/**
+ * Node's HTTP client over HBONE tunnels of one `node:http2` session to ztunnel n2: each connection is a CONNECT
+ * stream to the app. The streams are kept alive by the Agent; a stream is not a socket, so the Agent's TCP
+ * keep-alive is left out.
+ */
+class HboneAgent extends http.Agent {
+  private session: http2.ClientHttp2Session | undefined;
+
+  constructor(private readonly tls: tls.SecureContextOptions) {
+    super({ keepAlive: true, maxSockets: Infinity, scheduling: 'lifo' });
+  }
+
+  override createConnection(
+    _options: http.ClientRequestArgs,
+    callback?: (err: Error | null, stream: Duplex) => void,
+  ): undefined {
+    if (this.session === undefined || this.session.closed || this.session.destroyed) {
+      const session = http2.connect(`https://${APP_IP}:${String(HBONE_PORT)}`, {
+        ...this.tls,
+        minVersion: 'TLSv1.3',
+        checkServerIdentity: (_host, cert) => spiffeMismatch(cert, `${NAMESPACE}/sa/web`),
+      });
+      session.on('error', () => undefined);
+      session.once('close', () => {
+        if (this.session === session) this.session = undefined;
+      });
+      this.session = session;
+    }
+    const stream = this.session.request({ ':method': 'CONNECT', ':authority': `${APP_IP}:${String(APP_PORT)}` });
+    stream.once('response', (h) => {
+      if (h[':status'] === 200) callback?.(null, bufferDuplex(stream));
+      else {
+        stream.destroy();
+        callback?.(new Error(`HBONE CONNECT answered ${String(h[':status'])}`), undefined as never);
+      }
+    });
+    stream.once('error', (e: Error) => callback?.(e, undefined as never));
+    return undefined;
+  }
+
+  override keepSocketAlive(): boolean {
+    return true;
+  }
+
+  /** Node's own step, given the `ref` it calls: a stream has no handle to ref. */
+  override reuseSocket(socket: Duplex, req: http.ClientRequest): void {
+    super.reuseSocket(Object.assign(socket, { ref: () => socket }), req);
+  }
+}
+
+/**
+ * `stream` as a Duplex that hands it Buffers one write at a time: what `node:http` writes straight onto an
+ * Http2Stream arrives with its first line corrupted on Node 20 (seen on both the server's and the client's side).
+ */
+function bufferDuplex(stream: http2.Http2Stream): Duplex {
+  const d = new Duplex({
+    write(chunk: Buffer, _encoding, callback) {
+      stream.write(chunk, callback);
+    },
+    read() {
+      stream.resume();
+    },
+    final(callback) {
+      stream.end(callback);
+    },
+    destroy(e, callback) {
+      stream.destroy(e ?? undefined);
+      callback(e);
+    },
+  });
+  stream.on('data', (b: Buffer) => {
+    if (!d.push(b)) stream.pause();
+  });
+  stream.once('end', () => d.push(null));
+  stream.once('error', (e: Error) => d.destroy(e));
+  return d;
+}
+
+/** An error when `cert` is not the SPIFFE identity `cluster.local/ns/<nsSa>` (TLS's `checkServerIdentity`). */
+function spiffeMismatch(cert: tls.PeerCertificate, nsSa: string): Error | undefined {
+  const want = `URI:spiffe://cluster.local/ns/${nsSa}`;
+  return cert.subjectaltname?.split(', ').includes(want) ? undefined : new Error(`the peer is not ${want}`);
+}
+
+/**
+ * The floor: the least a Node HTTP reverse proxy does in the waypoint's place. `node:http2` terminates the HBONE
+ * tunnels ztunnel n1 opens (mTLS with the waypoint's identity, one CONNECT stream per client connection), each
+ * stream is a connection of a `node:http` server, and every request goes to the app over a kept-alive HBONE tunnel
+ * to ztunnel n2 (HboneAgent). No policy, telemetry or routing: the app's address is fixed.
+ */
+async function runFloor(caDir: string): Promise<void> {
+  const ca = await CertificateAuthority.fromPluginDir(caDir);
+  const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const chain = ca.issue(
+    publicKey.export({ type: 'spki', format: 'der' }),
+    [{ type: 'url', value: `spiffe://cluster.local/ns/${NAMESPACE}/sa/waypoint` }],
+    3600,
+  );
+  const identity = {
+    key: privateKey.export({ type: 'pkcs8', format: 'pem' }),
+    cert: chain.slice(0, -1).join(''),
+    ca: ca.rootBundlePem,
+  };
+  const agent = new HboneAgent(identity);
   const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     const up = http.request(
       { agent, host: APP_IP, port: APP_PORT, method: req.method, path: req.url, headers: endToEnd(req.headers) },
@@ -495,7 +646,21 @@ async function runFloor(): Promise<void> {
     });
     req.pipe(up);
   });
-  await new Promise<void>((r) => server.listen({ host: FLOOR_IP, port: APP_PORT, backlog: 4096 }, r));
+  const hbone = http2.createSecureServer({
+    ...identity,
+    minVersion: 'TLSv1.3',
+    requestCert: true,
+    rejectUnauthorized: true,
+  });
+  hbone.on('stream', (stream, headers) => {
+    if (headers[':method'] !== 'CONNECT') {
+      stream.respond({ ':status': 405 }, { endStream: true });
+      return;
+    }
+    stream.respond({ ':status': 200 });
+    server.emit('connection', bufferDuplex(stream));
+  });
+  await new Promise<void>((r) => hbone.listen({ host: FLOOR_IP, port: HBONE_PORT, backlog: 4096 }, r));
   process.stdout.write('listening\n');
 }
 
@@ -532,13 +697,20 @@ async function runProxy(node: MeshNode, ca: string, xdsEnv: Record<string, strin
   process.once('SIGTERM', () => void proxy.shutdown().then(() => process.exit(0)));
 }
 
-/** Each connection made through ztunnel n1's SOCKS5 port from the client workload's address, to the Service VIP. */
+/** Each connection made through ztunnel n1's SOCKS5 port from the client workload's address, to the Service `vip`. */
 class Socks5Agent extends http.Agent {
+  constructor(
+    options: http.AgentOptions,
+    private readonly vip: string,
+  ) {
+    super(options);
+  }
+
   override createConnection(
     _options: http.ClientRequestArgs,
     callback?: (err: Error | null, stream: Duplex) => void,
   ): Duplex | null | undefined {
-    socks5Connect(CLIENT_IP, SOCKS5_PORT, SERVICE_VIP, SERVICE_PORT, CLIENT_IP).then(
+    socks5Connect(CLIENT_IP, SOCKS5_PORT, this.vip, SERVICE_PORT, CLIENT_IP).then(
       (s: net.Socket) => {
         // socks5Connect hands the socket back paused; node:http's client reads it with a 'data' listener.
         s.resume();
@@ -554,8 +726,9 @@ class Socks5Agent extends http.Agent {
 function clientFor(name: PathName): { host: string; port: number; agent: http.Agent } {
   const options = { keepAlive: true, maxSockets: CONNECTIONS, maxFreeSockets: CONNECTIONS };
   if (name === 'direct') return { host: APP_IP, port: APP_PORT, agent: new http.Agent(options) };
-  if (name === 'node-http') return { host: FLOOR_IP, port: APP_PORT, agent: new http.Agent(options) };
-  return { host: SERVICE_VIP, port: SERVICE_PORT, agent: new Socks5Agent(options) };
+  if (name === 'node-http')
+    return { host: FLOOR_SERVICE_VIP, port: SERVICE_PORT, agent: new Socks5Agent(options, FLOOR_SERVICE_VIP) };
+  return { host: SERVICE_VIP, port: SERVICE_PORT, agent: new Socks5Agent(options, SERVICE_VIP) };
 }
 
 /** One GET, resolved with the app's answer to whether it saw an `x-request-id`; anything but 200 and 1 KiB fails. */
@@ -641,7 +814,7 @@ async function runLoad(name: PathName, ms: number, appPid: number, pids: readonl
 }
 
 if (process.argv[2] === '--app') await runApp();
-else if (process.argv[2] === '--floor') await runFloor();
+else if (process.argv[2] === '--floor') await runFloor(process.argv[3]!);
 else if (process.argv[2] === '--proxy')
   await runProxy(process.argv[3] as MeshNode, process.argv[4]!, JSON.parse(process.argv[5]!) as Record<string, string>);
 else if (process.argv[2] === '--load')

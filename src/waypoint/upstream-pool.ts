@@ -45,7 +45,7 @@ export class UpstreamPool extends http.Agent {
   ): undefined {
     const o = options as PooledRequestOptions;
     this.open(o.peer, o.host, o.port).then(
-      (s) => callback?.(null, s),
+      (s) => callback?.(null, refless(s)),
       (e: unknown) => callback?.(new UpstreamConnectError(e), undefined as never),
     );
     return undefined;
@@ -58,10 +58,19 @@ export class UpstreamPool extends http.Agent {
     return true;
   }
 
-  override reuseSocket(socket: Duplex): void {
+  /** Node's own step also drops the pool's error listener and marks the request as on a reused connection. */
+  override reuseSocket(socket: Duplex, req: http.ClientRequest): void {
     clearTimeout(this.idle.get(socket));
     this.idle.delete(socket);
+    super.reuseSocket(socket, req);
   }
+}
+
+/** `s` with the no-op `ref` that Node's Agent calls on a connection it takes from the pool: a tunnel has no handle. */
+function refless(s: Duplex): Duplex {
+  const t = s as Duplex & { ref?: () => unknown };
+  t.ref ??= () => t;
+  return s;
 }
 
 /** Whether a request failed on a kept-alive connection before any answer: its server had closed the connection. */

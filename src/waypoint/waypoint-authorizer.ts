@@ -25,6 +25,9 @@ export interface Flow {
   readonly parties: TrafficParties;
 }
 
+/** The decision when no policy applies to the waypoint at all: allowed, with no provider to ask. */
+const UNGOVERNED = Object.freeze({ providers: Object.freeze([]), refused: undefined });
+
 export class WaypointAuthorizer {
   constructor(
     private readonly rules: WaypointRules,
@@ -65,10 +68,11 @@ export class WaypointAuthorizer {
   private decide(
     f: Flow,
     r: Pick<RequestAttributes, 'http' | 'method' | 'path' | 'host' | 'headers' | 'jwt'>,
-  ): { providers: readonly string[]; refused: string | undefined } {
+  ): { readonly providers: readonly string[]; readonly refused: string | undefined } {
     const broken = this.rules.broken;
     if (broken !== undefined)
       return { providers: [], refused: this.refuse(f, r, `the waypoint's config was rejected: ${broken}`) };
+    if (this.rules.policies.length === 0) return UNGOVERNED;
     const svc = f.parties.destinationService;
     const id = f.parties.sourceIdentity;
     const decision = authorizeRequest(this.rules.policies, {
@@ -86,7 +90,7 @@ export class WaypointAuthorizer {
     for (const s of decision.shadow)
       this.log.info({ src: f.peerAddr, policy: s.policy, wouldDeny: s.wouldDeny }, 'waypoint: dry-run policy');
     return {
-      providers: [...new Set(decision.custom.map((p) => p.provider))],
+      providers: decision.custom.length === 0 ? [] : [...new Set(decision.custom.map((p) => p.provider))],
       refused: decision.allowed ? undefined : this.refuse(f, r, decision.reason),
     };
   }
