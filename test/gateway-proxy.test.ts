@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { startEchoServer, type EchoServer } from '../src/echo/echo-server.js';
 import { loadZtunnelConfig } from '../src/ztunnel/config.js';
@@ -38,6 +39,15 @@ const MIXED_PORT = 17443;
 const STRICT_PORT = 17444;
 /** OPTIONAL_MUTUAL. */
 const OPTIONAL_PORT = 17445;
+/**
+ * MUTUAL with a CA bundle of two client certificates, each port admitting only one of them: by subject alternative
+ * name (san.test), by the certificate's SHA-256 fingerprint (pin.test), by its SPKI's SHA-256 (spki.test).
+ */
+const SAN_PORT = 17446;
+const PIN_PORT = 17447;
+const SPKI_PORT = 17448;
+/** A TLS port whose listeners terminate TLS and relay what is inside: db.test (SIMPLE) and dbm.test (MUTUAL). */
+const TERMINATE_PORT = 17449;
 const WEB_HOST = 'web.shop.svc.cluster.local';
 
 const toWeb = {
@@ -52,11 +62,14 @@ const listener = (name: string, port: number, protocol: string, hostname: string
   ...tls,
   virtualHosts: [{ hostname: '*', routes: [toWeb] }],
 });
-const mutual = (optional: boolean): object => ({
+const mutual = (optional: boolean, more: object = {}): object => ({
   credentialNames: ['kubernetes://server'],
   clientCaNames: ['kubernetes://server-cacert'],
   clientCertificateOptional: optional,
+  ...more,
 });
+/** MUTUAL against the bundle of both client certificates, with `pins` (SANs, hashes or SPKI hashes). */
+const pinned = (pins: object): object => ({ ...mutual(false, pins), clientCaNames: ['kubernetes://pair-cacert'] });
 
 describe(
   "the ingress gateway proxy serves its listeners from a foreign xDS server: h2c, and client certificates checked against the CA it is sent (MUTUAL, OPTIONAL_MUTUAL), to curl's requests",
@@ -69,17 +82,30 @@ describe(
     let z2: Ztunnel;
     let gw: Ztunnel | undefined;
     const gatewayLogs = new CapturedLogs('gateway');
-    /** The server's certificate (mtls.test, simple.test, opt.test), a client's the CA signed, and a stranger's. */
+    /**
+     * The server's certificate (every listener's name), a client's the CA signed, a second client's (other.test)
+     * that only the pair bundle trusts, and a stranger's.
+     */
     let server: { cert: string; key: string };
     let client: { cert: string; key: string };
+    let other: { cert: string; key: string };
     let stranger: { cert: string; key: string };
 
     before(async () => {
       fx = await meshFixture();
-      server = selfSignedCertificate(fx.dir, 'server', ['DNS:mtls.test', 'DNS:simple.test', 'DNS:opt.test']);
+      server = selfSignedCertificate(
+        fx.dir,
+        'server',
+        ['mtls', 'simple', 'opt', 'san', 'pin', 'spki', 'db', 'dbm'].map((n) => `DNS:${n}.test`),
+      );
       client = selfSignedCertificate(fx.dir, 'client', ['DNS:client.test']);
+      other = selfSignedCertificate(fx.dir, 'other', ['DNS:other.test']);
       stranger = selfSignedCertificate(fx.dir, 'stranger', ['DNS:client.test']);
       const pem = (f: string): Promise<string> => readFile(f, 'utf8');
+      const otherCert = new X509Certificate(await pem(other.cert));
+      const clientSpki = createHash('sha256')
+        .update(new X509Certificate(await pem(client.cert)).publicKey.export({ type: 'spki', format: 'der' }))
+        .digest('base64');
       const served = await pythonXdsServer(fx.dir, XDS_IP, [
         {
           workload: {
@@ -128,6 +154,7 @@ describe(
         },
         { secret: { name: 'kubernetes://server', cert: await pem(server.cert), key: await pem(server.key) } },
         { secret: { name: 'kubernetes://server-cacert', ca: await pem(client.cert) } },
+        { secret: { name: 'kubernetes://pair-cacert', ca: (await pem(client.cert)) + (await pem(other.cert)) } },
         {
           waypoint: {
             name: 'ingress/gw-istio',
@@ -155,6 +182,21 @@ describe(
                 listener('simple', MIXED_PORT, 'HTTPS', 'simple.test', { credentialNames: ['kubernetes://server'] }),
                 listener('strict', STRICT_PORT, 'HTTPS', 'mtls.test', mutual(false)),
                 listener('optional', OPTIONAL_PORT, 'HTTPS', 'opt.test', mutual(true)),
+                listener('san', SAN_PORT, 'HTTPS', 'san.test', pinned({ clientSubjectAltNames: ['client.test'] })),
+                // Envoy's form of a fingerprint: upper-case hex in colon-separated pairs, as Node prints it.
+                listener(
+                  'pin',
+                  PIN_PORT,
+                  'HTTPS',
+                  'pin.test',
+                  pinned({ clientCertificateHashes: [otherCert.fingerprint256] }),
+                ),
+                listener('spki', SPKI_PORT, 'HTTPS', 'spki.test', pinned({ clientCertificateSpkis: [clientSpki] })),
+                listener('db', TERMINATE_PORT, 'TLS', 'db.test', {
+                  terminate: true,
+                  credentialNames: ['kubernetes://server'],
+                }),
+                listener('dbm', TERMINATE_PORT, 'TLS', 'dbm.test', { terminate: true, ...mutual(false) }),
               ],
             },
           },
@@ -186,7 +228,17 @@ describe(
         'the CA certificate applied',
         (l) => l['message'] === 'CA certificate applied' && l['credential'] === 'kubernetes://server-cacert',
       );
-      for (const port of [HTTP_PORT, GRPC_PORT, MIXED_PORT, STRICT_PORT, OPTIONAL_PORT])
+      for (const port of [
+        HTTP_PORT,
+        GRPC_PORT,
+        MIXED_PORT,
+        STRICT_PORT,
+        OPTIONAL_PORT,
+        SAN_PORT,
+        PIN_PORT,
+        SPKI_PORT,
+        TERMINATE_PORT,
+      ])
         await gatewayLogs.waitFor(`the listener on ${port}`, (l) => {
           const a = l['address'];
           return l['message'] === 'gateway listener up' && typeof a === 'string' && a.endsWith(`:${port}`);
@@ -265,6 +317,36 @@ describe(
       assert.match(await curl('opt.test', OPTIONAL_PORT, ...ca), /\n200 2$/);
       assert.match(await curl('opt.test', OPTIONAL_PORT, ...ca, ...withCert(client)), /\n200 2$/);
       assert.match(await curl('opt.test', OPTIONAL_PORT, ...ca, ...withCert(stranger)), /^ERR /);
+    });
+
+    test('MUTUAL with subjectAltNames or certificate pins: of two certificates the CA bundle trusts, only the one carrying a listed SAN, fingerprint or SPKI hash is let in', async () => {
+      const ca = ['--cacert', server.cert];
+      const admits = async (name: string, port: number): Promise<[boolean, boolean]> => [
+        /\n200 2$/.test(await curl(name, port, ...ca, ...withCert(client))),
+        /\n200 2$/.test(await curl(name, port, ...ca, ...withCert(other))),
+      ];
+      assert.deepEqual(await admits('san.test', SAN_PORT), [true, false]);
+      assert.deepEqual(await admits('pin.test', PIN_PORT), [false, true]);
+      assert.deepEqual(await admits('spki.test', SPKI_PORT), [true, false]);
+      await waitFor('the refusals logged with their reasons', () =>
+        ['carries none of the subject alternative names client.test', 'matches none of the certificate hashes'].every(
+          (why) =>
+            gatewayLogs.lines.some(
+              (l) => l['message'] === 'gateway: client refused' && String(l['error']).includes(why),
+            ),
+        ),
+      );
+    });
+
+    test('a TLS listener that terminates TLS relays the bytes inside to its route (curl speaks HTTP in it to the backend); a MUTUAL one on the same port refuses a client without a certificate', async () => {
+      const ca = ['--cacert', server.cert];
+      assert.match(await curl('db.test', TERMINATE_PORT, ...ca), /"hostname":"web".*\n200 1\.1$/s);
+      assert.match(await curl('dbm.test', TERMINATE_PORT, ...ca), /^ERR /);
+      assert.match(
+        await curl('dbm.test', TERMINATE_PORT, ...ca, ...withCert(client)),
+        /"hostname":"web".*\n200 1\.1$/s,
+      );
+      assert.match(await curl('dbm.test', TERMINATE_PORT, ...ca, ...withCert(stranger)), /^ERR /);
     });
   },
 );

@@ -273,7 +273,7 @@ describe(
       );
     });
 
-    test('listener status: a missing Secret is InvalidCertificateRef, another namespace without a ReferenceGrant RefNotPermitted, TLS terminated on a TLS listener not served', async () => {
+    test('listener status: a missing Secret is InvalidCertificateRef, another namespace without a ReferenceGrant RefNotPermitted, a TLS listener in Terminate mode accepted with TLSRoutes and TCPRoutes', async () => {
       let g: GatewayJson = {};
       await waitFor(
         'listener statuses',
@@ -293,24 +293,27 @@ describe(
       const other = listener(g, 'https-other', 'ResolvedRefs')!;
       assert.deepEqual([other.status, other.reason], ['False', 'RefNotPermitted']);
       assert.match(other.message, /missing a ReferenceGrant/);
-      const tls = listener(g, 'tls-terminate', 'Accepted')!;
+      assert.equal(listener(g, 'tls-terminate', 'Accepted')?.status, 'True');
+      assert.equal(listener(g, 'tls-terminate', 'ResolvedRefs')?.reason, 'InvalidCertificateRef');
       assert.deepEqual(
-        [tls.status, tls.reason, tls.message],
-        ['False', 'UnsupportedProtocol', 'protocol "TLS" with TLS mode "Terminate" is not served by amesh\'s gateway'],
+        g.status!.listeners!.find((l) => l.name === 'tls-terminate')!.supportedKinds.map((k) => k.kind),
+        ['TLSRoute', 'TCPRoute'],
       );
       const accepted = g.status!.conditions!.find((c) => c.type === 'Accepted')!;
       assert.deepEqual([accepted.status, accepted.reason], ['True', 'ListenersNotValid']);
     });
 
-    test('the Secret and a ReferenceGrant resolve both certificate references', async () => {
+    test('the Secret and a ReferenceGrant resolve the certificate references', async () => {
       await apply('example-cert.yaml', (await tlsSecret('ingress', 'example-cert', ['*.example.com'])).yaml);
       await apply('other-cert.yaml', (await tlsSecret('other', 'other-cert', ['other.test'])).yaml);
       await apply('grant.yaml', GRANT);
       await waitFor(
-        'both HTTPS listeners ResolvedRefs',
+        'both HTTPS listeners and the TLS one ResolvedRefs',
         async () => {
           const g = await gateway();
-          return ['https', 'https-other'].every((n) => listener(g, n, 'ResolvedRefs')?.status === 'True');
+          return ['https', 'https-other', 'tls-terminate'].every(
+            (n) => listener(g, n, 'ResolvedRefs')?.status === 'True',
+          );
         },
         20_000,
       );
@@ -356,7 +359,7 @@ ports: [{name: http, port: 80, protocol: TCP}]
       assert.equal((await gateway()).status?.conditions?.find((c) => c.type === 'Programmed')?.status, 'True');
     });
 
-    test("the gateway's own resource, decoded by python3-protobuf: its listeners, virtual hosts and certificate names", async () => {
+    test("the gateway's own resource, decoded by python3-protobuf: its listeners, virtual hosts and certificate names, a TLS listener in Terminate mode marked so", async () => {
       const listeners = await proxyListeners(
         'gw-istio',
         'ingress/gw-istio',
@@ -390,6 +393,13 @@ ports: [{name: http, port: 80, protocol: TCP}]
           protocol: 'HTTPS',
           hostname: 'other.test',
           credentialNames: ['kubernetes-gateway://other/other-cert'],
+        },
+        {
+          name: 'tls-terminate',
+          port: 9443,
+          protocol: 'TLS',
+          credentialNames: ['kubernetes-gateway://ingress/example-cert'],
+          terminate: true,
         },
       ]);
     });

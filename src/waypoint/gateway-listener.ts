@@ -5,11 +5,13 @@
  *   with prior knowledge (h2c), told apart by the connection's first bytes.
  * - HTTPS: TLS is terminated with the certificates istiod serves over SDS (`gateway-credentials.ts`), chosen by SNI
  *   (`listenerForSni`); a client without SNI gets the listener without a hostname, if there is one. A listener that
- *   verifies clients (MUTUAL, OPTIONAL_MUTUAL) checks their certificates against its CA. ALPN offers h2 and
+ *   verifies clients (MUTUAL, OPTIONAL_MUTUAL) checks their certificates (`client-certificate.ts`). ALPN offers h2 and
  *   http/1.1, as Istio's gateways do. The requests inside are routed by the virtual hosts of that listener
  *   only, as Envoy's per-server routes are.
- * - TLS (passthrough): the ClientHello's SNI (`client-hello.ts`, read without terminating TLS, as Envoy's
- *   tls_inspector does) picks the listener and its virtual host, whose route's backends take the connection as it is.
+ * - TLS: the ClientHello's SNI (`client-hello.ts`, read without terminating TLS, as Envoy's tls_inspector does)
+ *   picks the listener and its virtual host, whose route's backends take the connection as it is; a listener that
+ *   terminates TLS hands the connection (with the bytes read) to the port's TLS server, which terminates it as
+ *   HTTPS does, and the bytes inside are relayed.
  * - TCP: the route of the port's listener takes every connection.
  * Each request then goes through the same path a waypoint's does (`http-proxy.ts`): RequestAuthentication,
  * AuthorizationPolicies that target the Gateway, then the route, and into the mesh over HBONE with the gateway's
@@ -40,22 +42,12 @@ import {
   type GatewayProtocol,
 } from './gateway-listeners-config.js';
 import { peekClientHello } from './client-hello.js';
+import { clientCertificateRefusal } from './client-certificate.js';
 import { pickBackend } from './route-table.js';
 import { resolveServiceBehindWaypoint } from '../ztunnel/state/upstream.js';
 
 /** Where the listeners bind: every IPv4 address of the pod, as Envoy's `0.0.0.0` listeners do. */
 const BIND_ADDRESS = '0.0.0.0';
-
-/**
- * Why a TLS client may not use a listener that verifies client certificates (MUTUAL, OPTIONAL_MUTUAL); undefined
- * when it may. A port whose listeners all require certificates refuses in the handshake; this is for the others.
- */
-function clientCertificateRefusal(socket: tls.TLSSocket, l: GatewayListenerConfig): string | undefined {
-  if (l.clientCaNames.length === 0 || socket.authorized) return undefined;
-  const presented = Object.keys(socket.getPeerCertificate()).length > 0;
-  if (!presented) return l.clientCertificateOptional ? undefined : 'no client certificate';
-  return `the client certificate does not verify: ${String(socket.authorizationError)}`;
-}
 
 /** What an HTTP/2 client sends first (RFC 9113 §3.4). */
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -82,13 +74,17 @@ function streamOf(socket: net.Socket): Duplex {
   return stream;
 }
 
-/** How long a passthrough connection may take to send its ClientHello (Envoy's listener filter timeout). */
+/**
+ * How long a TLS client may take to send its ClientHello (Envoy's listener filter timeout), and to finish a handshake
+ * the gateway terminates.
+ */
 const CLIENT_HELLO_TIMEOUT_MS = 15_000;
 
 /**
- * What a port's server is made with: its protocol and, for HTTPS, whether it asks clients for certificates (some
- * listener verifies them) and requires them (every listener does, so the handshake itself refuses a client without
- * one). Node fixes these when the server is made; a change makes the server again.
+ * What a port's server is made with: its protocol and, for the listeners that terminate TLS (HTTPS, TLS with
+ * `terminate`), whether it asks clients for certificates (some listener verifies them) and requires them (every
+ * one does, so the handshake itself refuses a client without one). Node fixes these when the server is made; a
+ * change makes the server again.
  */
 interface PortShape {
   readonly protocol: GatewayProtocol;
@@ -102,6 +98,8 @@ const sameShape = (a: PortShape, b: PortShape): boolean =>
 interface PortServer {
   readonly shape: PortShape;
   readonly server: net.Server;
+  /** The TLS server that terminates a TLS port's connections whose listener says so (it does not listen itself). */
+  readonly terminator: tls.Server | undefined;
   listening: boolean;
   error: string | undefined;
 }
@@ -146,11 +144,15 @@ export class GatewayListener implements LocalProxies {
   private shapeOf(port: number): PortShape {
     const on = this.listenersOn(port);
     const protocol = on[0]!.protocol;
-    const verifying = protocol === 'HTTPS' ? on.filter((l) => l.clientCaNames.length > 0) : [];
+    const terminating = on.filter((l) => l.protocol === 'HTTPS' || l.terminate);
+    const verifying = terminating.filter((l) => l.clientCaNames.length > 0);
     return {
       protocol,
       requestCert: verifying.length > 0,
-      requireCert: verifying.length === on.length && verifying.every((l) => !l.clientCertificateOptional),
+      requireCert:
+        verifying.length > 0 &&
+        verifying.length === terminating.length &&
+        verifying.every((l) => !l.clientCertificateOptional),
     };
   }
 
@@ -173,11 +175,14 @@ export class GatewayListener implements LocalProxies {
 
   private open(port: number, shape: PortShape): void {
     const { protocol } = shape;
-    const server = this.makeServer(port, shape);
-    const entry: PortServer = { shape, server, listening: false, error: undefined };
-    server.on('tlsClientError', (e: Error, s: tls.TLSSocket) => {
-      this.ctx.log.debug({ port, src: s.remoteAddress, error: e.message }, 'gateway: TLS handshake failed');
-    });
+    const terminator =
+      protocol === 'TLS' ? this.tlsServer(port, shape, [], (s) => this.relayTerminated(s, port)) : undefined;
+    const server = this.makeServer(port, shape, terminator);
+    const entry: PortServer = { shape, server, terminator, listening: false, error: undefined };
+    for (const s of [server, terminator])
+      s?.on('tlsClientError', (e: Error, t: tls.TLSSocket) => {
+        this.ctx.log.debug({ port, src: t.remoteAddress, error: e.message }, 'gateway: TLS handshake failed');
+      });
     server.on('error', (e: Error) => {
       entry.error = e.message;
       this.ctx.log.error({ port, error: e.message }, 'gateway listener failed');
@@ -189,44 +194,53 @@ export class GatewayListener implements LocalProxies {
     this.servers.set(port, entry);
   }
 
-  private makeServer(port: number, shape: PortShape): net.Server {
+  private makeServer(port: number, shape: PortShape, terminator: tls.Server | undefined): net.Server {
     switch (shape.protocol) {
       case 'HTTP':
         return net.createServer((s) => this.acceptPlain(s, port));
       case 'TLS':
       case 'TCP':
-        return net.createServer((s) => this.passThrough(s, port, shape.protocol as 'TLS' | 'TCP'));
+        return net.createServer((s) => this.passThrough(s, port, shape.protocol as 'TLS' | 'TCP', terminator));
       case 'HTTPS':
-        return tls.createServer(
-          {
-            minVersion: 'TLSv1.2',
-            // As Istio's gateways offer: HTTP/2 first, then HTTP/1.1.
-            ALPNProtocols: ['h2', 'http/1.1'],
-            requestCert: shape.requestCert,
-            rejectUnauthorized: shape.requireCert,
-            SNICallback: (sni, cb) => {
-              const l = listenerForSni(this.listenersOn(port), sni);
-              const ctx = l === undefined ? undefined : this.credentials.contextFor(l.credentialNames, l.clientCaNames);
-              if (ctx === undefined) {
-                this.ctx.log.warn({ port, sni }, 'gateway: no certificate for the TLS connection');
-                cb(new MeshError('ZT_ERR_GATEWAY_NO_CERTIFICATE', `no certificate for ${sni} on port ${port}`));
-              } else cb(null, ctx);
-            },
-          },
-          (s) => this.accept(s, port, typeof s.servername === 'string' ? s.servername : undefined),
+        // As Istio's gateways offer: HTTP/2 first, then HTTP/1.1.
+        return this.tlsServer(port, shape, ['h2', 'http/1.1'], (s) =>
+          this.accept(s, port, typeof s.servername === 'string' ? s.servername : undefined),
         );
     }
+  }
+
+  /** A server terminating TLS with the certificate of the listener the SNI picks, offering `alpn`. */
+  private tlsServer(port: number, shape: PortShape, alpn: string[], onSecure: (s: tls.TLSSocket) => void): tls.Server {
+    return tls.createServer(
+      {
+        minVersion: 'TLSv1.2',
+        handshakeTimeout: CLIENT_HELLO_TIMEOUT_MS,
+        ...(alpn.length > 0 ? { ALPNProtocols: alpn } : {}),
+        requestCert: shape.requestCert,
+        rejectUnauthorized: shape.requireCert,
+        SNICallback: (sni, cb) => {
+          const l = listenerForSni(this.listenersOn(port), sni);
+          const ctx = l === undefined ? undefined : this.credentials.contextFor(l.credentialNames, l.clientCaNames);
+          if (ctx === undefined) {
+            this.ctx.log.warn({ port, sni }, 'gateway: no certificate for the TLS connection');
+            cb(new MeshError('ZT_ERR_GATEWAY_NO_CERTIFICATE', `no certificate for ${sni} on port ${port}`));
+          } else cb(null, ctx);
+        },
+      },
+      onSecure,
+    );
   }
 
   /** The TLS context for clients without SNI: that of the port's listener without a hostname. */
   private refreshCertificates(): void {
     for (const [port, s] of this.servers) {
-      if (s.shape.protocol !== 'HTTPS') continue;
+      const server = s.shape.protocol === 'HTTPS' ? (s.server as tls.Server) : s.terminator;
+      if (server === undefined) continue;
       const l = listenerForSni(this.listenersOn(port), undefined);
       const pairs = this.credentials.keyPairs(l?.credentialNames ?? []);
       const ca = this.credentials.caCertificates(l?.clientCaNames ?? []);
       if (pairs.length > 0 && ca.length >= Math.min(1, l?.clientCaNames.length ?? 0))
-        (s.server as tls.Server).setSecureContext({
+        server.setSecureContext({
           cert: pairs.map((p) => p.cert),
           key: pairs.map((p) => p.key),
           minVersion: 'TLSv1.2',
@@ -262,15 +276,7 @@ export class GatewayListener implements LocalProxies {
       socket.destroy();
       return;
     }
-    if (socket instanceof tls.TLSSocket) {
-      const l = listenerForSni(this.listenersOn(port), sni);
-      const refused = l === undefined ? undefined : clientCertificateRefusal(socket, l);
-      if (refused !== undefined) {
-        this.ctx.log.info({ port, sni, src: socket.remoteAddress, error: refused }, 'gateway: client refused');
-        socket.destroy();
-        return;
-      }
-    }
+    if (socket instanceof tls.TLSSocket && this.refused(socket, port, sni)) return;
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
     socket.on('error', () => undefined);
@@ -301,8 +307,26 @@ export class GatewayListener implements LocalProxies {
     socket.resume();
   }
 
-  /** A TLS or TCP connection: relayed as it is to the backend its listener's route picks. */
-  private passThrough(socket: net.Socket, port: number, protocol: 'TLS' | 'TCP'): void {
+  /** Whether the listener the SNI picks refuses the client's certificate: then the connection is closed. */
+  private refused(socket: tls.TLSSocket, port: number, sni: string | undefined): boolean {
+    const l = listenerForSni(this.listenersOn(port), sni);
+    const refused = l === undefined ? undefined : clientCertificateRefusal(socket, l);
+    if (refused === undefined) return false;
+    this.ctx.log.info({ port, sni, src: socket.remoteAddress, error: refused }, 'gateway: client refused');
+    socket.destroy();
+    return true;
+  }
+
+  /**
+   * A TLS or TCP connection: relayed as it is to the backend its listener's route picks, or, when the listener
+   * terminates TLS, handed to the port's TLS server (`terminator`) with the bytes read so far.
+   */
+  private passThrough(
+    socket: net.Socket,
+    port: number,
+    protocol: 'TLS' | 'TCP',
+    terminator: tls.Server | undefined,
+  ): void {
     socket.on('error', () => undefined);
     if (this.local.current() === undefined || this.rules.broken !== undefined) {
       socket.destroy();
@@ -326,10 +350,23 @@ export class GatewayListener implements LocalProxies {
         socket.destroy();
         return;
       }
+      if (terminator !== undefined && listenerForSni(this.listenersOn(port), peek.sni)?.terminate === true) {
+        socket.unshift(head);
+        terminator.emit('connection', socket);
+        return;
+      }
       void this.relayTo(socket, port, protocol, peek.sni, head);
     };
     socket.on('data', onData);
     socket.setTimeout(CLIENT_HELLO_TIMEOUT_MS, () => socket.destroy());
+  }
+
+  /** A connection whose TLS the port's terminator ended: the bytes inside go where the listener's route says. */
+  private relayTerminated(s: tls.TLSSocket, port: number): void {
+    const sni = typeof s.servername === 'string' ? s.servername : undefined;
+    s.on('error', () => undefined);
+    if (this.refused(s, port, sni)) return;
+    void this.relayTo(s, port, 'TLS', sni, Buffer.alloc(0));
   }
 
   /** Connects to the backend the route picks (over HBONE with the gateway's identity) and relays `socket` to it. */

@@ -10,7 +10,7 @@
 import type { Listener } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import { brokenTable, routesFromXds, type RouteTable } from './route-table.js';
 
-/** What a listener serves: HTTP, HTTPS terminated here, TLS passed through by SNI, or TCP. */
+/** What a listener serves: HTTP, HTTPS terminated here, TLS by SNI (passed through or terminated), or TCP. */
 export type GatewayProtocol = 'HTTP' | 'HTTPS' | 'TLS' | 'TCP';
 const PROTOCOLS: ReadonlySet<string> = new Set<GatewayProtocol>(['HTTP', 'HTTPS', 'TLS', 'TCP']);
 
@@ -24,6 +24,12 @@ export interface GatewayListenerConfig {
   /** Client certificates: the SDS names of the CAs they must chain to (none: not asked for); whether optional. */
   readonly clientCaNames: readonly string[];
   readonly clientCertificateOptional: boolean;
+  /** A TLS listener: its TLS is terminated here (else passed through). */
+  readonly terminate: boolean;
+  /** Client certificates must carry one of these SANs (none: any), and match one of these pins (none: any). */
+  readonly clientSubjectAltNames: readonly string[];
+  readonly clientCertificateHashes: readonly string[];
+  readonly clientCertificateSpkis: readonly string[];
   /** By hostname (exact, `*.suffix`, or `*`). */
   readonly virtualHosts: ReadonlyMap<string, RouteTable>;
 }
@@ -61,6 +67,11 @@ export function gatewayListenersFromXds(listeners: readonly Listener[]): {
         credentialNames: [...l.credentialNames],
         clientCaNames: [...l.clientCaNames],
         clientCertificateOptional: l.clientCertificateOptional,
+        terminate: l.terminate,
+        clientSubjectAltNames: [...l.clientSubjectAltNames],
+        // Fingerprints compared as hex digits without colons, in lower case.
+        clientCertificateHashes: l.clientCertificateHashes.map((h) => h.replaceAll(':', '').toLowerCase()),
+        clientCertificateSpkis: [...l.clientCertificateSpkis],
         virtualHosts: hosts,
       }),
     );

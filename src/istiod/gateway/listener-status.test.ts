@@ -31,3 +31,25 @@ test('attachedRoutes counts TLSRoutes on a TLS listener and TCPRoutes on a TCP l
     ],
   );
 });
+
+test('a TLS listener in Terminate mode supports TLSRoutes and TCPRoutes, and without a usable certificate is not programmed', () => {
+  const g = gatewayShape('ingress', 'gw', {
+    gatewayClassName: 'istio',
+    listeners: [
+      { name: 'term', port: 9443, protocol: 'TLS', tls: { certificateRefs: [{ name: 'db-cert' }] } },
+      { name: 'bare', port: 9444, protocol: 'TLS' },
+    ],
+  });
+  const routes = [routeShape('TCPRoute', 'ingress', 'raw', { parentRefs: [{ name: 'gw', sectionName: 'term' }] })];
+  const [term, bare] = listenerStatuses(g, routes, [], new Map(), noSecret);
+  assert.deepEqual([term!.attachedRoutes, term!.supportedKinds.map((k) => k.kind)], [1, ['TLSRoute', 'TCPRoute']]);
+  const condition = (l: typeof term, type: string): unknown =>
+    l!.conditions.filter((c) => c.type === type).map((c) => [c.status, c.reason, c.message]);
+  assert.deepEqual(condition(term, 'ResolvedRefs'), [
+    ['False', 'InvalidCertificateRef', 'invalid certificate reference //db-cert., secret ingress/db-cert not found'],
+  ]);
+  assert.deepEqual(condition(bare, 'ResolvedRefs'), [
+    ['False', 'InvalidCertificateRef', 'a TLS listener in Terminate mode needs a certificateRef'],
+  ]);
+  assert.deepEqual(condition(bare, 'Accepted'), [['True', 'Accepted', 'No errors found']]);
+});

@@ -8,8 +8,8 @@
  * - A listener whose clients cannot be verified as the Gateway's frontend TLS asks (several caCertificateRefs, a
  *   kind other than ConfigMap or Secret, another namespace without a ReferenceGrant) is reported the same way
  *   (InvalidCACertificateRef, RefNotPermitted), and is not served at all.
- * - A protocol or TLS mode amesh's gateway does not serve (TLS terminated on a TLS listener, HTTPS passed through)
- *   is reported not Accepted (UnsupportedProtocol), rather than accepted and then silently not served.
+ * - A protocol or TLS mode amesh's gateway does not serve (HTTPS passed through) is reported not Accepted
+ *   (UnsupportedProtocol), rather than accepted and then silently not served.
  * - attachedRoutes counts the routes of every kind given (HTTPRoutes, GRPCRoutes, TLSRoutes, TCPRoutes) with a
  *   parentRef that attaches to the listener, as istio `pilot/pkg/config/kube/gateway/route_collections.go` counts
  *   route attachments.
@@ -19,6 +19,8 @@ import {
   certificateRef,
   clientValidation,
   refersToGateway,
+  routeKinds,
+  terminatesTls,
   type GatewayShape,
   type ListenerShape,
   type RefShape,
@@ -39,13 +41,6 @@ export interface ListenerStatus {
 /** A Secret's `data`, by namespace and name; undefined when there is none. */
 export type SecretLookup = (namespace: string, name: string) => Readonly<Record<string, string>> | undefined;
 
-const DEFAULT_KINDS: Readonly<Record<string, readonly string[]>> = {
-  HTTP: ['HTTPRoute', 'GRPCRoute'],
-  HTTPS: ['HTTPRoute', 'GRPCRoute'],
-  TLS: ['TLSRoute'],
-  TCP: ['TCPRoute'],
-};
-
 /** As istio `secretObjectReferenceString` writes a reference: `group/kind/name.namespace`. */
 const refText = (r: RefShape): string => `${r.group ?? ''}/${r.kind ?? ''}/${r.name ?? ''}.${r.namespace ?? ''}`;
 
@@ -56,11 +51,11 @@ function tlsProblem(
   grants: readonly GrantShape[],
   secret: SecretLookup,
 ): { reason: string; message: string } | undefined {
-  if (l.protocol !== 'HTTPS' || l.tls === undefined || l.tls.mode !== 'Terminate') return undefined;
+  if (!terminatesTls(l)) return undefined;
   const validation = clientValidation(gw, l.port, grants);
   if (validation?.ok === false) return { reason: validation.reason, message: validation.message };
   const problems: { reason: string; message: string }[] = [];
-  for (const ref of l.tls.certificateRefs) {
+  for (const ref of l.tls?.certificateRefs ?? []) {
     const c = certificateRef(ref, gw, grants);
     if (!c.ok) {
       problems.push(c);
@@ -79,7 +74,10 @@ function tlsProblem(
     });
   }
   if (problems.length === 0)
-    return { reason: 'InvalidCertificateRef', message: 'an HTTPS listener in Terminate mode needs a certificateRef' };
+    return {
+      reason: 'InvalidCertificateRef',
+      message: `a ${l.protocol} listener in Terminate mode needs a certificateRef`,
+    };
   return { reason: problems[0]!.reason, message: problems.map((p) => p.message).join('; ') };
 }
 
@@ -114,8 +112,8 @@ export function listenerStatuses(
     }
     const kinds =
       l.allowedKinds.length > 0
-        ? l.allowedKinds.filter((k) => (DEFAULT_KINDS[l.protocol] ?? []).includes(k.kind)).map((k) => k.kind)
-        : (DEFAULT_KINDS[l.protocol] ?? []);
+        ? l.allowedKinds.filter((k) => routeKinds(l).includes(k.kind)).map((k) => k.kind)
+        : routeKinds(l);
     const attachedRoutes = routes.filter((r) =>
       r.parentRefs.some(
         (ref) => refersToGateway(ref, gw, r.namespace) && attach(r, ref, gw, l, namespaceLabels).attached,

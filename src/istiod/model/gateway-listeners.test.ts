@@ -203,3 +203,47 @@ test("frontend TLS validation: a port's entry, else the default, names the CA cl
   assert.equal(clientValidation(two, 443, [])?.ok, false);
   assert.equal(clientValidation(gw, 443, []), undefined, 'no frontend: clients are not asked for certificates');
 });
+
+test('a TLS listener in Terminate mode (the default) names its certificates and takes TLSRoutes by SNI and TCPRoutes, which a passthrough listener refuses', () => {
+  const g = gatewayShape('ingress', 'gw', {
+    gatewayClassName: 'istio',
+    listeners: [
+      { name: 'term', port: 9443, protocol: 'TLS', tls: { certificateRefs: [{ name: 'db-cert' }] } },
+      { name: 'pass', port: 9444, protocol: 'TLS', tls: { mode: 'Passthrough' } },
+    ],
+  });
+  const route = (name: string): RouteModel => ({
+    name,
+    matches: [],
+    requestHeaders: undefined,
+    responseHeaders: undefined,
+    action: { directStatus: 200 },
+    rewrite: undefined,
+    timeoutMs: undefined,
+  });
+  const tls = routeShape('TLSRoute', 'ingress', 't', { parentRefs: [{ name: 'gw' }], hostnames: ['db.test'] });
+  const tcp = routeShape('TCPRoute', 'ingress', 'c', { parentRefs: [{ name: 'gw' }] });
+  const out = gatewayListeners(
+    g,
+    [
+      { shape: tls, routes: [route('ingress/t.0')] },
+      { shape: tcp, routes: [route('ingress/c.0')] },
+    ],
+    [],
+    none,
+  );
+  assert.deepEqual(
+    out.map((l) => [l.name, l.terminate ?? false, l.credentialNames, l.virtualHosts.map((v) => v.hostname)]),
+    [
+      ['term', true, ['kubernetes-gateway://ingress/db-cert'], ['*', 'db.test']],
+      ['pass', false, [], ['db.test']],
+    ],
+  );
+  const [term, pass] = g.listeners as [(typeof g.listeners)[number], (typeof g.listeners)[number]];
+  assert.equal(attach(tcp, { name: 'gw' }, g, term, none).attached, true);
+  assert.deepEqual(attach(tcp, { name: 'gw' }, g, pass, none), {
+    attached: false,
+    reason: 'NotAllowedByListeners',
+    message: 'kind gateway.networking.k8s.io/v1/TCPRoute is not allowed',
+  });
+});

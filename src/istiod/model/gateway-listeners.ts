@@ -4,11 +4,12 @@
  * - a parentRef names the Gateway (group `gateway.networking.k8s.io`, kind `Gateway`, the route's namespace unless
  *   given), and optionally a listener by `sectionName` or `port`;
  * - the listener admits the route's namespace (`allowedRoutes.namespaces`: Same by default, All, Selector) and kind
- *   (`allowedRoutes.kinds`, else the protocol's: HTTPRoute and GRPCRoute for HTTP and HTTPS);
+ *   (`allowedRoutes.kinds`, else the protocol's: HTTPRoute and GRPCRoute for HTTP and HTTPS, TLSRoute for TLS, and
+ *   TCPRoute too when the gateway terminates the TLS, TCPRoute for TCP: `routeKinds`);
  * - the route's hostnames meet the listener's (`*.example.com` covers any name below example.com), each virtual host
  *   taking the more specific of the two names; a route without hostnames takes the listener's;
- * - an HTTPS listener in Terminate mode names its certificates by `certificateRefs`: a Secret of the Gateway's
- *   namespace, or of another one a ReferenceGrant there opens to Gateways of this namespace.
+ * - an HTTPS or TLS listener in Terminate mode (`terminatesTls`) names its certificates by `certificateRefs`: a
+ *   Secret of the Gateway's namespace, or of another one a ReferenceGrant there opens to Gateways of this namespace.
  * The inputs are plain shapes, so that the model (checked objects) and the status writer (informer objects) share
  * one reading of the rules.
  */
@@ -85,12 +86,25 @@ export type Attachment =
       readonly message: string;
     };
 
-const ROUTE_KINDS: Readonly<Record<string, readonly string[]>> = {
-  HTTP: ['HTTPRoute', 'GRPCRoute'],
-  HTTPS: ['HTTPRoute', 'GRPCRoute'],
-  TLS: ['TLSRoute'],
-  TCP: ['TCPRoute'],
-};
+/** Whether the gateway terminates the listener's TLS: an HTTPS or TLS listener in Terminate mode (the default). */
+export function terminatesTls(l: Pick<ListenerShape, 'protocol' | 'tls'>): boolean {
+  return (l.protocol === 'HTTPS' || l.protocol === 'TLS') && (l.tls?.mode ?? 'Terminate') === 'Terminate';
+}
+
+/** The route kinds a listener's protocol takes (istio `GenerateGatewaySupportedKinds`). */
+export function routeKinds(l: Pick<ListenerShape, 'protocol' | 'tls'>): readonly string[] {
+  switch (l.protocol) {
+    case 'HTTP':
+    case 'HTTPS':
+      return ['HTTPRoute', 'GRPCRoute'];
+    case 'TLS':
+      return terminatesTls(l) ? ['TLSRoute', 'TCPRoute'] : ['TLSRoute'];
+    case 'TCP':
+      return ['TCPRoute'];
+    default:
+      return [];
+  }
+}
 
 /** Whether `ref` names the Gateway `gw` (from a route in `routeNamespace`). */
 export function refersToGateway(
@@ -145,7 +159,7 @@ function admitsNamespace(
 }
 
 function admitsKind(l: ListenerShape, kind: string): boolean {
-  if (l.allowedKinds.length === 0) return (ROUTE_KINDS[l.protocol] ?? []).includes(kind);
+  if (l.allowedKinds.length === 0) return routeKinds(l).includes(kind);
   return l.allowedKinds.some(
     (k) => (k.group === '' ? GATEWAY_API_GROUP : k.group) === GATEWAY_API_GROUP && k.kind === kind,
   );
@@ -305,11 +319,17 @@ export interface GatewayListenerModel {
   /** Client certificates: the SDS names of the CAs they must chain to; whether a client may present none. */
   readonly clientCaNames?: readonly string[];
   readonly clientCertificateOptional?: boolean;
+  /** A TLS listener whose TLS the gateway terminates (HTTPS listeners always do). */
+  readonly terminate?: boolean;
+  /** Client certificates: the subject alternative names, fingerprints and SPKI hashes one of which they must carry. */
+  readonly clientSubjectAltNames?: readonly string[];
+  readonly clientCertificateHashes?: readonly string[];
+  readonly clientCertificateSpkis?: readonly string[];
 }
 
 /**
  * Why the gateway does not serve a listener (its status says so, and it is left out); undefined when it does: HTTP,
- * HTTPS terminated by the gateway, TLS passed through by SNI, and TCP.
+ * HTTPS terminated by the gateway, TLS passed through by SNI or terminated, and TCP.
  */
 export function unservedListener(l: ListenerShape): string | undefined {
   const mode = l.tls?.mode ?? 'Terminate';
@@ -322,7 +342,7 @@ export function unservedListener(l: ListenerShape): string | undefined {
         ? undefined
         : `protocol "HTTPS" with TLS mode "${mode}" is not served by amesh's gateway`;
     case 'TLS':
-      return mode === 'Passthrough'
+      return mode === 'Passthrough' || mode === 'Terminate'
         ? undefined
         : `protocol "TLS" with TLS mode "${mode}" is not served by amesh's gateway`;
     default:
@@ -355,7 +375,7 @@ export function gatewayListeners(
           for (const r of routes) if (!list.includes(r)) list.push(r);
         }
       }
-    const terminated = l.protocol === 'HTTPS' && (l.tls?.mode ?? 'Terminate') === 'Terminate';
+    const terminated = terminatesTls(l);
     const credentialNames = terminated
       ? (l.tls?.certificateRefs ?? []).flatMap((r) => {
           const c = certificateRef(r, gw, grants);
@@ -371,6 +391,7 @@ export function gatewayListeners(
       protocol: l.protocol,
       hostname: l.hostname,
       credentialNames,
+      ...(l.protocol === 'TLS' && terminated ? { terminate: true } : {}),
       ...(validation === undefined
         ? {}
         : { clientCaNames: [validation.caName], clientCertificateOptional: validation.optional }),

@@ -108,31 +108,97 @@ test('an HTTP server with httpsRedirect redirects even without a VirtualService 
   ]);
 });
 
-test("MUTUAL and OPTIONAL_MUTUAL servers verify clients against the credential's CA, served as <credentialName>-cacert; certificate pinning is not applied and said so", () => {
+test("MUTUAL and OPTIONAL_MUTUAL servers verify clients against the credential's CA, served as <credentialName>-cacert, and pass on the SANs and pins a client certificate must match", () => {
   const [gw, pod] = gatewayAndPod(`  - port: {number: 443, name: https, protocol: HTTPS}
     hosts: [mtls.shop.test]
-    tls: {mode: MUTUAL, credentialName: shop-cert, subjectAltNames: [client.shop.test]}
+    tls:
+      mode: MUTUAL
+      credentialName: shop-cert
+      subjectAltNames: [client.shop.test]
+      verifyCertificateHash: ["AB:CD"]
+      verifyCertificateSpki: [c3BraQ==]
   - port: {number: 8443, name: https-opt, protocol: HTTPS}
     hosts: [opt.shop.test]
     tls: {mode: OPTIONAL_MUTUAL, credentialName: opt-cert}
   - port: {number: 9443, name: https-simple, protocol: HTTPS}
     hosts: [simple.shop.test]
-    tls: {mode: SIMPLE, credentialName: simple-cert}`);
+    tls: {mode: SIMPLE, credentialName: simple-cert, subjectAltNames: [ignored.shop.test]}`);
   const { listeners, warnings } = istioGatewayListeners([gw], [pod], []);
   assert.deepEqual(
     listeners
       .get('ingress/ingressgateway-0')
-      ?.map((l) => [l.port, l.credentialNames, l.clientCaNames ?? [], l.clientCertificateOptional ?? false]),
+      ?.map((l) => [
+        l.port,
+        l.credentialNames,
+        l.clientCaNames ?? [],
+        l.clientCertificateOptional ?? false,
+        [l.clientSubjectAltNames ?? [], l.clientCertificateHashes ?? [], l.clientCertificateSpkis ?? []],
+      ]),
     [
-      [443, ['kubernetes://shop-cert'], ['kubernetes://shop-cert-cacert'], false],
-      [8443, ['kubernetes://opt-cert'], ['kubernetes://opt-cert-cacert'], true],
-      [9443, ['kubernetes://simple-cert'], [], false],
+      [
+        443,
+        ['kubernetes://shop-cert'],
+        ['kubernetes://shop-cert-cacert'],
+        false,
+        [['client.shop.test'], ['AB:CD'], ['c3BraQ==']],
+      ],
+      [8443, ['kubernetes://opt-cert'], ['kubernetes://opt-cert-cacert'], true, [[], [], []]],
+      [9443, ['kubernetes://simple-cert'], [], false, [[], [], []]],
     ],
   );
-  assert.ok(
-    warnings.some((w) => /https: tls\.subjectAltNames is not checked by amesh's gateway/.test(w)),
-    warnings.join('\n'),
+  assert.deepEqual(warnings, []);
+});
+
+test('a TLS server in SIMPLE or MUTUAL mode terminates TLS per host by SNI and relays what is inside to the first tcp route, as a TCP server does; one without a credentialName is not served', () => {
+  const [gw, pod] = gatewayAndPod(`  - name: tls-simple
+    port: {number: 9443, name: tls, protocol: TLS}
+    hosts: [db.shop.test, cache.shop.test]
+    tls: {mode: SIMPLE, credentialName: db-cert}
+  - name: tls-mutual
+    port: {number: 9444, name: tls-m, protocol: TLS}
+    hosts: [db.shop.test]
+    tls: {mode: MUTUAL, credentialName: db-cert}
+  - name: no-cert
+    port: {number: 9445, name: tls-n, protocol: TLS}
+    hosts: [db.shop.test]
+    tls: {mode: SIMPLE}`);
+  const [vs] = parsed(
+    `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: l4, namespace: shop}
+spec:
+  hosts: [db.shop.test]
+  gateways: [ingress/gw]
+  tcp:
+  - route: [{destination: {host: db, port: {number: 5432}}}]`,
+    'VirtualService',
   );
+  const converted = convertVirtualService(vs!, new Map([['shop/db', new Set([5432])]]), 'cluster.local');
+  const { listeners, warnings } = istioGatewayListeners([gw], [pod], [converted]);
+  const backends = (routes: readonly RouteModel[]): unknown =>
+    routes.map((r) => ('forward' in r.action ? r.action.forward.map((b) => `${b.hostname}:${b.port}`) : r.action));
+  const db = [['*', [['db.shop.svc.cluster.local:5432']]]];
+  assert.deepEqual(
+    listeners
+      .get('ingress/ingressgateway-0')
+      ?.map((l) => [
+        l.protocol,
+        l.port,
+        l.hostname,
+        l.terminate ?? false,
+        l.credentialNames,
+        l.clientCaNames ?? [],
+        l.virtualHosts.map((v) => [v.hostname, backends(v.routes)]),
+      ]),
+    [
+      ['TLS', 9443, 'db.shop.test', true, ['kubernetes://db-cert'], [], db],
+      ['TLS', 9443, 'cache.shop.test', true, ['kubernetes://db-cert'], [], db],
+      ['TLS', 9444, 'db.shop.test', true, ['kubernetes://db-cert'], ['kubernetes://db-cert-cacert'], db],
+    ],
+  );
+  assert.deepEqual(warnings, [
+    "Gateway ingress/gw server no-cert: TLS with TLS mode SIMPLE is not served by amesh's gateway",
+  ]);
 });
 
 test("a server's port is translated to the target port of the gateway's Service that has it, as Istio's ingress gateway Service maps 80 to 8080; a Service that opts out, or no such port, leaves it as it is", () => {

@@ -4,10 +4,12 @@
  * - the proxies are the pods its `selector` matches, in any namespace (Istio's default, without
  *   `PILOT_SCOPE_GATEWAY_TO_NAMESPACE`), each known by its workload (`<namespace>/<Deployment>`);
  * - each server host (`host`; `ns/host`, where `.` is the Gateway's namespace and `*` any) becomes a listener on
- *   the server's port (translated to the target port of the gateway's Service that has it, as Istio does), HTTP, or HTTPS in SIMPLE mode with its `credentialName` fetched over SDS as `kubernetes://<name>`:
+ *   the server's port (translated to the target port of the gateway's Service that has it, as Istio does), HTTP,
+ *   or HTTPS in SIMPLE mode with its `credentialName` fetched over SDS as `kubernetes://<name>`:
  *   only from the proxy's own namespace, and only if the proxy's service account may list Secrets there; in MUTUAL
  *   and OPTIONAL_MUTUAL modes, clients' certificates are verified against `kubernetes://<name>-cacert` (the
- *   credential's `ca.crt`, or a Secret of that name) as Envoy's do;
+ *   credential's `ca.crt`, or a Secret of that name) as Envoy's do, and must carry one of `subjectAltNames` and
+ *   match one of `verifyCertificateHash`/`verifyCertificateSpki` when those are given;
  * - a VirtualService binds when its `gateways` name the Gateway and its namespace is one the server host admits;
  *   its hosts meet the server's, and its routes (in its own order, VirtualServices oldest first) serve each host
  *   they share, restricted to the server's port when a match names one;
@@ -15,7 +17,9 @@
  *   over https, before any route (Envoy's `require_tls: ALL` on the virtual hosts Istio makes for the server): its
  *   virtual hosts, those VirtualServices give and the server host's own, have that one redirect.
  * - a TLS server in PASSTHROUGH mode (protocol TLS or HTTPS) relays connections by SNI to the VirtualServices' `tls`
- *   routes, and a TCP server relays every connection to their first `tcp` route (`l4Hosts`).
+ *   routes, and a TCP server relays every connection to their first `tcp` route (`l4Hosts`); a TLS server in SIMPLE,
+ *   MUTUAL or OPTIONAL_MUTUAL mode terminates TLS as an HTTPS server does, per host by SNI, and relays what is
+ *   inside as a TCP server does (istio `createGatewayTCPFilterChainOpts`).
  * Servers of other protocols and TLS modes are left out and said so.
  */
 import { selectorMatches } from '../../apiserver/validation/label-selector.js';
@@ -58,23 +62,30 @@ export function istioGatewayListeners(
       const tls = server.tls;
       let served: 'HTTP' | 'HTTPS' | 'TLS' | 'TCP';
       let credentialNames: string[] = [];
-      let clientCa: Pick<GatewayListenerModel, 'clientCaNames' | 'clientCertificateOptional'> = {};
+      let clientCa: Pick<
+        GatewayListenerModel,
+        | 'clientCaNames'
+        | 'clientCertificateOptional'
+        | 'clientSubjectAltNames'
+        | 'clientCertificateHashes'
+        | 'clientCertificateSpkis'
+      > = {};
       const mode = tls?.mode ?? 'SIMPLE';
+      const terminated =
+        (protocol === 'HTTPS' || protocol === 'TLS') && TERMINATED.has(mode) && (tls?.credentialName ?? '') !== '';
       if (protocol === 'HTTP') served = 'HTTP';
-      else if (protocol === 'HTTPS' && TERMINATED.has(mode) && (tls?.credentialName ?? '') !== '') {
-        served = 'HTTPS';
+      else if (terminated) {
+        served = protocol;
         credentialNames = [`kubernetes://${tls!.credentialName!}`];
         // Client certificates verified against the credential's CA, which SDS serves under the `-cacert` name.
         if (mode !== 'SIMPLE')
           clientCa = {
             clientCaNames: [`kubernetes://${tls!.credentialName!}-cacert`],
             clientCertificateOptional: mode === 'OPTIONAL_MUTUAL',
+            clientSubjectAltNames: present(tls!.subjectAltNames),
+            clientCertificateHashes: present(tls!.verifyCertificateHash),
+            clientCertificateSpkis: present(tls!.verifyCertificateSpki),
           };
-        for (const field of ['subjectAltNames', 'verifyCertificateHash', 'verifyCertificateSpki'] as const)
-          if ((tls?.[field] ?? []).length > 0)
-            warnings.push(
-              `${where}: tls.${field} is not checked by amesh's gateway; any client certificate the CA signed is let in`,
-            );
       } else if ((protocol === 'TLS' || protocol === 'HTTPS') && mode === 'PASSTHROUGH') served = 'TLS';
       else if (protocol === 'TCP') served = 'TCP';
       else {
@@ -98,6 +109,8 @@ export function istioGatewayListeners(
           : undefined;
       // A TCP server is one listener for all its hosts: a connection carries no name to tell them apart.
       const serverHosts = present(server.hosts);
+      // A TLS server's terminated connections are relayed as a TCP server's are, told apart by SNI.
+      const l4 = served === 'TLS' && terminated ? 'TCP' : served;
       for (const raw of served === 'TCP' ? serverHosts.slice(0, 1) : serverHosts) {
         const slash = raw.indexOf('/');
         const nsFilter = slash < 0 ? '*' : raw.slice(0, slash);
@@ -107,8 +120,8 @@ export function istioGatewayListeners(
         const hosts = new Map<string, RouteModel[]>();
         for (const vs of virtualServices) {
           if (!vs.gateways.includes(key) || !admits(vs.namespace)) continue;
-          if (served === 'TLS' || served === 'TCP') {
-            l4Hosts(served, vs, serverHosts, host, portNumber, hosts);
+          if (l4 === 'TLS' || l4 === 'TCP') {
+            l4Hosts(l4, vs, serverHosts, host, portNumber, hosts);
             continue;
           }
           for (const vsHost of vs.hosts) {
@@ -129,6 +142,7 @@ export function istioGatewayListeners(
           protocol: served,
           hostname: host === '*' || served === 'TCP' ? '' : host,
           credentialNames,
+          ...(served === 'TLS' && terminated ? { terminate: true } : {}),
           ...clientCa,
           virtualHosts: [...hosts].map(([hostname, routes]) => ({ hostname, routes })),
         });

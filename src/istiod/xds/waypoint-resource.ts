@@ -200,6 +200,10 @@ export function waypointResource(name: string, w: WaypointResourceModel): XdsRes
       credentialNames: [...l.credentialNames],
       clientCaNames: [...(l.clientCaNames ?? [])],
       clientCertificateOptional: l.clientCertificateOptional ?? false,
+      terminate: l.terminate ?? false,
+      clientSubjectAltNames: [...(l.clientSubjectAltNames ?? [])],
+      clientCertificateHashes: [...(l.clientCertificateHashes ?? [])],
+      clientCertificateSpkis: [...(l.clientCertificateSpkis ?? [])],
       virtualHosts: l.virtualHosts.map((v) => ({ hostname: v.hostname, routes: v.routes.map(route) })),
     })),
   });
