@@ -293,6 +293,13 @@ const httpService = (name: string, vip: string, waypoint = true): object => ({
   },
 });
 
+/** A route forwarding the requests whose path starts with `path.prefix` to the Service `name` under `trafficPolicy`. */
+const withPolicy = (route: string, path: { prefix: string }, name: string, trafficPolicy: object): object => ({
+  name: `backend/${route}.0`,
+  matches: [{ path }],
+  forward: { backends: [{ namespace: 'backend', hostname: svcHost(name), port: 80, weight: 1, trafficPolicy }] },
+});
+
 /** A route forwarding every request it takes to the Service `name`, port 80. */
 const forwardTo = (name: string): object => ({
   forward: { backends: [{ namespace: 'backend', hostname: svcHost(name), port: 80, weight: 1 }] },
@@ -377,7 +384,7 @@ const L7_RESOURCES = [
       service_account: 'echo',
       node: 'n2',
       services: Object.fromEntries(
-        ['echo', 'echo-v1', 'echo-exact', 'echo-guarded'].map((n) => [`backend/${svcHost(n)}`, [[80, 8080]]]),
+        ['echo', 'echo-v1', 'echo-exact', 'echo-guarded', 'mixed'].map((n) => [`backend/${svcHost(n)}`, [[80, 8080]]]),
       ),
     },
   },
@@ -414,10 +421,11 @@ const L7_RESOURCES = [
       addresses: [L7_FLAKY_IP],
       service_account: 'flaky',
       node: 'n2',
-      services: { [`backend/${svcHost('flaky')}`]: [[80, 8080]] },
+      services: Object.fromEntries(['flaky', 'mixed'].map((n) => [`backend/${svcHost(n)}`, [[80, 8080]]])),
     },
   },
   httpService('flaky', '10.96.1.15', false),
+  httpService('mixed', '10.96.1.16', false),
   httpService('echo', '10.96.1.10'),
   httpService('echo-v1', '10.96.1.11', false),
   httpService('echo-v2', '10.96.1.12', false),
@@ -516,6 +524,16 @@ const L7_RESOURCES = [
                   backends: [{ namespace: 'backend', hostname: svcHost('echo'), port: 80, weight: 1, subset: 'v3' }],
                 },
               },
+              withPolicy('sticky-header', { prefix: '/sticky' }, 'echo', {
+                loadBalancer: { httpHeaderName: 'x-user' },
+              }),
+              withPolicy('sticky-cookie', { prefix: '/cookie' }, 'echo', {
+                loadBalancer: { httpCookie: { name: 'sticky', path: '/', ttl: '60s' } },
+              }),
+              withPolicy('outliers', { prefix: '/od' }, 'mixed', {
+                loadBalancer: { simple: 'ROUND_ROBIN' },
+                outlierDetection: { consecutive5xxErrors: 2, baseEjectionTime: '60s', maxEjectionPercent: 50 },
+              }),
             ],
           },
         ],
@@ -813,6 +831,34 @@ describe(
         assert.equal(servedBy(await curl(L7_WEB_IP, 'http://10.96.1.13/subset-v2')), 'echo-v2');
       const none = await curl(L7_WEB_IP, 'http://10.96.1.13/subset-none');
       assert.deepEqual([none.status, none.body], [503, 'no healthy upstream']);
+    });
+
+    test('a DestinationRule consistentHash: requests with one x-user header value, or one cookie, keep their pod; a cookie with a ttl the client lacks is set by the waypoint', async () => {
+      const pods = new Set<string>();
+      for (const user of ['ann', 'bob', 'cy', 'dee', 'eve', 'fay']) {
+        const first = servedBy(await curl(L7_WEB_IP, 'http://10.96.1.13/sticky', ['-H', `x-user: ${user}`]));
+        pods.add(first);
+        for (let i = 0; i < 3; i++)
+          assert.equal(servedBy(await curl(L7_WEB_IP, 'http://10.96.1.13/sticky', ['-H', `x-user: ${user}`])), first);
+      }
+      assert.deepEqual([...pods].sort(), ['echo-v1', 'echo-v2'], 'the users spread over both pods');
+      const fresh = await curlWithHeaders(L7_WEB_IP, 'http://10.96.1.13/cookie');
+      assert.match(fresh.headers['set-cookie'] ?? '', /^sticky="[0-9a-f]{16}"; Max-Age=60; Path=\/; HttpOnly$/);
+      const cookie = (fresh.headers['set-cookie'] ?? '').split(';')[0]!;
+      const pod = (JSON.parse(fresh.body) as { hostname: string }).hostname;
+      for (let i = 0; i < 4; i++) {
+        const again = await curlWithHeaders(L7_WEB_IP, 'http://10.96.1.13/cookie', ['-H', `cookie: ${cookie}`]);
+        assert.equal((JSON.parse(again.body) as { hostname: string }).hostname, pod);
+        assert.equal(again.headers['set-cookie'], undefined, 'a client with the cookie gets no other');
+      }
+    });
+
+    test("a DestinationRule outlierDetection: the endpoint answering 503 twice in a row (python's http.server) is ejected, and the rest of the requests go to the healthy one", async () => {
+      const answers: number[] = [];
+      for (let i = 0; i < 10; i++) answers.push((await curl(L7_WEB_IP, 'http://10.96.1.13/od/fail/od/100')).status);
+      assert.equal(flakySaw('/od/fail/od/100').length, 2, 'two 503s, then no more requests');
+      assert.deepEqual(answers.filter((s) => s === 503).length, 2);
+      assert.deepEqual(answers.slice(4), [200, 200, 200, 200, 200, 200]);
     });
 
     test('a DENY AuthorizationPolicy on DELETE /admin*: DELETE /admin gets 403 RBAC: access denied; GET /admin and DELETE elsewhere pass', async () => {

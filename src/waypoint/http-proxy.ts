@@ -22,7 +22,12 @@ import { identityToString } from '../lib/spiffe.js';
 import type { Outbound } from '../ztunnel/proxy/outbound.js';
 import type { ProxyContext } from '../ztunnel/proxy/proxy-context.js';
 import type { Service } from '../ztunnel/state/service.js';
-import { resolveBehindWaypoint, resolveServiceBehindWaypoint } from '../ztunnel/state/upstream.js';
+import {
+  resolveBehindWaypoint,
+  resolveServiceBehindWaypoint,
+  type EndpointChooser,
+} from '../ztunnel/state/upstream.js';
+import { EndpointBalancer, hashKey, NO_LEASE, type Lease } from './endpoint-balancer.js';
 import type { Workload } from '../ztunnel/state/workload.js';
 import { authenticateRequest, type JwtOutcome } from './jwt-authenticator.js';
 import type { ExtAuthzClient, ExtAuthzVerdict } from './ext-authz.js';
@@ -259,6 +264,7 @@ export class WaypointHttp {
   private readonly tunnels = new WeakMap<object, Tunnel>();
   private readonly pool: UpstreamPool;
   private readonly h2Pool: Http2UpstreamPool;
+  private readonly balancer: EndpointBalancer;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -268,9 +274,10 @@ export class WaypointHttp {
     private readonly rules: WaypointRules,
     private readonly authorizer: WaypointAuthorizer,
     private readonly extAuthz: ExtAuthzClient,
-    /** Draws the share a fault applies to. */
+    /** Draws the share a fault applies to, and the endpoints random balancing picks. */
     private readonly random: () => number = Math.random,
   ) {
+    this.balancer = new EndpointBalancer(random);
     const open = async (peer: string, ip: string, port: number): Promise<Duplex> =>
       (await outbound.connect(peer, sourceIp, ip, port)).upstream;
     this.pool = new UpstreamPool(open);
@@ -456,8 +463,13 @@ export class WaypointHttp {
       answer(a.status, '-', '', { location: redirectLocation(routed, a, route!, t.port) });
       return;
     }
-    /** Where the request goes: an endpoint of the route's backend, or of the Service the tunnel is for. */
+    /**
+     * Where the request goes: an endpoint of the route's backend, picked as its traffic policy says and leased to the
+     * next attempt (`lease`), or of the Service the tunnel is for.
+     */
     let resolve: () => Destination;
+    let lease: Lease = NO_LEASE;
+    let setCookie: string | undefined;
     let upstreamH2 = h2;
     if (a?.t === 'forward') {
       const b = pickBackend(a);
@@ -465,7 +477,14 @@ export class WaypointHttp {
         answer(500, '-');
         return;
       }
-      resolve = () => this.resolveBackend(b, t);
+      const hash = hashKey(b.policy, { headers: req.headers, url: jwt.url, sourceIp: t.sourceIp });
+      setCookie = hash.setCookie;
+      resolve = () => {
+        const p = this.balancer.pick(b.cluster, b.policy, hash.key);
+        const d = this.resolveBackend(b, t, p.chooser);
+        lease = p.lease();
+        return d;
+      };
       upstreamH2 = this.upstreamHttp2(t, h2, b);
     } else resolve = () => resolveBehindWaypoint(this.ctx.state, t.self, t.ip, t.port);
     let dest: Destination;
@@ -545,6 +564,8 @@ export class WaypointHttp {
       if (extAuthz !== undefined && extAuthz.downstream.length > 0)
         back = applyHeaderEdits(back, { set: [], add: extAuthz.downstream, remove: [] });
       if (route?.responseHeaders !== undefined) back = applyHeaderEdits(back, route.responseHeaders);
+      if (setCookie !== undefined)
+        back = applyHeaderEdits(back, { set: [], add: [['set-cookie', setCookie]], remove: [] });
       if (grpcStatus !== '' && res instanceof http2.Http2ServerResponse) {
         // A trailers-only gRPC answer: its status goes on in trailers, after the head and the (empty) body.
         const status = Object.entries(back).filter(([k]) => GRPC_STATUS_FIELDS.has(k));
@@ -557,7 +578,12 @@ export class WaypointHttp {
       whenBoth(r.body, req, () => finish(r.status, faultFlag, headBytes(r.rawHeaders) + responseBody()));
     };
     const attempt = (): void => {
-      if (done) return;
+      const held = lease;
+      lease = NO_LEASE;
+      if (done) {
+        held.end(undefined);
+        return;
+      }
       attempts++;
       const to = dest;
       upstreamHost = formatHostPort(to.ip, to.port);
@@ -569,6 +595,7 @@ export class WaypointHttp {
       let out: UpstreamExchange | undefined;
       const onAnswer = (r: UpstreamAnswer): void => {
         clearTimeout(perTry);
+        held.end(r.status);
         if (state !== 'pending' || done) {
           r.body.resume();
           return;
@@ -587,6 +614,7 @@ export class WaypointHttp {
       /** `unserved`: the connection could not be made, or was a kept-alive one its server had closed. */
       const onError = (e: Error, unserved = false): void => {
         clearTimeout(perTry);
+        held.end('failure');
         if (state === 'delivered') {
           // The answer broke off after its head went to the client: so does the client's.
           if (!res.writableFinished) res.destroy();
@@ -606,6 +634,7 @@ export class WaypointHttp {
           perTry = setTimeout(() => {
             if (state !== 'pending') return;
             state = 'abandoned';
+            held.end('failure');
             exchange_.destroy();
             failed({ t: 'per-try-timeout' });
           }, policy.perTryTimeoutMs);
@@ -656,7 +685,7 @@ export class WaypointHttp {
    * An endpoint of a route's backend (of its subset, when it names one); or, for a backend an ingress gateway reaches
    * through its waypoint, the Service's own address, which the outbound path sends to the waypoint as any client's.
    */
-  private resolveBackend(b: Backend, t: Tunnel): Destination {
+  private resolveBackend(b: Backend, t: Tunnel, chooser?: EndpointChooser): Destination {
     const svc = this.ctx.state.serviceByKey(`${b.namespace}/${b.hostname}`);
     if (svc === undefined)
       throw new MeshError('ZT_ERR_NO_HEALTHY_UPSTREAM', `route backend ${b.namespace}/${b.hostname} is not known yet`);
@@ -665,7 +694,7 @@ export class WaypointHttp {
       const vip = svc.vips.map((v) => v.slice(v.indexOf('/') + 1)).find((ip) => net.isIP(ip) === family);
       if (vip !== undefined) return { ip: vip, port: b.port, service: svc };
     }
-    return resolveServiceBehindWaypoint(this.ctx.state, t.self, svc, b.port, t.ip, b.endpoints);
+    return resolveServiceBehindWaypoint(this.ctx.state, t.self, svc, b.port, t.ip, b.endpoints, this.random, chooser);
   }
 
   /**

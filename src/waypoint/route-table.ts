@@ -14,6 +14,7 @@ import type {
 } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import { durationMs } from '@bufbuild/protobuf/wkt';
 import { DEFAULT_RETRY_POLICY, retryPolicyFromXds, type RetryPolicy } from './retry-policy.js';
+import { endpointPolicyFromXds, type EndpointPolicy } from './endpoint-balancer.js';
 
 type Value = { readonly exact: string } | { readonly regex: RegExp };
 interface Match {
@@ -43,6 +44,9 @@ export interface Backend {
   readonly endpoints: ReadonlySet<string> | undefined;
   /** At an ingress gateway: reached at the Service's address, through its waypoint. */
   readonly useWaypoint: boolean;
+  /** How its endpoints are picked (the DestinationRule traffic policy), and the key of their balancing state. */
+  readonly policy: EndpointPolicy;
+  readonly cluster: string;
 }
 /** Copies of the forwarded requests: to `backend`, for a share of 100. */
 export interface Mirror {
@@ -207,6 +211,9 @@ function backend(b: XdsBackend): Backend {
     weight: b.weight,
     endpoints: b.subset === '' ? undefined : new Set(b.endpoints),
     useWaypoint: b.useWaypoint,
+    policy: endpointPolicyFromXds(b.trafficPolicy),
+    // As Envoy names the cluster (`outbound|<port>|<subset>|<host>`), the namespace added.
+    cluster: `${String(b.port)}|${b.subset}|${b.hostname}|${b.namespace}`,
   };
 }
 

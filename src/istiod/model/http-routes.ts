@@ -11,6 +11,7 @@
 import type { Resource, ResourceOf } from '../registry/manifest-dir.js';
 import type { HttpRouteSpec } from '../registry/manifest-schema.js';
 import { GATEWAY_API_GROUP, referenceGranted, type GrantShape } from './reference-grants.js';
+import type { TrafficPolicyModel } from './traffic-policies.js';
 
 export interface HeaderModel {
   readonly name: string;
@@ -52,6 +53,8 @@ export interface BackendModel {
   };
   /** An ingress gateway reaches it through its waypoint (`istio.io/ingress-use-waypoint`). */
   readonly useWaypoint?: true;
+  /** The DestinationRule traffic policy of its host, subset and port. */
+  readonly trafficPolicy?: TrafficPolicyModel;
 }
 /** A copy of each forwarded request, sent to `backend` for a share (of 100) of the requests. */
 export interface MirrorModel {

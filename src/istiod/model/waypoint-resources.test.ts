@@ -364,12 +364,8 @@ spec: {nodeName: n1, containers: [{name: c, image: x}]}
 status: {phase: Running, podIP: 10.0.0.${name.length}, conditions: [{type: Ready, status: "True"}]}`;
 }
 
-const SUBSET_ROUTES = `
----
-apiVersion: networking.istio.io/v1
-kind: DestinationRule
-metadata: {name: reviews, namespace: shop}
-spec: {host: reviews, subsets: [{name: v1, labels: {version: v1}}, {name: v2, labels: {version: v2}}]}
+/** A VirtualService sending jason to the subset v2 of reviews, everyone else to v1. */
+const REVIEWS_VS = `
 ---
 apiVersion: networking.istio.io/v1
 kind: VirtualService
@@ -380,6 +376,14 @@ spec:
   - match: [{headers: {end-user: {exact: jason}}}]
     route: [{destination: {host: reviews, port: {number: 80}, subset: v2}}]
   - route: [{destination: {host: reviews, port: {number: 80}, subset: v1}}]`;
+
+const SUBSET_ROUTES =
+  `
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: shop}
+spec: {host: reviews, subsets: [{name: v1, labels: {version: v1}}, {name: v2, labels: {version: v2}}]}` + REVIEWS_VS;
 
 test("a VirtualService subset goes to the workloads its DestinationRule's labels select, kept up to date as pods come, go and change labels", () => {
   const { m } = model(
@@ -406,6 +410,66 @@ test("a VirtualService subset goes to the workloads its DestinationRule's labels
   ]);
   const [unrelated] = objects(pod('other', '{app: y}'));
   assert.deepEqual([...m.update(new Map([['Pod/shop/other', unrelated!]])).waypoints], [], 'no subset selects it');
+});
+
+test("a DestinationRule's traffic policy reaches every backend of its host, an HTTPRoute's as a VirtualService's, merged for the subset and port as Istio merges it; what it cannot apply is said", () => {
+  const { m, warnings } = model(
+    BASE +
+      `
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: shop}
+spec:
+  host: reviews
+  trafficPolicy:
+    loadBalancer: {consistentHash: {httpHeaderName: X-User}}
+    connectionPool: {http: {http2MaxRequests: 10}}
+    portLevelSettings:
+    - port: {number: 9080}
+      outlierDetection: {consecutive5xxErrors: 3, interval: 5s}
+  subsets:
+  - {name: v1, labels: {version: v1}}
+  - name: v2
+    labels: {version: v2}
+    trafficPolicy: {loadBalancer: {simple: ROUND_ROBIN}}` +
+      REVIEWS_VS +
+      route(
+        'ratings',
+        `{parentRefs: [{group: "", kind: Service, name: ratings}], rules: [{backendRefs: [{name: reviews, port: 9080}]}]}`,
+      ) +
+      service('ratings', '10.96.0.12'),
+  );
+  const policies = m
+    .waypoint('shop/waypoint')!
+    .services.flatMap((t) => t.routes)
+    .map((r) => ('forward' in r.action ? r.action.forward.map((b) => [b.subset?.name, b.port, b.trafficPolicy]) : []));
+  assert.deepEqual(policies, [
+    [
+      [
+        undefined,
+        9080,
+        {
+          outlierDetection: {
+            consecutive5xxErrors: 3,
+            consecutiveGatewayErrors: 0,
+            intervalMs: 5000,
+            baseEjectionTimeMs: 30_000,
+            maxEjectionPercent: 10,
+            minHealthPercent: 0,
+          },
+        },
+      ],
+    ],
+    [['v2', 80, { loadBalancer: { simple: 'ROUND_ROBIN' } }]],
+    [['v1', 80, { loadBalancer: { simple: '', hash: { header: 'x-user' } } }]],
+  ]);
+  assert.ok(
+    warnings.includes(
+      "DestinationRule shop/reviews: trafficPolicy connectionPool is not applied by amesh's waypoints and gateways",
+    ),
+    warnings.join('\n'),
+  );
 });
 
 test("an HTTPRoute's RequestMirror mirrors a share of the rule's requests; one whose backend cannot be resolved mirrors nothing", () => {

@@ -26,7 +26,7 @@ import { convertWaypointPolicy, policyTargets, type L7PolicyModel } from './wayp
 import { convertRequestAuthentication, type RequestAuthenticationModel } from './request-authentication.js';
 import type { ExtAuthzProviderModel } from './extension-providers.js';
 import { convertVirtualService, type VirtualServiceRoute } from './virtual-services.js';
-import { destinationRuleSubsets, withSubsetEndpoints, type SubsetCandidate } from './destination-rules.js';
+import { destinationRules, withSubsetEndpoints, withTrafficPolicy, type SubsetCandidate } from './destination-rules.js';
 import { grantShape } from './reference-grants.js';
 import { convertL4Route } from './l4-routes.js';
 import { istioGatewayListeners } from './istio-gateways.js';
@@ -191,15 +191,15 @@ export function waypointResources(
   }
   // VirtualServices for the mesh, on the waypoint of each Service they name (istio's ambient waypoints apply them):
   // their routes in their own order, oldest VirtualService first; a Service's HTTPRoutes take precedence.
-  const subsets = destinationRuleSubsets(
+  const drs = destinationRules(
     objects.filter((o): o is ResourceOf<'DestinationRule'> => o.kind === 'DestinationRule'),
     cfg.domainSuffix,
     cfg.rootNamespace,
   );
-  warnings.push(...subsets.warnings);
+  warnings.push(...drs.warnings);
   const allVirtualServices = byAge(
     objects.filter((o): o is ResourceOf<'VirtualService'> => o.kind === 'VirtualService'),
-  ).map((vs) => convertVirtualService(vs, ports, cfg.domainSuffix, subsets.lookup));
+  ).map((vs) => convertVirtualService(vs, ports, cfg.domainSuffix, drs.subsets));
   const meshRoutes = new Map<string, { namespace: string; hostname: string; routes: VirtualServiceRoute[] }>();
   for (const vs of allVirtualServices.filter((v) => v.mesh))
     for (const host of vs.hosts) {
@@ -320,6 +320,11 @@ export function waypointResources(
     for (const [proxy, r] of out)
       if (r.listeners.length > 0)
         out.set(proxy, { ...r, listeners: r.listeners.map((l) => viaWaypoints(l, ingressViaWaypoint)) });
+  for (const [proxy, r] of out)
+    out.set(
+      proxy,
+      mapBackends(r, (b) => withTrafficPolicy(b, drs.trafficPolicy)),
+    );
   return { resources: out, warnings };
 }
 
@@ -382,13 +387,17 @@ export function subsetBackends(r: WaypointResourceModel): BackendModel[] {
   return [...backendsOf(r)].filter((b) => b.subset !== undefined);
 }
 
+/** A resource with `f` applied to every backend and mirror backend of its routes. */
+function mapBackends(r: WaypointResourceModel, f: (b: BackendModel) => BackendModel): WaypointResourceModel {
+  return {
+    ...r,
+    services: r.services.map((s) => ({ ...s, routes: s.routes.map((x) => mapRouteBackends(x, f)) })),
+    listeners: r.listeners.map((l) => mapListenerBackends(l, f)),
+  };
+}
+
 /** A resource with the endpoints of its subsets filled in from `workloads` (the same object when it has none). */
 export function withSubsets(r: WaypointResourceModel, workloads: readonly SubsetCandidate[]): WaypointResourceModel {
   if (subsetBackends(r).length === 0) return r;
-  const fill = (b: BackendModel): BackendModel => withSubsetEndpoints(b, workloads);
-  return {
-    ...r,
-    services: r.services.map((s) => ({ ...s, routes: s.routes.map((x) => mapRouteBackends(x, fill)) })),
-    listeners: r.listeners.map((l) => mapListenerBackends(l, fill)),
-  };
+  return mapBackends(r, (b) => withSubsetEndpoints(b, workloads));
 }

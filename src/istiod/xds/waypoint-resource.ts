@@ -13,6 +13,8 @@ import {
   type PathMatchSchema,
   type PathRewriteSchema,
   type RouteSchema,
+  type LoadBalancerSchema,
+  type TrafficPolicySchema,
 } from '../../api/amesh/waypoint/v1/waypoint_pb.js';
 import type {
   BackendModel,
@@ -23,6 +25,7 @@ import type {
   ServiceRoutesModel,
 } from '../model/http-routes.js';
 import type { L7PolicyModel } from '../model/waypoint-policies.js';
+import type { TrafficPolicyModel } from '../model/traffic-policies.js';
 import type { ExtAuthzProviderModel } from '../model/extension-providers.js';
 import type { WaypointResourceModel } from '../model/waypoint-resources.js';
 import { stringMatch, version, type XdsResource } from './convert.js';
@@ -48,8 +51,43 @@ function pathKind(p: PathMatchModel): MessageInitShape<typeof PathMatchSchema>['
 }
 
 function backend(b: BackendModel): MessageInitShape<typeof BackendSchema> {
-  const { subset, ...rest } = b;
-  return subset === undefined ? rest : { ...rest, subset: subset.name, endpoints: [...(subset.endpoints ?? [])] };
+  const { subset, trafficPolicy, ...rest } = b;
+  return {
+    ...rest,
+    ...(subset === undefined ? {} : { subset: subset.name, endpoints: [...(subset.endpoints ?? [])] }),
+    ...(trafficPolicy === undefined ? {} : { trafficPolicy: trafficPolicyMessage(trafficPolicy) }),
+  };
+}
+
+function hashKeyMessage(
+  hash: NonNullable<TrafficPolicyModel['loadBalancer']>['hash'],
+): MessageInitShape<typeof LoadBalancerSchema>['hashKey'] {
+  if (hash === undefined) return { case: undefined };
+  if ('header' in hash) return { case: 'httpHeaderName', value: hash.header };
+  if ('sourceIp' in hash) return { case: 'useSourceIp', value: true };
+  if ('query' in hash) return { case: 'httpQueryParameterName', value: hash.query };
+  const { name, path, ttlMs } = hash.cookie;
+  return { case: 'httpCookie', value: { name, path, ttl: ttlMs === undefined ? undefined : durationFromMs(ttlMs) } };
+}
+
+function trafficPolicyMessage(p: TrafficPolicyModel): MessageInitShape<typeof TrafficPolicySchema> {
+  const lb = p.loadBalancer;
+  const od = p.outlierDetection;
+  return {
+    ...(lb === undefined ? {} : { loadBalancer: { simple: lb.simple, hashKey: hashKeyMessage(lb.hash) } }),
+    ...(od === undefined
+      ? {}
+      : {
+          outlierDetection: {
+            consecutive5xxErrors: od.consecutive5xxErrors,
+            consecutiveGatewayErrors: od.consecutiveGatewayErrors,
+            interval: durationFromMs(od.intervalMs),
+            baseEjectionTime: durationFromMs(od.baseEjectionTimeMs),
+            maxEjectionPercent: od.maxEjectionPercent,
+            minHealthPercent: od.minHealthPercent,
+          },
+        }),
+  };
 }
 
 function routeAction(a: RouteModel['action']): MessageInitShape<typeof RouteSchema>['action'] {

@@ -119,11 +119,12 @@ export function resolveServiceBehindWaypoint(
   /** A subset's workloads (by UID): only these endpoints are picked. */
   only?: ReadonlySet<string>,
   random: () => number = Math.random,
+  chooser?: EndpointChooser,
 ): { readonly ip: string; readonly port: number; readonly service: Service } {
   const pick =
     svc.ports[String(dstPort)] === undefined
       ? undefined
-      : pickEndpoint(state, svc, self, dstPort, 'standard', random, only);
+      : pickEndpoint(state, svc, self, dstPort, 'standard', random, only, chooser);
   const ip = pick === undefined ? undefined : chooseIp(pick.w, svc, dialled);
   if (pick === undefined || ip === undefined)
     throw new MeshError(
@@ -146,6 +147,7 @@ function pickEndpoint(
   mode: ResolutionMode,
   random: () => number,
   only?: ReadonlySet<string>,
+  chooser?: EndpointChooser,
 ): { w: Workload; port: number } | undefined {
   const svcTarget = svc.ports[String(port)];
   const allowUnhealthy = svc.loadBalancer?.healthPolicy === 'AllowAll';
@@ -161,7 +163,17 @@ function pickEndpoint(
     if (p === 0) continue; // a port this endpoint does not define
     candidates.push({ w: ew, ep, port: p });
   }
-  return weightedPick(rankByLocality(svc, source, candidates), random);
+  if (chooser === undefined) return weightedPick(rankByLocality(svc, source, candidates), random);
+  return chooser.choose(rankByLocality(svc, source, [...chooser.usable(candidates)]));
+}
+
+/**
+ * How a waypoint picks among a Service's healthy endpoints instead of ztunnel's weighted random pick (a
+ * DestinationRule's traffic policy): those it may use (not ejected), ranked by locality, then one of the best.
+ */
+export interface EndpointChooser {
+  usable<T extends { readonly w: Workload }>(candidates: readonly T[]): readonly T[];
+  choose<T extends { readonly w: Workload }>(candidates: readonly T[]): T | undefined;
 }
 
 /**

@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file amesh/waypoint/v1/waypoint.proto.
  */
 export const file_amesh_waypoint_v1_waypoint: GenFile = /*@__PURE__*/
-  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEivAIKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbhJAChNleHRfYXV0aHpfcHJvdmlkZXJzGAQgAygLMiMuYW1lc2gud2F5cG9pbnQudjEuRXh0QXV0aHpQcm92aWRlchIuCglsaXN0ZW5lcnMYBSADKAsyGy5hbWVzaC53YXlwb2ludC52MS5MaXN0ZW5lchISCgphY2Nlc3NfbG9nGAYgASgIItMCCghMaXN0ZW5lchIMCgRuYW1lGAEgASgJEgwKBHBvcnQYAiABKA0SEAoIcHJvdG9jb2wYAyABKAkSEAoIaG9zdG5hbWUYBCABKAkSGAoQY3JlZGVudGlhbF9uYW1lcxgFIAMoCRI1Cg12aXJ0dWFsX2hvc3RzGAYgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuVmlydHVhbEhvc3QSFwoPY2xpZW50X2NhX25hbWVzGAcgAygJEiMKG2NsaWVudF9jZXJ0aWZpY2F0ZV9vcHRpb25hbBgIIAEoCBIRCgl0ZXJtaW5hdGUYCSABKAgSIAoYY2xpZW50X3N1YmplY3RfYWx0X25hbWVzGAogAygJEiEKGWNsaWVudF9jZXJ0aWZpY2F0ZV9oYXNoZXMYCyADKAkSIAoYY2xpZW50X2NlcnRpZmljYXRlX3Nwa2lzGAwgAygJIkkKC1ZpcnR1YWxIb3N0EhAKCGhvc3RuYW1lGAEgASgJEigKBnJvdXRlcxgCIAMoCzIYLmFtZXNoLndheXBvaW50LnYxLlJvdXRlIpQCChBFeHRBdXRoelByb3ZpZGVyEgwKBG5hbWUYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEgwKBHBvcnQYBCABKA0SKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglmYWlsX29wZW4YBiABKAgSFwoPc3RhdHVzX29uX2Vycm9yGAcgASgNEi8KBGh0dHAYCCABKAsyHy5hbWVzaC53YXlwb2ludC52MS5IdHRwRXh0QXV0aHpIABIvCgRncnBjGAkgASgLMh8uYW1lc2gud2F5cG9pbnQudjEuR3JwY0V4dEF1dGh6SABCBQoDYXBpIvEDCgxIdHRwRXh0QXV0aHoSEwoLcGF0aF9wcmVmaXgYASABKAkSRQogaW5jbHVkZV9yZXF1ZXN0X2hlYWRlcnNfaW5fY2hlY2sYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBJxCiNpbmNsdWRlX2FkZGl0aW9uYWxfaGVhZGVyc19pbl9jaGVjaxgDIAMoCzJELmFtZXNoLndheXBvaW50LnYxLkh0dHBFeHRBdXRoei5JbmNsdWRlQWRkaXRpb25hbEhlYWRlcnNJbkNoZWNrRW50cnkSQQocaGVhZGVyc190b191cHN0cmVhbV9vbl9hbGxvdxgEIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEkIKHWhlYWRlcnNfdG9fZG93bnN0cmVhbV9vbl9kZW55GAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSQwoeaGVhZGVyc190b19kb3duc3RyZWFtX29uX2FsbG93GAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gaRgokSW5jbHVkZUFkZGl0aW9uYWxIZWFkZXJzSW5DaGVja0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiDgoMR3JwY0V4dEF1dGh6ImIKFVJlcXVlc3RBdXRoZW50aWNhdGlvbhIMCgRuYW1lGAEgASgJEhAKCHNlcnZpY2VzGAIgAygJEikKBXJ1bGVzGAMgAygLMhouYW1lc2gud2F5cG9pbnQudjEuSnd0UnVsZSKwAgoHSnd0UnVsZRIOCgZpc3N1ZXIYASABKAkSEQoJYXVkaWVuY2VzGAIgAygJEgwKBGp3a3MYAyABKAkSEAoIandrc191cmkYBCABKAkSMgoMZnJvbV9oZWFkZXJzGAUgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuSnd0SGVhZGVyEhMKC2Zyb21fcGFyYW1zGAYgAygJEhQKDGZyb21fY29va2llcxgHIAMoCRIeChZmb3J3YXJkX29yaWdpbmFsX3Rva2VuGAggASgIEiAKGG91dHB1dF9wYXlsb2FkX3RvX2hlYWRlchgJIAEoCRJBChdvdXRwdXRfY2xhaW1fdG9faGVhZGVycxgKIAMoCzIgLmFtZXNoLndheXBvaW50LnYxLkNsYWltVG9IZWFkZXIiKQoJSnd0SGVhZGVyEgwKBG5hbWUYASABKAkSDgoGcHJlZml4GAIgASgJIi4KDUNsYWltVG9IZWFkZXISDgoGaGVhZGVyGAEgASgJEg0KBWNsYWltGAIgASgJImwKDVNlcnZpY2VSb3V0ZXMSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SKAoGcm91dGVzGAQgAygLMhguYW1lc2gud2F5cG9pbnQudjEuUm91dGUiowQKBVJvdXRlEgwKBG5hbWUYASABKAkSLgoHbWF0Y2hlcxgCIAMoCzIdLmFtZXNoLndheXBvaW50LnYxLlJvdXRlTWF0Y2gSOgoPcmVxdWVzdF9oZWFkZXJzGAMgASgLMiEuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTW9kaWZpZXISOwoQcmVzcG9uc2VfaGVhZGVycxgEIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEi0KB2ZvcndhcmQYBSABKAsyGi5hbWVzaC53YXlwb2ludC52MS5Gb3J3YXJkSAASLwoIcmVkaXJlY3QYBiABKAsyGy5hbWVzaC53YXlwb2ludC52MS5SZWRpcmVjdEgAEhcKDWRpcmVjdF9zdGF0dXMYByABKA1IABIuCgdyZXdyaXRlGAggASgLMh0uYW1lc2gud2F5cG9pbnQudjEuVVJMUmV3cml0ZRIqCgd0aW1lb3V0GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEicKBWZhdWx0GAogASgLMhguYW1lc2gud2F5cG9pbnQudjEuRmF1bHQSLwoHcmV0cmllcxgLIAEoCzIeLmFtZXNoLndheXBvaW50LnYxLlJldHJ5UG9saWN5EioKB21pcnJvcnMYDCADKAsyGS5hbWVzaC53YXlwb2ludC52MS5NaXJyb3JCCAoGYWN0aW9uIkkKBk1pcnJvchIrCgdiYWNrZW5kGAEgASgLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZBISCgpwZXJjZW50YWdlGAIgASgBIoUBCgtSZXRyeVBvbGljeRIQCghhdHRlbXB0cxgBIAEoDRIQCghyZXRyeV9vbhgCIAMoCRIeChZyZXRyaWFibGVfc3RhdHVzX2NvZGVzGAMgAygNEjIKD3Blcl90cnlfdGltZW91dBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJjCgVGYXVsdBIsCgVkZWxheRgBIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLkZhdWx0RGVsYXkSLAoFYWJvcnQYAiABKAsyHS5hbWVzaC53YXlwb2ludC52MS5GYXVsdEFib3J0IlAKCkZhdWx0RGVsYXkSLgoLZml4ZWRfZGVsYXkYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKcGVyY2VudGFnZRgCIAEoASI1CgpGYXVsdEFib3J0EhMKC2h0dHBfc3RhdHVzGAEgASgNEhIKCnBlcmNlbnRhZ2UYAiABKAEirwEKClJvdXRlTWF0Y2gSKgoEcGF0aBgBIAEoCzIcLmFtZXNoLndheXBvaW50LnYxLlBhdGhNYXRjaBIvCgdoZWFkZXJzGAIgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSNAoMcXVlcnlfcGFyYW1zGAMgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSDgoGbWV0aG9kGAQgASgJImAKCVBhdGhNYXRjaBIPCgVleGFjdBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSAASFwoNc3RyaW5nX3ByZWZpeBgEIAEoCUgAQgYKBGtpbmQiRgoLSGVhZGVyTWF0Y2gSDAoEbmFtZRgBIAEoCRIPCgVleGFjdBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSABCBwoFdmFsdWUicAoOSGVhZGVyTW9kaWZpZXISJgoDc2V0GAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEiYKA2FkZBgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLkhlYWRlchIOCgZyZW1vdmUYAyADKAkiJQoGSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiNwoHRm9yd2FyZBIsCghiYWNrZW5kcxgBIAMoCzIaLmFtZXNoLndheXBvaW50LnYxLkJhY2tlbmQihQEKB0JhY2tlbmQSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SDgoGd2VpZ2h0GAQgASgNEg4KBnN1YnNldBgFIAEoCRIRCgllbmRwb2ludHMYBiADKAkSFAoMdXNlX3dheXBvaW50GAcgASgIIn0KCFJlZGlyZWN0Eg4KBnNjaGVtZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEiwKBHBhdGgYBCABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZRITCgtzdGF0dXNfY29kZRgFIAEoDSI3CgtQYXRoUmV3cml0ZRIOCgRmdWxsGAEgASgJSAASEAoGcHJlZml4GAIgASgJSABCBgoEa2luZCJMCgpVUkxSZXdyaXRlEhAKCGhvc3RuYW1lGAEgASgJEiwKBHBhdGgYAiABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZSKeAQoGUG9saWN5EgwKBG5hbWUYASABKAkSKQoGYWN0aW9uGAIgASgOMhkuYW1lc2gud2F5cG9pbnQudjEuQWN0aW9uEhAKCHByb3ZpZGVyGAMgASgJEiYKBXJ1bGVzGAQgAygLMhcuYW1lc2gud2F5cG9pbnQudjEuUnVsZRIQCghzZXJ2aWNlcxgFIAMoCRIPCgdkcnlfcnVuGAYgASgIIoUBCgRSdWxlEicKBGZyb20YASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5Tb3VyY2USKAoCdG8YAiADKAsyHC5hbWVzaC53YXlwb2ludC52MS5PcGVyYXRpb24SKgoEd2hlbhgDIAMoCzIcLmFtZXNoLndheXBvaW50LnYxLkNvbmRpdGlvbiKQBAoGU291cmNlEi8KCnByaW5jaXBhbHMYASADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIzCg5ub3RfcHJpbmNpcGFscxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjcKEnJlcXVlc3RfcHJpbmNpcGFscxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjsKFm5vdF9yZXF1ZXN0X3ByaW5jaXBhbHMYBCADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIvCgpuYW1lc3BhY2VzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X25hbWVzcGFjZXMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCglpcF9ibG9ja3MYByADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEi4KDW5vdF9pcF9ibG9ja3MYCCADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjEKEHJlbW90ZV9pcF9ibG9ja3MYCSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjUKFG5vdF9yZW1vdGVfaXBfYmxvY2tzGAogAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyLFAgoJT3BlcmF0aW9uEioKBWhvc3RzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X2hvc3RzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSDQoFcG9ydHMYAyADKA0SEQoJbm90X3BvcnRzGAQgAygNEiwKB21ldGhvZHMYBSADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIwCgtub3RfbWV0aG9kcxgGIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEioKBXBhdGhzGAcgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X3BhdGhzGAggAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2giygEKCUNvbmRpdGlvbhILCgNrZXkYASABKAkSKwoGdmFsdWVzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbm90X3ZhbHVlcxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEiYKBWNpZHJzGAQgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIqCglub3RfY2lkcnMYBSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzKjQKBkFjdGlvbhIJCgVBTExPVxAAEggKBERFTlkQARIJCgVBVURJVBACEgoKBkNVU1RPTRADYgZwcm90bzM", [file_google_protobuf_duration, file_istio_security_authorization]);
+  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEivAIKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbhJAChNleHRfYXV0aHpfcHJvdmlkZXJzGAQgAygLMiMuYW1lc2gud2F5cG9pbnQudjEuRXh0QXV0aHpQcm92aWRlchIuCglsaXN0ZW5lcnMYBSADKAsyGy5hbWVzaC53YXlwb2ludC52MS5MaXN0ZW5lchISCgphY2Nlc3NfbG9nGAYgASgIItMCCghMaXN0ZW5lchIMCgRuYW1lGAEgASgJEgwKBHBvcnQYAiABKA0SEAoIcHJvdG9jb2wYAyABKAkSEAoIaG9zdG5hbWUYBCABKAkSGAoQY3JlZGVudGlhbF9uYW1lcxgFIAMoCRI1Cg12aXJ0dWFsX2hvc3RzGAYgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuVmlydHVhbEhvc3QSFwoPY2xpZW50X2NhX25hbWVzGAcgAygJEiMKG2NsaWVudF9jZXJ0aWZpY2F0ZV9vcHRpb25hbBgIIAEoCBIRCgl0ZXJtaW5hdGUYCSABKAgSIAoYY2xpZW50X3N1YmplY3RfYWx0X25hbWVzGAogAygJEiEKGWNsaWVudF9jZXJ0aWZpY2F0ZV9oYXNoZXMYCyADKAkSIAoYY2xpZW50X2NlcnRpZmljYXRlX3Nwa2lzGAwgAygJIkkKC1ZpcnR1YWxIb3N0EhAKCGhvc3RuYW1lGAEgASgJEigKBnJvdXRlcxgCIAMoCzIYLmFtZXNoLndheXBvaW50LnYxLlJvdXRlIpQCChBFeHRBdXRoelByb3ZpZGVyEgwKBG5hbWUYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEgwKBHBvcnQYBCABKA0SKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglmYWlsX29wZW4YBiABKAgSFwoPc3RhdHVzX29uX2Vycm9yGAcgASgNEi8KBGh0dHAYCCABKAsyHy5hbWVzaC53YXlwb2ludC52MS5IdHRwRXh0QXV0aHpIABIvCgRncnBjGAkgASgLMh8uYW1lc2gud2F5cG9pbnQudjEuR3JwY0V4dEF1dGh6SABCBQoDYXBpIvEDCgxIdHRwRXh0QXV0aHoSEwoLcGF0aF9wcmVmaXgYASABKAkSRQogaW5jbHVkZV9yZXF1ZXN0X2hlYWRlcnNfaW5fY2hlY2sYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBJxCiNpbmNsdWRlX2FkZGl0aW9uYWxfaGVhZGVyc19pbl9jaGVjaxgDIAMoCzJELmFtZXNoLndheXBvaW50LnYxLkh0dHBFeHRBdXRoei5JbmNsdWRlQWRkaXRpb25hbEhlYWRlcnNJbkNoZWNrRW50cnkSQQocaGVhZGVyc190b191cHN0cmVhbV9vbl9hbGxvdxgEIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEkIKHWhlYWRlcnNfdG9fZG93bnN0cmVhbV9vbl9kZW55GAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSQwoeaGVhZGVyc190b19kb3duc3RyZWFtX29uX2FsbG93GAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gaRgokSW5jbHVkZUFkZGl0aW9uYWxIZWFkZXJzSW5DaGVja0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiDgoMR3JwY0V4dEF1dGh6ImIKFVJlcXVlc3RBdXRoZW50aWNhdGlvbhIMCgRuYW1lGAEgASgJEhAKCHNlcnZpY2VzGAIgAygJEikKBXJ1bGVzGAMgAygLMhouYW1lc2gud2F5cG9pbnQudjEuSnd0UnVsZSKwAgoHSnd0UnVsZRIOCgZpc3N1ZXIYASABKAkSEQoJYXVkaWVuY2VzGAIgAygJEgwKBGp3a3MYAyABKAkSEAoIandrc191cmkYBCABKAkSMgoMZnJvbV9oZWFkZXJzGAUgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuSnd0SGVhZGVyEhMKC2Zyb21fcGFyYW1zGAYgAygJEhQKDGZyb21fY29va2llcxgHIAMoCRIeChZmb3J3YXJkX29yaWdpbmFsX3Rva2VuGAggASgIEiAKGG91dHB1dF9wYXlsb2FkX3RvX2hlYWRlchgJIAEoCRJBChdvdXRwdXRfY2xhaW1fdG9faGVhZGVycxgKIAMoCzIgLmFtZXNoLndheXBvaW50LnYxLkNsYWltVG9IZWFkZXIiKQoJSnd0SGVhZGVyEgwKBG5hbWUYASABKAkSDgoGcHJlZml4GAIgASgJIi4KDUNsYWltVG9IZWFkZXISDgoGaGVhZGVyGAEgASgJEg0KBWNsYWltGAIgASgJImwKDVNlcnZpY2VSb3V0ZXMSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SKAoGcm91dGVzGAQgAygLMhguYW1lc2gud2F5cG9pbnQudjEuUm91dGUiowQKBVJvdXRlEgwKBG5hbWUYASABKAkSLgoHbWF0Y2hlcxgCIAMoCzIdLmFtZXNoLndheXBvaW50LnYxLlJvdXRlTWF0Y2gSOgoPcmVxdWVzdF9oZWFkZXJzGAMgASgLMiEuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTW9kaWZpZXISOwoQcmVzcG9uc2VfaGVhZGVycxgEIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEi0KB2ZvcndhcmQYBSABKAsyGi5hbWVzaC53YXlwb2ludC52MS5Gb3J3YXJkSAASLwoIcmVkaXJlY3QYBiABKAsyGy5hbWVzaC53YXlwb2ludC52MS5SZWRpcmVjdEgAEhcKDWRpcmVjdF9zdGF0dXMYByABKA1IABIuCgdyZXdyaXRlGAggASgLMh0uYW1lc2gud2F5cG9pbnQudjEuVVJMUmV3cml0ZRIqCgd0aW1lb3V0GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEicKBWZhdWx0GAogASgLMhguYW1lc2gud2F5cG9pbnQudjEuRmF1bHQSLwoHcmV0cmllcxgLIAEoCzIeLmFtZXNoLndheXBvaW50LnYxLlJldHJ5UG9saWN5EioKB21pcnJvcnMYDCADKAsyGS5hbWVzaC53YXlwb2ludC52MS5NaXJyb3JCCAoGYWN0aW9uIkkKBk1pcnJvchIrCgdiYWNrZW5kGAEgASgLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZBISCgpwZXJjZW50YWdlGAIgASgBIoUBCgtSZXRyeVBvbGljeRIQCghhdHRlbXB0cxgBIAEoDRIQCghyZXRyeV9vbhgCIAMoCRIeChZyZXRyaWFibGVfc3RhdHVzX2NvZGVzGAMgAygNEjIKD3Blcl90cnlfdGltZW91dBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJjCgVGYXVsdBIsCgVkZWxheRgBIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLkZhdWx0RGVsYXkSLAoFYWJvcnQYAiABKAsyHS5hbWVzaC53YXlwb2ludC52MS5GYXVsdEFib3J0IlAKCkZhdWx0RGVsYXkSLgoLZml4ZWRfZGVsYXkYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKcGVyY2VudGFnZRgCIAEoASI1CgpGYXVsdEFib3J0EhMKC2h0dHBfc3RhdHVzGAEgASgNEhIKCnBlcmNlbnRhZ2UYAiABKAEirwEKClJvdXRlTWF0Y2gSKgoEcGF0aBgBIAEoCzIcLmFtZXNoLndheXBvaW50LnYxLlBhdGhNYXRjaBIvCgdoZWFkZXJzGAIgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSNAoMcXVlcnlfcGFyYW1zGAMgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSDgoGbWV0aG9kGAQgASgJImAKCVBhdGhNYXRjaBIPCgVleGFjdBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSAASFwoNc3RyaW5nX3ByZWZpeBgEIAEoCUgAQgYKBGtpbmQiRgoLSGVhZGVyTWF0Y2gSDAoEbmFtZRgBIAEoCRIPCgVleGFjdBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSABCBwoFdmFsdWUicAoOSGVhZGVyTW9kaWZpZXISJgoDc2V0GAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEiYKA2FkZBgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLkhlYWRlchIOCgZyZW1vdmUYAyADKAkiJQoGSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiNwoHRm9yd2FyZBIsCghiYWNrZW5kcxgBIAMoCzIaLmFtZXNoLndheXBvaW50LnYxLkJhY2tlbmQivwEKB0JhY2tlbmQSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SDgoGd2VpZ2h0GAQgASgNEg4KBnN1YnNldBgFIAEoCRIRCgllbmRwb2ludHMYBiADKAkSFAoMdXNlX3dheXBvaW50GAcgASgIEjgKDnRyYWZmaWNfcG9saWN5GAggASgLMiAuYW1lc2gud2F5cG9pbnQudjEuVHJhZmZpY1BvbGljeSKHAQoNVHJhZmZpY1BvbGljeRI2Cg1sb2FkX2JhbGFuY2VyGAEgASgLMh8uYW1lc2gud2F5cG9pbnQudjEuTG9hZEJhbGFuY2VyEj4KEW91dGxpZXJfZGV0ZWN0aW9uGAIgASgLMiMuYW1lc2gud2F5cG9pbnQudjEuT3V0bGllckRldGVjdGlvbiK6AQoMTG9hZEJhbGFuY2VyEg4KBnNpbXBsZRgBIAEoCRIaChBodHRwX2hlYWRlcl9uYW1lGAIgASgJSAASNAoLaHR0cF9jb29raWUYAyABKAsyHS5hbWVzaC53YXlwb2ludC52MS5IdHRwQ29va2llSAASFwoNdXNlX3NvdXJjZV9pcBgEIAEoCEgAEiMKGWh0dHBfcXVlcnlfcGFyYW1ldGVyX25hbWUYBSABKAlIAEIKCghoYXNoX2tleSJQCgpIdHRwQ29va2llEgwKBG5hbWUYASABKAkSDAoEcGF0aBgCIAEoCRImCgN0dGwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i9AEKEE91dGxpZXJEZXRlY3Rpb24SHgoWY29uc2VjdXRpdmVfNXh4X2Vycm9ycxgBIAEoDRIiChpjb25zZWN1dGl2ZV9nYXRld2F5X2Vycm9ycxgCIAEoDRIrCghpbnRlcnZhbBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI1ChJiYXNlX2VqZWN0aW9uX3RpbWUYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SHAoUbWF4X2VqZWN0aW9uX3BlcmNlbnQYBSABKA0SGgoSbWluX2hlYWx0aF9wZXJjZW50GAYgASgNIn0KCFJlZGlyZWN0Eg4KBnNjaGVtZRgBIAEoCRIQCghob3N0bmFtZRgCIAEoCRIMCgRwb3J0GAMgASgNEiwKBHBhdGgYBCABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZRITCgtzdGF0dXNfY29kZRgFIAEoDSI3CgtQYXRoUmV3cml0ZRIOCgRmdWxsGAEgASgJSAASEAoGcHJlZml4GAIgASgJSABCBgoEa2luZCJMCgpVUkxSZXdyaXRlEhAKCGhvc3RuYW1lGAEgASgJEiwKBHBhdGgYAiABKAsyHi5hbWVzaC53YXlwb2ludC52MS5QYXRoUmV3cml0ZSKeAQoGUG9saWN5EgwKBG5hbWUYASABKAkSKQoGYWN0aW9uGAIgASgOMhkuYW1lc2gud2F5cG9pbnQudjEuQWN0aW9uEhAKCHByb3ZpZGVyGAMgASgJEiYKBXJ1bGVzGAQgAygLMhcuYW1lc2gud2F5cG9pbnQudjEuUnVsZRIQCghzZXJ2aWNlcxgFIAMoCRIPCgdkcnlfcnVuGAYgASgIIoUBCgRSdWxlEicKBGZyb20YASADKAsyGS5hbWVzaC53YXlwb2ludC52MS5Tb3VyY2USKAoCdG8YAiADKAsyHC5hbWVzaC53YXlwb2ludC52MS5PcGVyYXRpb24SKgoEd2hlbhgDIAMoCzIcLmFtZXNoLndheXBvaW50LnYxLkNvbmRpdGlvbiKQBAoGU291cmNlEi8KCnByaW5jaXBhbHMYASADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIzCg5ub3RfcHJpbmNpcGFscxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjcKEnJlcXVlc3RfcHJpbmNpcGFscxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjsKFm5vdF9yZXF1ZXN0X3ByaW5jaXBhbHMYBCADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIvCgpuYW1lc3BhY2VzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X25hbWVzcGFjZXMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCglpcF9ibG9ja3MYByADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEi4KDW5vdF9pcF9ibG9ja3MYCCADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjEKEHJlbW90ZV9pcF9ibG9ja3MYCSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzEjUKFG5vdF9yZW1vdGVfaXBfYmxvY2tzGAogAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyLFAgoJT3BlcmF0aW9uEioKBWhvc3RzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X2hvc3RzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSDQoFcG9ydHMYAyADKA0SEQoJbm90X3BvcnRzGAQgAygNEiwKB21ldGhvZHMYBSADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIwCgtub3RfbWV0aG9kcxgGIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEioKBXBhdGhzGAcgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLgoJbm90X3BhdGhzGAggAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2giygEKCUNvbmRpdGlvbhILCgNrZXkYASABKAkSKwoGdmFsdWVzGAIgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbm90X3ZhbHVlcxgDIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEiYKBWNpZHJzGAQgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIqCglub3RfY2lkcnMYBSADKAsyFy5pc3Rpby5zZWN1cml0eS5BZGRyZXNzKjQKBkFjdGlvbhIJCgVBTExPVxAAEggKBERFTlkQARIJCgVBVURJVBACEgoKBkNVU1RPTRADYgZwcm90bzM", [file_google_protobuf_duration, file_istio_security_authorization]);
 
 /**
  * @generated from message amesh.waypoint.v1.Waypoint
@@ -1008,6 +1008,13 @@ export type Backend = Message<"amesh.waypoint.v1.Backend"> & {
    * @generated from field: bool use_waypoint = 7;
    */
   useWaypoint: boolean;
+
+  /**
+   * The DestinationRule traffic policy for this host, subset and port, merged as Istio merges them; unset: none.
+   *
+   * @generated from field: amesh.waypoint.v1.TrafficPolicy traffic_policy = 8;
+   */
+  trafficPolicy?: TrafficPolicy | undefined;
 };
 
 /**
@@ -1016,6 +1023,166 @@ export type Backend = Message<"amesh.waypoint.v1.Backend"> & {
  */
 export const BackendSchema: GenMessage<Backend> = /*@__PURE__*/
   messageDesc(file_amesh_waypoint_v1_waypoint, 23);
+
+/**
+ * What of a DestinationRule's `trafficPolicy` the proxy applies to the endpoints of one backend.
+ *
+ * @generated from message amesh.waypoint.v1.TrafficPolicy
+ */
+export type TrafficPolicy = Message<"amesh.waypoint.v1.TrafficPolicy"> & {
+  /**
+   * @generated from field: amesh.waypoint.v1.LoadBalancer load_balancer = 1;
+   */
+  loadBalancer?: LoadBalancer | undefined;
+
+  /**
+   * Unset: no endpoint is ever ejected.
+   *
+   * @generated from field: amesh.waypoint.v1.OutlierDetection outlier_detection = 2;
+   */
+  outlierDetection?: OutlierDetection | undefined;
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.TrafficPolicy.
+ * Use `create(TrafficPolicySchema)` to create a new message.
+ */
+export const TrafficPolicySchema: GenMessage<TrafficPolicy> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 24);
+
+/**
+ * @generated from message amesh.waypoint.v1.LoadBalancer
+ */
+export type LoadBalancer = Message<"amesh.waypoint.v1.LoadBalancer"> & {
+  /**
+   * ROUND_ROBIN, LEAST_REQUEST or RANDOM; empty: LEAST_REQUEST, Istio's default. Ignored with a hash key.
+   *
+   * @generated from field: string simple = 1;
+   */
+  simple: string;
+
+  /**
+   * `consistentHash`: requests with the same key go to the same endpoint while it stays.
+   *
+   * @generated from oneof amesh.waypoint.v1.LoadBalancer.hash_key
+   */
+  hashKey: {
+    /**
+     * @generated from field: string http_header_name = 2;
+     */
+    value: string;
+    case: "httpHeaderName";
+  } | {
+    /**
+     * @generated from field: amesh.waypoint.v1.HttpCookie http_cookie = 3;
+     */
+    value: HttpCookie;
+    case: "httpCookie";
+  } | {
+    /**
+     * @generated from field: bool use_source_ip = 4;
+     */
+    value: boolean;
+    case: "useSourceIp";
+  } | {
+    /**
+     * @generated from field: string http_query_parameter_name = 5;
+     */
+    value: string;
+    case: "httpQueryParameterName";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.LoadBalancer.
+ * Use `create(LoadBalancerSchema)` to create a new message.
+ */
+export const LoadBalancerSchema: GenMessage<LoadBalancer> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 25);
+
+/**
+ * @generated from message amesh.waypoint.v1.HttpCookie
+ */
+export type HttpCookie = Message<"amesh.waypoint.v1.HttpCookie"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * Set: a request without the cookie gets one, made up by the proxy, with this Max-Age.
+   *
+   * @generated from field: google.protobuf.Duration ttl = 3;
+   */
+  ttl?: Duration | undefined;
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.HttpCookie.
+ * Use `create(HttpCookieSchema)` to create a new message.
+ */
+export const HttpCookieSchema: GenMessage<HttpCookie> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 26);
+
+/**
+ * Envoy's consecutive-error ejection, with the values Istio gives it (defaults filled in by istiod).
+ *
+ * @generated from message amesh.waypoint.v1.OutlierDetection
+ */
+export type OutlierDetection = Message<"amesh.waypoint.v1.OutlierDetection"> & {
+  /**
+   * An endpoint answering this many 5xx (or failing to connect) in a row is ejected; 0: not counted.
+   *
+   * @generated from field: uint32 consecutive_5xx_errors = 1;
+   */
+  consecutive5xxErrors: number;
+
+  /**
+   * The same for 502, 503 and 504 (and connection failures) only; 0: not counted.
+   *
+   * @generated from field: uint32 consecutive_gateway_errors = 2;
+   */
+  consecutiveGatewayErrors: number;
+
+  /**
+   * An ejection lasts base_ejection_time times the number of times the endpoint was ejected; each interval that
+   * passes without one takes one off that number.
+   *
+   * @generated from field: google.protobuf.Duration interval = 3;
+   */
+  interval?: Duration | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Duration base_ejection_time = 4;
+   */
+  baseEjectionTime?: Duration | undefined;
+
+  /**
+   * At most this share of the endpoints is ejected at once, but always at least one.
+   *
+   * @generated from field: uint32 max_ejection_percent = 5;
+   */
+  maxEjectionPercent: number;
+
+  /**
+   * Below this share of endpoints not ejected, ejections are disregarded (Envoy's panic threshold); 0: never.
+   *
+   * @generated from field: uint32 min_health_percent = 6;
+   */
+  minHealthPercent: number;
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.OutlierDetection.
+ * Use `create(OutlierDetectionSchema)` to create a new message.
+ */
+export const OutlierDetectionSchema: GenMessage<OutlierDetection> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 27);
 
 /**
  * @generated from message amesh.waypoint.v1.Redirect
@@ -1056,7 +1223,7 @@ export type Redirect = Message<"amesh.waypoint.v1.Redirect"> & {
  * Use `create(RedirectSchema)` to create a new message.
  */
 export const RedirectSchema: GenMessage<Redirect> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 24);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 28);
 
 /**
  * @generated from message amesh.waypoint.v1.PathRewrite
@@ -1087,7 +1254,7 @@ export type PathRewrite = Message<"amesh.waypoint.v1.PathRewrite"> & {
  * Use `create(PathRewriteSchema)` to create a new message.
  */
 export const PathRewriteSchema: GenMessage<PathRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 25);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 29);
 
 /**
  * @generated from message amesh.waypoint.v1.URLRewrite
@@ -1109,7 +1276,7 @@ export type URLRewrite = Message<"amesh.waypoint.v1.URLRewrite"> & {
  * Use `create(URLRewriteSchema)` to create a new message.
  */
 export const URLRewriteSchema: GenMessage<URLRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 26);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 30);
 
 /**
  * @generated from message amesh.waypoint.v1.Policy
@@ -1159,7 +1326,7 @@ export type Policy = Message<"amesh.waypoint.v1.Policy"> & {
  * Use `create(PolicySchema)` to create a new message.
  */
 export const PolicySchema: GenMessage<Policy> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 27);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 31);
 
 /**
  * Every part holds: one of `from`, one of `to` and each of `when`. An empty list holds.
@@ -1188,7 +1355,7 @@ export type Rule = Message<"amesh.waypoint.v1.Rule"> & {
  * Use `create(RuleSchema)` to create a new message.
  */
 export const RuleSchema: GenMessage<Rule> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 28);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 32);
 
 /**
  * Each list that is not empty must hold: one of its values, or none of a `not_` list's.
@@ -1256,7 +1423,7 @@ export type Source = Message<"amesh.waypoint.v1.Source"> & {
  * Use `create(SourceSchema)` to create a new message.
  */
 export const SourceSchema: GenMessage<Source> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 29);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 33);
 
 /**
  * @generated from message amesh.waypoint.v1.Operation
@@ -1312,7 +1479,7 @@ export type Operation = Message<"amesh.waypoint.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 30);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 34);
 
 /**
  * @generated from message amesh.waypoint.v1.Condition
@@ -1355,7 +1522,7 @@ export type Condition = Message<"amesh.waypoint.v1.Condition"> & {
  * Use `create(ConditionSchema)` to create a new message.
  */
 export const ConditionSchema: GenMessage<Condition> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 31);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 35);
 
 /**
  * @generated from enum amesh.waypoint.v1.Action
