@@ -530,6 +530,9 @@ const L7_RESOURCES = [
               withPolicy('sticky-cookie', { prefix: '/cookie' }, 'echo', {
                 loadBalancer: { httpCookie: { name: 'sticky', path: '/', ttl: '60s' } },
               }),
+              withPolicy('breakers', { prefix: '/cb' }, 'flaky', {
+                connectionPool: { maxConnections: 1, maxPendingRequests: 1 },
+              }),
               withPolicy('outliers', { prefix: '/od' }, 'mixed', {
                 loadBalancer: { simple: 'ROUND_ROBIN' },
                 outlierDetection: { consecutive5xxErrors: 2, baseEjectionTime: '60s', maxEjectionPercent: 50 },
@@ -859,6 +862,44 @@ describe(
       assert.equal(flakySaw('/od/fail/od/100').length, 2, 'two 503s, then no more requests');
       assert.deepEqual(answers.filter((s) => s === 503).length, 2);
       assert.deepEqual(answers.slice(4), [200, 200, 200, 200, 200, 200]);
+    });
+
+    test("a DestinationRule connectionPool (maxConnections 1, http1MaxPendingRequests 1): with one request in flight to python's http.server and one waiting, another is answered 503 UO with x-envoy-overloaded; once the clients give up, requests pass again", async () => {
+      /** curl giving up after 3 s on a path python holds for 10 s: its exit code and what it printed. */
+      const hung = (key: string): Promise<{ status: number | null; stdout: string }> =>
+        runToExit(
+          'curl',
+          [
+            '-sS',
+            '-m',
+            '3',
+            '-D',
+            '-',
+            '--socks5',
+            `${L7_WEB_IP}:15080`,
+            '--interface',
+            L7_WEB_IP,
+            `http://10.96.1.13/cb/hang/${key}/1`,
+          ],
+          15_000,
+        );
+      const first = hung('cb1');
+      await waitFor('python holding the first request', () => flakySaw('/cb/hang/cb1/1').length === 1);
+      const results = await Promise.all(['cb2', 'cb3'].map(async (key) => ({ key, ...(await hung(key)) })));
+      const overflowed = results.filter((r) => r.status === 0);
+      assert.equal(overflowed.length, 1, 'one waits (and is given up), the other overflows');
+      const [over] = overflowed;
+      assert.match(over!.stdout, /^HTTP\/1\.1 503 /);
+      assert.match(over!.stdout, /\r\nx-envoy-overloaded: true\r\n/i);
+      assert.match(over!.stdout, /reset reason: overflow$/);
+      assert.equal(flakySaw(`/cb/hang/${over!.key}/1`).length, 0, 'the overflowing request never reached python');
+      assert.deepEqual(
+        results.filter((r) => r.status !== 0).map((r) => r.status),
+        [28],
+        'curl gave up on the one waiting',
+      );
+      assert.equal((await first).status, 28);
+      assert.equal((await curl(L7_WEB_IP, 'http://10.96.1.13/cb/after')).status, 200);
     });
 
     test('a DENY AuthorizationPolicy on DELETE /admin*: DELETE /admin gets 403 RBAC: access denied; GET /admin and DELETE elsewhere pass', async () => {

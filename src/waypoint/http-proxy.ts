@@ -27,7 +27,8 @@ import {
   resolveServiceBehindWaypoint,
   type EndpointChooser,
 } from '../ztunnel/state/upstream.js';
-import { EndpointBalancer, hashKey, NO_LEASE, type Lease } from './endpoint-balancer.js';
+import { EndpointBalancer, hashKey, NO_LEASE, type AttemptResult, type Lease } from './endpoint-balancer.js';
+import { CircuitBreakers } from './circuit-breakers.js';
 import type { Workload } from '../ztunnel/state/workload.js';
 import { authenticateRequest, type JwtOutcome } from './jwt-authenticator.js';
 import type { ExtAuthzClient, ExtAuthzVerdict } from './ext-authz.js';
@@ -69,6 +70,8 @@ const HOP_BY_HOP = new Set([
 /** What Envoy answers when it cannot connect upstream, and when the route's timeout passes. */
 const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before headers. reset reason: connection failure';
 const UPSTREAM_TIMEOUT = 'upstream request timeout';
+/** Envoy's local reply when a circuit breaker of the backend is full (response flag UO). */
+const UPSTREAM_OVERFLOW = 'upstream connect error or disconnect/reset before headers. reset reason: overflow';
 /** What Envoy's fault filter answers an aborted request with. */
 const FAULT_ABORT = 'fault filter abort';
 /**
@@ -210,8 +213,18 @@ function sendHttp1(
   headers: http.OutgoingHttpHeaders,
   onAnswer: (a: UpstreamAnswer) => void,
   onError: (e: Error, unserved: boolean) => void,
+  maxRequestsPerConnection: number,
 ): UpstreamExchange {
-  const options: PooledRequestOptions = { agent: pool, host: to.ip, port: to.port, peer, method, path, headers };
+  const options: PooledRequestOptions = {
+    agent: pool,
+    host: to.ip,
+    port: to.port,
+    peer,
+    method,
+    path,
+    headers,
+    maxRequestsPerConnection,
+  };
   const out = http.request(options);
   out.on('response', (r) =>
     onAnswer({ status: r.statusCode ?? 502, headers: r.headers, rawHeaders: r.rawHeaders, body: r }),
@@ -265,6 +278,7 @@ export class WaypointHttp {
   private readonly pool: UpstreamPool;
   private readonly h2Pool: Http2UpstreamPool;
   private readonly balancer: EndpointBalancer;
+  private readonly breakers = new CircuitBreakers();
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -471,12 +485,15 @@ export class WaypointHttp {
     let lease: Lease = NO_LEASE;
     let setCookie: string | undefined;
     let upstreamH2 = h2;
+    /** The backend whose circuit breakers the request goes through. */
+    let breaker: Backend | undefined;
     if (a?.t === 'forward') {
       const b = pickBackend(a);
       if (b === undefined || b.hostname === '') {
         answer(500, '-');
         return;
       }
+      breaker = b;
       const hash = hashKey(b.policy, { headers: req.headers, url: jwt.url, sourceIp: t.sourceIp });
       setCookie = hash.setCookie;
       resolve = () => {
@@ -508,6 +525,8 @@ export class WaypointHttp {
       for (const m of route.mirrors)
         this.mirror(m, t, method, path, headers, body, res, this.upstreamHttp2(t, h2, m.backend));
     const policy = route?.retry ?? DEFAULT_RETRY_POLICY;
+    /** A retry's place among the backend's retries in flight, taken by the attempt it schedules. */
+    let retryToken: { done(): void } | undefined;
     /** The attempt in flight, and how many were made. */
     let exchange: UpstreamExchange | undefined;
     let attempts = 0;
@@ -531,6 +550,11 @@ export class WaypointHttp {
     /** Schedules another attempt if the policy allows one after `outcome`. */
     const retrying = (outcome: AttemptOutcome): boolean => {
       if (done || attempts > policy.attempts || !body.replayable || !retriable(policy, outcome)) return false;
+      if (breaker !== undefined) {
+        retryToken = this.breakers.retry(breaker.cluster, breaker.limits);
+        // Past the backend's maxRetries: the failure goes back as it is.
+        if (retryToken === undefined) return false;
+      }
       try {
         dest = resolve();
       } catch {
@@ -579,9 +603,16 @@ export class WaypointHttp {
     };
     const attempt = (): void => {
       const held = lease;
+      const retry = retryToken;
       lease = NO_LEASE;
+      retryToken = undefined;
+      /** The attempt's outcome, for its endpoint's outlier detection and the backend's retries in flight. */
+      const settle = (result: AttemptResult): void => {
+        held.end(result);
+        retry?.done();
+      };
       if (done) {
-        held.end(undefined);
+        settle(undefined);
         return;
       }
       attempts++;
@@ -595,7 +626,7 @@ export class WaypointHttp {
       let out: UpstreamExchange | undefined;
       const onAnswer = (r: UpstreamAnswer): void => {
         clearTimeout(perTry);
-        held.end(r.status);
+        settle(r.status);
         if (state !== 'pending' || done) {
           r.body.resume();
           return;
@@ -614,7 +645,7 @@ export class WaypointHttp {
       /** `unserved`: the connection could not be made, or was a kept-alive one its server had closed. */
       const onError = (e: Error, unserved = false): void => {
         clearTimeout(perTry);
-        held.end('failure');
+        settle('failure');
         if (state === 'delivered') {
           // The answer broke off after its head went to the client: so does the client's.
           if (!res.writableFinished) res.destroy();
@@ -634,14 +665,15 @@ export class WaypointHttp {
           perTry = setTimeout(() => {
             if (state !== 'pending') return;
             state = 'abandoned';
-            held.end('failure');
+            settle('failure');
             exchange_.destroy();
             failed({ t: 'per-try-timeout' });
           }, policy.perTryTimeoutMs);
         body.sendTo(exchange_.body);
       };
       if (!upstreamH2) {
-        started(sendHttp1(this.pool, to, t.peerAddr, method, path, headers, onAnswer, onError));
+        const perConnection = breaker?.limits.maxRequestsPerConnection ?? 0;
+        started(sendHttp1(this.pool, to, t.peerAddr, method, path, headers, onAnswer, onError, perConnection));
         return;
       }
       void this.h2Pool.session(t.peerAddr, to.ip, to.port).then(
@@ -668,7 +700,20 @@ export class WaypointHttp {
         (e: unknown) => onError(e instanceof Error ? e : new Error(String(e)), true),
       );
     };
-    attempt();
+    if (breaker === undefined) {
+      attempt();
+      return;
+    }
+    const admitted = this.breakers.admit(breaker.cluster, breaker.limits, upstreamH2, attempt);
+    if (admitted === undefined) {
+      done = true;
+      clearTimeout(timer);
+      lease.end(undefined);
+      this.ctx.log.debug({ src: t.peerAddr, cluster: breaker.cluster }, 'waypoint: circuit breaker overflow');
+      answer(503, 'UO', UPSTREAM_OVERFLOW, { 'x-envoy-overloaded': 'true' });
+      return;
+    }
+    res.once('close', () => admitted.release());
   }
 
   /**
@@ -741,7 +786,20 @@ export class WaypointHttp {
           if (!out.body.writableEnded) out.destroy();
         });
     };
-    if (!h2) send(sendHttp1(this.pool, to, t.peerAddr, method, path, shadow, drop, skip));
+    if (!h2)
+      send(
+        sendHttp1(
+          this.pool,
+          to,
+          t.peerAddr,
+          method,
+          path,
+          shadow,
+          drop,
+          skip,
+          m.backend.limits.maxRequestsPerConnection,
+        ),
+      );
     else
       void this.h2Pool
         .session(t.peerAddr, to.ip, to.port)

@@ -6,9 +6,9 @@ const REQUEST_LABELS = [...TRAFFIC_LABELS, ...LOCALITY_LABELS, 'response_code', 
 type RequestLabel = (typeof REQUEST_LABELS)[number];
 /**
  * Envoy's response flags the waypoint reports: none, upstream connection failure, no healthy upstream, no route,
- * upstream timeout, denied by ext_authz.
+ * upstream timeout, denied by ext_authz, fault abort and delay, upstream overflow (a circuit breaker).
  */
-export type ResponseFlag = '-' | 'UF' | 'UH' | 'NR' | 'UT' | 'UAEX' | 'FI' | 'DI';
+export type ResponseFlag = '-' | 'UF' | 'UH' | 'NR' | 'UT' | 'UAEX' | 'FI' | 'DI' | 'UO';
 /** Istio's default buckets for request durations (milliseconds). */
 const DURATION_BUCKETS_MS = [
   1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 600000, 1800000, 3600000,

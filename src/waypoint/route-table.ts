@@ -15,6 +15,7 @@ import type {
 import { durationMs } from '@bufbuild/protobuf/wkt';
 import { DEFAULT_RETRY_POLICY, retryPolicyFromXds, type RetryPolicy } from './retry-policy.js';
 import { endpointPolicyFromXds, type EndpointPolicy } from './endpoint-balancer.js';
+import { connectionLimitsFromXds, type ConnectionLimits } from './circuit-breakers.js';
 
 type Value = { readonly exact: string } | { readonly regex: RegExp };
 interface Match {
@@ -47,6 +48,8 @@ export interface Backend {
   /** How its endpoints are picked (the DestinationRule traffic policy), and the key of their balancing state. */
   readonly policy: EndpointPolicy;
   readonly cluster: string;
+  /** Its circuit breakers' thresholds (the DestinationRule's `connectionPool`). */
+  readonly limits: ConnectionLimits;
 }
 /** Copies of the forwarded requests: to `backend`, for a share of 100. */
 export interface Mirror {
@@ -212,6 +215,7 @@ function backend(b: XdsBackend): Backend {
     endpoints: b.subset === '' ? undefined : new Set(b.endpoints),
     useWaypoint: b.useWaypoint,
     policy: endpointPolicyFromXds(b.trafficPolicy),
+    limits: connectionLimitsFromXds(b.trafficPolicy?.connectionPool),
     // As Envoy names the cluster (`outbound|<port>|<subset>|<host>`), the namespace added.
     cluster: `${String(b.port)}|${b.subset}|${b.hostname}|${b.namespace}`,
   };

@@ -35,8 +35,15 @@ async function setup() {
     tunnels.push(t);
     return t;
   });
-  const get = async (): Promise<http.ClientRequest> => {
-    const options: PooledRequestOptions = { agent: pool, host: '127.0.0.1', port, peer: '127.0.0.1', path: '/' };
+  const get = async (maxRequestsPerConnection?: number): Promise<http.ClientRequest> => {
+    const options: PooledRequestOptions = {
+      agent: pool,
+      host: '127.0.0.1',
+      port,
+      peer: '127.0.0.1',
+      path: '/',
+      ...(maxRequestsPerConnection === undefined ? {} : { maxRequestsPerConnection }),
+    };
     const req = http.request(options);
     req.end();
     const [res] = (await once(req, 'response')) as [http.IncomingMessage];
@@ -60,6 +67,17 @@ test('a request on a kept-alive tunnel is marked as reused and leaves no error l
     await new Promise((r) => setImmediate(r));
     assert.equal(tunnels.length, 1);
     assert.equal(tunnels[0]!.listenerCount('error'), listeners, 'each reuse adds an error listener to the tunnel');
+  } finally {
+    pool.destroy();
+    server.close();
+  }
+});
+
+test("a connection carries no more requests than the DestinationRule's maxRequestsPerConnection: then a new one is made", async () => {
+  const { server, pool, get, tunnels } = await setup();
+  try {
+    for (let i = 0; i < 5; i++) await get(2);
+    assert.equal(tunnels.length, 3, 'five requests, two a connection');
   } finally {
     pool.destroy();
     server.close();

@@ -15,11 +15,15 @@ import type { Duplex } from 'node:stream';
 /** How long a connection may stay idle in the pool. */
 export const IDLE_MS = 4000;
 
-/** The request options the pool reads: the endpoint, and the client's address for the tunnel's `Forwarded`. */
+/**
+ * The request options the pool reads: the endpoint, the client's address for the tunnel's `Forwarded`, and how many
+ * requests a connection made for it may carry (a DestinationRule's `maxRequestsPerConnection`; 0: any number).
+ */
 export interface PooledRequestOptions extends http.RequestOptions {
   readonly host: string;
   readonly port: number;
   readonly peer: string;
+  readonly maxRequestsPerConnection?: number;
 }
 
 /** An error of a request whose connection could not be made. */
@@ -31,6 +35,8 @@ export class UpstreamConnectError extends Error {
 
 export class UpstreamPool extends http.Agent {
   private readonly idle = new WeakMap<Duplex, NodeJS.Timeout>();
+  /** Each connection's requests so far, and how many it may carry (0: any number). */
+  private readonly uses = new WeakMap<Duplex, { count: number; readonly limit: number }>();
 
   constructor(
     private readonly open: (peer: string, ip: string, port: number) => Promise<Duplex>,
@@ -45,13 +51,18 @@ export class UpstreamPool extends http.Agent {
   ): undefined {
     const o = options as PooledRequestOptions;
     this.open(o.peer, o.host, o.port).then(
-      (s) => callback?.(null, refless(s)),
+      (s) => {
+        this.uses.set(s, { count: 1, limit: o.maxRequestsPerConnection ?? 0 });
+        callback?.(null, refless(s));
+      },
       (e: unknown) => callback?.(new UpstreamConnectError(e), undefined as never),
     );
     return undefined;
   }
 
   override keepSocketAlive(socket: Duplex): boolean {
+    const u = this.uses.get(socket);
+    if (u !== undefined && u.limit > 0 && u.count >= u.limit) return false;
     const timer = setTimeout(() => socket.destroy(), this.idleMs);
     timer.unref();
     this.idle.set(socket, timer);
@@ -62,6 +73,8 @@ export class UpstreamPool extends http.Agent {
   override reuseSocket(socket: Duplex, req: http.ClientRequest): void {
     clearTimeout(this.idle.get(socket));
     this.idle.delete(socket);
+    const u = this.uses.get(socket);
+    if (u !== undefined) u.count++;
     super.reuseSocket(socket, req);
   }
 }

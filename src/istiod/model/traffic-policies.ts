@@ -9,8 +9,11 @@
  * - `outlierDetection` with the values istio `cluster_traffic_policy.go` `applyOutlierDetection` gives Envoy, and
  *   Envoy's defaults for those it leaves unset: 5 consecutive 5xx, gateway errors not counted, a 10 s interval,
  *   30 s base ejection, at most 10% ejected, no panic threshold unless `minHealthPercent`.
- * What else a policy sets (connection pools, TLS origination, PASSTHROUGH balancing, locality settings) is not
- * applied, and said so.
+ * - `connectionPool`: the circuit breakers Istio sets from it (`applyConnectionPool`): `tcp.maxConnections`,
+ *   `http.http1MaxPendingRequests`, `http2MaxRequests`, `maxRetries` (0 or unset: no limit, as Istio's defaults)
+ *   and `maxRequestsPerConnection`.
+ * What else a policy sets (connection timeouts and keep-alives, TLS origination, PASSTHROUGH balancing, locality
+ * settings) is not applied, and said so.
  */
 import { protoDuration } from './virtual-services.js';
 
@@ -33,9 +36,19 @@ export interface OutlierDetectionModel {
   readonly minHealthPercent: number;
 }
 
+/** Circuit breaker thresholds; 0: no limit. */
+export interface ConnectionPoolModel {
+  readonly maxConnections: number;
+  readonly maxPendingRequests: number;
+  readonly maxRequests: number;
+  readonly maxRetries: number;
+  readonly maxRequestsPerConnection: number;
+}
+
 export interface TrafficPolicyModel {
   readonly loadBalancer?: LoadBalancerModel;
   readonly outlierDetection?: OutlierDetectionModel;
+  readonly connectionPool?: ConnectionPoolModel;
 }
 
 type Json = Readonly<Record<string, unknown>>;
@@ -96,7 +109,32 @@ export function trafficPolicyModel(p: Parts | undefined): {
 } {
   if (p === undefined) return { model: undefined, warnings: [] };
   const warnings: string[] = [];
-  if (p.connectionPool !== undefined) warnings.push('connectionPool is not applied');
+  let connectionPool: ConnectionPoolModel | undefined;
+  const cp = p.connectionPool;
+  if (cp !== undefined) {
+    const tcp = obj(cp['tcp']) ?? {};
+    const http = obj(cp['http']) ?? {};
+    const positive = (v: unknown): number => Math.max(0, Math.floor(num(v) ?? 0));
+    connectionPool = {
+      maxConnections: positive(tcp['maxConnections']),
+      maxPendingRequests: positive(http['http1MaxPendingRequests']),
+      maxRequests: positive(http['http2MaxRequests']),
+      maxRetries: positive(http['maxRetries']),
+      maxRequestsPerConnection: positive(http['maxRequestsPerConnection']),
+    };
+    const applied = new Set([
+      'maxConnections',
+      'http1MaxPendingRequests',
+      'http2MaxRequests',
+      'maxRetries',
+      'maxRequestsPerConnection',
+    ]);
+    for (const [where, o] of [
+      ['tcp', tcp],
+      ['http', http],
+    ] as const)
+      for (const k of Object.keys(o)) if (!applied.has(k)) warnings.push(`connectionPool.${where}.${k} is not applied`);
+  }
   const tlsMode = str(p.tls?.['mode']);
   if (p.tls !== undefined && tlsMode !== 'ISTIO_MUTUAL' && tlsMode !== '')
     warnings.push(`tls mode ${tlsMode} is not applied`);
@@ -145,11 +183,13 @@ export function trafficPolicyModel(p: Parts | undefined): {
       minHealthPercent: Math.max(0, num(od['minHealthPercent']) ?? 0),
     };
   }
-  if (loadBalancer === undefined && outlierDetection === undefined) return { model: undefined, warnings };
+  if (loadBalancer === undefined && outlierDetection === undefined && connectionPool === undefined)
+    return { model: undefined, warnings };
   return {
     model: {
       ...(loadBalancer === undefined ? {} : { loadBalancer }),
       ...(outlierDetection === undefined ? {} : { outlierDetection }),
+      ...(connectionPool === undefined ? {} : { connectionPool }),
     },
     warnings,
   };

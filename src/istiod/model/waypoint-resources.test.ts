@@ -424,7 +424,7 @@ spec:
   host: reviews
   trafficPolicy:
     loadBalancer: {consistentHash: {httpHeaderName: X-User}}
-    connectionPool: {http: {http2MaxRequests: 10}}
+    connectionPool: {http: {http2MaxRequests: 10}, tcp: {connectTimeout: 1s}}
     portLevelSettings:
     - port: {number: 9080}
       outlierDetection: {consecutive5xxErrors: 3, interval: 5s}
@@ -440,6 +440,13 @@ spec:
       ) +
       service('ratings', '10.96.0.12'),
   );
+  const pool = {
+    maxConnections: 0,
+    maxPendingRequests: 0,
+    maxRequests: 10,
+    maxRetries: 0,
+    maxRequestsPerConnection: 0,
+  };
   const policies = m
     .waypoint('shop/waypoint')!
     .services.flatMap((t) => t.routes)
@@ -461,12 +468,12 @@ spec:
         },
       ],
     ],
-    [['v2', 80, { loadBalancer: { simple: 'ROUND_ROBIN' } }]],
-    [['v1', 80, { loadBalancer: { simple: '', hash: { header: 'x-user' } } }]],
+    [['v2', 80, { loadBalancer: { simple: 'ROUND_ROBIN' }, connectionPool: pool }]],
+    [['v1', 80, { loadBalancer: { simple: '', hash: { header: 'x-user' } }, connectionPool: pool }]],
   ]);
   assert.ok(
     warnings.includes(
-      "DestinationRule shop/reviews: trafficPolicy connectionPool is not applied by amesh's waypoints and gateways",
+      "DestinationRule shop/reviews: trafficPolicy connectionPool.tcp.connectTimeout is not applied by amesh's waypoints and gateways",
     ),
     warnings.join('\n'),
   );

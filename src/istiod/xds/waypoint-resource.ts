@@ -87,6 +87,7 @@ function trafficPolicyMessage(p: TrafficPolicyModel): MessageInitShape<typeof Tr
             minHealthPercent: od.minHealthPercent,
           },
         }),
+    ...(p.connectionPool === undefined ? {} : { connectionPool: { ...p.connectionPool } }),
   };
 }
 
