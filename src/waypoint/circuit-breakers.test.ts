@@ -26,7 +26,7 @@ test('HTTP/1.1: past maxConnections busy a request waits while fewer than maxPen
   assert.deepEqual(started, ['a', 'b', 'e']);
 });
 
-test('maxRequests counts requests in flight and waiting, over HTTP/2 too, where maxConnections is not the limit', () => {
+test('maxRequests counts the requests in flight, over HTTP/2 too, where maxConnections is not the limit', () => {
   const cb = new CircuitBreakers();
   const l = limits({ maxConnections: 1, maxRequests: 2 });
   let n = 0;

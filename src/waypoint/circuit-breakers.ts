@@ -1,7 +1,7 @@
 /**
  * Envoy's circuit breakers for a backend (cluster), with the thresholds Istio sets from a DestinationRule's
  * `connectionPool` (`amesh.waypoint.v1.ConnectionPool`; 0: no limit), as Envoy's connection pools apply them:
- * - a request past `max_requests` requests in flight overflows at once;
+ * - a request past `max_requests` requests in flight (waiting ones not counted) overflows at once;
  * - over HTTP/1.1, where a connection carries one request at a time, a request finding `max_connections` busy
  *   waits for one to free (first come, first served) while fewer than `max_pending_requests` wait, and overflows
  *   otherwise; over HTTP/2 the one connection per endpoint is never the limit;
@@ -43,7 +43,9 @@ export interface Admission {
 }
 
 interface ClusterCounts {
+  /** Requests in flight, and those of them over HTTP/1.1 (each holding a connection). */
   active: number;
+  http1: number;
   retries: number;
   readonly waiting: (() => void)[];
 }
@@ -53,9 +55,21 @@ const NOTHING_HELD: Admission = Object.freeze({ release: () => undefined });
 export class CircuitBreakers {
   private readonly clusters = new Map<string, ClusterCounts>();
 
+  /** A backend with nothing in flight is forgotten, so that backends no longer routed to leave no state behind. */
+  private forgetIfIdle(cluster: string, c: ClusterCounts): void {
+    if (
+      c.active === 0 &&
+      c.http1 === 0 &&
+      c.retries === 0 &&
+      c.waiting.length === 0 &&
+      this.clusters.get(cluster) === c
+    )
+      this.clusters.delete(cluster);
+  }
+
   private counts(cluster: string): ClusterCounts {
     let c = this.clusters.get(cluster);
-    if (c === undefined) this.clusters.set(cluster, (c = { active: 0, retries: 0, waiting: [] }));
+    if (c === undefined) this.clusters.set(cluster, (c = { active: 0, http1: 0, retries: 0, waiting: [] }));
     return c;
   }
 
@@ -69,15 +83,16 @@ export class CircuitBreakers {
       return NOTHING_HELD;
     }
     const c = this.counts(cluster);
-    if (limits.maxRequests > 0 && c.active + c.waiting.length >= limits.maxRequests) return undefined;
+    if (limits.maxRequests > 0 && c.active >= limits.maxRequests) return undefined;
     const connections = http2 ? 0 : limits.maxConnections;
     let state: 'waiting' | 'active' | 'released' = 'active';
     const go = (): void => {
       state = 'active';
       c.active++;
+      if (!http2) c.http1++;
       start();
     };
-    if (connections > 0 && c.active >= connections) {
+    if (connections > 0 && c.http1 >= connections) {
       if (limits.maxPendingRequests > 0 && c.waiting.length >= limits.maxPendingRequests) return undefined;
       state = 'waiting';
       c.waiting.push(go);
@@ -90,9 +105,14 @@ export class CircuitBreakers {
           if (i >= 0) c.waiting.splice(i, 1);
         } else {
           c.active--;
-          if (connections === 0 || c.active < connections) c.waiting.shift()?.();
+          // A freed HTTP/1.1 connection goes to the first request waiting for one.
+          if (!http2) {
+            c.http1--;
+            c.waiting.shift()?.();
+          }
         }
         state = 'released';
+        this.forgetIfIdle(cluster, c);
       },
     };
   }
@@ -109,6 +129,7 @@ export class CircuitBreakers {
         if (done) return;
         done = true;
         c.retries--;
+        this.forgetIfIdle(cluster, c);
       },
     };
   }

@@ -10,6 +10,7 @@
  */
 import { createHash, X509Certificate } from 'node:crypto';
 import type tls from 'node:tls';
+import { canonicalIp } from '../lib/ip.js';
 import type { GatewayListenerConfig } from './gateway-listeners-config.js';
 
 /** The SAN kinds Envoy compares a `match_subject_alt_names` entry with, as Node names them in `subjectaltname`. */
@@ -23,8 +24,9 @@ export function subjectAltNameValues(text: string | undefined): string[] {
   const out: string[] = [];
   for (const m of (text ?? '').matchAll(/([A-Za-z ]+):("(?:[^"\\]|\\.)*"|[^,]*)(?:, |$)/g)) {
     if (!SAN_KINDS.has(m[1]!)) continue;
-    const v = m[2]!;
-    out.push(v.startsWith('"') ? (JSON.parse(v) as string) : v);
+    const v = m[2]!.startsWith('"') ? (JSON.parse(m[2]!) as string) : m[2]!;
+    // Node writes an IPv6 name in full and upper case; compared in its canonical form.
+    out.push(m[1] === 'IP Address' ? (canonicalIp(v) ?? v) : v);
   }
   return out;
 }
@@ -37,7 +39,7 @@ export function clientCertificateRefusal(socket: tls.TLSSocket, l: GatewayListen
   if (!socket.authorized) return `the client certificate does not verify: ${String(socket.authorizationError)}`;
   if (l.clientSubjectAltNames.length > 0) {
     const sans = subjectAltNameValues(cert.subjectaltname);
-    if (!l.clientSubjectAltNames.some((n) => sans.includes(n)))
+    if (!l.clientSubjectAltNames.some((n) => sans.includes(n) || sans.includes(canonicalIp(n) ?? n)))
       return `the client certificate carries none of the subject alternative names ${l.clientSubjectAltNames.join(', ')}`;
   }
   if (l.clientCertificateHashes.length > 0 || l.clientCertificateSpkis.length > 0) {

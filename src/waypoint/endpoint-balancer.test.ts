@@ -4,7 +4,7 @@ import { DEFAULT_ENDPOINT_POLICY, EndpointBalancer, hashKey, type EndpointPolicy
 import type { Workload } from '../ztunnel/state/workload.js';
 
 /** Endpoints as the chooser sees them: only their UIDs matter here. */
-const eps = (...uids: string[]): { w: Workload }[] => uids.map((uid) => ({ w: { uid } as Workload }));
+const eps = (...uids: string[]): { w: Workload }[] => uids.map((uid) => ({ w: { uid, capacity: 1 } as Workload }));
 const A_B_C = eps('a', 'b', 'c');
 
 /** One pick from `cands` under `policy` with `key`, its lease ended with `result` (a status, or 'failure'). */
@@ -62,7 +62,7 @@ test('ROUND_ROBIN takes the endpoints in turn; LEAST_REQUEST prefers the one of 
   assert.equal(p.chooser.choose(eps('a', 'b'))?.w.uid, 'b');
 });
 
-test('outlier detection: consecutive 5xx eject an endpoint for the base time times its ejections, a success resets the count, and at most the share allowed is out (but always one)', () => {
+test('outlier detection: consecutive 5xx eject an endpoint for the base time times its ejections, a success resets the count, and no more than the share allowed is out, as Envoy counts it', () => {
   let now = 0;
   const bal = new EndpointBalancer(Math.random, () => now);
   const policy: EndpointPolicy = {
@@ -73,7 +73,7 @@ test('outlier detection: consecutive 5xx eject an endpoint for the base time tim
       consecutiveGateway: 0,
       intervalMs: 10_000,
       baseEjectionMs: 30_000,
-      maxEjectionPercent: 10,
+      maxEjectionPercent: 34,
       minHealthPercent: 0,
     },
   };
@@ -97,7 +97,7 @@ test('outlier detection: consecutive 5xx eject an endpoint for the base time tim
   hit('a', 500);
   assert.deepEqual(usable(), ['b', 'c']);
   for (let i = 0; i < 3; i++) hit('b', 502);
-  assert.deepEqual(usable(), ['b', 'c'], 'one of three is the 10% allowed: the one always allowed');
+  assert.deepEqual(usable(), ['b', 'c'], 'two of three would be more than the 34% allowed');
   now = 30_001;
   assert.deepEqual(usable(), ['a', 'b', 'c'], 'back after the base ejection time');
   for (let i = 0; i < 3; i++) hit('a', 500);
@@ -142,4 +142,53 @@ test('outlier detection: gateway errors only count 502, 503, 504 and failures; b
   hit('b', 503);
   hit('b', 502);
   assert.deepEqual(usable(), ['a', 'b'], 'none of two in is below 50%: every endpoint is used');
+});
+
+test('outlier detection: at the default 10%, fewer than ten endpoints are never ejected (Envoy without always_eject_one_host)', () => {
+  const bal = new EndpointBalancer(Math.random, () => 0);
+  const policy: EndpointPolicy = {
+    simple: 'RANDOM',
+    hash: undefined,
+    outlier: {
+      consecutive5xx: 1,
+      consecutiveGateway: 0,
+      intervalMs: 10_000,
+      baseEjectionMs: 30_000,
+      maxEjectionPercent: 10,
+      minHealthPercent: 0,
+    },
+  };
+  const p = bal.pick('c1', policy, undefined);
+  p.chooser.usable(A_B_C);
+  p.chooser.choose(eps('a'));
+  p.lease().end(500);
+  assert.deepEqual(
+    bal
+      .pick('c1', policy, undefined)
+      .chooser.usable(A_B_C)
+      .map((x) => x.w.uid),
+    ['a', 'b', 'c'],
+  );
+});
+
+test('a retry goes to an endpoint the request has not tried while one is usable, whatever the hash says', () => {
+  const bal = new EndpointBalancer();
+  const policy: EndpointPolicy = { ...DEFAULT_ENDPOINT_POLICY, hash: { t: 'header', name: 'x-user' } };
+  const tried = new Set<string>();
+  for (let i = 0; i < 3; i++) {
+    const p = bal.pick('c1', policy, 'ann', tried);
+    const picked = p.chooser.choose(p.chooser.usable(A_B_C))!.w.uid;
+    assert.ok(!tried.has(picked), `attempt ${i + 1} went back to ${picked}`);
+    tried.add(picked);
+  }
+  const p = bal.pick('c1', policy, 'ann', tried);
+  assert.notEqual(p.chooser.choose(p.chooser.usable(A_B_C)), undefined, 'all tried: any may be picked again');
+});
+
+test('a made-up cookie with a ttl of 0 is a session cookie, without Max-Age', () => {
+  const made = hashKey(
+    { ...DEFAULT_ENDPOINT_POLICY, hash: { t: 'cookie', name: 's', path: '', ttlMs: 0 } },
+    { headers: {}, url: '/', sourceIp: '10.0.0.1' },
+  );
+  assert.match(made.setCookie ?? '', /^s="[0-9a-f]{16}"; HttpOnly$/);
 });

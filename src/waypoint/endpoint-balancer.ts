@@ -10,8 +10,9 @@
  * - `outlierDetection`: an endpoint answering `consecutive_5xx_errors` 5xx in a row, or `consecutive_gateway_errors`
  *   502/503/504 in a row (a failure to connect, a reset or a timeout counts as both), is left out for
  *   `base_ejection_time` times the number of its ejections, which an `interval` without one lowers by one; no more
- *   than `max_ejection_percent` of the endpoints are out at once, but always one may be; below
+ *   than `max_ejection_percent` of the endpoints are out at once (an ejection past it is not made); below
  *   `min_health_percent` endpoints in, the ejections are disregarded.
+ * A retry goes to an endpoint the request has not tried while there is one (Istio's `previous_hosts` predicate).
  * The state is this proxy's own, per backend (Service, port and subset), as each Envoy keeps its own.
  */
 import { randomBytes } from 'node:crypto';
@@ -106,11 +107,13 @@ export type AttemptResult = number | 'failure' | undefined;
 
 /** An endpoint picked for one attempt: counted in flight until `end`. */
 export interface Lease {
+  /** The endpoint's UID; undefined: no balancer picked it. */
+  readonly endpoint: string | undefined;
   end(result: AttemptResult): void;
 }
 
 /** The lease of a destination no balancer picked. */
-export const NO_LEASE: Lease = Object.freeze({ end: () => undefined });
+export const NO_LEASE: Lease = Object.freeze({ endpoint: undefined, end: () => undefined });
 
 interface EndpointState {
   active: number;
@@ -126,6 +129,12 @@ interface ClusterState {
   /** How many endpoints the last pick saw: the base of the ejection percentages. */
   size: number;
   readonly endpoints: Map<string, EndpointState>;
+}
+
+/** Forgets the endpoints no longer among `all` that have nothing in flight (pods gone). */
+function forgetGone(c: ClusterState, all: readonly { readonly w: Workload }[]): void {
+  const present = new Set(all.map((x) => x.w.uid));
+  for (const [uid, ep] of c.endpoints) if (!present.has(uid) && ep.active === 0) c.endpoints.delete(uid);
 }
 
 /** FNV-1a over a string, for rendezvous hashing. */
@@ -186,11 +195,11 @@ export function hashKey(
       const v = cookieValue(r.headers['cookie'], h.name);
       if (v !== undefined || h.ttlMs === undefined) return { key: v };
       const made = randomBytes(8).toString('hex');
+      const seconds = Math.floor(h.ttlMs / 1000);
+      // A ttl of 0 makes a session cookie, as Envoy's does.
+      const maxAge = seconds > 0 ? `; Max-Age=${String(seconds)}` : '';
       const path = h.path === '' ? '' : `; Path=${h.path}`;
-      return {
-        key: made,
-        setCookie: `${h.name}="${made}"; Max-Age=${String(Math.floor(h.ttlMs / 1000))}${path}; HttpOnly`,
-      };
+      return { key: made, setCookie: `${h.name}="${made}"${maxAge}${path}; HttpOnly` };
     }
   }
 }
@@ -205,12 +214,15 @@ export class EndpointBalancer {
 
   /**
    * The chooser for one pick from `cluster` (a backend: Service, port, subset) under `policy`, for a request whose
-   * hash key (`hashKey`) is `key`, and the lease of what it picked, to take once it has.
+   * hash key (`hashKey`) is `key`, and the lease of what it picked, to take once it has. The endpoints in `tried`
+   * are left out while others are usable.
    */
   pick(
     cluster: string,
     policy: EndpointPolicy,
     key: string | undefined,
+    /** The endpoints the request's earlier attempts went to. */
+    tried?: ReadonlySet<string>,
   ): { readonly chooser: EndpointChooser; readonly lease: () => Lease } {
     let c = this.clusters.get(cluster);
     if (c === undefined) this.clusters.set(cluster, (c = { next: 0, size: 0, endpoints: new Map() }));
@@ -220,11 +232,18 @@ export class EndpointBalancer {
     const chooser: EndpointChooser = {
       usable: (all) => {
         state.size = all.length;
+        if (state.endpoints.size > all.length) forgetGone(state, all);
         const od = policy.outlier;
-        if (od === undefined) return all;
-        const inn = all.filter((x) => (state.endpoints.get(x.w.uid)?.ejectedUntil ?? 0) <= now);
-        // Envoy's panic threshold: with too few endpoints in, every endpoint is used again.
-        return inn.length * 100 >= od.minHealthPercent * all.length ? inn : all;
+        let inn = all;
+        if (od !== undefined) {
+          const healthy = all.filter((x) => (state.endpoints.get(x.w.uid)?.ejectedUntil ?? 0) <= now);
+          // Envoy's panic threshold: with too few endpoints in, every endpoint is used again.
+          if (healthy.length * 100 >= od.minHealthPercent * all.length) inn = healthy;
+        }
+        // A retry goes to an endpoint not tried yet while there is one (Istio's previous_hosts predicate).
+        if (tried === undefined || tried.size === 0) return inn;
+        const fresh = inn.filter((x) => !tried.has(x.w.uid));
+        return fresh.length > 0 ? fresh : inn;
       },
       choose: (cands) => {
         const p = this.choose(state, policy, key, cands);
@@ -239,11 +258,15 @@ export class EndpointBalancer {
       ep.active++;
       let ended = false;
       return {
+        endpoint: uid,
         end: (result) => {
           if (ended) return;
           ended = true;
           ep.active--;
           if (result !== undefined && policy.outlier !== undefined) this.record(state, ep, policy.outlier, result);
+          // An endpoint with nothing to remember is forgotten, so that pods come and gone leave no state behind.
+          if (ep.active === 0 && ep.fails5xx === 0 && ep.failsGateway === 0 && ep.ejections === 0)
+            state.endpoints.delete(uid);
         },
       };
     };
@@ -280,14 +303,26 @@ export class EndpointBalancer {
       case 'ROUND_ROBIN':
         return cands[c.next++ % cands.length];
       case 'RANDOM':
-        return cands[Math.floor(this.random() * cands.length)];
+        return this.draw(cands);
       case 'LEAST_REQUEST': {
-        const a = cands[Math.floor(this.random() * cands.length)]!;
-        const b = cands[Math.floor(this.random() * cands.length)]!;
+        const a = this.draw(cands);
+        const b = this.draw(cands);
         const active = (x: T): number => c.endpoints.get(x.w.uid)?.active ?? 0;
         return active(b) < active(a) ? b : a;
       }
     }
+  }
+
+  /** A random endpoint, weighted by its capacity (as ztunnel weighs its own picks). */
+  private draw<T extends { readonly w: Workload }>(cands: readonly T[]): T {
+    const total = cands.reduce((sum, x) => sum + Math.max(0, x.w.capacity), 0);
+    if (total <= 0) return cands[Math.floor(this.random() * cands.length)]!;
+    let r = this.random() * total;
+    for (const x of cands) {
+      r -= Math.max(0, x.w.capacity);
+      if (r < 0) return x;
+    }
+    return cands[cands.length - 1]!;
   }
 
   /** Counts an attempt's result against its endpoint, ejecting it when the policy says so. */
@@ -314,7 +349,8 @@ export class EndpointBalancer {
       (od.consecutiveGateway > 0 && ep.failsGateway >= od.consecutiveGateway);
     if (!tripped) return;
     const out = [...c.endpoints.values()].filter((e) => e.ejectedUntil > now).length;
-    if (out > 0 && ((out + 1) * 100) / Math.max(1, c.size) > od.maxEjectionPercent) return;
+    // As Envoy (without always_eject_one_host): below 100 / max_ejection_percent endpoints, none is ejected.
+    if (((out + 1) * 100) / Math.max(1, c.size) > od.maxEjectionPercent) return;
     // Each interval since the last ejection ended without another takes one off the multiplier.
     if (ep.ejectedUntil > 0 && od.intervalMs > 0)
       ep.ejections = Math.max(0, ep.ejections - Math.floor((now - ep.ejectedUntil) / od.intervalMs));

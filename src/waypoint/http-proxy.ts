@@ -496,10 +496,13 @@ export class WaypointHttp {
       breaker = b;
       const hash = hashKey(b.policy, { headers: req.headers, url: jwt.url, sourceIp: t.sourceIp });
       setCookie = hash.setCookie;
+      /** The endpoints this request's attempts went to: a retry goes elsewhere while it can. */
+      const tried = new Set<string>();
       resolve = () => {
-        const p = this.balancer.pick(b.cluster, b.policy, hash.key);
+        const p = this.balancer.pick(b.cluster, b.policy, hash.key, tried);
         const d = this.resolveBackend(b, t, p.chooser);
         lease = p.lease();
+        if (lease.endpoint !== undefined) tried.add(lease.endpoint);
         return d;
       };
       upstreamH2 = this.upstreamHttp2(t, h2, b);
@@ -542,10 +545,17 @@ export class WaypointHttp {
             answer(504, 'UT', UPSTREAM_TIMEOUT);
           }, route.timeoutMs);
     // A client that goes away before its answer is complete takes the upstream request with it.
+    /** The client went away before its answer was complete: what that does upstream is not the endpoint's fault. */
+    let clientGone = false;
     res.once('close', () => {
       clearTimeout(timer);
       done = true;
-      if (!res.writableFinished) exchange?.destroy();
+      // An endpoint picked for an attempt that never ran (it waited on a circuit breaker, or for a retry).
+      lease.end(undefined);
+      if (!res.writableFinished) {
+        clientGone = true;
+        exchange?.destroy();
+      }
     });
     /** Schedules another attempt if the policy allows one after `outcome`. */
     const retrying = (outcome: AttemptOutcome): boolean => {
@@ -645,7 +655,7 @@ export class WaypointHttp {
       /** `unserved`: the connection could not be made, or was a kept-alive one its server had closed. */
       const onError = (e: Error, unserved = false): void => {
         clearTimeout(perTry);
-        settle('failure');
+        settle(clientGone ? undefined : 'failure');
         if (state === 'delivered') {
           // The answer broke off after its head went to the client: so does the client's.
           if (!res.writableFinished) res.destroy();
@@ -678,7 +688,10 @@ export class WaypointHttp {
       }
       void this.h2Pool.session(t.peerAddr, to.ip, to.port).then(
         (session) => {
-          if (done) return;
+          if (done) {
+            settle(undefined);
+            return;
+          }
           let exchange_: UpstreamExchange;
           try {
             exchange_ = sendHttp2(

@@ -1221,7 +1221,8 @@ export type OutlierDetection = Message<"amesh.waypoint.v1.OutlierDetection"> & {
   baseEjectionTime?: Duration | undefined;
 
   /**
-   * At most this share of the endpoints is ejected at once, but always at least one.
+   * At most this share of the endpoints is ejected at once: an ejection that would pass it is not made (so with the
+   * default 10%, fewer than ten endpoints are never ejected, as in Envoy without `always_eject_one_host`).
    *
    * @generated from field: uint32 max_ejection_percent = 5;
    */
