@@ -384,7 +384,10 @@ const L7_RESOURCES = [
       service_account: 'echo',
       node: 'n2',
       services: Object.fromEntries(
-        ['echo', 'echo-v1', 'echo-exact', 'echo-guarded', 'mixed'].map((n) => [`backend/${svcHost(n)}`, [[80, 8080]]]),
+        ['echo', 'echo-v1', 'echo-exact', 'echo-guarded', 'mixed', 'sticky'].map((n) => [
+          `backend/${svcHost(n)}`,
+          [[80, 8080]],
+        ]),
       ),
     },
   },
@@ -396,7 +399,7 @@ const L7_RESOURCES = [
       addresses: [L7_V2_IP],
       service_account: 'echo',
       node: 'n2',
-      services: Object.fromEntries(['echo', 'echo-v2'].map((n) => [`backend/${svcHost(n)}`, [[80, 8080]]])),
+      services: Object.fromEntries(['echo', 'echo-v2', 'sticky'].map((n) => [`backend/${svcHost(n)}`, [[80, 8080]]])),
     },
   },
   {
@@ -426,6 +429,7 @@ const L7_RESOURCES = [
   },
   httpService('flaky', '10.96.1.15', false),
   httpService('mixed', '10.96.1.16', false),
+  httpService('sticky', '10.96.1.17'),
   httpService('echo', '10.96.1.10'),
   httpService('echo-v1', '10.96.1.11', false),
   httpService('echo-v2', '10.96.1.12', false),
@@ -541,6 +545,15 @@ const L7_RESOURCES = [
           },
         ],
         accessLog: true,
+        // A Service with no route of its own, whose DestinationRule balances by a header.
+        servicePolicies: [
+          {
+            namespace: 'backend',
+            hostname: svcHost('sticky'),
+            port: 80,
+            trafficPolicy: { loadBalancer: { httpHeaderName: 'x-user' } },
+          },
+        ],
         policies: [
           {
             name: 'backend/no-admin-delete',
@@ -854,6 +867,17 @@ describe(
         assert.equal((JSON.parse(again.body) as { hostname: string }).hostname, pod);
         assert.equal(again.headers['set-cookie'], undefined, 'a client with the cookie gets no other');
       }
+    });
+
+    test('a DestinationRule on a Service with no route of its own: the requests forwarded to it as they are keep their pod by the x-user header', async () => {
+      const pods = new Set<string>();
+      for (const user of ['ann', 'bob', 'cy', 'dee', 'eve', 'fay']) {
+        const first = servedBy(await curl(L7_WEB_IP, 'http://10.96.1.17/', ['-H', `x-user: ${user}`]));
+        pods.add(first);
+        for (let i = 0; i < 3; i++)
+          assert.equal(servedBy(await curl(L7_WEB_IP, 'http://10.96.1.17/', ['-H', `x-user: ${user}`])), first);
+      }
+      assert.deepEqual([...pods].sort(), ['echo-v1', 'echo-v2']);
     });
 
     test("a DestinationRule outlierDetection: the endpoint answering 503 twice in a row (python's http.server) is ejected, and the rest of the requests go to the healthy one", async () => {

@@ -487,12 +487,13 @@ export class WaypointHttp {
     let upstreamH2 = h2;
     /** The backend whose circuit breakers the request goes through. */
     let breaker: Backend | undefined;
-    if (a?.t === 'forward') {
-      const b = pickBackend(a);
-      if (b === undefined || b.hostname === '') {
-        answer(500, '-');
-        return;
-      }
+    // A request no route sends elsewhere goes to the Service it is for, under that Service's traffic policy if any.
+    const b = a?.t === 'forward' ? pickBackend(a) : this.serviceBackend(t);
+    if (a?.t === 'forward' && (b === undefined || b.hostname === '')) {
+      answer(500, '-');
+      return;
+    }
+    if (b !== undefined) {
       breaker = b;
       const hash = hashKey(b.policy, { headers: req.headers, url: jwt.url, sourceIp: t.sourceIp });
       setCookie = hash.setCookie;
@@ -727,6 +728,13 @@ export class WaypointHttp {
       return;
     }
     res.once('close', () => admitted.release());
+  }
+
+  /** The backend of the Service the tunnel is for, when istiod sent that Service port a traffic policy. */
+  private serviceBackend(t: Tunnel): Backend | undefined {
+    if (t.virtualHost !== undefined) return undefined;
+    const svc = this.ctx.state.serviceByVip(t.self.network, t.ip, t.self.namespace);
+    return svc === undefined ? undefined : this.rules.serviceBackend(svc.namespace, svc.hostname, t.port);
   }
 
   /**

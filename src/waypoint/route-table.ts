@@ -206,7 +206,8 @@ export function routesFromXds(routes: readonly XdsRoute[]): Route[] {
   });
 }
 
-function backend(b: XdsBackend): Backend {
+/** A backend as istiod sends it (a route's, or a Service's own with its traffic policy), converted once. */
+export function backend(b: XdsBackend): Backend {
   return {
     namespace: b.namespace,
     hostname: b.hostname,

@@ -7,13 +7,14 @@
  * policies), as when istiod has nothing for it.
  */
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
-import { WaypointSchema } from '../api/amesh/waypoint/v1/waypoint_pb.js';
+import { create } from '@bufbuild/protobuf';
+import { BackendSchema, WaypointSchema } from '../api/amesh/waypoint/v1/waypoint_pb.js';
 import type { Logger } from '../lib/log.js';
 import type { NamedSubscription } from '../ztunnel/xds/ads-client.js';
 import { extAuthzProvidersFromXds, type ExtAuthzProviderConfig } from './ext-authz.js';
 import { jwtPoliciesFromXds, remoteKeySets, type JwtPolicy } from './jwt-authenticator.js';
 import { l7PoliciesFromXds, type L7Policy } from './l7-authorization.js';
-import { routeTablesFromXds, type RouteTable } from './route-table.js';
+import { backend, routeTablesFromXds, type Backend, type RouteTable } from './route-table.js';
 import { gatewayListenersFromXds, type GatewayListenerConfig } from './gateway-listeners-config.js';
 
 export const WAYPOINT_TYPE = `type.googleapis.com/${WaypointSchema.typeName}`;
@@ -27,6 +28,8 @@ export class WaypointRules {
   private undecodable: string | undefined;
   private gatewayListeners: readonly GatewayListenerConfig[] = [];
   private logRequests = false;
+  /** Each Service port with a traffic policy, as the backend a request no route sends elsewhere goes to. */
+  private serviceBackends = new Map<string, Backend>();
   private readonly watchers: (() => void)[] = [];
 
   constructor(
@@ -52,6 +55,11 @@ export class WaypointRules {
   /** The routes for a Service port: the port's own table, else the one for every port; undefined: none. */
   routesFor(namespace: string, hostname: string, port: number): RouteTable | undefined {
     return this.tables.get(`${namespace}/${hostname}:${port}`) ?? this.tables.get(`${namespace}/${hostname}:0`);
+  }
+
+  /** The Service port's own backend, with its DestinationRule traffic policy; undefined: it has none. */
+  serviceBackend(namespace: string, hostname: string, port: number): Backend | undefined {
+    return this.serviceBackends.get(`${namespace}/${hostname}:${port}`);
   }
 
   /** An ingress gateway's listeners. */
@@ -129,6 +137,20 @@ export class WaypointRules {
     this.providers = extAuthzProvidersFromXds(msg.extAuthzProviders);
     this.gatewayListeners = listeners.listeners;
     this.logRequests = msg.accessLog;
+    this.serviceBackends = new Map(
+      msg.servicePolicies.map((p) => [
+        `${p.namespace}/${p.hostname}:${p.port}`,
+        backend(
+          create(BackendSchema, {
+            namespace: p.namespace,
+            hostname: p.hostname,
+            port: p.port,
+            weight: 1,
+            trafficPolicy: p.trafficPolicy,
+          }),
+        ),
+      ]),
+    );
     for (const f of this.watchers) f();
     this.log.info(
       {

@@ -471,6 +471,14 @@ spec:
     [['v2', 80, { loadBalancer: { simple: 'ROUND_ROBIN' }, connectionPool: pool }]],
     [['v1', 80, { loadBalancer: { simple: '', hash: { header: 'x-user' } }, connectionPool: pool }]],
   ]);
+  assert.deepEqual(
+    m.waypoint('shop/waypoint')!.servicePolicies.map((p) => [p.hostname, p.port, Object.keys(p.trafficPolicy)]),
+    [
+      ['reviews.shop.svc.cluster.local', 80, ['loadBalancer', 'connectionPool']],
+      ['reviews.shop.svc.cluster.local', 9080, ['outlierDetection']],
+    ],
+    'each port of a bound Service has its own policy, for the requests no route sends elsewhere',
+  );
   assert.ok(
     warnings.includes(
       "DestinationRule shop/reviews: trafficPolicy connectionPool.tcp.connectTimeout is not applied by amesh's waypoints and gateways",

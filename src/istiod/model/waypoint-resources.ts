@@ -29,6 +29,7 @@ import { convertVirtualService, type VirtualServiceRoute } from './virtual-servi
 import { destinationRules, withSubsetEndpoints, withTrafficPolicy, type SubsetCandidate } from './destination-rules.js';
 import { grantShape } from './reference-grants.js';
 import { convertL4Route } from './l4-routes.js';
+import type { TrafficPolicyModel } from './traffic-policies.js';
 import { istioGatewayListeners } from './istio-gateways.js';
 import { gatewayNames } from '../gateway/gateway-template.js';
 import { GATEWAY_CONTROLLER } from '../gateway/gateway-classes.js';
@@ -50,6 +51,15 @@ export interface WaypointResourceModel {
   readonly listeners: readonly GatewayListenerModel[];
   /** Log each request (meshConfig.accessLogFile). */
   readonly accessLog: boolean;
+  /** The traffic policies of the Services behind it, per port, for requests no route sends elsewhere. */
+  readonly servicePolicies: readonly ServicePolicyModel[];
+}
+
+export interface ServicePolicyModel {
+  readonly namespace: string;
+  readonly hostname: string;
+  readonly port: number;
+  readonly trafficPolicy: TrafficPolicyModel;
 }
 
 export interface WaypointResourceInputs {
@@ -197,6 +207,20 @@ export function waypointResources(
     cfg.rootNamespace,
   );
   warnings.push(...drs.warnings);
+  /** By waypoint: the traffic policy of each port of the Services bound to it that have one. */
+  const servicePolicies = new Map<string, ServicePolicyModel[]>();
+  for (const s of kubeServices) {
+    const hostname = `${s.metadata.name}.${s.metadata.namespace}.svc.${cfg.domainSuffix}`;
+    const w = boundTo.get(`${s.metadata.namespace}/${hostname}`);
+    if (w === undefined) continue;
+    for (const port of ports.get(`${s.metadata.namespace}/${s.metadata.name}`) ?? []) {
+      const trafficPolicy = drs.trafficPolicy(s.metadata.namespace, hostname, undefined, port);
+      if (trafficPolicy === undefined) continue;
+      let l = servicePolicies.get(w);
+      if (l === undefined) servicePolicies.set(w, (l = []));
+      l.push({ namespace: s.metadata.namespace, hostname, port, trafficPolicy });
+    }
+  }
   const allVirtualServices = byAge(
     objects.filter((o): o is ResourceOf<'VirtualService'> => o.kind === 'VirtualService'),
   ).map((vs) => convertVirtualService(vs, ports, cfg.domainSuffix, drs.subsets));
@@ -302,6 +326,7 @@ export function waypointResources(
       ...r,
       extAuthzProviders: [...named].sort().flatMap((n) => cfg.providers.get(n) ?? []),
       accessLog: cfg.accessLog,
+      servicePolicies: servicePolicies.get(key) ?? [],
     });
   }
   // Proxies Istio Gateways select get those listeners too, after their own Gateway's.
@@ -314,6 +339,7 @@ export function waypointResources(
       extAuthzProviders: r?.extAuthzProviders ?? [],
       listeners: [...(r?.listeners ?? []), ...listeners],
       accessLog: cfg.accessLog,
+      servicePolicies: r?.servicePolicies ?? [],
     });
   }
   if (ingressViaWaypoint.size > 0)

@@ -231,6 +231,12 @@ export function waypointResource(name: string, w: WaypointResourceModel): XdsRes
       })),
     })),
     accessLog: w.accessLog,
+    servicePolicies: w.servicePolicies.map((p) => ({
+      namespace: p.namespace,
+      hostname: p.hostname,
+      port: p.port,
+      trafficPolicy: trafficPolicyMessage(p.trafficPolicy),
+    })),
     listeners: w.listeners.map((l) => ({
       name: l.name,
       port: l.port,

@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file amesh/waypoint/v1/waypoint.proto.
  */
 export const file_amesh_waypoint_v1_waypoint: GenFile = /*@__PURE__*/
-  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEivAIKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbhJAChNleHRfYXV0aHpfcHJvdmlkZXJzGAQgAygLMiMuYW1lc2gud2F5cG9pbnQudjEuRXh0QXV0aHpQcm92aWRlchIuCglsaXN0ZW5lcnMYBSADKAsyGy5hbWVzaC53YXlwb2ludC52MS5MaXN0ZW5lchISCgphY2Nlc3NfbG9nGAYgASgIItMCCghMaXN0ZW5lchIMCgRuYW1lGAEgASgJEgwKBHBvcnQYAiABKA0SEAoIcHJvdG9jb2wYAyABKAkSEAoIaG9zdG5hbWUYBCABKAkSGAoQY3JlZGVudGlhbF9uYW1lcxgFIAMoCRI1Cg12aXJ0dWFsX2hvc3RzGAYgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuVmlydHVhbEhvc3QSFwoPY2xpZW50X2NhX25hbWVzGAcgAygJEiMKG2NsaWVudF9jZXJ0aWZpY2F0ZV9vcHRpb25hbBgIIAEoCBIRCgl0ZXJtaW5hdGUYCSABKAgSIAoYY2xpZW50X3N1YmplY3RfYWx0X25hbWVzGAogAygJEiEKGWNsaWVudF9jZXJ0aWZpY2F0ZV9oYXNoZXMYCyADKAkSIAoYY2xpZW50X2NlcnRpZmljYXRlX3Nwa2lzGAwgAygJIkkKC1ZpcnR1YWxIb3N0EhAKCGhvc3RuYW1lGAEgASgJEigKBnJvdXRlcxgCIAMoCzIYLmFtZXNoLndheXBvaW50LnYxLlJvdXRlIpQCChBFeHRBdXRoelByb3ZpZGVyEgwKBG5hbWUYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEgwKBHBvcnQYBCABKA0SKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglmYWlsX29wZW4YBiABKAgSFwoPc3RhdHVzX29uX2Vycm9yGAcgASgNEi8KBGh0dHAYCCABKAsyHy5hbWVzaC53YXlwb2ludC52MS5IdHRwRXh0QXV0aHpIABIvCgRncnBjGAkgASgLMh8uYW1lc2gud2F5cG9pbnQudjEuR3JwY0V4dEF1dGh6SABCBQoDYXBpIvEDCgxIdHRwRXh0QXV0aHoSEwoLcGF0aF9wcmVmaXgYASABKAkSRQogaW5jbHVkZV9yZXF1ZXN0X2hlYWRlcnNfaW5fY2hlY2sYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBJxCiNpbmNsdWRlX2FkZGl0aW9uYWxfaGVhZGVyc19pbl9jaGVjaxgDIAMoCzJELmFtZXNoLndheXBvaW50LnYxLkh0dHBFeHRBdXRoei5JbmNsdWRlQWRkaXRpb25hbEhlYWRlcnNJbkNoZWNrRW50cnkSQQocaGVhZGVyc190b191cHN0cmVhbV9vbl9hbGxvdxgEIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEkIKHWhlYWRlcnNfdG9fZG93bnN0cmVhbV9vbl9kZW55GAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSQwoeaGVhZGVyc190b19kb3duc3RyZWFtX29uX2FsbG93GAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gaRgokSW5jbHVkZUFkZGl0aW9uYWxIZWFkZXJzSW5DaGVja0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiDgoMR3JwY0V4dEF1dGh6ImIKFVJlcXVlc3RBdXRoZW50aWNhdGlvbhIMCgRuYW1lGAEgASgJEhAKCHNlcnZpY2VzGAIgAygJEikKBXJ1bGVzGAMgAygLMhouYW1lc2gud2F5cG9pbnQudjEuSnd0UnVsZSKwAgoHSnd0UnVsZRIOCgZpc3N1ZXIYASABKAkSEQoJYXVkaWVuY2VzGAIgAygJEgwKBGp3a3MYAyABKAkSEAoIandrc191cmkYBCABKAkSMgoMZnJvbV9oZWFkZXJzGAUgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuSnd0SGVhZGVyEhMKC2Zyb21fcGFyYW1zGAYgAygJEhQKDGZyb21fY29va2llcxgHIAMoCRIeChZmb3J3YXJkX29yaWdpbmFsX3Rva2VuGAggASgIEiAKGG91dHB1dF9wYXlsb2FkX3RvX2hlYWRlchgJIAEoCRJBChdvdXRwdXRfY2xhaW1fdG9faGVhZGVycxgKIAMoCzIgLmFtZXNoLndheXBvaW50LnYxLkNsYWltVG9IZWFkZXIiKQoJSnd0SGVhZGVyEgwKBG5hbWUYASABKAkSDgoGcHJlZml4GAIgASgJIi4KDUNsYWltVG9IZWFkZXISDgoGaGVhZGVyGAEgASgJEg0KBWNsYWltGAIgASgJImwKDVNlcnZpY2VSb3V0ZXMSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SKAoGcm91dGVzGAQgAygLMhguYW1lc2gud2F5cG9pbnQudjEuUm91dGUiowQKBVJvdXRlEgwKBG5hbWUYASABKAkSLgoHbWF0Y2hlcxgCIAMoCzIdLmFtZXNoLndheXBvaW50LnYxLlJvdXRlTWF0Y2gSOgoPcmVxdWVzdF9oZWFkZXJzGAMgASgLMiEuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTW9kaWZpZXISOwoQcmVzcG9uc2VfaGVhZGVycxgEIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEi0KB2ZvcndhcmQYBSABKAsyGi5hbWVzaC53YXlwb2ludC52MS5Gb3J3YXJkSAASLwoIcmVkaXJlY3QYBiABKAsyGy5hbWVzaC53YXlwb2ludC52MS5SZWRpcmVjdEgAEhcKDWRpcmVjdF9zdGF0dXMYByABKA1IABIuCgdyZXdyaXRlGAggASgLMh0uYW1lc2gud2F5cG9pbnQudjEuVVJMUmV3cml0ZRIqCgd0aW1lb3V0GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEicKBWZhdWx0GAogASgLMhguYW1lc2gud2F5cG9pbnQudjEuRmF1bHQSLwoHcmV0cmllcxgLIAEoCzIeLmFtZXNoLndheXBvaW50LnYxLlJldHJ5UG9saWN5EioKB21pcnJvcnMYDCADKAsyGS5hbWVzaC53YXlwb2ludC52MS5NaXJyb3JCCAoGYWN0aW9uIkkKBk1pcnJvchIrCgdiYWNrZW5kGAEgASgLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZBISCgpwZXJjZW50YWdlGAIgASgBIoUBCgtSZXRyeVBvbGljeRIQCghhdHRlbXB0cxgBIAEoDRIQCghyZXRyeV9vbhgCIAMoCRIeChZyZXRyaWFibGVfc3RhdHVzX2NvZGVzGAMgAygNEjIKD3Blcl90cnlfdGltZW91dBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJjCgVGYXVsdBIsCgVkZWxheRgBIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLkZhdWx0RGVsYXkSLAoFYWJvcnQYAiABKAsyHS5hbWVzaC53YXlwb2ludC52MS5GYXVsdEFib3J0IlAKCkZhdWx0RGVsYXkSLgoLZml4ZWRfZGVsYXkYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKcGVyY2VudGFnZRgCIAEoASI1CgpGYXVsdEFib3J0EhMKC2h0dHBfc3RhdHVzGAEgASgNEhIKCnBlcmNlbnRhZ2UYAiABKAEirwEKClJvdXRlTWF0Y2gSKgoEcGF0aBgBIAEoCzIcLmFtZXNoLndheXBvaW50LnYxLlBhdGhNYXRjaBIvCgdoZWFkZXJzGAIgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSNAoMcXVlcnlfcGFyYW1zGAMgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSDgoGbWV0aG9kGAQgASgJImAKCVBhdGhNYXRjaBIPCgVleGFjdBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSAASFwoNc3RyaW5nX3ByZWZpeBgEIAEoCUgAQgYKBGtpbmQiRgoLSGVhZGVyTWF0Y2gSDAoEbmFtZRgBIAEoCRIPCgVleGFjdBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSABCBwoFdmFsdWUicAoOSGVhZGVyTW9kaWZpZXISJgoDc2V0GAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEiYKA2FkZBgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLkhlYWRlchIOCgZyZW1vdmUYAyADKAkiJQoGSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiNwoHRm9yd2FyZBIsCghiYWNrZW5kcxgBIAMoCzIaLmFtZXNoLndheXBvaW50LnYxLkJhY2tlbmQivwEKB0JhY2tlbmQSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SDgoGd2VpZ2h0GAQgASgNEg4KBnN1YnNldBgFIAEoCRIRCgllbmRwb2ludHMYBiADKAkSFAoMdXNlX3dheXBvaW50GAcgASgIEjgKDnRyYWZmaWNfcG9saWN5GAggASgLMiAuYW1lc2gud2F5cG9pbnQudjEuVHJhZmZpY1BvbGljeSLDAQoNVHJhZmZpY1BvbGljeRI2Cg1sb2FkX2JhbGFuY2VyGAEgASgLMh8uYW1lc2gud2F5cG9pbnQudjEuTG9hZEJhbGFuY2VyEj4KEW91dGxpZXJfZGV0ZWN0aW9uGAIgASgLMiMuYW1lc2gud2F5cG9pbnQudjEuT3V0bGllckRldGVjdGlvbhI6Cg9jb25uZWN0aW9uX3Bvb2wYAyABKAsyIS5hbWVzaC53YXlwb2ludC52MS5Db25uZWN0aW9uUG9vbCKXAQoOQ29ubmVjdGlvblBvb2wSFwoPbWF4X2Nvbm5lY3Rpb25zGAEgASgNEhwKFG1heF9wZW5kaW5nX3JlcXVlc3RzGAIgASgNEhQKDG1heF9yZXF1ZXN0cxgDIAEoDRITCgttYXhfcmV0cmllcxgEIAEoDRIjChttYXhfcmVxdWVzdHNfcGVyX2Nvbm5lY3Rpb24YBSABKA0iugEKDExvYWRCYWxhbmNlchIOCgZzaW1wbGUYASABKAkSGgoQaHR0cF9oZWFkZXJfbmFtZRgCIAEoCUgAEjQKC2h0dHBfY29va2llGAMgASgLMh0uYW1lc2gud2F5cG9pbnQudjEuSHR0cENvb2tpZUgAEhcKDXVzZV9zb3VyY2VfaXAYBCABKAhIABIjChlodHRwX3F1ZXJ5X3BhcmFtZXRlcl9uYW1lGAUgASgJSABCCgoIaGFzaF9rZXkiUAoKSHR0cENvb2tpZRIMCgRuYW1lGAEgASgJEgwKBHBhdGgYAiABKAkSJgoDdHRsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIvQBChBPdXRsaWVyRGV0ZWN0aW9uEh4KFmNvbnNlY3V0aXZlXzV4eF9lcnJvcnMYASABKA0SIgoaY29uc2VjdXRpdmVfZ2F0ZXdheV9lcnJvcnMYAiABKA0SKwoIaW50ZXJ2YWwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNQoSYmFzZV9lamVjdGlvbl90aW1lGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhwKFG1heF9lamVjdGlvbl9wZXJjZW50GAUgASgNEhoKEm1pbl9oZWFsdGhfcGVyY2VudBgGIAEoDSJ9CghSZWRpcmVjdBIOCgZzY2hlbWUYASABKAkSEAoIaG9zdG5hbWUYAiABKAkSDAoEcG9ydBgDIAEoDRIsCgRwYXRoGAQgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUSEwoLc3RhdHVzX2NvZGUYBSABKA0iNwoLUGF0aFJld3JpdGUSDgoEZnVsbBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAQgYKBGtpbmQiTAoKVVJMUmV3cml0ZRIQCghob3N0bmFtZRgBIAEoCRIsCgRwYXRoGAIgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUingEKBlBvbGljeRIMCgRuYW1lGAEgASgJEikKBmFjdGlvbhgCIAEoDjIZLmFtZXNoLndheXBvaW50LnYxLkFjdGlvbhIQCghwcm92aWRlchgDIAEoCRImCgVydWxlcxgEIAMoCzIXLmFtZXNoLndheXBvaW50LnYxLlJ1bGUSEAoIc2VydmljZXMYBSADKAkSDwoHZHJ5X3J1bhgGIAEoCCKFAQoEUnVsZRInCgRmcm9tGAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuU291cmNlEigKAnRvGAIgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuT3BlcmF0aW9uEioKBHdoZW4YAyADKAsyHC5hbWVzaC53YXlwb2ludC52MS5Db25kaXRpb24ikAQKBlNvdXJjZRIvCgpwcmluY2lwYWxzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X3ByaW5jaXBhbHMYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI3ChJyZXF1ZXN0X3ByaW5jaXBhbHMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI7ChZub3RfcmVxdWVzdF9wcmluY2lwYWxzGAQgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbmFtZXNwYWNlcxgFIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjMKDm5vdF9uYW1lc3BhY2VzGAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSKgoJaXBfYmxvY2tzGAcgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIuCg1ub3RfaXBfYmxvY2tzGAggAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIxChByZW1vdGVfaXBfYmxvY2tzGAkgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxI1ChRub3RfcmVtb3RlX2lwX2Jsb2NrcxgKIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MixQIKCU9wZXJhdGlvbhIqCgVob3N0cxgBIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9ob3N0cxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEg0KBXBvcnRzGAMgAygNEhEKCW5vdF9wb3J0cxgEIAMoDRIsCgdtZXRob2RzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMAoLbm90X21ldGhvZHMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCgVwYXRocxgHIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9wYXRocxgIIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoIsoBCglDb25kaXRpb24SCwoDa2V5GAEgASgJEisKBnZhbHVlcxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi8KCm5vdF92YWx1ZXMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBImCgVjaWRycxgEIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MSKgoJbm90X2NpZHJzGAUgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyo0CgZBY3Rpb24SCQoFQUxMT1cQABIICgRERU5ZEAESCQoFQVVESVQQAhIKCgZDVVNUT00QA2IGcHJvdG8z", [file_google_protobuf_duration, file_istio_security_authorization]);
+  fileDesc("CiBhbWVzaC93YXlwb2ludC92MS93YXlwb2ludC5wcm90bxIRYW1lc2gud2F5cG9pbnQudjEi+AIKCFdheXBvaW50EjIKCHNlcnZpY2VzGAEgAygLMiAuYW1lc2gud2F5cG9pbnQudjEuU2VydmljZVJvdXRlcxIrCghwb2xpY2llcxgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLlBvbGljeRJJChdyZXF1ZXN0X2F1dGhlbnRpY2F0aW9ucxgDIAMoCzIoLmFtZXNoLndheXBvaW50LnYxLlJlcXVlc3RBdXRoZW50aWNhdGlvbhJAChNleHRfYXV0aHpfcHJvdmlkZXJzGAQgAygLMiMuYW1lc2gud2F5cG9pbnQudjEuRXh0QXV0aHpQcm92aWRlchIuCglsaXN0ZW5lcnMYBSADKAsyGy5hbWVzaC53YXlwb2ludC52MS5MaXN0ZW5lchISCgphY2Nlc3NfbG9nGAYgASgIEjoKEHNlcnZpY2VfcG9saWNpZXMYByADKAsyIC5hbWVzaC53YXlwb2ludC52MS5TZXJ2aWNlUG9saWN5InwKDVNlcnZpY2VQb2xpY3kSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SOAoOdHJhZmZpY19wb2xpY3kYBCABKAsyIC5hbWVzaC53YXlwb2ludC52MS5UcmFmZmljUG9saWN5ItMCCghMaXN0ZW5lchIMCgRuYW1lGAEgASgJEgwKBHBvcnQYAiABKA0SEAoIcHJvdG9jb2wYAyABKAkSEAoIaG9zdG5hbWUYBCABKAkSGAoQY3JlZGVudGlhbF9uYW1lcxgFIAMoCRI1Cg12aXJ0dWFsX2hvc3RzGAYgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuVmlydHVhbEhvc3QSFwoPY2xpZW50X2NhX25hbWVzGAcgAygJEiMKG2NsaWVudF9jZXJ0aWZpY2F0ZV9vcHRpb25hbBgIIAEoCBIRCgl0ZXJtaW5hdGUYCSABKAgSIAoYY2xpZW50X3N1YmplY3RfYWx0X25hbWVzGAogAygJEiEKGWNsaWVudF9jZXJ0aWZpY2F0ZV9oYXNoZXMYCyADKAkSIAoYY2xpZW50X2NlcnRpZmljYXRlX3Nwa2lzGAwgAygJIkkKC1ZpcnR1YWxIb3N0EhAKCGhvc3RuYW1lGAEgASgJEigKBnJvdXRlcxgCIAMoCzIYLmFtZXNoLndheXBvaW50LnYxLlJvdXRlIpQCChBFeHRBdXRoelByb3ZpZGVyEgwKBG5hbWUYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEhAKCGhvc3RuYW1lGAMgASgJEgwKBHBvcnQYBCABKA0SKgoHdGltZW91dBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCglmYWlsX29wZW4YBiABKAgSFwoPc3RhdHVzX29uX2Vycm9yGAcgASgNEi8KBGh0dHAYCCABKAsyHy5hbWVzaC53YXlwb2ludC52MS5IdHRwRXh0QXV0aHpIABIvCgRncnBjGAkgASgLMh8uYW1lc2gud2F5cG9pbnQudjEuR3JwY0V4dEF1dGh6SABCBQoDYXBpIvEDCgxIdHRwRXh0QXV0aHoSEwoLcGF0aF9wcmVmaXgYASABKAkSRQogaW5jbHVkZV9yZXF1ZXN0X2hlYWRlcnNfaW5fY2hlY2sYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBJxCiNpbmNsdWRlX2FkZGl0aW9uYWxfaGVhZGVyc19pbl9jaGVjaxgDIAMoCzJELmFtZXNoLndheXBvaW50LnYxLkh0dHBFeHRBdXRoei5JbmNsdWRlQWRkaXRpb25hbEhlYWRlcnNJbkNoZWNrRW50cnkSQQocaGVhZGVyc190b191cHN0cmVhbV9vbl9hbGxvdxgEIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEkIKHWhlYWRlcnNfdG9fZG93bnN0cmVhbV9vbl9kZW55GAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSQwoeaGVhZGVyc190b19kb3duc3RyZWFtX29uX2FsbG93GAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gaRgokSW5jbHVkZUFkZGl0aW9uYWxIZWFkZXJzSW5DaGVja0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiDgoMR3JwY0V4dEF1dGh6ImIKFVJlcXVlc3RBdXRoZW50aWNhdGlvbhIMCgRuYW1lGAEgASgJEhAKCHNlcnZpY2VzGAIgAygJEikKBXJ1bGVzGAMgAygLMhouYW1lc2gud2F5cG9pbnQudjEuSnd0UnVsZSKwAgoHSnd0UnVsZRIOCgZpc3N1ZXIYASABKAkSEQoJYXVkaWVuY2VzGAIgAygJEgwKBGp3a3MYAyABKAkSEAoIandrc191cmkYBCABKAkSMgoMZnJvbV9oZWFkZXJzGAUgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuSnd0SGVhZGVyEhMKC2Zyb21fcGFyYW1zGAYgAygJEhQKDGZyb21fY29va2llcxgHIAMoCRIeChZmb3J3YXJkX29yaWdpbmFsX3Rva2VuGAggASgIEiAKGG91dHB1dF9wYXlsb2FkX3RvX2hlYWRlchgJIAEoCRJBChdvdXRwdXRfY2xhaW1fdG9faGVhZGVycxgKIAMoCzIgLmFtZXNoLndheXBvaW50LnYxLkNsYWltVG9IZWFkZXIiKQoJSnd0SGVhZGVyEgwKBG5hbWUYASABKAkSDgoGcHJlZml4GAIgASgJIi4KDUNsYWltVG9IZWFkZXISDgoGaGVhZGVyGAEgASgJEg0KBWNsYWltGAIgASgJImwKDVNlcnZpY2VSb3V0ZXMSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SKAoGcm91dGVzGAQgAygLMhguYW1lc2gud2F5cG9pbnQudjEuUm91dGUiowQKBVJvdXRlEgwKBG5hbWUYASABKAkSLgoHbWF0Y2hlcxgCIAMoCzIdLmFtZXNoLndheXBvaW50LnYxLlJvdXRlTWF0Y2gSOgoPcmVxdWVzdF9oZWFkZXJzGAMgASgLMiEuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTW9kaWZpZXISOwoQcmVzcG9uc2VfaGVhZGVycxgEIAEoCzIhLmFtZXNoLndheXBvaW50LnYxLkhlYWRlck1vZGlmaWVyEi0KB2ZvcndhcmQYBSABKAsyGi5hbWVzaC53YXlwb2ludC52MS5Gb3J3YXJkSAASLwoIcmVkaXJlY3QYBiABKAsyGy5hbWVzaC53YXlwb2ludC52MS5SZWRpcmVjdEgAEhcKDWRpcmVjdF9zdGF0dXMYByABKA1IABIuCgdyZXdyaXRlGAggASgLMh0uYW1lc2gud2F5cG9pbnQudjEuVVJMUmV3cml0ZRIqCgd0aW1lb3V0GAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEicKBWZhdWx0GAogASgLMhguYW1lc2gud2F5cG9pbnQudjEuRmF1bHQSLwoHcmV0cmllcxgLIAEoCzIeLmFtZXNoLndheXBvaW50LnYxLlJldHJ5UG9saWN5EioKB21pcnJvcnMYDCADKAsyGS5hbWVzaC53YXlwb2ludC52MS5NaXJyb3JCCAoGYWN0aW9uIkkKBk1pcnJvchIrCgdiYWNrZW5kGAEgASgLMhouYW1lc2gud2F5cG9pbnQudjEuQmFja2VuZBISCgpwZXJjZW50YWdlGAIgASgBIoUBCgtSZXRyeVBvbGljeRIQCghhdHRlbXB0cxgBIAEoDRIQCghyZXRyeV9vbhgCIAMoCRIeChZyZXRyaWFibGVfc3RhdHVzX2NvZGVzGAMgAygNEjIKD3Blcl90cnlfdGltZW91dBgEIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiJjCgVGYXVsdBIsCgVkZWxheRgBIAEoCzIdLmFtZXNoLndheXBvaW50LnYxLkZhdWx0RGVsYXkSLAoFYWJvcnQYAiABKAsyHS5hbWVzaC53YXlwb2ludC52MS5GYXVsdEFib3J0IlAKCkZhdWx0RGVsYXkSLgoLZml4ZWRfZGVsYXkYASABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEgoKcGVyY2VudGFnZRgCIAEoASI1CgpGYXVsdEFib3J0EhMKC2h0dHBfc3RhdHVzGAEgASgNEhIKCnBlcmNlbnRhZ2UYAiABKAEirwEKClJvdXRlTWF0Y2gSKgoEcGF0aBgBIAEoCzIcLmFtZXNoLndheXBvaW50LnYxLlBhdGhNYXRjaBIvCgdoZWFkZXJzGAIgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSNAoMcXVlcnlfcGFyYW1zGAMgAygLMh4uYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyTWF0Y2gSDgoGbWV0aG9kGAQgASgJImAKCVBhdGhNYXRjaBIPCgVleGFjdBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSAASFwoNc3RyaW5nX3ByZWZpeBgEIAEoCUgAQgYKBGtpbmQiRgoLSGVhZGVyTWF0Y2gSDAoEbmFtZRgBIAEoCRIPCgVleGFjdBgCIAEoCUgAEg8KBXJlZ2V4GAMgASgJSABCBwoFdmFsdWUicAoOSGVhZGVyTW9kaWZpZXISJgoDc2V0GAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuSGVhZGVyEiYKA2FkZBgCIAMoCzIZLmFtZXNoLndheXBvaW50LnYxLkhlYWRlchIOCgZyZW1vdmUYAyADKAkiJQoGSGVhZGVyEgwKBG5hbWUYASABKAkSDQoFdmFsdWUYAiABKAkiNwoHRm9yd2FyZBIsCghiYWNrZW5kcxgBIAMoCzIaLmFtZXNoLndheXBvaW50LnYxLkJhY2tlbmQivwEKB0JhY2tlbmQSEQoJbmFtZXNwYWNlGAEgASgJEhAKCGhvc3RuYW1lGAIgASgJEgwKBHBvcnQYAyABKA0SDgoGd2VpZ2h0GAQgASgNEg4KBnN1YnNldBgFIAEoCRIRCgllbmRwb2ludHMYBiADKAkSFAoMdXNlX3dheXBvaW50GAcgASgIEjgKDnRyYWZmaWNfcG9saWN5GAggASgLMiAuYW1lc2gud2F5cG9pbnQudjEuVHJhZmZpY1BvbGljeSLDAQoNVHJhZmZpY1BvbGljeRI2Cg1sb2FkX2JhbGFuY2VyGAEgASgLMh8uYW1lc2gud2F5cG9pbnQudjEuTG9hZEJhbGFuY2VyEj4KEW91dGxpZXJfZGV0ZWN0aW9uGAIgASgLMiMuYW1lc2gud2F5cG9pbnQudjEuT3V0bGllckRldGVjdGlvbhI6Cg9jb25uZWN0aW9uX3Bvb2wYAyABKAsyIS5hbWVzaC53YXlwb2ludC52MS5Db25uZWN0aW9uUG9vbCKXAQoOQ29ubmVjdGlvblBvb2wSFwoPbWF4X2Nvbm5lY3Rpb25zGAEgASgNEhwKFG1heF9wZW5kaW5nX3JlcXVlc3RzGAIgASgNEhQKDG1heF9yZXF1ZXN0cxgDIAEoDRITCgttYXhfcmV0cmllcxgEIAEoDRIjChttYXhfcmVxdWVzdHNfcGVyX2Nvbm5lY3Rpb24YBSABKA0iugEKDExvYWRCYWxhbmNlchIOCgZzaW1wbGUYASABKAkSGgoQaHR0cF9oZWFkZXJfbmFtZRgCIAEoCUgAEjQKC2h0dHBfY29va2llGAMgASgLMh0uYW1lc2gud2F5cG9pbnQudjEuSHR0cENvb2tpZUgAEhcKDXVzZV9zb3VyY2VfaXAYBCABKAhIABIjChlodHRwX3F1ZXJ5X3BhcmFtZXRlcl9uYW1lGAUgASgJSABCCgoIaGFzaF9rZXkiUAoKSHR0cENvb2tpZRIMCgRuYW1lGAEgASgJEgwKBHBhdGgYAiABKAkSJgoDdHRsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIvQBChBPdXRsaWVyRGV0ZWN0aW9uEh4KFmNvbnNlY3V0aXZlXzV4eF9lcnJvcnMYASABKA0SIgoaY29uc2VjdXRpdmVfZ2F0ZXdheV9lcnJvcnMYAiABKA0SKwoIaW50ZXJ2YWwYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNQoSYmFzZV9lamVjdGlvbl90aW1lGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhwKFG1heF9lamVjdGlvbl9wZXJjZW50GAUgASgNEhoKEm1pbl9oZWFsdGhfcGVyY2VudBgGIAEoDSJ9CghSZWRpcmVjdBIOCgZzY2hlbWUYASABKAkSEAoIaG9zdG5hbWUYAiABKAkSDAoEcG9ydBgDIAEoDRIsCgRwYXRoGAQgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUSEwoLc3RhdHVzX2NvZGUYBSABKA0iNwoLUGF0aFJld3JpdGUSDgoEZnVsbBgBIAEoCUgAEhAKBnByZWZpeBgCIAEoCUgAQgYKBGtpbmQiTAoKVVJMUmV3cml0ZRIQCghob3N0bmFtZRgBIAEoCRIsCgRwYXRoGAIgASgLMh4uYW1lc2gud2F5cG9pbnQudjEuUGF0aFJld3JpdGUingEKBlBvbGljeRIMCgRuYW1lGAEgASgJEikKBmFjdGlvbhgCIAEoDjIZLmFtZXNoLndheXBvaW50LnYxLkFjdGlvbhIQCghwcm92aWRlchgDIAEoCRImCgVydWxlcxgEIAMoCzIXLmFtZXNoLndheXBvaW50LnYxLlJ1bGUSEAoIc2VydmljZXMYBSADKAkSDwoHZHJ5X3J1bhgGIAEoCCKFAQoEUnVsZRInCgRmcm9tGAEgAygLMhkuYW1lc2gud2F5cG9pbnQudjEuU291cmNlEigKAnRvGAIgAygLMhwuYW1lc2gud2F5cG9pbnQudjEuT3BlcmF0aW9uEioKBHdoZW4YAyADKAsyHC5hbWVzaC53YXlwb2ludC52MS5Db25kaXRpb24ikAQKBlNvdXJjZRIvCgpwcmluY2lwYWxzGAEgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMwoObm90X3ByaW5jaXBhbHMYAiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI3ChJyZXF1ZXN0X3ByaW5jaXBhbHMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBI7ChZub3RfcmVxdWVzdF9wcmluY2lwYWxzGAQgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSLwoKbmFtZXNwYWNlcxgFIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEjMKDm5vdF9uYW1lc3BhY2VzGAYgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSKgoJaXBfYmxvY2tzGAcgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIuCg1ub3RfaXBfYmxvY2tzGAggAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxIxChByZW1vdGVfaXBfYmxvY2tzGAkgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcxI1ChRub3RfcmVtb3RlX2lwX2Jsb2NrcxgKIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MixQIKCU9wZXJhdGlvbhIqCgVob3N0cxgBIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9ob3N0cxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEg0KBXBvcnRzGAMgAygNEhEKCW5vdF9wb3J0cxgEIAMoDRIsCgdtZXRob2RzGAUgAygLMhsuaXN0aW8uc2VjdXJpdHkuU3RyaW5nTWF0Y2gSMAoLbm90X21ldGhvZHMYBiADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBIqCgVwYXRocxgHIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi4KCW5vdF9wYXRocxgIIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoIsoBCglDb25kaXRpb24SCwoDa2V5GAEgASgJEisKBnZhbHVlcxgCIAMoCzIbLmlzdGlvLnNlY3VyaXR5LlN0cmluZ01hdGNoEi8KCm5vdF92YWx1ZXMYAyADKAsyGy5pc3Rpby5zZWN1cml0eS5TdHJpbmdNYXRjaBImCgVjaWRycxgEIAMoCzIXLmlzdGlvLnNlY3VyaXR5LkFkZHJlc3MSKgoJbm90X2NpZHJzGAUgAygLMhcuaXN0aW8uc2VjdXJpdHkuQWRkcmVzcyo0CgZBY3Rpb24SCQoFQUxMT1cQABIICgRERU5ZEAESCQoFQVVESVQQAhIKCgZDVVNUT00QA2IGcHJvdG8z", [file_google_protobuf_duration, file_istio_security_authorization]);
 
 /**
  * @generated from message amesh.waypoint.v1.Waypoint
@@ -67,6 +67,14 @@ export type Waypoint = Message<"amesh.waypoint.v1.Waypoint"> & {
    * @generated from field: bool access_log = 6;
    */
   accessLog: boolean;
+
+  /**
+   * The DestinationRule traffic policies of the Services behind this waypoint, per port, for the requests no route
+   * sends elsewhere (those forwarded to the Service as they are); a Service port not listed has none.
+   *
+   * @generated from field: repeated amesh.waypoint.v1.ServicePolicy service_policies = 7;
+   */
+  servicePolicies: ServicePolicy[];
 };
 
 /**
@@ -75,6 +83,38 @@ export type Waypoint = Message<"amesh.waypoint.v1.Waypoint"> & {
  */
 export const WaypointSchema: GenMessage<Waypoint> = /*@__PURE__*/
   messageDesc(file_amesh_waypoint_v1_waypoint, 0);
+
+/**
+ * @generated from message amesh.waypoint.v1.ServicePolicy
+ */
+export type ServicePolicy = Message<"amesh.waypoint.v1.ServicePolicy"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string hostname = 2;
+   */
+  hostname: string;
+
+  /**
+   * @generated from field: uint32 port = 3;
+   */
+  port: number;
+
+  /**
+   * @generated from field: amesh.waypoint.v1.TrafficPolicy traffic_policy = 4;
+   */
+  trafficPolicy?: TrafficPolicy | undefined;
+};
+
+/**
+ * Describes the message amesh.waypoint.v1.ServicePolicy.
+ * Use `create(ServicePolicySchema)` to create a new message.
+ */
+export const ServicePolicySchema: GenMessage<ServicePolicy> = /*@__PURE__*/
+  messageDesc(file_amesh_waypoint_v1_waypoint, 1);
 
 /**
  * One listener of an ingress gateway: the Gateway's listener, with the routes attached to it.
@@ -178,7 +218,7 @@ export type Listener = Message<"amesh.waypoint.v1.Listener"> & {
  * Use `create(ListenerSchema)` to create a new message.
  */
 export const ListenerSchema: GenMessage<Listener> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 1);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 2);
 
 /**
  * @generated from message amesh.waypoint.v1.VirtualHost
@@ -204,7 +244,7 @@ export type VirtualHost = Message<"amesh.waypoint.v1.VirtualHost"> & {
  * Use `create(VirtualHostSchema)` to create a new message.
  */
 export const VirtualHostSchema: GenMessage<VirtualHost> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 2);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 3);
 
 /**
  * An ext_authz provider (meshConfig `envoyExtAuthzHttp` or `envoyExtAuthzGrpc`), asked about each request a CUSTOM
@@ -279,7 +319,7 @@ export type ExtAuthzProvider = Message<"amesh.waypoint.v1.ExtAuthzProvider"> & {
  * Use `create(ExtAuthzProviderSchema)` to create a new message.
  */
 export const ExtAuthzProviderSchema: GenMessage<ExtAuthzProvider> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 3);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 4);
 
 /**
  * @generated from message amesh.waypoint.v1.HttpExtAuthz
@@ -333,7 +373,7 @@ export type HttpExtAuthz = Message<"amesh.waypoint.v1.HttpExtAuthz"> & {
  * Use `create(HttpExtAuthzSchema)` to create a new message.
  */
 export const HttpExtAuthzSchema: GenMessage<HttpExtAuthz> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 4);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 5);
 
 /**
  * @generated from message amesh.waypoint.v1.GrpcExtAuthz
@@ -346,7 +386,7 @@ export type GrpcExtAuthz = Message<"amesh.waypoint.v1.GrpcExtAuthz"> & {
  * Use `create(GrpcExtAuthzSchema)` to create a new message.
  */
 export const GrpcExtAuthzSchema: GenMessage<GrpcExtAuthz> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 5);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 6);
 
 /**
  * One RequestAuthentication: the JWTs a request may carry, and how each is checked.
@@ -379,7 +419,7 @@ export type RequestAuthentication = Message<"amesh.waypoint.v1.RequestAuthentica
  * Use `create(RequestAuthenticationSchema)` to create a new message.
  */
 export const RequestAuthenticationSchema: GenMessage<RequestAuthentication> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 6);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 7);
 
 /**
  * @generated from message amesh.waypoint.v1.JwtRule
@@ -451,7 +491,7 @@ export type JwtRule = Message<"amesh.waypoint.v1.JwtRule"> & {
  * Use `create(JwtRuleSchema)` to create a new message.
  */
 export const JwtRuleSchema: GenMessage<JwtRule> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 7);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 8);
 
 /**
  * @generated from message amesh.waypoint.v1.JwtHeader
@@ -475,7 +515,7 @@ export type JwtHeader = Message<"amesh.waypoint.v1.JwtHeader"> & {
  * Use `create(JwtHeaderSchema)` to create a new message.
  */
 export const JwtHeaderSchema: GenMessage<JwtHeader> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 8);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 9);
 
 /**
  * @generated from message amesh.waypoint.v1.ClaimToHeader
@@ -497,7 +537,7 @@ export type ClaimToHeader = Message<"amesh.waypoint.v1.ClaimToHeader"> & {
  * Use `create(ClaimToHeaderSchema)` to create a new message.
  */
 export const ClaimToHeaderSchema: GenMessage<ClaimToHeader> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 9);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 10);
 
 /**
  * The routes of one Service: the rules of every HTTPRoute whose parentRef is the Service.
@@ -535,7 +575,7 @@ export type ServiceRoutes = Message<"amesh.waypoint.v1.ServiceRoutes"> & {
  * Use `create(ServiceRoutesSchema)` to create a new message.
  */
 export const ServiceRoutesSchema: GenMessage<ServiceRoutes> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 10);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 11);
 
 /**
  * @generated from message amesh.waypoint.v1.Route
@@ -633,7 +673,7 @@ export type Route = Message<"amesh.waypoint.v1.Route"> & {
  * Use `create(RouteSchema)` to create a new message.
  */
 export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 11);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
 
 /**
  * @generated from message amesh.waypoint.v1.Mirror
@@ -657,7 +697,7 @@ export type Mirror = Message<"amesh.waypoint.v1.Mirror"> & {
  * Use `create(MirrorSchema)` to create a new message.
  */
 export const MirrorSchema: GenMessage<Mirror> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 12);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
 
 /**
  * @generated from message amesh.waypoint.v1.RetryPolicy
@@ -699,7 +739,7 @@ export type RetryPolicy = Message<"amesh.waypoint.v1.RetryPolicy"> & {
  * Use `create(RetryPolicySchema)` to create a new message.
  */
 export const RetryPolicySchema: GenMessage<RetryPolicy> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 13);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
 
 /**
  * @generated from message amesh.waypoint.v1.Fault
@@ -721,7 +761,7 @@ export type Fault = Message<"amesh.waypoint.v1.Fault"> & {
  * Use `create(FaultSchema)` to create a new message.
  */
 export const FaultSchema: GenMessage<Fault> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 14);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
 
 /**
  * @generated from message amesh.waypoint.v1.FaultDelay
@@ -745,7 +785,7 @@ export type FaultDelay = Message<"amesh.waypoint.v1.FaultDelay"> & {
  * Use `create(FaultDelaySchema)` to create a new message.
  */
 export const FaultDelaySchema: GenMessage<FaultDelay> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 15);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
 
 /**
  * @generated from message amesh.waypoint.v1.FaultAbort
@@ -769,7 +809,7 @@ export type FaultAbort = Message<"amesh.waypoint.v1.FaultAbort"> & {
  * Use `create(FaultAbortSchema)` to create a new message.
  */
 export const FaultAbortSchema: GenMessage<FaultAbort> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 16);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
 
 /**
  * Every part that is set must hold.
@@ -805,7 +845,7 @@ export type RouteMatch = Message<"amesh.waypoint.v1.RouteMatch"> & {
  * Use `create(RouteMatchSchema)` to create a new message.
  */
 export const RouteMatchSchema: GenMessage<RouteMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 17);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 18);
 
 /**
  * @generated from message amesh.waypoint.v1.PathMatch
@@ -852,7 +892,7 @@ export type PathMatch = Message<"amesh.waypoint.v1.PathMatch"> & {
  * Use `create(PathMatchSchema)` to create a new message.
  */
 export const PathMatchSchema: GenMessage<PathMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 18);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 19);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderMatch
@@ -890,7 +930,7 @@ export type HeaderMatch = Message<"amesh.waypoint.v1.HeaderMatch"> & {
  * Use `create(HeaderMatchSchema)` to create a new message.
  */
 export const HeaderMatchSchema: GenMessage<HeaderMatch> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 19);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 20);
 
 /**
  * @generated from message amesh.waypoint.v1.HeaderModifier
@@ -917,7 +957,7 @@ export type HeaderModifier = Message<"amesh.waypoint.v1.HeaderModifier"> & {
  * Use `create(HeaderModifierSchema)` to create a new message.
  */
 export const HeaderModifierSchema: GenMessage<HeaderModifier> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 20);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 21);
 
 /**
  * @generated from message amesh.waypoint.v1.Header
@@ -939,7 +979,7 @@ export type Header = Message<"amesh.waypoint.v1.Header"> & {
  * Use `create(HeaderSchema)` to create a new message.
  */
 export const HeaderSchema: GenMessage<Header> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 21);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 22);
 
 /**
  * @generated from message amesh.waypoint.v1.Forward
@@ -958,7 +998,7 @@ export type Forward = Message<"amesh.waypoint.v1.Forward"> & {
  * Use `create(ForwardSchema)` to create a new message.
  */
 export const ForwardSchema: GenMessage<Forward> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 22);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 23);
 
 /**
  * A backendRef istiod could not resolve has no hostname: its share of the requests is answered 500.
@@ -1022,7 +1062,7 @@ export type Backend = Message<"amesh.waypoint.v1.Backend"> & {
  * Use `create(BackendSchema)` to create a new message.
  */
 export const BackendSchema: GenMessage<Backend> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 23);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 24);
 
 /**
  * What of a DestinationRule's `trafficPolicy` the proxy applies to the endpoints of one backend.
@@ -1055,7 +1095,7 @@ export type TrafficPolicy = Message<"amesh.waypoint.v1.TrafficPolicy"> & {
  * Use `create(TrafficPolicySchema)` to create a new message.
  */
 export const TrafficPolicySchema: GenMessage<TrafficPolicy> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 24);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 25);
 
 /**
  * Envoy's circuit breakers as Istio sets them from `connectionPool`, for the backend's requests from this proxy; 0: no
@@ -1106,7 +1146,7 @@ export type ConnectionPool = Message<"amesh.waypoint.v1.ConnectionPool"> & {
  * Use `create(ConnectionPoolSchema)` to create a new message.
  */
 export const ConnectionPoolSchema: GenMessage<ConnectionPool> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 25);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 26);
 
 /**
  * @generated from message amesh.waypoint.v1.LoadBalancer
@@ -1156,7 +1196,7 @@ export type LoadBalancer = Message<"amesh.waypoint.v1.LoadBalancer"> & {
  * Use `create(LoadBalancerSchema)` to create a new message.
  */
 export const LoadBalancerSchema: GenMessage<LoadBalancer> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 26);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 27);
 
 /**
  * @generated from message amesh.waypoint.v1.HttpCookie
@@ -1185,7 +1225,7 @@ export type HttpCookie = Message<"amesh.waypoint.v1.HttpCookie"> & {
  * Use `create(HttpCookieSchema)` to create a new message.
  */
 export const HttpCookieSchema: GenMessage<HttpCookie> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 27);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 28);
 
 /**
  * Envoy's consecutive-error ejection, with the values Istio gives it (defaults filled in by istiod).
@@ -1241,7 +1281,7 @@ export type OutlierDetection = Message<"amesh.waypoint.v1.OutlierDetection"> & {
  * Use `create(OutlierDetectionSchema)` to create a new message.
  */
 export const OutlierDetectionSchema: GenMessage<OutlierDetection> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 28);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 29);
 
 /**
  * @generated from message amesh.waypoint.v1.Redirect
@@ -1282,7 +1322,7 @@ export type Redirect = Message<"amesh.waypoint.v1.Redirect"> & {
  * Use `create(RedirectSchema)` to create a new message.
  */
 export const RedirectSchema: GenMessage<Redirect> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 29);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 30);
 
 /**
  * @generated from message amesh.waypoint.v1.PathRewrite
@@ -1313,7 +1353,7 @@ export type PathRewrite = Message<"amesh.waypoint.v1.PathRewrite"> & {
  * Use `create(PathRewriteSchema)` to create a new message.
  */
 export const PathRewriteSchema: GenMessage<PathRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 30);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 31);
 
 /**
  * @generated from message amesh.waypoint.v1.URLRewrite
@@ -1335,7 +1375,7 @@ export type URLRewrite = Message<"amesh.waypoint.v1.URLRewrite"> & {
  * Use `create(URLRewriteSchema)` to create a new message.
  */
 export const URLRewriteSchema: GenMessage<URLRewrite> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 31);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 32);
 
 /**
  * @generated from message amesh.waypoint.v1.Policy
@@ -1385,7 +1425,7 @@ export type Policy = Message<"amesh.waypoint.v1.Policy"> & {
  * Use `create(PolicySchema)` to create a new message.
  */
 export const PolicySchema: GenMessage<Policy> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 32);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 33);
 
 /**
  * Every part holds: one of `from`, one of `to` and each of `when`. An empty list holds.
@@ -1414,7 +1454,7 @@ export type Rule = Message<"amesh.waypoint.v1.Rule"> & {
  * Use `create(RuleSchema)` to create a new message.
  */
 export const RuleSchema: GenMessage<Rule> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 33);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 34);
 
 /**
  * Each list that is not empty must hold: one of its values, or none of a `not_` list's.
@@ -1482,7 +1522,7 @@ export type Source = Message<"amesh.waypoint.v1.Source"> & {
  * Use `create(SourceSchema)` to create a new message.
  */
 export const SourceSchema: GenMessage<Source> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 34);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 35);
 
 /**
  * @generated from message amesh.waypoint.v1.Operation
@@ -1538,7 +1578,7 @@ export type Operation = Message<"amesh.waypoint.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 35);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 36);
 
 /**
  * @generated from message amesh.waypoint.v1.Condition
@@ -1581,7 +1621,7 @@ export type Condition = Message<"amesh.waypoint.v1.Condition"> & {
  * Use `create(ConditionSchema)` to create a new message.
  */
 export const ConditionSchema: GenMessage<Condition> = /*@__PURE__*/
-  messageDesc(file_amesh_waypoint_v1_waypoint, 36);
+  messageDesc(file_amesh_waypoint_v1_waypoint, 37);
 
 /**
  * @generated from enum amesh.waypoint.v1.Action
