@@ -534,6 +534,9 @@ const L7_RESOURCES = [
               withPolicy('sticky-cookie', { prefix: '/cookie' }, 'echo', {
                 loadBalancer: { httpCookie: { name: 'sticky', path: '/', ttl: '60s' } },
               }),
+              withPolicy('client-gone', { prefix: '/gone' }, 'flaky', {
+                outlierDetection: { consecutive5xxErrors: 1, maxEjectionPercent: 100 },
+              }),
               withPolicy('breakers', { prefix: '/cb' }, 'flaky', {
                 connectionPool: { maxConnections: 1, maxPendingRequests: 1 },
               }),
@@ -886,6 +889,28 @@ describe(
       assert.equal(flakySaw('/od/fail/od/100').length, 2, 'two 503s, then no more requests');
       assert.deepEqual(answers.filter((s) => s === 503).length, 2);
       assert.deepEqual(answers.slice(4), [200, 200, 200, 200, 200, 200]);
+    });
+
+    test("a client giving up on its request is not the endpoint's failure: with outlierDetection ejecting on one 5xx, python's server still takes the next request", async () => {
+      const given = await runToExit(
+        'curl',
+        [
+          '-sS',
+          '-m',
+          '1',
+          '--socks5',
+          `${L7_WEB_IP}:15080`,
+          '--interface',
+          L7_WEB_IP,
+          'http://10.96.1.13/gone/hang/g1/1',
+        ],
+        15_000,
+      );
+      assert.equal(given.status, 28, 'curl gave up');
+      await waitFor('python holding the request', () => flakySaw('/gone/hang/g1/1').length === 1);
+      const next = await curl(L7_WEB_IP, 'http://10.96.1.13/gone/after');
+      assert.equal(next.status, 200, next.body);
+      assert.equal(flakySaw('/gone/after').length, 1);
     });
 
     test("a DestinationRule connectionPool (maxConnections 1, http1MaxPendingRequests 1): with one request in flight to python's http.server and one waiting, another is answered 503 UO with x-envoy-overloaded; once the clients give up, requests pass again", async () => {

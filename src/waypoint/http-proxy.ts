@@ -545,9 +545,9 @@ export class WaypointHttp {
             exchange?.destroy();
             answer(504, 'UT', UPSTREAM_TIMEOUT);
           }, route.timeoutMs);
-    // A client that goes away before its answer is complete takes the upstream request with it.
     /** The client went away before its answer was complete: what that does upstream is not the endpoint's fault. */
     let clientGone = false;
+    // A client that goes away before its answer is complete takes the upstream request with it.
     res.once('close', () => {
       clearTimeout(timer);
       done = true;
