@@ -279,6 +279,23 @@ describe(
       assert.match(await curl('any.test', HTTP_PORT, '--http1.1'), /"hostname":"web".*\n200 1\.1$/s);
     });
 
+    test('the requests are counted with reporter="source", the gateway as source and the backend pod\'s principal as destination (it is reached over HBONE), the client\'s plaintext hop not mutual_tls', async () => {
+      await curl('any.test', HTTP_PORT, '--http1.1');
+      const text = await (await fetch(`http://127.0.0.1:${gw!.ports.metrics}/stats/prometheus`)).text();
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith('istio_requests_total{') && l.includes('destination_workload="web-0"'));
+      assert.ok(line !== undefined, text);
+      for (const label of [
+        'reporter="source"',
+        'source_workload="gw-0"',
+        'source_principal="spiffe://cluster.local/ns/ingress/sa/gw-istio"',
+        'destination_principal="spiffe://cluster.local/ns/shop/sa/web"',
+        'connection_security_policy="unknown"',
+      ])
+        assert.ok(line.includes(label), `${label} in ${line}`);
+    });
+
     test('gRPC from python3-grpcio through an HTTP port reaches a backend whose port declares GRPC over HTTP/2, its status coming back in trailers', async () => {
       const call = async (method: string): Promise<string> => {
         const r = await runPython('grpc_echo.py', [

@@ -294,6 +294,7 @@ export class GatewayListener implements LocalProxies {
         destination: undefined,
         destinationService: undefined,
         mtls: false,
+        upstreamMtls: true,
       },
       virtualHost: (host) => {
         const on = this.listenersOn(port);

@@ -58,6 +58,11 @@ export interface TrafficParties {
   readonly destination: Workload | undefined;
   readonly destinationService: Service | undefined;
   readonly mtls: boolean;
+  /**
+   * The hop to the destination is mTLS although the client's is not (an ingress gateway's requests, sent on over
+   * HBONE): the destination's principal is known, as Envoy's gateways report it. Unset: as `mtls`.
+   */
+  readonly upstreamMtls?: boolean;
 }
 
 export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficLabels {
@@ -85,7 +90,8 @@ export function trafficLabels(p: TrafficParties, flags: ResponseFlags): TrafficL
     destination_canonical_service: or(d?.canonicalName),
     destination_canonical_revision: or(d?.canonicalRevision),
     destination_workload_namespace: or(d?.namespace),
-    destination_principal: d === undefined || !p.mtls ? UNKNOWN : identityToString(workloadIdentity(d)),
+    destination_principal:
+      d === undefined || !(p.upstreamMtls ?? p.mtls) ? UNKNOWN : identityToString(workloadIdentity(d)),
     destination_app: or(d?.canonicalName),
     destination_version: or(d?.canonicalRevision),
     destination_cluster: or(d?.clusterId),
