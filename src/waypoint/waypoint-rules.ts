@@ -15,6 +15,8 @@ import { extAuthzProvidersFromXds, type ExtAuthzProviderConfig } from './ext-aut
 import { jwtPoliciesFromXds, remoteKeySets, type JwtPolicy } from './jwt-authenticator.js';
 import { l7PoliciesFromXds, type L7Policy } from './l7-authorization.js';
 import { backend, routeTablesFromXds, type Backend, type RouteTable } from './route-table.js';
+import { DEFAULT_ENDPOINT_POLICY } from './endpoint-balancer.js';
+import { NO_LIMITS } from './circuit-breakers.js';
 import { gatewayListenersFromXds, type GatewayListenerConfig } from './gateway-listeners-config.js';
 
 export const WAYPOINT_TYPE = `type.googleapis.com/${WaypointSchema.typeName}`;
@@ -99,6 +101,7 @@ export class WaypointRules {
     return {
       name: this.name,
       routes: [...this.tables.keys()],
+      trafficPolicies: this.trafficPolicies(),
       policies: this.current.map((p) => `${p.action} ${p.name}`),
       requestAuthentications: this.jwt.map((p) => p.name),
       listeners: this.gatewayListeners.map((l) => ({
@@ -111,6 +114,30 @@ export class WaypointRules {
       })),
       ...(this.undecodable === undefined ? {} : { rejected: this.undecodable }),
     };
+  }
+
+  /**
+   * The backends (Envoy's cluster names, the namespace added) whose DestinationRule traffic policy the proxy applies,
+   * each with what it applies: for an operator asking whether a rule took effect.
+   */
+  private trafficPolicies(): Record<string, string[]> {
+    const out: Record<string, string[]> = {};
+    const backends = [
+      ...[...this.tables.values()].flatMap((t) =>
+        t.routes.flatMap((r) => (r.action.t === 'forward' ? r.action.backends : [])),
+      ),
+      ...this.serviceBackends.values(),
+    ];
+    for (const b of backends) {
+      const applied = [
+        ...(b.policy.hash === undefined ? [] : [`consistentHash ${b.policy.hash.t}`]),
+        ...(b.policy.simple === DEFAULT_ENDPOINT_POLICY.simple ? [] : [`loadBalancer ${b.policy.simple}`]),
+        ...(b.policy.outlier === undefined ? [] : ['outlierDetection']),
+        ...(b.limits === NO_LIMITS ? [] : ['connectionPool']),
+      ];
+      if (applied.length > 0) out[b.cluster] = applied;
+    }
+    return out;
   }
 
   private install(resource: Parameters<NamedSubscription['apply']>[0][number]['resource']): string[] {
