@@ -3,7 +3,9 @@
  * policy Istio gives it (`amesh.waypoint.v1.TrafficPolicy`, docs/waypoint-xds.md):
  * - `consistentHash`: the endpoint whose rendezvous hash with the request's key (a header, a cookie, the client's
  *   address, a query parameter) is highest, so one key keeps its endpoint while that endpoint stays; a request
- *   without the key is balanced as if there were no hash. A cookie with a `ttl` that the request lacks is made up
+ *   without the key is balanced as if there were no hash. Rendezvous hashing rather than Envoy's ring hash or Maglev:
+ *   which endpoint a key lands on is each proxy's own (Envoys disagree too); what Istio promises is that it stays,
+ *   and that only the keys of an endpoint that goes move. A cookie with a `ttl` that the request lacks is made up
  *   here and set on the response, as Envoy's cookie hash does;
  * - else ROUND_ROBIN, RANDOM, or LEAST_REQUEST (Istio's default): of two endpoints picked at random, the one with
  *   fewer requests in flight from this proxy;

@@ -30,6 +30,17 @@ const gw = gatewayShape('ingress', 'gw', {
 const [http, https] = gw.listeners as [(typeof gw.listeners)[number], (typeof gw.listeners)[number]];
 const none = new Map<string, Record<string, string>>();
 
+/** A route answering 200 itself, named `name`: where a listener's routes go is what these tests look at. */
+const route = (name: string): RouteModel => ({
+  name,
+  matches: [],
+  requestHeaders: undefined,
+  responseHeaders: undefined,
+  action: { directStatus: 200 },
+  rewrite: undefined,
+  timeoutMs: undefined,
+});
+
 test('hostnames meet as the Gateway API says: the more specific name of each pair, a wildcard covering only names below it', () => {
   assert.deepEqual(listenerHostnames(https, ['a.example.com', 'x.a.example.com', 'example.com', 'other.test']), [
     'a.example.com',
@@ -106,15 +117,6 @@ test('a certificateRef to another namespace needs a ReferenceGrant there for Gat
 });
 
 test('listeners: HTTP and HTTPS with their permitted certificates and virtual hosts; a TLS passthrough listener takes TLSRoutes only, by SNI', () => {
-  const route = (name: string): RouteModel => ({
-    name,
-    matches: [],
-    requestHeaders: undefined,
-    responseHeaders: undefined,
-    action: { directStatus: 200 },
-    rewrite: undefined,
-    timeoutMs: undefined,
-  });
   const shape = routeShape('HTTPRoute', 'ingress', 'r', {
     parentRefs: [{ name: 'gw' }],
     hostnames: ['b.example.com', 'a.example.com'],
@@ -211,15 +213,6 @@ test('a TLS listener in Terminate mode (the default) names its certificates and 
       { name: 'term', port: 9443, protocol: 'TLS', tls: { certificateRefs: [{ name: 'db-cert' }] } },
       { name: 'pass', port: 9444, protocol: 'TLS', tls: { mode: 'Passthrough' } },
     ],
-  });
-  const route = (name: string): RouteModel => ({
-    name,
-    matches: [],
-    requestHeaders: undefined,
-    responseHeaders: undefined,
-    action: { directStatus: 200 },
-    rewrite: undefined,
-    timeoutMs: undefined,
   });
   const tls = routeShape('TLSRoute', 'ingress', 't', { parentRefs: [{ name: 'gw' }], hostnames: ['db.test'] });
   const tcp = routeShape('TCPRoute', 'ingress', 'c', { parentRefs: [{ name: 'gw' }] });

@@ -15,6 +15,10 @@ function parsed<K extends 'Service' | 'VirtualService' | 'IstioGateway' | 'Pod'>
   return objects.filter((o): o is ResourceOf<K> => isResource(o) && o.kind === kind);
 }
 
+/** Each route's backends as `host:port`, or its action when it forwards nowhere. */
+const backends = (routes: readonly RouteModel[]): unknown =>
+  routes.map((r) => ('forward' in r.action ? r.action.forward.map((b) => `${b.hostname}:${b.port}`) : r.action));
+
 /**
  * Istio's Gateway `ingress/gw` with `servers`, and an ingress gateway pod its selector matches. The Gateway's kind is
  * `IstioGateway`, as istiod reads it from the API beside the Gateway API's `Gateway`.
@@ -175,8 +179,6 @@ spec:
   );
   const converted = convertVirtualService(vs!, new Map([['shop/db', new Set([5432])]]), 'cluster.local');
   const { listeners, warnings } = istioGatewayListeners([gw], [pod], [converted]);
-  const backends = (routes: readonly RouteModel[]): unknown =>
-    routes.map((r) => ('forward' in r.action ? r.action.forward.map((b) => `${b.hostname}:${b.port}`) : r.action));
   const db = [['*', [['db.shop.svc.cluster.local:5432']]]];
   assert.deepEqual(
     listeners
@@ -275,8 +277,6 @@ spec:
     'cluster.local',
   );
   const { listeners, warnings } = istioGatewayListeners([gw], [pod], [converted]);
-  const backends = (routes: readonly RouteModel[]): unknown =>
-    routes.map((r) => ('forward' in r.action ? r.action.forward.map((b) => `${b.hostname}:${b.port}`) : r.action));
   assert.deepEqual(
     listeners
       .get('ingress/ingressgateway-0')
